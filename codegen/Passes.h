@@ -1,0 +1,37 @@
+//===- Passes.h - kiln codegen passes -----------------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Declarations (generated from Passes.td) of the lowering passes and the CPU
+// lowering pipeline.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_PASSES_H
+#define KILN_CODEGEN_PASSES_H
+
+#include "ir/KilnDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DECL
+#include "codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "codegen/Passes.h.inc"
+
+/// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
+/// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.
+void buildCpuLoweringPipeline(OpPassManager &pm);
+
+} // namespace mlir::kiln
+
+#endif // KILN_CODEGEN_PASSES_H

@@ -1,0 +1,76 @@
+//===- Passes.td - kiln codegen passes ------------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Passes that lower kiln IR towards machine code. Grouped by stage,
+// alphabetical within a group.
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_PASSES_TD
+#define KILN_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// kiln → linalg
+//===----------------------------------------------------------------------===//
+
+def ConvertKilnToLinalgPass : Pass<"kiln-convert-to-linalg", "func::FuncOp"> {
+  let summary = "Lowers kiln ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Precondition: output of `kiln-decompose` (the primitive set).
+    Postcondition: no kiln ops remain. Elementwise ops (with their
+    broadcasting) become `linalg.generic` ops so `linalg-fuse-elementwise-ops`
+    can fuse chains into one loop nest; matmul becomes `linalg.matmul` /
+    `linalg.batch_matmul`, or the `_transpose_b` variants when the right
+    operand is a `kiln.permute` of the last two dims (no copy is made).
+    An op that cannot be lowered is reported with its location.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"];
+}
+
+def DestinationOutputsPass : Pass<"kiln-destination-outputs", "ModuleOp"> {
+  let summary = "Turns function results into caller-provided output buffers";
+  let description = [{
+    Rewrites each public `func.func` returning tensors into one that takes an
+    extra identity-layout `memref` argument per result, writes each result
+    into it with `bufferization.materialize_in_destination`, returns nothing,
+    and carries `llvm.emit_c_interface`. The runtime allocates outputs through
+    torch and passes them in.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// CPU
+//===----------------------------------------------------------------------===//
+
+def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
+  let summary = "Replaces f32/f64 matmuls on memrefs with calls into a tuned BLAS";
+  let description = [{
+    Runs after bufferization. Each `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on memrefs
+    whose innermost dim is contiguous becomes a `func.call` to a `kiln_blas_*`
+    function (declared with `llvm.emit_c_interface`) that the JIT resolves to
+    kiln's BLAS shims (codegen/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
+    A `linalg.fill` of zero feeding the output is folded into beta = 0.
+    Other element types and layouts are left for the loop lowering.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
+def ApproximateMathPass : Pass<"kiln-approximate-math", "ModuleOp"> {
+  let summary = "Expands math ops (exp, log, tanh, erf, ...) into vectorizable polynomials";
+  let description = [{
+    Applies MLIR's polynomial approximations to `math` ops so that LLVM can
+    vectorize them instead of emitting scalar libm calls.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect", "::mlir::x86vector::X86VectorDialect"];
+}
+
+#endif // KILN_CODEGEN_PASSES_TD

@@ -1,0 +1,570 @@
+//===- KilnOps.td - kiln dialect ops --------------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The ops of the `kiln` dialect, grouped by category: constants and casts,
+// elementwise (unary, binary, comparison, select), linear algebra, shape
+// manipulation, reductions and normalizations.
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "ir/KilnBase.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "Tensor constant (torch.tensor / Python scalars)";
+  let description = [{
+    Materializes a dense tensor constant. The frontend uses it for Python
+    scalars that take part in tensor arithmetic (as 0-d tensors of the
+    promoted element type) and for tensors captured as constants. The result
+    type is the type of `value`.
+
+    Example:
+    ```mlir
+    %c = kiln.constant dense<2.000000e+00> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [SameOperandsAndResultShape]> {
+  let summary = "Element type conversion (Tensor.to(dtype))";
+  let description = [{
+    Converts each element to the result's element type, as `Tensor.to(dtype)`
+    does: float→int truncates toward zero, int→float rounds to nearest,
+    x→i1 is `x != 0`, i1→x gives 0 or 1. Shapes must match (verified).
+    A cast to the operand's own type folds away.
+
+    Example:
+    ```mlir
+    %0 = kiln.cast %x : tensor<4xi64> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary
+//===----------------------------------------------------------------------===//
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg"> {
+  let summary = "Elementwise negation (torch.neg)";
+  let description = [{
+    `-x` elementwise; integers wrap. `neg(neg(x))` folds to `x`.
+
+    Example:
+    ```mlir
+    %0 = kiln.neg %x : tensor<4xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Kiln_AbsOp : Kiln_UnaryOp<"abs"> {
+  let summary = "Elementwise absolute value (torch.abs)";
+  let description = [{
+    `|x|` elementwise.
+
+    Example:
+    ```mlir
+    %0 = kiln.abs %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_ReluOp : Kiln_UnaryOp<"relu"> {
+  let summary = "Rectified linear unit (torch.relu)";
+  let description = [{
+    `max(x, 0)` elementwise. NaN propagates, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.relu %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Kiln_ExpOp : Kiln_UnaryFloatOp<"exp"> {
+  let summary = "Elementwise e^x (torch.exp)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.exp %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_LogOp : Kiln_UnaryFloatOp<"log"> {
+  let summary = "Elementwise natural logarithm (torch.log)";
+  let description = [{
+    `log(0) = -inf`, `log(x<0) = NaN`, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.log %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_TanhOp : Kiln_UnaryFloatOp<"tanh"> {
+  let summary = "Elementwise hyperbolic tangent (torch.tanh)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.tanh %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_SigmoidOp : Kiln_UnaryFloatOp<"sigmoid"> {
+  let summary = "Logistic sigmoid 1/(1+e^-x) (torch.sigmoid)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.sigmoid %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_GeluOp : Kiln_UnaryFloatOp<"gelu"> {
+  let summary = "Gaussian error linear unit (torch.nn.functional.gelu)";
+  let description = [{
+    `approximate = "none"` (default) computes `x * 0.5 * (1 + erf(x/sqrt(2)))`;
+    `approximate = "tanh"` computes
+    `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`, matching the
+    torch argument of the same name. Other values are rejected by the
+    verifier.
+
+    Example:
+    ```mlir
+    %0 = kiln.gelu %x : tensor<4xf32>
+    %1 = kiln.gelu %x {approximate = "tanh"} : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                   DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
+  let hasVerifier = 1;
+}
+
+def Kiln_SiluOp : Kiln_UnaryFloatOp<"silu"> {
+  let summary = "x * sigmoid(x) (torch.nn.functional.silu)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.silu %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_SqrtOp : Kiln_UnaryFloatOp<"sqrt"> {
+  let summary = "Elementwise square root (torch.sqrt)";
+  let description = [{
+    Negative inputs give NaN.
+
+    Example:
+    ```mlir
+    %0 = kiln.sqrt %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_RsqrtOp : Kiln_UnaryFloatOp<"rsqrt"> {
+  let summary = "Elementwise reciprocal square root (torch.rsqrt)";
+  let description = [{
+    `1/sqrt(x)`; `rsqrt(0) = inf`.
+
+    Example:
+    ```mlir
+    %0 = kiln.rsqrt %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_ErfOp : Kiln_UnaryFloatOp<"erf"> {
+  let summary = "Elementwise Gauss error function (torch.erf)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.erf %x : tensor<4xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary (broadcasting)
+//===----------------------------------------------------------------------===//
+
+def Kiln_AddOp : Kiln_BroadcastingBinaryOp<"add", Kiln_Tensor, Kiln_Tensor, [Commutative]> {
+  let summary = "Broadcasting addition (torch.add without alpha)";
+  let description = [{
+    `lhs + rhs` with torch broadcasting. Operands must share an element type
+    (the frontend makes torch's type promotion explicit with `kiln.cast`);
+    the result shape is inferred. `torch.add(a, b, alpha=k)` is captured as
+    `add(a, mul(b, k))`. Adding a splat zero of the result type folds away
+    only when it is `-0.0` or an integer zero (x + 0.0 is not x for x = -0.0).
+
+    Example:
+    ```mlir
+    %0 = kiln.add %a, %b : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Kiln_SubOp : Kiln_BroadcastingBinaryOp<"sub"> {
+  let summary = "Broadcasting subtraction (torch.sub without alpha)";
+  let description = [{
+    `lhs - rhs` with broadcasting; same element type rules as `kiln.add`.
+
+    Example:
+    ```mlir
+    %0 = kiln.sub %a, %b : tensor<4x8xf32>, tensor<4x1xf32>
+    ```
+  }];
+}
+
+def Kiln_MulOp : Kiln_BroadcastingBinaryOp<"mul", Kiln_Tensor, Kiln_Tensor, [Commutative]> {
+  let summary = "Broadcasting multiplication (torch.mul)";
+  let description = [{
+    `lhs * rhs` with broadcasting. Multiplying by a splat one folds away when
+    the shapes already agree.
+
+    Example:
+    ```mlir
+    %0 = kiln.mul %a, %b : tensor<4x8xf32>, tensor<f32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Kiln_DivOp : Kiln_BroadcastingBinaryOp<"div", Kiln_FloatTensor, Kiln_FloatTensor> {
+  let summary = "Broadcasting true division (torch.div)";
+  let description = [{
+    `lhs / rhs` on floats with IEEE semantics (x/0 = ±inf, 0/0 = NaN). Integer
+    true division is captured as casts to the default float type first, as
+    torch promotes it.
+
+    Example:
+    ```mlir
+    %0 = kiln.div %a, %b : tensor<4x8xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_PowOp : Kiln_BroadcastingBinaryOp<"pow", Kiln_FloatTensor, Kiln_FloatTensor> {
+  let summary = "Broadcasting power (torch.pow)";
+  let description = [{
+    `lhs ** rhs` on floats.
+
+    Example:
+    ```mlir
+    %0 = kiln.pow %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_MaximumOp : Kiln_BroadcastingBinaryOp<"maximum", Kiln_Tensor, Kiln_Tensor, [Commutative]> {
+  let summary = "Broadcasting elementwise maximum (torch.maximum)";
+  let description = [{
+    NaN in either operand gives NaN, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.maximum %a, %b : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_MinimumOp : Kiln_BroadcastingBinaryOp<"minimum", Kiln_Tensor, Kiln_Tensor, [Commutative]> {
+  let summary = "Broadcasting elementwise minimum (torch.minimum)";
+  let description = [{
+    NaN in either operand gives NaN, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.minimum %a, %b : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and select
+//===----------------------------------------------------------------------===//
+
+def Kiln_EqOp : Kiln_CompareOp<"eq"> {
+  let summary = "Broadcasting equality (torch.eq), i1 result";
+  let description = [{
+    Ordered comparison: any comparison with NaN is false (except `ne`).
+
+    Example:
+    ```mlir
+    %0 = kiln.eq %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_NeOp : Kiln_CompareOp<"ne"> {
+  let summary = "Broadcasting inequality (torch.ne), i1 result";
+  let description = [{
+    True when either operand is NaN.
+
+    Example:
+    ```mlir
+    %0 = kiln.ne %a, %b : tensor<4xi64>, tensor<4xi64>
+    ```
+  }];
+}
+
+def Kiln_LtOp : Kiln_CompareOp<"lt"> {
+  let summary = "Broadcasting less-than (torch.lt), i1 result";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.lt %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_LeOp : Kiln_CompareOp<"le"> {
+  let summary = "Broadcasting less-or-equal (torch.le), i1 result";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.le %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_GtOp : Kiln_CompareOp<"gt"> {
+  let summary = "Broadcasting greater-than (torch.gt), i1 result";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.gt %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_GeOp : Kiln_CompareOp<"ge"> {
+  let summary = "Broadcasting greater-or-equal (torch.ge), i1 result";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.ge %a, %b : tensor<4xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Broadcasting elementwise choice (torch.where)";
+  let description = [{
+    `cond ? on_true : on_false` with all three operands broadcast together.
+    `cond` is i1; `on_true` and `on_false` share an element type.
+
+    Example:
+    ```mlir
+    %0 = kiln.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$on_true,
+                   Kiln_Tensor:$on_false);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatmulOp : Kiln_Op<"matmul", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Batched matrix product (torch.matmul for rank >= 2)";
+  let description = [{
+    `lhs: [..., M, K]`, `rhs: [..., K, N]` → `[..., M, N]`, where the batch
+    dims `...` broadcast like elementwise ops (either side may have none).
+    Both operands have rank ≥ 2 (the frontend reshapes 1-D operands as torch
+    does) and share a float element type. The verifier checks the
+    contraction dims agree when both are static. `F.linear(x, w, b)` is
+    captured as `add(matmul(x, permute(w, [1, 0])), b)`; codegen recognizes
+    the transposed right operand and does not materialize it.
+
+    Example:
+    ```mlir
+    %0 = kiln.matmul %a, %b : tensor<8x4x16xf32>, tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Kiln_PermuteOp : Kiln_Op<"permute", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Dimension permutation (torch.permute, transpose, .T)";
+  let description = [{
+    Result dim `i` is operand dim `dims[i]`; `dims` must be a permutation of
+    `0..rank-1` (verified). The identity permutation folds away, and two
+    permutes in a row fold into one.
+
+    Example:
+    ```mlir
+    %0 = kiln.permute %x {dims = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
+  let summary = "Shape change keeping row-major element order (torch.reshape/view)";
+  let description = [{
+    The result type gives the new shape. Element types must match and, when
+    both shapes are static, so must the element counts (verified). A reshape
+    to the operand's own type folds away; a reshape of a reshape folds to one.
+    Value semantics: unlike `Tensor.view`, the result never aliases.
+
+    Example:
+    ```mlir
+    %0 = kiln.reshape %x : tensor<4x8xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to"> {
+  let summary = "Broadcast to a larger shape (torch.broadcast_to / expand)";
+  let description = [{
+    The result type gives the target shape. The operand's dims, aligned from
+    the trailing end, must each be 1 or equal to the target dim (verified);
+    the result rank must be ≥ the operand rank. Broadcasting to the operand's
+    own type folds away.
+
+    Example:
+    ```mlir
+    %0 = kiln.broadcast_to %x : tensor<1x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Kiln_SumOp : Kiln_ReductionOp<"sum"> {
+  let summary = "Sum over dims (torch.sum(x, dim, keepdim))";
+  let description = [{
+    Integer sums accumulate in the operand type (the frontend casts bool/int32
+    inputs to i64 first, as torch does). An empty `dims` reduces nothing.
+
+    Example:
+    ```mlir
+    %0 = kiln.sum %x {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_MeanOp : Kiln_ReductionOp<"mean", Kiln_FloatTensor> {
+  let summary = "Mean over dims (torch.mean(x, dim, keepdim))";
+  let description = [{
+    Float only, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.mean %x {dims = array<i64: 0, 1>, keepdim = true} : tensor<4x8xf32> -> tensor<1x1xf32>
+    ```
+  }];
+}
+
+def Kiln_MaxOp : Kiln_ReductionOp<"max"> {
+  let summary = "Maximum over dims (torch.amax(x, dim, keepdim))";
+  let description = [{
+    Values only (indices are not produced). NaN propagates.
+
+    Example:
+    ```mlir
+    %0 = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+def Kiln_SoftmaxOp : Kiln_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax along one dim (torch.softmax(x, dim))";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `dim` (0 ≤ dim < rank,
+    verified). Decomposed into reductions and elementwise ops by
+    `kiln-decompose`.
+
+    Example:
+    ```mlir
+    %0 = kiln.softmax %x {dim = 1 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [AttrSizedOperandSegments,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalization over trailing dims (torch.nn.functional.layer_norm)";
+  let description = [{
+    Normalizes over the last `num_dims` dims (torch's `normalized_shape` is
+    the operand's trailing shape): `(x - mean) / sqrt(var + eps)` with the
+    biased variance, then `* weight + bias` when given. `weight` and `bias`,
+    when present, have exactly the normalized shape and the input's element
+    type (verified); 1 ≤ num_dims ≤ rank. Decomposed by `kiln-decompose`.
+
+    Example:
+    ```mlir
+    %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64, eps = 1.0e-05 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                   Optional<Kiln_FloatTensor>:$weight,
+                   Optional<Kiln_FloatTensor>:$bias,
+                   I64Attr:$num_dims,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` type($input)
+    (`,` type($weight)^)? (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_OPS_TD

@@ -1,0 +1,66 @@
+//===- ShapeUtils.cpp - broadcasting and shape helpers ----------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements the shape arithmetic declared in ShapeUtils.h.
+//===----------------------------------------------------------------------===//
+#include "ir/ShapeUtils.h"
+
+#include "mlir/IR/BuiltinTypeInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace mlir::kiln {
+
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  llvm::SmallVector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    int64_t r;
+    if (da == 1)
+      r = db;
+    else if (db == 1)
+      r = da;
+    else if (ShapedType::isDynamic(da))
+      r = db;
+    else if (ShapedType::isDynamic(db) || da == db)
+      r = da;
+    else
+      return std::nullopt;
+    out[rank - 1 - i] = r;
+  }
+  return out;
+}
+
+bool isBroadcastableTo(llvm::ArrayRef<int64_t> from,
+                       llvm::ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    int64_t f = from[from.size() - 1 - i];
+    int64_t t = to[to.size() - 1 - i];
+    if (f == 1 || f == t || ShapedType::isDynamic(f) || ShapedType::isDynamic(t))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> dims,
+                                        bool keepdim) {
+  llvm::SmallVector<int64_t> out;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    bool reduced = llvm::is_contained(dims, static_cast<int64_t>(i));
+    if (!reduced)
+      out.push_back(d);
+    else if (keepdim)
+      out.push_back(1);
+  }
+  return out;
+}
+
+} // namespace mlir::kiln

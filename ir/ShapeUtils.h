@@ -1,0 +1,35 @@
+//===- ShapeUtils.h - broadcasting and shape helpers --------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Shape arithmetic shared by the dialect's verifiers/shape inference, the
+// frontend and codegen. Dynamic dims are ShapedType::kDynamic.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_IR_SHAPEUTILS_H
+#define KILN_IR_SHAPEUTILS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include <cstdint>
+#include <optional>
+
+namespace mlir::kiln {
+
+/// Broadcasts two shapes with torch (numpy) rules, aligned from the trailing
+/// dim. A dynamic dim against 1 stays dynamic; against a static N gives N.
+/// Returns std::nullopt when two static dims differ and neither is 1.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// True when `from` can be broadcast to exactly `to` (rank(to) >= rank(from),
+/// each aligned dim of `from` is 1 or equal to the `to` dim, dynamic dims
+/// compatible).
+bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+
+/// The shape after reducing `dims` of `shape`; `keepdim` keeps them as 1.
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> dims,
+                                        bool keepdim);
+
+} // namespace mlir::kiln
+
+#endif // KILN_IR_SHAPEUTILS_H

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what kiln needs on a Debian 12 machine, idempotently:
+# Debian packages (LLVM/MLIR 19, Ninja, ccache, lld, OpenBLAS) and the
+# project venv (.venv) with pinned Python packages. Safe to run repeatedly;
+# does nothing when everything is already present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
+          ccache lld libopenblas-dev python3-venv)
+PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18.1.8")
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[bootstrap] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+stamp=.venv/.kiln-requirements
+want="$(printf '%s\n' "${PY_PKGS[@]}")"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "[bootstrap] preparing .venv"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q "${PY_PKGS[@]}"
+  printf '%s\n' "${PY_PKGS[@]}" > "$stamp"
+fi
