@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "transforms/Passes.h"
 
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::kiln {

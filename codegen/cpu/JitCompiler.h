@@ -31,7 +31,7 @@ struct CpuCompileOptions {
 /// (caller-allocated, contiguous), and returns nothing. On failure returns a
 /// null entry and sets `error` to the diagnostics (with locations).
 /// `module` is modified in place (it is lowered).
-kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
+::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
                                          const CpuCompileOptions &options,
                                          std::string &error);
 
