@@ -252,5 +252,31 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+/// Parses the types of `kiln.layer_norm`'s optional `weight` and `bias`: one
+/// `, type` for each operand that is present, in that order. (A declarative
+/// `(`,` type($weight)^)? (`,` type($bias)^)?` is ambiguous when only `bias`
+/// is given: its type would be taken for the weight's.)
+static ParseResult parseLayerNormAffineTypes(
+    OpAsmParser &parser,
+    const std::optional<OpAsmParser::UnresolvedOperand> &weight,
+    const std::optional<OpAsmParser::UnresolvedOperand> &bias, Type &weightType,
+    Type &biasType) {
+  if (weight && (parser.parseComma() || parser.parseType(weightType)))
+    return failure();
+  if (bias && (parser.parseComma() || parser.parseType(biasType)))
+    return failure();
+  return success();
+}
+
+/// Prints what parseLayerNormAffineTypes parses.
+static void printLayerNormAffineTypes(OpAsmPrinter &printer, LayerNormOp,
+                                      Value weight, Value bias, Type weightType,
+                                      Type biasType) {
+  if (weight)
+    printer << ", " << weightType;
+  if (bias)
+    printer << ", " << biasType;
+}
+
 #define GET_OP_CLASSES
 #include "ir/KilnOps.cpp.inc"

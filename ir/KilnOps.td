@@ -562,7 +562,7 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [AttrSizedOperandSegments,
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` type($input)
-    (`,` type($weight)^)? (`,` type($bias)^)?
+    `` custom<LayerNormAffineTypes>(ref($weight), ref($bias), type($weight), type($bias))
   }];
   let hasVerifier = 1;
 }
