@@ -1,0 +1,469 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+// One case per user-facing diagnostic of the kiln dialect: the verifiers and
+// shape inference in ir/KilnOps.cpp, the ODS type constraints and the custom
+// assembly of kiln.layer_norm. Ops whose custom form infers the result type
+// are written in generic form so the error comes from the verifier. A failed
+// inference also reports "failed to infer returned types".
+
+//===----------------------------------------------------------------------===//
+// Broadcasting elementwise ops
+//===----------------------------------------------------------------------===//
+
+// Tests that a binary op rejects operands of different element types.
+func.func @binary_element_type_mismatch(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{operands have different element types ('f32' vs 'f16'); insert kiln.cast to promote}}
+  // expected-error @+1 {{'kiln.add' op failed to infer returned types}}
+  %0 = "kiln.add"(%a, %b) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the custom form reports the element type mismatch while parsing.
+func.func @binary_element_type_mismatch_custom(%a: tensor<4xi64>, %b: tensor<4xi32>) {
+  // expected-error @+1 {{operands have different element types ('i64' vs 'i32')}}
+  %0 = kiln.mul %a, %b : tensor<4xi64>, tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that a binary op rejects shapes that do not broadcast.
+func.func @binary_not_broadcastable(%a: tensor<4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{shapes 'tensor<4x3xf32>' and 'tensor<4xf32>' are not broadcast-compatible}}
+  // expected-error @+1 {{'kiln.sub' op failed to infer returned types}}
+  %0 = "kiln.sub"(%a, %b) : (tensor<4x3xf32>, tensor<4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that a comparison rejects operands of different element types.
+func.func @compare_element_type_mismatch(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+2 {{operands have different element types ('f32' vs 'i64')}}
+  // expected-error @+1 {{'kiln.lt' op failed to infer returned types}}
+  %0 = "kiln.lt"(%a, %b) : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+// Tests that a declared result type must be the inferred one (here the
+// comparison's result must be i1, not the operand type).
+func.func @compare_result_not_i1(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.eq' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = "kiln.eq"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a declared result shape must be the broadcast shape.
+func.func @binary_wrong_result_shape(%a: tensor<4x1xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{'kiln.maximum' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x1xf32>'}}
+  // expected-error @+1 {{'kiln.maximum' op failed to infer returned types}}
+  %0 = "kiln.maximum"(%a, %b) : (tensor<4x1xf32>, tensor<8xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Select
+//===----------------------------------------------------------------------===//
+
+// Tests that select rejects on_true/on_false of different element types.
+func.func @select_element_type_mismatch(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf64>) {
+  // expected-error @+2 {{on_true and on_false have different element types ('f32' vs 'f64')}}
+  // expected-error @+1 {{'kiln.select' op failed to infer returned types}}
+  %0 = "kiln.select"(%c, %a, %b) : (tensor<4xi1>, tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that select rejects a condition that does not broadcast with the
+// values.
+func.func @select_not_broadcastable(%c: tensor<3xi1>, %a: tensor<4xf32>, %b: tensor<f32>) {
+  // expected-error @+2 {{shapes of condition 'tensor<3xi1>', on_true 'tensor<4xf32>' and on_false 'tensor<f32>' are not broadcast-compatible}}
+  // expected-error @+1 {{'kiln.select' op failed to infer returned types}}
+  %0 = "kiln.select"(%c, %a, %b) : (tensor<3xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that select rejects values that do not broadcast with each other.
+func.func @select_values_not_broadcastable(%c: tensor<i1>, %a: tensor<4xf32>, %b: tensor<5xf32>) {
+  // expected-error @+2 {{shapes of condition 'tensor<i1>', on_true 'tensor<4xf32>' and on_false 'tensor<5xf32>' are not broadcast-compatible}}
+  // expected-error @+1 {{'kiln.select' op failed to infer returned types}}
+  %0 = "kiln.select"(%c, %a, %b) : (tensor<i1>, tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the select condition must be a tensor of i1.
+func.func @select_condition_not_i1(%c: tensor<4xi8>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.select' op operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = "kiln.select"(%c, %a, %a) : (tensor<4xi8>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+// Tests that matmul rejects an operand of rank < 2.
+func.func @matmul_rank_1(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{operands must have rank >= 2, got 'tensor<4x8xf32>' and 'tensor<8xf32>'}}
+  // expected-error @+1 {{'kiln.matmul' op failed to infer returned types}}
+  %0 = "kiln.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul rejects static contraction dims that differ.
+func.func @matmul_k_mismatch(%a: tensor<4x8xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+2 {{contraction dims differ: lhs has K = 8, rhs has K = 16}}
+  // expected-error @+1 {{'kiln.matmul' op failed to infer returned types}}
+  %0 = "kiln.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul rejects batch dims that do not broadcast.
+func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) {
+  // expected-error @+2 {{batch dims of 'tensor<2x4x8xf32>' and 'tensor<3x8x16xf32>' are not broadcast-compatible}}
+  // expected-error @+1 {{'kiln.matmul' op failed to infer returned types}}
+  %0 = "kiln.matmul"(%a, %b) : (tensor<2x4x8xf32>, tensor<3x8x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul rejects operands of different element types.
+func.func @matmul_element_type_mismatch(%a: tensor<4x8xf32>, %b: tensor<8x16xf16>) {
+  // expected-error @+2 {{operands have different element types ('f32' vs 'f16')}}
+  // expected-error @+1 {{'kiln.matmul' op failed to infer returned types}}
+  %0 = "kiln.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x16xf16>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul is float only.
+func.func @matmul_integer(%a: tensor<4x8xi32>, %b: tensor<8x16xi32>) {
+  // expected-error @+1 {{'kiln.matmul' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = "kiln.matmul"(%a, %b) : (tensor<4x8xi32>, tensor<8x16xi32>) -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+// Tests that permute rejects dims of the wrong length.
+func.func @permute_wrong_length(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dims has 3 entries but the operand has rank 2}}
+  // expected-error @+1 {{'kiln.permute' op failed to infer returned types}}
+  %0 = "kiln.permute"(%x) <{dims = array<i64: 1, 0, 2>}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that permute rejects a dim out of range.
+func.func @permute_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{permutation dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.permute' op failed to infer returned types}}
+  %0 = "kiln.permute"(%x) <{dims = array<i64: 2, 0>}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that permute rejects a negative dim (the frontend normalizes them).
+func.func @permute_negative(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{permutation dim -1 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.permute' op failed to infer returned types}}
+  %0 = "kiln.permute"(%x) <{dims = array<i64: -1, 0>}> : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that permute rejects a repeated dim.
+func.func @permute_repeated(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{permutation dim 1 is repeated}}
+  // expected-error @+1 {{'kiln.permute' op failed to infer returned types}}
+  %0 = "kiln.permute"(%x) <{dims = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+// Tests that reshape cannot change the element type.
+func.func @reshape_element_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.reshape' op cannot change the element type ('f32' to 'f16'); use kiln.cast}}
+  %0 = kiln.reshape %x : tensor<4x8xf32> -> tensor<32xf16>
+  return
+}
+
+// -----
+
+// Tests that reshape between static shapes keeps the element count.
+func.func @reshape_count(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.reshape' op element count changes from 32 to 30}}
+  %0 = kiln.reshape %x : tensor<4x8xf32> -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+// Tests that broadcast_to cannot change the element type.
+func.func @broadcast_to_element_type(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{'kiln.broadcast_to' op cannot change the element type ('f32' to 'f64')}}
+  %0 = kiln.broadcast_to %x : tensor<1x8xf32> -> tensor<4x8xf64>
+  return
+}
+
+// -----
+
+// Tests that broadcast_to rejects a dim that is neither 1 nor the target dim.
+func.func @broadcast_to_incompatible_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'kiln.broadcast_to' op operand type 'tensor<2x8xf32>' cannot be broadcast to 'tensor<4x8xf32>'}}
+  %0 = kiln.broadcast_to %x : tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that broadcast_to rejects a target of lower rank.
+func.func @broadcast_to_lower_rank(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{'kiln.broadcast_to' op operand type 'tensor<1x8xf32>' cannot be broadcast to 'tensor<8xf32>'}}
+  %0 = kiln.broadcast_to %x : tensor<1x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that cast keeps the shape.
+func.func @cast_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.cast' op requires the same shape for all operands and results}}
+  %0 = kiln.cast %x : tensor<4xf32> -> tensor<5xi32>
+  return
+}
+
+// -----
+
+// Tests that the constant's result type is the type of its value.
+func.func @constant_type_mismatch() {
+  // expected-error @+1 {{'kiln.constant' op failed to verify that all of {value, result} have same type}}
+  %0 = "kiln.constant"() <{value = dense<1.0> : tensor<4xf32>}> : () -> tensor<4xf64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+// Tests that a reduction rejects a dim out of range.
+func.func @reduction_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduction dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.sum' op failed to infer returned types}}
+  %0 = kiln.sum %x {dims = array<i64: 2>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a reduction rejects a negative dim (the frontend normalizes them).
+func.func @reduction_negative(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduction dim -1 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.max' op failed to infer returned types}}
+  %0 = kiln.max %x {dims = array<i64: -1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a reduction rejects a repeated dim.
+func.func @reduction_repeated(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduction dim 1 is repeated}}
+  // expected-error @+1 {{'kiln.mean' op failed to infer returned types}}
+  %0 = kiln.mean %x {dims = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that the declared result type must match keepdim.
+func.func @reduction_wrong_result(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'kiln.sum' op inferred type(s) 'tensor<4x1xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{'kiln.sum' op failed to infer returned types}}
+  %0 = kiln.sum %x {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that mean is float only.
+func.func @mean_integer(%x: tensor<4x8xi64>) {
+  // expected-error @+1 {{'kiln.mean' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = kiln.mean %x {dims = array<i64: 1>} : tensor<4x8xi64> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Float-only unary ops
+//===----------------------------------------------------------------------===//
+
+// Tests that exp is float only.
+func.func @exp_integer(%x: tensor<4xi32>) {
+  // expected-error @+1 {{'kiln.exp' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = kiln.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that div is float only (integer true division is cast first).
+func.func @div_integer(%a: tensor<4xi64>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{'kiln.div' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = "kiln.div"(%a, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tests that kiln ops take ranked tensors only.
+func.func @unranked(%x: tensor<*xf32>) {
+  // expected-error @+1 {{'kiln.neg' op operand #0 must be ranked tensor of any type values}}
+  %0 = "kiln.neg"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Activations and normalizations
+//===----------------------------------------------------------------------===//
+
+// Tests that gelu rejects an unknown approximation.
+func.func @gelu_approximate(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.gelu' op approximate must be "none" or "tanh", got "erf"}}
+  %0 = kiln.gelu %x {approximate = "erf"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that softmax rejects a dim out of range.
+func.func @softmax_dim_out_of_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.softmax' op dim 2 is out of range for rank 2}}
+  %0 = kiln.softmax %x {dim = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that softmax rejects a negative dim (the frontend normalizes them).
+func.func @softmax_dim_negative(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.softmax' op dim -1 is out of range for rank 2}}
+  %0 = kiln.softmax %x {dim = -1 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm rejects num_dims of 0.
+func.func @layer_norm_num_dims_zero(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op num_dims must be in [1, 2], got 0}}
+  %0 = kiln.layer_norm %x {num_dims = 0 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm rejects num_dims above the rank.
+func.func @layer_norm_num_dims_above_rank(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op num_dims must be in [1, 2], got 3}}
+  %0 = kiln.layer_norm %x {num_dims = 3 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that layer_norm rejects a negative eps.
+func.func @layer_norm_eps(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op eps must be non-negative}}
+  %0 = kiln.layer_norm %x {num_dims = 1 : i64, eps = -1.0e-05 : f64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the weight must have the normalized shape.
+func.func @layer_norm_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op weight type 'tensor<4x8xf32>' must have the normalized shape (the last 1 dims of 'tensor<4x8xf32>')}}
+  %0 = kiln.layer_norm %x weight %w {num_dims = 1 : i64} : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the bias must have the normalized shape.
+func.func @layer_norm_bias_shape(%x: tensor<2x4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op bias type 'tensor<8xf32>' must have the normalized shape (the last 2 dims of 'tensor<2x4x8xf32>')}}
+  %0 = kiln.layer_norm %x bias %b {num_dims = 2 : i64} : tensor<2x4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// Tests that the weight must have the input's element type.
+func.func @layer_norm_weight_type(%x: tensor<4x8xf32>, %w: tensor<8xf16>) {
+  // expected-error @+1 {{'kiln.layer_norm' op weight element type 'f16' differs from the input's 'f32'}}
+  %0 = kiln.layer_norm %x weight %w {num_dims = 1 : i64} : tensor<4x8xf32>, tensor<8xf16>
+  return
+}
+
+// -----
+
+// Tests that the bias must have the input's element type.
+func.func @layer_norm_bias_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'kiln.layer_norm' op bias element type 'bf16' differs from the input's 'f32'}}
+  %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the result of layer_norm has the input's type.
+func.func @layer_norm_result_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op failed to verify that all of {input, result} have same type}}
+  %0 = "kiln.layer_norm"(%x) <{num_dims = 1 : i64, eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+// Tests that the custom form of layer_norm needs a type for each affine
+// operand.
+func.func @layer_norm_missing_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expected ','}}
+  %0 = kiln.layer_norm %x weight %w {num_dims = 1 : i64} : tensor<4x8xf32>
+  return
+}
