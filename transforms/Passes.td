@@ -16,14 +16,39 @@ include "mlir/Pass/PassBase.td"
 def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
   let summary = "Rewrites composite kiln ops into the primitive set";
   let description = [{
-    Precondition: kiln ops with broadcasting operands of equal element type.
+    Precondition: verified kiln IR (any rank, static or dynamic dims).
     Postcondition: no `kiln.softmax`, `kiln.layer_norm` or `kiln.silu`
     remain; they are expressed with reductions (`kiln.sum`, `kiln.mean`,
     `kiln.max`) and elementwise ops so fusion and codegen see only the
-    primitive set listed in docs/invariants.md.
+    primitive set listed in docs/invariants.md. Other ops are left alone
+    (the greedy driver also runs their folders).
 
-    Example: `kiln.softmax %x {dim = 1}` becomes
-    `e = exp(x - max(x, [1], keepdim)); e / sum(e, [1], keepdim)`.
+    - `softmax(x, d)`: `e = exp(x - max(x, [d], keepdim))`, then
+      `e / sum(e, [d], keepdim)`. Subtracting the max keeps `exp` finite, as
+      torch does. A 0-d operand reduces over no dims.
+    - `layer_norm(x)` over the last `n` dims `D`:
+      `c = x - mean(x, D, keepdim)`, `var = mean(c * c, D, keepdim)` (the
+      biased variance, as torch), `y = c * rsqrt(var + eps)`, then
+      `y * weight` and `y + bias` when present. `eps` is a 0-d
+      `kiln.constant`.
+    - `silu(x)`: `x * sigmoid(x)`.
+
+    softmax and layer_norm of floats narrower than 32 bits (f16, bf16) are
+    computed in f32 between a `kiln.cast` in and a `kiln.cast` out, as torch
+    computes them in f32 ("opmath") and rounds once; silu stays in its type.
+
+    Example:
+    ```mlir
+    %0 = kiln.softmax %x {dim = 1 : i64} : tensor<4x8xf32>
+    ```
+    becomes
+    ```mlir
+    %m = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %s = kiln.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32>
+    %e = kiln.exp %s : tensor<4x8xf32>
+    %t = kiln.sum %e {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+    %0 = kiln.div %e, %t : tensor<4x8xf32>, tensor<4x1xf32>
+    ```
   }];
   let dependentDialects = ["::mlir::kiln::KilnDialect"];
 }

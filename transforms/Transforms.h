@@ -1,0 +1,25 @@
+//===- Transforms.h - reusable rewrite patterns on kiln IR --------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Pattern sets that the passes in transforms/ apply and that other pipelines
+// (for instance a codegen pass that wants a composite op gone before it runs)
+// can add to their own RewritePatternSet.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_TRANSFORMS_TRANSFORMS_H
+#define KILN_TRANSFORMS_TRANSFORMS_H
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace mlir::kiln {
+
+/// Adds the patterns of `kiln-decompose` to `patterns`: `kiln.softmax`,
+/// `kiln.layer_norm` and `kiln.silu` are rewritten into reductions and
+/// elementwise kiln ops (see transforms/Passes.td for the exact expansion).
+/// The patterns hold for any rank and for dynamic dims.
+void populateDecompositionPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::kiln
+
+#endif // KILN_TRANSFORMS_TRANSFORMS_H
