@@ -1,11 +1,75 @@
-// SKELETON (being written): DestinationOutputsPass.
+//===- DestinationOutputs.cpp - results become caller-provided buffers -------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Rewrites each public `func.func` that returns tensors into one that takes
+// an extra identity-layout memref argument per result, writes each returned
+// tensor into it with `bufferization.materialize_in_destination` (so that
+// `eliminate-empty-tensors` lets the producer compute straight into the
+// caller's buffer) and returns nothing. Tensor inputs are marked
+// `bufferization.writable = false`: they alias the caller's tensors and must
+// never be written. The function gets `llvm.emit_c_interface`.
+//===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+
 namespace mlir::kiln {
+
 #define GEN_PASS_DEF_DESTINATIONOUTPUTSPASS
 #include "codegen/Passes.h.inc"
+
 namespace {
-struct DestinationOutputsPass : impl::DestinationOutputsPassBase<DestinationOutputsPass> {
-  void runOnOperation() override {}
+
+/// Rewrites one function; fails (with a diagnostic) on non-tensor results.
+LogicalResult rewriteFunction(func::FuncOp func) {
+  FunctionType type = func.getFunctionType();
+  SmallVector<Type> outputs;
+  for (Type t : type.getResults()) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor)
+      return func.emitError() << "result type " << t
+                              << " is not a ranked tensor";
+    outputs.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
+  }
+  MLIRContext *ctx = func.getContext();
+  for (auto [i, t] : llvm::enumerate(type.getInputs()))
+    if (isa<TensorType>(t))
+      func.setArgAttr(i, "bufferization.writable", BoolAttr::get(ctx, false));
+  func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  if (outputs.empty())
+    return success();
+
+  Block &entry = func.getBody().front();
+  unsigned firstOut = entry.getNumArguments();
+  SmallVector<Location> locs(outputs.size(), func.getLoc());
+  entry.addArguments(outputs, locs);
+  SmallVector<Type> inputs(type.getInputs());
+  inputs.append(outputs);
+  func.setType(FunctionType::get(ctx, inputs, {}));
+
+  func.walk([&](func::ReturnOp ret) {
+    OpBuilder b(ret);
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto m = b.create<bufferization::MaterializeInDestinationOp>(
+          ret.getLoc(), v, entry.getArgument(firstOut + i));
+      m.setRestrict(true);
+      m.setWritable(true);
+    }
+    b.create<func::ReturnOp>(ret.getLoc());
+    ret.erase();
+  });
+  return success();
+}
+
+struct DestinationOutputsPass
+    : impl::DestinationOutputsPassBase<DestinationOutputsPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.isPublic())
+        continue;
+      if (failed(rewriteFunction(func)))
+        return signalPassFailure();
+    }
+  }
 };
+
 } // namespace
 } // namespace mlir::kiln

@@ -1,0 +1,185 @@
+//===- Matmul.cpp - kiln.matmul → linalg contractions -------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Lowers `kiln.matmul` to `linalg.matmul` / `linalg.batch_matmul`. A right
+// operand that is a `kiln.permute` swapping its last two dims (how F.linear
+// arrives) is consumed directly by the `_transpose_b` variants, so the
+// transpose is never materialized. When the right operand has no real batch
+// (rank 2, or only size-1 batch dims), the left operand's batch dims are
+// collapsed into M so the whole product is one 2-D GEMM; otherwise both
+// operands are broadcast to the common batch shape, the batch dims are
+// collapsed into one and a batch matmul is used.
+//===----------------------------------------------------------------------===//
+#include "codegen/Patterns.h"
+
+#include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::kiln {
+namespace {
+
+/// True when `dims` is the identity except for swapping the last two dims.
+bool swapsLastTwo(ArrayRef<int64_t> dims) {
+  int64_t r = dims.size();
+  if (r < 2 || dims[r - 2] != r - 1 || dims[r - 1] != r - 2)
+    return false;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (dims[i] != i)
+      return false;
+  return true;
+}
+
+/// Collapses all dims but the last `keep` into one leading dim
+/// ([a, b, ..., x, y] → [a*b*..., x, y] for keep = 2).
+Value collapseLeading(OpBuilder &b, Location loc, Value v, int64_t keep) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  if (rank <= keep + 1)
+    return v;
+  SmallVector<ReassociationIndices> reassoc(1);
+  for (int64_t i = 0; i <= rank - keep - 1; ++i)
+    reassoc[0].push_back(i);
+  for (int64_t i = rank - keep; i < rank; ++i)
+    reassoc.push_back({i});
+  return b.create<tensor::CollapseShapeOp>(loc, v, reassoc);
+}
+
+/// Drops leading size-1 dims down to rank 2 (only called when all batch
+/// dims are 1).
+Value dropUnitBatch(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return v;
+  SmallVector<ReassociationIndices> reassoc(2);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    reassoc[0].push_back(i);
+  reassoc[1].push_back(rank - 1);
+  return b.create<tensor::CollapseShapeOp>(loc, v, reassoc);
+}
+
+/// Expands `v` ([X, M, N] or [X, N]) back to `type` ([batch..., M, N]),
+/// where X is the product of the leading dims of `type`.
+Value expandTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+               ArrayRef<OpFoldResult> sizes) {
+  auto vType = cast<RankedTensorType>(v.getType());
+  if (vType.getRank() == type.getRank())
+    return v;
+  int64_t tail = vType.getRank() - 1;
+  SmallVector<ReassociationIndices> reassoc(1);
+  for (int64_t i = 0; i < type.getRank() - tail; ++i)
+    reassoc[0].push_back(i);
+  for (int64_t i = type.getRank() - tail; i < type.getRank(); ++i)
+    reassoc.push_back({i});
+  return b.create<tensor::ExpandShapeOp>(loc, type, v, reassoc, sizes);
+}
+
+/// Broadcasts `v` ([b..., x, y]) to `batch` ++ [x, y] (a copy, only when
+/// its batch dims differ).
+Value broadcastBatch(OpBuilder &b, Location loc, Value v,
+                     ArrayRef<int64_t> batch) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(batch);
+  shape.append({type.getDimSize(type.getRank() - 2),
+                type.getDimSize(type.getRank() - 1)});
+  if (ArrayRef<int64_t>(shape) == type.getShape())
+    return v;
+  auto target = RankedTensorType::get(shape, type.getElementType());
+  return buildBroadcastingGeneric(
+      b, loc, target, v,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
+/// A zero-filled accumulator of `type`.
+Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type,
+               ArrayRef<OpFoldResult> sizes) {
+  Value empty = buildEmpty(b, loc, type, sizes);
+  Value zero = buildScalarConstant(b, loc, type.getElementType(), 0.0);
+  return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+}
+
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    bool transB = false;
+    if (auto perm = op.getRhs().getDefiningOp<PermuteOp>();
+        perm && swapsLastTwo(perm.getDims())) {
+      if (Value input = rewriter.getRemappedValue(perm.getInput())) {
+        rhs = input;
+        transB = true;
+      }
+    }
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+    ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
+    ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
+    if (ShapedType::isDynamicShape(lhsBatch) ||
+        ShapedType::isDynamicShape(rhsBatch))
+      return rewriter.notifyMatchFailure(op, "dynamic batch dims");
+
+    // Result sizes: batch dims are static, M from lhs, N from rhs.
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d : resultType.getShape().drop_back(2))
+      sizes.push_back(rewriter.getIndexAttr(d));
+    sizes.push_back(tensor::getMixedSize(rewriter, loc, lhs, lhsType.getRank() - 2));
+    sizes.push_back(tensor::getMixedSize(
+        rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
+
+    Value result;
+    if (ShapedType::getNumElements(rhsBatch) == 1) {
+      // One 2-D GEMM: [prod(lhs batch) * M, K] x [K, N].
+      Value a = collapseLeading(rewriter, loc, lhs, 1);
+      Value b = dropUnitBatch(rewriter, loc, rhs);
+      auto aType = cast<RankedTensorType>(a.getType());
+      auto cType = RankedTensorType::get(
+          {aType.getDimSize(0), resultType.getShape().back()},
+          resultType.getElementType());
+      SmallVector<OpFoldResult> cSizes = {
+          tensor::getMixedSize(rewriter, loc, a, 0), sizes.back()};
+      Value init = zeroInit(rewriter, loc, cType, cSizes);
+      Value c = transB
+          ? rewriter.create<linalg::MatmulTransposeBOp>(loc, ValueRange{a, b}, init)
+                .getResult(0)
+          : rewriter.create<linalg::MatmulOp>(loc, ValueRange{a, b}, init).getResult(0);
+      result = expandTo(rewriter, loc, c, resultType, sizes);
+    } else {
+      ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
+      Value a = collapseLeading(rewriter, loc, broadcastBatch(rewriter, loc, lhs, batch), 2);
+      Value b = collapseLeading(rewriter, loc, broadcastBatch(rewriter, loc, rhs, batch), 2);
+      auto cType = RankedTensorType::get(
+          {ShapedType::getNumElements(batch), resultType.getDimSize(resultType.getRank() - 2),
+           resultType.getShape().back()},
+          resultType.getElementType());
+      SmallVector<OpFoldResult> cSizes = {rewriter.getIndexAttr(cType.getDimSize(0)),
+                                          sizes[sizes.size() - 2], sizes.back()};
+      Value init = zeroInit(rewriter, loc, cType, cSizes);
+      Value c = transB
+          ? rewriter.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{a, b}, init)
+                .getResult(0)
+          : rewriter.create<linalg::BatchMatmulOp>(loc, ValueRange{a, b}, init)
+                .getResult(0);
+      result = expandTo(rewriter, loc, c, resultType, sizes);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateMatmulToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulLowering>(patterns.getContext());
+}
+
+} // namespace mlir::kiln

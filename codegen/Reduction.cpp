@@ -1,0 +1,166 @@
+//===- Reduction.cpp - kiln reductions → reducing linalg.generic --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Lowers `kiln.sum`, `kiln.mean` and `kiln.max` to a `linalg.generic` with
+// reduction iterators over the reduced dims, writing a tensor without those
+// dims into an accumulator filled with the identity (0, or -inf / INT_MIN
+// for max). `max` uses `arith.maximumf`, which propagates NaN like torch.
+// `mean` divides by the element count afterwards; `keepdim` re-inserts the
+// size-1 dims with `tensor.expand_shape`.
+//===----------------------------------------------------------------------===//
+#include "codegen/Patterns.h"
+
+#include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/ADT/SmallBitVector.h"
+
+namespace mlir::kiln {
+namespace {
+
+enum class Kind { Sum, Mean, Max };
+
+/// The accumulator's initial value.
+Value identity(OpBuilder &b, Location loc, Type t, Kind kind) {
+  if (kind != Kind::Max)
+    return buildScalarConstant(b, loc, t, 0.0);
+  if (auto ft = dyn_cast<FloatType>(t))
+    return b.create<arith::ConstantOp>(
+        loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), true)));
+  unsigned width = t.getIntOrFloatBitWidth();
+  return b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(t, width == 1 ? APInt(1, 0)
+                                          : APInt::getSignedMinValue(width)));
+}
+
+/// acc ⊕ x.
+Value combine(OpBuilder &b, Location loc, Value x, Value acc, Kind kind) {
+  Type t = x.getType();
+  if (isa<FloatType>(t)) {
+    if (kind == Kind::Max)
+      return b.create<arith::MaximumFOp>(loc, x, acc);
+    return b.create<arith::AddFOp>(loc, x, acc);
+  }
+  if (t.isInteger(1))
+    return b.create<arith::OrIOp>(loc, x, acc);
+  if (kind == Kind::Max)
+    return b.create<arith::MaxSIOp>(loc, x, acc);
+  return b.create<arith::AddIOp>(loc, x, acc);
+}
+
+/// Groups the dims of the keepdim shape so that each reduced (size-1) dim
+/// joins a neighbouring kept dim; empty when everything is reduced.
+SmallVector<ReassociationIndices> keepdimReassociation(int64_t rank,
+                                                       const llvm::SmallBitVector &reduced) {
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices pending;
+  for (int64_t i = 0; i < rank; ++i) {
+    pending.push_back(i);
+    if (!reduced[i]) {
+      groups.push_back(pending);
+      pending.clear();
+    }
+  }
+  if (!pending.empty() && !groups.empty())
+    groups.back().append(pending.begin(), pending.end());
+  return groups;
+}
+
+template <typename OpTy, Kind kind>
+struct ReductionLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elem = inType.getElementType();
+    if (!isa<FloatType, IntegerType>(elem))
+      return rewriter.notifyMatchFailure(op, "unsupported element type");
+    int64_t rank = inType.getRank();
+    if (op.getDims().empty()) {
+      rewriter.replaceOp(op, input);
+      return success();
+    }
+    llvm::SmallBitVector reduced(rank);
+    for (int64_t d : op.getDims())
+      reduced.set(d);
+
+    // Accumulator over the kept dims.
+    SmallVector<int64_t> keptShape;
+    SmallVector<OpFoldResult> keptSizes;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      iterators.push_back(reduced[d] ? utils::IteratorType::reduction
+                                     : utils::IteratorType::parallel);
+      if (reduced[d])
+        continue;
+      keptShape.push_back(inType.getDimSize(d));
+      keptSizes.push_back(tensor::getMixedSize(rewriter, loc, input, d));
+      outExprs.push_back(rewriter.getAffineDimExpr(d));
+    }
+    auto accType = RankedTensorType::get(keptShape, elem);
+    Value init = buildEmpty(rewriter, loc, accType, keptSizes);
+    init = rewriter
+               .create<linalg::FillOp>(loc, identity(rewriter, loc, elem, kind), init)
+               .getResult(0);
+    SmallVector<AffineMap> maps = {
+        rewriter.getMultiDimIdentityMap(rank),
+        AffineMap::get(rank, 0, outExprs, rewriter.getContext())};
+    Value acc = rewriter
+                    .create<linalg::GenericOp>(
+                        loc, accType, input, init, maps, iterators,
+                        [&](OpBuilder &b, Location l, ValueRange args) {
+                          b.create<linalg::YieldOp>(
+                              l, combine(b, l, args[0], args[1], kind));
+                        })
+                    .getResult(0);
+
+    if (kind == Kind::Mean) {
+      // Divide by the number of reduced elements.
+      Value count = rewriter.create<arith::ConstantIndexOp>(loc, 1);
+      for (int64_t d : op.getDims())
+        count = rewriter.create<arith::MulIOp>(
+            loc, count, rewriter.create<tensor::DimOp>(loc, input, d));
+      Value countF = rewriter.create<arith::UIToFPOp>(
+          loc, elem,
+          rewriter.create<arith::IndexCastUIOp>(loc, rewriter.getI64Type(), count));
+      acc = buildBroadcastingGeneric(
+          rewriter, loc, accType, acc,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            return b.create<arith::DivFOp>(l, args[0], countF).getResult();
+          });
+    }
+
+    if (op.getKeepdim()) {
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t d = 0; d < rank; ++d)
+        sizes.push_back(reduced[d] ? rewriter.getIndexAttr(1)
+                                   : tensor::getMixedSize(rewriter, loc, input, d));
+      acc = rewriter.create<tensor::ExpandShapeOp>(
+          loc, resultType, acc, keepdimReassociation(rank, reduced), sizes);
+    }
+    rewriter.replaceOp(op, acc);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateReductionToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReductionLowering<SumOp, Kind::Sum>,
+               ReductionLowering<MeanOp, Kind::Mean>,
+               ReductionLowering<MaxOp, Kind::Max>>(patterns.getContext());
+}
+
+} // namespace mlir::kiln

@@ -1,11 +1,132 @@
-// SKELETON (being written): LinalgToBlasPass.
+//===- LinalgToBlas.cpp - f32/f64 matmuls on memrefs → BLAS calls ------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// After bufferization, replaces `linalg.matmul`, `linalg.matmul_transpose_b`,
+// `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on f32/f64
+// memrefs whose innermost dims are contiguous with calls to
+// `kiln_blas_{s,d}gemm[_batched](A, B, C, transB, beta)`, declared with
+// `llvm.emit_c_interface` so they lower to `_mlir_ciface_kiln_blas_*`,
+// which the JIT resolves to codegen/cpu/BlasShims.cpp. Operands are cast to
+// fully dynamic strided memrefs. A zero `linalg.fill` of C right before the
+// matmul (only side-effect-free ops in between) is erased and becomes
+// beta = 0. Other element types and layouts are left alone.
+//===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 namespace mlir::kiln {
+
 #define GEN_PASS_DEF_LINALGTOBLASPASS
 #include "codegen/Passes.h.inc"
+
 namespace {
+
+/// True when the innermost dim of `type` is known not to be strided.
+bool innermostContiguous(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(getStridesAndOffset(type, strides, offset)))
+    return false;
+  return strides.back() == 1 || ShapedType::isDynamic(strides.back()) ||
+         type.getShape().back() == 1;
+}
+
+/// The zero fill of `c` that `op` can absorb as beta = 0, if any.
+linalg::FillOp findZeroFill(Operation *op, Value c) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(prev)) {
+      if (fill.getDpsInits()[0] != c)
+        return nullptr;
+      if (matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+        return fill;
+      return nullptr;
+    }
+    if (!isMemoryEffectFree(prev))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// memref<?x...x?xT, strided<[?, ...], offset: ?>>.
+MemRefType getDynamicStridedMemRefType(int64_t rank, Type elem) {
+  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(elem.getContext(), ShapedType::kDynamic, dyn);
+  return MemRefType::get(dyn, elem, layout);
+}
+
+/// Returns (declaring it on first use) the shim `name` for `rank`-d memrefs.
+func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem,
+                          int64_t rank) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  MLIRContext *ctx = module.getContext();
+  auto memref = getDynamicStridedMemRefType(rank, elem);
+  auto type = FunctionType::get(
+      ctx, {memref, memref, memref, IntegerType::get(ctx, 32), elem}, {});
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto f = b.create<func::FuncOp>(module.getLoc(), name, type);
+  f.setPrivate();
+  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  return f;
+}
+
+/// Replaces `op` with a shim call; returns false when it does not qualify.
+bool rewrite(linalg::LinalgOp op, ModuleOp module) {
+  if (!op.hasPureBufferSemantics())
+    return false;
+  Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
+  Value c = op.getDpsInits()[0];
+  auto cType = cast<MemRefType>(c.getType());
+  Type elem = cType.getElementType();
+  if (!elem.isF32() && !elem.isF64())
+    return false;
+  for (Value v : {a, b, c}) {
+    auto t = cast<MemRefType>(v.getType());
+    if (t.getElementType() != elem || !innermostContiguous(t))
+      return false;
+  }
+  bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
+  bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
+  std::string name = std::string("kiln_blas_") + (elem.isF32() ? "s" : "d") +
+                     "gemm" + (batched ? "_batched" : "");
+  int64_t rank = batched ? 3 : 2;
+  func::FuncOp callee = getOrDeclare(module, name, elem, rank);
+
+  OpBuilder builder(op);
+  Location loc = op.getLoc();
+  double beta = 1.0;
+  if (linalg::FillOp fill = findZeroFill(op, c)) {
+    fill.erase();
+    beta = 0.0;
+  }
+  MemRefType dynType = getDynamicStridedMemRefType(rank, elem);
+  SmallVector<Value> args;
+  for (Value v : {a, b, c})
+    args.push_back(builder.create<memref::CastOp>(loc, dynType, v));
+  args.push_back(builder.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32));
+  args.push_back(builder.create<arith::ConstantOp>(
+      loc, builder.getFloatAttr(elem, beta)));
+  builder.create<func::CallOp>(loc, callee, args);
+  op->erase();
+  return true;
+}
+
 struct LinalgToBlasPass : impl::LinalgToBlasPassBase<LinalgToBlasPass> {
-  void runOnOperation() override {}
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> candidates;
+    module.walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeBOp, linalg::BatchMatmulOp,
+              linalg::BatchMatmulTransposeBOp>(op))
+        candidates.push_back(op);
+    });
+    for (linalg::LinalgOp op : candidates)
+      (void)rewrite(op, module);
+  }
 };
+
 } // namespace
 } // namespace mlir::kiln

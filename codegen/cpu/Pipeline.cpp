@@ -1,5 +1,73 @@
-// SKELETON (being written): the CPU lowering pipeline.
+//===- Pipeline.cpp - kiln-cpu-lowering ---------------------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The CPU lowering from optimized kiln IR to the LLVM dialect, in order:
+// kiln → linalg on tensors, elementwise fusion, destination-passing outputs,
+// one-shot bufferization (identity layouts at function boundaries),
+// ownership-based deallocation so intermediates are freed, BLAS calls for
+// f32/f64 matmuls, plain loops (LLVM's O3 vectorizer does the vectorizing),
+// polynomial math, and the standard conversions to LLVM.
+//===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
 namespace mlir::kiln {
-void buildCpuLoweringPipeline(OpPassManager &pm) {}
+
+void buildCpuLoweringPipeline(OpPassManager &pm) {
+  // kiln → linalg on tensors, fused.
+  {
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createConvertKilnToLinalgPass());
+    fn.addPass(createCanonicalizerPass());
+    fn.addPass(createCSEPass());
+    fn.addPass(createLinalgElementwiseOpFusionPass());
+    fn.addPass(createCanonicalizerPass());
+    fn.addPass(createCSEPass());
+  }
+  // Tensors → buffers, writing results into the caller's buffers.
+  pm.addPass(createDestinationOutputsPass());
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizationOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::buildBufferDeallocationPipeline(
+      pm, bufferization::BufferDeallocationPipelineOptions());
+  pm.addPass(createBufferizationToMemRefPass());
+
+  // Buffers → calls and loops.
+  pm.addPass(createLinalgToBlasPass());
+  {
+    OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createConvertLinalgToLoopsPass());
+    fn.addPass(createCanonicalizerPass());
+    fn.addPass(createCSEPass());
+  }
+  pm.addPass(createApproximateMathPass());
+  pm.addPass(createConvertMathToLibmPass());
+
+  // → LLVM dialect.
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 } // namespace mlir::kiln

@@ -1,0 +1,51 @@
+//===- Patterns.h - kiln → linalg rewrite patterns ----------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The pattern sets of `kiln-convert-to-linalg`, split by op category
+// (Elementwise.cpp, Matmul.cpp, Reduction.cpp, ShapeOps.cpp), and the
+// broadcasting `linalg.generic` builder they share.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_PATTERNS_H
+#define KILN_CODEGEN_PATTERNS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace mlir::kiln {
+
+/// Builds the scalar body of an elementwise op from the block arguments of
+/// its `linalg.generic` (one per input, in order) and returns the yielded
+/// value.
+using ScalarBodyBuilder =
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// Builds an all-parallel `linalg.generic` producing `resultType` from
+/// `inputs`, each broadcast to the result shape with numpy rules (aligned
+/// from the trailing dim; a static size-1 dim against a non-1 result dim
+/// reads index 0). Splat constants are folded into the body as scalars.
+/// Dynamic result dims are taken from an input with a matching dim.
+Value buildBroadcastingGeneric(OpBuilder &b, Location loc,
+                               RankedTensorType resultType, ValueRange inputs,
+                               ScalarBodyBuilder body);
+
+/// Returns `tensor.empty` of `type`, taking dynamic sizes from `sizes`.
+Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type,
+                 ArrayRef<OpFoldResult> sizes);
+
+/// Returns a scalar constant of `type` (float or integer) equal to `value`.
+Value buildScalarConstant(OpBuilder &b, Location loc, Type type, double value);
+
+/// Constant, cast, unary, binary, comparison and select lowerings.
+void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.matmul → linalg.(batch_)matmul(_transpose_b).
+void populateMatmulToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.sum / mean / max → reducing linalg.generic.
+void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.permute / reshape / broadcast_to → linalg / tensor.
+void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::kiln
+
+#endif // KILN_CODEGEN_PATTERNS_H

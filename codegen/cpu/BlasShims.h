@@ -1,0 +1,45 @@
+//===- BlasShims.h - BLAS entry points called by JIT'd code -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `_mlir_ciface_kiln_blas_*` functions that `kiln-linalg-to-blas` calls
+// (C = A * op(B) + beta * C on strided memref descriptors), and the symbol
+// table the JIT registers them with.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CPU_BLASSHIMS_H
+#define KILN_CODEGEN_CPU_BLASSHIMS_H
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+extern "C" {
+/// C[M,N] = A[M,K] * (transB ? B[N,K]^T : B[K,N]) + beta * C.
+void _mlir_ciface_kiln_blas_sgemm(StridedMemRefType<float, 2> *a,
+                                  StridedMemRefType<float, 2> *b,
+                                  StridedMemRefType<float, 2> *c,
+                                  int32_t transB, float beta);
+/// f64 version of _mlir_ciface_kiln_blas_sgemm.
+void _mlir_ciface_kiln_blas_dgemm(StridedMemRefType<double, 2> *a,
+                                  StridedMemRefType<double, 2> *b,
+                                  StridedMemRefType<double, 2> *c,
+                                  int32_t transB, double beta);
+/// Batched (dim 0) version of _mlir_ciface_kiln_blas_sgemm.
+void _mlir_ciface_kiln_blas_sgemm_batched(StridedMemRefType<float, 3> *a,
+                                          StridedMemRefType<float, 3> *b,
+                                          StridedMemRefType<float, 3> *c,
+                                          int32_t transB, float beta);
+/// Batched (dim 0) version of _mlir_ciface_kiln_blas_dgemm.
+void _mlir_ciface_kiln_blas_dgemm_batched(StridedMemRefType<double, 3> *a,
+                                          StridedMemRefType<double, 3> *b,
+                                          StridedMemRefType<double, 3> *c,
+                                          int32_t transB, double beta);
+}
+
+namespace mlir::kiln {
+/// (symbol name, address) of every shim, for ExecutionEngine::registerSymbols.
+std::vector<std::pair<const char *, void *>> blasShimSymbols();
+} // namespace mlir::kiln
+
+#endif // KILN_CODEGEN_CPU_BLASSHIMS_H
