@@ -1,0 +1,96 @@
+//===- Entry.cpp - running a compiled entry on torch tensors -----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Builds memref descriptors from the input tensors' data pointers (sizes
+// and strides are known from the guards), allocates outputs through torch
+// (so its allocator is used) and calls the compiled function.
+//===----------------------------------------------------------------------===//
+#include "Entry.h"
+
+#include "runtime/MemRefDescriptor.h"
+
+namespace kiln {
+namespace {
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> s(sizes.size(), 1);
+  for (int i = (int)sizes.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
+  return s;
+}
+
+} // namespace
+
+bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
+              std::vector<PyRef> &results) {
+  size_t n = inputs.size() + entry.results.size();
+  std::vector<rt::MemRefDescriptor> descs(n);
+  std::vector<void *> descPtrs(n), args(n);
+  std::vector<PyRef> copies;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GraphInput &in = entry.inputs[i];
+    PyObject *t = inputs[i];
+    if (in.makeContiguous) {
+      copies.push_back(PyRef::steal(contiguousTensor(t)));
+      if (!copies.back())
+        return false;
+      t = copies.back().get();
+    }
+    void *p = tensorDataPtr(t);
+    if (!p && PyErr_Occurred())
+      return false;
+    // Find the guard for this input's source: its sizes are authoritative.
+    const std::vector<int64_t> *sizes = nullptr;
+    for (const Guard &g : entry.guards)
+      if (g.kind == Guard::Kind::Tensor && g.source == in.source)
+        sizes = &g.sizes;
+    std::vector<int64_t> strides = contiguousStrides(*sizes);
+    descs[i].reset(p, sizes->data(), strides.data(), sizes->size());
+  }
+  results.clear();
+  for (size_t j = 0; j < entry.results.size(); ++j) {
+    const GraphOutput &o = entry.results[j];
+    PyRef t = PyRef::steal(emptyTensor(o.sizes, dtypeObject(o.dtype)));
+    if (!t)
+      return false;
+    void *p = tensorDataPtr(t.get());
+    if (!p && PyErr_Occurred())
+      return false;
+    std::vector<int64_t> strides = contiguousStrides(o.sizes);
+    descs[inputs.size() + j].reset(p, o.sizes.data(), strides.data(), o.sizes.size());
+    results.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    descPtrs[i] = descs[i].data();
+    args[i] = &descPtrs[i];
+  }
+  if (!entry.results.empty()) {
+    Py_BEGIN_ALLOW_THREADS entry.fn(args.data());
+    Py_END_ALLOW_THREADS
+  }
+  return true;
+}
+
+PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
+                         const std::vector<PyObject *> &inputs) {
+  auto item = [&](const OutputSlot &s) -> PyObject * {
+    PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
+                  : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
+                                                      : s.constant.get();
+    Py_INCREF(o);
+    return o;
+  };
+  if (entry.structure == 0)
+    return item(entry.outputs[0]);
+  PyObject *seq = entry.structure == 1 ? PyTuple_New(entry.outputs.size())
+                                       : PyList_New(entry.outputs.size());
+  for (size_t i = 0; i < entry.outputs.size(); ++i) {
+    if (entry.structure == 1)
+      PyTuple_SET_ITEM(seq, i, item(entry.outputs[i]));
+    else
+      PyList_SET_ITEM(seq, i, item(entry.outputs[i]));
+  }
+  return seq;
+}
+
+} // namespace kiln

@@ -1,0 +1,49 @@
+//===- Entry.h - a compiled entry of a code object ----------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// One cached compilation of a frame: its guards, how to gather inputs from
+// the frame, the compiled function, and how to rebuild the Python result.
+// Running an entry needs no MLIR: it only calls the compiled function.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_ENTRY_H
+#define KILN_FRONTEND_ENTRY_H
+
+#include "Guards.h"
+#include "capture/Capture.h"
+#include "runtime/CompiledFunction.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// A compiled graph plus everything needed to call it from a frame.
+struct Entry {
+  SourceTable sources;
+  std::vector<Guard> guards;
+  bool gradMode = false;
+  std::vector<GraphInput> inputs;
+  std::vector<GraphOutput> results;
+  std::vector<OutputSlot> outputs;
+  int structure = 0;
+  bool needsAutograd = false;
+  rt::CompiledFunction fn;
+  std::vector<std::string> localNames;
+  std::string name;
+};
+
+/// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
+/// returns the graph results as new references, or false with a Python
+/// error set.
+bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
+              std::vector<PyRef> &results);
+
+/// Rebuilds the Python return value from graph results and inputs
+/// (new reference).
+PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
+                         const std::vector<PyObject *> &inputs);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_ENTRY_H

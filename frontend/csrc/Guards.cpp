@@ -1,0 +1,194 @@
+//===- Guards.cpp - sources and guards of a compiled entry -------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements source resolution and guard checks (Guards.h). Resolution uses
+// dict lookups where the capture saw the value in a dict, so a module
+// attribute costs two dict lookups instead of nn.Module.__getattr__.
+//===----------------------------------------------------------------------===//
+#include "Guards.h"
+#include "TensorInfo.h"
+
+#include <sstream>
+
+namespace kiln {
+
+int SourceTable::add(Source::Kind kind, int parent, int index, PyObject *key) {
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const Source &s = sources_[i];
+    if (s.kind != kind || s.parent != parent || s.index != index)
+      continue;
+    if (!key && !s.key)
+      return static_cast<int>(i);
+    if (key && s.key &&
+        (key == s.key.get() ||
+         (kind != Source::Kind::Constant &&
+          PyObject_RichCompareBool(key, s.key.get(), Py_EQ) == 1)))
+      return static_cast<int>(i);
+  }
+  sources_.push_back(Source{kind, parent, index, PyRef::borrow(key)});
+  return static_cast<int>(sources_.size() - 1);
+}
+
+std::string SourceTable::describe(int i,
+                                  const std::vector<std::string> &localNames) const {
+  const Source &s = sources_[i];
+  auto keyStr = [&]() -> std::string {
+    PyRef r = PyRef::steal(PyObject_Repr(s.key.get()));
+    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+    if (!c)
+      PyErr_Clear();
+    return c ? c : "?";
+  };
+  switch (s.kind) {
+  case Source::Kind::Local:
+    return "L['" + (s.index < (int)localNames.size() ? localNames[s.index] : "?") + "']";
+  case Source::Kind::Globals:
+    return "G";
+  case Source::Kind::Constant:
+    return "<constant " + std::string(Py_TYPE(s.key.get())->tp_name) + ">";
+  case Source::Kind::Builtin:
+    return "B[" + keyStr() + "]";
+  case Source::Kind::ObjDict:
+    return describe(s.parent, localNames) + ".__dict__";
+  case Source::Kind::DictItem:
+    return describe(s.parent, localNames) + "[" + keyStr() + "]";
+  case Source::Kind::Attr: {
+    PyObject *k = s.key.get();
+    const char *c = PyUnicode_AsUTF8(k);
+    return describe(s.parent, localNames) + "." + (c ? c : "?");
+  }
+  case Source::Kind::TupleItem:
+    return describe(s.parent, localNames) + "[" + std::to_string(s.index) + "]";
+  }
+  return "?";
+}
+
+int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const {
+  out.clear();
+  out.reserve(sources_.size());
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const Source &s = sources_[i];
+    PyObject *parent = s.parent >= 0 ? out[s.parent].get() : nullptr;
+    PyObject *v = nullptr; // borrowed unless noted
+    switch (s.kind) {
+    case Source::Kind::Local:
+      v = s.index < frame.numLocals ? frame.locals[s.index] : nullptr;
+      break;
+    case Source::Kind::Globals:
+      v = frame.globals;
+      break;
+    case Source::Kind::Constant:
+      v = s.key.get();
+      break;
+    case Source::Kind::Builtin:
+      v = PyDict_Check(frame.builtins)
+              ? PyDict_GetItemWithError(frame.builtins, s.key.get())
+              : nullptr;
+      break;
+    case Source::Kind::ObjDict: {
+      PyObject **dictPtr = parent ? _PyObject_GetDictPtr(parent) : nullptr;
+      v = dictPtr ? *dictPtr : nullptr;
+      break;
+    }
+    case Source::Kind::DictItem:
+      v = parent && PyDict_Check(parent)
+              ? PyDict_GetItemWithError(parent, s.key.get())
+              : nullptr;
+      break;
+    case Source::Kind::Attr:
+      out.push_back(PyRef::steal(parent ? PyObject_GetAttr(parent, s.key.get())
+                                        : nullptr));
+      if (!out.back()) {
+        PyErr_Clear();
+        return static_cast<int>(i);
+      }
+      continue;
+    case Source::Kind::TupleItem:
+      if (parent && PyTuple_Check(parent) && s.index < PyTuple_GET_SIZE(parent))
+        v = PyTuple_GET_ITEM(parent, s.index);
+      else if (parent && PyList_Check(parent) && s.index < PyList_GET_SIZE(parent))
+        v = PyList_GET_ITEM(parent, s.index);
+      break;
+    }
+    if (!v) {
+      PyErr_Clear();
+      return static_cast<int>(i);
+    }
+    out.push_back(PyRef::borrow(v));
+  }
+  return -1;
+}
+
+namespace {
+
+bool tensorMatches(const Guard &g, PyObject *v) {
+  if (!isTensor(v))
+    return false;
+  TensorMeta m;
+  if (!readTensorMeta(v, m)) {
+    PyErr_Clear();
+    return false;
+  }
+  return m.isCpu && m.dtype == g.dtype && m.requiresGrad == g.requiresGrad &&
+         m.sizes == g.sizes && m.strides == g.strides;
+}
+
+} // namespace
+
+int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values) {
+  for (size_t i = 0; i < guards.size(); ++i) {
+    const Guard &g = guards[i];
+    PyObject *v = values[g.source].get();
+    bool ok = false;
+    switch (g.kind) {
+    case Guard::Kind::Identity:
+      ok = v == g.expected.get();
+      break;
+    case Guard::Kind::Equals:
+      ok = Py_TYPE(v) == Py_TYPE(g.expected.get()) &&
+           PyObject_RichCompareBool(v, g.expected.get(), Py_EQ) == 1;
+      PyErr_Clear();
+      break;
+    case Guard::Kind::Tensor:
+      ok = tensorMatches(g, v);
+      break;
+    }
+    if (!ok)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string Guard::describe(const SourceTable &sources,
+                            const std::vector<std::string> &localNames) const {
+  std::ostringstream os;
+  os << sources.describe(source, localNames);
+  switch (kind) {
+  case Kind::Identity:
+    os << " is the same object as at compile time";
+    break;
+  case Kind::Equals: {
+    PyRef r = PyRef::steal(PyObject_Repr(expected.get()));
+    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+    if (!c)
+      PyErr_Clear();
+    os << " == " << (c ? c : "?");
+    break;
+  }
+  case Kind::Tensor: {
+    auto dt = dtypeFromObject(dtype);
+    os << " is a CPU tensor with dtype " << (dt ? dtypeName(*dt) : "?")
+       << ", sizes (";
+    for (size_t i = 0; i < sizes.size(); ++i)
+      os << (i ? ", " : "") << sizes[i];
+    os << "), strides (";
+    for (size_t i = 0; i < strides.size(); ++i)
+      os << (i ? ", " : "") << strides[i];
+    os << "), requires_grad=" << (requiresGrad ? "True" : "False");
+    break;
+  }
+  }
+  return os.str();
+}
+
+} // namespace kiln

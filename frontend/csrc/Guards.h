@@ -1,0 +1,89 @@
+//===- Guards.h - sources and guards of a compiled entry -----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A Source says where a value the capture read comes from (a local, a
+// global, an item of a module's __dict__ ...), so the runtime can fetch it
+// again on every call. A Guard is an assumption the capture made about a
+// source (identity, value, tensor metadata); a compiled entry may run only
+// when all its guards hold. Everything here is evaluated in C++.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_GUARDS_H
+#define KILN_FRONTEND_GUARDS_H
+
+#include "PyRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// The parts of a frame sources are resolved against (all borrowed).
+struct FrameView {
+  PyObject *const *locals = nullptr;
+  int numLocals = 0;
+  PyObject *globals = nullptr;
+  PyObject *builtins = nullptr;
+};
+
+/// Where a value comes from.
+struct Source {
+  enum class Kind {
+    Local,     ///< frame local `index`
+    Globals,   ///< the frame's globals dict
+    Constant,  ///< `key` itself (a dict or object the capture holds on to)
+    Builtin,   ///< builtins[key]
+    ObjDict,   ///< parent.__dict__
+    DictItem,  ///< parent[key] where parent is a dict
+    Attr,      ///< getattr(parent, key)
+    TupleItem, ///< parent[index] where parent is a tuple or list
+  };
+  Kind kind;
+  int parent = -1;
+  int index = 0;
+  PyRef key; ///< str for Builtin/DictItem/Attr; the object for Constant
+};
+
+/// The sources of one entry; identical sources are stored once.
+class SourceTable {
+public:
+  /// Adds (or finds) a source and returns its index.
+  int add(Source::Kind kind, int parent, int index, PyObject *key);
+  /// Human-readable path, e.g. `L['self'].__dict__['_modules']['fc1']`.
+  std::string describe(int i, const std::vector<std::string> &localNames) const;
+  /// Resolves every source against `frame` into `out` (new references);
+  /// returns the index of the first source that cannot be resolved, or -1.
+  /// Never leaves a Python error set.
+  int resolve(const FrameView &frame, std::vector<PyRef> &out) const;
+  size_t size() const { return sources_.size(); }
+
+private:
+  std::vector<Source> sources_;
+};
+
+/// One assumption about a source.
+struct Guard {
+  enum class Kind {
+    Identity, ///< `value is expected`
+    Equals,   ///< `type(value) is type(expected) and value == expected`
+    Tensor,   ///< dtype, device (CPU), sizes, strides, requires_grad
+  };
+  Kind kind;
+  int source;
+  PyRef expected;            ///< Identity/Equals
+  PyObject *dtype = nullptr; ///< Tensor: torch dtype singleton
+  std::vector<int64_t> sizes, strides;
+  bool requiresGrad = false;
+
+  /// Why this guard would fail, in words (used by recompile logs).
+  std::string describe(const SourceTable &sources,
+                       const std::vector<std::string> &localNames) const;
+};
+
+/// Evaluates `guards` on resolved source values; returns the index of the
+/// first failing guard or -1. Never leaves a Python error set.
+int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_GUARDS_H

@@ -1,0 +1,390 @@
+//===- Hook.cpp - frame interception, per-code caches, compiled calls --------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements Hook.h and the `kiln_on_frame` callback of EvalFrameHook.c.
+// Hot path (cache hit): resolve sources, check guards, run the entry.
+// Ownership: frame locals/globals are borrowed for the duration of the call;
+// entries hold strong references to guarded objects.
+//===----------------------------------------------------------------------===//
+#include "Hook.h"
+
+#include "Entry.h"
+#include "Log.h"
+#include "TensorInfo.h"
+#include "capture/Capture.h"
+#include "codegen/Registration.h"
+#include "codegen/cpu/JitCompiler.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <vector>
+
+extern "C" void kiln_install_hook(int on);
+
+namespace kiln {
+namespace {
+
+/// Per-thread hook state.
+struct ThreadState {
+  int active = 0;               ///< >0 inside callCompiled
+  int busy = 0;                 ///< >0 while kiln's own code runs Python
+  PyObject *entryCode = nullptr;
+  bool fullgraph = false;
+  PyObject *autogradApply = nullptr;
+};
+thread_local ThreadState tls;
+
+/// Cache of one code object (stored in its co_extra slot).
+struct CodeCache {
+  std::vector<std::unique_ptr<Entry>> entries;
+  bool eager = false; ///< capture failed: always run this code eagerly
+  std::string eagerReason;
+  bool warnedLimit = false;
+};
+
+Py_ssize_t gExtraIndex = -1;
+std::set<CodeCache *> gCaches;
+std::vector<std::string> gSkipPrefixes;
+std::map<std::string, long> gStats;
+std::unique_ptr<mlir::MLIRContext> gContext;
+long gCompileCounter = 0;
+
+void freeCodeCache(void *p) {
+  auto *c = static_cast<CodeCache *>(p);
+  gCaches.erase(c);
+  delete c;
+}
+
+CodeCache *cacheOf(PyObject *code) {
+  void *extra = nullptr;
+  if (_PyCode_GetExtra(code, gExtraIndex, &extra) < 0) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  if (!extra) {
+    auto *c = new CodeCache();
+    if (_PyCode_SetExtra(code, gExtraIndex, c) < 0) {
+      PyErr_Clear();
+      delete c;
+      return nullptr;
+    }
+    gCaches.insert(c);
+    extra = c;
+  }
+  return static_cast<CodeCache *>(extra);
+}
+
+std::string codeFile(PyObject *code) {
+  PyObject *f = reinterpret_cast<PyCodeObject *>(code)->co_filename;
+  const char *c = PyUnicode_AsUTF8(f);
+  return c ? c : "";
+}
+
+std::string codeName(PyObject *code) {
+  const char *c = PyUnicode_AsUTF8(reinterpret_cast<PyCodeObject *>(code)->co_qualname);
+  return c ? c : "?";
+}
+
+bool isSkipped(PyObject *code) {
+  std::string file = codeFile(code);
+  if (file.empty() || file[0] == '<')
+    return file.rfind("<frozen", 0) == 0;
+  for (const std::string &p : gSkipPrefixes)
+    if (file.rfind(p, 0) == 0)
+      return true;
+  return false;
+}
+
+/// RAII: marks kiln's own Python calls so the hook ignores their frames.
+struct Busy {
+  Busy() { ++tls.busy; }
+  ~Busy() { --tls.busy; }
+};
+
+std::string newDebugDir(const std::string &name) {
+  if (options().debugDir.empty())
+    return "";
+  std::string dir = options().debugDir + "/" + std::to_string(++gCompileCounter) + "-" + name;
+  for (char &c : dir)
+    if (c == '<' || c == '>' || c == ' ')
+      c = '_';
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return ec ? "" : dir;
+}
+
+/// Captures and compiles a new entry; null (no Python error) on failure.
+std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
+                                    CaptureFailure &failure) {
+  auto t0 = std::chrono::steady_clock::now();
+  Capture cap;
+  cap.gradMode = gradEnabled();
+  if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
+    return nullptr;
+  auto entry = std::make_unique<Entry>();
+  entry->name = codeName(code);
+  entry->localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
+  std::string irText;
+  llvm::raw_string_ostream os(irText);
+  cap.module->print(os);
+  if (logEnabled(LogChannel::Graph))
+    log(LogChannel::Graph, "captured " + entry->name + " (" + std::to_string(cap.numOps) +
+                               " kiln ops):\n" + irText);
+  mlir::kiln::CpuCompileOptions copts;
+  copts.debugDir = newDebugDir(entry->name);
+  if (!copts.debugDir.empty())
+    std::ofstream(copts.debugDir + "/captured.mlir") << irText;
+  if (!cap.results.empty()) {
+    std::string error;
+    entry->fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error);
+    if (!entry->fn.entry) {
+      failure.reason = "compilation failed: " + error;
+      return nullptr;
+    }
+  }
+  entry->sources = std::move(cap.sources);
+  entry->guards = std::move(cap.guards);
+  entry->gradMode = cap.gradMode;
+  entry->inputs = std::move(cap.inputs);
+  entry->results = std::move(cap.results);
+  entry->outputs = std::move(cap.outputs);
+  entry->structure = cap.structure;
+  for (const GraphInput &in : entry->inputs)
+    entry->needsAutograd |= cap.gradMode && in.requiresGrad;
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++gStats["graphs_compiled"];
+  gStats["compile_time_us"] += static_cast<long>(ms * 1000);
+  if (logEnabled(LogChannel::Guards)) {
+    std::string g = "guards of " + entry->name + ":\n  grad_mode is " +
+                    (entry->gradMode ? "enabled" : "disabled");
+    for (const Guard &guard : entry->guards)
+      g += "\n  " + guard.describe(entry->sources, entry->localNames);
+    log(LogChannel::Guards, g);
+  }
+  return entry;
+}
+
+/// Calls the original function eagerly with the hook off (for backward).
+PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
+  auto *co = reinterpret_cast<PyCodeObject *>(code);
+  int n = co->co_argcount, nkw = co->co_kwonlyargcount;
+  PyRef args = PyRef::steal(PyTuple_New(n));
+  for (int i = 0; i < n; ++i) {
+    Py_XINCREF(locals[i]);
+    PyTuple_SET_ITEM(args.get(), i, locals[i] ? locals[i] : (Py_INCREF(Py_None), Py_None));
+  }
+  PyRef kwargs = PyRef::steal(PyDict_New());
+  for (int i = n; i < n + nkw; ++i)
+    PyDict_SetItem(kwargs.get(), PyTuple_GET_ITEM(co->co_localsplusnames, i), locals[i]);
+  PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
+  PyRef eager = PyRef::steal(PyImport_ImportModule("kiln._C"));
+  if (!partial || !eager)
+    return nullptr;
+  PyRef callEagerFn = PyRef::steal(PyObject_GetAttrString(eager.get(), "call_eager"));
+  PyRef partialFn = PyRef::steal(PyObject_GetAttrString(partial.get(), "partial"));
+  PyRef pargs = PyRef::steal(PyTuple_Pack(4, callEagerFn.get(), func, args.get(), kwargs.get()));
+  return PyObject_Call(partialFn.get(), pargs.get(), nullptr);
+}
+
+/// Runs a hit entry. New reference or null with a Python error.
+PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
+                   PyObject *code, PyObject **locals) {
+  std::vector<PyObject *> inputs;
+  inputs.reserve(entry.inputs.size());
+  for (const GraphInput &in : entry.inputs)
+    inputs.push_back(values[in.source].get());
+  ++gStats["compiled_calls"];
+  if (!entry.needsAutograd) {
+    std::vector<PyRef> results;
+    if (!runGraph(entry, inputs, results))
+      return nullptr;
+    return assembleResult(entry, results, inputs);
+  }
+  // Gradients needed: kiln._autograd.apply(run, recompute, inputs).
+  PyRef run = PyRef::steal(PyCapsule_New(&entry, "kiln.Entry", nullptr));
+  PyRef runner = PyRef::steal(PyImport_ImportModule("kiln._C"));
+  PyRef runFn = runner ? PyRef::steal(PyObject_GetAttrString(runner.get(), "_run_entry")) : PyRef();
+  PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
+  PyRef partialFn = partial ? PyRef::steal(PyObject_GetAttrString(partial.get(), "partial")) : PyRef();
+  if (!run || !runFn || !partialFn)
+    return nullptr;
+  PyRef bound = PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
+  PyRef recompute = PyRef::steal(makeRecompute(func, code, locals));
+  PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Py_INCREF(inputs[i]);
+    PyTuple_SET_ITEM(inTuple.get(), i, inputs[i]);
+  }
+  if (!bound || !recompute)
+    return nullptr;
+  PyRef outs = PyRef::steal(PyObject_CallFunctionObjArgs(tls.autogradApply, bound.get(),
+                                                          recompute.get(), inTuple.get(), nullptr));
+  if (!outs)
+    return nullptr;
+  std::vector<PyRef> results;
+  if (PyTuple_Check(outs.get()))
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(outs.get()); ++i)
+      results.push_back(PyRef::borrow(PyTuple_GET_ITEM(outs.get(), i)));
+  else
+    results.push_back(outs);
+  return assembleResult(entry, results, inputs);
+}
+
+} // namespace
+
+Options &options() {
+  static Options o;
+  return o;
+}
+
+void log(LogChannel channel, const std::string &message) {
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir"};
+  if (logEnabled(channel))
+    llvm::errs() << "[kiln:" << names[static_cast<int>(channel)] << "] " << message << "\n";
+}
+
+bool initHook() {
+  if (gContext)
+    return true;
+  if (!initTorchHandles())
+    return false;
+  gExtraIndex = _PyEval_RequestCodeExtraIndex(freeCodeCache);
+  if (gExtraIndex < 0) {
+    PyErr_SetString(PyExc_RuntimeError, "kiln: no free code-extra slot");
+    return false;
+  }
+  for (const char *mod : {"torch", "kiln", "os"}) {
+    PyRef m = PyRef::steal(PyImport_ImportModule(mod));
+    PyRef file = m ? PyRef::steal(PyObject_GetAttrString(m.get(), "__file__")) : PyRef();
+    if (!file)
+      return false;
+    std::filesystem::path p(PyUnicode_AsUTF8(file.get()));
+    gSkipPrefixes.push_back(p.parent_path().string() + "/");
+  }
+  mlir::DialectRegistry registry;
+  mlir::kiln::registerAllDialects(registry);
+  mlir::kiln::registerAllPasses();
+  gContext = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  gContext->loadAllAvailableDialects();
+  kiln_install_hook(1);
+  return true;
+}
+
+std::map<std::string, long> stats() { return gStats; }
+
+void resetCaches() {
+  for (CodeCache *c : gCaches) {
+    c->entries.clear();
+    c->eager = false;
+    c->eagerReason.clear();
+    c->warnedLimit = false;
+  }
+  gStats.clear();
+}
+
+PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
+                       PyObject *autogradApply) {
+  PyRef code = PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
+  if (!code)
+    return nullptr;
+  ThreadState saved = tls;
+  tls.active = 1;
+  tls.busy = 0;
+  tls.entryCode = code.get();
+  tls.fullgraph = fullgraph;
+  tls.autogradApply = autogradApply;
+  PyObject *r = PyObject_Call(fn, args, kwargs);
+  tls = saved;
+  return r;
+}
+
+PyObject *callEager(PyObject *fn, PyObject *args, PyObject *kwargs) {
+  Busy busy;
+  return PyObject_Call(fn, args, kwargs);
+}
+
+} // namespace kiln
+
+using namespace kiln;
+
+extern "C" int kiln_hook_active(void) { return tls.active > 0 && tls.busy == 0; }
+
+extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals,
+                                   int numLocals, PyObject *globals, PyObject *builtins,
+                                   int *handled) {
+  *handled = 0;
+  bool isEntry = code == tls.entryCode;
+  if (!isEntry && isSkipped(code))
+    return nullptr;
+  Busy busy;
+  CodeCache *cache = cacheOf(code);
+  if (!cache || cache->eager)
+    return nullptr;
+  ++gStats["frames"];
+  FrameView view{locals, numLocals, globals, builtins};
+  bool grad = gradEnabled();
+  std::vector<PyRef> values;
+  std::string firstFailure;
+  for (auto &e : cache->entries) {
+    int bad = e->sources.resolve(view, values);
+    int failed = bad >= 0 ? -2 : e->gradMode != grad ? -3 : checkGuards(e->guards, values);
+    if (failed == -1) {
+      ++gStats["cache_hits"];
+      *handled = 1;
+      return runEntry(*e, values, func, code, locals);
+    }
+    if (firstFailure.empty())
+      firstFailure = failed == -3 ? "grad mode changed"
+                     : failed == -2 ? e->sources.describe(bad, e->localNames) + " is missing"
+                                    : e->guards[failed].describe(e->sources, e->localNames) +
+                                          " failed";
+  }
+  if ((int)cache->entries.size() >= options().recompileLimit) {
+    if (!cache->warnedLimit) {
+      cache->warnedLimit = true;
+      PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                       "kiln: %s reached the recompile limit (%d); running it eagerly from "
+                       "now on. Last failing guard: %s",
+                       codeName(code).c_str(), options().recompileLimit, firstFailure.c_str());
+      PyErr_Clear();
+    }
+    ++gStats["eager_calls"];
+    return nullptr;
+  }
+  if (!cache->entries.empty()) {
+    ++gStats["recompiles"];
+    log(LogChannel::Recompiles, "recompiling " + codeName(code) + ": " + firstFailure);
+  }
+  CaptureFailure failure;
+  std::unique_ptr<Entry> entry = compileEntry(code, func, view, failure);
+  if (!entry) {
+    ++gStats["graph_breaks"];
+    std::string msg = codeName(code) + " runs eagerly: " + failure.reason +
+                      (failure.location.empty() ? "" : " at " + failure.location);
+    log(LogChannel::GraphBreaks, msg);
+    if (tls.fullgraph) {
+      *handled = 1;
+      PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s",
+                   msg.c_str());
+      return nullptr;
+    }
+    cache->eager = true;
+    cache->eagerReason = msg;
+    return nullptr;
+  }
+  if (entry->sources.resolve(view, values) >= 0 || checkGuards(entry->guards, values) >= 0) {
+    ++gStats["graph_breaks"];
+    log(LogChannel::GraphBreaks, codeName(code) + ": guards do not hold right after capture");
+    return nullptr;
+  }
+  cache->entries.push_back(std::move(entry));
+  *handled = 1;
+  return runEntry(*cache->entries.back(), values, func, code, locals);
+}

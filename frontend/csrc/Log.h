@@ -1,0 +1,38 @@
+//===- Log.h - KILN_LOGS channels ---------------------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The one registry of log channels (graph, graph_breaks, recompiles, guards,
+// ir) and of the options the Python side pushes down (kiln/config.py owns
+// the environment variables; C++ reads none directly).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_LOG_H
+#define KILN_FRONTEND_LOG_H
+
+#include <string>
+
+namespace kiln {
+
+/// Log channels selectable with KILN_LOGS.
+enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Count };
+
+/// Options pushed from kiln/config.py.
+struct Options {
+  bool channels[static_cast<int>(LogChannel::Count)] = {};
+  std::string debugDir;
+  int recompileLimit = 8;
+};
+
+/// The process-wide options.
+Options &options();
+
+/// True when `channel` is enabled.
+inline bool logEnabled(LogChannel channel) {
+  return options().channels[static_cast<int>(channel)];
+}
+
+/// Writes `[kiln:<channel>] message` to stderr when the channel is enabled.
+void log(LogChannel channel, const std::string &message);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_LOG_H

@@ -1,0 +1,83 @@
+//===- Module.cpp - the kiln._C extension module (nanobind) ------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Python bindings of the frontend: compiled calls, eager recompute, the
+// entry runner used by autograd glue, options, counters and reset. Python
+// hands C++ options and callables, never per-pass bindings.
+//===----------------------------------------------------------------------===//
+#include "Entry.h"
+#include "Hook.h"
+#include "Log.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+using namespace kiln;
+
+namespace {
+
+nb::object checked(PyObject *r) {
+  if (!r)
+    throw nb::python_error();
+  return nb::steal(r);
+}
+
+void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
+                int recompileLimit) {
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir"};
+  Options &o = options();
+  for (bool &c : o.channels)
+    c = false;
+  for (const std::string &l : logs) {
+    bool known = false;
+    for (int i = 0; i < static_cast<int>(LogChannel::Count); ++i)
+      if (l == names[i] || l == "all")
+        o.channels[i] = known = true;
+    if (!known)
+      throw nb::value_error(("unknown KILN_LOGS channel '" + l +
+                             "' (known: graph, graph_breaks, recompiles, guards, ir, all)")
+                                .c_str());
+  }
+  o.debugDir = debugDir;
+  o.recompileLimit = recompileLimit;
+}
+
+nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
+  auto *entry = static_cast<const Entry *>(entryCapsule.data());
+  std::vector<PyObject *> in;
+  for (nb::handle h : inputs)
+    in.push_back(h.ptr());
+  std::vector<PyRef> results;
+  if (!runGraph(*entry, in, results))
+    throw nb::python_error();
+  nb::list out;
+  for (PyRef &r : results)
+    out.append(nb::steal(r.release()));
+  return nb::tuple(out);
+}
+
+} // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "kiln's C++ frontend: frame hook, bytecode capture, compiled calls";
+  if (!initHook())
+    throw nb::python_error();
+  m.def("call",
+        [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply) {
+          return checked(callCompiled(fn.ptr(), args.ptr(), kwargs.ptr(), fullgraph, apply.ptr()));
+        },
+        "Calls fn(*args, **kwargs) with kiln's frame hook active.");
+  m.def("call_eager",
+        [](nb::handle fn, nb::tuple args, nb::dict kwargs) {
+          return checked(callEager(fn.ptr(), args.ptr(), kwargs.ptr()));
+        },
+        "Calls fn(*args, **kwargs) eagerly (hook inactive).");
+  m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
+  m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
+        nb::arg("recompile_limit"));
+  m.def("stats", &stats, "Counters since the last reset.");
+  m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
+}

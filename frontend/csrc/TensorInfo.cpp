@@ -1,0 +1,156 @@
+//===- TensorInfo.cpp - torch tensor metadata via the C API ------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements TensorInfo.h. All handles are created once by initTorchHandles
+// and live for the process; every function returns new references only
+// where its doc says so.
+//===----------------------------------------------------------------------===//
+#include "TensorInfo.h"
+
+namespace kiln {
+namespace {
+
+struct Handles {
+  PyObject *torch = nullptr;
+  PyObject *tensorType = nullptr;
+  PyObject *isGradEnabled = nullptr;
+  PyObject *empty = nullptr;
+  PyObject *dtypes[7] = {};
+  PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
+           *sIsCpu = nullptr, *sDtype = nullptr, *sDataPtr = nullptr,
+           *sContiguous = nullptr;
+};
+Handles H;
+
+const char *kDtypeNames[] = {"float32", "float64", "float16", "bfloat16",
+                             "int64",   "int32",   "bool"};
+
+bool readIntTuple(PyObject *seq, std::vector<int64_t> &out) {
+  Py_ssize_t n = PyTuple_Check(seq) ? PyTuple_GET_SIZE(seq) : -1;
+  if (n < 0) {
+    PyErr_SetString(PyExc_TypeError, "expected a tuple of ints");
+    return false;
+  }
+  out.resize(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+    if (out[i] == -1 && PyErr_Occurred())
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int dtypeCategory(DType d) {
+  switch (d) {
+  case DType::Bool:
+    return 0;
+  case DType::I64:
+  case DType::I32:
+    return 1;
+  default:
+    return 2;
+  }
+}
+
+int dtypeBytes(DType d) {
+  switch (d) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::Bool:
+    return 1;
+  }
+  return 0;
+}
+
+PyObject *dtypeObject(DType d) { return H.dtypes[static_cast<int>(d)]; }
+
+std::optional<DType> dtypeFromObject(PyObject *dtype) {
+  for (int i = 0; i < 7; ++i)
+    if (H.dtypes[i] == dtype)
+      return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+std::string dtypeName(DType d) {
+  return std::string("torch.") + kDtypeNames[static_cast<int>(d)];
+}
+
+bool initTorchHandles() {
+  if (H.torch)
+    return true;
+  PyObject *torch = PyImport_ImportModule("torch");
+  if (!torch)
+    return false;
+  H.torch = torch; // kept for the process lifetime
+  H.tensorType = PyObject_GetAttrString(torch, "Tensor");
+  H.isGradEnabled = PyObject_GetAttrString(torch, "is_grad_enabled");
+  H.empty = PyObject_GetAttrString(torch, "empty");
+  for (int i = 0; i < 7; ++i)
+    H.dtypes[i] = PyObject_GetAttrString(torch, kDtypeNames[i]);
+  H.sShape = PyUnicode_InternFromString("shape");
+  H.sStride = PyUnicode_InternFromString("stride");
+  H.sRequiresGrad = PyUnicode_InternFromString("requires_grad");
+  H.sIsCpu = PyUnicode_InternFromString("is_cpu");
+  H.sDtype = PyUnicode_InternFromString("dtype");
+  H.sDataPtr = PyUnicode_InternFromString("data_ptr");
+  H.sContiguous = PyUnicode_InternFromString("contiguous");
+  return !PyErr_Occurred();
+}
+
+PyObject *torchModule() { return H.torch; }
+
+bool isTensor(PyObject *obj) {
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject *>(H.tensorType));
+}
+
+bool readTensorMeta(PyObject *t, TensorMeta &meta) {
+  PyRef dtype = PyRef::steal(PyObject_GetAttr(t, H.sDtype));
+  PyRef shape = PyRef::steal(PyObject_GetAttr(t, H.sShape));
+  PyRef stride = PyRef::steal(PyObject_CallMethodNoArgs(t, H.sStride));
+  PyRef rg = PyRef::steal(PyObject_GetAttr(t, H.sRequiresGrad));
+  PyRef cpu = PyRef::steal(PyObject_GetAttr(t, H.sIsCpu));
+  if (!dtype || !shape || !stride || !rg || !cpu)
+    return false;
+  meta.dtype = dtype.get(); // dtypes are immortal singletons in torch
+  meta.requiresGrad = rg.get() == Py_True;
+  meta.isCpu = cpu.get() == Py_True;
+  return readIntTuple(shape.get(), meta.sizes) &&
+         readIntTuple(stride.get(), meta.strides);
+}
+
+void *tensorDataPtr(PyObject *t) {
+  PyRef p = PyRef::steal(PyObject_CallMethodNoArgs(t, H.sDataPtr));
+  if (!p)
+    return nullptr;
+  return PyLong_AsVoidPtr(p.get());
+}
+
+bool gradEnabled() {
+  PyRef r = PyRef::steal(PyObject_CallNoArgs(H.isGradEnabled));
+  return r.get() == Py_True;
+}
+
+PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype) {
+  PyRef shape = PyRef::steal(PyTuple_New(sizes.size()));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    PyTuple_SET_ITEM(shape.get(), i, PyLong_FromLongLong(sizes[i]));
+  PyRef args = PyRef::steal(PyTuple_Pack(1, shape.get()));
+  PyRef kwargs = PyRef::steal(PyDict_New());
+  PyDict_SetItemString(kwargs.get(), "dtype", dtype);
+  return PyObject_Call(H.empty, args.get(), kwargs.get());
+}
+
+PyObject *contiguousTensor(PyObject *t) {
+  return PyObject_CallMethodNoArgs(t, H.sContiguous);
+}
+
+} // namespace kiln

@@ -1,0 +1,64 @@
+//===- TensorInfo.h - torch tensor metadata via the C API ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reads a torch.Tensor's dtype, sizes, strides, device, requires_grad and
+// data pointer through the Python C API (kiln does not link libtorch), and
+// maps torch dtypes to kiln's DType enum.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_TENSORINFO_H
+#define KILN_FRONTEND_TENSORINFO_H
+
+#include "PyRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// Element types kiln compiles.
+enum class DType { F32, F64, F16, BF16, I64, I32, Bool };
+
+/// Category used by torch's type promotion: bool < integer < float.
+int dtypeCategory(DType d);
+/// Size in bytes of one element.
+int dtypeBytes(DType d);
+/// The torch dtype object (borrowed; lives as long as torch).
+PyObject *dtypeObject(DType d);
+/// The DType of a torch dtype object, if kiln supports it.
+std::optional<DType> dtypeFromObject(PyObject *dtype);
+/// "torch.float32" style name.
+std::string dtypeName(DType d);
+
+/// Metadata of one tensor, read in one go.
+struct TensorMeta {
+  PyObject *dtype = nullptr; ///< borrowed from torch's dtype singletons
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  bool requiresGrad = false;
+  bool isCpu = false;
+};
+
+/// Imports torch and caches the objects the extension uses; false (with a
+/// Python error set) when torch is missing.
+bool initTorchHandles();
+
+/// True when `obj` is a torch.Tensor (including Parameter).
+bool isTensor(PyObject *obj);
+/// Reads the metadata of tensor `t`; false with a Python error on failure.
+bool readTensorMeta(PyObject *t, TensorMeta &meta);
+/// `t.data_ptr()`; nullptr with a Python error on failure.
+void *tensorDataPtr(PyObject *t);
+/// `torch.is_grad_enabled()`.
+bool gradEnabled();
+/// `torch.empty(sizes, dtype=dtype)` (new reference, null on error).
+PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype);
+/// `t.contiguous()` (new reference, null on error).
+PyObject *contiguousTensor(PyObject *t);
+/// The `torch` module (borrowed).
+PyObject *torchModule();
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_TENSORINFO_H

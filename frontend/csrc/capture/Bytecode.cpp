@@ -1,0 +1,440 @@
+//===- Bytecode.cpp - opcode semantics of the symbolic interpreter -----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The instruction loop (Python 3.11 names, with the 3.12 variants handled by
+// name), calls and function inlining. Unknown opcodes end the capture with
+// the opcode's name and line.
+//===----------------------------------------------------------------------===//
+#include "Interp.h"
+
+#include <unordered_set>
+
+namespace kiln {
+namespace {
+
+std::string str(PyObject *o) {
+  PyRef s = PyRef::steal(PyObject_Str(o));
+  const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
+  if (!c) {
+    PyErr_Clear();
+    return "?";
+  }
+  return c;
+}
+
+VarP pop(Frame &f) {
+  if (f.stack.empty())
+    throw Unsupported("stack underflow (unexpected bytecode)");
+  VarP v = f.stack.back();
+  f.stack.pop_back();
+  return v;
+}
+
+VarP nullVar() { return std::make_shared<Var>(); }
+
+/// Evaluates a Python binary operator on two constants.
+PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b) {
+  std::string o = op;
+  if (o.size() > 1 && o.back() == '=' && o != "==" && o != "!=" && o != "<=" && o != ">=")
+    o.pop_back(); // in-place form on immutable constants
+  if (o == "+") return PyNumber_Add(a, b);
+  if (o == "-") return PyNumber_Subtract(a, b);
+  if (o == "*") return PyNumber_Multiply(a, b);
+  if (o == "/") return PyNumber_TrueDivide(a, b);
+  if (o == "//") return PyNumber_FloorDivide(a, b);
+  if (o == "%") return PyNumber_Remainder(a, b);
+  if (o == "**") return PyNumber_Power(a, b, Py_None);
+  if (o == "<<") return PyNumber_Lshift(a, b);
+  if (o == ">>") return PyNumber_Rshift(a, b);
+  if (o == "&") return PyNumber_And(a, b);
+  if (o == "|") return PyNumber_Or(a, b);
+  if (o == "^") return PyNumber_Xor(a, b);
+  if (o == "<") return PyObject_RichCompare(a, b, Py_LT);
+  if (o == "<=") return PyObject_RichCompare(a, b, Py_LE);
+  if (o == ">") return PyObject_RichCompare(a, b, Py_GT);
+  if (o == ">=") return PyObject_RichCompare(a, b, Py_GE);
+  if (o == "==") return PyObject_RichCompare(a, b, Py_EQ);
+  if (o == "!=") return PyObject_RichCompare(a, b, Py_NE);
+  throw Unsupported("operator " + op + " on constants");
+}
+
+/// Pure builtins that may be evaluated on constants at capture time.
+bool isPureBuiltin(const std::string &name) {
+  static const std::unordered_set<std::string> pure = {
+      "len", "isinstance", "issubclass", "range", "tuple", "list", "int", "float",
+      "bool", "min", "max", "abs", "round", "sum", "any", "all", "str", "hasattr",
+      "getattr", "enumerate", "zip", "reversed", "sorted", "divmod", "pow", "type"};
+  return pure.count(name) > 0;
+}
+
+} // namespace
+
+VarP Interpreter::interpret(Frame &f) {
+  size_t pc = 0;
+  VarP result;
+  while (pc < f.code->instrs.size()) {
+    if (++steps_ > 200000)
+      throw Unsupported("capture exceeded the instruction budget (very long loop?)");
+    const Instr &in = f.code->instrs[pc];
+    loc_ = mlir::FileLineColLoc::get(&ctx_, f.code->filename, in.line, 0);
+    if (step(f, pc, result))
+      return result;
+  }
+  throw Unsupported("fell off the end of the bytecode");
+}
+
+bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
+  const Instr &in = f.code->instrs[pc];
+  const std::string &op = in.op;
+  auto jumpTo = [&](PyObject *target) {
+    pc = f.code->indexOfOffset.at(PyLong_AsLong(target));
+  };
+  size_t next = pc + 1;
+  if (op == "RESUME" || op == "NOP" || op == "PRECALL" || op == "CACHE" ||
+      op == "EXTENDED_ARG") {
+  } else if (op == "LOAD_FAST" || op == "LOAD_FAST_CHECK") {
+    f.stack.push_back(loadLocal(f, in.arg));
+  } else if (op == "STORE_FAST") {
+    f.locals[in.arg] = pop(f);
+    if (f.isRoot)
+      f.loaded[in.arg] = true;
+  } else if (op == "DELETE_FAST") {
+    f.locals[in.arg] = nullptr;
+  } else if (op == "LOAD_CONST") {
+    f.stack.push_back(makeConst(in.argval));
+  } else if (op == "RETURN_CONST") {
+    result = makeConst(in.argval);
+    return true;
+  } else if (op == "LOAD_GLOBAL") {
+    if (in.arg & 1)
+      f.stack.push_back(nullVar());
+    f.stack.push_back(loadGlobal(f, in.argval.get()));
+  } else if (op == "LOAD_ATTR" || op == "LOAD_METHOD") {
+    VarP obj = pop(f);
+    VarP attr = loadAttr(obj, in.argval.get());
+    bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && Py_MINOR_VERSION >= 12);
+    if (methodForm)
+      f.stack.push_back(nullVar());
+    f.stack.push_back(attr);
+  } else if (op == "PUSH_NULL") {
+    f.stack.push_back(nullVar());
+  } else if (op == "KW_NAMES") {
+    PyRef consts = PyRef::steal(PyObject_GetAttrString(f.code->code.get(), "co_consts"));
+    f.kwNames = PyRef::borrow(PyTuple_GetItem(consts.get(), in.arg));
+  } else if (op == "CALL") {
+    int argc = in.arg;
+    std::vector<VarP> args(f.stack.end() - argc, f.stack.end());
+    f.stack.resize(f.stack.size() - argc);
+    VarP b = pop(f), a = pop(f);
+    VarP callee = a->kind == Var::Kind::Null ? b : a;
+    if (a->kind != Var::Kind::Null)
+      args.insert(args.begin(), b);
+    std::map<std::string, VarP> kwargs;
+    if (f.kwNames) {
+      Py_ssize_t nk = PyTuple_GET_SIZE(f.kwNames.get());
+      for (Py_ssize_t i = 0; i < nk; ++i)
+        kwargs[PyUnicode_AsUTF8(PyTuple_GET_ITEM(f.kwNames.get(), i))] =
+            args[args.size() - nk + i];
+      args.resize(args.size() - nk);
+      f.kwNames = PyRef();
+    }
+    f.stack.push_back(call(callee, args, kwargs));
+  } else if (op == "BINARY_OP" || op == "COMPARE_OP") {
+    VarP rhs = pop(f), lhs = pop(f);
+    std::string sym = in.argrepr;
+    if (op == "COMPARE_OP")
+      sym = str(in.argval.get());
+    if (VarP t = tensorBinary(sym, lhs, rhs)) {
+      f.stack.push_back(t);
+    } else {
+      PyRef r = PyRef::steal(constBinary(sym, constObj(lhs, "operand"), constObj(rhs, "operand")));
+      if (!r) {
+        PyErr_Clear();
+        throw Unsupported("operator " + sym + " raised on constants");
+      }
+      f.stack.push_back(makeConst(r));
+    }
+  } else if (op == "UNARY_NEGATIVE") {
+    VarP v = pop(f);
+    if (v->isTensor()) {
+      std::vector<VarP> none;
+      std::map<std::string, VarP> nokw;
+      f.stack.push_back(callTensorMethod(v, "neg", none, nokw));
+    } else {
+      PyRef r = PyRef::steal(PyNumber_Negative(constObj(v, "operand")));
+      if (!r) {
+        PyErr_Clear();
+        throw Unsupported("unary - raised");
+      }
+      f.stack.push_back(makeConst(r));
+    }
+  } else if (op == "UNARY_NOT") {
+    f.stack.push_back(makeConst(PyRef::borrow(truthy(pop(f)) ? Py_False : Py_True)));
+  } else if (op == "IS_OP" || op == "CONTAINS_OP") {
+    VarP rhs = pop(f), lhs = pop(f);
+    bool r;
+    if (op == "IS_OP") {
+      if (lhs->isTensor() || rhs->isTensor())
+        r = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
+      else
+        r = constObj(lhs, "operand") == constObj(rhs, "operand");
+    } else {
+      int c = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
+      if (c < 0) {
+        PyErr_Clear();
+        throw Unsupported("'in' raised");
+      }
+      r = c == 1;
+    }
+    if (in.arg)
+      r = !r;
+    f.stack.push_back(makeConst(PyRef::borrow(r ? Py_True : Py_False)));
+  } else if (op.rfind("POP_JUMP", 0) == 0) {
+    VarP v = pop(f);
+    bool take;
+    if (op.find("NOT_NONE") != std::string::npos)
+      take = !(v->isConst() && v->obj.get() == Py_None);
+    else if (op.find("NONE") != std::string::npos)
+      take = v->isConst() && v->obj.get() == Py_None;
+    else if (op.find("FALSE") != std::string::npos)
+      take = !truthy(v);
+    else
+      take = truthy(v);
+    if (take) {
+      jumpTo(in.argval.get());
+      return false;
+    }
+  } else if (op == "JUMP_IF_FALSE_OR_POP" || op == "JUMP_IF_TRUE_OR_POP") {
+    bool t = truthy(f.stack.back());
+    if (t == (op == "JUMP_IF_TRUE_OR_POP")) {
+      jumpTo(in.argval.get());
+      return false;
+    }
+    pop(f);
+  } else if (op == "JUMP_FORWARD" || op == "JUMP_BACKWARD" || op == "JUMP" ||
+             op == "JUMP_BACKWARD_NO_INTERRUPT" || op == "JUMP_NO_INTERRUPT") {
+    jumpTo(in.argval.get());
+    return false;
+  } else if (op == "GET_ITER") {
+    f.stack.push_back(getIter(pop(f)));
+  } else if (op == "FOR_ITER") {
+    VarP it = f.stack.back();
+    if (it->kind != Var::Kind::Iter)
+      throw Unsupported("FOR_ITER over a non-iterator");
+    if (it->pos < it->items.size()) {
+      f.stack.push_back(it->items[it->pos++]);
+    } else {
+      pop(f);
+      jumpTo(in.argval.get());
+      if (f.code->instrs[pc].op == "END_FOR")
+        ++pc; // 3.12: exhaustion skips END_FOR
+      return false;
+    }
+  } else if (op == "END_FOR") {
+    pop(f);
+    pop(f);
+  } else if (op == "POP_TOP") {
+    pop(f);
+  } else if (op == "COPY") {
+    f.stack.push_back(f.stack[f.stack.size() - in.arg]);
+  } else if (op == "SWAP") {
+    std::swap(f.stack.back(), f.stack[f.stack.size() - in.arg]);
+  } else if (op == "BUILD_TUPLE" || op == "BUILD_LIST") {
+    std::vector<VarP> items(f.stack.end() - in.arg, f.stack.end());
+    f.stack.resize(f.stack.size() - in.arg);
+    f.stack.push_back(makeSeq(op == "BUILD_TUPLE" ? Var::Kind::Tuple : Var::Kind::List, items));
+  } else if (op == "LIST_APPEND") {
+    VarP v = pop(f);
+    f.stack[f.stack.size() - in.arg]->items.push_back(v);
+  } else if (op == "LIST_EXTEND") {
+    VarP v = pop(f);
+    VarP it = getIter(v);
+    auto &dst = f.stack[f.stack.size() - in.arg]->items;
+    dst.insert(dst.end(), it->items.begin(), it->items.end());
+  } else if (op == "LIST_TO_TUPLE") {
+    VarP v = pop(f);
+    f.stack.push_back(makeSeq(Var::Kind::Tuple, v->items));
+  } else if (op == "UNPACK_SEQUENCE") {
+    VarP v = getIter(pop(f));
+    if ((int)v->items.size() != in.arg)
+      throw Unsupported("unpacking a sequence of the wrong length");
+    for (auto it = v->items.rbegin(); it != v->items.rend(); ++it)
+      f.stack.push_back(*it);
+  } else if (op == "BINARY_SUBSCR") {
+    VarP idx = pop(f), c = pop(f);
+    f.stack.push_back(subscript(c, idx));
+  } else if (op == "RETURN_VALUE") {
+    result = pop(f);
+    return true;
+  } else if (op == "LOAD_ASSERTION_ERROR" || op == "RAISE_VARARGS") {
+    throw Unsupported("raise (or a failing assert) inside the compiled region");
+  } else if (op == "STORE_ATTR" || op == "STORE_GLOBAL" || op == "STORE_SUBSCR" ||
+             op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
+    throw Unsupported("mutation (" + op + ") of Python state is not supported yet");
+  } else {
+    throw Unsupported("opcode " + op + " is not supported yet");
+  }
+  pc = next;
+  return false;
+}
+
+VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
+                       std::map<std::string, VarP> &kwargs) {
+  if (callee->kind == Var::Kind::TensorMethod)
+    return callTensorMethod(callee->self, callee->name, args, kwargs);
+  if (callee->kind == Var::Kind::BoundMethod) {
+    args.insert(args.begin(), callee->self);
+    return inlineFunction(callee->obj.get(), -1, args, kwargs);
+  }
+  PyObject *fn = constObj(callee, "callee");
+  if (VarP r = callTorchFunction(fn, args, kwargs))
+    return r;
+  static PyRef moduleType = [] {
+    PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
+    return PyRef::steal(PyObject_GetAttrString(nn.get(), "Module"));
+  }();
+  if (PyObject_IsInstance(fn, moduleType.get()) == 1) {
+    for (const char *hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"}) {
+      PyRef h = PyRef::steal(PyObject_GetAttrString(fn, hooks));
+      if (h && PyDict_Check(h.get()) && PyDict_Size(h.get()) > 0)
+        throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) + " has hooks");
+    }
+    PyErr_Clear();
+    PyRef forward = PyRef::steal(PyObject_GetAttrString(
+        reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
+    if (!forward || !PyFunction_Check(forward.get())) {
+      PyErr_Clear();
+      throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) + " has no Python forward");
+    }
+    keepAlive_.push_back(forward);
+    args.insert(args.begin(), callee);
+    return inlineFunction(forward.get(), -1, args, kwargs);
+  }
+  if (PyFunction_Check(fn))
+    return inlineFunction(fn, callee->source, args, kwargs);
+  if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn))) {
+    args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
+    return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
+  }
+  return callBuiltin(fn, args, kwargs);
+}
+
+VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
+                              std::map<std::string, VarP> &kwargs) {
+  PyRef nameObj = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  std::string name = nameObj && PyUnicode_Check(nameObj.get()) ? PyUnicode_AsUTF8(nameObj.get()) : "";
+  PyErr_Clear();
+  PyRef modName = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
+  PyErr_Clear();
+  std::string mod = modName && PyUnicode_Check(modName.get()) ? PyUnicode_AsUTF8(modName.get()) : "";
+  bool isBuiltinType = PyType_Check(fn) && (fn == (PyObject *)&PyLong_Type ||
+                                            fn == (PyObject *)&PyFloat_Type ||
+                                            fn == (PyObject *)&PyBool_Type ||
+                                            fn == (PyObject *)&PyTuple_Type ||
+                                            fn == (PyObject *)&PyList_Type ||
+                                            fn == (PyObject *)&PyRange_Type);
+  if (PyType_Check(fn))
+    name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
+  bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math";
+  if (!pure)
+    throw Unsupported("call to " + str(fn) + " is not supported" +
+                      (name == "print" ? " (print has side effects)" : ""));
+  // len()/isinstance() on tensors are answered from the static type.
+  if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
+    return tensorAttribute(args[0], "__len__");
+  }
+  if (name == "isinstance" && args.size() == 2 && args[0]->isTensor()) {
+    PyRef fake = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
+    int r = PyObject_IsInstance(fake.get(), constObj(args[1], "class"));
+    PyErr_Clear();
+    return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
+  }
+  if ((name == "len") && args.size() == 1 &&
+      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List))
+    return makeConst(PyRef::steal(PyLong_FromSize_t(args[0]->items.size())));
+  if ((name == "tuple" || name == "list") && args.size() == 1 && !args[0]->isConst()) {
+    VarP it = getIter(args[0]);
+    return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
+  }
+  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyObject *o = constObj(args[i], "argument of a builtin");
+    Py_INCREF(o);
+    PyTuple_SET_ITEM(tuple.get(), i, o);
+  }
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
+  PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
+  if (!r) {
+    PyErr_Clear();
+    throw Unsupported("call to " + str(fn) + " raised at capture time");
+  }
+  if (PyIter_Check(r.get()) || PyObject_TypeCheck(r.get(), &PyEnum_Type) ||
+      PyObject_TypeCheck(r.get(), &PyZip_Type)) {
+    PyRef list = PyRef::steal(PySequence_List(r.get()));
+    std::vector<VarP> items;
+    for (Py_ssize_t i = 0; list && i < PyList_GET_SIZE(list.get()); ++i)
+      items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(list.get(), i))));
+    PyErr_Clear();
+    return makeSeq(Var::Kind::Iter, items);
+  }
+  return makeConst(r);
+}
+
+VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs) {
+  if (++depth_ > 32)
+    throw Unsupported("inlining is nested too deeply (recursion?)");
+  auto *func = reinterpret_cast<PyFunctionObject *>(fn);
+  auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
+  if (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))
+    throw Unsupported("calling " + str(func->func_qualname) + " with *args/**kwargs is not supported yet");
+  if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
+    throw Unsupported("generators and coroutines are not supported");
+  if (func->func_closure)
+    throw Unsupported("closures (" + str(func->func_qualname) + ") are not supported yet");
+  Frame f;
+  f.code = &codeInfo(func->func_code);
+  std::vector<std::string> names = localNames(code);
+  f.locals.resize(names.size());
+  int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
+  if ((int)args.size() > npos)
+    throw Unsupported("too many positional arguments to " + str(func->func_qualname));
+  for (size_t i = 0; i < args.size(); ++i)
+    f.locals[i] = args[i];
+  for (auto &[k, v] : kwargs) {
+    auto it = std::find(names.begin(), names.begin() + npos + nkw, k);
+    if (it == names.begin() + npos + nkw)
+      throw Unsupported("unexpected keyword argument '" + k + "'");
+    f.locals[it - names.begin()] = v;
+  }
+  PyObject *defaults = func->func_defaults;
+  int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+  for (int i = 0; i < npos; ++i)
+    if (!f.locals[i]) {
+      int d = i - (npos - ndef);
+      if (d < 0)
+        throw Unsupported("missing argument '" + names[i] + "'");
+      f.locals[i] = makeConst(PyRef::borrow(PyTuple_GET_ITEM(defaults, d)));
+    }
+  for (int i = npos; i < npos + nkw; ++i)
+    if (!f.locals[i]) {
+      PyObject *v = func->func_kwdefaults
+                        ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
+                        : nullptr;
+      if (!v)
+        throw Unsupported("missing keyword argument '" + names[i] + "'");
+      f.locals[i] = makeConst(PyRef::borrow(v));
+    }
+  f.globals = PyRef::borrow(func->func_globals);
+  f.globalsSource = fnSource >= 0
+      ? out_.sources.add(Source::Kind::Attr, fnSource, 0,
+                         PyRef::steal(PyUnicode_FromString("__globals__")).get())
+      : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
+  VarP r = interpret(f);
+  --depth_;
+  return r;
+}
+
+} // namespace kiln

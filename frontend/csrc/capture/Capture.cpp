@@ -1,0 +1,95 @@
+//===- Capture.cpp - capture driver: frame → kiln module + guards ------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Runs the interpreter on a root frame, turns its Python result into graph
+// results and output slots, verifies the module, and converts every failure
+// (Unsupported, verifier errors) into a CaptureFailure with a location.
+//===----------------------------------------------------------------------===//
+#include "Interp.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+namespace kiln {
+namespace {
+
+/// Adds the Python result `v` to the graph outputs.
+void addOutput(Capture &out, std::vector<mlir::Value> &results,
+               const std::vector<mlir::Value> &inputs, const VarP &v) {
+  if (v->isTensor()) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == v->value) {
+        out.outputs.push_back({OutputSlot::Kind::Input, (int)i, {}});
+        return;
+      }
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i] == v->value) {
+        out.outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}});
+        return;
+      }
+    results.push_back(v->value);
+    out.outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
+    return;
+  }
+  if (v->isConst()) {
+    out.outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
+    return;
+  }
+  throw Unsupported("the function returns a value kiln cannot rebuild (nested containers?)");
+}
+
+} // namespace
+
+bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
+                  const FrameView &frame, Capture &out, CaptureFailure &failure) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  Interpreter interp(ctx, frame, out);
+  try {
+    VarP result = interp.runRoot(code, func);
+    auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());
+    mlir::Block &entry = fn.getBody().front();
+    std::vector<mlir::Value> inputs(entry.getArguments().begin(), entry.getArguments().end());
+    std::vector<mlir::Value> results;
+    if (result->kind == Var::Kind::Tuple || result->kind == Var::Kind::List) {
+      out.structure = result->kind == Var::Kind::Tuple ? 1 : 2;
+      for (auto &item : result->items)
+        addOutput(out, results, inputs, item);
+    } else {
+      out.structure = 0;
+      addOutput(out, results, inputs, result);
+    }
+    mlir::OpBuilder b(&ctx);
+    b.setInsertionPointToEnd(&entry);
+    b.create<mlir::func::ReturnOp>(interp.loc(), results);
+    llvm::SmallVector<mlir::Type> resultTypes;
+    for (mlir::Value r : results) {
+      auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
+      resultTypes.push_back(t);
+      out.results.push_back({std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
+                             dtypeOf(t.getElementType())});
+    }
+    fn.setFunctionType(b.getFunctionType(entry.getArgumentTypes(), resultTypes));
+    out.numOps = 0;
+    fn.walk([&](mlir::Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
+        ++out.numOps;
+    });
+    if (mlir::failed(mlir::verify(*out.module)))
+      throw Unsupported("captured IR does not verify: " + diagnostics);
+  } catch (const Unsupported &e) {
+    failure.reason = e.what();
+    if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
+      failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
+    if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))
+      failure.location = fl.getFilename().str() + ":" + std::to_string(fl.getLine());
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln

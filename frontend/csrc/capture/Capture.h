@@ -1,0 +1,79 @@
+//===- Capture.h - symbolic bytecode capture into kiln IR ---------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Entry point of the symbolic interpreter: walks a frame's bytecode with
+// abstract values (tensors become kiln IR values, Python values stay
+// concrete and guarded, user functions and nn.Module.forward are inlined,
+// loops over concrete iterables unrolled) and produces a kiln module, the
+// guards it relies on and how to rebuild the Python result. Anything it
+// does not support ends the capture with a reason and a source location.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_CAPTURE_H
+#define KILN_FRONTEND_CAPTURE_CAPTURE_H
+
+#include "../Guards.h"
+#include "../TensorInfo.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// How one element of the Python result is produced.
+struct OutputSlot {
+  enum class Kind { Graph, Input, Constant };
+  Kind kind;
+  int index = 0;  ///< Graph: result number; Input: graph input number
+  PyRef constant; ///< Constant: the object itself
+};
+
+/// A graph input: a tensor read from a source.
+struct GraphInput {
+  int source;
+  bool makeContiguous = false; ///< non-contiguous at capture: copied per call
+  bool requiresGrad = false;
+};
+
+/// A graph result the runtime allocates.
+struct GraphOutput {
+  std::vector<int64_t> sizes;
+  DType dtype;
+};
+
+/// Everything a successful capture produces.
+struct Capture {
+  SourceTable sources;
+  std::vector<Guard> guards;
+  std::vector<GraphInput> inputs;
+  std::vector<GraphOutput> results;
+  std::vector<OutputSlot> outputs;
+  /// 0: the result is outputs[0]; 1: a tuple of outputs; 2: a list.
+  int structure = 0;
+  /// Whether grad mode was on at capture (guarded).
+  bool gradMode = false;
+  /// Number of kiln ops in the graph.
+  int numOps = 0;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+/// Why a capture stopped.
+struct CaptureFailure {
+  std::string reason;
+  std::string location; ///< "file:line" of the unsupported construct
+};
+
+/// Captures the frame of `code` (called as `func`, locals in `frame`).
+/// Returns false and fills `failure` when the frame cannot be captured; the
+/// caller then runs it eagerly. A Python error is never left set.
+bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
+                  const FrameView &frame, Capture &out, CaptureFailure &failure);
+
+/// Names of the locals of `code` (for guard descriptions).
+std::vector<std::string> localNames(PyCodeObject *code);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_CAPTURE_H

@@ -1,0 +1,166 @@
+//===- Interp.h - the symbolic interpreter's internals ------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to frontend/csrc/capture: abstract values (Var), interpreter
+// frames, and the Interpreter class whose bytecode loop lives in
+// Interpreter.cpp and whose torch-op handlers live in TorchOps.cpp.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_INTERP_H
+#define KILN_FRONTEND_CAPTURE_INTERP_H
+
+#include "Capture.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+namespace kiln {
+
+struct Var;
+using VarP = std::shared_ptr<Var>;
+
+/// An abstract value on the interpreter's stack or in a local.
+struct Var {
+  enum class Kind {
+    Null,         ///< the NULL CPython pushes before some calls
+    Tensor,       ///< a kiln IR value
+    Const,        ///< a concrete Python object (guarded if it has a source)
+    Tuple,        ///< tuple of Vars
+    List,         ///< list of Vars
+    Iter,         ///< iterator over `items`
+    BoundMethod,  ///< `obj` is a Python function, `self` its receiver
+    TensorMethod, ///< method `name` of tensor `self`
+  };
+  Kind kind = Kind::Null;
+  mlir::Value value;
+  PyRef obj;
+  int source = -1;
+  std::vector<VarP> items;
+  size_t pos = 0;
+  VarP self;
+  std::string name;
+  /// Tensor: produced by a computing op inside the graph (not an input, not
+  /// a view), so an in-place update may rebind it.
+  bool fresh = false;
+  /// Tensor: some view op took it as input (in-place updates would be
+  /// visible through the view, so they are not supported).
+  bool viewed = false;
+
+  bool isConst() const { return kind == Kind::Const; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+};
+
+VarP makeConst(PyRef obj, int source = -1);
+VarP makeTensor(mlir::Value v);
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
+
+/// Thrown inside the interpreter for an unsupported construct; caught at
+/// the capture boundary and turned into a CaptureFailure (never escapes).
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One decoded instruction (from dis.get_instructions).
+struct Instr {
+  std::string op;
+  int arg = 0;
+  PyRef argval;
+  std::string argrepr;
+  int offset = 0;
+  int line = 0;
+};
+
+/// Decoded bytecode of one code object.
+struct CodeInfo {
+  PyRef code;
+  std::vector<Instr> instrs;
+  std::map<int, size_t> indexOfOffset;
+  std::string filename;
+  std::string name;
+};
+
+/// One (possibly inlined) Python frame being interpreted.
+struct Frame {
+  const CodeInfo *code = nullptr;
+  std::vector<VarP> locals;
+  std::vector<bool> loaded; ///< root frame: local already materialized
+  std::vector<VarP> stack;
+  PyRef globals;   ///< the function's globals dict
+  int globalsSource = -1;
+  PyRef kwNames;   ///< pending KW_NAMES tuple
+  bool isRoot = false;
+};
+
+/// The symbolic interpreter.
+class Interpreter {
+public:
+  Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
+
+  /// Interprets the root frame of `code`; returns the Python result.
+  VarP runRoot(PyCodeObject *code, PyObject *func);
+
+  // --- used by TorchOps.cpp ---
+  mlir::OpBuilder &builder() { return b_; }
+  mlir::Location loc() const { return loc_; }
+  /// Calls `callee` (a Const) if it is a mapped torch function; nullptr if
+  /// it is not one.
+  VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// Calls tensor method `name` on `self`.
+  VarP callTensorMethod(const VarP &self, const std::string &name,
+                        std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A tensor attribute (`x.shape`, `x.T` ...).
+  VarP tensorAttribute(const VarP &self, const std::string &name);
+  /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
+  /// nullptr when neither side is a tensor.
+  VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
+  /// Records that the graph depends on the exact value of `v` (no-op for
+  /// values without a source; they derive from guarded values).
+  void guardValue(const VarP &v);
+
+private:
+  VarP interpret(Frame &f);
+  bool step(Frame &f, size_t &pc, VarP &result);
+  VarP call(const VarP &callee, std::vector<VarP> &args,
+            std::map<std::string, VarP> &kwargs);
+  VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  VarP loadAttr(const VarP &obj, PyObject *name);
+  VarP loadGlobal(Frame &f, PyObject *name);
+  VarP loadLocal(Frame &f, int index);
+  VarP fromSource(PyObject *value, int source);
+  VarP getIter(const VarP &v);
+  VarP subscript(const VarP &container, const VarP &index);
+  bool truthy(const VarP &v);
+  const CodeInfo &codeInfo(PyObject *code);
+
+  mlir::MLIRContext &ctx_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_;
+  mlir::func::FuncOp func_;
+  const FrameView &frame_;
+  Capture &out_;
+  std::map<int, mlir::Value> inputOfSource_;
+  std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
+  std::vector<PyRef> keepAlive_;
+  int depth_ = 0;
+  long steps_ = 0;
+};
+
+/// The MLIR element type of `d`.
+mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
+/// The DType of an MLIR element type (throws Unsupported for others).
+DType dtypeOf(mlir::Type elt);
+
+/// The Python object of a Const var, or throws Unsupported.
+PyObject *constObj(const VarP &v, const char *what);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_INTERP_H

@@ -1,0 +1,382 @@
+//===- Interpreter.cpp - the symbolic bytecode loop --------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Walks CPython bytecode (decoded by `dis`, so opcode names and jump targets
+// are version-independent) with abstract values. Constants read from the
+// frame are guarded where they are loaded; tensors become graph inputs.
+// Torch calls are handed to TorchOps.cpp.
+//===----------------------------------------------------------------------===//
+#include "Interp.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace kiln {
+
+VarP makeConst(PyRef obj, int source) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Const;
+  v->obj = std::move(obj);
+  v->source = source;
+  return v;
+}
+
+VarP makeTensor(mlir::Value value) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Tensor;
+  v->value = value;
+  return v;
+}
+
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
+  auto v = std::make_shared<Var>();
+  v->kind = kind;
+  v->items = std::move(items);
+  return v;
+}
+
+PyObject *constObj(const VarP &v, const char *what) {
+  if (!v || !v->isConst())
+    throw Unsupported(std::string(what) + " must be a Python constant here");
+  return v->obj.get();
+}
+
+namespace {
+
+
+std::string str(PyObject *o) {
+  PyRef s = PyRef::steal(PyObject_Str(o));
+  const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
+  if (!c) {
+    PyErr_Clear();
+    return "?";
+  }
+  return c;
+}
+
+/// Python primitives are guarded by value; everything else by identity.
+bool isPrimitive(PyObject *o) {
+  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) ||
+      PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+    return true;
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
+      if (!isPrimitive(PyTuple_GET_ITEM(o, i)))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+PyRef pyCall(PyObject *fn, std::initializer_list<PyObject *> args) {
+  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
+  int i = 0;
+  for (PyObject *a : args) {
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(tuple.get(), i++, a);
+  }
+  return PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));
+}
+
+PyRef importAttr(const char *module, const char *attr) {
+  PyRef m = PyRef::steal(PyImport_ImportModule(module));
+  return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();
+}
+
+bool isModule(PyObject *o) {
+  static PyRef moduleType = importAttr("torch.nn", "Module");
+  return PyObject_IsInstance(o, moduleType.get()) == 1;
+}
+
+} // namespace
+
+std::vector<std::string> localNames(PyCodeObject *code) {
+  std::vector<std::string> names;
+  PyRef vn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(code),
+                                                 "co_varnames"));
+  if (!vn) {
+    PyErr_Clear();
+    return names;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vn.get()); ++i)
+    names.push_back(PyUnicode_AsUTF8(PyTuple_GET_ITEM(vn.get(), i)));
+  return names;
+}
+
+Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out)
+    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame),
+      out_(out) {}
+
+const CodeInfo &Interpreter::codeInfo(PyObject *code) {
+  auto it = codes_.find(code);
+  if (it != codes_.end())
+    return *it->second;
+  static PyRef getInstructions = importAttr("dis", "get_instructions");
+  auto info = std::make_unique<CodeInfo>();
+  info->code = PyRef::borrow(code);
+  info->filename = str(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
+  info->name = str(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
+  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions.get(), {code}).get()));
+  if (!list)
+    throw Unsupported("cannot decode bytecode of " + info->name);
+  int line = 0;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+    PyObject *ins = PyList_GET_ITEM(list.get(), i);
+    Instr in;
+    in.op = str(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
+    in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
+    in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
+    in.argrepr = str(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
+    in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
+    PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
+    PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
+    if (lineno && lineno.get() != Py_None)
+      line = PyLong_AsLong(lineno.get());
+    in.line = line;
+    PyErr_Clear();
+    info->indexOfOffset[in.offset] = info->instrs.size();
+    info->instrs.push_back(std::move(in));
+  }
+  auto &ref = *info;
+  codes_[code] = std::move(info);
+  return ref;
+}
+
+void Interpreter::guardValue(const VarP &v) {
+  if (!v || v->source < 0 || !v->isConst())
+    return;
+  Guard g;
+  g.kind = isPrimitive(v->obj.get()) ? Guard::Kind::Equals : Guard::Kind::Identity;
+  g.source = v->source;
+  g.expected = v->obj;
+  for (const Guard &e : out_.guards)
+    if (e.source == g.source && e.kind == g.kind)
+      return;
+  out_.guards.push_back(std::move(g));
+}
+
+VarP Interpreter::fromSource(PyObject *value, int source) {
+  if (!isTensor(value)) {
+    VarP v = makeConst(PyRef::borrow(value), source);
+    guardValue(v);
+    return v;
+  }
+  auto it = inputOfSource_.find(source);
+  if (it != inputOfSource_.end())
+    return makeTensor(it->second);
+  TensorMeta meta;
+  if (!readTensorMeta(value, meta)) {
+    PyErr_Clear();
+    throw Unsupported("cannot read tensor metadata");
+  }
+  if (!meta.isCpu)
+    throw Unsupported("tensor is not on the CPU (this build compiles for CPU only)");
+  auto dt = dtypeFromObject(meta.dtype);
+  if (!dt)
+    throw Unsupported("tensor dtype " + str(meta.dtype) + " is not supported");
+  Guard g;
+  g.kind = Guard::Kind::Tensor;
+  g.source = source;
+  g.dtype = meta.dtype;
+  g.sizes = meta.sizes;
+  g.strides = meta.strides;
+  g.requiresGrad = meta.requiresGrad;
+  out_.guards.push_back(g);
+  GraphInput in;
+  in.source = source;
+  in.requiresGrad = meta.requiresGrad;
+  int64_t expect = 1;
+  for (int i = (int)meta.sizes.size() - 1; i >= 0; --i) {
+    if (meta.sizes[i] != 1 && meta.strides[i] != expect)
+      in.makeContiguous = true;
+    expect *= meta.sizes[i];
+  }
+  out_.inputs.push_back(in);
+  mlir::Type elt = elementType(ctx_, *dt);
+  auto type = mlir::RankedTensorType::get(meta.sizes, elt);
+  mlir::Block &entry = func_.getBody().front();
+  mlir::Value arg = entry.addArgument(type, loc_);
+  inputOfSource_[source] = arg;
+  return makeTensor(arg);
+}
+
+VarP Interpreter::loadLocal(Frame &f, int index) {
+  if (f.isRoot && !f.loaded[index]) {
+    f.loaded[index] = true;
+    PyObject *value = index < frame_.numLocals ? frame_.locals[index] : nullptr;
+    if (!value)
+      throw Unsupported("local variable is unbound");
+    f.locals[index] =
+        fromSource(value, out_.sources.add(Source::Kind::Local, -1, index, nullptr));
+  }
+  if (!f.locals[index])
+    throw Unsupported("local variable referenced before assignment");
+  return f.locals[index];
+}
+
+VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
+  PyObject *v = PyDict_GetItemWithError(f.globals.get(), name);
+  if (v)
+    return fromSource(v, out_.sources.add(Source::Kind::DictItem, f.globalsSource, 0, name));
+  PyErr_Clear();
+  v = PyDict_Check(frame_.builtins) ? PyDict_GetItemWithError(frame_.builtins, name) : nullptr;
+  if (!v) {
+    PyErr_Clear();
+    throw Unsupported("name '" + str(name) + "' is not defined");
+  }
+  return fromSource(v, out_.sources.add(Source::Kind::Builtin, -1, 0, name));
+}
+
+VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
+  std::string attr = str(name);
+  if (obj->isTensor())
+    return tensorAttribute(obj, attr);
+  PyObject *o = constObj(obj, "attribute base");
+  // nn.Module attributes live in __dict__ or in its _parameters/_buffers/
+  // _modules dicts: resolve them with dict lookups (cheap to re-check).
+  if (obj->source >= 0 && isModule(o)) {
+    int dictSrc = out_.sources.add(Source::Kind::ObjDict, obj->source, 0, nullptr);
+    PyObject **dictPtr = _PyObject_GetDictPtr(o);
+    PyObject *dict = dictPtr ? *dictPtr : nullptr;
+    PyObject *v = dict ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (v)
+      return fromSource(v, out_.sources.add(Source::Kind::DictItem, dictSrc, 0, name));
+    for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
+      PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
+      PyObject *item = subDict ? PyDict_GetItemWithError(subDict, name) : nullptr;
+      if (item) {
+        PyRef key = PyRef::steal(PyUnicode_FromString(sub));
+        int subSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
+        return fromSource(item, out_.sources.add(Source::Kind::DictItem, subSrc, 0, name));
+      }
+    }
+    PyErr_Clear();
+    // A method defined on the class: bind it symbolically so it is inlined.
+    PyRef clsAttr = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject *>(Py_TYPE(o)), name));
+    if (clsAttr && PyFunction_Check(clsAttr.get())) {
+      auto m = std::make_shared<Var>();
+      m->kind = Var::Kind::BoundMethod;
+      m->obj = clsAttr;
+      m->self = obj;
+      return m;
+    }
+    PyErr_Clear();
+  }
+  PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
+  if (!v) {
+    PyErr_Clear();
+    throw Unsupported("attribute '" + attr + "' not found on " + str(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  }
+  if (PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get()))) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::BoundMethod;
+    m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
+    m->self = obj;
+    return m;
+  }
+  if (obj->source < 0) {
+    keepAlive_.push_back(v);
+    return makeConst(v);
+  }
+  return fromSource(v.get(), out_.sources.add(Source::Kind::Attr, obj->source, 0, name));
+}
+
+bool Interpreter::truthy(const VarP &v) {
+  if (v->isTensor())
+    throw Unsupported("data-dependent branch on a tensor value");
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    return !v->items.empty();
+  int r = PyObject_IsTrue(constObj(v, "branch condition"));
+  if (r < 0) {
+    PyErr_Clear();
+    throw Unsupported("truth value of the condition raised");
+  }
+  return r == 1;
+}
+
+VarP Interpreter::getIter(const VarP &v) {
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    return makeSeq(Var::Kind::Iter, v->items);
+  if (v->kind == Var::Kind::Iter)
+    return v;
+  if (v->isTensor())
+    throw Unsupported("iterating over a tensor");
+  PyObject *o = constObj(v, "iterable");
+  std::vector<VarP> items;
+  if (isModule(o) && v->source >= 0) {
+    // Sequential / ModuleList: their children, each read from _modules.
+    PyRef modules = PyRef::steal(PyObject_GetAttrString(o, "_modules"));
+    if (!modules || !PyDict_Check(modules.get()))
+      throw Unsupported("iterating over a module without _modules");
+    int dictSrc = out_.sources.add(Source::Kind::ObjDict, v->source, 0, nullptr);
+    PyRef key = PyRef::steal(PyUnicode_FromString("_modules"));
+    int modSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
+    PyObject *k, *child;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(modules.get(), &pos, &k, &child))
+      items.push_back(fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k)));
+    // The set of children is part of what the graph depends on.
+    PyRef n = PyRef::steal(PyLong_FromSsize_t(PyDict_Size(modules.get())));
+    (void)n;
+    return makeSeq(Var::Kind::Iter, items);
+  }
+  if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
+    throw Unsupported("iterating over " + str(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  PyRef seq = PyRef::steal(PySequence_List(o));
+  if (!seq) {
+    PyErr_Clear();
+    throw Unsupported("cannot iterate");
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
+    items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+VarP Interpreter::subscript(const VarP &c, const VarP &index) {
+  if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
+    PyObject *i = constObj(index, "index");
+    if (!PyLong_Check(i))
+      throw Unsupported("only integer indexing of tuples/lists is supported");
+    long n = (long)c->items.size(), k = PyLong_AsLong(i);
+    if (k < 0)
+      k += n;
+    if (k < 0 || k >= n)
+      throw Unsupported("tuple index out of range");
+    return c->items[k];
+  }
+  if (c->isTensor())
+    throw Unsupported("tensor indexing is not supported yet");
+  PyObject *o = constObj(c, "subscripted value");
+  PyRef r = PyRef::steal(PyObject_GetItem(o, constObj(index, "index")));
+  if (!r) {
+    PyErr_Clear();
+    throw Unsupported("subscript raised");
+  }
+  return makeConst(r);
+}
+
+VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
+  mlir::Location fileLoc = mlir::FileLineColLoc::get(
+      &ctx_, str(code->co_filename), code->co_firstlineno, 0);
+  auto module = mlir::ModuleOp::create(fileLoc);
+  out_.module = module;
+  b_.setInsertionPointToEnd(module.getBody());
+  func_ = b_.create<mlir::func::FuncOp>(fileLoc, "forward",
+                                        b_.getFunctionType({}, {}));
+  b_.setInsertionPointToStart(func_.addEntryBlock());
+
+  Frame f;
+  f.code = &codeInfo(reinterpret_cast<PyObject *>(code));
+  int n = (int)localNames(code).size();
+  f.locals.resize(n);
+  f.loaded.assign(n, false);
+  f.isRoot = true;
+  f.globals = PyRef::borrow(frame_.globals);
+  (void)func;
+  f.globalsSource = out_.sources.add(Source::Kind::Globals, -1, 0, nullptr);
+  return interpret(f);
+}
+
+} // namespace kiln

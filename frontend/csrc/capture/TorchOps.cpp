@@ -1,0 +1,768 @@
+//===- TorchOps.cpp - torch functions, Tensor methods and operators → kiln ---===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The one table mapping torch callables (by identity) and Tensor methods
+// (by name) to kiln ops, with torch's argument parsing (positional and
+// keyword), broadcasting, type promotion and dim normalization. Anything a
+// handler cannot express exactly is Unsupported, never approximated.
+//===----------------------------------------------------------------------===//
+#include "Interp.h"
+
+#include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+namespace kiln {
+
+using mlir::RankedTensorType;
+using mlir::Type;
+using mlir::Value;
+
+mlir::Type elementType(mlir::MLIRContext &ctx, DType d) {
+  mlir::Builder b(&ctx);
+  switch (d) {
+  case DType::F32: return b.getF32Type();
+  case DType::F64: return b.getF64Type();
+  case DType::F16: return b.getF16Type();
+  case DType::BF16: return b.getBF16Type();
+  case DType::I64: return b.getI64Type();
+  case DType::I32: return b.getI32Type();
+  case DType::Bool: return b.getI1Type();
+  }
+  return {};
+}
+
+DType dtypeOf(mlir::Type t) {
+  if (t.isF32()) return DType::F32;
+  if (t.isF64()) return DType::F64;
+  if (t.isF16()) return DType::F16;
+  if (t.isBF16()) return DType::BF16;
+  if (t.isInteger(64)) return DType::I64;
+  if (t.isInteger(32)) return DType::I32;
+  if (t.isInteger(1)) return DType::Bool;
+  throw Unsupported("unsupported element type");
+}
+
+namespace {
+
+/// One mapped callable: the kiln-level op name and torch's parameter list.
+struct OpSpec {
+  std::string op;
+  std::vector<std::string> params;
+};
+
+/// Parsed arguments: by parameter name, with the rest positional.
+struct Args {
+  std::map<std::string, VarP> named;
+  VarP get(const std::string &n) const {
+    auto it = named.find(n);
+    return it == named.end() ? nullptr : it->second;
+  }
+  bool isNone(const std::string &n) const {
+    VarP v = get(n);
+    return !v || (v->isConst() && v->obj.get() == Py_None);
+  }
+};
+
+RankedTensorType ttype(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+std::string repr(PyObject *o) {
+  PyRef r = PyRef::steal(PyObject_Repr(o));
+  const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+long asInt(const VarP &v, const char *what) {
+  PyObject *o = constObj(v, what);
+  if (!PyLong_Check(o))
+    throw Unsupported(std::string(what) + " must be an int");
+  return PyLong_AsLong(o);
+}
+
+double asDouble(const VarP &v, const char *what) {
+  PyObject *o = constObj(v, what);
+  double d = PyFloat_AsDouble(o);
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw Unsupported(std::string(what) + " must be a number");
+  }
+  return d;
+}
+
+std::vector<int64_t> asInts(const VarP &v, const char *what) {
+  std::vector<int64_t> out;
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
+    for (auto &i : v->items) out.push_back(asInt(i, what));
+    return out;
+  }
+  PyObject *o = constObj(v, what);
+  if (PyLong_Check(o)) return {PyLong_AsLong(o)};
+  PyRef seq = PyRef::steal(PySequence_Tuple(o));
+  if (!seq) { PyErr_Clear(); throw Unsupported(std::string(what) + " must be ints"); }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq.get()); ++i)
+    out.push_back(PyLong_AsLong(PyTuple_GET_ITEM(seq.get(), i)));
+  if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported(std::string(what) + " must be ints"); }
+  return out;
+}
+
+int64_t normDim(int64_t d, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  if (d < -r || d >= r)
+    throw Unsupported("dimension out of range");
+  return d < 0 ? d + r : d;
+}
+
+/// Promotion category of a Python scalar, or -1 if it is not one.
+int scalarCategory(PyObject *o) {
+  if (PyBool_Check(o)) return 0;
+  if (PyLong_Check(o)) return 1;
+  if (PyFloat_Check(o)) return 2;
+  return -1;
+}
+
+DType widerOf(DType a, DType b) {
+  if (a == b) return a;
+  int ca = dtypeCategory(a), cb = dtypeCategory(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == 2) {
+    if ((a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16))
+      return DType::F32;
+    return dtypeBytes(a) >= dtypeBytes(b) ? a : b;
+  }
+  return dtypeBytes(a) >= dtypeBytes(b) ? a : b;
+}
+
+/// torch.result_type over tensors and Python scalars.
+DType resultType(const std::vector<VarP> &operands) {
+  std::optional<DType> dims, zeroDim;
+  int scalarCat = -1;
+  for (auto &v : operands) {
+    if (v->isTensor()) {
+      auto t = ttype(v->value);
+      DType d = dtypeOf(t.getElementType());
+      auto &slot = t.getRank() == 0 ? zeroDim : dims;
+      slot = slot ? widerOf(*slot, d) : d;
+    } else {
+      int c = scalarCategory(constObj(v, "operand"));
+      if (c < 0) throw Unsupported("operand " + repr(v->obj.get()) + " is not a tensor or number");
+      scalarCat = std::max(scalarCat, c);
+    }
+  }
+  std::optional<DType> r = dims;
+  if (zeroDim && (!r || dtypeCategory(*zeroDim) > dtypeCategory(*r))) r = zeroDim;
+  if (!r || scalarCat > dtypeCategory(*r)) {
+    DType fromScalar = scalarCat == 2 ? DType::F32 : scalarCat == 1 ? DType::I64 : DType::Bool;
+    if (!r) throw Unsupported("no tensor operand");
+    r = fromScalar;
+  }
+  return *r;
+}
+
+} // namespace
+
+/// Small graph-building helpers bound to the interpreter's builder.
+class Emit {
+public:
+  explicit Emit(Interpreter &I) : I(I), b(I.builder()) {}
+
+  Type elt(DType d) { return elementType(*b.getContext(), d); }
+
+  Value cast(Value v, DType d) {
+    auto t = ttype(v);
+    if (t.getElementType() == elt(d)) return v;
+    return b.create<mlir::kiln::CastOp>(I.loc(), t.clone(elt(d)), v);
+  }
+
+  Value scalar(PyObject *o, DType d) {
+    Type e = elt(d);
+    auto type = RankedTensorType::get({}, e);
+    mlir::Attribute a;
+    if (llvm::isa<mlir::FloatType>(e)) {
+      double x = PyFloat_AsDouble(o);
+      a = mlir::DenseElementsAttr::get(type, b.getFloatAttr(e, x));
+    } else if (e.isInteger(1)) {
+      a = mlir::DenseElementsAttr::get(type, PyObject_IsTrue(o) == 1);
+    } else {
+      int64_t x = PyLong_AsLongLong(o);
+      a = mlir::DenseElementsAttr::get(type, b.getIntegerAttr(e, x));
+    }
+    if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported("scalar out of range"); }
+    return b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(a));
+  }
+
+  Value operand(const VarP &v, DType d) {
+    if (v->isTensor()) return cast(v->value, d);
+    return scalar(constObj(v, "operand"), d);
+  }
+
+  /// Checks inference first so malformed user code becomes Unsupported
+  /// (eager then raises torch's own error) instead of a fatal error.
+  template <typename OpT>
+  Value inferred(mlir::ValueRange operands) {
+    llvm::SmallVector<Type> types;
+    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, {}, {}, {}, types)))
+      throw Unsupported(std::string("invalid operands for ") + OpT::getOperationName().str());
+    return b.create<OpT>(I.loc(), types.front(), operands).getResult();
+  }
+
+  template <typename OpT>
+  Value binary(const VarP &a, const VarP &c, std::optional<DType> force = {}) {
+    DType d = force ? *force : resultType({a, c});
+    return inferred<OpT>({operand(a, d), operand(c, d)});
+  }
+
+  template <typename OpT>
+  Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
+
+  Value floatUnaryInput(const VarP &x) {
+    Value v = x->value;
+    DType d = dtypeOf(ttype(v).getElementType());
+    return dtypeCategory(d) == 2 ? v : cast(v, DType::F32);
+  }
+
+  Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
+    auto t = ttype(v);
+    if (t.getShape() == shape) return v;
+    return b.create<mlir::kiln::ReshapeOp>(I.loc(), RankedTensorType::get(shape, t.getElementType()), v);
+  }
+
+  Value permute(Value v, llvm::ArrayRef<int64_t> dims) {
+    return b.create<mlir::kiln::PermuteOp>(I.loc(), v, b.getDenseI64ArrayAttr(dims));
+  }
+
+  template <typename OpT>
+  Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {
+    int64_t rank = ttype(v).getRank();
+    for (auto &d : dims) d = normDim(d, rank);
+    if (rank == 0) dims.clear();
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    return b.create<OpT>(I.loc(), v, b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
+  }
+
+  Interpreter &I;
+  mlir::OpBuilder &b;
+};
+
+namespace {
+
+const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
+  static std::unordered_map<PyObject *, OpSpec> table = [] {
+    std::unordered_map<PyObject *, OpSpec> t;
+    auto add = [&](const char *module, const char *name, OpSpec spec) {
+      PyRef m = PyRef::steal(PyImport_ImportModule(module));
+      PyObject *f = m ? PyObject_GetAttrString(m.get(), name) : nullptr; // kept alive
+      if (f) t[f] = std::move(spec);
+      PyErr_Clear();
+    };
+    const std::vector<std::string> un = {"input"};
+    for (const char *n : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "erf"})
+      add("torch", n, {n, un});
+    for (const char *n : {"relu", "sigmoid", "tanh", "silu"})
+      add("torch.nn.functional", n, {n, {"input", "inplace"}});
+    add("torch.nn.functional", "gelu", {"gelu", {"input", "approximate"}});
+    for (const char *n : {"add", "sub"})
+      add("torch", n, {n, {"input", "other", "alpha"}});
+    for (const char *n : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"})
+      add("torch", n, {n, {"input", "other"}});
+    add("torch", "div", {"div", {"input", "other", "rounding_mode"}});
+    add("torch", "pow", {"pow", {"input", "exponent"}});
+    for (const char *n : {"matmul", "mm", "bmm"})
+      add("torch", n, {"matmul", {"input", "other"}});
+    add("torch.nn.functional", "linear", {"linear", {"input", "weight", "bias"}});
+    add("torch", "softmax", {"softmax", {"input", "dim", "dtype"}});
+    add("torch.nn.functional", "softmax", {"softmax", {"input", "dim", "_stacklevel", "dtype"}});
+    add("torch.nn.functional", "layer_norm", {"layer_norm", {"input", "normalized_shape", "weight", "bias", "eps"}});
+    add("torch.nn.functional", "dropout", {"dropout", {"input", "p", "training", "inplace"}});
+    for (const char *n : {"sum", "mean"})
+      add("torch", n, {n, {"input", "dim", "keepdim", "dtype"}});
+    add("torch", "amax", {"amax", {"input", "dim", "keepdim"}});
+    add("torch", "transpose", {"transpose", {"input", "dim0", "dim1"}});
+    add("torch", "permute", {"permute", {"input", "dims"}});
+    add("torch", "reshape", {"reshape", {"input", "shape"}});
+    add("torch", "flatten", {"flatten", {"input", "start_dim", "end_dim"}});
+    add("torch", "unsqueeze", {"unsqueeze", {"input", "dim"}});
+    add("torch", "squeeze", {"squeeze", {"input", "dim"}});
+    add("torch", "t", {"t", un});
+    add("torch", "where", {"where", {"condition", "input", "other"}});
+    add("torch", "clamp", {"clamp", {"input", "min", "max"}});
+    return t;
+  }();
+  return table;
+}
+
+/// Tensor methods: name → (op, params after self).
+const std::unordered_map<std::string, OpSpec> &methodTable() {
+  static std::unordered_map<std::string, OpSpec> table = [] {
+    std::unordered_map<std::string, OpSpec> t;
+    for (const char *n : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "erf"})
+      t[n] = {n, {"input"}};
+    for (const char *n : {"add", "sub"}) t[n] = {n, {"input", "other", "alpha"}};
+    for (const char *n : {"mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"})
+      t[n] = {n, {"input", "other"}};
+    t["div"] = {"div", {"input", "other", "rounding_mode"}};
+    t["pow"] = {"pow", {"input", "exponent"}};
+    t["matmul"] = {"matmul", {"input", "other"}};
+    t["mm"] = t["bmm"] = t["matmul"];
+    t["softmax"] = {"softmax", {"input", "dim", "dtype"}};
+    for (const char *n : {"sum", "mean"}) t[n] = {n, {"input", "dim", "keepdim", "dtype"}};
+    t["amax"] = {"amax", {"input", "dim", "keepdim"}};
+    t["transpose"] = {"transpose", {"input", "dim0", "dim1"}};
+    t["permute"] = {"permute", {"input", "*dims"}};
+    t["reshape"] = t["view"] = {"reshape", {"input", "*shape"}};
+    t["expand"] = {"expand", {"input", "*size"}};
+    t["flatten"] = {"flatten", {"input", "start_dim", "end_dim"}};
+    t["unsqueeze"] = {"unsqueeze", {"input", "dim"}};
+    t["squeeze"] = {"squeeze", {"input", "dim"}};
+    t["t"] = {"t", {"input"}};
+    t["contiguous"] = {"identity", {"input", "memory_format"}};
+    t["clone"] = {"identity", {"input", "memory_format"}};
+    t["to"] = {"to", {"input", "dtype"}};
+    for (const char *n : {"float", "double", "half", "bfloat16", "int", "long", "bool"})
+      t[n] = {n, {"input"}};
+    t["clamp"] = {"clamp", {"input", "min", "max"}};
+    t["size"] = {"size", {"input", "dim"}};
+    t["dim"] = {"dim", {"input"}};
+    t["numel"] = {"numel", {"input"}};
+    return t;
+  }();
+  return table;
+}
+
+Args bind(const OpSpec &spec, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  Args a;
+  size_t i = 0;
+  for (const std::string &p : spec.params) {
+    if (p[0] == '*') { // varargs: one sequence or the remaining positionals
+      std::vector<VarP> rest(args.begin() + std::min(i, args.size()), args.end());
+      a.named[p.substr(1)] = rest.size() == 1 ? rest[0] : makeSeq(Var::Kind::Tuple, rest);
+      i = args.size();
+      continue;
+    }
+    if (i < args.size()) a.named[p] = args[i++];
+  }
+  if (i < args.size()) throw Unsupported("too many arguments for " + spec.op);
+  for (auto &[k, v] : kwargs) {
+    if (std::find(spec.params.begin(), spec.params.end(), k) == spec.params.end())
+      throw Unsupported("unsupported keyword '" + k + "' for " + spec.op);
+    a.named[k] = v;
+  }
+  return a;
+}
+
+VarP T(Value v) { return makeTensor(v); }
+
+/// Ops whose eager result aliases their input (views, or no-ops that return
+/// the input itself).
+bool isViewLike(const std::string &op) {
+  static const std::set<std::string> views = {
+      "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "t", "permute",
+      "expand", "identity", "dropout", "to", "float", "double", "half", "bfloat16",
+      "int", "long", "bool"};
+  return views.count(op) > 0;
+}
+
+/// Applies `op` and records aliasing facts on the input and the result.
+VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
+  VarP inplace = a.get("inplace");
+  if (inplace && inplace->isConst() && PyObject_IsTrue(inplace->obj.get()) == 1)
+    throw Unsupported(op + "(inplace=True) is not supported yet");
+  VarP r = applyOp(I, op, a);
+  VarP in = a.get("input");
+  if (r && r->isTensor()) {
+    if (isViewLike(op)) {
+      if (in && in->isTensor()) in->viewed = true;
+      r->fresh = false;
+    } else {
+      r->fresh = true;
+    }
+  }
+  return r;
+}
+
+VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  VarP x = a.get("input");
+  if (!x) x = a.get("condition");
+  if (!x) throw Unsupported(op + ": missing input");
+  using namespace mlir::kiln;
+  auto requireTensor = [&](const VarP &v) -> Value {
+    if (!v || !v->isTensor()) throw Unsupported(op + " expects a tensor");
+    return v->value;
+  };
+  // ---- elementwise ----
+  if (op == "add" || op == "sub") {
+    VarP other = a.get("other");
+    if (!a.isNone("alpha")) {
+      VarP alpha = a.get("alpha");
+      VarP scaled = T(e.binary<MulOp>(other, alpha));
+      other = scaled;
+    }
+    if (!x->isTensor() && !other->isTensor()) throw Unsupported(op + " on scalars");
+    return T(op == "add" ? e.binary<AddOp>(x, other) : e.binary<SubOp>(x, other));
+  }
+  if (op == "mul") return T(e.binary<MulOp>(x, a.get("other")));
+  if (op == "maximum") return T(e.binary<MaximumOp>(x, a.get("other")));
+  if (op == "minimum") return T(e.binary<MinimumOp>(x, a.get("other")));
+  if (op == "div" || op == "pow") {
+    VarP other = a.get(op == "div" ? "other" : "exponent");
+    if (op == "div" && !a.isNone("rounding_mode")) throw Unsupported("div with rounding_mode");
+    DType d = resultType({x, other});
+    if (dtypeCategory(d) < 2) {
+      if (op == "pow") throw Unsupported("integer pow");
+      d = DType::F32;
+    }
+    return T(op == "div" ? e.binary<DivOp>(x, other, d) : e.binary<PowOp>(x, other, d));
+  }
+  if (op == "eq" || op == "ne" || op == "lt" || op == "le" || op == "gt" || op == "ge") {
+    VarP o = a.get("other");
+    if (op == "eq") return T(e.binary<EqOp>(x, o));
+    if (op == "ne") return T(e.binary<NeOp>(x, o));
+    if (op == "lt") return T(e.binary<LtOp>(x, o));
+    if (op == "le") return T(e.binary<LeOp>(x, o));
+    if (op == "gt") return T(e.binary<GtOp>(x, o));
+    return T(e.binary<GeOp>(x, o));
+  }
+  if (op == "where") {
+    VarP t = a.get("input"), f = a.get("other");
+    Value c = e.cast(requireTensor(a.get("condition")), DType::Bool);
+    DType d = resultType({t, f});
+    Value vt = e.operand(t, d), vf = e.operand(f, d);
+    llvm::SmallVector<Type> types;
+    if (mlir::failed(SelectOp::inferReturnTypes(e.b.getContext(), I.loc(), {c, vt, vf}, {}, {}, {}, types)))
+      throw Unsupported("invalid operands for where");
+    return T(e.b.create<SelectOp>(I.loc(), types.front(), mlir::ValueRange{c, vt, vf}));
+  }
+  if (op == "clamp") {
+    Value v = requireTensor(x);
+    VarP cur = x;
+    if (!a.isNone("min")) cur = T(e.binary<MaximumOp>(cur, a.get("min")));
+    if (!a.isNone("max")) cur = T(e.binary<MinimumOp>(cur, a.get("max")));
+    (void)v;
+    return cur;
+  }
+  if (op == "relu") return T(e.unary<ReluOp>(requireTensor(x)));
+  if (op == "neg") return T(e.unary<NegOp>(requireTensor(x)));
+  if (op == "abs") return T(e.unary<AbsOp>(requireTensor(x)));
+  if (op == "gelu") {
+    std::string approx = "none";
+    if (!a.isNone("approximate")) {
+      PyObject *s = constObj(a.get("approximate"), "approximate");
+      approx = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?";
+    }
+    if (approx != "none" && approx != "tanh") throw Unsupported("gelu approximate=" + approx);
+    Value v = e.floatUnaryInput(x);
+    return T(e.b.create<GeluOp>(I.loc(), v, e.b.getStringAttr(approx)));
+  }
+  if (op == "silu") return T(e.unary<SiluOp>(e.floatUnaryInput(x)));
+  if (op == "sigmoid") return T(e.unary<SigmoidOp>(e.floatUnaryInput(x)));
+  if (op == "tanh") return T(e.unary<TanhOp>(e.floatUnaryInput(x)));
+  if (op == "exp") return T(e.unary<ExpOp>(e.floatUnaryInput(x)));
+  if (op == "log") return T(e.unary<LogOp>(e.floatUnaryInput(x)));
+  if (op == "sqrt") return T(e.unary<SqrtOp>(e.floatUnaryInput(x)));
+  if (op == "rsqrt") return T(e.unary<RsqrtOp>(e.floatUnaryInput(x)));
+  if (op == "erf") return T(e.unary<ErfOp>(e.floatUnaryInput(x)));
+  // ---- casts ----
+  static const std::map<std::string, DType> castOps = {
+      {"float", DType::F32}, {"double", DType::F64}, {"half", DType::F16},
+      {"bfloat16", DType::BF16}, {"int", DType::I32}, {"long", DType::I64}, {"bool", DType::Bool}};
+  if (castOps.count(op)) return T(e.cast(requireTensor(x), castOps.at(op)));
+  if (op == "to") {
+    VarP dt = a.get("dtype");
+    auto d = dt ? dtypeFromObject(constObj(dt, "dtype")) : std::nullopt;
+    if (!d) throw Unsupported("Tensor.to is supported with a dtype only");
+    return T(e.cast(requireTensor(x), *d));
+  }
+  if (op == "identity") return T(requireTensor(x));
+  if (op == "dropout") {
+    bool training = a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
+    double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
+    if (training && p > 0) throw Unsupported("dropout in training mode (random) is not supported yet");
+    return T(requireTensor(x));
+  }
+  // ---- linear algebra ----
+  if (op == "matmul" || op == "linear") {
+    Value lhs = requireTensor(x);
+    Value rhs;
+    if (op == "linear") {
+      Value w = requireTensor(a.get("weight"));
+      if (ttype(w).getRank() != 2) throw Unsupported("linear with a non-2-D weight");
+      rhs = e.permute(w, {1, 0});
+    } else {
+      rhs = requireTensor(a.get("other"));
+    }
+    DType d = resultType({makeTensor(lhs), makeTensor(rhs)});
+    if (dtypeCategory(d) < 2) throw Unsupported("integer matmul");
+    lhs = e.cast(lhs, d);
+    rhs = e.cast(rhs, d);
+    int64_t rl = ttype(lhs).getRank(), rr = ttype(rhs).getRank();
+    if (rl == 0 || rr == 0) throw Unsupported("matmul of a 0-d tensor");
+    // torch.matmul's 1-D rules: prepend/append a dim, then remove it.
+    if (rl == 1) lhs = e.reshape(lhs, {1, ttype(lhs).getDimSize(0)});
+    if (rr == 1) rhs = e.reshape(rhs, {ttype(rhs).getDimSize(0), 1});
+    Value r = e.inferred<MatmulOp>({lhs, rhs});
+    llvm::SmallVector<int64_t> shape(ttype(r).getShape());
+    if (rr == 1) shape.erase(shape.end() - 1);
+    if (rl == 1) shape.erase(shape.end() - (rr == 1 ? 1 : 2));
+    r = e.reshape(r, shape);
+    if (op == "linear" && !a.isNone("bias"))
+      r = e.binary<AddOp>(T(r), a.get("bias"));
+    return T(r);
+  }
+  // ---- reductions and normalizations ----
+  Value v = requireTensor(x);
+  int64_t rank = ttype(v).getRank();
+  if (op == "sum" || op == "mean" || op == "amax") {
+    std::vector<int64_t> dims;
+    if (a.isNone("dim") || (op == "amax" && asInts(a.get("dim"), "dim").empty())) {
+      for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+    } else {
+      dims = asInts(a.get("dim"), "dim");
+    }
+    bool keepdim = !a.isNone("keepdim") && PyObject_IsTrue(constObj(a.get("keepdim"), "keepdim")) == 1;
+    if (!a.isNone("dtype")) {
+      auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+      if (!d) throw Unsupported("reduction dtype");
+      v = e.cast(v, *d);
+    }
+    DType d = dtypeOf(ttype(v).getElementType());
+    if (op == "mean") {
+      if (dtypeCategory(d) < 2) throw Unsupported("mean of an integer tensor");
+      return T(e.reduce<MeanOp>(v, dims, keepdim));
+    }
+    if (op == "sum") {
+      if (dtypeCategory(d) < 2 && d != DType::I64) v = e.cast(v, DType::I64);
+      return T(e.reduce<SumOp>(v, dims, keepdim));
+    }
+    return T(e.reduce<MaxOp>(v, dims, keepdim));
+  }
+  if (op == "softmax") {
+    if (a.isNone("dim")) throw Unsupported("softmax without dim");
+    if (!a.isNone("dtype")) {
+      auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+      if (!d) throw Unsupported("softmax dtype");
+      v = e.cast(v, *d);
+    }
+    v = e.floatUnaryInput(makeTensor(v));
+    int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
+    return T(e.b.create<SoftmaxOp>(I.loc(), v, e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)));
+  }
+  if (op == "layer_norm") {
+    std::vector<int64_t> ns = asInts(a.get("normalized_shape"), "normalized_shape");
+    auto shape = ttype(v).getShape();
+    if (ns.empty() || (int64_t)ns.size() > rank ||
+        !std::equal(ns.begin(), ns.end(), shape.end() - ns.size()))
+      throw Unsupported("layer_norm normalized_shape does not match the input");
+    if (dtypeCategory(dtypeOf(ttype(v).getElementType())) < 2) throw Unsupported("layer_norm of ints");
+    Value w = a.isNone("weight") ? Value() : requireTensor(a.get("weight"));
+    Value bias = a.isNone("bias") ? Value() : requireTensor(a.get("bias"));
+    auto elt = ttype(v).getElementType();
+    for (Value p : {w, bias})
+      if (p && (ttype(p).getShape() != llvm::ArrayRef<int64_t>(ns) || ttype(p).getElementType() != elt))
+        throw Unsupported("layer_norm weight/bias shape or dtype mismatch");
+    double eps = a.isNone("eps") ? 1e-5 : asDouble(a.get("eps"), "eps");
+    return T(e.b.create<LayerNormOp>(I.loc(), ttype(v), v, w, bias,
+                                     e.b.getI64IntegerAttr(ns.size()), e.b.getF64FloatAttr(eps)));
+  }
+  // ---- shapes ----
+  auto shape = ttype(v).getShape();
+  if (op == "size" || op == "dim" || op == "numel") {
+    if (op == "dim") return makeConst(PyRef::steal(PyLong_FromLong(rank)));
+    if (op == "numel") {
+      int64_t n = 1;
+      for (int64_t s : shape) n *= s;
+      return makeConst(PyRef::steal(PyLong_FromLongLong(n)));
+    }
+    if (a.isNone("dim")) return I.tensorAttribute(x, "shape");
+    return makeConst(PyRef::steal(PyLong_FromLongLong(shape[normDim(asInt(a.get("dim"), "dim"), rank)])));
+  }
+  if (op == "transpose" || op == "t") {
+    if (op == "t" && rank < 2) return T(v);
+    int64_t d0 = op == "t" ? 0 : normDim(asInt(a.get("dim0"), "dim0"), rank);
+    int64_t d1 = op == "t" ? 1 : normDim(asInt(a.get("dim1"), "dim1"), rank);
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[d0], perm[d1]);
+    return T(e.permute(v, perm));
+  }
+  if (op == "permute") {
+    std::vector<int64_t> perm = asInts(a.get("dims"), "dims");
+    if ((int64_t)perm.size() != rank) throw Unsupported("permute: wrong number of dims");
+    std::vector<bool> seen(rank, false);
+    for (auto &p : perm) {
+      p = normDim(p, rank);
+      if (seen[p]) throw Unsupported("permute: repeated dim");
+      seen[p] = true;
+    }
+    return T(e.permute(v, perm));
+  }
+  if (op == "reshape" || op == "flatten" || op == "unsqueeze" || op == "squeeze") {
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    std::vector<int64_t> ns;
+    if (op == "reshape") {
+      ns = asInts(a.get("shape"), "shape");
+      int infer = -1;
+      int64_t known = 1;
+      for (size_t i = 0; i < ns.size(); ++i) {
+        if (ns[i] == -1) {
+          if (infer >= 0) throw Unsupported("reshape with two -1");
+          infer = (int)i;
+        } else known *= ns[i];
+      }
+      if (infer >= 0) {
+        if (known == 0 || numel % known) throw Unsupported("reshape: invalid shape");
+        ns[infer] = numel / known;
+      }
+      int64_t total = 1;
+      for (int64_t s : ns) total *= s;
+      if (total != numel) throw Unsupported("reshape: element count mismatch");
+    } else if (op == "flatten") {
+      if (rank == 0) return T(e.reshape(v, {1}));
+      int64_t s = normDim(a.isNone("start_dim") ? 0 : asInt(a.get("start_dim"), "start_dim"), rank);
+      int64_t en = normDim(a.isNone("end_dim") ? -1 : asInt(a.get("end_dim"), "end_dim"), rank);
+      if (s > en) throw Unsupported("flatten: start_dim > end_dim");
+      int64_t m = 1;
+      for (int64_t i = 0; i < rank; ++i) {
+        if (i < s || i > en) ns.push_back(shape[i]);
+        else { m *= shape[i]; if (i == en) ns.push_back(m); }
+      }
+    } else if (op == "unsqueeze") {
+      int64_t d = asInt(a.get("dim"), "dim");
+      if (d < -(rank + 1) || d > rank) throw Unsupported("unsqueeze: dim out of range");
+      if (d < 0) d += rank + 1;
+      ns.assign(shape.begin(), shape.end());
+      ns.insert(ns.begin() + d, 1);
+    } else {
+      std::vector<int64_t> dims;
+      if (!a.isNone("dim")) for (auto d : asInts(a.get("dim"), "dim")) dims.push_back(normDim(d, rank));
+      for (int64_t i = 0; i < rank; ++i) {
+        bool drop = shape[i] == 1 && (dims.empty() || std::count(dims.begin(), dims.end(), i));
+        if (!drop) ns.push_back(shape[i]);
+      }
+    }
+    return T(e.reshape(v, ns));
+  }
+  if (op == "expand") {
+    std::vector<int64_t> sizes = asInts(a.get("size"), "size");
+    if ((int64_t)sizes.size() < rank) throw Unsupported("expand: too few sizes");
+    size_t off = sizes.size() - rank;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (sizes[i] == -1) {
+        if (i < off) throw Unsupported("expand: -1 in a new leading dim");
+        sizes[i] = shape[i - off];
+      }
+    if (!mlir::kiln::isBroadcastableTo(shape, sizes)) throw Unsupported("expand: invalid sizes");
+    if (llvm::ArrayRef<int64_t>(sizes) == shape) return T(v);
+    auto type = RankedTensorType::get(sizes, ttype(v).getElementType());
+    return T(e.b.create<BroadcastToOp>(I.loc(), type, v));
+  }
+  throw Unsupported("op " + op + " is not mapped");
+}
+
+} // namespace
+
+VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
+                                    std::map<std::string, VarP> &kwargs) {
+  auto &table = torchFunctionTable();
+  auto it = table.find(callee);
+  if (it == table.end()) return nullptr;
+  Args a = bind(it->second, args, kwargs);
+  return applyTracked(*this, it->second.op, a);
+}
+
+VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
+                                   std::vector<VarP> &args,
+                                   std::map<std::string, VarP> &kwargs) {
+  auto &table = methodTable();
+  auto it = table.find(name);
+  if (it == table.end())
+    throw Unsupported("Tensor." + name + " is not supported yet" +
+                      (name.back() == '_' ? " (in-place method)" : ""));
+  args.insert(args.begin(), self);
+  Args a = bind(it->second, args, kwargs);
+  return applyTracked(*this, it->second.op, a);
+}
+
+VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
+  auto type = ttype(self->value);
+  if (name == "shape") {
+    static PyRef sizeType = [] {
+      PyRef m = PyRef::steal(PyImport_ImportModule("torch"));
+      return PyRef::steal(PyObject_GetAttrString(m.get(), "Size"));
+    }();
+    PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
+    PyRef args = PyRef::steal(PyTuple_Pack(1, tuple.get()));
+    return makeConst(PyRef::steal(PyObject_Call(sizeType.get(), args.get(), nullptr)));
+  }
+  if (name == "__len__") {
+    if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
+    return makeConst(PyRef::steal(PyLong_FromLongLong(type.getDimSize(0))));
+  }
+  if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
+  if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
+  if (name == "is_cuda") return makeConst(PyRef::borrow(Py_False));
+  if (name == "T" || name == "mT") {
+    std::vector<VarP> none;
+    std::map<std::string, VarP> nokw;
+    if (name == "T") {
+      std::vector<int64_t> perm;
+      for (int64_t i = type.getRank() - 1; i >= 0; --i) perm.push_back(i);
+      Emit e(*this);
+      return makeTensor(e.permute(self->value, perm));
+    }
+    std::vector<VarP> dims = {makeConst(PyRef::steal(PyLong_FromLong(-2))),
+                              makeConst(PyRef::steal(PyLong_FromLong(-1)))};
+    return callTensorMethod(self, "transpose", dims, nokw);
+  }
+  if (methodTable().count(name)) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::TensorMethod;
+    m->self = self;
+    m->name = name;
+    return m;
+  }
+  throw Unsupported("Tensor." + name + " is not supported yet");
+}
+
+VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {
+  if (!a->isTensor() && !b->isTensor()) return nullptr;
+  std::string op = sym;
+  bool inplace = op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" &&
+                 op != "<=" && op != ">=";
+  if (inplace) {
+    op.pop_back();
+    // x += y mutates x's storage in eager: only allowed on a tensor the graph
+    // computed and that nothing else views; the Var is updated in place so
+    // every Python reference to it sees the new value.
+    if (a->isTensor() && (!a->fresh || a->viewed))
+      throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
+  }
+  static const std::map<std::string, std::string> names = {
+      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"**", "pow"}, {"@", "matmul"},
+      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"}};
+  auto it = names.find(op);
+  if (it == names.end()) throw Unsupported("operator " + sym + " on tensors is not supported yet");
+  Args args;
+  args.named["input"] = a;
+  args.named[it->second == "pow" ? "exponent" : "other"] = b;
+  VarP r = applyTracked(*this, it->second, args);
+  if (inplace && a->isTensor()) {
+    if (r->value.getType() != a->value.getType())
+      throw Unsupported("in-place " + sym + " would change the tensor's shape or dtype");
+    a->value = r->value;
+    return a;
+  }
+  return r;
+}
+
+} // namespace kiln

@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kiln: a JIT graph compiler for PyTorch programs, built on MLIR.
+
+``kiln.compile(model_or_fn)`` returns an object that behaves like the
+original; its calls are captured from Python bytecode by a C++ frame hook,
+compiled through the ``kiln`` MLIR dialect and LLVM's ORC JIT, and run on the
+caller's tensors. Unsupported code runs eagerly, with the reason logged.
+"""
+from kiln.api import compile, reset, stats  # noqa: A004
+from kiln import config
+
+__all__ = ["compile", "reset", "stats", "config"]
+__version__ = "0.1.0"

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Autograd glue for compiled graphs without a compiled backward.
+
+The forward runs kiln's compiled code; the backward recomputes the original
+Python function eagerly (kiln's frame hook disabled) on the same inputs and
+differentiates that, so gradients are exactly eager's. The function must be
+deterministic for this to hold: kiln never captures random ops into graphs
+that need gradients.
+"""
+from __future__ import annotations
+
+import torch
+
+
+class _CompiledFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run, recompute, *inputs):
+        ctx.recompute = recompute
+        ctx.inputs = inputs
+        with torch.no_grad():
+            outs = run(*inputs)
+        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = ctx.inputs
+        wanted = [i for i, t in enumerate(inputs) if t.requires_grad]
+        with torch.enable_grad():
+            outs = ctx.recompute()  # runs with kiln's frame hook disabled
+        if isinstance(outs, torch.Tensor):
+            outs = (outs,)
+        pairs = [(o, g) for o, g in zip(outs, grads)
+                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+        result = [None] * len(inputs)
+        if pairs and wanted:
+            got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
+                                      [g for _, g in pairs], allow_unused=True)
+            for i, g in zip(wanted, got):
+                result[i] = g
+        return (None, None, *result)
+
+
+def apply(run, recompute, inputs):
+    """Runs `run(*inputs)` (a tuple of output tensors) under autograd, with a
+    backward that differentiates `recompute()` (the eager function)."""
+    return _CompiledFunction.apply(run, recompute, *inputs)

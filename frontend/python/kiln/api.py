@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The user-facing entry points: kiln.compile, kiln.stats, kiln.reset."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+
+from kiln import _C, _autograd
+from kiln.config import _push_to_native, config
+
+_OPTIONS = ("backend", "mode", "fullgraph", "dynamic")
+
+
+def _check_options(options: dict) -> dict:
+    unknown = set(options) - set(_OPTIONS)
+    if unknown:
+        raise TypeError(f"kiln.compile got unexpected options {sorted(unknown)}; "
+                        f"known: {list(_OPTIONS)}")
+    backend = options.get("backend", "cpu")
+    if backend not in ("cpu", None):
+        raise ValueError(f"kiln.compile: backend {backend!r} is not available "
+                         "(this build has 'cpu')")
+    mode = options.get("mode")
+    if mode not in (None, "default"):
+        raise ValueError(f"kiln.compile: unknown mode {mode!r}")
+    if options.get("dynamic") not in (None, False):
+        raise NotImplementedError("kiln.compile: dynamic=True is not supported yet; "
+                                  "shapes are specialized and guarded")
+    return {"fullgraph": bool(options.get("fullgraph", False))}
+
+
+class CompiledModule(torch.nn.Module):
+    """Wraps an nn.Module; calls go through kiln, state stays the original's."""
+
+    def __init__(self, mod: torch.nn.Module, opts: dict):
+        super().__init__()
+        self._orig_mod = mod
+        self._kiln_opts = opts
+
+    def forward(self, *args, **kwargs):
+        forward = self._orig_mod.forward
+        return _C.call(forward.__func__, (self._orig_mod, *args), kwargs,
+                       self._kiln_opts["fullgraph"], _autograd.apply)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+
+def compile(model=None, **options):  # noqa: A001
+    """Compiles a function or nn.Module with kiln; usable as a decorator.
+
+    Options (torch.compile's names): ``backend`` ("cpu"), ``mode``,
+    ``fullgraph`` (turn graph breaks into errors), ``dynamic`` (only
+    None/False for now: shapes are specialized and guarded).
+    """
+    opts = _check_options(options)
+    if model is None:
+        return lambda m: compile(m, **options)
+    _push_to_native()
+    if config.disable:
+        return model
+    if isinstance(model, torch.nn.Module):
+        return CompiledModule(model, opts)
+    if not (inspect.isfunction(model) or inspect.ismethod(model)):
+        raise TypeError(f"kiln.compile expects a Python function or nn.Module, "
+                        f"got {type(model).__name__}")
+    fn = model.__func__ if inspect.ismethod(model) else model
+    bound = (model.__self__,) if inspect.ismethod(model) else ()
+
+    @functools.wraps(model)
+    def compiled(*args, **kwargs):
+        return _C.call(fn, (*bound, *args), kwargs, opts["fullgraph"], _autograd.apply)
+
+    compiled._kiln_compiled = True
+    return compiled
+
+
+def stats() -> dict:
+    """Counters since the last reset: frames seen, graphs compiled, cache hits,
+    eager fallbacks (graph breaks), recompiles, compiled calls run."""
+    return dict(_C.stats())
+
+
+def reset() -> None:
+    """Drops every compiled entry and zeroes the counters."""
+    _C.reset()
