@@ -7,7 +7,10 @@
 // `eliminate-empty-tensors` lets the producer compute straight into the
 // caller's buffer) and returns nothing. Tensor inputs are marked
 // `bufferization.writable = false`: they alias the caller's tensors and must
-// never be written. The function gets `llvm.emit_c_interface`.
+// never be written. The function gets `llvm.emit_c_interface`. A
+// `tensor.empty` with several users (CSE merges identical ones) is first
+// duplicated per user: MLIR 19's eliminate-empty-tensors rewrites a shared
+// empty for one destination only and then copies the wrong results.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -59,12 +62,28 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   return success();
 }
 
+/// Gives every use of a `tensor.empty` its own op.
+void unshareEmptyTensors(func::FuncOp func) {
+  SmallVector<tensor::EmptyOp> shared;
+  func.walk([&](tensor::EmptyOp op) {
+    if (!op->hasOneUse() && !op->use_empty())
+      shared.push_back(op);
+  });
+  for (tensor::EmptyOp op : shared) {
+    for (OpOperand &use : llvm::make_early_inc_range(llvm::drop_begin(op->getUses()))) {
+      OpBuilder b(op);
+      use.set(b.clone(*op)->getResult(0));
+    }
+  }
+}
+
 struct DestinationOutputsPass
     : impl::DestinationOutputsPassBase<DestinationOutputsPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.isPublic())
         continue;
+      unshareEmptyTensors(func);
       if (failed(rewriteFunction(func)))
         return signalPassFailure();
     }

@@ -24,6 +24,8 @@ struct ApproximateMathPass : impl::ApproximateMathPassBase<ApproximateMathPass> 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathAlgebraicSimplificationPatterns(patterns);
+    // convert-math-to-llvm only lowers vector rsqrt; 1/sqrt vectorizes.
+    populateExpandRsqrtPattern(patterns);
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
