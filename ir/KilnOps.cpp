@@ -233,7 +233,8 @@ LogicalResult LayerNormOp::verify() {
   int64_t n = getNumDims();
   if (n < 1 || n > in.getRank())
     return emitOpError("num_dims must be in [1, ") << in.getRank() << "], got " << n;
-  if (getEps().convertToDouble() < 0)
+  // Written so that NaN is rejected too.
+  if (!(getEps().convertToDouble() >= 0))
     return emitOpError("eps must be non-negative");
   ArrayRef<int64_t> normalized = in.getShape().take_back(n);
   for (auto [name, v] : {std::pair<StringRef, Value>{"weight", getWeight()},

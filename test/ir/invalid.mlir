@@ -415,6 +415,15 @@ func.func @layer_norm_eps(%x: tensor<4x8xf32>) {
 
 // -----
 
+// Tests that layer_norm rejects a NaN eps.
+func.func @layer_norm_eps_nan(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op eps must be non-negative}}
+  %0 = kiln.layer_norm %x {num_dims = 1 : i64, eps = 0x7FF8000000000000 : f64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 // Tests that the weight must have the normalized shape.
 func.func @layer_norm_weight_shape(%x: tensor<4x8xf32>, %w: tensor<4x8xf32>) {
   // expected-error @+1 {{'kiln.layer_norm' op weight type 'tensor<4x8xf32>' must have the normalized shape (the last 1 dims of 'tensor<4x8xf32>')}}
