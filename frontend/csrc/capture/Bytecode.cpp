@@ -112,7 +112,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   } else if (op == "LOAD_ATTR" || op == "LOAD_METHOD") {
     VarP obj = pop(f);
     VarP attr = loadAttr(obj, in.argval.get());
-    bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && Py_MINOR_VERSION >= 12);
+    bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && PY_MINOR_VERSION >= 12);
     if (methodForm)
       f.stack.push_back(nullVar());
     f.stack.push_back(attr);
@@ -289,11 +289,7 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   PyObject *fn = constObj(callee, "callee");
   if (VarP r = callTorchFunction(fn, args, kwargs))
     return r;
-  static PyRef moduleType = [] {
-    PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
-    return PyRef::steal(PyObject_GetAttrString(nn.get(), "Module"));
-  }();
-  if (PyObject_IsInstance(fn, moduleType.get()) == 1) {
+  if (isModule(fn)) {
     for (const char *hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"}) {
       PyRef h = PyRef::steal(PyObject_GetAttrString(fn, hooks));
       if (h && PyDict_Check(h.get()) && PyDict_Size(h.get()) > 0)

@@ -158,6 +158,9 @@ mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
 /// The DType of an MLIR element type (throws Unsupported for others).
 DType dtypeOf(mlir::Type elt);
 
+/// True when `o` is an nn.Module instance.
+bool isModule(PyObject *o);
+
 /// The Python object of a Const var, or throws Unsupported.
 PyObject *constObj(const VarP &v, const char *what);
 

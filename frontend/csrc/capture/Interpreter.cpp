@@ -84,12 +84,15 @@ PyRef importAttr(const char *module, const char *attr) {
   return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();
 }
 
-bool isModule(PyObject *o) {
-  static PyRef moduleType = importAttr("torch.nn", "Module");
-  return PyObject_IsInstance(o, moduleType.get()) == 1;
-}
 
 } // namespace
+
+bool isModule(PyObject *o) {
+  // Leaked on purpose: process-lifetime handles must not be released
+  // after the interpreter finalizes.
+  static PyObject *moduleType = importAttr("torch.nn", "Module").release();
+  return PyObject_IsInstance(o, moduleType) == 1;
+}
 
 std::vector<std::string> localNames(PyCodeObject *code) {
   std::vector<std::string> names;
@@ -112,12 +115,12 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   auto it = codes_.find(code);
   if (it != codes_.end())
     return *it->second;
-  static PyRef getInstructions = importAttr("dis", "get_instructions");
+  static PyObject *getInstructions = importAttr("dis", "get_instructions").release();
   auto info = std::make_unique<CodeInfo>();
   info->code = PyRef::borrow(code);
   info->filename = str(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
   info->name = str(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
-  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions.get(), {code}).get()));
+  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions, {code}).get()));
   if (!list)
     throw Unsupported("cannot decode bytecode of " + info->name);
   int line = 0;

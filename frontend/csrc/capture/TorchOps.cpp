@@ -207,7 +207,7 @@ public:
   template <typename OpT>
   Value inferred(mlir::ValueRange operands) {
     llvm::SmallVector<Type> types;
-    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, {}, {}, {}, types)))
+    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
       throw Unsupported(std::string("invalid operands for ") + OpT::getOperationName().str());
     return b.create<OpT>(I.loc(), types.front(), operands).getResult();
   }
@@ -359,6 +359,8 @@ Args bind(const OpSpec &spec, std::vector<VarP> &args, std::map<std::string, Var
 
 VarP T(Value v) { return makeTensor(v); }
 
+VarP applyOp(Interpreter &I, const std::string &op, Args &a);
+
 /// Ops whose eager result aliases their input (views, or no-ops that return
 /// the input itself).
 bool isViewLike(const std::string &op) {
@@ -436,7 +438,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     DType d = resultType({t, f});
     Value vt = e.operand(t, d), vf = e.operand(f, d);
     llvm::SmallVector<Type> types;
-    if (mlir::failed(SelectOp::inferReturnTypes(e.b.getContext(), I.loc(), {c, vt, vf}, {}, {}, {}, types)))
+    if (mlir::failed(SelectOp::inferReturnTypes(e.b.getContext(), I.loc(), mlir::ValueRange{c, vt, vf}, mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
       throw Unsupported("invalid operands for where");
     return T(e.b.create<SelectOp>(I.loc(), types.front(), mlir::ValueRange{c, vt, vf}));
   }
@@ -694,15 +696,12 @@ VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
 VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   auto type = ttype(self->value);
   if (name == "shape") {
-    static PyRef sizeType = [] {
-      PyRef m = PyRef::steal(PyImport_ImportModule("torch"));
-      return PyRef::steal(PyObject_GetAttrString(m.get(), "Size"));
-    }();
+    static PyObject *sizeType = PyObject_GetAttrString(torchModule(), "Size"); // leaked
     PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
     for (int64_t i = 0; i < type.getRank(); ++i)
       PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
     PyRef args = PyRef::steal(PyTuple_Pack(1, tuple.get()));
-    return makeConst(PyRef::steal(PyObject_Call(sizeType.get(), args.get(), nullptr)));
+    return makeConst(PyRef::steal(PyObject_Call(sizeType, args.get(), nullptr)));
   }
   if (name == "__len__") {
     if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
