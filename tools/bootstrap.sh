@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
-          ccache lld libopenblas-dev python3-venv)
+          ccache lld libopenblas-dev libgtest-dev python3-venv)
 PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18.1.8")
 
 missing=()
@@ -31,3 +31,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/python -m pip install -q "${PY_PKGS[@]}"
   printf '%s\n' "${PY_PKGS[@]}" > "$stamp"
 fi
+
+# Make the source-tree package importable from the venv.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+pth="$site/kiln.pth"
+want_pth="$PWD/frontend/python"
+[ "$(cat "$pth" 2>/dev/null)" = "$want_pth" ] || echo "$want_pth" > "$pth"

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: Apache-2.0
+# kiln's two commands: `make demo` and `make test`. Both install what is
+# missing (Debian packages, .venv), configure, build, then run.
+ROOT   := $(abspath .)
+VENV   := $(ROOT)/.venv
+PY     := $(VENV)/bin/python
+BUILD  := $(ROOT)/build
+NPROC  ?= $(shell nproc)
+export CCACHE_BASEDIR := $(ROOT)
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+export CCACHE_NOHASHDIR := 1
+
+CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir -DLLVM_USE_LINKER=lld \
+  -DLLVM_EXTERNAL_LIT=$(VENV)/bin/lit -DPython_EXECUTABLE=$(PY)
+
+.PHONY: setup build test test-lit test-unit test-python demo bench docs clean
+
+setup:
+	@bash tools/bootstrap.sh
+
+$(BUILD)/build.ninja: | setup
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests
+
+test: build
+	$(MAKE) --no-print-directory test-lit test-unit test-python
+
+test-lit:
+	ninja -C $(BUILD) check-kiln
+
+test-unit:
+	cd $(BUILD) && ctest --output-on-failure
+
+test-python:
+	$(PY) -m pytest -q test/python
+
+demo: build
+	$(PY) tools/demo.py
+
+bench: build
+	$(PY) tools/demo.py --repeat 200
+
+docs: build
+	ninja -C $(BUILD) kiln-docs
+
+clean:
+	rm -rf $(BUILD)
