@@ -55,14 +55,16 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
     fn.addPass(createCSEPass());
   }
   pm.addPass(createApproximateMathPass());
-  pm.addPass(createConvertMathToLibmPass());
 
   // → LLVM dialect.
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Intrinsics first (fma, floor, exp... stay vectorizable); what has no
+  // intrinsic (f64 erf/tanh) becomes a libm call.
   pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -1,0 +1,52 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-destination-outputs | FileCheck %s
+
+// Tests that each tensor result becomes an identity-layout memref argument
+// written with materialize_in_destination, inputs become read-only, and the
+// function gets the C interface.
+// CHECK-LABEL: func.func @two_results
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false}, %[[OUT0:.*]]: memref<4x8xf32>, %[[OUT1:.*]]: memref<8xi64>)
+// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK: %[[NEG:.*]] = kiln.neg %[[X]]
+// CHECK: bufferization.materialize_in_destination %[[NEG]] in restrict writable %[[OUT0]] : (tensor<4x8xf32>, memref<4x8xf32>) -> ()
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT1]] : (tensor<8xi64>, memref<8xi64>) -> ()
+// CHECK: return{{$}}
+func.func @two_results(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xi64>) {
+  %0 = kiln.neg %x : tensor<4x8xf32>
+  %1 = kiln.constant dense<1> : tensor<8xi64>
+  return %0, %1 : tensor<4x8xf32>, tensor<8xi64>
+}
+
+// -----
+
+// Tests that a tensor.empty shared by several ops is duplicated per use so
+// that eliminate-empty-tensors can give each result its own destination.
+// CHECK-LABEL: func.func @unshare_empty
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[E0]]
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[E1]]
+func.func @unshare_empty(%a: f32, %b: f32) -> (tensor<4xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4xf32>
+  %0 = linalg.fill ins(%a : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %1 = linalg.fill ins(%b : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that private functions and declarations are left alone.
+// CHECK-LABEL: func.func private @negative_private
+// CHECK-SAME: -> tensor<4xf32>
+// CHECK-NOT: llvm.emit_c_interface
+// CHECK: return %{{.*}} : tensor<4xf32>
+func.func private @negative_private(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a non-tensor result is reported.
+// expected-error @+1 {{result type 'f32' is not a ranked tensor}}
+func.func @scalar_result(%x: f32) -> f32 {
+  return %x : f32
+}
