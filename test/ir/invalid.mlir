@@ -67,11 +67,11 @@ func.func @binary_wrong_result_shape(%a: tensor<4x1xf32>, %b: tensor<8xf32>) {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Select
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that select rejects on_true/on_false of different element types.
 func.func @select_element_type_mismatch(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf64>) {
@@ -111,11 +111,11 @@ func.func @select_condition_not_i1(%c: tensor<4xi8>, %a: tensor<4xf32>) {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Matmul
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that matmul rejects an operand of rank < 2.
 func.func @matmul_rank_1(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
@@ -164,11 +164,11 @@ func.func @matmul_integer(%a: tensor<4x8xi32>, %b: tensor<8x16xi32>) {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that permute rejects dims of the wrong length.
 func.func @permute_wrong_length(%x: tensor<4x8xf32>) {
@@ -271,11 +271,11 @@ func.func @constant_type_mismatch() {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that a reduction rejects a dim out of range.
 func.func @reduction_out_of_range(%x: tensor<4x8xf32>) {
@@ -324,11 +324,11 @@ func.func @mean_integer(%x: tensor<4x8xi64>) {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Float-only unary ops
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that exp is float only.
 func.func @exp_integer(%x: tensor<4xi32>) {
@@ -355,11 +355,11 @@ func.func @unranked(%x: tensor<*xf32>) {
   return
 }
 
-// -----
-
 //===----------------------------------------------------------------------===//
 // Activations and normalizations
 //===----------------------------------------------------------------------===//
+
+// -----
 
 // Tests that gelu rejects an unknown approximation.
 func.func @gelu_approximate(%x: tensor<4xf32>) {
