@@ -548,6 +548,8 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [AttrSizedOperandSegments,
     biased variance, then `* weight + bias` when given. `weight` and `bias`,
     when present, have exactly the normalized shape and the input's element
     type (verified); 1 ≤ num_dims ≤ rank. Decomposed by `kiln-decompose`.
+    In the custom form the types of `weight` and `bias` follow the input's
+    type, in that order, for those that are present.
 
     Example:
     ```mlir
