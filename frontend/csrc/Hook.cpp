@@ -277,7 +277,14 @@ bool initHook() {
   return true;
 }
 
-std::map<std::string, long> stats() { return gStats; }
+std::map<std::string, long> stats() {
+  // Every documented counter is present (zero until it first counts).
+  std::map<std::string, long> s = gStats;
+  for (const char *k : {"frames", "graphs_compiled", "compiled_calls", "cache_hits",
+                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us"})
+    s.emplace(k, 0);
+  return s;
+}
 
 void resetCaches() {
   for (CodeCache *c : gCaches) {
@@ -325,8 +332,12 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     return nullptr;
   Busy busy;
   CodeCache *cache = cacheOf(code);
-  if (!cache || cache->eager)
+  if (!cache)
     return nullptr;
+  if (cache->eager) {
+    ++gStats["eager_calls"];
+    return nullptr;
+  }
   ++gStats["frames"];
   FrameView view{locals, numLocals, globals, builtins};
   bool grad = gradEnabled();
@@ -377,11 +388,13 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     }
     cache->eager = true;
     cache->eagerReason = msg;
+    ++gStats["eager_calls"];
     return nullptr;
   }
   if (entry->sources.resolve(view, values) >= 0 || checkGuards(entry->guards, values) >= 0) {
     ++gStats["graph_breaks"];
     log(LogChannel::GraphBreaks, codeName(code) + ": guards do not hold right after capture");
+    ++gStats["eager_calls"];
     return nullptr;
   }
   cache->entries.push_back(std::move(entry));
