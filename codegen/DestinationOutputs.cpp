@@ -7,7 +7,10 @@
 // `eliminate-empty-tensors` lets the producer compute straight into the
 // caller's buffer) and returns nothing. Tensor inputs are marked
 // `bufferization.writable = false`: they alias the caller's tensors and must
-// never be written. The function gets `llvm.emit_c_interface`. A
+// never be written. Every buffer argument gets `llvm.noalias`: the caller
+// guarantees that outputs are fresh buffers overlapping no input or other
+// output (inputs may alias each other; they are only read). The function
+// gets `llvm.emit_c_interface`. A
 // `tensor.empty` with several users (CSE merges identical ones) is first
 // duplicated per user: MLIR 19's eliminate-empty-tensors rewrites a shared
 // empty for one destination only and then copies the wrong results.
@@ -36,6 +39,12 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   for (auto [i, t] : llvm::enumerate(type.getInputs()))
     if (isa<TensorType>(t))
       func.setArgAttr(i, "bufferization.writable", BoolAttr::get(ctx, false));
+  // Outputs are fresh buffers that overlap nothing and inputs are only
+  // read, so every buffer argument is `noalias`: LLVM may then keep
+  // accumulators in registers and vectorize without runtime checks.
+  for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i)
+    if (isa<TensorType>(type.getInput(i)))
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   if (outputs.empty())
     return success();
@@ -47,6 +56,8 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   SmallVector<Type> inputs(type.getInputs());
   inputs.append(outputs);
   func.setType(FunctionType::get(ctx, inputs, {}));
+  for (unsigned i = firstOut, e = inputs.size(); i < e; ++i)
+    func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
 
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);

@@ -4,7 +4,8 @@
 // Lowers `kiln.sum`, `kiln.mean` and `kiln.max` to a `linalg.generic` with
 // reduction iterators over the reduced dims, writing a tensor without those
 // dims into an accumulator filled with the identity (0, or -inf / INT_MIN
-// for max). `max` uses `arith.maximumf`, which propagates NaN like torch.
+// for max). Float combines carry `fastmath<reassoc>` so that LLVM may
+// vectorize the reduction. `max` uses `arith.maximumf`, which propagates NaN like torch.
 // `mean` divides by the element count afterwards; `keepdim` re-inserts the
 // size-1 dims with `tensor.expand_shape`.
 //===----------------------------------------------------------------------===//
@@ -43,9 +44,12 @@ Value identity(OpBuilder &b, Location loc, Type t, Kind kind) {
 Value combine(OpBuilder &b, Location loc, Value x, Value acc, Kind kind) {
   Type t = x.getType();
   if (isa<FloatType>(t)) {
+    // reassoc lets LLVM vectorize the reduction (torch reorders sums too).
+    auto reassoc = arith::FastMathFlagsAttr::get(b.getContext(),
+                                                 arith::FastMathFlags::reassoc);
     if (kind == Kind::Max)
-      return b.create<arith::MaximumFOp>(loc, x, acc);
-    return b.create<arith::AddFOp>(loc, x, acc);
+      return b.create<arith::MaximumFOp>(loc, x, acc, reassoc);
+    return b.create<arith::AddFOp>(loc, x, acc, reassoc);
   }
   if (t.isInteger(1))
     return b.create<arith::OrIOp>(loc, x, acc);
