@@ -16,7 +16,7 @@
 // CHECK-COUNT-5: llvm.call @free
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @_mlir_ciface_forward
-// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK-SAME: (%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})
 // CHECK-NOT: math.
 // CHECK-NOT: memref.
 func.func @forward(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -468,6 +469,109 @@ TEST_F(JitTest, CompileTimeOfMlp) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSERT_COMPILED(c);
   std::printf("[ info ] MLP parse+compile+JIT: %.1f ms\n", ms);
+}
+
+/// IEEE half → float.
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v = exp == 0 ? std::ldexp(float(mant), -24)
+                     : std::ldexp(float(mant | 0x400), int(exp) - 25);
+  return sign ? -v : v;
+}
+/// Float → IEEE half (round to nearest, normal range only).
+uint16_t floatToHalf(float f) {
+  int e;
+  float m = std::frexp(std::fabs(f), &e); // f = m * 2^e, m in [0.5, 1)
+  uint16_t sign = f < 0 ? 0x8000 : 0;
+  if (f == 0)
+    return sign;
+  uint32_t mant = uint32_t(std::lround(std::ldexp(m, 11))); // 11 bits incl. implicit
+  if (mant == 2048) {
+    mant = 1024;
+    ++e;
+  }
+  return sign | uint16_t((e + 14) << 10) | uint16_t(mant & 0x3ff);
+}
+
+TEST_F(JitTest, ScalarsHalfBf16F64IntsAndEmpty) {
+  Compiled c(R"mlir(
+    func.func @forward(%a: tensor<f32>, %b: tensor<3x4xf32>, %h: tensor<8xf16>, %bf: tensor<8xbf16>, %d: tensor<4x4xf64>, %i: tensor<3x4xi64>, %z: tensor<0x4xf32>) -> (tensor<f32>, tensor<f32>, tensor<3x4xi1>, tensor<8xf16>, tensor<8xbf16>, tensor<4x4xf64>, tensor<1x1xf32>, tensor<i64>, tensor<4xi64>, tensor<1xf32>, tensor<4xf32>, tensor<8x8xf16>) {
+      %0 = kiln.add %a, %a : tensor<f32>, tensor<f32>
+      %1 = kiln.sum %b {dims = array<i64: 0, 1>} : tensor<3x4xf32> -> tensor<f32>
+      %2 = kiln.gt %b, %a : tensor<3x4xf32>, tensor<f32>
+      %3 = kiln.exp %h : tensor<8xf16>
+      %4 = kiln.tanh %bf : tensor<8xbf16>
+      %5 = kiln.matmul %d, %d : tensor<4x4xf64>, tensor<4x4xf64>
+      %6 = kiln.mean %b {dims = array<i64: 0, 1>, keepdim = true} : tensor<3x4xf32> -> tensor<1x1xf32>
+      %7 = kiln.sum %i {dims = array<i64: 0, 1>} : tensor<3x4xi64> -> tensor<i64>
+      %8 = kiln.max %i {dims = array<i64: 0>} : tensor<3x4xi64> -> tensor<4xi64>
+      %9 = kiln.reshape %a : tensor<f32> -> tensor<1xf32>
+      %10 = kiln.sum %z {dims = array<i64: 0>} : tensor<0x4xf32> -> tensor<4xf32>
+      %hr = kiln.reshape %h : tensor<8xf16> -> tensor<8x1xf16>
+      %ht = kiln.permute %hr {dims = array<i64: 1, 0>} : tensor<8x1xf16> -> tensor<1x8xf16>
+      %11 = kiln.matmul %hr, %ht : tensor<8x1xf16>, tensor<1x8xf16>
+      return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<f32>, tensor<f32>, tensor<3x4xi1>, tensor<8xf16>, tensor<8xbf16>, tensor<4x4xf64>, tensor<1x1xf32>, tensor<i64>, tensor<4xi64>, tensor<1xf32>, tensor<4xf32>, tensor<8x8xf16>
+    })mlir");
+  ASSERT_COMPILED(c);
+  Buf<float> a({}, 0.25f);
+  auto b = random<float>({3, 4}, 20);
+  Buf<uint16_t> h({8}), bf({8});
+  for (int k = 0; k < 8; ++k) {
+    float v = -2.0f + 0.5f * k;
+    h[k] = floatToHalf(v);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bf[k] = uint16_t(bits >> 16); // exact: v has few mantissa bits
+  }
+  auto d = random<double>({4, 4}, 21);
+  Buf<int64_t> i({3, 4});
+  for (int k = 0; k < 12; ++k)
+    i[k] = (k * 7919) % 23 - 11;
+  Buf<float> z({0, 4});
+  Buf<float> o0({}), o1({}), o6({1, 1}), o9({1}), o10({4}, 123.f);
+  Buf<uint8_t> o2({3, 4});
+  Buf<uint16_t> o3({8}), o4({8}), o11({8, 8});
+  Buf<double> o5({4, 4});
+  Buf<int64_t> o7({}), o8({4});
+  c({&a.desc, &b.desc, &h.desc, &bf.desc, &d.desc, &i.desc, &z.desc, &o0.desc, &o1.desc, &o2.desc,
+     &o3.desc, &o4.desc, &o5.desc, &o6.desc, &o7.desc, &o8.desc, &o9.desc, &o10.desc, &o11.desc});
+  double sum = 0;
+  for (float v : b.data)
+    sum += v;
+  expectNear(o0, {0.5});
+  expectNear(o1, {sum});
+  for (int k = 0; k < 12; ++k)
+    EXPECT_EQ(o2[k], b[k] > 0.25f ? 1 : 0) << k;
+  for (int k = 0; k < 8; ++k) {
+    float v = -2.0f + 0.5f * k;
+    EXPECT_NEAR(halfToFloat(o3[k]), std::exp(v), 2e-3 * std::exp(v)) << k;
+    uint32_t bits = uint32_t(o4[k]) << 16;
+    float t;
+    std::memcpy(&t, &bits, 4);
+    EXPECT_NEAR(t, std::tanh(v), 1e-2) << k;
+    for (int l = 0; l < 8; ++l)
+      EXPECT_NEAR(halfToFloat(o11[k * 8 + l]), v * (-2.0f + 0.5f * l), 1e-2) << k << "," << l;
+  }
+  std::vector<double> wd;
+  for (int r = 0; r < 4; ++r)
+    for (int col = 0; col < 4; ++col) {
+      double acc = 0;
+      for (int k = 0; k < 4; ++k)
+        acc += d[r * 4 + k] * d[k * 4 + col];
+      wd.push_back(acc);
+    }
+  expectNear(o5, wd, 1e-12);
+  expectNear(o6, {sum / 12});
+  int64_t isum = 0;
+  std::vector<int64_t> imax(4, INT64_MIN);
+  for (int k = 0; k < 12; ++k) {
+    isum += i[k];
+    imax[k % 4] = std::max(imax[k % 4], i[k]);
+  }
+  EXPECT_EQ(o7[0], isum);
+  EXPECT_EQ(o8.data, imax);
+  expectNear(o9, {0.25});
+  expectNear(o10, {0, 0, 0, 0});
 }
 
 /// Median wall time of `fn` over `reps` runs, in ms.

@@ -1,10 +1,10 @@
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics -kiln-destination-outputs | FileCheck %s
 
 // Tests that each tensor result becomes an identity-layout memref argument
-// written with materialize_in_destination, inputs become read-only, and the
-// function gets the C interface.
+// written with materialize_in_destination, inputs become read-only, every
+// buffer argument is noalias, and the function gets the C interface.
 // CHECK-LABEL: func.func @two_results
-// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false}, %[[OUT0:.*]]: memref<4x8xf32>, %[[OUT1:.*]]: memref<8xi64>)
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32> {bufferization.writable = false, llvm.noalias}, %[[OUT0:.*]]: memref<4x8xf32> {llvm.noalias}, %[[OUT1:.*]]: memref<8xi64> {llvm.noalias})
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK: %[[NEG:.*]] = kiln.neg %[[X]]
 // CHECK: bufferization.materialize_in_destination %[[NEG]] in restrict writable %[[OUT0]] : (tensor<4x8xf32>, memref<4x8xf32>) -> ()

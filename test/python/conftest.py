@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared fixtures and helpers of kiln's Python behaviour suite.
+
+Every test runs on a fresh kiln (caches and counters reset) with a fixed
+seed, compares against eager PyTorch with dtype-appropriate tolerances and
+checks through kiln.stats() that compiled code really ran (or that the
+expected fallback happened).
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import kiln
+
+COUNTERS = ("frames", "graphs_compiled", "compiled_calls", "cache_hits", "recompiles",
+            "graph_breaks", "eager_calls", "compile_time_us")
+
+# Tolerances per dtype (rtol, atol).
+TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12)}
+
+
+@pytest.fixture(autouse=True)
+def fresh_kiln():
+    kiln.reset()
+    torch.manual_seed(0)
+    yield
+    kiln.reset()
+
+
+def stats():
+    """kiln.stats() (every counter is always present)."""
+    return kiln.stats()
+
+
+def assert_close(actual, expected, rtol=None, atol=None):
+    """Recursively compares tensors (and tuples/lists of them) to eager's."""
+    if isinstance(expected, (tuple, list)):
+        assert type(actual) is type(expected), (type(actual), type(expected))
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol, atol)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected
+        return
+    assert isinstance(actual, torch.Tensor), type(actual)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    r, a = TOL.get(expected.dtype, (0, 0))
+    torch.testing.assert_close(actual, expected, rtol=rtol if rtol is not None else r,
+                               atol=atol if atol is not None else a)
+
+
+def assert_compiled(graphs=1, calls=None, breaks=0):
+    """The calls so far ran compiled code: `graphs` graphs were compiled,
+    `calls` compiled calls ran (at least one if not given), no graph break."""
+    s = stats()
+    assert s["graphs_compiled"] == graphs, s
+    if calls is None:
+        assert s["compiled_calls"] >= 1, s
+    else:
+        assert s["compiled_calls"] == calls, s
+    assert s["graph_breaks"] == breaks, s
+    return s
+
+
+def run_python(code, env_extra, timeout=120):
+    """Runs `code` in a fresh interpreter with extra environment variables."""
+    env = dict(os.environ)
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: Apache-2.0
+"""nn.Module models compiled with kiln.compile, compared against eager."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from conftest import assert_close, assert_compiled, stats
+
+
+def mlp(widths, act=nn.ReLU):
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1]))
+        if i < len(widths) - 2:
+            layers.append(act())
+    return nn.Sequential(*layers)
+
+
+@pytest.mark.parametrize("widths", [(8, 4), (16, 32, 8), (32, 64, 64, 64, 10), (3, 128, 1)])
+@pytest.mark.parametrize("batch", [1, 4, 32])
+def test_mlp_depths_widths_batches(widths, batch):
+    model = mlp(widths).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(batch, widths[0])
+    with torch.no_grad():
+        expected = model(x)
+        assert_close(compiled(x), expected)
+        assert_close(compiled(x), expected)
+    assert_compiled(graphs=1, calls=2)
+    assert stats()["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("act", [nn.ReLU, nn.GELU, nn.Tanh, nn.Sigmoid, nn.SiLU])
+def test_sequential_activations(act):
+    model = nn.Sequential(nn.Linear(12, 24), act(), nn.Linear(24, 6), act()).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(4, 12)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_sequential_layernorm_dropout_eval():
+    model = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), nn.Dropout(0.5),
+                          nn.Linear(32, 16), nn.Tanh()).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        # Dropout in eval mode is the identity: results are deterministic.
+        assert_close(compiled(x), model(x))
+        assert_close(compiled(x), model(x))
+    assert_compiled(graphs=1, calls=2)
+
+
+class FFNBlock(nn.Module):
+    """Transformer-style feed-forward block: pre-LayerNorm, GELU, residual."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.down = nn.Linear(hidden, dim)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        h = self.norm(x)
+        h = self.down(self.act(self.up(h)))
+        return x + self.drop(h)
+
+
+class TwoBlocks(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.first = FFNBlock(dim, 4 * dim)
+        self.second = FFNBlock(dim, 2 * dim)
+        self.out_norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        return self.out_norm(self.second(self.first(x)))
+
+
+@pytest.mark.parametrize("batch", [1, 4, 32])
+def test_ffn_block_3d_input(batch):
+    model = FFNBlock(32, 128).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(batch, 7, 32)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_nested_user_modules():
+    model = TwoBlocks(16).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_ffn_block_against_fp64():
+    model = FFNBlock(24, 96).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(4, 3, 24)
+    with torch.no_grad():
+        got = compiled(x)
+        ref = copy.deepcopy(model).double()(x.double())
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, calls=1)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 12), (1, 1, 12), (3, 2, 4, 12)])
+def test_linear_on_nd_input(shape):
+    model = nn.Linear(12, 7).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_linear_without_bias_float64():
+    model = nn.Sequential(nn.Linear(10, 20, bias=False), nn.ReLU(), nn.Linear(20, 3)).double().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(5, 10, dtype=torch.float64)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    assert_compiled(graphs=1, calls=1)
