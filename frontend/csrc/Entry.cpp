@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Entry.h"
 
+#include "codegen/cpu/Threads.h"
 #include "runtime/MemRefDescriptor.h"
 
 namespace kiln {
@@ -65,6 +66,7 @@ bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
     args[i] = &descPtrs[i];
   }
   if (!entry.results.empty()) {
+    kilnSetNumThreads(torchNumThreads()); // BLAS uses torch's thread count
     Py_BEGIN_ALLOW_THREADS entry.fn(args.data());
     Py_END_ALLOW_THREADS
   }

@@ -14,6 +14,7 @@ struct Handles {
   PyObject *torch = nullptr;
   PyObject *tensorType = nullptr;
   PyObject *isGradEnabled = nullptr;
+  PyObject *getNumThreads = nullptr;
   PyObject *empty = nullptr;
   PyObject *dtypes[7] = {};
   PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
@@ -93,6 +94,7 @@ bool initTorchHandles() {
   H.torch = torch; // kept for the process lifetime
   H.tensorType = PyObject_GetAttrString(torch, "Tensor");
   H.isGradEnabled = PyObject_GetAttrString(torch, "is_grad_enabled");
+  H.getNumThreads = PyObject_GetAttrString(torch, "get_num_threads");
   H.empty = PyObject_GetAttrString(torch, "empty");
   for (int i = 0; i < 7; ++i)
     H.dtypes[i] = PyObject_GetAttrString(torch, kDtypeNames[i]);
@@ -132,6 +134,16 @@ void *tensorDataPtr(PyObject *t) {
   if (!p)
     return nullptr;
   return PyLong_AsVoidPtr(p.get());
+}
+
+int torchNumThreads() {
+  PyRef r = PyRef::steal(PyObject_CallNoArgs(H.getNumThreads));
+  long n = r ? PyLong_AsLong(r.get()) : 1;
+  if (n < 1) {
+    PyErr_Clear();
+    n = 1;
+  }
+  return static_cast<int>(n);
 }
 
 bool gradEnabled() {

@@ -50,6 +50,8 @@ bool isTensor(PyObject *obj);
 bool readTensorMeta(PyObject *t, TensorMeta &meta);
 /// `t.data_ptr()`; nullptr with a Python error on failure.
 void *tensorDataPtr(PyObject *t);
+/// `torch.get_num_threads()` (1 on error).
+int torchNumThreads();
 /// `torch.is_grad_enabled()`.
 bool gradEnabled();
 /// `torch.empty(sizes, dtype=dtype)` (new reference, null on error).
