@@ -25,6 +25,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -65,6 +66,15 @@ void writeFile(const std::string &path, llvm::function_ref<void(llvm::raw_ostrea
 /// Prepares the debug folder: input IR, IR printing, reproducer script.
 void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
   llvm::sys::fs::create_directories(dir);
+  // Drop a previous run's NN-<pass>.mlir files so the folder is consistent.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.size() > 3 && llvm::isDigit(name[0]) && llvm::isDigit(name[1]) &&
+        name[2] == '-' && name.ends_with(".mlir"))
+      llvm::sys::fs::remove(it->path());
+  }
   writeFile(dir + "/00-input.mlir", [&](llvm::raw_ostream &os) {
     module->print(os, OpPrintingFlags().enableDebugInfo(true, false));
   });
@@ -74,7 +84,7 @@ void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
   writeFile(dir + "/repro.sh", [&](llvm::raw_ostream &os) {
     os << "#!/bin/sh\n# Reproduces this compilation's pass pipeline.\n"
        << "kiln-opt \"$(dirname \"$0\")/00-input.mlir\" --mlir-print-debuginfo \\\n"
-       << "  --pass-pipeline='builtin.module(" << ps.str() << ")' \"$@\"\n";
+       << "  --pass-pipeline='" << ps.str() << "' \"$@\"\n";
   });
   llvm::sys::fs::setPermissions(dir + "/repro.sh", llvm::sys::fs::all_read |
                                                       llvm::sys::fs::all_exe |

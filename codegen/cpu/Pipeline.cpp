@@ -12,7 +12,6 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -35,11 +34,14 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  bufferization::OneShotBufferizationOptions bufferization;
-  bufferization.bufferizeFunctionBoundaries = true;
-  bufferization.setFunctionBoundaryTypeConversion(
-      bufferization::LayoutMapOption::IdentityLayoutMap);
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // Options set textually so that the printed pipeline (debug reproducers)
+  // shows them; a pass built from an options struct prints its defaults.
+  std::unique_ptr<Pass> bufferize = bufferization::createOneShotBufferizePass();
+  (void)bufferize->initializeOptions(
+      "bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map",
+      [](const Twine &) { return failure(); });
+  pm.addPass(std::move(bufferize));
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(

@@ -444,12 +444,25 @@ TEST_F(JitTest, DebugDirGetsIRAfterEveryPass) {
     })mlir",
              dir);
   ASSERT_COMPILED(c);
-  for (const char *name : {"/00-input.mlir", "/repro.sh"}) {
-    FILE *f = std::fopen((dir + name).c_str(), "r");
-    EXPECT_TRUE(f) << dir + name;
-    if (f)
+  auto read = [](const std::string &path) {
+    std::string text;
+    if (FILE *f = std::fopen(path.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+        text.append(buf, n);
       std::fclose(f);
-  }
+    }
+    return text;
+  };
+  EXPECT_NE(read(dir + "/00-input.mlir").find("kiln.relu"), std::string::npos);
+  EXPECT_NE(read(dir + "/06-kiln-convert-to-linalg.mlir").find("linalg.generic"),
+            std::string::npos);
+  // The reproducer carries the real bufferization options.
+  std::string repro = read(dir + "/repro.sh");
+  EXPECT_NE(repro.find("kiln-opt"), std::string::npos);
+  EXPECT_NE(repro.find("bufferize-function-boundaries=true"), std::string::npos) << repro;
+  EXPECT_NE(repro.find("function-boundary-type-conversion=identity-layout-map"),
+            std::string::npos);
 }
 
 TEST_F(JitTest, CompileTimeOfMlp) {
