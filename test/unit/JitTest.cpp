@@ -484,6 +484,41 @@ TEST_F(JitTest, CompileTimeOfMlp) {
   std::printf("[ info ] MLP parse+compile+JIT: %.1f ms\n", ms);
 }
 
+TEST_F(JitTest, DynamicBatchDim) {
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<?x16xf32> {
+      %wt = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+      %m = kiln.matmul %x, %wt : tensor<?x8xf32>, tensor<8x16xf32>
+      %a = kiln.add %m, %b : tensor<?x16xf32>, tensor<16xf32>
+      %r = kiln.relu %a : tensor<?x16xf32>
+      %s = kiln.sum %r {dims = array<i64: 1>, keepdim = true} : tensor<?x16xf32> -> tensor<?x1xf32>
+      %one = kiln.constant dense<1.0> : tensor<f32>
+      %s1 = kiln.add %s, %one : tensor<?x1xf32>, tensor<f32>
+      %d = kiln.div %r, %s1 : tensor<?x16xf32>, tensor<?x1xf32>
+      return %d : tensor<?x16xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  for (int64_t n : {1, 5, 33}) {
+    auto x = random<float>({n, 8}, 30), w = random<float>({16, 8}, 31), b = random<float>({16}, 32);
+    Buf<float> out({n, 16});
+    c({&x.desc, &w.desc, &b.desc, &out.desc});
+    std::vector<double> want(n * 16);
+    for (int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int j = 0; j < 16; ++j) {
+        double acc = b[j];
+        for (int k = 0; k < 8; ++k)
+          acc += double(x[i * 8 + k]) * w[j * 8 + k];
+        want[i * 16 + j] = std::max(acc, 0.0);
+        sum += want[i * 16 + j];
+      }
+      for (int j = 0; j < 16; ++j)
+        want[i * 16 + j] /= sum + 1;
+    }
+    expectNear(out, want, 1e-4);
+  }
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
