@@ -152,6 +152,14 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     case Guard::Kind::Tensor:
       ok = tensorMatches(g, v);
       break;
+    case Guard::Kind::Length: {
+      Py_ssize_t n = PyTuple_Check(v)  ? PyTuple_GET_SIZE(v)
+                     : PyList_Check(v) ? PyList_GET_SIZE(v)
+                     : PyDict_Check(v) ? PyDict_Size(v)
+                                       : -1;
+      ok = n >= 0 && n == PyLong_AsSsize_t(g.expected.get());
+      break;
+    }
     }
     if (!ok)
       return static_cast<int>(i);
@@ -173,6 +181,14 @@ std::string Guard::describe(const SourceTable &sources,
     if (!c)
       PyErr_Clear();
     os << " == " << (c ? c : "?");
+    break;
+  }
+  case Kind::Length: {
+    PyRef r = PyRef::steal(PyObject_Repr(expected.get()));
+    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+    if (!c)
+      PyErr_Clear();
+    os << " has length " << (c ? c : "?");
     break;
   }
   case Kind::Tensor: {

@@ -67,10 +67,11 @@ struct Guard {
     Identity, ///< `value is expected`
     Equals,   ///< `type(value) is type(expected) and value == expected`
     Tensor,   ///< dtype, device (CPU), sizes, strides, requires_grad
+    Length,   ///< `len(value) == expected` (an int); value a tuple, list or dict
   };
   Kind kind;
   int source;
-  PyRef expected;            ///< Identity/Equals
+  PyRef expected;            ///< Identity/Equals/Length
   PyObject *dtype = nullptr; ///< Tensor: torch dtype singleton
   std::vector<int64_t> sizes, strides;
   bool requiresGrad = false;

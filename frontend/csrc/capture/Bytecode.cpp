@@ -260,6 +260,22 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       throw Unsupported("unpacking a sequence of the wrong length");
     for (auto it = v->items.rbegin(); it != v->items.rend(); ++it)
       f.stack.push_back(*it);
+  } else if (op == "BUILD_SLICE" || op == "BINARY_SLICE") {
+    VarP step = op == "BUILD_SLICE" && in.arg == 3 ? pop(f) : nullptr;
+    VarP stop = pop(f), start = pop(f);
+    PyRef slice = PyRef::steal(PySlice_New(constObj(start, "slice start"), constObj(stop, "slice stop"),
+                                           step ? constObj(step, "slice step") : nullptr));
+    if (!slice) {
+      PyErr_Clear();
+      throw Unsupported("invalid slice");
+    }
+    VarP sl = makeConst(slice);
+    if (op == "BINARY_SLICE") {
+      VarP c = pop(f);
+      f.stack.push_back(subscript(c, sl));
+    } else {
+      f.stack.push_back(sl);
+    }
   } else if (op == "BINARY_SUBSCR") {
     VarP idx = pop(f), c = pop(f);
     f.stack.push_back(subscript(c, idx));
@@ -282,6 +298,22 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs) {
   if (callee->kind == Var::Kind::TensorMethod)
     return callTensorMethod(callee->self, callee->name, args, kwargs);
+  if (callee->kind == Var::Kind::ListMethod) {
+    // Only lists the compiled code built itself: mutating the caller's list
+    // would have to be replayed on it.
+    if (callee->self->source >= 0)
+      throw Unsupported("list." + callee->name + " on a list passed in is not supported");
+    if (args.size() != 1 || !kwargs.empty())
+      throw Unsupported("list." + callee->name + " takes one argument");
+    auto &dst = callee->self->items;
+    if (callee->name == "append") {
+      dst.push_back(args[0]);
+    } else {
+      std::vector<VarP> more = iterItems(args[0]);
+      dst.insert(dst.end(), more.begin(), more.end());
+    }
+    return makeConst(PyRef::borrow(Py_None));
+  }
   if (callee->kind == Var::Kind::BoundMethod) {
     args.insert(args.begin(), callee->self);
     return inlineFunction(callee->obj.get(), -1, args, kwargs);
@@ -335,6 +367,46 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (!pure)
     throw Unsupported("call to " + str(fn) + " is not supported" +
                       (name == "print" ? " (print has side effects)" : ""));
+  // Iteration helpers over abstract sequences (lists of tensors, modules):
+  // built from the items so that their sources and graph values are kept.
+  if ((name == "enumerate" || name == "zip" || name == "reversed") && !args.empty()) {
+    std::vector<VarP> items;
+    if (name == "enumerate") {
+      VarP startVar = args.size() > 1 ? args[1] : kwargs.count("start") ? kwargs["start"] : nullptr;
+      long start = startVar ? PyLong_AsLong(constObj(startVar, "enumerate start")) : 0;
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        throw Unsupported("enumerate start must be an int");
+      }
+      if (args.size() > 2 || kwargs.size() > (kwargs.count("start") ? 1u : 0u))
+        throw Unsupported("unexpected arguments to enumerate");
+      std::vector<VarP> src = iterItems(args[0]);
+      for (size_t i = 0; i < src.size(); ++i)
+        items.push_back(makeSeq(Var::Kind::Tuple,
+                                {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
+    } else if (name == "zip") {
+      if (!kwargs.empty())
+        throw Unsupported("zip keyword arguments are not supported");
+      std::vector<std::vector<VarP>> srcs;
+      size_t n = SIZE_MAX;
+      for (auto &a : args) {
+        srcs.push_back(iterItems(a));
+        n = std::min(n, srcs.back().size());
+      }
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<VarP> t;
+        for (auto &s : srcs)
+          t.push_back(s[i]);
+        items.push_back(makeSeq(Var::Kind::Tuple, t));
+      }
+    } else {
+      if (args.size() != 1 || !kwargs.empty())
+        throw Unsupported("reversed takes one argument");
+      items = iterItems(args[0]);
+      std::reverse(items.begin(), items.end());
+    }
+    return makeSeq(Var::Kind::Iter, items);
+  }
   // len()/isinstance() on tensors are answered from the static type.
   if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
     return tensorAttribute(args[0], "__len__");

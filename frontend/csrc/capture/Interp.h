@@ -34,6 +34,7 @@ struct Var {
     Iter,         ///< iterator over `items`
     BoundMethod,  ///< `obj` is a Python function, `self` its receiver
     TensorMethod, ///< method `name` of tensor `self`
+    ListMethod,   ///< method `name` (append/extend) of list `self`
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -136,6 +137,11 @@ private:
   VarP loadLocal(Frame &f, int index);
   VarP fromSource(PyObject *value, int source);
   VarP getIter(const VarP &v);
+  /// The remaining items of iterating over `v`.
+  std::vector<VarP> iterItems(const VarP &v);
+  /// `v`'s source, or (for an nn.Module constant without one) a Constant
+  /// source holding the module, so its attributes can be guarded.
+  int sourceOf(const VarP &v);
   VarP subscript(const VarP &container, const VarP &index);
   bool truthy(const VarP &v);
   const CodeInfo &codeInfo(PyObject *code);

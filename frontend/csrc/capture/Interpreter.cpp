@@ -60,12 +60,26 @@ bool isPrimitive(PyObject *o) {
   if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) ||
       PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
     return true;
-  if (PyTuple_CheckExact(o)) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
-      if (!isPrimitive(PyTuple_GET_ITEM(o, i)))
+  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    PyObject *const *items = PySequence_Fast_ITEMS(o);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      if (!isPrimitive(items[i]))
         return false;
     return true;
   }
+  return false;
+}
+
+/// A tuple or list holding a tensor (at any depth of tuples/lists).
+bool holdsTensor(PyObject *o) {
+  if (isTensor(o))
+    return true;
+  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o))
+    return false;
+  PyObject *const *items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+    if (holdsTensor(items[i]))
+      return true;
   return false;
 }
 
@@ -153,14 +167,40 @@ void Interpreter::guardValue(const VarP &v) {
   Guard g;
   g.kind = isPrimitive(v->obj.get()) ? Guard::Kind::Equals : Guard::Kind::Identity;
   g.source = v->source;
-  g.expected = v->obj;
+  // A list is compared by value against a copy: the caller may mutate it.
+  g.expected = PyList_CheckExact(v->obj.get()) && g.kind == Guard::Kind::Equals
+                   ? PyRef::steal(PySequence_List(v->obj.get()))
+                   : v->obj;
   for (const Guard &e : out_.guards)
     if (e.source == g.source && e.kind == g.kind)
       return;
   out_.guards.push_back(std::move(g));
 }
 
+int Interpreter::sourceOf(const VarP &v) {
+  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()))
+    return v->source;
+  return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
+}
+
 VarP Interpreter::fromSource(PyObject *value, int source) {
+  if (holdsTensor(value) && !isTensor(value)) {
+    // A tuple/list of tensors: each item becomes its own source (tensors
+    // turn into graph inputs); the length is guarded.
+    Guard g;
+    g.kind = Guard::Kind::Length;
+    g.source = source;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    g.expected = PyRef::steal(PyLong_FromSsize_t(n));
+    out_.guards.push_back(std::move(g));
+    std::vector<VarP> items;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      items.push_back(fromSource(PySequence_Fast_ITEMS(value)[i],
+                                 out_.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr)));
+    VarP v = makeSeq(PyTuple_CheckExact(value) ? Var::Kind::Tuple : Var::Kind::List, items);
+    v->source = source;
+    return v;
+  }
   if (!isTensor(value)) {
     VarP v = makeConst(PyRef::borrow(value), source);
     guardValue(v);
@@ -236,7 +276,16 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = str(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
+  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend")) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
   PyObject *o = constObj(obj, "attribute base");
+  if (obj->source < 0 && sourceOf(obj) >= 0)
+    return loadAttr(makeConst(obj->obj, sourceOf(obj)), name);
   // nn.Module attributes live in __dict__ or in its _parameters/_buffers/
   // _modules dicts: resolve them with dict lookups (cheap to re-check).
   if (obj->source >= 0 && isModule(o)) {
@@ -308,6 +357,8 @@ VarP Interpreter::getIter(const VarP &v) {
     throw Unsupported("iterating over a tensor");
   PyObject *o = constObj(v, "iterable");
   std::vector<VarP> items;
+  if (isModule(o) && v->source < 0)
+    return getIter(makeConst(v->obj, sourceOf(v)));
   if (isModule(o) && v->source >= 0) {
     // Sequential / ModuleList: their children, each read from _modules.
     PyRef modules = PyRef::steal(PyObject_GetAttrString(o, "_modules"));
@@ -321,8 +372,11 @@ VarP Interpreter::getIter(const VarP &v) {
     while (PyDict_Next(modules.get(), &pos, &k, &child))
       items.push_back(fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k)));
     // The set of children is part of what the graph depends on.
-    PyRef n = PyRef::steal(PyLong_FromSsize_t(PyDict_Size(modules.get())));
-    (void)n;
+    Guard g;
+    g.kind = Guard::Kind::Length;
+    g.source = modSrc;
+    g.expected = PyRef::steal(PyLong_FromSsize_t(PyDict_Size(modules.get())));
+    out_.guards.push_back(std::move(g));
     return makeSeq(Var::Kind::Iter, items);
   }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
@@ -337,9 +391,26 @@ VarP Interpreter::getIter(const VarP &v) {
   return makeSeq(Var::Kind::Iter, items);
 }
 
+std::vector<VarP> Interpreter::iterItems(const VarP &v) {
+  VarP it = getIter(v);
+  return std::vector<VarP>(it->items.begin() + std::min(it->pos, it->items.size()),
+                           it->items.end());
+}
+
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
     PyObject *i = constObj(index, "index");
+    if (PySlice_Check(i)) {
+      Py_ssize_t start, stop, step, len;
+      if (PySlice_GetIndicesEx(i, (Py_ssize_t)c->items.size(), &start, &stop, &step, &len) < 0) {
+        PyErr_Clear();
+        throw Unsupported("invalid slice");
+      }
+      std::vector<VarP> items;
+      for (Py_ssize_t k = 0, j = start; k < len; ++k, j += step)
+        items.push_back(c->items[j]);
+      return makeSeq(c->kind, items);
+    }
     if (!PyLong_Check(i))
       throw Unsupported("only integer indexing of tuples/lists is supported");
     long n = (long)c->items.size(), k = PyLong_AsLong(i);
