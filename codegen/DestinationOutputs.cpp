@@ -10,10 +10,10 @@
 // never be written. Every buffer argument gets `llvm.noalias`: the caller
 // guarantees that outputs are fresh buffers overlapping no input or other
 // output (inputs may alias each other; they are only read). The function
-// gets `llvm.emit_c_interface`. A
-// `tensor.empty` with several users (CSE merges identical ones) is first
-// duplicated per user: MLIR 19's eliminate-empty-tensors rewrites a shared
-// empty for one destination only and then copies the wrong results.
+// gets `llvm.emit_c_interface`. A `tensor.empty` or a fill of one with
+// several users (CSE merges identical ones) is first duplicated per user:
+// MLIR 19's eliminate-empty-tensors rewrites a shared init for one
+// destination and then copies the wrong results into the others.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -73,14 +73,24 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   return success();
 }
 
-/// Gives every use of a `tensor.empty` its own op.
-void unshareEmptyTensors(func::FuncOp func) {
-  SmallVector<tensor::EmptyOp> shared;
-  func.walk([&](tensor::EmptyOp op) {
-    if (!op->hasOneUse() && !op->use_empty())
-      shared.push_back(op);
+/// True for ops that only create or fill a fresh tensor (cheap to repeat).
+bool isInitOp(Operation *op) {
+  if (isa<tensor::EmptyOp, linalg::FillOp>(op))
+    return true;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic && generic.getNumDpsInputs() == 0 &&
+         generic.getNumLoops() == generic.getNumParallelLoops();
+}
+
+/// Gives every use of an init op (`tensor.empty`, a fill of one) its own
+/// copy, users first so that the clones of a fill get their own empties too.
+void unshareInits(func::FuncOp func) {
+  SmallVector<Operation *> inits;
+  func.walk([&](Operation *op) {
+    if (isInitOp(op))
+      inits.push_back(op);
   });
-  for (tensor::EmptyOp op : shared) {
+  for (Operation *op : llvm::reverse(inits)) {
     for (OpOperand &use : llvm::make_early_inc_range(llvm::drop_begin(op->getUses()))) {
       OpBuilder b(op);
       use.set(b.clone(*op)->getResult(0));
@@ -94,7 +104,7 @@ struct DestinationOutputsPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.isPublic())
         continue;
-      unshareEmptyTensors(func);
+      unshareInits(func);
       if (failed(rewriteFunction(func)))
         return signalPassFailure();
     }

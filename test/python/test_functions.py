@@ -95,8 +95,6 @@ def test_sum_of_int_tensor_is_int64():
     check(f, torch.arange(12, dtype=torch.int32).reshape(3, 4))
 
 
-@pytest.mark.xfail(strict=True, reason="codegen miscompile: two same-shape reductions returned "
-                   "from one graph share their CSE'd init buffer; both outputs get one value")
 def test_two_same_shape_reductions_returned():
     def f(x):
         return x.sum(), (x * 2).sum()

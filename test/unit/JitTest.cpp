@@ -519,6 +519,31 @@ TEST_F(JitTest, DynamicBatchDim) {
   }
 }
 
+TEST_F(JitTest, SameShapeReductionsGetTheirOwnOutputs) {
+  // CSE merges the two zero-filled accumulators; each result must still be
+  // written into its own output (once a miscompile: both got one value).
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<8xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) {
+      %two = kiln.constant dense<2.0> : tensor<f32>
+      %0 = kiln.sum %x {dims = array<i64: 0>} : tensor<8xf32> -> tensor<f32>
+      %m = kiln.mul %x, %two : tensor<8xf32>, tensor<f32>
+      %1 = kiln.sum %m {dims = array<i64: 0>} : tensor<8xf32> -> tensor<f32>
+      %z = kiln.constant dense<0.0> : tensor<8xf32>
+      return %0, %1, %z, %z : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  auto x = random<float>({8}, 40);
+  Buf<float> o0({}), o1({}), o2({8}, 7.f), o3({8}, 7.f);
+  c({&x.desc, &o0.desc, &o1.desc, &o2.desc, &o3.desc});
+  double sum = 0;
+  for (float v : x.data)
+    sum += v;
+  expectNear(o0, {sum});
+  expectNear(o1, {2 * sum});
+  expectNear(o2, std::vector<double>(8, 0.0));
+  expectNear(o3, std::vector<double>(8, 0.0));
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;

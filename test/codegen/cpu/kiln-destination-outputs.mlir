@@ -34,6 +34,36 @@ func.func @unshare_empty(%a: f32, %b: f32) -> (tensor<4xf32>, tensor<4xf32>) {
 
 // -----
 
+// Tests that a fill shared by two reductions is duplicated, each copy with
+// its own tensor.empty.
+// CHECK-LABEL: func.func @unshare_fill
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<f32>
+// CHECK: %[[E1:.*]] = tensor.empty() : tensor<f32>
+// CHECK: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E1]] : tensor<f32>)
+// CHECK: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E0]] : tensor<f32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F1]] : tensor<f32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F0]] : tensor<f32>)
+#map = affine_map<(d0) -> (d0)>
+#map1 = affine_map<(d0) -> ()>
+func.func @unshare_fill(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<f32>, tensor<f32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %0 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %1 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %0, %1 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
 // Tests that private functions and declarations are left alone.
 // CHECK-LABEL: func.func private @negative_private
 // CHECK-SAME: -> tensor<4xf32>
