@@ -135,7 +135,7 @@ def loop_list(x, scales):
     for s in scales:
         outs.append(x * s)
     total = outs[0]
-    for o in outs[1:] if False else outs:
+    for o in outs[1:]:
         total = total + o
     return total, len(outs)
 

@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Training-mode calls: compiled forward, gradients identical to eager's."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from conftest import assert_close, stats
+
+
+def make_mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 16), nn.Tanh(),
+                         nn.LayerNorm(16), nn.Linear(16, 3))
+
+
+def grads(model):
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def test_mlp_backward_matches_eager():
+    model = make_mlp().train()
+    ref = copy.deepcopy(model)
+    compiled = kiln.compile(model)
+    x = torch.randn(5, 8)
+    target = torch.randn(5, 3)
+
+    loss = ((compiled(x) - target) ** 2).mean()
+    loss.backward()
+    ref_loss = ((ref(x) - target) ** 2).mean()
+    ref_loss.backward()
+
+    assert_close(loss, ref_loss)
+    for g, rg in zip(grads(model), grads(ref)):
+        assert_close(g, rg)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_input_gradient_matches_eager():
+    model = make_mlp().train()
+    ref = copy.deepcopy(model)
+    compiled = kiln.compile(model)
+    x = torch.randn(4, 8, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+
+    out = compiled(x)
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    ref(xr).sum().backward()
+    assert_close(x.grad, xr.grad)
+    for g, rg in zip(grads(model), grads(ref)):
+        assert_close(g, rg)
+    assert stats()["compiled_calls"] == 1
+
+
+def test_training_loop_steps_match_eager():
+    model = make_mlp().train()
+    ref = copy.deepcopy(model)
+    compiled = kiln.compile(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    x, target = torch.randn(6, 8), torch.randn(6, 3)
+    for _ in range(3):
+        for m, o in ((compiled, opt), (ref, ref_opt)):
+            o.zero_grad()
+            ((m(x) - target) ** 2).mean().backward()
+            o.step()
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        assert_close(p, rp, rtol=1e-4, atol=1e-5)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 3 and s["cache_hits"] == 2, s
+
+
+def test_function_gradients_of_inputs():
+    def f(x, w):
+        return torch.softmax(x @ w, -1).sum(0), (x * 2).mean()
+
+    cf = kiln.compile(f)
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(4, 5, requires_grad=True)
+    a, b = cf(x, w)
+    (a * torch.arange(5.0)).sum().backward(retain_graph=True)
+    b.backward()
+    x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    a2, b2 = f(x2, w2)
+    (a2 * torch.arange(5.0)).sum().backward()
+    b2.backward()
+    assert_close(a, a2)
+    assert_close(x.grad, x2.grad)
+    assert_close(w.grad, w2.grad)
+    assert stats()["compiled_calls"] == 1
+
+
+def test_no_grad_path_has_no_graph():
+    model = make_mlp()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        out = compiled(x)
+        expected = model(x)
+    assert not out.requires_grad and out.grad_fn is None
+    assert_close(out, expected)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 1, s
+
+
+def test_grad_mode_switch_recompiles():
+    model = make_mlp().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    out = compiled(x)
+    assert out.requires_grad
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    out2 = compiled(x)
+    assert out2.requires_grad
+    assert_close(out2.detach(), model(x).detach())
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["cache_hits"] == 2, s
+
+
+def test_no_requires_grad_inputs_under_grad_mode():
+    def f(x, y):
+        return x * y + 1
+
+    cf = kiln.compile(f)
+    x, y = torch.randn(3), torch.randn(3)
+    out = cf(x, y)
+    assert not out.requires_grad
+    assert_close(out, f(x, y))
+    assert stats()["compiled_calls"] == 1
+
+
+def test_integer_outputs_do_not_require_grad():
+    def f(x):
+        return x * 2, x > 0
+
+    cf = kiln.compile(f)
+    x = torch.randn(4, requires_grad=True)
+    a, m = cf(x)
+    assert a.requires_grad and not m.requires_grad and m.dtype == torch.bool
+    a.sum().backward()
+    assert_close(x.grad, torch.full((4,), 2.0))
+    assert stats()["compiled_calls"] == 1

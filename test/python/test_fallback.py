@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Unsupported code runs eagerly (correctly), is counted and logged;
+fullgraph=True turns the graph break into an error."""
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from conftest import assert_close, stats
+
+LOG_BREAKS = dict(logs=frozenset({"graph_breaks"}))
+
+
+def with_print(x):
+    y = x * 2
+    print("inside with_print")
+    return y + 1
+
+
+def test_print_runs_eagerly(capfd):
+    f = kiln.compile(with_print)
+    x = torch.randn(3)
+    with kiln.config.patch(**LOG_BREAKS):
+        assert_close(f(x), x * 2 + 1)
+    out, err = capfd.readouterr()
+    assert "inside with_print" in out
+    assert "with_print runs eagerly" in err and "print" in err
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["compiled_calls"] == 0 and s["graphs_compiled"] == 0, s
+    # Later calls do not retry the capture: still eager, still correct.
+    assert_close(f(x), x * 2 + 1)
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["eager_calls"] == 2, s
+
+
+def test_no_log_without_channel(capfd):
+    f = kiln.compile(with_print)
+    f(torch.randn(2))
+    _, err = capfd.readouterr()
+    assert "[kiln:graph_breaks]" not in err
+    assert stats()["graph_breaks"] == 1
+
+
+def data_dependent(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def test_data_dependent_branch_falls_back(capfd):
+    f = kiln.compile(data_dependent)
+    pos, neg = torch.ones(3), -torch.ones(3)
+    with kiln.config.patch(**LOG_BREAKS):
+        assert_close(f(pos), pos * 2)
+        assert_close(f(neg), neg - 1)
+    _, err = capfd.readouterr()
+    assert "data-dependent" in err
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["compiled_calls"] == 0 and s["eager_calls"] == 2, s
+
+
+def test_item_falls_back(capfd):
+    def f(x):
+        return x * x.max().item() if False else x * x.sum().item()
+
+    cf = kiln.compile(f)
+    x = torch.randn(4)
+    with kiln.config.patch(**LOG_BREAKS):
+        assert_close(cf(x), f(x))
+    _, err = capfd.readouterr()
+    assert "item" in err
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_unsupported_torch_op_falls_back(capfd):
+    def f(x):
+        return torch.cumsum(x * 2, dim=0) + 1
+
+    cf = kiln.compile(f)
+    x = torch.randn(5, 2)
+    with kiln.config.patch(**LOG_BREAKS):
+        assert_close(cf(x), f(x))
+    _, err = capfd.readouterr()
+    assert "cumsum" in err
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_tensor_indexing_falls_back():
+    def f(x):
+        return x[1:] * 2
+
+    cf = kiln.compile(f)
+    x = torch.randn(4, 3)
+    assert_close(cf(x), f(x))
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+@pytest.mark.parametrize("fn,construct", [
+    (with_print, "print"),
+    (data_dependent, "data-dependent"),
+])
+def test_fullgraph_raises_naming_construct(fn, construct):
+    f = kiln.compile(fn, fullgraph=True)
+    with pytest.raises(RuntimeError, match=construct):
+        f(torch.ones(3))
+    assert stats()["graph_breaks"] == 1
+
+
+def test_fullgraph_raises_on_unsupported_op():
+    def f(x):
+        return torch.cumsum(x, 0)
+
+    with pytest.raises(RuntimeError, match="cumsum"):
+        kiln.compile(f, fullgraph=True)(torch.ones(3))
+
+
+def test_fullgraph_module():
+    class M(nn.Module):
+        def forward(self, x):
+            print("side effect")
+            return x
+
+    with pytest.raises(RuntimeError, match="print"):
+        kiln.compile(M(), fullgraph=True)(torch.ones(2))
+
+
+class Helper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * 2
+
+
+def test_nested_frames_of_eager_fallback_are_compiled(capfd):
+    helper = Helper().eval()
+
+    def outer(x):
+        print("outer runs eagerly")
+        y = helper(x)
+        return y + 1
+
+    f = kiln.compile(outer)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        expected = helper(x) + 1
+        assert_close(f(x), expected)
+        assert_close(f(x), expected)
+    out, _ = capfd.readouterr()
+    assert out.count("outer runs eagerly") == 2
+    s = stats()
+    # outer breaks once; Helper.forward (called eagerly from it) compiles once
+    # and then hits its cache.
+    assert s["graph_breaks"] == 1, s
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 2 and s["cache_hits"] == 1, s
+
+
+def inplace_add(x):
+    x += 1
+    return x * 2
+
+
+def test_inplace_on_input_falls_back_and_mutates():
+    f = kiln.compile(inplace_add)
+    x = torch.zeros(3)
+    x_eager = torch.zeros(3)
+    out = f(x)
+    expected = inplace_add(x_eager)
+    assert_close(out, expected)
+    assert_close(x, x_eager)  # the caller's tensor was mutated, as in eager
+    assert_close(x, torch.ones(3))
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_inplace_method_on_input_falls_back_and_mutates():
+    def f(x):
+        x.mul_(3)
+        return x + 1
+
+    cf = kiln.compile(f)
+    x = torch.ones(2)
+    out = cf(x)
+    assert_close(x, torch.full((2,), 3.0))
+    assert_close(out, torch.full((2,), 4.0))
+    assert stats()["graph_breaks"] == 1
+
+
+def test_inplace_on_fresh_intermediate_is_compiled():
+    def f(x):
+        y = x * 2
+        y += 1
+        y *= x
+        return y
+
+    cf = kiln.compile(f)
+    x = torch.randn(5)
+    assert_close(cf(x), f(x.clone()))
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["compiled_calls"] == 1, s
+
+
+def test_inplace_through_view_of_intermediate_falls_back():
+    def f(x):
+        y = x * 2
+        v = y.view(-1)
+        y += 1          # also visible through v in eager
+        return v
+
+    cf = kiln.compile(f)
+    x = torch.randn(2, 3)
+    assert_close(cf(x), f(x))
+    assert stats()["graph_breaks"] == 1
+
+
+def test_dropout_training_falls_back():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
+    compiled = kiln.compile(model)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        out = compiled(torch.ones(2, 4))
+    assert out.shape == (2, 4)
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_exception_in_compiled_function_propagates():
+    def f(x):
+        if x.shape[0] == 3:
+            raise ValueError("bad size")
+        return x
+
+    cf = kiln.compile(f)
+    with pytest.raises(ValueError, match="bad size"):
+        cf(torch.ones(3))
+    assert stats()["graph_breaks"] == 1
+
+
+def test_shape_error_matches_eager():
+    def f(x, y):
+        return x @ y
+
+    cf = kiln.compile(f)
+    with pytest.raises(RuntimeError):
+        cf(torch.ones(2, 3), torch.ones(4, 5))
+    assert stats()["compiled_calls"] == 0
