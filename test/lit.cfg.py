@@ -16,3 +16,21 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
+
+# Execution tests (test/codegen/cpu/run-*.mlir) lower with kiln-opt and run
+# `main` with mlir-cpu-runner; the runner needs MLIR's runtime helpers
+# (printMemrefF32, ...) and kiln's BLAS shims (built as kiln_runner_shims).
+def _lib(directory, name):
+    return os.path.join(getattr(config, directory, "") or "", name)
+
+_runner_libs = {
+    "%mlir_c_runner_utils": _lib("llvm_lib_dir", "libmlir_c_runner_utils.so"),
+    "%mlir_runner_utils": _lib("llvm_lib_dir", "libmlir_runner_utils.so"),
+    "%kiln_runner_shims": _lib("kiln_lib_dir", "libkiln_runner_shims.so"),
+}
+for _name, _path in _runner_libs.items():
+    config.substitutions.append((_name, _path))
+if all(os.path.exists(p) for p in _runner_libs.values()) and os.path.exists(
+    os.path.join(config.llvm_tools_dir, "mlir-cpu-runner")
+):
+    config.available_features.add("mlir-cpu-runner")
