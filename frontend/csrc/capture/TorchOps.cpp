@@ -460,10 +460,16 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
       approx = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?";
     }
     if (approx != "none" && approx != "tanh") throw Unsupported("gelu approximate=" + approx);
+    if (dtypeCategory(dtypeOf(ttype(requireTensor(x)).getElementType())) < 2)
+      throw Unsupported("gelu of an integer tensor (eager raises)");
     Value v = e.floatUnaryInput(x);
     return T(e.b.create<GeluOp>(I.loc(), v, e.b.getStringAttr(approx)));
   }
-  if (op == "silu") return T(e.unary<SiluOp>(e.floatUnaryInput(x)));
+  if (op == "silu") {
+    if (dtypeCategory(dtypeOf(ttype(requireTensor(x)).getElementType())) < 2)
+      throw Unsupported("silu of an integer tensor (eager raises)");
+    return T(e.unary<SiluOp>(e.floatUnaryInput(x)));
+  }
   if (op == "sigmoid") return T(e.unary<SigmoidOp>(e.floatUnaryInput(x)));
   if (op == "tanh") return T(e.unary<TanhOp>(e.floatUnaryInput(x)));
   if (op == "exp") return T(e.unary<ExpOp>(e.floatUnaryInput(x)));
@@ -523,7 +529,8 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
   int64_t rank = ttype(v).getRank();
   if (op == "sum" || op == "mean" || op == "amax") {
     std::vector<int64_t> dims;
-    if (a.isNone("dim") || (op == "amax" && asInts(a.get("dim"), "dim").empty())) {
+    // torch reduces over every dim when `dim` is None or empty.
+    if (a.isNone("dim") || asInts(a.get("dim"), "dim").empty()) {
       for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
     } else {
       dims = asInts(a.get("dim"), "dim");
@@ -552,6 +559,8 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
       if (!d) throw Unsupported("softmax dtype");
       v = e.cast(v, *d);
     }
+    if (dtypeCategory(dtypeOf(ttype(v).getElementType())) < 2)
+      throw Unsupported("softmax of an integer tensor without dtype= (eager raises)");
     v = e.floatUnaryInput(makeTensor(v));
     int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
     return T(e.b.create<SoftmaxOp>(I.loc(), v, e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)));
