@@ -51,7 +51,7 @@ def assert_close(actual, expected, rtol=None, atol=None):
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     r, a = TOL.get(expected.dtype, (0, 0))
     torch.testing.assert_close(actual, expected, rtol=rtol if rtol is not None else r,
-                               atol=atol if atol is not None else a)
+                               atol=atol if atol is not None else a, equal_nan=True)
 
 
 def assert_compiled(graphs=1, calls=None, breaks=0):

@@ -243,3 +243,18 @@ def test_shape_error_matches_eager():
     with pytest.raises(RuntimeError):
         cf(torch.ones(2, 3), torch.ones(4, 5))
     assert stats()["compiled_calls"] == 0
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: torch.softmax(x, -1),
+    lambda x: torch.nn.functional.gelu(x),
+    lambda x: torch.nn.functional.silu(x),
+])
+def test_integer_input_eager_rejects_is_not_compiled(op):
+    # eager raises for these on int64; kiln must not quietly return numbers
+    x = torch.arange(4)
+    with pytest.raises(NotImplementedError):
+        op(x)
+    with pytest.raises(NotImplementedError):
+        kiln.compile(op)(x)
+    assert stats()["compiled_calls"] == 0 and stats()["graph_breaks"] == 1

@@ -263,3 +263,33 @@ def test_casts():
         return x.float() * 2, x.double(), (x > 0).long(), x.to(torch.int32), x.bool()
 
     check(f, torch.randn(3, 4) * 3)
+
+
+def test_reductions_with_empty_dim_reduce_everything():
+    def f(x):
+        return torch.sum(x, dim=()), x.mean(dim=[]), x.amax(()), x.sum((), keepdim=True)
+
+    check(f, torch.randn(3, 4))
+
+
+def test_zero_dim_and_zero_size_tensors():
+    def f(x, s, e):
+        return x * s + 1, e.sum(0), torch.relu(e) * 2
+
+    check(f, torch.arange(4), torch.tensor(2.5), torch.randn(0, 3))
+
+
+def test_broadcast_batched_matmul():
+    def f(a, b):
+        return a @ b
+
+    check(f, torch.randn(2, 1, 3, 4), torch.randn(5, 4, 2))
+
+
+def test_nan_and_inf_propagation():
+    def f(x):
+        return x.amax(0), torch.relu(x), torch.clamp(x, 0, 1), torch.softmax(x, -1), \
+            torch.maximum(x, x.T)
+
+    nan, inf = float("nan"), float("inf")
+    check(f, torch.tensor([[1.0, nan], [-inf, 3.0]]))
