@@ -33,6 +33,10 @@ class _CompiledFunction(torch.autograd.Function):
         pairs = [(o, g) for o, g in zip(outs, grads)
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         result = [None] * len(inputs)
+        # The same tensor may be several inputs (passed twice, tied weights):
+        # its gradient is returned once, else autograd would sum the copies.
+        first = {}
+        wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
         if pairs and wanted:
             got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
                                       [g for _, g in pairs], allow_unused=True)
