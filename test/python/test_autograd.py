@@ -146,3 +146,36 @@ def test_integer_outputs_do_not_require_grad():
     a.sum().backward()
     assert_close(x.grad, torch.full((4,), 2.0))
     assert stats()["compiled_calls"] == 1
+
+
+def test_same_tensor_passed_twice_gradient():
+    def f(a, b):
+        return (a * b).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    kiln.compile(f)(x, x).backward()
+    assert_close(x.grad, 2 * x.detach())
+    assert stats()["compiled_calls"] == 1
+
+
+class Tied(nn.Module):
+    def __init__(self, dim=5):
+        super().__init__()
+        self.a = nn.Linear(dim, dim)
+        self.b = nn.Linear(dim, dim)
+        self.b.weight = self.a.weight  # tied: one Parameter, two module paths
+
+    def forward(self, x):
+        return self.b(torch.tanh(self.a(x)))
+
+
+def test_tied_weights_gradient():
+    model = Tied()
+    ref = copy.deepcopy(model)
+    assert ref.a.weight is ref.b.weight
+    x = torch.randn(3, 5)
+    kiln.compile(model)(x).pow(2).sum().backward()
+    ref(x).pow(2).sum().backward()
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        assert_close(p.grad, rp.grad)
+    assert stats()["compiled_calls"] == 1
