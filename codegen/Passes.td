@@ -44,6 +44,33 @@ def DestinationOutputsPass : Pass<"kiln-destination-outputs", "ModuleOp"> {
     "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::FuncOp"> {
+  let summary = "Fuses elementwise linalg.generic producers into their consumers";
+  let description = [{
+    Upstream `linalg-fuse-elementwise-ops` with a cost-aware control: a
+    producer with one use is always fused (as upstream); an all-parallel
+    producer with several uses is also fused into each consumer (its
+    computation is repeated) when its body is small, trading a few
+    arithmetic ops per element for a round trip of the intermediate
+    through memory. Softmax's `exp(x - max)` then feeds both the sum and
+    the division without being stored. Fusion stops once a fused body
+    would exceed `max-body-ops` ops. Also folds reshapes by expansion and
+    constants, like upstream.
+
+    Precondition: linalg on tensors. Postcondition: the same values,
+    usually fewer `linalg.generic` ops.
+  }];
+  let options = [
+    Option<"maxProducerOps", "max-producer-ops", "unsigned", "8",
+           "Largest producer body (ops) fused into several consumers">,
+    Option<"maxBodyOps", "max-body-ops", "unsigned", "64",
+           "Largest fused body (ops) a multi-use producer may create">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // CPU
 //===----------------------------------------------------------------------===//

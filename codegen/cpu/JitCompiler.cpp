@@ -23,6 +23,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -151,8 +152,16 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
                 llvm::toString(optTm ? jitTm.takeError() : optTm.takeError()));
   // ExecutionEngineOptions::transformer is a function_ref: keep the
   // std::function alive for the duration of create().
-  std::function<llvm::Error(llvm::Module *)> transformer =
+  std::function<llvm::Error(llvm::Module *)> optimize =
       makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, optTm->get());
+  std::function<llvm::Error(llvm::Module *)> transformer = [&](llvm::Module *m) {
+    // Intel cores with AVX-512 default to 256-bit vectors; kiln's loops are
+    // long and throughput-bound, where full width wins (no-op elsewhere).
+    for (llvm::Function &f : *m)
+      if (!f.isDeclaration())
+        f.addFnAttr("prefer-vector-width", "512");
+    return optimize(m);
+  };
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

@@ -27,7 +27,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
     fn.addPass(createConvertKilnToLinalgPass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
-    fn.addPass(createLinalgElementwiseOpFusionPass());
+    fn.addPass(createFuseLinalgElementwisePass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
   }

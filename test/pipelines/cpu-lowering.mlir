@@ -10,10 +10,14 @@
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
 // CHECK-DAG: llvm.func @_mlir_ciface_kiln_blas_sgemm(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, f32)
 // CHECK-LABEL: llvm.func @forward
+// CHECK: llvm.call @malloc
 // CHECK: llvm.call @kiln_blas_sgemm
+// CHECK-COUNT-2: llvm.call @malloc
+// CHECK-NOT: llvm.call @malloc
 // CHECK: llvm.intr.fma
 // CHECK: llvm.intr.maximum
-// CHECK-COUNT-5: llvm.call @free
+// CHECK-COUNT-3: llvm.call @free
+// CHECK-NOT: llvm.call @free
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @_mlir_ciface_forward
 // CHECK-SAME: (%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})

@@ -698,6 +698,16 @@ TEST_F(JitTest, DISABLED_Throughput) {
       %0 = kiln.sum %x {dims = array<i64: 1>} : tensor<2048x1024xf32> -> tensor<2048xf32>
       return %0 : tensor<2048xf32>
     })mlir", {{2048, 1024}}, {2048});
+  bench("max(x, -1) 2048x1024", R"mlir(
+    func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048xf32> {
+      %0 = kiln.max %x {dims = array<i64: 1>} : tensor<2048x1024xf32> -> tensor<2048xf32>
+      return %0 : tensor<2048xf32>
+    })mlir", {{2048, 1024}}, {2048});
+  bench("exp(x) 2048x1024", R"mlir(
+    func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
+      %0 = kiln.exp %x : tensor<2048x1024xf32>
+      return %0 : tensor<2048x1024xf32>
+    })mlir", {{2048, 1024}}, {2048, 1024});
   bench("softmax(x, -1) 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
       %0 = kiln.softmax %x {dim = 1 : i64} : tensor<2048x1024xf32>

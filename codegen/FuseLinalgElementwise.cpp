@@ -1,0 +1,74 @@
+//===- FuseLinalgElementwise.cpp - cost-aware elementwise fusion -------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `kiln-fuse-linalg-elementwise`: the upstream elementwise fusion pattern
+// set (fusion, reshape folding by expansion, constant folding, linalg and
+// reshape canonicalizations) driven by a control function that also fuses
+// small all-parallel producers with several uses into each consumer. On the
+// CPU the round trip of an intermediate through memory costs more than
+// repeating a few arithmetic ops, so e.g. softmax's exp(x - max) is
+// recomputed inside both the sum and the division instead of being stored.
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_FUSELINALGELEMENTWISEPASS
+#include "codegen/Passes.h.inc"
+
+namespace {
+
+/// Ops in a generic's body, without the terminator.
+unsigned bodyOps(linalg::GenericOp op) {
+  return op.getBody()->getOperations().size() - 1;
+}
+
+struct FuseLinalgElementwisePass
+    : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
+  using FuseLinalgElementwisePassBase::FuseLinalgElementwisePassBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps;
+    linalg::ControlFusionFn control = [=](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      if (!producer)
+        return false;
+      if (producer->hasOneUse())
+        return true;
+      auto generic = dyn_cast<linalg::GenericOp>(producer);
+      auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+      if (!generic || !consumer ||
+          generic.getNumLoops() != generic.getNumParallelLoops())
+        return false;
+      return bodyOps(generic) <= maxProducer &&
+             bodyOps(generic) + bodyOps(consumer) <= maxBody;
+    };
+    linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      return producer && producer->hasOneUse();
+    };
+
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns, oneUse);
+
+    GreedyRewriteConfig config;
+    config.useTopDownTraversal = true;
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::kiln

@@ -1,0 +1,114 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-fuse-linalg-elementwise))' | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Tests that a small producer with two uses (softmax's exp(x - max)) is
+// recomputed inside both consumers, the reduction and the division, and
+// disappears.
+// CHECK-LABEL: func.func @multi_use_small_producer
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+func.func @multi_use_small_producer(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %acc: tensor<4xf32>) -> tensor<4x8xf32> {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : tensor<4x8xf32>, tensor<4xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %q = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e1 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  return %q : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Tests that a producer with a large body and two uses stays materialized.
+// CHECK-LABEL: func.func @negative_multi_use_large_producer
+// CHECK-COUNT-3: linalg.generic
+func.func @negative_multi_use_large_producer(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e0 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = math.exp %a : f32
+    %1 = math.log %0 : f32
+    %2 = math.tanh %1 : f32
+    %3 = math.erf %2 : f32
+    %4 = math.exp %3 : f32
+    %5 = math.log %4 : f32
+    %6 = math.tanh %5 : f32
+    %7 = math.erf %6 : f32
+    %8 = math.exp %7 : f32
+    linalg.yield %8 : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%p : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.negf %v : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%p : tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.absf %v : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %a, %b : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Tests that a reduction producer is never duplicated into its consumers.
+// CHECK-LABEL: func.func @negative_reduction_producer
+// CHECK-COUNT-3: linalg.generic
+#scalar = affine_map<(d0) -> ()>
+func.func @negative_reduction_producer(%x: tensor<8xf32>, %acc: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = linalg.generic {indexing_maps = [#id, #scalar], iterator_types = ["reduction"]}
+      ins(%x : tensor<8xf32>) outs(%acc : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %a = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]}
+      ins(%x, %s : tensor<8xf32>, tensor<f32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%v: f32, %t: f32, %o: f32):
+    %r = arith.divf %v, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32>
+  %b = linalg.generic {indexing_maps = [#id, #scalar, #id], iterator_types = ["parallel"]}
+      ins(%x, %s : tensor<8xf32>, tensor<f32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%v: f32, %t: f32, %o: f32):
+    %r = arith.subf %v, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %a, %b : tensor<8xf32>, tensor<8xf32>
+}
