@@ -544,6 +544,45 @@ TEST_F(JitTest, SameShapeReductionsGetTheirOwnOutputs) {
   expectNear(o3, std::vector<double>(8, 0.0));
 }
 
+TEST_F(JitTest, LogSigmoidPowSqrtAccuracy) {
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<4000xf32>, %s: tensor<4000xf32>) -> (tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>) {
+      %half = kiln.constant dense<0.5> : tensor<f32>
+      %three = kiln.constant dense<3.0> : tensor<f32>
+      %0 = kiln.log %x : tensor<4000xf32>
+      %1 = kiln.sigmoid %s : tensor<4000xf32>
+      %2 = kiln.pow %x, %half : tensor<4000xf32>, tensor<f32>
+      %3 = kiln.pow %s, %three : tensor<4000xf32>, tensor<f32>
+      %4 = kiln.rsqrt %x : tensor<4000xf32>
+      %5 = kiln.silu %s : tensor<4000xf32>
+      return %0, %1, %2, %3, %4, %5 : tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>, tensor<4000xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  Buf<float> x({4000}), sx({4000});
+  for (int i = 0; i < 4000; ++i) {
+    x[i] = std::ldexp(1.0f + (i % 100) / 100.0f, i / 100 - 20); // 2^-20 .. 2^20
+    sx[i] = -20.0f + 0.01f * i;
+  }
+  Buf<float> o0({4000}), o1({4000}), o2({4000}), o3({4000}), o4({4000}), o5({4000});
+  c({&x.desc, &sx.desc, &o0.desc, &o1.desc, &o2.desc, &o3.desc, &o4.desc, &o5.desc});
+  std::vector<double> w0, w1, w2, w3, w4, w5;
+  for (int i = 0; i < 4000; ++i) {
+    double v = x[i], s = sx[i];
+    w0.push_back(std::log(v));
+    w1.push_back(1 / (1 + std::exp(-s)));
+    w2.push_back(std::sqrt(v));
+    w3.push_back(s * s * s);
+    w4.push_back(1 / std::sqrt(v));
+    w5.push_back(s / (1 + std::exp(-s)));
+  }
+  expectNear(o0, w0);
+  expectNear(o1, w1);
+  expectNear(o2, w2);
+  expectNear(o3, w3);
+  expectNear(o4, w4);
+  expectNear(o5, w5);
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
