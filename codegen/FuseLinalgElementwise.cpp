@@ -8,6 +8,8 @@
 // CPU the round trip of an intermediate through memory costs more than
 // repeating a few arithmetic ops, so e.g. softmax's exp(x - max) is
 // recomputed inside both the sum and the division instead of being stored.
+// Transposes with elementwise consumers are generalized first so that they
+// fuse too.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -52,6 +54,17 @@ struct FuseLinalgElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && producer->hasOneUse();
     };
+
+    // Transposes feeding elementwise consumers become generics so that
+    // they fuse (the consumer reads through the permuted map, no copy).
+    IRRewriter rewriter(ctx);
+    getOperation().walk([&](linalg::TransposeOp op) {
+      if (op.hasPureTensorSemantics() &&
+          llvm::any_of(op->getUsers(), llvm::IsaPred<linalg::GenericOp>)) {
+        rewriter.setInsertionPoint(op);
+        (void)linalg::generalizeNamedOp(rewriter, op);
+      }
+    });
 
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

@@ -54,8 +54,9 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
     arithmetic ops per element for a round trip of the intermediate
     through memory. Softmax's `exp(x - max)` then feeds both the sum and
     the division without being stored. Fusion stops once a fused body
-    would exceed `max-body-ops` ops. Also folds reshapes by expansion and
-    constants, like upstream.
+    would exceed `max-body-ops` ops. A `linalg.transpose` with a
+    `linalg.generic` user is generalized first so that it fuses like any
+    producer. Also folds reshapes by expansion and constants, like upstream.
 
     Precondition: linalg on tensors. Postcondition: the same values,
     usually fewer `linalg.generic` ops.

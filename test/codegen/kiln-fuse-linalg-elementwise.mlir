@@ -112,3 +112,30 @@ func.func @negative_reduction_producer(%x: tensor<8xf32>, %acc: tensor<f32>) -> 
   } -> tensor<8xf32>
   return %a, %b : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Tests that a transpose feeding an elementwise op is fused as a permuted
+// read instead of being copied.
+// CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @transpose_fuses
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[Y:.*]]: tensor<8x4xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#[[T]], #[[ID]], #[[ID]]]
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<4x8xf32>, tensor<8x4xf32>)
+// CHECK-NOT: linalg.generic
+func.func @transpose_fuses(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %e0 = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%x : tensor<4x8xf32>) outs(%e0 : tensor<8x4xf32>) permutation = [1, 0]
+  %e1 = tensor.empty() : tensor<8x4xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %y : tensor<8x4xf32>, tensor<8x4xf32>) outs(%e1 : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
