@@ -371,18 +371,37 @@ bool isViewLike(const std::string &op) {
   return views.count(op) > 0;
 }
 
+/// Applies `op` as an in-place update of its input (`what` names it in
+/// errors): only a tensor the graph computed and nothing views may be
+/// updated; its Var is rebound so every Python reference sees the result.
+VarP applyInPlace(Interpreter &I, const std::string &op, Args &a, const std::string &what) {
+  VarP in = a.get("input");
+  if (!in || !in->isTensor())
+    throw Unsupported(what + " expects a tensor");
+  a.named.erase("inplace");
+  VarP r = applyOp(I, op, a);
+  if (r && r->isTensor() && r->value == in->value)
+    return in; // a no-op (e.g. dropout in eval mode)
+  if (!in->fresh || in->viewed || isViewLike(op))
+    throw Unsupported(what + " on a graph input or a view is not supported yet");
+  if (!r || !r->isTensor() || r->value.getType() != in->value.getType())
+    throw Unsupported(what + " would change the tensor's shape or dtype");
+  in->value = r->value;
+  return in;
+}
+
 /// Applies `op` and records aliasing facts on the input and the result.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
   VarP inplace = a.get("inplace");
   if (inplace && inplace->isConst() && PyObject_IsTrue(inplace->obj.get()) == 1)
-    throw Unsupported(op + "(inplace=True) is not supported yet");
+    return applyInPlace(I, op, a, op + "(inplace=True)");
   VarP r = applyOp(I, op, a);
   VarP in = a.get("input");
   if (r && r->isTensor()) {
     if (isViewLike(op)) {
       if (in && in->isTensor()) in->viewed = true;
       r->fresh = false;
-    } else {
+    } else if (!(in && in->isTensor() && in->value == r->value)) {
       r->fresh = true;
     }
   }
@@ -443,6 +462,8 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     return T(e.b.create<SelectOp>(I.loc(), types.front(), mlir::ValueRange{c, vt, vf}));
   }
   if (op == "clamp") {
+    if (a.isNone("min") && a.isNone("max"))
+      throw Unsupported("clamp without min and max (eager raises)");
     Value v = requireTensor(x);
     VarP cur = x;
     if (!a.isNone("min")) cur = T(e.binary<MaximumOp>(cur, a.get("min")));
@@ -694,6 +715,16 @@ VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
                                    std::map<std::string, VarP> &kwargs) {
   auto &table = methodTable();
   auto it = table.find(name);
+  if (it == table.end() && name.size() > 1 && name.back() == '_') {
+    // In-place form of a mapped method (`y.add_(b)`, `y.relu_()`).
+    auto base = table.find(name.substr(0, name.size() - 1));
+    if (base != table.end() && !isViewLike(base->second.op) &&
+        base->second.op != "size" && base->second.op != "dim" && base->second.op != "numel") {
+      args.insert(args.begin(), self);
+      Args a = bind(base->second, args, kwargs);
+      return applyInPlace(*this, base->second.op, a, "Tensor." + name);
+    }
+  }
   if (it == table.end())
     throw Unsupported("Tensor." + name + " is not supported yet" +
                       (name.back() == '_' ? " (in-place method)" : ""));
@@ -732,7 +763,8 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
                               makeConst(PyRef::steal(PyLong_FromLong(-1)))};
     return callTensorMethod(self, "transpose", dims, nokw);
   }
-  if (methodTable().count(name)) {
+  if (methodTable().count(name) ||
+      (name.size() > 1 && name.back() == '_' && methodTable().count(name.substr(0, name.size() - 1)))) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::TensorMethod;
     m->self = self;
