@@ -258,3 +258,58 @@ def test_integer_input_eager_rejects_is_not_compiled(op):
     with pytest.raises(NotImplementedError):
         kiln.compile(op)(x)
     assert stats()["compiled_calls"] == 0 and stats()["graph_breaks"] == 1
+
+
+def test_inplace_methods_on_fresh_intermediates_are_compiled():
+    def f(x, y):
+        h = x * 2
+        alias = h
+        before = h + 0
+        h.add_(y, alpha=0.5).relu_()
+        h.clamp_(max=1.0)
+        return alias, before, torch.nn.functional.relu(x - 1, inplace=True)
+
+    x, y = torch.randn(6), torch.randn(6)
+    xe = x.clone()
+    expected = f(xe, y)
+    got = kiln.compile(f)(x, y)
+    assert_close(got, expected)
+    assert_close(x, xe)
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["compiled_calls"] == 1, s
+
+
+def test_relu_inplace_module_is_compiled():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 2)).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(3, 4)
+    x_copy = x.clone()
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+    assert_close(x, x_copy)
+    assert stats()["graph_breaks"] == 0 and stats()["compiled_calls"] == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.relu_() + 1,
+    lambda x: torch.nn.functional.relu(x, inplace=True) * 2,
+    lambda x: x.view(-1).mul_(2),
+])
+def test_inplace_on_input_or_view_falls_back_and_mutates(fn):
+    x = torch.randn(2, 3)
+    x_eager = x.clone()
+    expected = fn(x_eager)
+    assert_close(kiln.compile(fn)(x), expected)
+    assert_close(x, x_eager)
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_inplace_changing_dtype_falls_back_like_eager():
+    def f(x):
+        return (x * 1).add_(0.5)
+
+    with pytest.raises(RuntimeError):
+        f(torch.arange(3))
+    with pytest.raises(RuntimeError):
+        kiln.compile(f)(torch.arange(3))
+    assert stats()["compiled_calls"] == 0
