@@ -256,7 +256,18 @@ KILN_BODY(MulOp) {
     return b.create<arith::AndIOp>(loc, a[0], a[1]);
   return b.create<arith::MulIOp>(loc, a[0], a[1]);
 }
-KILN_BODY(DivOp) { return b.create<arith::DivFOp>(loc, a[0], a[1]); }
+KILN_BODY(DivOp) {
+  // A divisor constant along the innermost dim (a keepdim sum, a scalar)
+  // gets `arcp` so LLVM hoists its reciprocal out of the inner loop, as
+  // torch's softmax multiplies by 1/sum.
+  auto result = cast<RankedTensorType>(op.getType());
+  auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+  bool invariant = result.getRank() > 0 && result.getShape().back() != 1 &&
+                   (rhs.getRank() == 0 || rhs.getShape().back() == 1);
+  auto flags = invariant ? arith::FastMathFlags::arcp : arith::FastMathFlags::none;
+  return b.create<arith::DivFOp>(loc, a[0], a[1],
+                                 arith::FastMathFlagsAttr::get(b.getContext(), flags));
+}
 KILN_BODY(PowOp) { return b.create<math::PowFOp>(loc, a[0], a[1]); }
 KILN_BODY(MaximumOp) {
   Type t = a[0].getType();

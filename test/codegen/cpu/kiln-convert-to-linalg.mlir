@@ -211,3 +211,16 @@ func.func @undecomposed_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = kiln.softmax %x {dim = 1 : i64} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a division by a divisor constant along the innermost dim (a
+// keepdim sum) allows the reciprocal, and a full-shape division does not.
+// CHECK-LABEL: func.func @div_reciprocal
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<arcp> : f32
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+func.func @div_reciprocal(%x: tensor<4x8xf32>, %s: tensor<4x1xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = kiln.div %x, %s : tensor<4x8xf32>, tensor<4x1xf32>
+  %1 = kiln.div %x, %x : tensor<4x8xf32>, tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
