@@ -103,6 +103,40 @@ Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type,
   return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
 }
 
+/// One 2-D GEMM: [prod(lhs batch) * M, K] x [K, N] (rhs has no real batch).
+Value lowerAsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transB,
+                  RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
+  Value x = collapseLeading(b, loc, lhs, 1);
+  Value y = dropUnitBatch(b, loc, rhs);
+  auto cType = RankedTensorType::get(
+      {cast<RankedTensorType>(x.getType()).getDimSize(0), resultType.getShape().back()},
+      resultType.getElementType());
+  Value init = zeroInit(b, loc, cType, {tensor::getMixedSize(b, loc, x, 0), sizes.back()});
+  Value c = transB
+      ? b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
+      : b.create<linalg::MatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  return expandTo(b, loc, c, resultType, sizes);
+}
+
+/// Both operands broadcast to the result's batch dims, collapsed into one.
+Value lowerAsBatchGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transB,
+                       RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
+  ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
+  Value x = collapseLeading(b, loc, broadcastBatch(b, loc, lhs, batch), 2);
+  Value y = collapseLeading(b, loc, broadcastBatch(b, loc, rhs, batch), 2);
+  auto cType = RankedTensorType::get(
+      {ShapedType::getNumElements(batch), resultType.getDimSize(resultType.getRank() - 2),
+       resultType.getShape().back()},
+      resultType.getElementType());
+  Value init = zeroInit(b, loc, cType,
+                        {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2],
+                         sizes.back()});
+  Value c = transB
+      ? b.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
+      : b.create<linalg::BatchMatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  return expandTo(b, loc, c, resultType, sizes);
+}
+
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -122,9 +156,8 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     }
     auto lhsType = cast<RankedTensorType>(lhs.getType());
     auto rhsType = cast<RankedTensorType>(rhs.getType());
-    ArrayRef<int64_t> lhsBatch = lhsType.getShape().drop_back(2);
     ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
-    if (ShapedType::isDynamicShape(lhsBatch) ||
+    if (ShapedType::isDynamicShape(lhsType.getShape().drop_back(2)) ||
         ShapedType::isDynamicShape(rhsBatch))
       return rewriter.notifyMatchFailure(op, "dynamic batch dims");
 
@@ -136,41 +169,9 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     sizes.push_back(tensor::getMixedSize(
         rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
 
-    Value result;
-    if (ShapedType::getNumElements(rhsBatch) == 1) {
-      // One 2-D GEMM: [prod(lhs batch) * M, K] x [K, N].
-      Value a = collapseLeading(rewriter, loc, lhs, 1);
-      Value b = dropUnitBatch(rewriter, loc, rhs);
-      auto aType = cast<RankedTensorType>(a.getType());
-      auto cType = RankedTensorType::get(
-          {aType.getDimSize(0), resultType.getShape().back()},
-          resultType.getElementType());
-      SmallVector<OpFoldResult> cSizes = {
-          tensor::getMixedSize(rewriter, loc, a, 0), sizes.back()};
-      Value init = zeroInit(rewriter, loc, cType, cSizes);
-      Value c = transB
-          ? rewriter.create<linalg::MatmulTransposeBOp>(loc, ValueRange{a, b}, init)
-                .getResult(0)
-          : rewriter.create<linalg::MatmulOp>(loc, ValueRange{a, b}, init).getResult(0);
-      result = expandTo(rewriter, loc, c, resultType, sizes);
-    } else {
-      ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
-      Value a = collapseLeading(rewriter, loc, broadcastBatch(rewriter, loc, lhs, batch), 2);
-      Value b = collapseLeading(rewriter, loc, broadcastBatch(rewriter, loc, rhs, batch), 2);
-      auto cType = RankedTensorType::get(
-          {ShapedType::getNumElements(batch), resultType.getDimSize(resultType.getRank() - 2),
-           resultType.getShape().back()},
-          resultType.getElementType());
-      SmallVector<OpFoldResult> cSizes = {rewriter.getIndexAttr(cType.getDimSize(0)),
-                                          sizes[sizes.size() - 2], sizes.back()};
-      Value init = zeroInit(rewriter, loc, cType, cSizes);
-      Value c = transB
-          ? rewriter.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{a, b}, init)
-                .getResult(0)
-          : rewriter.create<linalg::BatchMatmulOp>(loc, ValueRange{a, b}, init)
-                .getResult(0);
-      result = expandTo(rewriter, loc, c, resultType, sizes);
-    }
+    Value result = ShapedType::getNumElements(rhsBatch) == 1
+        ? lowerAsGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes)
+        : lowerAsBatchGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);
     rewriter.replaceOp(op, result);
     return success();
   }

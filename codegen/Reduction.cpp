@@ -76,6 +76,36 @@ SmallVector<ReassociationIndices> keepdimReassociation(int64_t rank,
   return groups;
 }
 
+/// acc / (number of elements of `input` along `dims`).
+Value divideByCount(OpBuilder &b, Location loc, Value acc, Value input,
+                    ArrayRef<int64_t> dims) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  Type elem = accType.getElementType();
+  Value count = b.create<arith::ConstantIndexOp>(loc, 1);
+  for (int64_t d : dims)
+    count = b.create<arith::MulIOp>(loc, count, b.create<tensor::DimOp>(loc, input, d));
+  Value countF = b.create<arith::UIToFPOp>(
+      loc, elem, b.create<arith::IndexCastUIOp>(loc, b.getI64Type(), count));
+  return buildBroadcastingGeneric(
+      b, loc, accType, acc, [&](OpBuilder &nb, Location l, ValueRange args) {
+        return nb.create<arith::DivFOp>(l, args[0], countF).getResult();
+      });
+}
+
+/// keepdim: expands `acc` (kept dims only) to `resultType` (size-1 dims at
+/// the reduced positions of `input`).
+Value reinsertReducedDims(OpBuilder &b, Location loc, Value acc, Value input,
+                          RankedTensorType resultType,
+                          const llvm::SmallBitVector &reduced) {
+  int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(reduced[d] ? b.getIndexAttr(1)
+                               : tensor::getMixedSize(b, loc, input, d));
+  return b.create<tensor::ExpandShapeOp>(
+      loc, resultType, acc, keepdimReassociation(rank, reduced), sizes);
+}
+
 template <typename OpTy, Kind kind>
 struct ReductionLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -130,30 +160,10 @@ struct ReductionLowering : OpConversionPattern<OpTy> {
                         })
                     .getResult(0);
 
-    if (kind == Kind::Mean) {
-      // Divide by the number of reduced elements.
-      Value count = rewriter.create<arith::ConstantIndexOp>(loc, 1);
-      for (int64_t d : op.getDims())
-        count = rewriter.create<arith::MulIOp>(
-            loc, count, rewriter.create<tensor::DimOp>(loc, input, d));
-      Value countF = rewriter.create<arith::UIToFPOp>(
-          loc, elem,
-          rewriter.create<arith::IndexCastUIOp>(loc, rewriter.getI64Type(), count));
-      acc = buildBroadcastingGeneric(
-          rewriter, loc, accType, acc,
-          [&](OpBuilder &b, Location l, ValueRange args) {
-            return b.create<arith::DivFOp>(l, args[0], countF).getResult();
-          });
-    }
-
-    if (op.getKeepdim()) {
-      SmallVector<OpFoldResult> sizes;
-      for (int64_t d = 0; d < rank; ++d)
-        sizes.push_back(reduced[d] ? rewriter.getIndexAttr(1)
-                                   : tensor::getMixedSize(rewriter, loc, input, d));
-      acc = rewriter.create<tensor::ExpandShapeOp>(
-          loc, resultType, acc, keepdimReassociation(rank, reduced), sizes);
-    }
+    if (kind == Kind::Mean)
+      acc = divideByCount(rewriter, loc, acc, input, op.getDims());
+    if (op.getKeepdim())
+      acc = reinsertReducedDims(rewriter, loc, acc, input, resultType, reduced);
     rewriter.replaceOp(op, acc);
     return success();
   }
