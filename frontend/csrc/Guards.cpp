@@ -44,6 +44,8 @@ std::string SourceTable::describe(int i,
     return "L['" + (s.index < (int)localNames.size() ? localNames[s.index] : "?") + "']";
   case Source::Kind::Globals:
     return "G";
+  case Source::Kind::Function:
+    return "F";
   case Source::Kind::Constant:
     return "<constant " + std::string(Py_TYPE(s.key.get())->tp_name) + ">";
   case Source::Kind::Builtin:
@@ -76,6 +78,9 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       break;
     case Source::Kind::Globals:
       v = frame.globals;
+      break;
+    case Source::Kind::Function:
+      v = frame.func;
       break;
     case Source::Kind::Constant:
       v = s.key.get();

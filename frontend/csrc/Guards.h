@@ -24,6 +24,7 @@ struct FrameView {
   int numLocals = 0;
   PyObject *globals = nullptr;
   PyObject *builtins = nullptr;
+  PyObject *func = nullptr; ///< the function object being called
 };
 
 /// Where a value comes from.
@@ -37,6 +38,7 @@ struct Source {
     DictItem,  ///< parent[key] where parent is a dict
     Attr,      ///< getattr(parent, key)
     TupleItem, ///< parent[index] where parent is a tuple or list
+    Function,  ///< the frame's function object (for its closure cells)
   };
   Kind kind;
   int parent = -1;

@@ -339,7 +339,7 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     return nullptr;
   }
   ++gStats["frames"];
-  FrameView view{locals, numLocals, globals, builtins};
+  FrameView view{locals, numLocals, globals, builtins, func};
   bool grad = gradEnabled();
   std::vector<PyRef> values;
   std::string firstFailure;

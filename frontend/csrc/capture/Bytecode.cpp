@@ -91,7 +91,74 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   };
   size_t next = pc + 1;
   if (op == "RESUME" || op == "NOP" || op == "PRECALL" || op == "CACHE" ||
-      op == "EXTENDED_ARG") {
+      op == "EXTENDED_ARG" || op == "COPY_FREE_VARS") {
+    // COPY_FREE_VARS: free variables were bound when the frame was set up.
+  } else if (op == "MAKE_CELL") {
+    std::string name = str(in.argval.get());
+    auto cell = std::make_shared<Var>();
+    cell->kind = Var::Kind::Cell;
+    // An argument that is also a cell starts with the argument's value.
+    std::vector<std::string> names = localNames(
+        reinterpret_cast<PyCodeObject *>(f.code->code.get()));
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) {
+      int idx = static_cast<int>(it - names.begin());
+      bool bound = f.isRoot ? (f.loaded[idx] ? f.locals[idx] != nullptr
+                                             : idx < frame_.numLocals && frame_.locals[idx])
+                            : f.locals[idx] != nullptr;
+      if (bound)
+        cell->items.push_back(loadLocal(f, idx));
+    }
+    f.cells[name] = cell;
+  } else if (op == "LOAD_DEREF" || op == "LOAD_CLOSURE") {
+    std::string name = str(in.argval.get());
+    auto it = f.cells.find(name);
+    if (it == f.cells.end())
+      throw Unsupported("closure variable '" + name + "' is not bound");
+    f.stack.push_back(op == "LOAD_CLOSURE" ? it->second : cellContent(it->second, name));
+  } else if (op == "STORE_DEREF") {
+    std::string name = str(in.argval.get());
+    auto it = f.cells.find(name);
+    if (it == f.cells.end() || it->second->obj)
+      throw Unsupported("assigning the enclosing function's variable '" + name +
+                        "' (nonlocal) is not supported yet");
+    it->second->items = {pop(f)};
+  } else if (op == "MAKE_FUNCTION") {
+    VarP codeVar = pop(f);
+    PyObject *code = constObj(codeVar, "function code");
+    if (!PyCode_Check(code))
+      throw Unsupported("MAKE_FUNCTION without a code object");
+    VarP closure = in.arg & 0x08 ? pop(f) : nullptr;
+    if (in.arg & 0x04)
+      pop(f); // annotations
+    VarP kwdefaults = in.arg & 0x02 ? pop(f) : nullptr;
+    VarP defaults = in.arg & 0x01 ? pop(f) : nullptr;
+    PyRef fn = PyRef::steal(PyFunction_New(code, f.globals.get()));
+    if (!fn) {
+      PyErr_Clear();
+      throw Unsupported("cannot create function");
+    }
+    if (defaults) {
+      if (defaults->kind == Var::Kind::Tuple)
+        for (auto &d : defaults->items)
+          constObj(d, "default argument value");
+      PyObject *d = constObj(defaults, "default arguments");
+      if (PyFunction_SetDefaults(fn.get(), d) < 0) {
+        PyErr_Clear();
+        throw Unsupported("invalid defaults");
+      }
+    }
+    if (kwdefaults && PyFunction_SetKwDefaults(fn.get(), constObj(kwdefaults, "keyword defaults")) < 0) {
+      PyErr_Clear();
+      throw Unsupported("invalid keyword defaults");
+    }
+    keepAlive_.push_back(fn);
+    auto v = std::make_shared<Var>();
+    v->kind = Var::Kind::Function;
+    v->obj = fn;
+    if (closure)
+      v->items = closure->items;
+    f.stack.push_back(v);
   } else if (op == "LOAD_FAST" || op == "LOAD_FAST_CHECK") {
     f.stack.push_back(loadLocal(f, in.arg));
   } else if (op == "STORE_FAST") {
@@ -287,6 +354,8 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   } else if (op == "STORE_ATTR" || op == "STORE_GLOBAL" || op == "STORE_SUBSCR" ||
              op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
     throw Unsupported("mutation (" + op + ") of Python state is not supported yet");
+  } else if (op == "DELETE_DEREF") {
+    throw Unsupported("del of a closure variable is not supported yet");
   } else {
     throw Unsupported("opcode " + op + " is not supported yet");
   }
@@ -314,6 +383,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     }
     return makeConst(PyRef::borrow(Py_None));
   }
+  if (callee->kind == Var::Kind::Function)
+    return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
   if (callee->kind == Var::Kind::BoundMethod) {
     args.insert(args.begin(), callee->self);
     return inlineFunction(callee->obj.get(), -1, args, kwargs);
@@ -407,6 +478,26 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     }
     return makeSeq(Var::Kind::Iter, items);
   }
+  // sum() over tensors: a chain of `+` (eager adds to the start value too).
+  if (name == "sum" && !args.empty() && args.size() <= 2 &&
+      (!args[0]->isConst() || (args.size() == 2 && !args[1]->isConst()))) {
+    VarP acc = args.size() == 2 ? args[1]
+               : kwargs.count("start") ? kwargs["start"]
+                                       : makeConst(PyRef::steal(PyLong_FromLong(0)));
+    for (const VarP &item : iterItems(args[0])) {
+      if (VarP t = tensorBinary("+", acc, item)) {
+        acc = t;
+        continue;
+      }
+      PyRef r = PyRef::steal(constBinary("+", constObj(acc, "operand"), constObj(item, "operand")));
+      if (!r) {
+        PyErr_Clear();
+        throw Unsupported("sum() raised on constants");
+      }
+      acc = makeConst(r);
+    }
+    return acc;
+  }
   // len()/isinstance() on tensors are answered from the static type.
   if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
     return tensorAttribute(args[0], "__len__");
@@ -450,8 +541,57 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   return makeConst(r);
 }
 
+VarP Interpreter::cellContent(const VarP &cell, const std::string &name) {
+  if (cell->kind != Var::Kind::Cell)
+    throw Unsupported("closure variable '" + name + "' is not a cell");
+  if (cell->items.empty() && cell->obj) {
+    // A real cell of an enclosing Python function: its content is read
+    // (and guarded) through its source on every call.
+    PyObject *content = PyCell_GET(cell->obj.get());
+    if (!content)
+      throw Unsupported("closure variable '" + name + "' is unbound");
+    cell->items.push_back(fromSource(content, cell->source));
+  }
+  if (cell->items.empty())
+    throw Unsupported("closure variable '" + name + "' referenced before assignment");
+  return cell->items[0];
+}
+
+void Interpreter::bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
+                               const std::vector<VarP> *closure) {
+  PyObject *freevars = PyCode_GetFreevars(code);
+  PyRef owned = PyRef::steal(freevars);
+  Py_ssize_t n = freevars ? PyTuple_GET_SIZE(freevars) : 0;
+  if (n == 0)
+    return;
+  if (closure) {
+    if ((Py_ssize_t)closure->size() != n)
+      throw Unsupported("closure does not match the function's free variables");
+    for (Py_ssize_t i = 0; i < n; ++i)
+      f.cells[PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars, i))] = (*closure)[i];
+    return;
+  }
+  PyObject *cells = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : nullptr;
+  if (!cells || !PyTuple_Check(cells) || PyTuple_GET_SIZE(cells) != n)
+    throw Unsupported("function without its closure cells");
+  if (fnSource < 0)
+    fnSource = out_.sources.add(Source::Kind::Constant, -1, 0, fn);
+  PyRef closureName = PyRef::steal(PyUnicode_FromString("__closure__"));
+  PyRef contentsName = PyRef::steal(PyUnicode_FromString("cell_contents"));
+  int closureSrc = out_.sources.add(Source::Kind::Attr, fnSource, 0, closureName.get());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto cell = std::make_shared<Var>();
+    cell->kind = Var::Kind::Cell;
+    cell->obj = PyRef::borrow(PyTuple_GET_ITEM(cells, i));
+    int cellSrc = out_.sources.add(Source::Kind::TupleItem, closureSrc, (int)i, nullptr);
+    cell->source = out_.sources.add(Source::Kind::Attr, cellSrc, 0, contentsName.get());
+    f.cells[PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars, i))] = cell;
+  }
+}
+
 VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
-                                 std::map<std::string, VarP> &kwargs) {
+                                 std::map<std::string, VarP> &kwargs,
+                                 const std::vector<VarP> *closure) {
   if (++depth_ > 32)
     throw Unsupported("inlining is nested too deeply (recursion?)");
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
@@ -460,8 +600,6 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     throw Unsupported("calling " + str(func->func_qualname) + " with *args/**kwargs is not supported yet");
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
     throw Unsupported("generators and coroutines are not supported");
-  if (func->func_closure)
-    throw Unsupported("closures (" + str(func->func_qualname) + ") are not supported yet");
   Frame f;
   f.code = &codeInfo(func->func_code);
   std::vector<std::string> names = localNames(code);
@@ -500,6 +638,7 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
       ? out_.sources.add(Source::Kind::Attr, fnSource, 0,
                          PyRef::steal(PyUnicode_FromString("__globals__")).get())
       : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
+  bindFreeVars(f, code, fn, fnSource, closure);
   VarP r = interpret(f);
   --depth_;
   return r;

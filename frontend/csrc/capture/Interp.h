@@ -35,6 +35,10 @@ struct Var {
     BoundMethod,  ///< `obj` is a Python function, `self` its receiver
     TensorMethod, ///< method `name` of tensor `self`
     ListMethod,   ///< method `name` (append/extend) of list `self`
+    Cell,         ///< a closure cell: `items` holds its content (0 or 1);
+                  ///< a real cell (`obj`) is read lazily from `source`
+    Function,     ///< a function made by MAKE_FUNCTION during capture:
+                  ///< `obj` the function, `items` its closure cells
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -93,6 +97,7 @@ struct Frame {
   PyRef globals;   ///< the function's globals dict
   int globalsSource = -1;
   PyRef kwNames;   ///< pending KW_NAMES tuple
+  std::map<std::string, VarP> cells; ///< cell and free variables by name
   bool isRoot = false;
 };
 
@@ -129,7 +134,13 @@ private:
   VarP call(const VarP &callee, std::vector<VarP> &args,
             std::map<std::string, VarP> &kwargs);
   VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
-                      std::map<std::string, VarP> &kwargs);
+                      std::map<std::string, VarP> &kwargs,
+                      const std::vector<VarP> *closure = nullptr);
+  /// Binds the free variables of `code` in `f`: from `closure` (symbolic
+  /// cells) or from the real cells of `fn`, read through `fnSource`.
+  void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
+                    const std::vector<VarP> *closure);
+  VarP cellContent(const VarP &cell, const std::string &name);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);

@@ -448,8 +448,10 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   f.loaded.assign(n, false);
   f.isRoot = true;
   f.globals = PyRef::borrow(frame_.globals);
-  (void)func;
   f.globalsSource = out_.sources.add(Source::Kind::Globals, -1, 0, nullptr);
+  if (code->co_nfreevars > 0)
+    bindFreeVars(f, code, func, out_.sources.add(Source::Kind::Function, -1, 0, nullptr),
+                 nullptr);
   return interpret(f);
 }
 
