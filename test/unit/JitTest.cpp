@@ -583,6 +583,45 @@ TEST_F(JitTest, LogSigmoidPowSqrtAccuracy) {
   expectNear(o5, w5);
 }
 
+TEST_F(JitTest, SoftmaxOverLeadingAndMiddleDims) {
+  // Reductions over outer loops feeding elementwise consumers: a loop
+  // fusion that ignores the accumulation would read partial maxima/sums.
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<5x7x3xf32>) -> (tensor<5x7x3xf32>, tensor<5x7x3xf32>) {
+      %0 = kiln.softmax %x {dim = 0 : i64} : tensor<5x7x3xf32>
+      %1 = kiln.softmax %x {dim = 1 : i64} : tensor<5x7x3xf32>
+      return %0, %1 : tensor<5x7x3xf32>, tensor<5x7x3xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  auto x = random<float>({5, 7, 3}, 50, -4, 4);
+  Buf<float> o0({5, 7, 3}), o1({5, 7, 3});
+  c({&x.desc, &o0.desc, &o1.desc});
+  auto at = [&](int i, int j, int k) { return double(x[(i * 7 + j) * 3 + k]); };
+  std::vector<double> w0(105), w1(105);
+  for (int j = 0; j < 7; ++j)
+    for (int k = 0; k < 3; ++k) {
+      double m = -INFINITY, s = 0;
+      for (int i = 0; i < 5; ++i)
+        m = std::max(m, at(i, j, k));
+      for (int i = 0; i < 5; ++i)
+        s += std::exp(at(i, j, k) - m);
+      for (int i = 0; i < 5; ++i)
+        w0[(i * 7 + j) * 3 + k] = std::exp(at(i, j, k) - m) / s;
+    }
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 3; ++k) {
+      double m = -INFINITY, s = 0;
+      for (int j = 0; j < 7; ++j)
+        m = std::max(m, at(i, j, k));
+      for (int j = 0; j < 7; ++j)
+        s += std::exp(at(i, j, k) - m);
+      for (int j = 0; j < 7; ++j)
+        w1[(i * 7 + j) * 3 + k] = std::exp(at(i, j, k) - m) / s;
+    }
+  expectNear(o0, w0);
+  expectNear(o1, w1);
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
