@@ -10,6 +10,8 @@
 #include "codegen/cpu/Threads.h"
 #include "runtime/MemRefDescriptor.h"
 
+#include <functional>
+
 namespace kiln {
 namespace {
 
@@ -75,24 +77,29 @@ bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
 
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          const std::vector<PyObject *> &inputs) {
-  auto item = [&](const OutputSlot &s) -> PyObject * {
+  size_t pos = 0;
+  // Builds the node at `pos` (prefix order) and advances past its subtree.
+  std::function<PyObject *()> build = [&]() -> PyObject * {
+    const OutputSlot &s = entry.outputs[pos++];
+    if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {
+      bool tuple = s.kind == OutputSlot::Kind::Tuple;
+      PyObject *seq = tuple ? PyTuple_New(s.index) : PyList_New(s.index);
+      for (int i = 0; i < s.index; ++i) {
+        PyObject *child = build();
+        if (tuple)
+          PyTuple_SET_ITEM(seq, i, child);
+        else
+          PyList_SET_ITEM(seq, i, child);
+      }
+      return seq;
+    }
     PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
     Py_INCREF(o);
     return o;
   };
-  if (entry.structure == 0)
-    return item(entry.outputs[0]);
-  PyObject *seq = entry.structure == 1 ? PyTuple_New(entry.outputs.size())
-                                       : PyList_New(entry.outputs.size());
-  for (size_t i = 0; i < entry.outputs.size(); ++i) {
-    if (entry.structure == 1)
-      PyTuple_SET_ITEM(seq, i, item(entry.outputs[i]));
-    else
-      PyList_SET_ITEM(seq, i, item(entry.outputs[i]));
-  }
-  return seq;
+  return build();
 }
 
 } // namespace kiln

@@ -26,7 +26,6 @@ struct Entry {
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
   std::vector<OutputSlot> outputs;
-  int structure = 0;
   bool needsAutograd = false;
   rt::CompiledFunction fn;
   std::vector<std::string> localNames;

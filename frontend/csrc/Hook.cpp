@@ -155,7 +155,6 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   entry->inputs = std::move(cap.inputs);
   entry->results = std::move(cap.results);
   entry->outputs = std::move(cap.outputs);
-  entry->structure = cap.structure;
   for (const GraphInput &in : entry->inputs)
     entry->needsAutograd |= cap.gradMode && in.requiresGrad;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -13,9 +13,20 @@
 namespace kiln {
 namespace {
 
-/// Adds the Python result `v` to the graph outputs.
+/// Adds the Python result `v` (and, for a tuple/list, its items after it)
+/// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
-               const std::vector<mlir::Value> &inputs, const VarP &v) {
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0) {
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
+    if (depth > 16)
+      throw Unsupported("the function returns too deeply nested containers");
+    out.outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
+                                                        : OutputSlot::Kind::List,
+                           (int)v->items.size(), {}});
+    for (auto &item : v->items)
+      addOutput(out, results, inputs, item, depth + 1);
+    return;
+  }
   if (v->isTensor()) {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
@@ -35,7 +46,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     out.outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
     return;
   }
-  throw Unsupported("the function returns a value kiln cannot rebuild (nested containers?)");
+  throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
 }
 
 } // namespace
@@ -54,14 +65,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     mlir::Block &entry = fn.getBody().front();
     std::vector<mlir::Value> inputs(entry.getArguments().begin(), entry.getArguments().end());
     std::vector<mlir::Value> results;
-    if (result->kind == Var::Kind::Tuple || result->kind == Var::Kind::List) {
-      out.structure = result->kind == Var::Kind::Tuple ? 1 : 2;
-      for (auto &item : result->items)
-        addOutput(out, results, inputs, item);
-    } else {
-      out.structure = 0;
-      addOutput(out, results, inputs, result);
-    }
+    addOutput(out, results, inputs, result);
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     b.create<mlir::func::ReturnOp>(interp.loc(), results);

@@ -22,11 +22,13 @@
 
 namespace kiln {
 
-/// How one element of the Python result is produced.
+/// How one node of the Python result is produced. The result is a tree
+/// stored in prefix order: a Tuple/List node is followed by its children.
 struct OutputSlot {
-  enum class Kind { Graph, Input, Constant };
+  enum class Kind { Graph, Input, Constant, Tuple, List };
   Kind kind;
-  int index = 0;  ///< Graph: result number; Input: graph input number
+  int index = 0;  ///< Graph: result number; Input: graph input number;
+                  ///< Tuple/List: number of children
   PyRef constant; ///< Constant: the object itself
 };
 
@@ -49,9 +51,7 @@ struct Capture {
   std::vector<Guard> guards;
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
-  std::vector<OutputSlot> outputs;
-  /// 0: the result is outputs[0]; 1: a tuple of outputs; 2: a list.
-  int structure = 0;
+  std::vector<OutputSlot> outputs; ///< the result tree, root first
   /// Whether grad mode was on at capture (guarded).
   bool gradMode = false;
   /// Number of kiln ops in the graph.
