@@ -215,3 +215,25 @@ def test_branch_on_static_shape():
     assert_close(cf(b), f(b))
     s = stats()
     assert s["graphs_compiled"] == 2 and s["compiled_calls"] == 2 and s["recompiles"] == 1, s
+
+
+class MultiHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleList([nn.Linear(6, 3) for _ in range(4)])
+
+    def forward(self, x):
+        outs = [torch.relu(h(x)) for h in self.heads]
+        return sum(outs[1:], outs[0]), outs[-1]
+
+
+def test_list_comprehension_over_modulelist():
+    model = MultiHead().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 6)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+        del model.heads[3]  # one head fewer: the guard on the child count fails
+        assert_close(compiled(x), model(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["graph_breaks"] == 0, s

@@ -307,3 +307,63 @@ def test_view_output_aliases_input():
     f(x_eager)[0] = 5.0
     y[0] = 5.0
     assert_close(x, x_eager)
+
+
+def _make_scaler(scale, bias):
+    def scaler(x):
+        return x * scale + bias
+    return scaler
+
+
+def test_closures_are_captured_and_guarded():
+    x = torch.randn(5)
+    bias = torch.randn(5)
+    two, three = kiln.compile(_make_scaler(2.0, bias)), kiln.compile(_make_scaler(3.0, bias))
+    assert_close(two(x), x * 2.0 + bias)
+    # Same code object, different closure cell: must not reuse scale=2.0.
+    assert_close(three(x), x * 3.0 + bias)
+    assert_close(two(x), x * 2.0 + bias)
+    bias.add_(1.0)  # a captured tensor is a graph input, not a constant
+    assert_close(two(x), x * 2.0 + bias)
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["compiled_calls"] == 4 and s["cache_hits"] == 2, s
+    assert s["graph_breaks"] == 0, s
+
+
+def test_nested_defs_lambdas_and_comprehensions():
+    def f(x, ws, k=2):
+        y = x * k
+
+        def inner(t):
+            return t * x + y
+
+        scale = lambda t, a=0.5: t * a  # noqa: E731
+        outs = [inner(w) for w in ws]
+        return sum(outs, scale(x)), [scale(o, 2.0) for o in outs]
+
+    x = torch.randn(4)
+    ws = [torch.randn(4) for _ in range(3)]
+    check(f, x, ws)
+
+
+def test_generator_expression_falls_back():
+    def f(x):
+        return sum(x * k for k in range(3))
+
+    x = torch.randn(3)
+    assert_close(kiln.compile(f)(x), f(x))
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["compiled_calls"] == 0, s
+
+
+def test_nested_return_structures():
+    def f(x, y):
+        h = x * y
+        return h, (x, [h + 1, 3, (y.sum(), None)]), [], ()
+
+    x, y = torch.randn(3), torch.randn(3)
+    out = kiln.compile(f)(x, y)
+    assert_close(out, f(x, y))
+    assert out[1][0] is x
+    assert isinstance(out[1][1], list) and isinstance(out[1][1][2], tuple)
+    assert_compiled(graphs=1, calls=1)
