@@ -13,6 +13,7 @@
 // CHECK-DAG: --kiln-convert-to-linalg {{.*}}- Lowers kiln ops to linalg
 // CHECK-DAG: --kiln-decompose {{.*}}- Rewrites composite kiln ops
 // CHECK-DAG: --kiln-destination-outputs {{.*}}- Turns function results into caller-provided output buffers
+// CHECK-DAG: --kiln-fuse-linalg-elementwise {{.*}}- Fuses elementwise linalg.generic producers
 // CHECK-DAG: --kiln-linalg-to-blas {{.*}}- Replaces f32/f64 matmuls
 // CHECK: Pass Pipelines:
 // CHECK-DAG: --kiln-cpu-lowering {{.*}}- Lower optimized kiln IR to LLVM
