@@ -95,6 +95,28 @@ void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
   pm.enableIRPrinting(std::make_unique<DebugDirPrinter>(dir));
 }
 
+/// Prints `loc` the way compilers do: `file:line:col`, a NameLoc as
+/// `name (file:line:col)`, fused/call-site locations by their first part.
+void printLocation(Location loc, llvm::raw_ostream &os) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  } else if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << name.getName().getValue();
+    if (!isa<UnknownLoc>(name.getChildLoc())) {
+      os << " (";
+      printLocation(name.getChildLoc(), os);
+      os << ")";
+    }
+  } else if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty()) {
+    printLocation(fused.getLocations().front(), os);
+  } else if (auto call = dyn_cast<CallSiteLoc>(loc)) {
+    printLocation(call.getCallee(), os);
+  } else {
+    os << loc;
+  }
+}
+
 /// Builds a host TargetMachine at O3.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -122,10 +144,16 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
-    diag << d.getLocation() << ": " << (d.getSeverity() == DiagnosticSeverity::Error ? "error" : "note")
-         << ": " << d << "\n";
-    for (Diagnostic &note : d.getNotes())
-      diag << note.getLocation() << ": note: " << note << "\n";
+    const char *severity = d.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                           : d.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                           : d.getSeverity() == DiagnosticSeverity::Remark  ? "remark"
+                                                                            : "note";
+    printLocation(d.getLocation(), diag);
+    diag << ": " << severity << ": " << d << "\n";
+    for (Diagnostic &note : d.getNotes()) {
+      printLocation(note.getLocation(), diag);
+      diag << ": note: " << note << "\n";
+    }
     return success();
   });
   auto fail = [&](const std::string &what) {
