@@ -627,6 +627,31 @@ TEST_F(JitTest, SoftmaxOverLeadingAndMiddleDims) {
   expectNear(o1, w1);
 }
 
+TEST_F(JitTest, VectorizedMaxPropagatesNaN) {
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<6x1000xf32>) -> (tensor<6xf32>, tensor<6x1000xf32>) {
+      %0 = kiln.max %x {dims = array<i64: 1>} : tensor<6x1000xf32> -> tensor<6xf32>
+      %1 = kiln.relu %x : tensor<6x1000xf32>
+      return %0, %1 : tensor<6xf32>, tensor<6x1000xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  auto x = random<float>({6, 1000}, 60);
+  x[0 * 1000 + 0] = NAN;   // first element
+  x[1 * 1000 + 517] = NAN; // inside the vector body
+  x[2 * 1000 + 999] = NAN; // in the remainder
+  for (int j = 0; j < 1000; ++j)
+    x[3 * 1000 + j] = -INFINITY;
+  x[4 * 1000 + 3] = INFINITY;
+  Buf<float> m({6}), r({6, 1000});
+  c({&x.desc, &m.desc, &r.desc});
+  double row5 = -INFINITY;
+  for (int j = 0; j < 1000; ++j)
+    row5 = std::max(row5, double(x[5 * 1000 + j]));
+  expectNear(m, {NAN, NAN, NAN, -INFINITY, INFINITY, row5});
+  EXPECT_TRUE(std::isnan(r[1 * 1000 + 517]));
+  EXPECT_EQ(r[3 * 1000], 0.0f);
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
