@@ -52,6 +52,7 @@ struct CodeCache {
 Py_ssize_t gExtraIndex = -1;
 std::set<CodeCache *> gCaches;
 std::vector<std::string> gSkipPrefixes;
+std::string gKilnPrefix; ///< kiln's own package: never captured, even as the entry
 std::map<std::string, long> gStats;
 std::unique_ptr<mlir::MLIRContext> gContext;
 long gCompileCounter = 0;
@@ -266,6 +267,8 @@ bool initHook() {
       return false;
     std::filesystem::path p(PyUnicode_AsUTF8(file.get()));
     gSkipPrefixes.push_back(p.parent_path().string() + "/");
+    if (std::string(mod) == "kiln")
+      gKilnPrefix = gSkipPrefixes.back();
   }
   mlir::DialectRegistry registry;
   mlir::kiln::registerAllDialects(registry);
@@ -328,6 +331,10 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   *handled = 0;
   bool isEntry = code == tls.entryCode;
   if (!isEntry && isSkipped(code))
+    return nullptr;
+  // kiln's own trampolines (e.g. calling a module with hooks) run eagerly;
+  // the frames they call are still intercepted.
+  if (isEntry && !gKilnPrefix.empty() && codeFile(code).rfind(gKilnPrefix, 0) == 0)
     return nullptr;
   Busy busy;
   CodeCache *cache = cacheOf(code);

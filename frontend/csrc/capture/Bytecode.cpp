@@ -393,12 +393,39 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (VarP r = callTorchFunction(fn, args, kwargs))
     return r;
   if (isModule(fn)) {
-    for (const char *hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"}) {
-      PyRef h = PyRef::steal(PyObject_GetAttrString(fn, hooks));
-      if (h && PyDict_Check(h.get()) && PyDict_Size(h.get()) > 0)
+    // Module.__call__ runs hooks (the module's and the global ones) around
+    // forward; the graph inlines forward alone, so it guards that there are
+    // none: a hook registered later must recompile (and then fall back).
+    int modSrc = sourceOf(callee);
+    int dictSrc = modSrc >= 0 ? out_.sources.add(Source::Kind::ObjDict, modSrc, 0, nullptr) : -1;
+    for (const char *hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                              "_backward_pre_hooks"}) {
+      PyObject **dictPtr = _PyObject_GetDictPtr(fn);
+      PyObject *h = dictPtr && *dictPtr ? PyDict_GetItemString(*dictPtr, hooks) : nullptr;
+      if (!h || !PyDict_Check(h))
+        continue;
+      if (PyDict_Size(h) > 0)
         throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) + " has hooks");
+      if (dictSrc >= 0) {
+        PyRef key = PyRef::steal(PyUnicode_FromString(hooks));
+        guardLength(out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get()), 0);
+      }
+    }
+    static PyObject *moduleModule = PyImport_ImportModule("torch.nn.modules.module"); // leaked
+    for (const char *hooks : {"_global_forward_hooks", "_global_forward_pre_hooks",
+                              "_global_backward_hooks", "_global_backward_pre_hooks"}) {
+      PyRef h = PyRef::steal(moduleModule ? PyObject_GetAttrString(moduleModule, hooks) : nullptr);
+      if (!h || !PyDict_Check(h.get()))
+        continue;
+      if (PyDict_Size(h.get()) > 0)
+        throw Unsupported("global module hooks are registered");
+      guardLength(out_.sources.add(Source::Kind::Constant, -1, 0, h.get()), 0);
     }
     PyErr_Clear();
+    PyObject **instDict = _PyObject_GetDictPtr(fn);
+    if (instDict && *instDict && PyDict_GetItemString(*instDict, "forward"))
+      throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) +
+                        " has a forward set on the instance");
     PyRef forward = PyRef::steal(PyObject_GetAttrString(
         reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
     if (!forward || !PyFunction_Check(forward.get())) {

@@ -153,6 +153,8 @@ private:
   /// `v`'s source, or (for an nn.Module constant without one) a Constant
   /// source holding the module, so its attributes can be guarded.
   int sourceOf(const VarP &v);
+  /// Guards `len(value of source) == n` (tuple, list or dict).
+  void guardLength(int source, Py_ssize_t n);
   VarP subscript(const VarP &container, const VarP &index);
   bool truthy(const VarP &v);
   const CodeInfo &codeInfo(PyObject *code);

@@ -177,6 +177,17 @@ void Interpreter::guardValue(const VarP &v) {
   out_.guards.push_back(std::move(g));
 }
 
+void Interpreter::guardLength(int source, Py_ssize_t n) {
+  for (const Guard &e : out_.guards)
+    if (e.source == source && e.kind == Guard::Kind::Length)
+      return;
+  Guard g;
+  g.kind = Guard::Kind::Length;
+  g.source = source;
+  g.expected = PyRef::steal(PyLong_FromSsize_t(n));
+  out_.guards.push_back(std::move(g));
+}
+
 int Interpreter::sourceOf(const VarP &v) {
   if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()))
     return v->source;
@@ -187,12 +198,8 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
   if (holdsTensor(value) && !isTensor(value)) {
     // A tuple/list of tensors: each item becomes its own source (tensors
     // turn into graph inputs); the length is guarded.
-    Guard g;
-    g.kind = Guard::Kind::Length;
-    g.source = source;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
-    g.expected = PyRef::steal(PyLong_FromSsize_t(n));
-    out_.guards.push_back(std::move(g));
+    guardLength(source, n);
     std::vector<VarP> items;
     for (Py_ssize_t i = 0; i < n; ++i)
       items.push_back(fromSource(PySequence_Fast_ITEMS(value)[i],
@@ -372,11 +379,7 @@ VarP Interpreter::getIter(const VarP &v) {
     while (PyDict_Next(modules.get(), &pos, &k, &child))
       items.push_back(fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k)));
     // The set of children is part of what the graph depends on.
-    Guard g;
-    g.kind = Guard::Kind::Length;
-    g.source = modSrc;
-    g.expected = PyRef::steal(PyLong_FromSsize_t(PyDict_Size(modules.get())));
-    out_.guards.push_back(std::move(g));
+    guardLength(modSrc, PyDict_Size(modules.get()));
     return makeSeq(Var::Kind::Iter, items);
   }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))

@@ -31,6 +31,22 @@ def _check_options(options: dict) -> dict:
     return {"fullgraph": bool(options.get("fullgraph", False))}
 
 
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _has_hooks(mod: torch.nn.Module) -> bool:
+    """Whether calling `mod` runs hooks around its forward (its own or global)."""
+    import torch.nn.modules.module as m
+
+    return (any(getattr(mod, h, None) for h in _HOOK_DICTS)
+            or "forward" in mod.__dict__
+            or any(getattr(m, "_global" + h, None) for h in _HOOK_DICTS))
+
+
+def _call_module(mod, *args, **kwargs):
+    return mod(*args, **kwargs)
+
+
 class CompiledModule(torch.nn.Module):
     """Wraps an nn.Module; calls go through kiln, state stays the original's."""
 
@@ -40,8 +56,14 @@ class CompiledModule(torch.nn.Module):
         self._kiln_opts = opts
 
     def forward(self, *args, **kwargs):
-        forward = self._orig_mod.forward
-        return _C.call(forward.__func__, (self._orig_mod, *args), kwargs,
+        mod = self._orig_mod
+        if _has_hooks(mod):
+            # Module.__call__ runs the hooks; frames under it are still
+            # compiled (the trampoline itself stays eager).
+            return _C.call(_call_module, (mod, *args), kwargs,
+                           self._kiln_opts["fullgraph"], _autograd.apply)
+        forward = mod.forward
+        return _C.call(forward.__func__, (mod, *args), kwargs,
                        self._kiln_opts["fullgraph"], _autograd.apply)
 
     def __getattr__(self, name):
