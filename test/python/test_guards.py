@@ -248,3 +248,58 @@ def test_recompile_limit_falls_back_to_eager():
         assert any("recompile limit" in str(m.message) for m in w)
     s = stats()
     assert s["graphs_compiled"] == 2 and s["eager_calls"] == 2, s
+
+
+class HookNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 4)
+        self.fc2 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_hook_registered_on_submodule_after_compile_runs():
+    model = HookNet().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(3, 4)
+    calls = []
+
+    def hook(mod, inputs, output):
+        calls.append(mod)
+        return output * 0
+
+    with torch.no_grad():
+        compiled(x)
+        handle = model.fc1.register_forward_hook(hook)
+        out = compiled(x)
+        handle.remove()
+        expected_with_hook = model.fc2(torch.zeros(3, 4))
+    assert calls == [model.fc1]
+    assert_close(out, expected_with_hook)
+    s = stats()
+    # HookNet.forward recompiles and breaks (fc1 has a hook); the hook's own
+    # frame (list.append) is intercepted too and breaks.
+    assert s["recompiles"] == 1 and s["graph_breaks"] == 2, s
+
+
+def test_hooks_on_the_compiled_module_itself_run():
+    model = HookNet().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(3, 4)
+    seen = []
+    model.register_forward_pre_hook(lambda mod, inputs: (inputs[0] * 2,))
+    model.register_forward_hook(lambda mod, inputs, out: seen.append(out.shape) or out + 1)
+    with torch.no_grad():
+        expected = model(x)
+        assert seen == [(3, 2)]
+        got = compiled(x)
+        got2 = compiled(x)
+    assert seen == [(3, 2)] * 3
+    assert_close(got, expected)
+    assert_close(got2, expected)
+    s = stats()
+    # forward itself (called by Module.__call__ between the hooks) and the
+    # pre-hook are compiled; the forward hook (list.append) breaks.
+    assert s["graphs_compiled"] == 2 and s["compiled_calls"] == 4 and s["graph_breaks"] == 1, s
