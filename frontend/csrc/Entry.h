@@ -27,6 +27,10 @@ struct Entry {
   std::vector<GraphOutput> results;
   std::vector<OutputSlot> outputs;
   bool needsAutograd = false;
+  /// A failed capture: when its guards hold the frame runs eagerly (the
+  /// capture would fail the same way); `eagerReason` says why.
+  bool eager = false;
+  std::string eagerReason;
   rt::CompiledFunction fn;
   std::vector<std::string> localNames;
   std::string name;

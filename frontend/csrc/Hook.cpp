@@ -19,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -43,9 +44,8 @@ thread_local ThreadState tls;
 
 /// Cache of one code object (stored in its co_extra slot).
 struct CodeCache {
+  /// Compiled entries and failed captures (Entry::eager), tried in order.
   std::vector<std::unique_ptr<Entry>> entries;
-  bool eager = false; ///< capture failed: always run this code eagerly
-  std::string eagerReason;
   bool warnedLimit = false;
 };
 
@@ -121,14 +121,26 @@ std::string newDebugDir(const std::string &name) {
   return ec ? "" : dir;
 }
 
-/// Captures and compiles a new entry; null (no Python error) on failure.
+/// Captures and compiles a new entry; null (no Python error) on failure,
+/// with `failed` set to an eager entry guarded by what the capture had
+/// assumed up to the failure (the same assumptions fail the same way).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure) {
+                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed) {
   auto t0 = std::chrono::steady_clock::now();
   Capture cap;
   cap.gradMode = gradEnabled();
-  if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
+  auto fail = [&]() -> std::unique_ptr<Entry> {
+    failed = std::make_unique<Entry>();
+    failed->eager = true;
+    failed->name = codeName(code);
+    failed->localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
+    failed->sources = std::move(cap.sources);
+    failed->guards = std::move(cap.guards);
+    failed->gradMode = cap.gradMode;
     return nullptr;
+  };
+  if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
+    return fail();
   auto entry = std::make_unique<Entry>();
   entry->name = codeName(code);
   entry->localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
@@ -147,7 +159,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     entry->fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error);
     if (!entry->fn.entry) {
       failure.reason = "compilation failed: " + error;
-      return nullptr;
+      return fail();
     }
   }
   entry->sources = std::move(cap.sources);
@@ -291,8 +303,6 @@ std::map<std::string, long> stats() {
 void resetCaches() {
   for (CodeCache *c : gCaches) {
     c->entries.clear();
-    c->eager = false;
-    c->eagerReason.clear();
     c->warnedLimit = false;
   }
   gStats.clear();
@@ -340,10 +350,6 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   CodeCache *cache = cacheOf(code);
   if (!cache)
     return nullptr;
-  if (cache->eager) {
-    ++gStats["eager_calls"];
-    return nullptr;
-  }
   ++gStats["frames"];
   FrameView view{locals, numLocals, globals, builtins, func};
   bool grad = gradEnabled();
@@ -352,6 +358,15 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   for (auto &e : cache->entries) {
     int bad = e->sources.resolve(view, values);
     int failed = bad >= 0 ? -2 : e->gradMode != grad ? -3 : checkGuards(e->guards, values);
+    if (failed == -1 && e->eager) {
+      ++gStats["eager_calls"];
+      if (tls.fullgraph) {
+        *handled = 1;
+        PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s",
+                     e->eagerReason.c_str());
+      }
+      return nullptr;
+    }
     if (failed == -1) {
       ++gStats["cache_hits"];
       *handled = 1;
@@ -364,7 +379,9 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
                                           " failed";
   }
   if ((int)cache->entries.size() >= options().recompileLimit) {
-    if (!cache->warnedLimit) {
+    bool breaks = std::any_of(cache->entries.begin(), cache->entries.end(),
+                              [](const auto &e) { return e->eager; });
+    if (!cache->warnedLimit && !breaks) {
       cache->warnedLimit = true;
       PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                        "kiln: %s reached the recompile limit (%d); running it eagerly from "
@@ -380,7 +397,8 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     log(LogChannel::Recompiles, "recompiling " + codeName(code) + ": " + firstFailure);
   }
   CaptureFailure failure;
-  std::unique_ptr<Entry> entry = compileEntry(code, func, view, failure);
+  std::unique_ptr<Entry> failedEntry;
+  std::unique_ptr<Entry> entry = compileEntry(code, func, view, failure, failedEntry);
   if (!entry) {
     ++gStats["graph_breaks"];
     std::string msg = codeName(code) + " runs eagerly: " + failure.reason +
@@ -392,8 +410,11 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
                    msg.c_str());
       return nullptr;
     }
-    cache->eager = true;
-    cache->eagerReason = msg;
+    failedEntry->eagerReason = msg;
+    // Kept only if its guards hold now (they describe this very frame).
+    if (failedEntry->sources.resolve(view, values) < 0 &&
+        checkGuards(failedEntry->guards, values) < 0)
+      cache->entries.push_back(std::move(failedEntry));
     ++gStats["eager_calls"];
     return nullptr;
   }

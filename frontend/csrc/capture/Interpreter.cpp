@@ -335,7 +335,10 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->self = obj;
     return m;
   }
-  if (obj->source < 0) {
+  // A builtin method bound to `o` is a new object on every lookup: it is
+  // determined by `o` (already guarded), so it gets no identity guard.
+  bool boundToBase = PyCFunction_Check(v.get()) && PyCFunction_GET_SELF(v.get()) == o;
+  if (obj->source < 0 || boundToBase) {
     keepAlive_.push_back(v);
     return makeConst(v);
   }
