@@ -314,3 +314,53 @@ def test_inplace_changing_dtype_falls_back_like_eager():
     with pytest.raises(RuntimeError):
         kiln.compile(f)(torch.arange(3))
     assert stats()["compiled_calls"] == 0
+
+
+class CumsumLayer(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=-1)
+
+
+def test_graph_break_is_per_guarded_state_not_per_code():
+    # Both models run nn.Sequential.forward (one code object); only the one
+    # with an unsupported layer may fall back.
+    bad = nn.Sequential(nn.Linear(3, 3), CumsumLayer()).eval()
+    good = nn.Sequential(nn.Linear(3, 3), nn.ReLU()).eval()
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert_close(kiln.compile(bad)(x), bad(x))
+        s = stats()
+        # Sequential.forward breaks, then CumsumLayer.forward (run eagerly by it) too
+        assert s["graph_breaks"] == 2 and s["compiled_calls"] == 0, s
+        assert_close(kiln.compile(good)(x), good(x))
+        assert_close(kiln.compile(bad)(x), bad(x))
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 1 and s["graph_breaks"] == 2, s
+
+
+def test_shape_dependent_break_does_not_disable_other_shapes(capfd):
+    def f(x):
+        if x.shape[0] > 2:
+            print("big input")
+        return x * 2
+
+    cf = kiln.compile(f)
+    big, small = torch.ones(4), torch.ones(2)
+    assert_close(cf(big), big * 2)
+    assert_close(cf(small), small * 2)
+    assert_close(cf(big), big * 2)
+    assert_close(cf(small), small * 2)
+    out, _ = capfd.readouterr()
+    assert out.count("big input") == 2
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["eager_calls"] == 2, s
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 2, s
+
+
+def test_fullgraph_raises_on_a_known_break():
+    f = kiln.compile(with_print)
+    strict = kiln.compile(with_print, fullgraph=True)
+    x = torch.ones(3)
+    assert_close(f(x), x * 2 + 1)
+    with pytest.raises(RuntimeError, match="print"):
+        strict(x)
