@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """nn.Module models compiled with kiln.compile, compared against eager."""
 import copy
+import math
 
 import pytest
 import torch
@@ -130,4 +131,59 @@ def test_linear_without_bias_float64():
     x = torch.randn(5, 10, dtype=torch.float64)
     with torch.no_grad():
         assert_close(compiled(x), model(x))
+    assert_compiled(graphs=1, calls=1)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention written with view/permute/matmul/softmax."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+
+    def split(self, t):
+        b, n, c = t.shape
+        return t.view(b, n, self.heads, c // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        h = self.norm(x)
+        q, k, v = self.split(self.q(h)), self.split(self.k(h)), self.split(self.v(h))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n, c)
+        return x + self.out(y)
+
+
+def test_self_attention_block():
+    model = SelfAttention(16, 4).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+        ref = copy.deepcopy(model).double()(x.double())
+        torch.testing.assert_close(compiled(x).double(), ref, rtol=1e-4, atol=1e-5)
+    assert_compiled(graphs=1, calls=2)
+
+
+def test_self_attention_gradients():
+    model = SelfAttention(8, 2)
+    ref = copy.deepcopy(model)
+    x = torch.randn(3, 4, 8, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    kiln.compile(model)(x).square().mean().backward()
+    ref(xr).square().mean().backward()
+    assert_close(x.grad, xr.grad)
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        assert_close(p.grad, rp.grad)
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_linear_on_1d_input():
+    model = nn.Linear(6, 3).eval()
+    x = torch.randn(6)
+    with torch.no_grad():
+        assert_close(kiln.compile(model)(x), model(x))
     assert_compiled(graphs=1, calls=1)
