@@ -76,6 +76,27 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
 // CPU
 //===----------------------------------------------------------------------===//
 
+def FuseRowsPass : Pass<"kiln-fuse-rows", "func::FuncOp"> {
+  let summary = "Runs consecutive row-wise linalg.generic ops row by row in one loop";
+  let description = [{
+    Runs after bufferization. A run of `linalg.generic` ops on memrefs whose
+    first loop is parallel with the same static extent N (softmax's max,
+    sum and division; layer_norm's means and final expression), separated
+    only by side-effect-free ops and allocations, is wrapped in one
+    `scf.for` over rows: each op runs on `memref.subview`s of row i, so the
+    row stays in cache across all of them instead of every op streaming
+    the whole tensor through memory.
+
+    Legal only when each buffer written in the run is accessed by the run
+    exclusively through row i (indexing map result 0 is `d0`, views keep
+    dim 0) — a reduction over rows or any other access to a written buffer
+    ends the run. Applied only to runs that contain a reduction (other
+    elementwise chains are already fused on tensors). Ops using
+    `linalg.index` are left alone.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
   let summary = "Replaces f32/f64 matmuls on memrefs with calls into a tuned BLAS";
   let description = [{

@@ -3,7 +3,8 @@
 //
 // The CPU lowering from optimized kiln IR to the LLVM dialect, in order:
 // kiln → linalg on tensors, elementwise fusion, destination-passing outputs,
-// one-shot bufferization (identity layouts at function boundaries),
+// one-shot bufferization (identity layouts at function boundaries), row-wise
+// loops around reduction chains,
 // ownership-based deallocation so intermediates are freed, BLAS calls for
 // f32/f64 matmuls, plain loops (LLVM's O3 vectorizer does the vectorizing),
 // polynomial math, and the standard conversions to LLVM.
@@ -44,6 +45,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(std::move(bufferize));
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCanonicalizerPass());
+  // Row-wise chains (softmax, layer_norm) run row by row, in cache.
+  pm.nest<func::FuncOp>().addPass(createFuseRowsPass());
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());

@@ -652,6 +652,41 @@ TEST_F(JitTest, VectorizedMaxPropagatesNaN) {
   EXPECT_EQ(r[3 * 1000], 0.0f);
 }
 
+TEST_F(JitTest, RowChainsNextToTransposesAndColumnReductions) {
+  // Row-wise softmax next to ops that must not be cut into rows: a
+  // transposed read and a reduction over rows.
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>) {
+      %0 = kiln.softmax %x {dim = 1 : i64} : tensor<16x16xf32>
+      %t = kiln.permute %x {dims = array<i64: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %1 = kiln.maximum %0, %t : tensor<16x16xf32>, tensor<16x16xf32>
+      %2 = kiln.sum %1 {dims = array<i64: 0>} : tensor<16x16xf32> -> tensor<16xf32>
+      return %0, %1, %2 : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  auto x = random<float>({16, 16}, 70, -3, 3);
+  Buf<float> o0({16, 16}), o1({16, 16}), o2({16});
+  c({&x.desc, &o0.desc, &o1.desc, &o2.desc});
+  std::vector<double> w0(256), w1(256), w2(16, 0.0);
+  for (int i = 0; i < 16; ++i) {
+    double m = -INFINITY, s = 0;
+    for (int j = 0; j < 16; ++j)
+      m = std::max(m, double(x[i * 16 + j]));
+    for (int j = 0; j < 16; ++j)
+      s += std::exp(x[i * 16 + j] - m);
+    for (int j = 0; j < 16; ++j)
+      w0[i * 16 + j] = std::exp(x[i * 16 + j] - m) / s;
+  }
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      w1[i * 16 + j] = std::max(w0[i * 16 + j], double(x[j * 16 + i]));
+      w2[j] += w1[i * 16 + j];
+    }
+  expectNear(o0, w0);
+  expectNear(o1, w1);
+  expectNear(o2, w2);
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
