@@ -367,3 +367,30 @@ def test_nested_return_structures():
     assert out[1][0] is x
     assert isinstance(out[1][1], list) and isinstance(out[1][1][2], tuple)
     assert_compiled(graphs=1, calls=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_elementwise(dtype):
+    def f(x, y):
+        return torch.relu(x * 2 + y) - 1
+
+    x, y = torch.randn(8, 8).to(dtype), torch.randn(8).to(dtype)
+    check(f, x, y, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.xfail(strict=True, reason="codegen: kiln.mean divides by the element count as an "
+                   "f16 constant, which is inf above 65504 elements (result NaN)")
+def test_half_mean_of_many_elements():
+    def f(x):
+        return x.mean()
+
+    check(f, torch.ones(70000, dtype=torch.float16))
+
+
+@pytest.mark.xfail(strict=True, reason="codegen: f16 sums accumulate in f16 (eager accumulates "
+                   "in f32): 60000 ones sum to 59968")
+def test_half_sum_accumulates_in_float():
+    def f(x):
+        return x.sum()
+
+    check(f, torch.ones(60000, dtype=torch.float16), rtol=0, atol=0)
