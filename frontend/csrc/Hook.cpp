@@ -195,6 +195,22 @@ PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
   PyRef kwargs = PyRef::steal(PyDict_New());
   for (int i = n; i < n + nkw; ++i)
     PyDict_SetItem(kwargs.get(), PyTuple_GET_ITEM(co->co_localsplusnames, i), locals[i]);
+  // *args and **kwargs follow the named parameters.
+  int extra = n + nkw;
+  if (co->co_flags & CO_VARARGS) {
+    PyObject *rest = locals[extra++];
+    if (rest && PyTuple_Check(rest)) {
+      PyRef all = PyRef::steal(PySequence_Concat(args.get(), rest));
+      if (!all)
+        return nullptr;
+      args = all;
+    }
+  }
+  if (co->co_flags & CO_VARKEYWORDS) {
+    PyObject *more = locals[extra];
+    if (more && PyDict_Check(more) && PyDict_Update(kwargs.get(), more) < 0)
+      return nullptr;
+  }
   PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
   PyRef eager = PyRef::steal(PyImport_ImportModule("kiln._C"));
   if (!partial || !eager)
