@@ -179,3 +179,16 @@ def test_tied_weights_gradient():
     for p, rp in zip(model.parameters(), ref.parameters()):
         assert_close(p.grad, rp.grad)
     assert stats()["compiled_calls"] == 1
+
+
+def test_varargs_function_backward():
+    def f(*xs):
+        return torch.tanh(xs[0] * xs[1]).sum()
+
+    x = torch.randn(4, requires_grad=True)
+    y = torch.randn(4)
+    kiln.compile(f)(x, y).backward()
+    xr = x.detach().clone().requires_grad_(True)
+    f(xr, y).backward()
+    assert_close(x.grad, xr.grad)
+    assert stats()["compiled_calls"] == 1
