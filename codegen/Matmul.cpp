@@ -8,7 +8,8 @@
 // (rank 2, or only size-1 batch dims), the left operand's batch dims are
 // collapsed into M so the whole product is one 2-D GEMM; otherwise both
 // operands are broadcast to the common batch shape, the batch dims are
-// collapsed into one and a batch matmul is used.
+// collapsed into one and a batch matmul is used. f16/bf16 products
+// accumulate in f32 and are rounded once at the end, as torch does.
 //===----------------------------------------------------------------------===//
 #include "codegen/Patterns.h"
 
@@ -103,6 +104,25 @@ Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type,
   return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
 }
 
+/// The accumulator element type: f32 for 16-bit floats (as torch's CPU
+/// matmul accumulates), else the element type itself.
+Type accumulatorType(Type elem) {
+  if (elem.isF16() || elem.isBF16())
+    return Float32Type::get(elem.getContext());
+  return elem;
+}
+
+/// Rounds an f32 accumulator `c` back to `elem` (no-op when equal).
+Value roundTo(OpBuilder &b, Location loc, Value c, Type elem) {
+  auto type = cast<RankedTensorType>(c.getType());
+  if (type.getElementType() == elem)
+    return c;
+  return buildBroadcastingGeneric(
+      b, loc, type.clone(elem), c, [&](OpBuilder &nb, Location l, ValueRange args) {
+        return nb.create<arith::TruncFOp>(l, elem, args[0]).getResult();
+      });
+}
+
 /// One 2-D GEMM: [prod(lhs batch) * M, K] x [K, N] (rhs has no real batch).
 Value lowerAsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transB,
                   RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
@@ -110,11 +130,12 @@ Value lowerAsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transB,
   Value y = dropUnitBatch(b, loc, rhs);
   auto cType = RankedTensorType::get(
       {cast<RankedTensorType>(x.getType()).getDimSize(0), resultType.getShape().back()},
-      resultType.getElementType());
+      accumulatorType(resultType.getElementType()));
   Value init = zeroInit(b, loc, cType, {tensor::getMixedSize(b, loc, x, 0), sizes.back()});
   Value c = transB
       ? b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
       : b.create<linalg::MatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  c = roundTo(b, loc, c, resultType.getElementType());
   return expandTo(b, loc, c, resultType, sizes);
 }
 
@@ -127,13 +148,14 @@ Value lowerAsBatchGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tr
   auto cType = RankedTensorType::get(
       {ShapedType::getNumElements(batch), resultType.getDimSize(resultType.getRank() - 2),
        resultType.getShape().back()},
-      resultType.getElementType());
+      accumulatorType(resultType.getElementType()));
   Value init = zeroInit(b, loc, cType,
                         {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2],
                          sizes.back()});
   Value c = transB
       ? b.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
       : b.create<linalg::BatchMatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  c = roundTo(b, loc, c, resultType.getElementType());
   return expandTo(b, loc, c, resultType, sizes);
 }
 

@@ -6,7 +6,8 @@
 // dims into an accumulator filled with the identity (0, or -inf / INT_MIN
 // for max). Float combines carry `fastmath<reassoc>` so that LLVM may
 // vectorize the reduction. `max` uses `arith.maximumf`, which propagates NaN like torch.
-// `mean` divides by the element count afterwards; `keepdim` re-inserts the
+// `mean` divides by the element count afterwards; f16/bf16 sums and means
+// accumulate in f32 and round once; `keepdim` re-inserts the
 // size-1 dims with `tensor.expand_shape`.
 //===----------------------------------------------------------------------===//
 #include "codegen/Patterns.h"
@@ -143,10 +144,14 @@ struct ReductionLowering : OpConversionPattern<OpTy> {
       keptSizes.push_back(tensor::getMixedSize(rewriter, loc, input, d));
       outExprs.push_back(rewriter.getAffineDimExpr(d));
     }
-    auto accType = RankedTensorType::get(keptShape, elem);
+    // 16-bit float sums accumulate in f32 (as torch does); max stays exact.
+    Type accElem = elem;
+    if (kind != Kind::Max && (elem.isF16() || elem.isBF16()))
+      accElem = rewriter.getF32Type();
+    auto accType = RankedTensorType::get(keptShape, accElem);
     Value init = buildEmpty(rewriter, loc, accType, keptSizes);
     init = rewriter
-               .create<linalg::FillOp>(loc, identity(rewriter, loc, elem, kind), init)
+               .create<linalg::FillOp>(loc, identity(rewriter, loc, accElem, kind), init)
                .getResult(0);
     SmallVector<AffineMap> maps = {
         rewriter.getMultiDimIdentityMap(rank),
@@ -155,13 +160,21 @@ struct ReductionLowering : OpConversionPattern<OpTy> {
                     .create<linalg::GenericOp>(
                         loc, accType, input, init, maps, iterators,
                         [&](OpBuilder &b, Location l, ValueRange args) {
-                          b.create<linalg::YieldOp>(
-                              l, combine(b, l, args[0], args[1], kind));
+                          Value x = args[0];
+                          if (x.getType() != accElem)
+                            x = b.create<arith::ExtFOp>(l, accElem, x);
+                          b.create<linalg::YieldOp>(l, combine(b, l, x, args[1], kind));
                         })
                     .getResult(0);
 
     if (kind == Kind::Mean)
       acc = divideByCount(rewriter, loc, acc, input, op.getDims());
+    if (accElem != elem)
+      acc = buildBroadcastingGeneric(
+          rewriter, loc, accType.clone(elem), acc,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            return b.create<arith::TruncFOp>(l, elem, args[0]).getResult();
+          });
     if (op.getKeepdim())
       acc = reinsertReducedDims(rewriter, loc, acc, input, resultType, reduced);
     rewriter.replaceOp(op, acc);

@@ -790,6 +790,28 @@ TEST_F(JitTest, ScalarsHalfBf16F64IntsAndEmpty) {
   expectNear(o10, {0, 0, 0, 0});
 }
 
+TEST_F(JitTest, HalfSumsAndMatmulsAccumulateInF32) {
+  // 4096 ones: an f16 accumulator would stop at 2048 (2048 + 1 rounds to
+  // 2048); torch accumulates in f32 and so must kiln.
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<1x4096xf16>, %y: tensor<4096x1xf16>, %b: tensor<4096xbf16>) -> (tensor<1xf16>, tensor<1x1xf16>, tensor<bf16>, tensor<1xf16>) {
+      %0 = kiln.sum %x {dims = array<i64: 1>} : tensor<1x4096xf16> -> tensor<1xf16>
+      %1 = kiln.matmul %x, %y : tensor<1x4096xf16>, tensor<4096x1xf16>
+      %2 = kiln.sum %b {dims = array<i64: 0>} : tensor<4096xbf16> -> tensor<bf16>
+      %3 = kiln.mean %x {dims = array<i64: 1>} : tensor<1x4096xf16> -> tensor<1xf16>
+      return %0, %1, %2, %3 : tensor<1xf16>, tensor<1x1xf16>, tensor<bf16>, tensor<1xf16>
+    })mlir");
+  ASSERT_COMPILED(c);
+  Buf<uint16_t> x({1, 4096}, floatToHalf(1.0f)), y({4096, 1}, floatToHalf(1.0f));
+  Buf<uint16_t> b({4096}, 0x3f80); // bf16 1.0
+  Buf<uint16_t> o0({1}), o1({1, 1}), o2({}), o3({1});
+  c({&x.desc, &y.desc, &b.desc, &o0.desc, &o1.desc, &o2.desc, &o3.desc});
+  EXPECT_EQ(halfToFloat(o0[0]), 4096.0f);
+  EXPECT_EQ(halfToFloat(o1[0]), 4096.0f);
+  EXPECT_EQ(o2[0], 0x4580); // bf16 4096
+  EXPECT_EQ(halfToFloat(o3[0]), 1.0f);
+}
+
 /// Median wall time of `fn` over `reps` runs, in ms.
 double medianMs(const std::function<void()> &fn, int reps = 21) {
   std::vector<double> times;
