@@ -378,8 +378,6 @@ def test_half_precision_elementwise(dtype):
     check(f, x, y, rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.xfail(strict=True, reason="codegen: kiln.mean divides by the element count as an "
-                   "f16 constant, which is inf above 65504 elements (result NaN)")
 def test_half_mean_of_many_elements():
     def f(x):
         return x.mean()
@@ -387,8 +385,6 @@ def test_half_mean_of_many_elements():
     check(f, torch.ones(70000, dtype=torch.float16))
 
 
-@pytest.mark.xfail(strict=True, reason="codegen: f16 sums accumulate in f16 (eager accumulates "
-                   "in f32): 60000 ones sum to 59968")
 def test_half_sum_accumulates_in_float():
     def f(x):
         return x.sum()
