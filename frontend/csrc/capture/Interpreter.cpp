@@ -387,6 +387,16 @@ VarP Interpreter::getIter(const VarP &v) {
   }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
     throw Unsupported("iterating over " + str(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  if (v->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
+    // Items of a list/tuple read from the frame are read through their own
+    // sources (e.g. a plain list of modules may have an item replaced).
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    guardLength(v->source, n);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      items.push_back(fromSource(PySequence_Fast_ITEMS(o)[i],
+                                 out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
+    return makeSeq(Var::Kind::Iter, items);
+  }
   PyRef seq = PyRef::steal(PySequence_List(o));
   if (!seq) {
     PyErr_Clear();
@@ -429,10 +439,22 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->isTensor())
     throw Unsupported("tensor indexing is not supported yet");
   PyObject *o = constObj(c, "subscripted value");
-  PyRef r = PyRef::steal(PyObject_GetItem(o, constObj(index, "index")));
+  PyObject *key = constObj(index, "index");
+  PyRef r = PyRef::steal(PyObject_GetItem(o, key));
   if (!r) {
     PyErr_Clear();
     throw Unsupported("subscript raised");
+  }
+  // An item of a dict/list/tuple read from the frame is read (and guarded)
+  // through its own source: the container may be mutated between calls.
+  if (c->source >= 0 && PyDict_CheckExact(o) && isPrimitive(key))
+    return fromSource(r.get(), out_.sources.add(Source::Kind::DictItem, c->source, 0, key));
+  if (c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) && PyLong_CheckExact(key)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o), k = PyLong_AsSsize_t(key);
+    if (k < 0)
+      k += n;
+    guardLength(c->source, n);
+    return fromSource(r.get(), out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
   return makeConst(r);
 }
