@@ -303,3 +303,53 @@ def test_hooks_on_the_compiled_module_itself_run():
     # forward itself (called by Module.__call__ between the hooks) and the
     # pre-hook are compiled; the forward hook (list.append) breaks.
     assert s["graphs_compiled"] == 2 and s["compiled_calls"] == 4 and s["graph_breaks"] == 1, s
+
+
+CONFIG = {"scale": 2.0, "acts": ["relu"]}
+
+
+def configured(x):
+    y = x * CONFIG["scale"]
+    if CONFIG["acts"][0] == "relu":
+        y = torch.relu(y)
+    return y
+
+
+def test_mutated_global_dict_and_nested_list_recompile():
+    cf = kiln.compile(configured)
+    x = torch.randn(6)
+    try:
+        assert_close(cf(x), configured(x))
+        CONFIG["scale"] = 5.0             # same dict, new value
+        assert_close(cf(x), configured(x))
+        CONFIG["acts"][0] = "none"        # same nested list, new item
+        assert_close(cf(x), configured(x))
+    finally:
+        CONFIG["scale"], CONFIG["acts"] = 2.0, ["relu"]
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["recompiles"] == 2, s
+
+
+class PlainListActs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.acts = [torch.relu, torch.tanh]  # a plain list, not a ModuleList
+
+    def forward(self, x):
+        x = self.lin(x)
+        for act in self.acts:
+            x = act(x)
+        return x
+
+
+def test_item_of_plain_list_attribute_replaced_recompiles():
+    model = PlainListActs().eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+        model.acts[1] = torch.sigmoid
+        assert_close(compiled(x), model(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1, s
