@@ -130,6 +130,8 @@ void fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
     for (OpOperand &operand : op->getOpOperands()) {
       if (classify(op, operand, n) != RowAccess::Row)
         continue;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(clone);
       Value v = operand.get();
       auto type = cast<MemRefType>(v.getType());
       SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
@@ -137,8 +139,6 @@ void fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
       SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
       offsets[0] = row;
       sizes[0] = b.getIndexAttr(1);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(clone);
       clone->setOperand(operand.getOperandNumber(),
                         b.create<memref::SubViewOp>(loc, v, offsets, sizes, strides));
     }

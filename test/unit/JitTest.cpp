@@ -687,6 +687,31 @@ TEST_F(JitTest, RowChainsNextToTransposesAndColumnReductions) {
   expectNear(o2, w2);
 }
 
+TEST_F(JitTest, RowFusedSoftmaxWithDynamicColumns) {
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<8x?xf32>) -> tensor<8x?xf32> {
+      %0 = kiln.softmax %x {dim = 1 : i64} : tensor<8x?xf32>
+      return %0 : tensor<8x?xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  for (int64_t cols : {1, 7, 100}) {
+    auto x = random<float>({8, cols}, 80, -5, 5);
+    Buf<float> out({8, cols});
+    c({&x.desc, &out.desc});
+    std::vector<double> want(8 * cols);
+    for (int64_t i = 0; i < 8; ++i) {
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < cols; ++j)
+        m = std::max(m, double(x[i * cols + j]));
+      for (int64_t j = 0; j < cols; ++j)
+        s += std::exp(x[i * cols + j] - m);
+      for (int64_t j = 0; j < cols; ++j)
+        want[i * cols + j] = std::exp(x[i * cols + j] - m) / s;
+    }
+    expectNear(out, want);
+  }
+}
+
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
