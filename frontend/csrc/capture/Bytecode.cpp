@@ -206,6 +206,17 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       f.kwNames = PyRef();
     }
     f.stack.push_back(call(callee, args, kwargs));
+  } else if (op == "CALL_FUNCTION_EX") {
+    // f(*args): the arguments come as one tuple/list (3.11+: after a NULL).
+    if (in.arg & 1)
+      throw Unsupported("calls with **kwargs unpacking are not supported yet");
+    VarP argsVar = pop(f);
+    VarP callee = pop(f);
+    if (!f.stack.empty() && f.stack.back()->kind == Var::Kind::Null)
+      pop(f);
+    std::vector<VarP> args = iterItems(argsVar);
+    std::map<std::string, VarP> kwargs;
+    f.stack.push_back(call(callee, args, kwargs));
   } else if (op == "BINARY_OP" || op == "COMPARE_OP") {
     VarP rhs = pop(f), lhs = pop(f);
     std::string sym = in.argrepr;
