@@ -390,3 +390,11 @@ def test_half_sum_accumulates_in_float():
         return x.sum()
 
     check(f, torch.ones(60000, dtype=torch.float16), rtol=0, atol=0)
+
+
+def test_star_args_calls():
+    def f(x, dims):
+        y = x.view(*x.shape[:-1], 2, -1)
+        return y.permute(*dims), torch.maximum(*[x, x * 2]), _helper_scale(*(x, 3.0))
+
+    check(f, torch.randn(3, 4), (2, 0, 1))
