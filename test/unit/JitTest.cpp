@@ -908,6 +908,17 @@ TEST_F(JitTest, DISABLED_Throughput) {
       %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64, eps = 1.0e-05 : f64} : tensor<2048x1024xf32>, tensor<1024xf32>, tensor<1024xf32>
       return %0 : tensor<2048x1024xf32>
     })mlir", {{2048, 1024}, {1024}, {1024}}, {2048, 1024});
+  bench("MLP 32x256 -> 512 -> 10", R"mlir(
+    func.func @forward(%x: tensor<32x256xf32>, %w1: tensor<512x256xf32>, %b1: tensor<512xf32>, %w2: tensor<10x512xf32>, %b2: tensor<10xf32>) -> tensor<32x10xf32> {
+      %w1t = kiln.permute %w1 {dims = array<i64: 1, 0>} : tensor<512x256xf32> -> tensor<256x512xf32>
+      %h = kiln.matmul %x, %w1t : tensor<32x256xf32>, tensor<256x512xf32>
+      %hb = kiln.add %h, %b1 : tensor<32x512xf32>, tensor<512xf32>
+      %r = kiln.relu %hb : tensor<32x512xf32>
+      %w2t = kiln.permute %w2 {dims = array<i64: 1, 0>} : tensor<10x512xf32> -> tensor<512x10xf32>
+      %o = kiln.matmul %r, %w2t : tensor<32x512xf32>, tensor<512x10xf32>
+      %ob = kiln.add %o, %b2 : tensor<32x10xf32>, tensor<10xf32>
+      return %ob : tensor<32x10xf32>
+    })mlir", {{32, 256}, {512, 256}, {512}, {10, 512}, {10}}, {32, 10});
   bench("linear 512x512x512 + relu", R"mlir(
     func.func @forward(%x: tensor<512x512xf32>, %w: tensor<512x512xf32>, %b: tensor<512xf32>) -> tensor<512x512xf32> {
       %wt = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<512x512xf32> -> tensor<512x512xf32>
