@@ -437,6 +437,22 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     if (instDict && *instDict && PyDict_GetItemString(*instDict, "forward"))
       throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) +
                         " has a forward set on the instance");
+    // A kiln.compile'd module called inside a compiled region: inline the
+    // module it wraps.
+    static PyObject *compiledModuleType = [] {
+      PyRef api = PyRef::steal(PyImport_ImportModule("kiln.api"));
+      PyObject *t = api ? PyObject_GetAttrString(api.get(), "CompiledModule") : nullptr;
+      PyErr_Clear();
+      return t; // leaked: process lifetime
+    }();
+    if (compiledModuleType && PyObject_TypeCheck(fn, reinterpret_cast<PyTypeObject *>(compiledModuleType))) {
+      PyRef name = PyRef::steal(PyUnicode_FromString("_orig_mod"));
+      VarP inner = loadAttr(sourceOf(callee) >= 0 && callee->source < 0
+                                ? makeConst(callee->obj, sourceOf(callee))
+                                : callee,
+                            name.get());
+      return call(inner, args, kwargs);
+    }
     PyRef forward = PyRef::steal(PyObject_GetAttrString(
         reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
     if (!forward || !PyFunction_Check(forward.get())) {
@@ -447,8 +463,22 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     args.insert(args.begin(), callee);
     return inlineFunction(forward.get(), -1, args, kwargs);
   }
-  if (PyFunction_Check(fn))
+  if (PyFunction_Check(fn)) {
+    // A kiln.compile'd function called inside a compiled region: inline the
+    // function it wraps (read through its source, so it stays guarded).
+    PyObject *fdict = reinterpret_cast<PyFunctionObject *>(fn)->func_dict;
+    PyObject *wrapped = fdict && PyDict_GetItemString(fdict, "_kiln_compiled") == Py_True
+                            ? PyDict_GetItemString(fdict, "__wrapped__")
+                            : nullptr;
+    if (wrapped) {
+      PyRef name = PyRef::steal(PyUnicode_FromString("__wrapped__"));
+      VarP inner = callee->source >= 0
+                       ? fromSource(wrapped, out_.sources.add(Source::Kind::Attr, callee->source, 0, name.get()))
+                       : makeConst(PyRef::borrow(wrapped));
+      return call(inner, args, kwargs);
+    }
     return inlineFunction(fn, callee->source, args, kwargs);
+  }
   if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn))) {
     args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
