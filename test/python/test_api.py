@@ -178,3 +178,52 @@ def test_config_patch_restores():
     with pytest.raises(AttributeError):
         with kiln.config.patch(no_such_knob=1):
             pass
+
+
+_inner_compiled = kiln.compile(lambda x: torch.tanh(x) * 3)
+
+
+def test_compiled_function_called_from_compiled_function_is_inlined():
+    def outer(x):
+        return _inner_compiled(x) + 1
+
+    x = torch.randn(4)
+    assert_close(kiln.compile(outer)(x), torch.tanh(x) * 3 + 1)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_compiled_submodule_inside_compiled_model_is_inlined():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = kiln.compile(nn.Sequential(nn.Linear(3, 3), nn.ReLU()))
+            self.head = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.head(self.block(x))
+
+    net = Net().eval()
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        expected = net.head(net.block._orig_mod(x))
+        assert_close(kiln.compile(net)(x), expected)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_decorated_forward_method():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        @kiln.compile
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    net = Net()
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert_close(net(x), net.lin(x).relu())
+    assert stats()["compiled_calls"] == 1
