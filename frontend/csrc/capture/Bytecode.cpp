@@ -690,7 +690,16 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
       int d = i - (npos - ndef);
       if (d < 0)
         throw Unsupported("missing argument '" + names[i] + "'");
-      f.locals[i] = makeConst(PyRef::borrow(PyTuple_GET_ITEM(defaults, d)));
+      PyObject *dv = PyTuple_GET_ITEM(defaults, d);
+      if (isTensor(dv)) {
+        // A tensor default is a graph input (read through __defaults__).
+        int fs = fnSource >= 0 ? fnSource : out_.sources.add(Source::Kind::Constant, -1, 0, fn);
+        PyRef key = PyRef::steal(PyUnicode_FromString("__defaults__"));
+        int ds = out_.sources.add(Source::Kind::Attr, fs, 0, key.get());
+        f.locals[i] = fromSource(dv, out_.sources.add(Source::Kind::TupleItem, ds, d, nullptr));
+      } else {
+        f.locals[i] = makeConst(PyRef::borrow(dv));
+      }
     }
   for (int i = npos; i < npos + nkw; ++i)
     if (!f.locals[i]) {
