@@ -353,3 +353,26 @@ def test_item_of_plain_list_attribute_replaced_recompiles():
         assert_close(compiled(x), model(x))
     s = stats()
     assert s["graphs_compiled"] == 2 and s["recompiles"] == 1, s
+
+
+_DEFAULT_W = torch.ones(3)
+
+
+def _weighted(x, w=_DEFAULT_W):
+    return x * w
+
+
+def test_tensor_default_argument_of_helper_is_an_input():
+    def f(x):
+        return _weighted(x) + 1
+
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    assert_close(cf(x), f(x))
+    _DEFAULT_W.mul_(3)  # new values in the default tensor: no stale constant
+    try:
+        assert_close(cf(x), f(x))
+    finally:
+        _DEFAULT_W.fill_(1.0)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 2 and s["graph_breaks"] == 0, s
