@@ -427,10 +427,15 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
       return nullptr;
     }
     failedEntry->eagerReason = msg;
-    // Kept only if its guards hold now (they describe this very frame).
-    if (failedEntry->sources.resolve(view, values) < 0 &&
-        checkGuards(failedEntry->guards, values) < 0)
-      cache->entries.push_back(std::move(failedEntry));
+    // Its guards describe this very frame; if they do not hold now (an
+    // assumption that cannot be re-checked), the break is kept unguarded:
+    // the code then runs eagerly whenever no earlier entry matches.
+    if (failedEntry->sources.resolve(view, values) >= 0 ||
+        checkGuards(failedEntry->guards, values) >= 0) {
+      failedEntry->sources = SourceTable();
+      failedEntry->guards.clear();
+    }
+    cache->entries.push_back(std::move(failedEntry));
     ++gStats["eager_calls"];
     return nullptr;
   }
