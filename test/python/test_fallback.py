@@ -364,3 +364,27 @@ def test_fullgraph_raises_on_a_known_break():
     assert_close(f(x), x * 2 + 1)
     with pytest.raises(RuntimeError, match="print"):
         strict(x)
+
+
+class FreshProperty(nn.Module):
+    @property
+    def opts(self):
+        return object()  # a new object on every access: an identity guard never holds again
+
+    def forward(self, x):
+        o = self.opts
+        print("breaks after reading", type(o).__name__)
+        return x * 2
+
+
+def test_break_with_unrecheckable_assumption_is_cached():
+    model = FreshProperty()
+    compiled = kiln.compile(model)
+    x = torch.ones(2)
+    for _ in range(3):
+        assert_close(compiled(x), x * 2)
+    s = stats()
+    # forward and the property getter (a frame of its own once forward runs
+    # eagerly) each fail to capture once; later calls run eagerly without
+    # recapturing
+    assert s["graph_breaks"] == 2 and s["eager_calls"] == 6, s
