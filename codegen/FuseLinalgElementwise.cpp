@@ -24,6 +24,29 @@ namespace mlir::kiln {
 
 namespace {
 
+/// True for ops fusion must leave alone: named linalg ops (GEMMs go to BLAS)
+/// and anything contraction-like, where a fused producer would be recomputed
+/// once per element of the loops its operand does not use.
+bool isFusionBarrier(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return false;
+  return !isa<linalg::GenericOp>(op) || linalg::isaContractionOpInterface(linalgOp);
+}
+
+/// True when the consumer reads `operand` through a map that uses every
+/// loop of the consumer, so each producer element is computed once.
+bool readsEachElementOnce(OpOperand *operand) {
+  auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+  if (!consumer)
+    return false;
+  AffineMap map = consumer.getMatchingIndexingMap(operand);
+  for (unsigned d = 0; d < map.getNumDims(); ++d)
+    if (!map.isFunctionOfDim(d))
+      return false;
+  return true;
+}
+
 /// Ops in a generic's body, without the terminator.
 unsigned bodyOps(linalg::GenericOp op) {
   return op.getBody()->getOperations().size() - 1;
@@ -38,7 +61,8 @@ struct FuseLinalgElementwisePass
     unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps;
     linalg::ControlFusionFn control = [=](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      if (!producer)
+      if (!producer || isFusionBarrier(producer) ||
+          isFusionBarrier(operand->getOwner()) || !readsEachElementOnce(operand))
         return false;
       if (producer->hasOneUse())
         return true;
@@ -52,7 +76,8 @@ struct FuseLinalgElementwisePass
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      return producer && producer->hasOneUse();
+      return producer && producer->hasOneUse() && !isFusionBarrier(producer) &&
+             !isFusionBarrier(operand->getOwner());
     };
 
     // Transposes feeding elementwise consumers become generics so that
