@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -183,6 +184,36 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   return entry;
 }
 
+/// For each graph result, the index path from the Python result down to
+/// it (e.g. `return x, (h, c)` → h is (1, 0)); a tuple of tuples.
+PyObject *resultPaths(const Entry &entry) {
+  std::vector<PyRef> paths(entry.results.size());
+  std::vector<long> path;
+  size_t pos = 0;
+  std::function<void()> walk = [&]() {
+    const OutputSlot &s = entry.outputs[pos++];
+    if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {
+      for (int i = 0; i < s.index; ++i) {
+        path.push_back(i);
+        walk();
+        path.pop_back();
+      }
+      return;
+    }
+    if (s.kind != OutputSlot::Kind::Graph || paths[s.index])
+      return;
+    PyRef t = PyRef::steal(PyTuple_New(path.size()));
+    for (size_t i = 0; i < path.size(); ++i)
+      PyTuple_SET_ITEM(t.get(), i, PyLong_FromLong(path[i]));
+    paths[s.index] = t;
+  };
+  walk();
+  PyObject *all = PyTuple_New(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i)
+    PyTuple_SET_ITEM(all, i, paths[i].release());
+  return all;
+}
+
 /// Calls the original function eagerly with the hook off (for backward).
 PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
   auto *co = reinterpret_cast<PyCodeObject *>(code);
@@ -244,7 +275,17 @@ PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
   if (!run || !runFn || !partialFn)
     return nullptr;
   PyRef bound = PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
-  PyRef recompute = PyRef::steal(makeRecompute(func, code, locals));
+  // The backward differentiates the eager result's tensors at the graph
+  // results' positions (the result may hold inputs, constants, nesting).
+  PyRef eager = PyRef::steal(makeRecompute(func, code, locals));
+  PyRef paths = PyRef::steal(resultPaths(entry));
+  PyRef autogradMod = PyRef::steal(PyImport_ImportModule("kiln._autograd"));
+  PyRef select = autogradMod ? PyRef::steal(PyObject_GetAttrString(autogradMod.get(), "select"))
+                             : PyRef();
+  PyRef recompute = eager && select
+                        ? PyRef::steal(PyObject_CallFunctionObjArgs(select.get(), paths.get(),
+                                                                    eager.get(), nullptr))
+                        : PyRef();
   PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     Py_INCREF(inputs[i]);

@@ -28,8 +28,6 @@ class _CompiledFunction(torch.autograd.Function):
         wanted = [i for i, t in enumerate(inputs) if t.requires_grad]
         with torch.enable_grad():
             outs = ctx.recompute()  # runs with kiln's frame hook disabled
-        if isinstance(outs, torch.Tensor):
-            outs = (outs,)
         pairs = [(o, g) for o, g in zip(outs, grads)
                  if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
         result = [None] * len(inputs)
@@ -43,6 +41,22 @@ class _CompiledFunction(torch.autograd.Function):
             for i, g in zip(wanted, got):
                 result[i] = g
         return (None, None, *result)
+
+
+def select(paths, recompute):
+    """Wraps `recompute` (the eager function) to return, for each graph
+    result, the tensor at its index path in the Python result, so that the
+    recomputed tensors line up with the graph results' gradients."""
+    def run():
+        result = recompute()
+        outs = []
+        for path in paths:
+            o = result
+            for k in path:
+                o = o[k]
+            outs.append(o)
+        return tuple(outs)
+    return run
 
 
 def apply(run, recompute, inputs):
