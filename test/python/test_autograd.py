@@ -192,3 +192,17 @@ def test_varargs_function_backward():
     f(xr, y).backward()
     assert_close(x.grad, xr.grad)
     assert stats()["compiled_calls"] == 1
+
+
+def test_gradients_with_input_constant_and_nested_results():
+    def f(x, w):
+        return x, 3, (x * w, [torch.exp(x)])
+
+    x = torch.randn(4, requires_grad=True)
+    w = torch.randn(4)
+    same, three, (p, [q]) = kiln.compile(f)(x, w)
+    assert same is x and three == 3
+    (p.sum() + 2 * q.sum()).backward()
+    assert_close(x.grad, w + 2 * torch.exp(x.detach()))
+    s = stats()
+    assert s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
