@@ -36,8 +36,11 @@ class _CompiledFunction(torch.autograd.Function):
         first = {}
         wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
         if pairs and wanted:
+            # Grad mode is on here exactly when the caller asked for
+            # create_graph=True: then the gradients stay differentiable.
             got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
-                                      [g for _, g in pairs], allow_unused=True)
+                                      [g for _, g in pairs], allow_unused=True,
+                                      create_graph=torch.is_grad_enabled())
             for i, g in zip(wanted, got):
                 result[i] = g
         return (None, None, *result)
