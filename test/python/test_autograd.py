@@ -206,3 +206,19 @@ def test_gradients_with_input_constant_and_nested_results():
     assert_close(x.grad, w + 2 * torch.exp(x.detach()))
     s = stats()
     assert s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_double_backward():
+    def f(x, w):
+        return (torch.tanh(x * w) ** 2).sum()
+
+    x = torch.randn(5, requires_grad=True)
+    w = torch.randn(5)
+    (g,) = torch.autograd.grad(kiln.compile(f)(x, w), x, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), x)
+    xr = x.detach().clone().requires_grad_(True)
+    (gr,) = torch.autograd.grad(f(xr, w), xr, create_graph=True)
+    (hr,) = torch.autograd.grad(gr.sum(), xr)
+    assert_close(g, gr)
+    assert_close(h, hr)
+    assert stats()["compiled_calls"] == 1
