@@ -17,6 +17,7 @@ class _CompiledFunction(torch.autograd.Function):
     def forward(ctx, run, recompute, *inputs):
         ctx.recompute = recompute
         ctx.inputs = inputs
+        ctx.versions = [t._version for t in inputs]
         with torch.no_grad():
             outs = run(*inputs)
         ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
@@ -25,6 +26,15 @@ class _CompiledFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         inputs = ctx.inputs
+        # The backward recomputes from the inputs' current values: if one was
+        # modified in place since the forward, the gradients would silently
+        # differ from eager's (which raises when it saved that tensor).
+        for t, v in zip(inputs, ctx.versions):
+            if t._version != v:
+                raise RuntimeError(
+                    "kiln: one of the variables needed for gradient computation has been "
+                    "modified by an inplace operation (an input of a compiled graph changed "
+                    f"between forward and backward: version {v} -> {t._version})")
         wanted = [i for i, t in enumerate(inputs) if t.requires_grad]
         with torch.enable_grad():
             outs = ctx.recompute()  # runs with kiln's frame hook disabled
