@@ -222,3 +222,20 @@ def test_double_backward():
     assert_close(g, gr)
     assert_close(h, hr)
     assert stats()["compiled_calls"] == 1
+
+
+def test_input_modified_before_backward_raises_like_eager():
+    def f(x, w):
+        return (x * w).sum()
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    y = f(x, w)
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    y = kiln.compile(f)(x, w)
+    assert stats()["compiled_calls"] == 1
+    x.add_(1.0)  # the recompute would see the new values: must not give wrong grads
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
