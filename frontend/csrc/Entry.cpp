@@ -96,10 +96,17 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
     PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
+    if (s.copy)
+      return PyObject_CallMethod(o, "clone", nullptr);
     Py_INCREF(o);
     return o;
   };
-  return build();
+  PyObject *r = build();
+  if (r && PyErr_Occurred()) { // a clone failed somewhere in the tree
+    Py_DECREF(r);
+    return nullptr;
+  }
+  return r;
 }
 
 } // namespace kiln

@@ -28,14 +28,15 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   if (v->isTensor()) {
+    // A clone() of an input or of another result is returned as a copy.
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Input, (int)i, {}});
+        out.outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
         return;
       }
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}});
+        out.outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}, v->copied});
         return;
       }
     results.push_back(v->value);

@@ -30,6 +30,7 @@ struct OutputSlot {
   int index = 0;  ///< Graph: result number; Input: graph input number;
                   ///< Tuple/List: number of children
   PyRef constant; ///< Constant: the object itself
+  bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
 };
 
 /// A graph input: a tensor read from a source.

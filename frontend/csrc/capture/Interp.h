@@ -54,6 +54,9 @@ struct Var {
   /// Tensor: some view op took it as input (in-place updates would be
   /// visible through the view, so they are not supported).
   bool viewed = false;
+  /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
+  /// tensor object as an input or another result.
+  bool copied = false;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }

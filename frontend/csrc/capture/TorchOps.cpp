@@ -292,6 +292,7 @@ const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
     add("torch", "squeeze", {"squeeze", {"input", "dim"}});
     add("torch", "t", {"t", un});
     add("torch", "where", {"where", {"condition", "input", "other"}});
+    add("torch", "clone", {"clone", {"input", "memory_format"}});
     add("torch", "clamp", {"clamp", {"input", "min", "max"}});
     return t;
   }();
@@ -323,7 +324,7 @@ const std::unordered_map<std::string, OpSpec> &methodTable() {
     t["squeeze"] = {"squeeze", {"input", "dim"}};
     t["t"] = {"t", {"input"}};
     t["contiguous"] = {"identity", {"input", "memory_format"}};
-    t["clone"] = {"identity", {"input", "memory_format"}};
+    t["clone"] = {"clone", {"input", "memory_format"}};
     t["to"] = {"to", {"input", "dtype"}};
     for (const char *n : {"float", "double", "half", "bfloat16", "int", "long", "bool"})
       t[n] = {n, {"input"}};
@@ -401,7 +402,7 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
     if (isViewLike(op)) {
       if (in && in->isTensor()) in->viewed = true;
       r->fresh = false;
-    } else if (!(in && in->isTensor() && in->value == r->value)) {
+    } else if (op == "clone" || !(in && in->isTensor() && in->value == r->value)) {
       r->fresh = true;
     }
   }
@@ -510,6 +511,12 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     return T(e.cast(requireTensor(x), *d));
   }
   if (op == "identity") return T(requireTensor(x));
+  if (op == "clone") {
+    if (!a.isNone("memory_format")) throw Unsupported("clone with a memory_format");
+    VarP r = T(requireTensor(x));
+    r->copied = true;
+    return r;
+  }
   if (op == "dropout") {
     bool training = a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
     double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
