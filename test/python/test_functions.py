@@ -398,3 +398,22 @@ def test_star_args_calls():
         return y.permute(*dims), torch.maximum(*[x, x * 2]), _helper_scale(*(x, 3.0))
 
     check(f, torch.randn(3, 4), (2, 0, 1))
+
+
+def test_clone_returns_a_distinct_tensor():
+    def f(x):
+        h = x * 2
+        c = h.clone()
+        c += 1            # in-place on a clone leaves h alone
+        d = x.clone()
+        d.mul_(3)         # ... and leaves the input alone
+        return h, h.clone(), c, d, torch.clone(x)
+
+    x = torch.ones(2)
+    out = kiln.compile(f)(x)
+    assert_close(out, f(torch.ones(2)))
+    assert out[0] is not out[1] and out[4] is not x
+    out[4].add_(5)        # writing to the returned clone must not touch x
+    assert_close(x, torch.ones(2))
+    s = stats()
+    assert s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
