@@ -502,7 +502,9 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
                                             fn == (PyObject *)&PyRange_Type);
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
-  bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math";
+  static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+  bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
+              fn == deviceType;
   if (!pure)
     throw Unsupported("call to " + str(fn) + " is not supported" +
                       (name == "print" ? " (print has side effects)" : ""));

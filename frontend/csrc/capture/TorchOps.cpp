@@ -293,6 +293,19 @@ const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
     add("torch", "t", {"t", un});
     add("torch", "where", {"where", {"condition", "input", "other"}});
     add("torch", "clone", {"clone", {"input", "memory_format"}});
+    const std::vector<std::string> factoryKw = {"out", "dtype", "layout", "device", "requires_grad",
+                                                "pin_memory", "memory_format"};
+    auto withKw = [&](std::vector<std::string> p) {
+      p.insert(p.end(), factoryKw.begin(), factoryKw.end());
+      return p;
+    };
+    add("torch", "zeros", {"zeros", withKw({"*size"})});
+    add("torch", "ones", {"ones", withKw({"*size"})});
+    add("torch", "full", {"full", withKw({"size", "fill_value"})});
+    add("torch", "zeros_like", {"zeros_like", withKw({"input"})});
+    add("torch", "ones_like", {"ones_like", withKw({"input"})});
+    add("torch", "full_like", {"full_like", withKw({"input", "fill_value"})});
+    add("torch", "arange", {"arange", withKw({"start", "end", "step"})});
     add("torch", "clamp", {"clamp", {"input", "min", "max"}});
     return t;
   }();
@@ -409,7 +422,123 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
   return r;
 }
 
+/// torch.zeros/ones/full(_like)/arange with static sizes: a kiln.constant.
+VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  auto isNoneOr = [&](const char *name, auto ok) {
+    if (a.isNone(name)) return true;
+    return ok(constObj(a.get(name), name));
+  };
+  auto strIs = [](PyObject *o, const char *s) {
+    PyRef r = PyRef::steal(PyObject_Str(o));
+    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+    PyErr_Clear();
+    return c && std::string(c) == s;
+  };
+  if (!a.isNone("out")) throw Unsupported(op + " with out=");
+  if (!isNoneOr("device", [&](PyObject *o) { return strIs(o, "cpu"); }))
+    throw Unsupported(op + " on a device other than the CPU");
+  if (!isNoneOr("layout", [&](PyObject *o) { return strIs(o, "torch.strided"); }) ||
+      !isNoneOr("requires_grad", [](PyObject *o) { return o == Py_False; }) ||
+      !isNoneOr("pin_memory", [](PyObject *o) { return o == Py_False; }) ||
+      !isNoneOr("memory_format", [&](PyObject *o) {
+        return strIs(o, "torch.preserve_format") || strIs(o, "torch.contiguous_format");
+      }))
+    throw Unsupported(op + " with layout/requires_grad/pin_memory/memory_format");
+  // Floats default to torch's default dtype, which kiln takes to be float32.
+  static PyObject *getDefault = PyObject_GetAttrString(torchModule(), "get_default_dtype");
+  PyRef def = PyRef::steal(PyObject_CallNoArgs(getDefault));
+  if (!def || dtypeFromObject(def.get()) != DType::F32) {
+    PyErr_Clear();
+    throw Unsupported(op + " with a default dtype other than float32");
+  }
+  std::optional<DType> dtype;
+  if (!a.isNone("dtype")) {
+    dtype = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+    if (!dtype) throw Unsupported(op + ": unsupported dtype");
+  }
+  auto scalarDType = [](PyObject *o) {
+    int c = scalarCategory(o);
+    if (c < 0) throw Unsupported("fill value must be a Python number");
+    return c == 0 ? DType::Bool : c == 1 ? DType::I64 : DType::F32;
+  };
+  std::vector<int64_t> shape;
+  PyRef fill;
+  bool like = op.size() > 5 && op.compare(op.size() - 5, 5, "_like") == 0;
+  if (like) {
+    VarP x = a.get("input");
+    if (!x || !x->isTensor()) throw Unsupported(op + " expects a tensor");
+    auto t = ttype(x->value);
+    shape.assign(t.getShape().begin(), t.getShape().end());
+    if (!dtype) dtype = dtypeOf(t.getElementType());
+  }
+  if (op == "arange") {
+    std::vector<PyObject *> v;
+    for (const char *n : {"start", "end", "step"})
+      if (!a.isNone(n)) v.push_back(constObj(a.get(n), n));
+    if (a.isNone("end") && !a.isNone("step")) throw Unsupported("arange: step without end");
+    double start = 0, end, step = 1;
+    bool allInt = true;
+    for (PyObject *o : v) {
+      int c = scalarCategory(o);
+      if (c < 0 || c == 0) throw Unsupported("arange bounds must be numbers");
+      allInt &= c == 1;
+    }
+    if (v.size() == 1) {
+      end = PyFloat_AsDouble(v[0]);
+    } else {
+      start = PyFloat_AsDouble(v[0]);
+      end = PyFloat_AsDouble(v[1]);
+      if (v.size() == 3) step = PyFloat_AsDouble(v[2]);
+    }
+    if (step == 0 || (end - start) / step < 0) throw Unsupported("arange: invalid bounds");
+    int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+    if (n > (1 << 16)) throw Unsupported("arange with more than 65536 elements");
+    DType d = dtype ? *dtype : allInt ? DType::I64 : DType::F32;
+    mlir::Type elt = e.elt(d);
+    auto type = RankedTensorType::get({n}, elt);
+    mlir::Attribute attr;
+    if (llvm::isa<mlir::FloatType>(elt)) {
+      llvm::SmallVector<mlir::Attribute> vals;
+      for (int64_t i = 0; i < n; ++i) vals.push_back(e.b.getFloatAttr(elt, start + i * step));
+      attr = mlir::DenseElementsAttr::get(type, vals);
+    } else if (elt.isInteger(1)) {
+      throw Unsupported("arange of bools");
+    } else {
+      llvm::SmallVector<mlir::Attribute> vals;
+      for (int64_t i = 0; i < n; ++i)
+        vals.push_back(e.b.getIntegerAttr(elt, static_cast<int64_t>(start + i * step)));
+      attr = mlir::DenseElementsAttr::get(type, vals);
+    }
+    return T(e.b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(attr)));
+  }
+  if (!like) {
+    VarP size = a.get("size");
+    if (!size) throw Unsupported(op + ": missing size");
+    shape = asInts(size, "size");
+    for (int64_t s : shape)
+      if (s < 0) throw Unsupported(op + ": negative size");
+  }
+  if (op == "zeros" || op == "zeros_like") fill = PyRef::steal(PyLong_FromLong(0));
+  else if (op == "ones" || op == "ones_like") fill = PyRef::steal(PyLong_FromLong(1));
+  else fill = PyRef::borrow(constObj(a.get("fill_value"), "fill_value"));
+  if (!dtype) dtype = op == "full" ? scalarDType(fill.get()) : DType::F32;
+  scalarDType(fill.get()); // a number
+  Value scalar = e.scalar(fill.get(), *dtype);
+  auto attr = llvm::cast<mlir::DenseElementsAttr>(
+      llvm::cast<mlir::kiln::ConstantOp>(scalar.getDefiningOp()).getValue());
+  auto type = RankedTensorType::get(shape, e.elt(*dtype));
+  Value splat = e.b.create<mlir::kiln::ConstantOp>(
+      I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(
+                   type, attr.getSplatValue<mlir::Attribute>())));
+  scalar.getDefiningOp()->erase();
+  return T(splat);
+}
+
 VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
+  static const std::set<std::string> factories = {"zeros", "ones", "full", "zeros_like",
+                                                  "ones_like", "full_like", "arange"};
+  if (factories.count(op)) return applyFactory(I, op, a);
   Emit e(I);
   VarP x = a.get("input");
   if (!x) x = a.get("condition");
@@ -757,6 +886,10 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
   if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
   if (name == "is_cuda") return makeConst(PyRef::borrow(Py_False));
+  if (name == "device") { // graph tensors are CPU tensors (guarded)
+    static PyObject *cpu = PyObject_CallMethod(torchModule(), "device", "s", "cpu"); // leaked
+    return makeConst(PyRef::borrow(cpu));
+  }
   if (name == "T" || name == "mT") {
     std::vector<VarP> none;
     std::map<std::string, VarP> nokw;
