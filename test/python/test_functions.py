@@ -417,3 +417,25 @@ def test_clone_returns_a_distinct_tensor():
     assert_close(x, torch.ones(2))
     s = stats()
     assert s["compiled_calls"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_tensor_factories():
+    def f(x):
+        return (x + torch.zeros(x.shape), torch.ones(3) * x[None] if False else torch.ones(2, 3) * x,
+                torch.full((2, 3), 1.5) + x, torch.full((2,), 7), torch.zeros_like(x) + 1,
+                torch.ones_like(x, dtype=torch.int32), torch.full_like(x, 3),
+                torch.arange(3) + x, torch.arange(0, 1, 0.25), torch.arange(5, 0, -2),
+                torch.zeros(2, device=x.device) + torch.ones(2, device="cpu"))
+
+    check(f, torch.randn(2, 3))
+
+
+def test_factory_with_requires_grad_falls_back():
+    def f(x):
+        return x + torch.zeros(3, requires_grad=True)
+
+    x = torch.randn(3)
+    out = kiln.compile(f)(x)
+    assert out.requires_grad
+    assert_close(out.detach(), x)
+    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
