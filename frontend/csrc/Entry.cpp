@@ -81,6 +81,16 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
   // Builds the node at `pos` (prefix order) and advances past its subtree.
   std::function<PyObject *()> build = [&]() -> PyObject * {
     const OutputSlot &s = entry.outputs[pos++];
+    if (s.kind == OutputSlot::Kind::Dict) {
+      PyObject *d = PyDict_New();
+      for (int i = 0; i < s.index; ++i) {
+        PyObject *child = build();
+        if (d && child)
+          PyDict_SetItem(d, PyTuple_GET_ITEM(s.constant.get(), i), child);
+        Py_XDECREF(child);
+      }
+      return d;
+    }
     if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {
       bool tuple = s.kind == OutputSlot::Kind::Tuple;
       PyObject *seq = tuple ? PyTuple_New(s.index) : PyList_New(s.index);

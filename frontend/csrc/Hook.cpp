@@ -188,13 +188,16 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
 /// it (e.g. `return x, (h, c)` → h is (1, 0)); a tuple of tuples.
 PyObject *resultPaths(const Entry &entry) {
   std::vector<PyRef> paths(entry.results.size());
-  std::vector<long> path;
+  std::vector<PyRef> path; // list indices or dict keys
   size_t pos = 0;
   std::function<void()> walk = [&]() {
     const OutputSlot &s = entry.outputs[pos++];
-    if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {
+    if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List ||
+        s.kind == OutputSlot::Kind::Dict) {
       for (int i = 0; i < s.index; ++i) {
-        path.push_back(i);
+        path.push_back(s.kind == OutputSlot::Kind::Dict
+                           ? PyRef::borrow(PyTuple_GET_ITEM(s.constant.get(), i))
+                           : PyRef::steal(PyLong_FromLong(i)));
         walk();
         path.pop_back();
       }
@@ -203,8 +206,10 @@ PyObject *resultPaths(const Entry &entry) {
     if (s.kind != OutputSlot::Kind::Graph || paths[s.index])
       return;
     PyRef t = PyRef::steal(PyTuple_New(path.size()));
-    for (size_t i = 0; i < path.size(); ++i)
-      PyTuple_SET_ITEM(t.get(), i, PyLong_FromLong(path[i]));
+    for (size_t i = 0; i < path.size(); ++i) {
+      Py_INCREF(path[i].get());
+      PyTuple_SET_ITEM(t.get(), i, path[i].get());
+    }
     paths[s.index] = t;
   };
   walk();

@@ -254,8 +254,12 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     if (op == "IS_OP") {
       if (lhs->isTensor() || rhs->isTensor())
         r = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
+      else if (!lhs->isConst() || !rhs->isConst())
+        r = lhs.get() == rhs.get(); // containers built here are new objects
       else
         r = constObj(lhs, "operand") == constObj(rhs, "operand");
+    } else if (rhs->kind == Var::Kind::Dict) {
+      r = dictFind(rhs, constObj(lhs, "operand")) >= 0;
     } else {
       int c = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
       if (c < 0) {
@@ -338,6 +342,70 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       throw Unsupported("unpacking a sequence of the wrong length");
     for (auto it = v->items.rbegin(); it != v->items.rend(); ++it)
       f.stack.push_back(*it);
+  } else if (op == "BUILD_MAP" || op == "BUILD_CONST_KEY_MAP") {
+    auto d = std::make_shared<Var>();
+    d->kind = Var::Kind::Dict;
+    std::vector<VarP> keys, values;
+    if (op == "BUILD_CONST_KEY_MAP") {
+      PyObject *ks = constObj(pop(f), "dict keys");
+      if (!PyTuple_Check(ks) || PyTuple_GET_SIZE(ks) != in.arg)
+        throw Unsupported("BUILD_CONST_KEY_MAP without a key tuple");
+      values.assign(f.stack.end() - in.arg, f.stack.end());
+      f.stack.resize(f.stack.size() - in.arg);
+      for (Py_ssize_t i = 0; i < in.arg; ++i)
+        keys.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(ks, i))));
+    } else {
+      std::vector<VarP> kv(f.stack.end() - 2 * in.arg, f.stack.end());
+      f.stack.resize(f.stack.size() - 2 * in.arg);
+      for (int i = 0; i < in.arg; ++i) {
+        keys.push_back(kv[2 * i]);
+        values.push_back(kv[2 * i + 1]);
+      }
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      PyObject *k = constObj(keys[i], "dict key");
+      if (PyObject_Hash(k) == -1) {
+        PyErr_Clear();
+        throw Unsupported("unhashable dict key");
+      }
+      int at = dictFind(d, k);
+      if (at >= 0) {
+        d->items[at] = values[i];
+      } else {
+        d->keys.push_back(PyRef::borrow(k));
+        d->items.push_back(values[i]);
+      }
+    }
+    f.stack.push_back(d);
+  } else if (op == "STORE_SUBSCR" && f.stack.size() >= 3 &&
+             (f.stack[f.stack.size() - 2]->kind == Var::Kind::Dict ||
+              f.stack[f.stack.size() - 2]->kind == Var::Kind::List)) {
+    VarP key = pop(f), c = pop(f), value = pop(f);
+    if (c->source >= 0)
+      throw Unsupported("item assignment to a list passed in is not supported");
+    PyObject *k = constObj(key, "subscript");
+    if (c->kind == Var::Kind::Dict) {
+      if (PyObject_Hash(k) == -1) {
+        PyErr_Clear();
+        throw Unsupported("unhashable dict key");
+      }
+      int at = dictFind(c, k);
+      if (at >= 0) {
+        c->items[at] = value;
+      } else {
+        c->keys.push_back(PyRef::borrow(k));
+        c->items.push_back(value);
+      }
+    } else {
+      if (!PyLong_CheckExact(k))
+        throw Unsupported("list item assignment with a non-int index");
+      long n = (long)c->items.size(), i = PyLong_AsLong(k);
+      if (i < 0)
+        i += n;
+      if (i < 0 || i >= n)
+        throw Unsupported("list assignment index out of range");
+      c->items[i] = value;
+    }
   } else if (op == "BUILD_SLICE" || op == "BINARY_SLICE") {
     VarP step = op == "BUILD_SLICE" && in.arg == 3 ? pop(f) : nullptr;
     VarP stop = pop(f), start = pop(f);
@@ -378,6 +446,26 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs) {
   if (callee->kind == Var::Kind::TensorMethod)
     return callTensorMethod(callee->self, callee->name, args, kwargs);
+  if (callee->kind == Var::Kind::ListMethod && callee->self->kind == Var::Kind::Dict) {
+    const VarP &d = callee->self;
+    if (callee->name == "get") {
+      if (args.empty() || args.size() > 2 || !kwargs.empty())
+        throw Unsupported("dict.get takes one or two arguments");
+      int at = dictFind(d, constObj(args[0], "dict key"));
+      return at >= 0 ? d->items[at]
+                     : args.size() == 2 ? args[1] : makeConst(PyRef::borrow(Py_None));
+    }
+    if (!args.empty() || !kwargs.empty())
+      throw Unsupported("dict." + callee->name + " takes no arguments");
+    std::vector<VarP> items;
+    for (size_t i = 0; i < d->keys.size(); ++i) {
+      VarP k = makeConst(d->keys[i]);
+      items.push_back(callee->name == "keys"     ? k
+                      : callee->name == "values" ? d->items[i]
+                                                 : makeSeq(Var::Kind::Tuple, {k, d->items[i]}));
+    }
+    return makeSeq(Var::Kind::Iter, items);
+  }
   if (callee->kind == Var::Kind::ListMethod) {
     // Only lists the compiled code built itself: mutating the caller's list
     // would have to be replayed on it.
@@ -579,7 +667,8 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
   }
   if ((name == "len") && args.size() == 1 &&
-      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List))
+      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
+       args[0]->kind == Var::Kind::Dict))
     return makeConst(PyRef::steal(PyLong_FromSize_t(args[0]->items.size())));
   if ((name == "tuple" || name == "list") && args.size() == 1 && !args[0]->isConst()) {
     VarP it = getIter(args[0]);

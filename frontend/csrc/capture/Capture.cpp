@@ -17,6 +17,19 @@ namespace {
 /// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
                const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0) {
+  if (v->kind == Var::Kind::Dict) {
+    if (depth > 16)
+      throw Unsupported("the function returns too deeply nested containers");
+    PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
+    for (size_t i = 0; i < v->keys.size(); ++i) {
+      Py_INCREF(v->keys[i].get());
+      PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
+    }
+    out.outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys});
+    for (auto &item : v->items)
+      addOutput(out, results, inputs, item, depth + 1);
+    return;
+  }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");

@@ -39,12 +39,14 @@ struct Var {
                   ///< a real cell (`obj`) is read lazily from `source`
     Function,     ///< a function made by MAKE_FUNCTION during capture:
                   ///< `obj` the function, `items` its closure cells
+    Dict,         ///< dict built during capture: `keys` (constants), `items`
   };
   Kind kind = Kind::Null;
   mlir::Value value;
   PyRef obj;
   int source = -1;
   std::vector<VarP> items;
+  std::vector<PyRef> keys; ///< Dict: the keys, parallel to `items`
   size_t pos = 0;
   VarP self;
   std::string name;
@@ -65,6 +67,8 @@ struct Var {
 VarP makeConst(PyRef obj, int source = -1);
 VarP makeTensor(mlir::Value v);
 VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
+/// Index of `key` in dict var `d`, or -1.
+int dictFind(const VarP &d, PyObject *key);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).

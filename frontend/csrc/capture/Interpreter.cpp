@@ -36,6 +36,17 @@ VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
   return v;
 }
 
+int dictFind(const VarP &d, PyObject *key) {
+  for (size_t i = 0; i < d->keys.size(); ++i) {
+    int eq = PyObject_RichCompareBool(d->keys[i].get(), key, Py_EQ);
+    if (eq < 0)
+      PyErr_Clear();
+    if (eq == 1)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
@@ -283,6 +294,14 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = str(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
+  if (obj->kind == Var::Kind::Dict &&
+      (attr == "items" || attr == "keys" || attr == "values" || attr == "get")) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
   if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
@@ -348,7 +367,7 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
 bool Interpreter::truthy(const VarP &v) {
   if (v->isTensor())
     throw Unsupported("data-dependent branch on a tensor value");
-  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return !v->items.empty();
   int r = PyObject_IsTrue(constObj(v, "branch condition"));
   if (r < 0) {
@@ -363,6 +382,12 @@ VarP Interpreter::getIter(const VarP &v) {
     return makeSeq(Var::Kind::Iter, v->items);
   if (v->kind == Var::Kind::Iter)
     return v;
+  if (v->kind == Var::Kind::Dict) {
+    std::vector<VarP> keys;
+    for (auto &k : v->keys)
+      keys.push_back(makeConst(k));
+    return makeSeq(Var::Kind::Iter, keys);
+  }
   if (v->isTensor())
     throw Unsupported("iterating over a tensor");
   PyObject *o = constObj(v, "iterable");
@@ -414,6 +439,12 @@ std::vector<VarP> Interpreter::iterItems(const VarP &v) {
 }
 
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
+  if (c->kind == Var::Kind::Dict) {
+    int i = dictFind(c, constObj(index, "dict key"));
+    if (i < 0)
+      throw Unsupported("KeyError in a dict built by the compiled code");
+    return c->items[i];
+  }
   if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
     PyObject *i = constObj(index, "index");
     if (PySlice_Check(i)) {
