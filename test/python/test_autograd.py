@@ -239,3 +239,14 @@ def test_input_modified_before_backward_raises_like_eager():
     x.add_(1.0)  # the recompute would see the new values: must not give wrong grads
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_dict_output_gradients():
+    def f(x, w):
+        return {"p": x * w, "q": (x + w).sum()}
+
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    out = kiln.compile(f)(x, w)
+    (out["p"].sum() + 3 * out["q"]).backward()
+    assert_close(w.grad, x + 3)
+    assert stats()["compiled_calls"] == 1

@@ -439,3 +439,28 @@ def test_factory_with_requires_grad_falls_back():
     assert out.requires_grad
     assert_close(out.detach(), x)
     assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+
+
+def test_dicts_built_in_the_function():
+    def f(x, y):
+        d = {"a": x, "b": y * 2}
+        extra = {}
+        extra["c"] = x * 2
+        outs = [x, y]
+        outs[1] = y + 1
+        total = 0
+        for _, value in d.items():
+            total = total + value
+        return {"d": d, "c": extra["c"], "n": len(d), "has": "a" in d,
+                "keys": list(d.keys()), "miss": extra.get("q", 5), "outs": outs, "total": total}
+
+    x, y = torch.randn(3), torch.randn(3)
+    got, expected = kiln.compile(f)(x, y), f(x, y)
+    assert list(got) == list(expected) and list(got["d"]) == ["a", "b"]
+    for k in ("c", "total"):
+        assert_close(got[k], expected[k])
+    assert_close(got["d"]["b"], expected["d"]["b"])
+    assert got["d"]["a"] is x and got["n"] == 2 and got["has"] is True
+    assert got["keys"] == ["a", "b"] and got["miss"] == 5
+    assert_close(got["outs"], expected["outs"])
+    assert_compiled(graphs=1, calls=1)
