@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
 """Python control flow: resolved at capture time, guarded, recompiled."""
-import pytest
 import torch
 from torch import nn
 
