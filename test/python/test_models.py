@@ -187,3 +187,75 @@ def test_linear_on_1d_input():
     with torch.no_grad():
         assert_close(kiln.compile(model)(x), model(x))
     assert_compiled(graphs=1, calls=1)
+
+
+class GRULikeCell(nn.Module):
+    def __init__(self, i, h):
+        super().__init__()
+        self.xr, self.hr = nn.Linear(i, h), nn.Linear(h, h, bias=False)
+        self.xz, self.hz = nn.Linear(i, h), nn.Linear(h, h, bias=False)
+        self.xn, self.hn = nn.Linear(i, h), nn.Linear(h, h)
+
+    def forward(self, x, hx):
+        r = torch.sigmoid(self.xr(x) + self.hr(hx))
+        z = torch.sigmoid(self.xz(x) + self.hz(hx))
+        n = torch.tanh(self.xn(x) + r * self.hn(hx))
+        return (1 - z) * n + z * hx
+
+
+class UnrolledRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = GRULikeCell(4, 8)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, steps):
+        h = torch.zeros(steps[0].shape[0], 8)
+        outs = []
+        for x in steps:
+            h = self.cell(x, h)
+            outs.append(self.head(h))
+        return sum(outs) / len(outs), h
+
+
+def test_unrolled_rnn_over_a_list_of_steps_with_gradients():
+    model = UnrolledRNN()
+    ref = copy.deepcopy(model)
+    steps = [torch.randn(3, 4) for _ in range(5)]
+    out, h = kiln.compile(model)(steps)
+    (out.sum() + h.square().sum()).backward()
+    rout, rh = ref(steps)
+    (rout.sum() + rh.square().sum()).backward()
+    assert_close(out, rout)
+    assert_close(h, rh)
+    for p, rp in zip(model.parameters(), ref.parameters()):
+        assert_close(p.grad, rp.grad)
+    assert_compiled(graphs=1, calls=1)
+    with torch.no_grad():
+        assert_close(kiln.compile(model)(steps), ref(steps))  # grad mode changed
+        steps.append(torch.randn(3, 4))                      # the list length is guarded
+        assert_close(kiln.compile(model)(steps), ref(steps))
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["recompiles"] == 2, s
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens, channels):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(channels), nn.LayerNorm(channels)
+        self.token_mlp = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(),
+                                       nn.Linear(2 * tokens, tokens))
+        self.channel_mlp = nn.Sequential(nn.Linear(channels, 2 * channels), nn.GELU(),
+                                         nn.Linear(2 * channels, channels))
+
+    def forward(self, x):
+        x = x + self.token_mlp(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channel_mlp(self.norm2(x))
+
+
+def test_mlp_mixer_block():
+    model = MixerBlock(6, 8).eval()
+    x = torch.randn(2, 6, 8)
+    with torch.no_grad():
+        assert_close(kiln.compile(model)(x), model(x), rtol=1e-4, atol=1e-5)
+    assert_compiled(graphs=1, calls=1)
