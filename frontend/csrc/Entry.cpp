@@ -103,6 +103,17 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
       }
       return seq;
     }
+    if (s.kind == OutputSlot::Kind::InputView) {
+      PyObject *t = inputs[s.index];
+      Py_INCREF(t);
+      for (Py_ssize_t i = 0; t && i < PyTuple_GET_SIZE(s.constant.get()); ++i) {
+        PyObject *step = PyTuple_GET_ITEM(s.constant.get(), i);
+        PyRef method = PyRef::steal(PyObject_GetAttr(t, PyTuple_GET_ITEM(step, 0)));
+        Py_DECREF(t);
+        t = method ? PyObject_Call(method.get(), PyTuple_GET_ITEM(step, 1), nullptr) : nullptr;
+      }
+      return t;
+    }
     PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();

@@ -40,6 +40,16 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       addOutput(out, results, inputs, item, depth + 1);
     return;
   }
+  if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
+    // A view of an input is rebuilt from the caller's tensor (it aliases it).
+    PyRef steps = PyRef::steal(PyTuple_New(v->viewSteps.size()));
+    for (size_t i = 0; i < v->viewSteps.size(); ++i) {
+      PyRef name = PyRef::steal(PyUnicode_FromString(v->viewSteps[i].first.c_str()));
+      PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v->viewSteps[i].second.get()));
+    }
+    out.outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
+    return;
+  }
   if (v->isTensor()) {
     // A clone() of an input or of another result is returned as a copy.
     for (size_t i = 0; i < inputs.size(); ++i)

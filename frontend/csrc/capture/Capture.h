@@ -25,11 +25,12 @@ namespace kiln {
 /// How one node of the Python result is produced. The result is a tree
 /// stored in prefix order: a Tuple/List node is followed by its children.
 struct OutputSlot {
-  enum class Kind { Graph, Input, Constant, Tuple, List, Dict };
+  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView };
   Kind kind;
   int index = 0;  ///< Graph: result number; Input: graph input number;
                   ///< Tuple/List/Dict: number of children (Dict: values)
-  PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys
+  PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys;
+                  ///< InputView: tuple of (method name, args) applied to input `index`
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
 };
 

@@ -59,6 +59,11 @@ struct Var {
   /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
   /// tensor object as an input or another result.
   bool copied = false;
+  /// Tensor: a view (chain) of graph input `viewInput`; returned, it is
+  /// rebuilt by replaying `viewSteps` (method name, argument tuple) on the
+  /// caller's tensor so that it aliases the input as in eager.
+  int viewInput = -1;
+  std::vector<std::pair<std::string, PyRef>> viewSteps;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }

@@ -404,6 +404,42 @@ VarP applyInPlace(Interpreter &I, const std::string &op, Args &a, const std::str
   return in;
 }
 
+/// Records that `r` (made by view-like `op` from `in`) views a graph input,
+/// with the torch call that rebuilds it from the input.
+void recordView(const VarP &in, const VarP &r, const std::string &op) {
+  int base = in->viewInput;
+  std::vector<std::pair<std::string, PyRef>> steps = in->viewSteps;
+  if (base < 0) {
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(in->value);
+    if (!arg || in->viewInput >= 0) return;
+    base = static_cast<int>(arg.getArgNumber());
+  }
+  auto ints = [](llvm::ArrayRef<int64_t> v) {
+    PyRef t = PyRef::steal(PyTuple_New(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
+    return PyRef::steal(PyTuple_Pack(1, t.get()));
+  };
+  mlir::Operation *def = r->value.getDefiningOp();
+  if (op == "identity") {
+    steps.push_back({"contiguous", PyRef::steal(PyTuple_New(0))});
+  } else if (r->value == in->value) {
+    // no-op (same shape/dtype): eager returns the input or a view of it
+  } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
+    steps.push_back({"permute", ints(p.getDims())});
+  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
+             llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
+    steps.push_back({llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
+                     ints(ttype(r->value).getShape())});
+  } else if (llvm::isa_and_nonnull<mlir::kiln::CastOp>(def)) {
+    PyObject *dt = dtypeObject(dtypeOf(ttype(r->value).getElementType()));
+    steps.push_back({"to", PyRef::steal(PyTuple_Pack(1, dt))});
+  } else {
+    return; // not a replayable view: returned as a copy
+  }
+  r->viewInput = base;
+  r->viewSteps = std::move(steps);
+}
+
 /// Applies `op` and records aliasing facts on the input and the result.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
   VarP inplace = a.get("inplace");
@@ -411,6 +447,8 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
     return applyInPlace(I, op, a, op + "(inplace=True)");
   VarP r = applyOp(I, op, a);
   VarP in = a.get("input");
+  if (r && r->isTensor() && in && in->isTensor() && isViewLike(op))
+    recordView(in, r, op);
   if (r && r->isTensor()) {
     if (isViewLike(op)) {
       if (in && in->isTensor()) in->viewed = true;
@@ -894,10 +932,11 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
     std::vector<VarP> none;
     std::map<std::string, VarP> nokw;
     if (name == "T") {
-      std::vector<int64_t> perm;
-      for (int64_t i = type.getRank() - 1; i >= 0; --i) perm.push_back(i);
-      Emit e(*this);
-      return makeTensor(e.permute(self->value, perm));
+      std::vector<VarP> perm;
+      for (int64_t i = type.getRank() - 1; i >= 0; --i)
+        perm.push_back(makeConst(PyRef::steal(PyLong_FromLongLong(i))));
+      std::vector<VarP> args = {makeSeq(Var::Kind::Tuple, perm)};
+      return callTensorMethod(self, "permute", args, nokw);
     }
     std::vector<VarP> dims = {makeConst(PyRef::steal(PyLong_FromLong(-2))),
                               makeConst(PyRef::steal(PyLong_FromLong(-1)))};
