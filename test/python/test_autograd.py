@@ -250,3 +250,19 @@ def test_dict_output_gradients():
     (out["p"].sum() + 3 * out["q"]).backward()
     assert_close(w.grad, x + 3)
     assert stats()["compiled_calls"] == 1
+
+
+def test_view_of_input_output_gradient():
+    def f(x):
+        return x.t().reshape(-1), (x * 2).sum()
+
+    x = torch.randn(2, 3, requires_grad=True)
+    v, s = kiln.compile(f)(x)
+    (v * torch.arange(6.0)).sum().backward(retain_graph=True)
+    s.backward()
+    xr = x.detach().clone().requires_grad_(True)
+    vr, sr = f(xr)
+    (vr * torch.arange(6.0)).sum().backward(retain_graph=True)
+    sr.backward()
+    assert_close(x.grad, xr.grad)
+    assert stats()["compiled_calls"] == 1

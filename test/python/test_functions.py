@@ -295,8 +295,6 @@ def test_nan_and_inf_propagation():
     check(f, torch.tensor([[1.0, nan], [-inf, 3.0]]))
 
 
-@pytest.mark.xfail(strict=True, reason="kiln returns a fresh tensor where eager returns a view "
-                   "of an input: writes through the result do not reach the input")
 def test_view_output_aliases_input():
     def f(x):
         return x.view(-1)
@@ -463,4 +461,18 @@ def test_dicts_built_in_the_function():
     assert got["d"]["a"] is x and got["n"] == 2 and got["has"] is True
     assert got["keys"] == ["a", "b"] and got["miss"] == 5
     assert_close(got["outs"], expected["outs"])
+    assert_compiled(graphs=1, calls=1)
+
+
+def test_view_outputs_match_eager_aliasing_and_strides():
+    def f(x):
+        return (x.view(-1), x.t(), x.T.contiguous(), x.unsqueeze(0).expand(3, 2, 2), x.float(),
+                x.double(), x.permute(1, 0).reshape(-1), x * 2)
+
+    x = torch.zeros(2, 2)
+    got, expected = kiln.compile(f)(x), f(x)
+    assert_close(got, expected)
+    for g, e in zip(got, expected):
+        assert (g.data_ptr() == x.data_ptr()) == (e.data_ptr() == x.data_ptr())
+        assert g.stride() == e.stride()
     assert_compiled(graphs=1, calls=1)
