@@ -9,7 +9,12 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
           ccache lld libopenblas-dev libgtest-dev python3-venv)
-PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18.1.8")
+# mkl: oneMKL's libmkl_rt for compiled GEMMs (the same 2024.2 MKL eager torch
+# links statically); kiln dlopens it from the venv's lib/ and falls back to
+# OpenBLAS without it. Its dependencies are pinned too (about 680 MB in all).
+PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18.1.8"
+         "mkl==2024.2.2" "intel-openmp==2024.2.1" "intel-cmplr-lib-ur==2024.2.1"
+         "tbb==2021.13.1")
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The `_mlir_ciface_kiln_blas_*` functions that `kiln-linalg-to-blas` calls
-// (C = A * op(B) + beta * C on strided memref descriptors), and the symbol
-// table the JIT registers them with.
+// (C = A * op(B) + beta * C on strided memref descriptors), the symbol
+// table the JIT registers them with, and the choice of BLAS library behind
+// them (OpenBLAS, linked, or oneMKL's libmkl_rt, dlopen'ed).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_BLASSHIMS_H
 #define KILN_CODEGEN_CPU_BLASSHIMS_H
@@ -15,6 +16,16 @@
 #include <vector>
 
 extern "C" {
+/// Makes the shims call the CBLAS of oneMKL's runtime library at `path`
+/// (libmkl_rt.so.N; dlopen'ed, never unloaded). Null, "" or "openblas"
+/// selects the linked OpenBLAS. Returns 1 when MKL is in use; on a load
+/// failure prints why to stderr and keeps OpenBLAS (returns 0). Call it
+/// before compiled code runs (the frontend does at import); when it never
+/// is, the first GEMM reads $KILN_BLAS_LIBRARY the same way.
+int kilnSetBlasLibrary(const char *path);
+/// "openblas", or "mkl (<threading layer> threading) <path>".
+const char *kilnBlasLibrary();
+
 /// C[M,N] = A[M,K] * (transB ? B[N,K]^T : B[K,N]) + beta * C.
 void _mlir_ciface_kiln_blas_sgemm(StridedMemRefType<float, 2> *a,
                                   StridedMemRefType<float, 2> *b,

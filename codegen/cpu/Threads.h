@@ -10,7 +10,7 @@
 
 extern "C" {
 /// Sets the thread count of kiln's BLAS calls (applied by the next call;
-/// n <= 0 leaves OpenBLAS's own default).
+/// n <= 0 leaves the BLAS library's own default).
 void kilnSetNumThreads(int n);
 /// The count last set by kilnSetNumThreads (0 when never set).
 int kilnGetNumThreads();

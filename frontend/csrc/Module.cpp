@@ -8,6 +8,7 @@
 #include "Entry.h"
 #include "Hook.h"
 #include "Log.h"
+#include "codegen/cpu/BlasShims.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -80,4 +81,9 @@ NB_MODULE(_C, m) {
         nb::arg("recompile_limit"));
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
+  m.def("set_blas_library",
+        [](const std::string &path) { return kilnSetBlasLibrary(path.c_str()) != 0; },
+        "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
+  m.def("blas_library", [] { return std::string(kilnBlasLibrary()); },
+        "The BLAS compiled GEMMs call.");
 }

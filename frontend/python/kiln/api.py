@@ -7,7 +7,7 @@ import inspect
 
 import torch
 
-from kiln import _C, _autograd
+from kiln import _C, _autograd, _blas
 from kiln.config import _push_to_native, config
 
 _OPTIONS = ("backend", "mode", "fullgraph", "dynamic")
@@ -84,6 +84,7 @@ def compile(model=None, **options):  # noqa: A001
     if model is None:
         return lambda m: compile(m, **options)
     _push_to_native()
+    _blas.select()
     if config.disable:
         return model
     if isinstance(model, torch.nn.Module):
