@@ -23,6 +23,7 @@ struct Entry {
   SourceTable sources;
   std::vector<Guard> guards;
   bool gradMode = false;
+  PyObject *defaultDtype = nullptr; ///< torch.get_default_dtype() at capture
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
   std::vector<OutputSlot> outputs;

@@ -138,6 +138,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     failed->sources = std::move(cap.sources);
     failed->guards = std::move(cap.guards);
     failed->gradMode = cap.gradMode;
+    failed->defaultDtype = cap.defaultDtype;
     return nullptr;
   };
   if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
@@ -166,6 +167,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   entry->sources = std::move(cap.sources);
   entry->guards = std::move(cap.guards);
   entry->gradMode = cap.gradMode;
+  entry->defaultDtype = cap.defaultDtype;
   entry->inputs = std::move(cap.inputs);
   entry->results = std::move(cap.results);
   entry->outputs = std::move(cap.outputs);
@@ -415,11 +417,15 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   ++gStats["frames"];
   FrameView view{locals, numLocals, globals, builtins, func};
   bool grad = gradEnabled();
+  PyObject *defDtype = defaultDtype();
   std::vector<PyRef> values;
   std::string firstFailure;
   for (auto &e : cache->entries) {
     int bad = e->sources.resolve(view, values);
-    int failed = bad >= 0 ? -2 : e->gradMode != grad ? -3 : checkGuards(e->guards, values);
+    int failed = bad >= 0                        ? -2
+                 : e->gradMode != grad            ? -3
+                 : e->defaultDtype != defDtype    ? -4
+                                                  : checkGuards(e->guards, values);
     if (failed == -1 && e->eager) {
       ++gStats["eager_calls"];
       if (tls.fullgraph) {
@@ -435,7 +441,8 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
       return runEntry(*e, values, func, code, locals);
     }
     if (firstFailure.empty())
-      firstFailure = failed == -3 ? "grad mode changed"
+      firstFailure = failed == -3   ? "grad mode changed"
+                     : failed == -4 ? "torch's default dtype changed"
                      : failed == -2 ? e->sources.describe(bad, e->localNames) + " is missing"
                                     : e->guards[failed].describe(e->sources, e->localNames) +
                                           " failed";

@@ -15,6 +15,7 @@ struct Handles {
   PyObject *tensorType = nullptr;
   PyObject *isGradEnabled = nullptr;
   PyObject *getNumThreads = nullptr;
+  PyObject *getDefaultDtype = nullptr;
   PyObject *empty = nullptr;
   PyObject *dtypes[7] = {};
   PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
@@ -95,6 +96,7 @@ bool initTorchHandles() {
   H.tensorType = PyObject_GetAttrString(torch, "Tensor");
   H.isGradEnabled = PyObject_GetAttrString(torch, "is_grad_enabled");
   H.getNumThreads = PyObject_GetAttrString(torch, "get_num_threads");
+  H.getDefaultDtype = PyObject_GetAttrString(torch, "get_default_dtype");
   H.empty = PyObject_GetAttrString(torch, "empty");
   for (int i = 0; i < 7; ++i)
     H.dtypes[i] = PyObject_GetAttrString(torch, kDtypeNames[i]);
@@ -144,6 +146,16 @@ int torchNumThreads() {
     n = 1;
   }
   return static_cast<int>(n);
+}
+
+PyObject *defaultDtype() {
+  PyRef r = PyRef::steal(PyObject_CallNoArgs(H.getDefaultDtype));
+  if (!r)
+    PyErr_Clear();
+  for (PyObject *d : H.dtypes)
+    if (r && d == r.get())
+      return d;
+  return nullptr;
 }
 
 bool gradEnabled() {

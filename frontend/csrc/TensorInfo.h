@@ -54,6 +54,9 @@ void *tensorDataPtr(PyObject *t);
 int torchNumThreads();
 /// `torch.is_grad_enabled()`.
 bool gradEnabled();
+/// `torch.get_default_dtype()` as one of the dtype singletons kiln holds
+/// (borrowed), or null for a dtype kiln does not support.
+PyObject *defaultDtype();
 /// `torch.empty(sizes, dtype=dtype)` (new reference, null on error).
 PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype);
 /// `t.contiguous()` (new reference, null on error).

@@ -84,6 +84,11 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
   });
   Interpreter interp(ctx, frame, out);
   try {
+    out.defaultDtype = defaultDtype();
+    auto def = out.defaultDtype ? dtypeFromObject(out.defaultDtype) : std::nullopt;
+    if (!def)
+      throw Unsupported("torch's default dtype is not supported");
+    setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());
     mlir::Block &entry = fn.getBody().front();

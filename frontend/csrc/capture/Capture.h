@@ -56,6 +56,8 @@ struct Capture {
   std::vector<OutputSlot> outputs; ///< the result tree, root first
   /// Whether grad mode was on at capture (guarded).
   bool gradMode = false;
+  /// torch.get_default_dtype() at capture (guarded like grad mode).
+  PyObject *defaultDtype = nullptr;
   /// Number of kiln ops in the graph.
   int numOps = 0;
   mlir::OwningOpRef<mlir::ModuleOp> module;

@@ -189,6 +189,10 @@ mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
 /// The DType of an MLIR element type (throws Unsupported for others).
 DType dtypeOf(mlir::Type elt);
 
+/// Sets the float dtype torch's defaults resolve to in the capture in
+/// progress (torch.get_default_dtype()).
+void setDefaultFloat(DType d);
+
 /// True when `o` is an nn.Module instance.
 bool isModule(PyObject *o);
 

@@ -50,6 +50,13 @@ DType dtypeOf(mlir::Type t) {
 }
 
 namespace {
+/// torch.get_default_dtype() of the capture in progress (guarded per entry).
+thread_local DType tDefaultFloat = DType::F32;
+} // namespace
+
+void setDefaultFloat(DType d) { tDefaultFloat = d; }
+
+namespace {
 
 /// One mapped callable: the kiln-level op name and torch's parameter list.
 struct OpSpec {
@@ -158,7 +165,7 @@ DType resultType(const std::vector<VarP> &operands) {
   std::optional<DType> r = dims;
   if (zeroDim && (!r || dtypeCategory(*zeroDim) > dtypeCategory(*r))) r = zeroDim;
   if (!r || scalarCat > dtypeCategory(*r)) {
-    DType fromScalar = scalarCat == 2 ? DType::F32 : scalarCat == 1 ? DType::I64 : DType::Bool;
+    DType fromScalar = scalarCat == 2 ? tDefaultFloat : scalarCat == 1 ? DType::I64 : DType::Bool;
     if (!r) throw Unsupported("no tensor operand");
     r = fromScalar;
   }
@@ -224,7 +231,7 @@ public:
   Value floatUnaryInput(const VarP &x) {
     Value v = x->value;
     DType d = dtypeOf(ttype(v).getElementType());
-    return dtypeCategory(d) == 2 ? v : cast(v, DType::F32);
+    return dtypeCategory(d) == 2 ? v : cast(v, tDefaultFloat);
   }
 
   Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
@@ -483,13 +490,6 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
         return strIs(o, "torch.preserve_format") || strIs(o, "torch.contiguous_format");
       }))
     throw Unsupported(op + " with layout/requires_grad/pin_memory/memory_format");
-  // Floats default to torch's default dtype, which kiln takes to be float32.
-  static PyObject *getDefault = PyObject_GetAttrString(torchModule(), "get_default_dtype");
-  PyRef def = PyRef::steal(PyObject_CallNoArgs(getDefault));
-  if (!def || dtypeFromObject(def.get()) != DType::F32) {
-    PyErr_Clear();
-    throw Unsupported(op + " with a default dtype other than float32");
-  }
   std::optional<DType> dtype;
   if (!a.isNone("dtype")) {
     dtype = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
@@ -498,7 +498,7 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
   auto scalarDType = [](PyObject *o) {
     int c = scalarCategory(o);
     if (c < 0) throw Unsupported("fill value must be a Python number");
-    return c == 0 ? DType::Bool : c == 1 ? DType::I64 : DType::F32;
+    return c == 0 ? DType::Bool : c == 1 ? DType::I64 : tDefaultFloat;
   };
   std::vector<int64_t> shape;
   PyRef fill;
@@ -532,7 +532,7 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
     if (step == 0 || (end - start) / step < 0) throw Unsupported("arange: invalid bounds");
     int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
     if (n > (1 << 16)) throw Unsupported("arange with more than 65536 elements");
-    DType d = dtype ? *dtype : allInt ? DType::I64 : DType::F32;
+    DType d = dtype ? *dtype : allInt ? DType::I64 : tDefaultFloat;
     mlir::Type elt = e.elt(d);
     auto type = RankedTensorType::get({n}, elt);
     mlir::Attribute attr;
@@ -560,7 +560,7 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
   if (op == "zeros" || op == "zeros_like") fill = PyRef::steal(PyLong_FromLong(0));
   else if (op == "ones" || op == "ones_like") fill = PyRef::steal(PyLong_FromLong(1));
   else fill = PyRef::borrow(constObj(a.get("fill_value"), "fill_value"));
-  if (!dtype) dtype = op == "full" ? scalarDType(fill.get()) : DType::F32;
+  if (!dtype) dtype = op == "full" ? scalarDType(fill.get()) : tDefaultFloat;
   scalarDType(fill.get()); // a number
   Value scalar = e.scalar(fill.get(), *dtype);
   auto attr = llvm::cast<mlir::DenseElementsAttr>(
@@ -606,7 +606,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     DType d = resultType({x, other});
     if (dtypeCategory(d) < 2) {
       if (op == "pow") throw Unsupported("integer pow");
-      d = DType::F32;
+      d = tDefaultFloat;
     }
     return T(op == "div" ? e.binary<DivOp>(x, other, d) : e.binary<PowOp>(x, other, d));
   }
