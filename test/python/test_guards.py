@@ -376,3 +376,23 @@ def test_tensor_default_argument_of_helper_is_an_input():
         _DEFAULT_W.fill_(1.0)
     s = stats()
     assert s["graphs_compiled"] == 1 and s["compiled_calls"] == 2 and s["graph_breaks"] == 0, s
+
+
+def test_default_dtype_change_recompiles():
+    def f(x):
+        return x * 0.5, x / 2, torch.exp(x), torch.zeros(2), torch.arange(0, 1, 0.5)
+
+    cf = kiln.compile(f)
+    x = torch.arange(3)
+    assert_close(cf(x), f(x))
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = cf(x)
+        assert all(t.dtype == torch.float64 for t in got)
+        assert_close(got, f(x))
+    finally:
+        torch.set_default_dtype(old)
+    assert_close(cf(x), f(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["cache_hits"] == 1, s
