@@ -32,13 +32,7 @@ int SourceTable::add(Source::Kind kind, int parent, int index, PyObject *key) {
 std::string SourceTable::describe(int i,
                                   const std::vector<std::string> &localNames) const {
   const Source &s = sources_[i];
-  auto keyStr = [&]() -> std::string {
-    PyRef r = PyRef::steal(PyObject_Repr(s.key.get()));
-    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
-    if (!c)
-      PyErr_Clear();
-    return c ? c : "?";
-  };
+  auto keyStr = [&] { return pyText(s.key.get(), /*repr=*/true); };
   switch (s.kind) {
   case Source::Kind::Local:
     return "L['" + (s.index < (int)localNames.size() ? localNames[s.index] : "?") + "']";
@@ -180,22 +174,12 @@ std::string Guard::describe(const SourceTable &sources,
   case Kind::Identity:
     os << " is the same object as at compile time";
     break;
-  case Kind::Equals: {
-    PyRef r = PyRef::steal(PyObject_Repr(expected.get()));
-    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
-    if (!c)
-      PyErr_Clear();
-    os << " == " << (c ? c : "?");
+  case Kind::Equals:
+    os << " == " << pyText(expected.get(), /*repr=*/true);
     break;
-  }
-  case Kind::Length: {
-    PyRef r = PyRef::steal(PyObject_Repr(expected.get()));
-    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
-    if (!c)
-      PyErr_Clear();
-    os << " has length " << (c ? c : "?");
+  case Kind::Length:
+    os << " has length " << pyText(expected.get(), /*repr=*/true);
     break;
-  }
   case Kind::Tensor: {
     auto dt = dtypeFromObject(dtype);
     os << " is a CPU tensor with dtype " << (dt ? dtypeName(*dt) : "?")

@@ -28,6 +28,8 @@
 #include <set>
 #include <vector>
 
+#include <unistd.h>
+
 extern "C" void kiln_install_hook(int on);
 
 namespace kiln {
@@ -110,16 +112,25 @@ struct Busy {
   ~Busy() { --tls.busy; }
 };
 
+/// The folder for one compilation's IR dumps: under KILN_DEBUG_DIR, or
+/// with KILN_LOGS=ir alone under a per-process temporary folder (logged).
 std::string newDebugDir(const std::string &name) {
-  if (options().debugDir.empty())
+  std::string root = options().debugDir;
+  if (root.empty() && logEnabled(LogChannel::Ir))
+    root = (std::filesystem::temp_directory_path() /
+            ("kiln-debug-" + std::to_string(getpid()))).string();
+  if (root.empty())
     return "";
-  std::string dir = options().debugDir + "/" + std::to_string(++gCompileCounter) + "-" + name;
+  std::string dir = root + "/" + std::to_string(++gCompileCounter) + "-" + name;
   for (char &c : dir)
     if (c == '<' || c == '>' || c == ' ')
       c = '_';
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  return ec ? "" : dir;
+  if (ec)
+    return "";
+  log(LogChannel::Ir, "IR after each pass of " + name + ": " + dir);
+  return dir;
 }
 
 /// Captures and compiles a new entry; null (no Python error) on failure,

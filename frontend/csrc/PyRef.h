@@ -10,6 +10,7 @@
 
 #include <Python.h>
 
+#include <string>
 #include <utility>
 
 namespace kiln {
@@ -46,6 +47,17 @@ public:
 private:
   PyObject *p_ = nullptr;
 };
+
+/// `str(o)` (or `repr(o)`) as UTF-8; "?" when it raises (error cleared).
+inline std::string pyText(PyObject *o, bool repr = false) {
+  PyRef s = PyRef::steal(repr ? PyObject_Repr(o) : PyObject_Str(o));
+  const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
+  if (!c) {
+    PyErr_Clear();
+    return "?";
+  }
+  return c;
+}
 
 } // namespace kiln
 

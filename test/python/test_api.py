@@ -170,6 +170,17 @@ def test_kiln_debug_dir_writes_ir_after_each_pass(tmp_path):
     assert os.path.getsize(dirs[0] / passes[-1]) > 0
 
 
+def test_kiln_logs_ir_names_a_folder_with_the_ir_after_each_pass():
+    r = run_python(_GRAPH_SCRIPT, {"KILN_LOGS": "ir"})
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("[kiln:ir]")]
+    assert len(lines) == 1, r.stderr
+    folder = lines[0].rsplit(": ", 1)[1]
+    dumps = sorted(p for p in os.listdir(folder) if p.endswith(".mlir") and p[:2].isdigit())
+    assert len(dumps) >= 5, dumps
+    assert "llvm." in open(os.path.join(folder, dumps[-1])).read()
+
+
 def test_config_patch_restores():
     before = kiln.config.config.logs
     with kiln.config.patch(logs=frozenset({"graph"})):

@@ -12,15 +12,6 @@
 namespace kiln {
 namespace {
 
-std::string str(PyObject *o) {
-  PyRef s = PyRef::steal(PyObject_Str(o));
-  const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
-  if (!c) {
-    PyErr_Clear();
-    return "?";
-  }
-  return c;
-}
 
 VarP pop(Frame &f) {
   if (f.stack.empty())
@@ -94,7 +85,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       op == "EXTENDED_ARG" || op == "COPY_FREE_VARS") {
     // COPY_FREE_VARS: free variables were bound when the frame was set up.
   } else if (op == "MAKE_CELL") {
-    std::string name = str(in.argval.get());
+    std::string name = pyText(in.argval.get());
     auto cell = std::make_shared<Var>();
     cell->kind = Var::Kind::Cell;
     // An argument that is also a cell starts with the argument's value.
@@ -111,13 +102,13 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     }
     f.cells[name] = cell;
   } else if (op == "LOAD_DEREF" || op == "LOAD_CLOSURE") {
-    std::string name = str(in.argval.get());
+    std::string name = pyText(in.argval.get());
     auto it = f.cells.find(name);
     if (it == f.cells.end())
       throw Unsupported("closure variable '" + name + "' is not bound");
     f.stack.push_back(op == "LOAD_CLOSURE" ? it->second : cellContent(it->second, name));
   } else if (op == "STORE_DEREF") {
-    std::string name = str(in.argval.get());
+    std::string name = pyText(in.argval.get());
     auto it = f.cells.find(name);
     if (it == f.cells.end() || it->second->obj)
       throw Unsupported("assigning the enclosing function's variable '" + name +
@@ -221,7 +212,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     VarP rhs = pop(f), lhs = pop(f);
     std::string sym = in.argrepr;
     if (op == "COMPARE_OP")
-      sym = str(in.argval.get());
+      sym = pyText(in.argval.get());
     if (VarP t = tensorBinary(sym, lhs, rhs)) {
       f.stack.push_back(t);
     } else {
@@ -594,7 +585,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
               fn == deviceType;
   if (!pure)
-    throw Unsupported("call to " + str(fn) + " is not supported" +
+    throw Unsupported("call to " + pyText(fn) + " is not supported" +
                       (name == "print" ? " (print has side effects)" : ""));
   // Iteration helpers over abstract sequences (lists of tensors, modules):
   // built from the items so that their sources and graph values are kept.
@@ -686,7 +677,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
   if (!r) {
     PyErr_Clear();
-    throw Unsupported("call to " + str(fn) + " raised at capture time");
+    throw Unsupported("call to " + pyText(fn) + " raised at capture time");
   }
   if (PyIter_Check(r.get()) || PyObject_TypeCheck(r.get(), &PyEnum_Type) ||
       PyObject_TypeCheck(r.get(), &PyZip_Type)) {
@@ -756,7 +747,7 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
   auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
   if (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))
-    throw Unsupported("calling " + str(func->func_qualname) + " with *args/**kwargs is not supported yet");
+    throw Unsupported("calling " + pyText(func->func_qualname) + " with *args/**kwargs is not supported yet");
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
     throw Unsupported("generators and coroutines are not supported");
   Frame f;
@@ -765,7 +756,7 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   f.locals.resize(names.size());
   int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
   if ((int)args.size() > npos)
-    throw Unsupported("too many positional arguments to " + str(func->func_qualname));
+    throw Unsupported("too many positional arguments to " + pyText(func->func_qualname));
   for (size_t i = 0; i < args.size(); ++i)
     f.locals[i] = args[i];
   for (auto &[k, v] : kwargs) {

@@ -56,15 +56,6 @@ PyObject *constObj(const VarP &v, const char *what) {
 namespace {
 
 
-std::string str(PyObject *o) {
-  PyRef s = PyRef::steal(PyObject_Str(o));
-  const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
-  if (!c) {
-    PyErr_Clear();
-    return "?";
-  }
-  return c;
-}
 
 /// Python primitives are guarded by value; everything else by identity.
 bool isPrimitive(PyObject *o) {
@@ -143,8 +134,8 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   static PyObject *getInstructions = importAttr("dis", "get_instructions").release();
   auto info = std::make_unique<CodeInfo>();
   info->code = PyRef::borrow(code);
-  info->filename = str(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
-  info->name = str(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
+  info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
+  info->name = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
   PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions, {code}).get()));
   if (!list)
     throw Unsupported("cannot decode bytecode of " + info->name);
@@ -152,11 +143,11 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
     PyObject *ins = PyList_GET_ITEM(list.get(), i);
     Instr in;
-    in.op = str(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    in.op = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
     PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
     in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
     in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
-    in.argrepr = str(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
+    in.argrepr = pyText(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
     in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
     PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
     PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
@@ -236,7 +227,7 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
     throw Unsupported("tensor is not on the CPU (this build compiles for CPU only)");
   auto dt = dtypeFromObject(meta.dtype);
   if (!dt)
-    throw Unsupported("tensor dtype " + str(meta.dtype) + " is not supported");
+    throw Unsupported("tensor dtype " + pyText(meta.dtype) + " is not supported");
   Guard g;
   g.kind = Guard::Kind::Tensor;
   g.source = source;
@@ -285,13 +276,13 @@ VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
   v = PyDict_Check(frame_.builtins) ? PyDict_GetItemWithError(frame_.builtins, name) : nullptr;
   if (!v) {
     PyErr_Clear();
-    throw Unsupported("name '" + str(name) + "' is not defined");
+    throw Unsupported("name '" + pyText(name) + "' is not defined");
   }
   return fromSource(v, out_.sources.add(Source::Kind::Builtin, -1, 0, name));
 }
 
 VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
-  std::string attr = str(name);
+  std::string attr = pyText(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
@@ -345,7 +336,7 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
   if (!v) {
     PyErr_Clear();
-    throw Unsupported("attribute '" + attr + "' not found on " + str(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+    throw Unsupported("attribute '" + attr + "' not found on " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
   }
   if (PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get()))) {
     auto m = std::make_shared<Var>();
@@ -411,7 +402,7 @@ VarP Interpreter::getIter(const VarP &v) {
     return makeSeq(Var::Kind::Iter, items);
   }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
-    throw Unsupported("iterating over " + str(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+    throw Unsupported("iterating over " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
   if (v->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
     // Items of a list/tuple read from the frame are read through their own
     // sources (e.g. a plain list of modules may have an item replaced).
@@ -492,7 +483,7 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
 
 VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   mlir::Location fileLoc = mlir::FileLineColLoc::get(
-      &ctx_, str(code->co_filename), code->co_firstlineno, 0);
+      &ctx_, pyText(code->co_filename), code->co_firstlineno, 0);
   auto module = mlir::ModuleOp::create(fileLoc);
   out_.module = module;
   b_.setInsertionPointToEnd(module.getBody());

@@ -79,12 +79,6 @@ struct Args {
 
 RankedTensorType ttype(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-std::string repr(PyObject *o) {
-  PyRef r = PyRef::steal(PyObject_Repr(o));
-  const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "?";
-}
 
 long asInt(const VarP &v, const char *what) {
   PyObject *o = constObj(v, what);
@@ -158,7 +152,7 @@ DType resultType(const std::vector<VarP> &operands) {
       slot = slot ? widerOf(*slot, d) : d;
     } else {
       int c = scalarCategory(constObj(v, "operand"));
-      if (c < 0) throw Unsupported("operand " + repr(v->obj.get()) + " is not a tensor or number");
+      if (c < 0) throw Unsupported("operand " + pyText(v->obj.get(), true) + " is not a tensor or number");
       scalarCat = std::max(scalarCat, c);
     }
   }
@@ -474,12 +468,7 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
     if (a.isNone(name)) return true;
     return ok(constObj(a.get(name), name));
   };
-  auto strIs = [](PyObject *o, const char *s) {
-    PyRef r = PyRef::steal(PyObject_Str(o));
-    const char *c = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
-    PyErr_Clear();
-    return c && std::string(c) == s;
-  };
+  auto strIs = [](PyObject *o, const char *s) { return pyText(o) == s; };
   if (!a.isNone("out")) throw Unsupported(op + " with out=");
   if (!isNoneOr("device", [&](PyObject *o) { return strIs(o, "cpu"); }))
     throw Unsupported(op + " on a device other than the CPU");

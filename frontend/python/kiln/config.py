@@ -20,7 +20,8 @@ def _env_list(name: str) -> frozenset[str]:
 @dataclass
 class _Config:
     # KILN_LOGS: comma-separated channels: graph, graph_breaks, recompiles,
-    # guards, ir (IR after each pass goes to KILN_DEBUG_DIR). Not in cache key.
+    # guards, ir (IR after each pass is written to KILN_DEBUG_DIR, or to a
+    # temporary folder whose path is logged). Not in cache key.
     logs: frozenset = field(default_factory=lambda: _env_list("KILN_LOGS"))
     # KILN_DEBUG_DIR: one folder per compilation with the IR after each pass
     # and the reproducing kiln-opt command. Not in cache key.
