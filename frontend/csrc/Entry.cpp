@@ -8,7 +8,9 @@
 #include "Entry.h"
 
 #include "codegen/cpu/Threads.h"
-#include "runtime/MemRefDescriptor.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstring>
 
 #include <functional>
 
@@ -22,18 +24,69 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &sizes) {
   return s;
 }
 
+/// Appends one memref descriptor {allocated, aligned, offset, sizes,
+/// strides} (layout of runtime/MemRefDescriptor.h) with null pointers.
+void appendDescriptor(std::vector<int64_t> &words, const std::vector<int64_t> &sizes) {
+  words.insert(words.end(), {0, 0, 0});
+  words.insert(words.end(), sizes.begin(), sizes.end());
+  std::vector<int64_t> strides = contiguousStrides(sizes);
+  words.insert(words.end(), strides.begin(), strides.end());
+}
+
+/// Builds `entry.plan`; false with a Python error on failure.
+bool buildPlan(const Entry &entry) {
+  Entry::CallPlan plan;
+  for (const GraphInput &in : entry.inputs) {
+    // The (last) tensor guard of this input's source: its sizes are
+    // authoritative, since it is checked before every call.
+    const Guard *guard = nullptr;
+    for (const Guard &g : entry.guards)
+      if (g.kind == Guard::Kind::Tensor && g.source == in.source)
+        guard = &g;
+    if (!guard) {
+      PyErr_SetString(PyExc_RuntimeError, "kiln: a graph input has no tensor guard");
+      return false;
+    }
+    plan.offsets.push_back(plan.words.size());
+    appendDescriptor(plan.words, guard->sizes);
+  }
+  for (const GraphOutput &o : entry.results) {
+    plan.offsets.push_back(plan.words.size());
+    appendDescriptor(plan.words, o.sizes);
+    plan.emptySizes.push_back(PyRef::steal(intTuple(o.sizes)));
+    if (!plan.emptySizes.back())
+      return false;
+  }
+  plan.ready = true;
+  entry.plan = std::move(plan);
+  return true;
+}
+
 } // namespace
 
-bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
               std::vector<PyRef> &results) {
+  if (!entry.plan.ready && !buildPlan(entry))
+    return false;
+  const Entry::CallPlan &plan = entry.plan;
   size_t n = inputs.size() + entry.results.size();
-  std::vector<rt::MemRefDescriptor> descs(n);
-  std::vector<void *> descPtrs(n), args(n);
-  std::vector<PyRef> copies;
+  if (inputs.size() != entry.inputs.size()) {
+    PyErr_SetString(PyExc_RuntimeError, "kiln: wrong number of graph inputs");
+    return false;
+  }
+  // Per-call copy of the descriptors (on the stack for small graphs).
+  llvm::SmallVector<int64_t, 256> words(plan.words.begin(), plan.words.end());
+  llvm::SmallVector<void *, 32> descPtrs(n), args(n);
+  auto setData = [&](size_t i, void *p) {
+    int64_t v;
+    std::memcpy(&v, &p, sizeof(v));
+    words[plan.offsets[i]] = v;     // allocated
+    words[plan.offsets[i] + 1] = v; // aligned
+  };
+  llvm::SmallVector<PyRef, 2> copies;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const GraphInput &in = entry.inputs[i];
     PyObject *t = inputs[i];
-    if (in.makeContiguous) {
+    if (entry.inputs[i].makeContiguous) {
       copies.push_back(PyRef::steal(contiguousTensor(t)));
       if (!copies.back())
         return false;
@@ -42,29 +95,25 @@ bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
     void *p = tensorDataPtr(t);
     if (!p && PyErr_Occurred())
       return false;
-    // Find the guard for this input's source: its sizes are authoritative.
-    const std::vector<int64_t> *sizes = nullptr;
-    for (const Guard &g : entry.guards)
-      if (g.kind == Guard::Kind::Tensor && g.source == in.source)
-        sizes = &g.sizes;
-    std::vector<int64_t> strides = contiguousStrides(*sizes);
-    descs[i].reset(p, sizes->data(), strides.data(), sizes->size());
+    setData(i, p);
   }
   results.clear();
+  results.reserve(entry.results.size());
   for (size_t j = 0; j < entry.results.size(); ++j) {
-    const GraphOutput &o = entry.results[j];
-    PyRef t = PyRef::steal(emptyTensor(o.sizes, dtypeObject(o.dtype)));
+    // A fresh tensor per call from torch's allocator: results are never
+    // shared between calls.
+    PyRef t = PyRef::steal(
+        emptyTensorPrebuilt(plan.emptySizes[j].get(), dtypeObject(entry.results[j].dtype)));
     if (!t)
       return false;
     void *p = tensorDataPtr(t.get());
     if (!p && PyErr_Occurred())
       return false;
-    std::vector<int64_t> strides = contiguousStrides(o.sizes);
-    descs[inputs.size() + j].reset(p, o.sizes.data(), strides.data(), o.sizes.size());
+    setData(inputs.size() + j, p);
     results.push_back(std::move(t));
   }
   for (size_t i = 0; i < n; ++i) {
-    descPtrs[i] = descs[i].data();
+    descPtrs[i] = words.data() + plan.offsets[i];
     args[i] = &descPtrs[i];
   }
   if (!entry.results.empty()) {
@@ -76,7 +125,13 @@ bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
 }
 
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
-                         const std::vector<PyObject *> &inputs) {
+                         llvm::ArrayRef<PyObject *> inputs) {
+  if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
+      !entry.outputs[0].copy) { // `return <one graph result>`
+    PyObject *o = results[entry.outputs[0].index].get();
+    Py_INCREF(o);
+    return o;
+  }
   size_t pos = 0;
   // Builds the node at `pos` (prefix order) and advances past its subtree.
   std::function<PyObject *()> build = [&]() -> PyObject * {

@@ -12,6 +12,8 @@
 #include "capture/Capture.h"
 #include "runtime/CompiledFunction.h"
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,18 +37,31 @@ struct Entry {
   rt::CompiledFunction fn;
   std::vector<std::string> localNames;
   std::string name;
+
+  /// Per-entry data of the call path, built on the first run (runGraph):
+  /// memref descriptor words with sizes/strides filled in (each call copies
+  /// them and writes the data pointers), and one size tuple per output for
+  /// torch.empty. Nothing here changes per call, so concurrent calls of one
+  /// entry (the GIL is released around the compiled code) share it safely.
+  struct CallPlan {
+    bool ready = false;
+    std::vector<int64_t> words;   ///< all descriptors, inputs then results
+    std::vector<size_t> offsets;  ///< word offset of each descriptor
+    std::vector<PyRef> emptySizes; ///< per result: tuple(sizes)
+  };
+  mutable CallPlan plan;
 };
 
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
 /// returns the graph results as new references, or false with a Python
 /// error set.
-bool runGraph(const Entry &entry, const std::vector<PyObject *> &inputs,
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
               std::vector<PyRef> &results);
 
 /// Rebuilds the Python return value from graph results and inputs
 /// (new reference).
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
-                         const std::vector<PyObject *> &inputs);
+                         llvm::ArrayRef<PyObject *> inputs);
 
 } // namespace kiln
 

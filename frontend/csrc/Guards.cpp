@@ -121,15 +121,8 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
 namespace {
 
 bool tensorMatches(const Guard &g, PyObject *v) {
-  if (!isTensor(v))
-    return false;
-  TensorMeta m;
-  if (!readTensorMeta(v, m)) {
-    PyErr_Clear();
-    return false;
-  }
-  return m.isCpu && m.dtype == g.dtype && m.requiresGrad == g.requiresGrad &&
-         m.sizes == g.sizes && m.strides == g.strides;
+  // Same checks as readTensorMeta + compare, without building vectors.
+  return isTensor(v) && tensorMetaMatches(v, g.dtype, g.sizes, g.strides, g.requiresGrad);
 }
 
 } // namespace

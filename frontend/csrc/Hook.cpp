@@ -17,6 +17,7 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -50,6 +51,7 @@ struct CodeCache {
   /// Compiled entries and failed captures (Entry::eager), tried in order.
   std::vector<std::unique_ptr<Entry>> entries;
   bool warnedLimit = false;
+  int inKiln = -1; ///< the code is kiln's own (-1: not yet known)
 };
 
 Py_ssize_t gExtraIndex = -1;
@@ -57,6 +59,11 @@ std::set<CodeCache *> gCaches;
 std::vector<std::string> gSkipPrefixes;
 std::string gKilnPrefix; ///< kiln's own package: never captured, even as the entry
 std::map<std::string, long> gStats;
+/// Counters bumped on every call, resolved once (resetCaches zeroes the
+/// map's values and never erases them, so these stay valid).
+long &gFrames = gStats["frames"];
+long &gCacheHits = gStats["cache_hits"];
+long &gCompiledCalls = gStats["compiled_calls"];
 std::unique_ptr<mlir::MLIRContext> gContext;
 long gCompileCounter = 0;
 
@@ -273,11 +280,11 @@ PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
 /// Runs a hit entry. New reference or null with a Python error.
 PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
                    PyObject *code, PyObject **locals) {
-  std::vector<PyObject *> inputs;
+  llvm::SmallVector<PyObject *, 16> inputs;
   inputs.reserve(entry.inputs.size());
   for (const GraphInput &in : entry.inputs)
     inputs.push_back(values[in.source].get());
-  ++gStats["compiled_calls"];
+  ++gCompiledCalls;
   if (!entry.needsAutograd) {
     std::vector<PyRef> results;
     if (!runGraph(entry, inputs, results))
@@ -380,12 +387,14 @@ void resetCaches() {
     c->entries.clear();
     c->warnedLimit = false;
   }
-  gStats.clear();
+  for (auto &kv : gStats)
+    kv.second = 0;
 }
 
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
                        PyObject *autogradApply) {
-  PyRef code = PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
+  PyRef code = PyFunction_Check(fn) ? PyRef::borrow(PyFunction_GET_CODE(fn))
+                                     : PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
   if (!code)
     return nullptr;
   ThreadState saved = tls;
@@ -417,19 +426,33 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   bool isEntry = code == tls.entryCode;
   if (!isEntry && isSkipped(code))
     return nullptr;
-  // kiln's own trampolines (e.g. calling a module with hooks) run eagerly;
-  // the frames they call are still intercepted.
-  if (isEntry && !gKilnPrefix.empty() && codeFile(code).rfind(gKilnPrefix, 0) == 0)
-    return nullptr;
-  Busy busy;
   CodeCache *cache = cacheOf(code);
   if (!cache)
     return nullptr;
-  ++gStats["frames"];
+  // kiln's own trampolines (e.g. calling a module with hooks) run eagerly;
+  // the frames they call are still intercepted.
+  if (cache->inKiln < 0)
+    cache->inKiln = !gKilnPrefix.empty() && codeFile(code).rfind(gKilnPrefix, 0) == 0;
+  if (isEntry && cache->inKiln)
+    return nullptr;
+  Busy busy;
+  ++gFrames;
   FrameView view{locals, numLocals, globals, builtins, func};
   bool grad = gradEnabled();
   PyObject *defDtype = defaultDtype();
-  std::vector<PyRef> values;
+  // The resolved values, in a per-thread buffer reused across calls (the
+  // hook does not nest while `busy`; a nested use gets its own buffer).
+  static thread_local std::vector<PyRef> tlsValues;
+  static thread_local int tlsValuesDepth = 0;
+  std::vector<PyRef> ownValues;
+  std::vector<PyRef> &values = tlsValuesDepth++ == 0 ? tlsValues : ownValues;
+  struct Release {
+    std::vector<PyRef> &v;
+    ~Release() {
+      v.clear(); // drop the references now, keep the capacity
+      --tlsValuesDepth;
+    }
+  } release{values};
   std::string firstFailure;
   for (auto &e : cache->entries) {
     int bad = e->sources.resolve(view, values);
@@ -447,7 +470,7 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
       return nullptr;
     }
     if (failed == -1) {
-      ++gStats["cache_hits"];
+      ++gCacheHits;
       *handled = 1;
       return runEntry(*e, values, func, code, locals);
     }

@@ -21,6 +21,7 @@ struct Handles {
   PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
            *sIsCpu = nullptr, *sDtype = nullptr, *sDataPtr = nullptr,
            *sContiguous = nullptr;
+  PyObject *emptyKwnames = nullptr; ///< ("size", "dtype")
 };
 Handles H;
 
@@ -37,6 +38,23 @@ bool readIntTuple(PyObject *seq, std::vector<int64_t> &out) {
   for (Py_ssize_t i = 0; i < n; ++i) {
     out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
     if (out[i] == -1 && PyErr_Occurred())
+      return false;
+  }
+  return true;
+}
+
+/// Whether `seq` is a tuple (torch.Size included) equal to `want`.
+bool intTupleEquals(PyObject *seq, const std::vector<int64_t> &want) {
+  if (!seq || !PyTuple_Check(seq) ||
+      PyTuple_GET_SIZE(seq) != static_cast<Py_ssize_t>(want.size()))
+    return false;
+  for (size_t i = 0; i < want.size(); ++i) {
+    long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+    if (v == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    if (v != want[i])
       return false;
   }
   return true;
@@ -107,6 +125,7 @@ bool initTorchHandles() {
   H.sDtype = PyUnicode_InternFromString("dtype");
   H.sDataPtr = PyUnicode_InternFromString("data_ptr");
   H.sContiguous = PyUnicode_InternFromString("contiguous");
+  H.emptyKwnames = Py_BuildValue("(ss)", "size", "dtype");
   return !PyErr_Occurred();
 }
 
@@ -129,6 +148,33 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta) {
   meta.isCpu = cpu.get() == Py_True;
   return readIntTuple(shape.get(), meta.sizes) &&
          readIntTuple(stride.get(), meta.strides);
+}
+
+bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
+                       const std::vector<int64_t> &strides, bool requiresGrad) {
+  // Cheapest reads first; on a match every attribute has been compared.
+  PyRef d = PyRef::steal(PyObject_GetAttr(t, H.sDtype));
+  if (d.get() != dtype) {
+    PyErr_Clear();
+    return false;
+  }
+  PyRef cpu = PyRef::steal(PyObject_GetAttr(t, H.sIsCpu));
+  PyRef rg = PyRef::steal(PyObject_GetAttr(t, H.sRequiresGrad));
+  if (!cpu || !rg || cpu.get() != Py_True || (rg.get() == Py_True) != requiresGrad) {
+    PyErr_Clear();
+    return false;
+  }
+  PyRef shape = PyRef::steal(PyObject_GetAttr(t, H.sShape));
+  if (!intTupleEquals(shape.get(), sizes)) {
+    PyErr_Clear();
+    return false;
+  }
+  PyRef stride = PyRef::steal(PyObject_CallMethodNoArgs(t, H.sStride));
+  if (!intTupleEquals(stride.get(), strides)) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
 }
 
 void *tensorDataPtr(PyObject *t) {
@@ -171,6 +217,26 @@ PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype) {
   PyRef kwargs = PyRef::steal(PyDict_New());
   PyDict_SetItemString(kwargs.get(), "dtype", dtype);
   return PyObject_Call(H.empty, args.get(), kwargs.get());
+}
+
+PyObject *intTuple(const std::vector<int64_t> &sizes) {
+  PyObject *tuple = PyTuple_New(sizes.size());
+  for (size_t i = 0; tuple && i < sizes.size(); ++i) {
+    PyObject *v = PyLong_FromLongLong(sizes[i]);
+    if (!v) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, i, v);
+  }
+  return tuple;
+}
+
+PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype) {
+  // torch.empty is not vectorcall-native: CPython builds a fresh kwargs
+  // dict from these keyword names for each call.
+  PyObject *args[] = {size, dtype};
+  return PyObject_Vectorcall(H.empty, args, 0, H.emptyKwnames);
 }
 
 PyObject *contiguousTensor(PyObject *t) {

@@ -48,6 +48,11 @@ bool initTorchHandles();
 bool isTensor(PyObject *obj);
 /// Reads the metadata of tensor `t`; false with a Python error on failure.
 bool readTensorMeta(PyObject *t, TensorMeta &meta);
+/// The hot-path tensor guard: whether `t` is a CPU tensor with exactly this
+/// dtype, sizes, strides and requires_grad. Reads each attribute once and
+/// compares in place (no vectors); false on mismatch or error (cleared).
+bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
+                       const std::vector<int64_t> &strides, bool requiresGrad);
 /// `t.data_ptr()`; nullptr with a Python error on failure.
 void *tensorDataPtr(PyObject *t);
 /// `torch.get_num_threads()` (1 on error).
@@ -59,6 +64,12 @@ bool gradEnabled();
 PyObject *defaultDtype();
 /// `torch.empty(sizes, dtype=dtype)` (new reference, null on error).
 PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype);
+/// `torch.empty(size=size, dtype=dtype)` with a prebuilt size tuple (new
+/// reference, null on error). The kwargs dict is built per call by CPython,
+/// so nothing torch could mutate is shared between calls.
+PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype);
+/// `tuple(sizes)` (new reference, null on error).
+PyObject *intTuple(const std::vector<int64_t> &sizes);
 /// `t.contiguous()` (new reference, null on error).
 PyObject *contiguousTensor(PyObject *t);
 /// The `torch` module (borrowed).

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+from types import FunctionType as _FunctionType
 
 import torch
+import torch.nn.modules.module as _nn_module
 
 from kiln import _C, _autograd, _blas
 from kiln.config import _push_to_native, config
@@ -34,13 +36,27 @@ def _check_options(options: dict) -> dict:
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
+def _global_hooks() -> bool:
+    """Whether any global module hook (torch.nn.modules.module) is set."""
+    m = _nn_module
+    return bool(m._global_forward_hooks or m._global_forward_pre_hooks
+                or m._global_backward_hooks or m._global_backward_pre_hooks)
+
+
+def _own_hooks(mod: torch.nn.Module) -> bool:
+    """Whether `mod` has hooks of its own (Module._call_impl's test)."""
+    d = mod.__dict__
+    return bool(d.get("_forward_hooks") or d.get("_forward_pre_hooks")
+                or d.get("_backward_hooks") or d.get("_backward_pre_hooks"))
+
+
 def _has_hooks(mod: torch.nn.Module) -> bool:
     """Whether calling `mod` runs hooks around its forward (its own or global)."""
-    import torch.nn.modules.module as m
+    return (_own_hooks(mod) or "forward" in mod.__dict__ or _global_hooks()
+            or any(getattr(mod, h, None) for h in _HOOK_DICTS))
 
-    return (any(getattr(mod, h, None) for h in _HOOK_DICTS)
-            or "forward" in mod.__dict__
-            or any(getattr(m, "_global" + h, None) for h in _HOOK_DICTS))
+
+_get_tracing_state = torch._C._get_tracing_state
 
 
 def _call_module(mod, *args, **kwargs):
@@ -55,16 +71,27 @@ class CompiledModule(torch.nn.Module):
         self._orig_mod = mod
         self._kiln_opts = opts
 
+    def __call__(self, *args, **kwargs):
+        # nn.Module.__call__ minus its dispatch when it would only call
+        # forward: no hooks on this wrapper or global, no
+        # `module.compile()`, no TorchScript tracing (Module._call_impl's
+        # own fast-path test). Otherwise the full nn.Module.__call__.
+        d = self.__dict__
+        if (d.get("_compiled_call_impl") is not None or _own_hooks(self) or _global_hooks()
+                or _get_tracing_state()):
+            return torch.nn.Module.__call__(self, *args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     def forward(self, *args, **kwargs):
-        mod = self._orig_mod
-        if _has_hooks(mod):
+        mod = self._modules["_orig_mod"]
+        fwd = type(mod).forward
+        if (_own_hooks(mod) or _global_hooks() or "forward" in mod.__dict__
+                or type(fwd) is not _FunctionType):
             # Module.__call__ runs the hooks; frames under it are still
             # compiled (the trampoline itself stays eager).
             return _C.call(_call_module, (mod, *args), kwargs,
                            self._kiln_opts["fullgraph"], _autograd.apply)
-        forward = mod.forward
-        return _C.call(forward.__func__, (mod, *args), kwargs,
-                       self._kiln_opts["fullgraph"], _autograd.apply)
+        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply)
 
     def __getattr__(self, name):
         try:
@@ -95,9 +122,15 @@ def compile(model=None, **options):  # noqa: A001
     fn = model.__func__ if inspect.ismethod(model) else model
     bound = (model.__self__,) if inspect.ismethod(model) else ()
 
-    @functools.wraps(model)
-    def compiled(*args, **kwargs):
-        return _C.call(fn, (*bound, *args), kwargs, opts["fullgraph"], _autograd.apply)
+    call, fullgraph, apply = _C.call, opts["fullgraph"], _autograd.apply
+    if bound:
+        @functools.wraps(model)
+        def compiled(*args, **kwargs):
+            return call(fn, (*bound, *args), kwargs, fullgraph, apply)
+    else:
+        @functools.wraps(model)
+        def compiled(*args, **kwargs):
+            return call(fn, args, kwargs, fullgraph, apply)
 
     compiled._kiln_compiled = True
     return compiled
