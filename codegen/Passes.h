@@ -30,6 +30,11 @@ namespace mlir::kiln {
 #define GEN_PASS_REGISTRATION
 #include "codegen/Passes.h.inc"
 
+/// Appends the target-independent codegen stages shared by the CPU and CUDA
+/// backends: kiln → linalg on tensors, then elementwise fusion (each nested
+/// on func.func, with canonicalize + CSE after both).
+void buildFusedLinalgPipeline(OpPassManager &pm);
+
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
 /// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.
 void buildCpuLoweringPipeline(OpPassManager &pm);

@@ -34,3 +34,8 @@ if all(os.path.exists(p) for p in _runner_libs.values()) and os.path.exists(
     os.path.join(config.llvm_tools_dir, "mlir-cpu-runner")
 ):
     config.available_features.add("mlir-cpu-runner")
+
+# CUDA source-emission tests (test/codegen/cuda) need only kiln-translate;
+# the ones that also compile with NVRTC require this feature.
+if getattr(config, "kiln_have_nvrtc", "OFF") in ("ON", "1", "TRUE", "True"):
+    config.available_features.add("nvrtc")

@@ -21,17 +21,19 @@
 
 namespace mlir::kiln {
 
+void buildFusedLinalgPipeline(OpPassManager &pm) {
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  fn.addPass(createConvertKilnToLinalgPass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createCSEPass());
+  fn.addPass(createFuseLinalgElementwisePass());
+  fn.addPass(createCanonicalizerPass());
+  fn.addPass(createCSEPass());
+}
+
 void buildCpuLoweringPipeline(OpPassManager &pm) {
-  // kiln → linalg on tensors, fused.
-  {
-    OpPassManager &fn = pm.nest<func::FuncOp>();
-    fn.addPass(createConvertKilnToLinalgPass());
-    fn.addPass(createCanonicalizerPass());
-    fn.addPass(createCSEPass());
-    fn.addPass(createFuseLinalgElementwisePass());
-    fn.addPass(createCanonicalizerPass());
-    fn.addPass(createCSEPass());
-  }
+  // kiln → linalg on tensors, fused (shared with the CUDA backend).
+  buildFusedLinalgPipeline(pm);
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

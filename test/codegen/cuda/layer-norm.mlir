@@ -1,0 +1,54 @@
+// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s
+
+// Tests that layer_norm with weight and bias (decomposed: mean, centered
+// square mean, rsqrt) becomes two row-sum kernels, two tiny per-row
+// pointwise kernels (mean division, var + eps → rsqrt) and one final
+// pointwise kernel that reads the per-row statistics through (d0) and the
+// affine parameters through (d1).
+
+// CHECK-LABEL: func @layer_norm: 5 kernel(s)
+// CHECK: layer_norm_k0<<<16, 256>>>(arg0, buf0)
+// CHECK-NEXT: layer_norm_k1<<<1, 256>>>(buf0, buf1)
+// CHECK-NEXT: layer_norm_k2<<<16, 256>>>(arg0, buf1, buf2)
+// CHECK-NEXT: layer_norm_k3<<<1, 256>>>(buf2, buf3)
+// CHECK-NEXT: layer_norm_k4<<<48, 256>>>(arg0, buf1, buf3, arg1, arg2, buf4)
+
+// CHECK: layer_norm_k0: row reduction (kiln_add) over 16x1x768
+// CHECK: acc = kiln_add{}(acc, a0);
+// CHECK: layer_norm_k1: pointwise over 16x1
+// CHECK: (a0 / 768.0f)
+// CHECK: layer_norm_k2: row reduction (kiln_add) over 16x768
+// CHECK: const float v0 = (a0 - a1);
+// CHECK-NEXT: const float v1 = (v0 * v0);
+// CHECK-NEXT: acc = kiln_add{}(acc, v1);
+// CHECK: layer_norm_k3: pointwise over 16x1
+// CHECK: (v0 + 9.99999975e-06f)
+// CHECK-NEXT: rsqrtf(v1)
+// CHECK: layer_norm_k4: pointwise over 16x768
+// CHECK: const int d0 = i / 768;
+// CHECK-NEXT: const int d1 = i % 768;
+// CHECK-NEXT: const float a0 = in0[i];
+// CHECK-NEXT: const float a1 = in1[d0];
+// CHECK-NEXT: const float a2 = in2[d0];
+// CHECK-NEXT: const float a3 = in3[d1];
+// CHECK-NEXT: const float a4 = in4[d1];
+func.func @layer_norm(%x: tensor<16x768xf32>, %w: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<16x768xf32> {
+  %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64} : tensor<16x768xf32>, tensor<768xf32>, tensor<768xf32>
+  return %0 : tensor<16x768xf32>
+}
+
+// Tests that a bf16 layer_norm (computed in f32 by the decomposition, as
+// torch does) loads bf16 once, keeps f32 temporaries and rounds once at the
+// final store.
+
+// CHECK-LABEL: func @layer_norm_bf16
+// CHECK: arg0: __nv_bfloat16[8x512], 8192 bytes, input 0
+// CHECK: float[8x1]
+// CHECK: __nv_bfloat16[8x512], 8192 bytes, result 0
+// CHECK: layer_norm_bf16_k0(const __nv_bfloat16 *__restrict__ in0, float *__restrict__ out0)
+// CHECK: const float a0 = __bfloat162float(in0[d0 * 512 + d2]);
+// CHECK: out0[i] = __float2bfloat16_rn(v{{[0-9]+}});
+func.func @layer_norm_bf16(%x: tensor<8x512xbf16>) -> tensor<8x512xbf16> {
+  %0 = kiln.layer_norm %x {num_dims = 1 : i64} : tensor<8x512xbf16>
+  return %0 : tensor<8x512xbf16>
+}
