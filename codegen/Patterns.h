@@ -43,7 +43,8 @@ void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 void populateMatmulToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.sum / mean / max → reducing linalg.generic.
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
-/// kiln.permute / reshape / broadcast_to → linalg / tensor.
+/// kiln.permute / reshape / broadcast_to / slice / concat / embedding →
+/// linalg / tensor.
 void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::kiln

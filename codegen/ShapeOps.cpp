@@ -6,7 +6,11 @@
 // `tensor.collapse_shape` / `tensor.expand_shape` (a pure collapse or
 // expansion directly; any other static reshape as a collapse to 1-D
 // followed by an expansion), falling back to `tensor.reshape` with a
-// constant shape when dims are dynamic.
+// constant shape when dims are dynamic. `kiln.slice` becomes
+// `tensor.extract_slice`; `kiln.concat` a `tensor.empty` filled by a chain of
+// `tensor.insert_slice` (strided copies that bufferization creates for them
+// become `memrefCopy` calls, which cpu/JitCompiler.cpp provides); `kiln.embedding` a `linalg.generic` over the result
+// whose body clamps the index and reads the row with `tensor.extract`.
 //===----------------------------------------------------------------------===//
 #include "codegen/Patterns.h"
 
@@ -16,6 +20,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::kiln {
@@ -118,10 +124,111 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   }
 };
 
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    SmallVector<int64_t> sizes(type.getShape());
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getInput(), ValueRange(), ValueRange(), ValueRange(),
+        rewriter.getDenseI64ArrayAttr(op.getStart()),
+        rewriter.getDenseI64ArrayAttr(sizes),
+        rewriter.getDenseI64ArrayAttr(op.getStep()));
+    return success();
+  }
+};
+
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t dim = op.getDim(), rank = type.getRank();
+    ValueRange inputs = adaptor.getInputs();
+    // Result sizes: other dims from the first operand, `dim` summed.
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < rank; ++i)
+      sizes.push_back(tensor::getMixedSize(rewriter, loc, inputs[0], i));
+    auto add = [&](OpFoldResult a, OpFoldResult b) -> OpFoldResult {
+      auto ca = getConstantIntValue(a), cb = getConstantIntValue(b);
+      if (ca && cb)
+        return rewriter.getIndexAttr(*ca + *cb);
+      return rewriter
+          .create<arith::AddIOp>(loc, getValueOrCreateConstantIndexOp(rewriter, loc, a),
+                                 getValueOrCreateConstantIndexOp(rewriter, loc, b))
+          .getResult();
+    };
+    OpFoldResult total = rewriter.getIndexAttr(0);
+    for (Value in : inputs)
+      total = add(total, tensor::getMixedSize(rewriter, loc, in, dim));
+    sizes[dim] = total;
+    Value result = buildEmpty(rewriter, loc, type, sizes);
+    OpFoldResult offset = rewriter.getIndexAttr(0);
+    for (Value in : inputs) {
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      offsets[dim] = offset;
+      SmallVector<OpFoldResult> inSizes = tensor::getMixedSizes(rewriter, loc, in);
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      result = rewriter.create<tensor::InsertSliceOp>(loc, in, result, offsets,
+                                                      inSizes, strides);
+      offset = add(offset, inSizes[dim]);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Value weight = adaptor.getWeight(), indices = adaptor.getIndices();
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, indices);
+    sizes.push_back(tensor::getMixedSize(rewriter, loc, weight, 1));
+    Value init = buildEmpty(rewriter, loc, type, sizes);
+    MLIRContext *ctx = rewriter.getContext();
+    // indices map: drop the last (embedding) dim.
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      idxExprs.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
+                                   AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    Value rows = getValueOrCreateConstantIndexOp(
+        rewriter, loc, tensor::getMixedSize(rewriter, loc, weight, 0));
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, type, ValueRange{indices}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value idx = b.create<arith::IndexCastOp>(l, b.getIndexType(), args[0]);
+          // Clamp into [0, rows - 1]: an invalid index never reads outside
+          // the weight (eager would raise; see the op's description).
+          Value zero = b.create<arith::ConstantIndexOp>(l, 0);
+          Value one = b.create<arith::ConstantIndexOp>(l, 1);
+          Value last = b.create<arith::SubIOp>(l, rows, one);
+          idx = b.create<arith::MaxSIOp>(l, idx, zero);
+          idx = b.create<arith::MinSIOp>(l, idx, last);
+          Value col = b.create<linalg::IndexOp>(l, rank - 1);
+          Value v = b.create<tensor::ExtractOp>(l, weight, ValueRange{idx, col});
+          b.create<linalg::YieldOp>(l, v);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<PermuteLowering, BroadcastToLowering, ReshapeLowering>(
+  patterns.add<PermuteLowering, BroadcastToLowering, ReshapeLowering, SliceLowering,
+               ConcatLowering, EmbeddingLowering>(
       patterns.getContext());
 }
 

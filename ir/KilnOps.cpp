@@ -185,6 +185,95 @@ LogicalResult BroadcastToOp::verify() {
   return success();
 }
 
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        ValueRange operands, DictionaryAttr attrs,
+                                        OpaqueProperties props, RegionRange regions,
+                                        SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto type = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> start = adaptor.getStart(), end = adaptor.getEnd(),
+                    step = adaptor.getStep();
+  int64_t rank = type.getRank();
+  if ((int64_t)start.size() != rank || (int64_t)end.size() != rank ||
+      (int64_t)step.size() != rank)
+    return emitOptionalError(loc, "start, end and step must have one entry per dim (rank ",
+                             rank, "), got ", start.size(), ", ", end.size(), " and ",
+                             step.size());
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (step[i] < 1)
+      return emitOptionalError(loc, "step ", step[i], " of dim ", i, " must be >= 1");
+    if (start[i] < 0 || start[i] > end[i])
+      return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ",
+                               start[i], " and end ", end[i]);
+    int64_t size = type.getDimSize(i);
+    if (!ShapedType::isDynamic(size) && end[i] > size)
+      return emitOptionalError(loc, "dim ", i, ": end ", end[i],
+                               " exceeds the dim size ", size);
+    shape.push_back((end[i] - start[i] + step[i] - 1) / step[i]);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         ValueRange operands, DictionaryAttr attrs,
+                                         OpaqueProperties props, RegionRange regions,
+                                         SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  if (operands.empty())
+    return emitOptionalError(loc, "needs at least one operand");
+  auto first = rankedType(operands[0]);
+  int64_t rank = first.getRank();
+  int64_t dim = adaptor.getDim();
+  if (rank < 1)
+    return emitOptionalError(loc, "operands must have rank >= 1, got ", first);
+  if (dim < 0 || dim >= rank)
+    return emitOptionalError(loc, "dim ", dim, " is out of range for rank ", rank);
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : operands.drop_front()) {
+    auto t = rankedType(v);
+    if (t.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "operands have different element types (",
+                               first.getElementType(), " vs ", t.getElementType(),
+                               "); insert kiln.cast to promote");
+    if (t.getRank() != rank)
+      return emitOptionalError(loc, "operands have different ranks (", first, " vs ",
+                               t, ")");
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t a = shape[i], b = t.getDimSize(i);
+      if (i == dim) {
+        shape[i] = ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
+                       ? ShapedType::kDynamic
+                       : a + b;
+      } else if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b) {
+        return emitOptionalError(loc, "operand ", t, " differs from ", first,
+                                 " in dim ", i, " (only dim ", dim, " may differ)");
+      } else if (ShapedType::isDynamic(a)) {
+        shape[i] = b;
+      }
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto weight = rankedType(operands[0]);
+  auto indices = rankedType(operands[1]);
+  if (weight.getRank() != 2)
+    return emitOptionalError(loc, "weight must be 2-D, got ", weight);
+  if (!indices.getElementType().isInteger(64) && !indices.getElementType().isInteger(32))
+    return emitOptionalError(loc, "indices must be i64 or i32, got ", indices);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(weight.getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, weight.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

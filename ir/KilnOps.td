@@ -476,6 +476,84 @@ def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to"> {
   let hasFolder = 1;
 }
 
+def Kiln_SliceOp : Kiln_Op<"slice", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Strided static slice (x[a:b:s, ...], torch.narrow)";
+  let description = [{
+    Keeps, along each dim `i`, the elements `start[i], start[i] + step[i], ...`
+    below `end[i]`: result dim `i` has `ceil((end[i] - start[i]) / step[i])`
+    elements (inferred). `start`, `end` and `step` have one entry per operand
+    dim and are normalized by the frontend (Python's negative indices and
+    clamping already applied): `0 <= start <= end <= size` and `step >= 1`
+    (torch rejects negative steps), all verified; a dynamic operand dim only
+    checks `start <= end`. Integer indexing (`x[2]`, `Tensor.select`) is a
+    slice of length 1 followed by a `kiln.reshape` that drops the dim; `None`
+    in an index is a reshape adding a dim. Value semantics: the result never
+    aliases the operand (eager returns a view).
+
+    Example:
+    ```mlir
+    %0 = kiln.slice %x {start = array<i64: 0, 1>, end = array<i64: 4, 7>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$start,
+                   DenseI64ArrayAttr:$end, DenseI64ArrayAttr:$step);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Concatenation along one dim (torch.cat / torch.stack)";
+  let description = [{
+    Joins one or more operands along `dim` (normalized, `0 <= dim < rank`).
+    Operands share a rank (>= 1) and an element type (the frontend promotes
+    with `kiln.cast`, as torch.cat does) and agree on every other dim
+    (verified when static). The result dim `dim` is the sum of the operands'
+    (inferred). `torch.stack` is captured as a `kiln.reshape` adding the new
+    dim to each operand, then a concat. torch.cat's legacy rule that skips
+    1-D empty operands is applied by the frontend.
+
+    Example:
+    ```mlir
+    %0 = kiln.concat %a, %b {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+}
+
+def Kiln_EmbeddingOp : Kiln_Op<"embedding", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Row lookup (torch.nn.functional.embedding, nn.Embedding)";
+  let description = [{
+    `result[i..., j] = weight[indices[i...], j]`: `weight` is 2-D
+    `[num_embeddings, embedding_dim]`, `indices` any rank with an `i64` or
+    `i32` element type; the result has shape `indices.shape + [embedding_dim]`
+    and weight's element type (inferred).
+
+    Out-of-range indices: eager raises `IndexError` for an index outside
+    `[0, num_embeddings)`. kiln cannot: the indices are data, known only
+    inside the compiled function, and a guard cannot look at them. Instead
+    each index is clamped into `[0, num_embeddings - 1]` before the read, so
+    an invalid index never reads outside `weight` but silently gives the
+    first or last row. `padding_idx`, `scale_grad_by_freq` and `sparse` only
+    affect the gradient and are ignored; `max_norm` (which rewrites `weight`
+    in place) is not captured.
+
+    Example:
+    ```mlir
+    %0 = kiln.embedding %w, %idx : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$weight, Kiln_Tensor:$indices);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -30,7 +30,9 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
 #include <functional>
+#include <vector>
 #include <mutex>
 
 namespace mlir::kiln {
@@ -126,6 +128,52 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
   return builder->createTargetMachine();
 }
 
+/// MLIR's `memrefCopy` runtime function (CRunnerUtils), which
+/// memref-to-llvm calls for a `memref.copy` between non-contiguous layouts
+/// (strided views from kiln.slice / kiln.concat after bufferization). The
+/// JIT does not link MLIR's runtime libraries, so kiln provides it: a
+/// row-major walk over the sizes with each side's strides.
+struct UnrankedDescriptor {
+  int64_t rank;
+  void *descriptor;
+};
+
+extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
+                               UnrankedDescriptor *dst) {
+  // Ranked descriptor layout: base, aligned, offset, sizes[rank], strides[rank].
+  struct View {
+    char *data;
+    const int64_t *sizes, *strides;
+  };
+  auto view = [&](UnrankedDescriptor *u) {
+    auto *words = static_cast<int64_t *>(u->descriptor);
+    char *aligned = reinterpret_cast<char **>(words)[1];
+    return View{aligned + words[2] * elemSize, words + 3, words + 3 + u->rank};
+  };
+  int64_t rank = src->rank;
+  View s = view(src), d = view(dst);
+  for (int64_t i = 0; i < rank; ++i)
+    if (s.sizes[i] == 0)
+      return;
+  std::vector<int64_t> index(rank, 0);
+  int64_t so = 0, dO = 0;
+  while (true) {
+    std::memcpy(d.data + dO * elemSize, s.data + so * elemSize, elemSize);
+    int64_t i = rank - 1;
+    for (; i >= 0; --i) {
+      so += s.strides[i];
+      dO += d.strides[i];
+      if (++index[i] < s.sizes[i])
+        break;
+      so -= s.strides[i] * s.sizes[i];
+      dO -= d.strides[i] * s.sizes[i];
+      index[i] = 0;
+    }
+    if (i < 0)
+      return;
+  }
+}
+
 } // namespace
 
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
@@ -204,6 +252,9 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
     for (auto [name, address] : blasShimSymbols())
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
                                  llvm::JITSymbolFlags::Exported};
+    symbols[interner("memrefCopy")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&kilnMemrefCopy),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   auto packed = (*engine)->lookupPacked("_mlir_ciface_" + entry);

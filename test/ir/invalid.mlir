@@ -255,6 +255,146 @@ func.func @broadcast_to_lower_rank(%x: tensor<1x8xf32>) {
 
 // -----
 
+// Tests that slice rejects start/end/step of the wrong length.
+func.func @slice_wrong_length(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{start, end and step must have one entry per dim (rank 2), got 1, 2 and 2}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = "kiln.slice"(%x) <{start = array<i64: 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice rejects a step < 1 (torch has no negative steps).
+func.func @slice_step(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{step 0 of dim 1 must be >= 1}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = "kiln.slice"(%x) <{start = array<i64: 0, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 0>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice rejects a negative start (the frontend normalizes indices).
+func.func @slice_negative_start(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dim 0: need 0 <= start <= end, got start -1 and end 4}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = "kiln.slice"(%x) <{start = array<i64: -1, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice rejects start > end.
+func.func @slice_start_after_end(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dim 1: need 0 <= start <= end, got start 5 and end 3}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = "kiln.slice"(%x) <{start = array<i64: 0, 5>, end = array<i64: 4, 3>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<4x0xf32>
+  return
+}
+
+// -----
+
+// Tests that slice rejects an end past a static dim.
+func.func @slice_end_past_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dim 1: end 9 exceeds the dim size 8}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = "kiln.slice"(%x) <{start = array<i64: 0, 0>, end = array<i64: 4, 9>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<4x9xf32>
+  return
+}
+
+// -----
+
+// Tests that concat needs at least one operand.
+func.func @concat_no_operands() {
+  // expected-error @+2 {{needs at least one operand}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"() <{dim = 0 : i64}> : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that concat rejects 0-d operands.
+func.func @concat_0d(%a: tensor<f32>) {
+  // expected-error @+2 {{operands must have rank >= 1, got 'tensor<f32>'}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"(%a, %a) <{dim = 0 : i64}> : (tensor<f32>, tensor<f32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Tests that concat rejects a dim out of range.
+func.func @concat_dim_out_of_range(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"(%a, %a) <{dim = 2 : i64}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Tests that concat rejects operands of different element types.
+func.func @concat_element_type(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) {
+  // expected-error @+2 {{operands have different element types ('f32' vs 'f16'); insert kiln.cast to promote}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"(%a, %b) <{dim = 0 : i64}> : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that concat rejects operands of different ranks.
+func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{operands have different ranks ('tensor<2x3xf32>' vs 'tensor<3xf32>')}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"(%a, %b) <{dim = 0 : i64}> : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that concat rejects operands that differ in another dim than `dim`.
+func.func @concat_other_dim(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+2 {{operand 'tensor<2x4xf32>' differs from 'tensor<2x3xf32>' in dim 1 (only dim 0 may differ)}}
+  // expected-error @+1 {{'kiln.concat' op failed to infer returned types}}
+  %0 = "kiln.concat"(%a, %b) <{dim = 0 : i64}> : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Tests that embedding needs a 2-D weight.
+func.func @embedding_weight_rank(%w: tensor<10xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{weight must be 2-D, got 'tensor<10xf32>'}}
+  // expected-error @+1 {{'kiln.embedding' op failed to infer returned types}}
+  %0 = "kiln.embedding"(%w, %i) : (tensor<10xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// Tests that embedding needs i64 or i32 indices.
+func.func @embedding_index_type(%w: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+2 {{indices must be i64 or i32, got 'tensor<3xf32>'}}
+  // expected-error @+1 {{'kiln.embedding' op failed to infer returned types}}
+  %0 = "kiln.embedding"(%w, %i) : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a declared slice result type must be the inferred one.
+func.func @slice_result_type(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'kiln.slice' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = kiln.slice %x {start = array<i64: 0, 1>, end = array<i64: 4, 7>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
 // Tests that cast keeps the shape.
 func.func @cast_shape(%x: tensor<4xf32>) {
   // expected-error @+1 {{'kiln.cast' op requires the same shape for all operands and results}}

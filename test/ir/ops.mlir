@@ -281,6 +281,30 @@ func.func @broadcast_to(%x: tensor<1x8xf32>) -> tensor<4x8xf32> {
   return %0 : tensor<4x8xf32>
 }
 
+// Tests that the kiln.slice example round-trips.
+// CHECK-LABEL: func.func @slice
+// CHECK: kiln.slice %{{.*}} {end = array<i64: 4, 7>, start = array<i64: 0, 1>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<4x3xf32>
+func.func @slice(%x: tensor<4x8xf32>) -> tensor<4x3xf32> {
+  %0 = kiln.slice %x {start = array<i64: 0, 1>, end = array<i64: 4, 7>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// Tests that the kiln.concat example round-trips.
+// CHECK-LABEL: func.func @concat
+// CHECK: kiln.concat %{{.*}}, %{{.*}} {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  %0 = kiln.concat %a, %b {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// Tests that the kiln.embedding example round-trips.
+// CHECK-LABEL: func.func @embedding
+// CHECK: kiln.embedding %{{.*}}, %{{.*}} : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+func.func @embedding(%w: tensor<10x4xf32>, %idx: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
+  %0 = kiln.embedding %w, %idx : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
 // Tests that the kiln.sum example round-trips and that the default
 // `keepdim = false` is elided.
 // CHECK-LABEL: func.func @sum
@@ -452,6 +476,24 @@ func.func @shape_ops_dynamic(%x: tensor<?x8xf32>, %y: tensor<?x1xf32>) -> (tenso
   %0 = kiln.reshape %x : tensor<?x8xf32> -> tensor<?xf32>
   %1 = kiln.broadcast_to %y : tensor<?x1xf32> -> tensor<2x?x8xf32>
   return %0, %1 : tensor<?xf32>, tensor<2x?x8xf32>
+}
+
+// Tests slice, concat and embedding inference: empty and dynamic dims, a
+// single-operand concat, i32 indices and 0-d indices.
+// CHECK-LABEL: func.func @indexing_inference
+// CHECK: kiln.slice %{{.*}} {end = array<i64: 2, 3>, start = array<i64: 2, 0>, step = array<i64: 1, 5>} : tensor<?x8xf32> -> tensor<0x1xf32>
+// CHECK: kiln.concat %{{.*}}, %{{.*}} {dim = 0 : i64} : tensor<?x8xf32>, tensor<3x8xf32> -> tensor<?x8xf32>
+// CHECK: kiln.concat %{{.*}} {dim = 0 : i64} : tensor<3x8xf32> -> tensor<3x8xf32>
+// CHECK: kiln.embedding %{{.*}}, %{{.*}} : tensor<10x4xf16>, tensor<5xi32> -> tensor<5x4xf16>
+// CHECK: kiln.embedding %{{.*}}, %{{.*}} : tensor<10x4xf16>, tensor<i64> -> tensor<4xf16>
+func.func @indexing_inference(%x: tensor<?x8xf32>, %y: tensor<3x8xf32>, %w: tensor<10x4xf16>, %i: tensor<5xi32>, %j: tensor<i64>)
+    -> (tensor<0x1xf32>, tensor<?x8xf32>, tensor<3x8xf32>, tensor<5x4xf16>, tensor<4xf16>) {
+  %0 = kiln.slice %x {start = array<i64: 2, 0>, end = array<i64: 2, 3>, step = array<i64: 1, 5>} : tensor<?x8xf32> -> tensor<0x1xf32>
+  %1 = kiln.concat %x, %y {dim = 0 : i64} : tensor<?x8xf32>, tensor<3x8xf32> -> tensor<?x8xf32>
+  %2 = kiln.concat %y {dim = 0 : i64} : tensor<3x8xf32> -> tensor<3x8xf32>
+  %3 = kiln.embedding %w, %i : tensor<10x4xf16>, tensor<5xi32> -> tensor<5x4xf16>
+  %4 = kiln.embedding %w, %j : tensor<10x4xf16>, tensor<i64> -> tensor<4xf16>
+  return %0, %1, %2, %3, %4 : tensor<0x1xf32>, tensor<?x8xf32>, tensor<3x8xf32>, tensor<5x4xf16>, tensor<4xf16>
 }
 
 // Tests reduction inference with and without keepdim, over several dims,

@@ -3,7 +3,8 @@
 //
 // Private to frontend/csrc/capture: abstract values (Var), interpreter
 // frames, and the Interpreter class whose bytecode loop lives in
-// Interpreter.cpp and whose torch-op handlers live in TorchOps.cpp.
+// Interpreter.cpp and whose torch-op handlers live in TorchOps.cpp (and
+// TorchIndexing.cpp: indexing, cat/stack, embedding, batch_norm).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_INTERP_H
 #define KILN_FRONTEND_CAPTURE_INTERP_H

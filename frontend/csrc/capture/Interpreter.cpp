@@ -458,8 +458,11 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
       throw Unsupported("tuple index out of range");
     return c->items[k];
   }
-  if (c->isTensor())
-    throw Unsupported("tensor indexing is not supported yet");
+  if (c->isTensor()) { // TorchIndexing.cpp
+    std::vector<VarP> args = {index};
+    std::map<std::string, VarP> kwargs;
+    return callTensorMethod(c, "__getitem__", args, kwargs);
+  }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");
   PyRef r = PyRef::steal(PyObject_GetItem(o, key));

@@ -6,7 +6,7 @@
 // keyword), broadcasting, type promotion and dim normalization. Anything a
 // handler cannot express exactly is Unsupported, never approximated.
 //===----------------------------------------------------------------------===//
-#include "Interp.h"
+#include "TorchOpsImpl.h"
 
 #include "ir/KilnOps.h"
 #include "ir/ShapeUtils.h"
@@ -55,6 +55,7 @@ thread_local DType tDefaultFloat = DType::F32;
 } // namespace
 
 void setDefaultFloat(DType d) { tDefaultFloat = d; }
+DType defaultFloat() { return tDefaultFloat; }
 
 namespace {
 
@@ -64,20 +65,7 @@ struct OpSpec {
   std::vector<std::string> params;
 };
 
-/// Parsed arguments: by parameter name, with the rest positional.
-struct Args {
-  std::map<std::string, VarP> named;
-  VarP get(const std::string &n) const {
-    auto it = named.find(n);
-    return it == named.end() ? nullptr : it->second;
-  }
-  bool isNone(const std::string &n) const {
-    VarP v = get(n);
-    return !v || (v->isConst() && v->obj.get() == Py_None);
-  }
-};
-
-RankedTensorType ttype(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+} // namespace
 
 
 long asInt(const VarP &v, const char *what) {
@@ -166,91 +154,6 @@ DType resultType(const std::vector<VarP> &operands) {
   return *r;
 }
 
-} // namespace
-
-/// Small graph-building helpers bound to the interpreter's builder.
-class Emit {
-public:
-  explicit Emit(Interpreter &I) : I(I), b(I.builder()) {}
-
-  Type elt(DType d) { return elementType(*b.getContext(), d); }
-
-  Value cast(Value v, DType d) {
-    auto t = ttype(v);
-    if (t.getElementType() == elt(d)) return v;
-    return b.create<mlir::kiln::CastOp>(I.loc(), t.clone(elt(d)), v);
-  }
-
-  Value scalar(PyObject *o, DType d) {
-    Type e = elt(d);
-    auto type = RankedTensorType::get({}, e);
-    mlir::Attribute a;
-    if (llvm::isa<mlir::FloatType>(e)) {
-      double x = PyFloat_AsDouble(o);
-      a = mlir::DenseElementsAttr::get(type, b.getFloatAttr(e, x));
-    } else if (e.isInteger(1)) {
-      a = mlir::DenseElementsAttr::get(type, PyObject_IsTrue(o) == 1);
-    } else {
-      int64_t x = PyLong_AsLongLong(o);
-      a = mlir::DenseElementsAttr::get(type, b.getIntegerAttr(e, x));
-    }
-    if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported("scalar out of range"); }
-    return b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(a));
-  }
-
-  Value operand(const VarP &v, DType d) {
-    if (v->isTensor()) return cast(v->value, d);
-    return scalar(constObj(v, "operand"), d);
-  }
-
-  /// Checks inference first so malformed user code becomes Unsupported
-  /// (eager then raises torch's own error) instead of a fatal error.
-  template <typename OpT>
-  Value inferred(mlir::ValueRange operands) {
-    llvm::SmallVector<Type> types;
-    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
-      throw Unsupported(std::string("invalid operands for ") + OpT::getOperationName().str());
-    return b.create<OpT>(I.loc(), types.front(), operands).getResult();
-  }
-
-  template <typename OpT>
-  Value binary(const VarP &a, const VarP &c, std::optional<DType> force = {}) {
-    DType d = force ? *force : resultType({a, c});
-    return inferred<OpT>({operand(a, d), operand(c, d)});
-  }
-
-  template <typename OpT>
-  Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
-
-  Value floatUnaryInput(const VarP &x) {
-    Value v = x->value;
-    DType d = dtypeOf(ttype(v).getElementType());
-    return dtypeCategory(d) == 2 ? v : cast(v, tDefaultFloat);
-  }
-
-  Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
-    auto t = ttype(v);
-    if (t.getShape() == shape) return v;
-    return b.create<mlir::kiln::ReshapeOp>(I.loc(), RankedTensorType::get(shape, t.getElementType()), v);
-  }
-
-  Value permute(Value v, llvm::ArrayRef<int64_t> dims) {
-    return b.create<mlir::kiln::PermuteOp>(I.loc(), v, b.getDenseI64ArrayAttr(dims));
-  }
-
-  template <typename OpT>
-  Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {
-    int64_t rank = ttype(v).getRank();
-    for (auto &d : dims) d = normDim(d, rank);
-    if (rank == 0) dims.clear();
-    std::sort(dims.begin(), dims.end());
-    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-    return b.create<OpT>(I.loc(), v, b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
-  }
-
-  Interpreter &I;
-  mlir::OpBuilder &b;
-};
 
 namespace {
 
@@ -308,6 +211,19 @@ const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
     add("torch", "full_like", {"full_like", withKw({"input", "fill_value"})});
     add("torch", "arange", {"arange", withKw({"start", "end", "step"})});
     add("torch", "clamp", {"clamp", {"input", "min", "max"}});
+    // Indexing, concatenation, embedding, batch_norm: TorchIndexing.cpp.
+    add("torch", "narrow", {"narrow", {"input", "dim", "start", "length"}});
+    add("torch", "select", {"select", {"input", "dim", "index"}});
+    add("torch", "chunk", {"chunk", {"input", "chunks", "dim"}});
+    add("torch", "split", {"split", {"input", "split_size_or_sections", "dim"}});
+    add("torch", "unbind", {"unbind", {"input", "dim"}});
+    for (const char *n : {"cat", "concat", "concatenate"})
+      add("torch", n, {"cat", {"tensors", "dim", "out"}});
+    add("torch", "stack", {"stack", {"tensors", "dim", "out"}});
+    add("torch.nn.functional", "embedding", {"embedding", {"input", "weight", "padding_idx", "max_norm",
+                                             "norm_type", "scale_grad_by_freq", "sparse"}});
+    add("torch.nn.functional", "batch_norm", {"batch_norm", {"input", "running_mean", "running_var", "weight",
+                                              "bias", "training", "momentum", "eps"}});
     return t;
   }();
   return table;
@@ -346,6 +262,12 @@ const std::unordered_map<std::string, OpSpec> &methodTable() {
     t["size"] = {"size", {"input", "dim"}};
     t["dim"] = {"dim", {"input"}};
     t["numel"] = {"numel", {"input"}};
+    t["__getitem__"] = {"getitem", {"input", "index"}};
+    t["narrow"] = {"narrow", {"input", "dim", "start", "length"}};
+    t["select"] = {"select", {"input", "dim", "index"}};
+    t["chunk"] = {"chunk", {"input", "chunks", "dim"}};
+    t["split"] = {"split", {"input", "split_size", "dim"}};
+    t["unbind"] = {"unbind", {"input", "dim"}};
     return t;
   }();
   return table;
@@ -372,8 +294,6 @@ Args bind(const OpSpec &spec, std::vector<VarP> &args, std::map<std::string, Var
   return a;
 }
 
-VarP T(Value v) { return makeTensor(v); }
-
 VarP applyOp(Interpreter &I, const std::string &op, Args &a);
 
 /// Ops whose eager result aliases their input (views, or no-ops that return
@@ -382,7 +302,8 @@ bool isViewLike(const std::string &op) {
   static const std::set<std::string> views = {
       "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "t", "permute",
       "expand", "identity", "dropout", "to", "float", "double", "half", "bfloat16",
-      "int", "long", "bool"};
+      "int", "long", "bool", "__slice", "getitem", "narrow", "select", "chunk", "split",
+      "unbind"};
   return views.count(op) > 0;
 }
 
@@ -431,6 +352,15 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
              llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
     steps.push_back({llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
                      ints(ttype(r->value).getShape())});
+  } else if (auto sl = llvm::dyn_cast_or_null<mlir::kiln::SliceOp>(def)) {
+    PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
+    for (size_t i = 0; i < sl.getStart().size(); ++i) {
+      PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
+      PyRef en = PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
+      PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
+    }
+    steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, index.get()))});
   } else if (llvm::isa_and_nonnull<mlir::kiln::CastOp>(def)) {
     PyObject *dt = dtypeObject(dtypeOf(ttype(r->value).getElementType()));
     steps.push_back({"to", PyRef::steal(PyTuple_Pack(1, dt))});
@@ -441,8 +371,12 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
   r->viewSteps = std::move(steps);
 }
 
+} // namespace
+
 /// Applies `op` and records aliasing facts on the input and the result.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
+  if (VarP r = applyCompositeOp(I, op, a)) // TorchIndexing.cpp
+    return r;
   VarP inplace = a.get("inplace");
   if (inplace && inplace->isConst() && PyObject_IsTrue(inplace->obj.get()) == 1)
     return applyInPlace(I, op, a, op + "(inplace=True)");
@@ -460,6 +394,8 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
   }
   return r;
 }
+
+namespace {
 
 /// torch.zeros/ones/full(_like)/arange with static sizes: a kiln.constant.
 VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
@@ -566,6 +502,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
   static const std::set<std::string> factories = {"zeros", "ones", "full", "zeros_like",
                                                   "ones_like", "full_like", "arange"};
   if (factories.count(op)) return applyFactory(I, op, a);
+  if (op == "__slice") return applySlice(I, a);
   Emit e(I);
   VarP x = a.get("input");
   if (!x) x = a.get("condition");
