@@ -176,10 +176,11 @@ std::string identityLiteral(const Combiner &c, Type t) {
   bool isFloat = isa<FloatType>(t);
   bool isDouble = t.isF64();
   std::string id = c.identity;
+  bool wideInt = !isFloat && t.getIntOrFloatBitWidth() > 32;
   if (id == "0")
-    return isFloat ? floatLiteral(0.0, isDouble) : "0";
+    return isFloat ? floatLiteral(0.0, isDouble) : wideInt ? "0LL" : "0";
   if (id == "1")
-    return isFloat ? floatLiteral(1.0, isDouble) : "1";
+    return isFloat ? floatLiteral(1.0, isDouble) : wideInt ? "1LL" : "1";
   if (id == "-inf" || id == "+inf")
     return floatLiteral(id == "-inf" ? -INFINITY : INFINITY, isDouble);
   unsigned w = t.getIntOrFloatBitWidth();
@@ -568,6 +569,11 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
       }
       continue;
     }
+    if (info.buffer < 0 && info.fill) {
+      // A splat constant or a filled tensor read as an input: its value.
+      names[arg] = *info.fill;
+      continue;
+    }
     if (info.buffer < 0)
       return op.emitError("CUDA emitter: input #")
              << i << " is not backed by a buffer (only function arguments and "
@@ -741,8 +747,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     os << loads << body;
     os << "      acc = " << combiner->functor << "{}(acc, " << partial << ");\n";
     os << "    }\n";
-    os << "    acc = kiln_block_reduce(acc, partials, " << combiner->functor << "{}, " << id
-       << ");\n";
+    os << "    acc = kiln_block_reduce<" << acc << ">(acc, partials, " << combiner->functor
+       << "{}, " << id << ");\n";
     os << stores << "  }\n}\n\n";
   }
   plan.push_back(kname + "<<<" + std::to_string(k.gridX) + ", " + std::to_string(k.blockX) +
@@ -899,16 +905,22 @@ __device__ __forceinline__ T kiln_block_reduce(T v, T *partials, Op op, T identi
 
 FailureOr<CudaModule> emitCuda(ModuleOp module) {
   CudaModule result;
+  bool failed_ = false;
   std::string kernels;
   llvm::raw_string_ostream os(kernels);
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
+    // Every function is tried so that all unsupported ops are reported.
     FunctionEmitter fe(func, result);
-    if (failed(fe.emit()))
-      return failure();
+    if (failed(fe.emit())) {
+      failed_ = true;
+      continue;
+    }
     fe.print(os);
   }
+  if (failed_)
+    return failure();
   os.flush();
   // Half-precision headers only when used (they are the slow part of NVRTC).
   bool half = kernels.find("__half") != std::string::npos;

@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
   kiln::registerAllPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);
 
   std::string error;
   auto file = openInputFile(inputFilename, &error);

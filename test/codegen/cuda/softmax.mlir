@@ -25,7 +25,7 @@
 // CHECK-NEXT: const float a0 = in0[d0 * 1000 + d2];
 // CHECK-NEXT: acc = kiln_maximum_op{}(acc, a0);
 // CHECK-NEXT: }
-// CHECK-NEXT: acc = kiln_block_reduce(acc, partials, kiln_maximum_op{}, __int_as_float((int)0xff800000u));
+// CHECK-NEXT: acc = kiln_block_reduce<float>(acc, partials, kiln_maximum_op{}, __int_as_float((int)0xff800000u));
 // CHECK-NEXT: if (threadIdx.x == 0)
 // CHECK-NEXT: out0[d0] = acc;
 
@@ -37,7 +37,7 @@
 // CHECK-NEXT: const float v0 = (a0 - a1);
 // CHECK-NEXT: const float v1 = expf(v0);
 // CHECK-NEXT: acc = kiln_add{}(acc, v1);
-// CHECK: acc = kiln_block_reduce(acc, partials, kiln_add{}, 0.0f);
+// CHECK: acc = kiln_block_reduce<float>(acc, partials, kiln_add{}, 0.0f);
 
 // CHECK: softmax_k2: pointwise over 32x1000
 // CHECK: const int d0 = i / 1000;
