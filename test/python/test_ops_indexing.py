@@ -326,3 +326,25 @@ def test_embedding_sum_pooling_model():
         cm = check(m, torch.randint(0, 50, (3, 7)))
         t = torch.randint(0, 50, (3, 7))
         assert_close(cm(t), m(t))
+
+
+def test_python_int_indices_are_guarded():
+    def f(x, i, s):
+        return x[i] * 2, x[:, s:] + 1, x.split(s, 1)[0] - 1
+
+    cf = kiln.compile(f)
+    x = torch.randn(4, 6)
+    for i, s in [(1, 2), (2, 3), (1, 2), (-1, 4)]:
+        assert_close(cf(x, i, s), f(x, i, s))
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["compiled_calls"] == 4 and s["graph_breaks"] == 0, s
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.bool])
+def test_indexing_cat_embedding_dtypes(dtype):
+    def f(x, w, i):
+        return torch.cat([x[1:], x[:1]], 0), torch.stack([x[0], x[-1]], 1), F.embedding(i, w)
+
+    x = (torch.randn(3, 3) * 4).to(dtype)
+    w = (torch.randn(5, 2) * 4).to(dtype)
+    check(f, x, w, torch.tensor([[4, 0], [1, 1]]))

@@ -401,6 +401,44 @@ TEST_F(JitTest, ShapeOps) {
   expectNear(b, wb);
 }
 
+TEST_F(JitTest, SliceConcatEmbeddingThroughStridedCopies) {
+  // A strided slice returned directly and a concat are copied between
+  // non-contiguous memrefs: memref.copy → memrefCopy, which the JIT provides.
+  Compiled c(R"mlir(
+    func.func @forward(%x: tensor<4x6xf32>, %i: tensor<3xi64>) -> (tensor<3x3xf32>, tensor<4x9xf32>, tensor<3x6xf32>) {
+      %0 = kiln.slice %x {start = array<i64: 1, 0>, end = array<i64: 4, 5>, step = array<i64: 1, 2>} : tensor<4x6xf32> -> tensor<3x3xf32>
+      %n = kiln.neg %x : tensor<4x6xf32>
+      %s = kiln.slice %n {start = array<i64: 0, 3>, end = array<i64: 4, 6>, step = array<i64: 1, 1>} : tensor<4x6xf32> -> tensor<4x3xf32>
+      %1 = kiln.concat %s, %n {dim = 1 : i64} : tensor<4x3xf32>, tensor<4x6xf32> -> tensor<4x9xf32>
+      %2 = kiln.embedding %x, %i : tensor<4x6xf32>, tensor<3xi64> -> tensor<3x6xf32>
+      return %0, %1, %2 : tensor<3x3xf32>, tensor<4x9xf32>, tensor<3x6xf32>
+    })mlir");
+  ASSERT_COMPILED(c);
+  auto x = random<float>({4, 6}, 21);
+  Buf<int64_t> idx({3});
+  idx[0] = 3;
+  idx[1] = 0;
+  idx[2] = 2;
+  Buf<float> o0({3, 3}), o1({4, 9}), o2({3, 6});
+  c({&x.desc, &idx.desc, &o0.desc, &o1.desc, &o2.desc});
+  std::vector<double> w0, w1, w2;
+  for (int i = 1; i < 4; ++i)
+    for (int j = 0; j < 5; j += 2)
+      w0.push_back(x[i * 6 + j]);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 3; j < 6; ++j)
+      w1.push_back(-x[i * 6 + j]);
+    for (int j = 0; j < 6; ++j)
+      w1.push_back(-x[i * 6 + j]);
+  }
+  for (int64_t r : idx.data)
+    for (int j = 0; j < 6; ++j)
+      w2.push_back(x[r * 6 + j]);
+  expectNear(o0, w0);
+  expectNear(o1, w1);
+  expectNear(o2, w2);
+}
+
 TEST_F(JitTest, ResultThatIsAnArgumentAndInputsStayUntouched) {
   Compiled c(R"mlir(
     func.func @forward(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
