@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Per-call overhead: eager vs kiln vs torch.compile on tiny graphs.
 
-Cases: a 1-input trivial function (`x + 1` on 4 floats), a Sequential of 5
-Linear(8, 8) (10 parameter inputs + x), and the batch-1 MLP of tools/demo.py.
+Cases: a 1-input trivial function (`x + 1` on 4 floats), the sum of 10
+4-float inputs (a 10-input graph whose kernel is negligible: nearly all of
+its time is per-call overhead), a Sequential of 5 Linear(8, 8) (10
+parameter inputs + x), and the batch-1 MLP of tools/demo.py.
 All variants are timed interleaved in one process, 1 thread, under
 torch.no_grad(); each reported number is the median over `--rounds` of the
 median per-call time of a batch of `--calls` calls (µs).
@@ -30,12 +32,18 @@ def add_one(x):
     return x + 1
 
 
+def sum10(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9
+
+
 def cases():
     torch.manual_seed(0)
     seq = nn.Sequential(*[nn.Linear(8, 8) for _ in range(5)]).eval()
     mlp = MLP().eval()
     return [
         ("f(x) = x + 1, 4 floats (1 input)", add_one, (torch.randn(4),)),
+        ("sum of 10 inputs, 4 floats each (10 inputs)", sum10,
+         tuple(torch.randn(4) for _ in range(10))),
         ("Sequential 5x Linear(8,8), batch 1 (11 inputs)", seq, (torch.randn(1, 8),)),
         ("MLP 256-512-512-10, batch 1 (7 inputs)", mlp, (torch.randn(1, 256),)),
     ]

@@ -102,8 +102,11 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   for (size_t j = 0; j < entry.results.size(); ++j) {
     // A fresh tensor per call from torch's allocator: results are never
     // shared between calls.
-    PyRef t = PyRef::steal(
-        emptyTensorPrebuilt(plan.emptySizes[j].get(), dtypeObject(entry.results[j].dtype)));
+    // The entry's default-dtype guard held: torch.empty's default is
+    // entry.defaultDtype now.
+    PyObject *dtype = dtypeObject(entry.results[j].dtype);
+    PyRef t = PyRef::steal(emptyTensorPrebuilt(plan.emptySizes[j].get(), dtype,
+                                               dtype == entry.defaultDtype));
     if (!t)
       return false;
     void *p = tensorDataPtr(t.get());

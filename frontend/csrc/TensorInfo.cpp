@@ -232,7 +232,9 @@ PyObject *intTuple(const std::vector<int64_t> &sizes) {
   return tuple;
 }
 
-PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype) {
+PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype, bool dtypeIsDefault) {
+  if (dtypeIsDefault && PyTuple_GET_SIZE(size) > 0)
+    return PyObject_Call(H.empty, size, nullptr); // a tuple is immutable
   // torch.empty is not vectorcall-native: CPython builds a fresh kwargs
   // dict from these keyword names for each call.
   PyObject *args[] = {size, dtype};

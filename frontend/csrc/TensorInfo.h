@@ -66,8 +66,11 @@ PyObject *defaultDtype();
 PyObject *emptyTensor(const std::vector<int64_t> &sizes, PyObject *dtype);
 /// `torch.empty(size=size, dtype=dtype)` with a prebuilt size tuple (new
 /// reference, null on error). The kwargs dict is built per call by CPython,
-/// so nothing torch could mutate is shared between calls.
-PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype);
+/// so nothing torch could mutate is shared between calls. When `dtype` is
+/// torch's current default dtype (`dtypeIsDefault`, the caller guarantees
+/// it) and `size` is not empty this is `torch.empty(*size)`, which parses
+/// faster.
+PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype, bool dtypeIsDefault);
 /// `tuple(sizes)` (new reference, null on error).
 PyObject *intTuple(const std::vector<int64_t> &sizes);
 /// `t.contiguous()` (new reference, null on error).

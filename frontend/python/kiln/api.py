@@ -73,14 +73,33 @@ class CompiledModule(torch.nn.Module):
 
     def __call__(self, *args, **kwargs):
         # nn.Module.__call__ minus its dispatch when it would only call
-        # forward: no hooks on this wrapper or global, no
-        # `module.compile()`, no TorchScript tracing (Module._call_impl's
-        # own fast-path test). Otherwise the full nn.Module.__call__.
+        # forward (Module._call_impl's own fast-path test: no hooks on the
+        # wrapper or global, no `module.compile()`, no TorchScript tracing),
+        # and forward inlined when the wrapped module has no hooks or
+        # instance forward either. Otherwise the full nn.Module.__call__.
         d = self.__dict__
-        if (d.get("_compiled_call_impl") is not None or _own_hooks(self) or _global_hooks()
-                or _get_tracing_state()):
+        g = _nn_module
+        try:
+            slow = ("forward" in d or d["_compiled_call_impl"] is not None or d["_forward_hooks"]
+                    or d["_forward_pre_hooks"] or d["_backward_hooks"]
+                    or d["_backward_pre_hooks"]
+                    or g._global_forward_hooks or g._global_forward_pre_hooks
+                    or g._global_backward_hooks or g._global_backward_pre_hooks
+                    or _get_tracing_state())
+            if not slow:
+                mod = d["_modules"]["_orig_mod"]
+                m = mod.__dict__
+                fwd = type(mod).forward
+                inline = not (m["_forward_hooks"] or m["_forward_pre_hooks"]
+                              or m["_backward_hooks"] or m["_backward_pre_hooks"]
+                              or "forward" in m or type(fwd) is not _FunctionType)
+        except (KeyError, AttributeError):  # another torch's Module layout
+            slow = True
+        if slow:
             return torch.nn.Module.__call__(self, *args, **kwargs)
-        return self.forward(*args, **kwargs)
+        if not inline:
+            return self.forward(*args, **kwargs)
+        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply)
 
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]
