@@ -155,11 +155,25 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
   for (int64_t i = 0; i < rank; ++i)
     if (s.sizes[i] == 0)
       return;
-  std::vector<int64_t> index(rank, 0);
+  // Rows along the innermost dim: one memcpy when both sides are unit-stride
+  // there (concat's inserts, row slices), element by element otherwise.
+  int64_t inner = rank > 0 ? s.sizes[rank - 1] : 1;
+  int64_t sInner = rank > 0 ? s.strides[rank - 1] : 1;
+  int64_t dInner = rank > 0 ? d.strides[rank - 1] : 1;
+  bool rows = sInner == 1 && dInner == 1;
+  int64_t outerRank = rank > 0 ? rank - 1 : 0;
+  std::vector<int64_t> index(outerRank, 0);
   int64_t so = 0, dO = 0;
   while (true) {
-    std::memcpy(d.data + dO * elemSize, s.data + so * elemSize, elemSize);
-    int64_t i = rank - 1;
+    char *to = d.data + dO * elemSize;
+    const char *from = s.data + so * elemSize;
+    if (rows) {
+      std::memcpy(to, from, inner * elemSize);
+    } else {
+      for (int64_t k = 0; k < inner; ++k)
+        std::memcpy(to + k * dInner * elemSize, from + k * sInner * elemSize, elemSize);
+    }
+    int64_t i = outerRank - 1;
     for (; i >= 0; --i) {
       so += s.strides[i];
       dO += d.strides[i];
