@@ -25,6 +25,105 @@ struct Handles {
 };
 Handles H;
 
+/// Direct calls of torch's own C accessors on exact torch.Tensor /
+/// nn.Parameter instances, skipping the generic attribute lookup. Only
+/// public CPython descriptor objects are read (getset_descriptor,
+/// method_descriptor), nothing of torch's structs; whenever a type's
+/// version tag changes (any attribute of it or a base assigned) the
+/// descriptors are looked up again, and an accessor that is no longer the
+/// same C function makes that type take the generic path.
+struct FastAccess {
+  enum Attr { Dtype, IsCpu, RequiresGrad, Shape, NumAttrs };
+  enum Method { Stride, DataPtr, NumMethods };
+  getter get[NumAttrs] = {};
+  void *closure[NumAttrs] = {};
+  PyMethodDef *method[NumMethods] = {};
+  PyTypeObject *types[2] = {}; ///< torch.Tensor, torch.nn.Parameter
+  unsigned int version[2] = {}; ///< 0: the generic path for that type
+  PyObject *emptyTuple = nullptr;
+};
+FastAccess FA;
+
+PyObject *attrName(int a) {
+  PyObject *names[] = {H.sDtype, H.sIsCpu, H.sRequiresGrad, H.sShape};
+  return names[a];
+}
+PyObject *methodName(int m) { return m == FastAccess::Stride ? H.sStride : H.sDataPtr; }
+
+/// Whether `type` resolves every accessor to the C functions in FA (the
+/// first call fills FA from torch.Tensor).
+bool accessorsMatch(PyTypeObject *type, bool fill) {
+  for (int a = 0; a < FastAccess::NumAttrs; ++a) {
+    PyObject *d = _PyType_Lookup(type, attrName(a)); // borrowed
+    if (!d || Py_TYPE(d) != &PyGetSetDescr_Type)
+      return false;
+    PyGetSetDef *def = reinterpret_cast<PyGetSetDescrObject *>(d)->d_getset;
+    if (fill) {
+      FA.get[a] = def->get;
+      FA.closure[a] = def->closure;
+    }
+    if (!def->get || def->get != FA.get[a] || def->closure != FA.closure[a])
+      return false;
+  }
+  for (int m = 0; m < FastAccess::NumMethods; ++m) {
+    PyObject *d = _PyType_Lookup(type, methodName(m));
+    if (!d || Py_TYPE(d) != &PyMethodDescr_Type)
+      return false;
+    PyMethodDef *def = reinterpret_cast<PyMethodDescrObject *>(d)->d_method;
+    int flags = def->ml_flags & ~METH_COEXIST;
+    if (flags != METH_NOARGS && flags != METH_VARARGS &&
+        flags != (METH_VARARGS | METH_KEYWORDS))
+      return false;
+    if (fill)
+      FA.method[m] = def;
+    if (def != FA.method[m])
+      return false;
+  }
+  return true;
+}
+
+/// Re-validates type slot `i` after its version tag changed.
+void revalidate(int i) {
+  PyTypeObject *type = FA.types[i];
+  FA.version[i] = 0;
+  if (type->tp_getattro == PyObject_GenericGetAttr && accessorsMatch(type, /*fill=*/false) &&
+      (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    FA.version[i] = type->tp_version_tag;
+}
+
+/// Whether `t`'s accessors may be called directly.
+inline bool fastType(PyObject *t) {
+  PyTypeObject *type = Py_TYPE(t);
+  for (int i = 0; i < 2; ++i) {
+    if (type != FA.types[i] || !FA.version[i])
+      continue;
+    if (type->tp_version_tag != FA.version[i] ||
+        !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+      revalidate(i);
+    return FA.version[i] != 0;
+  }
+  return false;
+}
+
+/// `getattr(t, <attr a>)` (new reference).
+inline PyObject *getAttr(PyObject *t, int a, bool fast) {
+  return fast ? FA.get[a](t, FA.closure[a]) : PyObject_GetAttr(t, attrName(a));
+}
+
+/// `t.<method m>()` (new reference).
+inline PyObject *callMethod(PyObject *t, int m, bool fast) {
+  if (!fast)
+    return PyObject_CallMethodNoArgs(t, methodName(m));
+  PyMethodDef *def = FA.method[m];
+  int flags = def->ml_flags & ~METH_COEXIST;
+  if (flags == METH_NOARGS)
+    return def->ml_meth(t, nullptr);
+  if (flags == METH_VARARGS)
+    return def->ml_meth(t, FA.emptyTuple);
+  return reinterpret_cast<PyCFunctionWithKeywords>(reinterpret_cast<void (*)(void)>(def->ml_meth))(
+      t, FA.emptyTuple, nullptr);
+}
+
 const char *kDtypeNames[] = {"float32", "float64", "float16", "bfloat16",
                              "int64",   "int32",   "bool"};
 
@@ -126,6 +225,21 @@ bool initTorchHandles() {
   H.sDataPtr = PyUnicode_InternFromString("data_ptr");
   H.sContiguous = PyUnicode_InternFromString("contiguous");
   H.emptyKwnames = Py_BuildValue("(ss)", "size", "dtype");
+  if (PyErr_Occurred())
+    return false;
+  // Direct accessors for exact torch.Tensor and nn.Parameter instances.
+  FA.emptyTuple = PyTuple_New(0);
+  PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
+  PyRef parameter = nn ? PyRef::steal(PyObject_GetAttrString(nn.get(), "Parameter")) : PyRef();
+  PyErr_Clear(); // without them everything takes the generic path
+  FA.types[0] = reinterpret_cast<PyTypeObject *>(H.tensorType);
+  if (parameter && PyType_Check(parameter.get()))
+    FA.types[1] = reinterpret_cast<PyTypeObject *>(parameter.release()); // kept
+  if (FA.emptyTuple && accessorsMatch(FA.types[0], /*fill=*/true)) {
+    for (int i = 0; i < 2; ++i)
+      if (FA.types[i])
+        revalidate(i);
+  }
   return !PyErr_Occurred();
 }
 
@@ -152,24 +266,25 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta) {
 
 bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
                        const std::vector<int64_t> &strides, bool requiresGrad) {
+  bool fast = fastType(t);
   // Cheapest reads first; on a match every attribute has been compared.
-  PyRef d = PyRef::steal(PyObject_GetAttr(t, H.sDtype));
+  PyRef d = PyRef::steal(getAttr(t, FastAccess::Dtype, fast));
   if (d.get() != dtype) {
     PyErr_Clear();
     return false;
   }
-  PyRef cpu = PyRef::steal(PyObject_GetAttr(t, H.sIsCpu));
-  PyRef rg = PyRef::steal(PyObject_GetAttr(t, H.sRequiresGrad));
+  PyRef cpu = PyRef::steal(getAttr(t, FastAccess::IsCpu, fast));
+  PyRef rg = PyRef::steal(getAttr(t, FastAccess::RequiresGrad, fast));
   if (!cpu || !rg || cpu.get() != Py_True || (rg.get() == Py_True) != requiresGrad) {
     PyErr_Clear();
     return false;
   }
-  PyRef shape = PyRef::steal(PyObject_GetAttr(t, H.sShape));
+  PyRef shape = PyRef::steal(getAttr(t, FastAccess::Shape, fast));
   if (!intTupleEquals(shape.get(), sizes)) {
     PyErr_Clear();
     return false;
   }
-  PyRef stride = PyRef::steal(PyObject_CallMethodNoArgs(t, H.sStride));
+  PyRef stride = PyRef::steal(callMethod(t, FastAccess::Stride, fast));
   if (!intTupleEquals(stride.get(), strides)) {
     PyErr_Clear();
     return false;
@@ -178,7 +293,7 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
 }
 
 void *tensorDataPtr(PyObject *t) {
-  PyRef p = PyRef::steal(PyObject_CallMethodNoArgs(t, H.sDataPtr));
+  PyRef p = PyRef::steal(callMethod(t, FastAccess::DataPtr, fastType(t)));
   if (!p)
     return nullptr;
   return PyLong_AsVoidPtr(p.get());

@@ -184,3 +184,37 @@ def test_parameter_replaced_in_place_is_read_per_call():
         assert_close(compiled(x), model(x))
         model.fc.weight = nn.Parameter(torch.randn(3, 4))  # new object
         assert_close(compiled(x), model(x))
+
+
+def test_tensor_type_modified_after_compile():
+    # Tensor metadata is read through torch's own accessors, looked up again
+    # whenever torch.Tensor changes; the guards keep holding or failing.
+    f = kiln.compile(add_one)
+    x = torch.randn(4)
+    f(x)
+    torch.Tensor._kiln_test_attr = 1  # bumps torch.Tensor's version tag
+    try:
+        assert_close(f(x), x + 1)
+        y = torch.randn(5)
+        assert_close(f(y), y + 1)
+    finally:
+        del torch.Tensor._kiln_test_attr
+    z = torch.randn(3)
+    assert_close(f(z), z + 1)
+    assert_close(f(x), x + 1)
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["cache_hits"] == 2, s
+
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+def test_tensor_subclass_and_parameter_inputs():
+    f = kiln.compile(add_one)
+    x = torch.randn(4)
+    p = nn.Parameter(x.clone(), requires_grad=False)
+    m = x.clone().as_subclass(MyTensor)
+    with torch.no_grad():
+        assert_close(f(p).as_subclass(torch.Tensor), x + 1)
+        assert_close(torch.Tensor(f(m)).as_subclass(torch.Tensor), x + 1)
