@@ -52,10 +52,16 @@ struct CudaModule {
 /// kiln → fused-linalg stages (buildFusedLinalgPipeline).
 void buildCudaPreparePipeline(OpPassManager &pm);
 
+struct EmitOptions {
+  /// Fuse a row reduction with the following generics over the same rows
+  /// (softmax, layer_norm) into one kernel, one block per row.
+  bool fuseRows = true;
+};
+
 /// Emits CUDA C++ for every func.func of `module` (fused linalg on tensors).
 /// Unsupported IR is reported through the context's diagnostic engine at
 /// the offending op's location and yields failure.
-FailureOr<CudaModule> emitCuda(ModuleOp module);
+FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options = {});
 
 /// Block size of a row reduction over `rowLength` elements (the launch rule
 /// documented in codegen/cuda/README.md).

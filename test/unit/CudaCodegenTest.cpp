@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Runs the CUDA prepare pipeline + emitter on every source-emission case of
-// test/codegen/cuda (the lit files, minus the error cases) and compiles the
-// result with NVRTC to cubins for sm_80 and sm_90, checking that every
+// test/codegen/cuda (the lit files, minus the error cases), with and without
+// row fusion, and compiles the result with NVRTC to cubins for sm_80 and sm_90, checking that every
 // kernel of the launch plan is in the cubin. Skipped when kiln was built
 // without NVRTC. No GPU or driver is needed.
 //===----------------------------------------------------------------------===//
@@ -45,8 +45,8 @@ std::vector<std::string> cudaCases() {
 }
 
 /// Emits CUDA for one .mlir file; fails the test on any error.
-mlir::FailureOr<mlir::kiln::cuda::CudaModule> emitFile(mlir::MLIRContext &ctx,
-                                                       const std::string &path) {
+mlir::FailureOr<mlir::kiln::cuda::CudaModule>
+emitFile(mlir::MLIRContext &ctx, const std::string &path, bool fuseRows = true) {
   llvm::SourceMgr sm;
   std::string err;
   auto buf = llvm::MemoryBuffer::getFile(path);
@@ -60,7 +60,9 @@ mlir::FailureOr<mlir::kiln::cuda::CudaModule> emitFile(mlir::MLIRContext &ctx,
   mlir::kiln::cuda::buildCudaPreparePipeline(pm);
   if (mlir::failed(pm.run(*module)))
     return mlir::failure();
-  return mlir::kiln::cuda::emitCuda(*module);
+  mlir::kiln::cuda::EmitOptions options;
+  options.fuseRows = fuseRows;
+  return mlir::kiln::cuda::emitCuda(*module, options);
 }
 
 std::unique_ptr<mlir::MLIRContext> makeContext() {
@@ -76,8 +78,9 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
   auto ctx = makeContext();
   std::vector<std::string> files = cudaCases();
   ASSERT_GE(files.size(), 4u) << "test/codegen/cuda cases not found in " << KILN_CUDA_TEST_DIR;
-  for (const std::string &f : files) {
-    auto cu = emitFile(*ctx, f);
+  for (const std::string &f : files)
+    for (bool fuse : {true, false}) {
+    auto cu = emitFile(*ctx, f, fuse);
     ASSERT_TRUE(mlir::succeeded(cu)) << f;
     EXPECT_FALSE(cu->kernels.empty()) << f;
     for (const auto &k : cu->kernels) {
@@ -89,7 +92,7 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
       EXPECT_LE(k.blockX, 1024) << k.name;
       EXPECT_GE(k.gridX, 1) << k.name;
     }
-  }
+    }
 }
 
 TEST(CudaEmitter, LaunchRule) {
@@ -111,8 +114,9 @@ TEST(CudaNvrtc, CompilesEveryEmittedKernelForSm80AndSm90) {
   auto ctx = makeContext();
   int kernels = 0;
   double seconds[2] = {0, 0};
-  for (const std::string &f : cudaCases()) {
-    auto cu = emitFile(*ctx, f);
+  for (const std::string &f : cudaCases())
+    for (bool fuse : {true, false}) {
+    auto cu = emitFile(*ctx, f, fuse);
     ASSERT_TRUE(mlir::succeeded(cu)) << f;
     for (int i = 0; i < 2; ++i) {
       NvrtcOptions o;
@@ -129,7 +133,7 @@ TEST(CudaNvrtc, CompilesEveryEmittedKernelForSm80AndSm90) {
         EXPECT_NE(r->binary.find(k.name), std::string::npos) << k.name << " sm_" << o.arch;
     }
     kernels += int(cu->kernels.size());
-  }
+    }
   std::printf("[ nvrtc %s ] %d kernels: sm_80 %.3f s, sm_90 %.3f s\n", nvrtcVersion().c_str(),
               kernels, seconds[0], seconds[1]);
 #endif

@@ -34,6 +34,8 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file"), cl::ini
 static cl::opt<bool> toCuda("kiln-to-cuda", cl::desc("Emit CUDA C++ source"));
 static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
+static cl::opt<bool> noRowFusion("no-row-fusion",
+                                 cl::desc("One kernel per generic (no row groups)"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> nvrtcPtx("nvrtc-ptx", cl::desc("With --nvrtc-arch: PTX instead of cubin"));
@@ -70,7 +72,9 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
   }
-  FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module);
+  kiln::cuda::EmitOptions emitOptions;
+  emitOptions.fuseRows = !noRowFusion;
+  FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))
     return 1;
 

@@ -1,7 +1,8 @@
-// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s --no-row-fusion | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s --check-prefix=FUSED
 
 // Tests that layer_norm with weight and bias (decomposed: mean, centered
-// square mean, rsqrt) becomes two row-sum kernels, two tiny per-row
+// square mean, rsqrt) becomes, without row fusion, two row-sum kernels, two tiny per-row
 // pointwise kernels (mean division, var + eps → rsqrt) and one final
 // pointwise kernel that reads the per-row statistics through (d0) and the
 // affine parameters through (d1).
@@ -32,6 +33,30 @@
 // CHECK-NEXT: const float a2 = in2[d0];
 // CHECK-NEXT: const float a3 = in3[d1];
 // CHECK-NEXT: const float a4 = in4[d1];
+// Tests that with row fusion the five generics are one kernel: two block
+// sums, the per-row mean and rstd computed by every thread in registers,
+// and one full-row pass reading x, weight and bias.
+
+// FUSED-LABEL: func @layer_norm: 1 kernel(s)
+// FUSED: buf0: float[16x768], 49152 bytes, result 0
+// FUSED: layer_norm_k0<<<16, 256>>>(arg0, arg1, arg2, buf0)
+// FUSED: row group of 5 fused generics (kiln_add, per-row, kiln_add, per-row, full-row): 16 rows of 768
+// FUSED: r0 = s_r0;
+// FUSED: // r1: per-row pointwise (every thread)
+// FUSED: const float v0 = (r0 / 768.0f);
+// FUSED-NEXT: r1 = v0;
+// FUSED: const float v0 = (a0 - r1);
+// FUSED-NEXT: const float v1 = (v0 * v0);
+// FUSED-NEXT: acc = kiln_add{}(acc, v1);
+// FUSED: r2 = s_r2;
+// FUSED: rsqrtf(v1);
+// FUSED-NEXT: r3 = v2;
+// FUSED: // full-row pointwise
+// FUSED: const float v0 = (a0 - r1);
+// FUSED-NEXT: const float v1 = (v0 * r3);
+// FUSED-NEXT: const float v2 = (v1 * a3);
+// FUSED-NEXT: const float v3 = (v2 + a4);
+// FUSED-NEXT: out0[d0 * 768 + d1] = v3;
 func.func @layer_norm(%x: tensor<16x768xf32>, %w: tensor<768xf32>, %b: tensor<768xf32>) -> tensor<16x768xf32> {
   %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64} : tensor<16x768xf32>, tensor<768xf32>, tensor<768xf32>
   return %0 : tensor<16x768xf32>
@@ -48,6 +73,9 @@ func.func @layer_norm(%x: tensor<16x768xf32>, %w: tensor<768xf32>, %b: tensor<76
 // CHECK: layer_norm_bf16_k0(const __nv_bfloat16 *__restrict__ in0, float *__restrict__ out0)
 // CHECK: const float a0 = __bfloat162float(in0[d0 * 512 + d2]);
 // CHECK: out0[i] = __float2bfloat16_rn(v{{[0-9]+}});
+// FUSED-LABEL: func @layer_norm_bf16: 1 kernel(s)
+// FUSED: layer_norm_bf16_k0<<<8, 128>>>(arg0, buf0)
+// FUSED: out0[d0 * 512 + d1] = __float2bfloat16_rn(v{{[0-9]+}});
 func.func @layer_norm_bf16(%x: tensor<8x512xbf16>) -> tensor<8x512xbf16> {
   %0 = kiln.layer_norm %x {num_dims = 1 : i64} : tensor<8x512xbf16>
   return %0 : tensor<8x512xbf16>

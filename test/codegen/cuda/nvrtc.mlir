@@ -1,15 +1,18 @@
 // RUN: kiln-translate --kiln-to-cuda %s --nvrtc-arch=80,90 -o /dev/null 2>&1 | FileCheck %s
 // RUN: kiln-translate --kiln-to-cuda %s --nvrtc-arch=90 --nvrtc-ptx -o /dev/null 2>&1 | FileCheck %s --check-prefix=PTX
+// RUN: kiln-translate --kiln-to-cuda %s --no-row-fusion --nvrtc-arch=80,90 -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNFUSED
 // REQUIRES: nvrtc
 
 // Tests that the emitted source of a mixed module (pointwise with
 // broadcasting, a softmax and a bf16 reduction) compiles with NVRTC to
-// cubins for sm_80 and sm_90 and to PTX (no GPU needed); 1 + 3 + 2 kernels
-// (the bf16 sum accumulates in f32, then a pointwise kernel rounds).
+// cubins for sm_80 and sm_90 and to PTX (no GPU needed): one kernel each
+// (softmax and the bf16 sum with its rounding are row groups).
 
-// CHECK: nvrtc {{[0-9.]+}}: sm_80 ok, 6 kernel(s), {{[0-9]+}} bytes of cubin
-// CHECK: nvrtc {{[0-9.]+}}: sm_90 ok, 6 kernel(s), {{[0-9]+}} bytes of cubin
-// PTX: nvrtc {{[0-9.]+}}: sm_90 ok, 6 kernel(s), {{[0-9]+}} bytes of PTX
+// CHECK: nvrtc {{[0-9.]+}}: sm_80 ok, 3 kernel(s), {{[0-9]+}} bytes of cubin
+// CHECK: nvrtc {{[0-9.]+}}: sm_90 ok, 3 kernel(s), {{[0-9]+}} bytes of cubin
+// PTX: nvrtc {{[0-9.]+}}: sm_90 ok, 3 kernel(s), {{[0-9]+}} bytes of PTX
+// UNFUSED: nvrtc {{[0-9.]+}}: sm_80 ok, 6 kernel(s)
+// UNFUSED: nvrtc {{[0-9.]+}}: sm_90 ok, 6 kernel(s)
 func.func @bias_gelu(%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<64x128xf32> {
   %0 = kiln.add %x, %b : tensor<64x128xf32>, tensor<128xf32>
   %1 = kiln.gelu %0 : tensor<64x128xf32>
