@@ -543,7 +543,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   for (int64_t r : ranges)
     total *= r;
   // Index type: 32-bit when every offset fits.
-  bool wide = total >= (int64_t(1) << 31);
+  // `i += gridDim.x * blockDim.x` must not overflow an int past the bound.
+  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   for (Value v : op->getOperands())
     if (auto t = dyn_cast<RankedTensorType>(v.getType()))
       if (t.hasStaticShape() && t.getNumElements() >= (int64_t(1) << 31))
@@ -931,7 +932,7 @@ LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
   int64_t rows = 1;
   for (int64_t r : rowShape)
     rows *= r;
-  bool wide = rows * length >= (int64_t(1) << 31);
+  bool wide = rows * length + 1024 >= (int64_t(1) << 31);
   std::string ity = wide ? "long long" : "int";
   llvm::DenseSet<Operation *> memberSet;
   for (linalg::GenericOp g : members)

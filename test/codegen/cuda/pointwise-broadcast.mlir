@@ -61,3 +61,13 @@ func.func @where(%x: tensor<256xf32>, %y: tensor<256xf32>) -> tensor<256xf32> {
   %1 = kiln.select %0, %x, %y : tensor<256xi1>, tensor<256xf32>, tensor<256xf32>
   return %1 : tensor<256xf32>
 }
+
+// Tests that a space whose grid-stride loop could overflow a 32-bit index
+// (within one stride of 2^31) uses 64-bit indices.
+
+// CHECK-LABEL: func @near_int_max
+// CHECK: for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < 2147000000; i += (long long)gridDim.x * blockDim.x) {
+func.func @near_int_max(%x: tensor<2147000000xf16>) -> tensor<2147000000xf16> {
+  %0 = kiln.exp %x : tensor<2147000000xf16>
+  return %0 : tensor<2147000000xf16>
+}
