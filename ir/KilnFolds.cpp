@@ -101,3 +101,18 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
     return getInput();
   return {};
 }
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  // Start 0 and the operand's own type: every element is kept (a step > 1
+  // would leave fewer elements unless the dim has at most one).
+  if (getInput().getType() == getType() &&
+      llvm::all_of(getStart(), [](int64_t s) { return s == 0; }))
+    return getInput();
+  return {};
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
+    return getInputs()[0];
+  return {};
+}

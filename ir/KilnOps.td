@@ -488,8 +488,9 @@ def Kiln_SliceOp : Kiln_Op<"slice", [
     (torch rejects negative steps), all verified; a dynamic operand dim only
     checks `start <= end`. Integer indexing (`x[2]`, `Tensor.select`) is a
     slice of length 1 followed by a `kiln.reshape` that drops the dim; `None`
-    in an index is a reshape adding a dim. Value semantics: the result never
-    aliases the operand (eager returns a view).
+    in an index is a reshape adding a dim. A slice that keeps every element
+    (start 0, result type = operand type) folds away. Value semantics: the
+    result never aliases the operand (eager returns a view).
 
     Example:
     ```mlir
@@ -500,6 +501,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [
                    DenseI64ArrayAttr:$end, DenseI64ArrayAttr:$step);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Kiln_ConcatOp : Kiln_Op<"concat", [
@@ -512,7 +514,8 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [
     (verified when static). The result dim `dim` is the sum of the operands'
     (inferred). `torch.stack` is captured as a `kiln.reshape` adding the new
     dim to each operand, then a concat. torch.cat's legacy rule that skips
-    1-D empty operands is applied by the frontend.
+    1-D empty operands is applied by the frontend. A concat of one operand
+    folds to it.
 
     Example:
     ```mlir
@@ -522,6 +525,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [
   let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Kiln_EmbeddingOp : Kiln_Op<"embedding", [

@@ -301,3 +301,44 @@ func.func @negative_broadcast_to(%x: tensor<1x8xf32>, %y: tensor<8xf32>) -> (ten
   %1 = kiln.broadcast_to %y : tensor<8xf32> -> tensor<1x8xf32>
   return %0, %1 : tensor<4x8xf32>, tensor<1x8xf32>
 }
+
+// -----
+
+// Tests that a slice keeping every element folds away (a step on a size-1
+// dim keeps it whole).
+// CHECK-LABEL: func.func @slice_everything
+// CHECK-SAME: (%[[X:.*]]: tensor<4x1xf32>)
+// CHECK-NOT: kiln.slice
+// CHECK: return %[[X]]
+func.func @slice_everything(%x: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  %0 = kiln.slice %x {start = array<i64: 0, 0>, end = array<i64: 4, 1>, step = array<i64: 1, 3>} : tensor<4x1xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that slices that drop elements, or keep the size of a dynamic dim
+// without covering it, stay.
+// CHECK-LABEL: func.func @negative_slice
+// CHECK: kiln.slice %{{.*}} : tensor<4x8xf32> -> tensor<3x8xf32>
+// CHECK: kiln.slice %{{.*}} : tensor<4x8xf32> -> tensor<4x4xf32>
+// CHECK: kiln.slice %{{.*}} : tensor<?x8xf32> -> tensor<2x8xf32>
+func.func @negative_slice(%x: tensor<4x8xf32>, %y: tensor<?x8xf32>) -> (tensor<3x8xf32>, tensor<4x4xf32>, tensor<2x8xf32>) {
+  %0 = kiln.slice %x {start = array<i64: 1, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<3x8xf32>
+  %1 = kiln.slice %x {start = array<i64: 0, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<4x4xf32>
+  %2 = kiln.slice %y {start = array<i64: 0, 0>, end = array<i64: 2, 8>, step = array<i64: 1, 1>} : tensor<?x8xf32> -> tensor<2x8xf32>
+  return %0, %1, %2 : tensor<3x8xf32>, tensor<4x4xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that a concat of one operand folds to it and one of two stays.
+// CHECK-LABEL: func.func @concat_single
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK: %[[C:.*]] = kiln.concat %[[X]], %[[X]] {dim = 0 : i64}
+// CHECK: return %[[X]], %[[C]]
+func.func @concat_single(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<4x3xf32>) {
+  %0 = kiln.concat %x {dim = 1 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = kiln.concat %x, %x {dim = 0 : i64} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<4x3xf32>
+}
