@@ -57,8 +57,13 @@ bool buildPlan(const Entry &entry) {
     if (!plan.emptySizes.back())
       return false;
   }
-  plan.ready = true;
-  entry.plan = std::move(plan);
+  // Building may run Python (allocation can trigger the GC); if another
+  // thread published a plan meanwhile, keep that one: a published plan is
+  // never replaced while calls may be reading it.
+  if (!entry.plan.ready) {
+    plan.ready = true;
+    entry.plan = std::move(plan);
+  }
   return true;
 }
 
