@@ -348,3 +348,23 @@ def test_indexing_cat_embedding_dtypes(dtype):
     x = (torch.randn(3, 3) * 4).to(dtype)
     w = (torch.randn(5, 2) * 4).to(dtype)
     check(f, x, w, torch.tensor([[4, 0], [1, 1]]))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[:],
+    lambda x: x[...],
+    lambda x: x.narrow(0, 0, x.shape[0]),
+    lambda x: x.split(10, 1)[0],
+    lambda x: x[1:, ::2],
+    lambda x: x[None, 0],
+])
+def test_returned_views_of_inputs_alias_like_eager(fn):
+    x = torch.randn(6, 4).t()  # non-contiguous
+    cf = kiln.compile(fn)
+    r, e = cf(x), fn(x)
+    assert_close(r, e)
+    # same storage and layout (a size-1 dim's stride is irrelevant)
+    assert [st for st, n in zip(r.stride(), r.shape) if n > 1] == \
+        [st for st, n in zip(e.stride(), e.shape) if n > 1]
+    assert r.data_ptr() == e.data_ptr()
+    assert stats()["graph_breaks"] == 0

@@ -42,15 +42,17 @@ llvm::ArrayRef<int64_t> staticShape(Value v, const std::string &op) {
   return t.getShape();
 }
 
-/// kiln.slice of `x` through the tracked `__slice` primitive (no op when it
-/// keeps everything).
+/// kiln.slice of `x` through the tracked `__slice` primitive. One that
+/// keeps everything returns `x` itself, unless `asView`: then it is still
+/// emitted (it folds away later) so that the result is a new view of `x`
+/// (returned, it replays as `x[:, ...]`, aliasing like eager).
 VarP slice(Interpreter &I, const VarP &x, std::vector<int64_t> start, std::vector<int64_t> end,
-           std::vector<int64_t> step) {
+           std::vector<int64_t> step, bool asView = false) {
   auto shape = ttype(x->value).getShape();
   bool identity = true;
   for (size_t i = 0; i < shape.size(); ++i)
     identity &= start[i] == 0 && end[i] == shape[i] && (step[i] == 1 || shape[i] <= 1);
-  if (identity) return x;
+  if (identity && !asView) return x;
   Args a;
   a.named["input"] = x;
   a.named["start"] = constInts(start);
@@ -68,14 +70,15 @@ VarP reshape(Interpreter &I, const VarP &x, llvm::ArrayRef<int64_t> shape) {
   return applyTracked(I, "reshape", a);
 }
 
-/// Slice [s, s+len) of dim `d`.
-VarP narrowDim(Interpreter &I, const VarP &x, int64_t d, int64_t s, int64_t len) {
+/// Slice [s, s+len) of dim `d` (a new view even when it is all of `x`).
+VarP narrowDim(Interpreter &I, const VarP &x, int64_t d, int64_t s, int64_t len,
+               bool asView = true) {
   auto shape = ttype(x->value).getShape();
   std::vector<int64_t> start(shape.size(), 0), end(shape.begin(), shape.end()),
       step(shape.size(), 1);
   start[d] = s;
   end[d] = s + len;
-  return slice(I, x, start, end, step);
+  return slice(I, x, start, end, step, asView);
 }
 
 /// Element `i` of dim `d`, with the dim dropped (Tensor.select).
@@ -83,7 +86,7 @@ VarP selectDim(Interpreter &I, const VarP &x, int64_t d, int64_t i) {
   auto shape = ttype(x->value).getShape();
   if (i < -shape[d] || i >= shape[d]) throw Unsupported("index out of range (eager raises)");
   if (i < 0) i += shape[d];
-  VarP r = narrowDim(I, x, d, i, 1);
+  VarP r = narrowDim(I, x, d, i, 1, /*asView=*/false);
   std::vector<int64_t> ns(shape.begin(), shape.end());
   ns.erase(ns.begin() + d);
   return reshape(I, r, ns);
@@ -153,14 +156,10 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
     }
   }
   for (; d < rank; ++d) out.push_back(shape[d]);
-  VarP r = slice(I, x, start, end, step);
-  r = reshape(I, r, out);
-  if (r == x) { // x[...] / x[:]: a view of x in eager
-    Args a;
-    a.named["input"] = x;
-    return applyTracked(I, "identity", a);
-  }
-  return r;
+  // Only x[...] / x[:] (nothing sliced or reshaped) needs the forced view.
+  bool reshaped = llvm::ArrayRef<int64_t>(out) != shape;
+  VarP r = slice(I, x, start, end, step, /*asView=*/!reshaped);
+  return reshape(I, r, out);
 }
 
 /// Sizes of torch.split(x, split_size_or_sections, dim) along a dim of size n.
@@ -188,13 +187,7 @@ VarP splitInto(Interpreter &I, const VarP &x, int64_t d, const std::vector<int64
   std::vector<VarP> parts;
   int64_t at = 0;
   for (int64_t s : sizes) {
-    VarP p = narrowDim(I, x, d, at, s);
-    if (p == x) {
-      Args a;
-      a.named["input"] = x;
-      p = applyTracked(I, "identity", a);
-    }
-    parts.push_back(p);
+    parts.push_back(narrowDim(I, x, d, at, s));
     at += s;
   }
   return makeSeq(Var::Kind::Tuple, parts);
@@ -352,13 +345,7 @@ VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
     int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");
     if (s < 0) s += shape[d];
     if (s < 0 || len < 0 || s + len > shape[d]) throw Unsupported("narrow out of range (eager raises)");
-    VarP r = narrowDim(I, x, d, s, len);
-    if (r == x) {
-      Args id;
-      id.named["input"] = x;
-      r = applyTracked(I, "identity", id);
-    }
-    return r;
+    return narrowDim(I, x, d, s, len);
   }
   if (op == "select") {
     if (rank == 0) throw Unsupported("select of a 0-d tensor (eager raises)");
