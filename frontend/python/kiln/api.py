@@ -33,9 +33,6 @@ def _check_options(options: dict) -> dict:
     return {"fullgraph": bool(options.get("fullgraph", False))}
 
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
 def _global_hooks() -> bool:
     """Whether any global module hook (torch.nn.modules.module) is set."""
     m = _nn_module
@@ -48,12 +45,6 @@ def _own_hooks(mod: torch.nn.Module) -> bool:
     d = mod.__dict__
     return bool(d.get("_forward_hooks") or d.get("_forward_pre_hooks")
                 or d.get("_backward_hooks") or d.get("_backward_pre_hooks"))
-
-
-def _has_hooks(mod: torch.nn.Module) -> bool:
-    """Whether calling `mod` runs hooks around its forward (its own or global)."""
-    return (_own_hooks(mod) or "forward" in mod.__dict__ or _global_hooks()
-            or any(getattr(mod, h, None) for h in _HOOK_DICTS))
 
 
 _get_tracing_state = torch._C._get_tracing_state
