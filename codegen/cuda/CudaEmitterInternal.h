@@ -1,0 +1,159 @@
+//===- CudaEmitterInternal.h - shared state of the CUDA emitter ---*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to codegen/cuda: what the emitter's translation units share. The
+// scalar type and literal helpers, the reduction combiners, the launch
+// constants, and FunctionEmitter (the per-func.func buffer assignment and
+// kernel printer) whose methods are spread over CudaEmitter.cpp (driver
+// glue and launch plan), CudaExpressions.cpp (body ops → C expressions,
+// operand addressing), CudaKernels.cpp (one kernel per generic: pointwise
+// or row reduction) and CudaRowGroups.cpp (fused row groups).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CUDA_CUDAEMITTERINTERNAL_H
+#define KILN_CODEGEN_CUDA_CUDAEMITTERINTERNAL_H
+
+#include "codegen/cuda/CudaEmitter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineMap.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::kiln::cuda::detail {
+
+inline constexpr int64_t kPointwiseBlock = 256;
+inline constexpr int64_t kMaxPointwiseGrid = 4096;
+inline constexpr int64_t kMaxGrid = 65535;
+
+//===----------------------------------------------------------------------===//
+// Types and literals (CudaExpressions.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Storage type of a tensor element in memory.
+std::optional<std::string> storageType(Type t);
+/// Type of a scalar in the kernel body: f16/bf16/f32 all compute in float.
+std::optional<std::string> valueType(Type t);
+int64_t byteWidth(Type t);
+std::string floatLiteral(double v, bool isDouble);
+std::optional<std::string> attrLiteral(TypedAttr attr);
+
+//===----------------------------------------------------------------------===//
+// Reduction combiners (CudaExpressions.cpp)
+//===----------------------------------------------------------------------===//
+
+struct Combiner {
+  const char *functor;  // kiln_* functor in the preamble
+  const char *identity; // identity literal kind: "0", "1", "-inf", "+inf", "min", "max"
+};
+
+std::optional<Combiner> combinerOf(Operation *op);
+std::string identityLiteral(const Combiner &c, Type t);
+/// The value stored by a reduction: `acc`, combined with the init first
+/// unless the init is the combiner's identity `id`.
+std::string combineWithInit(const Combiner &c, const std::string &init,
+                            const std::string &id);
+
+/// A translated reduction body `yield combine(x, %out)`: the combiner and
+/// the C expression of `x` (the per-element partial).
+struct ReductionBody {
+  Combiner combiner;
+  std::string partial;
+};
+
+/// Loop indices of a row-major linear index `var` over `dims`: the C
+/// expression of each (`0` for a size-1 dim).
+SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int64_t> dims);
+
+/// `loc` as printed in kernel comments.
+std::string locationString(Location loc);
+
+//===----------------------------------------------------------------------===//
+// Function emitter
+//===----------------------------------------------------------------------===//
+
+struct Buffer {
+  std::string name;
+  RankedTensorType type; // the buffer's own (first) shape
+  std::string role;
+};
+
+/// A tensor value as the emitter sees it.
+struct TensorInfo {
+  int buffer = -1;                  // index into buffers
+  std::optional<std::string> fill;  // linalg.fill value (literal)
+  bool empty = false;               // tensor.empty (shape only)
+};
+
+class FunctionEmitter {
+public:
+  FunctionEmitter(func::FuncOp func, CudaModule &out, bool fuseRows)
+      : func(func), os(text), out(out), fuseRows(fuseRows) {}
+
+  LogicalResult emit();
+  /// The function's launch plan (a comment) followed by its kernels.
+  void print(llvm::raw_ostream &dst);
+
+private:
+  // CudaKernels.cpp
+  LogicalResult emitGeneric(linalg::GenericOp op);
+  // CudaRowGroups.cpp
+  LogicalResult emitRowGroup(ArrayRef<linalg::GenericOp> group, ArrayRef<int64_t> rowShape,
+                             int64_t rowLength);
+  void planRowGroups();
+  // CudaExpressions.cpp
+  LogicalResult translateBody(linalg::GenericOp op, Operation *skip,
+                              llvm::raw_ostream &body, const std::string &indent);
+  /// translateBody for a single-output reduction generic, leaving out the
+  /// combiner (applied to `acc` by the caller); reports at `op` when the
+  /// body is not `yield combine(f(inputs), %out)` with a known combiner.
+  FailureOr<ReductionBody> translateReductionBody(linalg::GenericOp op,
+                                                  llvm::raw_ostream &body,
+                                                  const std::string &indent);
+  std::optional<std::string> scalarOf(Value v, Operation *user);
+  std::string offsetExpr(AffineMap map, RankedTensorType type,
+                         ArrayRef<int64_t> loopRanges, bool linearOk,
+                         const std::string &linear, llvm::SmallBitVector &usedDims);
+  std::string loadExpr(const std::string &ptr, const std::string &off, Type elt);
+  std::string storeValue(const std::string &v, Type elt);
+  // CudaEmitter.cpp
+  /// `<func>_k<N>` for the next kernel.
+  std::string nextKernelName();
+  int newBuffer(RankedTensorType t, std::string role, std::string name = "");
+  /// Prints the signature line of kernel `k` (launch bounds, parameters).
+  void openKernel(const KernelInfo &k, ArrayRef<std::string> params);
+  /// Records `k` in the launch plan and the module's kernel list.
+  void addKernel(KernelInfo k);
+
+  func::FuncOp func;
+  std::string text;
+  llvm::raw_string_ostream os;
+  CudaModule &out;
+  llvm::DenseMap<Value, TensorInfo> tensors;
+  llvm::DenseMap<Value, std::string> names; // body values → C expressions
+  std::vector<Buffer> buffers;
+  std::vector<std::string> plan;
+  int kernelCount = 0;
+  int tempCount = 0;
+  bool fuseRows;
+  /// Row groups: first generic → (members, row shape, row length); other
+  /// members → skipped when reached.
+  struct RowGroup {
+    SmallVector<linalg::GenericOp> members;
+    SmallVector<int64_t> rows;
+    int64_t length;
+  };
+  llvm::DenseMap<Operation *, RowGroup> groups;
+  llvm::DenseSet<Operation *> grouped;
+};
+
+} // namespace mlir::kiln::cuda::detail
+
+#endif // KILN_CODEGEN_CUDA_CUDAEMITTERINTERNAL_H
