@@ -196,6 +196,18 @@ Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
   return b.create<arith::TruncIOp>(loc, to, x);
 }
 
+/// A binary op chosen by operand type: `FloatOp` for floats, `BoolOp` for
+/// i1 (or/xor/and-style logic), `IntOp` for other integers.
+template <typename FloatOp, typename BoolOp, typename IntOp>
+Value binaryByType(OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  if (isFloat(t))
+    return b.create<FloatOp>(loc, a[0], a[1]);
+  if (t.isInteger(1))
+    return b.create<BoolOp>(loc, a[0], a[1]);
+  return b.create<IntOp>(loc, a[0], a[1]);
+}
+
 // One overload per op: the scalar computation from the body's arguments.
 #define KILN_BODY(OP)                                                          \
   [[maybe_unused]] Value body(OP op, OpBuilder &b, Location loc, ValueRange a)
@@ -236,25 +248,13 @@ KILN_BODY(CastOp) {
 }
 
 KILN_BODY(AddOp) {
-  if (isFloat(a[0].getType()))
-    return b.create<arith::AddFOp>(loc, a[0], a[1]);
-  if (a[0].getType().isInteger(1))
-    return b.create<arith::OrIOp>(loc, a[0], a[1]);
-  return b.create<arith::AddIOp>(loc, a[0], a[1]);
+  return binaryByType<arith::AddFOp, arith::OrIOp, arith::AddIOp>(b, loc, a);
 }
 KILN_BODY(SubOp) {
-  if (isFloat(a[0].getType()))
-    return b.create<arith::SubFOp>(loc, a[0], a[1]);
-  if (a[0].getType().isInteger(1))
-    return b.create<arith::XOrIOp>(loc, a[0], a[1]);
-  return b.create<arith::SubIOp>(loc, a[0], a[1]);
+  return binaryByType<arith::SubFOp, arith::XOrIOp, arith::SubIOp>(b, loc, a);
 }
 KILN_BODY(MulOp) {
-  if (isFloat(a[0].getType()))
-    return b.create<arith::MulFOp>(loc, a[0], a[1]);
-  if (a[0].getType().isInteger(1))
-    return b.create<arith::AndIOp>(loc, a[0], a[1]);
-  return b.create<arith::MulIOp>(loc, a[0], a[1]);
+  return binaryByType<arith::MulFOp, arith::AndIOp, arith::MulIOp>(b, loc, a);
 }
 KILN_BODY(DivOp) {
   // A divisor constant along the innermost dim (a keepdim sum, a scalar)
@@ -270,20 +270,10 @@ KILN_BODY(DivOp) {
 }
 KILN_BODY(PowOp) { return b.create<math::PowFOp>(loc, a[0], a[1]); }
 KILN_BODY(MaximumOp) {
-  Type t = a[0].getType();
-  if (isFloat(t))
-    return b.create<arith::MaximumFOp>(loc, a[0], a[1]);
-  if (t.isInteger(1))
-    return b.create<arith::OrIOp>(loc, a[0], a[1]);
-  return b.create<arith::MaxSIOp>(loc, a[0], a[1]);
+  return binaryByType<arith::MaximumFOp, arith::OrIOp, arith::MaxSIOp>(b, loc, a);
 }
 KILN_BODY(MinimumOp) {
-  Type t = a[0].getType();
-  if (isFloat(t))
-    return b.create<arith::MinimumFOp>(loc, a[0], a[1]);
-  if (t.isInteger(1))
-    return b.create<arith::AndIOp>(loc, a[0], a[1]);
-  return b.create<arith::MinSIOp>(loc, a[0], a[1]);
+  return binaryByType<arith::MinimumFOp, arith::AndIOp, arith::MinSIOp>(b, loc, a);
 }
 KILN_BODY(SelectOp) { return b.create<arith::SelectOp>(loc, a[0], a[1], a[2]); }
 #undef KILN_BODY

@@ -27,6 +27,15 @@
 namespace mlir::kiln {
 namespace {
 
+/// The reassociation of a collapse of all `rank` dims to 1-D (or an
+/// expansion from it): one group of every dim, none for rank 0.
+SmallVector<ReassociationIndices> allDimsGroup(int64_t rank) {
+  SmallVector<ReassociationIndices> all;
+  if (rank > 0)
+    all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, rank)));
+  return all;
+}
+
 struct PermuteLowering : OpConversionPattern<PermuteOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -91,9 +100,7 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       int64_t n = from.getNumElements();
       auto flatType = RankedTensorType::get({n}, from.getElementType());
       if (from.getRank() != 1) {
-        SmallVector<ReassociationIndices> all;
-        if (from.getRank() > 0)
-          all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, from.getRank())));
+        SmallVector<ReassociationIndices> all = allDimsGroup(from.getRank());
         flat = from.getRank() > 0
                    ? rewriter.create<tensor::CollapseShapeOp>(loc, flatType, input, all)
                          .getResult()
@@ -104,9 +111,7 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
         rewriter.replaceOp(op, flat);
         return success();
       }
-      SmallVector<ReassociationIndices> all;
-      if (to.getRank() > 0)
-        all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, to.getRank())));
+      SmallVector<ReassociationIndices> all = allDimsGroup(to.getRank());
       if (to.getRank() > 0)
         rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, to, flat, all);
       else
