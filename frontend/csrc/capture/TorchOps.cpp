@@ -801,8 +801,58 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
 
 } // namespace
 
+namespace {
+
+/// The `operator` module's functions (FX code and user code call them by
+/// name): function → the Python operator they implement.
+const std::unordered_map<PyObject *, std::string> &operatorTable() {
+  static std::unordered_map<PyObject *, std::string> table = [] {
+    std::unordered_map<PyObject *, std::string> t;
+    PyRef m = PyRef::steal(PyImport_ImportModule("operator"));
+    for (auto [name, sym] : std::initializer_list<std::pair<const char *, const char *>>{
+             {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"truediv", "/"}, {"pow", "**"},
+             {"matmul", "@"}, {"neg", "neg"}}) {
+      PyObject *f = m ? PyObject_GetAttrString(m.get(), name) : nullptr; // kept alive
+      if (f) t[f] = sym;
+    }
+    PyErr_Clear();
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
 VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
+  auto &ops = operatorTable();
+  if (auto op = ops.find(callee); op != ops.end()) {
+    size_t arity = op->second == "neg" ? 1 : 2;
+    if (args.size() != arity || !kwargs.empty())
+      throw Unsupported("operator " + op->second + " takes " + std::to_string(arity) +
+                        " positional arguments");
+    if (arity == 2) {
+      if (VarP t = tensorBinary(op->second, args[0], args[1]))
+        return t;
+    } else if (args[0]->isTensor()) {
+      std::vector<VarP> none;
+      std::map<std::string, VarP> nokw;
+      return callTensorMethod(args[0], "neg", none, nokw);
+    }
+    // Python numbers (or other constants): evaluate the operator itself.
+    PyRef tuple = PyRef::steal(PyTuple_New(arity));
+    for (size_t i = 0; i < arity; ++i) {
+      PyObject *c = constObj(args[i], "operand");
+      Py_INCREF(c);
+      PyTuple_SET_ITEM(tuple.get(), i, c);
+    }
+    PyRef r = PyRef::steal(PyObject_Call(callee, tuple.get(), nullptr));
+    if (!r) {
+      PyErr_Clear();
+      throw Unsupported("operator " + op->second + " raised on constants");
+    }
+    return makeConst(r);
+  }
   auto &table = torchFunctionTable();
   auto it = table.find(callee);
   if (it == table.end()) return nullptr;

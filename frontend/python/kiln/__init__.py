@@ -5,9 +5,12 @@
 original; its calls are captured from Python bytecode by a C++ frame hook,
 compiled through the ``kiln`` MLIR dialect and LLVM's ORC JIT, and run on the
 caller's tensors. Unsupported code runs eagerly, with the reason logged.
+``torch.compile(model, backend=kiln.backend)`` and ``kiln.from_fx(gm)`` run
+torch.fx GraphModules the same way.
 """
 from kiln.api import compile, reset, stats  # noqa: A004
+from kiln.fx import backend, from_fx
 from kiln import config
 
-__all__ = ["compile", "reset", "stats", "config"]
+__all__ = ["compile", "reset", "stats", "config", "backend", "from_fx"]
 __version__ = "0.1.0"
