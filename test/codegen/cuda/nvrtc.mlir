@@ -8,10 +8,10 @@
 // cubins for sm_80 and sm_90 and to PTX (no GPU needed): one kernel each
 // (softmax and the bf16 sum with its rounding are row groups).
 
-// CHECK: nvrtc {{[0-9.]+}}: sm_80 ok, 3 kernel(s), {{[0-9]+}} bytes of cubin
+// CHECK-LABEL: nvrtc {{[0-9.]+}}: sm_80 ok, 3 kernel(s), {{[0-9]+}} bytes of cubin
 // CHECK: nvrtc {{[0-9.]+}}: sm_90 ok, 3 kernel(s), {{[0-9]+}} bytes of cubin
-// PTX: nvrtc {{[0-9.]+}}: sm_90 ok, 3 kernel(s), {{[0-9]+}} bytes of PTX
-// UNFUSED: nvrtc {{[0-9.]+}}: sm_80 ok, 6 kernel(s)
+// PTX-LABEL: nvrtc {{[0-9.]+}}: sm_90 ok, 3 kernel(s), {{[0-9]+}} bytes of PTX
+// UNFUSED-LABEL: nvrtc {{[0-9.]+}}: sm_80 ok, 6 kernel(s)
 // UNFUSED: nvrtc {{[0-9.]+}}: sm_90 ok, 6 kernel(s)
 func.func @bias_gelu(%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<64x128xf32> {
   %0 = kiln.add %x, %b : tensor<64x128xf32>, tensor<128xf32>
