@@ -2,9 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Runs kiln-optimize and kiln-cpu-lowering on a module, translates it to
-// LLVM IR, optimizes it at O3 for the host CPU (the optimizing transformer
-// gets the host TargetMachine so the loop vectorizer uses real cost models)
-// and JITs it with mlir::ExecutionEngine, with kiln's BLAS shims registered.
+// LLVM IR, optimizes it at O3 for the host CPU (with the host TargetMachine,
+// so the loop vectorizer uses real cost models), emits a relocatable object
+// and loads it into an ORC JIT with kiln's BLAS shims registered
+// (ObjectCode.h). With a cache folder the object is stored on disk keyed by
+// the input IR, pipeline, host CPU and kiln build, and a later compilation
+// of the same key (in any process) loads it without running anything else.
 // Diagnostics are collected into the caller's error string, never printed
 // or fatal. With a debug folder, the input, the IR after every pass and a
 // kiln-opt reproducer are written there.
@@ -14,15 +17,17 @@
 #include "codegen/Passes.h"
 #include "codegen/Registration.h"
 #include "codegen/cpu/BlasShims.h"
+#include "codegen/cpu/ObjectCode.h"
+#include "runtime/CompileCache.h"
 #include "transforms/Passes.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,9 +36,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
-#include <functional>
-#include <vector>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 namespace mlir::kiln {
 namespace {
@@ -119,13 +124,18 @@ void printLocation(Location loc, llvm::raw_ostream &os) {
   }
 }
 
-/// Builds a host TargetMachine at O3.
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return builder.takeError();
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  return builder->createTargetMachine();
+/// Appends one diagnostic and its notes, compiler-style.
+void printDiagnostic(Diagnostic &d, llvm::raw_ostream &os) {
+  const char *severity = d.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                         : d.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                         : d.getSeverity() == DiagnosticSeverity::Remark  ? "remark"
+                                                                          : "note";
+  printLocation(d.getLocation(), os);
+  os << ": " << severity << ": " << d << "\n";
+  for (Diagnostic &note : d.getNotes()) {
+    printLocation(note.getLocation(), os);
+    os << ": note: " << note << "\n";
+  }
 }
 
 /// MLIR's `memrefCopy` runtime function (CRunnerUtils), which
@@ -188,16 +198,93 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
   }
 }
 
+/// Symbols the generated code calls that kiln itself provides.
+std::vector<std::pair<const char *, void *>> runtimeSymbols() {
+  std::vector<std::pair<const char *, void *>> symbols = blasShimSymbols();
+  symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
+  return symbols;
+}
+
+/// The disk-cache key of compiling `module` with `pm`: everything the
+/// object code depends on, as text (the entry stores it and compares it
+/// exactly on load).
+std::string cacheKey(ModuleOp module, PassManager &pm, const std::string &entry) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << "kiln-cpu-object v1\nbuild: " << kilnBuildIdentity()
+     << "\nllvm: " LLVM_VERSION_STRING "\nhost: " << hostCpuIdentity() << "\nentry: " << entry
+     << "\npipeline: ";
+  pm.printAsTextualPipeline(os);
+  os << "\n";
+  module->print(os);
+  return key;
+}
+
+/// Name of the packed `void(void **)` wrapper of `entry`'s C interface.
+std::string packedName(const std::string &entry) { return "_kiln_packed_" + entry; }
+
+/// Runs `pm` on `module`, translates it to LLVM IR, adds the packed entry
+/// wrapper and emits a host object file into `object`. Returns "" or what
+/// failed (diagnostics are collected by the caller's handler).
+std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
+                          std::string &object) {
+  if (failed(pm.run(module)))
+    return "kiln: CPU lowering failed";
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "kiln-graph");
+  if (!llvmModule)
+    return "kiln: translation to LLVM IR failed";
+  llvm::Function *cInterface = llvmModule->getFunction("_mlir_ciface_" + entry);
+  if (!cInterface)
+    return "kiln: no C interface for @" + entry + " after lowering";
+  addPackedWrapper(*cInterface, packedName(entry));
+  auto tm = hostTargetMachine();
+  if (!tm)
+    return "kiln: no host target machine: " + llvm::toString(tm.takeError());
+  auto compiled = compileToObject(*llvmModule, **tm);
+  if (!compiled)
+    return "kiln: LLVM code generation failed: " + llvm::toString(compiled.takeError());
+  object = std::move(*compiled);
+  return "";
+}
+
+/// Looks `key` up in the disk cache and loads the object it holds; a null
+/// function on a miss. Entries that do not validate or load are reported
+/// in `info` and never used.
+::kiln::rt::CompiledFunction loadCached(const ::kiln::rt::DiskCache &cache,
+                                        const std::string &key, const std::string &entry,
+                                        CpuCompileInfo &info) {
+  ::kiln::rt::CacheLookup found = cache.load(key);
+  if (found.status == ::kiln::rt::CacheLookup::Status::Hit) {
+    auto loaded = loadObject(found.payload, packedName(entry), runtimeSymbols());
+    if (loaded) {
+      info.diskHit = true;
+      return std::move(*loaded);
+    }
+    found.status = ::kiln::rt::CacheLookup::Status::Corrupt;
+    found.message = cache.entryPath(key) + ": cannot load: " + llvm::toString(loaded.takeError());
+  }
+  info.diskMiss = true;
+  if (found.status == ::kiln::rt::CacheLookup::Status::Corrupt) {
+    info.diskCorrupt = true;
+    info.cacheMessage = "invalid compile-cache entry " + found.message + " (recompiling)";
+  }
+  return {};
+}
+
 } // namespace
 
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
                                          const CpuCompileOptions &options,
-                                         std::string &error) {
+                                         std::string &error, CpuCompileInfo *infoOut) {
   static std::once_flag initOnce;
   std::call_once(initOnce, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
+  CpuCompileInfo localInfo;
+  CpuCompileInfo &info = infoOut ? *infoOut : localInfo;
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -206,16 +293,7 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
-    const char *severity = d.getSeverity() == DiagnosticSeverity::Error     ? "error"
-                           : d.getSeverity() == DiagnosticSeverity::Warning ? "warning"
-                           : d.getSeverity() == DiagnosticSeverity::Remark  ? "remark"
-                                                                            : "note";
-    printLocation(d.getLocation(), diag);
-    diag << ": " << severity << ": " << d << "\n";
-    for (Diagnostic &note : d.getNotes()) {
-      printLocation(note.getLocation(), diag);
-      diag << ": note: " << note << "\n";
-    }
+    printDiagnostic(d, diag);
     return success();
   });
   auto fail = [&](const std::string &what) {
@@ -230,55 +308,32 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
   PassManager pm(ctx, ModuleOp::getOperationName());
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm);
+  std::optional<::kiln::rt::DiskCache> cache;
+  std::string key;
+  if (!options.cacheDir.empty()) {
+    cache.emplace(options.cacheDir);
+    key = cacheKey(module, pm, entry);
+    if (!options.debugDir.empty())
+      info.diskMiss = true; // Not read: every pass must run to be dumped.
+    else if (auto cached = loadCached(*cache, key, entry, info); cached.entry)
+      return cached;
+  }
   if (!options.debugDir.empty())
     setUpDebugDir(options.debugDir, module, pm);
-  if (failed(pm.run(module)))
-    return fail("kiln: CPU lowering failed");
 
-  auto optTm = hostTargetMachine();
-  auto jitTm = hostTargetMachine();
-  if (!optTm || !jitTm)
-    return fail("kiln: no host target machine: " +
-                llvm::toString(optTm ? jitTm.takeError() : optTm.takeError()));
-  // ExecutionEngineOptions::transformer is a function_ref: keep the
-  // std::function alive for the duration of create().
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, optTm->get());
-  std::function<llvm::Error(llvm::Module *)> transformer = [&](llvm::Module *m) {
-    // Intel cores with AVX-512 default to 256-bit vectors; kiln's loops are
-    // long and throughput-bound, where full width wins (no-op elsewhere).
-    for (llvm::Function &f : *m)
-      if (!f.isDeclaration())
-        f.addFnAttr("prefer-vector-width", "512");
-    return optimize(m);
-  };
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
-  auto engine = ExecutionEngine::create(module, engineOptions, std::move(*jitTm));
-  if (!engine)
-    return fail("kiln: JIT failed: " + llvm::toString(engine.takeError()));
-
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    for (auto [name, address] : blasShimSymbols())
-      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                 llvm::JITSymbolFlags::Exported};
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&kilnMemrefCopy),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
-  auto packed = (*engine)->lookupPacked("_mlir_ciface_" + entry);
-  if (!packed)
-    return fail("kiln: JIT lookup failed: " + llvm::toString(packed.takeError()));
-
-  ::kiln::rt::CompiledFunction compiled;
-  compiled.entry = *packed;
-  compiled.owner = std::shared_ptr<ExecutionEngine>(std::move(*engine));
-  return compiled;
+  std::string object;
+  if (std::string what = lowerToObject(module, pm, entry, object); !what.empty())
+    return fail(what);
+  if (cache) {
+    std::string storeError;
+    info.diskStored = cache->store(key, object, storeError);
+    if (!info.diskStored)
+      info.cacheMessage += (info.cacheMessage.empty() ? "" : "; ") + storeError;
+  }
+  auto loaded = loadObject(object, packedName(entry), runtimeSymbols());
+  if (!loaded)
+    return fail("kiln: JIT failed: " + llvm::toString(loaded.takeError()));
+  return std::move(*loaded);
 }
 
 } // namespace mlir::kiln

@@ -23,6 +23,27 @@ struct CpuCompileOptions {
   /// When non-empty, the IR after every pass is written into this folder
   /// (NN-<pass>.mlir), plus the kiln-opt command that reproduces the run.
   std::string debugDir;
+  /// The on-disk compile cache folder (runtime/CompileCache.h); empty
+  /// disables it. The key is the input IR, the pass pipeline, the host CPU
+  /// (triple, name, features), LLVM's version and kiln's build id; the
+  /// value is the relocatable object file. With a debug folder the cache is
+  /// not read (every pass must run to be dumped), only written.
+  std::string cacheDir;
+};
+
+/// What one compileForCpu call did with the disk cache.
+struct CpuCompileInfo {
+  /// The code was loaded from the disk cache: no pass or LLVM ran.
+  bool diskHit = false;
+  /// The cache was consulted and missed (no entry, or an invalid one).
+  bool diskMiss = false;
+  /// A new entry was written.
+  bool diskStored = false;
+  /// An existing entry did not validate (it was recompiled and replaced).
+  bool diskCorrupt = false;
+  /// Why the cache could not be used, e.g. which entry was corrupt and
+  /// why, or why writing failed; empty when all went well.
+  std::string cacheMessage;
 };
 
 /// Compiles `module`, whose public `func.func @<entry>` takes and returns
@@ -30,10 +51,12 @@ struct CpuCompileOptions {
 /// entry takes one memref descriptor per input, then one per result
 /// (caller-allocated, contiguous), and returns nothing. On failure returns a
 /// null entry and sets `error` to the diagnostics (with locations).
-/// `module` is modified in place (it is lowered).
+/// `module` is modified in place (it is lowered) unless the code came from
+/// the disk cache. `info`, when given, says what the cache did.
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
                                          const CpuCompileOptions &options,
-                                         std::string &error);
+                                         std::string &error,
+                                         CpuCompileInfo *info = nullptr);
 
 } // namespace mlir::kiln
 

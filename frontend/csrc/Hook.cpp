@@ -140,6 +140,20 @@ std::string newDebugDir(const std::string &name) {
   return dir;
 }
 
+/// Counts and logs what the on-disk compile cache did for one compilation.
+/// Invalid entries and failed writes are always reported (on stderr).
+void countDiskCache(const std::string &name, const mlir::kiln::CpuCompileInfo &info) {
+  gStats["cache_hits_disk"] += info.diskHit;
+  gStats["cache_misses_disk"] += info.diskMiss;
+  gStats["cache_corrupt_disk"] += info.diskCorrupt;
+  if (!info.cacheMessage.empty())
+    llvm::errs() << "[kiln:cache] warning: " << name << ": " << info.cacheMessage << "\n";
+  if (logEnabled(LogChannel::Cache) && (info.diskHit || info.diskMiss))
+    log(LogChannel::Cache, name + (info.diskHit ? ": loaded from the disk cache"
+                                                 : ": compiled (disk cache miss)") +
+                               (info.diskStored ? ", entry written" : ""));
+}
+
 /// Captures and compiles a new entry; null (no Python error) on failure,
 /// with `failed` set to an eager entry guarded by what the capture had
 /// assumed up to the failure (the same assumptions fail the same way).
@@ -172,11 +186,14 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
                                " kiln ops):\n" + irText);
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry->name);
+  copts.cacheDir = options().cacheDir;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
   if (!cap.results.empty()) {
     std::string error;
-    entry->fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error);
+    mlir::kiln::CpuCompileInfo info;
+    entry->fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error, &info);
+    countDiskCache(entry->name, info);
     if (!entry->fn.entry) {
       failure.reason = "compilation failed: " + error;
       return fail();
@@ -339,7 +356,7 @@ Options &options() {
 }
 
 void log(LogChannel channel, const std::string &message) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir"};
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache"};
   if (logEnabled(channel))
     llvm::errs() << "[kiln:" << names[static_cast<int>(channel)] << "] " << message << "\n";
 }
@@ -377,7 +394,8 @@ std::map<std::string, long> stats() {
   // Every documented counter is present (zero until it first counts).
   std::map<std::string, long> s = gStats;
   for (const char *k : {"frames", "graphs_compiled", "compiled_calls", "cache_hits",
-                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us"})
+                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us",
+                        "cache_hits_disk", "cache_misses_disk", "cache_corrupt_disk"})
     s.emplace(k, 0);
   return s;
 }

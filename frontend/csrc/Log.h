@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The one registry of log channels (graph, graph_breaks, recompiles, guards,
-// ir) and of the options the Python side pushes down (kiln/config.py owns
+// ir, cache) and of the options the Python side pushes down (kiln/config.py owns
 // the environment variables; C++ reads none directly).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_LOG_H
@@ -13,13 +13,15 @@
 namespace kiln {
 
 /// Log channels selectable with KILN_LOGS.
-enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Count };
+enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Cache, Count };
 
 /// Options pushed from kiln/config.py.
 struct Options {
   bool channels[static_cast<int>(LogChannel::Count)] = {};
   std::string debugDir;
   int recompileLimit = 8;
+  /// The on-disk compile cache folder; empty when disabled.
+  std::string cacheDir;
 };
 
 /// The process-wide options.

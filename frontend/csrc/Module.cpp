@@ -27,8 +27,8 @@ nb::object checked(PyObject *r) {
 }
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
-                int recompileLimit) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir"};
+                int recompileLimit, const std::string &cacheDir) {
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache"};
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -39,11 +39,12 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
         o.channels[i] = known = true;
     if (!known)
       throw nb::value_error(("unknown KILN_LOGS channel '" + l +
-                             "' (known: graph, graph_breaks, recompiles, guards, ir, all)")
+                             "' (known: graph, graph_breaks, recompiles, guards, ir, cache, all)")
                                 .c_str());
   }
   o.debugDir = debugDir;
   o.recompileLimit = recompileLimit;
+  o.cacheDir = cacheDir;
 }
 
 nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
@@ -78,7 +79,7 @@ NB_MODULE(_C, m) {
         "Calls fn(*args, **kwargs) eagerly (hook inactive).");
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
-        nb::arg("recompile_limit"));
+        nb::arg("recompile_limit"), nb::arg("cache_dir") = "");
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
   m.def("set_blas_library",

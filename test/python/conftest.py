@@ -10,13 +10,23 @@ import os
 import subprocess
 import sys
 
+import tempfile
+
 import pytest
 import torch
 
-import kiln
+# A fresh on-disk compile cache per test session (and for the subprocesses
+# it starts): the suite never reads a user's cache, and entries written by
+# an earlier build or run can never hide a compile bug. Set before kiln is
+# imported, since kiln/config.py reads the environment once.
+_SESSION_CACHE = tempfile.TemporaryDirectory(prefix="kiln-test-cache-")
+os.environ["KILN_CACHE_DIR"] = _SESSION_CACHE.name
+
+import kiln  # noqa: E402
 
 COUNTERS = ("frames", "graphs_compiled", "compiled_calls", "cache_hits", "recompiles",
-            "graph_breaks", "eager_calls", "compile_time_us")
+            "graph_breaks", "eager_calls", "compile_time_us", "cache_hits_disk",
+            "cache_misses_disk", "cache_corrupt_disk")
 
 # Tolerances per dtype (rtol, atol).
 TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12)}

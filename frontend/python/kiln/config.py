@@ -12,6 +12,25 @@ import os
 from dataclasses import dataclass, field
 
 
+_CACHE_OFF = ("", "off", "0", "none", "false")
+
+
+def _default_cache_dir() -> str:
+    """$KILN_CACHE_DIR; else $XDG_CACHE_HOME/kiln; else ~/.cache/kiln.
+    "off", "0", "none", "false" or "" (set but empty) disable the cache."""
+    raw = os.environ.get("KILN_CACHE_DIR")
+    if raw is not None:
+        return _cache_dir_or_empty(raw)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kiln")
+
+
+def _cache_dir_or_empty(value) -> str:
+    """The cache folder to use, or "" when `value` disables the cache."""
+    value = os.fspath(value) if value else ""
+    return "" if value.strip().lower() in _CACHE_OFF else os.path.abspath(value)
+
+
 def _env_list(name: str) -> frozenset[str]:
     raw = os.environ.get(name, "")
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
@@ -21,7 +40,8 @@ def _env_list(name: str) -> frozenset[str]:
 class _Config:
     # KILN_LOGS: comma-separated channels: graph, graph_breaks, recompiles,
     # guards, ir (IR after each pass is written to KILN_DEBUG_DIR, or to a
-    # temporary folder whose path is logged). Not in cache key.
+    # temporary folder whose path is logged), cache (disk cache hits and
+    # misses). Not in cache key.
     logs: frozenset = field(default_factory=lambda: _env_list("KILN_LOGS"))
     # KILN_DEBUG_DIR: one folder per compilation with the IR after each pass
     # and the reproducing kiln-opt command. Not in cache key.
@@ -29,6 +49,11 @@ class _Config:
     # KILN_RECOMPILE_LIMIT: compiled entries per code object before the frame
     # runs eagerly (with a warning naming the failing guard). Not in cache key.
     recompile_limit: int = int(os.environ.get("KILN_RECOMPILE_LIMIT", "8"))
+    # KILN_CACHE_DIR: on-disk compile cache folder (compiled object files
+    # keyed by captured IR, pipeline, host CPU, LLVM version and kiln build),
+    # shared by all processes; default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;
+    # "off" (or "" here) disables it. Not in cache key (it is the cache).
+    cache_dir: str = field(default_factory=_default_cache_dir)
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 
@@ -59,6 +84,7 @@ def _push_to_native() -> None:
         logs=sorted(config.logs),
         debug_dir=config.debug_dir,
         recompile_limit=config.recompile_limit,
+        cache_dir=_cache_dir_or_empty(config.cache_dir),
     )
 
 

@@ -1,0 +1,214 @@
+//===- ObjectCode.cpp - LLVM IR → host object file → ORC ----------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// See ObjectCode.h. Objects are linked with RuntimeDyld into
+// SectionMemoryManager memory (the same object layer mlir::ExecutionEngine
+// uses), one LLJIT per compiled graph, with no platform runtime: kiln's
+// generated code has no static initializers or TLS.
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/ObjectCode.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+
+namespace mlir::kiln {
+namespace {
+
+using llvm::orc::JITTargetMachineBuilder;
+
+llvm::Expected<JITTargetMachineBuilder> hostBuilder() {
+  auto builder = JITTargetMachineBuilder::detectHost();
+  if (builder)
+    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return builder;
+}
+
+/// State of the dl_iterate_phdr walk that finds the loaded ELF object
+/// containing `address` and its NT_GNU_BUILD_ID note.
+struct BuildIdSearch {
+  uintptr_t address = 0;
+  bool found = false;
+  std::string buildId;
+};
+
+/// Hex of the GNU build-id note in one PT_NOTE segment, or "".
+std::string buildIdInNotes(const char *begin, size_t size) {
+  const char *p = begin, *end = begin + size;
+  auto align4 = [](size_t n) { return (n + 3) & ~size_t(3); };
+  while (p + sizeof(ElfW(Nhdr)) <= end) {
+    const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+    const char *name = p + sizeof(ElfW(Nhdr));
+    const char *desc = name + align4(note->n_namesz);
+    if (desc + note->n_descsz > end)
+      break;
+    if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+        std::string_view(name, 4) == std::string_view("GNU\0", 4)) {
+      std::string hex;
+      for (size_t i = 0; i < note->n_descsz; ++i)
+        hex += llvm::formatv("{0:x-2}", static_cast<unsigned char>(desc[i])).str();
+      return hex;
+    }
+    p = desc + align4(note->n_descsz);
+  }
+  return "";
+}
+
+int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<BuildIdSearch *>(data);
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum && !contains; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    contains = ph.p_type == PT_LOAD && search->address >= start &&
+               search->address < start + ph.p_memsz;
+  }
+  if (!contains)
+    return 0;
+  search->found = true;
+  for (int i = 0; i < info->dlpi_phnum && search->buildId.empty(); ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_NOTE)
+      search->buildId = buildIdInNotes(
+          reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
+  }
+  return 1;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
+  auto builder = hostBuilder();
+  if (!builder)
+    return builder.takeError();
+  return builder->createTargetMachine();
+}
+
+const std::string &hostCpuIdentity() {
+  static const std::string identity = [] {
+    auto builder = hostBuilder();
+    if (!builder) {
+      llvm::consumeError(builder.takeError());
+      return std::string("unknown-host");
+    }
+    return builder->getTargetTriple().str() + " " + builder->getCPU() + " " +
+           builder->getFeatures().getString();
+  }();
+  return identity;
+}
+
+const std::string &kilnBuildIdentity() {
+  static const std::string identity = [] {
+    BuildIdSearch search;
+    search.address = reinterpret_cast<uintptr_t>(&findBuildId);
+    dl_iterate_phdr(findBuildId, &search);
+    if (!search.buildId.empty())
+      return "build-id " + search.buildId;
+    // No build-id note: the file's path, size and modification time.
+    Dl_info info;
+    struct stat st;
+    if (dladdr(reinterpret_cast<void *>(&findBuildId), &info) && info.dli_fname &&
+        ::stat(info.dli_fname, &st) == 0)
+      return llvm::formatv("file {0} {1} {2}.{3}", info.dli_fname, st.st_size,
+                           st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+          .str();
+    return std::string("unknown-build");
+  }();
+  return identity;
+}
+
+void addPackedWrapper(llvm::Function &fn, llvm::StringRef name) {
+  llvm::Module &module = *fn.getParent();
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+  auto *wrapper =
+      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, name, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+  llvm::Value *args = wrapper->getArg(0);
+  auto slot = [&](unsigned i) {
+    return b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, args, i));
+  };
+  llvm::SmallVector<llvm::Value *> callArgs;
+  for (llvm::Argument &param : fn.args())
+    callArgs.push_back(b.CreateLoad(param.getType(), slot(param.getArgNo())));
+  llvm::Value *result = b.CreateCall(&fn, callArgs);
+  if (!fn.getReturnType()->isVoidTy())
+    b.CreateStore(result, slot(fn.arg_size()));
+  b.CreateRetVoid();
+}
+
+llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm) {
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple().str());
+  // Intel cores with AVX-512 default to 256-bit vectors; kiln's loops are
+  // long and throughput-bound, where full width wins (no-op elsewhere).
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration())
+      f.addFnAttr("prefer-vector-width", "512");
+  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, &tm);
+  if (llvm::Error err = optimize(&module))
+    return std::move(err);
+
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the host target cannot emit object files");
+  pm.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+llvm::Expected<::kiln::rt::CompiledFunction>
+loadObject(llvm::StringRef object, llvm::StringRef entry,
+           const std::vector<std::pair<const char *, void *>> &symbols) {
+  auto builder = hostBuilder();
+  if (!builder)
+    return builder.takeError();
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*builder))
+          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+          .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
+                                           const llvm::Triple &) {
+            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+          })
+          .create();
+  if (!jit)
+    return jit.takeError();
+  llvm::orc::JITDylib &main = (*jit)->getMainJITDylib();
+  llvm::orc::SymbolMap map;
+  for (auto [name, address] : symbols)
+    map[(*jit)->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                          llvm::JITSymbolFlags::Exported};
+  if (llvm::Error err = main.define(llvm::orc::absoluteSymbols(std::move(map))))
+    return std::move(err);
+  if (llvm::Error err = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(object, "kiln-graph.o")))
+    return std::move(err);
+  auto address = (*jit)->lookup(entry);
+  if (!address)
+    return address.takeError();
+
+  ::kiln::rt::CompiledFunction compiled;
+  compiled.entry = address->toPtr<::kiln::rt::CompiledFunction::PackedFn>();
+  compiled.owner = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
+  return compiled;
+}
+
+} // namespace mlir::kiln
