@@ -40,8 +40,10 @@ test-python:
 demo: build
 	$(PY) tools/demo.py
 
+# eager vs torch.compile vs kiln; rewrites the generated part of
+# docs/performance.md (about 10 minutes on 2 cores).
 bench: build
-	$(PY) tools/demo.py --repeat 200
+	$(PY) tools/bench.py
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

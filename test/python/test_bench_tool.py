@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tools/bench.py (`make bench`) runs and writes its generated section.
+
+A smoke test on the smallest configuration (one model, batch 1, one
+thread, no torch.compile): the row is there with kiln's status "ok" and a
+ratio, a model kiln cannot capture is reported as a graph break rather
+than crashing the tool, and rewriting the document replaces the generated
+section instead of appending a second one.
+"""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "tools", "bench.py")
+
+
+def run_bench(out, only):
+    args = [sys.executable, BENCH, "--only", only, "--batches", "1", "--threads", "1",
+            "--rounds", "3", "--round-ms", "2", "--no-inductor", "--no-cache-check",
+            "--bandwidth-mib", "1", "--output", str(out)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    return r.stdout
+
+
+def test_bench_writes_the_generated_section(tmp_path):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# kiln performance\n\nIntro.\n\n## Older section\n\nkept\n")
+    run_bench(doc, "^MLP|^GPT-2")
+    text = doc.read_text()
+    assert text.count("<!-- BEGIN make bench") == 1 and text.count("<!-- END make bench") == 1
+    assert text.index("Intro.") < text.index("<!-- BEGIN") < text.index("## Older section")
+    mlp = next(ln for ln in text.splitlines() if ln.startswith("| MLP 256-512-512-10 | 1 |"))
+    assert mlp.rstrip().endswith("| ok |") and "x |" in mlp, mlp
+    gpt = next(ln for ln in text.splitlines() if ln.startswith("| GPT-2-style block"))
+    assert "| ok |" in gpt or "graph break: " in gpt or "error: " in gpt, gpt
+    assert "Geomean over the" in text and "copy into a preallocated tensor" in text
+    run_bench(doc, "^MLP")
+    again = doc.read_text()
+    assert again.count("<!-- BEGIN make bench") == 1 and "kept" in again
+    assert "GPT-2-style block" not in again

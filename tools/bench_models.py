@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The models and micro-benchmarks of tools/bench.py.
+
+All weights are random (seeded); every module is in eval mode, fp32. The
+transformer blocks are kiln's own small definitions written after the
+published architectures (GPT-2's pre-norm block, BERT's post-norm encoder
+layer), because `transformers` is not a dependency; they are named "-style"
+for that reason. The ResNet-18 is likewise a local definition of the
+standard architecture (torchvision is not a dependency); it is only as
+good a benchmark as kiln's conv support, and shows as a graph break or an
+error where that is missing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MLP(nn.Module):
+    """256-512-512-10 perceptron (the model of tools/demo.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512),
+                                 nn.ReLU(), nn.Linear(512, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class GPT2Block(nn.Module):
+    """GPT-2-style block: pre-LayerNorm causal self-attention and a
+    4x GELU(tanh) MLP, each with a residual connection."""
+
+    def __init__(self, d=256, heads=4, seq=64):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def attention(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        return self.proj(y)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class BertLayer(nn.Module):
+    """BERT-style encoder layer: self-attention, add & LayerNorm, a 4x
+    GELU(erf) feed-forward, add & LayerNorm (post-norm)."""
+
+    def __init__(self, d=256, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.attn_out, self.ln1 = nn.Linear(d, d), nn.LayerNorm(d, eps=1e-12)
+        self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-12)
+
+    def split(self, x):
+        b, t, d = x.shape
+        return x.view(b, t, self.heads, d // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads)
+        ctx = torch.matmul(scores.softmax(dim=-1), v).permute(0, 2, 1, 3).reshape(b, t, d)
+        h = self.ln1(x + self.attn_out(ctx))
+        return self.ln2(h + self.down(F.gelu(self.up(h))))
+
+
+class BasicBlock(nn.Module):
+    """ResNet basic block: two 3x3 conv + BN, identity or 1x1 shortcut."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 (the standard layout: stem, 4 stages of 2 basic blocks,
+    64-512 channels, global average pool, 1000-way classifier)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        blocks, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*blocks)
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layers(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Micro(nn.Module):
+    """One op, as a module (the micro-benchmarks)."""
+
+    def __init__(self, fn: Callable, norm_dim: int | None = None):
+        super().__init__()
+        self.fn = fn
+        self.norm = nn.LayerNorm(norm_dim) if norm_dim else None
+
+    def forward(self, x):
+        return self.norm(x) if self.norm is not None else self.fn(x)
+
+
+@dataclass
+class Case:
+    """One benchmark: a module factory and an input factory per batch."""
+
+    name: str
+    make: Callable[[], nn.Module]
+    inputs: Callable[[int], tuple]
+    kind: str = "model"  # "model" or "micro"
+
+
+def _randn(*shape):
+    return lambda b: (torch.randn(b, *shape),)
+
+
+def cases() -> list[Case]:
+    """Every benchmark, models first."""
+    return [
+        Case("MLP 256-512-512-10", MLP, _randn(256)),
+        Case("nn.TransformerEncoderLayer d256 h4 ff1024, seq 64",
+             lambda: nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True),
+             _randn(64, 256)),
+        Case("GPT-2-style block d256 h4, seq 64", GPT2Block, _randn(64, 256)),
+        Case("BERT-style layer d256 h4, seq 64", BertLayer, _randn(64, 256)),
+        Case("ResNet-18 (local definition), 64x64", ResNet18, _randn(3, 64, 64)),
+        Case("LayerNorm(1024), [b,512,1024]", lambda: Micro(None, 1024), _randn(512, 1024),
+             "micro"),
+        Case("GELU, [b,512,1024]", lambda: Micro(F.gelu), _randn(512, 1024), "micro"),
+        Case("softmax(-1), [b,512,1024]", lambda: Micro(lambda x: x.softmax(-1)),
+             _randn(512, 1024), "micro"),
+    ]
