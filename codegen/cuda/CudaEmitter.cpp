@@ -67,10 +67,22 @@ void FunctionEmitter::openKernel(const KernelInfo &k, ArrayRef<std::string> para
 void FunctionEmitter::addKernel(KernelInfo k) {
   plan.push_back(k.name + "<<<" + std::to_string(k.gridX) + ", " + std::to_string(k.blockX) +
                  ">>>(" + llvm::join(k.args, ", ") + ")");
+  fplan.steps.push_back({LaunchStep::Kernel, out.kernels.size()});
   out.kernels.push_back(std::move(k));
 }
 
+void FunctionEmitter::addExtern(ExternCall e) {
+  std::string shape = (e.batched ? std::to_string(e.batch) + "x" : std::string()) +
+                      std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
+                      std::to_string(e.k);
+  plan.push_back(e.name + ": extern GEMM " + shape + " (MxNxK" +
+                 (e.transB ? ", B transposed" : "") + ")(" + llvm::join(e.args, ", ") + ")");
+  fplan.steps.push_back({LaunchStep::Extern, out.externs.size()});
+  out.externs.push_back(std::move(e));
+}
+
 LogicalResult FunctionEmitter::emit() {
+  fplan.name = func.getSymName().str();
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto tt = dyn_cast<RankedTensorType>(arg.getType());
     if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
@@ -80,70 +92,139 @@ LogicalResult FunctionEmitter::emit() {
     tensors[arg] = TensorInfo{newBuffer(tt, "input " + std::to_string(i),
                                         "arg" + std::to_string(i)),
                               std::nullopt, false};
+    fplan.inputs.push_back("arg" + std::to_string(i));
   }
   if (fuseRows)
     planRowGroups();
-  for (Operation &op : func.getBody().front()) {
-    LogicalResult r =
-        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
-              if (isa<RankedTensorType>(c.getType())) {
-                auto dense = dyn_cast<SplatElementsAttr>(c.getValue());
-                if (dense)
-                  if (auto lit = attrLiteral(dense.getSplatValue<TypedAttr>()))
-                    tensors[c.getResult()] = TensorInfo{-1, *lit, false};
-              }
-              return success();
-            })
-            .Case<tensor::EmptyOp>([&](tensor::EmptyOp e) {
-              tensors[e.getResult()] = TensorInfo{-1, std::nullopt, true};
-              return success();
-            })
-            .Case<linalg::FillOp>([&](linalg::FillOp f) -> LogicalResult {
-              auto lit = scalarOf(f.getInputs()[0], f);
-              if (!lit)
-                return failure();
-              tensors[f.getResult(0)] = TensorInfo{-1, *lit, false};
-              return success();
-            })
-            .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](Operation *r) {
-              tensors[r->getResult(0)] = tensors.lookup(r->getOperand(0));
-              return success();
-            })
-            .Case<linalg::GenericOp>([&](linalg::GenericOp g) -> LogicalResult {
-              auto it = groups.find(g);
-              if (it != groups.end())
-                return emitRowGroup(it->second.members, it->second.rows, it->second.length);
-              if (grouped.contains(g))
-                return success();
-              return emitGeneric(g);
-            })
-            .Case<func::ReturnOp>([&](func::ReturnOp ret) -> LogicalResult {
-              for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-                TensorInfo info = tensors.lookup(v);
-                if (info.buffer < 0)
-                  return ret.emitError("CUDA emitter: result #")
-                         << i << " is not produced by a kernel (constant results "
-                                 "are not supported yet)";
-                Buffer &b = buffers[info.buffer];
-                std::string role = "result " + std::to_string(i);
-                b.role = b.role == "temporary" ? role : b.role + ", " + role;
-              }
-              return success();
-            })
-            .Default([&](Operation *o) {
-              return o->emitError("CUDA emitter: '")
-                     << o->getName() << "' is not supported yet";
-            });
-    if (failed(r))
+  for (Operation &op : func.getBody().front())
+    if (failed(emitOrCollect(op)))
       return failure();
-  }
   return success();
+}
+
+LogicalResult FunctionEmitter::emitOrCollect(Operation &op) {
+  size_t textMark = text.size(), planMark = plan.size(), stepMark = fplan.steps.size();
+  size_t kernelMark = out.kernels.size(), externMark = out.externs.size();
+  size_t bufferMark = buffers.size();
+  int kernelCountMark = kernelCount, gemmMark = gemmCount, tempMark = tempCount;
+  if (succeeded(emitOp(op)))
+    return success();
+  if (!lastError || isa<func::ReturnOp>(op))
+    return failure();
+  text.resize(textMark);
+  plan.resize(planMark);
+  fplan.steps.resize(stepMark);
+  out.kernels.resize(kernelMark);
+  out.externs.resize(externMark);
+  buffers.resize(bufferMark);
+  kernelCount = kernelCountMark;
+  gemmCount = gemmMark;
+  tempCount = tempMark;
+  auto it = groups.find(&op);
+  if (it != groups.end()) {
+    // Retry the members one by one: only the failing ones are unsupported.
+    RowGroup group = it->second;
+    groups.erase(it);
+    for (linalg::GenericOp g : group.members) {
+      grouped.erase(g);
+      for (Value r : g->getResults())
+        tensors.erase(r);
+    }
+    return emitOrCollect(op);
+  }
+  recordUnsupported(&op);
+  return success();
+}
+
+void FunctionEmitter::recordUnsupported(Operation *op) {
+  UnsupportedOp u;
+  u.function = func.getSymName().str();
+  u.op = op->getName().getStringRef().str();
+  u.location = locationString(op->getLoc());
+  u.reason = lastError->empty() ? "(no diagnostic)" : *lastError;
+  lastError->clear();
+  for (Value r : op->getResults()) {
+    auto tt = dyn_cast<RankedTensorType>(r.getType());
+    if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
+      continue;
+    int b = newBuffer(tt, "temporary");
+    tensors[r] = TensorInfo{b, std::nullopt, false};
+    u.results.push_back(buffers[b].name);
+  }
+  plan.push_back("unsupported " + u.op + " (" + u.reason + ") -> (" +
+                 llvm::join(u.results, ", ") + ")");
+  fplan.steps.push_back({LaunchStep::Unsupported, out.unsupported.size()});
+  out.unsupported.push_back(std::move(u));
+}
+
+LogicalResult FunctionEmitter::emitOp(Operation &op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+      .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
+        if (isa<RankedTensorType>(c.getType())) {
+          auto dense = dyn_cast<SplatElementsAttr>(c.getValue());
+          if (dense)
+            if (auto lit = attrLiteral(dense.getSplatValue<TypedAttr>()))
+              tensors[c.getResult()] = TensorInfo{-1, *lit, false};
+        }
+        return success();
+      })
+      .Case<tensor::EmptyOp>([&](tensor::EmptyOp e) {
+        tensors[e.getResult()] = TensorInfo{-1, std::nullopt, true};
+        return success();
+      })
+      .Case<linalg::FillOp>([&](linalg::FillOp f) -> LogicalResult {
+        auto lit = scalarOf(f.getInputs()[0], f);
+        if (!lit)
+          return failure();
+        tensors[f.getResult(0)] = TensorInfo{-1, *lit, false};
+        return success();
+      })
+      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](Operation *r) {
+        tensors[r->getResult(0)] = tensors.lookup(r->getOperand(0));
+        return success();
+      })
+      .Case<linalg::GenericOp>([&](linalg::GenericOp g) -> LogicalResult {
+        auto it = groups.find(g);
+        if (it != groups.end())
+          return emitRowGroup(it->second.members, it->second.rows, it->second.length);
+        if (grouped.contains(g))
+          return success();
+        return emitGeneric(g);
+      })
+      .Case<linalg::MatmulOp, linalg::BatchMatmulOp>(
+          [&](auto m) { return emitGemm(m, /*transB=*/false); })
+      .Case<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(
+          [&](auto m) { return emitGemm(m, /*transB=*/true); })
+      .Case<func::ReturnOp>([&](func::ReturnOp ret) -> LogicalResult {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          TensorInfo info = tensors.lookup(v);
+          if (info.buffer < 0)
+            return ret.emitError("CUDA emitter: result #")
+                   << i << " is not produced by a kernel (constant results "
+                           "are not supported yet)";
+          Buffer &b = buffers[info.buffer];
+          std::string role = "result " + std::to_string(i);
+          b.role = b.role == "temporary" ? role : b.role + ", " + role;
+          auto tt = cast<RankedTensorType>(v.getType());
+          fplan.results.push_back(b.name);
+          fplan.resultShapes.emplace_back(tt.getShape().begin(), tt.getShape().end());
+          fplan.resultTypes.push_back(*storageType(tt.getElementType()));
+        }
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError("CUDA emitter: '") << o->getName() << "' is not supported yet";
+      });
 }
 
 void FunctionEmitter::print(llvm::raw_ostream &dst) {
   std::string fname = func.getSymName().str();
-  dst << "//===-- func @" << fname << ": " << plan.size() << " kernel(s) --===//\n";
+  size_t numKernels = llvm::count_if(
+      fplan.steps, [](const LaunchStep &st) { return st.kind == LaunchStep::Kernel; });
+  dst << "//===-- func @" << fname << ": " << numKernels << " kernel(s)";
+  if (numKernels != fplan.steps.size())
+    dst << ", " << fplan.steps.size() - numKernels << " other step(s)";
+  dst << " --===//\n";
   dst << "// Buffers (contiguous, row-major):\n";
   for (Buffer &b : buffers) {
     Type elt = b.type.getElementType();
@@ -155,6 +236,7 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
         << b.type.getNumElements() * byteWidth(elt) << " bytes, " << b.role << "\n";
     BufferInfo info;
     info.name = fname + "." + b.name;
+    info.function = fname;
     info.elementType = *storageType(elt);
     info.shape.assign(b.type.getShape().begin(), b.type.getShape().end());
     info.bytes = b.type.getNumElements() * byteWidth(elt);
@@ -167,6 +249,7 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
   dst << "\n";
   os.flush();
   dst << text;
+  out.functions.push_back(fplan);
 }
 
 } // namespace detail
@@ -228,14 +311,43 @@ __device__ __forceinline__ T kiln_block_reduce(T v, T *partials, Op op, T identi
 FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options) {
   CudaModule result;
   bool failed_ = false;
+  // Collecting: the emitter's errors become UnsupportedOp reasons instead
+  // of diagnostics (other severities pass through).
+  std::string lastError;
+  std::optional<ScopedDiagnosticHandler> collect;
+  if (options.collectUnsupported)
+    collect.emplace(module.getContext(), [&](Diagnostic &d) -> LogicalResult {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      lastError = d.str();
+      return success();
+    });
   std::string kernels;
   llvm::raw_string_ostream os(kernels);
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
     // Every function is tried so that all unsupported ops are reported.
-    FunctionEmitter fe(func, result, options.fuseRows);
+    FunctionEmitter fe(func, result, options.fuseRows,
+                       options.collectUnsupported ? &lastError : nullptr);
+    size_t kernelMark = result.kernels.size(), externMark = result.externs.size(),
+           unsupportedMark = result.unsupported.size();
     if (failed(fe.emit())) {
+      if (options.collectUnsupported) {
+        // Nothing of this function is printed: drop what it had recorded.
+        result.kernels.resize(kernelMark);
+        result.externs.resize(externMark);
+        result.unsupported.resize(unsupportedMark);
+        // The function itself (its signature) is unsupported: report it.
+        UnsupportedOp u;
+        u.function = func.getSymName().str();
+        u.op = "func.func";
+        u.location = locationString(func.getLoc());
+        u.reason = lastError.empty() ? "(no diagnostic)" : lastError;
+        lastError.clear();
+        result.unsupported.push_back(std::move(u));
+        continue;
+      }
       failed_ = true;
       continue;
     }

@@ -25,7 +25,8 @@ namespace mlir::kiln::cuda {
 
 /// One buffer of a function's launch plan (all contiguous, row-major).
 struct BufferInfo {
-  std::string name;        // arg0.., buf0..
+  std::string name;        // <func>.arg0.., <func>.buf0..
+  std::string function;    // the func.func it belongs to
   std::string elementType; // CUDA storage type: float, __half, ...
   std::vector<int64_t> shape;
   int64_t bytes = 0;
@@ -42,10 +43,51 @@ struct KernelInfo {
   std::vector<std::string> args;
 };
 
+/// A GEMM left to a library (cuBLAS, or torch.matmul in kiln's Python
+/// executor): C = A x B (B^T when `transB`), row-major contiguous buffers,
+/// C zero-initialized (the linalg.fill the lowering creates is folded in).
+struct ExternCall {
+  std::string name;     // <func>_gemm<N>
+  std::string function; // the func.func it came from
+  bool transB = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0; // batch = 1 and 2-d operands: linalg.matmul
+  bool batched = false;                   // linalg.batch_matmul{,_transpose_b}
+  std::string inputType, outputType;      // storage types of A/B and of C
+  std::vector<std::string> args;          // buffer names: A, B, C
+  std::string location;
+};
+
+/// An op the emitter could not translate (EmitOptions::collectUnsupported):
+/// why, where, and the buffers its results got so later kernels still emit.
+struct UnsupportedOp {
+  std::string function, op, location, reason;
+  std::vector<std::string> results;
+};
+
+/// One step of a function's launch sequence.
+struct LaunchStep {
+  enum Kind { Kernel, Extern, Unsupported } kind = Kernel;
+  size_t index = 0; // into CudaModule::kernels / externs / unsupported
+};
+
+/// How to call one func.func: its steps in order and where its arguments
+/// and results live (buffer names without the function prefix).
+struct FunctionPlan {
+  std::string name;
+  std::vector<LaunchStep> steps;
+  std::vector<std::string> inputs;  // buffer of argument i (argN)
+  std::vector<std::string> results; // buffer of result i
+  std::vector<std::vector<int64_t>> resultShapes; // may differ from the buffer's (reshapes)
+  std::vector<std::string> resultTypes;           // storage types
+};
+
 struct CudaModule {
   std::string source;
   std::vector<KernelInfo> kernels;
+  std::vector<ExternCall> externs;
+  std::vector<UnsupportedOp> unsupported;
   std::vector<BufferInfo> buffers; // all functions, names prefixed per func
+  std::vector<FunctionPlan> functions;
 };
 
 /// Appends what runs before emission: kiln-optimize, then the shared
@@ -56,6 +98,12 @@ struct EmitOptions {
   /// Fuse a row reduction with the following generics over the same rows
   /// (softmax, layer_norm) into one kernel, one block per row.
   bool fuseRows = true;
+  /// Do not fail on unsupported ops: record each in CudaModule::unsupported
+  /// (op, location, reason) with a LaunchStep::Unsupported step, give its
+  /// results buffers, and go on emitting the rest (a failed row group is
+  /// retried member by member). For compile checks over whole test suites;
+  /// a module with unsupported ops cannot run.
+  bool collectUnsupported = false;
 };
 
 /// Emits CUDA C++ for every func.func of `module` (fused linalg on tensors).

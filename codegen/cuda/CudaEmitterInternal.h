@@ -94,14 +94,26 @@ struct TensorInfo {
 
 class FunctionEmitter {
 public:
-  FunctionEmitter(func::FuncOp func, CudaModule &out, bool fuseRows)
-      : func(func), os(text), out(out), fuseRows(fuseRows) {}
+  /// `lastError` (non-null with EmitOptions::collectUnsupported) receives
+  /// the message of each diagnostic the emitter reports.
+  FunctionEmitter(func::FuncOp func, CudaModule &out, bool fuseRows,
+                  std::string *lastError = nullptr)
+      : func(func), os(text), out(out), fuseRows(fuseRows), lastError(lastError) {}
 
   LogicalResult emit();
   /// The function's launch plan (a comment) followed by its kernels.
   void print(llvm::raw_ostream &dst);
 
 private:
+  /// Emits one op of the function body (dispatch on its kind).
+  LogicalResult emitOp(Operation &op);
+  /// emitOp with roll-back: on failure the partial text, kernels, plan and
+  /// buffers are dropped and, when collecting, the op is recorded as
+  /// unsupported (a failed row group is retried member by member).
+  LogicalResult emitOrCollect(Operation &op);
+  void recordUnsupported(Operation *op);
+  // CudaExtern.cpp
+  LogicalResult emitGemm(linalg::LinalgOp op, bool transB);
   // CudaKernels.cpp
   LogicalResult emitGeneric(linalg::GenericOp op);
   // CudaRowGroups.cpp
@@ -131,6 +143,8 @@ private:
   void openKernel(const KernelInfo &k, ArrayRef<std::string> params);
   /// Records `k` in the launch plan and the module's kernel list.
   void addKernel(KernelInfo k);
+  /// Records `e` in the launch plan and the module's extern list.
+  void addExtern(ExternCall e);
 
   func::FuncOp func;
   std::string text;
@@ -141,8 +155,11 @@ private:
   std::vector<Buffer> buffers;
   std::vector<std::string> plan;
   int kernelCount = 0;
+  int gemmCount = 0;
   int tempCount = 0;
   bool fuseRows;
+  std::string *lastError;
+  FunctionPlan fplan;
   /// Row groups: first generic → (members, row shape, row length); other
   /// members → skipped when reached.
   struct RowGroup {

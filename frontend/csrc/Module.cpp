@@ -5,6 +5,7 @@
 // entry runner used by autograd glue, options, counters and reset. Python
 // hands C++ options and callables, never per-pass bindings.
 //===----------------------------------------------------------------------===//
+#include "CudaBindings.h"
 #include "Entry.h"
 #include "Hook.h"
 #include "Log.h"
@@ -87,4 +88,5 @@ NB_MODULE(_C, m) {
         "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
   m.def("blas_library", [] { return std::string(kilnBlasLibrary()); },
         "The BLAS compiled GEMMs call.");
+  registerCudaBindings(m);
 }

@@ -32,6 +32,10 @@ COUNTERS = ("frames", "graphs_compiled", "compiled_calls", "cache_hits", "recomp
 TOL = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-10, 1e-12)}
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU and driver (skips cleanly without)")
+
+
 @pytest.fixture(autouse=True)
 def fresh_kiln():
     kiln.reset()

@@ -37,7 +37,8 @@ std::vector<std::string> cudaCases() {
   for (llvm::sys::fs::directory_iterator it(KILN_CUDA_TEST_DIR, ec), end; it != end && !ec;
        it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name.ends_with(".mlir") && !name.starts_with("errors"))
+    // errors*: emission fails on purpose; collect-*: needs collectUnsupported.
+    if (name.ends_with(".mlir") && !name.starts_with("errors") && !name.starts_with("collect"))
       files.push_back(it->path());
   }
   std::sort(files.begin(), files.end());
@@ -93,6 +94,51 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
       EXPECT_GE(k.gridX, 1) << k.name;
     }
     }
+}
+
+TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
+  auto ctx = makeContext();
+  const char *ir = R"mlir(
+    func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>) -> tensor<32xf32> {
+      %0 = kiln.matmul %x, %w : tensor<4x16xf32>, tensor<16x32xf32>
+      %1 = kiln.sum %0 {dims = array<i64: 0>} : tensor<4x32xf32> -> tensor<32xf32>
+      %2 = kiln.relu %1 : tensor<32xf32>
+      return %2 : tensor<32xf32>
+    })mlir";
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, ctx.get());
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(ctx.get());
+  mlir::kiln::cuda::buildCudaPreparePipeline(pm);
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  mlir::kiln::cuda::EmitOptions options;
+  // Without collecting, the column sum fails the whole module.
+  {
+    mlir::ScopedDiagnosticHandler quiet(ctx.get(), [](mlir::Diagnostic &) { return mlir::success(); });
+    EXPECT_TRUE(mlir::failed(mlir::kiln::cuda::emitCuda(*module, options)));
+  }
+  options.collectUnsupported = true;
+  auto cu = mlir::kiln::cuda::emitCuda(*module, options);
+  ASSERT_TRUE(mlir::succeeded(cu));
+  ASSERT_EQ(cu->functions.size(), 1u);
+  const auto &steps = cu->functions[0].steps;
+  using Step = mlir::kiln::cuda::LaunchStep;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].kind, Step::Extern);
+  EXPECT_EQ(steps[1].kind, Step::Unsupported);
+  EXPECT_EQ(steps[2].kind, Step::Kernel);
+  ASSERT_EQ(cu->externs.size(), 1u);
+  const auto &g = cu->externs[0];
+  EXPECT_EQ(g.m, 4);
+  EXPECT_EQ(g.n, 32);
+  EXPECT_EQ(g.k, 16);
+  EXPECT_FALSE(g.transB);
+  ASSERT_EQ(cu->unsupported.size(), 1u);
+  EXPECT_NE(cu->unsupported[0].reason.find("innermost dim"), std::string::npos);
+  // The unsupported op reads the GEMM's buffer; the relu reads its result.
+  ASSERT_EQ(cu->unsupported[0].results.size(), 1u);
+  ASSERT_EQ(cu->kernels.size(), 1u);
+  EXPECT_EQ(cu->kernels[0].args[0], cu->unsupported[0].results[0]);
+  EXPECT_EQ(cu->functions[0].results.size(), 1u);
 }
 
 TEST(CudaEmitter, LaunchRule) {

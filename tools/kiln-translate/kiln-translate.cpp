@@ -6,6 +6,8 @@
 // each function's launch plan). `--nvrtc-arch=80,90` also compiles the
 // source with NVRTC for each arch and prints one line per arch (builds with
 // NVRTC only). `--no-prepare` emits from IR that is already fused linalg.
+// `--collect-unsupported` emits what it can and lists the ops it cannot
+// (one `unsupported:` line each on stderr) instead of failing.
 //===----------------------------------------------------------------------===//
 #include "codegen/Registration.h"
 #include "codegen/cuda/CudaEmitter.h"
@@ -38,6 +40,9 @@ static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
+static cl::opt<bool> collectUnsupported(
+    "collect-unsupported",
+    cl::desc("Emit what is supported; list unsupported ops (stderr) instead of failing"));
 static cl::opt<bool> nvrtcPtx("nvrtc-ptx", cl::desc("With --nvrtc-arch: PTX instead of cubin"));
 
 int main(int argc, char **argv) {
@@ -74,9 +79,13 @@ int main(int argc, char **argv) {
   }
   kiln::cuda::EmitOptions emitOptions;
   emitOptions.fuseRows = !noRowFusion;
+  emitOptions.collectUnsupported = collectUnsupported;
   FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))
     return 1;
+  for (const kiln::cuda::UnsupportedOp &u : cu->unsupported)
+    llvm::errs() << "unsupported: @" << u.function << ": " << u.op << " at " << u.location
+                 << ": " << u.reason << "\n";
 
   auto output = openOutputFile(outputFilename, &error);
   if (!output) {

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running one emitted function on CUDA tensors: ``CudaGraph``.
+
+The CUDA emitter (kiln._C.cuda_emit) returns the source and a launch plan:
+buffers (contiguous, row-major), and per function the steps in order —
+kernels (grid, block, buffer arguments) and extern GEMMs. ``CudaGraph``
+runs that plan: inputs are the caller's tensors (made contiguous), every
+other buffer is a ``torch.empty`` on the inputs' device (torch's caching
+allocator), consecutive kernels are launched by one call into
+libkiln_cuda on torch's current stream, and GEMMs run as ``torch.matmul``
+segments on the same stream (cuBLAS through torch; kiln does not load
+cuBLAS itself yet). ``launches()`` is the dry run: the same plan on any
+device, including ``meta``, without a driver.
+
+This module imports only torch and the standard library at import time
+(it is also loaded on a GPU machine without kiln's MLIR extension).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _driver
+
+# CUDA storage type (the emitter's spelling) → torch dtype.
+DTYPES = {
+    "float": torch.float32, "__half": torch.float16, "__nv_bfloat16": torch.bfloat16,
+    "double": torch.float64, "bool": torch.bool, "signed char": torch.int8,
+    "short": torch.int16, "int": torch.int32, "long long": torch.int64,
+}
+
+
+class CudaUnsupportedError(NotImplementedError):
+    """The graph has ops the CUDA backend cannot run (each listed with its reason)."""
+
+
+class CudaGraph:
+    """One function of an emitted CUDA module, runnable on CUDA tensors.
+
+    ``emitted`` is kiln._C.cuda_emit's dict (or an artifact's, see
+    kiln/cuda/artifact.py); ``images`` maps an arch (80, 90, ...) to a cubin
+    and may hold ``"ptx"``; missing cubins are compiled with NVRTC on first
+    use when kiln's extension is available.
+    """
+
+    def __init__(self, emitted: dict, function: str = "forward", images: dict | None = None):
+        plans = {f["name"]: f for f in emitted["functions"]}
+        if function not in plans:
+            missing = [u for u in emitted.get("unsupported", ()) if u["function"] == function]
+            if missing:
+                raise CudaUnsupportedError(_describe(function, missing))
+            raise KeyError(f"kiln.cuda: no function {function!r} in the module "
+                           f"(has {sorted(plans)})")
+        fn = plans[function]
+        bad = [emitted["unsupported"][i] for kind, i in fn["steps"] if kind == "unsupported"]
+        if bad:
+            raise CudaUnsupportedError(_describe(function, bad))
+        self.function = function
+        self.source = emitted["source"]
+        self.images = dict(images or {})
+        self.buffers = {b["name"]: b for b in emitted["buffers"] if b["function"] == function}
+        self.inputs = list(fn["inputs"])
+        self.results = list(fn["results"])
+        self.result_shapes = [tuple(s) for s in fn["result_shapes"]]
+        # Steps: ("kernels", [kernel dicts]) for runs of consecutive kernels,
+        # ("gemm", extern dict).
+        self.steps = []
+        for kind, i in fn["steps"]:
+            if kind == "kernel":
+                k = emitted["kernels"][i]
+                if self.steps and self.steps[-1][0] == "kernels":
+                    self.steps[-1][1].append(k)
+                else:
+                    self.steps.append(("kernels", [k]))
+            else:
+                self.steps.append(("gemm", emitted["externs"][i]))
+        self.kernel_names = [k["name"] for kind, ks in self.steps if kind == "kernels" for k in ks]
+        self.kernel_args = {k["name"]: k["args"] for kind, ks in self.steps if kind == "kernels"
+                            for k in ks}
+        self._loaded = {}  # device index -> (Module, [LaunchSequence per kernels step])
+
+    # -- buffers ----------------------------------------------------------
+    def _check_inputs(self, inputs):
+        if len(inputs) != len(self.inputs):
+            raise TypeError(f"kiln.cuda: {self.function} takes {len(self.inputs)} tensors, "
+                            f"got {len(inputs)}")
+        device = None
+        for i, (t, name) in enumerate(zip(inputs, self.inputs)):
+            b = self.buffers[name]
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"kiln.cuda: input {i} is not a tensor")
+            if tuple(t.shape) != tuple(b["shape"]) or t.dtype != DTYPES[b["type"]]:
+                raise ValueError(f"kiln.cuda: input {i} must be {DTYPES[b['type']]} "
+                                 f"{tuple(b['shape'])}, got {t.dtype} {tuple(t.shape)}")
+            if device is None:
+                device = t.device
+            elif t.device != device:
+                raise ValueError(f"kiln.cuda: inputs on different devices ({device}, {t.device})")
+        return device
+
+    def _allocate(self, inputs, device):
+        bufs = {}
+        for name, t in zip(self.inputs, inputs):
+            bufs[name] = t.contiguous()
+        for name, b in self.buffers.items():
+            if name not in bufs:
+                bufs[name] = torch.empty(b["shape"], dtype=DTYPES[b["type"]], device=device)
+        return bufs
+
+    def _results(self, bufs):
+        return tuple(bufs[n].view(s) for n, s in zip(self.results, self.result_shapes))
+
+    @staticmethod
+    def _gemm(g, bufs):
+        a, b, c = (bufs[n] for n in g["args"])
+        batch = (g["batch"],) if g["batched"] else ()
+        a = a.view(*batch, g["m"], g["k"])
+        b = b.view(*batch, g["n"], g["k"]).transpose(-1, -2) if g["trans_b"] \
+            else b.view(*batch, g["k"], g["n"])
+        c = c.view(*batch, g["m"], g["n"])
+        if c.dtype == a.dtype:
+            torch.matmul(a, b, out=c)
+        else:  # 16-bit inputs, f32 accumulator: torch's own GEMM, widened
+            c.copy_(torch.matmul(a, b))
+
+    # -- dry run ----------------------------------------------------------
+    def launches(self, *inputs):
+        """The plan on these inputs without a GPU: GEMMs run (on meta
+        tensors they only check shapes), kernels are recorded. Returns
+        (steps, results): steps are dicts with the kernel or GEMM name and
+        the tensors of its buffer arguments."""
+        device = self._check_inputs(inputs)
+        bufs = self._allocate(inputs, device)
+        steps = []
+        for kind, item in self.steps:
+            if kind == "gemm":
+                self._gemm(item, bufs)
+                steps.append({"kind": "gemm", "name": item["name"],
+                              "args": [bufs[n] for n in item["args"]]})
+                continue
+            for k in item:
+                steps.append({"kind": "kernel", "name": k["name"], "grid": k["grid"],
+                              "block": k["block"], "args": [bufs[n] for n in k["args"]]})
+        return steps, self._results(bufs)
+
+    # -- execution --------------------------------------------------------
+    def image_for(self, arch: int) -> bytes:
+        """The cubin for sm_<arch> (compiled with NVRTC and kept if missing),
+        else the PTX image."""
+        if arch in self.images:
+            return self.images[arch]
+        try:
+            from kiln import _C
+        except ImportError:
+            _C = None
+        if _C is not None and _C.nvrtc_available():
+            from .nvrtc import compile_source
+            self.images[arch] = compile_source(self.source, arch)
+            return self.images[arch]
+        if "ptx" in self.images:
+            return self.images["ptx"]
+        raise _driver.CudaDriverError(
+            f"kiln.cuda: no cubin for sm_{arch} and no NVRTC to compile one "
+            f"(images: {sorted(map(str, self.images))})")
+
+    def _load(self, index: int):
+        loaded = self._loaded.get(index)
+        if loaded is None:
+            _driver.init()
+            major, minor = _driver.compute_capability(index)
+            module = _driver.Module(self.image_for(major * 10 + minor), index)
+            seqs = [_driver.LaunchSequence(module, [(k["name"], k["grid"], k["block"],
+                                                     len(k["args"])) for k in item])
+                    for kind, item in self.steps if kind == "kernels"]
+            loaded = self._loaded[index] = (module, seqs)
+        return loaded
+
+    def _execute(self, bufs, device_index: int, stream: int) -> None:
+        """Runs every step on `bufs` (name → tensor): kernels through the
+        driver on `stream` of device `device_index`, GEMMs through torch."""
+        _, seqs = self._load(device_index)
+        s = 0
+        for kind, item in self.steps:
+            if kind == "gemm":
+                self._gemm(item, bufs)
+                continue
+            seqs[s].run([bufs[n].data_ptr() for k in item for n in k["args"]], stream)
+            s += 1
+
+    def __call__(self, *inputs):
+        device = self._check_inputs(inputs)
+        if device.type != "cuda":
+            raise ValueError(f"kiln.cuda: inputs must be CUDA tensors, got {device} "
+                             "(use launches() for a dry run)")
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        bufs = self._allocate(inputs, device)
+        with torch.cuda.device(index):
+            self._execute(bufs, index, torch.cuda.current_stream(device).cuda_stream)
+        return self._results(bufs)
+
+
+def _describe(function, unsupported):
+    lines = [f"kiln.cuda: {len(unsupported)} op(s) of {function} have no CUDA lowering:"]
+    for u in unsupported:
+        lines.append(f"  {u['op']} at {u['location']}: {u['reason']}")
+    return "\n".join(lines)

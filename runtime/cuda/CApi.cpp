@@ -1,0 +1,131 @@
+//===- CApi.cpp - C entry points of libkiln_cuda (for ctypes) --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// libkiln_cuda.so exports a small C ABI over CudaRuntime.h so that Python
+// calls it through ctypes: the same library and Python code work in the
+// kiln package and on a machine where only this runtime is built (no MLIR,
+// any Python version; tools/gpu-check.sh). Every function returns 0 on
+// success, or -1 with a NUL-terminated message in `err` (`cap` bytes).
+// Handles are opaque pointers owned by the caller (module_unload frees).
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaRuntime.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+using namespace kiln::rt::cuda;
+
+namespace {
+
+int fail(const std::string &msg, char *err, size_t cap) {
+  if (err && cap) {
+    size_t n = std::min(msg.size(), cap - 1);
+    std::memcpy(err, msg.data(), n);
+    err[n] = '\0';
+  }
+  return -1;
+}
+
+LaunchDims dimsAt(const uint32_t *d) {
+  LaunchDims l;
+  for (int i = 0; i < 3; ++i) {
+    l.grid[i] = d[i];
+    l.block[i] = d[3 + i];
+  }
+  l.sharedBytes = d[6];
+  return l;
+}
+
+} // namespace
+
+extern "C" {
+
+/// Loads the driver and runs cuInit (0), or explains why it cannot.
+__attribute__((visibility("default"))) int kiln_cuda_init(char *err, size_t cap) {
+  std::string e;
+  return driver(e) ? 0 : fail(e, err, cap);
+}
+
+__attribute__((visibility("default"))) int kiln_cuda_driver_version(int *version, char *err,
+                                                                     size_t cap) {
+  std::string e;
+  return driverVersion(*version, e) ? 0 : fail(e, err, cap);
+}
+
+__attribute__((visibility("default"))) int kiln_cuda_device_count(int *count, char *err,
+                                                                   size_t cap) {
+  std::string e;
+  return deviceCount(*count, e) ? 0 : fail(e, err, cap);
+}
+
+/// cuDeviceGetAttribute (16: SM count, 75/76: compute capability).
+__attribute__((visibility("default"))) int
+kiln_cuda_device_attribute(int device, int attr, int *value, char *err, size_t cap) {
+  std::string e;
+  return deviceAttribute(device, static_cast<DeviceAttribute>(attr), *value, e)
+             ? 0
+             : fail(e, err, cap);
+}
+
+__attribute__((visibility("default"))) int kiln_cuda_module_load(int device, const void *image,
+                                                                  size_t size, void **module,
+                                                                  char *err, size_t cap) {
+  std::string e;
+  std::unique_ptr<Module> m = Module::load(device, image, size, e);
+  if (!m)
+    return fail(e, err, cap);
+  *module = m.release();
+  return 0;
+}
+
+__attribute__((visibility("default"))) void kiln_cuda_module_unload(void *module) {
+  delete static_cast<Module *>(module);
+}
+
+/// A kernel handle, valid while its module is loaded.
+__attribute__((visibility("default"))) int
+kiln_cuda_module_kernel(void *module, const char *name, void **kernel, char *err, size_t cap) {
+  std::string e;
+  const Kernel *k = static_cast<Module *>(module)->kernel(name, e);
+  if (!k)
+    return fail(e, err, cap);
+  *kernel = const_cast<Kernel *>(k);
+  return 0;
+}
+
+/// One launch: `dims` = grid x/y/z, block x/y/z, shared bytes; `ptrs` are
+/// the kernel's pointer arguments; `stream` a CUstream (0: legacy default).
+__attribute__((visibility("default"))) int
+kiln_cuda_launch(void *kernel, const uint32_t *dims, void *stream, void *const *ptrs,
+                 int numArgs, char *err, size_t cap) {
+  std::string e;
+  return launch(*static_cast<Kernel *>(kernel), dimsAt(dims), static_cast<CUstream>(stream),
+                ptrs, numArgs, e)
+             ? 0
+             : fail(e, err, cap);
+}
+
+/// `n` launches in order on one stream in one call: kernel i has dims
+/// `dims[7i..7i+6]` and the next `argCounts[i]` pointers of `ptrs`.
+__attribute__((visibility("default"))) int
+kiln_cuda_launch_many(int n, void *const *kernels, const uint32_t *dims,
+                      const int32_t *argCounts, void *const *ptrs, void *stream, char *err,
+                      size_t cap) {
+  std::string e;
+  for (int i = 0; i < n; ++i) {
+    if (!launch(*static_cast<Kernel *>(kernels[i]), dimsAt(dims + 7 * i),
+                static_cast<CUstream>(stream), ptrs, argCounts[i], e))
+      return fail(e, err, cap);
+    ptrs += argCounts[i];
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int kiln_cuda_synchronize(void *stream, char *err,
+                                                                  size_t cap) {
+  std::string e;
+  return synchronize(static_cast<CUstream>(stream), e) ? 0 : fail(e, err, cap);
+}
+
+} // extern "C"

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The graphs kiln's CUDA path is checked and measured on (tools/gpu-check.sh).
+
+Each case is a plain function of explicit tensors (parameters included, in
+the order the function first reads them, which is the captured graph's
+argument order) plus how to make its inputs. tools/cuda_artifact.py
+captures each with kiln on the CPU, emits and compiles it ahead of time;
+tools/gpu_check.py rebuilds the same inputs on the GPU and compares
+kiln's result with eager. Only torch is imported here.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def mlp(x, w1, b1, w2, b2):
+    return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
+
+
+def ffn_block(x, g, beta, w1, b1, w2, b2):
+    h = F.layer_norm(x, (x.shape[-1],), g, beta)
+    return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+
+
+def attention_scores(q, k, v):
+    s = torch.softmax(q @ k.transpose(-1, -2) * (1.0 / math.sqrt(q.shape[-1])), dim=-1)
+    return s @ v
+
+
+def softmax_rows(x):
+    return torch.softmax(x, dim=-1)
+
+
+def layer_norm(x, g, beta):
+    return F.layer_norm(x, (x.shape[-1],), g, beta)
+
+
+def gelu_chain(x, b):
+    return F.gelu(x * 2.0 + b).relu() - 0.5
+
+
+# name -> (function, [(shape, role)], rtol/atol per dtype). Roles: "x"
+# (randn), "w" (randn / sqrt(fan-in)), "b" (small randn), "g" (1 + small).
+CASES = {
+    "mlp": (mlp, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
+                  ((1024, 4096), "w"), ((1024,), "b")]),
+    "ffn_block": (ffn_block, [((8, 128, 768), "x"), ((768,), "g"), ((768,), "b"),
+                              ((3072, 768), "w"), ((3072,), "b"), ((768, 3072), "w"),
+                              ((768,), "b")]),
+    "attention_scores": (attention_scores, [((16, 256, 64), "x"), ((16, 256, 64), "x"),
+                                            ((16, 256, 64), "x")]),
+    "softmax_rows": (softmax_rows, [((4096, 1024), "x")]),
+    "layer_norm": (layer_norm, [((4096, 1024), "x"), ((1024,), "g"), ((1024,), "b")]),
+    "gelu_chain": (gelu_chain, [((4096, 1024), "x"), ((1024,), "b")]),
+}
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCES = {"fp32": (1e-4, 1e-4), "bf16": (2e-2, 2e-2)}
+
+
+def make_inputs(name, dtype, device="cpu", seed=0):
+    """The inputs of case `name` (same values for a seed on any device)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for shape, role in CASES[name][1]:
+        t = torch.randn(shape, generator=gen, dtype=torch.float32)
+        if role == "w":
+            t = t / math.sqrt(shape[-1])
+        elif role == "b":
+            t = t * 0.1
+        elif role == "g":
+            t = 1.0 + 0.1 * t
+        out.append(t.to(device=device, dtype=DTYPES[dtype]))
+    return out

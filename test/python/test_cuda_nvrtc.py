@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every kernel the test suites generate compiles under NVRTC for sm_80 and
+sm_90 (no GPU needed).
+
+The representative suites (SUITES) run in a child pytest with
+KILN_DEBUG_DIR set, so every graph kiln compiles leaves its captured IR
+(captured.mlir); each distinct graph then goes through the CUDA emitter
+with ``collect_unsupported`` and NVRTC (kiln.cuda.nvrtc.check_dir). A
+kernel NVRTC rejects, or one missing from its cubin, fails the test; ops
+the emitter has no kernel for are not skipped silently: they are counted
+and listed with their reason in the report (printed, and written to
+$KILN_CUDA_REPORT when set). KILN_CUDA_CHECK_SUITES=all checks every
+test file of test/python instead.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cuda_helpers import HERE, MLP_SOFTMAX_IR, requires_nvrtc
+from kiln.cuda import nvrtc
+
+SUITES = ["test_models.py", "test_functions.py", "test_decompose_numerics.py"]
+
+
+def _suites():
+    if os.environ.get("KILN_CUDA_CHECK_SUITES") == "all":
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "test_*.py"))
+                      if not os.path.basename(p).startswith("test_cuda"))
+    return SUITES
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("captured")
+    env = dict(os.environ, KILN_DEBUG_DIR=str(folder))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        *_suites()], cwd=HERE, env=env, capture_output=True, text=True,
+                       timeout=1800)
+    # The suites' own failures are theirs; the compile check needs their graphs.
+    assert r.returncode in (0, 1), r.stdout[-4000:] + r.stderr[-4000:]
+    return str(folder)
+
+
+@requires_nvrtc
+def test_every_captured_kernel_compiles_for_sm80_and_sm90(captured):
+    summary = nvrtc.check_dir(captured, archs=(80, 90))
+    report = nvrtc.format_summary(summary)
+    print(report)
+    if os.environ.get("KILN_CUDA_REPORT"):
+        with open(os.environ["KILN_CUDA_REPORT"], "w", encoding="utf-8") as f:
+            f.write(report + "\n")
+    # The suites really produced graphs and kernels (not a vacuous pass).
+    assert summary["graphs"] >= 50, report
+    assert summary["kernels"] >= 100, report
+    # Graphs the emitter cannot even start on would be silent gaps.
+    assert not summary["failed"], report
+    # Every unsupported op carries where and why.
+    for u in summary["unsupported"]:
+        assert u["op"] and u["location"] and u["reason"] != "(no diagnostic)", u
+
+
+@requires_nvrtc
+def test_check_ir_reports_kernels_externs_and_binaries():
+    r = nvrtc.check_ir(MLP_SOFTMAX_IR, archs=(80, 90))
+    assert r["kernels"] == ["forward_k0", "forward_k1"]
+    assert r["externs"] == ["forward_gemm0", "forward_gemm1"]
+    assert set(r["binaries"]) == {80, 90}
+    assert all(b"forward_k1" in b for b in r["binaries"].values())
+
+
+@requires_nvrtc
+def test_nvrtc_error_carries_log_and_source():
+    with pytest.raises(RuntimeError) as e:
+        nvrtc.compile_source('extern "C" __global__ void k() { undefined_thing(); }', 90)
+    msg = str(e.value)
+    assert "undefined_thing" in msg and "NVRTC" in msg.upper()
+
+
+@requires_nvrtc
+def test_cubins_are_cached_per_source_arch_and_kind(tmp_path):
+    import kiln
+    src = kiln.cuda.emit(MLP_SOFTMAX_IR)["source"]
+    with kiln.config.patch(cache_dir=str(tmp_path)):
+        first = nvrtc.compile_source_info(src, 90)
+        again = nvrtc.compile_source_info(src, 90)
+        other_arch = nvrtc.compile_source_info(src, 80)
+        ptx = nvrtc.compile_source_info(src, 90, cubin=False)
+        changed = nvrtc.compile_source_info(src + "\n// changed\n", 90)
+    assert first[3] is False and again[3] is True and again[0] == first[0]
+    assert other_arch[3] is False and other_arch[0] != first[0]
+    assert ptx[3] is False and ptx[0].startswith(b"//")
+    assert changed[3] is False
+    assert len(os.listdir(tmp_path / "cuda")) == 4
+    # No cache folder: nothing written, nothing read.
+    with kiln.config.patch(cache_dir=""):
+        assert nvrtc.compile_source_info(src, 90)[3] is False

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Builds the CUDA artifact tools/gpu-check.sh runs on a GPU machine.
+
+Runs here (kiln's MLIR extension + NVRTC, no GPU): each case of
+test/python/cuda_cases.py, in fp32 and bf16, is compiled with kiln on the
+CPU (fullgraph, checked against eager), its captured IR is emitted with
+the CUDA emitter and compiled with NVRTC for sm_80 and sm_90 (+ PTX for
+compute_90), and everything goes into one gzip'ed JSON file
+(kiln/cuda/artifact.py). Cases the emitter cannot fully handle are
+listed and left out.
+
+    .venv/bin/python tools/cuda_artifact.py -o build/gpu-check/cases.json.gz
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "python"))
+
+import torch  # noqa: E402
+
+import kiln  # noqa: E402
+import kiln.cuda  # noqa: E402
+from kiln import _C  # noqa: E402
+from kiln.cuda import artifact, nvrtc  # noqa: E402
+from cuda_cases import CASES, DTYPES, TOLERANCES, make_inputs  # noqa: E402
+
+
+def capture(name, dtype):
+    """The IR kiln captures for case `name` (checked against eager on the CPU)."""
+    fn = CASES[name][0]
+    inputs = make_inputs(name, dtype)
+    with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
+        kiln.reset()
+        compiled = kiln.compile(fn, fullgraph=True)
+        with torch.no_grad():
+            got, expected = compiled(*inputs), fn(*inputs)
+        rtol, atol = TOLERANCES[dtype]
+        torch.testing.assert_close(got, expected, rtol=rtol, atol=atol)
+        files = nvrtc.captured_files(d)
+        if len(files) != 1:
+            raise RuntimeError(f"{name}/{dtype}: expected one captured graph, got {len(files)}")
+        with open(files[0], encoding="utf-8") as f:
+            return f.read(), inputs
+
+
+def build(name, dtype, archs):
+    ir, inputs = capture(name, dtype)
+    emitted = kiln.cuda.emit(ir, collect_unsupported=True)
+    if emitted["unsupported"]:
+        return None, "; ".join(f"{u['op']}: {u['reason']}" for u in emitted["unsupported"])
+    (fn,) = [f for f in emitted["functions"] if f["name"] == "forward"]
+    buffers = {b["name"]: b for b in emitted["buffers"] if b["function"] == "forward"}
+    # The graph's arguments must be the case's tensors in order.
+    for i, (arg, t) in enumerate(zip(fn["inputs"], inputs)):
+        b = buffers[arg]
+        if tuple(b["shape"]) != tuple(t.shape) or kiln.cuda.DTYPES[b["type"]] != t.dtype:
+            return None, f"graph argument {i} is {b['type']}{b['shape']}, not input {i}"
+    if len(fn["inputs"]) != len(inputs):
+        return None, f"graph has {len(fn['inputs'])} arguments for {len(inputs)} inputs"
+    images = {a: nvrtc.compile_source(emitted["source"], a) for a in archs}
+    images["ptx"] = nvrtc.compile_source(emitted["source"], max(archs), cubin=False)
+    meta = {"case": name, "dtype": dtype, "kernels": len(emitted["kernels"]),
+            "gemms": len(emitted["externs"])}
+    return {"emitted": emitted, "images": images, "meta": meta}, None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-o", "--output", default=os.path.join(ROOT, "build", "gpu-check",
+                                                          "cases.json.gz"))
+    p.add_argument("--arch", type=int, action="append", help="sm_ archs (default 80, 90)")
+    args = p.parse_args()
+    archs = args.arch or [80, 90]
+    if not _C.nvrtc_available():
+        sys.exit("kiln was built without NVRTC: cannot build the CUDA artifact")
+    entries, skipped = {}, []
+    for name in CASES:
+        for dtype in DTYPES:
+            entry, why = build(name, dtype, archs)
+            if entry is None:
+                skipped.append(f"{name}/{dtype}: {why}")
+                continue
+            entries[f"{name}/{dtype}"] = entry
+            m = entry["meta"]
+            print(f"{name}/{dtype}: {m['kernels']} kernel(s), {m['gemms']} GEMM(s)")
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    artifact.save(args.output, entries, _C.nvrtc_version())
+    for s in skipped:
+        print("skipped (not supported by the CUDA emitter):", s)
+    print(f"wrote {args.output}: {len(entries)} graphs, {os.path.getsize(args.output)} bytes")
+
+
+if __name__ == "__main__":
+    main()
