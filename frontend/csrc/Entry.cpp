@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "Entry.h"
 
+#include "CudaEntry.h"
+
 #include "codegen/cpu/Threads.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -71,6 +73,8 @@ bool buildPlan(const Entry &entry) {
 
 bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
               std::vector<PyRef> &results) {
+  if (entry.cudaRunner)
+    return runCudaGraph(entry, inputs, results);
   if (!entry.plan.ready && !buildPlan(entry))
     return false;
   const Entry::CallPlan &plan = entry.plan;

@@ -35,6 +35,9 @@ struct Entry {
   bool eager = false;
   std::string eagerReason;
   rt::CompiledFunction fn;
+  /// Set instead of `fn` for graphs on CUDA/meta tensors: a Python callable
+  /// (kiln.cuda) taking the graph inputs, returning the results (CudaEntry.h).
+  PyRef cudaRunner;
   std::vector<std::string> localNames;
   std::string name;
 

@@ -122,7 +122,7 @@ namespace {
 
 bool tensorMatches(const Guard &g, PyObject *v) {
   // Same checks as readTensorMeta + compare, without building vectors.
-  return isTensor(v) && tensorMetaMatches(v, g.dtype, g.sizes, g.strides, g.requiresGrad);
+  return isTensor(v) && tensorMetaMatches(v, g.dtype, g.sizes, g.strides, g.requiresGrad, g.device);
 }
 
 } // namespace
@@ -175,7 +175,8 @@ std::string Guard::describe(const SourceTable &sources,
     break;
   case Kind::Tensor: {
     auto dt = dtypeFromObject(dtype);
-    os << " is a CPU tensor with dtype " << (dt ? dtypeName(*dt) : "?")
+    os << " is a " << (device == -1 ? std::string("CPU") : deviceName(device))
+       << " tensor with dtype " << (dt ? dtypeName(*dt) : "?")
        << ", sizes (";
     for (size_t i = 0; i < sizes.size(); ++i)
       os << (i ? ", " : "") << sizes[i];

@@ -68,7 +68,7 @@ struct Guard {
   enum class Kind {
     Identity, ///< `value is expected`
     Equals,   ///< `type(value) is type(expected) and value == expected`
-    Tensor,   ///< dtype, device (CPU), sizes, strides, requires_grad
+    Tensor,   ///< dtype, device, sizes, strides, requires_grad
     Length,   ///< `len(value) == expected` (an int); value a tuple, list or dict
   };
   Kind kind;
@@ -77,6 +77,7 @@ struct Guard {
   PyObject *dtype = nullptr; ///< Tensor: torch dtype singleton
   std::vector<int64_t> sizes, strides;
   bool requiresGrad = false;
+  int device = -1; ///< Tensor: TensorMeta::device (-1: CPU)
 
   /// Why this guard would fail, in words (used by recompile logs).
   std::string describe(const SourceTable &sources,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "Hook.h"
 
+#include "CudaEntry.h"
 #include "Entry.h"
 #include "Log.h"
 #include "TensorInfo.h"
@@ -189,7 +190,14 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   copts.cacheDir = options().cacheDir;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
-  if (!cap.results.empty()) {
+  int device = -1;
+  if (!cap.results.empty() && !graphDevice(cap.inputs, cap.guards, device, failure.reason))
+    return fail();
+  if (!cap.results.empty() && device != -1) {
+    // CUDA (or meta) inputs: the CUDA backend (frontend/csrc/CudaEntry.h).
+    if (!compileForCuda(irText, device, *entry, failure.reason))
+      return fail();
+  } else if (!cap.results.empty()) {
     std::string error;
     mlir::kiln::CpuCompileInfo info;
     entry->fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error, &info);

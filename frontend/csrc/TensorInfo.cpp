@@ -249,6 +249,36 @@ bool isTensor(PyObject *obj) {
   return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject *>(H.tensorType));
 }
 
+/// TensorMeta::device of a non-CPU tensor from `t.device` (type, index);
+/// kOtherDevice with a Python error if it cannot be read.
+static int deviceOf(PyObject *t) {
+  PyRef dev = PyRef::steal(PyObject_GetAttrString(t, "device"));
+  PyRef type = dev ? PyRef::steal(PyObject_GetAttrString(dev.get(), "type")) : PyRef();
+  PyRef index = dev ? PyRef::steal(PyObject_GetAttrString(dev.get(), "index")) : PyRef();
+  if (!type || !index)
+    return TensorMeta::kOtherDevice;
+  const char *name = PyUnicode_AsUTF8(type.get());
+  if (!name)
+    return TensorMeta::kOtherDevice;
+  if (std::string(name) == "meta")
+    return TensorMeta::kMetaDevice;
+  if (std::string(name) == "cuda") {
+    long i = index.get() == Py_None ? 0 : PyLong_AsLong(index.get());
+    return i >= 0 ? int(i) : TensorMeta::kOtherDevice;
+  }
+  return TensorMeta::kOtherDevice;
+}
+
+std::string deviceName(int device) {
+  if (device == TensorMeta::kCpuDevice)
+    return "cpu";
+  if (device == TensorMeta::kMetaDevice)
+    return "meta";
+  if (device >= 0)
+    return "cuda:" + std::to_string(device);
+  return "another device";
+}
+
 bool readTensorMeta(PyObject *t, TensorMeta &meta) {
   PyRef dtype = PyRef::steal(PyObject_GetAttr(t, H.sDtype));
   PyRef shape = PyRef::steal(PyObject_GetAttr(t, H.sShape));
@@ -260,12 +290,15 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta) {
   meta.dtype = dtype.get(); // dtypes are immortal singletons in torch
   meta.requiresGrad = rg.get() == Py_True;
   meta.isCpu = cpu.get() == Py_True;
+  meta.device = meta.isCpu ? TensorMeta::kCpuDevice : deviceOf(t);
+  if (meta.device == TensorMeta::kOtherDevice && PyErr_Occurred())
+    return false;
   return readIntTuple(shape.get(), meta.sizes) &&
          readIntTuple(stride.get(), meta.strides);
 }
 
 bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
-                       const std::vector<int64_t> &strides, bool requiresGrad) {
+                       const std::vector<int64_t> &strides, bool requiresGrad, int device) {
   bool fast = fastType(t);
   // Cheapest reads first; on a match every attribute has been compared.
   PyRef d = PyRef::steal(getAttr(t, FastAccess::Dtype, fast));
@@ -275,7 +308,10 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
   }
   PyRef cpu = PyRef::steal(getAttr(t, FastAccess::IsCpu, fast));
   PyRef rg = PyRef::steal(getAttr(t, FastAccess::RequiresGrad, fast));
-  if (!cpu || !rg || cpu.get() != Py_True || (rg.get() == Py_True) != requiresGrad) {
+  bool onDevice = device == TensorMeta::kCpuDevice
+                      ? cpu.get() == Py_True
+                      : cpu && cpu.get() == Py_False && deviceOf(t) == device;
+  if (!cpu || !rg || !onDevice || (rg.get() == Py_True) != requiresGrad) {
     PyErr_Clear();
     return false;
   }

@@ -38,7 +38,14 @@ struct TensorMeta {
   std::vector<int64_t> strides;
   bool requiresGrad = false;
   bool isCpu = false;
+  /// kCpuDevice, kMetaDevice, or the CUDA device index (>= 0); other
+  /// devices are kOtherDevice.
+  int device = kOtherDevice;
+  static constexpr int kCpuDevice = -1, kMetaDevice = -2, kOtherDevice = -3;
 };
+
+/// "cpu", "meta", "cuda:N" for a TensorMeta::device value.
+std::string deviceName(int device);
 
 /// Imports torch and caches the objects the extension uses; false (with a
 /// Python error set) when torch is missing.
@@ -51,8 +58,11 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta);
 /// The hot-path tensor guard: whether `t` is a CPU tensor with exactly this
 /// dtype, sizes, strides and requires_grad. Reads each attribute once and
 /// compares in place (no vectors); false on mismatch or error (cleared).
+/// `device` (TensorMeta::device) other than the CPU is compared through
+/// `t.device` (the CUDA backend's entries; the CPU check stays the fast one).
 bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
-                       const std::vector<int64_t> &strides, bool requiresGrad);
+                       const std::vector<int64_t> &strides, bool requiresGrad,
+                       int device = TensorMeta::kCpuDevice);
 /// `t.data_ptr()`; nullptr with a Python error on failure.
 void *tensorDataPtr(PyObject *t);
 /// `torch.get_num_threads()` (1 on error).

@@ -223,8 +223,11 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
     PyErr_Clear();
     throw Unsupported("cannot read tensor metadata");
   }
-  if (!meta.isCpu)
-    throw Unsupported("tensor is not on the CPU (this build compiles for CPU only)");
+  // CPU graphs compile for the CPU; CUDA (and meta, a dry run) graphs for
+  // the CUDA backend (frontend/csrc/CudaEntry.cpp checks all inputs agree).
+  if (meta.device == TensorMeta::kOtherDevice)
+    throw Unsupported("tensor is on a device kiln does not compile for (CPU, CUDA and meta "
+                      "tensors are supported)");
   auto dt = dtypeFromObject(meta.dtype);
   if (!dt)
     throw Unsupported("tensor dtype " + pyText(meta.dtype) + " is not supported");
@@ -235,6 +238,7 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
   g.sizes = meta.sizes;
   g.strides = meta.strides;
   g.requiresGrad = meta.requiresGrad;
+  g.device = meta.device;
   out_.guards.push_back(g);
   GraphInput in;
   in.source = source;
