@@ -147,8 +147,9 @@ def inductor_first_call(model, inputs) -> tuple[object, float]:
     return compiled, time.perf_counter() - t0
 
 
-def time_interleaved(fns: dict, rounds: int, round_s: float) -> dict:
-    """Per-call Timing of each callable, timed in interleaved rounds."""
+def time_interleaved(fns: dict, rounds: int, round_s: float, clock=time.perf_counter) -> dict:
+    """Per-call Timing of each callable, timed with `clock` in interleaved
+    rounds."""
     counts = {}
     for name, fn in fns.items():
         fn()
@@ -162,10 +163,10 @@ def time_interleaved(fns: dict, rounds: int, round_s: float) -> dict:
     for r in range(rounds):
         for name in names[r % len(names):] + names[: r % len(names)]:
             fn, n = fns[name], counts[name]
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 fn()
-            samples[name].append((time.perf_counter() - t0) / n)
+            samples[name].append((clock() - t0) / n)
     out = {}
     for name, xs in samples.items():
         q = statistics.quantiles(xs, n=10, method="inclusive") if len(xs) > 1 else xs * 9
@@ -203,9 +204,23 @@ def run_case(case: Case, batch: int, args) -> Result:
             res.inductor_status = "error: " + first_line(f"{type(e).__name__}: {e}")
     for threads in args.threads:
         torch.set_num_threads(threads)
-        res.times[threads] = time_interleaved(fns, args.rounds, args.round_ms / 1e3)
+        res.times[threads] = time_interleaved(fns, args.rounds, args.round_ms / 1e3,
+                                              clock_for(threads, args))
     torch.set_num_threads(1)
     return res
+
+
+def clock_for(threads: int, args):
+    """CPU time of this thread for one-thread runs (every kernel of eager,
+    torch.compile and kiln then runs on the calling thread, and time spent
+    descheduled by other jobs on a shared machine is not counted); wall
+    clock otherwise or with --clock wall."""
+    return time.thread_time if threads == 1 and args.clock == "auto" else time.perf_counter
+
+
+def clock_name(threads: int, args) -> str:
+    return "CPU time of the calling thread" if clock_for(threads, args) is time.thread_time \
+        else "wall-clock time"
 
 
 def want_scale(want) -> float:
@@ -231,7 +246,8 @@ def bandwidth(numel: int, args) -> dict:
         "eager x * 2 + 1 (fresh output)": lambda: x * 2 + 1,
         "kiln x * 2 + 1 (fresh output)": lambda: pointwise(x),
     }
-    times = time_interleaved(fns, args.rounds, max(args.round_ms, 50) / 1e3)
+    times = time_interleaved(fns, args.rounds, max(args.round_ms, 50) / 1e3,
+                             clock_for(1, args))
     kiln.reset()
     return {name: 2 * numel * 4 / t.median / 1e9 for name, t in times.items()}
 
@@ -349,7 +365,10 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
         f"libtorch), kiln GEMMs: {first_line(blas, 80)}. fp32 inference under "
         f"`torch.no_grad()`, random weights. Command: `{args.command}` "
         f"({elapsed / 60:.1f} min). Each cell: median per-call time over "
-        f"{args.rounds} interleaved rounds (p10–p90 in parentheses); ratios are "
+        f"{args.rounds} interleaved rounds (p10–p90 in parentheses), measured as "
+        f"{clock_name(1, args)} at one thread (this VM's 2 cores are shared with other "
+        "jobs, whose load makes wall-clock medians swing by 2-5x) and as wall-clock "
+        "time at more threads; ratios are "
         "speedups (>1: kiln faster). First-call times are capture + compile + one run "
         "in this process: kiln with an empty on-disk cache (cold) and again after "
         "`kiln.reset()` with its entry on disk (warm); torch.compile with an empty "
@@ -367,8 +386,8 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
     out += cache_section(check, args.cache_case, args.cache_batch)
     for mib, rates in bw.items():
         pre, fresh = rates[COPY_PRE], rates[COPY_FRESH]
-        out += [f"### Bandwidth, {mib} MiB per buffer (1 thread; bytes read + written per "
-                "second)", "", "| kernel | GB/s | vs dst.copy_(x) | vs x.clone() |",
+        out += [f"### Bandwidth, {mib} MiB per buffer (1 thread, {clock_name(1, args)}; "
+                "bytes read + written per second)", "", "| kernel | GB/s | vs dst.copy_(x) | vs x.clone() |",
                 "|---|---|---|---|"]
         out += [f"| {name} | {gbs:.1f} | {gbs / pre:.0%} | {gbs / fresh:.0%} |"
                 for name, gbs in rates.items()]
@@ -412,6 +431,8 @@ def main(argv=None) -> int:
     p.add_argument("--round-ms", type=float, default=20.0, help="time per round per impl")
     p.add_argument("--tol", type=float, default=1e-3, help="max abs error / (1 + max |eager|)")
     p.add_argument("--no-inductor", action="store_true")
+    p.add_argument("--clock", choices=("auto", "wall"), default="auto",
+                   help="auto: CPU time of the calling thread at 1 thread, wall clock above")
     p.add_argument("--bandwidth-mib", default="16,256",
                    help="buffer sizes of the bandwidth section ('' skips it)")
     p.add_argument("--cache-case", default="BERT-style layer d256 h4, seq 64",
