@@ -20,6 +20,8 @@
 
 namespace kiln {
 
+struct ResumePlan;
+
 /// A compiled graph plus everything needed to call it from a frame.
 struct Entry {
   SourceTable sources;
@@ -34,6 +36,9 @@ struct Entry {
   /// capture would fail the same way); `eagerReason` says why.
   bool eager = false;
   std::string eagerReason;
+  /// A graph break's prefix: the graph returns the interpreter state and
+  /// this plan runs the rest of the frame (Resume.h); null otherwise.
+  std::shared_ptr<ResumePlan> resume;
   rt::CompiledFunction fn;
   /// Set instead of `fn` for graphs on CUDA/meta tensors: a Python callable
   /// (kiln.cuda) taking the graph inputs, returning the results (CudaEntry.h).

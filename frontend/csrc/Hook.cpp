@@ -11,6 +11,7 @@
 #include "CudaEntry.h"
 #include "Entry.h"
 #include "Log.h"
+#include "Resume.h"
 #include "TensorInfo.h"
 #include "capture/Capture.h"
 #include "codegen/Registration.h"
@@ -53,6 +54,7 @@ struct CodeCache {
   std::vector<std::unique_ptr<Entry>> entries;
   bool warnedLimit = false;
   int inKiln = -1; ///< the code is kiln's own (-1: not yet known)
+  bool stub = false; ///< a graph break's stub (kiln/_resume.py): never captured
 };
 
 Py_ssize_t gExtraIndex = -1;
@@ -120,6 +122,26 @@ struct Busy {
   ~Busy() { --tls.busy; }
 };
 
+/// RAII: user code runs again (a graph break's eager part and resume).
+struct Unbusy {
+  int saved = tls.busy;
+  Unbusy() { tls.busy = 0; }
+  ~Unbusy() { tls.busy = saved; }
+};
+
+/// Runs a hit entry and, for a graph break's prefix, the rest of the frame.
+PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
+                   PyObject *code, PyObject **locals);
+PyObject *runFrame(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
+                   PyObject *code, PyObject **locals) {
+  PyObject *r = runEntry(entry, values, func, code, locals);
+  if (!r || !entry.resume)
+    return r;
+  PyRef state = PyRef::steal(r);
+  Unbusy user;
+  return runBreak(*entry.resume, state.get(), values, func);
+}
+
 /// The folder for one compilation's IR dumps: under KILN_DEBUG_DIR, or
 /// with KILN_LOGS=ir alone under a per-process temporary folder (logged).
 std::string newDebugDir(const std::string &name) {
@@ -140,6 +162,9 @@ std::string newDebugDir(const std::string &name) {
   log(LogChannel::Ir, "IR after each pass of " + name + ": " + dir);
   return dir;
 }
+
+std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure &failure,
+                                   std::chrono::steady_clock::time_point t0);
 
 /// Counts and logs what the on-disk compile cache did for one compilation.
 /// Invalid entries and failed writes are always reported (on stderr).
@@ -176,6 +201,14 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   };
   if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
     return fail();
+  auto entry = finishEntry(code, cap, failure, t0);
+  return entry ? std::move(entry) : fail();
+}
+
+/// Compiles a successful capture into an entry; null with `failure` set
+/// when code generation fails.
+std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure &failure,
+                                   std::chrono::steady_clock::time_point t0) {
   auto entry = std::make_unique<Entry>();
   entry->name = codeName(code);
   entry->localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
@@ -192,11 +225,11 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
   int device = -1;
   if (!cap.results.empty() && !graphDevice(cap.inputs, cap.guards, device, failure.reason))
-    return fail();
+    return nullptr;
   if (!cap.results.empty() && device != -1) {
     // CUDA (or meta) inputs: the CUDA backend (frontend/csrc/CudaEntry.h).
     if (!compileForCuda(irText, device, *entry, failure.reason))
-      return fail();
+      return nullptr;
   } else if (!cap.results.empty()) {
     std::string error;
     mlir::kiln::CpuCompileInfo info;
@@ -204,7 +237,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     countDiskCache(entry->name, info);
     if (!entry->fn.entry) {
       failure.reason = "compilation failed: " + error;
-      return fail();
+      return nullptr;
     }
   }
   entry->sources = std::move(cap.sources);
@@ -226,6 +259,40 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
       g += "\n  " + guard.describe(entry->sources, entry->localNames);
     log(LogChannel::Guards, g);
   }
+  return entry;
+}
+
+/// After a failed capture that stopped inside the root frame's
+/// instruction at failure.rootOffset: captures the frame again up to that
+/// instruction and compiles it as a graph break's prefix (the rest runs
+/// through kiln/_resume.py's stub and resume function). Null, with the
+/// reason it cannot resume appended to `failure`, when that is impossible.
+std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
+                                    CaptureFailure &failure) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string why;
+  int start = planBreak(code, failure.rootOffset, why);
+  Capture cap;
+  cap.gradMode = gradEnabled();
+  cap.stopOffset = start;
+  CaptureFailure again;
+  std::shared_ptr<ResumePlan> plan;
+  if (start >= 0 &&
+      !captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, again))
+    why = again.reason;
+  else if (start >= 0)
+    plan = buildResumePlan(code, start, failure.rootOffset, cap.state, why);
+  std::unique_ptr<Entry> entry = plan ? finishEntry(code, cap, again, t0) : nullptr;
+  if (plan && !entry)
+    why = again.reason;
+  if (!entry) {
+    failure.reason += "; cannot resume after it: " + why;
+    return nullptr;
+  }
+  if (CodeCache *stub = cacheOf(plan->stub.get()))
+    stub->stub = true;
+  plan->where = failure.reason + (failure.location.empty() ? "" : " at " + failure.location);
+  entry->resume = std::move(plan);
   return entry;
 }
 
@@ -327,7 +394,11 @@ PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
   PyRef bound = PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
   // The backward differentiates the eager result's tensors at the graph
   // results' positions (the result may hold inputs, constants, nesting).
-  PyRef eager = PyRef::steal(makeRecompute(func, code, locals));
+  // A break's prefix recomputes through the prefix function (the original
+  // code returning the state at the break).
+  PyRef eagerFn = entry.resume ? PyRef::steal(prefixFunction(*entry.resume, func))
+                               : PyRef::borrow(func);
+  PyRef eager = eagerFn ? PyRef::steal(makeRecompute(eagerFn.get(), code, locals)) : PyRef();
   PyRef paths = PyRef::steal(resultPaths(entry));
   PyRef autogradMod = PyRef::steal(PyImport_ImportModule("kiln._autograd"));
   PyRef select = autogradMod ? PyRef::steal(PyObject_GetAttrString(autogradMod.get(), "select"))
@@ -459,7 +530,7 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   // the frames they call are still intercepted.
   if (cache->inKiln < 0)
     cache->inKiln = !gKilnPrefix.empty() && codeFile(code).rfind(gKilnPrefix, 0) == 0;
-  if (isEntry && cache->inKiln)
+  if ((isEntry && cache->inKiln) || cache->stub)
     return nullptr;
   Busy busy;
   ++gFrames;
@@ -495,10 +566,16 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
       }
       return nullptr;
     }
+    if (failed == -1 && e->resume && tls.fullgraph) {
+      *handled = 1;
+      PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s: %s",
+                   codeName(code).c_str(), e->resume->where.c_str());
+      return nullptr;
+    }
     if (failed == -1) {
       ++gCacheHits;
       *handled = 1;
-      return runEntry(*e, values, func, code, locals);
+      return runFrame(*e, values, func, code, locals);
     }
     if (firstFailure.empty())
       firstFailure = failed == -3   ? "grad mode changed"
@@ -528,6 +605,23 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   CaptureFailure failure;
   std::unique_ptr<Entry> failedEntry;
   std::unique_ptr<Entry> entry = compileEntry(code, func, view, failure, failedEntry);
+  if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
+    entry = compileBreak(code, func, view, failure);
+    // A prefix whose guards fail at once (an assumption that cannot be
+    // re-checked) is no use: the frame then runs eagerly as below.
+    if (entry && (entry->sources.resolve(view, values) >= 0 ||
+                  checkGuards(entry->guards, values) >= 0)) {
+      failure.reason += "; cannot resume after it: guards do not hold right after capture";
+      entry = nullptr;
+    }
+    if (entry) {
+      ++gStats["graph_breaks"];
+      log(LogChannel::GraphBreaks, "graph break in " + codeName(code) + ": " +
+                                       entry->resume->where +
+                                       "; the graph before it is compiled, the rest resumes "
+                                       "in a new frame");
+    }
+  }
   if (!entry) {
     ++gStats["graph_breaks"];
     std::string msg = codeName(code) + " runs eagerly: " + failure.reason +
@@ -560,5 +654,5 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   }
   cache->entries.push_back(std::move(entry));
   *handled = 1;
-  return runEntry(*cache->entries.back(), values, func, code, locals);
+  return runFrame(*cache->entries.back(), values, func, code, locals);
 }

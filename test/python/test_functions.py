@@ -436,7 +436,8 @@ def test_factory_with_requires_grad_falls_back():
     out = kiln.compile(f)(x)
     assert out.requires_grad
     assert_close(out.detach(), x)
-    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+    # torch.zeros(..., requires_grad=True) runs eagerly, `x + _` is compiled
+    assert stats()["graph_breaks"] == 1 and stats()["graphs_compiled"] == 2
 
 
 def test_dicts_built_in_the_function():

@@ -106,7 +106,9 @@ def test_invalid_index_raises_like_eager(idx):
         f(x)
     with pytest.raises((IndexError, ValueError)):
         cf(x)
-    assert stats()["compiled_calls"] == 0
+    # f breaks at the call of idx, idx's own frame at the index, which then
+    # raises eagerly
+    assert stats()["graph_breaks"] == 2
 
 
 def test_inplace_on_slice_of_computed_tensor_falls_back():
@@ -198,7 +200,7 @@ def test_cat_of_mismatched_shapes_raises_like_eager():
     a, b = torch.randn(2, 3), torch.randn(2, 4)
     with pytest.raises(RuntimeError):
         cf(a, b)
-    assert stats()["compiled_calls"] == 0
+    assert stats()["graph_breaks"] == 1  # torch.cat raises eagerly at the break
 
 
 # ---- embedding ------------------------------------------------------------------------
@@ -245,7 +247,7 @@ def test_embedding_max_norm_falls_back():
     cf = kiln.compile(f)
     i, w = torch.tensor([0, 1]), torch.randn(3, 4)
     assert_close(cf(i, w.clone()), f(i, w.clone()))
-    assert stats()["graph_breaks"] == 1 and stats()["compiled_calls"] == 0
+    assert stats()["graph_breaks"] == 1  # the embedding call runs eagerly
 
 
 # ---- batch_norm (eval) -----------------------------------------------------------------
@@ -297,7 +299,7 @@ def test_batch_norm_training_falls_back():
     assert_close(out, expected)
     # the running stats were updated by the eager fallback
     assert_close(m.running_mean, ref.running_mean)
-    assert stats()["graph_breaks"] >= 1 and stats()["compiled_calls"] == 0
+    assert stats()["graph_breaks"] >= 1  # batch_norm runs eagerly at the break
 
 
 def test_returned_strided_slices_of_computed_tensors():

@@ -60,6 +60,26 @@ bool isPureBuiltin(const std::string &name) {
 
 } // namespace
 
+VarP Interpreter::tensorMethodOrAttr(const VarP &obj, PyObject *name) {
+  try {
+    return loadAttr(obj, name);
+  } catch (const Unsupported &) {
+    // A Tensor method kiln does not capture (`x.item()`): the graph breaks
+    // at its call, so that the eager part is just the call.
+    static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
+    PyRef m = PyRef::steal(PyObject_GetAttr(tensorType, name));
+    PyErr_Clear();
+    if (!m || !(Py_TYPE(m.get()) == &PyMethodDescr_Type || PyFunction_Check(m.get()) ||
+                Py_TYPE(m.get()) == &PyWrapperDescr_Type))
+      throw;
+    auto v = std::make_shared<Var>();
+    v->kind = Var::Kind::TensorMethod;
+    v->self = obj;
+    v->name = pyText(name);
+    return v;
+  }
+}
+
 VarP Interpreter::interpret(Frame &f) {
   size_t pc = 0;
   VarP result;
@@ -68,8 +88,16 @@ VarP Interpreter::interpret(Frame &f) {
       throw Unsupported("capture exceeded the instruction budget (very long loop?)");
     const Instr &in = f.code->instrs[pc];
     loc_ = mlir::FileLineColLoc::get(&ctx_, f.code->filename, in.line, 0);
-    if (step(f, pc, result))
+    if (f.isRoot) {
+      rootOffset_ = in.offset;
+      if (in.offset == out_.stopOffset)
+        return breakState(f);
+    }
+    if (step(f, pc, result)) {
+      if (f.isRoot)
+        rootOffset_ = -1;
       return result;
+    }
   }
   throw Unsupported("fell off the end of the bytecode");
 }
@@ -169,8 +197,25 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     f.stack.push_back(loadGlobal(f, in.argval.get()));
   } else if (op == "LOAD_ATTR" || op == "LOAD_METHOD") {
     VarP obj = pop(f);
-    VarP attr = loadAttr(obj, in.argval.get());
     bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && PY_MINOR_VERSION >= 12);
+    VarP attr = methodForm && obj->isTensor() ? tensorMethodOrAttr(obj, in.argval.get())
+                                              : loadAttr(obj, in.argval.get());
+    PyObject *a = attr->isConst() ? attr->obj.get() : nullptr;
+    if (methodForm && a && obj->isConst() && PyCFunction_Check(a) &&
+        PyCFunction_GET_SELF(a) == obj->obj.get() && !PyModule_Check(obj->obj.get())) {
+      // A builtin method of an object (`lst.append`): kept as CPython's
+      // [function, self] so that a graph break calls it on the object the
+      // frame holds at run time, not on the one seen at capture.
+      PyRef fn = PyRef::steal(PyObject_GetAttr(
+          reinterpret_cast<PyObject *>(Py_TYPE(obj->obj.get())), in.argval.get()));
+      PyErr_Clear();
+      if (fn) {
+        f.stack.push_back(makeConst(fn));
+        f.stack.push_back(obj);
+        pc = next;
+        return false;
+      }
+    }
     if (methodForm)
       f.stack.push_back(nullVar());
     f.stack.push_back(attr);
@@ -587,6 +632,19 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (!pure)
     throw Unsupported("call to " + pyText(fn) + " is not supported" +
                       (name == "print" ? " (print has side effects)" : ""));
+  // getattr/hasattr on an object of the frame read the attribute through a
+  // guarded source (the object may change between calls); a missing
+  // attribute cannot be guarded yet.
+  if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[0]->isConst() &&
+      args[1]->isConst() && PyUnicode_Check(args[1]->obj.get()) && sourceOf(args[0]) >= 0 &&
+      kwargs.empty()) {
+    if (!PyObject_HasAttr(args[0]->obj.get(), args[1]->obj.get())) {
+      PyErr_Clear();
+      throw Unsupported(name + "() of a missing attribute of an object of the frame");
+    }
+    VarP v = loadAttr(args[0], args[1]->obj.get());
+    return name == "getattr" ? v : makeConst(PyRef::borrow(Py_True));
+  }
   // Iteration helpers over abstract sequences (lists of tensors, modules):
   // built from the items so that their sources and graph values are kept.
   if ((name == "enumerate" || name == "zip" || name == "reversed") && !args.empty()) {

@@ -94,7 +94,20 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     mlir::Block &entry = fn.getBody().front();
     std::vector<mlir::Value> inputs(entry.getArguments().begin(), entry.getArguments().end());
     std::vector<mlir::Value> results;
-    addOutput(out, results, inputs, result);
+    if (out.stopOffset >= 0) {
+      // A break's prefix: the state tuple; note which items hold results.
+      if (!out.state.reached || result->kind != Var::Kind::Tuple)
+        throw Unsupported("the capture did not reach the graph break again");
+      out.outputs.push_back({OutputSlot::Kind::Tuple, (int)result->items.size(), {}});
+      for (size_t i = 0; i < result->items.size(); ++i) {
+        size_t before = results.size();
+        addOutput(out, results, inputs, result->items[i], 1);
+        if (results.size() > before)
+          out.state.needed.push_back((int)i);
+      }
+    } else {
+      addOutput(out, results, inputs, result);
+    }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
@@ -115,6 +128,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       throw Unsupported("captured IR does not verify: " + diagnostics);
   } catch (const Unsupported &e) {
     failure.reason = e.what();
+    failure.rootOffset = interp.rootOffset();
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
     if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))

@@ -47,8 +47,31 @@ struct GraphOutput {
   DType dtype;
 };
 
+/// The interpreter state where a capture stopped at a graph break (see
+/// kiln/_resume.py): the graph's Python result is the tuple (stack items,
+/// locals, cells), which the frame hook hands to the break's stub.
+struct BreakState {
+  bool reached = false; ///< the capture got to the stop offset
+  std::string layout; ///< per stack slot: 'n' a NULL, 'i' the next item
+  std::vector<std::string> locals; ///< fast locals passed after the stack items
+  std::vector<std::string> cells;  ///< cells (by content) passed after the locals
+  /// (item, source): items read from the frame on every call (the caller's
+  /// own objects, e.g. a list passed in, keep their identity).
+  std::vector<std::pair<int, int>> sourced;
+  /// Items that are lists/dicts/sets made at capture time: copied per call.
+  std::vector<int> copied;
+  /// Items whose subtree holds graph results (the autograd recompute
+  /// returns just these).
+  std::vector<int> needed;
+};
+
 /// Everything a successful capture produces.
 struct Capture {
+  /// In: stop before the root instruction at this bytecode offset and
+  /// return the interpreter state (a graph break's prefix); -1: run to the end.
+  int stopOffset = -1;
+  /// Out (with stopOffset): the state at the stop.
+  BreakState state;
   SourceTable sources;
   std::vector<Guard> guards;
   std::vector<GraphInput> inputs;
@@ -67,6 +90,10 @@ struct Capture {
 struct CaptureFailure {
   std::string reason;
   std::string location; ///< "file:line" of the unsupported construct
+  /// Offset of the root frame's instruction that was running (the call
+  /// that was being inlined, for a failure inside a callee); -1 when the
+  /// failure was not inside an instruction (e.g. the result).
+  int rootOffset = -1;
 };
 
 /// Captures the frame of `code` (called as `func`, locals in `frame`).

@@ -140,9 +140,14 @@ public:
   /// Records that the graph depends on the exact value of `v` (no-op for
   /// values without a source; they derive from guarded values).
   void guardValue(const VarP &v);
+  /// Offset of the root instruction running now (-1 outside the loop).
+  int rootOffset() const { return rootOffset_; }
 
 private:
   VarP interpret(Frame &f);
+  /// The root frame's state before the instruction at Capture::stopOffset,
+  /// as a tuple Var; fills Capture::state (BreakState.cpp).
+  VarP breakState(Frame &f);
   bool step(Frame &f, size_t &pc, VarP &result);
   VarP call(const VarP &callee, std::vector<VarP> &args,
             std::map<std::string, VarP> &kwargs);
@@ -157,6 +162,9 @@ private:
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
+  /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
+  /// kiln cannot call it (the call then breaks the graph).
+  VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
   VarP fromSource(PyObject *value, int source);
@@ -183,6 +191,7 @@ private:
   std::vector<PyRef> keepAlive_;
   int depth_ = 0;
   long steps_ = 0;
+  int rootOffset_ = -1;
 };
 
 /// The MLIR element type of `d`.
