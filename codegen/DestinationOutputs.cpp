@@ -10,8 +10,9 @@
 // never be written. Every buffer argument gets `llvm.noalias`: the caller
 // guarantees that outputs are fresh buffers overlapping no input or other
 // output (inputs may alias each other; they are only read). The function
-// gets `llvm.emit_c_interface`. A `tensor.empty` or a fill of one with
-// several users (CSE merges identical ones) is first duplicated per user:
+// gets `llvm.emit_c_interface`. A `tensor.empty`, a fill of one or an
+// insert_slice chain into one with several users (CSE merges identical
+// ones) is first duplicated per user:
 // MLIR 19's eliminate-empty-tensors rewrites a shared init for one
 // destination and then copies the wrong results into the others.
 //===----------------------------------------------------------------------===//
@@ -73,10 +74,16 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   return success();
 }
 
-/// True for ops that only create or fill a fresh tensor (cheap to repeat).
+/// True for ops that only create or fill a fresh tensor (cheap to repeat),
+/// including `tensor.insert_slice` into such a tensor (the first steps of a
+/// concat, which CSE shares between two concats with a common first operand).
 bool isInitOp(Operation *op) {
   if (isa<tensor::EmptyOp, linalg::FillOp>(op))
     return true;
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    Operation *dest = insert.getDest().getDefiningOp();
+    return dest && isInitOp(dest);
+  }
   auto generic = dyn_cast<linalg::GenericOp>(op);
   return generic && generic.getNumDpsInputs() == 0 &&
          generic.getNumLoops() == generic.getNumParallelLoops();

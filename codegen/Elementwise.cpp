@@ -238,6 +238,37 @@ KILN_BODY(TanhOp) { return b.create<math::TanhOp>(loc, a[0]); }
 KILN_BODY(SqrtOp) { return b.create<math::SqrtOp>(loc, a[0]); }
 KILN_BODY(RsqrtOp) { return b.create<math::RsqrtOp>(loc, a[0]); }
 KILN_BODY(ErfOp) { return b.create<math::ErfOp>(loc, a[0]); }
+KILN_BODY(SinOp) { return b.create<math::SinOp>(loc, a[0]); }
+KILN_BODY(CosOp) { return b.create<math::CosOp>(loc, a[0]); }
+KILN_BODY(TanOp) { return b.create<math::TanOp>(loc, a[0]); }
+KILN_BODY(AtanOp) { return b.create<math::AtanOp>(loc, a[0]); }
+KILN_BODY(FloorOp) { return b.create<math::FloorOp>(loc, a[0]); }
+KILN_BODY(CeilOp) { return b.create<math::CeilOp>(loc, a[0]); }
+KILN_BODY(RoundOp) { return b.create<math::RoundEvenOp>(loc, a[0]); }
+KILN_BODY(TruncOp) { return b.create<math::TruncOp>(loc, a[0]); }
+KILN_BODY(Log1pOp) { return b.create<math::Log1pOp>(loc, a[0]); }
+KILN_BODY(Expm1Op) {
+  // exp(x) - 1 cancels near 0 (and math-to-llvm lowers expm1 that way):
+  // expm1(x) = u == 1 ? x : (u - 1) * x / log(u) with u = exp(x) (Kahan),
+  // exact at 0 and accurate to a few ulp elsewhere; u = inf gives inf.
+  Value x = a[0];
+  Type t = x.getType();
+  Value u = b.create<math::ExpOp>(loc, x);
+  Value one = cst(b, loc, t, 1.0);
+  Value um1 = b.create<arith::SubFOp>(loc, u, one);
+  Value ratio = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, um1, x),
+                                         b.create<math::LogOp>(loc, u));
+  Value isOne = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, one);
+  Value isInf = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u,
+                                        cst(b, loc, t, INFINITY));
+  Value small = b.create<arith::SelectOp>(loc, isOne, x, ratio);
+  Value big = b.create<arith::SelectOp>(loc, isInf, u, small);
+  // x = -inf: u = 0, ratio = (-1 * -inf) / -inf = NaN; expm1(-inf) = -1.
+  Value isZero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u,
+                                         cst(b, loc, t, 0.0));
+  return b.create<arith::SelectOp>(loc, isZero, um1, big);
+}
+KILN_BODY(Log2Op) { return b.create<math::Log2Op>(loc, a[0]); }
 KILN_BODY(SigmoidOp) { return sigmoid(b, loc, a[0]); }
 KILN_BODY(SiluOp) {
   return b.create<arith::MulFOp>(loc, a[0], sigmoid(b, loc, a[0]));
@@ -311,6 +342,26 @@ bool hasScalarElements(Operation *op) {
          llvm::all_of(op->getResultTypes(), ok);
 }
 
+/// The body of `op` computed on 16-bit floats (f16, bf16) in f32 and
+/// rounded once, as torch computes them ("opmath"); other types as they are.
+template <typename OpTy>
+Value bodyInOpmath(OpTy op, OpBuilder &b, Location loc, ValueRange args) {
+  auto narrow = [](Type t) { return t.isF16() || t.isBF16(); };
+  if (std::is_same_v<OpTy, CastOp> || std::is_same_v<OpTy, SelectOp> ||
+      llvm::none_of(args, [&](Value v) { return narrow(v.getType()); }))
+    return body(op, b, loc, args);
+  SmallVector<Value> wide;
+  for (Value v : args)
+    wide.push_back(narrow(v.getType())
+                       ? b.create<arith::ExtFOp>(loc, b.getF32Type(), v).getResult()
+                       : v);
+  Value r = body(op, b, loc, wide);
+  Type resultElt = getElementTypeOrSelf(op->getResult(0).getType());
+  if (r.getType() != resultElt)
+    r = b.create<arith::TruncFOp>(loc, resultElt, r);
+  return r;
+}
+
 /// Generic lowering of an elementwise op through its `body` overload.
 template <typename OpTy>
 struct ElementwiseLowering : OpConversionPattern<OpTy> {
@@ -324,7 +375,7 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
     Value result = buildBroadcastingGeneric(
         rewriter, op.getLoc(), type, adaptor.getOperands(),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          return body(op, b, loc, args);
+          return bodyInOpmath(op, b, loc, args);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -385,6 +436,12 @@ void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
                ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
                ElementwiseLowering<SelectOp>>(ctx);
+  patterns.add<ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
+               ElementwiseLowering<TanOp>, ElementwiseLowering<AtanOp>,
+               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+               ElementwiseLowering<RoundOp>, ElementwiseLowering<TruncOp>,
+               ElementwiseLowering<Log1pOp>, ElementwiseLowering<Expm1Op>,
+               ElementwiseLowering<Log2Op>>(ctx);
   patterns.add<CompareLowering<EqOp>, CompareLowering<NeOp>,
                CompareLowering<LtOp>, CompareLowering<LeOp>,
                CompareLowering<GtOp>, CompareLowering<GeOp>>(ctx);

@@ -3,7 +3,8 @@
 //
 // Builds the conversion target (every kiln op illegal) and applies the
 // elementwise, matmul, reduction and shape-op pattern sets. Ops that
-// `kiln-decompose` should have removed (softmax, layer_norm) are reported
+// `kiln-decompose` should have removed (softmax, layer_norm, conv2d and the
+// pooling ops) are reported
 // with their location before converting; any op left unconverted makes the
 // conversion report "failed to legalize" at its location.
 //===----------------------------------------------------------------------===//
@@ -29,7 +30,7 @@ struct ConvertKilnToLinalgPass
 
     bool undecomposed = false;
     func.walk([&](Operation *op) {
-      if (isa<SoftmaxOp, LayerNormOp>(op)) {
+      if (isa<SoftmaxOp, LayerNormOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp>(op)) {
         op->emitError() << "'" << op->getName()
                         << "' reached codegen; run kiln-decompose first";
         undecomposed = true;

@@ -229,11 +229,49 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   }
 };
 
+/// kiln.gather: a generic over the index's shape whose body reads the
+/// operand with `tensor.extract` at the loop indices, the index value
+/// (clamped into the dim, see the op's description) replacing loop `dim`.
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Value input = adaptor.getInput(), index = adaptor.getIndex();
+    int64_t rank = type.getRank(), dim = op.getDim();
+    if (rank == 0) { // a 0-d gather reads the one element
+      rewriter.replaceOp(op, input);
+      return success();
+    }
+    Value init = buildEmpty(rewriter, loc, type, tensor::getMixedSizes(rewriter, loc, index));
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    Value size = getValueOrCreateConstantIndexOp(
+        rewriter, loc, tensor::getMixedSize(rewriter, loc, input, dim));
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, type, ValueRange{index}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value idx = b.create<arith::IndexCastOp>(l, b.getIndexType(), args[0]);
+          Value zero = b.create<arith::ConstantIndexOp>(l, 0);
+          Value last = b.create<arith::SubIOp>(l, size, b.create<arith::ConstantIndexOp>(l, 1));
+          idx = b.create<arith::MinSIOp>(l, b.create<arith::MaxSIOp>(l, idx, zero), last);
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < rank; ++d)
+            coords.push_back(d == dim ? idx : b.create<linalg::IndexOp>(l, d).getResult());
+          b.create<linalg::YieldOp>(l, b.create<tensor::ExtractOp>(l, input, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<PermuteLowering, BroadcastToLowering, ReshapeLowering, SliceLowering,
-               ConcatLowering, EmbeddingLowering>(
+               ConcatLowering, EmbeddingLowering, GatherLowering>(
       patterns.getContext());
 }
 

@@ -274,6 +274,29 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         ValueRange operands, DictionaryAttr attrs,
+                                         OpaqueProperties props, RegionRange regions,
+                                         SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto input = rankedType(adaptor.getInput());
+  auto index = rankedType(adaptor.getIndex());
+  int64_t rank = input.getRank(), dim = adaptor.getDim();
+  if (index.getRank() != rank)
+    return emitOptionalError(loc, "index ", index, " must have the rank of the operand ",
+                             input);
+  if (dim < 0 || dim >= std::max<int64_t>(rank, 1))
+    return emitOptionalError(loc, "dim ", dim, " is out of range for rank ", rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t is = index.getDimSize(i), s = input.getDimSize(i);
+    if (i != dim && !ShapedType::isDynamic(is) && !ShapedType::isDynamic(s) && is > s)
+      return emitOptionalError(loc, "index dim ", i, " has size ", is,
+                               ", larger than the operand's ", s);
+  }
+  inferred.push_back(RankedTensorType::get(index.getShape(), input.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -296,7 +319,58 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 KILN_REDUCTION_INFER(SumOp)
 KILN_REDUCTION_INFER(MeanOp)
 KILN_REDUCTION_INFER(MaxOp)
+KILN_REDUCTION_INFER(MinOp)
+KILN_REDUCTION_INFER(ProdOp)
 #undef KILN_REDUCTION_INFER
+
+/// Shared inference of argmax/argmin: `dim` removed (or kept as 1), i64.
+static LogicalResult inferArgReduction(MLIRContext *ctx, std::optional<Location> loc,
+                                       RankedTensorType type, int64_t dim, bool keepdim,
+                                       SmallVectorImpl<Type> &inferred) {
+  int64_t rank = type.getRank();
+  if (dim < 0 || dim >= std::max<int64_t>(rank, 1))
+    return emitOptionalError(loc, "dim ", dim, " is out of range for rank ", rank);
+  SmallVector<int64_t> dims;
+  if (rank > 0)
+    dims.push_back(dim);
+  inferred.push_back(RankedTensorType::get(reducedShape(type.getShape(), dims, keepdim),
+                                           IntegerType::get(ctx, 64)));
+  return success();
+}
+
+/// Shared verifier of argmax/argmin: no i1 operand, no empty reduced dim.
+static LogicalResult verifyArgReduction(Operation *op, RankedTensorType type, int64_t dim) {
+  if (type.getElementType().isInteger(1))
+    return op->emitOpError("operand must not be i1 (torch rejects bool)");
+  if (type.getRank() > 0 && type.getDimSize(dim) == 0)
+    return op->emitOpError("cannot reduce the empty dim ") << dim;
+  return success();
+}
+
+#define KILN_ARG_REDUCTION(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(                                           \
+      MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,      \
+      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,        \
+      SmallVectorImpl<Type> &inferred) {                                        \
+    Adaptor adaptor(operands, attrs, props, regions);                           \
+    return inferArgReduction(ctx, loc, rankedType(adaptor.getInput()),          \
+                             static_cast<int64_t>(adaptor.getDim()),            \
+                             adaptor.getKeepdim(), inferred);                   \
+  }                                                                             \
+  LogicalResult OP::verify() {                                                  \
+    return verifyArgReduction(*this, rankedType(getInput()), getDim());         \
+  }
+KILN_ARG_REDUCTION(ArgmaxOp)
+KILN_ARG_REDUCTION(ArgminOp)
+#undef KILN_ARG_REDUCTION
+
+LogicalResult CumsumOp::verify() {
+  int64_t rank = rankedType(getInput()).getRank();
+  int64_t dim = static_cast<int64_t>(getDim()); // I64Attr getters are unsigned
+  if (dim < 0 || dim >= std::max<int64_t>(rank, 1))
+    return emitOpError("dim ") << dim << " is out of range for rank " << rank;
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Activations and normalizations

@@ -201,6 +201,124 @@ def Kiln_ErfOp : Kiln_UnaryFloatOp<"erf"> {
   }];
 }
 
+def Kiln_SinOp : Kiln_UnaryFloatOp<"sin"> {
+  let summary = "Elementwise sine (torch.sin)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.sin %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_CosOp : Kiln_UnaryFloatOp<"cos"> {
+  let summary = "Elementwise cosine (torch.cos)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.cos %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_TanOp : Kiln_UnaryFloatOp<"tan"> {
+  let summary = "Elementwise tangent (torch.tan)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.tan %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_AtanOp : Kiln_UnaryFloatOp<"atan"> {
+  let summary = "Elementwise arc tangent (torch.atan)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.atan %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_FloorOp : Kiln_UnaryFloatOp<"floor"> {
+  let summary = "Round toward -inf (torch.floor)";
+  let description = [{
+    Integer tensors are passed through by the frontend (torch.floor of an integer tensor is a copy).
+
+    Example:
+    ```mlir
+    %0 = kiln.floor %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_CeilOp : Kiln_UnaryFloatOp<"ceil"> {
+  let summary = "Round toward +inf (torch.ceil)";
+  let description = [{
+    Integer tensors are passed through by the frontend.
+
+    Example:
+    ```mlir
+    %0 = kiln.ceil %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_RoundOp : Kiln_UnaryFloatOp<"round"> {
+  let summary = "Round half to even (torch.round)";
+  let description = [{
+    Ties go to the even neighbour (`round(2.5) = 2`), as torch does; `decimals` is not part of the op (the frontend scales).
+
+    Example:
+    ```mlir
+    %0 = kiln.round %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_TruncOp : Kiln_UnaryFloatOp<"trunc"> {
+  let summary = "Round toward zero (torch.trunc)";
+  let description = [{
+    Integer tensors are passed through by the frontend.
+
+    Example:
+    ```mlir
+    %0 = kiln.trunc %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_Log1pOp : Kiln_UnaryFloatOp<"log1p"> {
+  let summary = "log(1 + x), accurate near 0 (torch.log1p)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.log1p %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_Expm1Op : Kiln_UnaryFloatOp<"expm1"> {
+  let summary = "e^x - 1, accurate near 0 (torch.expm1)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.expm1 %x : tensor<4xf32>
+    ```
+  }];
+}
+
+def Kiln_Log2Op : Kiln_UnaryFloatOp<"log2"> {
+  let summary = "Base-2 logarithm (torch.log2)";
+  let description = [{
+    Example:
+    ```mlir
+    %0 = kiln.log2 %x : tensor<4xf32>
+    ```
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise binary (broadcasting)
 //===----------------------------------------------------------------------===//
@@ -558,6 +676,34 @@ def Kiln_EmbeddingOp : Kiln_Op<"embedding", [
   }];
 }
 
+def Kiln_GatherOp : Kiln_Op<"gather", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Gather along one dim (torch.gather, index_select, flip)";
+  let description = [{
+    `result[i...] = input[i_0, ..., index[i...], ..., i_(r-1)]` with the
+    index taken at position `dim`: torch.gather. `index` is i64 with the
+    operand's rank and, in every dim but `dim`, a size no larger than the
+    operand's (verified when static); the result has `index`'s shape and
+    the operand's element type (inferred). `torch.index_select` is captured
+    as a gather with the index reshaped and broadcast along the other dims,
+    and `torch.flip` as a gather with a constant reversed index.
+
+    Out-of-range indices: eager raises; kiln clamps each index into
+    `[0, size - 1]` (as `kiln.embedding`, the indices are data that no guard
+    can check), so a read never leaves the operand.
+
+    Example:
+    ```mlir
+    %0 = kiln.gather %x, %idx {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, RankedTensorOf<[I64]>:$index, I64Attr:$dim);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index attr-dict `:` type($input) `,` type($index) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -597,6 +743,93 @@ def Kiln_MaxOp : Kiln_ReductionOp<"max"> {
     %0 = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
     ```
   }];
+}
+
+def Kiln_MinOp : Kiln_ReductionOp<"min"> {
+  let summary = "Minimum over dims (torch.amin(x, dim, keepdim))";
+  let description = [{
+    Values only. NaN propagates, as in torch.
+
+    Example:
+    ```mlir
+    %0 = kiln.min %x {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    ```
+  }];
+}
+
+def Kiln_ProdOp : Kiln_ReductionOp<"prod"> {
+  let summary = "Product over dims (torch.prod(x, dim, keepdim))";
+  let description = [{
+    Integer products accumulate in the operand type (the frontend casts
+    bool/int32 inputs to i64 first, as torch does); f16/bf16 accumulate in
+    f32 and round once.
+
+    Example:
+    ```mlir
+    %0 = kiln.prod %x {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+  }];
+}
+
+/// Index of the extreme element along one dim; i64 result.
+class Kiln_ArgReductionOp<string mnemonic>
+    : Kiln_Op<mnemonic, [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$dim,
+                   DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_ArgmaxOp : Kiln_ArgReductionOp<"argmax"> {
+  let summary = "Index of the maximum along a dim (torch.argmax(x, dim, keepdim))";
+  let description = [{
+    The first index of the largest element along `dim` (`0 <= dim < rank`,
+    verified; a 0-d operand takes `dim = 0` and gives 0). NaN counts as
+    larger than every number, so the first NaN wins, as in torch. The
+    result is i64 with `dim` removed (kept as 1 with `keepdim`). The operand
+    must not be i1 (torch rejects bool) and the reduced dim must not be
+    empty (verified when static). `torch.argmax(x)` without a dim is
+    captured on the flattened tensor.
+
+    Example:
+    ```mlir
+    %0 = kiln.argmax %x {dim = 1 : i64} : tensor<4x8xf32> -> tensor<4xi64>
+    ```
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ArgminOp : Kiln_ArgReductionOp<"argmin"> {
+  let summary = "Index of the minimum along a dim (torch.argmin(x, dim, keepdim))";
+  let description = [{
+    As `kiln.argmax` with the smallest element (NaN still wins).
+
+    Example:
+    ```mlir
+    %0 = kiln.argmin %x {dim = 0 : i64, keepdim = true} : tensor<4x8xi64> -> tensor<1x8xi64>
+    ```
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_CumsumOp : Kiln_Op<"cumsum", [SameOperandsAndResultType]> {
+  let summary = "Inclusive prefix sum along a dim (torch.cumsum)";
+  let description = [{
+    `result[..., i, ...] = sum(input[..., 0..i, ...])` along `dim`
+    (`0 <= dim < max(rank, 1)`, verified). Same type as the operand: the
+    frontend casts bool/int inputs to i64 and f16/bf16 to f32 first, as
+    torch accumulates. The CPU lowering is a reducing `linalg.generic` over
+    (i, j <= i), quadratic in the dim size.
+
+    Example:
+    ```mlir
+    %0 = kiln.cumsum %x {dim = 1 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$dim);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -650,5 +883,7 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [AttrSizedOperandSegments,
   }];
   let hasVerifier = 1;
 }
+
+include "ir/KilnNNOps.td"
 
 #endif // KILN_OPS_TD

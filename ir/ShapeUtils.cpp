@@ -63,4 +63,18 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
   return out;
 }
 
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padLow, int64_t padHigh, int64_t dilation,
+                         bool ceilMode) {
+  if (ShapedType::isDynamic(in))
+    return ShapedType::kDynamic;
+  int64_t span = in + padLow + padHigh - dilation * (kernel - 1) - 1 +
+                 (ceilMode ? stride - 1 : 0);
+  // Floor division (span may be negative).
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceilMode && out > 0 && (out - 1) * stride >= in + padLow)
+    --out;
+  return out;
+}
+
 } // namespace mlir::kiln

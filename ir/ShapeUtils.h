@@ -30,6 +30,16 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
                                         llvm::ArrayRef<int64_t> dims,
                                         bool keepdim);
 
+/// torch's output size of a sliding window (convolution or pooling) along
+/// one dim of size `in` (ATen's pooling_output_shape_pad_lr): windows of
+/// `kernel` taps `dilation` apart, `stride` apart, over the input padded by
+/// `padLow` / `padHigh`; with `ceilMode` a partial last window counts unless
+/// it would start in the high padding. May be <= 0 (no window fits);
+/// ShapedType::kDynamic for a dynamic `in`.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padLow, int64_t padHigh, int64_t dilation,
+                         bool ceilMode);
+
 } // namespace mlir::kiln
 
 #endif // KILN_IR_SHAPEUTILS_H

@@ -145,6 +145,7 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
 void populateDecompositionPatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeSoftmax, DecomposeLayerNorm, DecomposeSilu>(
       patterns.getContext());
+  populateNNDecompositionPatterns(patterns);
 }
 
 } // namespace mlir::kiln

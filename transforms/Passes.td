@@ -17,7 +17,8 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
   let summary = "Rewrites composite kiln ops into the primitive set";
   let description = [{
     Precondition: verified kiln IR (any rank, static or dynamic dims).
-    Postcondition: no `kiln.softmax`, `kiln.layer_norm` or `kiln.silu`
+    Postcondition: no `kiln.softmax`, `kiln.layer_norm`, `kiln.silu` (nor,
+    for static shapes, `kiln.conv2d`, `kiln.max_pool2d`, `kiln.avg_pool2d`)
     remain; they are expressed with reductions (`kiln.sum`, `kiln.mean`,
     `kiln.max`) and elementwise ops so fusion and codegen see only the
     primitive set listed in docs/invariants.md. Other ops are left alone
@@ -32,6 +33,16 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
       `y * weight` and `y + bias` when present. `eps` is a 0-d
       `kiln.constant`.
     - `silu(x)`: `x * sigmoid(x)`.
+    - `conv2d(x, w)` (static shapes): the input is zero-padded with
+      `kiln.concat` of splat constants; each of the `KH * KW` kernel taps is
+      one strided `kiln.slice` `[N, C, OH, OW]`; the taps are concatenated
+      into im2col columns `[N, G, C/G * KH * KW, OH * OW]` and multiplied by
+      the weight reshaped to `[G, F/G, C/G * KH * KW]` (`kiln.matmul`).
+    - `max_pool2d(x)`: `kiln.maximum` over the taps of the input padded with
+      -inf; `avg_pool2d(x)`: `kiln.add` over the taps of the zero-padded
+      input (in f32 for f16/bf16), divided by a constant `[OH, OW]` divisor
+      computed as ATen does (`count_include_pad`, `divisor_override`,
+      `ceil_mode` windows).
 
     softmax and layer_norm of floats narrower than 32 bits (f16, bf16) are
     computed in f32 between a `kiln.cast` in and a `kiln.cast` out, as torch

@@ -20,6 +20,12 @@ namespace mlir::kiln {
 /// The patterns hold for any rank and for dynamic dims.
 void populateDecompositionPatterns(RewritePatternSet &patterns);
 
+/// The part of `populateDecompositionPatterns` for `kiln.conv2d` (im2col +
+/// `kiln.matmul`), `kiln.max_pool2d` and `kiln.avg_pool2d` (strided slices
+/// of the padded input combined elementwise); static shapes only
+/// (transforms/DecomposeNN.cpp).
+void populateNNDecompositionPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::kiln
 
 #endif // KILN_TRANSFORMS_TRANSFORMS_H

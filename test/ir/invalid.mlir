@@ -616,3 +616,220 @@ func.func @layer_norm_missing_type(%x: tensor<4x8xf32>, %w: tensor<8xf32>) {
   %0 = kiln.layer_norm %x weight %w {num_dims = 1 : i64} : tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Tests that argmax rejects a dim out of range.
+func.func @argmax_dim_range(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.argmax' op failed to infer returned types}}
+  %0 = "kiln.argmax"(%x) <{dim = 2 : i64}> : (tensor<4x8xf32>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tests that argmax rejects a bool operand (torch does).
+func.func @argmax_bool(%x: tensor<4xi1>) {
+  // expected-error @+1 {{'kiln.argmax' op operand must not be i1 (torch rejects bool)}}
+  %0 = kiln.argmax %x {dim = 0 : i64} : tensor<4xi1> -> tensor<i64>
+  return
+}
+
+// -----
+
+// Tests that argmin rejects reducing an empty dim.
+func.func @argmin_empty(%x: tensor<4x0xf32>) {
+  // expected-error @+1 {{'kiln.argmin' op cannot reduce the empty dim 1}}
+  %0 = kiln.argmin %x {dim = 1 : i64} : tensor<4x0xf32> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tests that cumsum rejects a dim out of range.
+func.func @cumsum_dim_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.cumsum' op dim 3 is out of range for rank 2}}
+  %0 = kiln.cumsum %x {dim = 3 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that gather needs an index of the operand's rank.
+func.func @gather_rank(%x: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{index 'tensor<3xi64>' must have the rank of the operand 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'kiln.gather' op failed to infer returned types}}
+  %0 = "kiln.gather"(%x, %i) <{dim = 0 : i64}> : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// Tests that gather rejects an index larger than the operand in a non-gathered dim.
+func.func @gather_index_size(%x: tensor<4x8xf32>, %i: tensor<2x9xi64>) {
+  // expected-error @+2 {{index dim 1 has size 9, larger than the operand's 8}}
+  // expected-error @+1 {{'kiln.gather' op failed to infer returned types}}
+  %0 = "kiln.gather"(%x, %i) <{dim = 0 : i64}> : (tensor<4x8xf32>, tensor<2x9xi64>) -> tensor<2x9xf32>
+  return
+}
+
+// -----
+
+// Tests that gather rejects a dim out of range.
+func.func @gather_dim_range(%x: tensor<4x8xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+2 {{dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'kiln.gather' op failed to infer returned types}}
+  %0 = "kiln.gather"(%x, %i) <{dim = 2 : i64}> : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs 4-D operands.
+func.func @conv2d_rank(%x: tensor<4x8x8xf32>, %w: tensor<6x4x3x3xf32>) {
+  // expected-error @+2 {{input and weight must be 4-D, got 'tensor<4x8x8xf32>' and 'tensor<6x4x3x3xf32>'}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) : (tensor<4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d checks the channels against weight x groups.
+func.func @conv2d_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{input has 4 channels but weight 'tensor<6x2x3x3xf32>' expects 2 x 1 groups}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs groups dividing the output channels.
+func.func @conv2d_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{groups 4 does not divide the 6 output channels}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 4 : i64}> : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs groups >= 1.
+func.func @conv2d_groups_zero(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{groups must be >= 1, got 0}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 0 : i64}> : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs two strides >= 1.
+func.func @conv2d_stride(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{stride entries must be >= 1, got 0}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 2 : i64, stride = array<i64: 0, 1>}> : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs four padding entries.
+func.func @conv2d_padding(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{padding must have 4 entries, got 2}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 2 : i64, padding = array<i64: 1, 1>}> : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d rejects a window larger than the padded input.
+func.func @conv2d_empty(%x: tensor<1x4x2x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+2 {{the output would be empty: input 'tensor<1x4x2x8xf32>' is smaller than the window in dim 2}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 2 : i64}> : (tensor<1x4x2x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x1x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d needs a static kernel.
+func.func @conv2d_dynamic_kernel(%x: tensor<1x4x8x8xf32>, %w: tensor<6x2x?x3xf32>) {
+  // expected-error @+2 {{the kernel size must be static, got 'tensor<6x2x?x3xf32>'}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) <{groups = 2 : i64}> : (tensor<1x4x8x8xf32>, tensor<6x2x?x3xf32>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that conv2d operands share an element type.
+func.func @conv2d_element_type(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf16>) {
+  // expected-error @+2 {{input and weight have different element types ('f32' vs 'f16')}}
+  // expected-error @+1 {{'kiln.conv2d' op failed to infer returned types}}
+  %0 = "kiln.conv2d"(%x, %w) : (tensor<1x4x8x8xf32>, tensor<6x4x3x3xf16>) -> tensor<1x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that max_pool2d needs a 4-D input.
+func.func @max_pool2d_rank(%x: tensor<4x8x8xf32>) {
+  // expected-error @+2 {{input must be 4-D [N, C, H, W], got 'tensor<4x8x8xf32>'}}
+  // expected-error @+1 {{'kiln.max_pool2d' op failed to infer returned types}}
+  %0 = "kiln.max_pool2d"(%x) <{kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>}> : (tensor<4x8x8xf32>) -> tensor<4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that max_pool2d limits padding to half the kernel (as torch).
+func.func @max_pool2d_padding(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{padding 2 must be at most half the kernel size 2}}
+  // expected-error @+1 {{'kiln.max_pool2d' op failed to infer returned types}}
+  %0 = "kiln.max_pool2d"(%x) <{kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 2, 0>}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that max_pool2d needs two kernel entries.
+func.func @max_pool2d_kernel(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{kernel must have 2 entries, got 1}}
+  // expected-error @+1 {{'kiln.max_pool2d' op failed to infer returned types}}
+  %0 = "kiln.max_pool2d"(%x) <{kernel = array<i64: 2>, stride = array<i64: 2, 2>}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that max_pool2d needs dilation >= 1.
+func.func @max_pool2d_dilation(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{dilation entries must be >= 1, got 0}}
+  // expected-error @+1 {{'kiln.max_pool2d' op failed to infer returned types}}
+  %0 = "kiln.max_pool2d"(%x) <{kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, dilation = array<i64: 0, 1>}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that avg_pool2d rejects a negative divisor_override.
+func.func @avg_pool2d_divisor(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{divisor_override must be >= 0, got -1}}
+  // expected-error @+1 {{'kiln.avg_pool2d' op failed to infer returned types}}
+  %0 = "kiln.avg_pool2d"(%x) <{kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, divisor_override = -1 : i64}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that avg_pool2d rejects a kernel larger than the input.
+func.func @avg_pool2d_empty(%x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{the output would be empty: input 'tensor<1x4x8x8xf32>' is smaller than the window in dim 3}}
+  // expected-error @+1 {{'kiln.avg_pool2d' op failed to infer returned types}}
+  %0 = "kiln.avg_pool2d"(%x) <{kernel = array<i64: 2, 9>, stride = array<i64: 2, 2>}> : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x1xf32>
+  return
+}

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s
 // RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
 // RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnOps.td %s
+// RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnNNOps.td %s
 
 // Round trip of every kiln op, in custom and generic form. The first part
 // holds each `Example:` block of ir/KilnOps.td verbatim (one function per op)
@@ -524,4 +525,183 @@ func.func @normalizations_dynamic(%x: tensor<?x?xf32>, %s: tensor<f32>) -> (tens
   %1 = kiln.softmax %s {dim = 0 : i64} : tensor<f32>
   %2 = kiln.layer_norm %x {num_dims = 2 : i64} : tensor<?x?xf32>
   return %0, %1, %2 : tensor<?x?xf32>, tensor<f32>, tensor<?x?xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Examples of the math, reduction, indexing and NN ops (KilnOps.td, KilnNNOps.td)
+//===----------------------------------------------------------------------===//
+
+// Tests that the kiln.sin example round-trips.
+// CHECK-LABEL: func.func @sin
+// CHECK: kiln.sin %{{.*}} : tensor<4xf32>
+func.func @sin(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.sin %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.cos example round-trips.
+// CHECK-LABEL: func.func @cos
+// CHECK: kiln.cos %{{.*}} : tensor<4xf32>
+func.func @cos(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.cos %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.tan example round-trips.
+// CHECK-LABEL: func.func @tan
+// CHECK: kiln.tan %{{.*}} : tensor<4xf32>
+func.func @tan(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.tan %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.atan example round-trips.
+// CHECK-LABEL: func.func @atan
+// CHECK: kiln.atan %{{.*}} : tensor<4xf32>
+func.func @atan(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.atan %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.floor example round-trips.
+// CHECK-LABEL: func.func @floor
+// CHECK: kiln.floor %{{.*}} : tensor<4xf32>
+func.func @floor(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.floor %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.ceil example round-trips.
+// CHECK-LABEL: func.func @ceil
+// CHECK: kiln.ceil %{{.*}} : tensor<4xf32>
+func.func @ceil(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.ceil %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.round example round-trips.
+// CHECK-LABEL: func.func @round
+// CHECK: kiln.round %{{.*}} : tensor<4xf32>
+func.func @round(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.round %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.trunc example round-trips.
+// CHECK-LABEL: func.func @trunc
+// CHECK: kiln.trunc %{{.*}} : tensor<4xf32>
+func.func @trunc(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.trunc %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.log1p example round-trips.
+// CHECK-LABEL: func.func @log1p
+// CHECK: kiln.log1p %{{.*}} : tensor<4xf32>
+func.func @log1p(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.log1p %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.expm1 example round-trips.
+// CHECK-LABEL: func.func @expm1
+// CHECK: kiln.expm1 %{{.*}} : tensor<4xf32>
+func.func @expm1(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.expm1 %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.log2 example round-trips.
+// CHECK-LABEL: func.func @log2
+// CHECK: kiln.log2 %{{.*}} : tensor<4xf32>
+func.func @log2(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.log2 %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.min example round-trips.
+// CHECK-LABEL: func.func @min
+// CHECK: kiln.min %{{.*}} {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+func.func @min(%x: tensor<4x8xf32>) -> tensor<8xf32> {
+  %0 = kiln.min %x {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// Tests that the kiln.prod example round-trips.
+// CHECK-LABEL: func.func @prod
+// CHECK: kiln.prod %{{.*}} {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+func.func @prod(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = kiln.prod %x {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that the kiln.argmax example round-trips.
+// CHECK-LABEL: func.func @argmax
+// CHECK: kiln.argmax %{{.*}} {dim = 1 : i64} : tensor<4x8xf32> -> tensor<4xi64>
+func.func @argmax(%x: tensor<4x8xf32>) -> tensor<4xi64> {
+  %0 = kiln.argmax %x {dim = 1 : i64} : tensor<4x8xf32> -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// Tests that the kiln.argmin example round-trips.
+// CHECK-LABEL: func.func @argmin
+// CHECK: kiln.argmin %{{.*}} {dim = 0 : i64, keepdim = true} : tensor<4x8xi64> -> tensor<1x8xi64>
+func.func @argmin(%x: tensor<4x8xi64>) -> tensor<1x8xi64> {
+  %0 = kiln.argmin %x {dim = 0 : i64, keepdim = true} : tensor<4x8xi64> -> tensor<1x8xi64>
+  return %0 : tensor<1x8xi64>
+}
+
+// Tests that the kiln.cumsum example round-trips.
+// CHECK-LABEL: func.func @cumsum
+// CHECK: kiln.cumsum %{{.*}} {dim = 1 : i64} : tensor<4x8xf32>
+func.func @cumsum(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.cumsum %x {dim = 1 : i64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// Tests that the kiln.gather example round-trips.
+// CHECK-LABEL: func.func @gather
+// CHECK: kiln.gather %{{.*}}, %{{.*}} {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+func.func @gather(%x: tensor<4x8xf32>, %idx: tensor<4x3xi64>) -> tensor<4x3xf32> {
+  %0 = kiln.gather %x, %idx {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// Tests that the kiln.conv2d example round-trips.
+// CHECK-LABEL: func.func @conv2d
+// CHECK: kiln.conv2d %{{.*}}, %{{.*}} {padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+func.func @conv2d(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// Tests that the kiln.max_pool2d example round-trips.
+// CHECK-LABEL: func.func @max_pool2d
+// CHECK: kiln.max_pool2d %{{.*}} {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+func.func @max_pool2d(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// Tests that the kiln.avg_pool2d example round-trips.
+// CHECK-LABEL: func.func @avg_pool2d
+// CHECK: kiln.avg_pool2d %{{.*}} {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+func.func @avg_pool2d(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = kiln.avg_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// Tests result-type inference of the new ops: ceil_mode and dilation in
+// pooling, 'same'-style asymmetric padding and groups in conv2d, a 0-d
+// argmax, dynamic dims.
+// CHECK-LABEL: func.func @nn_inference
+// CHECK: return {{.*}} : tensor<2x4x5x5xf32>, tensor<2x6x8x9xf32>, tensor<1x4x2x2xf32>, tensor<i64>, tensor<?x3xf32>
+func.func @nn_inference(%x: tensor<2x4x9x9xf32>, %w: tensor<6x2x3x4xf32>, %s: tensor<f32>, %d: tensor<?x8xf32>, %i: tensor<?x3xi64>) -> (tensor<2x4x5x5xf32>, tensor<2x6x8x9xf32>, tensor<1x4x2x2xf32>, tensor<i64>, tensor<?x3xf32>) {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, ceil_mode = true} : tensor<2x4x9x9xf32> -> tensor<2x4x5x5xf32>
+  %1 = kiln.conv2d %x, %w {padding = array<i64: 0, 1, 1, 2>, groups = 2 : i64, dilation = array<i64: 1, 1>} : tensor<2x4x9x9xf32>, tensor<6x2x3x4xf32> -> tensor<2x6x8x9xf32>
+  %e = kiln.slice %x {start = array<i64: 0, 0, 0, 0>, end = array<i64: 1, 4, 9, 9>, step = array<i64: 1, 1, 1, 1>} : tensor<2x4x9x9xf32> -> tensor<1x4x9x9xf32>
+  %2 = kiln.max_pool2d %e {kernel = array<i64: 3, 3>, stride = array<i64: 3, 3>, dilation = array<i64: 2, 2>} : tensor<1x4x9x9xf32> -> tensor<1x4x2x2xf32>
+  %3 = kiln.argmax %s {dim = 0 : i64} : tensor<f32> -> tensor<i64>
+  %4 = kiln.gather %d, %i {dim = 0 : i64} : tensor<?x8xf32>, tensor<?x3xi64> -> tensor<?x3xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x4x5x5xf32>, tensor<2x6x8x9xf32>, tensor<1x4x2x2xf32>, tensor<i64>, tensor<?x3xf32>
 }

@@ -64,6 +64,27 @@ func.func @unshare_fill(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<f32>, t
 
 // -----
 
+// Tests that the shared first step of two concats (an insert_slice of a
+// common constant into a tensor.empty, merged by CSE) is duplicated per use,
+// each copy with its own tensor.empty, so each result gets its own buffer.
+// CHECK-LABEL: func.func @unshare_insert_slice
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<3x5xf32>
+// CHECK: %[[E1:.*]] = tensor.empty() : tensor<3x5xf32>
+// CHECK: %[[I1:.*]] = tensor.insert_slice %{{.*}} into %[[E1]][0, 0]
+// CHECK: %[[I0:.*]] = tensor.insert_slice %{{.*}} into %[[E0]][0, 0]
+// CHECK: tensor.insert_slice %{{.*}} into %[[I1]][0, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %[[I0]][0, 1]
+func.func @unshare_insert_slice(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %c = arith.constant dense<0.0> : tensor<3x1xf32>
+  %e = tensor.empty() : tensor<3x5xf32>
+  %i = tensor.insert_slice %c into %e[0, 0] [3, 1] [1, 1] : tensor<3x1xf32> into tensor<3x5xf32>
+  %0 = tensor.insert_slice %a into %i[0, 1] [3, 4] [1, 1] : tensor<3x4xf32> into tensor<3x5xf32>
+  %1 = tensor.insert_slice %b into %i[0, 1] [3, 4] [1, 1] : tensor<3x4xf32> into tensor<3x5xf32>
+  return %0, %1 : tensor<3x5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
 // Tests that private functions and declarations are left alone.
 // CHECK-LABEL: func.func private @negative_private
 // CHECK-SAME: -> tensor<4xf32>

@@ -1,0 +1,84 @@
+// RUN: kiln-opt %s -split-input-file -kiln-decompose | FileCheck %s
+
+// kiln-decompose rewrites kiln.conv2d (im2col + matmul), kiln.max_pool2d and
+// kiln.avg_pool2d (strided slices of the padded input) into the primitive
+// set (transforms/DecomposeNN.cpp). Numerics: test/python/test_conformance.py.
+
+// Tests that a padded, strided 3x3 convolution pads H then W with zero
+// constants, takes 9 stride-2 slices (one per tap), concatenates them into
+// [N, G, C*9, OH*OW] columns and multiplies by the weight as [G, F, C*9].
+// CHECK-LABEL: func.func @conv2d_im2col
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x8x8xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
+// CHECK-DAG: %[[ZH:.*]] = kiln.constant dense<0.000000e+00> : tensor<1x3x1x8xf32>
+// CHECK-DAG: %[[ZW:.*]] = kiln.constant dense<0.000000e+00> : tensor<1x3x10x1xf32>
+// CHECK: %[[PH:.*]] = kiln.concat %[[ZH]], %[[X]], %[[ZH]] {dim = 2 : i64}
+// CHECK: %[[P:.*]] = kiln.concat %[[ZW]], %[[PH]], %[[ZW]] {dim = 3 : i64} {{.*}} -> tensor<1x3x10x10xf32>
+// CHECK: kiln.slice %[[P]] {end = array<i64: 1, 3, 7, 7>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>}
+// CHECK-COUNT-8: kiln.slice %[[P]]
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<1x3x9x16xf32>
+// CHECK: %[[C4:.*]] = kiln.reshape %[[COLS]] : tensor<1x3x9x16xf32> -> tensor<1x1x27x16xf32>
+// CHECK: %[[WM:.*]] = kiln.reshape %[[W]] : tensor<4x3x3x3xf32> -> tensor<1x4x27xf32>
+// CHECK: %[[MM:.*]] = kiln.matmul %[[WM]], %[[C4]]
+// CHECK: %[[R:.*]] = kiln.reshape %[[MM]] : tensor<1x1x4x16xf32> -> tensor<1x4x4x4xf32>
+// CHECK: return %[[R]]
+// CHECK-NOT: kiln.conv2d
+func.func @conv2d_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Tests that a grouped 1x1 convolution needs no padding and one tap, and
+// multiplies per group: [G, F/G, C/G] x [N, G, C/G, H*W].
+// CHECK-LABEL: func.func @conv2d_groups_1x1
+// CHECK-NOT: kiln.concat
+// CHECK: kiln.reshape %{{.*}} : tensor<2x4x5x5xf32> -> tensor<2x2x2x25xf32>
+// CHECK: kiln.reshape %{{.*}} : tensor<6x2x1x1xf32> -> tensor<2x3x2xf32>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<2x3x2xf32>, tensor<2x2x2x25xf32>
+// CHECK: kiln.reshape %{{.*}} : tensor<2x2x3x25xf32> -> tensor<2x6x5x5xf32>
+func.func @conv2d_groups_1x1(%x: tensor<2x4x5x5xf32>, %w: tensor<6x2x1x1xf32>) -> tensor<2x6x5x5xf32> {
+  %0 = kiln.conv2d %x, %w {groups = 2 : i64} : tensor<2x4x5x5xf32>, tensor<6x2x1x1xf32> -> tensor<2x6x5x5xf32>
+  return %0 : tensor<2x6x5x5xf32>
+}
+
+// -----
+
+// Tests that max pooling pads with -inf (extra bottom/right rows for the
+// ceil_mode window) and combines the 4 taps with kiln.maximum.
+// CHECK-LABEL: func.func @max_pool2d_ceil
+// CHECK-DAG: kiln.constant dense<0xFF800000> : tensor<1x2x1x5xf32>
+// CHECK-DAG: kiln.constant dense<0xFF800000> : tensor<1x2x6x1xf32>
+// CHECK-COUNT-3: kiln.maximum
+// CHECK-NOT: kiln.max_pool2d
+func.func @max_pool2d_ceil(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, ceil_mode = true} : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Tests that average pooling of f16 sums the taps in f32 and divides by the
+// per-position divisor (count_include_pad = false: border windows count
+// only real cells), then rounds back to f16.
+// CHECK-LABEL: func.func @avg_pool2d_f16
+// CHECK: kiln.constant dense<{{\[\[}}4.000000e+00, 6.000000e+00, 4.000000e+00], [6.000000e+00, 9.000000e+00, 6.000000e+00], [4.000000e+00, 6.000000e+00, 4.000000e+00]]> : tensor<3x3xf32>
+// CHECK: kiln.cast %{{.*}} : tensor<1x1x3x3xf16> -> tensor<1x1x3x3xf32>
+// CHECK-COUNT-8: kiln.add
+// CHECK: kiln.div
+// CHECK: kiln.cast %{{.*}} : tensor<1x1x3x3xf32> -> tensor<1x1x3x3xf16>
+func.func @avg_pool2d_f16(%x: tensor<1x1x3x3xf16>) -> tensor<1x1x3x3xf16> {
+  %0 = kiln.avg_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, count_include_pad = false} : tensor<1x1x3x3xf16> -> tensor<1x1x3x3xf16>
+  return %0 : tensor<1x1x3x3xf16>
+}
+
+// -----
+
+// Tests that a convolution with dynamic dims is left for the converter to
+// report (the decomposition needs static shapes).
+// CHECK-LABEL: func.func @negative_conv2d_dynamic
+// CHECK: kiln.conv2d
+func.func @negative_conv2d_dynamic(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<?x4x6x6xf32> {
+  %0 = kiln.conv2d %x, %w : tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<?x4x6x6xf32>
+  return %0 : tensor<?x4x6x6xf32>
+}

@@ -1,0 +1,231 @@
+//===- DecomposeNN.cpp - convolution and pooling into the primitive set ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `kiln-decompose` patterns of kiln.conv2d, kiln.max_pool2d and
+// kiln.avg_pool2d. All three pad the input with `kiln.concat` of splat
+// constants (zero, or -inf for max pooling) and read each kernel tap as one
+// strided `kiln.slice` of the padded input, so every window position is an
+// element of a [N, C, OH, OW] slice. Convolution concatenates the taps into
+// im2col columns and multiplies them with the reshaped weight (`kiln.matmul`,
+// a BLAS GEMM on CPU); pooling combines the taps with `kiln.maximum` or
+// `kiln.add` and a constant divisor. The patterns need static shapes (the
+// frontend only produces those); dynamic ones are left for the converter
+// to report.
+//===----------------------------------------------------------------------===//
+#include "transforms/Transforms.h"
+
+#include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+namespace mlir::kiln {
+namespace {
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// A splat kiln.constant of `shape` and float type `elt`.
+Value splat(PatternRewriter &rewriter, Location loc, ArrayRef<int64_t> shape, Type elt,
+            double value) {
+  auto type = RankedTensorType::get(shape, elt);
+  auto attr = DenseElementsAttr::get(type, rewriter.getFloatAttr(elt, value));
+  return rewriter.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(attr));
+}
+
+/// `x` with `low` / `high` cells of `value` added on both ends of `dim`.
+Value padDim(PatternRewriter &rewriter, Location loc, Value x, int64_t dim, int64_t low,
+             int64_t high, double value) {
+  if (low == 0 && high == 0)
+    return x;
+  auto type = typeOf(x);
+  SmallVector<Value> parts;
+  for (int64_t n : {low, int64_t(-1), high}) {
+    if (n < 0) {
+      parts.push_back(x);
+    } else if (n > 0) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[dim] = n;
+      parts.push_back(splat(rewriter, loc, shape, type.getElementType(), value));
+    }
+  }
+  return rewriter.create<ConcatOp>(loc, parts, rewriter.getI64IntegerAttr(dim));
+}
+
+/// The geometry of a sliding window over the two trailing (H, W) dims.
+struct Window {
+  int64_t kernel[2], stride[2], dilation[2], padLow[2], padHigh[2], out[2];
+};
+
+/// Pads `x` (rank 4) so that every window fits: padLow before, and after
+/// at least padHigh and as much more as the last (ceil_mode) window needs.
+Value padForWindow(PatternRewriter &rewriter, Location loc, Value x, const Window &w,
+                   double value) {
+  for (int i = 0; i < 2; ++i) {
+    int64_t size = typeOf(x).getDimSize(2 + i);
+    int64_t needed = (w.out[i] - 1) * w.stride[i] + w.dilation[i] * (w.kernel[i] - 1) + 1;
+    int64_t high = std::max(w.padHigh[i], needed - size - w.padLow[i]);
+    x = padDim(rewriter, loc, x, 2 + i, w.padLow[i], high, value);
+  }
+  return x;
+}
+
+/// Tap (kh, kw) of every window: a strided slice [N, C, OH, OW] of the
+/// padded input.
+Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w,
+          int64_t kh, int64_t kw) {
+  auto shape = typeOf(padded).getShape();
+  SmallVector<int64_t> start = {0, 0, kh * w.dilation[0], kw * w.dilation[1]};
+  SmallVector<int64_t> end = {shape[0], shape[1], 0, 0}, step = {1, 1, w.stride[0], w.stride[1]};
+  for (int i = 0; i < 2; ++i)
+    end[2 + i] = start[2 + i] + (w.out[i] - 1) * w.stride[i] + 1;
+  return rewriter.create<SliceOp>(loc, padded, rewriter.getDenseI64ArrayAttr(start),
+                                  rewriter.getDenseI64ArrayAttr(end),
+                                  rewriter.getDenseI64ArrayAttr(step));
+}
+
+Value reshape(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto type = typeOf(v);
+  if (type.getShape() == shape)
+    return v;
+  return rewriter.create<ReshapeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v);
+}
+
+/// conv2d = im2col + GEMM:
+///   cols[n, g, (c, kh, kw), (oh, ow)] = padded[n, g*Cg + c, oh*s + kh*d, ow*s + kw*d]
+///   out[n, g, f, l] = sum_k weight[g, f, k] * cols[n, g, k, l]
+struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(Conv2dOp op, PatternRewriter &rewriter) const override {
+    auto in = typeOf(op.getInput()), wt = typeOf(op.getWeight());
+    RankedTensorType type = op.getType();
+    if (!in.hasStaticShape() || !wt.hasStaticShape() || !type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    Location loc = op.getLoc();
+    int64_t n = in.getDimSize(0), c = in.getDimSize(1), f = wt.getDimSize(0);
+    int64_t g = op.getGroups(), kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+    Window w;
+    for (int i = 0; i < 2; ++i) {
+      w.kernel[i] = wt.getDimSize(2 + i);
+      w.stride[i] = op.getStride()[i];
+      w.dilation[i] = op.getDilation()[i];
+      w.padLow[i] = op.getPadding()[2 * i];
+      w.padHigh[i] = op.getPadding()[2 * i + 1];
+      w.out[i] = type.getDimSize(2 + i);
+    }
+    int64_t l = w.out[0] * w.out[1];
+    Value padded = padForWindow(rewriter, loc, op.getInput(), w, 0.0);
+    SmallVector<Value> taps;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j), {n, c, 1, l}));
+    Value cols = taps.size() == 1 ? taps[0]
+                                  : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
+    int64_t k = c / g * kh * kw;
+    cols = reshape(rewriter, loc, cols, {n, g, k, l});
+    Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
+    Value out = rewriter.create<MatmulOp>(loc, weight, cols);
+    rewriter.replaceOp(op, reshape(rewriter, loc, out, type.getShape()));
+    return success();
+  }
+};
+
+/// Fills `w` from a pooling op's attributes and result type.
+template <typename OpTy>
+Window poolWindow(OpTy op, ArrayRef<int64_t> dilation) {
+  Window w;
+  for (int i = 0; i < 2; ++i) {
+    w.kernel[i] = op.getKernel()[i];
+    w.stride[i] = op.getStride()[i];
+    w.dilation[i] = dilation[i];
+    w.padLow[i] = w.padHigh[i] = op.getPadding()[i];
+    w.out[i] = op.getType().getDimSize(2 + i);
+  }
+  return w;
+}
+
+/// max_pool2d = maximum over the taps of the -inf-padded input.
+struct DecomposeMaxPool2d : OpRewritePattern<MaxPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MaxPool2dOp op, PatternRewriter &rewriter) const override {
+    if (!typeOf(op.getInput()).hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    Location loc = op.getLoc();
+    Window w = poolWindow(op, op.getDilation());
+    Value padded = padForWindow(rewriter, loc, op.getInput(), w, -INFINITY);
+    Value result;
+    for (int64_t i = 0; i < w.kernel[0]; ++i)
+      for (int64_t j = 0; j < w.kernel[1]; ++j) {
+        Value t = tap(rewriter, loc, padded, w, i, j);
+        result = result ? rewriter.create<MaximumOp>(loc, result, t).getResult() : t;
+      }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// avg_pool2d = sum over the taps of the zero-padded input (in f32 for
+/// 16-bit floats) divided by a constant [OH, OW] divisor computed as
+/// ATen does (window clipped to the padded input, or to the real input
+/// without count_include_pad, or divisor_override).
+struct DecomposeAvgPool2d : OpRewritePattern<AvgPool2dOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AvgPool2dOp op, PatternRewriter &rewriter) const override {
+    auto in = typeOf(op.getInput());
+    if (!in.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    Location loc = op.getLoc();
+    int64_t one[2] = {1, 1};
+    Window w = poolWindow(op, one);
+    Type elt = in.getElementType();
+    Type compute = elt.getIntOrFloatBitWidth() < 32 ? rewriter.getF32Type() : elt;
+    Value x = op.getInput();
+    if (compute != elt)
+      x = rewriter.create<CastOp>(loc, in.clone(compute), x);
+    Value padded = padForWindow(rewriter, loc, x, w, 0.0);
+    Value sum;
+    for (int64_t i = 0; i < w.kernel[0]; ++i)
+      for (int64_t j = 0; j < w.kernel[1]; ++j) {
+        Value t = tap(rewriter, loc, padded, w, i, j);
+        sum = sum ? rewriter.create<AddOp>(loc, sum, t).getResult() : t;
+      }
+    SmallVector<Attribute> divisors;
+    int64_t size[2] = {in.getDimSize(2), in.getDimSize(3)};
+    for (int64_t oh = 0; oh < w.out[0]; ++oh)
+      for (int64_t ow = 0; ow < w.out[1]; ++ow) {
+        int64_t o[2] = {oh, ow}, full = 1, real = 1;
+        for (int i = 0; i < 2; ++i) {
+          int64_t start = o[i] * w.stride[i] - w.padLow[i];
+          int64_t end = std::min(start + w.kernel[i], size[i] + w.padLow[i]);
+          full *= end - start;
+          real *= std::min(end, size[i]) - std::max<int64_t>(start, 0);
+        }
+        int64_t d = op.getDivisorOverride() ? op.getDivisorOverride()
+                    : op.getCountIncludePad() ? full
+                                              : real;
+        divisors.push_back(rewriter.getFloatAttr(compute, static_cast<double>(d)));
+      }
+    auto divType = RankedTensorType::get({w.out[0], w.out[1]}, compute);
+    Value divisor = rewriter.create<ConstantOp>(
+        loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(divType, divisors)));
+    Value result = rewriter.create<DivOp>(loc, sum, divisor);
+    if (compute != elt)
+      result = rewriter.create<CastOp>(loc, op.getType(), result);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateNNDecompositionPatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeConv2d, DecomposeMaxPool2d, DecomposeAvgPool2d>(
+      patterns.getContext());
+}
+
+} // namespace mlir::kiln
