@@ -9,11 +9,13 @@
 #include "Entry.h"
 #include "Hook.h"
 #include "Log.h"
+#include "capture/Coverage.h"
 #include "codegen/cpu/BlasShims.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 namespace nb = nanobind;
@@ -86,6 +88,20 @@ NB_MODULE(_C, m) {
   m.def("set_blas_library",
         [](const std::string &path) { return kilnSetBlasLibrary(path.c_str()) != 0; },
         "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
+  m.def("mapped_ops",
+        [] {
+          nb::list functions, methods;
+          for (const MappedFunction &f : mappedFunctions())
+            functions.append(nb::make_tuple(f.module, f.name, f.op));
+          for (const MappedMethod &mm : mappedMethods())
+            methods.append(nb::make_tuple(mm.name, mm.op, mm.inplace));
+          nb::dict d;
+          d["functions"] = functions;
+          d["methods"] = methods;
+          return d;
+        },
+        "The torch -> kiln op table: functions (module, name, op) and Tensor "
+        "methods (name, op, in-place form mapped); see `python -m kiln.coverage`.");
   m.def("blas_library", [] { return std::string(kilnBlasLibrary()); },
         "The BLAS compiled GEMMs call.");
   registerCudaBindings(m);

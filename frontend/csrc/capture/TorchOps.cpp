@@ -7,6 +7,7 @@
 // handler cannot express exactly is Unsupported, never approximated.
 //===----------------------------------------------------------------------===//
 #include "TorchOpsImpl.h"
+#include "Coverage.h"
 
 #include "ir/KilnOps.h"
 #include "ir/ShapeUtils.h"
@@ -57,15 +58,6 @@ thread_local DType tDefaultFloat = DType::F32;
 void setDefaultFloat(DType d) { tDefaultFloat = d; }
 DType defaultFloat() { return tDefaultFloat; }
 
-namespace {
-
-/// One mapped callable: the kiln-level op name and torch's parameter list.
-struct OpSpec {
-  std::string op;
-  std::vector<std::string> params;
-};
-
-} // namespace
 
 
 long asInt(const VarP &v, const char *what) {
@@ -155,16 +147,22 @@ DType resultType(const std::vector<VarP> &operands) {
 }
 
 
+void OpTable::function(const char *module, const char *name, OpSpec spec) {
+  PyRef m = PyRef::steal(PyImport_ImportModule(module));
+  PyObject *f = m ? PyObject_GetAttrString(m.get(), name) : nullptr; // kept alive
+  PyErr_Clear();
+  if (!f) return;
+  functionList.push_back({module, name, spec});
+  functions[f] = std::move(spec);
+}
+
 namespace {
 
-const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
-  static std::unordered_map<PyObject *, OpSpec> table = [] {
-    std::unordered_map<PyObject *, OpSpec> t;
+/// The entries of the core handlers in applyOp below and TorchIndexing.cpp.
+void registerCoreFunctions(OpTable &table) {
+  {
     auto add = [&](const char *module, const char *name, OpSpec spec) {
-      PyRef m = PyRef::steal(PyImport_ImportModule(module));
-      PyObject *f = m ? PyObject_GetAttrString(m.get(), name) : nullptr; // kept alive
-      if (f) t[f] = std::move(spec);
-      PyErr_Clear();
+      table.function(module, name, std::move(spec));
     };
     const std::vector<std::string> un = {"input"};
     for (const char *n : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "erf"})
@@ -224,15 +222,13 @@ const std::unordered_map<PyObject *, OpSpec> &torchFunctionTable() {
                                              "norm_type", "scale_grad_by_freq", "sparse"}});
     add("torch.nn.functional", "batch_norm", {"batch_norm", {"input", "running_mean", "running_var", "weight",
                                               "bias", "training", "momentum", "eps"}});
-    return t;
-  }();
-  return table;
+  }
 }
 
-/// Tensor methods: name → (op, params after self).
-const std::unordered_map<std::string, OpSpec> &methodTable() {
-  static std::unordered_map<std::string, OpSpec> table = [] {
-    std::unordered_map<std::string, OpSpec> t;
+/// Tensor methods of the core handlers: name → (op, params after self).
+void registerCoreMethods(OpTable &table) {
+  {
+    auto &t = table.methods;
     for (const char *n : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "erf"})
       t[n] = {n, {"input"}};
     for (const char *n : {"add", "sub"}) t[n] = {n, {"input", "other", "alpha"}};
@@ -268,10 +264,27 @@ const std::unordered_map<std::string, OpSpec> &methodTable() {
     t["chunk"] = {"chunk", {"input", "chunks", "dim"}};
     t["split"] = {"split", {"input", "split_size", "dim"}};
     t["unbind"] = {"unbind", {"input", "dim"}};
+  }
+}
+
+} // namespace
+
+const OpTable &opTable() {
+  static OpTable table = [] {
+    OpTable t;
+    registerCoreFunctions(t);
+    registerCoreMethods(t);
+    registerElementwiseOps(t);
+    registerReductionOps(t);
+    registerShapeOps(t);
+    registerNNOps(t);
+    registerLossOps(t);
     return t;
   }();
   return table;
 }
+
+namespace {
 
 Args bind(const OpSpec &spec, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
   Args a;
@@ -296,6 +309,8 @@ Args bind(const OpSpec &spec, std::vector<VarP> &args, std::map<std::string, Var
 
 VarP applyOp(Interpreter &I, const std::string &op, Args &a);
 
+} // namespace
+
 /// Ops whose eager result aliases their input (views, or no-ops that return
 /// the input itself).
 bool isViewLike(const std::string &op) {
@@ -303,9 +318,12 @@ bool isViewLike(const std::string &op) {
       "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "t", "permute",
       "expand", "identity", "dropout", "to", "float", "double", "half", "bfloat16",
       "int", "long", "bool", "__slice", "getitem", "narrow", "select", "chunk", "split",
-      "unbind"};
+      "unbind", "movedim", "expand_as", "view_as", "reshape_as", "unflatten", "ravel",
+      "type_as", "broadcast_to", "swapaxes", "dropout_variant"};
   return views.count(op) > 0;
 }
+
+namespace {
 
 /// Applies `op` as an in-place update of its input (`what` names it in
 /// errors): only a tensor the graph computed and nothing views may be
@@ -393,6 +411,72 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
     }
   }
   return r;
+}
+
+VarP constInt(int64_t v) { return makeConst(PyRef::steal(PyLong_FromLongLong(v))); }
+VarP constFloat(double v) { return makeConst(PyRef::steal(PyFloat_FromDouble(v))); }
+VarP constBool(bool v) { return makeConst(PyRef::borrow(v ? Py_True : Py_False)); }
+VarP constIntTuple(llvm::ArrayRef<int64_t> v) {
+  PyRef t = PyRef::steal(PyTuple_New(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
+  return makeConst(t);
+}
+
+VarP callOp(Interpreter &I, const std::string &op,
+            std::initializer_list<std::pair<const char *, VarP>> args) {
+  Args a;
+  for (auto &[k, v] : args)
+    if (v) a.named[k] = v;
+  return applyTracked(I, op, a);
+}
+
+Value tensorArg(const VarP &v, const std::string &op) {
+  if (!v || !v->isTensor()) throw Unsupported(op + " expects a tensor");
+  return v->value;
+}
+
+bool boolArg(const Args &a, const char *name, bool dflt) {
+  if (a.isNone(name)) return dflt;
+  PyObject *o = constObj(a.get(name), name);
+  if (!PyBool_Check(o) && !PyLong_Check(o)) throw Unsupported(std::string(name) + " must be a bool");
+  return PyObject_IsTrue(o) == 1;
+}
+
+double floatArg(const Args &a, const char *name, double dflt) {
+  return a.isNone(name) ? dflt : asDouble(a.get(name), name);
+}
+
+int64_t intArg(const Args &a, const char *name, int64_t dflt) {
+  return a.isNone(name) ? dflt : asInt(a.get(name), name);
+}
+
+std::string strArg(const Args &a, const char *name, const std::string &dflt) {
+  if (a.isNone(name)) return dflt;
+  PyObject *o = constObj(a.get(name), name);
+  if (!PyUnicode_Check(o)) throw Unsupported(std::string(name) + " must be a str");
+  return PyUnicode_AsUTF8(o);
+}
+
+VarP freshResult(Value v) {
+  VarP r = T(v);
+  r->copied = true;
+  return r;
+}
+
+std::vector<MappedFunction> mappedFunctions() {
+  std::vector<MappedFunction> out;
+  for (auto &f : opTable().functionList) out.push_back({f.module, f.name, f.spec.op});
+  return out;
+}
+
+std::vector<MappedMethod> mappedMethods() {
+  std::vector<MappedMethod> out;
+  for (auto &[name, spec] : opTable().methods) {
+    const std::string &op = spec.op;
+    bool inplace = !isViewLike(op) && op != "size" && op != "dim" && op != "numel";
+    out.push_back({name, op, inplace});
+  }
+  return out;
 }
 
 namespace {
@@ -503,6 +587,8 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
                                                   "ones_like", "full_like", "arange"};
   if (factories.count(op)) return applyFactory(I, op, a);
   if (op == "__slice") return applySlice(I, a);
+  auto &handlers = opTable().handlers;
+  if (auto h = handlers.find(op); h != handlers.end()) return h->second(I, op, a);
   Emit e(I);
   VarP x = a.get("input");
   if (!x) x = a.get("condition");
@@ -528,7 +614,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
   if (op == "minimum") return T(e.binary<MinimumOp>(x, a.get("other")));
   if (op == "div" || op == "pow") {
     VarP other = a.get(op == "div" ? "other" : "exponent");
-    if (op == "div" && !a.isNone("rounding_mode")) throw Unsupported("div with rounding_mode");
+    if (op == "div" && !a.isNone("rounding_mode")) return opTable().handlers.at("div_mode")(I, "div_mode", a);
     DType d = resultType({x, other});
     if (dtypeCategory(d) < 2) {
       if (op == "pow") throw Unsupported("integer pow");
@@ -853,7 +939,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
     }
     return makeConst(r);
   }
-  auto &table = torchFunctionTable();
+  auto &table = opTable().functions;
   auto it = table.find(callee);
   if (it == table.end()) return nullptr;
   Args a = bind(it->second, args, kwargs);
@@ -863,7 +949,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
 VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
                                    std::vector<VarP> &args,
                                    std::map<std::string, VarP> &kwargs) {
-  auto &table = methodTable();
+  auto &table = opTable().methods;
   auto it = table.find(name);
   if (it == table.end() && name.size() > 1 && name.back() == '_') {
     // In-place form of a mapped method (`y.add_(b)`, `y.relu_()`).
@@ -918,8 +1004,9 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
                               makeConst(PyRef::steal(PyLong_FromLong(-1)))};
     return callTensorMethod(self, "transpose", dims, nokw);
   }
-  if (methodTable().count(name) ||
-      (name.size() > 1 && name.back() == '_' && methodTable().count(name.substr(0, name.size() - 1)))) {
+  auto &methods = opTable().methods;
+  if (methods.count(name) ||
+      (name.size() > 1 && name.back() == '_' && methods.count(name.substr(0, name.size() - 1)))) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::TensorMethod;
     m->self = self;
