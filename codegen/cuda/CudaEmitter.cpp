@@ -191,6 +191,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
           return success();
         return emitGeneric(g);
       })
+      .Case<linalg::TransposeOp>([&](linalg::TransposeOp t) { return emitTranspose(t); })
       .Case<linalg::MatmulOp, linalg::BatchMatmulOp>(
           [&](auto m) { return emitGemm(m, /*transB=*/false); })
       .Case<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(
@@ -198,6 +199,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case<func::ReturnOp>([&](func::ReturnOp ret) -> LogicalResult {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           TensorInfo info = tensors.lookup(v);
+          info.buffer = materialize(v);
           if (info.buffer < 0)
             return ret.emitError("CUDA emitter: result #")
                    << i << " is not produced by a kernel (constant results "

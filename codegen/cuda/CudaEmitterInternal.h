@@ -116,6 +116,17 @@ private:
   LogicalResult emitGemm(linalg::LinalgOp op, bool transB);
   // CudaKernels.cpp
   LogicalResult emitGeneric(linalg::GenericOp op);
+  // CudaReductions.cpp
+  /// Any other single-output reduction (several reduced dims, or not the
+  /// innermost one): one thread per output element, serial loops.
+  LogicalResult emitSerialReduction(linalg::GenericOp op);
+  // CudaCopies.cpp
+  /// linalg.transpose: a pointwise kernel over the output reading the
+  /// input through the permutation.
+  LogicalResult emitTranspose(linalg::TransposeOp op);
+  /// The buffer of tensor `v`; a splat constant or linalg.fill without one
+  /// gets it from a fill kernel emitted here (-1 if `v` has neither).
+  int materialize(Value v);
   // CudaRowGroups.cpp
   LogicalResult emitRowGroup(ArrayRef<linalg::GenericOp> group, ArrayRef<int64_t> rowShape,
                              int64_t rowLength);

@@ -42,6 +42,8 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
     return op->emitError("CUDA emitter: a GEMM that accumulates into a non-zero "
                          "init is not supported");
   TensorInfo ai = tensors.lookup(a), bi = tensors.lookup(b);
+  ai.buffer = materialize(a);
+  bi.buffer = materialize(b);
   if (ai.buffer < 0 || bi.buffer < 0)
     return op->emitError("CUDA emitter: a GEMM operand that is not backed by a buffer "
                          "(constant tensors are not supported yet)");

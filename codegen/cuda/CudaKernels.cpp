@@ -26,12 +26,11 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   unsigned numLoops = ranges.size();
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
   bool isReduction = numReductions > 0;
-  if (numReductions > 1 ||
-      (isReduction && iters.back() != utils::IteratorType::reduction))
-    return op.emitError("CUDA emitter: only all-parallel generics and row "
-                        "reductions over the innermost dim are supported");
   if (isReduction && op.getNumDpsInits() != 1)
     return op.emitError("CUDA emitter: a reduction with several outputs is not supported");
+  if (numReductions > 1 ||
+      (isReduction && iters.back() != utils::IteratorType::reduction))
+    return emitSerialReduction(op);
 
   std::string kname = nextKernelName();
   Block &block = op.getRegion().front();

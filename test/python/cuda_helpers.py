@@ -65,11 +65,11 @@ def mlp_softmax_eager(x, w, b, w2):
     return torch.softmax(torch.nn.functional.gelu(x @ w.T + b) @ w2, dim=1)
 
 
-# A column sum (reduction over dim 0): the emitter has no kernel for it.
-COLUMN_SUM_IR = """
-func.func @forward(%x: tensor<8x16xf32>) -> tensor<16xf32> {
-  %0 = kiln.sum %x {dims = array<i64: 0>} : tensor<8x16xf32> -> tensor<16xf32>
-  %1 = kiln.relu %0 : tensor<16xf32>
-  return %1 : tensor<16xf32>
+# A slice (tensor.extract_slice): the emitter has no kernel for it.
+SLICE_IR = """
+func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
+  %0 = kiln.slice %x {end = array<i64: 8, 6>, start = array<i64: 0, 2>, step = array<i64: 1, 1>} : tensor<8x16xf32> -> tensor<8x4xf32>
+  %1 = kiln.relu %0 : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
 }
 """

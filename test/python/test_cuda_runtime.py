@@ -14,7 +14,7 @@ import torch
 
 import kiln.cuda
 from conftest import run_python
-from cuda_helpers import (COLUMN_SUM_IR, MLP_SOFTMAX_IR, build_fake_driver, mlp_softmax_eager,
+from cuda_helpers import (SLICE_IR, MLP_SOFTMAX_IR, build_fake_driver, mlp_softmax_eager,
                           mlp_softmax_inputs, requires_nvrtc)
 
 
@@ -140,12 +140,12 @@ def test_input_checks_and_cpu_inputs_are_errors():
 @requires_nvrtc
 def test_unsupported_graph_lists_each_op_with_its_reason():
     with pytest.raises(kiln.cuda.CudaUnsupportedError) as e:
-        kiln.cuda.compile_ir(COLUMN_SUM_IR)
+        kiln.cuda.compile_ir(SLICE_IR)
     msg = str(e.value)
     assert "1 op(s) of forward have no CUDA lowering" in msg
-    assert "linalg.generic" in msg and "row reductions over the innermost dim" in msg
-    # Collecting still emits the rest: the relu after the column sum.
-    emitted = kiln.cuda.emit(COLUMN_SUM_IR, collect_unsupported=True)
+    assert "tensor.extract_slice at" in msg and "is not supported yet" in msg
+    # Collecting still emits the rest: the relu after the slice.
+    emitted = kiln.cuda.emit(SLICE_IR, collect_unsupported=True)
     assert len(emitted["kernels"]) == 1 and len(emitted["unsupported"]) == 1
     assert emitted["unsupported"][0]["results"] == ["buf0"]
     assert emitted["kernels"][0]["args"][0] == "buf0"

@@ -1,0 +1,112 @@
+//===- CudaCopies.cpp - data movement ops as CUDA kernels ------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// FunctionEmitter::emitTranspose: a standalone linalg.transpose (one the
+// elementwise fusion could not fold into a consumer, e.g. `x.T` returned
+// or fed to a GEMM) becomes a grid-stride pointwise kernel over the output
+// that reads the input through the permutation; elements are copied in
+// their storage type (no conversion). FunctionEmitter::materialize: a
+// splat constant / linalg.fill read where a buffer is needed (a GEMM
+// operand, a transpose input, a returned constant) is written by a fill
+// kernel first.
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaEmitterInternal.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::kiln::cuda::detail {
+
+LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
+  if (!op.hasPureTensorSemantics())
+    return op.emitError("CUDA emitter: expected linalg.transpose on tensors");
+  auto it = cast<RankedTensorType>(op.getInput().getType());
+  auto ot = cast<RankedTensorType>(op.getInit().getType());
+  if (!it.hasStaticShape() || !ot.hasStaticShape())
+    return op.emitError("CUDA emitter: dynamic shapes are not supported yet");
+  auto elt = storageType(ot.getElementType());
+  if (!elt)
+    return op.emitError("CUDA emitter: unsupported element type ") << ot.getElementType();
+  TensorInfo in = tensors.lookup(op.getInput());
+  in.buffer = materialize(op.getInput());
+  if (in.buffer < 0)
+    return op.emitError("CUDA emitter: a transpose of a tensor that is not backed by a "
+                        "buffer (constant tensors are not supported yet)");
+  ArrayRef<int64_t> perm = op.getPermutation();
+  ArrayRef<int64_t> oshape = ot.getShape(), ishape = it.getShape();
+  int64_t total = ot.getNumElements();
+  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  std::string ity = wide ? "long long" : "int";
+  // Output coordinate k is input dim perm[k]; the input offset sums
+  // coordinate * row-major stride of that input dim.
+  SmallVector<int64_t> istride(ishape.size(), 1);
+  for (int64_t d = int64_t(ishape.size()) - 2; d >= 0; --d)
+    istride[d] = istride[d + 1] * ishape[d + 1];
+  SmallVector<std::string> decode = decodeLinearIndex("i", oshape);
+  std::vector<std::string> terms;
+  for (size_t k = 0; k < oshape.size(); ++k)
+    if (oshape[k] != 1)
+      terms.push_back("d" + std::to_string(k) +
+                      (istride[perm[k]] == 1 ? "" : " * " + std::to_string(istride[perm[k]])));
+  std::string off = terms.empty() ? "0" : llvm::join(terms, " + ");
+
+  int out = newBuffer(ot, "temporary");
+  tensors[op->getResult(0)] = TensorInfo{out, std::nullopt, false};
+  KernelInfo k;
+  k.name = nextKernelName();
+  k.function = func.getSymName().str();
+  k.kind = KernelInfo::Pointwise;
+  k.blockX = kPointwiseBlock;
+  k.gridX = pointwiseGridSize(total);
+  k.args = {buffers[in.buffer].name, buffers[out].name};
+  std::string permText =
+      llvm::join(llvm::map_range(perm, [](int64_t p) { return std::to_string(p); }), ", ");
+  os << "// " << k.name << ": transpose [" << permText << "] to "
+     << llvm::join(llvm::map_range(oshape, [](int64_t d) { return std::to_string(d); }), "x")
+     << " (" << total << " elements), " << locationString(op.getLoc()) << "\n";
+  openKernel(k, {"const " + *elt + " *__restrict__ in0", *elt + " *__restrict__ out0"});
+  std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
+  std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
+                           : "blockIdx.x * blockDim.x + threadIdx.x";
+  os << "  for (" << ity << " i = " << start << "; i < " << total << "; i += " << stride
+     << ") {\n";
+  for (size_t d = 0; d < oshape.size(); ++d)
+    if (oshape[d] != 1)
+      os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
+  os << "    out0[i] = in0[" << off << "];\n  }\n}\n\n";
+  addKernel(std::move(k));
+  return success();
+}
+
+int FunctionEmitter::materialize(Value v) {
+  TensorInfo info = tensors.lookup(v);
+  auto tt = dyn_cast<RankedTensorType>(v.getType());
+  if (info.buffer >= 0 || !info.fill || !tt || !tt.hasStaticShape() ||
+      !storageType(tt.getElementType()))
+    return info.buffer;
+  std::string elt = *storageType(tt.getElementType());
+  int64_t total = tt.getNumElements();
+  int out = newBuffer(tt, "temporary");
+  tensors[v] = TensorInfo{out, info.fill, false};
+  KernelInfo k;
+  k.name = nextKernelName();
+  k.function = func.getSymName().str();
+  k.kind = KernelInfo::Pointwise;
+  k.blockX = kPointwiseBlock;
+  k.gridX = pointwiseGridSize(total);
+  k.args = {buffers[out].name};
+  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  std::string ity = wide ? "long long" : "int";
+  os << "// " << k.name << ": fill " << total << " elements with " << *info.fill << ", "
+     << locationString(v.getLoc()) << "\n";
+  openKernel(k, {elt + " *__restrict__ out0"});
+  os << "  for (" << ity << " i = "
+     << (wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
+              : "blockIdx.x * blockDim.x + threadIdx.x")
+     << "; i < " << total << "; i += "
+     << (wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x") << ")\n";
+  os << "    out0[i] = " << storeValue(*info.fill, tt.getElementType()) << ";\n}\n\n";
+  addKernel(std::move(k));
+  return out;
+}
+
+} // namespace mlir::kiln::cuda::detail

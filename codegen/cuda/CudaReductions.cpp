@@ -1,0 +1,153 @@
+//===- CudaReductions.cpp - reductions that are not row reductions ---------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// FunctionEmitter::emitSerialReduction: a single-output reduction over
+// several dims, or over a dim that is not the innermost (column sums,
+// `sum(dim=0)`, full reductions of a multi-dim tensor). One thread per
+// output element (grid-stride over the outputs), nested serial loops over
+// the reduced dims from the combiner's identity, then the init is
+// combined in and the result stored. For a column reduction adjacent
+// threads read adjacent columns, so the loads coalesce; a reduction to a
+// few outputs runs on few threads (correct, not fast: a two-level
+// reduction is future work).
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaEmitterInternal.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::kiln::cuda::detail {
+
+LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  unsigned numLoops = ranges.size();
+  SmallVector<int64_t> parallelRanges;
+  SmallVector<unsigned> parallelDims, reducedDims;
+  int64_t outputs = 1, total = 1;
+  for (unsigned d = 0; d < numLoops; ++d) {
+    total *= ranges[d];
+    if (iters[d] == utils::IteratorType::parallel) {
+      parallelDims.push_back(d);
+      parallelRanges.push_back(ranges[d]);
+      outputs *= ranges[d];
+    } else {
+      reducedDims.push_back(d);
+    }
+  }
+  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  std::string ity = wide ? "long long" : "int";
+  std::string kname = nextKernelName();
+  Block &block = op.getRegion().front();
+  names.clear();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  llvm::SmallBitVector usedDims(numLoops);
+  std::string in(4 + 2 * reducedDims.size(), ' ');
+  std::vector<std::string> params, args;
+  std::string loads;
+  llvm::raw_string_ostream ls(loads);
+  for (OpOperand *operand : op.getDpsInputOperands()) {
+    unsigned i = operand->getOperandNumber();
+    BlockArgument arg = block.getArgument(i);
+    if (arg.use_empty())
+      continue;
+    auto tt = dyn_cast<RankedTensorType>(operand->get().getType());
+    if (!tt) {
+      auto s = scalarOf(operand->get(), op);
+      if (!s)
+        return failure();
+      names[arg] = *s;
+      continue;
+    }
+    TensorInfo info = tensors.lookup(operand->get());
+    if (info.buffer < 0 && info.fill) {
+      names[arg] = *info.fill;
+      continue;
+    }
+    if (info.buffer < 0)
+      return op.emitError("CUDA emitter: input #")
+             << i << " is not backed by a buffer (constant tensors are not supported yet)";
+    std::string p = "in" + std::to_string(params.size());
+    params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
+    args.push_back(buffers[info.buffer].name);
+    std::string off = offsetExpr(maps[i], tt, ranges, false, "", usedDims);
+    ls << in << "const " << *valueType(tt.getElementType()) << " a" << i << " = "
+       << loadExpr(p, off, tt.getElementType()) << ";\n";
+    names[arg] = "a" + std::to_string(i);
+  }
+  std::string body;
+  llvm::raw_string_ostream bs(body);
+  FailureOr<ReductionBody> red = translateReductionBody(op, bs, in);
+  if (failed(red))
+    return failure();
+  bs.flush();
+  ls.flush();
+  for (Operation &inner : block)
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner))
+      usedDims.set(idx.getDim());
+
+  Value init = op.getDpsInits()[0];
+  auto ot = cast<RankedTensorType>(init.getType());
+  Type accElt = ot.getElementType();
+  if (!storageType(accElt))
+    return op.emitError("CUDA emitter: unsupported element type ") << accElt;
+  TensorInfo initInfo = tensors.lookup(init);
+  if (!initInfo.fill)
+    return op.emitError("CUDA emitter: a reduction's init must be a linalg.fill");
+  llvm::SmallBitVector outDims(numLoops);
+  std::string outOff =
+      offsetExpr(maps[op.getNumDpsInputs()], ot, ranges, false, "", outDims);
+  for (unsigned d : reducedDims)
+    if (outDims.test(d))
+      return op.emitError("CUDA emitter: a reduction output indexed by a reduced dim");
+  int out = newBuffer(ot, "temporary");
+  tensors[op->getResult(0)] = TensorInfo{out, std::nullopt, false};
+  params.push_back(*storageType(accElt) + " *__restrict__ out0");
+  args.push_back(buffers[out].name);
+
+  KernelInfo k;
+  k.name = kname;
+  k.function = func.getSymName().str();
+  k.kind = KernelInfo::Pointwise;
+  k.blockX = kPointwiseBlock;
+  k.gridX = pointwiseGridSize(outputs);
+  k.args = args;
+  std::string acc = *valueType(accElt);
+  std::string id = identityLiteral(red->combiner, accElt);
+  std::string shape =
+      llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+  std::string dims = llvm::join(
+      llvm::map_range(reducedDims, [](unsigned d) { return std::to_string(d); }), ", ");
+  os << "// " << kname << ": reduction (" << red->combiner.functor << ") over dims {" << dims
+     << "} of " << shape << ": " << outputs << " outputs, one thread each, serial loops, "
+     << locationString(op.getLoc()) << "\n";
+  openKernel(k, params);
+  std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
+  std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
+                           : "blockIdx.x * blockDim.x + threadIdx.x";
+  os << "  for (" << ity << " i = " << start << "; i < " << outputs << "; i += " << stride
+     << ") {\n";
+  SmallVector<std::string> decode = decodeLinearIndex("i", parallelRanges);
+  for (auto [j, d] : llvm::enumerate(parallelDims))
+    if (usedDims.test(d) || outDims.test(d))
+      os << "    const " << ity << " d" << d << " = " << decode[j] << ";\n";
+  os << "    " << acc << " acc = " << id << ";\n";
+  std::string ind = "    ";
+  for (unsigned d : reducedDims) {
+    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d] << "; ++d"
+       << d << ") {\n";
+    ind += "  ";
+  }
+  os << loads << body << in << "acc = " << red->combiner.functor << "{}(acc, " << red->partial
+     << ");\n";
+  for (size_t j = reducedDims.size(); j > 0; --j) {
+    ind.resize(ind.size() - 2);
+    os << ind << "}\n";
+  }
+  os << "    out0[" << outOff << "] = "
+     << storeValue(combineWithInit(red->combiner, *initInfo.fill, id), accElt) << ";\n";
+  os << "  }\n}\n\n";
+  addKernel(std::move(k));
+  return success();
+}
+
+} // namespace mlir::kiln::cuda::detail
