@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs emitted CUDA kernels on the CPU, for numerics tests without a GPU.
 
-Kernels whose threads are independent (pointwise, transposes, fills,
-one-thread-per-output reductions: kind "pointwise") are plain C++ once
-the CUDA keywords are defined away: the emitted source is compiled with
-the host C++ compiler and a shim (thread-local blockIdx/threadIdx), and
-each launch loops over every (block, thread). Row kernels (warp shuffles,
-__syncthreads) and 16-bit storage (cuda_fp16/bf16 headers) are not
-emulated: ``emulable()`` says whether a module qualifies. GEMM steps run
-through torch, as in CudaGraph.
+The emitted source is compiled with the host C++ compiler (C++20) and a
+shim: CUDA keywords defined away, blockIdx/threadIdx thread-local. Each
+launch runs its blocks one after another; pointwise kernels (independent
+threads) loop over the threads, row kernels run every thread of a block
+as a std::thread, with __syncthreads a block barrier, __shfl_xor_sync a
+per-warp exchange between two warp barriers and __shared__ variables
+static (one block at a time). 16-bit storage (cuda_fp16/bf16 headers) is
+not emulated: ``emulable()`` says whether a module qualifies. GEMM steps
+run through torch, as in CudaGraph.
 """
 import ctypes
 import os
@@ -17,11 +18,22 @@ import shutil
 import subprocess
 
 SHIM = r"""
+#include <barrier>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
 struct kiln_dim3 { unsigned x = 0, y = 0, z = 0; };
 static thread_local kiln_dim3 blockIdx, threadIdx, blockDim, gridDim;
+struct kiln_block {
+  std::unique_ptr<std::barrier<>> all;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  std::vector<double> slots;
+};
+static thread_local kiln_block *kiln_ctx;
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -30,8 +42,35 @@ static thread_local kiln_dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __shared__ static
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
-template <typename T> static T __shfl_xor_sync(unsigned, T, int) { std::abort(); }
-static inline void __syncthreads() { std::abort(); }
+static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+static inline void __syncthreads() { kiln_ctx->all->arrive_and_wait(); }
+template <typename T> static T __shfl_xor_sync(unsigned, T v, int o) {
+  unsigned t = threadIdx.x, warp = t / 32, lane = t % 32;
+  std::memcpy(&kiln_ctx->slots[t], &v, sizeof(T));
+  kiln_ctx->warps[warp]->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &kiln_ctx->slots[warp * 32 + (lane ^ o)], sizeof(T));
+  kiln_ctx->warps[warp]->arrive_and_wait();
+  return r;
+}
+// Runs one block of a cooperative kernel: every thread a std::thread.
+static void kiln_run_block(unsigned b, unsigned grid, unsigned block,
+                           const std::function<void()> &body) {
+  kiln_block ctx;
+  ctx.all = std::make_unique<std::barrier<>>(block);
+  for (unsigned w = 0; w < (block + 31) / 32; ++w)
+    ctx.warps.push_back(std::make_unique<std::barrier<>>(32));
+  ctx.slots.resize(block);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block; ++t)
+    threads.emplace_back([&, t] {
+      kiln_ctx = &ctx;
+      gridDim.x = grid; blockDim.x = block; blockIdx.x = b; threadIdx.x = t;
+      body();
+    });
+  for (auto &th : threads) th.join();
+}
 """
 
 _SIG = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\((.*)\) \{')
@@ -39,8 +78,7 @@ _SIG = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\((
 
 def emulable(emitted) -> bool:
     src = emitted["source"]
-    return (all(k["kind"] == "pointwise" for k in emitted["kernels"])
-            and "__half" not in src and "__nv_bfloat16" not in src)
+    return "__half" not in src and "__nv_bfloat16" not in src
 
 
 def compile_host(emitted, folder):
@@ -48,21 +86,28 @@ def compile_host(emitted, folder):
     cxx = shutil.which("c++") or shutil.which("g++")
     if not cxx:
         return None
+    kinds = {k["name"]: k["kind"] for k in emitted["kernels"]}
     launchers = []
     for name, params in _SIG.findall(emitted["source"]):
         types = [p.rsplit(" ", 1)[0].replace("__restrict__", "").strip() for p in params.split(", ")]
         args = ", ".join(f"({t})ptrs[{i}]" for i, t in enumerate(types))
-        launchers.append(
-            f'extern "C" void run_{name}(void **ptrs, unsigned grid, unsigned block) {{\n'
-            f"  gridDim.x = grid; blockDim.x = block;\n"
-            f"  for (unsigned b = 0; b < grid; ++b) for (unsigned t = 0; t < block; ++t) {{\n"
-            f"    blockIdx.x = b; threadIdx.x = t; {name}({args});\n  }}\n}}\n")
+        if kinds.get(name) == "pointwise":
+            launchers.append(
+                f'extern "C" void run_{name}(void **ptrs, unsigned grid, unsigned block) {{\n'
+                f"  gridDim.x = grid; blockDim.x = block;\n"
+                f"  for (unsigned b = 0; b < grid; ++b) for (unsigned t = 0; t < block; ++t) {{\n"
+                f"    blockIdx.x = b; threadIdx.x = t; {name}({args});\n  }}\n}}\n")
+        else:
+            launchers.append(
+                f'extern "C" void run_{name}(void **ptrs, unsigned grid, unsigned block) {{\n'
+                f"  for (unsigned b = 0; b < grid; ++b)\n"
+                f"    kiln_run_block(b, grid, block, [&] {{ {name}({args}); }});\n}}\n")
     src = os.path.join(str(folder), "kernels.cpp")
     with open(src, "w") as f:
         f.write(SHIM + emitted["source"] + "\n" + "".join(launchers))
     lib = os.path.join(str(folder), "kernels.so")
-    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-o", lib, src],
-                   check=True)
+    subprocess.run([cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", lib,
+                    src], check=True)
     return ctypes.CDLL(lib)
 
 
