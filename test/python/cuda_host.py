@@ -7,9 +7,9 @@ launch runs its blocks one after another; pointwise kernels (independent
 threads) loop over the threads, row kernels run every thread of a block
 as a std::thread, with __syncthreads a block barrier, __shfl_xor_sync a
 per-warp exchange between two warp barriers and __shared__ variables
-static (one block at a time). 16-bit storage (cuda_fp16/bf16 headers) is
-not emulated: ``emulable()`` says whether a module qualifies. GEMM steps
-run through torch, as in CudaGraph.
+static (one block at a time). f16/bf16 storage uses host bit-pattern
+types with round-to-nearest-even conversions in place of cuda_fp16.h /
+cuda_bf16.h. GEMM steps run through torch, as in CudaGraph.
 """
 import ctypes
 import os
@@ -42,6 +42,21 @@ static thread_local kiln_block *kiln_ctx;
 #define __shared__ static
 static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+// 16-bit storage: bit patterns with CUDA's conversion functions
+// (round to nearest even), so f16/bf16 kernels run on the host as well.
+struct __half { unsigned short bits; };
+struct __nv_bfloat16 { unsigned short bits; };
+static inline float __half2float(__half h) { _Float16 f; std::memcpy(&f, &h.bits, 2); return (float)f; }
+static inline __half __float2half_rn(float x) { _Float16 f = (_Float16)x; __half h; std::memcpy(&h.bits, &f, 2); return h; }
+static inline float __bfloat162float(__nv_bfloat16 b) { unsigned u = unsigned(b.bits) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+static inline __nv_bfloat16 __float2bfloat16_rn(float x) {
+  unsigned u; std::memcpy(&u, &x, 4);
+  __nv_bfloat16 b;
+  if ((u & 0x7fffffffu) > 0x7f800000u) { b.bits = (unsigned short)((u >> 16) | 0x40); return b; }
+  u += 0x7fffu + ((u >> 16) & 1u);
+  b.bits = (unsigned short)(u >> 16);
+  return b;
+}
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline void __syncthreads() { kiln_ctx->all->arrive_and_wait(); }
@@ -77,8 +92,9 @@ _SIG = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\((
 
 
 def emulable(emitted) -> bool:
-    src = emitted["source"]
-    return "__half" not in src and "__nv_bfloat16" not in src
+    """Every kernel of the module can be emulated (kept for callers that
+    filter; all of today's kernel kinds can)."""
+    return all(k["kind"] in ("pointwise", "row_reduction") for k in emitted["kernels"])
 
 
 def compile_host(emitted, folder):
@@ -103,8 +119,10 @@ def compile_host(emitted, folder):
                 f"  for (unsigned b = 0; b < grid; ++b)\n"
                 f"    kiln_run_block(b, grid, block, [&] {{ {name}({args}); }});\n}}\n")
     src = os.path.join(str(folder), "kernels.cpp")
+    source = "\n".join(line for line in emitted["source"].splitlines()
+                       if not line.startswith("#include <cuda_"))
     with open(src, "w") as f:
-        f.write(SHIM + emitted["source"] + "\n" + "".join(launchers))
+        f.write(SHIM + source + "\n" + "".join(launchers))
     lib = os.path.join(str(folder), "kernels.so")
     subprocess.run([cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", lib,
                     src], check=True)

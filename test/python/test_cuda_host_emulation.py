@@ -25,6 +25,11 @@ CASES = {
     "layer_norm": (lambda x, g, b: torch.nn.functional.layer_norm(x, (48,), g, b),
                    [(5, 48), (48,), (48,)]),
     "row_sum_max": (lambda x: (x.sum(-1), x.amax(-1)), [(9, 130)]),
+    "bf16_gelu_softmax": (lambda x, b: torch.softmax(torch.nn.functional.gelu(x + b), dim=-1),
+                          [(4, 64), (64,)], torch.bfloat16),
+    "f16_layer_norm": (lambda x, g, b: torch.nn.functional.layer_norm(x, (40,), g, b),
+                       [(3, 40), (40,), (40,)], torch.float16),
+    "bf16_column_mean": (lambda x: x.mean(0) * 3.0, [(17, 12)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -33,21 +38,25 @@ CASES = {
 @requires_nvrtc
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_emulated_kernels_match_eager(name, tmp_path):
-    fn, shapes = CASES[name]
+    fn, shapes, *dtype = CASES[name]
+    dtype = dtype[0] if dtype else torch.float32
     compiled = kiln.compile(fn)
-    meta = [torch.empty(s, device="meta") for s in shapes]
+    meta = [torch.empty(s, device="meta", dtype=dtype) for s in shapes]
     compiled(*meta)  # the CUDA path (dry run) builds the graph
     graph = frontend.compiled[-1]
     emitted = {"source": graph.source, "kernels": [k for kind, ks in graph.steps
                                                    if kind == "kernels" for k in ks]}
-    assert emulable(emitted), "case must use f32 storage only"
+    assert emulable(emitted)
     lib = compile_host(emitted, tmp_path)
     if lib is None:
         pytest.skip("no host C++ compiler")
-    inputs = [torch.randn(s) for s in shapes]
+    inputs = [torch.randn(s).to(dtype) for s in shapes]
     got = run(graph, lib, inputs)
     expected = fn(*inputs)
     expected = expected if isinstance(expected, tuple) else (expected,)
     assert len(got) == len(expected)
+    # f32: the same math in another order; 16-bit: eager rounds each op,
+    # kiln's fused kernels round once at the store (a few ulps apart).
+    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
     for g, e in zip(got, expected):
-        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(g, e, rtol=tol, atol=tol)
