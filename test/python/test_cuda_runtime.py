@@ -215,3 +215,38 @@ def test_artifact_round_trip_runs_the_same_plan(tmp_path):
     assert [s["name"] for s in steps] == ["forward_gemm0", "forward_k0", "forward_gemm1",
                                           "forward_k1"]
     assert out.shape == (8, 24)
+
+
+@requires_nvrtc
+def test_artifact_runs_where_kiln_has_no_mlir_extension(tmp_path):
+    """The GPU machine of tools/gpu-check.sh has no kiln._C: kiln.cuda and
+    an artifact must load without it, and cubins come from the artifact."""
+    from kiln.cuda import artifact, nvrtc
+    emitted = kiln.cuda.emit(MLP_SOFTMAX_IR)
+    path = str(tmp_path / "a.json.gz")
+    artifact.save(path, {"g": {"emitted": emitted,
+                               "images": {90: nvrtc.compile_source(emitted["source"], 90)}}},
+                  "13.0")
+    code = textwrap.dedent(f"""
+        import os, sys, types
+        sys.modules["kiln._C"] = None  # importing it now fails, as on the GPU machine
+        pkg = types.ModuleType("kiln")
+        pkg.__path__ = [os.path.join({repr(os.path.dirname(kiln.cuda.__file__))}, "..")]
+        sys.modules["kiln"] = pkg
+        import torch
+        from kiln.cuda import artifact
+        g = artifact.graph(artifact.load({path!r})["g"])
+        assert g.image_for(90)[:4] == b"\\x7fELF"
+        try:
+            g.image_for(80)
+        except RuntimeError as e:
+            print("no sm_80:", e)
+        steps, (out,) = g.launches(*[torch.empty(s, device="meta")
+                                     for s in ((8, 16), (32, 16), (32,), (32, 24))])
+        print(len(steps), tuple(out.shape))
+    """)
+    r = run_python(code, {})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("no sm_80: kiln.cuda: no cubin for sm_80 and no NVRTC")
+    assert lines[1] == "4 (8, 24)"
