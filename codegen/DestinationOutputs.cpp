@@ -89,6 +89,16 @@ bool isInitOp(Operation *op) {
          generic.getNumLoops() == generic.getNumParallelLoops();
 }
 
+/// True when `use` is a tensor its user writes into (a DPS init, or the
+/// destination of an insert_slice).
+bool isDestinationUse(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(user))
+    return &use == &insert.getDestMutable();
+  auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+  return dps && dps.isDpsInit(&use);
+}
+
 /// Gives every use of an init op (`tensor.empty`, a fill of one) its own
 /// copy, users first so that the clones of a fill get their own empties too.
 void unshareInits(func::FuncOp func) {
@@ -98,9 +108,18 @@ void unshareInits(func::FuncOp func) {
       inits.push_back(op);
   });
   for (Operation *op : llvm::reverse(inits)) {
-    for (OpOperand &use : llvm::make_early_inc_range(llvm::drop_begin(op->getUses()))) {
+    // An insert_slice chain (a concat prefix) is only duplicated for the
+    // users that write into it; readers (say, the slices of a padded
+    // input) keep sharing it instead of each getting a copy.
+    bool chain = isa<tensor::InsertSliceOp>(op);
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : op->getUses())
+      if (!chain || isDestinationUse(use))
+        uses.push_back(&use);
+    for (size_t i = 1; i < uses.size(); ++i) {
+      OpOperand *use = uses[i];
       OpBuilder b(op);
-      use.set(b.clone(*op)->getResult(0));
+      use->set(b.clone(*op)->getResult(0));
     }
   }
 }

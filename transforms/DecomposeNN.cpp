@@ -121,11 +121,14 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
     SmallVector<Value> taps;
     for (int64_t i = 0; i < kh; ++i)
       for (int64_t j = 0; j < kw; ++j)
-        taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j), {n, c, 1, l}));
+        // A unit dim is added (not OH, OW collapsed): a strided tap stays a
+        // view and the concat below is the only copy.
+        taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
+                               {n, c, 1, w.out[0], w.out[1]}));
     Value cols = taps.size() == 1 ? taps[0]
                                   : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
     int64_t k = c / g * kh * kw;
-    cols = reshape(rewriter, loc, cols, {n, g, k, l});
+    cols = reshape(rewriter, loc, cols, {n, g, k, l}); // contiguous: free
     Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
     Value out = rewriter.create<MatmulOp>(loc, weight, cols);
     rewriter.replaceOp(op, reshape(rewriter, loc, out, type.getShape()));

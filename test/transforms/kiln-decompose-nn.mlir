@@ -5,8 +5,9 @@
 // set (transforms/DecomposeNN.cpp). Numerics: test/python/test_conformance.py.
 
 // Tests that a padded, strided 3x3 convolution pads H then W with zero
-// constants, takes 9 stride-2 slices (one per tap), concatenates them into
-// [N, G, C*9, OH*OW] columns and multiplies by the weight as [G, F, C*9].
+// constants, takes 9 stride-2 slices (one per tap, each given a unit dim so
+// it stays a view), concatenates them into [N, C, 9, OH, OW] and reshapes
+// that (contiguous) to [N, G, C*9, OH*OW] columns for the weight [G, F, C*9].
 // CHECK-LABEL: func.func @conv2d_im2col
 // CHECK-SAME: (%[[X:.*]]: tensor<1x3x8x8xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
 // CHECK-DAG: %[[ZH:.*]] = kiln.constant dense<0.000000e+00> : tensor<1x3x1x8xf32>
@@ -15,8 +16,9 @@
 // CHECK: %[[P:.*]] = kiln.concat %[[ZW]], %[[PH]], %[[ZW]] {dim = 3 : i64} {{.*}} -> tensor<1x3x10x10xf32>
 // CHECK: kiln.slice %[[P]] {end = array<i64: 1, 3, 7, 7>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>}
 // CHECK-COUNT-8: kiln.slice %[[P]]
-// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<1x3x9x16xf32>
-// CHECK: %[[C4:.*]] = kiln.reshape %[[COLS]] : tensor<1x3x9x16xf32> -> tensor<1x1x27x16xf32>
+// CHECK: kiln.reshape %{{.*}} : tensor<1x3x4x4xf32> -> tensor<1x3x1x4x4xf32>
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<1x3x9x4x4xf32>
+// CHECK: %[[C4:.*]] = kiln.reshape %[[COLS]] : tensor<1x3x9x4x4xf32> -> tensor<1x1x27x16xf32>
 // CHECK: %[[WM:.*]] = kiln.reshape %[[W]] : tensor<4x3x3x3xf32> -> tensor<1x4x27xf32>
 // CHECK: %[[MM:.*]] = kiln.matmul %[[WM]], %[[C4]]
 // CHECK: %[[R:.*]] = kiln.reshape %[[MM]] : tensor<1x1x4x16xf32> -> tensor<1x4x4x4xf32>

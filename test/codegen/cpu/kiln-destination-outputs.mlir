@@ -85,6 +85,23 @@ func.func @unshare_insert_slice(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>) -> (te
 
 // -----
 
+// Tests that an insert_slice chain that is only read (a padded input sliced
+// twice) is not duplicated.
+// CHECK-LABEL: func.func @negative_read_insert_slice
+// CHECK-COUNT-1: tensor.empty
+// CHECK-NOT: tensor.empty
+func.func @negative_read_insert_slice(%a: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %c = arith.constant dense<0.0> : tensor<3x1xf32>
+  %e = tensor.empty() : tensor<3x5xf32>
+  %i = tensor.insert_slice %c into %e[0, 0] [3, 1] [1, 1] : tensor<3x1xf32> into tensor<3x5xf32>
+  %p = tensor.insert_slice %a into %i[0, 1] [3, 4] [1, 1] : tensor<3x4xf32> into tensor<3x5xf32>
+  %0 = tensor.extract_slice %p[0, 0] [3, 2] [1, 1] : tensor<3x5xf32> to tensor<3x2xf32>
+  %1 = tensor.extract_slice %p[0, 3] [3, 2] [1, 1] : tensor<3x5xf32> to tensor<3x2xf32>
+  return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
 // Tests that private functions and declarations are left alone.
 // CHECK-LABEL: func.func private @negative_private
 // CHECK-SAME: -> tensor<4xf32>
