@@ -555,3 +555,136 @@ def test_resume_functions_are_cached_per_code_and_offset():
     kiln.reset()
     cf(torch.ones(1))
     assert len(_resume._cache) == n
+
+
+# --- *args / **kwargs calls (captured without a break) ---------------------
+
+def _inner_kw(x, scale=1.0, *rest, shift=0.0, **extra):
+    out = x * scale + shift + sum(rest)
+    for k in sorted(extra):
+        out = out + extra[k]
+    return out
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, kw: _inner_kw(x, **kw),
+    lambda x, kw: _inner_kw(x, 2.0, 3.0, 4.0, **kw),
+    lambda x, kw: _inner_kw(*(x, 0.5), **{"a": x, **kw}),
+    lambda x, kw: _inner_kw(x, scale=3.0, z=x * 2),
+])
+def test_kwargs_calls_are_captured(call):
+    def f(x):
+        return call(x, {"shift": 2.0, "b": x + 1})
+
+    x = torch.randn(3)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert stats()["graph_breaks"] == 0 and stats()["compiled_calls"] == 1
+
+
+def test_root_kwargs_of_tensors_are_graph_inputs():
+    def f(x, **kw):
+        return _inner_kw(x, **kw) + kw["w"] * 2
+
+    cf = kiln.compile(f)
+    for _ in range(2):
+        x, w = torch.randn(3), torch.randn(3)
+        assert_close(cf(x, w=w, shift=1.0), f(x, w=w, shift=1.0))
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["graphs_compiled"] == 1 and s["cache_hits"] == 1, s
+    # a new key set recompiles
+    assert_close(cf(x, w=w, v=w), f(x, w=w, v=w))
+    assert stats()["recompiles"] == 1
+
+
+def test_repeated_keyword_raises_like_eager():
+    def f(x, kw):
+        return _inner_kw(x, **kw, **{"shift": 1.0})
+
+    x = torch.randn(2)
+    with pytest.raises(TypeError):
+        f(x, {"shift": 2.0})
+    with pytest.raises(TypeError):
+        kiln.compile(f)(x, {"shift": 2.0})
+
+
+# --- grad-mode with-blocks (captured without a break) ---------------------
+
+def test_no_grad_block_is_captured():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        return y + 1
+
+    x = torch.randn(3)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert stats()["graph_breaks"] == 0 and stats()["compiled_calls"] == 1
+
+
+def test_nested_grad_blocks_in_inference():
+    w = torch.randn(3, 3)  # no input requires grad: one rule fits all regions
+
+    def f(x):
+        with torch.no_grad():
+            h = x @ w
+            with torch.enable_grad():
+                pass
+        with torch.no_grad() as ctx:
+            h = h * 2
+        return h, ctx
+
+    x = torch.randn(2, 3)
+    expected = f(x)
+    got = kiln.compile(f)(x)
+    assert_close(got[0], expected[0])
+    assert got[1] is None
+    assert stats()["graph_breaks"] == 0 and stats()["compiled_calls"] == 1
+
+
+def test_no_grad_block_with_grad_inputs_runs_eagerly(capfd):
+    lin = nn.Linear(3, 3)
+
+    def f(x):
+        with torch.no_grad():
+            target = lin(x)
+        return ((lin(x) - target) ** 2).sum()
+
+    x = torch.randn(2, 3)
+    with kiln.config.patch(logs=frozenset({"graph_breaks"})):
+        out = kiln.compile(f)(x)
+    out.backward()
+    g = lin.weight.grad.clone()
+    lin.weight.grad = None
+    f(x).backward()
+    assert_close(g, lin.weight.grad)
+    _, err = capfd.readouterr()
+    assert "no_grad" in err and stats()["eager_calls"] == 1
+
+
+def test_other_with_blocks_run_eagerly():
+    import contextlib
+
+    def f(x):
+        with contextlib.nullcontext():
+            y = x + 1
+        return y
+
+    x = torch.randn(2)
+    assert_close(kiln.compile(f)(x), f(x))
+    # nullcontext() runs eagerly at a break; its resume function cannot be
+    # captured from inside the with-block, so it runs eagerly
+    assert stats()["graph_breaks"] == 2 and stats()["eager_calls"] == 1
+
+
+def test_grad_mode_guarded_after_no_grad_block():
+    def f(x):
+        with torch.no_grad():
+            y = x * 3
+        return y
+
+    cf = kiln.compile(f)
+    x = torch.randn(2)
+    assert_close(cf(x), f(x))
+    with torch.no_grad():
+        assert_close(cf(x), f(x))
+    assert torch.is_grad_enabled()
+    assert stats()["recompiles"] == 1

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Interp.h"
 
+#include <set>
 #include <unordered_set>
 
 namespace kiln {
@@ -59,6 +60,57 @@ bool isPureBuiltin(const std::string &name) {
 }
 
 } // namespace
+
+bool Interpreter::isGradContextType(PyObject *t) {
+  static PyObject *noGrad = PyObject_GetAttrString(torchModule(), "no_grad");       // leaked
+  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  return t && (t == noGrad || t == enableGrad);
+}
+
+int Interpreter::gradContextMode(const VarP &ctx) {
+  if (!ctx->isConst())
+    return -1;
+  PyObject *t = reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get()));
+  if (!isGradContextType(t))
+    return -1;
+  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  return t == enableGrad ? 1 : 0;
+}
+
+void Interpreter::checkGradRegions() const {
+  if (!gradSwitched_ || !gradOnSomewhere_)
+    return;
+  // Graph results carry one requires_grad rule (the entry's grad mode); a
+  // region with another mode would give results eager marks differently.
+  for (const GraphInput &in : out_.inputs)
+    if (in.requiresGrad)
+      throw Unsupported("a torch.no_grad()/enable_grad() block in a graph whose inputs "
+                        "require grad (grad mode is on in part of it)");
+}
+
+std::vector<std::pair<PyRef, VarP>> Interpreter::dictItems(const VarP &d) {
+  std::vector<std::pair<PyRef, VarP>> out;
+  if (d->kind == Var::Kind::Dict) {
+    for (size_t i = 0; i < d->keys.size(); ++i)
+      out.push_back({d->keys[i], d->items[i]});
+    return out;
+  }
+  PyObject *o = constObj(d, "mapping");
+  if (!PyDict_CheckExact(o))
+    throw Unsupported("** of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  // Items of a dict read from the frame are read (and guarded) one by one.
+  if (d->source >= 0)
+    guardLength(d->source, PyDict_Size(o));
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(o, &pos, &k, &v)) {
+    bool keyed = d->source >= 0 && PyUnicode_CheckExact(k);
+    out.push_back({PyRef::borrow(k),
+                   keyed ? fromSource(v, out_.sources.add(Source::Kind::DictItem, d->source, 0, k))
+                         : makeConst(PyRef::borrow(v))});
+  }
+  return out;
+}
 
 VarP Interpreter::tensorMethodOrAttr(const VarP &obj, PyObject *name) {
   try {
@@ -243,16 +295,64 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     }
     f.stack.push_back(call(callee, args, kwargs));
   } else if (op == "CALL_FUNCTION_EX") {
-    // f(*args): the arguments come as one tuple/list (3.11+: after a NULL).
-    if (in.arg & 1)
-      throw Unsupported("calls with **kwargs unpacking are not supported yet");
+    // f(*args, **kwargs): one tuple/list and (arg & 1) one dict (3.11+:
+    // after a NULL).
+    VarP kwVar = in.arg & 1 ? pop(f) : nullptr;
     VarP argsVar = pop(f);
     VarP callee = pop(f);
     if (!f.stack.empty() && f.stack.back()->kind == Var::Kind::Null)
       pop(f);
     std::vector<VarP> args = iterItems(argsVar);
     std::map<std::string, VarP> kwargs;
+    if (kwVar)
+      for (auto &[k, v] : dictItems(kwVar)) {
+        if (!PyUnicode_Check(k.get()))
+          throw Unsupported("keywords must be strings");
+        kwargs[PyUnicode_AsUTF8(k.get())] = v;
+      }
     f.stack.push_back(call(callee, args, kwargs));
+  } else if (op == "BEFORE_WITH") {
+    // `with torch.no_grad()` / `torch.enable_grad()`: the body is captured
+    // in the region's grad mode; the exit call (`__exit__(None, None, None)`
+    // at the end of the body) restores it. Exceptions never happen during
+    // capture, so the handlers are not interpreted.
+    VarP ctxVar = pop(f);
+    int mode = gradContextMode(ctxVar);
+    if (mode < 0)
+      throw Unsupported("with-block on " + (ctxVar->isConst()
+                                                ? pyText(reinterpret_cast<PyObject *>(
+                                                      Py_TYPE(ctxVar->obj.get())))
+                                                : std::string("a value built here")) +
+                        " (only torch.no_grad()/torch.enable_grad() are captured)");
+    PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctxVar->obj.get(), "__exit__"));
+    if (!exitFn) {
+      PyErr_Clear();
+      throw Unsupported("grad-mode context without __exit__");
+    }
+    keepAlive_.push_back(exitFn);
+    gradExits_[exitFn.get()] = gradMode_;
+    gradMode_ = mode == 1;
+    gradSwitched_ = true;
+    gradOnSomewhere_ |= gradMode_;
+    f.stack.push_back(makeConst(exitFn));
+    f.stack.push_back(makeConst(PyRef::borrow(Py_None))); // __enter__() returns None
+  } else if (op == "DICT_MERGE" || op == "DICT_UPDATE") {
+    // {**a, **b} / f(**a): merges the popped mapping into a dict built here.
+    VarP src = pop(f);
+    VarP &dst = f.stack[f.stack.size() - in.arg];
+    if (dst->kind != Var::Kind::Dict)
+      throw Unsupported(op + " into a value that is not a dict built here");
+    for (auto &[k, v] : dictItems(src)) {
+      int at = dictFind(dst, k.get());
+      if (at >= 0 && op == "DICT_MERGE")
+        throw Unsupported("keyword argument repeated in a ** call");
+      if (at >= 0) {
+        dst->items[at] = v;
+      } else {
+        dst->keys.push_back(k);
+        dst->items.push_back(v);
+      }
+    }
   } else if (op == "BINARY_OP" || op == "COMPARE_OP") {
     VarP rhs = pop(f), lhs = pop(f);
     std::string sym = in.argrepr;
@@ -525,6 +625,21 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return inlineFunction(callee->obj.get(), -1, args, kwargs);
   }
   PyObject *fn = constObj(callee, "callee");
+  auto exitIt = gradExits_.find(fn);
+  if (exitIt != gradExits_.end()) { // the end of a grad-mode with-block
+    gradMode_ = exitIt->second;
+    gradExits_.erase(exitIt);
+    return makeConst(PyRef::borrow(Py_False));
+  }
+  if (isGradContextType(fn) && args.empty() && kwargs.empty()) {
+    PyRef ctx = PyRef::steal(PyObject_CallNoArgs(fn)); // no side effects
+    if (!ctx) {
+      PyErr_Clear();
+      throw Unsupported("cannot create the grad-mode context");
+    }
+    keepAlive_.push_back(ctx);
+    return makeConst(ctx);
+  }
   if (VarP r = callTorchFunction(fn, args, kwargs))
     return r;
   if (isModule(fn)) {
@@ -723,6 +838,22 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     VarP it = getIter(args[0]);
     return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
   }
+  // sorted(d), min(t), any(l) ... over containers built here whose items
+  // are constants (a dict's keys): evaluated on a list of those constants.
+  static const std::set<std::string> overItems = {"sorted", "min", "max", "any", "all",
+                                                  "set", "frozenset"};
+  if (overItems.count(name) && args.size() == 1 && !args[0]->isConst() &&
+      !args[0]->isTensor()) {
+    std::vector<VarP> items = iterItems(args[0]);
+    PyRef list = PyRef::steal(PyList_New(items.size()));
+    for (size_t i = 0; i < items.size(); ++i) {
+      PyObject *o = constObj(items[i], "item");
+      Py_INCREF(o);
+      PyList_SET_ITEM(list.get(), i, o);
+    }
+    keepAlive_.push_back(list);
+    args[0] = makeConst(list);
+  }
   PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     PyObject *o = constObj(args[i], "argument of a builtin");
@@ -804,8 +935,6 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     throw Unsupported("inlining is nested too deeply (recursion?)");
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
   auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
-  if (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))
-    throw Unsupported("calling " + pyText(func->func_qualname) + " with *args/**kwargs is not supported yet");
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
     throw Unsupported("generators and coroutines are not supported");
   Frame f;
@@ -813,16 +942,33 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   std::vector<std::string> names = localNames(code);
   f.locals.resize(names.size());
   int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
-  if ((int)args.size() > npos)
+  bool varargs = code->co_flags & CO_VARARGS, varkw = code->co_flags & CO_VARKEYWORDS;
+  if ((int)args.size() > npos && !varargs)
     throw Unsupported("too many positional arguments to " + pyText(func->func_qualname));
-  for (size_t i = 0; i < args.size(); ++i)
+  for (size_t i = 0; i < args.size() && (int)i < npos; ++i)
     f.locals[i] = args[i];
+  if (varargs) // *args: the extra positional arguments
+    f.locals[npos + nkw] = makeSeq(
+        Var::Kind::Tuple, std::vector<VarP>(args.begin() + std::min<size_t>(args.size(), npos),
+                                            args.end()));
+  auto extra = std::make_shared<Var>(); // **kwargs: the unmatched keywords
+  extra->kind = Var::Kind::Dict;
+  int posOnly = code->co_posonlyargcount;
   for (auto &[k, v] : kwargs) {
-    auto it = std::find(names.begin(), names.begin() + npos + nkw, k);
-    if (it == names.begin() + npos + nkw)
-      throw Unsupported("unexpected keyword argument '" + k + "'");
+    auto it = std::find(names.begin() + posOnly, names.begin() + npos + nkw, k);
+    if (it == names.begin() + npos + nkw) {
+      if (!varkw)
+        throw Unsupported("unexpected keyword argument '" + k + "'");
+      extra->keys.push_back(PyRef::steal(PyUnicode_FromString(k.c_str())));
+      extra->items.push_back(v);
+      continue;
+    }
+    if (f.locals[it - names.begin()])
+      throw Unsupported("multiple values for argument '" + k + "'");
     f.locals[it - names.begin()] = v;
   }
+  if (varkw)
+    f.locals[npos + nkw + (varargs ? 1 : 0)] = extra;
   PyObject *defaults = func->func_defaults;
   int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
   for (int i = 0; i < npos; ++i)

@@ -142,6 +142,9 @@ public:
   void guardValue(const VarP &v);
   /// Offset of the root instruction running now (-1 outside the loop).
   int rootOffset() const { return rootOffset_; }
+  /// Throws Unsupported when a grad-mode with-block makes results'
+  /// requires_grad differ from the entry's single rule (Capture.cpp).
+  void checkGradRegions() const;
 
 private:
   VarP interpret(Frame &f);
@@ -165,6 +168,14 @@ private:
   /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
   /// kiln cannot call it (the call then breaks the graph).
   VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);
+  /// The (key, value) pairs of a dict Var or of a dict constant (items of a
+  /// dict read from the frame through their own sources).
+  std::vector<std::pair<PyRef, VarP>> dictItems(const VarP &d);
+  /// Whether `t` is torch.no_grad or torch.enable_grad.
+  static bool isGradContextType(PyObject *t);
+  /// 0/1: the grad mode a with-block on `ctx` sets; -1: not such a block.
+  static int gradContextMode(const VarP &ctx);
+
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
   VarP fromSource(PyObject *value, int source);
@@ -192,6 +203,11 @@ private:
   int depth_ = 0;
   long steps_ = 0;
   int rootOffset_ = -1;
+  bool gradMode_ = false;        ///< grad mode at the current instruction
+  bool gradSwitched_ = false;    ///< a with-block changed grad mode
+  bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
+  /// __exit__ of each open grad-mode with-block → the mode to restore.
+  std::map<PyObject *, bool> gradExits_;
 };
 
 /// The MLIR element type of `d`.

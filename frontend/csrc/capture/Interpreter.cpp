@@ -85,6 +85,20 @@ bool holdsTensor(PyObject *o) {
   return false;
 }
 
+/// A dict with string keys whose values include a tensor (at any depth of
+/// tuples/lists).
+bool dictHoldsTensor(PyObject *d) {
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  bool any = false;
+  while (PyDict_Next(d, &pos, &k, &v)) {
+    if (!PyUnicode_CheckExact(k))
+      return false;
+    any |= holdsTensor(v);
+  }
+  return any;
+}
+
 PyRef pyCall(PyObject *fn, std::initializer_list<PyObject *> args) {
   PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
   int i = 0;
@@ -209,6 +223,21 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
     VarP v = makeSeq(PyTuple_CheckExact(value) ? Var::Kind::Tuple : Var::Kind::List, items);
     v->source = source;
     return v;
+  }
+  if (PyDict_CheckExact(value) && dictHoldsTensor(value)) {
+    // A dict of tensors (e.g. **kwargs): each value read through its own
+    // source; the keys are guarded through the length and those sources.
+    guardLength(source, PyDict_Size(value));
+    auto d = std::make_shared<Var>();
+    d->kind = Var::Kind::Dict;
+    d->source = source;
+    PyObject *k, *item;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(value, &pos, &k, &item)) {
+      d->keys.push_back(PyRef::borrow(k));
+      d->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, source, 0, k)));
+    }
+    return d;
   }
   if (!isTensor(value)) {
     VarP v = makeConst(PyRef::borrow(value), source);
@@ -498,6 +527,7 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
                                         b_.getFunctionType({}, {}));
   b_.setInsertionPointToStart(func_.addEntryBlock());
 
+  gradMode_ = gradOnSomewhere_ = out_.gradMode;
   Frame f;
   f.code = &codeInfo(reinterpret_cast<PyObject *>(code));
   int n = (int)localNames(code).size();

@@ -218,7 +218,8 @@ def assemble(bc: Bytecode, base: types.CodeType, **replace) -> types.CodeType:
     instrs = bc.instrs
     probe = base.replace(**{k: v for k, v in replace.items()
                             if k in ("co_varnames", "co_cellvars", "co_freevars", "co_nlocals",
-                                     "co_argcount")})
+                                     "co_argcount", "co_flags", "co_kwonlyargcount",
+                                     "co_posonlyargcount")})
     slots = {n: k for k, n in enumerate(local_names(probe))}
     args = [0] * len(instrs)
     for k, ins in enumerate(instrs):
