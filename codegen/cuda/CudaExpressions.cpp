@@ -94,8 +94,11 @@ std::optional<std::string> attrLiteral(TypedAttr attr) {
       return std::string(i.getValue().isZero() ? "false" : "true");
     int64_t v = i.getValue().getSExtValue();
     unsigned w = i.getType().isIndex() ? 64 : i.getType().getIntOrFloatBitWidth();
+    // INT64_MIN / INT32_MIN have no literal of their own type in C++
+    // (`-9223372036854775808LL` negates an unsigned literal).
     if (w > 32)
-      return std::to_string(v) + "LL";
+      return v == INT64_MIN ? std::string("(-9223372036854775807LL - 1)")
+                            : std::to_string(v) + "LL";
     if (v == INT32_MIN)
       return std::string("(-2147483647 - 1)");
     return std::to_string(v);
