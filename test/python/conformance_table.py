@@ -249,6 +249,13 @@ ENTRIES.append(E("gather", ["torch.gather", "Tensor.gather", "torch.index_select
                   lambda x, i: torch.index_select(x, 0, i[0]), lambda x, i: x.index_select(-1, i[-1].int())],
                  lambda dt: [(make((3, 4), dt), torch.randint(0, 3, (3, 2))),
                              (make((4, 3), dt).t(), torch.randint(0, 3, (3, 3)))], ALL))
+ENTRIES.append(E("einsum", ["torch.einsum"],
+                 [lambda a, b: torch.einsum("bij,bjk->bik", a, b), lambda a, b: torch.einsum("bij,bkj->bik", a, b),
+                  lambda a, b: torch.einsum("bij->bji", a), lambda a, b: torch.einsum("bij,bij->b", a, b),
+                  lambda a, b: torch.einsum("bij,ckj", a, b), lambda a, b: torch.einsum("bij->", a),
+                  lambda a, b: torch.einsum("bij,bjk->ik", [a, b])],
+                 lambda dt: [(make((2, 3, 3), dt), make((2, 3, 3), dt)), (make((1, 3, 3), dt).transpose(1, 2), make((1, 3, 3), dt))],
+                 FLOATS, {F16: (5e-3, 5e-3), BF16: (3e-2, 3e-2)}))
 ENTRIES.append(E("stack", ["torch.hstack", "torch.vstack", "torch.cat", "torch.stack"],
                  [lambda x, y: torch.hstack((x, y)), lambda x, y: torch.vstack([x, y]), lambda x, y: torch.cat([x, y], 0)],
                  shapes(((3, 4), (3, 4)), ((5,), (5,))), ALL))

@@ -11,7 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "TorchOpsImpl.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace kiln {
 
@@ -327,6 +330,109 @@ VarP linalgOp(Interpreter &I, const std::string &op, Args &a) {
   return r;
 }
 
+/// torch.einsum of one or two float operands without ellipsis or repeated
+/// indices within an operand: indices only one operand has and the output
+/// lacks are summed first; the rest becomes one batched kiln.matmul
+/// ([batch, M, K] x [batch, K, N]) between permutes and reshapes.
+VarP einsum(Interpreter &I, const std::string &, Args &a) {
+  Emit e(I);
+  std::string eq = strArg(a, "equation", "");
+  VarP ops = a.get("operands");
+  std::vector<VarP> vs = ops && (ops->kind == Var::Kind::Tuple || ops->kind == Var::Kind::List)
+                             ? ops->items : std::vector<VarP>{ops};
+  if (vs.size() == 1 && vs[0] && (vs[0]->kind == Var::Kind::Tuple || vs[0]->kind == Var::Kind::List))
+    vs = vs[0]->items;
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.find('.') != std::string::npos) throw Unsupported("einsum with '...' is not supported yet");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  std::vector<std::string> ins;
+  for (size_t at = 0;;) {
+    size_t comma = lhs.find(',', at);
+    ins.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (ins.size() != vs.size() || ins.size() > 2) throw Unsupported("einsum of " + std::to_string(vs.size()) + " operands is not supported yet");
+  std::map<char, int64_t> size, count;
+  std::vector<Value> vals;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    Value v = tensorArg(vs[i], "einsum");
+    if (dtypeCategory(dtypeOfValue(v)) < 2) throw Unsupported("einsum of integer tensors is not supported yet");
+    auto sh = shapeOf(v);
+    if (sh.size() != ins[i].size()) throw Unsupported("einsum: subscripts do not match the operand's rank (eager raises)");
+    std::set<char> seen;
+    for (size_t d = 0; d < sh.size(); ++d) {
+      char c = ins[i][d];
+      if (!seen.insert(c).second) throw Unsupported("einsum with a repeated index in one operand is not supported yet");
+      if (size.count(c) && size[c] != sh[d]) throw Unsupported("einsum: index sizes differ (broadcasting is not supported yet)");
+      size[c] = sh[d];
+      ++count[c];
+    }
+    vals.push_back(v);
+  }
+  if (arrow == std::string::npos) { // implicit output: indices seen once, sorted
+    for (auto &[c, n] : count) if (n == 1) out += c;
+  } else {
+    out = eq.substr(arrow + 2);
+  }
+  for (char c : out)
+    if (!size.count(c)) throw Unsupported("einsum: output index not in the inputs (eager raises)");
+  if (vals.size() == 2 && dtypeOfValue(vals[0]) != dtypeOfValue(vals[1]))
+    throw Unsupported("einsum of operands with different dtypes (eager raises)");
+  auto inOut = [&](char c) { return out.find(c) != std::string::npos; };
+  // Sum indices that only one operand has and the output lacks.
+  for (size_t i = 0; i < vals.size(); ++i) {
+    std::vector<int64_t> dims;
+    std::string kept;
+    for (size_t k = 0; k < ins[i].size(); ++k) {
+      char c = ins[i][k];
+      if (!inOut(c) && count[c] == 1) dims.push_back(k);
+      else kept += c;
+    }
+    if (!dims.empty()) vals[i] = e.reduce<SumOp>(vals[i], dims, false);
+    ins[i] = kept;
+  }
+  auto permuteTo = [&](Value v, const std::string &from, const std::string &to) {
+    std::vector<int64_t> perm;
+    for (char c : to) perm.push_back(from.find(c));
+    bool id = true;
+    for (size_t k = 0; k < perm.size(); ++k) id &= perm[k] == (int64_t)k;
+    return id ? v : e.permute(v, perm);
+  };
+  auto prod = [&](const std::string &idx) { int64_t p = 1; for (char c : idx) p *= size[c]; return p; };
+  std::string res;
+  Value r;
+  if (vals.size() == 1) {
+    r = vals[0];
+    res = ins[0];
+  } else {
+    std::string batch, m, k, n;
+    for (char c : ins[0]) {
+      bool inB = ins[1].find(c) != std::string::npos;
+      (inB ? (inOut(c) ? batch : k) : m) += c;
+    }
+    for (char c : ins[1]) if (ins[0].find(c) == std::string::npos) n += c;
+    Value A = e.reshape(permuteTo(vals[0], ins[0], batch + m + k), {prod(batch), prod(m), prod(k)});
+    Value B = e.reshape(permuteTo(vals[1], ins[1], batch + k + n), {prod(batch), prod(k), prod(n)});
+    r = e.inferred<MatmulOp>({A, B});
+    std::vector<int64_t> shape;
+    for (char c : batch + m + n) shape.push_back(size[c]);
+    r = e.reshape(r, shape);
+    res = batch + m + n;
+  }
+  // Indices left in `res` but not in the output (shared, not batch) were
+  // contracted; anything else still extra is summed.
+  std::vector<int64_t> extra;
+  std::string kept;
+  for (size_t k = 0; k < res.size(); ++k) {
+    if (inOut(res[k])) kept += res[k];
+    else extra.push_back(k);
+  }
+  if (!extra.empty()) r = e.reduce<SumOp>(r, extra, false);
+  return freshResult(permuteTo(r, kept, out));
+}
+
 /// empty(_like), new_zeros/new_ones/new_full/new_empty, eye, linspace.
 VarP creation(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
@@ -427,6 +533,8 @@ void registerShapeOps(OpTable &t) {
   t.both("addmm", {"addmm", {"input", "mat1", "mat2", "beta", "alpha"}});
   t.both("baddbmm", {"baddbmm", {"input", "batch1", "batch2", "beta", "alpha"}});
   for (const char *n : {"hstack", "vstack", "outer", "dot", "addmm", "baddbmm"}) t.handler(n, linalgOp);
+  t.function("torch", "einsum", {"einsum", {"equation", "*operands"}});
+  t.handler("einsum", einsum);
   const std::vector<std::string> kw = {"dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format"};
   auto withKw = [&](std::vector<std::string> p) {
     p.insert(p.end(), kw.begin(), kw.end());
