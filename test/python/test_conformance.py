@@ -138,3 +138,46 @@ def test_invalid_call_raises_like_eager(name, fn, args):
     with pytest.raises(Exception) as compiled:
         kiln.compile(fn)(*args)
     assert type(compiled.value) is type(eager.value), (name, compiled.value, eager.value)
+
+
+# ---- whole models made of the new ops compile into one graph -------------------------------------
+
+class _SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=2), nn.GroupNorm(4, 32), nn.Hardswish(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10), nn.LogSoftmax(-1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class _CausalAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm, self.qkv, self.out = nn.RMSNorm(32), nn.Linear(32, 96), nn.Linear(32, 32)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(self.norm(x)).chunk(3, -1)
+        q = q.view(b, t, 4, 8).transpose(1, 2)
+        k = k.view(b, t, 4, 8).transpose(1, 2)
+        v = v.view(b, t, 4, 8).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return x + self.out(F.gelu(y.transpose(1, 2).reshape(b, t, 32)))
+
+
+@pytest.mark.parametrize("model,shape", [(_SmallCNN, (2, 3, 32, 32)), (_CausalAttention, (2, 6, 32))],
+                         ids=["cnn", "attention"])
+def test_models_of_new_ops_compile_to_one_graph(model, shape):
+    torch.manual_seed(0)
+    m = model().eval()
+    x = torch.randn(shape)
+    with torch.no_grad():
+        expected = m(x)
+        actual = kiln.compile(m)(x)
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["compiled_calls"] == 1, s
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
