@@ -18,6 +18,7 @@
 #include "codegen/Registration.h"
 #include "codegen/cpu/BlasShims.h"
 #include "codegen/cpu/ObjectCode.h"
+#include "runtime/BufferPool.h"
 #include "runtime/CompileCache.h"
 #include "transforms/Passes.h"
 
@@ -202,6 +203,9 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   std::vector<std::pair<const char *, void *>> symbols = blasShimSymbols();
   symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
+  // Intermediate buffers come from kiln's pool (runtime/BufferPool.h).
+  symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
+  symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));
   return symbols;
 }
 
