@@ -133,6 +133,22 @@ def test_several_breaks_in_one_function(capfd):
     assert breaks == 4 and eager == 0 and graphs == 5
 
 
+def test_discarded_result_does_not_specialize_the_resume():
+    import time
+
+    def f(x):
+        y = x * 2
+        time.perf_counter()  # a new float each call, popped at once
+        return y + 1
+
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    for _ in range(4):
+        assert_close(cf(x), f(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 0 and s["cache_hits"] == 6, s
+
+
 def test_break_at_first_instruction():
     def f(x):
         print("first")

@@ -176,8 +176,14 @@ def stub_code(code, start_offset: int, fail_offset: int, layout: str, local_name
     resumes = []
     exit_blocks = []
     for n, (target, after) in enumerate(exits):
-        resumes.append(resume_code(code, target.offset, after, local_names, cell_names))
         block = []
+        # A result discarded at once (a statement call like `print(...)`) is
+        # popped here: passing it on would specialize the resume function on it.
+        t = bc.instrs.index(target)
+        if target.opname == "POP_TOP" and after.endswith("i") and t + 1 < len(bc.instrs):
+            block.append(Instr("POP_TOP", positions=pos))
+            after, target = after[:-1], bc.instrs[t + 1]
+        resumes.append(resume_code(code, target.offset, after, local_names, cell_names))
         for j in range(len(after) - 1, -1, -1):
             temps.add(f"{_PREFIX}t{j}")
             block.append(Instr("STORE_FAST", name=f"{_PREFIX}t{j}", positions=pos))
