@@ -435,9 +435,9 @@ def main(argv=None) -> int:
                    help="auto: CPU time of the calling thread at 1 thread, wall clock above")
     p.add_argument("--bandwidth-mib", default="16,256",
                    help="buffer sizes of the bandwidth section ('' skips it)")
-    p.add_argument("--cache-case", default="BERT-style layer d256 h4, seq 64",
+    p.add_argument("--cache-case", default="ResNet-18 (local definition), 64x64",
                    help="the model of the new-process compile-cache check")
-    p.add_argument("--cache-batch", type=int, default=8)
+    p.add_argument("--cache-batch", type=int, default=1)
     p.add_argument("--no-cache-check", action="store_true")
     p.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
