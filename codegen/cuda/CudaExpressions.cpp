@@ -348,6 +348,10 @@ translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
       .Case<math::CeilOp>([&](auto) { return f("ceil"); })
       .Case<math::RoundOp>([&](auto) { return f("round"); })
       .Case<math::TruncOp>([&](auto) { return f("trunc"); })
+      // Round half to even: rint in the default rounding mode.
+      .Case<math::RoundEvenOp>([&](auto) { return f("rint"); })
+      .Case<math::TanOp>([&](auto) { return f("tan"); })
+      .Case<math::AtanOp>([&](auto) { return f("atan"); })
       .Case<math::PowFOp>([&](auto) { return f("pow"); })
       .Case<math::FmaOp>([&](auto) { return f("fma"); })
       .Case<math::AbsIOp>([&](auto) { return "abs(" + a[0] + ")"; })

@@ -30,6 +30,7 @@ CASES = {
     "f16_layer_norm": (lambda x, g, b: torch.nn.functional.layer_norm(x, (40,), g, b),
                        [(3, 40), (40,), (40,)], torch.float16),
     "bf16_column_mean": (lambda x: x.mean(0) * 3.0, [(17, 12)], torch.bfloat16),
+    "round_tan_atan": (lambda x: torch.atan(torch.tan(torch.round(x * 2.5))), [(6, 9)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -42,8 +43,11 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     dtype = dtype[0] if dtype else torch.float32
     compiled = kiln.compile(fn)
     meta = [torch.empty(s, device="meta", dtype=dtype) for s in shapes]
+    before = frontend.compiled[-1] if frontend.compiled else None
     compiled(*meta)  # the CUDA path (dry run) builds the graph
+    assert kiln.stats()["graphs_compiled"] == 1 and kiln.stats()["graph_breaks"] == 0
     graph = frontend.compiled[-1]
+    assert graph is not before
     emitted = {"source": graph.source, "kernels": [k for kind, ks in graph.steps
                                                    if kind == "kernels" for k in ks]}
     assert emulable(emitted)

@@ -72,18 +72,22 @@ def check_dir(folder: str, archs=(80, 90)) -> dict:
     Returns a summary: graphs (distinct IR texts), kernels (compiled for
     every arch), externs, unsupported (op, reason, location, file) and
     failed (graphs the emitter could not even start on, with the reason),
-    plus `by_reason`: unsupported counts per (op, reason)."""
+    plus `by_reason`: unsupported counts per (op, reason), and nvrtc_failed
+    (graphs whose source NVRTC rejected, with its log)."""
     seen = {}
     for path in captured_files(folder):
         with open(path, encoding="utf-8") as f:
             seen.setdefault(f.read(), path)
     summary = {"graphs": len(seen), "kernels": 0, "externs": 0, "unsupported": [],
-               "failed": [], "archs": list(archs)}
+               "failed": [], "nvrtc_failed": [], "archs": list(archs)}
     for ir, path in seen.items():
         try:
             r = check_ir(ir, archs)
         except ValueError as e:
             summary["failed"].append({"file": path, "reason": str(e)})
+            continue
+        except RuntimeError as e:  # NVRTC rejected the source: a kiln bug
+            summary["nvrtc_failed"].append({"file": path, "reason": str(e)})
             continue
         summary["kernels"] += len(r["kernels"])
         summary["externs"] += len(r["externs"])
@@ -98,9 +102,12 @@ def format_summary(s: dict) -> str:
     """A human-readable report of check_dir's summary."""
     lines = [f"{s['graphs']} graphs: {s['kernels']} kernels compiled for "
              f"{', '.join('sm_%d' % a for a in s['archs'])}, {s['externs']} extern GEMMs, "
-             f"{len(s['unsupported'])} unsupported ops, {len(s['failed'])} graphs not emitted"]
+             f"{len(s['unsupported'])} unsupported ops, {len(s['failed'])} graphs not emitted, "
+             f"{len(s['nvrtc_failed'])} graphs NVRTC rejected"]
     for (op, reason), n in sorted(s["by_reason"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {n:4d} x {op}: {reason}")
     for f in s["failed"]:
         lines.append(f"  not emitted: {f['file']}: {f['reason'].strip()}")
+    for f in s["nvrtc_failed"]:
+        lines.append(f"  NVRTC rejected: {f['file']}: {f['reason'].strip()[:2000]}")
     return "\n".join(lines)
