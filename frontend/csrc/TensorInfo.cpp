@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "TensorInfo.h"
 
+#include <algorithm>
+
 namespace kiln {
 namespace {
 
@@ -20,7 +22,8 @@ struct Handles {
   PyObject *dtypes[7] = {};
   PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
            *sIsCpu = nullptr, *sDtype = nullptr, *sDataPtr = nullptr,
-           *sContiguous = nullptr;
+           *sContiguous = nullptr, *sLayout = nullptr;
+  PyObject *strided = nullptr; ///< torch.strided
   PyObject *emptyKwnames = nullptr; ///< ("size", "dtype")
 };
 Handles H;
@@ -224,6 +227,8 @@ bool initTorchHandles() {
   H.sDtype = PyUnicode_InternFromString("dtype");
   H.sDataPtr = PyUnicode_InternFromString("data_ptr");
   H.sContiguous = PyUnicode_InternFromString("contiguous");
+  H.sLayout = PyUnicode_InternFromString("layout");
+  H.strided = PyObject_GetAttrString(torch, "strided");
   H.emptyKwnames = Py_BuildValue("(ss)", "size", "dtype");
   if (PyErr_Occurred())
     return false;
@@ -290,6 +295,10 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta) {
   meta.dtype = dtype.get(); // dtypes are immortal singletons in torch
   meta.requiresGrad = rg.get() == Py_True;
   meta.isCpu = cpu.get() == Py_True;
+  PyRef layout = PyRef::steal(PyObject_GetAttr(t, H.sLayout));
+  if (!layout)
+    return false;
+  meta.strided = layout.get() == H.strided;
   meta.device = meta.isCpu ? TensorMeta::kCpuDevice : deviceOf(t);
   if (meta.device == TensorMeta::kOtherDevice && PyErr_Occurred())
     return false;
@@ -324,6 +333,13 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
   if (!intTupleEquals(stride.get(), strides)) {
     PyErr_Clear();
     return false;
+  }
+  // Sparse tensors report all-zero strides: where the guarded strides hold
+  // a zero (an expanded dense input), the layout is compared too.
+  if (std::find(strides.begin(), strides.end(), 0) != strides.end()) {
+    PyRef layout = PyRef::steal(PyObject_GetAttr(t, H.sLayout));
+    PyErr_Clear();
+    return layout.get() == H.strided;
   }
   return true;
 }

@@ -38,6 +38,8 @@ struct TensorMeta {
   std::vector<int64_t> strides;
   bool requiresGrad = false;
   bool isCpu = false;
+  /// layout == torch.strided (dense); sparse/mkldnn tensors are not.
+  bool strided = true;
   /// kCpuDevice, kMetaDevice, or the CUDA device index (>= 0); other
   /// devices are kOtherDevice.
   int device = kOtherDevice;

@@ -477,3 +477,52 @@ def test_view_outputs_match_eager_aliasing_and_strides():
         assert (g.data_ptr() == x.data_ptr()) == (e.data_ptr() == x.data_ptr())
         assert g.stride() == e.stride()
     assert_compiled(graphs=1, calls=1)
+
+
+def invert_mask(x, m):
+    return torch.where(~m, x, -x) * (~3)
+
+
+def test_unary_invert_on_bool_tensor_and_constant():
+    x = torch.randn(4, 5)
+    m = x > 0
+    assert_close(kiln.compile(invert_mask)(x, m), invert_mask(x, m))
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
+
+
+def invert_int(x):
+    return ~x
+
+
+def test_unary_invert_on_integer_tensor_breaks_and_matches_eager():
+    x = torch.arange(-3, 3)
+    assert torch.equal(kiln.compile(invert_int)(x), ~x)
+    assert stats()["graph_breaks"] == 1
+
+
+def layout_checks(x):
+    if x.is_nested or x.is_sparse or x.is_quantized or x.is_mkldnn:
+        return x * 2
+    return x + 1
+
+
+def test_layout_attributes_of_dense_tensors_are_constants():
+    x = torch.randn(3)
+    assert_close(kiln.compile(layout_checks)(x), x + 1)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_sparse_input_runs_eagerly():
+    f = kiln.compile(layout_checks)
+    # A dense expanded input has the all-zero strides a sparse tensor
+    # reports: the guard must still tell them apart.
+    dense = torch.randn(1).expand(3, 3)
+    assert_close(f(dense), dense + 1)
+    x = torch.randn(3, 3).to_sparse()
+    out = f(x)
+    assert out.layout == torch.sparse_coo
+    assert torch.equal(out.to_dense(), x.to_dense() * 2)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 1, s

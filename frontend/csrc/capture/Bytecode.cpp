@@ -368,17 +368,20 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       }
       f.stack.push_back(makeConst(r));
     }
-  } else if (op == "UNARY_NEGATIVE") {
+  } else if (op == "UNARY_NEGATIVE" || op == "UNARY_INVERT") {
+    // -x is Tensor.neg; ~x is Tensor.bitwise_not (bool tensors: logical not).
+    bool neg = op == "UNARY_NEGATIVE";
     VarP v = pop(f);
     if (v->isTensor()) {
       std::vector<VarP> none;
       std::map<std::string, VarP> nokw;
-      f.stack.push_back(callTensorMethod(v, "neg", none, nokw));
+      f.stack.push_back(callTensorMethod(v, neg ? "neg" : "bitwise_not", none, nokw));
     } else {
-      PyRef r = PyRef::steal(PyNumber_Negative(constObj(v, "operand")));
+      PyObject *c = constObj(v, "operand");
+      PyRef r = PyRef::steal(neg ? PyNumber_Negative(c) : PyNumber_Invert(c));
       if (!r) {
         PyErr_Clear();
-        throw Unsupported("unary - raised");
+        throw Unsupported(std::string("unary ") + (neg ? "-" : "~") + " raised");
       }
       f.stack.push_back(makeConst(r));
     }

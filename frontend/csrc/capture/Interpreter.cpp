@@ -252,6 +252,10 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
     PyErr_Clear();
     throw Unsupported("cannot read tensor metadata");
   }
+  if (!meta.strided)
+    throw Unsupported("a non-dense tensor input (layout " +
+                      pyText(PyRef::steal(PyObject_GetAttrString(value, "layout")).get()) +
+                      "); kiln compiles dense strided tensors");
   // CPU graphs compile for the CPU; CUDA (and meta, a dry run) graphs for
   // the CUDA backend (frontend/csrc/CudaEntry.cpp checks all inputs agree).
   if (meta.device == TensorMeta::kOtherDevice)

@@ -986,6 +986,10 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
   if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
   if (name == "is_cuda") return makeConst(PyRef::borrow(Py_False));
+  // Graph tensors are dense strided tensors: nested, sparse, quantized and
+  // MKL-DNN tensors are never graph inputs (their frames run eagerly).
+  if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn")
+    return makeConst(PyRef::borrow(Py_False));
   if (name == "device") { // graph tensors are CPU tensors (guarded)
     static PyObject *cpu = PyObject_CallMethod(torchModule(), "device", "s", "cpu"); // leaked
     return makeConst(PyRef::borrow(cpu));
