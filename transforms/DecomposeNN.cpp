@@ -7,7 +7,9 @@
 // strided `kiln.slice` of the padded input, so every window position is an
 // element of a [N, C, OH, OW] slice. Convolution concatenates the taps into
 // im2col columns and multiplies them with the reshaped weight (`kiln.matmul`,
-// a BLAS GEMM on CPU); pooling combines the taps with `kiln.maximum` or
+// a BLAS GEMM on CPU); an ungrouped convolution of a batch permutes the
+// input to [C, N, H, W] first so that all images share one GEMM with the
+// [F, C*kh*kw] weight (no weight broadcast per image); pooling combines the taps with `kiln.maximum` or
 // `kiln.add` and a constant divisor. The patterns need static shapes (the
 // frontend only produces those); dynamic ones are left for the converter
 // to report.
@@ -93,6 +95,43 @@ Value reshape(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t
   return rewriter.create<ReshapeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v);
 }
 
+Value permute(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> dims) {
+  auto type = typeOf(v);
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims)
+    shape.push_back(type.getDimSize(d));
+  return rewriter.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
+                                    rewriter.getDenseI64ArrayAttr(dims));
+}
+
+/// Ungrouped conv2d of a batch as ONE GEMM over all images (instead of a
+/// batched GEMM that would broadcast the weight to every image and read it
+/// once per image): the input is permuted to [C, N, H, W] (a copy of the
+/// input, which is kh*kw times smaller than the columns), so the taps
+/// concatenate into channel-major columns [C*kh*kw, N*OH*OW]:
+///   out[f, (n, l)] = sum_k weight[f, k] * cols[k, (n, l)]
+/// and the [F, N, OH, OW] product is permuted back to [N, F, OH, OW].
+Value channelMajorConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
+                       int64_t n, int64_t c, int64_t f) {
+  auto wt = typeOf(op.getWeight());
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3), k = c * kh * kw;
+  int64_t oh = w.out[0], ow = w.out[1];
+  Value x = permute(rewriter, loc, op.getInput(), {1, 0, 2, 3});
+  Value padded = padForWindow(rewriter, loc, x, w, 0.0);
+  SmallVector<Value> taps;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
+                             {c, 1, n, oh, ow}));
+  Value cols = taps.size() == 1 ? taps[0]
+                                : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(1));
+  cols = reshape(rewriter, loc, cols, {k, n * oh * ow});
+  Value weight = reshape(rewriter, loc, op.getWeight(), {f, k});
+  Value out = rewriter.create<MatmulOp>(loc, weight, cols);
+  out = reshape(rewriter, loc, out, {f, n, oh, ow});
+  return permute(rewriter, loc, out, {1, 0, 2, 3});
+}
+
 /// conv2d = im2col + GEMM:
 ///   cols[n, g, (c, kh, kw), (oh, ow)] = padded[n, g*Cg + c, oh*s + kh*d, ow*s + kw*d]
 ///   out[n, g, f, l] = sum_k weight[g, f, k] * cols[n, g, k, l]
@@ -117,6 +156,10 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       w.out[i] = type.getDimSize(2 + i);
     }
     int64_t l = w.out[0] * w.out[1];
+    if (g == 1 && n > 1) {
+      rewriter.replaceOp(op, channelMajorConv(rewriter, loc, op, w, n, c, f));
+      return success();
+    }
     Value padded = padForWindow(rewriter, loc, op.getInput(), w, 0.0);
     SmallVector<Value> taps;
     for (int64_t i = 0; i < kh; ++i)

@@ -32,8 +32,10 @@ func.func @conv2d_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> te
 // -----
 
 // Tests that a grouped 1x1 convolution needs no padding and one tap, and
-// multiplies per group: [G, F/G, C/G] x [N, G, C/G, H*W].
+// multiplies per group: [G, F/G, C/G] x [N, G, C/G, H*W] (negative case of
+// the one-GEMM batch layout below: groups keep the per-image columns).
 // CHECK-LABEL: func.func @conv2d_groups_1x1
+// CHECK-NOT: kiln.permute
 // CHECK-NOT: kiln.concat
 // CHECK: kiln.reshape %{{.*}} : tensor<2x4x5x5xf32> -> tensor<2x2x2x25xf32>
 // CHECK: kiln.reshape %{{.*}} : tensor<6x2x1x1xf32> -> tensor<2x3x2xf32>
@@ -41,6 +43,44 @@ func.func @conv2d_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> te
 // CHECK: kiln.reshape %{{.*}} : tensor<2x2x3x25xf32> -> tensor<2x6x5x5xf32>
 func.func @conv2d_groups_1x1(%x: tensor<2x4x5x5xf32>, %w: tensor<6x2x1x1xf32>) -> tensor<2x6x5x5xf32> {
   %0 = kiln.conv2d %x, %w {groups = 2 : i64} : tensor<2x4x5x5xf32>, tensor<6x2x1x1xf32> -> tensor<2x6x5x5xf32>
+  return %0 : tensor<2x6x5x5xf32>
+}
+
+// -----
+
+// Tests that an ungrouped convolution of a batch (N > 1) is one GEMM over
+// all images: the input is permuted to [C, N, H, W], the 9 taps of the padded
+// input concatenate into channel-major columns [C*9, N*OH*OW], the weight
+// [F, C*9] multiplies them once (no per-image batch, no broadcast weight)
+// and the [F, N, OH, OW] product is permuted back to NCHW.
+// CHECK-LABEL: func.func @conv2d_batch_one_gemm
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8x8xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
+// CHECK: %[[XT:.*]] = kiln.permute %[[X]] {dims = array<i64: 1, 0, 2, 3>} : tensor<2x3x8x8xf32> -> tensor<3x2x8x8xf32>
+// CHECK: kiln.concat %{{.*}}, %[[XT]], %{{.*}} {dim = 2 : i64}
+// CHECK-COUNT-9: kiln.slice
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 1 : i64} : {{.*}} -> tensor<3x9x2x4x4xf32>
+// CHECK: %[[C2:.*]] = kiln.reshape %[[COLS]] : tensor<3x9x2x4x4xf32> -> tensor<27x32xf32>
+// CHECK: %[[W2:.*]] = kiln.reshape %[[W]] : tensor<4x3x3x3xf32> -> tensor<4x27xf32>
+// CHECK: %[[MM:.*]] = kiln.matmul %[[W2]], %[[C2]] : tensor<4x27xf32>, tensor<27x32xf32>
+// CHECK: %[[OUT:.*]] = kiln.reshape %[[MM]] : tensor<4x32xf32> -> tensor<4x2x4x4xf32>
+// CHECK: %[[R:.*]] = kiln.permute %[[OUT]] {dims = array<i64: 1, 0, 2, 3>} : tensor<4x2x4x4xf32> -> tensor<2x4x4x4xf32>
+// CHECK: return %[[R]]
+func.func @conv2d_batch_one_gemm(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x4x4xf32>
+  return %0 : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Tests that a batched, ungrouped 1x1 convolution takes its one tap without
+// padding or concat: a [C, N*H*W] view of the permuted input times [F, C].
+// CHECK-LABEL: func.func @conv2d_batch_1x1
+// CHECK-NOT: kiln.concat
+// CHECK: kiln.permute %{{.*}} {dims = array<i64: 1, 0, 2, 3>} : tensor<2x4x5x5xf32> -> tensor<4x2x5x5xf32>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<4x50xf32>
+// CHECK: kiln.permute %{{.*}} {dims = array<i64: 1, 0, 2, 3>} : tensor<6x2x5x5xf32> -> tensor<2x6x5x5xf32>
+func.func @conv2d_batch_1x1(%x: tensor<2x4x5x5xf32>, %w: tensor<6x4x1x1xf32>) -> tensor<2x6x5x5xf32> {
+  %0 = kiln.conv2d %x, %w : tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32> -> tensor<2x6x5x5xf32>
   return %0 : tensor<2x6x5x5xf32>
 }
 
