@@ -62,6 +62,20 @@ def test_device_is_guarded_cpu_and_meta_get_their_own_entries():
     assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["graph_breaks"] == 0
 
 
+def _device_facts(x):
+    return x + 1.0, x.device, x.is_cuda, x.is_meta
+
+
+@requires_nvrtc
+def test_device_attributes_are_the_inputs_device():
+    f = kiln.compile(_device_facts)
+    for device in ("meta", "cpu"):
+        x = torch.empty(4, device=device)
+        assert f(x)[1:] == _device_facts(x)[1:]
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["graph_breaks"] == 0, s
+
+
 @requires_nvrtc
 def test_mixed_devices_run_eagerly_like_eager():
     f = kiln.compile(lambda a, b: a + b)

@@ -198,6 +198,9 @@ private:
   const FrameView &frame_;
   Capture &out_;
   std::map<int, mlir::Value> inputOfSource_;
+  /// TensorMeta::device of the graph's tensor inputs (the last one read;
+  /// graphs whose inputs disagree run eagerly, see CudaEntry.cpp).
+  int graphDevice_ = -1;
   std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
   std::vector<PyRef> keepAlive_;
   int depth_ = 0;

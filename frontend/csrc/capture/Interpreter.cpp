@@ -272,6 +272,7 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
   g.strides = meta.strides;
   g.requiresGrad = meta.requiresGrad;
   g.device = meta.device;
+  graphDevice_ = meta.device;
   out_.guards.push_back(g);
   GraphInput in;
   in.source = source;

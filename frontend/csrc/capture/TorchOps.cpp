@@ -985,15 +985,16 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   }
   if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
   if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
-  if (name == "is_cuda") return makeConst(PyRef::borrow(Py_False));
+  if (name == "is_cuda") return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
+  if (name == "is_meta")
+    return makeConst(PyRef::borrow(graphDevice_ == TensorMeta::kMetaDevice ? Py_True : Py_False));
   // Graph tensors are dense strided tensors: nested, sparse, quantized and
   // MKL-DNN tensors are never graph inputs (their frames run eagerly).
   if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn")
     return makeConst(PyRef::borrow(Py_False));
-  if (name == "device") { // graph tensors are CPU tensors (guarded)
-    static PyObject *cpu = PyObject_CallMethod(torchModule(), "device", "s", "cpu"); // leaked
-    return makeConst(PyRef::borrow(cpu));
-  }
+  if (name == "device") // all graph tensors are on the inputs' device (guarded)
+    return makeConst(PyRef::steal(
+        PyObject_CallMethod(torchModule(), "device", "s", deviceName(graphDevice_).c_str())));
   if (name == "T" || name == "mT") {
     std::vector<VarP> none;
     std::map<std::string, VarP> nokw;
