@@ -704,3 +704,27 @@ def test_grad_mode_guarded_after_no_grad_block():
         assert_close(cf(x), f(x))
     assert torch.is_grad_enabled()
     assert stats()["recompiles"] == 1
+
+
+class _SuperBase(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class _SuperChild(_SuperBase):
+    def forward(self, x):
+        y = super().forward(x)
+        if y.sum() > 0:
+            return y
+        return y + 1
+
+
+def test_zero_argument_super_is_not_resumed_and_matches_eager():
+    # super() reads the frame's first local and __class__ cell, which a
+    # stub or resume function does not have: the frame runs eagerly.
+    m = _SuperChild()
+    c = kiln.compile(m)
+    for x in (torch.ones(3), -torch.ones(3)):
+        assert_close(c(x), m(x))
+    s = stats()
+    assert s["graph_breaks"] == 1 and s["eager_calls"] == 2, s

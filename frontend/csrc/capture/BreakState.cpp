@@ -83,6 +83,16 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
 VarP Interpreter::breakState(Frame &f) {
   BreakState &st = out_.state;
   st.reached = true;
+  {
+    // Zero-argument super() reads the frame's first local and its
+    // __class__ cell; neither the eager stub nor a resume function has them
+    // where super() looks.
+    PyRef freevars = PyRef::steal(PyObject_GetAttrString(f.code->code.get(), "co_freevars"));
+    PyRef name = PyRef::steal(PyUnicode_FromString("__class__"));
+    if (freevars && name && PySequence_Contains(freevars.get(), name.get()) == 1)
+      throw Unsupported("cannot resume after the break: the function uses zero-argument super()");
+    PyErr_Clear();
+  }
   std::vector<VarP> items;
   static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
   for (size_t k = 0; k < f.stack.size(); ++k) {
