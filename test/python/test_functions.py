@@ -526,3 +526,27 @@ def test_sparse_input_runs_eagerly():
     assert torch.equal(out.to_dense(), x.to_dense() * 2)
     s = stats()
     assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 1, s
+
+
+class _LinearBase(torch.nn.Linear):
+    def forward(self, x):
+        return super().forward(x).relu()
+
+
+class _LinearChild(_LinearBase):
+    def forward(self, x):
+        return super().forward(x) * 2 + self.bias.sum()
+
+
+def test_zero_argument_super_chain_is_captured_with_guarded_parameters():
+    m = _LinearChild(4, 3)
+    c = kiln.compile(m)
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        assert_close(c(x), m(x))
+        # Parameters reached through super() are graph inputs, not constants.
+        m.weight.mul_(-1)
+        m.bias.add_(1)
+        assert_close(c(x), m(x))
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0 and s["compiled_calls"] == 2, s

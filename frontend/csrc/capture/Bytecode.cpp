@@ -293,7 +293,9 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       args.resize(args.size() - nk);
       f.kwNames = PyRef();
     }
-    f.stack.push_back(call(callee, args, kwargs));
+    bool superCall = callee->isConst() && callee->obj.get() == (PyObject *)&PySuper_Type &&
+                     args.empty() && kwargs.empty();
+    f.stack.push_back(superCall ? zeroArgSuper(f) : call(callee, args, kwargs));
   } else if (op == "CALL_FUNCTION_EX") {
     // f(*args, **kwargs): one tuple/list and (arg & 1) one dict (3.11+:
     // after a NULL).
@@ -881,6 +883,26 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return makeSeq(Var::Kind::Iter, items);
   }
   return makeConst(r);
+}
+
+VarP Interpreter::zeroArgSuper(Frame &f) {
+  auto it = f.cells.find("__class__");
+  auto *code = reinterpret_cast<PyCodeObject *>(f.code->code.get());
+  if (it == f.cells.end() || code->co_argcount < 1)
+    throw Unsupported("super() outside a method");
+  VarP cls = cellContent(it->second, "__class__");
+  VarP self = f.isRoot ? loadLocal(f, 0) : f.locals[0];
+  if (!cls->isConst() || !PyType_Check(cls->obj.get()) || !self || !self->isConst())
+    throw Unsupported("super() with a receiver kiln does not track");
+  PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(
+      reinterpret_cast<PyObject *>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr));
+  if (!sup) {
+    PyErr_Clear();
+    throw Unsupported("super() raised");
+  }
+  keepAlive_.push_back(sup);
+  superSelf_[sup.get()] = self;
+  return makeConst(sup);
 }
 
 VarP Interpreter::cellContent(const VarP &cell, const std::string &name) {

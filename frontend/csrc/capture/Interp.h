@@ -162,6 +162,9 @@ private:
   void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
                     const std::vector<VarP> *closure);
   VarP cellContent(const VarP &cell, const std::string &name);
+  /// `super()` with no arguments in frame `f`: super(__class__, first
+  /// argument), remembered so its methods bind to the receiver's Var.
+  VarP zeroArgSuper(Frame &f);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
@@ -203,6 +206,8 @@ private:
   int graphDevice_ = -1;
   std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
   std::vector<PyRef> keepAlive_;
+  /// super objects made by zeroArgSuper -> the receiver's Var.
+  std::map<PyObject *, VarP> superSelf_;
   int depth_ = 0;
   long steps_ = 0;
   int rootOffset_ = -1;

@@ -339,6 +339,22 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     return m;
   }
   PyObject *o = constObj(obj, "attribute base");
+  auto sup = superSelf_.find(o);
+  if (sup != superSelf_.end()) {
+    // super().method: the parent's function, bound to the receiver's Var
+    // (so its attributes keep their guarded sources).
+    PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
+    if (v && PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get())) &&
+        PyMethod_GET_SELF(v.get()) == sup->second->obj.get()) {
+      auto m = std::make_shared<Var>();
+      m->kind = Var::Kind::BoundMethod;
+      m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
+      m->self = sup->second;
+      return m;
+    }
+    PyErr_Clear();
+    throw Unsupported("super()." + attr + " is not a Python method");
+  }
   if (obj->source < 0 && sourceOf(obj) >= 0)
     return loadAttr(makeConst(obj->obj, sourceOf(obj)), name);
   // nn.Module attributes live in __dict__ or in its _parameters/_buffers/
