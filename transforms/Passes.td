@@ -38,6 +38,10 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
       one strided `kiln.slice` `[N, C, OH, OW]`; the taps are concatenated
       into im2col columns `[N, G, C/G * KH * KW, OH * OW]` and multiplied by
       the weight reshaped to `[G, F/G, C/G * KH * KW]` (`kiln.matmul`).
+      Ungrouped with N > 1: the input is first `kiln.permute`d to
+      `[C, N, H, W]` so the columns are `[C * KH * KW, N * OH * OW]` and the
+      whole batch is one GEMM with the `[F, C * KH * KW]` weight (no weight
+      broadcast per image); the `[F, N, OH, OW]` product is permuted back.
     - `max_pool2d(x)`: `kiln.maximum` over the taps of the input padded with
       -inf; `avg_pool2d(x)`: `kiln.add` over the taps of the zero-padded
       input (in f32 for f16/bf16), divided by a constant `[OH, OW]` divisor
