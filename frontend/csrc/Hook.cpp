@@ -434,10 +434,34 @@ Options &options() {
   return o;
 }
 
+namespace {
+/// kiln.explain's collector (a strong reference), or null for stderr. A raw
+/// pointer: a static PyRef would decref after the interpreter is gone.
+PyObject *gLogSink = nullptr;
+} // namespace
+
+void setLogSink(PyObject *sink) {
+  Py_XINCREF(sink);
+  Py_XSETREF(gLogSink, sink);
+}
+
 void log(LogChannel channel, const std::string &message) {
   static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache"};
-  if (logEnabled(channel))
-    llvm::errs() << "[kiln:" << names[static_cast<int>(channel)] << "] " << message << "\n";
+  if (!logEnabled(channel))
+    return;
+  const char *name = names[static_cast<int>(channel)];
+  if (gLogSink) {
+    // Called with the GIL held; a pending exception of the caller survives.
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyRef text = PyRef::steal(PyUnicode_DecodeUTF8(message.data(), (Py_ssize_t)message.size(), "replace"));
+    PyRef r = text ? PyRef::steal(PyObject_CallFunction(gLogSink, "sO", name, text.get())) : PyRef();
+    if (!r)
+      PyErr_WriteUnraisable(gLogSink);
+    PyErr_Restore(type, value, tb);
+    return;
+  }
+  llvm::errs() << "[kiln:" << name << "] " << message << "\n";
 }
 
 bool initHook() {

@@ -34,6 +34,10 @@ std::map<std::string, long> stats();
 
 /// Drops every compiled entry and zeroes the counters.
 void resetCaches();
+/// Sends enabled log messages to `sink(channel, message)` instead of
+/// stderr (kiln.explain); null restores stderr. Borrowed: the hook keeps
+/// its own reference.
+void setLogSink(PyObject *sink);
 
 } // namespace kiln
 

@@ -85,6 +85,10 @@ NB_MODULE(_C, m) {
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "");
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
+  m.def("set_log_sink",
+        [](nb::handle sink) { setLogSink(sink.is_none() ? nullptr : sink.ptr()); },
+        nb::arg("sink").none(),
+        "Routes enabled log channels to sink(channel, message) (None: stderr).");
   m.def("set_blas_library",
         [](const std::string &path) { return kilnSetBlasLibrary(path.c_str()) != 0; },
         "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
