@@ -14,7 +14,10 @@ APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-bui
 # OpenBLAS without it. Its dependencies are pinned too (about 680 MB in all).
 PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18.1.8"
          "mkl==2024.2.2" "intel-openmp==2024.2.1" "intel-cmplr-lib-ur==2024.2.1"
-         "tbb==2021.13.1")
+         "tbb==2021.13.1"
+         # Test and benchmark models (no weights are downloaded: random init).
+         # transformers stays on 4.x: 5.x needs packages PyPI's mirror lacks.
+         "torchvision==0.26.0" "timm==1.0.31" "transformers==4.57.6")
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
