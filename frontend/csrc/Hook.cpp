@@ -180,6 +180,14 @@ void countDiskCache(const std::string &name, const mlir::kiln::CpuCompileInfo &i
                                (info.diskStored ? ", entry written" : ""));
 }
 
+/// Adds the time since `t0` to the capture-time counter: the symbolic
+/// interpretation that builds the graph, without compiling it.
+void countCaptureTime(std::chrono::steady_clock::time_point t0) {
+  gStats["capture_time_us"] += std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - t0)
+                                   .count();
+}
+
 /// Captures and compiles a new entry; null (no Python error) on failure,
 /// with `failed` set to an eager entry guarded by what the capture had
 /// assumed up to the failure (the same assumptions fail the same way).
@@ -199,7 +207,10 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     failed->defaultDtype = cap.defaultDtype;
     return nullptr;
   };
-  if (!captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure))
+  bool captured =
+      captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure);
+  countCaptureTime(t0);
+  if (!captured)
     return fail();
   auto entry = finishEntry(code, cap, failure, t0);
   return entry ? std::move(entry) : fail();
@@ -277,8 +288,11 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
   cap.stopOffset = start;
   CaptureFailure again;
   std::shared_ptr<ResumePlan> plan;
-  if (start >= 0 &&
-      !captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, again))
+  auto tc = std::chrono::steady_clock::now();
+  bool captured = start >= 0 && captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code),
+                                             func, view, cap, again);
+  countCaptureTime(tc);
+  if (start >= 0 && !captured)
     why = again.reason;
   else if (start >= 0)
     plan = buildResumePlan(code, start, failure.rootOffset, cap.state, why);
@@ -497,7 +511,7 @@ std::map<std::string, long> stats() {
   // Every documented counter is present (zero until it first counts).
   std::map<std::string, long> s = gStats;
   for (const char *k : {"frames", "graphs_compiled", "compiled_calls", "cache_hits",
-                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us",
+                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us",
                         "cache_hits_disk", "cache_misses_disk", "cache_corrupt_disk"})
     s.emplace(k, 0);
   return s;

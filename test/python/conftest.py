@@ -25,7 +25,7 @@ os.environ["KILN_CACHE_DIR"] = _SESSION_CACHE.name
 import kiln  # noqa: E402
 
 COUNTERS = ("frames", "graphs_compiled", "compiled_calls", "cache_hits", "recompiles",
-            "graph_breaks", "eager_calls", "compile_time_us", "cache_hits_disk",
+            "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us", "cache_hits_disk",
             "cache_misses_disk", "cache_corrupt_disk")
 
 # Tolerances per dtype (rtol, atol).
