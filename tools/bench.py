@@ -48,6 +48,7 @@ import torch  # noqa: E402
 import kiln  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_capture  # noqa: E402
 from bench_models import Case, cases  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -357,7 +358,7 @@ def cache_section(check: dict, case: str, batch: int) -> list[str]:
 
 
 def report(results: list[Result], bw: dict, args, elapsed: float,
-           check: dict) -> str:
+           check: dict, capture: list) -> str:
     blas = kiln._C.blas_library() if hasattr(kiln._C, "blas_library") else "?"
     out = [
         f"## `make bench` ({datetime.date.today().isoformat()})", "",
@@ -384,6 +385,8 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
         out += [f"### {threads} thread{'s' if threads > 1 else ''} ({title})", ""]
         out += table(results, threads) + [""]
     out += cache_section(check, args.cache_case, args.cache_batch)
+    if capture:
+        out += bench_capture.section(capture, args.capture_repeats)
     for mib, rates in bw.items():
         pre, fresh = rates[COPY_PRE], rates[COPY_FRESH]
         out += [f"### Bandwidth, {mib} MiB per buffer (1 thread, {clock_name(1, args)}; "
@@ -439,6 +442,8 @@ def main(argv=None) -> int:
                    help="the model of the new-process compile-cache check")
     p.add_argument("--cache-batch", type=int, default=1)
     p.add_argument("--no-cache-check", action="store_true")
+    p.add_argument("--capture-repeats", type=int, default=3,
+                   help="fresh captures per model of the capture-time section (0 skips it)")
     p.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
     args = p.parse_args(argv)
@@ -468,7 +473,8 @@ def main(argv=None) -> int:
     check = {}
     if not args.no_cache_check and any(args.cache_case == c.name for c in cases()):
         check = cache_processes(args.cache_case, args.cache_batch)
-    section = report(results, bw, args, time.perf_counter() - start, check)
+    capture = bench_capture.measure(args.capture_repeats) if args.capture_repeats else []
+    section = report(results, bw, args, time.perf_counter() - start, check, capture)
     print(section)
     if not args.no_write:
         write_docs(section, args.output)

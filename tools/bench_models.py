@@ -1,14 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The models and micro-benchmarks of tools/bench.py.
 
-All weights are random (seeded); every module is in eval mode, fp32. The
-transformer blocks are kiln's own small definitions written after the
-published architectures (GPT-2's pre-norm block, BERT's post-norm encoder
-layer), because `transformers` is not a dependency; they are named "-style"
-for that reason. The ResNet-18 is likewise a local definition of the
-standard architecture (torchvision is not a dependency); it is only as
-good a benchmark as kiln's conv support, and shows as a graph break or an
-error where that is missing.
+All weights are random (seeded; no download); every module is in eval
+mode, fp32. The real models come from torchvision, timm and transformers
+(test-and-benchmark dependencies of tools/bootstrap.sh), built from configs.
+`cases()` are the timed benchmarks of tools/bench.py; `capture_cases()` the
+models whose capture time tools/bench_capture.py measures.
 """
 from __future__ import annotations
 
@@ -151,6 +148,79 @@ class Case:
 
 def _randn(*shape):
     return lambda b: (torch.randn(b, *shape),)
+
+
+class HFBlock(nn.Module):
+    """One transformers layer (GPT2Block or BertLayer) on hidden states:
+    the layer returns a tuple, the benchmark its first element."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(x)[0]
+
+
+def hf_gpt2_block(d=256, heads=4, seq=64) -> nn.Module:
+    from transformers import GPT2Config
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    return HFBlock(GPT2Block(GPT2Config(n_embd=d, n_head=heads, n_positions=seq,
+                                       attn_implementation="sdpa")))
+
+
+def hf_bert_layer(d=256, heads=4) -> nn.Module:
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertLayer
+    return HFBlock(BertLayer(BertConfig(hidden_size=d, num_attention_heads=heads,
+                                        intermediate_size=4 * d, attn_implementation="sdpa")))
+
+
+def _tv(name: str, **kw) -> Callable[[], nn.Module]:
+    def make():
+        import torchvision
+        return getattr(torchvision.models, name)(**kw)
+    return make
+
+
+def _ids(seq: int, vocab: int = 1000):
+    return lambda b: (torch.randint(0, vocab, (b, seq)),)
+
+
+def _hf_model(kind: str) -> Callable[[], nn.Module]:
+    def make():
+        import transformers as tf
+        if kind == "gpt2":
+            return tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000,
+                                              n_positions=64))
+        return tf.BertModel(tf.BertConfig(num_hidden_layers=2, hidden_size=128,
+                                          num_attention_heads=4, intermediate_size=512,
+                                          vocab_size=1000))
+    return make
+
+
+def _timm(name: str) -> Callable[[], nn.Module]:
+    def make():
+        import timm
+        return timm.create_model(name, pretrained=False)
+    return make
+
+
+def capture_cases() -> list[Case]:
+    """The real models of the capture acceptance (batch 1 inputs)."""
+    return [
+        Case("torchvision resnet18, 64x64", _tv("resnet18"), _randn(3, 64, 64)),
+        Case("torchvision mobilenet_v3_small, 64x64", _tv("mobilenet_v3_small"),
+             _randn(3, 64, 64)),
+        Case("torchvision vit_b_16, 32x32", _tv("vit_b_16", image_size=32), _randn(3, 32, 32)),
+        Case("timm convnext_atto, 64x64", _timm("convnext_atto"), _randn(3, 64, 64)),
+        Case("transformers GPT2Model 2x128, seq 32", _hf_model("gpt2"), _ids(32)),
+        Case("transformers BertModel 2x128, seq 32", _hf_model("bert"), _ids(32)),
+        Case("nn.TransformerEncoderLayer d256 h4, seq 64",
+             lambda: nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True),
+             _randn(64, 256)),
+        Case("MLP 256-512-512-10", MLP, _randn(256)),
+    ]
 
 
 def cases() -> list[Case]:

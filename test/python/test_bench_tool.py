@@ -13,11 +13,13 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "tools", "bench.py")
+CAPTURE = os.path.join(ROOT, "tools", "bench_capture.py")
 
 
 def run_bench(out, only):
     args = [sys.executable, BENCH, "--only", only, "--batches", "1", "--threads", "1",
             "--rounds", "3", "--round-ms", "2", "--no-inductor", "--no-cache-check",
+            "--capture-repeats", "0",
             "--bandwidth-mib", "1", "--output", str(out)]
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
@@ -40,3 +42,16 @@ def test_bench_writes_the_generated_section(tmp_path):
     again = doc.read_text()
     assert again.count("<!-- BEGIN make bench") == 1 and "kept" in again
     assert "GPT-2-style block" not in again
+
+
+def test_capture_bench_reports_kiln_and_dynamo():
+    """tools/bench_capture.py times both captures of one model and shows
+    the graph/break counts next to them (1 graph, no break for the MLP)."""
+    r = subprocess.run([sys.executable, CAPTURE, "--only", "MLP", "--repeats", "1"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    row = next(ln for ln in r.stdout.splitlines() if ln.startswith("| MLP 256-512-512-10 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0 and cells[2] == "1 / 0", row
+    assert float(cells[3]) > 0 and cells[4] == "1 / 0", row
+    assert "Geomean over the 1 model kiln captured" in r.stdout
