@@ -94,3 +94,26 @@ func.func @negative_f64(%x: f64) -> (f64, f64, f64) {
   %2 = math.tanh %x : f64
   return %0, %1, %2 : f64, f64, f64
 }
+
+// -----
+
+// Tests that f32 erf takes kiln's single-interval rational form: |x| clamped
+// to 4 by an ordered compare (NaN passes through), P(x²) and Q(x²) by fma,
+// one division, the result clamped to 1 and given x's sign.
+// CHECK-LABEL: func.func @erf_rational
+// CHECK-SAME: (%[[X:.*]]: vector<16xf32>)
+// CHECK: %[[A:.*]] = math.absf %[[X]]
+// CHECK: arith.cmpf ogt, %[[A]]
+// CHECK-COUNT-6: math.fma
+// CHECK: arith.mulf
+// CHECK-COUNT-4: math.fma
+// CHECK: arith.divf
+// CHECK-NOT: arith.divf
+// CHECK: arith.cmpf ogt
+// CHECK: %[[R:.*]] = math.copysign %{{.*}}, %[[X]] : vector<16xf32>
+// CHECK-NOT: math.erf
+// CHECK: return %[[R]]
+func.func @erf_rational(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.erf %x : vector<16xf32>
+  return %0 : vector<16xf32>
+}
