@@ -156,6 +156,13 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
           PyDict_SetItem(d, PyTuple_GET_ITEM(s.constant.get(), i), child);
         Py_XDECREF(child);
       }
+      if (d && s.cls) { // a ModelOutput: cls(**items) rebuilds the same object
+        PyObject *empty = PyTuple_New(0);
+        PyObject *obj = empty ? PyObject_Call(s.cls.get(), empty, d) : nullptr;
+        Py_XDECREF(empty);
+        Py_DECREF(d);
+        return obj;
+      }
       return d;
     }
     if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {

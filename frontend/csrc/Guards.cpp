@@ -130,7 +130,7 @@ bool tensorMatches(const Guard &g, PyObject *v) {
 int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values) {
   for (size_t i = 0; i < guards.size(); ++i) {
     const Guard &g = guards[i];
-    PyObject *v = values[g.source].get();
+    PyObject *v = g.source >= 0 ? values[g.source].get() : nullptr;
     bool ok = false;
     switch (g.kind) {
     case Guard::Kind::Identity:
@@ -152,6 +152,22 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
       ok = n >= 0 && n == PyLong_AsSsize_t(g.expected.get());
       break;
     }
+    case Guard::Kind::Call: {
+      PyObject *e = g.expected.get();
+      PyRef r = PyRef::steal(PyObject_Call(PyTuple_GET_ITEM(e, 0), PyTuple_GET_ITEM(e, 1), nullptr));
+      PyObject *want = PyTuple_GET_ITEM(e, 2);
+      ok = r && Py_TYPE(r.get()) == Py_TYPE(want) &&
+           PyObject_RichCompareBool(r.get(), want, Py_EQ) == 1;
+      PyErr_Clear();
+      break;
+    }
+    case Guard::Kind::HasAttr: {
+      PyObject *e = g.expected.get();
+      int has = PyObject_HasAttr(v, PyTuple_GET_ITEM(e, 0));
+      PyErr_Clear();
+      ok = has == (PyTuple_GET_ITEM(e, 1) == Py_True);
+      break;
+    }
     }
     if (!ok)
       return static_cast<int>(i);
@@ -162,8 +178,22 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
 std::string Guard::describe(const SourceTable &sources,
                             const std::vector<std::string> &localNames) const {
   std::ostringstream os;
+  if (kind == Kind::Call) {
+    PyObject *e = expected.get();
+    PyRef name = PyRef::steal(PyObject_GetAttrString(PyTuple_GET_ITEM(e, 0), "__qualname__"));
+    PyErr_Clear();
+    os << (name ? pyText(name.get()) : pyText(PyTuple_GET_ITEM(e, 0))) << pyText(PyTuple_GET_ITEM(e, 1), true)
+       << " == " << pyText(PyTuple_GET_ITEM(e, 2), /*repr=*/true) << " (global state)";
+    return os.str();
+  }
   os << sources.describe(source, localNames);
   switch (kind) {
+  case Kind::Call:
+    break;
+  case Kind::HasAttr:
+    os << (PyTuple_GET_ITEM(expected.get(), 1) == Py_True ? " has" : " has no")
+       << " attribute " << pyText(PyTuple_GET_ITEM(expected.get(), 0), /*repr=*/true);
+    break;
   case Kind::Identity:
     os << " is the same object as at compile time";
     break;

@@ -70,6 +70,12 @@ struct Guard {
     Equals,   ///< `type(value) is type(expected) and value == expected`
     Tensor,   ///< dtype, device, sizes, strides, requires_grad
     Length,   ///< `len(value) == expected` (an int); value a tuple, list or dict
+    /// Global state: `fn(*args) == result` with `expected` = (fn, args,
+    /// result) (e.g. torch._C._is_any_autocast_enabled() == False);
+    /// `source` is -1 (no frame value is read).
+    Call,
+    /// `hasattr(value, name) == has` with `expected` = (name, has).
+    HasAttr,
   };
   Kind kind;
   int source;

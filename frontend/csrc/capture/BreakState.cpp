@@ -60,6 +60,8 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
     }
     return;
   case Var::Kind::Tuple: case Var::Kind::List: case Var::Kind::Dict:
+    if (v->kind == Var::Kind::Dict && v->obj)
+      fail("a ModelOutput built in the frame is live at the break");
     if (v->source >= 0) {
       if (top) {
         st.sourced.push_back({item, v->source});

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Interp.h"
 
+#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -23,6 +24,66 @@ VarP pop(Frame &f) {
 }
 
 VarP nullVar() { return std::make_shared<Var>(); }
+
+/// A tuple/list Var whose items are all constants (recursively) as a Python
+/// tuple/list; null otherwise.
+PyRef seqAsConst(const VarP &v, int depth = 0) {
+  if (v->isConst())
+    return v->obj;
+  if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 8)
+    return PyRef();
+  PyRef out = PyRef::steal(v->kind == Var::Kind::Tuple ? PyTuple_New(v->items.size())
+                                                        : PyList_New(v->items.size()));
+  for (size_t i = 0; i < v->items.size(); ++i) {
+    PyRef item = seqAsConst(v->items[i], depth + 1);
+    if (!item)
+      return PyRef();
+    if (v->kind == Var::Kind::Tuple)
+      PyTuple_SET_ITEM(out.get(), i, item.release());
+    else
+      PyList_SET_ITEM(out.get(), i, item.release());
+  }
+  return out;
+}
+
+/// `a + b` / `a * n` on tuple/list Vars (items may be tensors); null when
+/// the operands are not that.
+VarP seqBinary(const std::string &sym, const VarP &a, const VarP &b,
+               const std::function<std::vector<VarP>(const VarP &)> &items) {
+  auto isSeq = [](const VarP &v) {
+    return v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List ||
+           (v->isConst() && (PyTuple_Check(v->obj.get()) || PyList_Check(v->obj.get())));
+  };
+  auto kindOf = [](const VarP &v) {
+    if (!v->isConst())
+      return v->kind;
+    return PyTuple_Check(v->obj.get()) ? Var::Kind::Tuple : Var::Kind::List;
+  };
+  if (a->isConst() && b->isConst())
+    return nullptr;
+  if ((sym == "+" || sym == "+=") && isSeq(a) && isSeq(b) && kindOf(a) == kindOf(b)) {
+    std::vector<VarP> all = items(a), more = items(b);
+    all.insert(all.end(), more.begin(), more.end());
+    return makeSeq(kindOf(a), all);
+  }
+  if ((sym == "*" || sym == "*=") && (isSeq(a) || isSeq(b))) {
+    const VarP &seq = isSeq(a) ? a : b, &n = isSeq(a) ? b : a;
+    if (!n->isConst() || !PyLong_CheckExact(n->obj.get()))
+      return nullptr;
+    long times = PyLong_AsLong(n->obj.get());
+    std::vector<VarP> one = items(seq), all;
+    for (long i = 0; i < times; ++i)
+      all.insert(all.end(), one.begin(), one.end());
+    return makeSeq(kindOf(seq), all);
+  }
+  return nullptr;
+}
+
+long asLong(PyObject *o) {
+  long v = PyLong_Check(o) ? PyLong_AsLong(o) : -1;
+  PyErr_Clear();
+  return v;
+}
 
 /// Evaluates a Python binary operator on two constants.
 PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b) {
@@ -164,6 +225,94 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   if (op == "RESUME" || op == "NOP" || op == "PRECALL" || op == "CACHE" ||
       op == "EXTENDED_ARG" || op == "COPY_FREE_VARS") {
     // COPY_FREE_VARS: free variables were bound when the frame was set up.
+  } else if (op == "RETURN_GENERATOR") {
+    // A generator frame run to completion (Inlining.cpp): the value
+    // RETURN_GENERATOR leaves is popped by the POP_TOP after it.
+    if (!f.generator)
+      throw Unsupported("RETURN_GENERATOR outside a generator");
+    f.stack.push_back(makeConst(PyRef::borrow(Py_None)));
+  } else if (op == "YIELD_VALUE") {
+    if (!f.generator)
+      throw Unsupported("yield outside a generator");
+    f.yields.push_back(pop(f));
+    f.stack.push_back(makeConst(PyRef::borrow(Py_None))); // the value sent in
+  } else if (op == "GET_YIELD_FROM_ITER") {
+    f.stack.push_back(getIter(pop(f)));
+  } else if (op == "SEND") {
+    // `yield from it` (None sent each time): the next item is yielded, the
+    // end jumps past the loop with None (the sub-generator's return value).
+    pop(f);
+    VarP it = f.stack.back();
+    if (it->kind != Var::Kind::Iter)
+      throw Unsupported("yield from a value that is not an iterator");
+    if (it->pos < it->items.size()) {
+      f.stack.push_back(it->items[it->pos++]);
+    } else {
+      if (PY_MINOR_VERSION < 12)
+        pop(f); // 3.12 leaves the iterator for END_SEND
+      f.stack.push_back(makeConst(PyRef::borrow(Py_None)));
+      jumpTo(in.argval.get());
+      return false;
+    }
+  } else if (op == "END_SEND") {
+    VarP v = pop(f);
+    pop(f);
+    f.stack.push_back(v);
+  } else if (op == "FORMAT_VALUE") {
+    // f-string pieces on constants (values of tensors are data: a break).
+    VarP spec = (in.arg & 0x04) ? pop(f) : nullptr;
+    VarP v = pop(f);
+    PyObject *o = constObj(v, "f-string value");
+    int conv = in.arg & 0x03;
+    PyRef conv1 = PyRef::steal(conv == 1 ? PyObject_Str(o) : conv == 2 ? PyObject_Repr(o)
+                               : conv == 3 ? PyObject_ASCII(o) : (Py_INCREF(o), o));
+    PyRef emptySpec = PyRef::steal(PyUnicode_FromString(""));
+    PyRef r = conv1 ? PyRef::steal(PyObject_Format(conv1.get(), spec ? constObj(spec, "format spec")
+                                                                     : emptySpec.get()))
+                    : PyRef();
+    if (!r) {
+      PyErr_Clear();
+      throw Unsupported("formatting an f-string value raised");
+    }
+    f.stack.push_back(makeConst(r));
+  } else if (op == "BUILD_STRING") {
+    PyRef parts = PyRef::steal(PyTuple_New(in.arg));
+    for (int i = in.arg - 1; i >= 0; --i) {
+      VarP part = pop(f); // owns the string until it is in the tuple
+      PyObject *o = constObj(part, "f-string part");
+      Py_INCREF(o);
+      PyTuple_SET_ITEM(parts.get(), i, o);
+    }
+    PyRef empty = PyRef::steal(PyUnicode_FromString(""));
+    PyRef r = PyRef::steal(PyUnicode_Join(empty.get(), parts.get()));
+    if (!r) {
+      PyErr_Clear();
+      throw Unsupported("BUILD_STRING of non-strings");
+    }
+    f.stack.push_back(makeConst(r));
+  } else if (op == "IMPORT_NAME") {
+    // An import inside a function: only of a module already imported (no
+    // import side effects at capture); the module is a constant.
+    VarP fromlist = pop(f), level = pop(f);
+    PyRef name = in.argval;
+    PyRef mod = PyRef::steal(PyImport_ImportModuleLevelObject(
+        name.get(), f.globals.get(), nullptr, constObj(fromlist, "import fromlist"),
+        (int)asLong(constObj(level, "import level"))));
+    if (!mod) {
+      PyErr_Clear();
+      throw Unsupported("import of " + pyText(name.get()) + " failed at capture time");
+    }
+    keepAlive_.push_back(mod);
+    f.stack.push_back(makeConst(mod));
+  } else if (op == "IMPORT_FROM") {
+    PyObject *mod = constObj(f.stack.back(), "module");
+    PyRef v = PyRef::steal(PyObject_GetAttr(mod, in.argval.get()));
+    if (!v) {
+      PyErr_Clear();
+      throw Unsupported("cannot import name " + pyText(in.argval.get()));
+    }
+    keepAlive_.push_back(v);
+    f.stack.push_back(makeConst(v));
   } else if (op == "MAKE_CELL") {
     std::string name = pyText(in.argval.get());
     auto cell = std::make_shared<Var>();
@@ -360,10 +509,15 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     std::string sym = in.argrepr;
     if (op == "COMPARE_OP")
       sym = pyText(in.argval.get());
-    if (VarP t = tensorBinary(sym, lhs, rhs)) {
-      f.stack.push_back(t);
+    VarP seq = tensorBinary(sym, lhs, rhs);
+    if (!seq && !lhs->isTensor() && !rhs->isTensor())
+      seq = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return iterItems(v); });
+    if (seq) {
+      f.stack.push_back(seq);
     } else {
-      PyRef r = PyRef::steal(constBinary(sym, constObj(lhs, "operand"), constObj(rhs, "operand")));
+      PyRef l = seqAsConst(lhs), r0 = seqAsConst(rhs);
+      PyRef r = PyRef::steal(constBinary(sym, l ? l.get() : constObj(lhs, "operand"),
+                                         r0 ? r0.get() : constObj(rhs, "operand")));
       if (!r) {
         PyErr_Clear();
         throw Unsupported("operator " + sym + " raised on constants");
@@ -401,6 +555,25 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
         r = constObj(lhs, "operand") == constObj(rhs, "operand");
     } else if (rhs->kind == Var::Kind::Dict) {
       r = dictFind(rhs, constObj(lhs, "operand")) >= 0;
+    } else if (rhs->kind == Var::Kind::Tuple || rhs->kind == Var::Kind::List ||
+               rhs->kind == Var::Kind::Iter) {
+      // `x in [a, b]` built here: identity for tensors, == for constants.
+      r = false;
+      for (const VarP &item : iterItems(rhs)) {
+        if (lhs->isTensor() || item->isTensor()) {
+          if (lhs->isTensor() && item->isTensor() && lhs->value == item->value)
+            r = true;
+          else if (lhs->isTensor() != item->isTensor())
+            throw Unsupported("'in' comparing a tensor with a Python value");
+          continue;
+        }
+        int eq = PyObject_RichCompareBool(constObj(lhs, "operand"), constObj(item, "item"), Py_EQ);
+        if (eq < 0) {
+          PyErr_Clear();
+          throw Unsupported("'in' raised");
+        }
+        r |= eq == 1;
+      }
     } else {
       int c = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
       if (c < 0) {
@@ -466,6 +639,23 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     std::vector<VarP> items(f.stack.end() - in.arg, f.stack.end());
     f.stack.resize(f.stack.size() - in.arg);
     f.stack.push_back(makeSeq(op == "BUILD_TUPLE" ? Var::Kind::Tuple : Var::Kind::List, items));
+  } else if (op == "MAP_ADD") {
+    VarP value = pop(f), key = pop(f);
+    VarP &d = f.stack[f.stack.size() - in.arg];
+    if (d->kind != Var::Kind::Dict || d->obj)
+      throw Unsupported("MAP_ADD into a value that is not a dict built here");
+    PyObject *k = constObj(key, "dict key");
+    if (PyObject_Hash(k) == -1) {
+      PyErr_Clear();
+      throw Unsupported("unhashable dict key");
+    }
+    int at = dictFind(d, k);
+    if (at >= 0) {
+      d->items[at] = value;
+    } else {
+      d->keys.push_back(PyRef::borrow(k));
+      d->items.push_back(value);
+    }
   } else if (op == "LIST_APPEND") {
     VarP v = pop(f);
     f.stack[f.stack.size() - in.arg]->items.push_back(v);
@@ -585,8 +775,11 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
 
 VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs) {
-  if (callee->kind == Var::Kind::TensorMethod)
+  if (callee->kind == Var::Kind::TensorMethod) {
+    if (VarP q = tensorQuery(callee->self, callee->name, args, kwargs))
+      return q;
     return callTensorMethod(callee->self, callee->name, args, kwargs);
+  }
   if (callee->kind == Var::Kind::ListMethod && callee->self->kind == Var::Kind::Dict) {
     const VarP &d = callee->self;
     if (callee->name == "get") {
@@ -598,6 +791,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     }
     if (!args.empty() || !kwargs.empty())
       throw Unsupported("dict." + callee->name + " takes no arguments");
+    if (callee->name == "to_tuple") // a ModelOutput record
+      return makeSeq(Var::Kind::Tuple, d->items);
     std::vector<VarP> items;
     for (size_t i = 0; i < d->keys.size(); ++i) {
       VarP k = makeConst(d->keys[i]);
@@ -625,7 +820,26 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   }
   if (callee->kind == Var::Kind::Function)
     return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
+  if (callee->kind == Var::Kind::BoundMethod && callee->obj.get() == moduleCallFunction() &&
+      callee->self->isConst() && isModule(callee->self->obj.get())) {
+    // nn.Module.__call__ reached through super().__call__ from a custom
+    // __call__: the plain module call (hook checks, forward inlined).
+    plainModuleCall_ = callee->self->obj.get();
+    return call(callee->self, args, kwargs);
+  }
   if (callee->kind == Var::Kind::BoundMethod) {
+    static PyObject *moduleType = [] {
+      PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
+      PyObject *t = nn ? PyObject_GetAttrString(nn.get(), "Module") : nullptr;
+      PyErr_Clear();
+      return t; // leaked: process lifetime
+    }();
+    for (const char *m : {"modules", "named_modules", "children", "named_children"}) {
+      PyRef fnObj = PyRef::steal(moduleType ? PyObject_GetAttrString(moduleType, m) : nullptr);
+      PyErr_Clear();
+      if (fnObj.get() == callee->obj.get() && callee->self->isConst())
+        return moduleTree(callee->self, m, args, kwargs);
+    }
     args.insert(args.begin(), callee->self);
     return inlineFunction(callee->obj.get(), -1, args, kwargs);
   }
@@ -645,9 +859,15 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     keepAlive_.push_back(ctx);
     return makeConst(ctx);
   }
+  if (VarP r = callStateQuery(fn, args, kwargs))
+    return r;
+  if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops
+    return inlineFunction(decomp, -1, args, kwargs);
   if (VarP r = callTorchFunction(fn, args, kwargs))
     return r;
   if (isModule(fn)) {
+    bool plainCall = plainModuleCall_ == fn; // reached from super().__call__
+    plainModuleCall_ = nullptr;
     // Module.__call__ runs hooks (the module's and the global ones) around
     // forward; the graph inlines forward alone, so it guards that there are
     // none: a hook registered later must recompile (and then fall back).
@@ -697,6 +917,19 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                             name.get());
       return call(inner, args, kwargs);
     }
+    if (!plainCall) {
+      // A module class with its own __call__ (e.g. transformers'
+      // GradientCheckpointingLayer): inline it; its super().__call__ comes
+      // back here as nn.Module.__call__ (plainModuleCall_).
+      PyRef own = PyRef::steal(
+          PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(fn)), "__call__"));
+      PyErr_Clear();
+      if (own && own.get() != moduleCallFunction() && PyFunction_Check(own.get())) {
+        keepAlive_.push_back(own);
+        args.insert(args.begin(), callee);
+        return inlineFunction(own.get(), -1, args, kwargs);
+      }
+    }
     PyRef forward = PyRef::steal(PyObject_GetAttrString(
         reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
     if (!forward || !PyFunction_Check(forward.get())) {
@@ -723,6 +956,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     }
     return inlineFunction(fn, callee->source, args, kwargs);
   }
+  if (VarP rec = buildRecord(fn, args, kwargs))
+    return rec;
   if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn))) {
     args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
@@ -747,8 +982,12 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
   static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+  if (VarP r = callPureMethod(fn, args, kwargs))
+    return r;
+  static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
+  static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked
   bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-              fn == deviceType;
+              fn == deviceType || fn == finfoType || fn == iinfoType;
   if (!pure)
     throw Unsupported("call to " + pyText(fn) + " is not supported" +
                       (name == "print" ? " (print has side effects)" : ""));
@@ -760,7 +999,16 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       kwargs.empty()) {
     if (!PyObject_HasAttr(args[0]->obj.get(), args[1]->obj.get())) {
       PyErr_Clear();
-      throw Unsupported(name + "() of a missing attribute of an object of the frame");
+      // A missing attribute: the default (getattr) or False, guarded by a
+      // HasAttr guard on the object (an attribute set later recompiles).
+      if (name == "getattr" && args.size() != 3)
+        throw Unsupported("getattr() of a missing attribute without a default");
+      Guard g;
+      g.kind = Guard::Kind::HasAttr;
+      g.source = sourceOf(args[0]);
+      g.expected = PyRef::steal(PyTuple_Pack(2, args[1]->obj.get(), Py_False));
+      out_.guards.push_back(std::move(g));
+      return name == "getattr" ? args[2] : makeConst(PyRef::borrow(Py_False));
     }
     VarP v = loadAttr(args[0], args[1]->obj.get());
     return name == "getattr" ? v : makeConst(PyRef::borrow(Py_True));
@@ -829,11 +1077,36 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
     return tensorAttribute(args[0], "__len__");
   }
+  if (name == "isinstance" && args.size() == 2 && !args[0]->isTensor() &&
+      !args[0]->isConst() && args[0]->kind != Var::Kind::Null) {
+    // A container built here (or a ModelOutput record): its Python type.
+    PyObject *t = args[0]->kind == Var::Kind::Dict ? (args[0]->obj ? args[0]->obj.get()
+                                                                    : (PyObject *)&PyDict_Type)
+                  : args[0]->kind == Var::Kind::Tuple ? (PyObject *)&PyTuple_Type
+                  : args[0]->kind == Var::Kind::List  ? (PyObject *)&PyList_Type
+                                                      : nullptr;
+    if (t) {
+      PyRef cls = seqAsConst(args[1]);
+      int r = PyObject_IsSubclass(t, cls ? cls.get() : constObj(args[1], "class"));
+      PyErr_Clear();
+      return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
+    }
+  }
   if (name == "isinstance" && args.size() == 2 && args[0]->isTensor()) {
     PyRef fake = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
-    int r = PyObject_IsInstance(fake.get(), constObj(args[1], "class"));
+    PyRef cls = seqAsConst(args[1]);
+    int r = PyObject_IsInstance(fake.get(), cls ? cls.get() : constObj(args[1], "class"));
     PyErr_Clear();
     return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
+  }
+  if (name == "len" && args.size() == 1 && args[0]->isConst() && args[0]->source >= 0 &&
+      (PyTuple_CheckExact(args[0]->obj.get()) || PyList_CheckExact(args[0]->obj.get()) ||
+       PyDict_CheckExact(args[0]->obj.get()))) {
+    // len() of a container of the frame (e.g. a module's hook dict): the
+    // container may be mutated between calls, so its length is guarded.
+    Py_ssize_t n = PyObject_Length(args[0]->obj.get());
+    guardLength(args[0]->source, n);
+    return makeConst(PyRef::steal(PyLong_FromSsize_t(n)));
   }
   if ((name == "len") && args.size() == 1 &&
       (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
@@ -861,13 +1134,15 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   }
   PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
-    PyObject *o = constObj(args[i], "argument of a builtin");
-    Py_INCREF(o);
+    PyRef c = seqAsConst(args[i]); // (int, float) built here is a constant too
+    PyObject *o = c ? c.release() : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
   }
   PyRef kw = PyRef::steal(PyDict_New());
-  for (auto &[k, v] : kwargs)
-    PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
+  for (auto &[k, v] : kwargs) {
+    PyRef c = seqAsConst(v);
+    PyDict_SetItemString(kw.get(), k.c_str(), c ? c.get() : constObj(v, "keyword argument"));
+  }
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
   if (!r) {
     PyErr_Clear();

@@ -25,7 +25,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       Py_INCREF(v->keys[i].get());
       PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
     }
-    out.outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys});
+    out.outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1);
     return;

@@ -32,6 +32,7 @@ struct OutputSlot {
   PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys;
                   ///< InputView: tuple of (method name, args) applied to input `index`
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
+  PyRef cls; ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
 };
 
 /// A graph input: a tensor read from a source.

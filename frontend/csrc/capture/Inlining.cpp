@@ -12,6 +12,18 @@
 
 namespace kiln {
 
+PyObject *pythonDecomposition(PyObject *fn) {
+  static PyObject *table = [] {
+    PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._decompositions"));
+    PyObject *t = mod ? PyObject_GetAttrString(mod.get(), "DECOMPOSITIONS") : nullptr;
+    PyErr_Clear();
+    return t && PyDict_Check(t) ? t : nullptr; // leaked: process lifetime
+  }();
+  PyObject *d = table ? PyDict_GetItemWithError(table, fn) : nullptr;
+  PyErr_Clear(); // an unhashable callee is no decomposition
+  return d;
+}
+
 VarP Interpreter::zeroArgSuper(Frame &f) {
   auto it = f.cells.find("__class__");
   auto *code = reinterpret_cast<PyCodeObject *>(f.code->code.get());
@@ -87,9 +99,14 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     throw Unsupported("inlining is nested too deeply (recursion?)");
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
   auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
-  if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
-    throw Unsupported("generators and coroutines are not supported");
+  if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    throw Unsupported("coroutines and async generators are not supported");
   Frame f;
+  // A generator (e.g. a generator expression) runs to completion at the
+  // call: its yields become an iterator. Capture has no side effects that
+  // could interleave with the consumer, and a value the consumer would not
+  // have reached can only make the capture fail, never differ.
+  f.generator = code->co_flags & CO_GENERATOR;
   f.code = &codeInfo(func->func_code);
   std::vector<std::string> names = localNames(code);
   f.locals.resize(names.size());
@@ -156,7 +173,48 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   bindFreeVars(f, code, fn, fnSource, closure);
   VarP r = interpret(f);
   --depth_;
-  return r;
+  return f.generator ? makeSeq(Var::Kind::Iter, f.yields) : r;
+}
+
+VarP Interpreter::moduleTree(const VarP &module, const std::string &method,
+                             std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  if (!args.empty() || !kwargs.empty())
+    throw Unsupported("nn.Module." + method + "() with arguments");
+  PyObject *root = constObj(module, "module");
+  PyRef seq = PyRef::steal(PyObject_CallMethod(root, method.c_str(), nullptr));
+  PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
+  if (!list) {
+    PyErr_Clear();
+    throw Unsupported("nn.Module." + method + "() raised at capture time");
+  }
+  // Guard the tree the result was read from: every module reached has the
+  // same children (count and identity) as now.
+  std::vector<PyObject *> todo = {root};
+  PyRef modulesKey = PyRef::steal(PyUnicode_FromString("_modules"));
+  for (size_t i = 0; i < todo.size() && i < 4096; ++i) {
+    PyObject **dictPtr = _PyObject_GetDictPtr(todo[i]);
+    PyObject *children = dictPtr && *dictPtr ? PyDict_GetItemString(*dictPtr, "_modules") : nullptr;
+    if (!children || !PyDict_Check(children))
+      continue;
+    int src = todo[i] == root ? sourceOf(module)
+                              : out_.sources.add(Source::Kind::Constant, -1, 0, todo[i]);
+    int modSrc = out_.sources.add(Source::Kind::DictItem,
+                                  out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
+                                  modulesKey.get());
+    guardLength(modSrc, PyDict_Size(children));
+    PyObject *k, *child;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(children, &pos, &k, &child)) {
+      fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k));
+      if (child != Py_None)
+        todo.push_back(child);
+    }
+  }
+  std::vector<VarP> items;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
+    items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(list.get(), i))));
+  keepAlive_.push_back(list);
+  return makeSeq(Var::Kind::Iter, items);
 }
 
 } // namespace kiln

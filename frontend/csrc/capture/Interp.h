@@ -112,6 +112,10 @@ struct Frame {
   PyRef kwNames;   ///< pending KW_NAMES tuple
   std::map<std::string, VarP> cells; ///< cell and free variables by name
   bool isRoot = false;
+  /// A generator's frame, run to completion when called: the values it
+  /// yields, in order (the call returns an iterator over them).
+  bool generator = false;
+  std::vector<VarP> yields;
 };
 
 /// The symbolic interpreter.
@@ -134,6 +138,12 @@ public:
                         std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
+  /// `torch.tensor(python numbers, dtype=, device=)`: a constant.
+  VarP tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A predicate method of a tensor answered from its static type
+  /// (`x.is_floating_point()`); nullptr when `name` is not one.
+  VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
+                   const std::map<std::string, VarP> &kwargs);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
   /// nullptr when neither side is a tensor.
   VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
@@ -145,8 +155,18 @@ public:
   /// Throws Unsupported when a grad-mode with-block makes results'
   /// requires_grad differ from the entry's single rule (Capture.cpp).
   void checkGradRegions() const;
+  /// Guards `torch._C._is_any_autocast_enabled()` and refuses the capture
+  /// when autocast is on (GlobalState.cpp).
+  void guardAutocastOff();
 
 private:
+  /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
+  /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
+  /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
+  VarP callStateQuery(PyObject *fn, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// Adds the guard `fn(*args) == result` (once).
+  void addCallGuard(PyObject *fn, PyObject *args, PyObject *result);
   VarP interpret(Frame &f);
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
@@ -162,6 +182,23 @@ private:
   void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
                     const std::vector<VarP> *closure);
   VarP cellContent(const VarP &cell, const std::string &name);
+  /// A ModelOutput (transformers) instance built from `cls(*args, **kwargs)`
+  /// as a record (a Dict Var with `obj` = cls); nullptr when `cls` is not
+  /// a ModelOutput dataclass (Records.cpp).
+  VarP buildRecord(PyObject *cls, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `rec.attr` of a record: a field (None if unset) or a dict method.
+  VarP recordAttr(const VarP &rec, const std::string &attr);
+  /// `rec[index]`: by key (str) or into to_tuple() (int, slice).
+  VarP recordItem(const VarP &rec, PyObject *index);
+  /// An unbound method of dict/str/tuple/list called on a value (`d.get(k)`
+  /// kept as CPython's [function, self]): evaluated when it only reads;
+  /// nullptr when `fn` is not one (Records.cpp).
+  VarP callPureMethod(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `module.modules()` / `named_modules()` / `children()` /
+  /// `named_children()` evaluated at capture: the structure is guarded
+  /// (each visited module's children by identity, their count by length).
+  VarP moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
   /// `super()` with no arguments in frame `f`: super(__class__, first
   /// argument), remembered so its methods bind to the receiver's Var.
   VarP zeroArgSuper(Frame &f);
@@ -206,6 +243,9 @@ private:
   int graphDevice_ = -1;
   std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
   std::vector<PyRef> keepAlive_;
+  /// The module whose next call is nn.Module.__call__ itself (reached by
+  /// super().__call__ from a custom __call__): its own __call__ is skipped.
+  PyObject *plainModuleCall_ = nullptr;
   /// super objects made by zeroArgSuper -> the receiver's Var.
   std::map<PyObject *, VarP> superSelf_;
   int depth_ = 0;
@@ -226,6 +266,13 @@ DType dtypeOf(mlir::Type elt);
 /// Sets the float dtype torch's defaults resolve to in the capture in
 /// progress (torch.get_default_dtype()).
 void setDefaultFloat(DType d);
+
+/// The Python decomposition (kiln/_decompositions.py) the capture inlines
+/// for torch function `fn` (borrowed), or null.
+PyObject *pythonDecomposition(PyObject *fn);
+
+/// nn.Module.__call__ (borrowed, process lifetime).
+PyObject *moduleCallFunction();
 
 /// True when `o` is an nn.Module instance.
 bool isModule(PyObject *o);

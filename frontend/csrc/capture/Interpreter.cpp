@@ -124,6 +124,16 @@ bool isModule(PyObject *o) {
   return PyObject_IsInstance(o, moduleType) == 1;
 }
 
+PyObject *moduleCallFunction() {
+  static PyObject *call = [] {
+    PyRef t = importAttr("torch.nn", "Module");
+    PyObject *c = t ? PyObject_GetAttrString(t.get(), "__call__") : nullptr;
+    PyErr_Clear();
+    return c; // leaked: process lifetime
+  }();
+  return call;
+}
+
 std::vector<std::string> localNames(PyCodeObject *code) {
   std::vector<std::string> names;
   PyRef vn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(code),
@@ -323,6 +333,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = pyText(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
+  if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
+    return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
       (attr == "items" || attr == "keys" || attr == "values" || attr == "get")) {
     auto m = std::make_shared<Var>();
@@ -455,6 +467,23 @@ VarP Interpreter::getIter(const VarP &v) {
     guardLength(modSrc, PyDict_Size(modules.get()));
     return makeSeq(Var::Kind::Iter, items);
   }
+  bool view = PyObject_TypeCheck(o, &PyDictKeys_Type) || PyObject_TypeCheck(o, &PyDictValues_Type) ||
+              PyObject_TypeCheck(o, &PyDictItems_Type) || PyAnySet_Check(o) || PyUnicode_Check(o);
+  if (view) { // pure iteration; tensors inside would lose their sources
+    PyRef seq = PyRef::steal(PySequence_List(o));
+    if (!seq) {
+      PyErr_Clear();
+      throw Unsupported("cannot iterate");
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i) {
+      PyObject *item = PyList_GET_ITEM(seq.get(), i);
+      if (holdsTensor(item))
+        throw Unsupported("iterating over a dict view or set holding tensors");
+      items.push_back(makeConst(PyRef::borrow(item)));
+    }
+    keepAlive_.push_back(seq);
+    return makeSeq(Var::Kind::Iter, items);
+  }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
     throw Unsupported("iterating over " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
   if (v->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
@@ -484,6 +513,8 @@ std::vector<VarP> Interpreter::iterItems(const VarP &v) {
 }
 
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
+  if (c->kind == Var::Kind::Dict && c->obj)
+    return recordItem(c, constObj(index, "index"));
   if (c->kind == Var::Kind::Dict) {
     int i = dictFind(c, constObj(index, "dict key"));
     if (i < 0)
@@ -549,6 +580,7 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   b_.setInsertionPointToStart(func_.addEntryBlock());
 
   gradMode_ = gradOnSomewhere_ = out_.gradMode;
+  guardAutocastOff();
   Frame f;
   f.code = &codeInfo(reinterpret_cast<PyObject *>(code));
   int n = (int)localNames(code).size();

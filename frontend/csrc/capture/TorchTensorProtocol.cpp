@@ -10,6 +10,10 @@
 
 #include "ir/KilnOps.h"
 
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+
 namespace kiln {
 
 using mlir::RankedTensorType;
@@ -39,6 +43,41 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   // MKL-DNN tensors are never graph inputs (their frames run eagerly).
   if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn")
     return makeConst(PyRef::borrow(Py_False));
+  if (name == "requires_grad") {
+    // A graph input: its guarded flag; a computed tensor: eager's rule
+    // (grad mode on here and some input requiring grad).
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
+      if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
+        return makeConst(PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
+    bool anyInput = false;
+    for (const GraphInput &in : out_.inputs)
+      anyInput |= in.requiresGrad;
+    if (!gradMode_ || !anyInput || !llvm::isa<mlir::FloatType>(type.getElementType()))
+      return makeConst(PyRef::borrow(Py_False));
+    if (gradSwitched_)
+      throw Unsupported("requires_grad of a computed tensor in a graph with grad-mode regions");
+    // Grad mode on throughout: the result requires grad when it depends on
+    // an input that does (float ops are differentiable).
+    llvm::SmallVector<mlir::Value> todo = {self->value};
+    llvm::DenseSet<mlir::Value> seen;
+    while (!todo.empty()) {
+      mlir::Value v = todo.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+        if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size() &&
+            out_.inputs[arg.getArgNumber()].requiresGrad)
+          return makeConst(PyRef::borrow(Py_True));
+        continue;
+      }
+      if (mlir::Operation *def = v.getDefiningOp())
+        for (mlir::Value operand : def->getOperands())
+          if (auto st = llvm::dyn_cast<mlir::ShapedType>(operand.getType()))
+            if (llvm::isa<mlir::FloatType>(st.getElementType()))
+              todo.push_back(operand);
+    }
+    return makeConst(PyRef::borrow(Py_False));
+  }
   if (name == "device") // all graph tensors are on the inputs' device (guarded)
     return makeConst(PyRef::steal(
         PyObject_CallMethod(torchModule(), "device", "s", deviceName(graphDevice_).c_str())));
@@ -66,6 +105,97 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
     return m;
   }
   throw Unsupported("Tensor." + name + " is not supported yet");
+}
+
+namespace {
+/// Flattens Python numbers (nested lists/tuples) into `out`; fills `shape`
+/// and the widest kind seen (0 bool, 1 int, 2 float). False if not numbers.
+bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::vector<double> &out,
+                 int &kind) {
+  if (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) {
+    if (depth != shape.size())
+      return false;
+    kind = std::max(kind, PyBool_Check(o) ? 0 : PyLong_CheckExact(o) ? 1 : 2);
+    double v = PyFloat_AsDouble(o);
+    if (kind == 1 && PyLong_CheckExact(o) && std::fabs(v) > 9007199254740992.0)
+      return false; // not exact through a double
+    out.push_back(v);
+    return !PyErr_Occurred();
+  }
+  if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o))
+    return false;
+  int64_t n = PySequence_Fast_GET_SIZE(o);
+  if (depth == shape.size())
+    shape.push_back(n);
+  else if (depth > shape.size() || shape[depth] != n)
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (!flattenData(PySequence_Fast_ITEMS(o)[i], depth + 1, shape, out, kind))
+      return false;
+  return true;
+}
+} // namespace
+
+VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  if (args.size() != 1)
+    throw Unsupported("torch.tensor takes one data argument");
+  for (auto &[k, v] : kwargs)
+    if (k != "dtype" && k != "device" && !(k == "requires_grad" && v->isConst() && v->obj.get() == Py_False))
+      throw Unsupported("torch.tensor(" + k + "=...) is not supported");
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+  int kind = 0;
+  if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
+    PyErr_Clear();
+    throw Unsupported("torch.tensor of data other than Python numbers");
+  }
+  if (shape.size() > 0 && std::find(shape.begin(), shape.end(), 0) != shape.end())
+    throw Unsupported("torch.tensor of empty data");
+  if (kwargs.count("device")) {
+    PyRef str = PyRef::steal(PyObject_Str(constObj(kwargs["device"], "device")));
+    PyErr_Clear();
+    std::string dev = str ? pyText(str.get()) : "";
+    if (dev != deviceName(graphDevice_) && !(graphDevice_ == -1 && dev == "cpu"))
+      throw Unsupported("torch.tensor on device " + dev + " (not the graph's device)");
+  }
+  DType d = kind == 0 ? DType::Bool : kind == 1 ? DType::I64 : defaultFloat();
+  if (kwargs.count("dtype") && !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
+    auto dt = dtypeFromObject(constObj(kwargs["dtype"], "dtype"));
+    if (!dt)
+      throw Unsupported("torch.tensor with an unsupported dtype");
+    d = *dt;
+  }
+  Emit e(*this);
+  auto t = makeTensor(e.dense(shape, d, data));
+  t->fresh = true;
+  return t;
+}
+
+VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
+                               const std::vector<VarP> &args,
+                               const std::map<std::string, VarP> &kwargs) {
+  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
+    // x.to(device) on the graph's own device is x itself (as in eager).
+    static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+    PyObject *d = args[0]->obj.get();
+    if (PyObject_TypeCheck(d, reinterpret_cast<PyTypeObject *>(deviceType)) || PyUnicode_Check(d)) {
+      PyRef str = PyRef::steal(PyObject_Str(d));
+      PyErr_Clear();
+      std::string dev = str ? pyText(str.get()) : "";
+      std::string mine = deviceName(graphDevice_);
+      if (dev == mine || (graphDevice_ == -1 && dev == "cpu"))
+        return self;
+    }
+    return nullptr;
+  }
+  if (!args.empty() || !kwargs.empty())
+    return nullptr;
+  mlir::Type elt = ttype(self->value).getElementType();
+  if (name == "is_floating_point")
+    return makeConst(PyRef::borrow(llvm::isa<mlir::FloatType>(elt) ? Py_True : Py_False));
+  if (name == "is_complex")
+    return makeConst(PyRef::borrow(Py_False)); // kiln has no complex dtypes
+  return nullptr;
 }
 
 VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Python decompositions of fused torch ops the capture inlines.
+
+Some torch functions are single C++ kernels with no kiln lowering but are
+compositions of ops kiln maps (linear, softmax, layer_norm, activations).
+When the interpreter meets one of the callables in DECOMPOSITIONS it
+inlines the Python function here instead, so the call becomes part of the
+graph. Each function follows the ATen kernel's semantics (argument order,
+mask conventions, where the residuals are added), checked against eager by
+test/python/test_models_transformers.py. Anything outside what the kernel
+is known to do raises, which the capture reports as a graph break.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _masked_softmax(scores, mask, mask_type, batch, heads):
+    """ATen's masked_softmax: a mask is converted to bool (nonzero = masked
+    out, so a float mask of 0/-inf masks the -inf entries) and broadcast by
+    mask_type (0: (T, S); 1: key padding (B, S); 2: (B, H, T, S)); a row
+    masked everywhere is all zeros."""
+    if mask is None:
+        return torch.softmax(scores, -1)
+    masked = mask if mask.dtype == torch.bool else mask != 0
+    if mask_type == 1:
+        masked = masked.reshape(batch, 1, 1, masked.shape[-1])
+    elif mask_type == 0 or mask_type == 2:
+        pass
+    else:
+        raise NotImplementedError("_native_multi_head_attention: a mask without mask_type")
+    scores = scores.masked_fill(masked, float("-inf"))
+    probs = torch.softmax(scores, -1)
+    row_masked = masked.all(-1, keepdim=True)
+    return probs.masked_fill(row_masked, 0.0)
+
+
+def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
+                                proj_weight, proj_bias, mask=None, need_weights=True,
+                                average_attn_weights=True, mask_type=None):
+    """torch._native_multi_head_attention (the eval fast path of
+    nn.MultiheadAttention, batch first): returns (output, weights or None)."""
+    if query.dim() != 3:
+        raise NotImplementedError("_native_multi_head_attention expects batched (B, T, E) input")
+    batch, tq, _ = query.shape
+    ts = key.shape[1]
+    head_dim = embed_dim // num_head
+    if query is key and key is value:
+        q, k, v = F.linear(query, qkv_weight, qkv_bias).chunk(3, -1)
+    else:
+        wq, wk, wv = qkv_weight.chunk(3)
+        bq, bk, bv = qkv_bias.chunk(3)
+        q = F.linear(query, wq, bq)
+        k = F.linear(key, wk, bk)
+        v = F.linear(value, wv, bv)
+    q = q.reshape(batch, tq, num_head, head_dim).transpose(1, 2)
+    k = k.reshape(batch, ts, num_head, head_dim).transpose(1, 2)
+    v = v.reshape(batch, ts, num_head, head_dim).transpose(1, 2)
+    scores = torch.matmul(q / math.sqrt(head_dim), k.transpose(-2, -1))
+    probs = _masked_softmax(scores, mask, mask_type, batch, num_head)
+    ctx = torch.matmul(probs, v).transpose(1, 2).reshape(batch, tq, embed_dim)
+    out = F.linear(ctx, proj_weight, proj_bias)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        probs = probs.mean(1)
+    return out, probs
+
+
+def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                  proj_bias, use_gelu, norm_first, eps, norm_weight_1,
+                                  norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+                                  ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
+                                  mask_type=None):
+    """torch._transformer_encoder_layer_fwd (nn.TransformerEncoderLayer's
+    inference fast path): attention and feed-forward blocks with residuals,
+    layer norms before (norm_first) or after each block."""
+    x = src
+    if norm_first:
+        x = F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+    x = native_multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
+                                    proj_weight, proj_bias, mask, False, True, mask_type)[0]
+    x = x + src
+    if not norm_first:
+        x = F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+    residual = x
+    if norm_first:
+        x = F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+    x = F.linear(x, ffn_weight_1, ffn_bias_1)
+    x = F.gelu(x) if use_gelu else F.relu(x)
+    x = F.linear(x, ffn_weight_2, ffn_bias_2) + residual
+    if not norm_first:
+        x = F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+    return x
+
+
+DECOMPOSITIONS = {
+    torch._native_multi_head_attention: native_multi_head_attention,
+    torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
+}
