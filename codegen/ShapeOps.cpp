@@ -70,6 +70,26 @@ struct BroadcastToLowering : OpConversionPattern<BroadcastToOp> {
   }
 };
 
+/// The i64 shape operand of a tensor.reshape of `input` to `to`, whose one
+/// dynamic dim is the input's element count over `to`'s static dims.
+Value dynamicReshapeShape(OpBuilder &b, Location loc, Value input, RankedTensorType to) {
+  auto from = cast<RankedTensorType>(input.getType());
+  Value count = b.create<arith::ConstantIndexOp>(loc, 1);
+  for (int64_t d = 0; d < from.getRank(); ++d)
+    count = b.create<arith::MulIOp>(loc, count, b.create<tensor::DimOp>(loc, input, d));
+  int64_t known = 1;
+  for (int64_t s : to.getShape())
+    if (!ShapedType::isDynamic(s))
+      known *= s;
+  Value dyn = b.create<arith::DivUIOp>(loc, count, b.create<arith::ConstantIndexOp>(loc, known));
+  SmallVector<Value> dims;
+  for (int64_t s : to.getShape())
+    dims.push_back(ShapedType::isDynamic(s)
+                       ? b.create<arith::IndexCastOp>(loc, b.getI64Type(), dyn).getResult()
+                       : b.create<arith::ConstantIntOp>(loc, s, 64).getResult());
+  return b.create<tensor::FromElementsOp>(loc, dims);
+}
+
 struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -119,12 +139,19 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       return success();
     }
     // Dynamic input with a static target: tensor.reshape with a constant shape.
-    if (!to.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic reshape target");
     auto shapeType = RankedTensorType::get({to.getRank()}, rewriter.getI64Type());
-    Value shape = rewriter.create<arith::ConstantOp>(
-        loc, DenseIntElementsAttr::get(shapeType, to.getShape()));
-    rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input, shape);
+    if (to.hasStaticShape()) {
+      Value shape = rewriter.create<arith::ConstantOp>(
+          loc, DenseIntElementsAttr::get(shapeType, to.getShape()));
+      rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input, shape);
+      return success();
+    }
+    // One dynamic target dim: the input's element count divided by the
+    // static target dims (a symbolic size, e.g. x.view(x.shape[0], -1)).
+    if (to.getNumDynamicDims() != 1 || llvm::is_contained(to.getShape(), 0))
+      return rewriter.notifyMatchFailure(op, "dynamic reshape target");
+    rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(
+        op, to, input, dynamicReshapeShape(rewriter, loc, input, to));
     return success();
   }
 };

@@ -12,6 +12,7 @@
 #include "codegen/cpu/Threads.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <functional>
@@ -51,10 +52,15 @@ bool buildPlan(const Entry &entry) {
     }
     plan.offsets.push_back(plan.words.size());
     appendDescriptor(plan.words, guard->sizes);
+    plan.ranks.push_back((int)guard->sizes.size());
+    plan.symbolic.push_back(std::count(guard->sizes.begin(), guard->sizes.end(), -1) > 0);
   }
   for (const GraphOutput &o : entry.results) {
     plan.offsets.push_back(plan.words.size());
     appendDescriptor(plan.words, o.sizes);
+    plan.ranks.push_back((int)o.sizes.size());
+    plan.symbolic.push_back(std::count(o.symbolOf.begin(), o.symbolOf.end(), -1) !=
+                            (long)o.symbolOf.size());
     plan.emptySizes.push_back(PyRef::steal(intTuple(o.sizes)));
     if (!plan.emptySizes.back())
       return false;
@@ -69,7 +75,107 @@ bool buildPlan(const Entry &entry) {
   return true;
 }
 
+/// `t.shape` as a tuple (new reference; null with a Python error).
+PyObject *shapeOf(PyObject *t) {
+  PyObject *s = PyObject_GetAttrString(t, "shape");
+  if (s && !PyTuple_Check(s)) {
+    Py_DECREF(s);
+    PyErr_SetString(PyExc_RuntimeError, "kiln: tensor.shape is not a tuple");
+    return nullptr;
+  }
+  return s;
+}
+
+/// Writes sizes and contiguous strides into the descriptor at `at`.
+void setShape(int64_t *at, int rank, const int64_t *sizes) {
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    at[3 + i] = sizes[i];
+    at[3 + rank + i] = stride;
+    stride *= std::max<int64_t>(sizes[i], 1);
+  }
+}
+
+/// A dynamic entry's per-call shapes: the symbolic sizes read from the
+/// inputs, the inputs' descriptors resized, and each result's size tuple
+/// (`resultSizes`, null for static results). False with a Python error.
+bool bindSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
+                 llvm::SmallVectorImpl<int64_t> &words, std::vector<PyRef> &resultSizes) {
+  const Entry::CallPlan &plan = entry.plan;
+  llvm::SmallVector<int64_t, 8> values;
+  for (const SymbolicSize &s : entry.symbols) {
+    PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
+    if (!shape)
+      return false;
+    values.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second)));
+  }
+  llvm::SmallVector<int64_t, 8> sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!plan.symbolic[i])
+      continue;
+    PyRef shape = PyRef::steal(shapeOf(inputs[i]));
+    if (!shape || PyTuple_GET_SIZE(shape.get()) != plan.ranks[i]) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "kiln: an input's rank changed");
+      return false;
+    }
+    sizes.assign(plan.ranks[i], 0);
+    for (int d = 0; d < plan.ranks[i]; ++d)
+      sizes[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), d));
+    setShape(words.data() + plan.offsets[i], plan.ranks[i], sizes.data());
+  }
+  resultSizes.assign(entry.results.size(), PyRef());
+  for (size_t j = 0; j < entry.results.size(); ++j) {
+    size_t k = inputs.size() + j;
+    if (!plan.symbolic[k])
+      continue;
+    const GraphOutput &o = entry.results[j];
+    sizes.assign(o.sizes.begin(), o.sizes.end());
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (o.symbolOf[d] >= 0)
+        sizes[d] = values[o.symbolOf[d]];
+    setShape(words.data() + plan.offsets[k], plan.ranks[k], sizes.data());
+    resultSizes[j] = PyRef::steal(intTuple(std::vector<int64_t>(sizes.begin(), sizes.end())));
+    if (!resultSizes[j])
+      return false;
+  }
+  return !PyErr_Occurred();
+}
+
 } // namespace
+
+int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
+  for (size_t i = 0; i < entry.symbols.size(); ++i) {
+    const SymbolicSize &s = entry.symbols[i];
+    if (s.dims.size() < 2)
+      continue;
+    int64_t first = -1;
+    for (auto [input, dim] : s.dims) {
+      PyRef shape = PyRef::steal(shapeOf(inputs[input]));
+      if (!shape || dim >= PyTuple_GET_SIZE(shape.get())) {
+        PyErr_Clear();
+        return (int)i;
+      }
+      int64_t v = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), dim));
+      if (first < 0)
+        first = v;
+      else if (v != first)
+        return (int)i;
+    }
+  }
+  return -1;
+}
+
+std::string describeSymbol(const Entry &entry, size_t i) {
+  const SymbolicSize &s = entry.symbols[i];
+  std::string text;
+  for (auto [input, dim] : s.dims)
+    text += (text.empty() ? "" : " == ") +
+            entry.sources.describe(entry.inputs[input].source, entry.localNames) + ".size(" +
+            std::to_string(dim) + ")";
+  return text + " >= 2 (symbolic s" + std::to_string(i) + ", " +
+         std::to_string(s.captured) + " at capture)";
+}
 
 bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
               std::vector<PyRef> &results) {
@@ -92,6 +198,9 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     words[plan.offsets[i]] = v;     // allocated
     words[plan.offsets[i] + 1] = v; // aligned
   };
+  std::vector<PyRef> dynamicSizes;
+  if (!entry.symbols.empty() && !bindSymbols(entry, inputs, words, dynamicSizes))
+    return false;
   llvm::SmallVector<PyRef, 2> copies;
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyObject *t = inputs[i];
@@ -114,7 +223,9 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     // The entry's default-dtype guard held: torch.empty's default is
     // entry.defaultDtype now.
     PyObject *dtype = dtypeObject(entry.results[j].dtype);
-    PyRef t = PyRef::steal(emptyTensorPrebuilt(plan.emptySizes[j].get(), dtype,
+    PyObject *size = !dynamicSizes.empty() && dynamicSizes[j] ? dynamicSizes[j].get()
+                                                              : plan.emptySizes[j].get();
+    PyRef t = PyRef::steal(emptyTensorPrebuilt(size, dtype,
                                                dtype == entry.defaultDtype));
     if (!t)
       return false;

@@ -30,6 +30,10 @@ struct Entry {
   PyObject *defaultDtype = nullptr; ///< torch.get_default_dtype() at capture
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
+  /// Symbolic sizes of a dynamic graph (empty: every size static). Inputs
+  /// with a symbolic dim get their sizes and contiguous strides per call,
+  /// results their sizes from these (GraphOutput::symbolOf).
+  std::vector<SymbolicSize> symbols;
   std::vector<OutputSlot> outputs;
   bool needsAutograd = false;
   /// A failed capture: when its guards hold the frame runs eagerly (the
@@ -56,9 +60,20 @@ struct Entry {
     std::vector<int64_t> words;   ///< all descriptors, inputs then results
     std::vector<size_t> offsets;  ///< word offset of each descriptor
     std::vector<PyRef> emptySizes; ///< per result: tuple(sizes)
+    std::vector<int> ranks;        ///< per descriptor (dynamic entries)
+    std::vector<char> symbolic;    ///< per descriptor: has a symbolic dim
   };
   mutable CallPlan plan;
 };
+
+/// For a dynamic entry: whether the input dims of each symbolic size are
+/// equal (the relations the graph relies on); -1 when they are, else the
+/// index of the first symbol that differs. `inputs` as for runGraph.
+int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs);
+
+/// Words describing symbol `i` of `entry` for guard and recompile logs,
+/// e.g. "L['x'].size(0) == L['y'].size(1) (symbolic, >= 2)".
+std::string describeSymbol(const Entry &entry, size_t i);
 
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
 /// returns the graph results as new references, or false with a Python

@@ -208,12 +208,17 @@ std::string Guard::describe(const SourceTable &sources,
     os << " is a " << (device == -1 ? std::string("CPU") : deviceName(device))
        << " tensor with dtype " << (dt ? dtypeName(*dt) : "?")
        << ", sizes (";
-    for (size_t i = 0; i < sizes.size(); ++i)
-      os << (i ? ", " : "") << sizes[i];
-    os << "), strides (";
-    for (size_t i = 0; i < strides.size(); ++i)
-      os << (i ? ", " : "") << strides[i];
-    os << "), requires_grad=" << (requiresGrad ? "True" : "False");
+    for (size_t i = 0; i < sizes.size(); ++i) // -1: a symbolic size (>= 2)
+      os << (i ? ", " : "") << (sizes[i] < 0 ? std::string("?") : std::to_string(sizes[i]));
+    if (strides.empty() && !sizes.empty()) {
+      os << "), contiguous";
+    } else {
+      os << "), strides (";
+      for (size_t i = 0; i < strides.size(); ++i)
+        os << (i ? ", " : "") << strides[i];
+      os << ")";
+    }
+    os << ", requires_grad=" << (requiresGrad ? "True" : "False");
     break;
   }
   }

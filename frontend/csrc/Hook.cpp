@@ -14,6 +14,7 @@
 #include "Resume.h"
 #include "TensorInfo.h"
 #include "capture/Capture.h"
+#include "capture/DynamicShapes.h"
 #include "codegen/Registration.h"
 #include "codegen/cpu/JitCompiler.h"
 
@@ -45,6 +46,7 @@ struct ThreadState {
   PyObject *entryCode = nullptr;
   bool fullgraph = false;
   PyObject *autogradApply = nullptr;
+  int dynamic = 2; ///< callCompiled's `dynamic`
 };
 thread_local ThreadState tls;
 
@@ -55,6 +57,9 @@ struct CodeCache {
   bool warnedLimit = false;
   int inKiln = -1; ///< the code is kiln's own (-1: not yet known)
   bool stub = false; ///< a graph break's stub (kiln/_resume.py): never captured
+  /// dynamic=None: input dims whose size change caused a recompile
+  /// ("<source>#<dim>"); later captures make them symbolic.
+  std::set<std::string> autoDims;
 };
 
 Py_ssize_t gExtraIndex = -1;
@@ -188,14 +193,68 @@ void countCaptureTime(std::chrono::steady_clock::time_point t0) {
                                    .count();
 }
 
+/// A capture with symbolic sizes (`captured` says whether it succeeded) is
+/// kept when the frame's static capture is the same graph up to those sizes
+/// (capture/DynamicShapes.h); otherwise logs why under `dynamic` and
+/// returns false (the caller specializes).
+bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
+                  bool captured, CaptureFailure &failure) {
+  std::string why = captured ? "" : "capture failed: " + failure.reason +
+                                        (failure.location.empty() ? "" : " at " + failure.location);
+  Capture stat;
+  stat.gradMode = cap.gradMode;
+  stat.dynamic.forceStatic = true;
+  CaptureFailure f2;
+  auto tc = std::chrono::steady_clock::now();
+  bool ok = captured &&
+            captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, stat, f2);
+  countCaptureTime(tc);
+  if (captured && !ok)
+    why = "the static capture failed: " + f2.reason;
+  // A symbolic size equal to a static one the graph uses (x's 64 features
+  // against a weight's 64) stays static; the others stay symbolic.
+  for (int round = 0; ok && round < 4; ++round) {
+    std::set<int64_t> collide;
+    if (checkAgainstStatic(cap, stat, why, collide))
+      return true;
+    if (collide.empty())
+      break;
+    Capture again;
+    again.gradMode = cap.gradMode;
+    again.dynamic = cap.dynamic;
+    again.dynamic.staticSizes.insert(collide.begin(), collide.end());
+    CaptureFailure f3;
+    tc = std::chrono::steady_clock::now();
+    bool ok3 = captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again, f3);
+    countCaptureTime(tc);
+    if (!ok3 || again.symbols.empty())
+      break;
+    for (int64_t v : collide)
+      log(LogChannel::Dynamic, codeName(code) + ": size " + std::to_string(v) +
+                                   " stays static (a static size of the graph is equal to it)");
+    cap = std::move(again);
+    failure = f3;
+  }
+  ++gStats["dynamic_specialized"];
+  log(LogChannel::Dynamic,
+      codeName(code) + ": symbolic sizes not kept, sizes specialized: " + why);
+  return false;
+}
+
 /// Captures and compiles a new entry; null (no Python error) on failure,
 /// with `failed` set to an eager entry guarded by what the capture had
 /// assumed up to the failure (the same assumptions fail the same way).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed) {
+                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed,
+                                    const std::set<std::string> &autoDims) {
   auto t0 = std::chrono::steady_clock::now();
   Capture cap;
   cap.gradMode = gradEnabled();
+  cap.dynamic.mode = tls.dynamic == 1   ? DynamicPolicy::Mode::All
+                     : tls.dynamic == 2 ? DynamicPolicy::Mode::Auto
+                                        : DynamicPolicy::Mode::Static;
+  cap.dynamic.autoDims = autoDims;
+  cap.dynamic.localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
   auto fail = [&]() -> std::unique_ptr<Entry> {
     failed = std::make_unique<Entry>();
     failed->eager = true;
@@ -210,9 +269,35 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   bool captured =
       captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, cap, failure);
   countCaptureTime(t0);
+  // Specializes: captures again with every size static.
+  auto specialize = [&]() {
+    Capture again;
+    again.gradMode = gradEnabled();
+    again.dynamic.forceStatic = true;
+    failure = CaptureFailure();
+    auto tc = std::chrono::steady_clock::now();
+    captured = captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again,
+                            failure);
+    countCaptureTime(tc);
+    cap = std::move(again);
+  };
+  bool symbolic = !cap.symbols.empty();
+  if (symbolic && !keepSymbolic(code, func, view, cap, captured, failure)) {
+    specialize();
+    symbolic = false;
+  }
   if (!captured)
     return fail();
   auto entry = finishEntry(code, cap, failure, t0);
+  if (!entry && symbolic) {
+    ++gStats["dynamic_specialized"];
+    log(LogChannel::Dynamic, codeName(code) + ": symbolic sizes not kept, sizes specialized: " +
+                                 failure.reason);
+    specialize();
+    if (!captured)
+      return fail();
+    entry = finishEntry(code, cap, failure, t0);
+  }
   return entry ? std::move(entry) : fail();
 }
 
@@ -237,6 +322,10 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   int device = -1;
   if (!cap.results.empty() && !graphDevice(cap.inputs, cap.guards, device, failure.reason))
     return nullptr;
+  if (!cap.symbols.empty() && device != -1) {
+    failure.reason = "the CUDA backend compiles static shapes only";
+    return nullptr;
+  }
   if (!cap.results.empty() && device != -1) {
     // CUDA (or meta) inputs: the CUDA backend (frontend/csrc/CudaEntry.h).
     if (!compileForCuda(irText, device, *entry, failure.reason))
@@ -257,6 +346,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   entry->defaultDtype = cap.defaultDtype;
   entry->inputs = std::move(cap.inputs);
   entry->results = std::move(cap.results);
+  entry->symbols = std::move(cap.symbols);
+  gStats["dynamic_graphs"] += !entry->symbols.empty();
   entry->outputs = std::move(cap.outputs);
   for (const GraphInput &in : entry->inputs)
     entry->needsAutograd |= cap.gradMode && in.requiresGrad;
@@ -268,6 +359,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
                     (entry->gradMode ? "enabled" : "disabled");
     for (const Guard &guard : entry->guards)
       g += "\n  " + guard.describe(entry->sources, entry->localNames);
+    for (size_t i = 0; i < entry->symbols.size(); ++i)
+      g += "\n  " + describeSymbol(*entry, i);
     log(LogChannel::Guards, g);
   }
   return entry;
@@ -308,6 +401,31 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
   plan->where = failure.reason + (failure.location.empty() ? "" : " at " + failure.location);
   entry->resume = std::move(plan);
   return entry;
+}
+
+/// dynamic=None: when tensor guard `g` of `e` failed because sizes
+/// changed (same rank and dtype, old and new sizes >= 2), marks those dims
+/// of its source symbolic for the next captures of `code` (Dynamo's
+/// automatic dynamic shapes).
+void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
+                      const std::vector<PyRef> &values, PyObject *code) {
+  if (g.kind != Guard::Kind::Tensor || g.source < 0 || !values[g.source])
+    return;
+  TensorMeta meta;
+  if (!isTensor(values[g.source].get()) || !readTensorMeta(values[g.source].get(), meta)) {
+    PyErr_Clear();
+    return;
+  }
+  if (meta.sizes.size() != g.sizes.size() || meta.dtype != g.dtype)
+    return;
+  std::string desc = e.sources.describe(g.source, e.localNames);
+  for (size_t d = 0; d < g.sizes.size(); ++d)
+    if (g.sizes[d] >= 2 && meta.sizes[d] >= 2 && meta.sizes[d] != g.sizes[d] &&
+        cache.autoDims.insert(desc + "#" + std::to_string(d)).second)
+      log(LogChannel::Dynamic, codeName(code) + ": " + desc + ".size(" + std::to_string(d) +
+                                   ") changed from " + std::to_string(g.sizes[d]) + " to " +
+                                   std::to_string(meta.sizes[d]) +
+                                   "; it is symbolic in the next compilations");
 }
 
 /// For each graph result, the index path from the Python result down to
@@ -460,7 +578,7 @@ void setLogSink(PyObject *sink) {
 }
 
 void log(LogChannel channel, const std::string &message) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache"};
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache", "fallbacks", "dynamic"};
   if (!logEnabled(channel))
     return;
   const char *name = names[static_cast<int>(channel)];
@@ -514,6 +632,8 @@ std::map<std::string, long> stats() {
                         "recompiles", "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us",
                         "cache_hits_disk", "cache_misses_disk", "cache_corrupt_disk"})
     s.emplace(k, 0);
+  s.emplace("dynamic_graphs", 0);
+  s.emplace("dynamic_specialized", 0);
   return s;
 }
 
@@ -521,13 +641,14 @@ void resetCaches() {
   for (CodeCache *c : gCaches) {
     c->entries.clear();
     c->warnedLimit = false;
+    c->autoDims.clear();
   }
   for (auto &kv : gStats)
     kv.second = 0;
 }
 
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
-                       PyObject *autogradApply) {
+                       PyObject *autogradApply, int dynamic) {
   PyRef code = PyFunction_Check(fn) ? PyRef::borrow(PyFunction_GET_CODE(fn))
                                      : PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
   if (!code)
@@ -538,6 +659,7 @@ PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool full
   tls.entryCode = code.get();
   tls.fullgraph = fullgraph;
   tls.autogradApply = autogradApply;
+  tls.dynamic = dynamic;
   PyObject *r = PyObject_Call(fn, args, kwargs);
   tls = saved;
   return r;
@@ -595,6 +717,16 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
                  : e->gradMode != grad            ? -3
                  : e->defaultDtype != defDtype    ? -4
                                                   : checkGuards(e->guards, values);
+    int badSymbol = -1;
+    if (failed == -1 && !e->symbols.empty()) {
+      llvm::SmallVector<PyObject *, 8> ins;
+      for (const GraphInput &in : e->inputs)
+        ins.push_back(values[in.source].get());
+      if ((badSymbol = checkSymbols(*e, ins)) >= 0)
+        failed = -5;
+    }
+    if (failed >= 0 && tls.dynamic == 2 && !e->eager)
+      markChangedSizes(*cache, *e, e->guards[failed], values, code);
     if (failed == -1 && e->eager) {
       ++gStats["eager_calls"];
       if (tls.fullgraph) {
@@ -618,6 +750,7 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     if (firstFailure.empty())
       firstFailure = failed == -3   ? "grad mode changed"
                      : failed == -4 ? "torch's default dtype changed"
+                     : failed == -5 ? "size relation " + describeSymbol(*e, badSymbol) + " failed"
                      : failed == -2 ? e->sources.describe(bad, e->localNames) + " is missing"
                                     : e->guards[failed].describe(e->sources, e->localNames) +
                                           " failed";
@@ -642,7 +775,8 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   }
   CaptureFailure failure;
   std::unique_ptr<Entry> failedEntry;
-  std::unique_ptr<Entry> entry = compileEntry(code, func, view, failure, failedEntry);
+  std::unique_ptr<Entry> entry =
+      compileEntry(code, func, view, failure, failedEntry, cache->autoDims);
   if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
     entry = compileBreak(code, func, view, failure);
     // A prefix whose guards fail at once (an assumption that cannot be

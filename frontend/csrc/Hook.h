@@ -23,8 +23,11 @@ bool initHook();
 /// frame of `fn` is always eligible for compilation, frames it calls are
 /// eligible unless they belong to torch, kiln or the standard library.
 /// `autogradApply` is kiln._autograd.apply. New reference or null.
+/// `dynamic`: 0 static sizes, 1 every size >= 2 symbolic, 2 a size
+/// becomes symbolic once a recompile was caused by its change (kiln.compile's
+/// dynamic=False/True/None; capture/DynamicShapes.h).
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
-                       PyObject *autogradApply);
+                       PyObject *autogradApply, int dynamic = 2);
 
 /// Calls `fn(*args, **kwargs)` with the hook inactive (eager recompute).
 PyObject *callEager(PyObject *fn, PyObject *args, PyObject *kwargs);

@@ -13,7 +13,7 @@
 namespace kiln {
 
 /// Log channels selectable with KILN_LOGS.
-enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Cache, Count };
+enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Cache, Fallbacks, Dynamic, Count };
 
 /// Options pushed from kiln/config.py.
 struct Options {

@@ -31,7 +31,7 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache"};
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache", "fallbacks", "dynamic"};
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -42,7 +42,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
         o.channels[i] = known = true;
     if (!known)
       throw nb::value_error(("unknown KILN_LOGS channel '" + l +
-                             "' (known: graph, graph_breaks, recompiles, guards, ir, cache, all)")
+                             "' (known: graph, graph_breaks, recompiles, guards, ir, cache, fallbacks, dynamic, all)")
                                 .c_str());
   }
   o.debugDir = debugDir;
@@ -71,10 +71,16 @@ NB_MODULE(_C, m) {
   if (!initHook())
     throw nb::python_error();
   m.def("call",
-        [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply) {
-          return checked(callCompiled(fn.ptr(), args.ptr(), kwargs.ptr(), fullgraph, apply.ptr()));
+        [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply,
+           int dynamic) {
+          return checked(
+              callCompiled(fn.ptr(), args.ptr(), kwargs.ptr(), fullgraph, apply.ptr(), dynamic));
         },
-        "Calls fn(*args, **kwargs) with kiln's frame hook active.");
+        nb::arg("fn"), nb::arg("args"), nb::arg("kwargs"), nb::arg("fullgraph"), nb::arg("apply"),
+        nb::arg("dynamic") = 2,
+        "Calls fn(*args, **kwargs) with kiln's frame hook active. dynamic: 0 static sizes "
+        "(dynamic=False), 1 every size >= 2 symbolic (True), 2 sizes become symbolic after "
+        "they change (None).");
   m.def("call_eager",
         [](nb::handle fn, nb::tuple args, nb::dict kwargs) {
           return checked(callEager(fn.ptr(), args.ptr(), kwargs.ptr()));

@@ -162,6 +162,28 @@ bool intTupleEquals(PyObject *seq, const std::vector<int64_t> &want) {
   return true;
 }
 
+/// Whether `shape`/`stride` (tuples) are a contiguous tensor's whose sizes
+/// equal `want`, where a -1 in `want` accepts any size >= 2.
+bool symbolicShapeMatches(PyObject *shape, PyObject *stride, const std::vector<int64_t> &want) {
+  Py_ssize_t rank = static_cast<Py_ssize_t>(want.size());
+  if (!shape || !stride || !PyTuple_Check(shape) || !PyTuple_Check(stride) ||
+      PyTuple_GET_SIZE(shape) != rank || PyTuple_GET_SIZE(stride) != rank)
+    return false;
+  int64_t expect = 1;
+  for (Py_ssize_t i = rank - 1; i >= 0; --i) {
+    long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, i));
+    if (PyErr_Occurred())
+      return false;
+    if (want[i] == -1 ? size < 2 : size != want[i])
+      return false;
+    if (size != 1 && st != expect)
+      return false;
+    expect *= size;
+  }
+  return true;
+}
+
 } // namespace
 
 int dtypeCategory(DType d) {
@@ -325,6 +347,14 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
     return false;
   }
   PyRef shape = PyRef::steal(getAttr(t, FastAccess::Shape, fast));
+  if (strides.empty() && !sizes.empty()) {
+    // A dynamic graph's input (capture/DynamicShapes.h): -1 sizes are
+    // symbolic (any size >= 2), the rest exact, and the tensor contiguous.
+    PyRef stride = PyRef::steal(callMethod(t, FastAccess::Stride, fast));
+    bool ok = symbolicShapeMatches(shape.get(), stride.get(), sizes);
+    PyErr_Clear();
+    return ok;
+  }
   if (!intTupleEquals(shape.get(), sizes)) {
     PyErr_Clear();
     return false;

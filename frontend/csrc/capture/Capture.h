@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,36 @@ struct GraphInput {
 
 /// A graph result the runtime allocates.
 struct GraphOutput {
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes; ///< -1 for a symbolic dim
   DType dtype;
+  /// Per dim: the SymbolicSize it equals (-1: static). Filled by the
+  /// dynamic-shape check (DynamicShapes.cpp); empty for static graphs.
+  std::vector<int> symbolOf;
+};
+
+/// One symbolic size of a dynamic graph: every input dim listed has this
+/// size at run time (they had the same size at capture, `captured`, and the
+/// graph may rely on them being equal, so the entry guards that they are);
+/// the size is >= 2 (0 and 1 are specialized, as in Dynamo).
+struct SymbolicSize {
+  int64_t captured = 0;
+  std::vector<std::pair<int, int>> dims; ///< (graph input, dim), first one read per call
+};
+
+/// How a capture treats input sizes (kiln.compile's `dynamic`).
+struct DynamicPolicy {
+  enum class Mode { Static, All, Auto };
+  Mode mode = Mode::Static;
+  /// Dims made symbolic after a size change (dynamic=None), as
+  /// "<source description>#<dim>", e.g. "L['x']#0".
+  std::set<std::string> autoDims;
+  /// cannot be kept); mark_dynamic is ignored too.
+  bool forceStatic = false;
+  /// Captured sizes that stay static (they equal a static size the graph
+  /// uses, e.g. a weight's, so the graph may assume them equal).
+  std::set<int64_t> staticSizes;
+  /// Names of the root frame's locals (to describe sources).
+  std::vector<std::string> localNames;
 };
 
 /// The interpreter state where a capture stopped at a graph break (see
@@ -82,8 +111,16 @@ struct Capture {
   bool gradMode = false;
   /// torch.get_default_dtype() at capture (guarded like grad mode).
   PyObject *defaultDtype = nullptr;
+  /// In: which input dims may be symbolic (`?` in the IR).
+  DynamicPolicy dynamic;
+  /// Out: the symbolic sizes (empty for a static graph).
+  std::vector<SymbolicSize> symbols;
+  /// Out: some code read a symbolic size as a Python value (x.shape[0],
+  /// len(x)); a failed capture is then retried with static sizes.
+  bool readSymbolicSize = false;
   /// Number of kiln ops in the graph.
   int numOps = 0;
+  /// Torch calls kiln has no lowering for, run through torch inside the
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 

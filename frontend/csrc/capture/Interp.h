@@ -13,7 +13,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +43,10 @@ struct Var {
     Function,     ///< a function made by MAKE_FUNCTION during capture:
                   ///< `obj` the function, `items` its closure cells
     Dict,         ///< dict built during capture: `keys` (constants), `items`
+    SymInt,       ///< a symbolic size read as a Python int (x.shape[0] of a
+                  ///< `?` dim; `obj` its captured value): only reshape/view
+                  ///< targets take it, anything else fails the capture,
+                  ///< which is then retried with static sizes
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -144,6 +150,9 @@ public:
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
+  /// Size `dim` of `type` as a Python int var: a Const, or a SymInt for a
+  /// symbolic dim (noted in Capture::readSymbolicSize).
+  VarP sizeVar(mlir::RankedTensorType type, int64_t dim);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
   /// nullptr when neither side is a tensor.
   VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "Interp.h"
 
+#include "DynamicShapes.h"
+
 #include "ir/KilnOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -293,9 +295,25 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
       in.makeContiguous = true;
     expect *= meta.sizes[i];
   }
+  // Symbolic dims (DynamicShapes.h): `?` in the type; the guard keeps
+  // `size >= 2` (-1) and asks for a contiguous input (no strides).
+  std::vector<int64_t> sizes = meta.sizes;
+  std::vector<bool> dyn = symbolicDims(out_.dynamic, value,
+                                       out_.sources.describe(source, out_.dynamic.localNames),
+                                       meta, !in.makeContiguous);
+  if (std::count(dyn.begin(), dyn.end(), true)) {
+    addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn);
+    Guard &tg = out_.guards.back();
+    tg.strides.clear();
+    for (size_t d = 0; d < dyn.size(); ++d)
+      if (dyn[d]) {
+        sizes[d] = mlir::ShapedType::kDynamic;
+        tg.sizes[d] = -1;
+      }
+  }
   out_.inputs.push_back(in);
   mlir::Type elt = elementType(ctx_, *dt);
-  auto type = mlir::RankedTensorType::get(meta.sizes, elt);
+  auto type = mlir::RankedTensorType::get(sizes, elt);
   mlir::Block &entry = func_.getBody().front();
   mlir::Value arg = entry.addArgument(type, loc_);
   inputOfSource_[source] = arg;

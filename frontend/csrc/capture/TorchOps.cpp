@@ -7,6 +7,8 @@
 // handler cannot express exactly is Unsupported, never approximated.
 //===----------------------------------------------------------------------===//
 #include "TorchOpsImpl.h"
+
+#include "DynamicShapes.h"
 #include "Coverage.h"
 
 #include "ir/KilnOps.h"
@@ -75,6 +77,22 @@ double asDouble(const VarP &v, const char *what) {
     throw Unsupported(std::string(what) + " must be a number");
   }
   return d;
+}
+
+bool hasSymInt(const VarP &v) {
+  if (v && (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List))
+    for (auto &i : v->items)
+      if (i->kind == Var::Kind::SymInt) return true;
+  return v && v->kind == Var::Kind::SymInt;
+}
+
+std::vector<int64_t> shapeArg(const VarP &v, const char *what) {
+  if (v->kind == Var::Kind::SymInt) return {mlir::ShapedType::kDynamic};
+  if (v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) return asInts(v, what);
+  std::vector<int64_t> out;
+  for (auto &i : v->items)
+    out.push_back(i->kind == Var::Kind::SymInt ? mlir::ShapedType::kDynamic : asInt(i, what));
+  return out;
 }
 
 std::vector<int64_t> asInts(const VarP &v, const char *what) {
@@ -356,7 +374,9 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
   }
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
-    for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
+    // A symbolic size replays as -1 (reshape infers it, expand keeps it).
+    for (size_t i = 0; i < v.size(); ++i)
+      PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(mlir::ShapedType::isDynamic(v[i]) ? -1 : v[i]));
     return PyRef::steal(PyTuple_Pack(1, t.get()));
   };
   mlir::Operation *def = r->value.getDefiningOp();
@@ -574,6 +594,8 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
   Value scalar = e.scalar(fill.get(), *dtype);
   auto attr = llvm::cast<mlir::DenseElementsAttr>(
       llvm::cast<mlir::kiln::ConstantOp>(scalar.getDefiningOp()).getValue());
+  if (mlir::ShapedType::isDynamicShape(shape))
+    throw Unsupported(op + " of a tensor with a symbolic size");
   auto type = RankedTensorType::get(shape, e.elt(*dtype));
   Value splat = e.b.create<mlir::kiln::ConstantOp>(
       I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(
@@ -794,12 +816,14 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
   if (op == "size" || op == "dim" || op == "numel") {
     if (op == "dim") return makeConst(PyRef::steal(PyLong_FromLong(rank)));
     if (op == "numel") {
+      if (!ttype(v).hasStaticShape())
+        throw Unsupported("numel() of a tensor with a symbolic size");
       int64_t n = 1;
       for (int64_t s : shape) n *= s;
       return makeConst(PyRef::steal(PyLong_FromLongLong(n)));
     }
     if (a.isNone("dim")) return I.tensorAttribute(x, "shape");
-    return makeConst(PyRef::steal(PyLong_FromLongLong(shape[normDim(asInt(a.get("dim"), "dim"), rank)])));
+    return I.sizeVar(ttype(v), normDim(asInt(a.get("dim"), "dim"), rank));
   }
   if (op == "transpose" || op == "t") {
     if (op == "t" && rank < 2) return T(v);
@@ -825,7 +849,9 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     int64_t numel = 1;
     for (int64_t s : shape) numel *= s;
     std::vector<int64_t> ns;
-    if (op == "reshape") {
+    if (op == "reshape" && (!ttype(v).hasStaticShape() || hasSymInt(a.get("shape")))) {
+      ns = symbolicReshape(shape, shapeArg(a.get("shape"), "shape"));
+    } else if (op == "reshape") {
       ns = asInts(a.get("shape"), "shape");
       int infer = -1;
       int64_t known = 1;
@@ -850,7 +876,11 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
       int64_t m = 1;
       for (int64_t i = 0; i < rank; ++i) {
         if (i < s || i > en) ns.push_back(shape[i]);
-        else { m *= shape[i]; if (i == en) ns.push_back(m); }
+        else {
+          m = mlir::ShapedType::isDynamic(m) || mlir::ShapedType::isDynamic(shape[i])
+                  ? mlir::ShapedType::kDynamic : m * shape[i];
+          if (i == en) ns.push_back(m);
+        }
       }
     } else if (op == "unsqueeze") {
       int64_t d = asInt(a.get("dim"), "dim");

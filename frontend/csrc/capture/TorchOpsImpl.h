@@ -107,6 +107,11 @@ long asInt(const VarP &v, const char *what);
 double asDouble(const VarP &v, const char *what);
 /// An int or a sequence of ints.
 std::vector<int64_t> asInts(const VarP &v, const char *what);
+/// Like asInts, but a SymInt item (a symbolic size) becomes `?`
+/// (ShapedType::kDynamic): reshape/view targets.
+std::vector<int64_t> shapeArg(const VarP &v, const char *what);
+/// Whether `v` (an int or a sequence) holds a SymInt.
+bool hasSymInt(const VarP &v);
 /// torch's dim normalization (negative dims count from the end; a 0-d
 /// tensor accepts -1 and 0); Unsupported when out of range.
 int64_t normDim(int64_t d, int64_t rank);
@@ -246,6 +251,8 @@ public:
 
   /// A constant of `shape` and dtype `d` from `values` (row-major).
   Value dense(llvm::ArrayRef<int64_t> shape, DType d, llvm::ArrayRef<double> values) {
+    if (mlir::ShapedType::isDynamicShape(shape))
+      throw Unsupported("a constant of symbolic shape");
     Type e = elt(d);
     auto type = RankedTensorType::get(shape, e);
     llvm::SmallVector<mlir::Attribute> attrs;
@@ -263,6 +270,8 @@ public:
 
   /// A splat constant of `shape`.
   Value splat(llvm::ArrayRef<int64_t> shape, DType d, double v) {
+    if (mlir::ShapedType::isDynamicShape(shape))
+      throw Unsupported("a constant of symbolic shape");
     Type e = elt(d);
     auto type = RankedTensorType::get(shape, e);
     mlir::Attribute a = llvm::isa<mlir::FloatType>(e)

@@ -20,8 +20,24 @@ using mlir::RankedTensorType;
 using mlir::Type;
 using mlir::Value;
 
+VarP Interpreter::sizeVar(mlir::RankedTensorType type, int64_t dim) {
+  if (!type.isDynamicDim(dim))
+    return makeConst(PyRef::steal(PyLong_FromLongLong(type.getDimSize(dim))));
+  out_.readSymbolicSize = true;
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::SymInt;
+  return v;
+}
+
 VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   auto type = ttype(self->value);
+  if (name == "shape" && !type.hasStaticShape()) {
+    // Symbolic dims read as SymInt vars (DynamicShapes.h).
+    std::vector<VarP> items;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      items.push_back(sizeVar(type, i));
+    return makeSeq(Var::Kind::Tuple, items);
+  }
   if (name == "shape") {
     static PyObject *sizeType = PyObject_GetAttrString(torchModule(), "Size"); // leaked
     PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
@@ -32,7 +48,7 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   }
   if (name == "__len__") {
     if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
-    return makeConst(PyRef::steal(PyLong_FromLongLong(type.getDimSize(0))));
+    return sizeVar(type, 0);
   }
   if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
   if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));

@@ -9,10 +9,10 @@ caller's tensors. Unsupported code runs eagerly, with the reason logged.
 torch.fx GraphModules the same way. ``kiln.explain(fn)(*args)`` reports the
 graphs, graph breaks and guards of one call.
 """
-from kiln.api import compile, reset, stats  # noqa: A004
+from kiln.api import compile, mark_dynamic, reset, stats  # noqa: A004
 from kiln.explain import explain
 from kiln.fx import backend, from_fx
 from kiln import config
 
-__all__ = ["compile", "reset", "stats", "config", "explain", "backend", "from_fx"]
+__all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend", "from_fx"]
 __version__ = "0.1.0"

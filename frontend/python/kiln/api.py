@@ -27,10 +27,33 @@ def _check_options(options: dict) -> dict:
     mode = options.get("mode")
     if mode not in (None, "default"):
         raise ValueError(f"kiln.compile: unknown mode {mode!r}")
-    if options.get("dynamic") not in (None, False):
-        raise NotImplementedError("kiln.compile: dynamic=True is not supported yet; "
-                                  "shapes are specialized and guarded")
-    return {"fullgraph": bool(options.get("fullgraph", False))}
+    dynamic = options.get("dynamic")
+    if dynamic not in (None, True, False):
+        raise ValueError(f"kiln.compile: dynamic must be None, True or False, got {dynamic!r}")
+    return {"fullgraph": bool(options.get("fullgraph", False)),
+            "dynamic": _DYNAMIC_CODES[dynamic]}
+
+
+# kiln._C.call's `dynamic`: False -> 0 (static sizes), True -> 1 (every
+# size >= 2 symbolic), None -> 2 (a size becomes symbolic once it changed).
+_DYNAMIC_CODES = {False: 0, True: 1, None: 2}
+
+
+def mark_dynamic(t: torch.Tensor, dim) -> None:
+    """Makes dim `dim` (an int or a list of ints) of tensor `t` symbolic in
+    the next compilation of any frame that takes `t` as an input, whatever
+    ``dynamic`` says (torch._dynamo.mark_dynamic). A size of 0 or 1 stays
+    specialized; the compiled graph then serves every size >= 2."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"kiln.mark_dynamic expects a tensor, got {type(t).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    marked = set(getattr(t, "_kiln_dynamic_dims", ()))
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise IndexError(f"kiln.mark_dynamic: dim {d!r} is out of range for a "
+                             f"{t.dim()}-d tensor")
+        marked.add(d % t.dim())
+    t._kiln_dynamic_dims = frozenset(marked)
 
 
 def _global_hooks() -> bool:
@@ -90,7 +113,8 @@ class CompiledModule(torch.nn.Module):
             return torch.nn.Module.__call__(self, *args, **kwargs)
         if not inline:
             return self.forward(*args, **kwargs)
-        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply)
+        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply,
+                       self._kiln_opts["dynamic"])
 
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]
@@ -100,8 +124,9 @@ class CompiledModule(torch.nn.Module):
             # Module.__call__ runs the hooks; frames under it are still
             # compiled (the trampoline itself stays eager).
             return _C.call(_call_module, (mod, *args), kwargs,
-                           self._kiln_opts["fullgraph"], _autograd.apply)
-        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply)
+                           self._kiln_opts["fullgraph"], _autograd.apply, self._kiln_opts["dynamic"])
+        return _C.call(fwd, (mod, *args), kwargs, self._kiln_opts["fullgraph"], _autograd.apply,
+                       self._kiln_opts["dynamic"])
 
     def __getattr__(self, name):
         try:
@@ -114,8 +139,11 @@ def compile(model=None, **options):  # noqa: A001
     """Compiles a function or nn.Module with kiln; usable as a decorator.
 
     Options (torch.compile's names): ``backend`` ("cpu"), ``mode``,
-    ``fullgraph`` (turn graph breaks into errors), ``dynamic`` (only
-    None/False for now: shapes are specialized and guarded).
+    ``fullgraph`` (turn graph breaks into errors), ``dynamic``: False
+    specializes every size (a new size recompiles), True makes every input
+    size >= 2 symbolic (one graph for all batch sizes), None (default)
+    specializes until a size changes, then makes that dim symbolic.
+    Sizes 0 and 1 are always specialized. See docs/architecture.md.
     """
     opts = _check_options(options)
     if model is None:
@@ -132,15 +160,15 @@ def compile(model=None, **options):  # noqa: A001
     fn = model.__func__ if inspect.ismethod(model) else model
     bound = (model.__self__,) if inspect.ismethod(model) else ()
 
-    call, fullgraph, apply = _C.call, opts["fullgraph"], _autograd.apply
+    call, fullgraph, apply, dynamic = _C.call, opts["fullgraph"], _autograd.apply, opts["dynamic"]
     if bound:
         @functools.wraps(model)
         def compiled(*args, **kwargs):
-            return call(fn, (*bound, *args), kwargs, fullgraph, apply)
+            return call(fn, (*bound, *args), kwargs, fullgraph, apply, dynamic)
     else:
         @functools.wraps(model)
         def compiled(*args, **kwargs):
-            return call(fn, args, kwargs, fullgraph, apply)
+            return call(fn, args, kwargs, fullgraph, apply, dynamic)
 
     compiled._kiln_compiled = True
     return compiled

@@ -41,7 +41,8 @@ class _Config:
     # KILN_LOGS: comma-separated channels: graph, graph_breaks, recompiles,
     # guards, ir (IR after each pass is written to KILN_DEBUG_DIR, or to a
     # temporary folder whose path is logged), cache (disk cache hits and
-    # misses). Not in cache key.
+    # misses), dynamic (sizes made symbolic, symbolic sizes specialized and
+    # why). Not in cache key.
     logs: frozenset = field(default_factory=lambda: _env_list("KILN_LOGS"))
     # KILN_DEBUG_DIR: one folder per compilation with the IR after each pass
     # and the reproducing kiln-opt command. Not in cache key.

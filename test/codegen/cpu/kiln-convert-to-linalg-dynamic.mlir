@@ -109,3 +109,33 @@ func.func @dynamic_batch_rejected(%a: tensor<?x4x8xf32>, %b: tensor<?x8x4xf32>) 
   %0 = kiln.matmul %a, %b : tensor<?x4x8xf32>, tensor<?x8x4xf32>
   return %0 : tensor<?x4x4xf32>
 }
+
+// -----
+
+// Tests that a reshape to a target with one dynamic dim (x.view(x.shape[0],
+// -1) on a symbolic batch) computes that dim as the input's element count
+// over the static target dims and reshapes with a shape operand.
+// CHECK-LABEL: func.func @reshape_one_dynamic_target
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4x16xf32>)
+// CHECK: %[[D0:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x4x16xf32>
+// CHECK: %[[N:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: %[[NI:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK: %[[C64:.*]] = arith.constant 64 : i64
+// CHECK: %[[SHAPE:.*]] = tensor.from_elements %[[NI]], %[[C64]] : tensor<2xi64>
+// CHECK: tensor.reshape %[[X]](%[[SHAPE]]) : (tensor<?x4x16xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+func.func @reshape_one_dynamic_target(%x: tensor<?x4x16xf32>) -> tensor<?x64xf32> {
+  %0 = kiln.reshape %x : tensor<?x4x16xf32> -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that a static input reshaped to a target with one dynamic dim gets
+// the same shape operand (the dynamic dim from the element count).
+// CHECK-LABEL: func.func @reshape_static_to_dynamic
+// CHECK: tensor.from_elements %{{.*}}, %{{.*}} : tensor<2xi64>
+// CHECK: tensor.reshape
+func.func @reshape_static_to_dynamic(%x: tensor<6x8xf32>) -> tensor<?x4xf32> {
+  %0 = kiln.reshape %x : tensor<6x8xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}

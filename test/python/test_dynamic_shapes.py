@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Dynamic shapes: kiln.compile(dynamic=True/False/None) and kiln.mark_dynamic.
+
+Each case checks the results against eager AND the graph/recompile counts:
+one `?` graph serves every size >= 2; sizes 0 and 1 are specialized (a new
+graph), never run by the `?` graph; what cannot stay symbolic is specialized
+with a logged reason.
+"""
+import pytest
+import torch
+
+import kiln
+from kiln import explain
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    kiln.reset()
+    yield
+    kiln.reset()
+
+
+def _counts():
+    s = kiln.stats()
+    return s["graphs_compiled"], s["recompiles"], s["dynamic_graphs"]
+
+
+def _run(fn, shapes, dynamic, atol=1e-5):
+    cf = kiln.compile(fn, dynamic=dynamic)
+    for shape in shapes:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(cf(x), fn(x), atol=atol, rtol=1e-4)
+    return _counts()
+
+
+def pointwise(x):
+    return x.relu() + x.sigmoid() * x
+
+
+def softmax_sum(x):
+    return torch.softmax(x, -1) + x.sum(-1, keepdim=True)
+
+
+def flatten_view(x):
+    return x.view(x.shape[0], -1).relu()
+
+
+BATCHES = [(4, 64), (8, 64), (16, 64), (3, 64)]
+
+
+@pytest.mark.parametrize("fn", [pointwise, softmax_sum])
+def test_dynamic_true_one_graph(fn):
+    assert _run(fn, BATCHES, True) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("fn", [pointwise, softmax_sum])
+def test_dynamic_false_recompiles_per_size(fn):
+    assert _run(fn, BATCHES, False) == (4, 3, 0)
+
+
+@pytest.mark.parametrize("fn", [pointwise, softmax_sum])
+def test_dynamic_none_marks_after_first_change(fn):
+    # 4: static; 8: recompile with dim 0 symbolic; 16, 3 reuse it.
+    assert _run(fn, BATCHES, None) == (2, 1, 1)
+
+
+def test_size_one_specializes_under_dynamic_true():
+    # size 1 is not >= 2: a separate graph (its dim 1 stays symbolic).
+    assert _run(pointwise, [(4, 64), (1, 64), (8, 64), (1, 64)], True) == (2, 1, 2)
+
+
+def test_size_zero_specializes():
+    cf = kiln.compile(pointwise, dynamic=True)
+    cf(torch.randn(4, 8))
+    x = torch.randn(0, 8)
+    torch.testing.assert_close(cf(x), pointwise(x))
+    graphs, recompiles, _ = _counts()
+    assert recompiles == 1 and graphs <= 2
+
+
+def test_size_one_after_auto_dynamic_recompiles():
+    assert _run(softmax_sum, [(4, 64), (8, 64), (1, 64), (16, 64)], None) == (3, 2, 1)
+
+
+def test_view_batch_flatten_dynamic_none():
+    assert _run(flatten_view, [(4, 4, 16), (8, 4, 16), (16, 4, 16), (5, 4, 16)], None) == (2, 1, 1)
+
+
+def test_view_two_symbolic_dims_specializes_with_reason():
+    # dynamic=True makes all three dims symbolic; a view over two symbolic
+    # dims cannot stay symbolic: specialized (one graph per shape), logged.
+    logs = []
+    kiln._C.set_log_sink(lambda ch, msg: logs.append((ch, msg)))
+    try:
+        with kiln.config.patch(logs=frozenset({"dynamic"})):
+            counts = _run(flatten_view, [(4, 4, 16), (8, 4, 16)], True)
+    finally:
+        kiln._C.set_log_sink(None)
+    assert counts == (2, 1, 0)
+    assert kiln.stats()["dynamic_specialized"] == 2
+    assert any(ch == "dynamic" and "specialized" in m and "reshape" in m for ch, m in logs)
+
+
+def test_mark_dynamic_batch():
+    cf = kiln.compile(flatten_view, dynamic=False)
+    # (a batch equal to a static size, e.g. 4 or 16 here, would stay static)
+    for b in (3, 5, 9):
+        x = torch.randn(b, 4, 16)
+        kiln.mark_dynamic(x, 0)
+        torch.testing.assert_close(cf(x), flatten_view(x))
+    assert _counts() == (1, 0, 1)
+
+
+def test_mark_dynamic_checks_dim():
+    with pytest.raises(IndexError):
+        kiln.mark_dynamic(torch.randn(2, 3), 2)
+    with pytest.raises(TypeError):
+        kiln.mark_dynamic([1, 2], 0)
+
+
+def test_size_read_as_python_int_specializes():
+    # Arithmetic on a symbolic size needs it as a Python int: specialized.
+    def f(x):
+        return x.reshape(x.shape[0] * x.shape[1]).relu()
+    assert _run(f, [(4, 8), (6, 8)], True) == (2, 1, 0)
+    assert kiln.stats()["dynamic_specialized"] == 2
+
+
+def test_python_branch_on_size_specializes():
+    def f(x):
+        if x.shape[0] > 5:
+            return x.relu()
+        return x.sigmoid()
+    assert _run(f, [(4, 8), (8, 8), (3, 8)], True) == (3, 2, 0)
+
+
+def test_len_of_symbolic_dim_specializes():
+    def f(x):
+        return x[: len(x) // 2].relu()
+    assert _run(f, [(4, 8), (6, 8)], True) == (2, 1, 0)
+
+
+def test_equal_sizes_are_guarded_equal():
+    # x and y share the symbolic batch (equal at capture): a call where they
+    # differ must not run that graph (eager raises on the broadcast).
+    def f(x, y):
+        return x + y
+    cf = kiln.compile(f, dynamic=True)
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    torch.testing.assert_close(cf(a, b), f(a, b))
+    a, b = torch.randn(6, 8), torch.randn(6, 8)
+    torch.testing.assert_close(cf(a, b), f(a, b))
+    assert _counts() == (1, 0, 1)
+    with pytest.raises(RuntimeError):
+        cf(torch.randn(6, 8), torch.randn(5, 8))
+
+
+def test_broadcast_between_two_symbolic_sizes():
+    def f(x, y):
+        return x.unsqueeze(1) * y.unsqueeze(0)
+    cf = kiln.compile(f, dynamic=True)
+    for n, m in ((3, 5), (7, 2), (4, 4)):
+        x, y = torch.randn(n), torch.randn(m)
+        torch.testing.assert_close(cf(x, y), f(x, y))
+    graphs, _, dyn = _counts()
+    assert dyn >= 1 and graphs <= 2
+
+
+def test_reduction_over_symbolic_dim():
+    def f(x):
+        return x.mean(0) + x.amax(0)
+    assert _run(f, [(4, 8), (9, 8), (17, 8)], True) == (1, 0, 1)
+
+
+def test_parameters_stay_static_under_dynamic_true():
+    lin = torch.nn.Linear(64, 32)
+    def f(x):
+        return torch.relu(lin(x))
+    # x's 64 features equal the weight's: dim 1 stays static, dim 0 symbolic.
+    assert _run(f, BATCHES, True, atol=1e-4) == (1, 0, 1)
+
+
+def test_mlp_dynamic_vs_static():
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(),
+                              torch.nn.Linear(96, 10), torch.nn.Softmax(-1))
+    cm = kiln.compile(mlp, dynamic=True)
+    with torch.no_grad():
+        for b in (4, 8, 16, 3):
+            x = torch.randn(b, 64)
+            torch.testing.assert_close(cm(x), mlp(x), atol=1e-4, rtol=1e-4)
+    assert _counts() == (1, 0, 1)
+
+
+def test_guards_report_symbolic_sizes():
+    logs = []
+    kiln._C.set_log_sink(lambda ch, msg: logs.append((ch, msg)))
+    try:
+        with kiln.config.patch(logs=frozenset({"guards"})):
+            cf = kiln.compile(pointwise, dynamic=True)
+            cf(torch.randn(4, 8))
+    finally:
+        kiln._C.set_log_sink(None)
+    text = "\n".join(m for ch, m in logs if ch == "guards")
+    assert "L['x'].size(0) >= 2" in text and "L['x'].size(1) >= 2" in text
+    assert "sizes (?, ?)" in text
+
+
+def test_explain_shows_symbolic_dims():
+    report = explain(softmax_sum)(torch.randn(4, 8))
+    assert report.graphs  # static by default: dynamic=None starts static
+    kiln.reset()
+    x = torch.randn(4, 8)
+    kiln.mark_dynamic(x, 0)
+    report = explain(softmax_sum)(x)
+    assert "tensor<?x8xf32>" in report.graphs[0].ir
+    assert "L['x'].size(0) >= 2" in str(report)
+
+
+def test_dynamic_option_validated():
+    with pytest.raises(ValueError):
+        kiln.compile(pointwise, dynamic="sometimes")
