@@ -68,6 +68,7 @@ struct DynamicPolicy {
   /// Dims made symbolic after a size change (dynamic=None), as
   /// "<source description>#<dim>", e.g. "L['x']#0".
   std::set<std::string> autoDims;
+  /// Capture with every size static (the fallback when a symbolic one
   /// cannot be kept); mark_dynamic is ignored too.
   bool forceStatic = false;
   /// Captured sizes that stay static (they equal a static size the graph
