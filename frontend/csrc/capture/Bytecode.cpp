@@ -644,18 +644,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     VarP &d = f.stack[f.stack.size() - in.arg];
     if (d->kind != Var::Kind::Dict || d->obj)
       throw Unsupported("MAP_ADD into a value that is not a dict built here");
-    PyObject *k = constObj(key, "dict key");
-    if (PyObject_Hash(k) == -1) {
-      PyErr_Clear();
-      throw Unsupported("unhashable dict key");
-    }
-    int at = dictFind(d, k);
-    if (at >= 0) {
-      d->items[at] = value;
-    } else {
-      d->keys.push_back(PyRef::borrow(k));
-      d->items.push_back(value);
-    }
+    dictSet(d, constObj(key, "dict key"), value);
   } else if (op == "LIST_APPEND") {
     VarP v = pop(f);
     f.stack[f.stack.size() - in.arg]->items.push_back(v);
@@ -716,17 +705,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       throw Unsupported("item assignment to a list passed in is not supported");
     PyObject *k = constObj(key, "subscript");
     if (c->kind == Var::Kind::Dict) {
-      if (PyObject_Hash(k) == -1) {
-        PyErr_Clear();
-        throw Unsupported("unhashable dict key");
-      }
-      int at = dictFind(c, k);
-      if (at >= 0) {
-        c->items[at] = value;
-      } else {
-        c->keys.push_back(PyRef::borrow(k));
-        c->items.push_back(value);
-      }
+      dictSet(c, k, value);
     } else {
       if (!PyLong_CheckExact(k))
         throw Unsupported("list item assignment with a non-int index");

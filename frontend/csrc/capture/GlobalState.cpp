@@ -205,12 +205,7 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   }
   if (!isStateQuery(fn))
     return nullptr;
-  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    PyObject *o = constObj(args[i], "argument of a torch state query");
-    Py_INCREF(o);
-    PyTuple_SET_ITEM(tuple.get(), i, o);
-  }
+  PyRef tuple = constTuple(args, "argument of a torch state query");
   if (!kwargs.empty())
     throw Unsupported("keyword arguments to a torch state query");
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));

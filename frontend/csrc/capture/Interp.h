@@ -81,6 +81,9 @@ VarP makeTensor(mlir::Value v);
 VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
 /// Index of `key` in dict var `d`, or -1.
 int dictFind(const VarP &d, PyObject *key);
+/// Sets `d[key] = value` in dict var `d` built in the frame (replacing an
+/// equal key's item); throws Unsupported for an unhashable key.
+void dictSet(const VarP &d, PyObject *key, VarP value);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).
@@ -288,6 +291,8 @@ bool isModule(PyObject *o);
 
 /// The Python object of a Const var, or throws Unsupported.
 PyObject *constObj(const VarP &v, const char *what);
+/// A new tuple of the Python objects of Const vars (Unsupported otherwise).
+PyRef constTuple(const std::vector<VarP> &vars, const char *what);
 
 } // namespace kiln
 

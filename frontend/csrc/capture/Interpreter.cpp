@@ -49,10 +49,34 @@ int dictFind(const VarP &d, PyObject *key) {
   return -1;
 }
 
+void dictSet(const VarP &d, PyObject *key, VarP value) {
+  if (PyObject_Hash(key) == -1) {
+    PyErr_Clear();
+    throw Unsupported("unhashable dict key");
+  }
+  int at = dictFind(d, key);
+  if (at >= 0) {
+    d->items[at] = std::move(value);
+  } else {
+    d->keys.push_back(PyRef::borrow(key));
+    d->items.push_back(std::move(value));
+  }
+}
+
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
   return v->obj.get();
+}
+
+PyRef constTuple(const std::vector<VarP> &vars, const char *what) {
+  PyRef tuple = PyRef::steal(PyTuple_New(vars.size()));
+  for (size_t i = 0; i < vars.size(); ++i) {
+    PyObject *o = constObj(vars[i], what);
+    Py_INCREF(o);
+    PyTuple_SET_ITEM(tuple.get(), i, o);
+  }
+  return tuple;
 }
 
 namespace {

@@ -169,12 +169,7 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
               owner == reinterpret_cast<PyObject *>(&PyList_Type)) && seqReads.count(name));
   if (!ok)
     return nullptr;
-  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    PyObject *o = constObj(args[i], "argument of a str/tuple method");
-    Py_INCREF(o);
-    PyTuple_SET_ITEM(tuple.get(), i, o);
-  }
+  PyRef tuple = constTuple(args, "argument of a str/tuple method");
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs)
     PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
