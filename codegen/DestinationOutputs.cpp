@@ -10,7 +10,9 @@
 // never be written. Every buffer argument gets `llvm.noalias`: the caller
 // guarantees that outputs are fresh buffers overlapping no input or other
 // output (inputs may alias each other; they are only read). The function
-// gets `llvm.emit_c_interface`. A `tensor.empty`, a fill of one or an
+// gets `llvm.emit_c_interface`. A returned tensor.expand_shape or
+// collapse_shape is written through the matching view of the output
+// buffer (no copy of the reshaped result). A `tensor.empty`, a fill of one or an
 // insert_slice chain into one with several users (CSE merges identical
 // ones) is first duplicated per user:
 // MLIR 19's eliminate-empty-tensors rewrites a shared init for one
@@ -63,8 +65,26 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-      auto m = b.create<bufferization::MaterializeInDestinationOp>(
-          ret.getLoc(), v, entry.getArgument(firstOut + i));
+      Value dest = entry.getArgument(firstOut + i);
+      // A returned reshape of `u`: `u` is written through the reshaped view
+      // of the output buffer, so its producer computes into the caller's
+      // buffer instead of a temporary that is then copied.
+      // The view is made at the top of the function: eliminate-empty-tensors
+      // needs the destination to dominate the producer's tensor.empty.
+      OpBuilder top = OpBuilder::atBlockBegin(&entry);
+      if (auto expand = v.getDefiningOp<tensor::ExpandShapeOp>()) {
+        dest = top.create<memref::CollapseShapeOp>(ret.getLoc(), dest,
+                                                   expand.getReassociationIndices());
+        v = expand.getSrc();
+      } else if (auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+                 collapse && collapse.getSrcType().hasStaticShape()) {
+        auto srcType = collapse.getSrcType();
+        dest = top.create<memref::ExpandShapeOp>(
+            ret.getLoc(), MemRefType::get(srcType.getShape(), srcType.getElementType()), dest,
+            collapse.getReassociationIndices());
+        v = collapse.getSrc();
+      }
+      auto m = b.create<bufferization::MaterializeInDestinationOp>(ret.getLoc(), v, dest);
       m.setRestrict(true);
       m.setWritable(true);
     }

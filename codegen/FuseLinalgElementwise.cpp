@@ -6,14 +6,16 @@
 // reshape canonicalizations) driven by a control function that also fuses
 // small all-parallel producers with several uses into each consumer. On the
 // CPU the round trip of an intermediate through memory costs more than
-// repeating a few arithmetic ops, so e.g. softmax's exp(x - max) is
-// recomputed inside both the sum and the division instead of being stored.
+// repeating a few arithmetic ops, so e.g. layer_norm's x - mean is
+// recomputed inside both the variance and the normalization instead of
+// being stored; transcendental ops count as several ops (see bodyOps).
 // Transposes with elementwise consumers are generalized first so that they
 // fuse too.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -47,9 +49,21 @@ bool readsEachElementOnce(OpOperand *operand) {
   return true;
 }
 
-/// Ops in a generic's body, without the terminator.
-unsigned bodyOps(linalg::GenericOp op) {
-  return op.getBody()->getOperations().size() - 1;
+/// Size of a generic's body in ops, without the terminator, counting each
+/// transcendental math op (exp, log, tanh, erf, ...) as `transcendentalCost`
+/// ops (the pass option): on the CPU kiln-approximate-math expands them into
+/// 15-45 instructions, so recomputing one in every consumer (softmax's
+/// exp(x - max) in both the sum and the division) costs more than keeping
+/// its result, which kiln-fuse-rows then holds in a row-sized buffer.
+unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
+  unsigned cost = 0;
+  for (Operation &inner : op.getBody()->without_terminator())
+    cost += isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log1pOp,
+                math::Log2Op, math::Log10Op, math::TanhOp, math::ErfOp, math::PowFOp,
+                math::SinOp, math::CosOp, math::TanOp, math::AtanOp, math::Atan2Op>(inner)
+                ? transcendentalCost
+                : 1;
+  return cost;
 }
 
 struct FuseLinalgElementwisePass
@@ -58,7 +72,7 @@ struct FuseLinalgElementwisePass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps;
+    unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps, expCost = transcendentalCost;
     linalg::ControlFusionFn control = [=](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
       if (!producer || isFusionBarrier(producer) ||
@@ -71,8 +85,9 @@ struct FuseLinalgElementwisePass
       if (!generic || !consumer ||
           generic.getNumLoops() != generic.getNumParallelLoops())
         return false;
-      return bodyOps(generic) <= maxProducer &&
-             bodyOps(generic) + bodyOps(consumer) <= maxBody;
+      unsigned producerOps = bodyOps(generic, expCost);
+      return producerOps <= maxProducer &&
+             producerOps + bodyOps(consumer, expCost) <= maxBody;
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();

@@ -33,7 +33,9 @@ namespace mlir::kiln {
 /// Appends the target-independent codegen stages shared by the CPU and CUDA
 /// backends: kiln → linalg on tensors, then elementwise fusion (each nested
 /// on func.func, with canonicalize + CSE after both).
-void buildFusedLinalgPipeline(OpPassManager &pm);
+/// `transcendentalCost`: the fusion pass's `transcendental-cost` option (the
+/// CPU pipeline passes 8).
+void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost = 1);
 
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
 /// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.

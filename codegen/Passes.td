@@ -53,7 +53,8 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
     computation is repeated) when its body is small, trading a few
     arithmetic ops per element for a round trip of the intermediate
     through memory. Softmax's `exp(x - max)` then feeds both the sum and
-    the division without being stored. Fusion stops once a fused body
+    the division without being stored (unless `transcendental-cost` makes
+    exp too expensive to repeat). Fusion stops once a fused body
     would exceed `max-body-ops` ops. A `linalg.transpose` with a
     `linalg.generic` user is generalized first so that it fuses like any
     producer. Also folds reshapes by expansion and constants, like upstream.
@@ -66,6 +67,12 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
            "Largest producer body (ops) fused into several consumers">,
     Option<"maxBodyOps", "max-body-ops", "unsigned", "64",
            "Largest fused body (ops) a multi-use producer may create">,
+    Option<"transcendentalCost", "transcendental-cost", "unsigned", "1",
+           "Ops a transcendental math op (exp, log, tanh, erf, ...) counts as in "
+           "the two budgets above: the CPU pipeline uses 8 (its expansions are "
+           "15-45 instructions, so softmax's exp(x - max) is kept in a row "
+           "buffer rather than recomputed); CUDA keeps 1 (its row groups "
+           "recompute in registers)">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",

@@ -56,10 +56,15 @@ Value combine(OpBuilder &b, Location loc, Value x, Value acc, Kind kind) {
     // reassoc lets LLVM vectorize the reduction (torch reorders sums too).
     auto reassoc = arith::FastMathFlagsAttr::get(b.getContext(),
                                                  arith::FastMathFlags::reassoc);
+    // nsz: which zero a max/min of -0.0 and +0.0 returns is unspecified,
+    // as in torch's vectorized kernels; without it x86 needs a sign test
+    // and a blend per vector on top of the NaN check (a third of softmax).
+    auto unordered = arith::FastMathFlagsAttr::get(
+        b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::nsz);
     if (kind == Kind::Max)
-      return b.create<arith::MaximumFOp>(loc, x, acc, reassoc);
+      return b.create<arith::MaximumFOp>(loc, x, acc, unordered);
     if (kind == Kind::Min)
-      return b.create<arith::MinimumFOp>(loc, x, acc, reassoc);
+      return b.create<arith::MinimumFOp>(loc, x, acc, unordered);
     if (kind == Kind::Prod)
       return b.create<arith::MulFOp>(loc, x, acc, reassoc);
     return b.create<arith::AddFOp>(loc, x, acc, reassoc);

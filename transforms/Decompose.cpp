@@ -52,9 +52,31 @@ Value scalarConstant(PatternRewriter &rewriter, Location loc, Type elt,
   return rewriter.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(attr));
 }
 
+/// `v` reshaped to `shape` (same element type).
+Value reshapeTo(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  return rewriter.create<ReshapeOp>(loc, type.clone(shape), v);
+}
+
+/// For a static operand of rank > 2 reduced over its trailing `trailing`
+/// dims: the 2-d shape [rows, row size] it collapses to, else empty. Row
+/// reductions on a 2-d tensor become one loop over all rows in codegen
+/// (kiln-fuse-rows), whatever the leading dims were (a [1, 512, 1024]
+/// softmax otherwise has a single "row" of 2 MiB).
+SmallVector<int64_t> rowsShape(RankedTensorType type, int64_t trailing) {
+  int64_t rank = type.getRank();
+  if (rank <= 2 || trailing < 1 || trailing >= rank || !type.hasStaticShape())
+    return {};
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < rank - trailing ? rows : cols) *= type.getDimSize(d);
+  return {rows, cols};
+}
+
 /// softmax(x, d) = e / sum(e, [d], keepdim) with e = exp(x - max(x, [d],
 /// keepdim)). A 0-d operand reduces over no dims (its softmax is 1, or NaN
-/// for a non-finite x, as in torch).
+/// for a non-finite x, as in torch). Over the last dim of a static rank > 2
+/// operand it is computed on the [rows, n] reshape.
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -62,6 +84,15 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
+    if (op.getDim() == type.getRank() - 1) {
+      SmallVector<int64_t> shape = rowsShape(type, 1);
+      if (!shape.empty()) {
+        Value rows = reshapeTo(rewriter, loc, op.getInput(), shape);
+        Value soft = rewriter.create<SoftmaxOp>(loc, rows, /*dim=*/1);
+        rewriter.replaceOp(op, reshapeTo(rewriter, loc, soft, type.getShape()));
+        return success();
+      }
+    }
     Type elt = type.getElementType();
     Value x = castElements(rewriter, loc, op.getInput(), computeElementType(elt));
     SmallVector<int64_t, 1> dims;
@@ -77,7 +108,8 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-/// layer_norm(x) over the last n dims D:
+/// layer_norm(x) over the last n dims D (of a static rank > 2 operand:
+/// over its [rows, n] reshape):
 ///   c = x - mean(x, D, keepdim); var = mean(c * c, D, keepdim) (biased);
 ///   y = c * rsqrt(var + eps), then y * weight and y + bias when present.
 struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
@@ -94,7 +126,19 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     SmallVector<int64_t> dims =
         llvm::to_vector(llvm::seq<int64_t>(rank - numDims, rank));
 
-    Value x = castElements(rewriter, loc, op.getInput(), computeElt);
+    // A static rank > 2 operand is normalized as its [rows, n] reshape
+    // (weight and bias as [n]): one loop over rows in codegen.
+    Value input = op.getInput(), weight = op.getWeight(), bias = op.getBias();
+    SmallVector<int64_t> rowShape = rowsShape(type, numDims);
+    if (!rowShape.empty()) {
+      input = reshapeTo(rewriter, loc, input, rowShape);
+      if (weight)
+        weight = reshapeTo(rewriter, loc, weight, {rowShape[1]});
+      if (bias)
+        bias = reshapeTo(rewriter, loc, bias, {rowShape[1]});
+      dims = {1};
+    }
+    Value x = castElements(rewriter, loc, input, computeElt);
     Value mean = rewriter.create<MeanOp>(loc, x, dims, /*keepdim=*/true);
     Value centered = rewriter.create<SubOp>(loc, x, mean);
     Value squared = rewriter.create<MulOp>(loc, centered, centered);
@@ -104,13 +148,16 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Value varEps = rewriter.create<AddOp>(loc, var, eps);
     Value rstd = rewriter.create<RsqrtOp>(loc, varEps);
     Value result = rewriter.create<MulOp>(loc, centered, rstd);
-    if (Value weight = op.getWeight())
+    if (weight)
       result = rewriter.create<MulOp>(
           loc, result, castElements(rewriter, loc, weight, computeElt));
-    if (Value bias = op.getBias())
+    if (bias)
       result = rewriter.create<AddOp>(
           loc, result, castElements(rewriter, loc, bias, computeElt));
-    rewriter.replaceOp(op, castElements(rewriter, loc, result, elt));
+    result = castElements(rewriter, loc, result, elt);
+    if (!rowShape.empty())
+      result = reshapeTo(rewriter, loc, result, type.getShape());
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

@@ -8,12 +8,16 @@
 // rows, each op working on `memref.subview`s of row i. Every op then reads
 // the row from cache instead of streaming the whole tensor from memory.
 // The legality check is deliberately narrow: each buffer written by the run
-// must be accessed by the run only through row i (map result 0 is d0; views
-// between the access and the allocation keep dim 0 as dim 0).
+// must be accessed by the run only through row i (map result 0 is d0; only
+// reshapes lie between the access and a contiguous allocation, so row i is
+// the same slice of memory in every view). An
+// allocation the loop uses only one row at a time then shrinks to one row
+// (contractRowBuffers).
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -24,27 +28,17 @@ namespace mlir::kiln {
 
 namespace {
 
-/// True when group 0 of `re` maps the row dim alone (extra dims are 1) in
-/// `expanded`, the higher-rank side of a reshape.
-bool firstGroupKeepsRows(ArrayRef<ReassociationIndices> re, MemRefType expanded) {
-  if (re.empty())
-    return false;
-  for (int64_t d : ArrayRef<int64_t>(re[0]).drop_front())
-    if (expanded.getDimSize(d) != 1)
-      return false;
-  return true;
-}
-
-/// The allocation (or argument) under `v`, and whether every view on the
-/// way maps dim 0 to dim 0 with `n` rows.
+/// The allocation (or argument) under `v`, and whether row i of `v` (a
+/// view with `n` rows) is the same memory as row i of every other such view
+/// of it: true through expand/collapse_shape chains over a contiguous
+/// (identity-layout) buffer, where row i is always the i-th of n equal
+/// slices of the buffer in linear order.
 std::pair<Value, bool> rootOf(Value v, int64_t n) {
   bool keepsRows = true;
   while (Operation *def = v.getDefiningOp()) {
     if (auto e = dyn_cast<memref::ExpandShapeOp>(def)) {
-      keepsRows &= firstGroupKeepsRows(e.getReassociationIndices(), e.getResultType());
       v = e.getSrc();
     } else if (auto c = dyn_cast<memref::CollapseShapeOp>(def)) {
-      keepsRows &= firstGroupKeepsRows(c.getReassociationIndices(), c.getSrcType());
       v = c.getSrc();
     } else if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
       keepsRows = false;
@@ -54,7 +48,8 @@ std::pair<Value, bool> rootOf(Value v, int64_t n) {
     }
   }
   auto type = dyn_cast<MemRefType>(v.getType());
-  keepsRows &= type && type.getRank() >= 1 && type.getDimSize(0) == n;
+  keepsRows &= type && type.hasStaticShape() && type.getLayout().isIdentity() &&
+               type.getNumElements() % n == 0;
   return {v, keepsRows};
 }
 
@@ -115,7 +110,7 @@ bool isLegal(ArrayRef<linalg::LinalgOp> group, int64_t n) {
 }
 
 /// Moves `group` into one loop over rows, placed at the last op.
-void fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
+scf::ForOp fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
   linalg::LinalgOp last = group.back();
   Location loc = last.getLoc();
   OpBuilder b(last);
@@ -145,6 +140,124 @@ void fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
   }
   for (linalg::LinalgOp op : group)
     op->erase();
+  return loop;
+}
+
+/// True for a view of row `row` alone: offsets (row, 0, ...), sizes
+/// (1, whole dims...), unit strides, on a source shaped like the buffer.
+bool isRowView(memref::SubViewOp view, Value row) {
+  MemRefType source = view.getSourceType();
+  for (auto [i, offset] : llvm::enumerate(view.getMixedOffsets())) {
+    if (i == 0 ? offset != OpFoldResult(row) : !isConstantIntValue(offset, 0))
+      return false;
+  }
+  for (auto [i, size] : llvm::enumerate(view.getMixedSizes()))
+    if (!isConstantIntValue(size, i == 0 ? 1 : source.getDimSize(i)))
+      return false;
+  return llvm::all_of(view.getMixedStrides(),
+                      [](OpFoldResult s) { return isConstantIntValue(s, 1); });
+}
+
+/// The row views of `alloc` inside `loop` (through reshapes; see rootOf),
+/// when they are its only uses besides deallocs; empty otherwise.
+SmallVector<memref::SubViewOp> rowViewsOnly(memref::AllocOp alloc, scf::ForOp loop,
+                                            int64_t n) {
+  SmallVector<memref::SubViewOp> views;
+  SmallVector<Value> work{alloc.getResult()};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (isa<memref::DeallocOp>(user) && v == alloc.getResult())
+        continue;
+      if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user)) {
+        work.push_back(user->getResult(0));
+        continue;
+      }
+      auto view = dyn_cast<memref::SubViewOp>(user);
+      if (!view || view->getParentOp() != loop || view.getSourceType().getDimSize(0) != n ||
+          !isRowView(view, loop.getInductionVar()))
+        return {};
+      views.push_back(view);
+    }
+  }
+  return views;
+}
+
+/// Buffer contraction: an allocation the row loop only touches one row at
+/// a time, and nothing else uses, becomes one row-sized buffer reused by
+/// every iteration (softmax's exp(x - max): 4 KiB in L1 instead of a
+/// tensor-sized round trip through memory). Each iteration writes the row
+/// before reading it: the buffer has no other writer, and reading
+/// uninitialized memory would have been undefined before too.
+constexpr int64_t kMaxStackRowBytes = 64 * 1024;
+
+void contractRowBuffers(scf::ForOp loop, int64_t n) {
+  SmallVector<memref::AllocOp> allocs;
+  for (Operation *op = loop->getBlock()->empty() ? nullptr : &loop->getBlock()->front();
+       op && op != loop.getOperation(); op = op->getNextNode())
+    if (auto alloc = dyn_cast<memref::AllocOp>(op))
+      allocs.push_back(alloc);
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getRank() < 1 ||
+        type.getDimSize(0) != n)
+      continue;
+    SmallVector<memref::SubViewOp> views = rowViewsOnly(alloc, loop, n);
+    if (views.empty())
+      continue;
+    SmallVector<int64_t> rowShape(type.getShape());
+    rowShape[0] = 1;
+    MemRefType rowType = MemRefType::get(rowShape, type.getElementType());
+    // On the stack up to kMaxStackRowBytes (no malloc per call, and LLVM
+    // knows it aliases no argument, so the reductions into it vectorize
+    // without runtime alias checks); a larger row stays on the heap.
+    int64_t rowBytes = rowType.getNumElements() *
+                       llvm::divideCeil(rowType.getElementTypeBitWidth(), 8);
+    // An alloca goes first in the function's entry block (LLVM promotes
+    // scalar ones to registers there), so only a loop directly in the
+    // function body gets one: anywhere else it could run more than once.
+    bool onStack = rowBytes <= kMaxStackRowBytes && isa<func::FuncOp>(loop->getParentOp());
+    OpBuilder b(alloc);
+    if (onStack)
+      b.setInsertionPointToStart(loop->getBlock());
+    Value rowBuffer =
+        onStack ? b.create<memref::AllocaOp>(alloc.getLoc(), rowType, alloc.getAlignmentAttr())
+                      .getResult()
+                : b.create<memref::AllocOp>(alloc.getLoc(), rowType, alloc.getAlignmentAttr())
+                      .getResult();
+    for (memref::SubViewOp view : views) {
+      b.setInsertionPoint(view);
+      MemRefType viewType = view.getType();
+      auto [strides, offset] = getStridesAndOffset(viewType);
+      (void)offset;
+      auto exact = MemRefType::get(
+          viewType.getShape(), viewType.getElementType(),
+          StridedLayoutAttr::get(b.getContext(), /*offset=*/0, strides));
+      Value cast = b.create<memref::ReinterpretCastOp>(
+          view.getLoc(), exact, rowBuffer, /*offset=*/0, viewType.getShape(), strides);
+      view.replaceAllUsesWith(b.create<memref::CastOp>(view.getLoc(), viewType, cast).getResult());
+    }
+    // Erase the views and the reshapes between them and the allocation.
+    for (memref::SubViewOp view : views) {
+      Value source = view.getSource();
+      view.erase();
+      while (Operation *def = source.getDefiningOp()) {
+        if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def) || !def->use_empty())
+          break;
+        source = def->getOperand(0);
+        def->erase();
+      }
+    }
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+      auto dealloc = dyn_cast<memref::DeallocOp>(user);
+      if (dealloc && onStack)
+        dealloc->erase();
+      else if (dealloc)
+        dealloc.getMemrefMutable().assign(rowBuffer);
+    }
+    if (alloc->use_empty())
+      alloc.erase();
+  }
 }
 
 /// Ops a run may step over: they neither read nor write existing memory.
@@ -190,7 +303,7 @@ struct FuseRowsPass : impl::FuseRowsPassBase<FuseRowsPass> {
       }
       flush();
       for (auto [r, n] : llvm::zip(runs, runRows))
-        fuseRows(r, n);
+        contractRowBuffers(fuseRows(r, n), n);
     }
   }
 };

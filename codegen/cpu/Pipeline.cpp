@@ -21,19 +21,24 @@
 
 namespace mlir::kiln {
 
-void buildFusedLinalgPipeline(OpPassManager &pm) {
+void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createConvertKilnToLinalgPass());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
-  fn.addPass(createFuseLinalgElementwisePass());
+  // Set textually so that printed pipelines (debug reproducers) show it.
+  std::unique_ptr<Pass> fusion = createFuseLinalgElementwisePass();
+  (void)fusion->initializeOptions(
+      "transcendental-cost=" + std::to_string(transcendentalCost),
+      [](const Twine &) { return failure(); });
+  fn.addPass(std::move(fusion));
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
 }
 
 void buildCpuLoweringPipeline(OpPassManager &pm) {
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
-  buildFusedLinalgPipeline(pm);
+  buildFusedLinalgPipeline(pm, /*transcendentalCost=*/8);
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

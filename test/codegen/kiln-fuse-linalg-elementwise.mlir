@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-fuse-linalg-elementwise))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-fuse-linalg-elementwise{transcendental-cost=8}))' | FileCheck %s --check-prefix=EXP8
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -16,6 +17,20 @@
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK-NOT: linalg.generic
+// With transcendental-cost=8 (the CPU pipeline) exp counts as 8 ops, over
+// max-producer-ops: exp(x - max) is computed once and read by both.
+// EXP8-LABEL: func.func @multi_use_small_producer
+// EXP8: %[[E:.*]] = linalg.generic
+// EXP8-SAME: iterator_types = ["parallel", "parallel"]
+// EXP8: math.exp
+// EXP8: linalg.generic
+// EXP8-SAME: iterator_types = ["parallel", "reduction"]
+// EXP8-SAME: ins(%[[E]] :
+// EXP8-NOT: math.exp
+// EXP8: linalg.generic
+// EXP8-SAME: ins(%[[E]], %{{.*}} :
+// EXP8-NOT: math.exp
+// EXP8: return
 func.func @multi_use_small_producer(%x: tensor<4x8xf32>, %m: tensor<4xf32>, %acc: tensor<4xf32>) -> tensor<4x8xf32> {
   %e0 = tensor.empty() : tensor<4x8xf32>
   %e = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}

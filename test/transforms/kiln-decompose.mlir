@@ -111,12 +111,17 @@ func.func @layer_norm_rank3_num_dims2(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32
 
 // -----
 
-// Tests that layer_norm with only a weight scales and does not shift.
+// Tests that layer_norm with only a weight scales and does not shift, and
+// that a static rank-3 operand is normalized as its [rows, n] reshape (one
+// loop over the 6 rows in codegen), reshaped back at the end.
 // CHECK-LABEL: func.func @layer_norm_weight_only
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>, %[[W:.*]]: tensor<8xf32>)
-// CHECK: %[[N:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x3x8xf32>, tensor<2x3x1xf32>
-// CHECK: %[[S:.*]] = kiln.mul %[[N]], %[[W]] : tensor<2x3x8xf32>, tensor<8xf32>
-// CHECK-NEXT: return %[[S]]
+// CHECK: %[[ROWS:.*]] = kiln.reshape %[[X]] : tensor<2x3x8xf32> -> tensor<6x8xf32>
+// CHECK: kiln.mean %[[ROWS]] {dims = array<i64: 1>, keepdim = true} : tensor<6x8xf32> -> tensor<6x1xf32>
+// CHECK: %[[N:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<6x8xf32>, tensor<6x1xf32>
+// CHECK: %[[S:.*]] = kiln.mul %[[N]], %[[W]] : tensor<6x8xf32>, tensor<8xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[S]] : tensor<6x8xf32> -> tensor<2x3x8xf32>
+// CHECK-NEXT: return %[[R]]
 func.func @layer_norm_weight_only(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>) -> tensor<2x3x8xf32> {
   %0 = kiln.layer_norm %x weight %w {num_dims = 1 : i64} : tensor<2x3x8xf32>, tensor<8xf32>
   return %0 : tensor<2x3x8xf32>
@@ -124,11 +129,15 @@ func.func @layer_norm_weight_only(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>) -> t
 
 // -----
 
-// Tests that layer_norm with only a bias shifts and does not scale.
+// Tests that layer_norm with only a bias shifts and does not scale; over
+// two trailing dims the rows are [2, 24] and the bias becomes [24].
 // CHECK-LABEL: func.func @layer_norm_bias_only
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>, %[[B:.*]]: tensor<3x8xf32>)
-// CHECK: %[[N:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x3x8xf32>, tensor<2x1x1xf32>
-// CHECK: %[[R:.*]] = kiln.add %[[N]], %[[B]] : tensor<2x3x8xf32>, tensor<3x8xf32>
+// CHECK-DAG: kiln.reshape %[[X]] : tensor<2x3x8xf32> -> tensor<2x24xf32>
+// CHECK-DAG: %[[B1:.*]] = kiln.reshape %[[B]] : tensor<3x8xf32> -> tensor<24xf32>
+// CHECK: %[[N:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x24xf32>, tensor<2x1xf32>
+// CHECK: %[[A:.*]] = kiln.add %[[N]], %[[B1]] : tensor<2x24xf32>, tensor<24xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[A]] : tensor<2x24xf32> -> tensor<2x3x8xf32>
 // CHECK-NEXT: return %[[R]]
 func.func @layer_norm_bias_only(%x: tensor<2x3x8xf32>, %b: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
   %0 = kiln.layer_norm %x bias %b {num_dims = 2 : i64} : tensor<2x3x8xf32>, tensor<3x8xf32>
@@ -194,4 +203,21 @@ func.func @negative_primitives(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (ten
   %4 = kiln.rsqrt %x : tensor<4x8xf32>
   %5 = kiln.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
   return %0, %1, %2, %3, %4, %5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>, tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that softmax over the last dim of a static rank-3 tensor is the
+// softmax of its [rows, n] reshape, reshaped back.
+// CHECK-LABEL: func.func @softmax_rank3_static_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>)
+// CHECK: %[[ROWS:.*]] = kiln.reshape %[[X]] : tensor<2x3x8xf32> -> tensor<6x8xf32>
+// CHECK: kiln.max %[[ROWS]] {dims = array<i64: 1>, keepdim = true} : tensor<6x8xf32> -> tensor<6x1xf32>
+// CHECK: %[[D:.*]] = kiln.div
+// CHECK: %[[R:.*]] = kiln.reshape %[[D]] : tensor<6x8xf32> -> tensor<2x3x8xf32>
+// CHECK-NEXT: return %[[R]]
+// CHECK-NOT: kiln.softmax
+func.func @softmax_rank3_static_rows(%x: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+  %0 = kiln.softmax %x {dim = 2 : i64} : tensor<2x3x8xf32>
+  return %0 : tensor<2x3x8xf32>
 }
