@@ -438,7 +438,7 @@ def main(argv=None) -> int:
                    help="auto: CPU time of the calling thread at 1 thread, wall clock above")
     p.add_argument("--bandwidth-mib", default="16,256",
                    help="buffer sizes of the bandwidth section ('' skips it)")
-    p.add_argument("--cache-case", default="ResNet-18 (local definition), 64x64",
+    p.add_argument("--cache-case", default="torchvision resnet18, 64x64",
                    help="the model of the new-process compile-cache check")
     p.add_argument("--cache-batch", type=int, default=1)
     p.add_argument("--no-cache-check", action="store_true")

@@ -9,7 +9,6 @@ models whose capture time tools/bench_capture.py measures.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,100 +27,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.net(x)
-
-
-class GPT2Block(nn.Module):
-    """GPT-2-style block: pre-LayerNorm causal self-attention and a
-    4x GELU(tanh) MLP, each with a residual connection."""
-
-    def __init__(self, d=256, heads=4, seq=64):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
-
-    def attention(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=2)
-        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
-        att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, d)
-        return self.proj(y)
-
-    def forward(self, x):
-        x = x + self.attention(self.ln1(x))
-        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-
-class BertLayer(nn.Module):
-    """BERT-style encoder layer: self-attention, add & LayerNorm, a 4x
-    GELU(erf) feed-forward, add & LayerNorm (post-norm)."""
-
-    def __init__(self, d=256, heads=4):
-        super().__init__()
-        self.heads = heads
-        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-        self.attn_out, self.ln1 = nn.Linear(d, d), nn.LayerNorm(d, eps=1e-12)
-        self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.ln2 = nn.LayerNorm(d, eps=1e-12)
-
-    def split(self, x):
-        b, t, d = x.shape
-        return x.view(b, t, self.heads, d // self.heads).permute(0, 2, 1, 3)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads)
-        ctx = torch.matmul(scores.softmax(dim=-1), v).permute(0, 2, 1, 3).reshape(b, t, d)
-        h = self.ln1(x + self.attn_out(ctx))
-        return self.ln2(h + self.down(F.gelu(self.up(h))))
-
-
-class BasicBlock(nn.Module):
-    """ResNet basic block: two 3x3 conv + BN, identity or 1x1 shortcut."""
-
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                      nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.down is None else self.down(x)))
-
-
-class ResNet18(nn.Module):
-    """ResNet-18 (the standard layout: stem, 4 stages of 2 basic blocks,
-    64-512 channels, global average pool, 1000-way classifier)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        blocks, cin = [], 64
-        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-            cin = cout
-        self.layers = nn.Sequential(*blocks)
-        self.fc = nn.Linear(512, 1000)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
-        x = self.layers(x)
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
 class Micro(nn.Module):
@@ -224,15 +129,19 @@ def capture_cases() -> list[Case]:
 
 
 def cases() -> list[Case]:
-    """Every benchmark, models first."""
+    """Every benchmark of issue 5's suite, models first: the GPT-2 block and
+    BERT layer are transformers' own classes, ResNet-18 and
+    MobileNetV3-small torchvision's."""
     return [
         Case("MLP 256-512-512-10", MLP, _randn(256)),
         Case("nn.TransformerEncoderLayer d256 h4 ff1024, seq 64",
              lambda: nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True),
              _randn(64, 256)),
-        Case("GPT-2-style block d256 h4, seq 64", GPT2Block, _randn(64, 256)),
-        Case("BERT-style layer d256 h4, seq 64", BertLayer, _randn(64, 256)),
-        Case("ResNet-18 (local definition), 64x64", ResNet18, _randn(3, 64, 64)),
+        Case("transformers GPT2Block d256 h4, seq 64", hf_gpt2_block, _randn(64, 256)),
+        Case("transformers BertLayer d256 h4, seq 64", hf_bert_layer, _randn(64, 256)),
+        Case("torchvision resnet18, 64x64", _tv("resnet18"), _randn(3, 64, 64)),
+        Case("torchvision mobilenet_v3_small, 64x64", _tv("mobilenet_v3_small"),
+             _randn(3, 64, 64)),
         Case("LayerNorm(1024), [b,512,1024]", lambda: Micro(None, 1024), _randn(512, 1024),
              "micro"),
         Case("GELU, [b,512,1024]", lambda: Micro(F.gelu), _randn(512, 1024), "micro"),

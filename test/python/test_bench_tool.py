@@ -29,19 +29,19 @@ def run_bench(out, only):
 def test_bench_writes_the_generated_section(tmp_path):
     doc = tmp_path / "performance.md"
     doc.write_text("# kiln performance\n\nIntro.\n\n## Older section\n\nkept\n")
-    run_bench(doc, "^MLP|^GPT-2")
+    run_bench(doc, "^MLP|GPT2Block")
     text = doc.read_text()
     assert text.count("<!-- BEGIN make bench") == 1 and text.count("<!-- END make bench") == 1
     assert text.index("Intro.") < text.index("<!-- BEGIN") < text.index("## Older section")
     mlp = next(ln for ln in text.splitlines() if ln.startswith("| MLP 256-512-512-10 | 1 |"))
     assert mlp.rstrip().endswith("| ok |") and "x |" in mlp, mlp
-    gpt = next(ln for ln in text.splitlines() if ln.startswith("| GPT-2-style block"))
+    gpt = next(ln for ln in text.splitlines() if ln.startswith("| transformers GPT2Block"))
     assert "| ok |" in gpt or "graph break: " in gpt or "error: " in gpt, gpt
     assert "Geomean over the" in text and "copy into a preallocated tensor" in text
     run_bench(doc, "^MLP")
     again = doc.read_text()
     assert again.count("<!-- BEGIN make bench") == 1 and "kept" in again
-    assert "GPT-2-style block" not in again
+    assert "GPT2Block" not in again
 
 
 def test_capture_bench_reports_kiln_and_dynamo():
