@@ -17,7 +17,16 @@ namespace {
 
 constexpr size_t kHeader = 16;
 
-std::atomic<long> gHits{0}, gMisses{0};
+std::atomic<long> gHits{0}, gMisses{0}, gLive{0}, gPeak{0};
+
+/// Counts `size` more live bytes and raises the peak.
+void addLive(size_t size) {
+  long live = gLive.fetch_add(static_cast<long>(size), std::memory_order_relaxed) +
+              static_cast<long>(size);
+  long peak = gPeak.load(std::memory_order_relaxed);
+  while (live > peak && !gPeak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
 
 /// One thread's kept blocks (size, raw pointer), oldest first.
 struct ThreadPool {
@@ -53,12 +62,16 @@ extern "C" void *kilnPoolMalloc(size_t size) {
       tPool.bytes -= size;
       blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
       gHits.fetch_add(1, std::memory_order_relaxed);
+      addLive(size);
       return withHeader(raw, size);
     }
     gMisses.fetch_add(1, std::memory_order_relaxed);
   }
   auto *raw = static_cast<char *>(std::malloc(size + kHeader));
-  return raw ? withHeader(raw, size) : nullptr;
+  if (!raw)
+    return nullptr;
+  addLive(size);
+  return withHeader(raw, size);
 }
 
 extern "C" void kilnPoolFree(void *ptr) {
@@ -66,6 +79,7 @@ extern "C" void kilnPoolFree(void *ptr) {
     return;
   char *raw = static_cast<char *>(ptr) - kHeader;
   size_t size = *reinterpret_cast<size_t *>(raw);
+  gLive.fetch_sub(static_cast<long>(size), std::memory_order_relaxed);
   if (size < kiln::rt::kPoolMinBlock || size > kiln::rt::kPoolMaxBytes) {
     std::free(raw);
     return;
@@ -83,7 +97,11 @@ BufferPoolStats bufferPoolStats() {
   BufferPoolStats s;
   s.hits = gHits.load(std::memory_order_relaxed);
   s.misses = gMisses.load(std::memory_order_relaxed);
+  s.liveBytes = gLive.load(std::memory_order_relaxed);
+  s.peakBytes = gPeak.load(std::memory_order_relaxed);
   return s;
 }
+
+void resetBufferPoolPeak() { gPeak.store(gLive.load(std::memory_order_relaxed)); }
 
 } // namespace kiln::rt

@@ -32,10 +32,19 @@ struct BufferPoolStats {
   long hits = 0;
   /// Large requests that had to call malloc.
   long misses = 0;
+  /// Bytes handed out and not yet freed (every size, all threads): the
+  /// compiled code's live intermediates.
+  long liveBytes = 0;
+  /// The most `liveBytes` has been since the process started or the last
+  /// resetBufferPoolPeak().
+  long peakBytes = 0;
 };
 
 /// The current counters.
 BufferPoolStats bufferPoolStats();
+
+/// Restarts the peak at the current live bytes (to measure one call).
+void resetBufferPoolPeak();
 
 /// Blocks of at least this size are kept for reuse.
 constexpr size_t kPoolMinBlock = size_t(64) << 10;

@@ -14,6 +14,8 @@ under torch.no_grad():
   empty on-disk cache ("cold") and again after kiln.reset() with the entry
   on disk ("warm"); inductor with an empty cache folder and again after
   torch._dynamo.reset() (its FX graph cache then hits);
+* measures the peak memory of one eager and one kiln call
+  (tools/bench_memory.py);
 * measures the copy bandwidth of a memcpy-like kernel and of a pointwise
   kernel (eager and kiln) on the same buffers.
 
@@ -49,6 +51,7 @@ import kiln  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_capture  # noqa: E402
+from bench_memory import call_peak_bytes  # noqa: E402
 from bench_models import Case, cases  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +84,7 @@ class Result:
     ind_cold_s: float = float("nan")
     ind_warm_s: float = float("nan")
     times: dict = field(default_factory=dict)  # threads -> {impl: Timing}
+    peak: dict = field(default_factory=dict)  # impl -> bytes of one call (bench_memory)
 
 
 def fmt_us(seconds: float) -> str:
@@ -208,6 +212,8 @@ def run_case(case: Case, batch: int, args) -> Result:
         res.times[threads] = time_interleaved(fns, args.rounds, args.round_ms / 1e3,
                                               clock_for(threads, args))
     torch.set_num_threads(1)
+    if not args.no_memory:
+        res.peak = {k: call_peak_bytes(fns[k]) for k in ("eager", "kiln") if k in fns}
     return res
 
 
@@ -328,6 +334,31 @@ def table(results: list[Result], threads: int) -> list[str]:
     return [ln.replace("**nanx**", "–").replace("nanx", "–") for ln in lines]
 
 
+def memory_table(results: list[Result]) -> list[str]:
+    rows = [r for r in results if r.peak]
+    if not rows:
+        return []
+    mib = lambda b: f"{b / 2**20:.2f}"  # noqa: E731
+    lines = ["### Peak memory of one call (1 thread)", "",
+             "torch's allocations from the profiler's memory events (eager: every "
+             "intermediate and the output; kiln: its outputs) plus, for kiln, the peak "
+             "of its compiled code's intermediate buffers (buffer-pool counters); kiln's "
+             "figure adds the two peaks, an upper bound. Weights and inputs are not "
+             "counted (both share them).", "",
+             "| case | batch | eager MiB | kiln MiB | kiln / eager |", "|---|---|---|---|---|"]
+    for r in rows:
+        e, k = r.peak.get("eager"), r.peak.get("kiln")
+        share = f"{k / e:.2f}" if e and k is not None else "–"
+        lines.append(f"| {r.case} | {r.batch} | {mib(e) if e is not None else '–'} | "
+                     f"{mib(k) if k is not None else '–'} | {share} |")
+    both = [r for r in rows if "eager" in r.peak and "kiln" in r.peak]
+    over = [r for r in both if r.peak["kiln"] > r.peak["eager"]]
+    lines += ["", f"kiln's peak is at most eager's in {len(both) - len(over)} of "
+              f"{len(both)} rows" + (": above it in " + ", ".join(
+                  f"{r.case} b{r.batch}" for r in over) if over else "") + ".", ""]
+    return lines
+
+
 def machine() -> str:
     model = platform.processor() or "unknown CPU"
     try:
@@ -376,14 +407,13 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
         "cache folder and again after `torch._dynamo.reset()` (its FX graph cache "
         "hits). torch.compile's one-time start-up (about a minute and a half here, "
         "compiling its C++ headers) is spent on a warm-up function first and is in "
-        "no row. Peak memory is not reported: kiln's intermediates are malloc'ed "
-        "inside the compiled code, invisible to torch's profiler, and RSS is too "
-        "coarse to attribute per call.", "",
+        "no row. Peak memory: see the table after the timings.", "",
     ]
     for i, threads in enumerate(args.threads):
         title = "headline" if i == 0 else "secondary: two-thread OpenMP regions are erratic on this VM"
         out += [f"### {threads} thread{'s' if threads > 1 else ''} ({title})", ""]
         out += table(results, threads) + [""]
+    out += memory_table(results)
     out += cache_section(check, args.cache_case, args.cache_batch)
     if capture:
         out += bench_capture.section(capture, args.capture_repeats)
@@ -442,6 +472,7 @@ def main(argv=None) -> int:
                    help="the model of the new-process compile-cache check")
     p.add_argument("--cache-batch", type=int, default=1)
     p.add_argument("--no-cache-check", action="store_true")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory table")
     p.add_argument("--capture-repeats", type=int, default=3,
                    help="fresh captures per model of the capture-time section (0 skips it)")
     p.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"))

@@ -11,6 +11,7 @@
 #include "Log.h"
 #include "capture/Coverage.h"
 #include "codegen/cpu/BlasShims.h"
+#include "runtime/BufferPool.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -114,5 +115,18 @@ NB_MODULE(_C, m) {
         "methods (name, op, in-place form mapped); see `python -m kiln.coverage`.");
   m.def("blas_library", [] { return std::string(kilnBlasLibrary()); },
         "The BLAS compiled GEMMs call.");
+  m.def("intermediate_memory",
+        [](bool resetPeak) {
+          kiln::rt::BufferPoolStats s = kiln::rt::bufferPoolStats();
+          if (resetPeak)
+            kiln::rt::resetBufferPoolPeak();
+          nb::dict d;
+          d["live"] = s.liveBytes;
+          d["peak"] = s.peakBytes;
+          return d;
+        },
+        nb::arg("reset_peak") = false,
+        "Bytes of compiled code's intermediate buffers: live now and the peak since the "
+        "last reset_peak=True (which then restarts it at the live bytes).");
   registerCudaBindings(m);
 }

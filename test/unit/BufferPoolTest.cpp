@@ -60,6 +60,25 @@ TEST(BufferPoolTest, SmallBlocksAreNotCounted) {
   EXPECT_EQ(bufferPoolStats().misses, before.misses);
 }
 
+TEST(BufferPoolTest, LiveAndPeakBytesFollowMallocAndFree) {
+  kiln::rt::resetBufferPoolPeak();
+  auto before = bufferPoolStats();
+  EXPECT_EQ(before.peakBytes, before.liveBytes);
+  const size_t big = kiln::rt::kPoolMinBlock * 2;
+  void *a = kilnPoolMalloc(big);
+  void *b = kilnPoolMalloc(100); // small blocks count too
+  EXPECT_EQ(bufferPoolStats().liveBytes, before.liveBytes + long(big) + 100);
+  kilnPoolFree(a);
+  void *c = kilnPoolMalloc(big); // a kept block handed out again is live again
+  kilnPoolFree(c);
+  kilnPoolFree(b);
+  auto after = bufferPoolStats();
+  EXPECT_EQ(after.liveBytes, before.liveBytes);
+  EXPECT_EQ(after.peakBytes, before.liveBytes + long(big) + 100);
+  kiln::rt::resetBufferPoolPeak();
+  EXPECT_EQ(bufferPoolStats().peakBytes, before.liveBytes);
+}
+
 TEST(BufferPoolTest, KeepsAtMostTheLimitOldestEvicted) {
   // On a fresh thread: free more distinct sizes than the block limit; the
   // oldest are evicted (reallocating them misses), the newest are kept.
