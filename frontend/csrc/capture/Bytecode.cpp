@@ -957,11 +957,14 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
                                             fn == (PyObject *)&PyBool_Type ||
                                             fn == (PyObject *)&PyTuple_Type ||
                                             fn == (PyObject *)&PyList_Type ||
-                                            fn == (PyObject *)&PyRange_Type);
+                                            fn == (PyObject *)&PyRange_Type ||
+                                            fn == (PyObject *)&PySlice_Type);
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
   static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
   if (VarP r = callPureMethod(fn, args, kwargs))
+    return r;
+  if (VarP r = callIntrospection(fn, name, args, kwargs)) // PythonBuiltins.cpp
     return r;
   static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
   static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked

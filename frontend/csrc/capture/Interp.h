@@ -214,6 +214,11 @@ private:
   /// `super()` with no arguments in frame `f`: super(__class__, first
   /// argument), remembered so its methods bind to the receiver's Var.
   VarP zeroArgSuper(Frame &f);
+  /// Builtins that ask about a value rather than compute with it
+  /// (`callable(f)`) answered for abstract values too; nullptr when `fn`
+  /// (named `name`) is not one (PythonBuiltins.cpp).
+  VarP callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);

@@ -229,7 +229,8 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
   }
   static const std::map<std::string, std::string> names = {
       {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"**", "pow"}, {"@", "matmul"},
-      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"}};
+      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
+      {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}};
   auto it = names.find(op);
   if (it == names.end()) throw Unsupported("operator " + sym + " on tensors is not supported yet");
   Args args;

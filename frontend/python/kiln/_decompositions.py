@@ -95,7 +95,25 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
     return x
 
 
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff: the n-th forward difference along dim, after
+    concatenating prepend/append (tensors) along it."""
+    if not isinstance(n, int) or n < 0:
+        raise NotImplementedError("torch.diff: n must be a non-negative int")
+    x = input
+    if prepend is not None or append is not None:
+        parts = [t for t in (prepend, x, append) if t is not None]
+        x = torch.cat(parts, dim)
+    for _ in range(n):
+        length = x.shape[dim]
+        after = x.narrow(dim, 1, length - 1)
+        before = x.narrow(dim, 0, length - 1)
+        x = torch.logical_xor(after, before) if x.dtype == torch.bool else after - before
+    return x
+
+
 DECOMPOSITIONS = {
+    torch.diff: diff,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
 }
