@@ -30,6 +30,9 @@ VarP Interpreter::sizeVar(mlir::RankedTensorType type, int64_t dim) {
 }
 
 VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
+  if (self->vmapLevels > 0 && name != "dtype" && name != "device" && name != "is_cuda" &&
+      name != "requires_grad")
+    throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
   auto type = ttype(self->value);
   if (name == "shape" && !type.hasStaticShape()) {
     // Symbolic dims read as SymInt vars (DynamicShapes.h).
@@ -224,7 +227,7 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
     // x += y mutates x's storage in eager: only allowed on a tensor the graph
     // computed and that nothing else views; the Var is updated in place so
     // every Python reference to it sees the new value.
-    if (a->isTensor() && (!a->fresh || a->viewed))
+    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
       throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
   }
   static const std::map<std::string, std::string> names = {

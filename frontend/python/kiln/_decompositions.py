@@ -112,7 +112,26 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """torch.vmap: a function whose calls the capture runs once on batched
+    values (capture/Vmap.cpp: elementwise ops, casts and integer-tensor
+    indexing are batched by broadcasting; anything else breaks the graph)."""
+    if randomness not in ("error", "different", "same"):
+        raise NotImplementedError("torch.vmap: unknown randomness")
+
+    def vmapped(*args, **kwargs):
+        return vmap_call(func, in_dims, out_dims, args, kwargs)
+
+    return vmapped
+
+
+def vmap_call(func, in_dims, out_dims, args, kwargs):
+    """Marker the interpreter evaluates (capture/Vmap.cpp); never runs."""
+    raise RuntimeError("kiln._decompositions.vmap_call only runs inside a kiln capture")
+
+
 DECOMPOSITIONS = {
+    torch.vmap: vmap,
     torch.diff: diff,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
