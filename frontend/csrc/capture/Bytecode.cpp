@@ -811,6 +811,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return ctx;
   if (VarP r = callVmap(fn, args, kwargs)) // Vmap.cpp
     return r;
+  if (VarP r = callAtCapture(fn, args, kwargs)) // PythonBuiltins.cpp
+    return r;
   if (VarP r = callStateQuery(fn, args, kwargs))
     return r;
   if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops

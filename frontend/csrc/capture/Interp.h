@@ -244,6 +244,10 @@ private:
   /// (named `name`) is not one (PythonBuiltins.cpp).
   VarP callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                          std::map<std::string, VarP> &kwargs);
+  /// Pure library functions of Python values evaluated at capture on the
+  /// objects the capture resolved (`inspect.signature(f)`); nullptr for
+  /// others (PythonBuiltins.cpp).
+  VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
