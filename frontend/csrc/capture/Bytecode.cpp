@@ -746,6 +746,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       return at >= 0 ? d->items[at]
                      : args.size() == 2 ? args[1] : makeConst(PyRef::borrow(Py_None));
     }
+    if (callee->name == "pop" && !d->obj) // a dict built here (not a record)
+      return dictPop(d, args, kwargs);
     if (!args.empty() || !kwargs.empty())
       throw Unsupported("dict." + callee->name + " takes no arguments");
     if (callee->name == "to_tuple") // a ModelOutput record

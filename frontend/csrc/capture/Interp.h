@@ -89,6 +89,10 @@ int dictFind(const VarP &d, PyObject *key);
 /// Sets `d[key] = value` in dict var `d` built in the frame (replacing an
 /// equal key's item); throws Unsupported for an unhashable key.
 void dictSet(const VarP &d, PyObject *key, VarP value);
+/// `d.pop(key[, default])` on dict var `d` built in the frame (removes the
+/// item); throws Unsupported for a missing key without a default.
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).

@@ -190,9 +190,23 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   return t;
 }
 
+namespace {
+PyObject *dtypeType() {
+  static PyObject *t = PyObject_GetAttrString(torchModule(), "dtype"); // leaked
+  return t;
+}
+} // namespace
+
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
                                const std::vector<VarP> &args,
                                const std::map<std::string, VarP> &kwargs) {
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
+      PyObject_TypeCheck(args[0]->obj.get(), reinterpret_cast<PyTypeObject *>(dtypeType()))) {
+    // x.type(torch.float32) is x.to(torch.float32); type strings are not mapped.
+    std::vector<VarP> a = args;
+    std::map<std::string, VarP> kw;
+    return callTensorMethod(self, "to", a, kw);
+  }
   if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
     // x.to(device) on the graph's own device is x itself (as in eager).
     static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
