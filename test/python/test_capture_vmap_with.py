@@ -224,3 +224,19 @@ def test_small_builtins_and_dict_pop_and_signature():
     net = Net().eval()
     with torch.no_grad():
         check_one_graph(net, torch.randn(3, 4), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_batched_value_escaping_breaks():
+    leaked = []
+
+    def f(x):
+        def keep(u):
+            leaked.append(u)
+            return u * 2
+        out = torch.vmap(keep)(x)
+        return out, leaked[0]
+
+    x = torch.randn(3)
+    report = kiln.explain(f)(x)
+    assert report.graph_break_count >= 1
+    assert any("vmap" in b for b in report.graph_breaks), report.graph_breaks

@@ -32,12 +32,15 @@ namespace {
 /// general pure-Python rule cannot inline them; Dynamo models this one
 /// specially too. Add a type here only with that argument written down.
 bool transparentContextType(PyObject *t) {
-  static PyObject *getItemToIndex = [] {
-    PyRef m = PyRef::steal(PyImport_ImportModule("torch._dynamo._trace_wrapped_higher_order_op"));
-    PyObject *c = m ? PyObject_GetAttrString(m.get(), "TransformGetItemToIndex") : nullptr;
+  // Looked up only once torch._dynamo has been imported (by transformers):
+  // importing it here would cost seconds for every other with-block.
+  static PyObject *getItemToIndex = nullptr;
+  if (!getItemToIndex) {
+    PyRef name = PyRef::steal(PyUnicode_FromString("torch._dynamo._trace_wrapped_higher_order_op"));
+    PyRef m = PyRef::steal(PyImport_GetModule(name.get()));
+    getItemToIndex = m ? PyObject_GetAttrString(m.get(), "TransformGetItemToIndex") : nullptr; // leaked
     PyErr_Clear();
-    return c; // leaked: process lifetime
-  }();
+  }
   return t && t == getItemToIndex;
 }
 
