@@ -240,3 +240,17 @@ def test_vmap_batched_value_escaping_breaks():
     report = kiln.explain(f)(x)
     assert report.graph_break_count >= 1
     assert any("vmap" in b for b in report.graph_breaks), report.graph_breaks
+
+
+def test_vmap_result_updated_in_place_is_not_captured_wrongly():
+    # vmap of the identity may return (a view of) its argument: an in-place
+    # update of the result must not be applied to a copy only.
+    def f(x):
+        t = x * 2
+        y = torch.vmap(lambda u: u)(t)
+        y += 1
+        return t, y
+
+    x = torch.randn(4)
+    report = kiln.explain(f)(x)
+    assert_close(report.out, f(x))

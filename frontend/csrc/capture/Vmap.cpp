@@ -153,6 +153,9 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
     p = callOp(*this, "expand", {{"input", physical(p)}, {"size", constIntTuple(target)}});
   }
   p->vmapLevels = level - 1;
+  // May alias a value of the caller (an identity function): never updated
+  // in place through this Var.
+  p->fresh = false;
   return p;
 }
 
