@@ -217,7 +217,8 @@ class Net(nn.Module):
         nargs = len(inspect.signature(fn).parameters)
         y = fn(x)[slice(1, None)] * scale * nargs
         mask = (y > 0) & (x[1:] < 1) | (y < -1) ^ (x[1:] > 2)
-        return y.type(torch.float64), mask
+        as_int = mask.to(device=x.device, dtype=torch.int64) + mask.to(x.device)
+        return y.type(torch.float64), mask, as_int
 
 
 def test_small_builtins_and_dict_pop_and_signature():

@@ -206,13 +206,17 @@ def run_hf(model, *args, **kwargs):
 # cache); its causal mask goes through masking_utils (torch.diff packed-
 # sequence detection, torch.vmap of the mask functions inside a
 # TransformGetItemToIndex block), BERT's padding mask too.
-@pytest.mark.parametrize("attn", [None, "eager"])
-def test_gpt2_lm_head_matches_eager(attn):
+@pytest.mark.parametrize("attn,masked", [(None, False), ("eager", False), (None, True)])
+def test_gpt2_lm_head_matches_eager(attn, masked):
     kw = {} if attn is None else {"attn_implementation": attn}
     cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000,
                                   n_positions=64, use_cache=False, **kw)
     torch.manual_seed(0)
-    s = run_hf(transformers.GPT2LMHeadModel(cfg), torch.randint(0, 1000, (2, 16)))
+    ids = torch.randint(0, 1000, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[1, :4] = 0  # left padding
+    extra = {"attention_mask": mask} if masked else {}
+    s = run_hf(transformers.GPT2LMHeadModel(cfg), ids, **extra)
     assert counts() == (1, 0, 0), s
     assert s["compiled_calls"] == 2 and s["cache_hits"] >= 1 and s["eager_calls"] == 0, s
 

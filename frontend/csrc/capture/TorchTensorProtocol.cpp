@@ -207,19 +207,37 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
     std::map<std::string, VarP> kw;
     return callTensorMethod(self, "to", a, kw);
   }
-  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
-    // x.to(device) on the graph's own device is x itself (as in eager).
+  if (name == "to") {
+    // x.to(device[, dtype]) / x.to(device=, dtype=) on the graph's own
+    // device moves nothing (eager returns x, or the cast).
     static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
-    PyObject *d = args[0]->obj.get();
-    if (PyObject_TypeCheck(d, reinterpret_cast<PyTypeObject *>(deviceType)) || PyUnicode_Check(d)) {
-      PyRef str = PyRef::steal(PyObject_Str(d));
-      PyErr_Clear();
-      std::string dev = str ? pyText(str.get()) : "";
-      std::string mine = deviceName(graphDevice_);
-      if (dev == mine || (graphDevice_ == -1 && dev == "cpu"))
-        return self;
+    std::vector<VarP> rest = args;
+    std::map<std::string, VarP> kw = kwargs;
+    VarP dev;
+    if (kw.count("device")) {
+      dev = kw["device"];
+      kw.erase("device");
+    } else if (!rest.empty() && rest[0]->isConst() &&
+               (PyObject_TypeCheck(rest[0]->obj.get(), reinterpret_cast<PyTypeObject *>(deviceType)) ||
+                PyUnicode_Check(rest[0]->obj.get()))) {
+      dev = rest[0];
+      rest.erase(rest.begin());
     }
-    return nullptr;
+    if (!dev || !dev->isConst())
+      return nullptr;
+    PyRef str = PyRef::steal(PyObject_Str(dev->obj.get()));
+    PyErr_Clear();
+    std::string d = str ? pyText(str.get()) : "";
+    std::string mine = deviceName(graphDevice_);
+    if (d != mine && !(graphDevice_ == -1 && d == "cpu"))
+      return nullptr;
+    if (kw.count("dtype") && rest.empty()) {
+      rest.push_back(kw["dtype"]);
+      kw.erase("dtype");
+    }
+    if (rest.empty() && kw.empty())
+      return self;
+    return callTensorMethod(self, "to", rest, kw);
   }
   if (!args.empty() || !kwargs.empty())
     return nullptr;
