@@ -201,26 +201,39 @@ def run_hf(model, *args, **kwargs):
     return stats()
 
 
-def test_gpt2_lm_head_matches_eager():
+# attn_implementation: None is the default (sdpa); "eager" the explicit
+# matmul/softmax path. GPT-2 runs with use_cache=False (inference, no KV
+# cache); its causal mask goes through masking_utils (torch.diff packed-
+# sequence detection, torch.vmap of the mask functions inside a
+# TransformGetItemToIndex block), BERT's padding mask too.
+@pytest.mark.parametrize("attn,masked", [(None, False), ("eager", False), (None, True)])
+def test_gpt2_lm_head_matches_eager(attn, masked):
+    kw = {} if attn is None else {"attn_implementation": attn}
     cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000,
-                                  n_positions=64, use_cache=False)
+                                  n_positions=64, use_cache=False, **kw)
     torch.manual_seed(0)
-    s = run_hf(transformers.GPT2LMHeadModel(cfg), torch.randint(0, 1000, (2, 16)))
-    # Known gap (issue 3): the causal-mask helpers (vmap, packed-sequence
-    # detection) and config attribute access still break the graph.
-    assert s["graphs_compiled"] >= 1 and s["compiled_calls"] >= 1, s
+    ids = torch.randint(0, 1000, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.long)
+    mask[1, :4] = 0  # left padding
+    extra = {"attention_mask": mask} if masked else {}
+    s = run_hf(transformers.GPT2LMHeadModel(cfg), ids, **extra)
+    assert counts() == (1, 0, 0), s
+    assert s["compiled_calls"] == 2 and s["cache_hits"] >= 1 and s["eager_calls"] == 0, s
 
 
-def test_bert_with_padding_mask_matches_eager():
+@pytest.mark.parametrize("attn", [None, "eager"])
+def test_bert_with_padding_mask_matches_eager(attn):
+    kw = {} if attn is None else {"attn_implementation": attn}
     cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
                                   intermediate_size=128, vocab_size=1000,
-                                  max_position_embeddings=64)
+                                  max_position_embeddings=64, **kw)
     torch.manual_seed(0)
     ids = torch.randint(0, 1000, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.long)
     mask[1, 10:] = 0
     s = run_hf(transformers.BertModel(cfg), ids, attention_mask=mask)
-    assert s["graphs_compiled"] >= 1 and s["compiled_calls"] >= 1, s
+    assert counts() == (1, 0, 0), s
+    assert s["compiled_calls"] == 2 and s["cache_hits"] >= 1 and s["eager_calls"] == 0, s
 
 
 def test_model_output_built_in_graph_is_rebuilt():

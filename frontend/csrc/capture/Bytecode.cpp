@@ -462,31 +462,9 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
         kwargs[PyUnicode_AsUTF8(k.get())] = v;
       }
     f.stack.push_back(call(callee, args, kwargs));
-  } else if (op == "BEFORE_WITH") {
-    // `with torch.no_grad()` / `torch.enable_grad()`: the body is captured
-    // in the region's grad mode; the exit call (`__exit__(None, None, None)`
-    // at the end of the body) restores it. Exceptions never happen during
-    // capture, so the handlers are not interpreted.
+  } else if (op == "BEFORE_WITH") { // ContextManagers.cpp
     VarP ctxVar = pop(f);
-    int mode = gradContextMode(ctxVar);
-    if (mode < 0)
-      throw Unsupported("with-block on " + (ctxVar->isConst()
-                                                ? pyText(reinterpret_cast<PyObject *>(
-                                                      Py_TYPE(ctxVar->obj.get())))
-                                                : std::string("a value built here")) +
-                        " (only torch.no_grad()/torch.enable_grad() are captured)");
-    PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctxVar->obj.get(), "__exit__"));
-    if (!exitFn) {
-      PyErr_Clear();
-      throw Unsupported("grad-mode context without __exit__");
-    }
-    keepAlive_.push_back(exitFn);
-    gradExits_[exitFn.get()] = gradMode_;
-    gradMode_ = mode == 1;
-    gradSwitched_ = true;
-    gradOnSomewhere_ |= gradMode_;
-    f.stack.push_back(makeConst(exitFn));
-    f.stack.push_back(makeConst(PyRef::borrow(Py_None))); // __enter__() returns None
+    enterWith(f, ctxVar);
   } else if (op == "DICT_MERGE" || op == "DICT_UPDATE") {
     // {**a, **b} / f(**a): merges the popped mapping into a dict built here.
     VarP src = pop(f);
@@ -768,6 +746,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       return at >= 0 ? d->items[at]
                      : args.size() == 2 ? args[1] : makeConst(PyRef::borrow(Py_None));
     }
+    if (callee->name == "pop" && !d->obj) // a dict built here (not a record)
+      return dictPop(d, args, kwargs);
     if (!args.empty() || !kwargs.empty())
       throw Unsupported("dict." + callee->name + " takes no arguments");
     if (callee->name == "to_tuple") // a ModelOutput record
@@ -829,15 +809,12 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }
-  if (isGradContextType(fn) && args.empty() && kwargs.empty()) {
-    PyRef ctx = PyRef::steal(PyObject_CallNoArgs(fn)); // no side effects
-    if (!ctx) {
-      PyErr_Clear();
-      throw Unsupported("cannot create the grad-mode context");
-    }
-    keepAlive_.push_back(ctx);
-    return makeConst(ctx);
-  }
+  if (VarP ctx = constructContext(fn, args, kwargs)) // ContextManagers.cpp
+    return ctx;
+  if (VarP r = callVmap(fn, args, kwargs)) // Vmap.cpp
+    return r;
+  if (VarP r = callAtCapture(fn, args, kwargs)) // PythonBuiltins.cpp
+    return r;
   if (VarP r = callStateQuery(fn, args, kwargs))
     return r;
   if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops
@@ -957,11 +934,14 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
                                             fn == (PyObject *)&PyBool_Type ||
                                             fn == (PyObject *)&PyTuple_Type ||
                                             fn == (PyObject *)&PyList_Type ||
-                                            fn == (PyObject *)&PyRange_Type);
+                                            fn == (PyObject *)&PyRange_Type ||
+                                            fn == (PyObject *)&PySlice_Type);
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
   static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
   if (VarP r = callPureMethod(fn, args, kwargs))
+    return r;
+  if (VarP r = callIntrospection(fn, name, args, kwargs)) // PythonBuiltins.cpp
     return r;
   static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
   static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked

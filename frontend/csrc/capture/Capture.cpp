@@ -17,6 +17,8 @@ namespace {
 /// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
                const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0) {
+  if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
+    throw Unsupported("torch.vmap: a batched value escapes its vmap");
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");

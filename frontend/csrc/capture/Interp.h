@@ -24,6 +24,7 @@
 namespace kiln {
 
 struct Var;
+struct Args;
 using VarP = std::shared_ptr<Var>;
 
 /// An abstract value on the interpreter's stack or in a local.
@@ -71,6 +72,10 @@ struct Var {
   /// caller's tensor so that it aliases the input as in eager.
   int viewInput = -1;
   std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// Tensor: batched by the innermost `vmapLevels` enclosing torch.vmap
+  /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
+  /// 1 where it does not vary), the rest its per-example shape.
+  int vmapLevels = 0;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
@@ -84,6 +89,10 @@ int dictFind(const VarP &d, PyObject *key);
 /// Sets `d[key] = value` in dict var `d` built in the frame (replacing an
 /// equal key's item); throws Unsupported for an unhashable key.
 void dictSet(const VarP &d, PyObject *key, VarP value);
+/// `d.pop(key[, default])` on dict var `d` built in the frame (removes the
+/// item); throws Unsupported for a missing key without a default.
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).
@@ -167,6 +176,11 @@ public:
   /// Throws Unsupported when a grad-mode with-block makes results'
   /// requires_grad differ from the entry's single rule (Capture.cpp).
   void checkGradRegions() const;
+  /// Applies mapped op `op` when one of its tensor arguments is batched by
+  /// an enclosing torch.vmap: elementwise ops, casts, `new_*` factories and
+  /// integer-tensor indexing run on the broadcast layout; anything else
+  /// throws Unsupported. nullptr when no argument is batched (Vmap.cpp).
+  VarP vmapApply(const std::string &op, Args &a);
   /// Guards `torch._C._is_any_autocast_enabled()` and refuses the capture
   /// when autocast is on (GlobalState.cpp).
   void guardAutocastOff();
@@ -179,6 +193,21 @@ private:
                       std::map<std::string, VarP> &kwargs);
   /// Adds the guard `fn(*args) == result` (once).
   void addCallGuard(PyObject *fn, PyObject *args, PyObject *result);
+  /// A context manager made in the frame that the capture can enter
+  /// (grad mode, the transparent ones): made now; nullptr for other
+  /// callables (ContextManagers.cpp).
+  VarP constructContext(PyObject *cls, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
+  /// BEFORE_WITH on `ctx`: pushes the exit callable and `__enter__`'s
+  /// result, or throws Unsupported (ContextManagers.cpp).
+  void enterWith(Frame &f, const VarP &ctx);
+  /// A call of kiln._decompositions.vmap_call (what torch.vmap's
+  /// decomposition returns calls): `func` run once on batched values;
+  /// nullptr when `fn` is not that marker (Vmap.cpp).
+  VarP callVmap(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Physical copy of batched `v` with its batch dims aligned to `levels`
+  /// (size-1 dims inserted after its own), marked batched at `levels`.
+  VarP vmapAlign(const VarP &v, int levels);
   VarP interpret(Frame &f);
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
@@ -214,6 +243,15 @@ private:
   /// `super()` with no arguments in frame `f`: super(__class__, first
   /// argument), remembered so its methods bind to the receiver's Var.
   VarP zeroArgSuper(Frame &f);
+  /// Builtins that ask about a value rather than compute with it
+  /// (`callable(f)`) answered for abstract values too; nullptr when `fn`
+  /// (named `name`) is not one (PythonBuiltins.cpp).
+  VarP callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// Pure library functions of Python values evaluated at capture on the
+  /// objects the capture resolved (`inspect.signature(f)`); nullptr for
+  /// others (PythonBuiltins.cpp).
+  VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
                    std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
@@ -266,8 +304,11 @@ private:
   bool gradMode_ = false;        ///< grad mode at the current instruction
   bool gradSwitched_ = false;    ///< a with-block changed grad mode
   bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
-  /// __exit__ of each open grad-mode with-block → the mode to restore.
+  /// __exit__ of each open grad-mode (or transparent) with-block → the
+  /// grad mode to restore.
   std::map<PyObject *, bool> gradExits_;
+  /// Sizes of the torch.vmap levels being interpreted, outermost first.
+  std::vector<int64_t> vmapSizes_;
 };
 
 /// The MLIR element type of `d`.

@@ -63,6 +63,22 @@ void dictSet(const VarP &d, PyObject *key, VarP value) {
   }
 }
 
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs) {
+  if (args.empty() || args.size() > 2 || !kwargs.empty())
+    throw Unsupported("dict.pop takes one or two arguments");
+  int at = dictFind(d, constObj(args[0], "dict key"));
+  if (at < 0) {
+    if (args.size() == 1)
+      throw Unsupported("KeyError in a dict built by the compiled code");
+    return args[1];
+  }
+  VarP v = d->items[at];
+  d->keys.erase(d->keys.begin() + at);
+  d->items.erase(d->items.begin() + at);
+  return v;
+}
+
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
@@ -378,7 +394,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
-      (attr == "items" || attr == "keys" || attr == "values" || attr == "get")) {
+      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" ||
+       attr == "pop")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;

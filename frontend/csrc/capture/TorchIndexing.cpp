@@ -94,17 +94,58 @@ VarP selectDim(Interpreter &I, const VarP &x, int64_t d, int64_t i) {
 
 bool isNoneObj(PyObject *o) { return o == Py_None; }
 
+/// x[i0, ..., ik-1] with integer index tensors for the leading k dims
+/// (advanced indexing): the indices broadcast to one shape S, negative ones
+/// wrap, and the result is S + x.shape[k:]. Built as one row lookup
+/// (kiln.embedding) into x viewed as [prod(shape[:k]), prod(shape[k:])]
+/// with the row index sum_j i_j * stride_j; like kiln.embedding, an index
+/// out of range is clamped where eager raises.
+VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indices) {
+  Value v = tensorOf(x, "indexing");
+  auto shape = staticShape(v, "indexing");
+  size_t k = indices.size();
+  if (k == 0 || k > shape.size()) throw Unsupported("too many indices for tensor (eager raises)");
+  VarP lin;
+  for (size_t j = 0; j < k; ++j) {
+    const VarP &ij = indices[j];
+    Type et = ttype(ij->value).getElementType();
+    if (et.isInteger(1))
+      throw Unsupported("indexing with a bool tensor (a mask: data-dependent shape) is not supported");
+    if (!llvm::isa<mlir::IntegerType>(et)) throw Unsupported("tensors used as indices must be integer (eager raises)");
+    VarP i64 = callOp(I, "long", {{"input", ij}});
+    VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
+    VarP wrap = callOp(I, "mul", {{"input", negative}, {"other", constInt(shape[j])}});
+    VarP pos = callOp(I, "add", {{"input", i64}, {"other", wrap}});
+    lin = lin ? callOp(I, "add", {{"input", callOp(I, "mul", {{"input", lin}, {"other", constInt(shape[j])}})},
+                                  {"other", pos}})
+              : pos;
+  }
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < shape.size(); ++d) (d < k ? rows : cols) *= shape[d];
+  VarP table = reshape(I, x, {rows, cols});
+  bool isBool = ttype(v).getElementType().isInteger(1);
+  if (isBool) table = callOp(I, "long", {{"input", table}});
+  VarP picked = callOp(I, "embedding", {{"input", lin}, {"weight", table}});
+  std::vector<int64_t> out(ttype(lin->value).getShape().begin(), ttype(lin->value).getShape().end());
+  out.insert(out.end(), shape.begin() + k, shape.end());
+  VarP r = reshape(I, picked, out);
+  return isBool ? callOp(I, "bool", {{"input", r}}) : r;
+}
+
 /// x[index] for index made of ints, slices, None and Ellipsis.
 VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   Value v = tensorOf(x, "indexing");
   std::vector<PyObject *> items;
+  if (index->isTensor()) return advancedIndex(I, x, {index});
   if (index->kind == Var::Kind::Tuple) {
+    bool allTensors = !index->items.empty();
+    for (auto &it : index->items) allTensors &= it->isTensor();
+    if (allTensors) return advancedIndex(I, x, index->items);
     for (auto &it : index->items) {
-      if (it->isTensor()) throw Unsupported("indexing with a tensor (advanced indexing) is not supported yet");
+      if (it->isTensor())
+        throw Unsupported("indexing with tensors mixed with other indices is not supported yet");
       items.push_back(constObj(it, "index"));
     }
-  } else if (index->isTensor()) {
-    throw Unsupported("indexing with a tensor (advanced indexing) is not supported yet");
   } else {
     PyObject *o = constObj(index, "index");
     if (PyTuple_Check(o)) {

@@ -350,6 +350,8 @@ VarP applyInPlace(Interpreter &I, const std::string &op, Args &a, const std::str
   VarP in = a.get("input");
   if (!in || !in->isTensor())
     throw Unsupported(what + " expects a tensor");
+  if (in->vmapLevels > 0)
+    throw Unsupported(what + " on a tensor batched by torch.vmap is not supported");
   a.named.erase("inplace");
   VarP r = applyOp(I, op, a);
   if (r && r->isTensor() && r->value == in->value)
@@ -413,6 +415,8 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
 
 /// Applies `op` and records aliasing facts on the input and the result.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
+  if (VarP r = I.vmapApply(op, a)) // an operand batched by torch.vmap (Vmap.cpp)
+    return r;
   if (VarP r = applyCompositeOp(I, op, a)) // TorchIndexing.cpp
     return r;
   VarP inplace = a.get("inplace");

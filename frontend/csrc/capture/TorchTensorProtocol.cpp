@@ -30,6 +30,9 @@ VarP Interpreter::sizeVar(mlir::RankedTensorType type, int64_t dim) {
 }
 
 VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
+  if (self->vmapLevels > 0 && name != "dtype" && name != "device" && name != "is_cuda" &&
+      name != "requires_grad")
+    throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
   auto type = ttype(self->value);
   if (name == "shape" && !type.hasStaticShape()) {
     // Symbolic dims read as SymInt vars (DynamicShapes.h).
@@ -187,22 +190,54 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   return t;
 }
 
+namespace {
+PyObject *dtypeType() {
+  static PyObject *t = PyObject_GetAttrString(torchModule(), "dtype"); // leaked
+  return t;
+}
+} // namespace
+
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
                                const std::vector<VarP> &args,
                                const std::map<std::string, VarP> &kwargs) {
-  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
-    // x.to(device) on the graph's own device is x itself (as in eager).
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
+      PyObject_TypeCheck(args[0]->obj.get(), reinterpret_cast<PyTypeObject *>(dtypeType()))) {
+    // x.type(torch.float32) is x.to(torch.float32); type strings are not mapped.
+    std::vector<VarP> a = args;
+    std::map<std::string, VarP> kw;
+    return callTensorMethod(self, "to", a, kw);
+  }
+  if (name == "to") {
+    // x.to(device[, dtype]) / x.to(device=, dtype=) on the graph's own
+    // device moves nothing (eager returns x, or the cast).
     static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
-    PyObject *d = args[0]->obj.get();
-    if (PyObject_TypeCheck(d, reinterpret_cast<PyTypeObject *>(deviceType)) || PyUnicode_Check(d)) {
-      PyRef str = PyRef::steal(PyObject_Str(d));
-      PyErr_Clear();
-      std::string dev = str ? pyText(str.get()) : "";
-      std::string mine = deviceName(graphDevice_);
-      if (dev == mine || (graphDevice_ == -1 && dev == "cpu"))
-        return self;
+    std::vector<VarP> rest = args;
+    std::map<std::string, VarP> kw = kwargs;
+    VarP dev;
+    if (kw.count("device")) {
+      dev = kw["device"];
+      kw.erase("device");
+    } else if (!rest.empty() && rest[0]->isConst() &&
+               (PyObject_TypeCheck(rest[0]->obj.get(), reinterpret_cast<PyTypeObject *>(deviceType)) ||
+                PyUnicode_Check(rest[0]->obj.get()))) {
+      dev = rest[0];
+      rest.erase(rest.begin());
     }
-    return nullptr;
+    if (!dev || !dev->isConst())
+      return nullptr;
+    PyRef str = PyRef::steal(PyObject_Str(dev->obj.get()));
+    PyErr_Clear();
+    std::string d = str ? pyText(str.get()) : "";
+    std::string mine = deviceName(graphDevice_);
+    if (d != mine && !(graphDevice_ == -1 && d == "cpu"))
+      return nullptr;
+    if (kw.count("dtype") && rest.empty()) {
+      rest.push_back(kw["dtype"]);
+      kw.erase("dtype");
+    }
+    if (rest.empty() && kw.empty())
+      return self;
+    return callTensorMethod(self, "to", rest, kw);
   }
   if (!args.empty() || !kwargs.empty())
     return nullptr;
@@ -224,12 +259,13 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
     // x += y mutates x's storage in eager: only allowed on a tensor the graph
     // computed and that nothing else views; the Var is updated in place so
     // every Python reference to it sees the new value.
-    if (a->isTensor() && (!a->fresh || a->viewed))
+    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
       throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
   }
   static const std::map<std::string, std::string> names = {
       {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"**", "pow"}, {"@", "matmul"},
-      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"}};
+      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
+      {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}};
   auto it = names.find(op);
   if (it == names.end()) throw Unsupported("operator " + sym + " on tensors is not supported yet");
   Args args;

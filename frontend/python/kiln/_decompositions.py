@@ -95,7 +95,44 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
     return x
 
 
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff: the n-th forward difference along dim, after
+    concatenating prepend/append (tensors) along it."""
+    if not isinstance(n, int) or n < 0:
+        raise NotImplementedError("torch.diff: n must be a non-negative int")
+    x = input
+    if prepend is not None or append is not None:
+        parts = [t for t in (prepend, x, append) if t is not None]
+        x = torch.cat(parts, dim)
+    for _ in range(n):
+        length = x.shape[dim]
+        after = x.narrow(dim, 1, length - 1)
+        before = x.narrow(dim, 0, length - 1)
+        x = torch.logical_xor(after, before) if x.dtype == torch.bool else after - before
+    return x
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """torch.vmap: a function whose calls the capture runs once on batched
+    values (capture/Vmap.cpp: elementwise ops, casts and integer-tensor
+    indexing are batched by broadcasting; anything else breaks the graph)."""
+    if randomness not in ("error", "different", "same"):
+        raise NotImplementedError("torch.vmap: unknown randomness")
+
+    def vmapped(*args, **kwargs):
+        return vmap_call(func, in_dims, out_dims, args, kwargs)
+
+    return vmapped
+
+
+def vmap_call(func, in_dims, out_dims, args, kwargs):
+    """Marker the interpreter evaluates (capture/Vmap.cpp); never runs."""
+    raise RuntimeError("kiln._decompositions.vmap_call only runs inside a kiln capture")
+
+
 DECOMPOSITIONS = {
+    torch.vmap: vmap,
+    torch.diff: diff,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
 }
