@@ -98,6 +98,10 @@ struct EmitOptions {
   /// Fuse a row reduction with the following generics over the same rows
   /// (softmax, layer_norm) into one kernel, one block per row.
   bool fuseRows = true;
+  /// In a row group, compute softmax's max and sum of exp in one read of
+  /// the row (online softmax) and layer_norm's mean and variance in one
+  /// read (Welford); off: one loop over the row per reduction.
+  bool onePassRows = true;
   /// Do not fail on unsupported ops: record each in CudaModule::unsupported
   /// (op, location, reason) with a LaunchStep::Unsupported step, give its
   /// results buffers, and go on emitting the rest (a failed row group is

@@ -31,9 +31,37 @@ CASES = {
                        [(3, 40), (40,), (40,)], torch.float16),
     "bf16_column_mean": (lambda x: x.mean(0) * 3.0, [(17, 12)], torch.bfloat16),
     "round_tan_atan": (lambda x: torch.atan(torch.tan(torch.round(x * 2.5))), [(6, 9)]),
+    # One-pass row statistics (online softmax, Welford layer_norm) on hard
+    # inputs: large magnitudes, -inf (masked) entries and fully masked rows.
+    "softmax_large": (lambda x: torch.softmax(x * 1000.0 + 1.0e4, dim=-1), [(7, 300)]),
+    "softmax_masked": (lambda x: torch.softmax(x, dim=-1), [(6, 257)]),
+    "log_softmax_masked": (lambda x: torch.log_softmax(x, dim=-1), [(6, 100)]),
+    "layer_norm_offset": (lambda x, g, b: torch.nn.functional.layer_norm(x, (700,), g, b),
+                          [(5, 700), (700,), (700,)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
+
+
+def _masked(x):
+    """-inf in a row's first half, every other entry, one entry; a fully
+    masked row (NaN in eager) and one finite row."""
+    x = x.clone()
+    x[0, : x.shape[1] // 2] = float("-inf")
+    x[1, ::2] = float("-inf")
+    x[2, 0] = float("-inf")
+    x[3, :] = float("-inf")
+    x[4, -1] = float("-inf")
+    return x
+
+
+# name -> inputs from the randn tensors, and its f32 tolerance (default 1e-5).
+INPUTS = {
+    "softmax_masked": lambda x: [_masked(x)],
+    "log_softmax_masked": lambda x: [_masked(x)],
+    "layer_norm_offset": lambda x, g, b: [x * 3.0 + 100.0, g, b],
+}
+TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
 
 @requires_nvrtc
@@ -55,12 +83,15 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     if lib is None:
         pytest.skip("no host C++ compiler")
     inputs = [torch.randn(s).to(dtype) for s in shapes]
+    if name in INPUTS:
+        inputs = INPUTS[name](*inputs)
     got = run(graph, lib, inputs)
     expected = fn(*inputs)
     expected = expected if isinstance(expected, tuple) else (expected,)
     assert len(got) == len(expected)
     # f32: the same math in another order; 16-bit: eager rounds each op,
     # kiln's fused kernels round once at the store (a few ulps apart).
-    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
+    tol = {torch.float32: TOLERANCE.get(name, 1e-5), torch.float16: 4e-3,
+           torch.bfloat16: 3e-2}[dtype]
     for g, e in zip(got, expected):
-        torch.testing.assert_close(g, e, rtol=tol, atol=tol)
+        torch.testing.assert_close(g, e, rtol=tol, atol=tol, equal_nan=True)

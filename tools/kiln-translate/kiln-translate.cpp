@@ -38,6 +38,9 @@ static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
 static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
+static cl::opt<bool> noOnePassRows(
+    "no-one-pass-rows",
+    cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> collectUnsupported(
@@ -79,6 +82,7 @@ int main(int argc, char **argv) {
   }
   kiln::cuda::EmitOptions emitOptions;
   emitOptions.fuseRows = !noRowFusion;
+  emitOptions.onePassRows = !noOnePassRows;
   emitOptions.collectUnsupported = collectUnsupported;
   FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))
