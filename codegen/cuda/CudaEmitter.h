@@ -102,6 +102,10 @@ struct EmitOptions {
   /// the row (online softmax) and layer_norm's mean and variance in one
   /// read (Welford); off: one loop over the row per reduction.
   bool onePassRows = true;
+  /// Pointwise kernels over contiguous operands load and store 128 bits per
+  /// access (float4 / 8 halves) when every pointer is 16-byte aligned
+  /// (checked at run time; the scalar loop otherwise).
+  bool vectorize = true;
   /// Do not fail on unsupported ops: record each in CudaModule::unsupported
   /// (op, location, reason) with a LaunchStep::Unsupported step, give its
   /// results buffers, and go on emitting the rest (a failed row group is

@@ -109,6 +109,17 @@ void printOnePassStats(llvm::raw_ostream &b, const OnePassRole &role, unsigned l
 // Function emitter
 //===----------------------------------------------------------------------===//
 
+/// A tensor operand of a pointwise kernel, for the vectorized form
+/// (CudaVectorize.cpp): inputs first, then outputs.
+struct PointwiseOperand {
+  std::string param; // in<k> / out<k>
+  std::string name;  // inputs: the body's name a<i>
+  AffineMap map;
+  RankedTensorType type;
+  bool isOutput = false;
+  std::string value; // outputs: the C expression stored
+};
+
 struct Buffer {
   std::string name;
   RankedTensorType type; // the buffer's own (first) shape
@@ -129,7 +140,7 @@ public:
   FunctionEmitter(func::FuncOp func, CudaModule &out, const EmitOptions &options,
                   std::string *lastError = nullptr)
       : func(func), os(text), out(out), fuseRows(options.fuseRows),
-        onePassRows(options.onePassRows), lastError(lastError) {}
+        onePassRows(options.onePassRows), vectorize(options.vectorize), lastError(lastError) {}
 
   LogicalResult emit();
   /// The function's launch plan (a comment) followed by its kernels.
@@ -147,6 +158,17 @@ private:
   LogicalResult emitGemm(linalg::LinalgOp op, bool transB);
   // CudaKernels.cpp
   LogicalResult emitGeneric(linalg::GenericOp op);
+  // CudaVectorize.cpp
+  /// Elements per thread of the vectorized form of a pointwise kernel
+  /// (16 bytes of the widest vector operand), 1 when it does not apply.
+  int64_t vectorWidth(ArrayRef<PointwiseOperand> operands, ArrayRef<int64_t> ranges,
+                      int64_t total);
+  /// Prints the vector loop: V elements per iteration `vi` from `start` by
+  /// `stride`, 128-bit loads/stores, `body` (the scalar loop's) per lane.
+  void printVectorLoop(llvm::raw_ostream &o, ArrayRef<PointwiseOperand> operands,
+                       ArrayRef<int64_t> ranges, int64_t v, const std::string &ity,
+                       const std::string &start, const std::string &stride,
+                       const std::string &body);
   // CudaReductions.cpp
   /// Any other single-output reduction (several reduced dims, or not the
   /// innermost one): one thread per output element, serial loops.
@@ -201,6 +223,7 @@ private:
   int tempCount = 0;
   bool fuseRows;
   bool onePassRows;
+  bool vectorize;
   std::string *lastError;
   FunctionPlan fplan;
   /// Row groups: first generic → (members, row shape, row length); other

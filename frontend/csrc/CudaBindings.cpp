@@ -149,7 +149,7 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
 }
 
 nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool collect,
-                  bool onePassRows) {
+                  bool onePassRows, bool vectorize) {
   mlir::MLIRContext &ctx = context();
   std::string diags;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
@@ -172,6 +172,7 @@ nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool colle
   mlir::kiln::cuda::EmitOptions options;
   options.fuseRows = fuseRows;
   options.onePassRows = onePassRows;
+  options.vectorize = vectorize;
   options.collectUnsupported = collect;
   mlir::FailureOr<mlir::kiln::cuda::CudaModule> cu = mlir::kiln::cuda::emitCuda(*module, options);
   if (mlir::failed(cu))
@@ -184,7 +185,7 @@ nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool colle
 void registerCudaBindings(nb::module_ &m) {
   m.def("cuda_emit", &cudaEmit, nb::arg("ir"), nb::arg("prepare") = true,
         nb::arg("fuse_rows") = true, nb::arg("collect_unsupported") = false,
-        nb::arg("one_pass_rows") = true,
+        nb::arg("one_pass_rows") = true, nb::arg("vectorize") = true,
         "kiln IR text → {'source', 'kernels', 'externs', 'unsupported', 'buffers', "
         "'functions'} (the CUDA emitter's output and launch plan).");
 #ifdef KILN_HAVE_NVRTC

@@ -38,6 +38,15 @@ CASES = {
     "log_softmax_masked": (lambda x: torch.log_softmax(x, dim=-1), [(6, 100)]),
     "layer_norm_offset": (lambda x, g, b: torch.nn.functional.layer_norm(x, (700,), g, b),
                           [(5, 700), (700,), (700,)]),
+    # 128-bit vectorized pointwise kernels: bias rows, per-row operands,
+    # 16-bit storage (8 per access), mixed widths, a tail, an unaligned view.
+    "vec_bias_relu": (lambda x, b: (x + b).relu() * 1.5, [(16, 64), (64,)]),
+    "vec_per_row": (lambda x, m: x - m, [(12, 32), (12, 1)]),
+    "vec_tail": (lambda x: torch.sigmoid(x) * x, [(1001,)]),
+    "vec_unaligned_view": (lambda x, b: (x + b).relu(), [(16, 64), (64,)]),
+    "vec_bf16_bias_gelu": (lambda x, b: torch.nn.functional.gelu(x + b), [(8, 128), (128,)],
+                           torch.bfloat16),
+    "vec_f16_widen": (lambda x: x.float() * 2.0, [(4, 64)], torch.float16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -55,11 +64,22 @@ def _masked(x):
     return x
 
 
+def _unaligned(x):
+    """A contiguous view starting 4 bytes into its storage (the kernels'
+    vector path needs 16-byte aligned pointers: this takes the scalar one)."""
+    flat = torch.empty(x.numel() + 1, dtype=x.dtype)
+    view = flat[1:].view(x.shape)
+    view.copy_(x)
+    assert view.is_contiguous() and view.data_ptr() % 16 != 0
+    return view
+
+
 # name -> inputs from the randn tensors, and its f32 tolerance (default 1e-5).
 INPUTS = {
     "softmax_masked": lambda x: [_masked(x)],
     "log_softmax_masked": lambda x: [_masked(x)],
     "layer_norm_offset": lambda x, g, b: [x * 3.0 + 100.0, g, b],
+    "vec_unaligned_view": lambda x, b: [_unaligned(x), b],
 }
 TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
@@ -79,6 +99,8 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     emitted = {"source": graph.source, "kernels": [k for kind, ks in graph.steps
                                                    if kind == "kernels" for k in ks]}
     assert emulable(emitted)
+    if name.startswith("vec_"):
+        assert "per thread (128-bit accesses)" in graph.source
     lib = compile_host(emitted, tmp_path)
     if lib is None:
         pytest.skip("no host C++ compiler")

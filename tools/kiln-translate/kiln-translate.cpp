@@ -41,6 +41,8 @@ static cl::opt<bool> noRowFusion("no-row-fusion",
 static cl::opt<bool> noOnePassRows(
     "no-one-pass-rows",
     cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
+static cl::opt<bool> noVectorize(
+    "no-vectorize", cl::desc("Pointwise kernels: scalar loads/stores only"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> collectUnsupported(
@@ -83,6 +85,7 @@ int main(int argc, char **argv) {
   kiln::cuda::EmitOptions emitOptions;
   emitOptions.fuseRows = !noRowFusion;
   emitOptions.onePassRows = !noOnePassRows;
+  emitOptions.vectorize = !noVectorize;
   emitOptions.collectUnsupported = collectUnsupported;
   FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))

@@ -1,6 +1,6 @@
-// RUN: kiln-translate --kiln-to-cuda %s --no-row-fusion | FileCheck %s
-// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s --check-prefix=FUSED
-// RUN: kiln-translate --kiln-to-cuda %s --no-one-pass-rows | FileCheck %s --check-prefix=TWOPASS
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-row-fusion | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize | FileCheck %s --check-prefix=FUSED
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-one-pass-rows | FileCheck %s --check-prefix=TWOPASS
 
 // Tests that layer_norm with weight and bias (decomposed: mean, centered
 // square mean, rsqrt) becomes, without row fusion, two row-sum kernels, two tiny per-row

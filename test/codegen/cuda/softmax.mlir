@@ -1,6 +1,6 @@
-// RUN: kiln-translate --kiln-to-cuda %s --no-row-fusion | FileCheck %s
-// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s --check-prefix=FUSED
-// RUN: kiln-translate --kiln-to-cuda %s --no-one-pass-rows | FileCheck %s --check-prefix=TWOPASS
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-row-fusion | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize | FileCheck %s --check-prefix=FUSED
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-one-pass-rows | FileCheck %s --check-prefix=TWOPASS
 
 // Tests that softmax over the last dim (decomposed by kiln-optimize, fused by
 // kiln-fuse-linalg-elementwise) becomes, without row fusion, two row
