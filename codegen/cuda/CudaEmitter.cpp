@@ -76,7 +76,9 @@ void FunctionEmitter::addExtern(ExternCall e) {
                       std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
                       std::to_string(e.k);
   plan.push_back(e.name + ": extern GEMM " + shape + " (MxNxK" +
-                 (e.transB ? ", B transposed" : "") + ")(" + llvm::join(e.args, ", ") + ")");
+                 (e.transB ? ", B transposed" : "") +
+                 (e.epilogue != "none" ? ", epilogue " + e.epilogue : "") + ")(" +
+                 llvm::join(e.args, ", ") + ")");
   fplan.steps.push_back({LaunchStep::Extern, out.externs.size()});
   out.externs.push_back(std::move(e));
 }
@@ -187,7 +189,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
         auto it = groups.find(g);
         if (it != groups.end())
           return emitRowGroup(it->second.members, it->second.rows, it->second.length);
-        if (grouped.contains(g))
+        if (grouped.contains(g) || absorbed.contains(g))
           return success();
         return emitGeneric(g);
       })

@@ -140,7 +140,8 @@ public:
   FunctionEmitter(func::FuncOp func, CudaModule &out, const EmitOptions &options,
                   std::string *lastError = nullptr)
       : func(func), os(text), out(out), fuseRows(options.fuseRows),
-        onePassRows(options.onePassRows), vectorize(options.vectorize), lastError(lastError) {}
+        onePassRows(options.onePassRows), vectorize(options.vectorize),
+        gemmEpilogues(options.gemmEpilogues), lastError(lastError) {}
 
   LogicalResult emit();
   /// The function's launch plan (a comment) followed by its kernels.
@@ -224,6 +225,9 @@ private:
   bool fuseRows;
   bool onePassRows;
   bool vectorize;
+  bool gemmEpilogues;
+  /// Generics folded into a GEMM's epilogue: no kernel when reached.
+  llvm::DenseSet<Operation *> absorbed;
   std::string *lastError;
   FunctionPlan fplan;
   /// Row groups: first generic → (members, row shape, row length); other

@@ -47,6 +47,11 @@ CASES = {
     "vec_bf16_bias_gelu": (lambda x, b: torch.nn.functional.gelu(x + b), [(8, 128), (128,)],
                            torch.bfloat16),
     "vec_f16_widen": (lambda x: x.float() * 2.0, [(4, 64)], torch.float16),
+    # GEMM epilogues: bias and bias + ReLU run as one torch.addmm /
+    # torch._addmm_activation step; GELU keeps matmul + the kernel.
+    "linear_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(8, 16), (12, 16), (12,)]),
+    "linear_relu": (lambda x, w, b: torch.relu(x @ w.T + b), [(8, 16), (12, 16), (12,)]),
+    "linear_gelu": (lambda x, w, b: torch.nn.functional.gelu(x @ w + b), [(8, 16), (16, 12), (12,)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -101,6 +106,12 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     assert emulable(emitted)
     if name.startswith("vec_"):
         assert "per thread (128-bit accesses)" in graph.source
+    epilogues = [item["epilogue"] for kind, item in graph.steps if kind == "gemm"]
+    expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
+                         "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
+    if name in expected_epilogue:
+        assert epilogues == expected_epilogue[name]
+        assert bool(emitted["kernels"]) == (epilogues == ["none"])
     lib = compile_host(emitted, tmp_path)
     if lib is None:
         pytest.skip("no host C++ compiler")

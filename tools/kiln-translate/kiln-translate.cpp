@@ -43,6 +43,8 @@ static cl::opt<bool> noOnePassRows(
     cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
 static cl::opt<bool> noVectorize(
     "no-vectorize", cl::desc("Pointwise kernels: scalar loads/stores only"));
+static cl::opt<bool> noGemmEpilogues(
+    "no-gemm-epilogues", cl::desc("GEMMs never carry a bias/ReLU epilogue"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> collectUnsupported(
@@ -86,6 +88,7 @@ int main(int argc, char **argv) {
   emitOptions.fuseRows = !noRowFusion;
   emitOptions.onePassRows = !noOnePassRows;
   emitOptions.vectorize = !noVectorize;
+  emitOptions.gemmEpilogues = !noGemmEpilogues;
   emitOptions.collectUnsupported = collectUnsupported;
   FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))
