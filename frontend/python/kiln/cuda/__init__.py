@@ -26,7 +26,8 @@ __all__ = ["CudaDriverError", "CudaGraph", "CudaUnsupportedError", "DTYPES", "av
 def emit(ir: str, fuse_rows: bool = True, collect_unsupported: bool = False,
          **options) -> dict:
     """The CUDA emitter's output for kiln IR text (see kiln._C.cuda_emit;
-    `options`: one_pass_rows=)."""
+    `options`: one_pass_rows=, vectorize=, gemm_epilogues=, all True by
+    default; codegen/cuda/README.md)."""
     from kiln import _C
     return _C.cuda_emit(ir, fuse_rows=fuse_rows, collect_unsupported=collect_unsupported,
                         **options)
