@@ -76,7 +76,9 @@ void FunctionEmitter::addExtern(ExternCall e) {
                       std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
                       std::to_string(e.k);
   plan.push_back(e.name + ": extern GEMM " + shape + " (MxNxK" +
-                 (e.transB ? ", B transposed" : "") + ")(" + llvm::join(e.args, ", ") + ")");
+                 (e.transB ? ", B transposed" : "") +
+                 (e.epilogue != "none" ? ", epilogue " + e.epilogue : "") + ")(" +
+                 llvm::join(e.args, ", ") + ")");
   fplan.steps.push_back({LaunchStep::Extern, out.externs.size()});
   out.externs.push_back(std::move(e));
 }
@@ -187,7 +189,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
         auto it = groups.find(g);
         if (it != groups.end())
           return emitRowGroup(it->second.members, it->second.rows, it->second.length);
-        if (grouped.contains(g))
+        if (grouped.contains(g) || absorbed.contains(g))
           return success();
         return emitGeneric(g);
       })
@@ -308,6 +310,87 @@ __device__ __forceinline__ T kiln_block_reduce(T v, T *partials, Op op, T identi
   return v;
 }
 
+// One-pass row statistics (codegen/cuda/CudaOnePass.cpp): per-thread state
+// arrays merged across the block field by field.
+__device__ __forceinline__ float kiln_neg_inf(float) { return __int_as_float((int)0xff800000u); }
+__device__ __forceinline__ double kiln_neg_inf(double) { return __longlong_as_double((long long)0xfff0000000000000ULL); }
+__device__ __forceinline__ float kiln_exp(float x) { return expf(x); }
+__device__ __forceinline__ double kiln_exp(double x) { return exp(x); }
+// Online softmax: st = {running max m, sum of exp(x - m)}; the sum is
+// rescaled by exp(m_old - m_new) when the max grows. While only -inf has
+// been seen the state stays (-inf, 0) (no exp(-inf - -inf) = NaN); NaN and
+// +inf propagate as in max-then-sum.
+template <typename T> __device__ __forceinline__ void kiln_online_add(T (&st)[2], T x) {
+  const T m = kiln_maximum(st[0], x);
+  if (m == kiln_neg_inf(m))
+    return;
+  st[1] = st[1] * kiln_exp(st[0] - m) + kiln_exp(x - m);
+  st[0] = m;
+}
+struct kiln_online_merge {
+  template <typename T> __device__ void operator()(T (&a)[2], const T (&b)[2]) const {
+    const T m = kiln_maximum(a[0], b[0]);
+    if (m == kiln_neg_inf(m))
+      return;
+    a[1] = a[1] * kiln_exp(a[0] - m) + b[1] * kiln_exp(b[0] - m);
+    a[0] = m;
+  }
+  template <typename T> __device__ static void identity(T (&a)[2]) { a[0] = kiln_neg_inf(a[0]); a[1] = T(0); }
+};
+// Welford: st = {count, mean, M2 = sum of squared deviations}; blocks of
+// the row merge with Chan et al.'s rule.
+template <typename T> __device__ __forceinline__ void kiln_welford_add(T (&st)[3], T x) {
+  st[0] += T(1);
+  const T d = x - st[1];
+  st[1] += d / st[0];
+  st[2] += d * (x - st[1]);
+}
+struct kiln_welford_merge {
+  template <typename T> __device__ void operator()(T (&a)[3], const T (&b)[3]) const {
+    if (b[0] == T(0))
+      return;
+    if (a[0] == T(0)) {
+      a[0] = b[0]; a[1] = b[1]; a[2] = b[2];
+      return;
+    }
+    const T n = a[0] + b[0], d = b[1] - a[1], w = b[0] / n;
+    a[1] += d * w;
+    a[2] += b[2] + d * d * a[0] * w;
+    a[0] = n;
+  }
+  template <typename T> __device__ static void identity(T (&a)[3]) { a[0] = a[1] = a[2] = T(0); }
+};
+// kiln_block_reduce for an N-field state: the merged state is valid in
+// thread 0; ends with a barrier.
+template <int N, typename T, typename Merge>
+__device__ __forceinline__ void kiln_block_merge(T (&v)[N], T (*partials)[N], Merge merge) {
+  for (int o = 16; o > 0; o >>= 1) {
+    T w[N];
+    for (int k = 0; k < N; ++k)
+      w[k] = __shfl_xor_sync(0xffffffffu, v[k], o);
+    merge(v, w);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0)
+    for (int k = 0; k < N; ++k)
+      partials[warp][k] = v[k];
+  __syncthreads();
+  if (warp == 0) {
+    if (lane < (int)(blockDim.x >> 5))
+      for (int k = 0; k < N; ++k)
+        v[k] = partials[lane][k];
+    else
+      Merge::identity(v);
+    for (int o = 16; o > 0; o >>= 1) {
+      T w[N];
+      for (int k = 0; k < N; ++k)
+        w[k] = __shfl_xor_sync(0xffffffffu, v[k], o);
+      merge(v, w);
+    }
+  }
+  __syncthreads();
+}
+
 )cuda";
 
 FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options) {
@@ -330,7 +413,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options) {
     if (func.isExternal())
       continue;
     // Every function is tried so that all unsupported ops are reported.
-    FunctionEmitter fe(func, result, options.fuseRows,
+    FunctionEmitter fe(func, result, options,
                        options.collectUnsupported ? &lastError : nullptr);
     size_t kernelMark = result.kernels.size(), externMark = result.externs.size(),
            unsupportedMark = result.unsupported.size();

@@ -53,7 +53,11 @@ struct ExternCall {
   int64_t batch = 1, m = 0, n = 0, k = 0; // batch = 1 and 2-d operands: linalg.matmul
   bool batched = false;                   // linalg.batch_matmul{,_transpose_b}
   std::string inputType, outputType;      // storage types of A/B and of C
-  std::vector<std::string> args;          // buffer names: A, B, C
+  /// "none", or what the library applies after the product: "bias"
+  /// (C + bias row) or "bias_relu" (max(C + bias, 0)); the bias buffer is
+  /// then args[3].
+  std::string epilogue = "none";
+  std::vector<std::string> args;          // buffer names: A, B, C[, bias]
   std::string location;
 };
 
@@ -98,6 +102,17 @@ struct EmitOptions {
   /// Fuse a row reduction with the following generics over the same rows
   /// (softmax, layer_norm) into one kernel, one block per row.
   bool fuseRows = true;
+  /// In a row group, compute softmax's max and sum of exp in one read of
+  /// the row (online softmax) and layer_norm's mean and variance in one
+  /// read (Welford); off: one loop over the row per reduction.
+  bool onePassRows = true;
+  /// Pointwise kernels over contiguous operands load and store 128 bits per
+  /// access (float4 / 8 halves) when every pointer is 16-byte aligned
+  /// (checked at run time; the scalar loop otherwise).
+  bool vectorize = true;
+  /// A 2-d GEMM followed only by `+ bias` or `relu(+ bias)` carries them
+  /// as its epilogue (ExternCall::epilogue) instead of a pointwise kernel.
+  bool gemmEpilogues = true;
   /// Do not fail on unsupported ops: record each in CudaModule::unsupported
   /// (op, location, reason) with a LaunchStep::Unsupported step, give its
   /// results buffers, and go on emitting the rest (a failed row group is

@@ -76,8 +76,49 @@ SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int6
 std::string locationString(Location loc);
 
 //===----------------------------------------------------------------------===//
+// One-pass row statistics (CudaOnePass.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The part a row-group member plays in a one-pass statistics loop.
+struct OnePassRole {
+  enum Kind { None, SoftmaxLead, WelfordLead, Partner } kind = None;
+  /// Lead: the partner's member index; Partner: the lead's.
+  size_t other = 0;
+  /// Welford: the member computing the mean; softmax: the member whose
+  /// value the exponent subtracts (the lead, or a per-row shift after it).
+  size_t mean = 0;
+};
+
+/// Pairs of row reductions of a row group that can share one read of the
+/// row: max then sum(exp(x - max)) (online softmax), sum then
+/// sum((x - sum / N)^2) (Welford). `isReduce[i]`: member i is a row reduction.
+SmallVector<OnePassRole> planOnePass(ArrayRef<linalg::GenericOp> members, size_t numRowDims,
+                                     int64_t length, ArrayRef<bool> isReduce);
+
+/// Prints the statistics block of a lead and its partner: registers
+/// r<lead>, r<partner> (broadcast through s_r<lead>, s_r<partner>),
+/// `loopBody` (dims, loads, body of the lead) per column, `partial` the
+/// lead's per-element value, `leadStore` run by thread 0 after s_r<lead>
+/// is set. Shared `partials<lead>[32][n]` must be declared by the caller.
+void printOnePassStats(llvm::raw_ostream &b, const OnePassRole &role, unsigned lead,
+                       const std::string &vt, const std::string &ity, int64_t length,
+                       const std::string &loopBody, const std::string &partial,
+                       const std::string &leadStore);
+
+//===----------------------------------------------------------------------===//
 // Function emitter
 //===----------------------------------------------------------------------===//
+
+/// A tensor operand of a pointwise kernel, for the vectorized form
+/// (CudaVectorize.cpp): inputs first, then outputs.
+struct PointwiseOperand {
+  std::string param; // in<k> / out<k>
+  std::string name;  // inputs: the body's name a<i>
+  AffineMap map;
+  RankedTensorType type;
+  bool isOutput = false;
+  std::string value; // outputs: the C expression stored
+};
 
 struct Buffer {
   std::string name;
@@ -96,9 +137,11 @@ class FunctionEmitter {
 public:
   /// `lastError` (non-null with EmitOptions::collectUnsupported) receives
   /// the message of each diagnostic the emitter reports.
-  FunctionEmitter(func::FuncOp func, CudaModule &out, bool fuseRows,
+  FunctionEmitter(func::FuncOp func, CudaModule &out, const EmitOptions &options,
                   std::string *lastError = nullptr)
-      : func(func), os(text), out(out), fuseRows(fuseRows), lastError(lastError) {}
+      : func(func), os(text), out(out), fuseRows(options.fuseRows),
+        onePassRows(options.onePassRows), vectorize(options.vectorize),
+        gemmEpilogues(options.gemmEpilogues), lastError(lastError) {}
 
   LogicalResult emit();
   /// The function's launch plan (a comment) followed by its kernels.
@@ -116,6 +159,17 @@ private:
   LogicalResult emitGemm(linalg::LinalgOp op, bool transB);
   // CudaKernels.cpp
   LogicalResult emitGeneric(linalg::GenericOp op);
+  // CudaVectorize.cpp
+  /// Elements per thread of the vectorized form of a pointwise kernel
+  /// (16 bytes of the widest vector operand), 1 when it does not apply.
+  int64_t vectorWidth(ArrayRef<PointwiseOperand> operands, ArrayRef<int64_t> ranges,
+                      int64_t total);
+  /// Prints the vector loop: V elements per iteration `vi` from `start` by
+  /// `stride`, 128-bit loads/stores, `body` (the scalar loop's) per lane.
+  void printVectorLoop(llvm::raw_ostream &o, ArrayRef<PointwiseOperand> operands,
+                       ArrayRef<int64_t> ranges, int64_t v, const std::string &ity,
+                       const std::string &start, const std::string &stride,
+                       const std::string &body);
   // CudaReductions.cpp
   /// Any other single-output reduction (several reduced dims, or not the
   /// innermost one): one thread per output element, serial loops.
@@ -169,6 +223,11 @@ private:
   int gemmCount = 0;
   int tempCount = 0;
   bool fuseRows;
+  bool onePassRows;
+  bool vectorize;
+  bool gemmEpilogues;
+  /// Generics folded into a GEMM's epilogue: no kernel when reached.
+  llvm::DenseSet<Operation *> absorbed;
   std::string *lastError;
   FunctionPlan fplan;
   /// Row groups: first generic → (members, row shape, row length); other

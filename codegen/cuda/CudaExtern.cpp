@@ -7,10 +7,15 @@
 // the launch plan, run by a GEMM library (cuBLAS, or torch.matmul in the
 // Python executor, kiln/cuda.py) on the same contiguous row-major buffers.
 // Only the zero-filled accumulator the lowering creates is accepted (the
-// library computes C = A x B, it does not accumulate into C).
+// library computes C = A x B, it does not accumulate into C). A 2-d GEMM
+// whose only consumer is a pointwise `C + bias` or `relu(C + bias)` (bias a
+// row of N) carries that as its epilogue ("bias", "bias_relu": cuBLASLt's
+// bias/ReLU epilogues through torch.addmm / torch._addmm_activation) and
+// writes the consumer's result; the consumer gets no kernel.
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
 namespace mlir::kiln::cuda::detail {
@@ -22,6 +27,58 @@ static bool isZeroFill(Value v) {
     return false;
   Value s = fill.getInputs()[0];
   return matchPattern(s, m_AnyZeroFloat()) || matchPattern(s, m_Zero());
+}
+
+/// Whether `v` is a float constant equal to `x`.
+static bool isFloatConst(Value v, double x) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValueAsDouble() == x;
+}
+
+/// The epilogue `g` applies to GEMM result `c` when `g` is a pointwise
+/// generic over c's (M, N) reading c (identity map) and a bias row [N]
+/// (map (d0, d1) -> (d1)) and yielding `c + bias` ("bias") or
+/// `max(c + bias, 0)` ("bias_relu"); sets `bias` to the bias tensor.
+static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Value &bias) {
+  auto ct = cast<RankedTensorType>(c.getType());
+  if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      g.getNumParallelLoops() != 2 || g.getNumLoops() != 2 ||
+      g.getStaticLoopRanges() != SmallVector<int64_t>(ct.getShape()) ||
+      g.getResult(0).getType() != ct)
+    return std::nullopt;
+  MLIRContext *ctx = g.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  Block &block = g.getRegion().front();
+  Value cArg, bArg;
+  for (OpOperand *o : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(o);
+    auto tt = dyn_cast<RankedTensorType>(o->get().getType());
+    if (o->get() == c && map == id && !cArg) {
+      cArg = block.getArgument(o->getOperandNumber());
+    } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(1) &&
+               tt.getElementType() == ct.getElementType() && map == row) {
+      bArg = block.getArgument(o->getOperandNumber());
+      bias = o->get();
+    }
+  }
+  if (!cArg || !bArg || g.getMatchingIndexingMap(g.getDpsInitOperand(0)) != id ||
+      !block.getArguments().back().use_empty())
+    return std::nullopt;
+  Value y = cast<linalg::YieldOp>(block.getTerminator()).getOperand(0);
+  auto isBiasAdd = [&](Value v) {
+    auto add = v.getDefiningOp<arith::AddFOp>();
+    return add && ((add.getLhs() == cArg && add.getRhs() == bArg) ||
+                   (add.getLhs() == bArg && add.getRhs() == cArg));
+  };
+  if (isBiasAdd(y))
+    return std::string("bias");
+  if (auto mx = y.getDefiningOp<arith::MaximumFOp>())
+    if ((isBiasAdd(mx.getLhs()) && isFloatConst(mx.getRhs(), 0.0)) ||
+        (isBiasAdd(mx.getRhs()) && isFloatConst(mx.getLhs(), 0.0)))
+      return std::string("bias_relu");
+  return std::nullopt;
 }
 
 LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
@@ -60,9 +117,26 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   e.inputType = *storageType(in);
   e.outputType = *storageType(outElt);
   e.location = locationString(op->getLoc());
+  // Epilogue: the only consumer adds a bias row (and applies ReLU); the
+  // library writes the consumer's result and no kernel is emitted for it.
+  Value result = op->getResult(0), bias;
+  linalg::GenericOp consumer;
+  std::optional<std::string> epilogue;
+  if (gemmEpilogues && !e.batched && in == outElt && result.hasOneUse()) {
+    consumer = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
+    if (consumer && !groups.count(consumer) && !grouped.contains(consumer))
+      epilogue = matchEpilogue(consumer, result, bias);
+  }
+  int biasBuffer = epilogue ? materialize(bias) : -1;
   int out = newBuffer(ct, "temporary");
-  tensors[op->getResult(0)] = TensorInfo{out, std::nullopt, false};
+  tensors[result] = TensorInfo{out, std::nullopt, false};
   e.args = {buffers[ai.buffer].name, buffers[bi.buffer].name, buffers[out].name};
+  if (epilogue && biasBuffer >= 0) {
+    e.epilogue = *epilogue;
+    e.args.push_back(buffers[biasBuffer].name);
+    tensors[consumer.getResult(0)] = TensorInfo{out, std::nullopt, false};
+    absorbed.insert(consumer);
+  }
   addExtern(std::move(e));
   return success();
 }

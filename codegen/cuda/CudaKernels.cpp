@@ -53,6 +53,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   llvm::raw_string_ostream bs(body);
   std::string in = isReduction ? "      " : "    ";
   std::vector<std::string> params, args;
+  SmallVector<PointwiseOperand> pw; // for the vectorized form
   llvm::SmallBitVector usedDims(numLoops);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   std::string loads;
@@ -97,6 +98,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
     args.push_back(buffers[info.buffer].name);
     std::string off = offsetExpr(maps[i], tt, ranges, !isReduction, "i", usedDims);
+    pw.push_back({p, "a" + std::to_string(i), maps[i], tt, false, ""});
     auto vt = valueType(tt.getElementType());
     ls << in << "const " << *vt << " a" << i << " = "
        << loadExpr(p, off, tt.getElementType()) << ";\n";
@@ -135,9 +137,12 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   ls.flush();
 
   // Dims decoded from the linear index (pointwise) or row (reduction).
+  bool usesIndex = false;
   for (Operation &inner : block)
-    if (auto idx = dyn_cast<linalg::IndexOp>(inner))
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
       usedDims.set(idx.getDim());
+      usesIndex = true;
+    }
   SmallVector<std::string> results;
   std::string stores;
   llvm::raw_string_ostream ss(stores);
@@ -152,6 +157,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
       if (!v)
         return failure();
       value = *v;
+      pw.push_back({"out" + std::to_string(k), "", maps[opIdx], tt, true, value});
     } else {
       TensorInfo info = tensors.lookup(init);
       if (!info.fill)
@@ -179,20 +185,49 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   if (!isReduction) {
     k.kind = KernelInfo::Pointwise;
     k.blockX = kPointwiseBlock;
-    k.gridX = pointwiseGridSize(total);
-    os << "// " << kname << ": pointwise over " << shape << " (" << total
-       << " elements), " << loc << "\n";
+    int64_t vw = vectorize && !usesIndex ? vectorWidth(pw, ranges, total) : 1;
+    k.gridX = pointwiseGridSize((total + vw - 1) / vw);
+    os << "// " << kname << ": pointwise over " << shape << " (" << total << " elements)"
+       << (vw > 1 ? ", " + std::to_string(vw) + " per thread (128-bit accesses)" : "") << ", "
+       << loc << "\n";
     openKernel(k, params);
     std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
     std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
                              : "blockIdx.x * blockDim.x + threadIdx.x";
-    os << "  for (" << ity << " i = " << start << "; i < " << total << "; i += " << stride
-       << ") {\n";
-    SmallVector<std::string> decode = decodeLinearIndex("i", ranges);
-    for (unsigned d = 0; d < numLoops; ++d)
-      if (usedDims.test(d))
-        os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
-    os << loads << body << stores << "  }\n}\n\n";
+    // The scalar grid-stride loop from `from`, each line indented by `ind`.
+    auto scalarLoop = [&](const std::string &from, const std::string &ind) {
+      std::string t;
+      llvm::raw_string_ostream ts(t);
+      ts << "  for (" << ity << " i = " << from << "; i < " << total << "; i += " << stride
+         << ") {\n";
+      SmallVector<std::string> decode = decodeLinearIndex("i", ranges);
+      for (unsigned d = 0; d < numLoops; ++d)
+        if (usedDims.test(d))
+          ts << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
+      ts << loads << body << stores << "  }\n";
+      ts.flush();
+      std::string r;
+      for (StringRef line : llvm::split(StringRef(t).rtrim('\n'), '\n'))
+        r += ind + line.str() + "\n";
+      return r;
+    };
+    if (vw == 1) {
+      os << scalarLoop(start, "");
+    } else {
+      SmallVector<std::string> ptrs;
+      for (const PointwiseOperand &p : pw)
+        ptrs.push_back("(unsigned long long)" + p.param);
+      os << "  if (((" << llvm::join(ptrs, " | ") << ") & 15) == 0) {\n";
+      os << "    // " << vw << " elements per thread: one 128-bit access per operand\n";
+      printVectorLoop(os, pw, ranges, vw, ity, start, stride, body);
+      if (total % vw) {
+        os << "    // tail: the last " << total % vw << " element(s)\n";
+        os << scalarLoop(std::to_string(total / vw * vw) + " + " + start, "  ");
+      }
+      os << "  } else {\n    // unaligned pointers (views): the scalar loop\n";
+      os << scalarLoop(start, "  ") << "  }\n";
+    }
+    os << "}\n\n";
   } else {
     k.kind = KernelInfo::RowReduction;
     int64_t rowLen = ranges.back();

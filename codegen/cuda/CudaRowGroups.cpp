@@ -180,6 +180,12 @@ LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
   llvm::raw_string_ostream sh(shared), b(text);
   llvm::SmallBitVector usedRowDims(rowShape.size());
   int outCount = 0;
+  SmallVector<bool> isReduce;
+  for (linalg::GenericOp g : members)
+    isReduce.push_back(classifyRow(g, rowShape, length) == RowReduce);
+  SmallVector<OnePassRole> roles(members.size());
+  if (onePassRows)
+    roles = planOnePass(members, rowShape.size(), length, isReduce);
 
   for (size_t m = 0; m < members.size(); ++m) {
     linalg::GenericOp g = members[m];
@@ -295,7 +301,35 @@ LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
     };
 
     std::string vt = *valueType(elt);
-    if (kind == RowReduce) {
+    const OnePassRole &role = roles[m];
+    if (role.kind == OnePassRole::Partner) {
+      // Computed with its lead's statistics loop.
+      kinds += std::string(kinds.empty() ? "" : ", ") + "one-pass " +
+               (roles[role.other].kind == OnePassRole::SoftmaxLead ? "sum-exp" : "M2");
+      b << "    // " << r << ": computed with r" << role.other << "\n";
+      if (role.mean != role.other && roles[role.other].kind == OnePassRole::SoftmaxLead)
+        b << "    " << r << " = " << r << " * kiln_exp(r" << role.other << " - r" << role.mean
+          << "); // sum of exp(x - r" << role.mean << ")\n";
+      if (store)
+        b << "    if (threadIdx.x == 0) {\n" << defineDims(outDims, "      ") << "      "
+          << outP << "[" << outOff << "] = " << storeValue(r, elt) << ";\n    }\n";
+      rowVals[res] = r;
+    } else if (role.kind != OnePassRole::None) {
+      int n = role.kind == OnePassRole::SoftmaxLead ? 2 : 3;
+      std::string rp = "r" + std::to_string(role.other);
+      sh << "  __shared__ " << vt << " partials" << m << "[32][" << n << "];\n";
+      sh << "  __shared__ " << vt << " s_" << r << ";\n";
+      sh << "  __shared__ " << vt << " s_" << rp << ";\n";
+      kinds += std::string(kinds.empty() ? "" : ", ") + "one-pass " +
+               (role.kind == OnePassRole::SoftmaxLead ? "max" : "sum");
+      std::string leadStore;
+      if (store)
+        leadStore = defineDims(outDims, "        ") + "        " + outP + "[" + outOff +
+                    "] = " + storeValue("s_" + r, elt) + ";\n";
+      printOnePassStats(b, role, m, vt, ity, length, defineDims(usedDims, in) + loads + body,
+                        partial, leadStore);
+      rowVals[res] = r;
+    } else if (kind == RowReduce) {
       std::string id = identityLiteral(*combiner, elt);
       // The fill may come later in the block than the group's first op.
       auto fill = stripReshapes(g.getDpsInits()[0]).getDefiningOp<linalg::FillOp>();

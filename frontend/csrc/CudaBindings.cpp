@@ -91,6 +91,7 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
     e["kind"] = "gemm";
     e["batched"] = x.batched;
     e["trans_b"] = x.transB;
+    e["epilogue"] = x.epilogue;
     e["batch"] = x.batch;
     e["m"] = x.m;
     e["n"] = x.n;
@@ -148,7 +149,8 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
   return d;
 }
 
-nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool collect) {
+nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool collect,
+                  bool onePassRows, bool vectorize, bool gemmEpilogues) {
   mlir::MLIRContext &ctx = context();
   std::string diags;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
@@ -170,6 +172,9 @@ nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool colle
   }
   mlir::kiln::cuda::EmitOptions options;
   options.fuseRows = fuseRows;
+  options.onePassRows = onePassRows;
+  options.vectorize = vectorize;
+  options.gemmEpilogues = gemmEpilogues;
   options.collectUnsupported = collect;
   mlir::FailureOr<mlir::kiln::cuda::CudaModule> cu = mlir::kiln::cuda::emitCuda(*module, options);
   if (mlir::failed(cu))
@@ -182,6 +187,8 @@ nb::dict cudaEmit(const std::string &ir, bool prepare, bool fuseRows, bool colle
 void registerCudaBindings(nb::module_ &m) {
   m.def("cuda_emit", &cudaEmit, nb::arg("ir"), nb::arg("prepare") = true,
         nb::arg("fuse_rows") = true, nb::arg("collect_unsupported") = false,
+        nb::arg("one_pass_rows") = true, nb::arg("vectorize") = true,
+        nb::arg("gemm_epilogues") = true,
         "kiln IR text → {'source', 'kernels', 'externs', 'unsupported', 'buffers', "
         "'functions'} (the CUDA emitter's output and launch plan).");
 #ifdef KILN_HAVE_NVRTC

@@ -7,7 +7,8 @@ launch runs its blocks one after another; pointwise kernels (independent
 threads) loop over the threads, row kernels run every thread of a block
 as a std::thread, with __syncthreads a block barrier, __shfl_xor_sync a
 per-warp exchange between two warp barriers and __shared__ variables
-static (one block at a time). f16/bf16 storage uses host bit-pattern
+static (one block at a time); uint4/uint2 are plain aligned structs for the
+128-bit loads/stores of vectorized kernels. f16/bf16 storage uses host bit-pattern
 types with round-to-nearest-even conversions in place of cuda_fp16.h /
 cuda_bf16.h. GEMM steps run through torch, as in CudaGraph.
 """
@@ -57,6 +58,9 @@ static inline __nv_bfloat16 __float2bfloat16_rn(float x) {
   b.bits = (unsigned short)(u >> 16);
   return b;
 }
+// CUDA's 64/128-bit vector types, as reinterpreted by vectorized kernels.
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
 static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 static inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 static inline void __syncthreads() { kiln_ctx->all->arrive_and_wait(); }

@@ -31,7 +31,10 @@ def test_meta_model_compiles_to_a_cuda_plan():
     assert y.device.type == "meta" and y.shape == expected.shape and y.dtype == expected.dtype
     assert_compiled(graphs=1, calls=1)
     graph = frontend.compiled[-1]
-    assert [kind for kind, _ in graph.steps] == ["gemm", "kernels", "gemm", "kernels"]
+    # Linear + GELU: GEMM, then the bias + GELU kernel; the last Linear's
+    # bias add is the second GEMM's epilogue (no kernel after it).
+    assert [kind for kind, _ in graph.steps] == ["gemm", "kernels", "gemm"]
+    assert [g["epilogue"] for kind, g in graph.steps if kind == "gemm"] == ["none", "bias"]
     # Parameters are graph inputs: x, weight, bias, weight, bias.
     assert len(graph.inputs) == 5
 

@@ -31,9 +31,62 @@ CASES = {
                        [(3, 40), (40,), (40,)], torch.float16),
     "bf16_column_mean": (lambda x: x.mean(0) * 3.0, [(17, 12)], torch.bfloat16),
     "round_tan_atan": (lambda x: torch.atan(torch.tan(torch.round(x * 2.5))), [(6, 9)]),
+    # One-pass row statistics (online softmax, Welford layer_norm) on hard
+    # inputs: large magnitudes, -inf (masked) entries and fully masked rows.
+    "softmax_large": (lambda x: torch.softmax(x * 1000.0 + 1.0e4, dim=-1), [(7, 300)]),
+    "softmax_masked": (lambda x: torch.softmax(x, dim=-1), [(6, 257)]),
+    "log_softmax_masked": (lambda x: torch.log_softmax(x, dim=-1), [(6, 100)]),
+    "layer_norm_offset": (lambda x, g, b: torch.nn.functional.layer_norm(x, (700,), g, b),
+                          [(5, 700), (700,), (700,)]),
+    # 128-bit vectorized pointwise kernels: bias rows, per-row operands,
+    # 16-bit storage (8 per access), mixed widths, a tail, an unaligned view.
+    "vec_bias_relu": (lambda x, b: (x + b).relu() * 1.5, [(16, 64), (64,)]),
+    "vec_per_row": (lambda x, m: x - m, [(12, 32), (12, 1)]),
+    "vec_tail": (lambda x: torch.sigmoid(x) * x, [(1001,)]),
+    "vec_unaligned_view": (lambda x, b: (x + b).relu(), [(16, 64), (64,)]),
+    "vec_bf16_bias_gelu": (lambda x, b: torch.nn.functional.gelu(x + b), [(8, 128), (128,)],
+                           torch.bfloat16),
+    "vec_f16_widen": (lambda x: x.float() * 2.0, [(4, 64)], torch.float16),
+    # GEMM epilogues: bias and bias + ReLU run as one torch.addmm /
+    # torch._addmm_activation step; GELU keeps matmul + the kernel.
+    "linear_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(8, 16), (12, 16), (12,)]),
+    "linear_relu": (lambda x, w, b: torch.relu(x @ w.T + b), [(8, 16), (12, 16), (12,)]),
+    "linear_gelu": (lambda x, w, b: torch.nn.functional.gelu(x @ w + b), [(8, 16), (16, 12), (12,)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
+
+
+def _masked(x):
+    """-inf in a row's first half, every other entry, one entry; a fully
+    masked row (NaN in eager) and one finite row."""
+    x = x.clone()
+    x[0, : x.shape[1] // 2] = float("-inf")
+    x[1, ::2] = float("-inf")
+    x[2, 0] = float("-inf")
+    x[3, :] = float("-inf")
+    x[4, -1] = float("-inf")
+    return x
+
+
+def _unaligned(x):
+    """A contiguous view starting 4 bytes into its storage (the kernels'
+    vector path needs 16-byte aligned pointers: this takes the scalar one)."""
+    flat = torch.empty(x.numel() + 1, dtype=x.dtype)
+    view = flat[1:].view(x.shape)
+    view.copy_(x)
+    assert view.is_contiguous() and view.data_ptr() % 16 != 0
+    return view
+
+
+# name -> inputs from the randn tensors, and its f32 tolerance (default 1e-5).
+INPUTS = {
+    "softmax_masked": lambda x: [_masked(x)],
+    "log_softmax_masked": lambda x: [_masked(x)],
+    "layer_norm_offset": lambda x, g, b: [x * 3.0 + 100.0, g, b],
+    "vec_unaligned_view": lambda x, b: [_unaligned(x), b],
+}
+TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
 
 @requires_nvrtc
@@ -51,16 +104,27 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     emitted = {"source": graph.source, "kernels": [k for kind, ks in graph.steps
                                                    if kind == "kernels" for k in ks]}
     assert emulable(emitted)
+    if name.startswith("vec_"):
+        assert "per thread (128-bit accesses)" in graph.source
+    epilogues = [item["epilogue"] for kind, item in graph.steps if kind == "gemm"]
+    expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
+                         "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
+    if name in expected_epilogue:
+        assert epilogues == expected_epilogue[name]
+        assert bool(emitted["kernels"]) == (epilogues == ["none"])
     lib = compile_host(emitted, tmp_path)
     if lib is None:
         pytest.skip("no host C++ compiler")
     inputs = [torch.randn(s).to(dtype) for s in shapes]
+    if name in INPUTS:
+        inputs = INPUTS[name](*inputs)
     got = run(graph, lib, inputs)
     expected = fn(*inputs)
     expected = expected if isinstance(expected, tuple) else (expected,)
     assert len(got) == len(expected)
     # f32: the same math in another order; 16-bit: eager rounds each op,
     # kiln's fused kernels round once at the store (a few ulps apart).
-    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
+    tol = {torch.float32: TOLERANCE.get(name, 1e-5), torch.float16: 4e-3,
+           torch.bfloat16: 3e-2}[dtype]
     for g, e in zip(got, expected):
-        torch.testing.assert_close(g, e, rtol=tol, atol=tol)
+        torch.testing.assert_close(g, e, rtol=tol, atol=tol, equal_nan=True)

@@ -99,3 +99,45 @@ def test_cubins_are_cached_per_source_arch_and_kind(tmp_path):
     # No cache folder: nothing written, nothing read.
     with kiln.config.patch(cache_dir=""):
         assert nvrtc.compile_source_info(src, 90)[3] is False
+
+
+@requires_nvrtc
+@pytest.mark.parametrize("damage", ["truncate", "flip_payload_byte", "garbage", "empty"])
+def test_corrupted_cubin_entries_are_detected_and_rebuilt(tmp_path, damage):
+    """A damaged cache entry is never returned: the cubin is recompiled,
+    equal to the original, and the entry is rewritten so the next call hits."""
+    import kiln
+    src = kiln.cuda.emit(MLP_SOFTMAX_IR)["source"]
+    with kiln.config.patch(cache_dir=str(tmp_path)):
+        first = nvrtc.compile_source_info(src, 80)
+        (entry,) = list((tmp_path / "cuda").iterdir())
+        data = entry.read_bytes()
+        # The key (stored in the entry) names the NVRTC version and the arch.
+        assert f"nvrtc {kiln._C.nvrtc_version()}\narch 80 cubin".encode() in data
+        if damage == "truncate":
+            entry.write_bytes(data[: len(data) // 2])
+        elif damage == "flip_payload_byte":
+            entry.write_bytes(data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:])
+        elif damage == "garbage":
+            entry.write_bytes(b"not a kiln cache entry" * 10)
+        else:
+            entry.write_bytes(b"")
+        rebuilt = nvrtc.compile_source_info(src, 80)
+        again = nvrtc.compile_source_info(src, 80)
+    assert first[3] is False and rebuilt[3] is False and again[3] is True
+    assert rebuilt[0] == first[0] and again[0] == first[0]
+    assert entry.read_bytes() == data
+    # Only complete entries: no temporary files left behind.
+    assert [p.name for p in (tmp_path / "cuda").iterdir()] == [entry.name]
+
+
+@requires_nvrtc
+def test_unwritable_cubin_cache_only_costs_a_compile(tmp_path):
+    import kiln
+    src = kiln.cuda.emit(MLP_SOFTMAX_IR)["source"]
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with kiln.config.patch(cache_dir=str(blocker)):
+        a = nvrtc.compile_source_info(src, 90)
+        b = nvrtc.compile_source_info(src, 90)
+    assert a[3] is False and b[3] is False and a[0] == b[0]

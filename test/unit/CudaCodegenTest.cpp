@@ -47,7 +47,8 @@ std::vector<std::string> cudaCases() {
 
 /// Emits CUDA for one .mlir file; fails the test on any error.
 mlir::FailureOr<mlir::kiln::cuda::CudaModule>
-emitFile(mlir::MLIRContext &ctx, const std::string &path, bool fuseRows = true) {
+emitFile(mlir::MLIRContext &ctx, const std::string &path, bool fuseRows = true,
+         bool onePassRows = true) {
   llvm::SourceMgr sm;
   std::string err;
   auto buf = llvm::MemoryBuffer::getFile(path);
@@ -63,6 +64,7 @@ emitFile(mlir::MLIRContext &ctx, const std::string &path, bool fuseRows = true) 
     return mlir::failure();
   mlir::kiln::cuda::EmitOptions options;
   options.fuseRows = fuseRows;
+  options.onePassRows = onePassRows;
   return mlir::kiln::cuda::emitCuda(*module, options);
 }
 
@@ -80,8 +82,10 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
   std::vector<std::string> files = cudaCases();
   ASSERT_GE(files.size(), 4u) << "test/codegen/cuda cases not found in " << KILN_CUDA_TEST_DIR;
   for (const std::string &f : files)
-    for (bool fuse : {true, false}) {
-    auto cu = emitFile(*ctx, f, fuse);
+    // Row groups with one-pass statistics, row groups with one loop per
+    // reduction, one kernel per generic.
+    for (int variant : {0, 1, 2}) {
+    auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
     ASSERT_TRUE(mlir::succeeded(cu)) << f;
     EXPECT_FALSE(cu->kernels.empty()) << f;
     for (const auto &k : cu->kernels) {
@@ -161,8 +165,10 @@ TEST(CudaNvrtc, CompilesEveryEmittedKernelForSm80AndSm90) {
   int kernels = 0;
   double seconds[2] = {0, 0};
   for (const std::string &f : cudaCases())
-    for (bool fuse : {true, false}) {
-    auto cu = emitFile(*ctx, f, fuse);
+    // Row groups with one-pass statistics, row groups with one loop per
+    // reduction, one kernel per generic.
+    for (int variant : {0, 1, 2}) {
+    auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
     ASSERT_TRUE(mlir::succeeded(cu)) << f;
     for (int i = 0; i < 2; ++i) {
       NvrtcOptions o;

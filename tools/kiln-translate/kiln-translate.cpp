@@ -38,6 +38,13 @@ static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
 static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
+static cl::opt<bool> noOnePassRows(
+    "no-one-pass-rows",
+    cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
+static cl::opt<bool> noVectorize(
+    "no-vectorize", cl::desc("Pointwise kernels: scalar loads/stores only"));
+static cl::opt<bool> noGemmEpilogues(
+    "no-gemm-epilogues", cl::desc("GEMMs never carry a bias/ReLU epilogue"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> collectUnsupported(
@@ -79,6 +86,9 @@ int main(int argc, char **argv) {
   }
   kiln::cuda::EmitOptions emitOptions;
   emitOptions.fuseRows = !noRowFusion;
+  emitOptions.onePassRows = !noOnePassRows;
+  emitOptions.vectorize = !noVectorize;
+  emitOptions.gemmEpilogues = !noGemmEpilogues;
   emitOptions.collectUnsupported = collectUnsupported;
   FailureOr<kiln::cuda::CudaModule> cu = kiln::cuda::emitCuda(*module, emitOptions);
   if (failed(cu))

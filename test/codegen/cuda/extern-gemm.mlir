@@ -1,18 +1,30 @@
 // RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s --no-gemm-epilogues | FileCheck %s --check-prefix=NOEPI
 
-// Tests that `x @ w.T + b` becomes an extern GEMM step (B transposed, the
-// zero-filled accumulator folded in) followed by one pointwise kernel that
-// reads the GEMM's buffer; no kernel is printed for the GEMM.
+// Tests that `x @ w.T + b` becomes one extern GEMM step (B transposed, the
+// zero-filled accumulator folded in) carrying the bias add as its epilogue:
+// the bias buffer is its fourth argument, it writes the result buffer, and
+// no kernel is printed (for the GEMM or the add).
 
-// CHECK-LABEL: func @linear: 1 kernel(s), 1 other step(s)
+// CHECK-LABEL: func @linear: 0 kernel(s), 1 other step(s)
 // CHECK:   arg0: float[4x16], 256 bytes, input 0
 // CHECK:   arg1: float[32x16], 2048 bytes, input 1
-// CHECK:   [[C:buf[0-9]+]]: float[4x32], 512 bytes, temporary
+// CHECK:   arg2: float[32], 128 bytes, input 2
 // CHECK:   [[OUT:buf[0-9]+]]: float[4x32], 512 bytes, result 0
 // CHECK: Launches, in order
-// CHECK-NEXT: linear_gemm0: extern GEMM 4x32x16 (MxNxK, B transposed)(arg0, arg1, [[C]])
-// CHECK-NEXT: linear_k0<<<1, 256>>>([[C]], arg2, [[OUT]])
-// CHECK-NOT: __global__ void {{.*}}gemm
+// CHECK-NEXT: linear_gemm0: extern GEMM 4x32x16 (MxNxK, B transposed, epilogue bias)(arg0, arg1, [[OUT]], arg2)
+// CHECK-NOT: __global__ void linear_
+
+// Tests that without epilogues the GEMM is followed by one pointwise kernel
+// that reads the GEMM's buffer.
+
+// NOEPI-LABEL: func @linear: 1 kernel(s), 1 other step(s)
+// NOEPI:   [[C:buf[0-9]+]]: float[4x32], 512 bytes, temporary
+// NOEPI:   [[OUT:buf[0-9]+]]: float[4x32], 512 bytes, result 0
+// NOEPI: Launches, in order
+// NOEPI-NEXT: linear_gemm0: extern GEMM 4x32x16 (MxNxK, B transposed)(arg0, arg1, [[C]])
+// NOEPI-NEXT: linear_k0<<<1, 256>>>([[C]], arg2, [[OUT]])
+// NOEPI-NOT: __global__ void {{.*}}gemm
 func.func @linear(%x: tensor<4x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>) -> tensor<4x32xf32> {
   %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
   %0 = kiln.matmul %x, %t : tensor<4x16xf32>, tensor<16x32xf32>
@@ -32,4 +44,47 @@ func.func @linear(%x: tensor<4x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32
 func.func @bmm_f16(%a: tensor<2x4x8xf16>, %b: tensor<2x8x16xf16>) -> tensor<2x4x16xf16> {
   %0 = kiln.matmul %a, %b : tensor<2x4x8xf16>, tensor<2x8x16xf16>
   return %0 : tensor<2x4x16xf16>
+}
+
+// Tests that relu(x @ w.T + b) is one GEMM step with the bias + ReLU epilogue.
+
+// CHECK-LABEL: func @linear_relu: 0 kernel(s), 1 other step(s)
+// CHECK: linear_relu_gemm0: extern GEMM 8x64x32 (MxNxK, B transposed, epilogue bias_relu)(arg0, arg1, [[OUT:buf[0-9]+]], arg2)
+// NOEPI-LABEL: func @linear_relu: 1 kernel(s), 1 other step(s)
+func.func @linear_relu(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
+  %0 = kiln.matmul %x, %t : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %0, %b : tensor<8x64xf32>, tensor<64xf32>
+  %2 = kiln.relu %1 : tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
+}
+
+// Tests that an activation without a library epilogue (sigmoid), a GEMM
+// result used twice, and 16-bit inputs (f32 accumulator, rounding kernel)
+// keep the GEMM + kernel form.
+
+// CHECK-LABEL: func @negative_sigmoid: 1 kernel(s), 1 other step(s)
+// CHECK: negative_sigmoid_gemm0: extern GEMM 8x64x32 (MxNxK)(arg0, arg1, [[C:buf[0-9]+]])
+// CHECK-NEXT: negative_sigmoid_k0<<<
+func.func @negative_sigmoid(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %0, %b : tensor<8x64xf32>, tensor<64xf32>
+  %2 = kiln.sigmoid %1 : tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func @negative_two_uses: 1 kernel(s), 1 other step(s)
+// CHECK: negative_two_uses_gemm0: extern GEMM 8x64x32 (MxNxK)(arg0, arg1, [[C:buf[0-9]+]])
+func.func @negative_two_uses(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %0, %b : tensor<8x64xf32>, tensor<64xf32>
+  return %0, %1 : tensor<8x64xf32>, tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func @negative_f16: 1 kernel(s), 1 other step(s)
+// CHECK: negative_f16_gemm0: extern GEMM 8x64x32 (MxNxK)(arg0, arg1, [[C:buf[0-9]+]])
+func.func @negative_f16(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>) -> tensor<8x64xf16> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf16>, tensor<32x64xf16>
+  %1 = kiln.add %0, %b : tensor<8x64xf16>, tensor<64xf16>
+  return %1 : tensor<8x64xf16>
 }

@@ -1,5 +1,6 @@
-// RUN: kiln-translate --kiln-to-cuda %s --no-row-fusion | FileCheck %s
-// RUN: kiln-translate --kiln-to-cuda %s | FileCheck %s --check-prefix=FUSED
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-row-fusion | FileCheck %s
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize | FileCheck %s --check-prefix=FUSED
+// RUN: kiln-translate --kiln-to-cuda %s --no-vectorize --no-one-pass-rows | FileCheck %s --check-prefix=TWOPASS
 
 // Tests that softmax over the last dim (decomposed by kiln-optimize, fused by
 // kiln-fuse-linalg-elementwise) becomes, without row fusion, two row
@@ -45,35 +46,81 @@
 // CHECK: expf(
 // CHECK: (v1 / a2)
 // Tests that with row fusion (the default) the three generics become one
-// kernel, one block per row: the max and the sum are block reductions whose
-// results are broadcast through shared memory (s_r0, s_r1) into registers,
-// and the normalized row is written once; no temporaries remain.
+// kernel, one block per row, and that the max and the sum of exp come from
+// one read of the row (online softmax): each thread keeps a running
+// (max, rescaled sum) pair, kiln_block_merge combines the pairs with the
+// (m, s) merge rule, both are broadcast through shared memory (s_r0, s_r1)
+// into registers, and the normalized row is written once; no temporaries
+// remain and no separate loop computes the sum.
 
 // FUSED-LABEL: func @softmax: 1 kernel(s)
 // FUSED-NEXT: Buffers
 // FUSED-NEXT: arg0: float[32x1000], 128000 bytes, input 0
 // FUSED-NEXT: buf0: float[32x1000], 128000 bytes, result 0
 // FUSED: softmax_k0<<<32, 256>>>(arg0, buf0)
-// FUSED: softmax_k0: row group of 3 fused generics (kiln_maximum_op, kiln_add, full-row): 32 rows of 1000, one block per row
-// FUSED: __shared__ float partials0[32];
+// FUSED: softmax_k0: row group of 3 fused generics (one-pass max, one-pass sum-exp, full-row): 32 rows of 1000, one block per row
+// FUSED: __shared__ float partials0[32][2];
 // FUSED-NEXT: __shared__ float s_r0;
-// FUSED-NEXT: __shared__ float partials1[32];
 // FUSED-NEXT: __shared__ float s_r1;
 // FUSED-NEXT: for (int row = blockIdx.x; row < 32; row += gridDim.x) {
 // FUSED-NEXT: const int p0 = row;
-// FUSED: acc = kiln_block_reduce<float>(acc, partials0, kiln_maximum_op{}, __int_as_float((int)0xff800000u));
+// FUSED-NEXT: // r0, r1: online softmax statistics
+// FUSED-NEXT: float r0, r1;
+// FUSED-NEXT: {
+// FUSED-NEXT: float st[2] = {__int_as_float((int)0xff800000u), 0.0f};
+// FUSED-NEXT: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
+// FUSED-NEXT: const int d0 = p0;
+// FUSED-NEXT: const int d2 = col;
+// FUSED-NEXT: const float a0 = in0[d0 * 1000 + d2];
+// FUSED-NEXT: kiln_online_add(st, a0);
+// FUSED-NEXT: }
+// FUSED-NEXT: kiln_block_merge<2, float>(st, partials0, kiln_online_merge{});
 // FUSED-NEXT: if (threadIdx.x == 0) {
-// FUSED-NEXT: s_r0 = acc;
+// FUSED-NEXT: s_r0 = st[0];
+// FUSED-NEXT: s_r1 = st[1];
 // FUSED-NEXT: }
 // FUSED-NEXT: __syncthreads();
 // FUSED-NEXT: r0 = s_r0;
+// FUSED-NEXT: r1 = s_r1;
+// FUSED-NEXT: }
+// FUSED-NEXT: // r1: computed with r0
+// FUSED-NEXT: // full-row pointwise
+// FUSED-NEXT: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
+// FUSED-NOT: kiln_block_reduce
 // FUSED: const float v0 = (a0 - r0);
 // FUSED-NEXT: const float v1 = expf(v0);
-// FUSED-NEXT: acc = kiln_add{}(acc, v1);
-// FUSED: r1 = s_r1;
-// FUSED: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
-// FUSED: const float v2 = (v1 / r1);
+// FUSED-NEXT: const float v2 = (v1 / r1);
 // FUSED-NEXT: out0[d0 * 1000 + d1] = v2;
+// Tests that with --no-one-pass-rows the row group keeps one loop per
+// reduction: the max and the sum are block reductions whose results are
+// broadcast through shared memory (s_r0, s_r1) into registers (the input is
+// read three times), and the normalized row is written once.
+
+// TWOPASS-LABEL: func @softmax: 1 kernel(s)
+// TWOPASS-NEXT: Buffers
+// TWOPASS-NEXT: arg0: float[32x1000], 128000 bytes, input 0
+// TWOPASS-NEXT: buf0: float[32x1000], 128000 bytes, result 0
+// TWOPASS: softmax_k0<<<32, 256>>>(arg0, buf0)
+// TWOPASS: softmax_k0: row group of 3 fused generics (kiln_maximum_op, kiln_add, full-row): 32 rows of 1000, one block per row
+// TWOPASS: __shared__ float partials0[32];
+// TWOPASS-NEXT: __shared__ float s_r0;
+// TWOPASS-NEXT: __shared__ float partials1[32];
+// TWOPASS-NEXT: __shared__ float s_r1;
+// TWOPASS-NEXT: for (int row = blockIdx.x; row < 32; row += gridDim.x) {
+// TWOPASS-NEXT: const int p0 = row;
+// TWOPASS: acc = kiln_block_reduce<float>(acc, partials0, kiln_maximum_op{}, __int_as_float((int)0xff800000u));
+// TWOPASS-NEXT: if (threadIdx.x == 0) {
+// TWOPASS-NEXT: s_r0 = acc;
+// TWOPASS-NEXT: }
+// TWOPASS-NEXT: __syncthreads();
+// TWOPASS-NEXT: r0 = s_r0;
+// TWOPASS: const float v0 = (a0 - r0);
+// TWOPASS-NEXT: const float v1 = expf(v0);
+// TWOPASS-NEXT: acc = kiln_add{}(acc, v1);
+// TWOPASS: r1 = s_r1;
+// TWOPASS: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
+// TWOPASS: const float v2 = (v1 / r1);
+// TWOPASS-NEXT: out0[d0 * 1000 + d1] = v2;
 func.func @softmax(%x: tensor<32x1000xf32>) -> tensor<32x1000xf32> {
   %0 = kiln.softmax %x {dim = 1 : i64} : tensor<32x1000xf32>
   return %0 : tensor<32x1000xf32>
@@ -118,4 +165,48 @@ func.func @max_and_centered(%x: tensor<8x64xf32>) -> (tensor<8x1xf32>, tensor<8x
   %m = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<8x64xf32> -> tensor<8x1xf32>
   %c = kiln.sub %x, %m : tensor<8x64xf32>, tensor<8x1xf32>
   return %m, %c : tensor<8x1xf32>, tensor<8x64xf32>
+}
+
+
+
+// Tests that a sum of exp shifted by a per-row value h computed from the max
+// (as log_softmax's `isinf(max) ? 0 : max`; here relu(max)) also uses the
+// online statistics, rescaling the sum to the shift once per row.
+
+// FUSED-LABEL: func @shifted_log_sum_exp: 1 kernel(s)
+// FUSED: row group of 5 fused generics (one-pass max, per-row, one-pass sum-exp, per-row, full-row)
+// FUSED: // r0, r2: online softmax statistics
+// FUSED: kiln_online_add(st, a0);
+// FUSED: // r2: computed with r0
+// FUSED-NEXT: r2 = r2 * kiln_exp(r0 - r1); // sum of exp(x - r1)
+// FUSED: logf(
+// TWOPASS-LABEL: func @shifted_log_sum_exp: 1 kernel(s)
+// TWOPASS: row group of 5 fused generics (kiln_maximum_op, per-row, kiln_add, per-row, full-row)
+// TWOPASS-NOT: kiln_online_add(st
+func.func @shifted_log_sum_exp(%x: tensor<8x96xf32>) -> tensor<8x96xf32> {
+  %m = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<8x96xf32> -> tensor<8x1xf32>
+  %h = kiln.relu %m : tensor<8x1xf32>
+  %d = kiln.sub %x, %h : tensor<8x96xf32>, tensor<8x1xf32>
+  %e = kiln.exp %d : tensor<8x96xf32>
+  %s = kiln.sum %e {dims = array<i64: 1>, keepdim = true} : tensor<8x96xf32> -> tensor<8x1xf32>
+  %l = kiln.log %s : tensor<8x1xf32>
+  %r = kiln.sub %d, %l : tensor<8x96xf32>, tensor<8x1xf32>
+  return %r : tensor<8x96xf32>
+}
+
+// Tests that a max followed by a sum of exp over another tensor (y - max(x))
+// is not mistaken for softmax: the row group keeps one loop per reduction.
+
+// FUSED-LABEL: func @negative_exp_of_other_tensor: 1 kernel(s)
+// FUSED: row group of 3 fused generics (kiln_maximum_op, kiln_add, full-row)
+// FUSED-NOT: kiln_online_add(st
+// FUSED: acc = kiln_block_reduce<float>(acc, partials0, kiln_maximum_op{}
+// FUSED: acc = kiln_block_reduce<float>(acc, partials1, kiln_add{}
+func.func @negative_exp_of_other_tensor(%x: tensor<8x96xf32>, %y: tensor<8x96xf32>) -> tensor<8x96xf32> {
+  %m = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<8x96xf32> -> tensor<8x1xf32>
+  %d = kiln.sub %y, %m : tensor<8x96xf32>, tensor<8x1xf32>
+  %e = kiln.exp %d : tensor<8x96xf32>
+  %s = kiln.sum %e {dims = array<i64: 1>, keepdim = true} : tensor<8x96xf32> -> tensor<8x1xf32>
+  %r = kiln.div %e, %s : tensor<8x96xf32>, tensor<8x1xf32>
+  return %r : tensor<8x96xf32>
 }

@@ -23,10 +23,14 @@ __all__ = ["CudaDriverError", "CudaGraph", "CudaUnsupportedError", "DTYPES", "av
            "compile_ir", "emit", "init"]
 
 
-def emit(ir: str, fuse_rows: bool = True, collect_unsupported: bool = False) -> dict:
-    """The CUDA emitter's output for kiln IR text (see kiln._C.cuda_emit)."""
+def emit(ir: str, fuse_rows: bool = True, collect_unsupported: bool = False,
+         **options) -> dict:
+    """The CUDA emitter's output for kiln IR text (see kiln._C.cuda_emit;
+    `options`: one_pass_rows=, vectorize=, gemm_epilogues=, all True by
+    default; codegen/cuda/README.md)."""
     from kiln import _C
-    return _C.cuda_emit(ir, fuse_rows=fuse_rows, collect_unsupported=collect_unsupported)
+    return _C.cuda_emit(ir, fuse_rows=fuse_rows, collect_unsupported=collect_unsupported,
+                        **options)
 
 
 def compile_ir(ir: str, function: str = "forward", fuse_rows: bool = True) -> CudaGraph:

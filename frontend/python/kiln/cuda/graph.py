@@ -9,7 +9,9 @@ other buffer is a ``torch.empty`` on the inputs' device (torch's caching
 allocator), consecutive kernels are launched by one call into
 libkiln_cuda on torch's current stream, and GEMMs run as ``torch.matmul``
 segments on the same stream (cuBLAS through torch; kiln does not load
-cuBLAS itself yet). ``launches()`` is the dry run: the same plan on any
+cuBLAS itself yet); a GEMM step with a bias / bias + ReLU epilogue runs as
+one ``torch.addmm`` / ``torch._addmm_activation`` call (cuBLASLt's
+epilogues on CUDA) writing the consumer's result. ``launches()`` is the dry run: the same plan on any
 device, including ``meta``, without a driver.
 
 This module imports only torch and the standard library at import time
@@ -111,12 +113,23 @@ class CudaGraph:
 
     @staticmethod
     def _gemm(g, bufs):
-        a, b, c = (bufs[n] for n in g["args"])
+        a, b, c = (bufs[n] for n in g["args"][:3])
         batch = (g["batch"],) if g["batched"] else ()
         a = a.view(*batch, g["m"], g["k"])
         b = b.view(*batch, g["n"], g["k"]).transpose(-1, -2) if g["trans_b"] \
             else b.view(*batch, g["k"], g["n"])
         c = c.view(*batch, g["m"], g["n"])
+        epilogue = g.get("epilogue", "none")
+        if epilogue != "none":
+            # 2-d, c.dtype == a.dtype (the emitter's rule). One library call:
+            # on CUDA torch runs these as cuBLASLt GEMMs with a bias / bias +
+            # ReLU epilogue; elsewhere they are addmm + relu.
+            bias = bufs[g["args"][3]]
+            if epilogue == "bias_relu":
+                torch._addmm_activation(bias, a, b, use_gelu=False, out=c)
+            else:
+                torch.addmm(bias, a, b, out=c)
+            return
         if c.dtype == a.dtype:
             torch.matmul(a, b, out=c)
         else:  # 16-bit inputs, f32 accumulator: torch's own GEMM, widened
