@@ -45,6 +45,13 @@ _CACHES = tempfile.TemporaryDirectory(prefix="kiln-bench-")
 os.environ["KILN_CACHE_DIR"] = os.path.join(_CACHES.name, "kiln")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_CACHES.name, "inductor")
 
+# This checkout's kiln, here and in the processes it starts.
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "frontend", "python")
+sys.path.insert(0, _PACKAGE)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE, os.environ.get("PYTHONPATH"))
+                                           if p)
+
 import torch  # noqa: E402
 
 import kiln  # noqa: E402

@@ -40,8 +40,10 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   printf '%s\n' "${PY_PKGS[@]}" > "$stamp"
 fi
 
-# Make the source-tree package importable from the venv.
+# Make the source-tree package importable from the venv (not when .venv is
+# a link to another checkout's venv: that one keeps pointing at its own tree;
+# the test suite and tools/bench.py put their checkout first anyway).
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 pth="$site/kiln.pth"
 want_pth="$PWD/frontend/python"
-[ "$(cat "$pth" 2>/dev/null)" = "$want_pth" ] || echo "$want_pth" > "$pth"
+[ -L .venv ] || [ "$(cat "$pth" 2>/dev/null)" = "$want_pth" ] || echo "$want_pth" > "$pth"

@@ -15,6 +15,15 @@ import tempfile
 import pytest
 import torch
 
+# Test this checkout's package (and let the subprocesses tests start do
+# the same), whatever the venv's kiln.pth points at: worktrees sharing one
+# venv would otherwise test each other's builds.
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "frontend", "python")
+sys.path.insert(0, _PACKAGE)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_PACKAGE, os.environ.get("PYTHONPATH")) if p)
+
 # A fresh on-disk compile cache per test session (and for the subprocesses
 # it starts): the suite never reads a user's cache, and entries written by
 # an earlier build or run can never hide a compile bug. Set before kiln is
