@@ -345,19 +345,19 @@ def memory_table(results: list[Result]) -> list[str]:
     rows = [r for r in results if r.peak]
     if not rows:
         return []
-    mib = lambda b: f"{b / 2**20:.2f}"  # noqa: E731
+    kib = lambda b: f"{b / 1024:.1f}"  # noqa: E731
     lines = ["### Peak memory of one call (1 thread)", "",
              "torch's allocations from the profiler's memory events (eager: every "
              "intermediate and the output; kiln: its outputs) plus, for kiln, the peak "
              "of its compiled code's intermediate buffers (buffer-pool counters); kiln's "
              "figure adds the two peaks, an upper bound. Weights and inputs are not "
              "counted (both share them).", "",
-             "| case | batch | eager MiB | kiln MiB | kiln / eager |", "|---|---|---|---|---|"]
+             "| case | batch | eager KiB | kiln KiB | kiln / eager |", "|---|---|---|---|---|"]
     for r in rows:
         e, k = r.peak.get("eager"), r.peak.get("kiln")
         share = f"{k / e:.2f}" if e and k is not None else "–"
-        lines.append(f"| {r.case} | {r.batch} | {mib(e) if e is not None else '–'} | "
-                     f"{mib(k) if k is not None else '–'} | {share} |")
+        lines.append(f"| {r.case} | {r.batch} | {kib(e) if e is not None else '–'} | "
+                     f"{kib(k) if k is not None else '–'} | {share} |")
     both = [r for r in rows if "eager" in r.peak and "kiln" in r.peak]
     over = [r for r in both if r.peak["kiln"] > r.peak["eager"]]
     lines += ["", f"kiln's peak is at most eager's in {len(both) - len(over)} of "
