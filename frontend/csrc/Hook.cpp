@@ -649,6 +649,7 @@ std::map<std::string, long> stats() {
   s.emplace("dynamic_graphs", 0);
   s.emplace("dynamic_specialized", 0);
   s.emplace("fallback_ops", 0);
+  s["fallback_calls"] = gFallbackCalls;
   return s;
 }
 
@@ -660,6 +661,7 @@ void resetCaches() {
   }
   for (auto &kv : gStats)
     kv.second = 0;
+  gFallbackCalls = 0;
 }
 
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,

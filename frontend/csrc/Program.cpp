@@ -102,8 +102,11 @@ std::string FallbackCall::signature() const {
   return s + ")";
 }
 
+long gFallbackCalls = 0;
+
 bool runFallback(const FallbackCall &call, llvm::ArrayRef<PyObject *> operands,
                  std::vector<PyRef> &out) {
+  ++gFallbackCalls;
   PyRef args = PyRef::steal(PyTuple_New((Py_ssize_t)call.args.size()));
   if (!args)
     return false;

@@ -81,6 +81,11 @@ struct Program {
 bool runProgram(const Program &program, llvm::ArrayRef<PyObject *> inputs,
                 std::vector<PyRef> &results);
 
+/// Fallback calls run since the last reset (`kiln.stats()["fallback_calls"]`:
+/// proof that a fallback op really ran through torch). Only fallback steps
+/// touch it, so graphs without fallbacks pay nothing.
+extern long gFallbackCalls;
+
 /// Calls a fallback step on `operands` (borrowed) and checks its results;
 /// appends them to `out` (new references). False with a Python error.
 bool runFallback(const FallbackCall &call, llvm::ArrayRef<PyObject *> operands,

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "Interp.h"
 
+#include "ir/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -31,8 +32,14 @@ int fallbackIndex(mlir::Operation *op) {
   return std::stoi(call.getCallee().drop_front(strlen("kiln_fallback_")).str());
 }
 
+/// Whether `op` is a constant of the captured IR. Tested by op class, not
+/// with `hasTrait<OpTrait::ConstantLike>()`: that template instantiates
+/// `TypeID::get<ConstantLike>` in this hidden-visibility extension, whose
+/// g++-formatted type name then registers a second ConstantLike TypeID next to
+/// libMLIR's (clang) one; every kiln op registered after it loses the trait and
+/// the canonicalizer folds/rematerializes constants forever.
 bool isConstant(mlir::Operation *op) {
-  return op && op->getNumOperands() == 0 && op->hasTrait<mlir::OpTrait::ConstantLike>();
+  return op && llvm::isa<mlir::kiln::ConstantOp>(op);
 }
 
 std::vector<int64_t> shapeOf(mlir::Value v) {
@@ -84,7 +91,7 @@ bool partitionProgram(Capture &out, std::string &error) {
   // Leftovers of a mapping or inlining that failed before its call fell
   // back (dead ops, even a dead fallback call) are dropped first.
   for (mlir::Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (!op.hasTrait<mlir::OpTrait::IsTerminator>() && op.use_empty() &&
+    if (!llvm::isa<mlir::func::ReturnOp>(op) && op.use_empty() &&
         (fallbackIndex(&op) >= 0 || mlir::wouldOpBeTriviallyDead(&op)))
       op.erase();
   std::string program;

@@ -8,8 +8,9 @@ torch callable and its arguments, every graph tensor replaced by an empty
 reaches; it is accepted only when
 
 - it returns a plain tensor or a plain tuple of tensors, all on ``meta``
-  (an op that moves data to another device, or a namedtuple, a list, a
-  number: refused);
+  or a ``torch.return_types`` structseq such as ``aminmax``'s (then a plain
+  tuple in the graph: unpacking works, ``.values`` breaks); an op that moves
+  data to another device, a list, a number: refused;
 - no aten op it reaches is random (``nondeterministic_seeded``: kiln could
   not replay torch's generator state), has a data-dependent output shape or
   value (``dynamic_output_shape``, ``data_dependent_output``: shapes must be
@@ -63,7 +64,8 @@ def probe(fn, args, kwargs, tensors):
         return recorder.refused
     if any(t._version != v for t, v in zip(tensors, versions)):
         return "it mutates an argument"
-    is_tuple = type(out) is tuple
+    is_tuple = type(out) is tuple or (
+        isinstance(out, tuple) and type(out).__module__ == "torch.return_types")
     outs = out if is_tuple else (out,)
     if not outs:
         return "it returns an empty tuple"
