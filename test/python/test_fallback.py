@@ -273,7 +273,10 @@ def test_integer_input_eager_rejects_is_not_compiled(op):
         op(x)
     with pytest.raises(NotImplementedError):
         kiln.compile(op)(x)
-    assert stats()["graph_breaks"] == 1
+    # kiln's lowering refuses int64; the op then runs through torch inside
+    # the graph (its meta kernel accepts int64) and torch raises as eager.
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["fallback_ops"] == 1 and s["fallback_calls"] == 1, s
 
 
 def test_inplace_methods_on_fresh_intermediates_are_compiled():

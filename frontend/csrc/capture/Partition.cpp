@@ -34,10 +34,10 @@ int fallbackIndex(mlir::Operation *op) {
 
 /// Whether `op` is a constant of the captured IR. Tested by op class, not
 /// with `hasTrait<OpTrait::ConstantLike>()`: that template instantiates
-/// `TypeID::get<ConstantLike>` in this hidden-visibility extension, whose
-/// g++-formatted type name then registers a second ConstantLike TypeID next to
-/// libMLIR's (clang) one; every kiln op registered after it loses the trait and
-/// the canonicalizer folds/rematerializes constants forever.
+/// `TypeID::get<ConstantLike>` (name-keyed) in this hidden-visibility
+/// extension, and kiln.constant then lost the trait as seen from libMLIR
+/// (likely: g++ and clang spell the trait's type name differently): the
+/// canonicalizer folded and rematerialized constants forever, every graph.
 bool isConstant(mlir::Operation *op) {
   return op && llvm::isa<mlir::kiln::ConstantOp>(op);
 }

@@ -12,10 +12,12 @@ reaches; it is accepted only when
   tuple in the graph: unpacking works, ``.values`` breaks); an op that moves
   data to another device, a list, a number: refused;
 - no aten op it reaches is random (``nondeterministic_seeded``: kiln could
-  not replay torch's generator state), has a data-dependent output shape or
-  value (``dynamic_output_shape``, ``data_dependent_output``: shapes must be
-  known at capture), and it raised nothing (meta kernels raise for
-  data-dependent work such as ``.item()``);
+  not replay torch's generator state) or reads data on the host
+  (``data_dependent_output``), and it raised nothing: meta kernels raise for
+  data-dependent work (``.item()``, ``nonzero``, ``unique``, boolean-mask
+  indexing). Ops tagged ``dynamic_output_shape`` are judged by that meta run
+  (``aten.index`` with integer index tensors has a shape known from the
+  sizes); every call's results are checked against the meta sizes anyway;
 - it mutates none of its tensor arguments (their version counters) and none
   of its results aliases an argument (views keep kiln's value semantics
   simple: kiln maps the common view ops itself).
@@ -29,7 +31,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 _REFUSED_TAGS = {
     torch.Tag.nondeterministic_seeded: "is random (torch's generator state)",
-    torch.Tag.dynamic_output_shape: "has a data-dependent output shape",
     torch.Tag.data_dependent_output: "reads tensor data on the host",
 }
 
