@@ -197,3 +197,17 @@ def test_compiled_ir_declares_fallback_with_constants():
     assert 'kiln.torch_op = "torch.special.polygamma(2, %0, )"' in out.graphs[0].ir
     assert_close(out.out, f(x))
     assert stats()["fallback_calls"] == 1 and stats()["graph_breaks"] == 0
+
+
+def test_dynamic_shapes_with_fallback_specialize_and_match_eager():
+    # The meta run needs static sizes: a dynamic capture holding a fallback
+    # is retried with static sizes (one graph per size), still exact.
+    f = lambda x: torch.special.erfcx(x * 0.5) + 1  # noqa: E731
+    cf = kiln.compile(f, dynamic=True)
+    for n in (4, 6):
+        x = torch.randn(n, 5)
+        assert_close(cf(x), f(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["graph_breaks"] == 0, s
+    assert s["dynamic_specialized"] == 2 and s["dynamic_graphs"] == 0, s
+    assert s["fallback_ops"] == 2 and s["fallback_calls"] == 2, s
