@@ -179,6 +179,8 @@ std::string describeSymbol(const Entry &entry, size_t i) {
 
 bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
               std::vector<PyRef> &results) {
+  if (entry.program)
+    return runProgram(*entry.program, inputs, results);
   if (entry.cudaRunner)
     return runCudaGraph(entry, inputs, results);
   if (!entry.plan.ready && !buildPlan(entry))

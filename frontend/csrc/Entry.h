@@ -9,6 +9,7 @@
 #define KILN_FRONTEND_ENTRY_H
 
 #include "Guards.h"
+#include "Program.h"
 #include "capture/Capture.h"
 #include "runtime/CompiledFunction.h"
 
@@ -47,6 +48,9 @@ struct Entry {
   /// Set instead of `fn` for graphs on CUDA/meta tensors: a Python callable
   /// (kiln.cuda) taking the graph inputs, returning the results (CudaEntry.h).
   PyRef cudaRunner;
+  /// Set instead of `fn` when the graph holds torch calls kiln cannot lower
+  /// (per-op fallback): compiled segments and torch calls run in order.
+  std::shared_ptr<Program> program;
   std::vector<std::string> localNames;
   std::string name;
 

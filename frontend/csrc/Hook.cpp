@@ -11,6 +11,7 @@
 #include "CudaEntry.h"
 #include "Entry.h"
 #include "Log.h"
+#include "ProgramCompile.h"
 #include "Resume.h"
 #include "TensorInfo.h"
 #include "capture/Capture.h"
@@ -326,7 +327,12 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
     failure.reason = "the CUDA backend compiles static shapes only";
     return nullptr;
   }
-  if (!cap.results.empty() && device != -1) {
+  if (!cap.steps.empty()) {
+    // Torch calls inside the graph (per-op fallback): segments + calls.
+    auto onCpu = [&](const mlir::kiln::CpuCompileInfo &info) { countDiskCache(entry->name, info); };
+    if (!compileProgram(cap, *entry, device, copts, onCpu, failure.reason))
+      return nullptr;
+  } else if (!cap.results.empty() && device != -1) {
     // CUDA (or meta) inputs: the CUDA backend (frontend/csrc/CudaEntry.h).
     if (!compileForCuda(irText, device, *entry, failure.reason))
       return nullptr;
@@ -349,6 +355,14 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   entry->symbols = std::move(cap.symbols);
   gStats["dynamic_graphs"] += !entry->symbols.empty();
   entry->outputs = std::move(cap.outputs);
+  for (const CaptureStep &s : cap.steps) {
+    if (s.fallback < 0)
+      continue;
+    ++gStats["fallback_ops"];
+    const FallbackCall &c = cap.fallbacks[s.fallback];
+    log(LogChannel::Fallbacks, "op " + c.name + " runs through torch (no kiln lowering) in " +
+                                   entry->name + (c.location.empty() ? "" : " at " + c.location));
+  }
   for (const GraphInput &in : entry->inputs)
     entry->needsAutograd |= cap.gradMode && in.requiresGrad;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -634,6 +648,8 @@ std::map<std::string, long> stats() {
     s.emplace(k, 0);
   s.emplace("dynamic_graphs", 0);
   s.emplace("dynamic_specialized", 0);
+  s.emplace("fallback_ops", 0);
+  s["fallback_calls"] = gFallbackCalls;
   return s;
 }
 
@@ -645,6 +661,7 @@ void resetCaches() {
   }
   for (auto &kv : gStats)
     kv.second = 0;
+  gFallbackCalls = 0;
 }
 
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The one registry of log channels (graph, graph_breaks, recompiles, guards,
-// ir, cache) and of the options the Python side pushes down (kiln/config.py owns
+// ir, cache, fallbacks) and of the options the Python side pushes down (kiln/config.py owns
 // the environment variables; C++ reads none directly).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_LOG_H

@@ -95,7 +95,8 @@ def test_unsupported_torch_op_breaks(capfd):
 
 def test_bool_mask_indexing_breaks():
     # Integer index tensors are captured (TorchIndexing.cpp's advancedIndex);
-    # a bool mask's result shape depends on data: the graph breaks.
+    # a bool mask's result shape depends on data: the graph breaks (its meta
+    # run fails, so it is no per-op fallback either).
     def f(x, i):
         return x[i] * 2 + x[x > 0].sum()
 
@@ -104,6 +105,7 @@ def test_bool_mask_indexing_breaks():
     i = torch.tensor([0, 2])
     assert_close(cf(x, i), f(x, i))
     assert stats()["graph_breaks"] == 1 and stats()["graphs_compiled"] == 2
+    assert stats()["fallback_ops"] == 0 and stats()["fallback_calls"] == 0
 
 
 @pytest.mark.parametrize("fn,construct", [
@@ -271,7 +273,10 @@ def test_integer_input_eager_rejects_is_not_compiled(op):
         op(x)
     with pytest.raises(NotImplementedError):
         kiln.compile(op)(x)
-    assert stats()["graph_breaks"] == 1
+    # kiln's lowering refuses int64; the op then runs through torch inside
+    # the graph (its meta kernel accepts int64) and torch raises as eager.
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["fallback_ops"] == 1 and s["fallback_calls"] == 1, s
 
 
 def test_inplace_methods_on_fresh_intermediates_are_compiled():

@@ -910,6 +910,9 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        : makeConst(PyRef::borrow(wrapped));
       return call(inner, args, kwargs);
     }
+    if (isTorchOpFunction(fn)) // unmapped Python code of torch: inline it, else run it through torch
+      return withFallback(fn, "", args, kwargs,
+                          [&] { return inlineFunction(fn, callee->source, args, kwargs); });
     return inlineFunction(fn, callee->source, args, kwargs);
   }
   if (VarP rec = buildRecord(fn, args, kwargs))
@@ -918,6 +921,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
   }
+  if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) // an unmapped torch op
+    return r;
   return callBuiltin(fn, args, kwargs);
 }
 

@@ -129,6 +129,9 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     });
     if (mlir::failed(mlir::verify(*out.module)))
       throw Unsupported("captured IR does not verify: " + diagnostics);
+    std::string partitionError;
+    if (!out.fallbacks.empty() && !partitionProgram(out, partitionError))
+      throw Unsupported("cannot split the graph at its fallback calls: " + partitionError);
   } catch (const Unsupported &e) {
     failure.reason = e.what();
     failure.rootOffset = interp.rootOffset();

@@ -12,6 +12,7 @@
 #define KILN_FRONTEND_CAPTURE_CAPTURE_H
 
 #include "../Guards.h"
+#include "../Program.h"
 #include "../TensorInfo.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -96,6 +97,16 @@ struct BreakState {
   std::vector<int> needed;
 };
 
+/// One step of a graph split at fallback calls (Partition.cpp): a segment
+/// of the captured function as its own module, or fallback call `fallback`.
+struct CaptureStep {
+  int fallback = -1; ///< index into Capture::fallbacks; -1: a segment
+  mlir::OwningOpRef<mlir::ModuleOp> module; ///< segment: func.func @forward
+  std::vector<int> in, out; ///< value slots (see Program.h)
+  std::vector<std::vector<int64_t>> inSizes; ///< segment: per input
+  std::vector<GraphOutput> results;          ///< segment: per result
+};
+
 /// Everything a successful capture produces.
 struct Capture {
   /// In: stop before the root instruction at this bytecode offset and
@@ -122,6 +133,13 @@ struct Capture {
   /// Number of kiln ops in the graph.
   int numOps = 0;
   /// Torch calls kiln has no lowering for, run through torch inside the
+  /// graph (per-op fallback, Fallback.cpp); each is a `func.call
+  /// @kiln_fallback_<i>` in `module` until Partition.cpp splits it into
+  /// `steps` (empty when there is no fallback: one compiled function).
+  std::vector<FallbackCall> fallbacks;
+  std::vector<CaptureStep> steps;
+  int numValues = 0;            ///< value slots of the program
+  std::vector<int> resultSlots; ///< graph results as value slots
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 
@@ -140,6 +158,10 @@ struct CaptureFailure {
 /// caller then runs it eagerly. A Python error is never left set.
 bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                   const FrameView &frame, Capture &out, CaptureFailure &failure);
+
+/// Splits `out.module` at its fallback calls into `out.steps` (after the
+/// results are known); throws nothing, returns false with `error` set.
+bool partitionProgram(Capture &out, std::string &error);
 
 /// Names of the locals of `code` (for guard descriptions).
 std::vector<std::string> localNames(PyCodeObject *code);

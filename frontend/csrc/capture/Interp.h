@@ -173,6 +173,21 @@ public:
   void guardValue(const VarP &v);
   /// Offset of the root instruction running now (-1 outside the loop).
   int rootOffset() const { return rootOffset_; }
+  /// Per-op fallback (Fallback.cpp): when `fn` is a torch function (or, with
+  /// `method` set, the Tensor method of that name, `args[0]` its receiver)
+  /// kiln cannot lower, records a call that runs through torch inside the
+  /// graph and returns its result. nullptr when `fn` is no torch function;
+  /// throws Unsupported (with `original`'s reason first, if given) when the
+  /// call cannot run that way (random, mutating, data-dependent ...).
+  VarP torchFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs, const Unsupported *original);
+  /// Whether `fn` is a function of torch's op namespaces (torch, torch.nn.
+  /// functional, torch.special/fft/linalg, torch.functional).
+  static bool isTorchOpFunction(PyObject *fn);
+  /// Runs `attempt` (a call kiln maps or inlines); when it throws
+  /// Unsupported, falls back to torch for the whole call (torchFallback).
+  VarP withFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                    std::map<std::string, VarP> &kwargs, const std::function<VarP()> &attempt);
   /// Throws Unsupported when a grad-mode with-block makes results'
   /// requires_grad differ from the entry's single rule (Capture.cpp).
   void checkGradRegions() const;

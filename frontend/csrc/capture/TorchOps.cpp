@@ -976,8 +976,11 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
   auto &table = opTable().functions;
   auto it = table.find(callee);
   if (it == table.end()) return nullptr;
-  Args a = bind(it->second, args, kwargs);
-  return applyTracked(*this, it->second.op, a);
+  // A mapped op whose handler refuses these arguments runs through torch.
+  return withFallback(callee, "", args, kwargs, [&] {
+    Args a = bind(it->second, args, kwargs);
+    return applyTracked(*this, it->second.op, a);
+  });
 }
 
 VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
@@ -995,12 +998,18 @@ VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
       return applyInPlace(*this, base->second.op, a, "Tensor." + name);
     }
   }
-  if (it == table.end())
-    throw Unsupported("Tensor." + name + " is not supported yet" +
-                      (name.back() == '_' ? " (in-place method)" : ""));
   args.insert(args.begin(), self);
-  Args a = bind(it->second, args, kwargs);
-  return applyTracked(*this, it->second.op, a);
+  if (it == table.end()) { // an unmapped method: through torch, if it can
+    Unsupported unmapped("Tensor." + name + " is not supported yet" +
+                         (name.back() == '_' ? " (in-place method)" : ""));
+    if (VarP r = torchFallback(nullptr, name, args, kwargs, &unmapped))
+      return r;
+    throw unmapped;
+  }
+  return withFallback(nullptr, name, args, kwargs, [&] {
+    Args a = bind(it->second, args, kwargs);
+    return applyTracked(*this, it->second.op, a);
+  });
 }
 
 } // namespace kiln

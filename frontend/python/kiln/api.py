@@ -176,7 +176,9 @@ def compile(model=None, **options):  # noqa: A001
 
 def stats() -> dict:
     """Counters since the last reset: frames seen, graphs compiled, cache hits,
-    eager fallbacks (graph breaks), recompiles, compiled calls run, and
+    eager fallbacks (graph breaks), ops run through torch inside compiled
+    graphs (``fallback_ops``: no kiln lowering, compiled; ``fallback_calls``:
+    those calls run), recompiles, compiled calls run, and
     microseconds spent capturing (``capture_time_us``: the bytecode
     interpreter building graphs) and compiling (``compile_time_us``, which
     includes the capture)."""

@@ -39,6 +39,7 @@ def _env_list(name: str) -> frozenset[str]:
 @dataclass
 class _Config:
     # KILN_LOGS: comma-separated channels: graph, graph_breaks, recompiles,
+    # fallbacks (ops run through torch inside a graph: no kiln lowering),
     # guards, ir (IR after each pass is written to KILN_DEBUG_DIR, or to a
     # temporary folder whose path is logged), cache (disk cache hits and
     # misses), dynamic (sizes made symbolic, symbolic sizes specialized and

@@ -5,7 +5,8 @@ Like torch._dynamo.explain, it starts from an empty cache (kiln.reset()),
 runs ``fn`` once under kiln.compile with the graph, graph_breaks, guards and
 recompiles log channels routed to a collector instead of stderr, and returns
 an ExplainOutput: the graphs with their op counts and IR, each graph break
-with its reason and source line, each graph's guards, and fn's result.
+with its reason and source line, the ops that run through torch inside a
+graph (per-op fallback), each graph's guards, and fn's result.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kiln import _C
 from kiln.api import compile as _compile, reset as _reset, stats as _stats
 from kiln.config import config
 
-_CHANNELS = frozenset({"graph", "graph_breaks", "guards", "recompiles"})
+_CHANNELS = frozenset({"graph", "graph_breaks", "guards", "recompiles", "fallbacks"})
 _CAPTURED = re.compile(r"captured (?P<name>.+?) \((?P<ops>\d+) kiln ops\):\n(?P<ir>.*)", re.S)
 
 
@@ -34,6 +35,8 @@ class ExplainOutput:
     graph_breaks: list[str] = field(default_factory=list)
     guards: list[str] = field(default_factory=list)
     recompiles: list[str] = field(default_factory=list)
+    # Ops run through torch inside a graph (no kiln lowering yet).
+    fallback_ops: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     out: object = None
 
@@ -57,6 +60,9 @@ class ExplainOutput:
         if self.graph_breaks:
             lines.append("Break reasons:")
             lines += [f"  {i + 1}. {b}" for i, b in enumerate(self.graph_breaks)]
+        if self.fallback_ops:
+            lines.append("Fallback ops (run through torch inside the graph):")
+            lines += [f"  {f}" for f in self.fallback_ops]
         if self.recompiles:
             lines.append("Recompiles:")
             lines += [f"  {r}" for r in self.recompiles]
@@ -83,6 +89,8 @@ def explain(fn, **compile_options):
                 result.guards.append(message)
             elif channel == "recompiles":
                 result.recompiles.append(message)
+            elif channel == "fallbacks":
+                result.fallback_ops.append(message)
 
         _reset()
         _C.set_log_sink(collect)

@@ -1,0 +1,30 @@
+//===- ProgramCompile.h - compiling a graph split at fallback calls -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns the steps of a capture with per-op fallbacks (capture/Partition.cpp)
+// into an Entry's Program (Program.h): each segment is compiled like a
+// whole graph (CPU JIT, or kiln.cuda when the inputs are on CUDA/meta) into
+// its own sub-entry; each fallback step keeps its torch call.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_PROGRAMCOMPILE_H
+#define KILN_FRONTEND_PROGRAMCOMPILE_H
+
+#include "Entry.h"
+#include "codegen/cpu/JitCompiler.h"
+
+#include <functional>
+#include <string>
+
+namespace kiln {
+
+/// Compiles `cap.steps` for `device` (TensorMeta::device) into
+/// `entry.program`; `onCpuCompile` sees what each CPU compilation did with
+/// the disk cache. False with `error` set (no Python error) on failure.
+bool compileProgram(Capture &cap, Entry &entry, int device,
+                    const mlir::kiln::CpuCompileOptions &options,
+                    const std::function<void(const mlir::kiln::CpuCompileInfo &)> &onCpuCompile,
+                    std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_PROGRAMCOMPILE_H
