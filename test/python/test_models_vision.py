@@ -46,11 +46,7 @@ MODELS = {f.__name__: f for f in (resnet18, mobilenet_v3_small, vit_b_16, timm_r
 
 # Capture gaps that still break these models (the results above are checked
 # either way); the zero-break assertion is an expected failure until fixed.
-PENDING = {
-    "vit_b_16": "f-strings in torch._assert messages, torch._C._has_torch_function and "
-                "torch.is_autocast_enabled() (MultiheadAttention's fast-path checks) are not "
-                "captured yet",
-}
+PENDING: dict[str, str] = {}
 
 
 def run_model(name, grad):
@@ -93,10 +89,7 @@ def assert_one_graph_no_breaks(name):
     assert s["compiled_calls"] == 2 and s["cache_hits"] == 1, s
 
 
-VIT_SKIP = pytest.mark.skip(reason="vit_b_16 did not finish within 5 min on the 2-core machine "
-                              "at 8375ba9 (f-strings and MHA fast-path checks now captured; "
-                              "compile time or a hang still to investigate)")
-PARAMS = [pytest.param(n, marks=VIT_SKIP) if n == "vit_b_16" else n for n in MODELS]
+PARAMS = list(MODELS)
 
 
 @pytest.mark.parametrize("name", PARAMS)
