@@ -33,8 +33,14 @@ def vit_b_16():
     # instead of 12 of 768 so that compiling stays fast; 32x32 image: 4
     # patches + the class token.
     from torchvision.models.vision_transformer import VisionTransformer
-    return VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
-                             hidden_dim=64, mlp_dim=128), (1, 3, 32, 32)
+    model = VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
+                              hidden_dim=64, mlp_dim=128)
+    # torchvision zero-initializes the classifier head: its output would be
+    # all zeros whatever the encoder computed. Random head weights make the
+    # comparison with eager check the whole network.
+    torch.nn.init.normal_(model.heads.head.weight, std=0.5)
+    torch.nn.init.normal_(model.heads.head.bias, std=0.5)
+    return model, (1, 3, 32, 32)
 
 
 def timm_resnet18():
