@@ -9,7 +9,9 @@
 // im2col columns and multiplies them with the reshaped weight (`kiln.matmul`,
 // a BLAS GEMM on CPU); an ungrouped convolution of a batch permutes the
 // input to [C, N, H, W] first so that all images share one GEMM with the
-// [F, C*kh*kw] weight (no weight broadcast per image); pooling combines the taps with `kiln.maximum` or
+// [F, C*kh*kw] weight (no weight broadcast per image); windows that tile
+// the input (stride == kernel: a ViT patch embedding) skip the slices and
+// take their columns by one reshape + permute; pooling combines the taps with `kiln.maximum` or
 // `kiln.add` and a constant divisor. The patterns need static shapes (the
 // frontend only produces those); dynamic ones are left for the converter
 // to report.
@@ -132,6 +134,49 @@ Value channelMajorConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, con
   return permute(rewriter, loc, out, {1, 0, 2, 3});
 }
 
+/// Whether the windows tile the input: stride == kernel, no dilation or
+/// padding (a ViT patch embedding). Then im2col is a reshape + permute.
+bool isPatchify(const Window &w) {
+  for (int i = 0; i < 2; ++i)
+    if (w.stride[i] != w.kernel[i] || w.dilation[i] != 1 || w.padLow[i] || w.padHigh[i])
+      return false;
+  return w.kernel[0] * w.kernel[1] > 1;
+}
+
+/// Non-overlapping windows (isPatchify) as columns without one slice per
+/// tap: the input cut to [N, C, OH*kh, OW*kw] is viewed as
+/// [N, G, Cg, OH, kh, OW, kw] and permuted (the only copy) to
+/// [N, G, (Cg, kh, kw), (OH, OW)]; an ungrouped batch gets the channel-major
+/// [(C, kh, kw), (N, OH, OW)] layout of channelMajorConv instead. A 16x16
+/// patch conv thus stays two ops, not 256 slices and a concat (whose
+/// bufferization analysis is quadratic).
+Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
+                   int64_t n, int64_t c, int64_t f, int64_t g) {
+  int64_t kh = w.kernel[0], kw = w.kernel[1], oh = w.out[0], ow = w.out[1];
+  int64_t cg = c / g, k = cg * kh * kw, l = oh * ow;
+  Value x = op.getInput();
+  auto in = typeOf(x);
+  if (in.getDimSize(2) != oh * kh || in.getDimSize(3) != ow * kw) // floor: drop the rest
+    x = rewriter.create<SliceOp>(loc, x, rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                                 rewriter.getDenseI64ArrayAttr({n, c, oh * kh, ow * kw}),
+                                 rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+  if (g == 1 && n > 1) {
+    Value cols = reshape(rewriter, loc, x, {n, c, oh, kh, ow, kw});
+    cols = permute(rewriter, loc, cols, {1, 3, 5, 0, 2, 4}); // [C, kh, kw, N, OH, OW]
+    cols = reshape(rewriter, loc, cols, {k, n * l});
+    Value weight = reshape(rewriter, loc, op.getWeight(), {f, k});
+    Value out = rewriter.create<MatmulOp>(loc, weight, cols);
+    out = reshape(rewriter, loc, out, {f, n, oh, ow});
+    return permute(rewriter, loc, out, {1, 0, 2, 3});
+  }
+  Value cols = reshape(rewriter, loc, x, {n, g, cg, oh, kh, ow, kw});
+  cols = permute(rewriter, loc, cols, {0, 1, 2, 4, 6, 3, 5}); // [N, G, Cg, kh, kw, OH, OW]
+  cols = reshape(rewriter, loc, cols, {n, g, k, l});
+  Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
+  Value out = rewriter.create<MatmulOp>(loc, weight, cols);
+  return reshape(rewriter, loc, out, op.getType().getShape());
+}
+
 /// conv2d = im2col + GEMM:
 ///   cols[n, g, (c, kh, kw), (oh, ow)] = padded[n, g*Cg + c, oh*s + kh*d, ow*s + kw*d]
 ///   out[n, g, f, l] = sum_k weight[g, f, k] * cols[n, g, k, l]
@@ -156,6 +201,10 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       w.out[i] = type.getDimSize(2 + i);
     }
     int64_t l = w.out[0] * w.out[1];
+    if (isPatchify(w)) {
+      rewriter.replaceOp(op, patchifyConv(rewriter, loc, op, w, n, c, f, g));
+      return success();
+    }
     if (g == 1 && n > 1) {
       rewriter.replaceOp(op, channelMajorConv(rewriter, loc, op, w, n, c, f));
       return success();

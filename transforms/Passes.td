@@ -42,6 +42,12 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
       `[C, N, H, W]` so the columns are `[C * KH * KW, N * OH * OW]` and the
       whole batch is one GEMM with the `[F, C * KH * KW]` weight (no weight
       broadcast per image); the `[F, N, OH, OW]` product is permuted back.
+      Windows that tile the input (stride == kernel, dilation 1, no
+      padding: a ViT patch embedding) take no slices: the input (cut to
+      `OH * KH` x `OW * KW`) is reshaped to `[N, G, C/G, OH, KH, OW, KW]` and
+      permuted into the same columns (or `[C, KH, KW, N, OH, OW]` for the
+      one-GEMM batch layout); a 16x16 patch conv is then 3 ops instead of 256
+      slices + a concat, whose bufferization analysis took minutes.
     - `max_pool2d(x)`: `kiln.maximum` over the taps of the input padded with
       -inf; `avg_pool2d(x)`: `kiln.add` over the taps of the zero-padded
       input (in f32 for f16/bf16), divided by a constant `[OH, OW]` divisor

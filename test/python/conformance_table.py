@@ -302,7 +302,9 @@ for name, fns, samples, dts in [
         ("conv2d", [module(nn.Conv2d, 3, 4, 3), module(nn.Conv2d, 3, 6, (3, 2), stride=2, padding=1, groups=3),
                     module(nn.Conv2d, 3, 2, 3, padding="same", dilation=2, bias=False),
                     module(nn.Conv2d, 3, 4, 1), module(nn.Conv2d, 3, 4, 3, padding=1, padding_mode="reflect"),
-                    lambda x: F.conv2d(x, torch.ones(2, 3, 2, 2, dtype=x.dtype), stride=(1, 2), padding="valid")],
+                    lambda x: F.conv2d(x, torch.ones(2, 3, 2, 2, dtype=x.dtype), stride=(1, 2), padding="valid"),
+                    # stride == kernel (patch embedding: reshape + permute columns), grouped
+                    module(nn.Conv2d, 3, 4, 4, stride=4), module(nn.Conv2d, 3, 6, (2, 3), stride=(2, 3), groups=3)],
          IMG, (F32,)),
         ("conv1d", [module(nn.Conv1d, 3, 5, 3, padding=1), module(nn.Conv1d, 3, 3, 2, groups=3, stride=2),
                     lambda x: F.conv1d(x, torch.ones(2, 3, 4), padding="same")], SEQ, (F32,)),

@@ -48,6 +48,59 @@ func.func @conv2d_groups_1x1(%x: tensor<2x4x5x5xf32>, %w: tensor<6x2x1x1xf32>) -
 
 // -----
 
+// Tests that windows tiling the input (stride == kernel, no padding: a ViT
+// patch embedding) take their columns by one reshape + permute of the
+// input, not one slice per tap: [N, G, Cg, OH, kh, OW, kw] permuted to
+// [N, G, Cg, kh, kw, OH, OW] is [N, G, Cg*kh*kw, OH*OW].
+// CHECK-LABEL: func.func @conv2d_patchify
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x8x8xf32>, %[[W:.*]]: tensor<5x3x4x4xf32>)
+// CHECK-NOT: kiln.slice
+// CHECK-NOT: kiln.concat
+// CHECK: %[[V:.*]] = kiln.reshape %[[X]] : tensor<1x3x8x8xf32> -> tensor<1x1x3x2x4x2x4xf32>
+// CHECK: %[[P:.*]] = kiln.permute %[[V]] {dims = array<i64: 0, 1, 2, 4, 6, 3, 5>} {{.*}} -> tensor<1x1x3x4x4x2x2xf32>
+// CHECK: %[[C:.*]] = kiln.reshape %[[P]] {{.*}} -> tensor<1x1x48x4xf32>
+// CHECK: %[[WM:.*]] = kiln.reshape %[[W]] : tensor<5x3x4x4xf32> -> tensor<1x5x48xf32>
+// CHECK: kiln.matmul %[[WM]], %[[C]]
+// CHECK-NOT: kiln.conv2d
+func.func @conv2d_patchify(%x: tensor<1x3x8x8xf32>, %w: tensor<5x3x4x4xf32>) -> tensor<1x5x2x2xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 4, 4>} : tensor<1x3x8x8xf32>, tensor<5x3x4x4xf32> -> tensor<1x5x2x2xf32>
+  return %0 : tensor<1x5x2x2xf32>
+}
+
+// -----
+
+// Tests that a tiling convolution of a batch cuts the rows/columns no window
+// reaches (10 -> 8, as torch floors) and uses the channel-major one-GEMM
+// layout [C*kh*kw, N*OH*OW].
+// CHECK-LABEL: func.func @conv2d_patchify_batch_floor
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x10x9xf32>, %[[W:.*]]: tensor<5x3x4x4xf32>)
+// CHECK: %[[S:.*]] = kiln.slice %[[X]] {end = array<i64: 2, 3, 8, 8>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>}
+// CHECK-NOT: kiln.slice
+// CHECK: %[[V:.*]] = kiln.reshape %[[S]] : tensor<2x3x8x8xf32> -> tensor<2x3x2x4x2x4xf32>
+// CHECK: kiln.permute %[[V]] {dims = array<i64: 1, 3, 5, 0, 2, 4>} {{.*}} -> tensor<3x4x4x2x2x2xf32>
+// CHECK: %[[C:.*]] = kiln.reshape %{{.*}} -> tensor<48x8xf32>
+// CHECK: %[[WM:.*]] = kiln.reshape %[[W]] : tensor<5x3x4x4xf32> -> tensor<5x48xf32>
+// CHECK: kiln.matmul %[[WM]], %[[C]]
+// CHECK: kiln.permute %{{.*}} {dims = array<i64: 1, 0, 2, 3>}
+func.func @conv2d_patchify_batch_floor(%x: tensor<2x3x10x9xf32>, %w: tensor<5x3x4x4xf32>) -> tensor<2x5x2x2xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 4, 4>} : tensor<2x3x10x9xf32>, tensor<5x3x4x4xf32> -> tensor<2x5x2x2xf32>
+  return %0 : tensor<2x5x2x2xf32>
+}
+
+// -----
+
+// Tests that stride == kernel with padding is not taken as tiling
+// (negative case of the patchify path: the general slices).
+// CHECK-LABEL: func.func @negative_conv2d_patchify_padded
+// CHECK: kiln.concat
+// CHECK-COUNT-4: kiln.slice
+func.func @negative_conv2d_patchify_padded(%x: tensor<1x3x6x6xf32>, %w: tensor<5x3x2x2xf32>) -> tensor<1x5x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x6x6xf32>, tensor<5x3x2x2xf32> -> tensor<1x5x4x4xf32>
+  return %0 : tensor<1x5x4x4xf32>
+}
+
+// -----
+
 // Tests that an ungrouped convolution of a batch (N > 1) is one GEMM over
 // all images: the input is permuted to [C, N, H, W], the 9 taps of the padded
 // input concatenate into channel-major columns [C*9, N*OH*OW], the weight
