@@ -147,6 +147,21 @@ void snapshotTensors(const VarP &v, std::vector<std::pair<VarP, mlir::Value>> &o
       snapshotTensors(item, out, depth + 1);
 }
 
+/// True when a tensor in `v` is batched by an enclosing torch.vmap: torch
+/// would see its batch dims as ordinary dims (a reduction would reduce
+/// them too), so such a call never falls back.
+bool holdsVmapBatched(const VarP &v, int depth = 0) {
+  if (!v || depth > 4)
+    return false;
+  if (v->isTensor())
+    return v->vmapLevels > 0;
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    for (const VarP &item : v->items)
+      if (holdsVmapBatched(item, depth + 1))
+        return true;
+  return false;
+}
+
 } // namespace
 
 bool Interpreter::isTorchOpFunction(PyObject *fn) {
@@ -168,6 +183,12 @@ bool Interpreter::isTorchOpFunction(PyObject *fn) {
 VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs,
                                 const Unsupported *original) {
+  for (const VarP &a : args)
+    if (holdsVmapBatched(a))
+      return nullptr;
+  for (auto &[k, v] : kwargs)
+    if (holdsVmapBatched(v))
+      return nullptr;
   PyRef callable;
   std::string name;
   if (!method.empty()) {
