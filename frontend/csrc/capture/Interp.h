@@ -93,6 +93,13 @@ void dictSet(const VarP &d, PyObject *key, VarP value);
 /// item); throws Unsupported for a missing key without a default.
 VarP dictPop(const VarP &d, const std::vector<VarP> &args,
              const std::map<std::string, VarP> &kwargs);
+/// A tuple/list Var whose items are all constants (recursively) as a Python
+/// tuple/list; null otherwise (Bytecode.cpp).
+PyRef seqAsConst(const VarP &v, int depth = 0);
+/// Evaluates a Python binary operator on two constants (Bytecode.cpp).
+PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
+/// Pure builtins that may be evaluated on constants at capture time.
+bool isPureBuiltin(const std::string &name);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).
