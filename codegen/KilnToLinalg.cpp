@@ -24,6 +24,8 @@ namespace {
 
 struct ConvertKilnToLinalgPass
     : impl::ConvertKilnToLinalgPassBase<ConvertKilnToLinalgPass> {
+  using ConvertKilnToLinalgPassBase::ConvertKilnToLinalgPassBase;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
@@ -45,7 +47,7 @@ struct ConvertKilnToLinalgPass
 
     RewritePatternSet patterns(ctx);
     populateElementwiseToLinalgPatterns(patterns);
-    populateMatmulToLinalgPatterns(patterns);
+    populateMatmulToLinalgPatterns(patterns, sharedLhsGemm);
     populateReductionToLinalgPatterns(patterns);
     populateShapeOpsToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(func, target, std::move(patterns))))

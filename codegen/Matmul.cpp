@@ -8,7 +8,11 @@
 // (rank 2, or only size-1 batch dims), the left operand's batch dims are
 // collapsed into M so the whole product is one 2-D GEMM; otherwise both
 // operands are broadcast to the common batch shape, the batch dims are
-// collapsed into one and a batch matmul is used. f16/bf16 products
+// collapsed into one and a batch matmul is used; with the CPU's
+// `shared-lhs-gemm`, an f32/f64 left operand without a real batch is not
+// broadcast (copied) but read by a contraction generic that
+// kiln-linalg-to-blas turns into a batched GEMM with batch stride 0 (a 1x1
+// convolution's weight times a batch of images). f16/bf16 products
 // accumulate in f32 and are rounded once at the end, as torch does.
 //===----------------------------------------------------------------------===//
 #include "codegen/Patterns.h"
@@ -159,8 +163,51 @@ Value lowerAsBatchGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tr
   return expandTo(b, loc, c, resultType, sizes);
 }
 
+/// The maps of C[b, m, n] += A[m, k] * B[b, k, n] over loops (b, m, n, k).
+SmallVector<AffineMap> sharedLhsMaps(MLIRContext *ctx) {
+  AffineExpr b, m, n, k;
+  bindDims(ctx, b, m, n, k);
+  return {AffineMap::get(4, 0, {m, k}, ctx), AffineMap::get(4, 0, {b, k, n}, ctx),
+          AffineMap::get(4, 0, {b, m, n}, ctx)};
+}
+
+/// A left operand with no real batch times a batched right operand, without
+/// broadcasting (copying) the left one per batch element: a contraction
+/// generic C[b, m, n] += A[m, k] * B[b, k, n] (f32/f64 only, where the CPU
+/// calls BLAS for it with batch stride 0; see isSharedLhsBatchMatmul).
+Value lowerAsSharedLhsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                           RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
+  ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
+  Value x = dropUnitBatch(b, loc, lhs);
+  // The left batch is all ones: the result's batch has the right one's elements.
+  Value y = collapseLeading(b, loc, rhs, 2);
+  auto cType = RankedTensorType::get({ShapedType::getNumElements(batch),
+                                      resultType.getDimSize(resultType.getRank() - 2),
+                                      resultType.getShape().back()},
+                                     resultType.getElementType());
+  Value init = zeroInit(b, loc, cType,
+                        {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2],
+                         sizes.back()});
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Value c = b.create<linalg::GenericOp>(
+                 loc, cType, ValueRange{x, y}, ValueRange{init},
+                 sharedLhsMaps(b.getContext()), iterators,
+                 [](OpBuilder &nb, Location l, ValueRange args) {
+                   Value prod = nb.create<arith::MulFOp>(l, args[0], args[1]);
+                   nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, args[2], prod)});
+                 })
+                .getResult(0);
+  return expandTo(b, loc, c, resultType, sizes);
+}
+
 struct MatmulLowering : OpConversionPattern<MatmulOp> {
-  using OpConversionPattern::OpConversionPattern;
+  MatmulLowering(MLIRContext *ctx, bool sharedLhs)
+      : OpConversionPattern(ctx), sharedLhs(sharedLhs) {}
+
+  /// Whether a batch-broadcast left operand is read in place (see
+  /// lowerAsSharedLhsGemm).
+  bool sharedLhs;
 
   LogicalResult
   matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
@@ -191,9 +238,15 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     sizes.push_back(tensor::getMixedSize(
         rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
 
-    Value result = ShapedType::getNumElements(rhsBatch) == 1
-        ? lowerAsGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes)
-        : lowerAsBatchGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);
+    Type elem = resultType.getElementType();
+    Value result;
+    if (ShapedType::getNumElements(rhsBatch) == 1)
+      result = lowerAsGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);
+    else if (sharedLhs && !transB && (elem.isF32() || elem.isF64()) &&
+             ShapedType::getNumElements(lhsType.getShape().drop_back(2)) == 1)
+      result = lowerAsSharedLhsGemm(rewriter, loc, lhs, rhs, resultType, sizes);
+    else
+      result = lowerAsBatchGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -201,8 +254,29 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
 
 } // namespace
 
-void populateMatmulToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatmulLowering>(patterns.getContext());
+void populateMatmulToLinalgPatterns(RewritePatternSet &patterns, bool sharedLhs) {
+  patterns.add<MatmulLowering>(patterns.getContext(), sharedLhs);
+}
+
+bool isSharedLhsBatchMatmul(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != 4 || generic.getNumReductionLoops() != 1 ||
+      generic.getIteratorTypesArray().back() != utils::IteratorType::reduction ||
+      generic.getIndexingMapsArray() != sharedLhsMaps(op->getContext()))
+    return false;
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(body.front());
+  auto add = dyn_cast<arith::AddFOp>(*std::next(body.begin()));
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!mul || !add || !yield || yield.getValues().size() != 1 || yield.getValues()[0] != add)
+    return false;
+  Value a = body.getArgument(0), bArg = body.getArgument(1), c = body.getArgument(2);
+  bool mulAB = (mul.getLhs() == a && mul.getRhs() == bArg) || (mul.getLhs() == bArg && mul.getRhs() == a);
+  bool addCM = (add.getLhs() == c && add.getRhs() == mul) || (add.getLhs() == mul && add.getRhs() == c);
+  return mulAB && addCM;
 }
 
 } // namespace mlir::kiln

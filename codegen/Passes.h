@@ -34,8 +34,11 @@ namespace mlir::kiln {
 /// backends: kiln → linalg on tensors, then elementwise fusion (each nested
 /// on func.func, with canonicalize + CSE after both).
 /// `transcendentalCost`: the fusion pass's `transcendental-cost` option (the
-/// CPU pipeline passes 8).
-void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost = 1);
+/// CPU pipeline passes 8). `sharedLhsGemm`: kiln-convert-to-linalg's
+/// `shared-lhs-gemm` option (the CPU pipeline sets it: its BLAS calls read a
+/// broadcast left operand with batch stride 0).
+void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost = 1,
+                              bool sharedLhsGemm = false);
 
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
 /// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.

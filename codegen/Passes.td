@@ -24,7 +24,18 @@ def ConvertKilnToLinalgPass : Pass<"kiln-convert-to-linalg", "func::FuncOp"> {
     `linalg.batch_matmul`, or the `_transpose_b` variants when the right
     operand is a `kiln.permute` of the last two dims (no copy is made).
     An op that cannot be lowered is reported with its location.
+
+    With `shared-lhs-gemm` (the CPU pipeline sets it), an f32/f64 product
+    whose left operand has no real batch but whose right one has (a 1x1
+    convolution's weight times a batch of images) becomes a
+    `linalg.generic` contraction reading the left operand once per batch
+    element instead of a `linalg.batch_matmul` of a broadcast copy of it;
+    `kiln-linalg-to-blas` calls the batched GEMM with batch stride 0 for it.
   }];
+  let options = [
+    Option<"sharedLhsGemm", "shared-lhs-gemm", "bool", /*default=*/"false",
+           "Lower a batch-broadcast left matmul operand without copying it">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"];

@@ -39,8 +39,14 @@ Value buildScalarConstant(OpBuilder &b, Location loc, Type type, double value);
 
 /// Constant, cast, unary, binary, comparison and select lowerings.
 void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
-/// kiln.matmul → linalg.(batch_)matmul(_transpose_b).
-void populateMatmulToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.matmul → linalg.(batch_)matmul(_transpose_b); with `sharedLhs`, a
+/// left operand broadcast over the right one's batch is not copied (a
+/// linalg.generic contraction, see isSharedLhsBatchMatmul).
+void populateMatmulToLinalgPatterns(RewritePatternSet &patterns, bool sharedLhs = false);
+
+/// Whether `op` is the contraction the shared-lhs lowering makes:
+/// C[b, m, n] += A[m, k] * B[b, k, n] (maps, iterators and a mulf/addf body).
+bool isSharedLhsBatchMatmul(Operation *op);
 /// kiln.sum / mean / max → reducing linalg.generic.
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.permute / reshape / broadcast_to / slice / concat / embedding →

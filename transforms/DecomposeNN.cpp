@@ -25,6 +25,7 @@
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace mlir::kiln {
 namespace {
@@ -177,6 +178,71 @@ Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const W
   return reshape(rewriter, loc, out, op.getType().getShape());
 }
 
+/// Depthwise conv2d (groups == C, F = C * m: m outputs per input channel)
+/// as a weighted sum of the taps, the way avg_pool2d sums them:
+///   out[n, c*m + q, oh, ow] = sum_{i,j} tap_ij[n, c, oh, ow] * weight[c*m + q, 0, i, j]
+/// with the weight of tap (i, j) a [C, 1, 1] (m == 1) or [C, m, 1, 1]
+/// slice broadcast over the tap. Every op is elementwise, so the fusion makes
+/// one loop nest reading strided views of the padded input: no im2col
+/// columns, no GEMM (a per-channel GEMM would be [m, kh*kw] x [kh*kw, OH*OW]).
+/// 16-bit floats accumulate in f32 and are rounded once.
+Value depthwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
+                    int64_t n, int64_t c, int64_t f) {
+  auto in = typeOf(op.getInput());
+  Type elt = in.getElementType();
+  Type compute = elt.getIntOrFloatBitWidth() < 32 ? rewriter.getF32Type() : elt;
+  int64_t m = f / c, kh = w.kernel[0], kw = w.kernel[1];
+  Value x = op.getInput(), weight = reshape(rewriter, loc, op.getWeight(), {c, m, kh, kw});
+  if (compute != elt) {
+    x = rewriter.create<CastOp>(loc, in.clone(compute), x);
+    weight = rewriter.create<CastOp>(loc, typeOf(weight).clone(compute), weight);
+  }
+  Value padded = padForWindow(rewriter, loc, x, w, 0.0);
+  Value sum;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      Value t = tap(rewriter, loc, padded, w, i, j);
+      Value wt = rewriter.create<SliceOp>(loc, weight, rewriter.getDenseI64ArrayAttr({0, 0, i, j}),
+                                          rewriter.getDenseI64ArrayAttr({c, m, i + 1, j + 1}),
+                                          rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+      if (m == 1) {
+        wt = reshape(rewriter, loc, wt, {c, 1, 1});
+      } else {
+        t = reshape(rewriter, loc, t, {n, c, 1, w.out[0], w.out[1]});
+      }
+      Value prod = rewriter.create<MulOp>(loc, t, wt);
+      sum = sum ? rewriter.create<AddOp>(loc, sum, prod).getResult() : prod;
+    }
+  sum = reshape(rewriter, loc, sum, {n, f, w.out[0], w.out[1]});
+  if (compute != elt)
+    sum = rewriter.create<CastOp>(loc, op.getType(), sum);
+  return sum;
+}
+
+/// Whether every window is one pixel: a 1x1 kernel, no padding, one group
+/// (any stride; dilation does not matter for one tap).
+bool isPointwise(const Window &w, int64_t g) {
+  return g == 1 && w.kernel[0] == 1 && w.kernel[1] == 1 && !w.padLow[0] && !w.padLow[1] &&
+         !w.padHigh[0] && !w.padHigh[1];
+}
+
+/// 1x1 conv2d as one matmul on the NCHW layout: the [F, C] weight times the
+/// input viewed as [N, C, H*W] gives [N, F, H*W], which is NCHW already: no
+/// permutes, no im2col (a strided 1x1 conv first takes its one tap, the
+/// only copy). The weight is a broadcast batch operand; on CPU the batched
+/// GEMM reads it with batch stride 0 (kiln-linalg-to-blas), one image at a
+/// time.
+Value pointwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
+                    int64_t n, int64_t c, int64_t f) {
+  Value x = op.getInput();
+  if (w.stride[0] != 1 || w.stride[1] != 1)
+    x = tap(rewriter, loc, x, w, 0, 0);
+  x = reshape(rewriter, loc, x, {n, c, w.out[0] * w.out[1]});
+  Value weight = reshape(rewriter, loc, op.getWeight(), {f, c});
+  Value out = rewriter.create<MatmulOp>(loc, weight, x);
+  return reshape(rewriter, loc, out, op.getType().getShape());
+}
+
 /// conv2d = im2col + GEMM:
 ///   cols[n, g, (c, kh, kw), (oh, ow)] = padded[n, g*Cg + c, oh*s + kh*d, ow*s + kw*d]
 ///   out[n, g, f, l] = sum_k weight[g, f, k] * cols[n, g, k, l]
@@ -201,11 +267,19 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       w.out[i] = type.getDimSize(2 + i);
     }
     int64_t l = w.out[0] * w.out[1];
+    if (g == c && g > 1) {
+      rewriter.replaceOp(op, depthwiseConv(rewriter, loc, op, w, n, c, f));
+      return success();
+    }
+    if (isPointwise(w, g)) {
+      rewriter.replaceOp(op, pointwiseConv(rewriter, loc, op, w, n, c, f));
+      return success();
+    }
     if (isPatchify(w)) {
       rewriter.replaceOp(op, patchifyConv(rewriter, loc, op, w, n, c, f, g));
       return success();
     }
-    if (g == 1 && n > 1) {
+    if (g == 1 && n > 1 && !std::getenv("KILN_TMP_CONV_PER_IMAGE")) { // TMP measurement switch
       rewriter.replaceOp(op, channelMajorConv(rewriter, loc, op, w, n, c, f));
       return success();
     }

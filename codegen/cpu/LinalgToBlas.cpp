@@ -2,7 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // After bufferization, replaces `linalg.matmul`, `linalg.matmul_transpose_b`,
-// `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on f32/f64
+// `linalg.batch_matmul`, `linalg.batch_matmul_transpose_b` and the
+// shared-left-operand contraction generic of codegen/Matmul.cpp
+// (C[b] = A x B[b]: A is passed as a batch view with stride 0) on f32/f64
 // memrefs whose innermost dims are contiguous with calls to
 // `kiln_blas_{s,d}gemm[_batched](A, B, C, transB, beta)`, declared with
 // `llvm.emit_c_interface` so they lower to `_mlir_ciface_kiln_blas_*`,
@@ -12,6 +14,7 @@
 // beta = 0. Other element types and layouts are left alone.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/Patterns.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
@@ -73,12 +76,27 @@ func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem,
   return f;
 }
 
+/// The 2-D memref `a` ([M, K]) as a [batch, M, K] view with batch stride 0
+/// (every batch element reads the same matrix; no copy).
+Value broadcastView(OpBuilder &builder, Location loc, Value a, int64_t batch) {
+  auto meta = builder.create<memref::ExtractStridedMetadataOp>(loc, a);
+  SmallVector<OpFoldResult> sizes = {builder.getIndexAttr(batch), meta.getSizes()[0],
+                                     meta.getSizes()[1]};
+  SmallVector<OpFoldResult> strides = {builder.getIndexAttr(0), meta.getStrides()[0],
+                                       meta.getStrides()[1]};
+  auto type = getDynamicStridedMemRefType(3, cast<MemRefType>(a.getType()).getElementType());
+  return builder.create<memref::ReinterpretCastOp>(loc, type, meta.getBaseBuffer(),
+                                                   OpFoldResult(meta.getOffset()), sizes,
+                                                   strides);
+}
+
 /// Replaces `op` with a shim call; returns false when it does not qualify.
 bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   if (!op.hasPureBufferSemantics())
     return false;
   Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
   Value c = op.getDpsInits()[0];
+  bool sharedLhs = isSharedLhsBatchMatmul(op);
   auto cType = cast<MemRefType>(c.getType());
   Type elem = cType.getElementType();
   if (!elem.isF32() && !elem.isF64())
@@ -88,7 +106,7 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
     if (t.getElementType() != elem || !innermostContiguous(t))
       return false;
   }
-  bool batched = isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
+  bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
   bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
   std::string name = std::string("kiln_blas_") + (elem.isF32() ? "s" : "d") +
                      "gemm" + (batched ? "_batched" : "");
@@ -104,8 +122,10 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   }
   MemRefType dynType = getDynamicStridedMemRefType(rank, elem);
   SmallVector<Value> args;
+  if (sharedLhs)
+    a = broadcastView(builder, loc, a, cast<MemRefType>(c.getType()).getDimSize(0));
   for (Value v : {a, b, c})
-    args.push_back(builder.create<memref::CastOp>(loc, dynType, v));
+    args.push_back(v.getType() == dynType ? v : builder.create<memref::CastOp>(loc, dynType, v));
   args.push_back(builder.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32));
   args.push_back(builder.create<arith::ConstantOp>(
       loc, builder.getFloatAttr(elem, beta)));
@@ -120,7 +140,8 @@ struct LinalgToBlasPass : impl::LinalgToBlasPassBase<LinalgToBlasPass> {
     SmallVector<linalg::LinalgOp> candidates;
     module.walk([&](linalg::LinalgOp op) {
       if (isa<linalg::MatmulOp, linalg::MatmulTransposeBOp, linalg::BatchMatmulOp,
-              linalg::BatchMatmulTransposeBOp>(op))
+              linalg::BatchMatmulTransposeBOp>(op) ||
+          isSharedLhsBatchMatmul(op))
         candidates.push_back(op);
     });
     for (linalg::LinalgOp op : candidates)

@@ -21,9 +21,14 @@
 
 namespace mlir::kiln {
 
-void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost) {
+void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost,
+                              bool sharedLhsGemm) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
-  fn.addPass(createConvertKilnToLinalgPass());
+  std::unique_ptr<Pass> toLinalg = createConvertKilnToLinalgPass();
+  if (sharedLhsGemm)
+    (void)toLinalg->initializeOptions("shared-lhs-gemm=true",
+                                      [](const Twine &) { return failure(); });
+  fn.addPass(std::move(toLinalg));
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
   // Set textually so that printed pipelines (debug reproducers) show it.
@@ -38,7 +43,7 @@ void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost) {
 
 void buildCpuLoweringPipeline(OpPassManager &pm) {
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
-  buildFusedLinalgPipeline(pm, /*transcendentalCost=*/8);
+  buildFusedLinalgPipeline(pm, /*transcendentalCost=*/8, /*sharedLhsGemm=*/true);
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

@@ -125,16 +125,108 @@ func.func @conv2d_batch_one_gemm(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32
 
 // -----
 
-// Tests that a batched, ungrouped 1x1 convolution takes its one tap without
-// padding or concat: a [C, N*H*W] view of the permuted input times [F, C].
+// Tests that a batched, ungrouped 1x1 convolution is one matmul on the NCHW
+// layout: the [F, C] weight times the input viewed as [N, C, H*W] gives
+// [N, F, H*W] (no permute, no slice, no concat).
 // CHECK-LABEL: func.func @conv2d_batch_1x1
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x5x5xf32>, %[[W:.*]]: tensor<6x4x1x1xf32>)
+// CHECK-NOT: kiln.permute
 // CHECK-NOT: kiln.concat
-// CHECK: kiln.permute %{{.*}} {dims = array<i64: 1, 0, 2, 3>} : tensor<2x4x5x5xf32> -> tensor<4x2x5x5xf32>
-// CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<6x4xf32>, tensor<4x50xf32>
-// CHECK: kiln.permute %{{.*}} {dims = array<i64: 1, 0, 2, 3>} : tensor<6x2x5x5xf32> -> tensor<2x6x5x5xf32>
+// CHECK-NOT: kiln.slice
+// CHECK: %[[X3:.*]] = kiln.reshape %[[X]] : tensor<2x4x5x5xf32> -> tensor<2x4x25xf32>
+// CHECK: %[[W2:.*]] = kiln.reshape %[[W]] : tensor<6x4x1x1xf32> -> tensor<6x4xf32>
+// CHECK: %[[MM:.*]] = kiln.matmul %[[W2]], %[[X3]] : tensor<6x4xf32>, tensor<2x4x25xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[MM]] : tensor<2x6x25xf32> -> tensor<2x6x5x5xf32>
+// CHECK: return %[[R]]
 func.func @conv2d_batch_1x1(%x: tensor<2x4x5x5xf32>, %w: tensor<6x4x1x1xf32>) -> tensor<2x6x5x5xf32> {
   %0 = kiln.conv2d %x, %w : tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32> -> tensor<2x6x5x5xf32>
   return %0 : tensor<2x6x5x5xf32>
+}
+
+// -----
+
+// Tests that a strided 1x1 convolution takes its one tap (a strided slice,
+// no padding) and multiplies it as above.
+// CHECK-LABEL: func.func @conv2d_1x1_stride2
+// CHECK-NOT: kiln.permute
+// CHECK-NOT: kiln.concat
+// CHECK: %[[T:.*]] = kiln.slice %{{.*}} {end = array<i64: 8, 4, 7, 7>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>}
+// CHECK: %[[T3:.*]] = kiln.reshape %[[T]] : tensor<8x4x4x4xf32> -> tensor<8x4x16xf32>
+// CHECK: kiln.matmul %{{.*}}, %[[T3]] : tensor<6x4xf32>, tensor<8x4x16xf32>
+func.func @conv2d_1x1_stride2(%x: tensor<8x4x8x8xf32>, %w: tensor<6x4x1x1xf32>) -> tensor<8x6x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>} : tensor<8x4x8x8xf32>, tensor<6x4x1x1xf32> -> tensor<8x6x4x4xf32>
+  return %0 : tensor<8x6x4x4xf32>
+}
+
+// -----
+
+// Tests that a padded 1x1 convolution is not "pointwise" (the padding ring
+// is read): it keeps the im2col path (negative case).
+// CHECK-LABEL: func.func @negative_conv2d_1x1_padded
+// CHECK: kiln.concat
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<1x6x4xf32>, tensor<1x1x4x49xf32>
+func.func @negative_conv2d_1x1_padded(%x: tensor<1x4x5x5xf32>, %w: tensor<6x4x1x1xf32>) -> tensor<1x6x7x7xf32> {
+  %0 = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x4x5x5xf32>, tensor<6x4x1x1xf32> -> tensor<1x6x7x7xf32>
+  return %0 : tensor<1x6x7x7xf32>
+}
+
+// -----
+
+// Tests that a depthwise convolution (groups == C) is a weighted sum of the
+// taps: 9 strided slices of the padded input, each multiplied by the
+// weight's [C, 1, 1] column of that tap, and added up; no im2col concat, no
+// matmul.
+// CHECK-LABEL: func.func @conv2d_depthwise
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8x8xf32>, %[[W:.*]]: tensor<4x1x3x3xf32>)
+// CHECK-NOT: kiln.matmul
+// CHECK: %[[PH:.*]] = kiln.concat %{{.*}}, %[[X]], %{{.*}} {dim = 2 : i64}
+// CHECK: %[[P:.*]] = kiln.concat %{{.*}}, %[[PH]], %{{.*}} {dim = 3 : i64} {{.*}} -> tensor<2x4x10x10xf32>
+// CHECK: %[[T0:.*]] = kiln.slice %[[P]] {end = array<i64: 2, 4, 7, 7>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>}
+// CHECK: %[[W0:.*]] = kiln.slice %[[W]] {end = array<i64: 4, 1, 1, 1>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>}
+// CHECK: %[[W0R:.*]] = kiln.reshape %[[W0]] : tensor<4x1x1x1xf32> -> tensor<4x1x1xf32>
+// CHECK: %[[M0:.*]] = kiln.mul %[[T0]], %[[W0R]] : tensor<2x4x4x4xf32>, tensor<4x1x1xf32>
+// CHECK: %[[T1:.*]] = kiln.slice %[[P]] {end = array<i64: 2, 4, 7, 8>, start = array<i64: 0, 0, 0, 1>, step = array<i64: 1, 1, 2, 2>}
+// CHECK: %[[M1:.*]] = kiln.mul %[[T1]]
+// CHECK: %[[S1:.*]] = kiln.add %[[M0]], %[[M1]]
+// CHECK-COUNT-7: kiln.add
+// CHECK-NOT: kiln.concat
+// CHECK-NOT: kiln.matmul
+// CHECK: return
+func.func @conv2d_depthwise(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<2x4x4x4xf32> {
+  %0 = kiln.conv2d %x, %w {groups = 4 : i64, stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x4x4xf32>
+  return %0 : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Tests that a depthwise convolution with a channel multiplier (F = 2C)
+// multiplies each tap, given a unit dim ([N, C, 1, OH, OW]), by the [C, 2, 1, 1]
+// weights of that tap, and views the [N, C, 2, OH, OW] sum as [N, 2C, OH, OW].
+// CHECK-LABEL: func.func @conv2d_depthwise_multiplier
+// CHECK-NOT: kiln.matmul
+// CHECK: kiln.reshape %{{.*}} : tensor<8x1x3x3xf32> -> tensor<4x2x3x3xf32>
+// CHECK: kiln.reshape %{{.*}} : tensor<2x4x6x6xf32> -> tensor<2x4x1x6x6xf32>
+// CHECK: kiln.mul %{{.*}}, %{{.*}} : tensor<2x4x1x6x6xf32>, tensor<4x2x1x1xf32>
+// CHECK: %[[S:.*]] = kiln.add {{.*}} : tensor<2x4x2x6x6xf32>, tensor<2x4x2x6x6xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %{{.*}} : tensor<2x4x2x6x6xf32> -> tensor<2x8x6x6xf32>
+// CHECK: return %[[R]]
+func.func @conv2d_depthwise_multiplier(%x: tensor<2x4x8x8xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<2x8x6x6xf32> {
+  %0 = kiln.conv2d %x, %w {groups = 4 : i64} : tensor<2x4x8x8xf32>, tensor<8x1x3x3xf32> -> tensor<2x8x6x6xf32>
+  return %0 : tensor<2x8x6x6xf32>
+}
+
+// -----
+
+// Tests that a bf16 depthwise convolution accumulates in f32: input and
+// weight are cast up, the sum is rounded once.
+// CHECK-LABEL: func.func @conv2d_depthwise_bf16
+// CHECK: kiln.cast %{{.*}} : tensor<1x2x5x5xbf16> -> tensor<1x2x5x5xf32>
+// CHECK: kiln.cast %{{.*}} : tensor<2x1x3x3xbf16> -> tensor<2x1x3x3xf32>
+// CHECK: kiln.mul {{.*}} : tensor<1x2x3x3xf32>, tensor<2x1x1xf32>
+// CHECK: kiln.cast %{{.*}} : tensor<1x2x3x3xf32> -> tensor<1x2x3x3xbf16>
+func.func @conv2d_depthwise_bf16(%x: tensor<1x2x5x5xbf16>, %w: tensor<2x1x3x3xbf16>) -> tensor<1x2x3x3xbf16> {
+  %0 = kiln.conv2d %x, %w {groups = 2 : i64} : tensor<1x2x5x5xbf16>, tensor<2x1x3x3xbf16> -> tensor<1x2x3x3xbf16>
+  return %0 : tensor<1x2x3x3xbf16>
 }
 
 // -----
