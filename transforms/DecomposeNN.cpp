@@ -25,7 +25,6 @@
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
-#include <cstdlib>
 
 namespace mlir::kiln {
 namespace {
@@ -106,6 +105,17 @@ Value permute(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t
   return rewriter.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
                                     rewriter.getDenseI64ArrayAttr(dims));
 }
+
+/// An ungrouped kxk conv2d of a batch runs one GEMM per image on the NCHW
+/// layout (columns [N, 1, C*kh*kw, OH*OW], the weight read at batch stride
+/// 0, the product is NCHW: no permutes) when each image has at least this
+/// many output pixels, else channelMajorConv (one GEMM, two permutes).
+/// Measured on resnet18's convs at 64x64, batch 8, one thread (docs/
+/// performance.md, 2026-12-03b): per image wins where OH*OW >= 1024 (the
+/// 7x7 stem 32x32: 4.7 ms vs 8.2 ms; 3x3 convs at 32x32 and 64x64 tie or
+/// win), channel-major where OH*OW <= 256 (a 2x2 output: 4.1 ms vs 12.1
+/// ms; an image's GEMM with a few columns runs far below BLAS's peak).
+constexpr int64_t kPerImageMinColumns = 1024;
 
 /// Ungrouped conv2d of a batch as ONE GEMM over all images (instead of a
 /// batched GEMM that would broadcast the weight to every image and read it
@@ -279,7 +289,7 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       rewriter.replaceOp(op, patchifyConv(rewriter, loc, op, w, n, c, f, g));
       return success();
     }
-    if (g == 1 && n > 1 && !std::getenv("KILN_TMP_CONV_PER_IMAGE")) { // TMP measurement switch
+    if (g == 1 && n > 1 && l < kPerImageMinColumns) {
       rewriter.replaceOp(op, channelMajorConv(rewriter, loc, op, w, n, c, f));
       return success();
     }

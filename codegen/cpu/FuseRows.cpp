@@ -15,6 +15,7 @@
 // (contractRowBuffers).
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
+#include "codegen/Patterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -72,8 +73,9 @@ RowAccess classify(linalg::LinalgOp op, OpOperand &operand, int64_t n) {
 
 /// Rows of a candidate op (its static first-loop extent), or 0.
 int64_t candidateRows(Operation *op) {
-  // Generics and fills only: a matmul per row would defeat BLAS.
-  if (!isa<linalg::GenericOp, linalg::FillOp>(op))
+  // Generics and fills only: a matmul per row would defeat BLAS (so would
+  // one batch element per call of the shared-left-operand GEMM generic).
+  if (!isa<linalg::GenericOp, linalg::FillOp>(op) || isSharedLhsBatchMatmul(op))
     return 0;
   auto generic = cast<linalg::LinalgOp>(op);
   if (!generic.hasPureBufferSemantics() || generic.hasIndexSemantics() ||

@@ -101,7 +101,8 @@ func.func @negative_conv2d_patchify_padded(%x: tensor<1x3x6x6xf32>, %w: tensor<5
 
 // -----
 
-// Tests that an ungrouped convolution of a batch (N > 1) is one GEMM over
+// Tests that an ungrouped convolution of a batch (N > 1) with small images
+// (OH*OW < 1024: per-image GEMMs would have few columns) is one GEMM over
 // all images: the input is permuted to [C, N, H, W], the 9 taps of the padded
 // input concatenate into channel-major columns [C*9, N*OH*OW], the weight
 // [F, C*9] multiplies them once (no per-image batch, no broadcast weight)
@@ -121,6 +122,29 @@ func.func @negative_conv2d_patchify_padded(%x: tensor<1x3x6x6xf32>, %w: tensor<5
 func.func @conv2d_batch_one_gemm(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32> {
   %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x4x4xf32>
   return %0 : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Tests that an ungrouped convolution of a batch whose images have at least
+// 1024 output pixels (32x32 here) runs one GEMM per image on NCHW: the taps
+// concatenate into per-image columns [N, 1, C*9, OH*OW], the weight [1, F,
+// C*9] is a broadcast operand and the product is NCHW (no permutes).
+// CHECK-LABEL: func.func @conv2d_batch_per_image
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x32x32xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
+// CHECK-NOT: kiln.permute
+// CHECK: kiln.concat %{{.*}}, %[[X]], %{{.*}} {dim = 2 : i64}
+// CHECK-COUNT-9: kiln.slice
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 2 : i64} : {{.*}} -> tensor<2x3x9x32x32xf32>
+// CHECK: %[[C4:.*]] = kiln.reshape %[[COLS]] : tensor<2x3x9x32x32xf32> -> tensor<2x1x27x1024xf32>
+// CHECK: %[[W3:.*]] = kiln.reshape %[[W]] : tensor<4x3x3x3xf32> -> tensor<1x4x27xf32>
+// CHECK: %[[MM:.*]] = kiln.matmul %[[W3]], %[[C4]] : tensor<1x4x27xf32>, tensor<2x1x27x1024xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[MM]] : tensor<2x1x4x1024xf32> -> tensor<2x4x32x32xf32>
+// CHECK-NOT: kiln.permute
+// CHECK: return %[[R]]
+func.func @conv2d_batch_per_image(%x: tensor<2x3x32x32xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x32x32xf32> {
+  %0 = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<2x3x32x32xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x32x32xf32>
+  return %0 : tensor<2x4x32x32xf32>
 }
 
 // -----
