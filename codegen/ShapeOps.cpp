@@ -199,18 +199,42 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
       total = add(total, tensor::getMixedSize(rewriter, loc, in, dim));
     sizes[dim] = total;
     Value result = buildEmpty(rewriter, loc, type, sizes);
-    OpFoldResult offset = rewriter.getIndexAttr(0);
-    for (Value in : inputs) {
-      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-      offsets[dim] = offset;
-      SmallVector<OpFoldResult> inSizes = tensor::getMixedSizes(rewriter, loc, in);
-      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-      result = rewriter.create<tensor::InsertSliceOp>(loc, in, result, offsets,
-                                                      inSizes, strides);
-      offset = add(offset, inSizes[dim]);
-    }
+    SmallVector<OpFoldResult> base(rank, rewriter.getIndexAttr(0));
+    insertPieces(rewriter, loc, op, inputs, base, result, add);
     rewriter.replaceOp(op, result);
     return success();
+  }
+
+  /// Inserts the (converted) `inputs` of `op` one after the other along its
+  /// dim into `result`, starting at `base`. An input that is itself a
+  /// concat used only here (nested concats: padding H, then W) has its own
+  /// pieces inserted in place instead, so its elements are copied once, into
+  /// the final buffer, not first into a buffer of their own.
+  template <typename AddFn>
+  void insertPieces(ConversionPatternRewriter &rewriter, Location loc, ConcatOp op,
+                    ValueRange inputs, ArrayRef<OpFoldResult> base, Value &result,
+                    AddFn &add) const {
+    int64_t dim = op.getDim(), rank = base.size();
+    SmallVector<OpFoldResult> offsets(base);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Value original = op.getInputs()[i], in = inputs[i];
+      SmallVector<OpFoldResult> inSizes = tensor::getMixedSizes(rewriter, loc, in);
+      auto inner = original.getDefiningOp<ConcatOp>();
+      SmallVector<Value> innerInputs;
+      if (inner && original.hasOneUse()) {
+        for (Value v : inner.getInputs())
+          if (Value mapped = rewriter.getRemappedValue(v))
+            innerInputs.push_back(mapped);
+      }
+      if (inner && original.hasOneUse() && innerInputs.size() == inner.getInputs().size()) {
+        insertPieces(rewriter, loc, inner, innerInputs, offsets, result, add);
+      } else {
+        SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+        result = rewriter.create<tensor::InsertSliceOp>(loc, in, result, offsets, inSizes,
+                                                        strides);
+      }
+      offsets[dim] = add(offsets[dim], inSizes[dim]);
+    }
   }
 };
 

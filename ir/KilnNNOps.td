@@ -32,14 +32,18 @@ def Kiln_Conv2dOp : Kiln_Op<"conv2d", [
     dims are static. The bias is a separate broadcasting `kiln.add`;
     `conv1d` is captured on `[N, C, 1, L]`.
 
-    `kiln-decompose` rewrites it as im2col + GEMM: the padded input's
-    `KH * KW` strided slices are concatenated into `[N, G, C/G * KH * KW,
-    OH * OW]` columns and multiplied by the weight reshaped to
-    `[G, F/G, C/G * KH * KW]` with `kiln.matmul` (a BLAS call on CPU); an
-    ungrouped batch (N > 1) is permuted to `[C, N, H, W]` first and becomes
-    one GEMM over all images (columns `[C * KH * KW, N * OH * OW]`). On a
-    1x32x28x28, 32x3x3 convolution this ran 1.5-3x faster than lowering to
-    `linalg.conv_2d_nchw_fchw` loops (MLIR runner, one thread).
+    `kiln-decompose` rewrites it by shape (transforms/DecomposeNN.cpp): a
+    depthwise convolution (`groups == C`) as a weighted sum of the padded
+    input's `KH * KW` strided slices (elementwise, one fused loop nest); a
+    1x1 unpadded ungrouped one as one `kiln.matmul` of the `[F, C]` weight
+    with the input viewed as `[N, C, OH * OW]`; otherwise as im2col + GEMM:
+    the slices are concatenated into `[N, G, C/G * KH * KW, OH * OW]`
+    columns and multiplied by the weight reshaped to `[G, F/G, C/G * KH *
+    KW]` (a BLAS call on CPU); an ungrouped batch (N > 1) of small images
+    (OH * OW < 1024) is permuted to `[C, N, H, W]` first and becomes one
+    GEMM over all images (columns `[C * KH * KW, N * OH * OW]`). On a
+    1x32x28x28, 32x3x3 convolution im2col + GEMM ran 1.5-3x faster than
+    lowering to `linalg.conv_2d_nchw_fchw` loops (MLIR runner, one thread).
 
     Example:
     ```mlir

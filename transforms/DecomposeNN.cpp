@@ -5,16 +5,25 @@
 // kiln.avg_pool2d. All three pad the input with `kiln.concat` of splat
 // constants (zero, or -inf for max pooling) and read each kernel tap as one
 // strided `kiln.slice` of the padded input, so every window position is an
-// element of a [N, C, OH, OW] slice. Convolution concatenates the taps into
-// im2col columns and multiplies them with the reshaped weight (`kiln.matmul`,
-// a BLAS GEMM on CPU); an ungrouped convolution of a batch permutes the
-// input to [C, N, H, W] first so that all images share one GEMM with the
-// [F, C*kh*kw] weight (no weight broadcast per image); windows that tile
-// the input (stride == kernel: a ViT patch embedding) skip the slices and
-// take their columns by one reshape + permute; pooling combines the taps with `kiln.maximum` or
-// `kiln.add` and a constant divisor. The patterns need static shapes (the
-// frontend only produces those); dynamic ones are left for the converter
-// to report.
+// element of a [N, C, OH, OW] slice. Convolutions, by shape, first match wins:
+// - depthwise (groups == C, F = m*C): a weighted sum of the taps, each
+//   multiplied by its [C, 1, 1] (or [C, m, 1, 1]) weight column; all
+//   elementwise, so the fusion makes one loop nest over strided views of
+//   the padded input: no im2col columns, no GEMM;
+// - 1x1, no padding, one group (any stride): one `kiln.matmul` of the
+//   [F, C] weight with the input viewed as [N, C, OH*OW] ([N, F, OH*OW] is
+//   NCHW; the CPU reads the broadcast weight at batch stride 0);
+// - windows that tile the input (stride == kernel: a ViT patch embedding):
+//   columns by one reshape + permute instead of one slice per tap;
+// - an ungrouped batch with small images (OH*OW < kPerImageMinColumns):
+//   the input is permuted to [C, N, H, W] so that all images share one GEMM
+//   with the [F, C*kh*kw] weight, and the product is permuted back;
+// - otherwise im2col + GEMM per image (and group) on NCHW: the taps
+//   concatenate into [N, G, C/G*kh*kw, OH*OW] columns times the
+//   [G, F/G, C/G*kh*kw] weight.
+// Pooling combines the taps with `kiln.maximum` or `kiln.add` and a
+// constant divisor. The patterns need static shapes (the frontend only
+// produces those); dynamic ones are left for the converter to report.
 //===----------------------------------------------------------------------===//
 #include "transforms/Transforms.h"
 
