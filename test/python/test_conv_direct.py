@@ -124,3 +124,21 @@ def test_grouped_not_depthwise_keeps_im2col(n):
     x = torch.randn(n, 8, 7, 7)
     w = torch.randn(12, 4, 3, 3)
     run(lambda x, w: F.conv2d(x, w, padding=1, groups=2), x, w)
+
+
+def test_pointwise_bf16_batch():
+    # 16-bit 1x1 convs keep the broadcast batch GEMM with f32 accumulation
+    # (the shared-weight BLAS path is f32/f64 only).
+    torch.manual_seed(0)
+    x = torch.randn(4, 8, 5, 5).to(torch.bfloat16)
+    w = torch.randn(6, 8, 1, 1).to(torch.bfloat16)
+    run(lambda x, w: F.conv2d(x, w), x, w, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("n", [1, 8])
+def test_depthwise_conv1d(n):
+    # conv1d is captured as conv2d on [N, C, 1, L]: a (1, k) depthwise kernel.
+    torch.manual_seed(0)
+    x = torch.randn(n, 6, 20)
+    w = torch.randn(12, 1, 5)
+    run(lambda x, w: F.conv1d(x, w, padding=2, stride=2, groups=6), x, w)
