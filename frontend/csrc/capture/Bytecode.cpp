@@ -400,6 +400,19 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   } else if (op == "LOAD_ATTR" || op == "LOAD_METHOD") {
     VarP obj = pop(f);
     bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && PY_MINOR_VERSION >= 12);
+    if (methodForm && obj->isConst() && PyList_CheckExact(obj->obj.get()) &&
+        mutated_.count(obj->obj.get())) {
+      // Another mutation of a list with pending ones (reading it would be
+      // refused): CPython's [function, self] form, for callListMutation.
+      std::string m = pyText(in.argval.get());
+      if (m != "append" && m != "extend" && m != "insert")
+        throw Unsupported("list." + m + " after the compiled code mutated the list");
+      f.stack.push_back(makeConst(PyRef::steal(PyObject_GetAttr(
+          reinterpret_cast<PyObject *>(&PyList_Type), in.argval.get()))));
+      f.stack.push_back(obj);
+      pc = next;
+      return false;
+    }
     VarP attr = methodForm && obj->isTensor() ? tensorMethodOrAttr(obj, in.argval.get())
                                               : loadAttr(obj, in.argval.get());
     PyObject *a = attr->isConst() ? attr->obj.get() : nullptr;
@@ -719,8 +732,16 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     return true;
   } else if (op == "LOAD_ASSERTION_ERROR" || op == "RAISE_VARARGS") {
     throw Unsupported("raise (or a failing assert) inside the compiled region");
-  } else if (op == "STORE_ATTR" || op == "STORE_GLOBAL" || op == "STORE_SUBSCR" ||
-             op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
+  } else if (op == "STORE_ATTR") { // SideEffects.cpp
+    VarP obj = pop(f), value = pop(f);
+    storeAttr(obj, in.argval.get(), value);
+  } else if (op == "STORE_GLOBAL") {
+    storeGlobal(f, in.argval.get(), pop(f));
+  } else if (op == "STORE_SUBSCR" && f.stack.size() >= 3 &&
+             f.stack[f.stack.size() - 2]->isConst()) {
+    VarP key = pop(f), c = pop(f), value = pop(f);
+    storeItem(c, key, value);
+  } else if (op == "STORE_SUBSCR" || op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
     throw Unsupported("mutation (" + op + ") of Python state is not supported yet");
   } else if (op == "DELETE_DEREF") {
     throw Unsupported("del of a closure variable is not supported yet");
@@ -810,6 +831,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }
+  if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp
+    return r;
   if (VarP ctx = constructContext(fn, args, kwargs)) // ContextManagers.cpp
     return ctx;
   if (VarP r = callVmap(fn, args, kwargs)) // Vmap.cpp

@@ -16,7 +16,9 @@ namespace {
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
-               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0) {
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0,
+               std::vector<OutputSlot> *slots = nullptr) {
+  std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
     throw Unsupported("torch.vmap: a batched value escapes its vmap");
   if (v->kind == Var::Kind::Dict) {
@@ -27,19 +29,19 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       Py_INCREF(v->keys[i].get());
       PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
     }
-    out.outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
+    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1);
+      addOutput(out, results, inputs, item, depth + 1, &outputs);
     return;
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    out.outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
+    outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
                                                         : OutputSlot::Kind::List,
                            (int)v->items.size(), {}});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1);
+      addOutput(out, results, inputs, item, depth + 1, &outputs);
     return;
   }
   if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
@@ -49,27 +51,27 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       PyRef name = PyRef::steal(PyUnicode_FromString(v->viewSteps[i].first.c_str()));
       PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v->viewSteps[i].second.get()));
     }
-    out.outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
+    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
     return;
   }
   if (v->isTensor()) {
     // A clone() of an input or of another result is returned as a copy.
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
+        outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
         return;
       }
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}, v->copied});
+        outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}, v->copied});
         return;
       }
     results.push_back(v->value);
-    out.outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
+    outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
     return;
   }
   if (v->isConst()) {
-    out.outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
+    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
     return;
   }
   throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
@@ -85,6 +87,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     return mlir::success();
   });
   Interpreter interp(ctx, frame, out);
+  int effectOffset = -1;
   try {
     out.defaultDtype = defaultDtype();
     auto def = out.defaultDtype ? dtypeFromObject(out.defaultDtype) : std::nullopt;
@@ -111,6 +114,19 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     } else {
       addOutput(out, results, inputs, result);
     }
+    // The side effects' values: tensors among them are extra graph results.
+    for (const VarP &v : interp.effectValues())
+      addOutput(out, results, inputs, v, 1, &out.effectValues);
+    if (!out.effects.empty() && out.gradMode)
+      for (const GraphInput &in : out.inputs)
+        if (in.requiresGrad) {
+          // Its backward recomputes the function eagerly (kiln._autograd),
+          // which would repeat the mutations: break at the first one.
+          effectOffset = out.effects.front().rootOffset;
+          throw Unsupported("mutation (" + out.effects.front().what +
+                            ") of Python state in a graph that needs gradients is not "
+                            "supported yet");
+        }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
@@ -134,7 +150,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       throw Unsupported("cannot split the graph at its fallback calls: " + partitionError);
   } catch (const Unsupported &e) {
     failure.reason = e.what();
-    failure.rootOffset = interp.rootOffset();
+    failure.rootOffset = effectOffset >= 0 ? effectOffset : interp.rootOffset();
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
     if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))

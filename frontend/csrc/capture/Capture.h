@@ -107,6 +107,18 @@ struct CaptureStep {
   std::vector<GraphOutput> results;          ///< segment: per result
 };
 
+/// A mutation of Python state that existed before the frame (an attribute,
+/// a global, a dict/list item, list.append ...), recorded during capture
+/// and replayed in order after the graph runs (SideEffects.cpp).
+struct SideEffect {
+  enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert };
+  Kind kind;
+  int target = -1; ///< source of the mutated object (resolved per call)
+  PyRef key;       ///< SetAttr: the name; SetItem: the key; ListInsert: the index
+  int rootOffset = -1; ///< root instruction that made it
+  std::string what;    ///< for messages, e.g. "STORE_ATTR calls"
+};
+
 /// Everything a successful capture produces.
 struct Capture {
   /// In: stop before the root instruction at this bytecode offset and
@@ -130,6 +142,10 @@ struct Capture {
   /// Out: some code read a symbolic size as a Python value (x.shape[0],
   /// len(x)); a failed capture is then retried with static sizes.
   bool readSymbolicSize = false;
+  /// Out: the side-effect log in program order, and the value each one
+  /// stores as a result tree (prefix order, one subtree per effect).
+  std::vector<SideEffect> effects;
+  std::vector<OutputSlot> effectValues;
   /// Number of kiln ops in the graph.
   int numOps = 0;
   /// Torch calls kiln has no lowering for, run through torch inside the

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 namespace kiln {
@@ -147,6 +148,9 @@ struct Frame {
 class Interpreter {
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
+  ~Interpreter();
+  /// The values the side effects store, parallel to Capture::effects.
+  const std::vector<VarP> &effectValues() const { return effectValues_; }
 
   /// Interprets the root frame of `code`; returns the Python result.
   VarP runRoot(PyCodeObject *code, PyObject *func);
@@ -208,6 +212,23 @@ public:
   void guardAutocastOff();
 
 private:
+  // --- side effects (SideEffects.cpp) ---
+  /// Appends `e` (its target, key and kind set) storing `value` to the log.
+  void recordEffect(SideEffect e, const VarP &value);
+  /// `obj.name = value` on an object of the caller.
+  void storeAttr(const VarP &obj, PyObject *name, const VarP &value);
+  /// `global name; name = value`.
+  void storeGlobal(Frame &f, PyObject *name, const VarP &value);
+  /// `c[key] = value` on a dict or list of the caller (a Const with a source).
+  void storeItem(const VarP &c, const VarP &key, const VarP &value);
+  /// list.append/extend/insert on a list of the caller; nullptr when `fn`
+  /// is not one of them (or args[0] not such a list).
+  VarP callListMutation(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// The value an attribute store / global store in this capture left
+  /// (read back without a guard); nullptr when none did.
+  VarP overlayAttr(const VarP &obj, const std::string &name);
+  VarP overlayGlobal(Frame &f, PyObject *name);
+
   /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
   /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
   /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
@@ -331,7 +352,16 @@ private:
   std::map<PyObject *, bool> gradExits_;
   /// Sizes of the torch.vmap levels being interpreted, outermost first.
   std::vector<int64_t> vmapSizes_;
+  /// Side effects: the stored values; (object, name) -> the value stored
+  /// (attributes; globals keyed by their dict); containers with pending
+  /// mutations (constObj refuses to read them).
+  std::vector<VarP> effectValues_;
+  std::map<std::pair<PyObject *, std::string>, VarP> overlay_;
+  std::set<PyObject *> mutated_;
 };
+
+/// The containers the capture in progress mutated (null when none).
+extern const std::set<PyObject *> *gMutatedContainers;
 
 /// The MLIR element type of `d`.
 mlir::Type elementType(mlir::MLIRContext &ctx, DType d);

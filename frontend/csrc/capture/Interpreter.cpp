@@ -82,6 +82,9 @@ VarP dictPop(const VarP &d, const std::vector<VarP> &args,
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
+  if (gMutatedContainers && gMutatedContainers->count(v->obj.get()))
+    throw Unsupported("a list/dict is read after the compiled code mutated it (the mutation "
+                      "is replayed after the graph)");
   return v->obj.get();
 }
 
@@ -375,6 +378,8 @@ VarP Interpreter::loadLocal(Frame &f, int index) {
 }
 
 VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
+  if (VarP v = overlayGlobal(f, name))
+    return v;
   PyObject *v = PyDict_GetItemWithError(f.globals.get(), name);
   if (v)
     return fromSource(v, out_.sources.add(Source::Kind::DictItem, f.globalsSource, 0, name));
@@ -391,6 +396,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = pyText(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
+  if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
+    return v;
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&

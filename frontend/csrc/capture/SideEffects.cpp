@@ -1,0 +1,197 @@
+//===- SideEffects.cpp - mutations of Python state, replayed after the graph -===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Attribute stores, global stores, dict/list item stores and list.append/
+// extend/insert on Python objects that existed before the frame do not end
+// the capture: each is appended to an ordered log (Capture::effects, the
+// stored value as a result tree whose tensors become extra graph results),
+// and the runtime replays the log after the graph ran, before the frame
+// returns or a graph break's eager part runs (Entry.cpp: replaySideEffects).
+//
+// Reads later in the same capture see the new value: a stored attribute or
+// global is answered from an overlay (no guard: it derives from guarded
+// values); a list or dict with pending mutations cannot be read any more
+// (constObj refuses it), so such a read is a graph break after the replay.
+// The read of the old value (`self.calls` in `self.calls += 1`) is guarded
+// as every read is: a counter recompiles per value (see docs).
+//===----------------------------------------------------------------------===//
+#include "Interp.h"
+
+namespace kiln {
+
+const std::set<PyObject *> *gMutatedContainers = nullptr;
+
+Interpreter::~Interpreter() {
+  if (gMutatedContainers == &mutated_)
+    gMutatedContainers = nullptr;
+}
+
+namespace {
+
+/// A stored value the replay can rebuild per call: constants (not a mutable
+/// container made at capture, which calls would share), graph tensors and
+/// tuples of those.
+void checkStoredValue(const VarP &v, const std::string &what) {
+  switch (v->kind) {
+  case Var::Kind::Const: {
+    PyObject *o = v->obj.get();
+    if (v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
+                          PyByteArray_CheckExact(o)))
+      throw Unsupported(what + ": storing a mutable container made at capture is not supported");
+    return;
+  }
+  case Var::Kind::Tensor:
+    return;
+  case Var::Kind::Tuple:
+    for (const VarP &c : v->items)
+      checkStoredValue(c, what);
+    return;
+  default:
+    throw Unsupported(what + ": storing a list/dict/function built in the frame into Python "
+                             "state is not supported yet");
+  }
+}
+
+} // namespace
+
+void Interpreter::recordEffect(SideEffect e, const VarP &value) {
+  checkStoredValue(value, e.what);
+  if (e.target < 0)
+    throw Unsupported(e.what + ": the mutated object has no source to replay it on");
+  e.rootOffset = rootOffset_;
+  gMutatedContainers = &mutated_;
+  out_.effects.push_back(std::move(e));
+  effectValues_.push_back(value);
+}
+
+VarP Interpreter::overlayAttr(const VarP &obj, const std::string &name) {
+  if (!obj->isConst() || overlay_.empty())
+    return nullptr;
+  auto it = overlay_.find({obj->obj.get(), name});
+  return it == overlay_.end() ? nullptr : it->second;
+}
+
+void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) {
+  std::string attr = pyText(name);
+  std::string what = "STORE_ATTR " + attr;
+  if (obj->isTensor())
+    throw Unsupported("mutation (STORE_ATTR) of a tensor's attribute '" + attr +
+                      "' (e.g. a Parameter's .data) is not supported");
+  if (!obj->isConst())
+    throw Unsupported("mutation (STORE_ATTR) of an attribute of a value built in the frame");
+  PyObject *o = obj->obj.get();
+  PyTypeObject *type = Py_TYPE(o);
+  bool module = isModule(o);
+  if (!module && !PyModule_Check(o) && type->tp_setattro != PyObject_GenericSetAttr)
+    throw Unsupported(what + ": the object's type defines __setattr__");
+  if (PyObject *descr = _PyType_Lookup(type, name); descr && Py_TYPE(descr)->tp_descr_set)
+    throw Unsupported(what + ": the attribute is a property or slot of its class");
+  if (module) {
+    PyObject **dictPtr = _PyObject_GetDictPtr(o);
+    PyObject *dict = dictPtr ? *dictPtr : nullptr;
+    for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
+      PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
+      if (subDict && PyDict_Check(subDict) && PyDict_Contains(subDict, name) == 1)
+        throw Unsupported("mutation (STORE_ATTR) of " + std::string(sub).substr(1, std::strlen(sub) - 2) +
+                          " '" + attr + "' of a module (assigning a parameter, buffer or "
+                          "submodule) is not supported");
+      PyErr_Clear();
+    }
+    if (value->isConst() && (isModule(value->obj.get()) || isTensor(value->obj.get())))
+      throw Unsupported(what + ": assigning a module or tensor constant to a module");
+  }
+  SideEffect e{SideEffect::Kind::SetAttr, sourceOf(obj), PyRef::borrow(name)};
+  if (e.target < 0)
+    e.target = out_.sources.add(Source::Kind::Constant, -1, 0, o);
+  e.what = what;
+  recordEffect(std::move(e), value);
+  keepAlive_.push_back(obj->obj);
+  overlay_[{o, attr}] = value;
+}
+
+void Interpreter::storeGlobal(Frame &f, PyObject *name, const VarP &value) {
+  int target = f.globalsSource >= 0
+                   ? f.globalsSource
+                   : out_.sources.add(Source::Kind::Constant, -1, 0, f.globals.get());
+  SideEffect e{SideEffect::Kind::SetItem, target, PyRef::borrow(name)};
+  e.what = "STORE_GLOBAL " + pyText(name);
+  recordEffect(std::move(e), value);
+  overlay_[{f.globals.get(), pyText(name)}] = value;
+}
+
+VarP Interpreter::overlayGlobal(Frame &f, PyObject *name) {
+  if (overlay_.empty())
+    return nullptr;
+  auto it = overlay_.find({f.globals.get(), pyText(name)});
+  return it == overlay_.end() ? nullptr : it->second;
+}
+
+void Interpreter::storeItem(const VarP &c, const VarP &key, const VarP &value) {
+  PyObject *o = c->obj.get();
+  if (!PyDict_CheckExact(o) && !PyList_CheckExact(o))
+    throw Unsupported("mutation (STORE_SUBSCR) of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) +
+                      " is not supported");
+  if (c->source < 0)
+    throw Unsupported("mutation (STORE_SUBSCR) of a container made at capture");
+  PyObject *k = constObj(key, "subscript");
+  if (PyList_CheckExact(o)) {
+    if (!PyLong_CheckExact(k))
+      throw Unsupported("list item assignment with a non-int index");
+    // The index must be valid on the list as the capture saw it (guarded
+    // when the list was read); earlier pending appends make it unknowable.
+    if (mutated_.count(o))
+      throw Unsupported("list item assignment after the compiled code appended to the list");
+    Py_ssize_t n = PyList_GET_SIZE(o), i = PyLong_AsSsize_t(k);
+    if (i < -n || i >= n)
+      throw Unsupported("list assignment index out of range");
+    guardLength(c->source, n);
+  } else if (PyObject_Hash(k) == -1) {
+    PyErr_Clear();
+    throw Unsupported("unhashable dict key");
+  }
+  SideEffect e{SideEffect::Kind::SetItem, c->source, PyRef::borrow(k)};
+  e.what = "STORE_SUBSCR";
+  recordEffect(std::move(e), value);
+  keepAlive_.push_back(c->obj);
+  mutated_.insert(o);
+}
+
+VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
+                                   std::map<std::string, VarP> &kwargs) {
+  static PyObject *append = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append");
+  static PyObject *extend = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend");
+  static PyObject *insert = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert");
+  if (fn != append && fn != extend && fn != insert)
+    return nullptr;
+  if (args.empty() || !args[0]->isConst() || !PyList_CheckExact(args[0]->obj.get()))
+    return nullptr;
+  const VarP &list = args[0];
+  std::string name = fn == append ? "append" : fn == extend ? "extend" : "insert";
+  if (list->source < 0)
+    throw Unsupported("list." + name + " on a list made at capture");
+  if (!kwargs.empty() || args.size() != (fn == insert ? 3u : 2u))
+    throw Unsupported("list." + name + " with unexpected arguments");
+  SideEffect e{fn == append   ? SideEffect::Kind::ListAppend
+               : fn == extend ? SideEffect::Kind::ListExtend
+                              : SideEffect::Kind::ListInsert,
+               list->source};
+  e.what = "list." + name;
+  VarP value = args.back();
+  if (fn == insert) {
+    PyObject *at = constObj(args[1], "list.insert index");
+    if (!PyLong_CheckExact(at))
+      throw Unsupported("list.insert with a non-int index");
+    e.key = PyRef::borrow(at);
+  }
+  if (fn == extend) { // the items, as a tuple rebuilt per call
+    if (value->isConst() && mutated_.count(value->obj.get()))
+      throw Unsupported("list.extend with a list that has pending mutations");
+    value = makeSeq(Var::Kind::Tuple, iterItems(value));
+  }
+  recordEffect(std::move(e), value);
+  keepAlive_.push_back(list->obj);
+  mutated_.insert(list->obj.get());
+  return makeConst(PyRef::borrow(Py_None));
+}
+
+} // namespace kiln
