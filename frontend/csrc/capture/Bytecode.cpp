@@ -400,19 +400,6 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   } else if (op == "LOAD_ATTR" || op == "LOAD_METHOD") {
     VarP obj = pop(f);
     bool methodForm = op == "LOAD_METHOD" || (in.arg & 1 && PY_MINOR_VERSION >= 12);
-    if (methodForm && obj->isConst() && PyList_CheckExact(obj->obj.get()) &&
-        mutated_.count(obj->obj.get())) {
-      // Another mutation of a list with pending ones (reading it would be
-      // refused): CPython's [function, self] form, for callListMutation.
-      std::string m = pyText(in.argval.get());
-      if (m != "append" && m != "extend" && m != "insert")
-        throw Unsupported("list." + m + " after the compiled code mutated the list");
-      f.stack.push_back(makeConst(PyRef::steal(PyObject_GetAttr(
-          reinterpret_cast<PyObject *>(&PyList_Type), in.argval.get()))));
-      f.stack.push_back(obj);
-      pc = next;
-      return false;
-    }
     VarP attr = methodForm && obj->isTensor() ? tensorMethodOrAttr(obj, in.argval.get())
                                               : loadAttr(obj, in.argval.get());
     PyObject *a = attr->isConst() ? attr->obj.get() : nullptr;
@@ -691,23 +678,10 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     f.stack.push_back(d);
   } else if (op == "STORE_SUBSCR" && f.stack.size() >= 3 &&
              (f.stack[f.stack.size() - 2]->kind == Var::Kind::Dict ||
-              f.stack[f.stack.size() - 2]->kind == Var::Kind::List)) {
+              f.stack[f.stack.size() - 2]->kind == Var::Kind::List ||
+              f.stack[f.stack.size() - 2]->isConst())) {
     VarP key = pop(f), c = pop(f), value = pop(f);
-    if (c->source >= 0)
-      throw Unsupported("item assignment to a list passed in is not supported");
-    PyObject *k = constObj(key, "subscript");
-    if (c->kind == Var::Kind::Dict) {
-      dictSet(c, k, value);
-    } else {
-      if (!PyLong_CheckExact(k))
-        throw Unsupported("list item assignment with a non-int index");
-      long n = (long)c->items.size(), i = PyLong_AsLong(k);
-      if (i < 0)
-        i += n;
-      if (i < 0 || i >= n)
-        throw Unsupported("list assignment index out of range");
-      c->items[i] = value;
-    }
+    storeItem(c, key, value); // SideEffects.cpp
   } else if (op == "BUILD_SLICE" || op == "BINARY_SLICE") {
     VarP step = op == "BUILD_SLICE" && in.arg == 3 ? pop(f) : nullptr;
     VarP stop = pop(f), start = pop(f);
@@ -737,10 +711,6 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     storeAttr(obj, in.argval.get(), value);
   } else if (op == "STORE_GLOBAL") {
     storeGlobal(f, in.argval.get(), pop(f));
-  } else if (op == "STORE_SUBSCR" && f.stack.size() >= 3 &&
-             f.stack[f.stack.size() - 2]->isConst()) {
-    VarP key = pop(f), c = pop(f), value = pop(f);
-    storeItem(c, key, value);
   } else if (op == "STORE_SUBSCR" || op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
     throw Unsupported("mutation (" + op + ") of Python state is not supported yet");
   } else if (op == "DELETE_DEREF") {
@@ -783,22 +753,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     }
     return makeSeq(Var::Kind::Iter, items);
   }
-  if (callee->kind == Var::Kind::ListMethod) {
-    // Only lists the compiled code built itself: mutating the caller's list
-    // would have to be replayed on it.
-    if (callee->self->source >= 0)
-      throw Unsupported("list." + callee->name + " on a list passed in is not supported");
-    if (args.size() != 1 || !kwargs.empty())
-      throw Unsupported("list." + callee->name + " takes one argument");
-    auto &dst = callee->self->items;
-    if (callee->name == "append") {
-      dst.push_back(args[0]);
-    } else {
-      std::vector<VarP> more = iterItems(args[0]);
-      dst.insert(dst.end(), more.begin(), more.end());
-    }
-    return makeConst(PyRef::borrow(Py_None));
-  }
+  if (callee->kind == Var::Kind::ListMethod) // SideEffects.cpp
+    return listMutation(callee->self, callee->name, args, kwargs);
   if (callee->kind == Var::Kind::Function)
     return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
   if (callee->kind == Var::Kind::BoundMethod && callee->obj.get() == moduleCallFunction() &&

@@ -219,11 +219,20 @@ private:
   void storeAttr(const VarP &obj, PyObject *name, const VarP &value);
   /// `global name; name = value`.
   void storeGlobal(Frame &f, PyObject *name, const VarP &value);
-  /// `c[key] = value` on a dict or list of the caller (a Const with a source).
+  /// `c[key] = value` on a dict or list: one built in the frame, or one of
+  /// the caller (logged, and its Var updated).
   void storeItem(const VarP &c, const VarP &key, const VarP &value);
-  /// list.append/extend/insert on a list of the caller; nullptr when `fn`
-  /// is not one of them (or args[0] not such a list).
+  /// list.append/extend/insert (`name`) on list Var `list` (logged when the
+  /// list is the caller's).
+  VarP listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                    std::map<std::string, VarP> &kwargs);
+  /// The unbound list.append/extend/insert called on a list constant of
+  /// the caller: listMutation on its Var; nullptr when `fn` is not one.
   VarP callListMutation(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Turns `c`, a list or dict constant read from the caller, into a
+  /// List/Dict Var in place (every holder sees it) whose items are read
+  /// through their own sources; later reads of its source return it.
+  const VarP &containerVar(const VarP &c);
   /// The value an attribute store / global store in this capture left
   /// (read back without a guard); nullptr when none did.
   VarP overlayAttr(const VarP &obj, const std::string &name);
@@ -353,11 +362,13 @@ private:
   /// Sizes of the torch.vmap levels being interpreted, outermost first.
   std::vector<int64_t> vmapSizes_;
   /// Side effects: the stored values; (object, name) -> the value stored
-  /// (attributes; globals keyed by their dict); containers with pending
-  /// mutations (constObj refuses to read them).
+  /// (attributes; globals keyed by their dict); the caller's containers
+  /// with pending mutations (read only through their Var).
   std::vector<VarP> effectValues_;
   std::map<std::pair<PyObject *, std::string>, VarP> overlay_;
   std::set<PyObject *> mutated_;
+  /// Sources of the caller's containers with pending mutations -> their Var.
+  std::map<int, VarP> sourceOverlay_;
 };
 
 /// The containers the capture in progress mutated (null when none).

@@ -266,6 +266,13 @@ int Interpreter::sourceOf(const VarP &v) {
 }
 
 VarP Interpreter::fromSource(PyObject *value, int source) {
+  if (!sourceOverlay_.empty()) { // a container of the caller mutated in this capture
+    if (auto it = sourceOverlay_.find(source); it != sourceOverlay_.end())
+      return it->second;
+    if (mutated_.count(value))
+      throw Unsupported("a list/dict mutated by the compiled code is read again through "
+                        "another path (an alias)");
+  }
   if (holdsTensor(value) && !isTensor(value)) {
     // A tuple/list of tensors: each item becomes its own source (tensors
     // turn into graph inputs); the length is guarded.
@@ -409,7 +416,7 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend")) {
+  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend" || attr == "insert")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;

@@ -126,34 +126,106 @@ VarP Interpreter::overlayGlobal(Frame &f, PyObject *name) {
   return it == overlay_.end() ? nullptr : it->second;
 }
 
-void Interpreter::storeItem(const VarP &c, const VarP &key, const VarP &value) {
+const VarP &Interpreter::containerVar(const VarP &c) {
+  if (!c->isConst())
+    return c;
   PyObject *o = c->obj.get();
-  if (!PyDict_CheckExact(o) && !PyList_CheckExact(o))
-    throw Unsupported("mutation (STORE_SUBSCR) of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) +
+  if (!PyList_CheckExact(o) && !PyDict_CheckExact(o))
+    throw Unsupported("mutation of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) +
                       " is not supported");
   if (c->source < 0)
-    throw Unsupported("mutation (STORE_SUBSCR) of a container made at capture");
-  PyObject *k = constObj(key, "subscript");
+    throw Unsupported("mutation of a list/dict made at capture is not supported");
+  int src = c->source;
+  PyRef keep = c->obj;
+  auto v = std::make_shared<Var>();
+  v->source = src;
   if (PyList_CheckExact(o)) {
+    v->kind = Var::Kind::List;
+    Py_ssize_t n = PyList_GET_SIZE(o);
+    guardLength(src, n);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      v->items.push_back(fromSource(PyList_GET_ITEM(o, i),
+                                    out_.sources.add(Source::Kind::TupleItem, src, (int)i, nullptr)));
+  } else {
+    v->kind = Var::Kind::Dict;
+    guardLength(src, PyDict_Size(o));
+    PyObject *k, *item;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &k, &item)) {
+      if (!PyUnicode_CheckExact(k) && !PyLong_CheckExact(k))
+        throw Unsupported("mutation of a dict with non-str/int keys is not supported");
+      v->keys.push_back(PyRef::borrow(k));
+      v->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, src, 0, k)));
+    }
+  }
+  keepAlive_.push_back(keep);
+  *c = *v; // every holder of this Var (locals, the stack) sees the container
+  sourceOverlay_[src] = c;
+  mutated_.insert(keep.get());
+  gMutatedContainers = &mutated_;
+  return c;
+}
+
+void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &value) {
+  const VarP &c = containerVar(container);
+  PyObject *k = constObj(key, "subscript");
+  if (c->kind == Var::Kind::List) {
     if (!PyLong_CheckExact(k))
       throw Unsupported("list item assignment with a non-int index");
-    // The index must be valid on the list as the capture saw it (guarded
-    // when the list was read); earlier pending appends make it unknowable.
-    if (mutated_.count(o))
-      throw Unsupported("list item assignment after the compiled code appended to the list");
-    Py_ssize_t n = PyList_GET_SIZE(o), i = PyLong_AsSsize_t(k);
-    if (i < -n || i >= n)
+    long n = (long)c->items.size(), i = PyLong_AsLong(k);
+    if (i < 0)
+      i += n;
+    if (i < 0 || i >= n)
       throw Unsupported("list assignment index out of range");
-    guardLength(c->source, n);
-  } else if (PyObject_Hash(k) == -1) {
-    PyErr_Clear();
-    throw Unsupported("unhashable dict key");
+    if (c->source >= 0)
+      recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
+                   value);
+    c->items[i] = value;
+    return;
   }
-  SideEffect e{SideEffect::Kind::SetItem, c->source, PyRef::borrow(k)};
-  e.what = "STORE_SUBSCR";
-  recordEffect(std::move(e), value);
-  keepAlive_.push_back(c->obj);
-  mutated_.insert(o);
+  if (c->kind != Var::Kind::Dict || c->obj) // not a ModelOutput record
+    throw Unsupported("item assignment on this value is not supported");
+  if (c->source >= 0) {
+    if (PyObject_Hash(k) == -1) {
+      PyErr_Clear();
+      throw Unsupported("unhashable dict key");
+    }
+    recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
+                 value);
+  }
+  dictSet(c, k, value);
+}
+
+VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                               std::map<std::string, VarP> &kwargs) {
+  if (list->kind != Var::Kind::List)
+    throw Unsupported("list." + name + " on a value that is not a list");
+  if (!kwargs.empty() || args.size() != (name == "insert" ? 2u : 1u))
+    throw Unsupported("list." + name + " with unexpected arguments");
+  auto &dst = list->items;
+  SideEffect e{SideEffect::Kind::ListAppend, list->source, {}, -1, "list." + name};
+  VarP logged = args.back();
+  if (name == "append") {
+    dst.push_back(args[0]);
+  } else if (name == "extend") {
+    std::vector<VarP> more = iterItems(args[0]);
+    e.kind = SideEffect::Kind::ListExtend;
+    logged = makeSeq(Var::Kind::Tuple, more);
+    dst.insert(dst.end(), more.begin(), more.end());
+  } else {
+    PyObject *at = constObj(args[0], "list.insert index");
+    if (!PyLong_CheckExact(at))
+      throw Unsupported("list.insert with a non-int index");
+    e.kind = SideEffect::Kind::ListInsert;
+    e.key = PyRef::borrow(at);
+    // list.insert clamps the index into [0, len].
+    long n = (long)dst.size(), i = PyLong_AsLong(at);
+    i = i < 0 ? std::max(0L, i + n) : std::min(i, n);
+    dst.insert(dst.begin() + i, args[1]);
+  }
+  if (list->source >= 0) // the caller's list: replayed after the graph
+    recordEffect(std::move(e), logged);
+  return makeConst(PyRef::borrow(Py_None));
 }
 
 VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
@@ -165,33 +237,10 @@ VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
     return nullptr;
   if (args.empty() || !args[0]->isConst() || !PyList_CheckExact(args[0]->obj.get()))
     return nullptr;
-  const VarP &list = args[0];
-  std::string name = fn == append ? "append" : fn == extend ? "extend" : "insert";
-  if (list->source < 0)
-    throw Unsupported("list." + name + " on a list made at capture");
-  if (!kwargs.empty() || args.size() != (fn == insert ? 3u : 2u))
-    throw Unsupported("list." + name + " with unexpected arguments");
-  SideEffect e{fn == append   ? SideEffect::Kind::ListAppend
-               : fn == extend ? SideEffect::Kind::ListExtend
-                              : SideEffect::Kind::ListInsert,
-               list->source};
-  e.what = "list." + name;
-  VarP value = args.back();
-  if (fn == insert) {
-    PyObject *at = constObj(args[1], "list.insert index");
-    if (!PyLong_CheckExact(at))
-      throw Unsupported("list.insert with a non-int index");
-    e.key = PyRef::borrow(at);
-  }
-  if (fn == extend) { // the items, as a tuple rebuilt per call
-    if (value->isConst() && mutated_.count(value->obj.get()))
-      throw Unsupported("list.extend with a list that has pending mutations");
-    value = makeSeq(Var::Kind::Tuple, iterItems(value));
-  }
-  recordEffect(std::move(e), value);
-  keepAlive_.push_back(list->obj);
-  mutated_.insert(list->obj.get());
-  return makeConst(PyRef::borrow(Py_None));
+  VarP list = containerVar(args[0]);
+  std::vector<VarP> rest(args.begin() + 1, args.end());
+  return listMutation(list, fn == append ? "append" : fn == extend ? "extend" : "insert", rest,
+                      kwargs);
 }
 
 } // namespace kiln
