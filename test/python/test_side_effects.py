@@ -301,3 +301,36 @@ def test_side_effects_with_gradients_fall_back_to_breaks():
         c.backward()
         assert comp.calls == eager.calls
     assert_close(comp.lin.weight.grad, eager.lin.weight.grad)
+
+
+def test_local_alias_of_mutated_list_across_a_break(capfd):
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.log = []
+
+        def forward(self, x):
+            log = self.log
+            log.append(len(log))
+            y = x + 1
+            print("n", len(log))
+            log.append("end")
+            return y
+
+    twin_calls(M, lambda m: list(m.log), torch.randn(2))
+    out, _ = capfd.readouterr()
+    assert out.splitlines() == ["n 1", "n 1", "n 3", "n 3"]
+
+
+def test_returning_a_mutated_caller_list_keeps_identity():
+    holder = {"lst": [1]}
+
+    def f(x):
+        lst = holder["lst"]
+        lst.append(2)
+        return lst, x * 2
+
+    cf = kiln.compile(f)
+    lst, y = cf(torch.ones(2))
+    assert lst is holder["lst"] and lst == [1, 2]
+    assert_close(y, torch.ones(2) * 2)

@@ -21,6 +21,9 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
     throw Unsupported("torch.vmap: a batched value escapes its vmap");
+  if (v->mutatedContainer) // eager returns the caller's object itself
+    throw Unsupported("the function returns (or stores) a list/dict of the caller that it "
+                      "mutated");
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -106,6 +109,12 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         throw Unsupported("the capture did not reach the graph break again");
       out.outputs.push_back({OutputSlot::Kind::Tuple, (int)result->items.size(), {}});
       for (size_t i = 0; i < result->items.size(); ++i) {
+        // Items read from the frame per call (Resume.cpp) need no slot value.
+        if (std::any_of(out.state.sourced.begin(), out.state.sourced.end(),
+                        [&](auto &p) { return p.first == (int)i; })) {
+          out.outputs.push_back({OutputSlot::Kind::Constant, 0, PyRef::borrow(Py_None)});
+          continue;
+        }
         size_t before = results.size();
         addOutput(out, results, inputs, result->items[i], 1);
         if (results.size() > before)

@@ -77,6 +77,9 @@ struct Var {
   /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
   /// 1 where it does not vary), the rest its per-example shape.
   int vmapLevels = 0;
+  /// List/Dict: a container of the caller that the capture mutated (its
+  /// mutations are replayed on the caller's object; SideEffects.cpp).
+  bool mutatedContainer = false;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
@@ -233,6 +236,9 @@ private:
   /// List/Dict Var in place (every holder sees it) whose items are read
   /// through their own sources; later reads of its source return it.
   const VarP &containerVar(const VarP &c);
+  /// Marks container Var `c` (with a source) mutated: later loads of its
+  /// source return it.
+  void trackContainer(const VarP &c);
   /// The value an attribute store / global store in this capture left
   /// (read back without a guard); nullptr when none did.
   VarP overlayAttr(const VarP &obj, const std::string &name);

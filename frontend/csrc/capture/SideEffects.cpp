@@ -41,6 +41,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
     return;
   }
   case Var::Kind::Tensor:
+    if (v->vmapLevels > 0)
+      throw Unsupported(what + ": torch.vmap: a batched value escapes its vmap");
     return;
   case Var::Kind::Tuple:
     for (const VarP &c : v->items)
@@ -160,10 +162,15 @@ const VarP &Interpreter::containerVar(const VarP &c) {
   }
   keepAlive_.push_back(keep);
   *c = *v; // every holder of this Var (locals, the stack) sees the container
-  sourceOverlay_[src] = c;
   mutated_.insert(keep.get());
   gMutatedContainers = &mutated_;
+  trackContainer(c);
   return c;
+}
+
+void Interpreter::trackContainer(const VarP &c) {
+  c->mutatedContainer = true;
+  sourceOverlay_[c->source] = c;
 }
 
 void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &value) {
@@ -177,9 +184,11 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
       i += n;
     if (i < 0 || i >= n)
       throw Unsupported("list assignment index out of range");
-    if (c->source >= 0)
+    if (c->source >= 0) {
       recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
                    value);
+      trackContainer(c);
+    }
     c->items[i] = value;
     return;
   }
@@ -192,6 +201,7 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
     }
     recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
                  value);
+    trackContainer(c);
   }
   dictSet(c, k, value);
 }
@@ -223,8 +233,10 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
     i = i < 0 ? std::max(0L, i + n) : std::min(i, n);
     dst.insert(dst.begin() + i, args[1]);
   }
-  if (list->source >= 0) // the caller's list: replayed after the graph
+  if (list->source >= 0) { // the caller's list: replayed after the graph
     recordEffect(std::move(e), logged);
+    trackContainer(list);
+  }
   return makeConst(PyRef::borrow(Py_None));
 }
 
