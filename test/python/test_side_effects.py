@@ -334,3 +334,38 @@ def test_returning_a_mutated_caller_list_keeps_identity():
     lst, y = cf(torch.ones(2))
     assert lst is holder["lst"] and lst == [1, 2]
     assert_close(y, torch.ones(2) * 2)
+
+
+SCALE = 1.0
+
+
+def test_global_store_then_read_in_same_frame():
+    def f(x):
+        global SCALE
+        SCALE = 3.0
+        return x * SCALE  # the stored value, not the old global
+
+    global SCALE
+    SCALE = 1.0
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    assert_close(cf(x), x * 3.0)
+    assert SCALE == 3.0
+    SCALE = 1.0
+    assert_close(cf(x), x * 3.0)
+    assert SCALE == 3.0
+    assert counts() == (1, 0, 0)
+
+
+def test_append_to_caller_list_of_tensors():
+    def make():
+        bank = [torch.zeros(2)]
+
+        def f(x):
+            bank.append(x * 2)
+            return sum(t.sum() for t in bank)  # sees the appended tensor
+        f.bank = bank
+        return f
+
+    twin_calls(make, lambda f: [t.clone() for t in f.bank], torch.ones(2))
+    assert counts()[1] == 0
