@@ -252,10 +252,28 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
 namespace {
 /// Builds the node of `slots` at `pos` (prefix order) and advances past its
 /// subtree. New reference (null, or a tree with a Python error set, on failure).
+/// `values`: the entry's resolved sources (side-effect values only).
 PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
-                     const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs) {
+                     const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
+                     const std::vector<PyRef> *values = nullptr) {
   std::function<PyObject *()> build = [&]() -> PyObject * {
     const OutputSlot &s = slots[pos++];
+    if (s.kind == OutputSlot::Kind::Source) { // read at the call's start
+      PyObject *o = (*values)[s.index].get();
+      Py_INCREF(o);
+      return o;
+    }
+    if (s.kind == OutputSlot::Kind::Binary) { // the types are guarded
+      PyRef a = PyRef::steal(build()), b = PyRef::steal(build());
+      if (!a || !b)
+        return nullptr;
+      std::string op = PyUnicode_AsUTF8(s.constant.get());
+      if (!op.empty() && op.back() == '=')
+        op.pop_back(); // the operands are immutable: += is +
+      return op == "+"   ? PyNumber_Add(a.get(), b.get())
+             : op == "-" ? PyNumber_Subtract(a.get(), b.get())
+                         : PyNumber_Multiply(a.get(), b.get());
+    }
     if (s.kind == OutputSlot::Kind::Dict) {
       PyObject *d = PyDict_New();
       for (int i = 0; i < s.index; ++i) {
@@ -330,7 +348,7 @@ bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
   // In program order, on the objects of this call (Capture.h: SideEffect).
   size_t pos = 0;
   for (const SideEffect &e : entry.effects) {
-    PyRef value = PyRef::steal(buildSlots(entry.effectValues, pos, results, inputs));
+    PyRef value = PyRef::steal(buildSlots(entry.effectValues, pos, results, inputs, &values));
     if (!value || PyErr_Occurred())
       return false;
     PyObject *target = values[e.target].get();
@@ -350,6 +368,9 @@ bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
       break;
     case SideEffect::Kind::ListInsert:
       rc = PyList_Insert(target, PyLong_AsSsize_t(e.key.get()), value.get());
+      break;
+    case SideEffect::Kind::ListPop: // value: None
+      rc = PySequence_DelItem(target, PyLong_AsSsize_t(e.key.get()));
       break;
     }
     if (rc < 0)

@@ -204,9 +204,17 @@ VarP Interpreter::interpret(Frame &f) {
     loc_ = mlir::FileLineColLoc::get(&ctx_, f.code->filename, in.line, 0);
     if (f.isRoot) {
       rootOffset_ = in.offset;
-      if (in.offset == out_.stopOffset)
+      if (in.offset == out_.stopOffset) {
+        for (const VarP &v : f.stack) // the state passed on is read (LazyValues.cpp)
+          materializeDeep(v);
+        for (const VarP &v : f.locals)
+          materializeDeep(v);
+        for (const auto &[name, cell] : f.cells)
+          materializeDeep(cell);
         return breakState(f);
+      }
     }
+    materializeOperands(f, in); // LazyValues.cpp
     if (step(f, pc, result)) {
       if (f.isRoot)
         rootOffset_ = -1;
@@ -488,6 +496,14 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     std::string sym = in.argrepr;
     if (op == "COMPARE_OP")
       sym = pyText(in.argval.get());
+    if (op == "BINARY_OP")
+      if (VarP lazy = lazyBinary(sym, lhs, rhs)) { // LazyValues.cpp
+        f.stack.push_back(lazy);
+        pc = next;
+        return false;
+      }
+    materializeDeep(lhs);
+    materializeDeep(rhs);
     VarP seq = tensorBinary(sym, lhs, rhs);
     if (!seq && !lhs->isTensor() && !rhs->isTensor())
       seq = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return iterItems(v); });

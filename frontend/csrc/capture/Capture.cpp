@@ -13,6 +13,42 @@
 namespace kiln {
 namespace {
 
+void addOutput(Capture &out, std::vector<mlir::Value> &results,
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
+               std::vector<OutputSlot> *slots);
+
+/// A side effect's value that is read per call rather than built from the
+/// graph (LazyValues.cpp): a lazy `+ - *` expression (its leaves' types
+/// guarded), or a value of the caller read through its source (the object
+/// itself, so a stored list keeps its identity). False for other values.
+bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
+                   const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
+                   std::vector<OutputSlot> &slots) {
+  if (v->kind == Var::Kind::Lazy && !v->name.empty()) {
+    slots.push_back({OutputSlot::Kind::Binary, 2, PyRef::steal(PyUnicode_FromString(v->name.c_str()))});
+    for (const VarP &operand : v->items) {
+      if (operand->kind == Var::Kind::Lazy && operand->name.empty() &&
+          std::none_of(out.guards.begin(), out.guards.end(), [&](const Guard &g) {
+            return g.kind == Guard::Kind::Type && g.source == operand->source;
+          })) {
+        Guard g; // the operator's meaning depends on the operands' types
+        g.kind = Guard::Kind::Type;
+        g.source = operand->source;
+        g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(operand->obj.get())));
+        out.guards.push_back(std::move(g));
+      }
+      addOutput(out, results, inputs, operand, depth + 1, &slots);
+    }
+    return true;
+  }
+  if (v->source >= 0 && (v->kind == Var::Kind::Lazy || v->isConst() || v->kind == Var::Kind::List ||
+                         v->kind == Var::Kind::Dict)) {
+    slots.push_back({OutputSlot::Kind::Source, v->source, {}});
+    return true;
+  }
+  return false;
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
@@ -21,6 +57,10 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
     throw Unsupported("torch.vmap: a batched value escapes its vmap");
+  if (slots == &out.effectValues && addEffectSlot(out, results, inputs, v, depth, *slots))
+    return;
+  if (v->kind == Var::Kind::Lazy) // materialized before any other use
+    throw Unsupported("internal: an unread value reaches the result");
   if (v->mutatedContainer) // eager returns the caller's object itself
     throw Unsupported("the function returns (or stores) a list/dict of the caller that it "
                       "mutated");

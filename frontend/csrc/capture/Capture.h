@@ -27,12 +27,18 @@ namespace kiln {
 /// How one node of the Python result is produced. The result is a tree
 /// stored in prefix order: a Tuple/List node is followed by its children.
 struct OutputSlot {
-  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView };
+  /// Source and Binary appear only in side-effect values (evaluated when
+  /// the effect is replayed): the value of source `index` read at the
+  /// call's start, and operator `constant` (a str: + - * ...) on its two
+  /// children.
+  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView, Source, Binary };
   Kind kind;
   int index = 0;  ///< Graph: result number; Input: graph input number;
-                  ///< Tuple/List/Dict: number of children (Dict: values)
+                  ///< Tuple/List/Dict: number of children (Dict: values);
+                  ///< Source: the source
   PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys;
-                  ///< InputView: tuple of (method name, args) applied to input `index`
+                  ///< InputView: tuple of (method name, args) applied to input `index`;
+                  ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
   PyRef cls; ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
 };
@@ -111,10 +117,10 @@ struct CaptureStep {
 /// a global, a dict/list item, list.append ...), recorded during capture
 /// and replayed in order after the graph runs (SideEffects.cpp).
 struct SideEffect {
-  enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert };
+  enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert, ListPop };
   Kind kind;
   int target = -1; ///< source of the mutated object (resolved per call)
-  PyRef key;       ///< SetAttr: the name; SetItem: the key; ListInsert: the index
+  PyRef key; ///< SetAttr: the name; SetItem: the key; ListInsert/ListPop: the index
   int rootOffset = -1; ///< root instruction that made it
   std::string what;    ///< for messages, e.g. "STORE_ATTR calls"
 };

@@ -49,6 +49,12 @@ struct Var {
                   ///< `?` dim; `obj` its captured value): only reshape/view
                   ///< targets take it, anything else fails the capture,
                   ///< which is then retried with static sizes
+    Lazy,         ///< a value nothing has depended on yet (LazyValues.cpp):
+                  ///< an int/float/str/bool or list read from `source`
+                  ///< (unguarded), or `+ - *` (`name`) on `items`; `obj` its
+                  ///< value at capture. Side effects store it as an
+                  ///< expression evaluated at replay; any other use
+                  ///< materializes it (guarded Const / the list's Var).
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -80,9 +86,19 @@ struct Var {
   /// List/Dict: a container of the caller that the capture mutated (its
   /// mutations are replayed on the caller's object; SideEffects.cpp).
   bool mutatedContainer = false;
+  /// Lazy list: mutations not applied to any read of it yet, in order
+  /// (method name, index for insert/pop, value).
+  struct PendingOp {
+    std::string method;
+    PyRef index;
+    VarP value;
+  };
+  std::vector<PendingOp> pending;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
+  /// A lazy read of a caller's list (LazyValues.cpp).
+  bool isLazyList() const { return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get()); }
 };
 
 VarP makeConst(PyRef obj, int source = -1);
@@ -229,6 +245,8 @@ private:
   /// list is the caller's).
   VarP listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
                     std::map<std::string, VarP> &kwargs);
+  /// `list.pop([i])` on list Var `list` (logged when it is the caller's).
+  VarP listPop(const VarP &list, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// The unbound list.append/extend/insert called on a list constant of
   /// the caller: listMutation on its Var; nullptr when `fn` is not one.
   VarP callListMutation(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
@@ -243,6 +261,31 @@ private:
   /// (read back without a guard); nullptr when none did.
   VarP overlayAttr(const VarP &obj, const std::string &name);
   VarP overlayGlobal(Frame &f, PyObject *name);
+
+  // --- lazy values (LazyValues.cpp) ---
+  /// A Lazy Var for `value` read from `source` (an exact int, float, str,
+  /// bool or list); nullptr for other values.
+  VarP lazyRead(PyObject *value, int source);
+  /// Turns Lazy `v` into what an eager read gives, in place (every holder
+  /// sees it): a guarded Const, or for a list what fromSource returns, with
+  /// its pending mutations applied. No-op for other Vars.
+  void materialize(const VarP &v);
+  /// materialize on `v` and everything it holds (items, self).
+  void materializeDeep(const VarP &v);
+  /// Before instruction `in` runs in `f`: materializes the Lazy values it
+  /// consumes, except where the value may stay lazy (stored by a side
+  /// effect, arithmetic with + - *, a list's own append/extend/insert/pop).
+  void materializeOperands(Frame &f, const Instr &in);
+  /// `lhs sym rhs` as a Lazy expression when one side is a Lazy scalar and
+  /// the other a Lazy scalar or an int/float/str/bool constant and `sym`
+  /// is + - * (or +=, -=, *=); nullptr otherwise.
+  VarP lazyBinary(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// Whether some Lazy Var may still be alive (prunes the registry).
+  bool anyLazy();
+  /// list.append/extend/insert/pop on a lazy list: recorded without reading
+  /// the list (LazyValues.cpp).
+  VarP lazyListMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
 
   /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
   /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
@@ -326,7 +369,11 @@ private:
 
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
-  VarP fromSource(PyObject *value, int source);
+  /// The Var for `value` read from `source` (guarded as it is used);
+  /// `lazy`: ints, floats, strs, bools and lists become Lazy Vars.
+  VarP fromSource(PyObject *value, int source, bool lazy = true);
+  /// Guards `type(value of source) is type(obj)` (once per source).
+  void guardType(int source, PyObject *obj);
   VarP getIter(const VarP &v);
   /// The remaining items of iterating over `v`.
   std::vector<VarP> iterItems(const VarP &v);
@@ -375,6 +422,11 @@ private:
   std::set<PyObject *> mutated_;
   /// Sources of the caller's containers with pending mutations -> their Var.
   std::map<int, VarP> sourceOverlay_;
+  /// Every Lazy Var made (LazyValues.cpp; pruned when dead or materialized).
+  std::vector<std::weak_ptr<Var>> lazies_;
+  /// Lazy Binary expressions' leaves already type-guarded / lists whose
+  /// type is guarded (replay calls list methods on them).
+  std::set<int> typeGuarded_;
 };
 
 /// The containers the capture in progress mutated (null when none).

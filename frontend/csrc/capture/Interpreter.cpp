@@ -265,7 +265,7 @@ int Interpreter::sourceOf(const VarP &v) {
   return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
 }
 
-VarP Interpreter::fromSource(PyObject *value, int source) {
+VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   if (!sourceOverlay_.empty()) { // a container of the caller mutated in this capture
     if (auto it = sourceOverlay_.find(source); it != sourceOverlay_.end())
       return it->second;
@@ -273,6 +273,9 @@ VarP Interpreter::fromSource(PyObject *value, int source) {
       throw Unsupported("a list/dict mutated by the compiled code is read again through "
                         "another path (an alias)");
   }
+  if (lazy) // guarded when something uses it (LazyValues.cpp)
+    if (VarP v = lazyRead(value, source))
+      return v;
   if (holdsTensor(value) && !isTensor(value)) {
     // A tuple/list of tensors: each item becomes its own source (tensors
     // turn into graph inputs); the length is guarded.
@@ -405,6 +408,14 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     return tensorAttribute(obj, attr);
   if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
     return v;
+  if (obj->isLazyList() && (attr == "append" || attr == "extend" || attr == "insert" ||
+                            attr == "pop")) { // recorded without reading the list
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
@@ -416,7 +427,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend" || attr == "insert")) {
+  if (obj->kind == Var::Kind::List &&
+      (attr == "append" || attr == "extend" || attr == "insert" || attr == "pop")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;

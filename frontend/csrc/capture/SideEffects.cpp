@@ -10,10 +10,11 @@
 //
 // Reads later in the same capture see the new value: a stored attribute or
 // global is answered from an overlay (no guard: it derives from guarded
-// values); a list or dict with pending mutations cannot be read any more
-// (constObj refuses it), so such a read is a graph break after the replay.
-// The read of the old value (`self.calls` in `self.calls += 1`) is guarded
-// as every read is: a counter recompiles per value (see docs).
+// values); a caller's list or dict with pending mutations is read through
+// its Var (or, never read, stays a lazy list: LazyValues.cpp). The read of
+// the old value (`self.calls` in `self.calls += 1`) is lazy: the replay
+// stores "value at the call's start + 1", so a counter does not recompile
+// unless the graph itself uses its value.
 //===----------------------------------------------------------------------===//
 #include "Interp.h"
 
@@ -40,6 +41,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
       throw Unsupported(what + ": storing a mutable container made at capture is not supported");
     return;
   }
+  case Var::Kind::Lazy: // an expression or the caller's object, rebuilt per call
+    return;
   case Var::Kind::Tensor:
     if (v->vmapLevels > 0)
       throw Unsupported(what + ": torch.vmap: a batched value escapes its vmap");
@@ -49,6 +52,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
       checkStoredValue(c, what);
     return;
   default:
+    if (v->source >= 0 && (v->kind == Var::Kind::List || v->kind == Var::Kind::Dict))
+      return; // the caller's own container: stored as the object itself
     throw Unsupported(what + ": storing a list/dict/function built in the frame into Python "
                              "state is not supported yet");
   }
@@ -208,8 +213,12 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
 
 VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
                                std::map<std::string, VarP> &kwargs) {
+  if (list->isLazyList())
+    return lazyListMutation(list, name, args, kwargs); // LazyValues.cpp
   if (list->kind != Var::Kind::List)
     throw Unsupported("list." + name + " on a value that is not a list");
+  if (name == "pop")
+    return listPop(list, args, kwargs);
   if (!kwargs.empty() || args.size() != (name == "insert" ? 2u : 1u))
     throw Unsupported("list." + name + " with unexpected arguments");
   auto &dst = list->items;
@@ -238,6 +247,30 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
     trackContainer(list);
   }
   return makeConst(PyRef::borrow(Py_None));
+}
+
+VarP Interpreter::listPop(const VarP &list, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs) {
+  if (!kwargs.empty() || args.size() > 1)
+    throw Unsupported("list.pop with unexpected arguments");
+  PyObject *at = args.empty() ? nullptr : constObj(args[0], "list.pop index");
+  if (at && !PyLong_CheckExact(at))
+    throw Unsupported("list.pop with a non-int index");
+  auto &items = list->items;
+  long n = (long)items.size(), i = at ? PyLong_AsLong(at) : -1;
+  if (i < 0)
+    i += n;
+  if (i < 0 || i >= n)
+    throw Unsupported(n ? "list.pop index out of range" : "list.pop from an empty list");
+  VarP item = items[i];
+  items.erase(items.begin() + i);
+  if (list->source >= 0) { // the caller's list (its length is guarded)
+    recordEffect({SideEffect::Kind::ListPop, list->source, PyRef::steal(PyLong_FromLong(i)), -1,
+                  "list.pop"},
+                 makeConst(PyRef::borrow(Py_None)));
+    trackContainer(list);
+  }
+  return item;
 }
 
 VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
