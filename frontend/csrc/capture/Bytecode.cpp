@@ -215,6 +215,13 @@ VarP Interpreter::interpret(Frame &f) {
       }
     }
     materializeOperands(f, in); // LazyValues.cpp
+    struct LazyScope { // reads are lazy only while a pushing-only instruction runs
+      bool &flag, saved;
+      ~LazyScope() { flag = saved; }
+    } scope{lazyReads_, lazyReads_};
+    lazyReads_ = in.op == "LOAD_FAST" || in.op == "LOAD_FAST_CHECK" || in.op == "LOAD_GLOBAL" ||
+                 in.op == "LOAD_ATTR" || in.op == "LOAD_METHOD" || in.op == "LOAD_DEREF" ||
+                 in.op == "BINARY_SUBSCR";
     if (step(f, pc, result)) {
       if (f.isRoot)
         rootOffset_ = -1;

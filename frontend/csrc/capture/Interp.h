@@ -369,8 +369,10 @@ private:
 
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
-  /// The Var for `value` read from `source` (guarded as it is used);
-  /// `lazy`: ints, floats, strs, bools and lists become Lazy Vars.
+  /// The Var for `value` read from `source`, guarded. With `lazy` (the
+  /// default) and while an instruction that only pushes what it reads runs
+  /// (lazyReads_), ints, floats, strs, bools and lists become Lazy Vars,
+  /// guarded when something uses them (LazyValues.cpp).
   VarP fromSource(PyObject *value, int source, bool lazy = true);
   /// Guards `type(value of source) is type(obj)` (once per source).
   void guardType(int source, PyObject *obj);
@@ -422,6 +424,12 @@ private:
   std::set<PyObject *> mutated_;
   /// Sources of the caller's containers with pending mutations -> their Var.
   std::map<int, VarP> sourceOverlay_;
+  /// Reads may be lazy now: set while LOAD_FAST/LOAD_GLOBAL/LOAD_ATTR/
+  /// LOAD_METHOD/LOAD_DEREF/BINARY_SUBSCR run (their result goes onto the
+  /// stack, where the next instruction materializes what it consumes) and
+  /// while containerVar reads a mutated container's items. Other readers
+  /// (iterItems, dictItems ... inside one instruction) get guarded values.
+  bool lazyReads_ = false;
   /// Every Lazy Var made (LazyValues.cpp; pruned when dead or materialized).
   std::vector<std::weak_ptr<Var>> lazies_;
   /// Lazy Binary expressions' leaves already type-guarded / lists whose

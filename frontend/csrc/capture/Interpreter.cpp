@@ -273,7 +273,7 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
       throw Unsupported("a list/dict mutated by the compiled code is read again through "
                         "another path (an alias)");
   }
-  if (lazy) // guarded when something uses it (LazyValues.cpp)
+  if (lazy && lazyReads_) // guarded when something uses it (LazyValues.cpp)
     if (VarP v = lazyRead(value, source))
       return v;
   if (holdsTensor(value) && !isTensor(value)) {

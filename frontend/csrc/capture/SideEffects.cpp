@@ -144,6 +144,12 @@ const VarP &Interpreter::containerVar(const VarP &c) {
     throw Unsupported("mutation of a list/dict made at capture is not supported");
   int src = c->source;
   PyRef keep = c->obj;
+  // Items are read lazily: only those the frame uses are value-guarded.
+  struct LazyScope {
+    bool &flag, saved;
+    ~LazyScope() { flag = saved; }
+  } scope{lazyReads_, lazyReads_};
+  lazyReads_ = true;
   auto v = std::make_shared<Var>();
   v->source = src;
   if (PyList_CheckExact(o)) {
