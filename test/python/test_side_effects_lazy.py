@@ -305,3 +305,39 @@ def test_counter_does_not_hit_the_recompile_limit(limit_calls):
     s = stats()
     assert s["eager_calls"] == 0 and s["recompiles"] == 0
     assert m.calls == limit_calls
+
+
+def test_reading_a_list_after_pending_mutations_sees_them():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.events = [1]
+
+        def forward(self, x):
+            self.events.insert(0, 5)
+            self.events.extend((7, 8))
+            self.events.append(9)
+            # The read materializes the list: its length and items are
+            # guarded (so this recompiles per call), the pending items seen.
+            return x * sum(self.events) + len(self.events)
+
+    calls = 5  # below the recompile limit
+    run_twins(M, lambda m: list(m.events), lambda i: (torch.ones(2),), calls=calls)
+    g, b, r = counts()
+    assert b == 0 and r == calls - 1
+
+
+def test_pop_of_an_existing_item_and_tensor_item_store():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.queue = [float(i) for i in range(20)]
+            self.scale = 3.0
+
+        def forward(self, x):
+            y = x * 1.0
+            y[0] = self.scale       # a tensor item store (a break) uses the value
+            return y * self.queue.pop()  # reads the list (guarded)
+
+    calls = 5
+    run_twins(M, lambda m: list(m.queue), lambda i: (torch.ones(3),), calls=calls)

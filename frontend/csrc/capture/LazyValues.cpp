@@ -164,6 +164,10 @@ void Interpreter::materializeOperands(Frame &f, const Instr &in) {
     // the index); a container Var's other items are not.
     materializeDeep(top(0));
     materialize(top(1));
+    const VarP &c = top(1);
+    if (op == "STORE_SUBSCR" && c->kind != Var::Kind::Dict && c->kind != Var::Kind::List &&
+        !c->isConst())
+      materializeDeep(top(2)); // a tensor item store reads the value
     return;
   }
   if (op == "CALL" && s.size() >= (size_t)in.arg + 2) {
@@ -219,8 +223,8 @@ VarP Interpreter::lazyListMutation(const VarP &list, const std::string &name,
     PyObject *at = args.size() == 1 ? constObj(args[0], "list.pop index") : nullptr;
     bool atEnd = args.empty() || (args.size() == 1 && PyLong_CheckExact(at) && PyLong_AsLong(at) == -1);
     if (!atEnd || pending.empty() || pending.back().method != "append") {
-      materialize(list);
-      return listMutation(list, name, args, kwargs);
+      materialize(list); // a List Var (mutated before), or what an eager read gives
+      return listMutation(list->isConst() ? containerVar(list) : list, name, args, kwargs);
     }
     VarP item = pending.back().value;
     pending.pop_back();

@@ -284,14 +284,19 @@ VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
   static PyObject *append = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append");
   static PyObject *extend = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend");
   static PyObject *insert = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert");
-  if (fn != append && fn != extend && fn != insert)
+  static PyObject *pop = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "pop");
+  if (fn != append && fn != extend && fn != insert && fn != pop)
     return nullptr;
   if (args.empty() || !args[0]->isConst() || !PyList_CheckExact(args[0]->obj.get()))
     return nullptr;
   VarP list = containerVar(args[0]);
   std::vector<VarP> rest(args.begin() + 1, args.end());
-  return listMutation(list, fn == append ? "append" : fn == extend ? "extend" : "insert", rest,
-                      kwargs);
+  return listMutation(list,
+                      fn == append   ? "append"
+                      : fn == extend ? "extend"
+                      : fn == insert ? "insert"
+                                     : "pop",
+                      rest, kwargs);
 }
 
 } // namespace kiln
