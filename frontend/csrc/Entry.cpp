@@ -249,18 +249,31 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   return true;
 }
 
-PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
-                         llvm::ArrayRef<PyObject *> inputs) {
-  if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
-      !entry.outputs[0].copy) { // `return <one graph result>`
-    PyObject *o = results[entry.outputs[0].index].get();
-    Py_INCREF(o);
-    return o;
-  }
-  size_t pos = 0;
-  // Builds the node at `pos` (prefix order) and advances past its subtree.
+namespace {
+/// Builds the node of `slots` at `pos` (prefix order) and advances past its
+/// subtree. New reference (null, or a tree with a Python error set, on failure).
+/// `values`: the entry's resolved sources (side-effect values only).
+PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
+                     const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
+                     const std::vector<PyRef> *values = nullptr) {
   std::function<PyObject *()> build = [&]() -> PyObject * {
-    const OutputSlot &s = entry.outputs[pos++];
+    const OutputSlot &s = slots[pos++];
+    if (s.kind == OutputSlot::Kind::Source) { // read at the call's start
+      PyObject *o = (*values)[s.index].get();
+      Py_INCREF(o);
+      return o;
+    }
+    if (s.kind == OutputSlot::Kind::Binary) { // the types are guarded
+      PyRef a = PyRef::steal(build()), b = PyRef::steal(build());
+      if (!a || !b)
+        return nullptr;
+      std::string op = PyUnicode_AsUTF8(s.constant.get());
+      if (!op.empty() && op.back() == '=')
+        op.pop_back(); // the operands are immutable: += is +
+      return op == "+"   ? PyNumber_Add(a.get(), b.get())
+             : op == "-" ? PyNumber_Subtract(a.get(), b.get())
+                         : PyNumber_Multiply(a.get(), b.get());
+    }
     if (s.kind == OutputSlot::Kind::Dict) {
       PyObject *d = PyDict_New();
       for (int i = 0; i < s.index; ++i) {
@@ -309,12 +322,61 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
     Py_INCREF(o);
     return o;
   };
-  PyObject *r = build();
+  return build();
+}
+} // namespace
+
+PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
+                         llvm::ArrayRef<PyObject *> inputs) {
+  if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
+      !entry.outputs[0].copy) { // `return <one graph result>`
+    PyObject *o = results[entry.outputs[0].index].get();
+    Py_INCREF(o);
+    return o;
+  }
+  size_t pos = 0;
+  PyObject *r = buildSlots(entry.outputs, pos, results, inputs);
   if (r && PyErr_Occurred()) { // a clone failed somewhere in the tree
     Py_DECREF(r);
     return nullptr;
   }
   return r;
+}
+
+bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
+                       llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
+  // In program order, on the objects of this call (Capture.h: SideEffect).
+  size_t pos = 0;
+  for (const SideEffect &e : entry.effects) {
+    PyRef value = PyRef::steal(buildSlots(entry.effectValues, pos, results, inputs, &values));
+    if (!value || PyErr_Occurred())
+      return false;
+    PyObject *target = values[e.target].get();
+    int rc = 0;
+    switch (e.kind) {
+    case SideEffect::Kind::SetAttr:
+      rc = PyObject_SetAttr(target, e.key.get(), value.get());
+      break;
+    case SideEffect::Kind::SetItem:
+      rc = PyObject_SetItem(target, e.key.get(), value.get());
+      break;
+    case SideEffect::Kind::ListAppend:
+      rc = PyList_Append(target, value.get());
+      break;
+    case SideEffect::Kind::ListExtend:
+      rc = PyList_SetSlice(target, PyList_GET_SIZE(target), PyList_GET_SIZE(target), value.get());
+      break;
+    case SideEffect::Kind::ListInsert:
+      rc = PyList_Insert(target, PyLong_AsSsize_t(e.key.get()), value.get());
+      break;
+    case SideEffect::Kind::ListPop: // value: None
+      rc = PySequence_DelItem(target, PyLong_AsSsize_t(e.key.get()));
+      break;
+    }
+    if (rc < 0)
+      return false;
+  }
+  return true;
 }
 
 } // namespace kiln

@@ -36,6 +36,9 @@ struct Entry {
   /// results their sizes from these (GraphOutput::symbolOf).
   std::vector<SymbolicSize> symbols;
   std::vector<OutputSlot> outputs;
+  /// Side effects replayed after the graph runs (Capture::effects).
+  std::vector<SideEffect> effects;
+  std::vector<OutputSlot> effectValues;
   bool needsAutograd = false;
   /// A failed capture: when its guards hold the frame runs eagerly (the
   /// capture would fail the same way); `eagerReason` says why.
@@ -89,6 +92,11 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
 /// (new reference).
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs);
+
+/// Replays the entry's side effects in order on the objects resolved for
+/// this call (`values`: the entry's sources); false with a Python error set.
+bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
+                       llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values);
 
 } // namespace kiln
 

@@ -168,6 +168,9 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
       ok = has == (PyTuple_GET_ITEM(e, 1) == Py_True);
       break;
     }
+    case Guard::Kind::Type:
+      ok = reinterpret_cast<PyObject *>(Py_TYPE(v)) == g.expected.get();
+      break;
     }
     if (!ok)
       return static_cast<int>(i);
@@ -196,6 +199,9 @@ std::string Guard::describe(const SourceTable &sources,
     break;
   case Kind::Identity:
     os << " is the same object as at compile time";
+    break;
+  case Kind::Type:
+    os << " has type " << reinterpret_cast<PyTypeObject *>(expected.get())->tp_name;
     break;
   case Kind::Equals:
     os << " == " << pyText(expected.get(), /*repr=*/true);

@@ -76,6 +76,9 @@ struct Guard {
     Call,
     /// `hasattr(value, name) == has` with `expected` = (name, has).
     HasAttr,
+    /// `type(value) is expected` (a value the graph does not depend on,
+    /// read again when a side effect is replayed: SideEffects.cpp).
+    Type,
   };
   Kind kind;
   int source;

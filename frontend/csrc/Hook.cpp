@@ -363,6 +363,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
     log(LogChannel::Fallbacks, "op " + c.name + " runs through torch (no kiln lowering) in " +
                                    entry->name + (c.location.empty() ? "" : " at " + c.location));
   }
+  entry->effects = std::move(cap.effects);
+  entry->effectValues = std::move(cap.effectValues);
   for (const GraphInput &in : entry->inputs)
     entry->needsAutograd |= cap.gradMode && in.requiresGrad;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -527,7 +529,12 @@ PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
     std::vector<PyRef> results;
     if (!runGraph(entry, inputs, results))
       return nullptr;
-    return assembleResult(entry, results, inputs);
+    PyObject *r = assembleResult(entry, results, inputs);
+    if (r && !entry.effects.empty() && !replaySideEffects(entry, results, inputs, values)) {
+      Py_DECREF(r);
+      return nullptr;
+    }
+    return r;
   }
   // Gradients needed: kiln._autograd.apply(run, recompute, inputs).
   PyRef run = PyRef::steal(PyCapsule_New(&entry, "kiln.Entry", nullptr));

@@ -280,8 +280,8 @@ def test_hook_registered_on_submodule_after_compile_runs():
     assert_close(out, expected_with_hook)
     s = stats()
     # HookNet.forward recompiles and breaks (fc1 has a hook); the hook's own
-    # frame (list.append) is intercepted too and breaks.
-    assert s["recompiles"] == 1 and s["graph_breaks"] == 2, s
+    # frame is intercepted too: its list.append is a replayed side effect.
+    assert s["recompiles"] == 1 and s["graph_breaks"] == 1, s
 
 
 def test_hooks_on_the_compiled_module_itself_run():
@@ -301,9 +301,12 @@ def test_hooks_on_the_compiled_module_itself_run():
     assert_close(got2, expected)
     s = stats()
     # forward itself (called by Module.__call__ between the hooks) and the
-    # pre-hook are compiled; the forward hook breaks at list.append (run
-    # eagerly) and resumes: its graphs before and after the append.
-    assert s["graphs_compiled"] == 4 and s["compiled_calls"] == 8 and s["graph_breaks"] == 1, s
+    # pre-hook are compiled; the forward hook's list.append is a replayed
+    # side effect (no break) that reads neither the list's length nor its
+    # contents, so the growing list does not recompile the hook
+    # (docs/architecture.md, test_side_effects_lazy.py).
+    assert (s["graphs_compiled"] == 3 and s["compiled_calls"] == 6 and s["graph_breaks"] == 0
+            and s["recompiles"] == 0), s
 
 
 CONFIG = {"scale": 2.0, "acts": ["relu"]}

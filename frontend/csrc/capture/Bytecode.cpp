@@ -204,9 +204,24 @@ VarP Interpreter::interpret(Frame &f) {
     loc_ = mlir::FileLineColLoc::get(&ctx_, f.code->filename, in.line, 0);
     if (f.isRoot) {
       rootOffset_ = in.offset;
-      if (in.offset == out_.stopOffset)
+      if (in.offset == out_.stopOffset) {
+        for (const VarP &v : f.stack) // the state passed on is read (LazyValues.cpp)
+          materializeDeep(v);
+        for (const VarP &v : f.locals)
+          materializeDeep(v);
+        for (const auto &[name, cell] : f.cells)
+          materializeDeep(cell);
         return breakState(f);
+      }
     }
+    materializeOperands(f, in); // LazyValues.cpp
+    struct LazyScope { // reads are lazy only while a pushing-only instruction runs
+      bool &flag, saved;
+      ~LazyScope() { flag = saved; }
+    } scope{lazyReads_, lazyReads_};
+    lazyReads_ = in.op == "LOAD_FAST" || in.op == "LOAD_FAST_CHECK" || in.op == "LOAD_GLOBAL" ||
+                 in.op == "LOAD_ATTR" || in.op == "LOAD_METHOD" || in.op == "LOAD_DEREF" ||
+                 in.op == "BINARY_SUBSCR";
     if (step(f, pc, result)) {
       if (f.isRoot)
         rootOffset_ = -1;
@@ -488,6 +503,14 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     std::string sym = in.argrepr;
     if (op == "COMPARE_OP")
       sym = pyText(in.argval.get());
+    if (op == "BINARY_OP")
+      if (VarP lazy = lazyBinary(sym, lhs, rhs)) { // LazyValues.cpp
+        f.stack.push_back(lazy);
+        pc = next;
+        return false;
+      }
+    materializeDeep(lhs);
+    materializeDeep(rhs);
     VarP seq = tensorBinary(sym, lhs, rhs);
     if (!seq && !lhs->isTensor() && !rhs->isTensor())
       seq = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return iterItems(v); });
@@ -678,23 +701,10 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     f.stack.push_back(d);
   } else if (op == "STORE_SUBSCR" && f.stack.size() >= 3 &&
              (f.stack[f.stack.size() - 2]->kind == Var::Kind::Dict ||
-              f.stack[f.stack.size() - 2]->kind == Var::Kind::List)) {
+              f.stack[f.stack.size() - 2]->kind == Var::Kind::List ||
+              f.stack[f.stack.size() - 2]->isConst())) {
     VarP key = pop(f), c = pop(f), value = pop(f);
-    if (c->source >= 0)
-      throw Unsupported("item assignment to a list passed in is not supported");
-    PyObject *k = constObj(key, "subscript");
-    if (c->kind == Var::Kind::Dict) {
-      dictSet(c, k, value);
-    } else {
-      if (!PyLong_CheckExact(k))
-        throw Unsupported("list item assignment with a non-int index");
-      long n = (long)c->items.size(), i = PyLong_AsLong(k);
-      if (i < 0)
-        i += n;
-      if (i < 0 || i >= n)
-        throw Unsupported("list assignment index out of range");
-      c->items[i] = value;
-    }
+    storeItem(c, key, value); // SideEffects.cpp
   } else if (op == "BUILD_SLICE" || op == "BINARY_SLICE") {
     VarP step = op == "BUILD_SLICE" && in.arg == 3 ? pop(f) : nullptr;
     VarP stop = pop(f), start = pop(f);
@@ -719,8 +729,12 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     return true;
   } else if (op == "LOAD_ASSERTION_ERROR" || op == "RAISE_VARARGS") {
     throw Unsupported("raise (or a failing assert) inside the compiled region");
-  } else if (op == "STORE_ATTR" || op == "STORE_GLOBAL" || op == "STORE_SUBSCR" ||
-             op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
+  } else if (op == "STORE_ATTR") { // SideEffects.cpp
+    VarP obj = pop(f), value = pop(f);
+    storeAttr(obj, in.argval.get(), value);
+  } else if (op == "STORE_GLOBAL") {
+    storeGlobal(f, in.argval.get(), pop(f));
+  } else if (op == "STORE_SUBSCR" || op == "DELETE_ATTR" || op == "DELETE_SUBSCR") {
     throw Unsupported("mutation (" + op + ") of Python state is not supported yet");
   } else if (op == "DELETE_DEREF") {
     throw Unsupported("del of a closure variable is not supported yet");
@@ -762,22 +776,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     }
     return makeSeq(Var::Kind::Iter, items);
   }
-  if (callee->kind == Var::Kind::ListMethod) {
-    // Only lists the compiled code built itself: mutating the caller's list
-    // would have to be replayed on it.
-    if (callee->self->source >= 0)
-      throw Unsupported("list." + callee->name + " on a list passed in is not supported");
-    if (args.size() != 1 || !kwargs.empty())
-      throw Unsupported("list." + callee->name + " takes one argument");
-    auto &dst = callee->self->items;
-    if (callee->name == "append") {
-      dst.push_back(args[0]);
-    } else {
-      std::vector<VarP> more = iterItems(args[0]);
-      dst.insert(dst.end(), more.begin(), more.end());
-    }
-    return makeConst(PyRef::borrow(Py_None));
-  }
+  if (callee->kind == Var::Kind::ListMethod) // SideEffects.cpp
+    return listMutation(callee->self, callee->name, args, kwargs);
   if (callee->kind == Var::Kind::Function)
     return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
   if (callee->kind == Var::Kind::BoundMethod && callee->obj.get() == moduleCallFunction() &&
@@ -810,6 +810,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }
+  if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp
+    return r;
   if (VarP ctx = constructContext(fn, args, kwargs)) // ContextManagers.cpp
     return ctx;
   if (VarP r = callVmap(fn, args, kwargs)) // Vmap.cpp

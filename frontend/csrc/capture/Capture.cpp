@@ -13,12 +13,57 @@
 namespace kiln {
 namespace {
 
+void addOutput(Capture &out, std::vector<mlir::Value> &results,
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
+               std::vector<OutputSlot> *slots);
+
+/// A side effect's value that is read per call rather than built from the
+/// graph (LazyValues.cpp): a lazy `+ - *` expression (its leaves' types
+/// guarded), or a value of the caller read through its source (the object
+/// itself, so a stored list keeps its identity). False for other values.
+bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
+                   const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
+                   std::vector<OutputSlot> &slots) {
+  if (v->kind == Var::Kind::Lazy && !v->name.empty()) {
+    slots.push_back({OutputSlot::Kind::Binary, 2, PyRef::steal(PyUnicode_FromString(v->name.c_str()))});
+    for (const VarP &operand : v->items) {
+      if (operand->kind == Var::Kind::Lazy && operand->name.empty() &&
+          std::none_of(out.guards.begin(), out.guards.end(), [&](const Guard &g) {
+            return g.kind == Guard::Kind::Type && g.source == operand->source;
+          })) {
+        Guard g; // the operator's meaning depends on the operands' types
+        g.kind = Guard::Kind::Type;
+        g.source = operand->source;
+        g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(operand->obj.get())));
+        out.guards.push_back(std::move(g));
+      }
+      addOutput(out, results, inputs, operand, depth + 1, &slots);
+    }
+    return true;
+  }
+  if (v->source >= 0 && (v->kind == Var::Kind::Lazy || v->isConst() || v->kind == Var::Kind::List ||
+                         v->kind == Var::Kind::Dict)) {
+    slots.push_back({OutputSlot::Kind::Source, v->source, {}});
+    return true;
+  }
+  return false;
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
-               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0) {
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0,
+               std::vector<OutputSlot> *slots = nullptr) {
+  std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
     throw Unsupported("torch.vmap: a batched value escapes its vmap");
+  if (slots == &out.effectValues && addEffectSlot(out, results, inputs, v, depth, *slots))
+    return;
+  if (v->kind == Var::Kind::Lazy) // materialized before any other use
+    throw Unsupported("internal: an unread value reaches the result");
+  if (v->mutatedContainer) // eager returns the caller's object itself
+    throw Unsupported("the function returns (or stores) a list/dict of the caller that it "
+                      "mutated");
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -27,19 +72,19 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       Py_INCREF(v->keys[i].get());
       PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
     }
-    out.outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
+    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1);
+      addOutput(out, results, inputs, item, depth + 1, &outputs);
     return;
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    out.outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
+    outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
                                                         : OutputSlot::Kind::List,
                            (int)v->items.size(), {}});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1);
+      addOutput(out, results, inputs, item, depth + 1, &outputs);
     return;
   }
   if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
@@ -49,27 +94,27 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       PyRef name = PyRef::steal(PyUnicode_FromString(v->viewSteps[i].first.c_str()));
       PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v->viewSteps[i].second.get()));
     }
-    out.outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
+    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
     return;
   }
   if (v->isTensor()) {
     // A clone() of an input or of another result is returned as a copy.
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
+        outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
         return;
       }
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i] == v->value) {
-        out.outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}, v->copied});
+        outputs.push_back({OutputSlot::Kind::Graph, (int)i, {}, v->copied});
         return;
       }
     results.push_back(v->value);
-    out.outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
+    outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
     return;
   }
   if (v->isConst()) {
-    out.outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
+    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
     return;
   }
   throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
@@ -85,6 +130,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     return mlir::success();
   });
   Interpreter interp(ctx, frame, out);
+  int effectOffset = -1;
   try {
     out.defaultDtype = defaultDtype();
     auto def = out.defaultDtype ? dtypeFromObject(out.defaultDtype) : std::nullopt;
@@ -103,6 +149,12 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         throw Unsupported("the capture did not reach the graph break again");
       out.outputs.push_back({OutputSlot::Kind::Tuple, (int)result->items.size(), {}});
       for (size_t i = 0; i < result->items.size(); ++i) {
+        // Items read from the frame per call (Resume.cpp) need no slot value.
+        if (std::any_of(out.state.sourced.begin(), out.state.sourced.end(),
+                        [&](auto &p) { return p.first == (int)i; })) {
+          out.outputs.push_back({OutputSlot::Kind::Constant, 0, PyRef::borrow(Py_None)});
+          continue;
+        }
         size_t before = results.size();
         addOutput(out, results, inputs, result->items[i], 1);
         if (results.size() > before)
@@ -111,6 +163,19 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     } else {
       addOutput(out, results, inputs, result);
     }
+    // The side effects' values: tensors among them are extra graph results.
+    for (const VarP &v : interp.effectValues())
+      addOutput(out, results, inputs, v, 1, &out.effectValues);
+    if (!out.effects.empty() && out.gradMode)
+      for (const GraphInput &in : out.inputs)
+        if (in.requiresGrad) {
+          // Its backward recomputes the function eagerly (kiln._autograd),
+          // which would repeat the mutations: break at the first one.
+          effectOffset = out.effects.front().rootOffset;
+          throw Unsupported("mutation (" + out.effects.front().what +
+                            ") of Python state in a graph that needs gradients is not "
+                            "supported yet");
+        }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
@@ -134,7 +199,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       throw Unsupported("cannot split the graph at its fallback calls: " + partitionError);
   } catch (const Unsupported &e) {
     failure.reason = e.what();
-    failure.rootOffset = interp.rootOffset();
+    failure.rootOffset = effectOffset >= 0 ? effectOffset : interp.rootOffset();
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
     if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))

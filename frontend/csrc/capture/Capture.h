@@ -27,12 +27,18 @@ namespace kiln {
 /// How one node of the Python result is produced. The result is a tree
 /// stored in prefix order: a Tuple/List node is followed by its children.
 struct OutputSlot {
-  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView };
+  /// Source and Binary appear only in side-effect values (evaluated when
+  /// the effect is replayed): the value of source `index` read at the
+  /// call's start, and operator `constant` (a str: + - * ...) on its two
+  /// children.
+  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView, Source, Binary };
   Kind kind;
   int index = 0;  ///< Graph: result number; Input: graph input number;
-                  ///< Tuple/List/Dict: number of children (Dict: values)
+                  ///< Tuple/List/Dict: number of children (Dict: values);
+                  ///< Source: the source
   PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys;
-                  ///< InputView: tuple of (method name, args) applied to input `index`
+                  ///< InputView: tuple of (method name, args) applied to input `index`;
+                  ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
   PyRef cls; ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
 };
@@ -107,6 +113,18 @@ struct CaptureStep {
   std::vector<GraphOutput> results;          ///< segment: per result
 };
 
+/// A mutation of Python state that existed before the frame (an attribute,
+/// a global, a dict/list item, list.append ...), recorded during capture
+/// and replayed in order after the graph runs (SideEffects.cpp).
+struct SideEffect {
+  enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert, ListPop };
+  Kind kind;
+  int target = -1; ///< source of the mutated object (resolved per call)
+  PyRef key; ///< SetAttr: the name; SetItem: the key; ListInsert/ListPop: the index
+  int rootOffset = -1; ///< root instruction that made it
+  std::string what;    ///< for messages, e.g. "STORE_ATTR calls"
+};
+
 /// Everything a successful capture produces.
 struct Capture {
   /// In: stop before the root instruction at this bytecode offset and
@@ -130,6 +148,10 @@ struct Capture {
   /// Out: some code read a symbolic size as a Python value (x.shape[0],
   /// len(x)); a failed capture is then retried with static sizes.
   bool readSymbolicSize = false;
+  /// Out: the side-effect log in program order, and the value each one
+  /// stores as a result tree (prefix order, one subtree per effect).
+  std::vector<SideEffect> effects;
+  std::vector<OutputSlot> effectValues;
   /// Number of kiln ops in the graph.
   int numOps = 0;
   /// Torch calls kiln has no lowering for, run through torch inside the

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 namespace kiln {
@@ -48,6 +49,12 @@ struct Var {
                   ///< `?` dim; `obj` its captured value): only reshape/view
                   ///< targets take it, anything else fails the capture,
                   ///< which is then retried with static sizes
+    Lazy,         ///< a value nothing has depended on yet (LazyValues.cpp):
+                  ///< an int/float/str/bool or list read from `source`
+                  ///< (unguarded), or `+ - *` (`name`) on `items`; `obj` its
+                  ///< value at capture. Side effects store it as an
+                  ///< expression evaluated at replay; any other use
+                  ///< materializes it (guarded Const / the list's Var).
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -76,9 +83,22 @@ struct Var {
   /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
   /// 1 where it does not vary), the rest its per-example shape.
   int vmapLevels = 0;
+  /// List/Dict: a container of the caller that the capture mutated (its
+  /// mutations are replayed on the caller's object; SideEffects.cpp).
+  bool mutatedContainer = false;
+  /// Lazy list: mutations not applied to any read of it yet, in order
+  /// (method name, index for insert/pop, value).
+  struct PendingOp {
+    std::string method;
+    PyRef index;
+    VarP value;
+  };
+  std::vector<PendingOp> pending;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
+  /// A lazy read of a caller's list (LazyValues.cpp).
+  bool isLazyList() const { return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get()); }
 };
 
 VarP makeConst(PyRef obj, int source = -1);
@@ -147,6 +167,9 @@ struct Frame {
 class Interpreter {
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
+  ~Interpreter();
+  /// The values the side effects store, parallel to Capture::effects.
+  const std::vector<VarP> &effectValues() const { return effectValues_; }
 
   /// Interprets the root frame of `code`; returns the Python result.
   VarP runRoot(PyCodeObject *code, PyObject *func);
@@ -208,6 +231,62 @@ public:
   void guardAutocastOff();
 
 private:
+  // --- side effects (SideEffects.cpp) ---
+  /// Appends `e` (its target, key and kind set) storing `value` to the log.
+  void recordEffect(SideEffect e, const VarP &value);
+  /// `obj.name = value` on an object of the caller.
+  void storeAttr(const VarP &obj, PyObject *name, const VarP &value);
+  /// `global name; name = value`.
+  void storeGlobal(Frame &f, PyObject *name, const VarP &value);
+  /// `c[key] = value` on a dict or list: one built in the frame, or one of
+  /// the caller (logged, and its Var updated).
+  void storeItem(const VarP &c, const VarP &key, const VarP &value);
+  /// list.append/extend/insert (`name`) on list Var `list` (logged when the
+  /// list is the caller's).
+  VarP listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                    std::map<std::string, VarP> &kwargs);
+  /// `list.pop([i])` on list Var `list` (logged when it is the caller's).
+  VarP listPop(const VarP &list, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// The unbound list.append/extend/insert called on a list constant of
+  /// the caller: listMutation on its Var; nullptr when `fn` is not one.
+  VarP callListMutation(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Turns `c`, a list or dict constant read from the caller, into a
+  /// List/Dict Var in place (every holder sees it) whose items are read
+  /// through their own sources; later reads of its source return it.
+  const VarP &containerVar(const VarP &c);
+  /// Marks container Var `c` (with a source) mutated: later loads of its
+  /// source return it.
+  void trackContainer(const VarP &c);
+  /// The value an attribute store / global store in this capture left
+  /// (read back without a guard); nullptr when none did.
+  VarP overlayAttr(const VarP &obj, const std::string &name);
+  VarP overlayGlobal(Frame &f, PyObject *name);
+
+  // --- lazy values (LazyValues.cpp) ---
+  /// A Lazy Var for `value` read from `source` (an exact int, float, str,
+  /// bool or list); nullptr for other values.
+  VarP lazyRead(PyObject *value, int source);
+  /// Turns Lazy `v` into what an eager read gives, in place (every holder
+  /// sees it): a guarded Const, or for a list what fromSource returns, with
+  /// its pending mutations applied. No-op for other Vars.
+  void materialize(const VarP &v);
+  /// materialize on `v` and everything it holds (items, self).
+  void materializeDeep(const VarP &v);
+  /// Before instruction `in` runs in `f`: materializes the Lazy values it
+  /// consumes, except where the value may stay lazy (stored by a side
+  /// effect, arithmetic with + - *, a list's own append/extend/insert/pop).
+  void materializeOperands(Frame &f, const Instr &in);
+  /// `lhs sym rhs` as a Lazy expression when one side is a Lazy scalar and
+  /// the other a Lazy scalar or an int/float/str/bool constant and `sym`
+  /// is + - * (or +=, -=, *=); nullptr otherwise.
+  VarP lazyBinary(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// Whether some Lazy Var may still be alive (prunes the registry).
+  bool anyLazy();
+  /// list.append/extend/insert/pop on a lazy list: recorded without reading
+  /// the list (LazyValues.cpp).
+  VarP lazyListMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
+
   /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
   /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
   /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
@@ -290,7 +369,13 @@ private:
 
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
-  VarP fromSource(PyObject *value, int source);
+  /// The Var for `value` read from `source`, guarded. With `lazy` (the
+  /// default) and while an instruction that only pushes what it reads runs
+  /// (lazyReads_), ints, floats, strs, bools and lists become Lazy Vars,
+  /// guarded when something uses them (LazyValues.cpp).
+  VarP fromSource(PyObject *value, int source, bool lazy = true);
+  /// Guards `type(value of source) is type(obj)` (once per source).
+  void guardType(int source, PyObject *obj);
   VarP getIter(const VarP &v);
   /// The remaining items of iterating over `v`.
   std::vector<VarP> iterItems(const VarP &v);
@@ -331,7 +416,29 @@ private:
   std::map<PyObject *, bool> gradExits_;
   /// Sizes of the torch.vmap levels being interpreted, outermost first.
   std::vector<int64_t> vmapSizes_;
+  /// Side effects: the stored values; (object, name) -> the value stored
+  /// (attributes; globals keyed by their dict); the caller's containers
+  /// with pending mutations (read only through their Var).
+  std::vector<VarP> effectValues_;
+  std::map<std::pair<PyObject *, std::string>, VarP> overlay_;
+  std::set<PyObject *> mutated_;
+  /// Sources of the caller's containers with pending mutations -> their Var.
+  std::map<int, VarP> sourceOverlay_;
+  /// Reads may be lazy now: set while LOAD_FAST/LOAD_GLOBAL/LOAD_ATTR/
+  /// LOAD_METHOD/LOAD_DEREF/BINARY_SUBSCR run (their result goes onto the
+  /// stack, where the next instruction materializes what it consumes) and
+  /// while containerVar reads a mutated container's items. Other readers
+  /// (iterItems, dictItems ... inside one instruction) get guarded values.
+  bool lazyReads_ = false;
+  /// Every Lazy Var made (LazyValues.cpp; pruned when dead or materialized).
+  std::vector<std::weak_ptr<Var>> lazies_;
+  /// Lazy Binary expressions' leaves already type-guarded / lists whose
+  /// type is guarded (replay calls list methods on them).
+  std::set<int> typeGuarded_;
 };
+
+/// The containers the capture in progress mutated (null when none).
+extern const std::set<PyObject *> *gMutatedContainers;
 
 /// The MLIR element type of `d`.
 mlir::Type elementType(mlir::MLIRContext &ctx, DType d);

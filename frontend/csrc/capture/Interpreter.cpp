@@ -82,6 +82,9 @@ VarP dictPop(const VarP &d, const std::vector<VarP> &args,
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
+  if (gMutatedContainers && gMutatedContainers->count(v->obj.get()))
+    throw Unsupported("a list/dict is read after the compiled code mutated it (the mutation "
+                      "is replayed after the graph)");
   return v->obj.get();
 }
 
@@ -262,7 +265,17 @@ int Interpreter::sourceOf(const VarP &v) {
   return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
 }
 
-VarP Interpreter::fromSource(PyObject *value, int source) {
+VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
+  if (!sourceOverlay_.empty()) { // a container of the caller mutated in this capture
+    if (auto it = sourceOverlay_.find(source); it != sourceOverlay_.end())
+      return it->second;
+    if (mutated_.count(value))
+      throw Unsupported("a list/dict mutated by the compiled code is read again through "
+                        "another path (an alias)");
+  }
+  if (lazy && lazyReads_) // guarded when something uses it (LazyValues.cpp)
+    if (VarP v = lazyRead(value, source))
+      return v;
   if (holdsTensor(value) && !isTensor(value)) {
     // A tuple/list of tensors: each item becomes its own source (tensors
     // turn into graph inputs); the length is guarded.
@@ -375,6 +388,8 @@ VarP Interpreter::loadLocal(Frame &f, int index) {
 }
 
 VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
+  if (VarP v = overlayGlobal(f, name))
+    return v;
   PyObject *v = PyDict_GetItemWithError(f.globals.get(), name);
   if (v)
     return fromSource(v, out_.sources.add(Source::Kind::DictItem, f.globalsSource, 0, name));
@@ -391,6 +406,16 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = pyText(name);
   if (obj->isTensor())
     return tensorAttribute(obj, attr);
+  if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
+    return v;
+  if (obj->isLazyList() && (attr == "append" || attr == "extend" || attr == "insert" ||
+                            attr == "pop")) { // recorded without reading the list
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
@@ -402,7 +427,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend")) {
+  if (obj->kind == Var::Kind::List &&
+      (attr == "append" || attr == "extend" || attr == "insert" || attr == "pop")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;

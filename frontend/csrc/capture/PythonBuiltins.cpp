@@ -117,6 +117,10 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   // getattr/hasattr on an object of the frame read the attribute through a
   // guarded source (the object may change between calls); a missing
   // attribute cannot be guarded yet.
+  if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[1]->isConst() &&
+      PyUnicode_Check(args[1]->obj.get()) && kwargs.empty())
+    if (VarP v = overlayAttr(args[0], pyText(args[1]->obj.get())))
+      return name == "getattr" ? v : makeConst(PyRef::borrow(Py_True));
   if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[0]->isConst() &&
       args[1]->isConst() && PyUnicode_Check(args[1]->obj.get()) && sourceOf(args[0]) >= 0 &&
       kwargs.empty()) {
