@@ -256,7 +256,10 @@ namespace {
 PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                      const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
                      const std::vector<PyRef> *values = nullptr) {
+  // The clone built for each copied slot (borrowed: the tree holds it).
+  std::vector<PyObject *> clones(slots.size(), nullptr);
   std::function<PyObject *()> build = [&]() -> PyObject * {
+    size_t at = pos;
     const OutputSlot &s = slots[pos++];
     if (s.kind == OutputSlot::Kind::Source) { // read at the call's start
       PyObject *o = (*values)[s.index].get();
@@ -317,8 +320,10 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
     PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
-    if (s.copy)
-      return PyObject_CallMethod(o, "clone", nullptr);
+    if (s.copy && s.sameAs >= 0 && clones[s.sameAs])
+      o = clones[s.sameAs];
+    else if (s.copy)
+      return clones[at] = PyObject_CallMethod(o, "clone", nullptr);
     Py_INCREF(o);
     return o;
   };

@@ -729,3 +729,40 @@ def test_zero_argument_super_is_not_resumed_and_matches_eager():
         assert_close(c(x), m(x))
     s = stats()
     assert s["graph_breaks"] == 1 and s["eager_calls"] == 2, s
+
+
+def test_clone_held_twice_at_a_break_is_one_tensor():
+    """`y = x.clone(); y[0] = ...`: at the item-store break `y` is both a
+    local and on the stack. Both must be the same tensor, or the store is
+    lost (it used to return 2*x silently)."""
+    def f(x):
+        y = x.clone()
+        y[0] = 3.0
+        return y * 2
+
+    x = torch.ones(3)
+    got = run_twice(f, x)
+    assert_close(got, torch.tensor([6.0, 2.0, 2.0]))
+    assert torch.equal(x, torch.ones(3))  # the input is not the clone
+    graphs, breaks, _ = counts()
+    assert breaks >= 1 and graphs >= 1
+
+
+def test_returned_clone_keeps_identity():
+    """The same clone returned twice is one object (eager: `a is b`); two
+    clones of one input are two tensors."""
+    x = torch.randn(4)
+
+    def same(x):
+        y = x.clone()
+        return y, y
+
+    def two(x):
+        return x.clone(), x.clone()
+
+    a, b = kiln.compile(same)(x)
+    assert a is b and torch.equal(a, x) and a.data_ptr() != x.data_ptr()
+    c, d = kiln.compile(two)(x)
+    assert c is not d and c.data_ptr() != d.data_ptr()
+    c.add_(1)
+    assert torch.equal(d, x)

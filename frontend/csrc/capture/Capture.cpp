@@ -10,12 +10,14 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
+#include <map>
+
 namespace kiln {
 namespace {
 
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
                const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
-               std::vector<OutputSlot> *slots);
+               std::vector<OutputSlot> *slots, std::map<const Var *, int> *clones = nullptr);
 
 /// A side effect's value that is read per call rather than built from the
 /// graph (LazyValues.cpp): a lazy `+ - *` expression (its leaves' types
@@ -50,10 +52,12 @@ bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
 }
 
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
-/// to the result tree.
+/// to the result tree. `clones` (result tree only) maps each copied tensor
+/// Var already placed to its slot, so a Var held twice is one object
+/// twice, as in eager.
 void addOutput(Capture &out, std::vector<mlir::Value> &results,
-               const std::vector<mlir::Value> &inputs, const VarP &v, int depth = 0,
-               std::vector<OutputSlot> *slots = nullptr) {
+               const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
+               std::vector<OutputSlot> *slots, std::map<const Var *, int> *clones) {
   std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
     throw Unsupported("torch.vmap: a batched value escapes its vmap");
@@ -74,7 +78,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     }
     outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1, &outputs);
+      addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
@@ -84,7 +88,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
                                                         : OutputSlot::Kind::List,
                            (int)v->items.size(), {}});
     for (auto &item : v->items)
-      addOutput(out, results, inputs, item, depth + 1, &outputs);
+      addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
   }
   if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
@@ -99,6 +103,14 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   }
   if (v->isTensor()) {
     // A clone() of an input or of another result is returned as a copy.
+    if (v->copied && clones) {
+      auto [it, first] = clones->try_emplace(v.get(), (int)outputs.size());
+      if (!first) {
+        outputs.push_back(outputs[it->second]);
+        outputs.back().sameAs = it->second;
+        return;
+      }
+    }
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
         outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
@@ -143,6 +155,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     mlir::Block &entry = fn.getBody().front();
     std::vector<mlir::Value> inputs(entry.getArguments().begin(), entry.getArguments().end());
     std::vector<mlir::Value> results;
+    std::map<const Var *, int> clones;
     if (out.stopOffset >= 0) {
       // A break's prefix: the state tuple; note which items hold results.
       if (!out.state.reached || result->kind != Var::Kind::Tuple)
@@ -156,12 +169,12 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
           continue;
         }
         size_t before = results.size();
-        addOutput(out, results, inputs, result->items[i], 1);
+        addOutput(out, results, inputs, result->items[i], 1, nullptr, &clones);
         if (results.size() > before)
           out.state.needed.push_back((int)i);
       }
     } else {
-      addOutput(out, results, inputs, result);
+      addOutput(out, results, inputs, result, 0, nullptr, &clones);
     }
     // The side effects' values: tensors among them are extra graph results.
     for (const VarP &v : interp.effectValues())

@@ -41,6 +41,10 @@ struct OutputSlot {
                   ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
   PyRef cls; ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
+  /// Graph/Input with `copy`: >= 0 when the same Python tensor was already
+  /// placed at output slot `sameAs` (one clone() held in several places,
+  /// e.g. a local and the stack at a break): that object, not a new clone.
+  int sameAs = -1;
 };
 
 /// A graph input: a tensor read from a source.
