@@ -35,6 +35,11 @@ namespace mlir::kiln {
 /// on func.func, with canonicalize + CSE after both).
 /// `transcendentalCost`: the fusion pass's `transcendental-cost` option (the
 /// CPU pipeline passes 8).
+/// Unit attribute kiln-fuse-rows puts on its row loops: iterations touch
+/// disjoint rows of every buffer they write, except the one-row buffers
+/// allocated on the stack at function entry, which each thread may copy.
+inline constexpr const char kIndependentRowsAttr[] = "kiln.independent_rows";
+
 void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost = 1);
 
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM

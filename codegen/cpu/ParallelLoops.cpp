@@ -28,11 +28,14 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::kiln {
 
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
+#define GEN_PASS_DEF_LOWERALLOCASCOPESPASS
 #include "codegen/Passes.h.inc"
 
 namespace {
@@ -151,6 +154,63 @@ void shapeForThreads(scf::ParallelOp loop, ArrayRef<int64_t> trips) {
   loop.erase();
 }
 
+/// At most this many blocks of rows (one stack copy of the row buffers
+/// each).
+constexpr int64_t kMaxRowBlocks = 64;
+
+/// The stack buffers at the start of `fn`'s body that only `loop` uses
+/// (kiln-fuse-rows' one-row buffers); null when another op uses one.
+std::optional<SmallVector<memref::AllocaOp>> privateRowBuffers(func::FuncOp fn,
+                                                                scf::ForOp loop) {
+  SmallVector<memref::AllocaOp> buffers;
+  for (auto alloca : fn.getBody().front().getOps<memref::AllocaOp>()) {
+    bool usedByLoop = false, usedElsewhere = false;
+    for (Operation *user : alloca->getUsers())
+      (loop->isAncestor(user) ? usedByLoop : usedElsewhere) = true;
+    if (usedByLoop && usedElsewhere)
+      return std::nullopt;
+    if (usedByLoop)
+      buffers.push_back(alloca);
+  }
+  return buffers;
+}
+
+/// A kiln-fuse-rows loop over `n` independent rows becomes a parallel loop
+/// over blocks of rows (the smallest divisor of n giving at most
+/// kMaxRowBlocks blocks), each block an alloca scope with its own copy of
+/// the row buffers and the original loop over its rows.
+void parallelizeRows(scf::ForOp loop, int64_t n, ArrayRef<memref::AllocaOp> buffers) {
+  int64_t perBlock = llvm::divideCeil(n, kMaxRowBlocks);
+  while (n % perBlock != 0)
+    ++perBlock;
+  if (perBlock == n) // one block: nothing to share
+    return;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  auto index = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v).getResult(); };
+  Value zero = index(0), one = index(1), blocks = index(n / perBlock), size = index(perBlock);
+  auto par = b.create<scf::ParallelOp>(loc, ValueRange{zero}, ValueRange{blocks},
+                                       ValueRange{one});
+  b.setInsertionPointToStart(par.getBody());
+  auto scope = b.create<memref::AllocaScopeOp>(loc, TypeRange{});
+  Block *scopeBody = new Block;
+  scope.getBodyRegion().push_back(scopeBody);
+  b.setInsertionPointToStart(scopeBody);
+  IRMapping map;
+  for (memref::AllocaOp buffer : buffers)
+    map.map(buffer.getResult(), b.clone(*buffer)->getResult(0));
+  auto rows = b.create<scf::ForOp>(loc, zero, size, one);
+  b.create<memref::AllocaScopeReturnOp>(loc);
+  b.setInsertionPointToStart(rows.getBody());
+  Value first = b.create<arith::MulIOp>(loc, par.getInductionVars()[0], size);
+  map.map(loop.getInductionVar(), b.create<arith::AddIOp>(loc, first, rows.getInductionVar()));
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, map);
+  loop.erase();
+  for (memref::AllocaOp buffer : buffers)
+    buffer.erase();
+}
+
 struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> loops;
@@ -178,6 +238,45 @@ struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
         shapeForThreads(loop, trips);
       // else: an inner (reduction) loop is the vectorized one; every
       // parallel dimension stays parallel.
+    }
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal()) // a BLAS shim's declaration
+      return;
+    SmallVector<scf::ForOp> rowLoops;
+    for (auto loop : fn.getBody().front().getOps<scf::ForOp>())
+      if (loop->hasAttr(kIndependentRowsAttr))
+        rowLoops.push_back(loop);
+    for (scf::ForOp loop : rowLoops) {
+      std::optional<int64_t> n =
+          tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+      if (!n || getConstantIntValue(loop.getLowerBound()) != 0 ||
+          getConstantIntValue(loop.getStep()) != 1 ||
+          *n * workOf(*loop.getBody()) < kMinParallelWork)
+        continue;
+      if (auto buffers = privateRowBuffers(fn, loop))
+        parallelizeRows(loop, *n, *buffers);
+    }
+  }
+};
+
+/// `memref.alloca_scope { body }` → stacksave; body; stackrestore, inline
+/// in the parent block (what MemRefToLLVM does later, done before
+/// scf-to-cf can split the body into blocks, which the op forbids).
+struct LowerAllocaScopes : impl::LowerAllocaScopesPassBase<LowerAllocaScopes> {
+  void runOnOperation() override {
+    SmallVector<memref::AllocaScopeOp> scopes;
+    getOperation().walk([&](memref::AllocaScopeOp scope) { scopes.push_back(scope); });
+    for (memref::AllocaScopeOp scope : scopes) { // inner scopes first
+      OpBuilder b(scope);
+      Location loc = scope.getLoc();
+      Value saved = b.create<LLVM::StackSaveOp>(loc, LLVM::LLVMPointerType::get(b.getContext()));
+      Block *body = &scope.getBodyRegion().front();
+      Operation *ret = body->getTerminator();
+      scope->replaceAllUsesWith(ret->getOperands());
+      scope->getBlock()->getOperations().splice(Block::iterator(scope), body->getOperations(),
+                                                body->begin(), Block::iterator(ret));
+      b.create<LLVM::StackRestoreOp>(loc, saved);
+      scope.erase();
     }
   }
 };

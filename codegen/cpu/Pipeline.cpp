@@ -71,10 +71,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   }
   pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertSCFToOpenMPPass());
-  // Inlines the memref.alloca_scope scf-to-openmp wraps each parallel body
-  // in (kiln's bodies allocate nothing on the stack), which would otherwise
-  // hold the inner loops' blocks after scf-to-cf.
-  pm.addPass(createCanonicalizerPass());
+  pm.nest<func::FuncOp>().addPass(createLowerAllocaScopesPass());
 
   // → LLVM dialect.
   pm.addPass(createConvertSCFToCFPass());

@@ -128,3 +128,62 @@ func.func @row_sums(%a: memref<512x1024xf32>, %s: memref<512xf32>) {
   }
   return
 }
+
+// -----
+
+// Tests that a kiln-fuse-rows row loop becomes a parallel loop over blocks
+// of rows (1024 rows: 64 blocks of 16), each block an alloca scope with its
+// own copy of the row buffer; and that a declaration (a BLAS shim) is
+// skipped.
+// CHECK-LABEL: func.func private @shim
+// CHECK-LABEL: func.func @rows
+// CHECK-NOT:   memref.alloca()
+// CHECK:       scf.parallel (%[[B:.*]]) = (%c0{{.*}}) to (%c64) step
+// CHECK-NEXT:    memref.alloca_scope {
+// CHECK-NEXT:      %[[BUF:.*]] = memref.alloca() : memref<1x512xf32>
+// CHECK-NEXT:      scf.for %[[I:.*]] = %c0{{.*}} to %c16 step
+// CHECK-NEXT:        %[[FIRST:.*]] = arith.muli %[[B]], %c16
+// CHECK-NEXT:        %[[ROW:.*]] = arith.addi %[[FIRST]], %[[I]]
+// CHECK:             memref.subview %arg0[%[[ROW]], 0]
+// CHECK:             memref.store %{{.*}}, %[[BUF]]
+func.func private @shim(memref<4xf32>)
+func.func @rows(%a: memref<1024x512xf32>, %b: memref<1024x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %c1024 = arith.constant 1024 : index
+  %buf = memref.alloca() : memref<1x512xf32>
+  scf.for %r = %c0 to %c1024 step %c1 {
+    %in = memref.subview %a[%r, 0] [1, 512] [1, 1] : memref<1024x512xf32> to memref<1x512xf32, strided<[512, 1], offset: ?>>
+    %out = memref.subview %b[%r, 0] [1, 512] [1, 1] : memref<1024x512xf32> to memref<1x512xf32, strided<[512, 1], offset: ?>>
+    scf.for %k = %c0 to %c512 step %c1 {
+      %x = memref.load %in[%c0, %k] : memref<1x512xf32, strided<[512, 1], offset: ?>>
+      %y = math.exp %x : f32
+      memref.store %y, %buf[%c0, %k] : memref<1x512xf32>
+    }
+    scf.for %k = %c0 to %c512 step %c1 {
+      %y = memref.load %buf[%c0, %k] : memref<1x512xf32>
+      memref.store %y, %out[%c0, %k] : memref<1x512xf32, strided<[512, 1], offset: ?>>
+    }
+  } {kiln.independent_rows}
+  return
+}
+
+// -----
+
+// Tests that a row loop without the kiln-fuse-rows mark stays serial.
+// CHECK-LABEL: func.func @negative_unmarked_rows
+// CHECK-NOT:   scf.parallel
+func.func @negative_unmarked_rows(%b: memref<1024x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %c1024 = arith.constant 1024 : index
+  %z = arith.constant 0.0 : f32
+  scf.for %r = %c0 to %c1024 step %c1 {
+    scf.for %k = %c0 to %c512 step %c1 {
+      memref.store %z, %b[%r, %k] : memref<1024x512xf32>
+    }
+  }
+  return
+}
