@@ -40,6 +40,11 @@ namespace mlir::kiln {
 void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost = 1,
                               bool sharedLhsGemm = false);
 
+/// Unit attribute kiln-fuse-rows puts on its row loops: iterations touch
+/// disjoint rows of every buffer they write, except the one-row buffers
+/// allocated on the stack at function entry, which each thread may copy.
+inline constexpr const char kIndependentRowsAttr[] = "kiln.independent_rows";
+
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
 /// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.
 void buildCpuLoweringPipeline(OpPassManager &pm);

@@ -129,6 +129,34 @@ def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
+def ParallelizeLoopsPass : Pass<"kiln-parallelize-loops", "func::FuncOp"> {
+  let summary = "Keeps the scf.parallel loops worth running on several threads, serializes the rest";
+  let description = [{
+    Runs after `convert-linalg-to-parallel-loops` and before
+    `convert-scf-to-openmp`. A loop nest at the top of the function with
+    static bounds, no reductions and enough work (kMinParallelWork
+    operation-iterations) stays parallel, with its last dimension turned
+    into an `scf.for` (cut into parallel blocks when the other dimensions
+    are too few) so the vectorized loop is never part of the OpenMP
+    iteration space. Every other `scf.parallel` becomes a nest of `scf.for`.
+    A kiln-fuse-rows row loop (`kiln.independent_rows`) with enough work
+    becomes a parallel loop over blocks of rows, each block an alloca scope
+    with its own copy of the loop's one-row stack buffers.
+    See codegen/cpu/ParallelLoops.cpp.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def LowerAllocaScopesPass : Pass<"kiln-lower-alloca-scopes", "func::FuncOp"> {
+  let summary = "Inlines memref.alloca_scope bodies between llvm.intr.stacksave/stackrestore";
+  let description = [{
+    Runs after `convert-scf-to-openmp` (which wraps each parallel body in an
+    alloca scope) and before `convert-scf-to-cf`, which would otherwise
+    split loops inside a scope into blocks the single-block op forbids.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ApproximateMathPass : Pass<"kiln-approximate-math", "ModuleOp"> {
   let summary = "Expands math ops (exp, log, tanh, erf, ...) into vectorizable polynomials";
   let description = [{

@@ -120,6 +120,9 @@ scf::ForOp fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
   Value rows = b.create<arith::ConstantIndexOp>(loc, n);
   Value one = b.create<arith::ConstantIndexOp>(loc, 1);
   auto loop = b.create<scf::ForOp>(loc, zero, rows, one);
+  // Rows are independent (isLegal): kiln-parallelize-loops may share them
+  // among threads, giving each its own copy of the one-row buffers.
+  loop->setAttr(kIndependentRowsAttr, b.getUnitAttr());
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value row = loop.getInductionVar();
   for (linalg::LinalgOp op : group) {

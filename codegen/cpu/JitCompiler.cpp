@@ -18,6 +18,7 @@
 #include "codegen/Registration.h"
 #include "codegen/cpu/BlasShims.h"
 #include "codegen/cpu/ObjectCode.h"
+#include "codegen/cpu/OpenMPShim.h"
 #include "runtime/BufferPool.h"
 #include "runtime/CompileCache.h"
 #include "transforms/Passes.h"
@@ -238,6 +239,9 @@ std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   // Intermediate buffers come from kiln's pool (runtime/BufferPool.h).
   symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
   symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));
+  // Parallel loops: OpenMP entry points on torch's libgomp.
+  for (auto symbol : ::kiln::openMPShimSymbols())
+    symbols.push_back(symbol);
   return symbols;
 }
 
@@ -271,6 +275,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
       translateModuleToLLVMIR(module, llvmContext, "kiln-graph");
   if (!llvmModule)
     return "kiln: translation to LLVM IR failed";
+  if (std::string why = ::kiln::checkOpenMPCalls(*llvmModule); !why.empty())
+    return why;
   llvm::Function *cInterface = llvmModule->getFunction("_mlir_ciface_" + entry);
   if (!cInterface)
     return "kiln: no C interface for @" + entry + " after lowering";

@@ -6,8 +6,9 @@
 // one-shot bufferization (identity layouts at function boundaries), row-wise
 // loops around reduction chains,
 // ownership-based deallocation so intermediates are freed, BLAS calls for
-// f32/f64 matmuls, plain loops (LLVM's O3 vectorizer does the vectorizing),
-// polynomial math, and the standard conversions to LLVM.
+// f32/f64 matmuls, loops (LLVM's O3 vectorizer does the vectorizing) with
+// the big top-level nests run by OpenMP work sharing (kiln-parallelize-loops,
+// OpenMPShim.cpp), polynomial math, and the standard conversions to LLVM.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -67,11 +68,15 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createLinalgToBlasPass());
   {
     OpPassManager &fn = pm.nest<func::FuncOp>();
-    fn.addPass(createConvertLinalgToLoopsPass());
+    fn.addPass(createConvertLinalgToParallelLoopsPass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
+    // Big top-level loop nests stay parallel; everything else is serial.
+    fn.addPass(createParallelizeLoopsPass());
   }
   pm.addPass(createApproximateMathPass());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  pm.nest<func::FuncOp>().addPass(createLowerAllocaScopesPass());
 
   // → LLVM dialect.
   pm.addPass(createConvertSCFToCFPass());
@@ -83,6 +88,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -11,6 +11,7 @@
 #include "Log.h"
 #include "capture/Coverage.h"
 #include "codegen/cpu/BlasShims.h"
+#include "codegen/cpu/OpenMPShim.h"
 #include "runtime/BufferPool.h"
 
 #include <nanobind/nanobind.h>
@@ -128,5 +129,15 @@ NB_MODULE(_C, m) {
         nb::arg("reset_peak") = false,
         "Bytes of compiled code's intermediate buffers: live now and the peak since the "
         "last reset_peak=True (which then restarts it at the live bytes).");
+  m.def("parallel_regions",
+        [] {
+          kiln::ParallelRegionStats s = kiln::parallelRegionStats();
+          nb::dict d;
+          d["threaded"] = s.threaded;
+          d["inline"] = s.inlined;
+          return d;
+        },
+        "How many parallel loops compiled CPU code has run: on several threads "
+        "(torch.get_num_threads() > 1) or inline on the calling thread.");
   registerCudaBindings(m);
 }

@@ -1,0 +1,40 @@
+//===- OpenMPShim.h - OpenMP entry points of the generated CPU code -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `__kmpc_*` functions MLIR's OpenMP translation calls, implemented on
+// torch's libgomp (OpenMPShim.cpp), for the JIT's symbol table.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CPU_OPENMPSHIM_H
+#define KILN_CODEGEN_CPU_OPENMPSHIM_H
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln {
+
+/// Most pointer arguments an outlined parallel region may take.
+constexpr int kMaxForkArgs = 8;
+
+/// (name, address) of every `__kmpc_*` entry point kiln provides.
+std::vector<std::pair<const char *, void *>> openMPShimSymbols();
+
+/// Parallel loops run so far: on a team of threads, or inline because one
+/// thread was asked for (or libgomp is missing).
+struct ParallelRegionStats {
+  long threaded = 0;
+  long inlined = 0;
+};
+ParallelRegionStats parallelRegionStats();
+
+/// "" when every OpenMP call in `module` is one the shim implements, else
+/// what is not (checked before the module is compiled).
+std::string checkOpenMPCalls(const llvm::Module &module);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CPU_OPENMPSHIM_H
