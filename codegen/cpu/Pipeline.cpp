@@ -4,8 +4,8 @@
 // The CPU lowering from optimized kiln IR to the LLVM dialect, in order:
 // kiln → linalg on tensors, elementwise fusion, destination-passing outputs,
 // one-shot bufferization (identity layouts at function boundaries), row-wise
-// loops around reduction chains,
-// ownership-based deallocation so intermediates are freed, BLAS calls for
+// loops around reduction chains, one arena per call for the static
+// intermediates (packed by liveness), ownership-based deallocation so intermediates are freed, BLAS calls for
 // f32/f64 matmuls, plain loops (LLVM's O3 vectorizer does the vectorizing),
 // polynomial math, and the standard conversions to LLVM.
 //===----------------------------------------------------------------------===//
@@ -54,6 +54,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   // Row-wise chains (softmax, layer_norm) run row by row, in cache.
   pm.nest<func::FuncOp>().addPass(createFuseRowsPass());
+  // Static intermediates share one arena by liveness; the deallocation
+  // below frees the arena and whatever the planning could not follow.
+  pm.nest<func::FuncOp>().addPass(createPlanMemoryPass());
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());

@@ -1,0 +1,218 @@
+//===- PlanMemory.cpp - one arena for a function's intermediates --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `kiln-plan-memory`: after bufferization and before buffer deallocation,
+// every static-size `memref.alloc` at the top level of a function whose
+// lifetime can be proven (all of its uses, and those of every view of it,
+// are ordinary reads/writes: no call, return, yield, region iter_arg or op
+// that makes a memref/tensor result we cannot see through) becomes a
+// `memref.view` at a fixed offset of ONE `memref<Nxi8>` arena allocated at
+// the function's entry. Buffers whose live ranges do not overlap share
+// bytes. The deallocation pipeline then frees the arena once, at the end of
+// the call; everything else keeps its own alloc/free.
+//
+// Live range of a buffer: the positions, in the entry block, of the first
+// and last top-level op that uses it or any alias (an op nested in a loop
+// or an `if` counts as its top-level ancestor, so a buffer used in a loop
+// stays live for the whole loop). The alloc itself does not start the
+// range (allocs are often hoisted ahead of their first writer).
+//
+// Packing (greedy by size, best fit): buffers sorted by size (largest
+// first; ties by first use); each one is placed at the lowest-waste gap
+// among the byte ranges of the already-placed buffers whose live ranges
+// overlap its own (offsets aligned), or after the highest of them. The
+// arena is the highest end offset. Two buffers live at the same op never
+// share bytes, so an elementwise op never writes its output over a dead
+// input in place (that would need the two ranges to touch at that op and
+// the same offset: not done).
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "codegen/Passes.h.inc"
+
+namespace {
+
+/// One planned allocation.
+struct Buffer {
+  memref::AllocOp alloc;
+  int64_t bytes = 0;
+  int64_t align = 1;
+  /// Positions in the entry block of the first and last use (inclusive).
+  unsigned first = 0, last = 0;
+  int64_t offset = -1;
+};
+
+/// Bytes of one element, or 0 when the arena does not take the type.
+int64_t elementBytes(Type t) {
+  if (t.isIntOrFloat())
+    return llvm::divideCeil(t.getIntOrFloatBitWidth(), 8);
+  if (t.isIndex())
+    return 8; // the LLVM lowering's default index width
+  return 0;
+}
+
+/// Whether `user` only reads or writes the memref it is given (no new
+/// alias it does not declare as a view, no ownership transfer).
+bool isPlainUse(Operation *user) {
+  if (isa<CallOpInterface, RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
+          memref::DeallocOp, memref::ExtractStridedMetadataOp>(user) ||
+      user->hasTrait<OpTrait::IsTerminator>())
+    return false;
+  for (Type t : user->getResultTypes())
+    if (isa<BaseMemRefType, TensorType>(t))
+      return false;
+  return true;
+}
+
+/// The live range of `root` in `entry` (indices from `position`): the
+/// first and last top-level op using it or a view of it. Fails when an
+/// alias escapes what this pass can follow.
+LogicalResult liveRange(Value root, Block &entry,
+                        const DenseMap<Operation *, unsigned> &position, unsigned &first,
+                        unsigned &last) {
+  SmallVector<Value> worklist{root};
+  bool used = false;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      Operation *top = entry.findAncestorOpInBlock(*user);
+      if (!top)
+        return failure();
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (view && view.getViewSource() == v) {
+        for (Value r : user->getResults())
+          if (isa<BaseMemRefType>(r.getType()))
+            worklist.push_back(r);
+      } else if (!isPlainUse(user)) {
+        return failure();
+      }
+      unsigned at = position.lookup(top);
+      first = used ? std::min(first, at) : at;
+      last = used ? std::max(last, at) : at;
+      used = true;
+    }
+  }
+  return success(used);
+}
+
+/// A plannable top-level allocation of `entry`, or nullopt.
+std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
+                                const DenseMap<Operation *, unsigned> &position,
+                                int64_t minAlign) {
+  MemRefType type = alloc.getType();
+  int64_t elem = elementBytes(type.getElementType());
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      type.getMemorySpace() || elem == 0 || !alloc.getSymbolOperands().empty())
+    return std::nullopt;
+  Buffer b;
+  b.alloc = alloc;
+  b.bytes = std::max<int64_t>(1, type.getNumElements() * elem);
+  b.align = std::max<int64_t>(minAlign, alloc.getAlignment().value_or(1));
+  if (failed(liveRange(alloc.getResult(), entry, position, b.first, b.last)))
+    return std::nullopt;
+  return b;
+}
+
+/// Assigns offsets (greedy by size, best fit); returns the arena's size.
+int64_t pack(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer *> order;
+  for (Buffer &b : buffers)
+    order.push_back(&b);
+  llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
+  });
+  int64_t arena = 0;
+  SmallVector<Buffer *> placed;
+  for (Buffer *b : order) {
+    SmallVector<Buffer *> live;
+    for (Buffer *p : placed)
+      if (p->first <= b->last && b->first <= p->last)
+        live.push_back(p);
+    llvm::sort(live, [](Buffer *x, Buffer *y) { return x->offset < y->offset; });
+    int64_t cursor = 0, best = -1, bestWaste = 0;
+    for (Buffer *p : live) {
+      int64_t start = llvm::alignTo(cursor, b->align);
+      int64_t waste = p->offset - start - b->bytes;
+      if (waste >= 0 && (best < 0 || waste < bestWaste)) {
+        best = start;
+        bestWaste = waste;
+      }
+      cursor = std::max(cursor, p->offset + p->bytes);
+    }
+    b->offset = best >= 0 ? best : static_cast<int64_t>(llvm::alignTo(cursor, b->align));
+    arena = std::max(arena, b->offset + b->bytes);
+    placed.push_back(b);
+  }
+  return arena;
+}
+
+/// The most bytes of `buffers` live at one op of a block of `n` ops: no
+/// packing can make the arena smaller (the packing's lower bound).
+int64_t peakLiveBytes(ArrayRef<Buffer> buffers, unsigned n) {
+  SmallVector<int64_t> delta(n + 1, 0);
+  for (const Buffer &b : buffers) {
+    delta[b.first] += b.bytes;
+    delta[b.last + 1] -= b.bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta)
+    peak = std::max(peak, live += d);
+  return peak;
+}
+
+struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    Block &entry = func.getBody().front();
+    DenseMap<Operation *, unsigned> position;
+    unsigned n = 0;
+    for (Operation &op : entry)
+      position[&op] = n++;
+    SmallVector<Buffer> buffers;
+    for (auto alloc : entry.getOps<memref::AllocOp>())
+      if (std::optional<Buffer> b = plannable(alloc, entry, position, alignment))
+        buffers.push_back(*b);
+    if (buffers.empty())
+      return;
+    int64_t arenaBytes = pack(buffers);
+    int64_t maxAlign = alignment;
+    for (Buffer &b : buffers)
+      maxAlign = std::max(maxAlign, b.align);
+
+    OpBuilder builder = OpBuilder::atBlockBegin(&entry);
+    Location loc = func.getLoc();
+    auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
+    Value arena = builder.create<memref::AllocOp>(loc, arenaType,
+                                                  builder.getI64IntegerAttr(maxAlign));
+    for (Buffer &b : buffers) {
+      builder.setInsertionPoint(b.alloc);
+      Value offset = builder.create<arith::ConstantIndexOp>(b.alloc.getLoc(), b.offset);
+      Value view = builder.create<memref::ViewOp>(b.alloc.getLoc(), b.alloc.getType(), arena,
+                                                  offset, ValueRange{});
+      b.alloc.getResult().replaceAllUsesWith(view);
+      b.alloc.erase();
+      numBytes += b.bytes;
+    }
+    numBuffers += buffers.size();
+    numArenaBytes += arenaBytes;
+    numLiveBytes += peakLiveBytes(buffers, n);
+  }
+};
+
+} // namespace
+} // namespace mlir::kiln

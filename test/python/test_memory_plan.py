@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Memory planning (kiln-plan-memory): a compiled call's intermediates share
+one arena by liveness, so its peak is what liveness allows, not the sum of
+every intermediate. The peak is read from the buffer pool's counters
+(kiln._C.intermediate_memory), which see the arena like any other buffer."""
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from conftest import assert_close, assert_compiled
+
+
+def intermediate_peak(fn, *args) -> int:
+    """Peak bytes of kiln's intermediate buffers during one call of fn."""
+    live = kiln._C.intermediate_memory(reset_peak=True)["live"]
+    fn(*args)
+    return kiln._C.intermediate_memory()["peak"] - live
+
+
+@pytest.mark.parametrize("layers", [4, 12])
+def test_chain_peak_is_two_buffers_not_n(layers):
+    # Each layer materializes a GEMM result and its tanh (tanh does not fuse
+    # into the BLAS call), 2 * layers - 1 intermediates of 128x128 f32; at
+    # any op at most two of them are live (the input and the output).
+    width, batch = 128, 128
+    model = nn.Sequential(*[m for _ in range(layers)
+                            for m in (nn.Linear(width, width, bias=False), nn.Tanh())]).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(batch, width)
+    buffer = batch * width * 4
+    with torch.no_grad():
+        expected = model(x)
+        assert_close(compiled(x), expected)
+        peak = intermediate_peak(compiled, x)
+        assert_close(compiled(x), expected)
+    assert_compiled(graphs=1, calls=3)
+    assert buffer <= peak <= 2 * buffer, (peak, buffer)
+
+
+def test_branches_keep_live_values_apart():
+    # Residual blocks: the skip input stays live across the block's two
+    # GEMMs, so the plan must keep it apart from them (a wrong overlap would
+    # corrupt the result); peak is three buffers, not the sum.
+    width, batch, blocks = 64, 256, 6
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(width, width)
+            self.b = nn.Linear(width, width)
+
+        def forward(self, x):
+            return torch.relu(x + self.b(torch.tanh(self.a(x))))
+
+    model = nn.Sequential(*[Residual() for _ in range(blocks)]).eval()
+    compiled = kiln.compile(model)
+    x = torch.randn(batch, width)
+    buffer = batch * width * 4
+    with torch.no_grad():
+        expected = model(x)
+        assert_close(compiled(x), expected)
+        peak = intermediate_peak(compiled, x)
+    assert buffer <= peak <= 4 * buffer, (peak, buffer)
+
+
+def test_views_of_planned_buffers():
+    # Reshapes, transposes and slices of intermediates are aliases of their
+    # buffer: each must keep it live until the alias's last use.
+    def f(x, w):
+        h = torch.tanh(x @ w)
+        t = h.reshape(8, 32, 64).transpose(1, 2)
+        s = torch.sigmoid(t @ h.reshape(8, 32, 64)[:, :, :32])
+        return (s.sum(-1, keepdim=True) * t).flatten(1) + h.reshape(8, -1)
+
+    compiled = kiln.compile(f)
+    x, w = torch.randn(256, 48), torch.randn(48, 64)
+    assert_close(compiled(x, w), f(x, w))
+    assert_close(compiled(x, w), f(x, w))
+    assert_compiled(graphs=1, calls=2)
