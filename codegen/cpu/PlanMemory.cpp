@@ -124,6 +124,53 @@ std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
   return b;
 }
 
+/// The values that alias `root`: itself and its views, transitively.
+llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
+  llvm::SmallPtrSet<Value, 8> aliases{root};
+  SmallVector<Value> worklist{root};
+  while (!worklist.empty())
+    for (Operation *user : worklist.pop_back_val().getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        for (Value r : user->getResults())
+          if (aliases.contains(view.getViewSource()) && aliases.insert(r).second)
+            worklist.push_back(r);
+  return aliases;
+}
+
+/// Moves each top-level `linalg.fill` of an allocation (or a view of it)
+/// down to just before the next op that touches that memory. Bufferization
+/// leaves the zero fills of GEMM outputs hoisted to the top of the function
+/// (kiln-linalg-to-blas later folds them into beta = 0); where they stand
+/// they would make every GEMM output live from the function's start. A
+/// fill reads only a scalar defined above it, so the move is legal as long
+/// as nothing in between reads or writes the buffer.
+void sinkFills(Block &entry) {
+  SmallVector<linalg::FillOp> fills(entry.getOps<linalg::FillOp>());
+  for (linalg::FillOp fill : fills) {
+    if (!fill.hasPureBufferSemantics())
+      continue;
+    Value root = fill.getDpsInits()[0];
+    while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+      root = view.getViewSource();
+    if (!root.getDefiningOp<memref::AllocOp>())
+      continue;
+    llvm::SmallPtrSet<Value, 8> aliases = aliasesOf(root);
+    Operation *next = nullptr;
+    for (Operation *op = fill->getNextNode(); op && !next; op = op->getNextNode()) {
+      if (isa<ViewLikeOpInterface>(op))
+        continue;
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (aliases.contains(v))
+            next = op;
+        return next ? WalkResult::interrupt() : WalkResult::advance();
+      });
+    }
+    if (next && next != fill->getNextNode() && !next->hasTrait<OpTrait::IsTerminator>())
+      fill->moveBefore(next);
+  }
+}
+
 /// Assigns offsets (greedy by size, best fit); returns the arena's size.
 int64_t pack(MutableArrayRef<Buffer> buffers) {
   SmallVector<Buffer *> order;
@@ -179,6 +226,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
     Block &entry = func.getBody().front();
+    sinkFills(entry);
     DenseMap<Operation *, unsigned> position;
     unsigned n = 0;
     for (Operation &op : entry)

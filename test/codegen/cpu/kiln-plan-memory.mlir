@@ -159,17 +159,45 @@ func.func @negative_escapes(%x: f32, %n: index) -> memref<16xf32> {
 // CHECK: arith.constant 256 : index
 // CHECK: arith.constant 320 : index
 // CHECK: arith.constant 0 : index
-func.func @best_fit(%x: f32, %out: memref<16xf32>, %big: memref<64xf32>) {
+func.func @best_fit(%x: memref<16xf32>, %out: memref<16xf32>, %big: memref<64xf32>) {
   %l = memref.alloc() : memref<64xf32>
-  linalg.fill ins(%x : f32) outs(%l : memref<64xf32>)
+  memref.copy %big, %l : memref<64xf32> to memref<64xf32>
   %a = memref.alloc() : memref<16xf32>
-  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
   %b = memref.alloc() : memref<16xf32>
-  linalg.fill ins(%x : f32) outs(%b : memref<16xf32>)
+  memref.copy %x, %b : memref<16xf32> to memref<16xf32>
   linalg.add ins(%a, %b : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
   memref.copy %l, %big : memref<64xf32> to memref<64xf32>
   %c = memref.alloc() : memref<16xf32>
   linalg.add ins(%b, %out : memref<16xf32>, memref<16xf32>) outs(%c : memref<16xf32>)
   memref.copy %c, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// Tests that fills hoisted to the top (as bufferization leaves the zero
+// fills of GEMM outputs) are moved down to just before the buffer's next
+// use, so they do not make the buffers live from the start: %a and %b then
+// share offset 0.
+// CHECK-LABEL: func.func @sink_hoisted_fills
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]]
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]]
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[A]] : memref<16xf32>)
+// CHECK-NEXT: linalg.add ins(%{{.*}}, %{{.*}} : memref<16xf32>, memref<16xf32>) outs(%[[A]] : memref<16xf32>)
+// CHECK-NEXT: memref.copy %[[A]]
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[B]] : memref<16xf32>)
+// CHECK-NEXT: linalg.add ins(%{{.*}}, %{{.*}} : memref<16xf32>, memref<16xf32>) outs(%[[B]] : memref<16xf32>)
+func.func @sink_hoisted_fills(%x: memref<16xf32>, %out0: memref<16xf32>, %out1: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<16xf32>)
+  linalg.fill ins(%zero : f32) outs(%b : memref<16xf32>)
+  linalg.add ins(%x, %x : memref<16xf32>, memref<16xf32>) outs(%a : memref<16xf32>)
+  memref.copy %a, %out0 : memref<16xf32> to memref<16xf32>
+  linalg.add ins(%x, %x : memref<16xf32>, memref<16xf32>) outs(%b : memref<16xf32>)
+  memref.copy %b, %out1 : memref<16xf32> to memref<16xf32>
   return
 }
