@@ -12,10 +12,12 @@
 // the call; everything else keeps its own alloc/free.
 //
 // Live range of a buffer: the positions, in the entry block, of the first
-// and last top-level op that uses it or any alias (an op nested in a loop
-// or an `if` counts as its top-level ancestor, so a buffer used in a loop
-// stays live for the whole loop). The alloc itself does not start the
-// range (allocs are often hoisted ahead of their first writer).
+// and last top-level op that reads or writes it or any alias (an op nested
+// in a loop or an `if` counts as its top-level ancestor, so a buffer used
+// in a loop stays live for the whole loop). Neither the alloc nor an op
+// that only makes a view counts (allocs and pads' border views are often
+// hoisted far ahead of their first access); `linalg.fill`s hoisted to the
+// top are first moved down to just before the next access of their buffer.
 //
 // Packing (greedy by size, best fit): buffers sorted by size (largest
 // first; ties by first use); each one is placed at the lowest-waste gap
@@ -91,12 +93,14 @@ LogicalResult liveRange(Value root, Block &entry,
         return failure();
       auto view = dyn_cast<ViewLikeOpInterface>(user);
       if (view && view.getViewSource() == v) {
+        // Making a view touches no memory: its uses count, not it.
         for (Value r : user->getResults())
           if (isa<BaseMemRefType>(r.getType()))
             worklist.push_back(r);
-      } else if (!isPlainUse(user)) {
-        return failure();
+        continue;
       }
+      if (!isPlainUse(user))
+        return failure();
       unsigned at = position.lookup(top);
       first = used ? std::min(first, at) : at;
       last = used ? std::max(last, at) : at;
@@ -138,7 +142,8 @@ llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
 }
 
 /// Moves each top-level `linalg.fill` of an allocation (or a view of it)
-/// down to just before the next op that touches that memory. Bufferization
+/// down to just before the next op that touches that memory (making a view
+/// does not). Bufferization
 /// leaves the zero fills of GEMM outputs hoisted to the top of the function
 /// (kiln-linalg-to-blas later folds them into beta = 0); where they stand
 /// they would make every GEMM output live from the function's start. A
@@ -146,7 +151,9 @@ llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
 /// as nothing in between reads or writes the buffer.
 void sinkFills(Block &entry) {
   SmallVector<linalg::FillOp> fills(entry.getOps<linalg::FillOp>());
-  for (linalg::FillOp fill : fills) {
+  // Last first: fills of one buffer's pieces (a pad's borders) then move
+  // down together, each to just before the one after it.
+  for (linalg::FillOp fill : llvm::reverse(fills)) {
     if (!fill.hasPureBufferSemantics())
       continue;
     Value root = fill.getDpsInits()[0];
@@ -245,8 +252,18 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     OpBuilder builder = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
-    Value arena = builder.create<memref::AllocOp>(loc, arenaType,
-                                                  builder.getI64IntegerAttr(maxAlign));
+    auto arenaOp = builder.create<memref::AllocOp>(loc, arenaType,
+                                                   builder.getI64IntegerAttr(maxAlign));
+    Value arena = arenaOp;
+    // What the plan did, for IR dumps (the statistics below are compiled
+    // out of release LLVM builds).
+    int64_t plannedBytes = 0;
+    for (Buffer &b : buffers)
+      plannedBytes += b.bytes;
+    int64_t livePeak = peakLiveBytes(buffers, n);
+    arenaOp->setAttr("kiln.planned_buffers", builder.getI64IntegerAttr(buffers.size()));
+    arenaOp->setAttr("kiln.planned_bytes", builder.getI64IntegerAttr(plannedBytes));
+    arenaOp->setAttr("kiln.live_peak_bytes", builder.getI64IntegerAttr(livePeak));
     for (Buffer &b : buffers) {
       builder.setInsertionPoint(b.alloc);
       Value offset = builder.create<arith::ConstantIndexOp>(b.alloc.getLoc(), b.offset);
@@ -254,11 +271,11 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
                                                   offset, ValueRange{});
       b.alloc.getResult().replaceAllUsesWith(view);
       b.alloc.erase();
-      numBytes += b.bytes;
     }
     numBuffers += buffers.size();
+    numBytes += plannedBytes;
     numArenaBytes += arenaBytes;
-    numLiveBytes += peakLiveBytes(buffers, n);
+    numLiveBytes += livePeak;
   }
 };
 

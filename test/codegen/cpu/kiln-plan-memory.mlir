@@ -7,7 +7,7 @@
 // Tests that two buffers with disjoint live ranges share offset 0 of one
 // arena the size of the larger.
 // CHECK-LABEL: func.func @disjoint_share
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, kiln.live_peak_bytes = 64 : i64, kiln.planned_buffers = 2 : i64, kiln.planned_bytes = 128 : i64} : memref<64xi8>
 // CHECK-NOT: memref.alloc()
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<16xf32>
@@ -30,15 +30,16 @@ func.func @disjoint_share(%x: f32, %out0: memref<16xf32>, %out1: memref<16xf32>)
 // second after the first, 64-byte aligned), even when both allocs are
 // hoisted to the top.
 // CHECK-LABEL: func.func @overlap_disjoint
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
-// CHECK-DAG: memref.view %[[ARENA]][%{{.*}}][] : memref<128xi8> to memref<4x4xf32>
-// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
-// CHECK-DAG: memref.view %[[ARENA]][%[[C64]]][] : memref<128xi8> to memref<4x4xf32>
-func.func @overlap_disjoint(%x: f32, %out: memref<4x4xf32>) {
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<128xi8>
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<128xi8> to memref<4x4xf32>
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[C64]]][] : memref<128xi8> to memref<4x4xf32>
+func.func @overlap_disjoint(%in: memref<4x4xf32>, %out: memref<4x4xf32>) {
   %a = memref.alloc() : memref<4x4xf32>
   %b = memref.alloc() : memref<4x4xf32>
-  linalg.fill ins(%x : f32) outs(%a : memref<4x4xf32>)
-  linalg.fill ins(%x : f32) outs(%b : memref<4x4xf32>)
+  memref.copy %in, %a : memref<4x4xf32> to memref<4x4xf32>
+  memref.copy %in, %b : memref<4x4xf32> to memref<4x4xf32>
   linalg.add ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%out : memref<4x4xf32>)
   return
 }
@@ -49,18 +50,18 @@ func.func @overlap_disjoint(%x: f32, %out: memref<4x4xf32>) {
 // range: %b is first used while %a's reshaped alias is still read, so they
 // cannot share bytes.
 // CHECK-LABEL: func.func @alias_extends
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<128xi8>
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<128xi8> to memref<4x4xf32>
 // CHECK: memref.collapse_shape %[[A]]
 // CHECK: %[[C64:.*]] = arith.constant 64 : index
 // CHECK: memref.view %[[ARENA]][%[[C64]]][] : memref<128xi8> to memref<16xf32>
-func.func @alias_extends(%x: f32, %out: memref<16xf32>) {
+func.func @alias_extends(%in: memref<4x4xf32>, %in16: memref<16xf32>, %out: memref<16xf32>) {
   %a = memref.alloc() : memref<4x4xf32>
-  linalg.fill ins(%x : f32) outs(%a : memref<4x4xf32>)
+  memref.copy %in, %a : memref<4x4xf32> to memref<4x4xf32>
   %flat = memref.collapse_shape %a [[0, 1]] : memref<4x4xf32> into memref<16xf32>
   %b = memref.alloc() : memref<16xf32>
-  linalg.fill ins(%x : f32) outs(%b : memref<16xf32>)
+  memref.copy %in16, %b : memref<16xf32> to memref<16xf32>
   linalg.add ins(%flat, %b : memref<16xf32>, memref<16xf32>) outs(%out : memref<16xf32>)
   return
 }
@@ -72,7 +73,7 @@ func.func @alias_extends(%x: f32, %out: memref<16xf32>) {
 // iteration reads %a again, so they must not share bytes; %c, after the
 // loop, takes offset 0 again.
 // CHECK-LABEL: func.func @loop_keeps_range
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<128xi8>
 // CHECK: arith.constant 4 : index
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<128xi8> to memref<16xf32>
@@ -104,7 +105,7 @@ func.func @loop_keeps_range(%x: f32, %out: memref<16xf32>) {
 // Tests that a returned buffer keeps its own alloc (its lifetime does not
 // end in the function); the other one is still planned.
 // CHECK-LABEL: func.func @negative_returned
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<64xi8>
 // CHECK: memref.view %[[ARENA]]
 // CHECK: %[[R:.*]] = memref.alloc() : memref<16xf32>
 // CHECK: return %[[R]]
@@ -154,7 +155,7 @@ func.func @negative_escapes(%x: f32, %n: index) -> memref<16xf32> {
 // last one, live only with the third (at the op that reads it), takes the
 // gap below it, offset 0, where the large buffer was.
 // CHECK-LABEL: func.func @best_fit
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<384xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<384xi8>
 // CHECK: arith.constant 0 : index
 // CHECK: arith.constant 256 : index
 // CHECK: arith.constant 320 : index
@@ -181,7 +182,7 @@ func.func @best_fit(%x: memref<16xf32>, %out: memref<16xf32>, %big: memref<64xf3
 // use, so they do not make the buffers live from the start: %a and %b then
 // share offset 0.
 // CHECK-LABEL: func.func @sink_hoisted_fills
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<64xi8>
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]]
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]]
 // CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[A]] : memref<16xf32>)
@@ -199,5 +200,35 @@ func.func @sink_hoisted_fills(%x: memref<16xf32>, %out0: memref<16xf32>, %out1: 
   memref.copy %a, %out0 : memref<16xf32> to memref<16xf32>
   linalg.add ins(%x, %x : memref<16xf32>, memref<16xf32>) outs(%b : memref<16xf32>)
   memref.copy %b, %out1 : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// Tests that making a view is not an access: %b's border view (as a pad's
+// border fills leave it) is made while %a is live, but %b is first written
+// after %a's last read, so they share offset 0. The border fill, hoisted
+// above %a's uses, is moved down together with the one after it.
+// CHECK-LABEL: func.func @views_do_not_start_range
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<64xi8>
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<16xf32>
+// CHECK: %[[C0B:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0B]]][] : memref<64xi8> to memref<16xf32>
+// CHECK: memref.copy
+// CHECK-NEXT: memref.copy
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.fill
+func.func @views_do_not_start_range(%x: memref<16xf32>, %out0: memref<16xf32>, %out1: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %lo = memref.subview %b[0] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1]>>
+  %hi = memref.subview %b[12] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: 12>>
+  linalg.fill ins(%zero : f32) outs(%lo : memref<4xf32, strided<[1]>>)
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  memref.copy %a, %out0 : memref<16xf32> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%hi : memref<4xf32, strided<[1], offset: 12>>)
+  linalg.add ins(%b, %x : memref<16xf32>, memref<16xf32>) outs(%out1 : memref<16xf32>)
   return
 }
