@@ -19,14 +19,17 @@
 // hoisted far ahead of their first access); `linalg.fill`s hoisted to the
 // top are first moved down to just before the next access of their buffer.
 //
-// Packing (greedy by size, best fit): buffers sorted by size (largest
-// first; ties by first use); each one is placed at the lowest-waste gap
-// among the byte ranges of the already-placed buffers whose live ranges
-// overlap its own (offsets aligned), or after the highest of them. The
-// arena is the highest end offset. Two buffers live at the same op never
-// share bytes, so an elementwise op never writes its output over a dead
-// input in place (that would need the two ranges to touch at that op and
-// the same offset: not done).
+// In place: an all-parallel `linalg.generic` that is the last access of
+// an input buffer and the first of a same-size output buffer, both seen
+// with the same type and the same permutation map, writes the output over
+// the input (the two are linked and get the same offset). The packing
+// alone never gives this: their ranges meet at that op.
+//
+// Packing (greedy by size, best fit): in-place chains are one slot each;
+// slots sorted by size (largest first; ties by first use); each one is
+// placed at the lowest-waste gap among the byte ranges of the
+// already-placed slots whose live ranges overlap its own (offsets aligned),
+// or after the highest of them. The arena is the highest end offset.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -52,6 +55,9 @@ struct Buffer {
   /// Positions in the entry block of the first and last use (inclusive).
   unsigned first = 0, last = 0;
   int64_t offset = -1;
+  /// In-place neighbours: `next` is written, at this buffer's last access,
+  /// over its bytes (same offset).
+  Buffer *prev = nullptr, *next = nullptr;
 };
 
 /// Bytes of one element, or 0 when the arena does not take the type.
@@ -211,6 +217,105 @@ int64_t pack(MutableArrayRef<Buffer> buffers) {
   return arena;
 }
 
+/// The allocation under `v` through ops that keep its linear addressing
+/// (collapse/expand_shape, cast), or null.
+Value contiguousRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto c = dyn_cast<memref::CollapseShapeOp>(def))
+      v = c.getSrc();
+    else if (auto e = dyn_cast<memref::ExpandShapeOp>(def))
+      v = e.getSrc();
+    else if (auto c = dyn_cast<memref::CastOp>(def))
+      v = c.getSource();
+    else
+      break;
+  }
+  return v.getDefiningOp<memref::AllocOp>() ? v : Value();
+}
+
+/// The value under `v` through every view.
+Value anyRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `op` touches `a` or `b` other than through `in` and `out`
+/// (another operand, or a load in its body).
+bool touchesElsewhere(Operation *op, OpOperand *in, OpOperand *out, Value a, Value b) {
+  for (OpOperand &o : op->getOpOperands())
+    if (&o != in && &o != out && llvm::is_contained({a, b}, anyRoot(o.get())))
+      return true;
+  WalkResult r = op->walk([&](Operation *inner) {
+    if (inner == op)
+      return WalkResult::advance();
+    for (Value v : inner->getOperands())
+      if (llvm::is_contained({a, b}, anyRoot(v)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return r.wasInterrupted();
+}
+
+/// In place: where an all-parallel `linalg.generic` is the last access of
+/// input buffer A and the first of output buffer B, both of the same
+/// size, seen through views of the same type (linear addressing: reshapes
+/// of the whole buffer) with the same permutation indexing map, and no
+/// other operand touches them, each iteration reads element e of A before
+/// writing element e of B and no two iterations share an element: B may
+/// take A's bytes. Links such pairs (chains A → B → C...).
+void linkInPlace(Block &entry, const DenseMap<Operation *, unsigned> &position,
+                 MutableArrayRef<Buffer> buffers) {
+  DenseMap<Value, Buffer *> byRoot;
+  for (Buffer &b : buffers)
+    byRoot[b.alloc.getResult()] = &b;
+  for (auto generic : entry.getOps<linalg::GenericOp>()) {
+    if (!generic.hasPureBufferSemantics() ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      continue;
+    unsigned at = position.lookup(generic);
+    for (OpOperand &out : generic.getDpsInitsMutable()) {
+      Value rootB = contiguousRoot(out.get());
+      Buffer *b = rootB ? byRoot.lookup(rootB) : nullptr;
+      AffineMap map = generic.getMatchingIndexingMap(&out);
+      if (!b || b->prev || b->first != at || !map.isPermutation())
+        continue;
+      for (OpOperand *in : generic.getDpsInputOperands()) {
+        Value rootA = contiguousRoot(in->get());
+        Buffer *a = rootA ? byRoot.lookup(rootA) : nullptr;
+        if (!a || a == b || a->next || a->last != at || a->bytes != b->bytes ||
+            in->get().getType() != out.get().getType() ||
+            generic.getMatchingIndexingMap(in) != map ||
+            touchesElsewhere(generic, in, &out, rootA, rootB))
+          continue;
+        a->next = b;
+        b->prev = a;
+        break;
+      }
+    }
+  }
+}
+
+/// One slot per in-place chain (a buffer without neighbours is its own
+/// chain): the chain's range, its largest size and alignment.
+SmallVector<Buffer> chainSlots(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer> slots;
+  for (Buffer &head : buffers) {
+    if (head.prev)
+      continue;
+    Buffer slot = head;
+    slot.next = &head; // the chain, for assigning offsets
+    for (Buffer *m = head.next; m; m = m->next) {
+      slot.bytes = std::max(slot.bytes, m->bytes);
+      slot.align = std::max(slot.align, m->align);
+      slot.first = std::min(slot.first, m->first);
+      slot.last = std::max(slot.last, m->last);
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
 /// The most bytes of `buffers` live at one op of a block of `n` ops: no
 /// packing can make the arena smaller (the packing's lower bound).
 int64_t peakLiveBytes(ArrayRef<Buffer> buffers, unsigned n) {
@@ -244,7 +349,12 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         buffers.push_back(*b);
     if (buffers.empty())
       return;
-    int64_t arenaBytes = pack(buffers);
+    linkInPlace(entry, position, buffers);
+    SmallVector<Buffer> slots = chainSlots(buffers);
+    int64_t arenaBytes = pack(slots);
+    for (Buffer &slot : slots)
+      for (Buffer *m = slot.next; m; m = m->next)
+        m->offset = slot.offset;
     int64_t maxAlign = alignment;
     for (Buffer &b : buffers)
       maxAlign = std::max(maxAlign, b.align);
@@ -260,7 +370,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     int64_t plannedBytes = 0;
     for (Buffer &b : buffers)
       plannedBytes += b.bytes;
-    int64_t livePeak = peakLiveBytes(buffers, n);
+    int64_t livePeak = peakLiveBytes(slots, n);
     arenaOp->setAttr("kiln.planned_buffers", builder.getI64IntegerAttr(buffers.size()));
     arenaOp->setAttr("kiln.planned_bytes", builder.getI64IntegerAttr(plannedBytes));
     arenaOp->setAttr("kiln.live_peak_bytes", builder.getI64IntegerAttr(livePeak));

@@ -232,3 +232,84 @@ func.func @views_do_not_start_range(%x: memref<16xf32>, %out0: memref<16xf32>, %
   linalg.add ins(%b, %x : memref<16xf32>, memref<16xf32>) outs(%out1 : memref<16xf32>)
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// Tests in-place reuse: the elementwise op is %a's last access and %b's
+// first, with the same map and type (here through a reshape of %b), so %b
+// is written over %a (both at offset 0, arena of one buffer).
+// CHECK-LABEL: func.func @in_place
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<64xi8>
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<4x4xf32>
+// CHECK: %[[C0B:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0B]]][] : memref<64xi8> to memref<16xf32>
+func.func @in_place(%in: memref<4x4xf32>, %out: memref<16xf32>) {
+  %a = memref.alloc() : memref<4x4xf32>
+  memref.copy %in, %a : memref<4x4xf32> to memref<4x4xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %b2 = memref.expand_shape %b [[0, 1]] output_shape [4, 4] : memref<16xf32> into memref<4x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x4xf32>) outs(%b2 : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  memref.copy %b, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// Tests that there is no in-place reuse (each op's input at 0, output at
+// 64) when the input is read again later, when it is read through a
+// different map (a transpose would read elements already overwritten), or
+// when the op also reads it through a second operand.
+// CHECK-LABEL: func.func @negative_in_place
+// CHECK: memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<128xi8>
+// CHECK: arith.constant 0 : index
+// CHECK: arith.constant 64 : index
+// CHECK: linalg.generic
+// CHECK: arith.constant 0 : index
+// CHECK: arith.constant 64 : index
+// CHECK: linalg.generic
+// CHECK: arith.constant 0 : index
+// CHECK: arith.constant 64 : index
+// CHECK: linalg.generic
+func.func @negative_in_place(%in: memref<4x4xf32>, %out: memref<4x4xf32>) {
+  %a = memref.alloc() : memref<4x4xf32>
+  memref.copy %in, %a : memref<4x4xf32> to memref<4x4xf32>
+  %b = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x4xf32>) outs(%b : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  linalg.add ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%out : memref<4x4xf32>)
+  %c = memref.alloc() : memref<4x4xf32>
+  memref.copy %in, %c : memref<4x4xf32> to memref<4x4xf32>
+  %d = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<4x4xf32>) outs(%d : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  memref.copy %d, %out : memref<4x4xf32> to memref<4x4xf32>
+  %e = memref.alloc() : memref<4x4xf32>
+  memref.copy %in, %e : memref<4x4xf32> to memref<4x4xf32>
+  %f = memref.alloc() : memref<4x4xf32>
+  linalg.generic {indexing_maps = [#id, #tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %e : memref<4x4xf32>, memref<4x4xf32>) outs(%f : memref<4x4xf32>) {
+  ^bb0(%x: f32, %x2: f32, %y: f32):
+    %s = arith.addf %x, %x2 : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %f, %out : memref<4x4xf32> to memref<4x4xf32>
+  return
+}
