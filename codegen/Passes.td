@@ -119,13 +119,22 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "func::FuncOp"> {
     alloc): a call, return, yield, region operand (scf.for iter_args),
     dealloc, or any op with a memref/tensor result that is not a view.
 
-    Live range: first to last top-level op that uses the buffer or an
-    alias (a nested use counts as its top-level ancestor, so a buffer used
-    in an `scf.for` is live for the whole loop). Packing: greedy by size,
-    best fit — largest buffer first, each placed in the smallest gap
-    (aligned to `alignment`, or the alloc's own alignment if larger) left
-    by the placed buffers whose live ranges overlap, else above them.
-    Buffers live at the same op never share bytes (no in-place reuse).
+    Live range: first to last top-level op that reads or writes the
+    buffer or an alias (a nested use counts as its top-level ancestor, so
+    a buffer used in an `scf.for` is live for the whole loop; making a
+    view is not an access). Top-level `linalg.fill`s of allocations first
+    move down to just before their buffer's next access (bufferization
+    leaves GEMM zero fills and pad borders at the top). In place: an
+    all-parallel `linalg.generic` that is the last access of an input
+    buffer and the first of a same-size output buffer, both seen with the
+    same type and permutation map and touched by no other operand, writes
+    the output over the input (same offset). Packing: greedy by size, best
+    fit — largest slot (buffer or in-place chain) first, each placed in
+    the smallest gap (aligned to `alignment`, or the alloc's own alignment
+    if larger) left by the placed slots whose live ranges overlap, else
+    above them. The arena carries `kiln.planned_buffers`,
+    `kiln.planned_bytes` and `kiln.live_peak_bytes` (the packing's lower
+    bound) for IR dumps.
 
     Example (`a` dies before `b` is first used, so both sit at offset 0):
     ```mlir
