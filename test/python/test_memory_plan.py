@@ -87,16 +87,16 @@ def test_views_of_planned_buffers():
 def test_elementwise_writes_over_dead_input_in_place():
     # A transformer MLP: the bias + GELU after the first GEMM reads the GEMM
     # result for the last time and writes a buffer of the same size, so it
-    # writes over it: one [tokens, 4d] buffer, not two (the second GEMM
-    # writes the caller's output).
+    # writes over it: one [tokens, 4d] buffer, not two, live with the
+    # second GEMM's [tokens, d] result (its bias add writes the output).
     tokens, d = 128, 64
     model = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)).eval()
     compiled = kiln.compile(model)
     x = torch.randn(tokens, d)
-    buffer = tokens * 4 * d * 4
+    buffer, small = tokens * 4 * d * 4, tokens * d * 4
     with torch.no_grad():
         expected = model(x)
         assert_close(compiled(x), expected)
         peak = intermediate_peak(compiled, x)
         assert_close(compiled(x), expected)
-    assert buffer <= peak <= buffer + 64, (peak, buffer)
+    assert buffer <= peak <= buffer + small + 64, (peak, buffer)
