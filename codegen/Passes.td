@@ -115,6 +115,62 @@ def FuseRowsPass : Pass<"kiln-fuse-rows", "func::FuncOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def PlanMemoryPass : Pass<"kiln-plan-memory", "func::FuncOp"> {
+  let summary = "Packs a function's intermediate buffers into one arena by liveness";
+  let description = [{
+    Runs after bufferization, before buffer deallocation. Each top-level
+    `memref.alloc` of the function's (single) block with a static shape,
+    identity layout, default memory space and an int/float/index element
+    type whose uses can all be followed becomes a `memref.view` of one
+    `memref<Nxi8>` arena allocated at the function's entry (the
+    deallocation pipeline frees it once, at the end). Followed: views and
+    casts (`ViewLikeOpInterface`: subview, collapse/expand_shape, cast,
+    reinterpret_cast, view) and ops that only read or write the buffer,
+    also nested in loops/ifs. Not followed (the buffer keeps its own
+    alloc): a call, return, yield, region operand (scf.for iter_args),
+    dealloc, or any op with a memref/tensor result that is not a view.
+
+    Live range: first to last top-level op that reads or writes the
+    buffer or an alias (a nested use counts as its top-level ancestor, so
+    a buffer used in an `scf.for` is live for the whole loop; making a
+    view is not an access). Top-level `linalg.fill`s of allocations first
+    move down to just before their buffer's next access (bufferization
+    leaves GEMM zero fills and pad borders at the top). In place: an
+    all-parallel `linalg.generic` that is the last access of an input
+    buffer and the first of a same-size output buffer, both seen with the
+    same type and permutation map and touched by no other operand, writes
+    the output over the input (same offset). Packing: greedy by size, best
+    fit — largest slot (buffer or in-place chain) first, each placed in
+    the smallest gap (aligned to `alignment`, or the alloc's own alignment
+    if larger) left by the placed slots whose live ranges overlap, else
+    above them. The arena carries `kiln.planned_buffers`,
+    `kiln.planned_bytes` and `kiln.live_peak_bytes` (the packing's lower
+    bound) for IR dumps.
+
+    Example (`a` dies before `b` is first used, so both sit at offset 0):
+    ```mlir
+    %a = memref.alloc() : memref<16xf32>   // %arena = memref.alloc() : memref<64xi8>
+    linalg.fill ins(%x) outs(%a)           // %a = memref.view %arena[%c0][]
+    memref.copy %a, %out0                  // ...
+    %b = memref.alloc() : memref<16xf32>   // %b = memref.view %arena[%c0][]
+    linalg.fill ins(%x) outs(%b)
+    memref.copy %b, %out1
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Byte alignment of every buffer in the arena (and of the arena)">,
+  ];
+  let statistics = [
+    Statistic<"numBuffers", "planned-buffers", "Allocations moved into arenas">,
+    Statistic<"numBytes", "planned-bytes", "Bytes of those allocations">,
+    Statistic<"numArenaBytes", "arena-bytes", "Bytes of the arenas">,
+    Statistic<"numLiveBytes", "live-peak-bytes",
+              "Most planned bytes live at one op (the arenas' lower bound)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
   let summary = "Replaces f32/f64 matmuls on memrefs with calls into a tuned BLAS";
   let description = [{

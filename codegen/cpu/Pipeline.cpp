@@ -4,11 +4,12 @@
 // The CPU lowering from optimized kiln IR to the LLVM dialect, in order:
 // kiln → linalg on tensors, elementwise fusion, destination-passing outputs,
 // one-shot bufferization (identity layouts at function boundaries), row-wise
-// loops around reduction chains,
-// ownership-based deallocation so intermediates are freed, BLAS calls for
-// f32/f64 matmuls, loops (LLVM's O3 vectorizer does the vectorizing) with
-// the big top-level nests run by OpenMP work sharing (kiln-parallelize-loops,
-// OpenMPShim.cpp), polynomial math, and the standard conversions to LLVM.
+// loops around reduction chains, one arena per call for the static
+// intermediates (packed by liveness), ownership-based deallocation so
+// intermediates are freed, BLAS calls for f32/f64 matmuls, loops (LLVM's O3
+// vectorizer does the vectorizing) with the big top-level nests run by
+// OpenMP work sharing (kiln-parallelize-loops, OpenMPShim.cpp), polynomial
+// math, and the standard conversions to LLVM.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -60,6 +61,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   // Row-wise chains (softmax, layer_norm) run row by row, in cache.
   pm.nest<func::FuncOp>().addPass(createFuseRowsPass());
+  // Static intermediates share one arena by liveness; the deallocation
+  // below frees the arena and whatever the planning could not follow.
+  pm.nest<func::FuncOp>().addPass(createPlanMemoryPass());
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());

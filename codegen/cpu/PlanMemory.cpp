@@ -1,0 +1,393 @@
+//===- PlanMemory.cpp - one arena for a function's intermediates --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `kiln-plan-memory`: after bufferization and before buffer deallocation,
+// every static-size `memref.alloc` at the top level of a function whose
+// lifetime can be proven (all of its uses, and those of every view of it,
+// are ordinary reads/writes: no call, return, yield, region iter_arg or op
+// that makes a memref/tensor result we cannot see through) becomes a
+// `memref.view` at a fixed offset of ONE `memref<Nxi8>` arena allocated at
+// the function's entry. Buffers whose live ranges do not overlap share
+// bytes. The deallocation pipeline then frees the arena once, at the end of
+// the call; everything else keeps its own alloc/free.
+//
+// Live range of a buffer: the positions, in the entry block, of the first
+// and last top-level op that reads or writes it or any alias (an op nested
+// in a loop or an `if` counts as its top-level ancestor, so a buffer used
+// in a loop stays live for the whole loop). Neither the alloc nor an op
+// that only makes a view counts (allocs and pads' border views are often
+// hoisted far ahead of their first access); `linalg.fill`s hoisted to the
+// top are first moved down to just before the next access of their buffer.
+//
+// In place: an all-parallel `linalg.generic` that is the last access of
+// an input buffer and the first of a same-size output buffer, both seen
+// with the same type and the same permutation map, writes the output over
+// the input (the two are linked and get the same offset). The packing
+// alone never gives this: their ranges meet at that op.
+//
+// Packing (greedy by size, best fit): in-place chains are one slot each;
+// slots sorted by size (largest first; ties by first use); each one is
+// placed at the lowest-waste gap among the byte ranges of the
+// already-placed slots whose live ranges overlap its own (offsets aligned),
+// or after the highest of them. The arena is the highest end offset.
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "codegen/Passes.h.inc"
+
+namespace {
+
+/// One planned allocation.
+struct Buffer {
+  memref::AllocOp alloc;
+  int64_t bytes = 0;
+  int64_t align = 1;
+  /// Positions in the entry block of the first and last use (inclusive).
+  unsigned first = 0, last = 0;
+  int64_t offset = -1;
+  /// In-place neighbours: `next` is written, at this buffer's last access,
+  /// over its bytes (same offset).
+  Buffer *prev = nullptr, *next = nullptr;
+};
+
+/// Bytes of one element, or 0 when the arena does not take the type.
+int64_t elementBytes(Type t) {
+  if (t.isIntOrFloat())
+    return llvm::divideCeil(t.getIntOrFloatBitWidth(), 8);
+  if (t.isIndex())
+    return 8; // the LLVM lowering's default index width
+  return 0;
+}
+
+/// Whether `user` only reads or writes the memref it is given (no new
+/// alias it does not declare as a view, no ownership transfer).
+bool isPlainUse(Operation *user) {
+  if (isa<CallOpInterface, RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
+          memref::DeallocOp, memref::ExtractStridedMetadataOp>(user) ||
+      user->hasTrait<OpTrait::IsTerminator>())
+    return false;
+  for (Type t : user->getResultTypes())
+    if (isa<BaseMemRefType, TensorType>(t))
+      return false;
+  return true;
+}
+
+/// The live range of `root` in `entry` (indices from `position`): the
+/// first and last top-level op using it or a view of it. Fails when an
+/// alias escapes what this pass can follow.
+LogicalResult liveRange(Value root, Block &entry,
+                        const DenseMap<Operation *, unsigned> &position, unsigned &first,
+                        unsigned &last) {
+  SmallVector<Value> worklist{root};
+  bool used = false;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      Operation *top = entry.findAncestorOpInBlock(*user);
+      if (!top)
+        return failure();
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (view && view.getViewSource() == v) {
+        // Making a view touches no memory: its uses count, not it.
+        for (Value r : user->getResults())
+          if (isa<BaseMemRefType>(r.getType()))
+            worklist.push_back(r);
+        continue;
+      }
+      if (!isPlainUse(user))
+        return failure();
+      unsigned at = position.lookup(top);
+      first = used ? std::min(first, at) : at;
+      last = used ? std::max(last, at) : at;
+      used = true;
+    }
+  }
+  return success(used);
+}
+
+/// A plannable top-level allocation of `entry`, or nullopt.
+std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
+                                const DenseMap<Operation *, unsigned> &position,
+                                int64_t minAlign) {
+  MemRefType type = alloc.getType();
+  int64_t elem = elementBytes(type.getElementType());
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      type.getMemorySpace() || elem == 0 || !alloc.getSymbolOperands().empty())
+    return std::nullopt;
+  Buffer b;
+  b.alloc = alloc;
+  b.bytes = std::max<int64_t>(1, type.getNumElements() * elem);
+  b.align = std::max<int64_t>(minAlign, alloc.getAlignment().value_or(1));
+  if (failed(liveRange(alloc.getResult(), entry, position, b.first, b.last)))
+    return std::nullopt;
+  return b;
+}
+
+/// The values that alias `root`: itself and its views, transitively.
+llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
+  llvm::SmallPtrSet<Value, 8> aliases{root};
+  SmallVector<Value> worklist{root};
+  while (!worklist.empty())
+    for (Operation *user : worklist.pop_back_val().getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        for (Value r : user->getResults())
+          if (aliases.contains(view.getViewSource()) && aliases.insert(r).second)
+            worklist.push_back(r);
+  return aliases;
+}
+
+/// Moves each top-level `linalg.fill` of an allocation (or a view of it)
+/// down to just before the next op that touches that memory (making a view
+/// does not). Bufferization
+/// leaves the zero fills of GEMM outputs hoisted to the top of the function
+/// (kiln-linalg-to-blas later folds them into beta = 0); where they stand
+/// they would make every GEMM output live from the function's start. A
+/// fill reads only a scalar defined above it, so the move is legal as long
+/// as nothing in between reads or writes the buffer.
+void sinkFills(Block &entry) {
+  SmallVector<linalg::FillOp> fills(entry.getOps<linalg::FillOp>());
+  // Last first: fills of one buffer's pieces (a pad's borders) then move
+  // down together, each to just before the one after it.
+  for (linalg::FillOp fill : llvm::reverse(fills)) {
+    if (!fill.hasPureBufferSemantics())
+      continue;
+    Value root = fill.getDpsInits()[0];
+    while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+      root = view.getViewSource();
+    if (!root.getDefiningOp<memref::AllocOp>())
+      continue;
+    llvm::SmallPtrSet<Value, 8> aliases = aliasesOf(root);
+    Operation *next = nullptr;
+    for (Operation *op = fill->getNextNode(); op && !next; op = op->getNextNode()) {
+      if (isa<ViewLikeOpInterface>(op))
+        continue;
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (aliases.contains(v))
+            next = op;
+        return next ? WalkResult::interrupt() : WalkResult::advance();
+      });
+    }
+    if (next && next != fill->getNextNode() && !next->hasTrait<OpTrait::IsTerminator>())
+      fill->moveBefore(next);
+  }
+}
+
+/// Assigns offsets (greedy by size, best fit); returns the arena's size.
+int64_t pack(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer *> order;
+  for (Buffer &b : buffers)
+    order.push_back(&b);
+  llvm::stable_sort(order, [](Buffer *a, Buffer *b) {
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
+  });
+  int64_t arena = 0;
+  SmallVector<Buffer *> placed;
+  for (Buffer *b : order) {
+    SmallVector<Buffer *> live;
+    for (Buffer *p : placed)
+      if (p->first <= b->last && b->first <= p->last)
+        live.push_back(p);
+    llvm::sort(live, [](Buffer *x, Buffer *y) { return x->offset < y->offset; });
+    int64_t cursor = 0, best = -1, bestWaste = 0;
+    for (Buffer *p : live) {
+      int64_t start = llvm::alignTo(cursor, b->align);
+      int64_t waste = p->offset - start - b->bytes;
+      if (waste >= 0 && (best < 0 || waste < bestWaste)) {
+        best = start;
+        bestWaste = waste;
+      }
+      cursor = std::max(cursor, p->offset + p->bytes);
+    }
+    b->offset = best >= 0 ? best : static_cast<int64_t>(llvm::alignTo(cursor, b->align));
+    arena = std::max(arena, b->offset + b->bytes);
+    placed.push_back(b);
+  }
+  return arena;
+}
+
+/// The allocation under `v` through ops that keep its linear addressing
+/// (collapse/expand_shape, cast), or null.
+Value contiguousRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto c = dyn_cast<memref::CollapseShapeOp>(def))
+      v = c.getSrc();
+    else if (auto e = dyn_cast<memref::ExpandShapeOp>(def))
+      v = e.getSrc();
+    else if (auto c = dyn_cast<memref::CastOp>(def))
+      v = c.getSource();
+    else
+      break;
+  }
+  return v.getDefiningOp<memref::AllocOp>() ? v : Value();
+}
+
+/// The value under `v` through every view.
+Value anyRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `op` touches `a` or `b` other than through `in` and `out`
+/// (another operand, or a load in its body).
+bool touchesElsewhere(Operation *op, OpOperand *in, OpOperand *out, Value a, Value b) {
+  for (OpOperand &o : op->getOpOperands())
+    if (&o != in && &o != out && llvm::is_contained({a, b}, anyRoot(o.get())))
+      return true;
+  WalkResult r = op->walk([&](Operation *inner) {
+    if (inner == op)
+      return WalkResult::advance();
+    for (Value v : inner->getOperands())
+      if (llvm::is_contained({a, b}, anyRoot(v)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return r.wasInterrupted();
+}
+
+/// In place: where an all-parallel `linalg.generic` is the last access of
+/// input buffer A and the first of output buffer B, both of the same
+/// size, seen through views of the same type (linear addressing: reshapes
+/// of the whole buffer) with the same permutation indexing map, and no
+/// other operand touches them, each iteration reads element e of A before
+/// writing element e of B and no two iterations share an element: B may
+/// take A's bytes. Links such pairs (chains A → B → C...).
+void linkInPlace(Block &entry, const DenseMap<Operation *, unsigned> &position,
+                 MutableArrayRef<Buffer> buffers) {
+  DenseMap<Value, Buffer *> byRoot;
+  for (Buffer &b : buffers)
+    byRoot[b.alloc.getResult()] = &b;
+  for (auto generic : entry.getOps<linalg::GenericOp>()) {
+    if (!generic.hasPureBufferSemantics() ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      continue;
+    unsigned at = position.lookup(generic);
+    for (OpOperand &out : generic.getDpsInitsMutable()) {
+      Value rootB = contiguousRoot(out.get());
+      Buffer *b = rootB ? byRoot.lookup(rootB) : nullptr;
+      AffineMap map = generic.getMatchingIndexingMap(&out);
+      if (!b || b->prev || b->first != at || !map.isPermutation())
+        continue;
+      for (OpOperand *in : generic.getDpsInputOperands()) {
+        Value rootA = contiguousRoot(in->get());
+        Buffer *a = rootA ? byRoot.lookup(rootA) : nullptr;
+        if (!a || a == b || a->next || a->last != at || a->bytes != b->bytes ||
+            in->get().getType() != out.get().getType() ||
+            generic.getMatchingIndexingMap(in) != map ||
+            touchesElsewhere(generic, in, &out, rootA, rootB))
+          continue;
+        a->next = b;
+        b->prev = a;
+        break;
+      }
+    }
+  }
+}
+
+/// One slot per in-place chain (a buffer without neighbours is its own
+/// chain): the chain's range, its largest size and alignment.
+SmallVector<Buffer> chainSlots(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer> slots;
+  for (Buffer &head : buffers) {
+    if (head.prev)
+      continue;
+    Buffer slot = head;
+    slot.next = &head; // the chain, for assigning offsets
+    for (Buffer *m = head.next; m; m = m->next) {
+      slot.bytes = std::max(slot.bytes, m->bytes);
+      slot.align = std::max(slot.align, m->align);
+      slot.first = std::min(slot.first, m->first);
+      slot.last = std::max(slot.last, m->last);
+    }
+    slots.push_back(slot);
+  }
+  return slots;
+}
+
+/// The most bytes of `buffers` live at one op of a block of `n` ops: no
+/// packing can make the arena smaller (the packing's lower bound).
+int64_t peakLiveBytes(ArrayRef<Buffer> buffers, unsigned n) {
+  SmallVector<int64_t> delta(n + 1, 0);
+  for (const Buffer &b : buffers) {
+    delta[b.first] += b.bytes;
+    delta[b.last + 1] -= b.bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta)
+    peak = std::max(peak, live += d);
+  return peak;
+}
+
+struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      return;
+    Block &entry = func.getBody().front();
+    sinkFills(entry);
+    DenseMap<Operation *, unsigned> position;
+    unsigned n = 0;
+    for (Operation &op : entry)
+      position[&op] = n++;
+    SmallVector<Buffer> buffers;
+    for (auto alloc : entry.getOps<memref::AllocOp>())
+      if (std::optional<Buffer> b = plannable(alloc, entry, position, alignment))
+        buffers.push_back(*b);
+    if (buffers.empty())
+      return;
+    linkInPlace(entry, position, buffers);
+    SmallVector<Buffer> slots = chainSlots(buffers);
+    int64_t arenaBytes = pack(slots);
+    for (Buffer &slot : slots)
+      for (Buffer *m = slot.next; m; m = m->next)
+        m->offset = slot.offset;
+    int64_t maxAlign = alignment;
+    for (Buffer &b : buffers)
+      maxAlign = std::max(maxAlign, b.align);
+
+    OpBuilder builder = OpBuilder::atBlockBegin(&entry);
+    Location loc = func.getLoc();
+    auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
+    auto arenaOp = builder.create<memref::AllocOp>(loc, arenaType,
+                                                   builder.getI64IntegerAttr(maxAlign));
+    Value arena = arenaOp;
+    // What the plan did, for IR dumps (the statistics below are compiled
+    // out of release LLVM builds).
+    int64_t plannedBytes = 0;
+    for (Buffer &b : buffers)
+      plannedBytes += b.bytes;
+    int64_t livePeak = peakLiveBytes(slots, n);
+    arenaOp->setAttr("kiln.planned_buffers", builder.getI64IntegerAttr(buffers.size()));
+    arenaOp->setAttr("kiln.planned_bytes", builder.getI64IntegerAttr(plannedBytes));
+    arenaOp->setAttr("kiln.live_peak_bytes", builder.getI64IntegerAttr(livePeak));
+    for (Buffer &b : buffers) {
+      builder.setInsertionPoint(b.alloc);
+      Value offset = builder.create<arith::ConstantIndexOp>(b.alloc.getLoc(), b.offset);
+      Value view = builder.create<memref::ViewOp>(b.alloc.getLoc(), b.alloc.getType(), arena,
+                                                  offset, ValueRange{});
+      b.alloc.getResult().replaceAllUsesWith(view);
+      b.alloc.erase();
+    }
+    numBuffers += buffers.size();
+    numBytes += plannedBytes;
+    numArenaBytes += arenaBytes;
+    numLiveBytes += livePeak;
+  }
+};
+
+} // namespace
+} // namespace mlir::kiln
