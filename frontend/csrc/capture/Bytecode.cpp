@@ -488,7 +488,9 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     std::string sym = in.argrepr;
     if (op == "COMPARE_OP")
       sym = pyText(in.argval.get());
-    VarP seq = tensorBinary(sym, lhs, rhs);
+    VarP seq = !lhs->isTensor() && !rhs->isTensor() ? symIntBinary(sym, lhs, rhs) : nullptr;
+    if (!seq)
+      seq = tensorBinary(sym, lhs, rhs);
     if (!seq && !lhs->isTensor() && !rhs->isTensor())
       seq = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return iterItems(v); });
     if (seq) {
