@@ -50,6 +50,9 @@ struct Var {
                   ///< arithmetic, guarded comparisons and factory sizes take
                   ///< it, anything else fails the capture, which is then
                   ///< retried with static sizes
+    SymSlice,     ///< a slice with a SymInt bound: `items` start, stop, step
+                  ///< (None constants where absent); only tensor indexing
+                  ///< takes it (SymbolicIndexing.cpp)
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -199,6 +202,9 @@ public:
   mlir::Value symIota(const VarP &n);
   /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
   mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
+  /// `x[index]` where `x` has symbolic dims or `index` a SymSlice
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicGetitem(const VarP &x, const VarP &index);
   /// Records the guard `lhs cmp rhs` == `expected` (once).
   void addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs, bool expected);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;

@@ -135,6 +135,7 @@ VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indic
 /// x[index] for index made of ints, slices, None and Ellipsis.
 VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   Value v = tensorOf(x, "indexing");
+  if (VarP r = I.symbolicGetitem(x, index)) return r; // symbolic sizes
   std::vector<PyObject *> items;
   if (index->isTensor()) return advancedIndex(I, x, {index});
   if (index->kind == Var::Kind::Tuple) {

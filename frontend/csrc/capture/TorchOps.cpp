@@ -410,7 +410,9 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
     PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
     for (size_t i = 0; i < sl.getStart().size(); ++i) {
       PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
-      PyRef en = PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      // end -1: the whole dim (kiln.slice), None in Python.
+      PyRef en = sl.getEnd()[i] == -1 ? PyRef::borrow(Py_None)
+                                      : PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
       PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
       PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
     }
