@@ -205,6 +205,9 @@ public:
   /// `x[index]` where `x` has symbolic dims or `index` a SymSlice
   /// (SymbolicIndexing.cpp); nullptr when neither.
   VarP symbolicGetitem(const VarP &x, const VarP &index);
+  /// `x.expand(*size)` where `x` has symbolic dims or `size` a SymInt
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicExpand(const VarP &x, const VarP &size);
   /// Records the guard `lhs cmp rhs` == `expected` (once).
   void addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs, bool expected);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;

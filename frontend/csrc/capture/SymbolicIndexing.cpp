@@ -224,4 +224,50 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   return applyTracked(*this, "reshape", a);
 }
 
+VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
+  Value v = x->value;
+  auto type = ttype(v);
+  int64_t rank = type.getRank();
+  bool symbolic = anySymInt(size);
+  std::vector<int> syms(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    syms[d] = symbolOfDim(v, d);
+    symbolic |= syms[d] != -1;
+  }
+  if (!symbolic)
+    return nullptr;
+  std::vector<VarP> target = size->kind == Var::Kind::Tuple || size->kind == Var::Kind::List
+                                 ? size->items
+                                 : std::vector<VarP>{size};
+  if ((int64_t)target.size() < rank) throw Unsupported("expand: too few sizes");
+  size_t off = target.size() - rank;
+  for (size_t i = 0; i < target.size(); ++i) {
+    VarP t = target[i];
+    bool minusOne = t->isConst() && PyLong_Check(t->obj.get()) && PyLong_AsLong(t->obj.get()) == -1;
+    if (i < off) {
+      if (minusOne) throw Unsupported("expand: -1 in a new leading dim");
+      continue;
+    }
+    int64_t d = i - off;
+    if (syms[d] == -2) throw Unsupported("expand of a symbolic dim whose origin kiln does not track");
+    if (minusOne) {
+      target[i] = sizeVar(v, d);
+    } else if (syms[d] >= 0) {
+      // A symbolic input dim keeps its size: eager raises unless equal.
+      if (t->kind != Var::Kind::SymInt) throw Unsupported("expand of a symbolic dim to a constant size");
+      symIntBinary("==", t, sizeVar(v, d));
+      if (!(t->captured == out_.symbols[syms[d]].captured))
+        throw Unsupported("expand: sizes differ (eager raises)");
+      target[i] = sizeVar(v, d);
+    } else if (type.getDimSize(d) != 1) {
+      if (t->kind == Var::Kind::SymInt || asInt(t, "size") != type.getDimSize(d))
+        throw Unsupported("expand: invalid sizes (eager raises)");
+    }
+  }
+  // select(true of the target shape, x, x) broadcasts x to it.
+  Emit e(*this);
+  Value cond = symFull(target, e.splat({}, DType::Bool, 1));
+  return T(e.select(cond, v, v));
+}
+
 } // namespace kiln

@@ -955,6 +955,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     return T(e.reshape(v, ns));
   }
   if (op == "expand") {
+    if (VarP r = I.symbolicExpand(x, a.get("size"))) return r;
     std::vector<int64_t> sizes = asInts(a.get("size"), "size");
     if ((int64_t)sizes.size() < rank) throw Unsupported("expand: too few sizes");
     size_t off = sizes.size() - rank;
