@@ -128,6 +128,7 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     } else if (it.kind == Item::Int) {
       if (dyn) {
         if (it.i < 0) throw Unsupported("a negative index into a symbolic dim");
+        if (out_.symbols[sym].captured <= it.i) throw Unsupported("index out of range (eager raises)");
         addSizeGuard(symExpr(sym), ">", constExpr(it.i), true);
       } else {
         if (it.i < -n || it.i >= n) throw Unsupported("index out of range (eager raises)");
@@ -140,9 +141,10 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
       if (dyn) {
         if (s != 0 || st != 1 || e < 0)
           throw Unsupported("a slice of a symbolic dim other than [:n] with n >= 0");
-        if (e != PY_SSIZE_T_MAX) {
-          // x[:n] of a dim s: n elements while s >= n (guarded).
-          addSizeGuard(symExpr(sym), ">=", constExpr(e), true);
+        bool fits = e != PY_SSIZE_T_MAX && out_.symbols[sym].captured >= e;
+        if (e != PY_SSIZE_T_MAX) // x[:n] of a dim s: n elements while s >= n, else s
+          addSizeGuard(symExpr(sym), ">=", constExpr(e), fits);
+        if (fits) {
           end[d] = e;
           outDims.push_back(constInt(e));
         } else {
@@ -157,8 +159,22 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
       }
     } else { // SymSlice
       if (dyn) throw Unsupported("a slice of a symbolic dim with a symbolic bound");
-      gathers.push_back({d, &it});
-      outDims.push_back(nullptr); // filled below
+      VarP s0 = isNone(it.start) ? constInt(0) : it.start;
+      if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0 || isNone(it.stop))
+        throw Unsupported("a slice with a symbolic bound needs a constant start >= 0 and a symbolic stop");
+      // Eager clamps the stop to the size: guarded either way.
+      bool fits = symIntBinary("<=", it.stop, constInt(n))->obj.get() == Py_True;
+      if (!fits) { // a static slice to the end
+        int64_t b = std::min<int64_t>(asInt(s0, "slice start"), n);
+        start[d] = b;
+        end[d] = n;
+        outDims.push_back(constInt(n - b));
+      } else {
+        if (symIntBinary(">=", it.stop, s0)->obj.get() != Py_True)
+          throw Unsupported("a slice whose symbolic stop is below its start");
+        gathers.push_back({d, &it});
+        outDims.push_back(nullptr); // filled below
+      }
     }
     ++d;
   }
@@ -180,14 +196,9 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     if (outDims[k]) continue;
     auto [dim, it] = gathers[g++];
     VarP s0 = isNone(it->start) ? constInt(0) : it->start;
-    if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0)
-      throw Unsupported("a slice with a symbolic bound needs a constant start >= 0");
-    if (isNone(it->stop)) throw Unsupported("a slice with a symbolic start");
     VarP len = symIntBinary("-", it->stop, s0);
     if (!len || len->kind != Var::Kind::SymInt)
       throw Unsupported("a slice with a symbolic bound whose length is not symbolic");
-    // Eager clamps the stop to the size: guarded so that it never has to.
-    symIntBinary("<=", it->stop, constInt(type.getDimSize(dim)));
     Value idx = symIota(len);
     if (int64_t c = asInt(s0, "slice start")) idx = em.bin<mlir::kiln::AddOp>(idx, em.num(c, DType::I64));
     auto rt = ttype(r);
