@@ -199,6 +199,19 @@ def test_unsupported_use_still_specializes():
     assert seen[-1][3] >= 1 and seen[-1][2] == 0, seen
 
 
+def test_chunk_and_select_along_static_dim_of_symbolic_tensor():
+    def f(x):
+        q, k, v = x.chunk(3, dim=-1)
+        return q * k + v.narrow(-1, 1, 2).sum(-1, keepdim=True) + x.select(2, 0).unsqueeze(-1)
+    _assert_one_dynamic(_run(f, lambda n: (torch.randn(2, n, 15),), SIZES))
+
+
+def test_transformer_encoder_layer_no_recompile_per_sequence_length():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.0).eval()
+    _assert_one_dynamic(_run(layer, lambda n: (torch.randn(2, n, 64),), SIZES, atol=2e-5))
+
+
 transformers = pytest.importorskip("transformers")
 
 
