@@ -162,12 +162,17 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    SmallVector<int64_t> sizes(type.getShape());
-    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, type, adaptor.getInput(), ValueRange(), ValueRange(), ValueRange(),
-        rewriter.getDenseI64ArrayAttr(op.getStart()),
-        rewriter.getDenseI64ArrayAttr(sizes),
-        rewriter.getDenseI64ArrayAttr(op.getStep()));
+    // A dynamic result dim is a whole dynamic operand dim (`end = -1`).
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      offsets.push_back(rewriter.getIndexAttr(op.getStart()[i]));
+      strides.push_back(rewriter.getIndexAttr(op.getStep()[i]));
+      sizes.push_back(type.isDynamicDim(i)
+                          ? tensor::getMixedSize(rewriter, op.getLoc(), adaptor.getInput(), i)
+                          : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(i))));
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, type, adaptor.getInput(), offsets,
+                                                        sizes, strides);
     return success();
   }
 };

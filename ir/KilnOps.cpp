@@ -203,10 +203,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   for (int64_t i = 0; i < rank; ++i) {
     if (step[i] < 1)
       return emitOptionalError(loc, "step ", step[i], " of dim ", i, " must be >= 1");
+    int64_t size = type.getDimSize(i);
+    if (end[i] == -1 && start[i] == 0 && step[i] == 1) {
+      shape.push_back(size); // the whole dim, static or dynamic
+      continue;
+    }
     if (start[i] < 0 || start[i] > end[i])
       return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ",
                                start[i], " and end ", end[i]);
-    int64_t size = type.getDimSize(i);
     if (!ShapedType::isDynamic(size) && end[i] > size)
       return emitOptionalError(loc, "dim ", i, ": end ", end[i],
                                " exceeds the dim size ", size);

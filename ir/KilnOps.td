@@ -604,7 +604,9 @@ def Kiln_SliceOp : Kiln_Op<"slice", [
     dim and are normalized by the frontend (Python's negative indices and
     clamping already applied): `0 <= start <= end <= size` and `step >= 1`
     (torch rejects negative steps), all verified; a dynamic operand dim only
-    checks `start <= end`. Integer indexing (`x[2]`, `Tensor.select`) is a
+    checks `start <= end`. `end = -1` with `start = 0` and `step = 1`
+    keeps the whole dim, static or dynamic (the result dim is the operand's:
+    how an index keeps a symbolic dim). Integer indexing (`x[2]`, `Tensor.select`) is a
     slice of length 1 followed by a `kiln.reshape` that drops the dim; `None`
     in an index is a reshape adding a dim. A slice that keeps every element
     (start 0, result type = operand type) folds away. Value semantics: the

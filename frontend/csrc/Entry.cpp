@@ -163,10 +163,37 @@ int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
         return (int)i;
     }
   }
+  if (entry.sizeGuards.empty())
+    return -1;
+  llvm::SmallVector<int64_t, 8> values;
+  for (const SymbolicSize &s : entry.symbols) {
+    PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
+    if (!shape || s.dims[0].second >= PyTuple_GET_SIZE(shape.get())) {
+      PyErr_Clear();
+      return 0;
+    }
+    values.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second)));
+  }
+  for (size_t g = 0; g < entry.sizeGuards.size(); ++g) {
+    const SizeGuard &guard = entry.sizeGuards[g];
+    int64_t a, b;
+    if (!evalSizeExpr(*guard.lhs, values, a) || !evalSizeExpr(*guard.rhs, values, b))
+      return (int)(entry.symbols.size() + g);
+    const std::string &c = guard.cmp;
+    bool r = c == "<" ? a < b : c == "<=" ? a <= b : c == "==" ? a == b : c == "!=" ? a != b
+             : c == ">" ? a > b : a >= b;
+    if (r != guard.expected)
+      return (int)(entry.symbols.size() + g);
+  }
   return -1;
 }
 
 std::string describeSymbol(const Entry &entry, size_t i) {
+  if (i >= entry.symbols.size()) {
+    const SizeGuard &g = entry.sizeGuards[i - entry.symbols.size()];
+    return "(" + sizeExprText(*g.lhs) + " " + g.cmp + " " + sizeExprText(*g.rhs) + ") is " +
+           (g.expected ? "True" : "False");
+  }
   const SymbolicSize &s = entry.symbols[i];
   std::string text;
   for (auto [input, dim] : s.dims)

@@ -35,6 +35,9 @@ struct Entry {
   /// with a symbolic dim get their sizes and contiguous strides per call,
   /// results their sizes from these (GraphOutput::symbolOf).
   std::vector<SymbolicSize> symbols;
+  /// Comparisons on the symbolic sizes the graph depends on (checked with
+  /// the symbols, see checkSymbols).
+  std::vector<SizeGuard> sizeGuards;
   std::vector<OutputSlot> outputs;
   /// Side effects replayed after the graph runs (Capture::effects).
   std::vector<SideEffect> effects;
@@ -74,12 +77,15 @@ struct Entry {
 };
 
 /// For a dynamic entry: whether the input dims of each symbolic size are
-/// equal (the relations the graph relies on); -1 when they are, else the
-/// index of the first symbol that differs. `inputs` as for runGraph.
+/// equal (the relations the graph relies on) and the size guards hold; -1
+/// when they do, else the index of the first symbol that differs (or
+/// symbols.size() + the index of the failing size guard). `inputs` as for
+/// runGraph.
 int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs);
 
-/// Words describing symbol `i` of `entry` for guard and recompile logs,
-/// e.g. "L['x'].size(0) == L['y'].size(1) (symbolic, >= 2)".
+/// Words describing symbol `i` of `entry` (a size guard for i >=
+/// symbols.size()) for guard and recompile logs, e.g.
+/// "L['x'].size(0) == L['y'].size(1) (symbolic, >= 2)", "(s0 > 1) is True".
 std::string describeSymbol(const Entry &entry, size_t i);
 
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);

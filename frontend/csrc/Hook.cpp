@@ -204,7 +204,8 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
                                         (failure.location.empty() ? "" : " at " + failure.location);
   Capture stat;
   stat.gradMode = cap.gradMode;
-  stat.dynamic.forceStatic = true;
+  stat.dynamic = cap.dynamic;
+  stat.dynamic.shadow = true; // static types, same SymInt reads (DynamicPolicy::shadow)
   CaptureFailure f2;
   auto tc = std::chrono::steady_clock::now();
   bool ok = captured &&
@@ -353,6 +354,7 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   entry->inputs = std::move(cap.inputs);
   entry->results = std::move(cap.results);
   entry->symbols = std::move(cap.symbols);
+  entry->sizeGuards = std::move(cap.sizeGuards);
   gStats["dynamic_graphs"] += !entry->symbols.empty();
   entry->outputs = std::move(cap.outputs);
   for (const CaptureStep &s : cap.steps) {
@@ -375,7 +377,7 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
                     (entry->gradMode ? "enabled" : "disabled");
     for (const Guard &guard : entry->guards)
       g += "\n  " + guard.describe(entry->sources, entry->localNames);
-    for (size_t i = 0; i < entry->symbols.size(); ++i)
+    for (size_t i = 0; i < entry->symbols.size() + entry->sizeGuards.size(); ++i)
       g += "\n  " + describeSymbol(*entry, i);
     log(LogChannel::Guards, g);
   }

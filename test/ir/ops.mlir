@@ -290,6 +290,17 @@ func.func @slice(%x: tensor<4x8xf32>) -> tensor<4x3xf32> {
   return %0 : tensor<4x3xf32>
 }
 
+// Tests that `end = -1` (with start 0, step 1) keeps a whole dim, dynamic
+// or static.
+// CHECK-LABEL: func.func @slice_whole_dims
+// CHECK: kiln.slice %{{.*}} {end = array<i64: -1, 1>, start = array<i64: 0, 0>, step = array<i64: 1, 1>} : tensor<?x8xf32> -> tensor<?x1xf32>
+// CHECK: kiln.slice %{{.*}} {end = array<i64: -1, -1>, start = array<i64: 0, 0>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+func.func @slice_whole_dims(%x: tensor<?x8xf32>, %y: tensor<4x8xf32>) -> (tensor<?x1xf32>, tensor<4x8xf32>) {
+  %0 = kiln.slice %x {start = array<i64: 0, 0>, end = array<i64: -1, 1>, step = array<i64: 1, 1>} : tensor<?x8xf32> -> tensor<?x1xf32>
+  %1 = kiln.slice %y {start = array<i64: 0, 0>, end = array<i64: -1, -1>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0, %1 : tensor<?x1xf32>, tensor<4x8xf32>
+}
+
 // Tests that the kiln.concat example round-trips.
 // CHECK-LABEL: func.func @concat
 // CHECK: kiln.concat %{{.*}}, %{{.*}} {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>

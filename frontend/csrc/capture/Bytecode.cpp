@@ -511,7 +511,9 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       }
     materializeDeep(lhs);
     materializeDeep(rhs);
-    VarP seq = tensorBinary(sym, lhs, rhs);
+    VarP seq = !lhs->isTensor() && !rhs->isTensor() ? symIntBinary(sym, lhs, rhs) : nullptr;
+    if (!seq)
+      seq = tensorBinary(sym, lhs, rhs);
     if (!seq && !lhs->isTensor() && !rhs->isTensor())
       seq = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return iterItems(v); });
     if (seq) {
@@ -708,13 +710,21 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   } else if (op == "BUILD_SLICE" || op == "BINARY_SLICE") {
     VarP step = op == "BUILD_SLICE" && in.arg == 3 ? pop(f) : nullptr;
     VarP stop = pop(f), start = pop(f);
-    PyRef slice = PyRef::steal(PySlice_New(constObj(start, "slice start"), constObj(stop, "slice stop"),
-                                           step ? constObj(step, "slice step") : nullptr));
-    if (!slice) {
-      PyErr_Clear();
-      throw Unsupported("invalid slice");
+    VarP sl;
+    if (start->kind == Var::Kind::SymInt || stop->kind == Var::Kind::SymInt ||
+        (step && step->kind == Var::Kind::SymInt)) {
+      // A bound is a symbolic size: only tensor indexing takes it.
+      VarP none = makeConst(PyRef::borrow(Py_None));
+      sl = makeSeq(Var::Kind::SymSlice, {start, stop, step ? step : none});
+    } else {
+      PyRef slice = PyRef::steal(PySlice_New(constObj(start, "slice start"), constObj(stop, "slice stop"),
+                                             step ? constObj(step, "slice step") : nullptr));
+      if (!slice) {
+        PyErr_Clear();
+        throw Unsupported("invalid slice");
+      }
+      sl = makeConst(slice);
     }
-    VarP sl = makeConst(slice);
     if (op == "BINARY_SLICE") {
       VarP c = pop(f);
       f.stack.push_back(subscript(c, sl));

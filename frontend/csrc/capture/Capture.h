@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,6 +73,31 @@ struct SymbolicSize {
   std::vector<std::pair<int, int>> dims; ///< (graph input, dim), first one read per call
 };
 
+/// An integer expression over symbolic sizes (a Python int computed from
+/// `x.shape[i]` of a `?` dim: `s + 1`, `s // 4`, `2 * s`). Immutable, shared.
+struct SizeExpr {
+  enum class Op { Sym, Const, Add, Sub, Mul, FloorDiv, Mod };
+  Op op = Op::Const;
+  int64_t value = 0; ///< Sym: the symbol's index; Const: the value
+  std::shared_ptr<const SizeExpr> lhs, rhs;
+};
+using SizeExprP = std::shared_ptr<const SizeExpr>;
+
+/// Evaluates `e` with symbol `i` = `symbols[i]` (Python's floor // and %);
+/// false on a division by zero.
+bool evalSizeExpr(const SizeExpr &e, llvm::ArrayRef<int64_t> symbols, int64_t &out);
+/// `e` as text (`s0 + 1`).
+std::string sizeExprText(const SizeExpr &e);
+
+/// A Python comparison on symbolic sizes that the capture decided by their
+/// captured values (`if s > 1:`, `s == t`): the entry requires
+/// `lhs <cmp> rhs` to be `expected` on every call, as Dynamo's shape guards.
+struct SizeGuard {
+  SizeExprP lhs, rhs;
+  std::string cmp; ///< one of < <= == != > >=
+  bool expected = true;
+};
+
 /// How a capture treats input sizes (kiln.compile's `dynamic`).
 struct DynamicPolicy {
   enum class Mode { Static, All, Auto };
@@ -82,6 +108,12 @@ struct DynamicPolicy {
   /// Capture with every size static (the fallback when a symbolic one
   /// cannot be kept); mark_dynamic is ignored too.
   bool forceStatic = false;
+  /// Static types, but the dims that the dynamic capture made symbolic are
+  /// still recorded in Capture::symbols and read as SymInt values: the
+  /// static capture that checks a dynamic one (Hook.cpp keepSymbolic) then
+  /// takes the same code paths (size arithmetic, factories of a symbolic
+  /// size) and must build the same graph.
+  bool shadow = false;
   /// Captured sizes that stay static (they equal a static size the graph
   /// uses, e.g. a weight's, so the graph may assume them equal).
   std::set<int64_t> staticSizes;
@@ -149,6 +181,8 @@ struct Capture {
   DynamicPolicy dynamic;
   /// Out: the symbolic sizes (empty for a static graph).
   std::vector<SymbolicSize> symbols;
+  /// Out: comparisons on symbolic sizes the graph depends on.
+  std::vector<SizeGuard> sizeGuards;
   /// Out: some code read a symbolic size as a Python value (x.shape[0],
   /// len(x)); a failed capture is then retried with static sizes.
   bool readSymbolicSize = false;

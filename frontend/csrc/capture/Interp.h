@@ -46,15 +46,20 @@ struct Var {
                   ///< `obj` the function, `items` its closure cells
     Dict,         ///< dict built during capture: `keys` (constants), `items`
     SymInt,       ///< a symbolic size read as a Python int (x.shape[0] of a
-                  ///< `?` dim; `obj` its captured value): only reshape/view
-                  ///< targets take it, anything else fails the capture,
-                  ///< which is then retried with static sizes
+                  ///< `?` dim) or an expression of such sizes (`sym`,
+                  ///< `captured`; SymbolicSizes.cpp): reshape/view targets,
+                  ///< arithmetic, guarded comparisons and factory sizes take
+                  ///< it, anything else fails the capture, which is then
+                  ///< retried with static sizes
     Lazy,         ///< a value nothing has depended on yet (LazyValues.cpp):
                   ///< an int/float/str/bool or list read from `source`
                   ///< (unguarded), or `+ - *` (`name`) on `items`; `obj` its
                   ///< value at capture. Side effects store it as an
                   ///< expression evaluated at replay; any other use
                   ///< materializes it (guarded Const / the list's Var).
+    SymSlice,     ///< a slice with a SymInt bound: `items` start, stop, step
+                  ///< (None constants where absent); only tensor indexing
+                  ///< takes it (SymbolicIndexing.cpp)
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -94,6 +99,13 @@ struct Var {
     VarP value;
   };
   std::vector<PendingOp> pending;
+  /// SymInt: its expression over Capture::symbols (null: a `?` dim whose
+  /// symbol kiln does not track; only reshape targets take it), its value
+  /// at capture, and whether the graph's types use that value (the shadow
+  /// static capture, DynamicPolicy::shadow) rather than `?`.
+  SizeExprP sym;
+  int64_t captured = 0;
+  bool staticSym = false;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
@@ -192,9 +204,35 @@ public:
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
-  /// Size `dim` of `type` as a Python int var: a Const, or a SymInt for a
-  /// symbolic dim (noted in Capture::readSymbolicSize).
-  VarP sizeVar(mlir::RankedTensorType type, int64_t dim);
+  /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
+  /// a symbolic dim (noted in Capture::readSymbolicSize).
+  VarP sizeVar(mlir::Value v, int64_t dim);
+  // --- symbolic sizes (SymbolicSizes.cpp) ---
+  /// The symbol (index into Capture::symbols) that dim `d` of `v` equals,
+  /// -1 for a size that is not symbolic, -2 for a `?` dim whose origin is
+  /// not tracked. Follows the ops that built `v` back to a graph input.
+  int symbolOfDim(mlir::Value v, int64_t d);
+  /// `a op b` when either is a SymInt: arithmetic (+ - * // %) gives a
+  /// SymInt, a comparison a guarded bool; nullptr when neither is one;
+  /// Unsupported for other operators and operands.
+  VarP symIntBinary(const std::string &op, const VarP &a, const VarP &b);
+  /// Truth value of SymInt `v`, guarded.
+  bool symIntTruthy(const VarP &v);
+  /// A 1-D bool tensor of `n` true values, `n` a symbolic size that is one
+  /// symbol (Unsupported for an expression).
+  mlir::Value symTrueLine(const VarP &n);
+  /// torch.arange(n) as i64, `n` a symbolic size (one symbol).
+  mlir::Value symIota(const VarP &n);
+  /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
+  mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
+  /// `x[index]` where `x` has symbolic dims or `index` a SymSlice
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicGetitem(const VarP &x, const VarP &index);
+  /// `x.expand(*size)` where `x` has symbolic dims or `size` a SymInt
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicExpand(const VarP &x, const VarP &size);
+  /// Records the guard `lhs cmp rhs` == `expected` (once).
+  void addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs, bool expected);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
   /// nullptr when neither side is a tensor.
   VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
@@ -414,6 +452,8 @@ private:
   /// __exit__ of each open grad-mode (or transparent) with-block → the
   /// grad mode to restore.
   std::map<PyObject *, bool> gradExits_;
+  /// symbolOfDim's answers, by (value, dim).
+  std::map<std::pair<void *, int64_t>, int> symbolOfDim_;
   /// Sizes of the torch.vmap levels being interpreted, outermost first.
   std::vector<int64_t> vmapSizes_;
   /// Side effects: the stored values; (object, name) -> the value stored

@@ -354,7 +354,9 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   std::vector<bool> dyn = symbolicDims(out_.dynamic, value,
                                        out_.sources.describe(source, out_.dynamic.localNames),
                                        meta, !in.makeContiguous);
-  if (std::count(dyn.begin(), dyn.end(), true)) {
+  if (std::count(dyn.begin(), dyn.end(), true) && out_.dynamic.shadow) {
+    addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn); // types stay static
+  } else if (std::count(dyn.begin(), dyn.end(), true)) {
     addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn);
     Guard &tg = out_.guards.back();
     tg.strides.clear();
@@ -511,6 +513,8 @@ bool Interpreter::truthy(const VarP &v) {
     throw Unsupported("data-dependent branch on a tensor value");
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return !v->items.empty();
+  if (v->kind == Var::Kind::SymInt)
+    return symIntTruthy(v);
   int r = PyObject_IsTrue(constObj(v, "branch condition"));
   if (r < 0) {
     PyErr_Clear();

@@ -53,6 +53,11 @@ VarP slice(Interpreter &I, const VarP &x, std::vector<int64_t> start, std::vecto
   for (size_t i = 0; i < shape.size(); ++i)
     identity &= start[i] == 0 && end[i] == shape[i] && (step[i] == 1 || shape[i] <= 1);
   if (identity && !asView) return x;
+  // A whole symbolic dim is `end = -1` (also in the shadow static capture,
+  // so that both build the same slice; DynamicShapes.h).
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (start[i] == 0 && step[i] == 1 && end[i] == shape[i] && I.symbolOfDim(x->value, i) != -1)
+      end[i] = -1;
   Args a;
   a.named["input"] = x;
   a.named["start"] = constInts(start);
@@ -67,6 +72,17 @@ VarP reshape(Interpreter &I, const VarP &x, llvm::ArrayRef<int64_t> shape) {
   Args a;
   a.named["input"] = x;
   a.named["shape"] = constInts(shape);
+  if (mlir::ShapedType::isDynamicShape(shape)) {
+    // `?` target dims as untracked SymInts (a reshape target only).
+    std::vector<VarP> dims;
+    for (int64_t s : shape) {
+      if (!mlir::ShapedType::isDynamic(s)) { dims.push_back(constInt(s)); continue; }
+      auto v = std::make_shared<Var>();
+      v->kind = Var::Kind::SymInt;
+      dims.push_back(v);
+    }
+    a.named["shape"] = makeSeq(Var::Kind::Tuple, dims);
+  }
   return applyTracked(I, "reshape", a);
 }
 
@@ -135,6 +151,7 @@ VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indic
 /// x[index] for index made of ints, slices, None and Ellipsis.
 VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   Value v = tensorOf(x, "indexing");
+  if (VarP r = I.symbolicGetitem(x, index)) return r; // symbolic sizes
   std::vector<PyObject *> items;
   if (index->isTensor()) return advancedIndex(I, x, {index});
   if (index->kind == Var::Kind::Tuple) {
@@ -378,11 +395,16 @@ VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
   VarP x = a.get("input");
   Value v = tensorOf(x, op);
   if (op == "getitem") return getitem(I, x, a.get("index"));
-  auto shape = staticShape(v, op);
+  // Other dims may be symbolic (kept whole); the one cut must be static.
+  auto shape = ttype(v).getShape();
   int64_t rank = shape.size();
+  auto staticDim = [&](int64_t d) {
+    if (I.symbolOfDim(v, d) != -1) throw Unsupported(op + " along a symbolic dim");
+    return d;
+  };
   if (op == "narrow") {
     if (rank == 0) throw Unsupported("narrow of a 0-d tensor (eager raises)");
-    int64_t d = normDim(asInt(a.get("dim"), "dim"), rank);
+    int64_t d = staticDim(normDim(asInt(a.get("dim"), "dim"), rank));
     int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");
     if (s < 0) s += shape[d];
     if (s < 0 || len < 0 || s + len > shape[d]) throw Unsupported("narrow out of range (eager raises)");
@@ -390,17 +412,17 @@ VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
   }
   if (op == "select") {
     if (rank == 0) throw Unsupported("select of a 0-d tensor (eager raises)");
-    return selectDim(I, x, normDim(asInt(a.get("dim"), "dim"), rank), asInt(a.get("index"), "index"));
+    return selectDim(I, x, staticDim(normDim(asInt(a.get("dim"), "dim"), rank)), asInt(a.get("index"), "index"));
   }
   if (op == "unbind") {
     if (rank == 0) throw Unsupported("unbind of a 0-d tensor (eager raises)");
-    int64_t d = normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank);
+    int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
     std::vector<VarP> parts;
     for (int64_t i = 0; i < shape[d]; ++i) parts.push_back(selectDim(I, x, d, i));
     return makeSeq(Var::Kind::Tuple, parts);
   }
   if (rank == 0) throw Unsupported(op + " of a 0-d tensor (eager raises)");
-  int64_t d = normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank);
+  int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
   int64_t n = shape[d];
   if (op == "chunk") {
     int64_t chunks = asInt(a.get("chunks"), "chunks");

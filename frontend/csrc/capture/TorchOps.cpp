@@ -82,16 +82,30 @@ double asDouble(const VarP &v, const char *what) {
 bool hasSymInt(const VarP &v) {
   if (v && (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List))
     for (auto &i : v->items)
+      if (i->kind == Var::Kind::SymInt && !i->staticSym) return true;
+  return v && v->kind == Var::Kind::SymInt && !v->staticSym;
+}
+
+bool anySymInt(const VarP &v) {
+  if (v && (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List))
+    for (auto &i : v->items)
       if (i->kind == Var::Kind::SymInt) return true;
   return v && v->kind == Var::Kind::SymInt;
 }
 
+namespace {
+int64_t shapeItem(const VarP &i, const char *what) {
+  if (i->kind != Var::Kind::SymInt) return asInt(i, what);
+  return i->staticSym ? i->captured : mlir::ShapedType::kDynamic;
+}
+} // namespace
+
 std::vector<int64_t> shapeArg(const VarP &v, const char *what) {
-  if (v->kind == Var::Kind::SymInt) return {mlir::ShapedType::kDynamic};
+  if (v->kind == Var::Kind::SymInt) return {shapeItem(v, what)};
   if (v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) return asInts(v, what);
   std::vector<int64_t> out;
   for (auto &i : v->items)
-    out.push_back(i->kind == Var::Kind::SymInt ? mlir::ShapedType::kDynamic : asInt(i, what));
+    out.push_back(shapeItem(i, what));
   return out;
 }
 
@@ -396,7 +410,9 @@ void recordView(const VarP &in, const VarP &r, const std::string &op) {
     PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
     for (size_t i = 0; i < sl.getStart().size(); ++i) {
       PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
-      PyRef en = PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      // end -1: the whole dim (kiln.slice), None in Python.
+      PyRef en = sl.getEnd()[i] == -1 ? PyRef::borrow(Py_None)
+                                      : PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
       PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
       PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
     }
@@ -543,6 +559,25 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
     shape.assign(t.getShape().begin(), t.getShape().end());
     if (!dtype) dtype = dtypeOf(t.getElementType());
   }
+  if (op == "arange" && (anySymInt(a.get("start")) || anySymInt(a.get("end")))) {
+    // arange(s) / arange(c, c + s) of a symbolic length s: built from the
+    // input that carries s (SymbolicSizes.cpp).
+    if (!a.isNone("step") && !(a.get("step")->isConst() && PyLong_Check(a.get("step")->obj.get()) &&
+                               PyLong_AsLong(a.get("step")->obj.get()) == 1))
+      throw Unsupported("arange of a symbolic size with a step other than 1");
+    VarP start = a.isNone("end") ? constInt(0) : a.get("start");
+    VarP end = a.isNone("end") ? a.get("start") : a.get("end");
+    if (start->kind == Var::Kind::SymInt || !start->isConst() || !PyLong_Check(start->obj.get()))
+      throw Unsupported("arange of a symbolic size needs an int start");
+    VarP count = I.symIntBinary("-", end, start);
+    if (!count || count->kind != Var::Kind::SymInt)
+      throw Unsupported("arange bounds must be numbers");
+    I.symIntBinary(">=", count, constInt(0)); // guarded, as eager raises below 0
+    Value r = I.symIota(count);
+    long s0 = PyLong_AsLong(start->obj.get());
+    if (s0) r = e.bin<mlir::kiln::AddOp>(r, e.num(s0, DType::I64));
+    return T(e.cast(r, dtype ? *dtype : DType::I64));
+  }
   if (op == "arange") {
     std::vector<PyObject *> v;
     for (const char *n : {"start", "end", "step"})
@@ -583,7 +618,19 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
     }
     return T(e.b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(attr)));
   }
-  if (!like) {
+  std::vector<VarP> symDims; // sizes when some are symbolic
+  if (like) {
+    Value xv = a.get("input")->value;
+    for (int64_t i = 0; i < ttype(xv).getRank(); ++i) symDims.push_back(I.sizeVar(xv, i));
+    if (!anySymInt(makeSeq(Var::Kind::Tuple, symDims))) symDims.clear();
+  }
+  if (!like && anySymInt(a.get("size"))) {
+    VarP size = a.get("size");
+    symDims = size->kind == Var::Kind::SymInt ? std::vector<VarP>{size} : size->items;
+    for (const VarP &d : symDims)
+      if (d->kind != Var::Kind::SymInt && asInt(d, "size") < 0)
+        throw Unsupported(op + ": negative size");
+  } else if (!like) {
     VarP size = a.get("size");
     if (!size) throw Unsupported(op + ": missing size");
     shape = asInts(size, "size");
@@ -598,6 +645,7 @@ VarP applyFactory(Interpreter &I, const std::string &op, Args &a) {
   Value scalar = e.scalar(fill.get(), *dtype);
   auto attr = llvm::cast<mlir::DenseElementsAttr>(
       llvm::cast<mlir::kiln::ConstantOp>(scalar.getDefiningOp()).getValue());
+  if (!symDims.empty()) return T(I.symFull(symDims, scalar));
   if (mlir::ShapedType::isDynamicShape(shape))
     throw Unsupported(op + " of a tensor with a symbolic size");
   auto type = RankedTensorType::get(shape, e.elt(*dtype));
@@ -820,14 +868,17 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
   if (op == "size" || op == "dim" || op == "numel") {
     if (op == "dim") return makeConst(PyRef::steal(PyLong_FromLong(rank)));
     if (op == "numel") {
-      if (!ttype(v).hasStaticShape())
-        throw Unsupported("numel() of a tensor with a symbolic size");
-      int64_t n = 1;
-      for (int64_t s : shape) n *= s;
-      return makeConst(PyRef::steal(PyLong_FromLongLong(n)));
+      // A product of symbolic sizes is a SymInt (SymbolicSizes.cpp).
+      VarP n = constInt(1);
+      for (int64_t d = 0; d < rank; ++d) {
+        VarP s = I.sizeVar(v, d);
+        VarP p = I.symIntBinary("*", n, s);
+        n = p ? p : constInt(asInt(n, "numel") * asInt(s, "numel"));
+      }
+      return n;
     }
     if (a.isNone("dim")) return I.tensorAttribute(x, "shape");
-    return I.sizeVar(ttype(v), normDim(asInt(a.get("dim"), "dim"), rank));
+    return I.sizeVar(v, normDim(asInt(a.get("dim"), "dim"), rank));
   }
   if (op == "transpose" || op == "t") {
     if (op == "t" && rank < 2) return T(v);
@@ -856,7 +907,8 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     if (op == "reshape" && (!ttype(v).hasStaticShape() || hasSymInt(a.get("shape")))) {
       ns = symbolicReshape(shape, shapeArg(a.get("shape"), "shape"));
     } else if (op == "reshape") {
-      ns = asInts(a.get("shape"), "shape");
+      // Shadow SymInts (DynamicPolicy::shadow) stand for their captured values.
+      ns = anySymInt(a.get("shape")) ? shapeArg(a.get("shape"), "shape") : asInts(a.get("shape"), "shape");
       int infer = -1;
       int64_t known = 1;
       for (size_t i = 0; i < ns.size(); ++i) {
@@ -903,6 +955,7 @@ VarP applyOp(Interpreter &I, const std::string &op, Args &a) {
     return T(e.reshape(v, ns));
   }
   if (op == "expand") {
+    if (VarP r = I.symbolicExpand(x, a.get("size"))) return r;
     std::vector<int64_t> sizes = asInts(a.get("size"), "size");
     if ((int64_t)sizes.size() < rank) throw Unsupported("expand: too few sizes");
     size_t off = sizes.size() - rank;

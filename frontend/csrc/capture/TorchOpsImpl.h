@@ -108,10 +108,14 @@ double asDouble(const VarP &v, const char *what);
 /// An int or a sequence of ints.
 std::vector<int64_t> asInts(const VarP &v, const char *what);
 /// Like asInts, but a SymInt item (a symbolic size) becomes `?`
-/// (ShapedType::kDynamic): reshape/view targets.
+/// (ShapedType::kDynamic; its captured value in the shadow static
+/// capture): reshape/view targets.
 std::vector<int64_t> shapeArg(const VarP &v, const char *what);
-/// Whether `v` (an int or a sequence) holds a SymInt.
+/// Whether `v` (an int or a sequence) holds a SymInt that is `?` in the
+/// graph's types (not one of the shadow static capture).
 bool hasSymInt(const VarP &v);
+/// Whether `v` (an int or a sequence) holds any SymInt.
+bool anySymInt(const VarP &v);
 /// torch's dim normalization (negative dims count from the end; a 0-d
 /// tensor accepts -1 and 0); Unsupported when out of range.
 int64_t normDim(int64_t d, int64_t rank);

@@ -307,9 +307,11 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
   if (boolArg(a, "enable_gqa", false)) throw Unsupported("scaled_dot_product_attention with enable_gqa is not supported yet");
   DType d = dtypeOfValue(q), c = opmath(d);
   if (dtypeOfValue(k) != d || dtypeOfValue(v) != d) throw Unsupported(op + ": q, k, v dtypes differ (eager raises)");
-  auto qs = shapeOf(q), ks = shapeOf(k);
+  // L and S may be symbolic (the causal mask is then built from them).
+  auto qs = ttype(q).getShape(), ks = ttype(k).getShape();
   if (qs.size() < 2 || ks.size() < 2) throw Unsupported(op + " expects rank >= 2");
   int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2], E = qs.back();
+  if (mlir::ShapedType::isDynamic(E)) throw Unsupported(op + " with a symbolic head size");
   double scale = a.isNone("scale") ? 1.0 / std::sqrt((double)E) : asDouble(a.get("scale"), "scale");
   std::vector<int64_t> perm;
   for (size_t i = 0; i < ks.size(); ++i) perm.push_back(i);
@@ -319,10 +321,18 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
   double inf = std::numeric_limits<double>::infinity();
   if (boolArg(a, "is_causal", false)) {
     if (!a.isNone("attn_mask")) throw Unsupported("is_causal with attn_mask (eager raises)");
+    int64_t lr = qs.size() - 2, sr = ks.size() - 2;
+    if (I.symbolOfDim(q, lr) != -1 || I.symbolOfDim(k, sr) != -1) {
+      // Symbolic L or S: j <= i from arange(L) and arange(S).
+      Value rows = e.reshape(I.symIota(I.sizeVar(q, lr)), {L, 1});
+      Value cols = e.reshape(I.symIota(I.sizeVar(k, sr)), {1, S});
+      scores = e.select(e.bin<LeOp>(cols, rows), scores, e.num(-inf, c));
+    } else {
     std::vector<double> mask;
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < S; ++j) mask.push_back(j <= i);
     scores = e.select(e.dense({L, S}, DType::Bool, mask), scores, e.num(-inf, c));
+    }
   } else if (!a.isNone("attn_mask")) {
     Value m = tensorArg(a.get("attn_mask"), op);
     if (dtypeOfValue(m) == DType::Bool) scores = e.select(m, scores, e.num(-inf, c));

@@ -30,6 +30,14 @@ std::vector<int64_t> shapeOf(Value v) {
   return {s.begin(), s.end()};
 }
 
+/// arange(n) as an i64 constant attribute.
+mlir::ElementsAttr arangeAttr(Emit &e, int64_t n) {
+  auto type = RankedTensorType::get({n}, e.elt(DType::I64));
+  llvm::SmallVector<int64_t> vals;
+  for (int64_t i = 0; i < n; ++i) vals.push_back(i);
+  return llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(vals)));
+}
+
 Value sliceDim(Emit &e, Value v, int64_t dim, int64_t start, int64_t end) {
   auto shape = shapeOf(v);
   std::vector<int64_t> st(shape.size(), 0), en = shape, step(shape.size(), 1);
@@ -104,6 +112,23 @@ VarP shapeOp(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   VarP x = a.get("input");
   Value v = tensorArg(x, op);
+  int64_t vr = ttype(v).getRank();
+  if ((op == "tril" || op == "triu") && vr >= 2 &&
+      (I.symbolOfDim(v, vr - 2) != -1 || I.symbolOfDim(v, vr - 1) != -1)) {
+    // Symbolic rows or cols: the mask j - i <= k (>= k) from two aranges.
+    int64_t k = intArg(a, "diagonal", 0);
+    auto iota = [&](int64_t d, std::vector<int64_t> shape) {
+      VarP n = I.sizeVar(v, d);
+      Value r = n->kind == Var::Kind::SymInt ? I.symIota(n)
+                                             : e.b.create<mlir::kiln::ConstantOp>(I.loc(), arangeAttr(e, asInt(n, "size")));
+      return e.reshape(r, shape);
+    };
+    Value rows = iota(vr - 2, {ttype(v).getDimSize(vr - 2), 1});
+    Value cols = iota(vr - 1, {1, ttype(v).getDimSize(vr - 1)});
+    Value diff = e.bin<SubOp>(cols, rows), kv = e.num(k, DType::I64);
+    Value m = op == "tril" ? e.bin<LeOp>(diff, kv) : e.bin<GeOp>(diff, kv);
+    return T(e.select(m, v, e.num(0, dtypeOfValue(v))));
+  }
   auto shape = shapeOf(v);
   int64_t rank = shape.size();
   if (op == "flip" || op == "fliplr" || op == "flipud") {

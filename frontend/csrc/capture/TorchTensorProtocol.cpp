@@ -20,12 +20,25 @@ using mlir::RankedTensorType;
 using mlir::Type;
 using mlir::Value;
 
-VarP Interpreter::sizeVar(mlir::RankedTensorType type, int64_t dim) {
-  if (!type.isDynamicDim(dim))
+VarP Interpreter::sizeVar(mlir::Value value, int64_t dim) {
+  auto type = ttype(value);
+  int sym = symbolOfDim(value, dim);
+  if (sym == -1) {
+    if (type.isDynamicDim(dim))
+      throw Unsupported("a symbolic size kiln lost track of");
     return makeConst(PyRef::steal(PyLong_FromLongLong(type.getDimSize(dim))));
+  }
   out_.readSymbolicSize = true;
   auto v = std::make_shared<Var>();
   v->kind = Var::Kind::SymInt;
+  if (sym >= 0) {
+    auto e = std::make_shared<SizeExpr>();
+    e->op = SizeExpr::Op::Sym;
+    e->value = sym;
+    v->sym = e;
+    v->captured = out_.symbols[sym].captured;
+    v->staticSym = !type.isDynamicDim(dim);
+  }
   return v;
 }
 
@@ -34,11 +47,14 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
       name != "requires_grad")
     throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
   auto type = ttype(self->value);
-  if (name == "shape" && !type.hasStaticShape()) {
+  bool symbolic = !type.hasStaticShape();
+  for (int64_t i = 0; !symbolic && out_.dynamic.shadow && i < type.getRank(); ++i)
+    symbolic = symbolOfDim(self->value, i) >= 0;
+  if (name == "shape" && symbolic) {
     // Symbolic dims read as SymInt vars (DynamicShapes.h).
     std::vector<VarP> items;
     for (int64_t i = 0; i < type.getRank(); ++i)
-      items.push_back(sizeVar(type, i));
+      items.push_back(sizeVar(self->value, i));
     return makeSeq(Var::Kind::Tuple, items);
   }
   if (name == "shape") {
@@ -51,7 +67,7 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   }
   if (name == "__len__") {
     if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
-    return sizeVar(type, 0);
+    return sizeVar(self->value, 0);
   }
   if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
   if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));

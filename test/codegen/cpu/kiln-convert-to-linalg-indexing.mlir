@@ -12,6 +12,20 @@ func.func @slice(%x: tensor<4x8xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// Tests that `end = -1` keeps a whole dynamic dim: its size comes from
+// tensor.dim of the operand.
+// CHECK-LABEL: func.func @slice_whole_dynamic_dim
+// CHECK-SAME: (%[[X:.*]]: tensor<2x?x8xf32>)
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %[[C1]] : tensor<2x?x8xf32>
+// CHECK: tensor.extract_slice %[[X]][1, 0, 0] [1, %[[N]], 8] [1, 1, 1] : tensor<2x?x8xf32> to tensor<1x?x8xf32>
+func.func @slice_whole_dynamic_dim(%x: tensor<2x?x8xf32>) -> tensor<1x?x8xf32> {
+  %0 = kiln.slice %x {start = array<i64: 1, 0, 0>, end = array<i64: 2, -1, 8>, step = array<i64: 1, 1, 1>} : tensor<2x?x8xf32> -> tensor<1x?x8xf32>
+  return %0 : tensor<1x?x8xf32>
+}
+
+// -----
+
 // Tests that concat fills a tensor.empty with one insert_slice per operand
 // at increasing offsets along dim.
 // CHECK-LABEL: func.func @concat
