@@ -23,7 +23,7 @@ $(BUILD)/build.ninja: | setup
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
 build: setup $(BUILD)/build.ninja
-	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests
+	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims
 
 test: build
 	$(MAKE) --no-print-directory test-lit test-unit test-python

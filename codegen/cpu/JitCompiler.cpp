@@ -29,6 +29,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -40,6 +42,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 
 namespace mlir::kiln {
@@ -232,6 +235,33 @@ extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
   }
 }
 
+/// "" when every OpenMP call in `module` is one the shim implements
+/// (OpenMPShim.cpp), else what is not.
+std::string checkOpenMPCalls(const llvm::Module &module) {
+  std::set<std::string> known;
+  for (auto &[name, address] : ::kiln::openMPShimSymbols())
+    known.insert(name);
+  for (const llvm::Function &f : module) {
+    llvm::StringRef name = f.getName();
+    if (!f.isDeclaration() || !(name.starts_with("__kmpc_") || name.starts_with("omp_")))
+      continue;
+    if (!known.count(name.str()))
+      return "kiln: the generated code calls " + name.str() +
+             ", which kiln's OpenMP shim does not implement";
+    if (name != "__kmpc_fork_call")
+      continue;
+    for (const llvm::User *user : f.users()) {
+      auto *call = llvm::dyn_cast<llvm::CallBase>(user);
+      auto *argc = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1)) : nullptr;
+      if (!argc || argc->getZExtValue() > static_cast<uint64_t>(::kiln::kMaxForkArgs))
+        return "kiln: a parallel region takes more than " + std::to_string(::kiln::kMaxForkArgs) +
+               " arguments";
+    }
+  }
+  return "";
+}
+
+
 /// Symbols the generated code calls that kiln itself provides.
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   std::vector<std::pair<const char *, void *>> symbols = blasShimSymbols();
@@ -275,7 +305,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
       translateModuleToLLVMIR(module, llvmContext, "kiln-graph");
   if (!llvmModule)
     return "kiln: translation to LLVM IR failed";
-  if (std::string why = ::kiln::checkOpenMPCalls(*llvmModule); !why.empty())
+  if (std::string why = checkOpenMPCalls(*llvmModule); !why.empty())
     return why;
   llvm::Function *cInterface = llvmModule->getFunction("_mlir_ciface_" + entry);
   if (!cInterface)

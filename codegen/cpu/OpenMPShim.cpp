@@ -20,16 +20,11 @@
 
 #include "codegen/cpu/Threads.h"
 
-#include "llvm/IR/Constants.h"
-#include "llvm/IR/InstrTypes.h"
-#include "llvm/IR/Module.h"
-
 #include <atomic>
 #include <cstdarg>
 #include <cstdint>
 #include <dlfcn.h>
 #include <mutex>
-#include <set>
 
 namespace {
 
@@ -95,6 +90,25 @@ void runRegion(void *data) {
   }
 }
 
+/// The region of a `__kmpc_fork_call(loc, argc, task, args...)`.
+Region gather(int32_t argc, Microtask task, va_list ap) {
+  Region r{task, argc, {}};
+  for (int32_t i = 0; i < argc && i < kiln::kMaxForkArgs; ++i)
+    r.args[i] = va_arg(ap, void *);
+  return r;
+}
+
+/// Runs `r` on kilnGetNumThreads() threads of libgomp's team, or inline.
+void runParallel(Region &r) {
+  int threads = kilnGetNumThreads();
+  if (threads <= 1 || !gomp().parallel) {
+    gInline.fetch_add(1, std::memory_order_relaxed);
+    return runRegion(&r);
+  }
+  gThreaded.fetch_add(1, std::memory_order_relaxed);
+  gomp().parallel(&runRegion, &r, static_cast<unsigned>(threads), 0);
+}
+
 /// kmp_sch_static: each thread gets one contiguous share, the first
 /// `trips % threads` threads one iteration more.
 constexpr int32_t kStaticUnchunked = 34;
@@ -130,19 +144,11 @@ extern "C" {
 int32_t kilnKmpcGlobalThreadNum(void *) { return threadNum(); }
 
 void kilnKmpcForkCall(void *, int32_t argc, Microtask task, ...) {
-  Region r{task, argc, {}};
   va_list ap;
   va_start(ap, task);
-  for (int32_t i = 0; i < argc && i < kiln::kMaxForkArgs; ++i)
-    r.args[i] = va_arg(ap, void *);
+  Region r = gather(argc, task, ap);
   va_end(ap);
-  int threads = kilnGetNumThreads();
-  if (threads <= 1 || !gomp().parallel) {
-    gInline.fetch_add(1, std::memory_order_relaxed);
-    return runRegion(&r);
-  }
-  gThreaded.fetch_add(1, std::memory_order_relaxed);
-  gomp().parallel(&runRegion, &r, static_cast<unsigned>(threads), 0);
+  runParallel(r);
 }
 
 void kilnKmpcStaticInit4(void *, int32_t, int32_t s, int32_t *last, int32_t *lo, int32_t *hi,
@@ -174,6 +180,38 @@ void kilnKmpcBarrier(void *, int32_t) {
     gomp().barrier();
 }
 
+#ifdef KILN_EXPORT_KMPC_NAMES
+// The runtime ABI's own names, for code linked outside kiln's JIT
+// (mlir-cpu-runner's -shared-libs, test_decompose_numerics.py): the JIT
+// maps them to the kiln* functions above instead.
+int32_t __kmpc_global_thread_num(void *loc) { return kilnKmpcGlobalThreadNum(loc); }
+void __kmpc_fork_call(void *, int32_t argc, Microtask task, ...) {
+  va_list ap;
+  va_start(ap, task);
+  Region r = gather(argc, task, ap);
+  va_end(ap);
+  runParallel(r);
+}
+void __kmpc_for_static_init_4(void *l, int32_t g, int32_t s, int32_t *last, int32_t *lo,
+                              int32_t *hi, int32_t *st, int32_t incr, int32_t c) {
+  kilnKmpcStaticInit4(l, g, s, last, lo, hi, st, incr, c);
+}
+void __kmpc_for_static_init_4u(void *l, int32_t g, int32_t s, int32_t *last, uint32_t *lo,
+                               uint32_t *hi, int32_t *st, int32_t incr, int32_t c) {
+  kilnKmpcStaticInit4u(l, g, s, last, lo, hi, st, incr, c);
+}
+void __kmpc_for_static_init_8(void *l, int32_t g, int32_t s, int32_t *last, int64_t *lo,
+                              int64_t *hi, int64_t *st, int64_t incr, int64_t c) {
+  kilnKmpcStaticInit8(l, g, s, last, lo, hi, st, incr, c);
+}
+void __kmpc_for_static_init_8u(void *l, int32_t g, int32_t s, int32_t *last, uint64_t *lo,
+                               uint64_t *hi, int64_t *st, int64_t incr, int64_t c) {
+  kilnKmpcStaticInit8u(l, g, s, last, lo, hi, st, incr, c);
+}
+void __kmpc_for_static_fini(void *l, int32_t g) { kilnKmpcStaticFini(l, g); }
+void __kmpc_barrier(void *l, int32_t g) { kilnKmpcBarrier(l, g); }
+#endif
+
 } // extern "C"
 
 namespace kiln {
@@ -193,30 +231,6 @@ std::vector<std::pair<const char *, void *>> openMPShimSymbols() {
 
 ParallelRegionStats parallelRegionStats() {
   return {gThreaded.load(std::memory_order_relaxed), gInline.load(std::memory_order_relaxed)};
-}
-
-std::string checkOpenMPCalls(const llvm::Module &module) {
-  std::set<std::string> known;
-  for (auto &[name, address] : openMPShimSymbols())
-    known.insert(name);
-  for (const llvm::Function &f : module) {
-    llvm::StringRef name = f.getName();
-    if (!f.isDeclaration() || !(name.starts_with("__kmpc_") || name.starts_with("omp_")))
-      continue;
-    if (!known.count(name.str()))
-      return "kiln: the generated code calls " + name.str() +
-             ", which kiln's OpenMP shim does not implement";
-    if (name != "__kmpc_fork_call")
-      continue;
-    for (const llvm::User *user : f.users()) {
-      auto *call = llvm::dyn_cast<llvm::CallBase>(user);
-      auto *argc = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1)) : nullptr;
-      if (!argc || argc->getZExtValue() > static_cast<uint64_t>(kMaxForkArgs))
-        return "kiln: a parallel region takes more than " + std::to_string(kMaxForkArgs) +
-               " arguments";
-    }
-  }
-  return "";
 }
 
 } // namespace kiln

@@ -7,13 +7,8 @@
 #ifndef KILN_CODEGEN_CPU_OPENMPSHIM_H
 #define KILN_CODEGEN_CPU_OPENMPSHIM_H
 
-#include <string>
 #include <utility>
 #include <vector>
-
-namespace llvm {
-class Module;
-}
 
 namespace kiln {
 
@@ -30,10 +25,6 @@ struct ParallelRegionStats {
   long inlined = 0;
 };
 ParallelRegionStats parallelRegionStats();
-
-/// "" when every OpenMP call in `module` is one the shim implements, else
-/// what is not (checked before the module is compiled).
-std::string checkOpenMPCalls(const llvm::Module &module);
 
 } // namespace kiln
 

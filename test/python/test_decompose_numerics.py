@@ -24,7 +24,9 @@ torch = pytest.importorskip("torch")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KILN_OPT = pathlib.Path(os.environ.get("KILN_OPT", ROOT / "build" / "bin" / "kiln-opt"))
 LLVM_BIN = pathlib.Path("/usr/lib/llvm-19/bin")
-TOOLS = [KILN_OPT, LLVM_BIN / "mlir-translate", LLVM_BIN / "llc"]
+# kiln's BLAS and OpenMP shims (the `__kmpc_*` calls of parallel loops).
+SHIMS = KILN_OPT.parent.parent / "lib" / "libkiln_runner_shims.so"
+TOOLS = [KILN_OPT, LLVM_BIN / "mlir-translate", LLVM_BIN / "llc", SHIMS]
 
 MODULE = """
 func.func @softmax_dynamic(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -75,7 +77,8 @@ def library(tmp_path_factory):
     (tmp / "m.ll").write_text(_run([str(LLVM_BIN / "mlir-translate"), "--mlir-to-llvmir"], input=llvm_dialect))
     _run([str(LLVM_BIN / "llc"), "-O2", "-filetype=obj", "-relocation-model=pic",
           str(tmp / "m.ll"), "-o", str(tmp / "m.o")])
-    _run(["cc", "-shared", str(tmp / "m.o"), "-o", str(tmp / "m.so"), "-lm"])
+    _run(["cc", "-shared", str(tmp / "m.o"), "-o", str(tmp / "m.so"), "-lm", str(SHIMS),
+          f"-Wl,-rpath,{SHIMS.parent}"])
     return ctypes.CDLL(str(tmp / "m.so"))
 
 
