@@ -47,7 +47,7 @@ inline constexpr const char kIndependentRowsAttr[] = "kiln.independent_rows";
 
 /// Appends the lowering from kiln (after buildOptimizePipeline) to the LLVM
 /// dialect for the host CPU. Named `kiln-cpu-lowering` in kiln-opt.
-void buildCpuLoweringPipeline(OpPassManager &pm);
+void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops = true);
 
 } // namespace mlir::kiln
 

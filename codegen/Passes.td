@@ -200,6 +200,10 @@ def ParallelizeLoopsPass : Pass<"kiln-parallelize-loops", "func::FuncOp"> {
     with its own copy of the loop's one-row stack buffers.
     See codegen/cpu/ParallelLoops.cpp.
   }];
+  let options = [
+    Option<"enabled", "enabled", "bool", /*default=*/"true",
+           "Keep parallel loops (false: every scf.parallel becomes serial)">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 

@@ -81,7 +81,7 @@ void registerAllPasses() {
                                buildOptimizePipeline);
     PassPipelineRegistration<>("kiln-cpu-lowering",
                                "Lower optimized kiln IR to LLVM for the host CPU",
-                               buildCpuLoweringPipeline);
+                               [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
     return true;
   }();
   (void)done;

@@ -379,7 +379,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
 
   PassManager pm(ctx, ModuleOp::getOperationName());
   buildOptimizePipeline(pm);
-  buildCpuLoweringPipeline(pm);
+  buildCpuLoweringPipeline(pm, options.parallelLoops);
   std::optional<::kiln::rt::DiskCache> cache;
   std::string key;
   if (!options.cacheDir.empty()) {

@@ -212,6 +212,8 @@ void parallelizeRows(scf::ForOp loop, int64_t n, ArrayRef<memref::AllocaOp> buff
 }
 
 struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
+  using ParallelizeLoopsPassBase::ParallelizeLoopsPassBase;
+
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> loops;
     getOperation().walk([&](scf::ParallelOp loop) { loops.push_back(loop); });
@@ -232,7 +234,8 @@ struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
       int64_t iterations = 1;
       for (int64_t n : trips)
         iterations *= n;
-      if (!topLevel || !isStatic || iterations * workOf(*loop.getBody()) < kMinParallelWork)
+      if (!enabled || !topLevel || !isStatic ||
+          iterations * workOf(*loop.getBody()) < kMinParallelWork)
         serialize(loop);
       else if (!hasInnerLoop(*loop.getBody()))
         shapeForThreads(loop, trips);
@@ -240,7 +243,7 @@ struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
       // parallel dimension stays parallel.
     }
     func::FuncOp fn = getOperation();
-    if (fn.isExternal()) // a BLAS shim's declaration
+    if (fn.isExternal() || !enabled) // a BLAS shim's declaration
       return;
     SmallVector<scf::ForOp> rowLoops;
     for (auto loop : fn.getBody().front().getOps<scf::ForOp>())

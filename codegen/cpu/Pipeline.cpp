@@ -21,6 +21,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cstdlib>
+
 namespace mlir::kiln {
 
 void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost,
@@ -43,7 +45,7 @@ void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost,
   fn.addPass(createCSEPass());
 }
 
-void buildCpuLoweringPipeline(OpPassManager &pm) {
+void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
   buildFusedLinalgPipeline(pm, /*transcendentalCost=*/8, /*sharedLhsGemm=*/true);
   // Tensors → buffers, writing results into the caller's buffers.
@@ -76,7 +78,14 @@ void buildCpuLoweringPipeline(OpPassManager &pm) {
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
     // Big top-level loop nests stay parallel; everything else is serial.
-    fn.addPass(createParallelizeLoopsPass());
+    // Serial when asked (one thread) or KILN_PARALLEL_LOOPS=0; set
+    // textually: the printed pipeline is part of the compile-cache key.
+    std::unique_ptr<Pass> parallel = createParallelizeLoopsPass();
+    const char *env = std::getenv("KILN_PARALLEL_LOOPS");
+    bool on = parallelLoops && !(env && std::string(env) == "0");
+    (void)parallel->initializeOptions(std::string("enabled=") + (on ? "true" : "false"),
+        [](const Twine &) { return failure(); });
+    fn.addPass(std::move(parallel));
   }
   pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertSCFToOpenMPPass());

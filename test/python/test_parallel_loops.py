@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Multi-threaded loops: big top-level loop nests of compiled CPU code run on
 torch.get_num_threads() threads (OpenMP work sharing on torch's libgomp,
-codegen/cpu/ParallelLoops.cpp and OpenMPShim.cpp); at one thread the same
-code runs inline. Every case checks the result against eager at 1, 2 and 3
-threads (3 does not divide the loops evenly) and, through
+codegen/cpu/ParallelLoops.cpp and OpenMPShim.cpp). Graphs compiled while
+torch uses one thread get serial loops, and torch.get_num_threads() is
+guarded (a change recompiles). Every case checks the result against eager
+at 2, 3 (which does not divide the loops evenly) and 1 threads and, through
 kiln._C.parallel_regions(), that a team of threads really ran."""
 import pytest
 import torch
@@ -44,25 +45,32 @@ def test_matches_eager_at_every_thread_count(name, threads):
     fn, spec = CASES[name]
     args = _inputs(spec)
     compiled = kiln.compile(fn)
-    for n in (1, 2, 3):
+    for n in (2, 3, 1):
         torch.set_num_threads(n)
         assert_close(compiled(*args), fn(*args))
-    assert_compiled(graphs=1, calls=3)
+    assert_compiled(graphs=3, calls=3)  # one per thread count (guarded)
 
 
 def test_threads_follow_torch_get_num_threads(threads):
-    """At one thread the loop runs inline, at two on a team."""
+    """Compiled at two threads: a team runs the loop. Back at one thread the
+    guard on torch.get_num_threads() recompiles the graph with serial loops
+    (no region at all); at two again the parallel graph is reused."""
     x = torch.randn(8, 512, 256)
     compiled = kiln.compile(lambda x: x.sin() * x)
-    torch.set_num_threads(1)
+    torch.set_num_threads(2)
     before = _C.parallel_regions()
-    compiled(x)
+    assert_close(compiled(x), x.sin() * x)
     mid = _C.parallel_regions()
-    assert mid["inline"] > before["inline"] and mid["threaded"] == before["threaded"]
+    assert mid["threaded"] > before["threaded"]
+    torch.set_num_threads(1)
+    assert_close(compiled(x), x.sin() * x)
+    assert _C.parallel_regions() == mid
+    s = kiln.stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1, s
     torch.set_num_threads(2)
     assert_close(compiled(x), x.sin() * x)
-    after = _C.parallel_regions()
-    assert after["threaded"] > mid["threaded"]
+    assert _C.parallel_regions()["threaded"] > mid["threaded"]
+    assert kiln.stats()["graphs_compiled"] == 2
 
 
 def test_small_graph_has_no_parallel_region(threads):

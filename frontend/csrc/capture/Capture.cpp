@@ -150,6 +150,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       throw Unsupported("torch's default dtype is not supported");
     setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
+    interp.guardThreadCount();
     interp.checkGradRegions();
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());
     mlir::Block &entry = fn.getBody().front();

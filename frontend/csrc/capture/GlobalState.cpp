@@ -87,6 +87,19 @@ void Interpreter::addCallGuard(PyObject *fn, PyObject *args, PyObject *result) {
   out_.guards.push_back(std::move(g));
 }
 
+void Interpreter::guardThreadCount() {
+  static PyObject *getNumThreads = torchAttr("get_num_threads");
+  if (!getNumThreads)
+    throw Unsupported("this torch has no torch.get_num_threads");
+  PyRef none = PyRef::steal(PyTuple_New(0));
+  PyRef n = PyRef::steal(PyObject_Call(getNumThreads, none.get(), nullptr));
+  if (!n) {
+    PyErr_Clear();
+    throw Unsupported("torch.get_num_threads() failed");
+  }
+  addCallGuard(getNumThreads, none.get(), n.get());
+}
+
 void Interpreter::guardAutocastOff() {
   PyObject *anyAutocast = PyObject_GetAttrString(torchC(), "_is_any_autocast_enabled");
   PyRef keep = PyRef::steal(anyAutocast);

@@ -267,6 +267,9 @@ public:
   /// Guards `torch._C._is_any_autocast_enabled()` and refuses the capture
   /// when autocast is on (GlobalState.cpp).
   void guardAutocastOff();
+  /// Guards torch.get_num_threads(): CPU code is compiled serial at one
+  /// thread and with parallel loops above (CpuCompileOptions::parallelLoops).
+  void guardThreadCount();
 
 private:
   // --- side effects (SideEffects.cpp) ---
