@@ -223,3 +223,19 @@ def test_explain_shows_symbolic_dims():
 def test_dynamic_option_validated():
     with pytest.raises(ValueError):
         kiln.compile(pointwise, dynamic="sometimes")
+
+
+def test_result_size_expression_equal_to_another_symbol_specializes():
+    """cat([a, a]) has 2*s0 elements; with a of 4 and b of 8 at capture that
+    equals b's symbol. The result must not be sized by b (it used to be:
+    wrong shapes, then heap corruption): such a frame is specialized."""
+    def f(a, b):
+        return torch.cat([a, a]) * 2, b + 1
+
+    compiled = kiln.compile(f, dynamic=True)
+    for n, m in [(4, 8), (5, 8), (6, 8)]:
+        a, b = torch.randn(n), torch.randn(m)
+        got, expected = compiled(a, b), f(a, b)
+        assert got[0].shape == expected[0].shape
+        torch.testing.assert_close(got, expected)
+    assert kiln.stats()["dynamic_specialized"] >= 1

@@ -192,6 +192,18 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
+    // A `?` result dim must be one symbolic input size passed through: the
+    // entry allocates it from that size. An expression of sizes (2*s from a
+    // concat) whose captured value happens to equal another symbol's would
+    // otherwise be matched to it by value and allocated wrongly.
+    if (!out.symbols.empty() && !out.dynamic.shadow)
+      for (mlir::Value r : results) {
+        auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          if (t.isDynamicDim(d) && interp.symbolOfDim(r, d) < 0)
+            throw Unsupported("result dim " + std::to_string(d) +
+                              " is an expression of symbolic sizes, not one of them");
+      }
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
     llvm::SmallVector<mlir::Type> resultTypes;
     for (mlir::Value r : results) {
