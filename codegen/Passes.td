@@ -185,6 +185,19 @@ def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
+def CopiesToLoopsPass : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
+  let summary = "Turns strided memref.copy ops into linalg.copy loops";
+  let description = [{
+    Runs after bufferization, before the loop lowering. A `memref.copy`
+    whose source or target is not contiguous (im2col taps, padding, concat
+    pieces, strided slices) becomes a `linalg.copy`, so it is lowered to a
+    loop nest LLVM vectorizes instead of a call to the runtime's generic
+    `memrefCopy` (one call per innermost row). Copies between contiguous
+    buffers stay `memref.copy` (one memcpy). See codegen/cpu/CopiesToLoops.cpp.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def ParallelizeLoopsPass : Pass<"kiln-parallelize-loops", "func::FuncOp"> {
   let summary = "Keeps the scf.parallel loops worth running on several threads, serializes the rest";
   let description = [{
@@ -213,6 +226,24 @@ def LowerAllocaScopesPass : Pass<"kiln-lower-alloca-scopes", "func::FuncOp"> {
     Runs after `convert-scf-to-openmp` (which wraps each parallel body in an
     alloca scope) and before `convert-scf-to-cf`, which would otherwise
     split loops inside a scope into blocks the single-block op forbids.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def AliasScopesPass : Pass<"kiln-alias-scopes", "func::FuncOp"> {
+  let summary = "Lowers memref loads/stores to LLVM with scoped-noalias metadata from buffer roots";
+  let description = [{
+    Runs right before `finalize-memref-to-llvm`. Every `memref.load` and
+    `memref.store` whose buffer traces back (through views, casts,
+    reinterpret_casts, extract_strided_metadata) to a root becomes an
+    `llvm.load` / `llvm.store` with `alias_scopes` = the root's scope and
+    `noalias_scopes` = the scopes of every root whose memory is disjoint
+    from it. Roots: a static byte range of a `memref.view` (the arena
+    buffers of kiln-plan-memory), an alloc/alloca/get_global, an argument
+    marked `llvm.noalias`. Lets LLVM vectorize loops over arena views and
+    keeps those facts inside loops outlined for OpenMP. Untraceable
+    accesses are left to finalize-memref-to-llvm (no metadata). See
+    codegen/cpu/AliasScopes.cpp.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -10,6 +10,7 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 
+#include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/stat.h>
@@ -185,8 +187,15 @@ loadObject(llvm::StringRef object, llvm::StringRef entry,
           .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
           .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
                                            const llvm::Triple &) {
-            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
                 session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+            // KILN_PERF_JITDUMP=1: jit-<pid>.dump records for `perf inject
+            // --jit` (docs/performance.md, "Profiling compiled code").
+            if (const char *perf = std::getenv("KILN_PERF_JITDUMP"); perf && *perf == '1')
+              if (llvm::JITEventListener *listener =
+                      llvm::JITEventListener::createPerfJITEventListener())
+                layer->registerJITEventListener(*listener);
+            return layer;
           })
           .create();
   if (!jit)

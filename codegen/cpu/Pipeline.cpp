@@ -6,10 +6,11 @@
 // one-shot bufferization (identity layouts at function boundaries), row-wise
 // loops around reduction chains, one arena per call for the static
 // intermediates (packed by liveness), ownership-based deallocation so
-// intermediates are freed, BLAS calls for f32/f64 matmuls, loops (LLVM's O3
-// vectorizer does the vectorizing) with the big top-level nests run by
-// OpenMP work sharing (kiln-parallelize-loops, OpenMPShim.cpp), polynomial
-// math, and the standard conversions to LLVM.
+// intermediates are freed, BLAS calls for f32/f64 matmuls, strided copies
+// as loops, loops (LLVM's O3 vectorizer does the vectorizing) with the big
+// top-level nests run by OpenMP work sharing (kiln-parallelize-loops,
+// OpenMPShim.cpp), polynomial math, loads/stores with alias scopes from the
+// buffers' roots, and the standard conversions to LLVM.
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
@@ -74,6 +75,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   pm.addPass(createLinalgToBlasPass());
   {
     OpPassManager &fn = pm.nest<func::FuncOp>();
+    fn.addPass(createCopiesToLoopsPass());
     fn.addPass(createConvertLinalgToParallelLoopsPass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
@@ -95,6 +97,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Loads/stores with alias scopes from the buffers' roots (arena views).
+  pm.nest<func::FuncOp>().addPass(createAliasScopesPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics first (fma, floor, exp... stay vectorizable); what has no
   // intrinsic (f64 erf/tanh) becomes a libm call.
