@@ -186,16 +186,23 @@ def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
 }
 
 def CopiesToLoopsPass : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
-  let summary = "Turns strided memref.copy ops into linalg.copy loops";
+  let summary = "Turns strided memref.copy ops into a parallel loop over rows";
   let description = [{
-    Runs after bufferization, before the loop lowering. A `memref.copy`
-    whose source or target is not contiguous (im2col taps, padding, concat
-    pieces, strided slices) becomes a `linalg.copy`, so it is lowered to a
-    loop nest LLVM vectorizes instead of a call to the runtime's generic
-    `memrefCopy` (one call per innermost row). Copies between contiguous
-    buffers stay `memref.copy` (one memcpy). See codegen/cpu/CopiesToLoops.cpp.
+    Runs after bufferization, before `kiln-parallelize-loops`. A
+    `memref.copy` whose source or target is not contiguous (im2col taps,
+    padding, concat pieces, strided slices) becomes one `scf.parallel` over
+    its rows (the row: the innermost non-unit dimension; the row index: the
+    outer dimensions flattened). A static row with unit stride on both
+    sides is copied with `vector.load`/`vector.store` (at most 256 bytes
+    each, a loop of 64-byte vectors and a tail beyond that); any other row
+    is a second, element dimension of the loop. This replaces a call to
+    the runtime's generic `memrefCopy` (one memcpy per row), and the
+    flattened trip count keeps LLVM from unrolling whole nests. Copies
+    between contiguous buffers stay `memref.copy` (one memcpy). See
+    codegen/cpu/CopiesToLoops.cpp.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def ParallelizeLoopsPass : Pass<"kiln-parallelize-loops", "func::FuncOp"> {

@@ -294,10 +294,11 @@ std::string cacheKey(ModuleOp module, PassManager &pm, const std::string &entry)
 std::string packedName(const std::string &entry) { return "_kiln_packed_" + entry; }
 
 /// Runs `pm` on `module`, translates it to LLVM IR, adds the packed entry
-/// wrapper and emits a host object file into `object`. Returns "" or what
+/// wrapper and emits a host object file into `object` (and, with a debug
+/// folder, the optimized LLVM IR as `llvm-optimized.ll` there). Returns "" or what
 /// failed (diagnostics are collected by the caller's handler).
 std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
-                          std::string &object) {
+                          const std::string &debugDir, std::string &object) {
   if (failed(pm.run(module)))
     return "kiln: CPU lowering failed";
   llvm::LLVMContext llvmContext;
@@ -314,7 +315,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
   auto tm = hostTargetMachine();
   if (!tm)
     return "kiln: no host target machine: " + llvm::toString(tm.takeError());
-  auto compiled = compileToObject(*llvmModule, **tm);
+  auto compiled = compileToObject(*llvmModule, **tm,
+                                  debugDir.empty() ? "" : debugDir + "/llvm-optimized.ll");
   if (!compiled)
     return "kiln: LLVM code generation failed: " + llvm::toString(compiled.takeError());
   object = std::move(*compiled);
@@ -394,7 +396,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
     setUpDebugDir(options.debugDir, module, pm);
 
   std::string object;
-  if (std::string what = lowerToObject(module, pm, entry, object); !what.empty())
+  if (std::string what = lowerToObject(module, pm, entry, options.debugDir, object); !what.empty())
     return fail(what);
   if (cache) {
     std::string storeError;

@@ -10,12 +10,14 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -154,7 +156,31 @@ void addPackedWrapper(llvm::Function &fn, llvm::StringRef name) {
   b.CreateRetVoid();
 }
 
-llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm) {
+/// Marks every loop that contains another loop `llvm.loop.unroll.disable`.
+/// kiln's loop nests have static trip counts; LLVM fully unrolls any small
+/// one, and an outer loop (a batch of 8 over a vectorized row of 240) then
+/// becomes a block of thousands of instructions whose instruction selection
+/// is quadratic in its stores: MobileNetV3's graph spent 7 s in X86 ISel.
+/// Inner loops still unroll (short rows, taps), vectorize and interleave.
+void keepOuterLoopsRolled(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    llvm::DominatorTree dom(f);
+    llvm::LoopInfo loops(dom);
+    for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
+      if (loop->getSubLoops().empty())
+        continue;
+      llvm::MDNode *disable =
+          llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+      loop->setLoopID(llvm::makePostTransformationMetadata(ctx, loop->getLoopID(), {}, {disable}));
+    }
+  }
+}
+
+llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
+                                            const std::string &optimizedIRPath) {
   module.setDataLayout(tm.createDataLayout());
   module.setTargetTriple(tm.getTargetTriple().str());
   // Intel cores with AVX-512 default to 256-bit vectors; kiln's loops are
@@ -162,9 +188,16 @@ llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMa
   for (llvm::Function &f : module)
     if (!f.isDeclaration())
       f.addFnAttr("prefer-vector-width", "512");
+  keepOuterLoopsRolled(module);
   auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, &tm);
   if (llvm::Error err = optimize(&module))
     return std::move(err);
+  if (!optimizedIRPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(optimizedIRPath, ec);
+    if (!ec)
+      module.print(out, nullptr);
+  }
 
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);

@@ -47,8 +47,10 @@ const std::string &kilnBuildIdentity();
 void addPackedWrapper(llvm::Function &fn, llvm::StringRef name);
 
 /// Runs LLVM's O3 pipeline for `tm` on `module` (full-width vectors on
-/// AVX-512 hosts) and emits a relocatable object file.
-llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm);
+/// AVX-512 hosts, outer loops kept rolled) and emits a relocatable object
+/// file; with `optimizedIRPath`, also writes the optimized LLVM IR there.
+llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
+                                            const std::string &optimizedIRPath = "");
 
 /// Loads `object` into a fresh ORC JIT, resolving `symbols` (name,
 /// address) first and the process's own symbols after them, and returns

@@ -99,6 +99,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   pm.addPass(createLowerAffinePass());
   // Loads/stores with alias scopes from the buffers' roots (arena views).
   pm.nest<func::FuncOp>().addPass(createAliasScopesPass());
+  pm.addPass(createConvertVectorToLLVMPass()); // kiln-copies-to-loops' rows
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics first (fma, floor, exp... stay vectorizable); what has no
   // intrinsic (f64 erf/tanh) becomes a libm call.
