@@ -185,7 +185,7 @@ def LinalgToBlasPass : Pass<"kiln-linalg-to-blas", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
-def CopiesToLoopsPass : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
+def CopiesToLoopsPass : Pass<"kiln-copies-to-loops", "ModuleOp"> {
   let summary = "Turns strided memref.copy ops into a parallel loop over rows";
   let description = [{
     Runs after bufferization, before `kiln-parallelize-loops`. A
@@ -197,12 +197,14 @@ def CopiesToLoopsPass : Pass<"kiln-copies-to-loops", "func::FuncOp"> {
     each, a loop of 64-byte vectors and a tail beyond that); any other row
     is a second, element dimension of the loop. This replaces a call to
     the runtime's generic `memrefCopy` (one memcpy per row), and the
-    flattened trip count keeps LLVM from unrolling whole nests. Copies
-    between contiguous buffers stay `memref.copy` (one memcpy). See
-    codegen/cpu/CopiesToLoops.cpp.
+    flattened trip count keeps LLVM from unrolling whole nests. The loop
+    lives in a private `noinline` helper `@kiln_copy_<i>`, one per pair of
+    source/target types with the offsets made dynamic (a convolution's taps
+    share one), called at each copy. Copies between contiguous buffers stay
+    `memref.copy` (one memcpy). See codegen/cpu/CopiesToLoops.cpp.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect"];
 }
 
 def ParallelizeLoopsPass : Pass<"kiln-parallelize-loops", "func::FuncOp"> {

@@ -22,6 +22,7 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -155,18 +156,62 @@ void expandCopy(memref::CopyOp copy) {
   copy.erase();
 }
 
+/// `type` with a dynamic offset (the same strides), or null when its layout
+/// is not strided. Copies that differ only in their offsets (the taps of
+/// one convolution) share one helper.
+MemRefType withDynamicOffset(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(getStridesAndOffset(type, strides, offset)))
+    return {};
+  auto layout = StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic, strides);
+  return MemRefType::get(type.getShape(), type.getElementType(), layout, type.getMemorySpace());
+}
+
 struct CopiesToLoops : impl::CopiesToLoopsPassBase<CopiesToLoops> {
   void runOnOperation() override {
+    ModuleOp module = getOperation();
     SmallVector<memref::CopyOp> copies;
-    getOperation().walk([&](memref::CopyOp copy) {
+    module.walk([&](memref::CopyOp copy) {
       auto source = dyn_cast<MemRefType>(copy.getSource().getType());
       auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
       if (source && target && source.getRank() > 0 &&
           !(isContiguous(source) && isContiguous(target)))
         copies.push_back(copy);
     });
-    for (memref::CopyOp copy : copies)
-      expandCopy(copy);
+    // One private, never-inlined helper per (source, target) type pair,
+    // called at each copy: LLVM's time grows faster than linearly with the
+    // loops of one function (ResNet-18 has ~270 tap copies).
+    llvm::DenseMap<std::pair<Type, Type>, func::FuncOp> helpers;
+    OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+    MLIRContext *ctx = module.getContext();
+    for (memref::CopyOp copy : copies) {
+      MemRefType source = withDynamicOffset(cast<MemRefType>(copy.getSource().getType()));
+      MemRefType target = withDynamicOffset(cast<MemRefType>(copy.getTarget().getType()));
+      if (!source || !target) {
+        expandCopy(copy);
+        continue;
+      }
+      func::FuncOp &helper = helpers[{source, target}];
+      if (!helper) {
+        auto type = FunctionType::get(ctx, {source, target}, {});
+        helper = moduleBuilder.create<func::FuncOp>(
+            copy.getLoc(), "kiln_copy_" + std::to_string(helpers.size() - 1), type);
+        helper.setPrivate();
+        helper->setAttr("passthrough", ArrayAttr::get(ctx, {StringAttr::get(ctx, "noinline")}));
+        Block *body = helper.addEntryBlock();
+        OpBuilder b = OpBuilder::atBlockBegin(body);
+        auto inner = b.create<memref::CopyOp>(copy.getLoc(), body->getArgument(0),
+                                              body->getArgument(1));
+        b.create<func::ReturnOp>(copy.getLoc());
+        expandCopy(inner);
+      }
+      OpBuilder b(copy);
+      Value from = b.create<memref::CastOp>(copy.getLoc(), source, copy.getSource());
+      Value to = b.create<memref::CastOp>(copy.getLoc(), target, copy.getTarget());
+      b.create<func::CallOp>(copy.getLoc(), helper, ValueRange{from, to});
+      copy.erase();
+    }
   }
 };
 

@@ -73,9 +73,9 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
 
   // Buffers → calls and loops.
   pm.addPass(createLinalgToBlasPass());
+  pm.addPass(createCopiesToLoopsPass());
   {
     OpPassManager &fn = pm.nest<func::FuncOp>();
-    fn.addPass(createCopiesToLoopsPass());
     fn.addPass(createConvertLinalgToParallelLoopsPass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());

@@ -1,27 +1,38 @@
 // RUN: kiln-opt %s -split-input-file -kiln-copies-to-loops | FileCheck %s
 
 // kiln-copies-to-loops (codegen/cpu/CopiesToLoops.cpp): a memref.copy with
-// a non-contiguous side becomes one scf.parallel over the flattened rows
-// (vector moves for a static unit-stride row, else a second, element
-// dimension); contiguous copies stay memref.copy (one memcpy).
+// a non-contiguous side becomes a call to a private noinline helper (one
+// per source/target type pair, offsets made dynamic) holding one
+// scf.parallel over the flattened rows (vector moves for a static
+// unit-stride row, else a second, element dimension); contiguous copies
+// stay memref.copy (one memcpy).
 
-// Tests that an im2col-style tap copy (4x16 rows of 16 elements out of a
-// padded image) becomes one loop over 64 rows, each one vector<16xf32>
-// load and store at the delinearized row index.
+// Tests that two im2col-style tap copies (4x16 rows of 16 elements out of
+// a padded image, at two offsets) call one helper, a loop over 64 rows,
+// each one vector<16xf32> load and store at the delinearized row index.
 // CHECK-LABEL: func.func @strided_tap
 // CHECK-NOT: memref.copy
+// CHECK: memref.cast %{{.*}} : memref<4x16x16xf32, strided<[324, 18, 1], offset: 19>> to memref<4x16x16xf32, strided<[324, 18, 1], offset: ?>>
+// CHECK: call @[[HELPER:kiln_copy_0]](
+// CHECK: memref.cast %{{.*}} : memref<4x16x16xf32, strided<[324, 18, 1], offset: 20>> to memref<4x16x16xf32, strided<[324, 18, 1], offset: ?>>
+// CHECK: call @[[HELPER]](
+// CHECK-NOT: kiln_copy_1
+// CHECK: func.func private @[[HELPER]]({{.*}}) attributes {passthrough = ["noinline"]}
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK: scf.parallel (%[[R:.*]]) = (%{{.*}}) to (%[[C64]])
 // CHECK: %[[W:.*]] = arith.remui %[[R]], %[[C16]]
 // CHECK: %[[H:.*]] = arith.divui %[[R]], %[[C16]]
-// CHECK: %[[V:.*]] = vector.load %{{.*}}[%[[H]], %[[W]], %{{.*}}] : memref<4x16x16xf32, strided<[324, 18, 1], offset: 19>>, vector<16xf32>
-// CHECK: vector.store %[[V]], %{{.*}}[%[[H]], %[[W]], %{{.*}}] : memref<4x16x16xf32>, vector<16xf32>
+// CHECK: %[[V:.*]] = vector.load %{{.*}}[%[[H]], %[[W]], %{{.*}}] : memref<4x16x16xf32, strided<[324, 18, 1], offset: ?>>, vector<16xf32>
+// CHECK: vector.store %[[V]], %{{.*}}[%[[H]], %[[W]], %{{.*}}] : memref<4x16x16xf32, strided<[256, 16, 1], offset: ?>>, vector<16xf32>
 // CHECK-NOT: memref.copy
-func.func @strided_tap(%padded: memref<4x18x18xf32>, %col: memref<4x16x16xf32>) {
+func.func @strided_tap(%padded: memref<4x18x18xf32>, %col: memref<4x16x16xf32>, %col2: memref<4x16x16xf32>) {
   %tap = memref.subview %padded[0, 1, 1] [4, 16, 16] [1, 1, 1]
       : memref<4x18x18xf32> to memref<4x16x16xf32, strided<[324, 18, 1], offset: 19>>
   memref.copy %tap, %col : memref<4x16x16xf32, strided<[324, 18, 1], offset: 19>> to memref<4x16x16xf32>
+  %tap2 = memref.subview %padded[0, 1, 2] [4, 16, 16] [1, 1, 1]
+      : memref<4x18x18xf32> to memref<4x16x16xf32, strided<[324, 18, 1], offset: 20>>
+  memref.copy %tap2, %col2 : memref<4x16x16xf32, strided<[324, 18, 1], offset: 20>> to memref<4x16x16xf32>
   return
 }
 
@@ -32,7 +43,7 @@ func.func @strided_tap(%padded: memref<4x18x18xf32>, %col: memref<4x16x16xf32>) 
 // loop of scalar loads and stores.
 // CHECK-LABEL: func.func @strided_target
 // CHECK: scf.parallel (%[[R:.*]], %[[E:.*]]) =
-// CHECK: memref.load %{{.*}}[%[[R]], %[[E]], %{{.*}}] : memref<8x18x1xf32>
+// CHECK: memref.load %{{.*}}[%[[R]], %[[E]], %{{.*}}] : memref<8x18x1xf32, strided<[18, 1, 1], offset: ?>>
 // CHECK: memref.store
 // CHECK-NOT: memref.copy
 func.func @strided_target(%src: memref<8x18x1xf32>, %dst: memref<8x18x18xf32>) {
@@ -50,11 +61,11 @@ func.func @strided_target(%src: memref<8x18x1xf32>, %dst: memref<8x18x18xf32>) {
 // CHECK-LABEL: func.func @long_rows
 // CHECK: scf.parallel
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: vector.load %{{.*}}[%{{.*}}, %[[J]]] : memref<3x100xf32, strided<[128, 1]>>, vector<16xf32>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[J]]] : memref<3x100xf32, strided<[128, 1], offset: ?>>, vector<16xf32>
 // CHECK: vector.store
 // CHECK: }
 // CHECK: %[[C96:.*]] = arith.constant 96 : index
-// CHECK: vector.load %{{.*}}[%{{.*}}, %[[C96]]] : memref<3x100xf32, strided<[128, 1]>>, vector<4xf32>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[C96]]] : memref<3x100xf32, strided<[128, 1], offset: ?>>, vector<4xf32>
 // CHECK: vector.store
 func.func @long_rows(%src: memref<3x128xf32>, %dst: memref<3x100xf32>) {
   %rows = memref.subview %src[0, 0] [3, 100] [1, 1] : memref<3x128xf32> to memref<3x100xf32, strided<[128, 1]>>
@@ -100,7 +111,7 @@ func.func @negative_contiguous(%a: memref<4x16xf32>, %b: memref<4x16xf32>, %c: m
 // CHECK-LABEL: func.func @negative_bf16_vectors
 // CHECK-NOT: vector.load
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) =
-// CHECK: memref.load %{{.*}} : memref<4x9xbf16, strided<[16, 1]>>
+// CHECK: memref.load %{{.*}} : memref<4x9xbf16, strided<[16, 1], offset: ?>>
 func.func @negative_bf16_vectors(%src: memref<4x16xbf16>, %dst: memref<4x9xbf16>) {
   %rows = memref.subview %src[0, 0] [4, 9] [1, 1] : memref<4x16xbf16> to memref<4x9xbf16, strided<[16, 1]>>
   memref.copy %rows, %dst : memref<4x9xbf16, strided<[16, 1]>> to memref<4x9xbf16>
