@@ -35,6 +35,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <optional>
+#include <type_traits>
 
 namespace mlir::kiln {
 
@@ -170,41 +171,32 @@ void setScopes(Access access, Operation *original, const Scopes &scopes) {
     access.setNoaliasScopesAttr(noalias);
 }
 
-struct LoadLowering : ConvertOpToLLVMPattern<memref::LoadOp> {
-  LoadLowering(const LLVMTypeConverter &converter, const Scopes &scopes)
-      : ConvertOpToLLVMPattern(converter), scopes(scopes) {}
-  LogicalResult matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
+/// memref.load / memref.store → llvm.load / llvm.store (MemRefToLLVM's
+/// address computation) with the access's scopes.
+template <typename Access>
+struct ScopedAccessLowering : ConvertOpToLLVMPattern<Access> {
+  ScopedAccessLowering(const LLVMTypeConverter &converter, const Scopes &scopes)
+      : ConvertOpToLLVMPattern<Access>(converter), scopes(scopes) {}
+  LogicalResult matchAndRewrite(Access op, typename Access::Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     MemRefType type = op.getMemRefType();
-    Type element = getTypeConverter()->convertType(type.getElementType());
+    Type element = this->getTypeConverter()->convertType(type.getElementType());
     if (!element)
       return failure();
-    Value ptr = getStridedElementPtr(op.getLoc(), type, adaptor.getMemref(),
-                                     adaptor.getIndices(), rewriter);
-    auto load = rewriter.create<LLVM::LoadOp>(op.getLoc(), element, ptr, /*alignment=*/0,
-                                              /*isVolatile=*/false, op.getNontemporal());
-    setScopes(load, op, scopes);
-    rewriter.replaceOp(op, load.getResult());
-    return success();
-  }
-  const Scopes &scopes;
-};
-
-struct StoreLowering : ConvertOpToLLVMPattern<memref::StoreOp> {
-  StoreLowering(const LLVMTypeConverter &converter, const Scopes &scopes)
-      : ConvertOpToLLVMPattern(converter), scopes(scopes) {}
-  LogicalResult matchAndRewrite(memref::StoreOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    MemRefType type = op.getMemRefType();
-    if (!getTypeConverter()->convertType(type.getElementType()))
-      return failure();
-    Value ptr = getStridedElementPtr(op.getLoc(), type, adaptor.getMemref(),
-                                     adaptor.getIndices(), rewriter);
-    auto store = rewriter.create<LLVM::StoreOp>(op.getLoc(), adaptor.getValue(), ptr,
-                                                /*alignment=*/0, /*isVolatile=*/false,
-                                                op.getNontemporal());
-    setScopes(store, op, scopes);
-    rewriter.eraseOp(op);
+    Value ptr = this->getStridedElementPtr(op.getLoc(), type, adaptor.getMemref(),
+                                           adaptor.getIndices(), rewriter);
+    if constexpr (std::is_same_v<Access, memref::LoadOp>) {
+      auto load = rewriter.create<LLVM::LoadOp>(op.getLoc(), element, ptr, /*alignment=*/0,
+                                                /*isVolatile=*/false, op.getNontemporal());
+      setScopes(load, op, scopes);
+      rewriter.replaceOp(op, load.getResult());
+    } else {
+      auto store = rewriter.create<LLVM::StoreOp>(op.getLoc(), adaptor.getValue(), ptr,
+                                                  /*alignment=*/0, /*isVolatile=*/false,
+                                                  op.getNontemporal());
+      setScopes(store, op, scopes);
+      rewriter.eraseOp(op);
+    }
     return success();
   }
   const Scopes &scopes;
@@ -218,7 +210,8 @@ struct AliasScopes : impl::AliasScopesPassBase<AliasScopes> {
       return;
     LLVMTypeConverter converter(&getContext());
     RewritePatternSet patterns(&getContext());
-    patterns.add<LoadLowering, StoreLowering>(converter, scopes);
+    patterns.add<ScopedAccessLowering<memref::LoadOp>, ScopedAccessLowering<memref::StoreOp>>(
+        converter, scopes);
     ConversionTarget target(getContext());
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addDynamicallyLegalOp<memref::LoadOp, memref::StoreOp>(
