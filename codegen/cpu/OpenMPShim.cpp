@@ -137,6 +137,15 @@ void staticInit(int32_t schedule, int32_t *lastIter, T *lower, T *upper, T *stri
   *stride = T(trips * U(incr));
 }
 
+/// Unsigned bounds with a signed stride: the share is computed on the
+/// bounds' type (kiln's loops are normalized to step 1).
+template <typename U, typename S>
+void staticInitUnsigned(int32_t s, int32_t *last, U *lo, U *hi, S *stride, S incr) {
+  U st = 0;
+  staticInit<U>(s, last, lo, hi, &st, static_cast<U>(incr));
+  *stride = static_cast<S>(st);
+}
+
 } // namespace
 
 extern "C" {
@@ -157,11 +166,7 @@ void kilnKmpcStaticInit4(void *, int32_t, int32_t s, int32_t *last, int32_t *lo,
 }
 void kilnKmpcStaticInit4u(void *, int32_t, int32_t s, int32_t *last, uint32_t *lo,
                           uint32_t *hi, int32_t *stride, int32_t incr, int32_t) {
-  // Unsigned bounds with a signed stride: the share is computed on the
-  // bounds' type (kiln's loops are normalized to step 1).
-  uint32_t st = 0;
-  staticInit<uint32_t>(s, last, lo, hi, &st, static_cast<uint32_t>(incr));
-  *stride = static_cast<int32_t>(st);
+  staticInitUnsigned(s, last, lo, hi, stride, incr);
 }
 void kilnKmpcStaticInit8(void *, int32_t, int32_t s, int32_t *last, int64_t *lo, int64_t *hi,
                          int64_t *stride, int64_t incr, int64_t) {
@@ -169,9 +174,7 @@ void kilnKmpcStaticInit8(void *, int32_t, int32_t s, int32_t *last, int64_t *lo,
 }
 void kilnKmpcStaticInit8u(void *, int32_t, int32_t s, int32_t *last, uint64_t *lo,
                           uint64_t *hi, int64_t *stride, int64_t incr, int64_t) {
-  uint64_t st = 0;
-  staticInit<uint64_t>(s, last, lo, hi, &st, static_cast<uint64_t>(incr));
-  *stride = static_cast<int64_t>(st);
+  staticInitUnsigned(s, last, lo, hi, stride, incr);
 }
 void kilnKmpcStaticFini(void *, int32_t) {}
 

@@ -18,6 +18,18 @@ def intermediate_peak(fn, *args) -> int:
     return kiln._C.intermediate_memory()["peak"] - live
 
 
+def compiled_peak(model, x) -> int:
+    """Compiles model, checks it against eager on x and returns the peak of
+    one compiled call's intermediates."""
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        expected = model(x)
+        assert_close(compiled(x), expected)
+        peak = intermediate_peak(compiled, x)
+        assert_close(compiled(x), expected)
+    return peak
+
+
 @pytest.mark.parametrize("layers", [4, 12])
 def test_chain_peak_is_two_buffers_not_n(layers):
     # Each layer materializes a GEMM result and its tanh (tanh does not fuse
@@ -26,14 +38,9 @@ def test_chain_peak_is_two_buffers_not_n(layers):
     width, batch = 128, 128
     model = nn.Sequential(*[m for _ in range(layers)
                             for m in (nn.Linear(width, width, bias=False), nn.Tanh())]).eval()
-    compiled = kiln.compile(model)
     x = torch.randn(batch, width)
     buffer = batch * width * 4
-    with torch.no_grad():
-        expected = model(x)
-        assert_close(compiled(x), expected)
-        peak = intermediate_peak(compiled, x)
-        assert_close(compiled(x), expected)
+    peak = compiled_peak(model, x)
     assert_compiled(graphs=1, calls=3)
     # + the arena's alignment slack (the aligned alloc over-allocates 64 B).
     assert buffer <= peak <= 2 * buffer + 64, (peak, buffer)
@@ -58,13 +65,9 @@ def test_branches_keep_live_values_apart():
             return torch.relu(x + self.b(torch.tanh(self.a(x))))
 
     model = nn.Sequential(*[Residual() for _ in range(blocks)]).eval()
-    compiled = kiln.compile(model)
     x = torch.randn(batch, width)
     buffer = batch * width * 4
-    with torch.no_grad():
-        expected = model(x)
-        assert_close(compiled(x), expected)
-        peak = intermediate_peak(compiled, x)
+    peak = compiled_peak(model, x)
     assert buffer <= peak <= blocks * buffer, (peak, buffer)
 
 
