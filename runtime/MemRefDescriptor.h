@@ -14,6 +14,19 @@
 
 namespace kiln::rt {
 
+/// A ranked memref descriptor as MLIR's C interface passes it
+/// (`_mlir_ciface_*` functions): the same layout as MLIR's
+/// `StridedMemRefType<T, N>` (mlir/ExecutionEngine/CRunnerUtils.h), owned
+/// here so that run-time code needs no MLIR header.
+template <typename T, int N>
+struct StridedMemRef {
+  T *basePtr;
+  T *data;
+  int64_t offset;
+  int64_t sizes[N];
+  int64_t strides[N];
+};
+
 /// A rank-erased memref descriptor laid out exactly like
 /// `StridedMemRefType<T, R>`; `data()` is what the compiled code receives.
 class MemRefDescriptor {

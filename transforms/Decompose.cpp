@@ -61,7 +61,7 @@ Value reshapeTo(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64
 /// For a static operand of rank > 2 reduced over its trailing `trailing`
 /// dims: the 2-d shape [rows, row size] it collapses to, else empty. Row
 /// reductions on a 2-d tensor become one loop over all rows in codegen
-/// (kiln-fuse-rows), whatever the leading dims were (a [1, 512, 1024]
+/// (kiln-cpu-fuse-rows), whatever the leading dims were (a [1, 512, 1024]
 /// softmax otherwise has a single "row" of 2 MiB).
 SmallVector<int64_t> rowsShape(RankedTensorType type, int64_t trailing) {
   int64_t rank = type.getRank();

@@ -249,7 +249,7 @@ bool isPointwise(const Window &w, int64_t g) {
 /// input viewed as [N, C, H*W] gives [N, F, H*W], which is NCHW already: no
 /// permutes, no im2col (a strided 1x1 conv first takes its one tap, the
 /// only copy). The weight is a broadcast batch operand; on CPU the batched
-/// GEMM reads it with batch stride 0 (kiln-linalg-to-blas), one image at a
+/// GEMM reads it with batch stride 0 (kiln-cpu-linalg-to-blas), one image at a
 /// time.
 Value pointwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
                     int64_t n, int64_t c, int64_t f) {

@@ -23,6 +23,9 @@ namespace mlir::kiln {
 /// decompose, canonicalize, CSE) to `pm`. Named `kiln-optimize` in kiln-opt.
 void buildOptimizePipeline(OpPassManager &pm);
 
+/// Registers the named pipeline `kiln-optimize` (idempotent).
+void registerKilnPipelines();
+
 } // namespace mlir::kiln
 
 #endif // KILN_TRANSFORMS_PASSES_H

@@ -6,6 +6,7 @@
 #include "transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::kiln {
@@ -17,6 +18,15 @@ void buildOptimizePipeline(OpPassManager &pm) {
   fn.addPass(createDecomposePass());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
+}
+
+void registerKilnPipelines() {
+  static bool done = [] {
+    PassPipelineRegistration<>("kiln-optimize", "kiln's target-independent pipeline",
+                               buildOptimizePipeline);
+    return true;
+  }();
+  (void)done;
 }
 
 } // namespace mlir::kiln

@@ -1,12 +1,12 @@
 //===- AliasScopes.cpp - memref loads/stores → LLVM with alias scopes ---------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-alias-scopes`: lowers each `memref.load` / `memref.store` whose
+// `kiln-cpu-alias-scopes`: lowers each `memref.load` / `memref.store` whose
 // buffer can be traced to a root to an `llvm.load` / `llvm.store` carrying
 // LLVM scoped-noalias metadata: one scope per root, and as `noalias` every
 // root whose memory is disjoint from it.
 //
-// Why: kiln-plan-memory makes the intermediates views of one arena, so they
+// Why: kiln-cpu-plan-memory makes the intermediates views of one arena, so they
 // share one underlying object; LLVM's loop vectorizer then cannot tell that
 // a BatchNorm epilogue's per-channel scale (one view) and its output (another
 // view) never overlap ("unknown data dependence") and leaves the loop scalar.
@@ -26,7 +26,7 @@
 // lowering is MemRefToLLVM's (getStridedElementPtr); this pass runs right
 // before finalize-memref-to-llvm, which converts the views themselves.
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -39,8 +39,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_ALIASSCOPESPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUALIASSCOPESPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -202,7 +202,7 @@ struct ScopedAccessLowering : ConvertOpToLLVMPattern<Access> {
   const Scopes &scopes;
 };
 
-struct AliasScopes : impl::AliasScopesPassBase<AliasScopes> {
+struct AliasScopes : impl::CpuAliasScopesPassBase<AliasScopes> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     Scopes scopes = assignScopes(fn);

@@ -15,7 +15,7 @@
 // exact arithmetic, 4.2e-7 absolute evaluated in f32; torch's erf is within
 // 6e-8). NaN propagates through every step (ordered compares keep it).
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -25,8 +25,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_APPROXIMATEMATHPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUAPPROXIMATEMATHPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -75,7 +75,7 @@ struct ErfRational : OpRewritePattern<math::ErfOp> {
   }
 };
 
-struct ApproximateMathPass : impl::ApproximateMathPassBase<ApproximateMathPass> {
+struct CpuApproximateMathPass : impl::CpuApproximateMathPassBase<CpuApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathAlgebraicSimplificationPatterns(patterns);

@@ -1,7 +1,7 @@
 //===- CopiesToLoops.cpp - strided memref.copy → a loop over rows ------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-copies-to-loops`: a `memref.copy` between buffers that are not both
+// `kiln-cpu-copies-to-loops`: a `memref.copy` between buffers that are not both
 // contiguous becomes one `scf.parallel` over its rows: the row is the
 // innermost dimension whose size is not 1, the row index the other
 // dimensions flattened (delinearized in the body). A static unit-stride row
@@ -9,7 +9,7 @@
 // dimension of the loop. MemRefToLLVM would otherwise call the runtime's
 // `memrefCopy`, a generic strided walk with one memcpy call per row:
 // im2col's taps copy rows of 2-16 elements, and those calls were a quarter
-// of ResNet-18's batch-8 time. kiln-parallelize-loops may share the rows
+// of ResNet-18's batch-8 time. kiln-cpu-parallelize-loops may share the rows
 // among threads.
 //
 // Why flattened: as a nest of one loop per dimension, LLVM fully unrolls
@@ -19,7 +19,7 @@
 // and is never unrolled whole. Contiguous copies stay `memref.copy` (one
 // memcpy).
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,8 +30,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_COPIESTOLOOPSPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUCOPIESTOLOOPSPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -168,7 +168,7 @@ MemRefType withDynamicOffset(MemRefType type) {
   return MemRefType::get(type.getShape(), type.getElementType(), layout, type.getMemorySpace());
 }
 
-struct CopiesToLoops : impl::CopiesToLoopsPassBase<CopiesToLoops> {
+struct CopiesToLoops : impl::CpuCopiesToLoopsPassBase<CopiesToLoops> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<memref::CopyOp> copies;

@@ -1,7 +1,7 @@
 //===- FuseRows.cpp - run row-wise linalg chains row by row ------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-fuse-rows`: after bufferization, a run of `linalg.generic` (and
+// `kiln-cpu-fuse-rows`: after bufferization, a run of `linalg.generic` (and
 // `linalg.fill`) ops whose
 // first loop is parallel over the same N rows (softmax: max, sum, divide;
 // layer_norm: mean, variance, normalize) is moved into one `scf.for` over
@@ -14,8 +14,8 @@
 // allocation the loop uses only one row at a time then shrinks to one row
 // (contractRowBuffers).
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
-#include "codegen/Patterns.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/common/Patterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -24,8 +24,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_FUSEROWSPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUFUSEROWSPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -120,7 +120,7 @@ scf::ForOp fuseRows(ArrayRef<linalg::LinalgOp> group, int64_t n) {
   Value rows = b.create<arith::ConstantIndexOp>(loc, n);
   Value one = b.create<arith::ConstantIndexOp>(loc, 1);
   auto loop = b.create<scf::ForOp>(loc, zero, rows, one);
-  // Rows are independent (isLegal): kiln-parallelize-loops may share them
+  // Rows are independent (isLegal): kiln-cpu-parallelize-loops may share them
   // among threads, giving each its own copy of the one-row buffers.
   loop->setAttr(kIndependentRowsAttr, b.getUnitAttr());
   b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -270,7 +270,7 @@ bool isTransparent(Operation *op) {
   return isMemoryEffectFree(op) || isa<memref::AllocOp, memref::AllocaOp>(op);
 }
 
-struct FuseRowsPass : impl::FuseRowsPassBase<FuseRowsPass> {
+struct CpuFuseRowsPass : impl::CpuFuseRowsPassBase<CpuFuseRowsPass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
       SmallVector<SmallVector<linalg::LinalgOp>> runs;

@@ -14,12 +14,13 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/JitCompiler.h"
 
-#include "codegen/Passes.h"
-#include "codegen/Registration.h"
-#include "codegen/cpu/BlasShims.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/cpu/Passes.h"
+#include "runtime/cpu/BlasShims.h"
 #include "codegen/cpu/ObjectCode.h"
-#include "codegen/cpu/OpenMPShim.h"
-#include "runtime/BufferPool.h"
+#include "runtime/cpu/MemrefCopy.h"
+#include "runtime/cpu/OpenMPShim.h"
+#include "runtime/cpu/BufferPool.h"
 #include "runtime/CompileCache.h"
 #include "transforms/Passes.h"
 
@@ -143,103 +144,11 @@ void printDiagnostic(Diagnostic &d, llvm::raw_ostream &os) {
   }
 }
 
-/// MLIR's `memrefCopy` runtime function (CRunnerUtils), which
-/// memref-to-llvm calls for a `memref.copy` between non-contiguous layouts
-/// (strided views from kiln.slice / kiln.concat after bufferization). The
-/// JIT does not link MLIR's runtime libraries, so kiln provides it: a
-/// row-major walk over the sizes with each side's strides.
-struct UnrankedDescriptor {
-  int64_t rank;
-  void *descriptor;
-};
-
-/// Copies `n` elements of `T` from `from` (stride `fs`) to `to` (stride `ts`).
-template <typename T>
-void copyStrided(char *to, const char *from, int64_t n, int64_t ts, int64_t fs) {
-  auto *t = reinterpret_cast<T *>(to);
-  auto *f = reinterpret_cast<const T *>(from);
-  for (int64_t k = 0; k < n; ++k)
-    t[k * ts] = f[k * fs];
-}
-
-/// One innermost row: one memcpy when both sides are unit-stride (concat's
-/// inserts, row slices), else a typed strided loop (strided taps of
-/// convolution and pooling; a memcpy call per element was a third of
-/// ResNet-18's batch-8 profile).
-void copyRow(char *to, const char *from, int64_t n, int64_t ts, int64_t fs, int64_t elemSize) {
-  if (ts == 1 && fs == 1) {
-    std::memcpy(to, from, n * elemSize);
-    return;
-  }
-  switch (elemSize) {
-  case 1: return copyStrided<uint8_t>(to, from, n, ts, fs);
-  case 2: return copyStrided<uint16_t>(to, from, n, ts, fs);
-  case 4: return copyStrided<uint32_t>(to, from, n, ts, fs);
-  case 8: return copyStrided<uint64_t>(to, from, n, ts, fs);
-  default:
-    for (int64_t k = 0; k < n; ++k)
-      std::memcpy(to + k * ts * elemSize, from + k * fs * elemSize, elemSize);
-  }
-}
-
-extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
-                               UnrankedDescriptor *dst) {
-  // Ranked descriptor layout: base, aligned, offset, sizes[rank], strides[rank].
-  auto words = [](UnrankedDescriptor *u) { return static_cast<int64_t *>(u->descriptor); };
-  auto data = [&](UnrankedDescriptor *u) {
-    return reinterpret_cast<char **>(words(u))[1] + words(u)[2] * elemSize;
-  };
-  int64_t rank = src->rank;
-  const int64_t *sizes = words(src) + 3, *sStrides = sizes + rank;
-  const int64_t *dStrides = words(dst) + 3 + rank;
-  // Dims of size 1 dropped, and a dim merged into the next one when both
-  // sides are contiguous across them, so rows are as long as possible.
-  std::vector<int64_t> n, ss, ds;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (sizes[i] == 0)
-      return;
-    if (sizes[i] == 1)
-      continue;
-    if (!n.empty() && ss.back() == sStrides[i] * sizes[i] && ds.back() == dStrides[i] * sizes[i]) {
-      n.back() *= sizes[i];
-      ss.back() = sStrides[i];
-      ds.back() = dStrides[i];
-      continue;
-    }
-    n.push_back(sizes[i]);
-    ss.push_back(sStrides[i]);
-    ds.push_back(dStrides[i]);
-  }
-  char *to0 = data(dst);
-  const char *from0 = data(src);
-  if (n.empty())
-    return (void)std::memcpy(to0, from0, elemSize);
-  int64_t inner = n.back(), sInner = ss.back(), dInner = ds.back();
-  int64_t outerRank = static_cast<int64_t>(n.size()) - 1;
-  std::vector<int64_t> index(outerRank, 0);
-  int64_t so = 0, dO = 0;
-  while (true) {
-    copyRow(to0 + dO * elemSize, from0 + so * elemSize, inner, dInner, sInner, elemSize);
-    int64_t i = outerRank - 1;
-    for (; i >= 0; --i) {
-      so += ss[i];
-      dO += ds[i];
-      if (++index[i] < n[i])
-        break;
-      so -= ss[i] * n[i];
-      dO -= ds[i] * n[i];
-      index[i] = 0;
-    }
-    if (i < 0)
-      return;
-  }
-}
-
 /// "" when every OpenMP call in `module` is one the shim implements
 /// (OpenMPShim.cpp), else what is not.
 std::string checkOpenMPCalls(const llvm::Module &module) {
   std::set<std::string> known;
-  for (auto &[name, address] : ::kiln::openMPShimSymbols())
+  for (auto &[name, address] : ::kiln::rt::openMPShimSymbols())
     known.insert(name);
   for (const llvm::Function &f : module) {
     llvm::StringRef name = f.getName();
@@ -253,8 +162,8 @@ std::string checkOpenMPCalls(const llvm::Module &module) {
     for (const llvm::User *user : f.users()) {
       auto *call = llvm::dyn_cast<llvm::CallBase>(user);
       auto *argc = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1)) : nullptr;
-      if (!argc || argc->getZExtValue() > static_cast<uint64_t>(::kiln::kMaxForkArgs))
-        return "kiln: a parallel region takes more than " + std::to_string(::kiln::kMaxForkArgs) +
+      if (!argc || argc->getZExtValue() > static_cast<uint64_t>(::kiln::rt::kMaxForkArgs))
+        return "kiln: a parallel region takes more than " + std::to_string(::kiln::rt::kMaxForkArgs) +
                " arguments";
     }
   }
@@ -264,13 +173,13 @@ std::string checkOpenMPCalls(const llvm::Module &module) {
 
 /// Symbols the generated code calls that kiln itself provides.
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
-  std::vector<std::pair<const char *, void *>> symbols = blasShimSymbols();
+  std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::blasShimSymbols();
   symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
-  // Intermediate buffers come from kiln's pool (runtime/BufferPool.h).
+  // Intermediate buffers come from kiln's pool (runtime/cpu/BufferPool.h).
   symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
   symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));
   // Parallel loops: OpenMP entry points on torch's libgomp.
-  for (auto symbol : ::kiln::openMPShimSymbols())
+  for (auto symbol : ::kiln::rt::openMPShimSymbols())
     symbols.push_back(symbol);
   return symbols;
 }
@@ -361,7 +270,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
   CpuCompileInfo &info = infoOut ? *infoOut : localInfo;
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
-  registerAllDialects(registry);
+  registerCpuDialects(registry);
   ctx->appendDialectRegistry(registry);
 
   std::string diagnostics;
@@ -381,7 +290,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
 
   PassManager pm(ctx, ModuleOp::getOperationName());
   buildOptimizePipeline(pm);
-  buildCpuLoweringPipeline(pm, options.parallelLoops);
+  buildCpuLoweringPipeline(pm, CpuLoweringOptions{options.parallelLoops});
   std::optional<::kiln::rt::DiskCache> cache;
   std::string key;
   if (!options.cacheDir.empty()) {

@@ -29,7 +29,7 @@ struct CpuCompileOptions {
   /// value is the relocatable object file. With a debug folder the cache is
   /// not read (every pass must run to be dumped), only written.
   std::string cacheDir;
-  /// Run big loop nests on several threads (kiln-parallelize-loops). The
+  /// Run big loop nests on several threads (kiln-cpu-parallelize-loops). The
   /// frontend sets it when torch.get_num_threads() > 1 at compile time: at
   /// one thread the outlined parallel loops cost more than they save (they
   /// lose LLVM's alias facts about the arena's buffers). Recorded in the

@@ -13,8 +13,8 @@
 // matmul (only side-effect-free ops in between) is erased and becomes
 // beta = 0. Other element types and layouts are left alone.
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
-#include "codegen/Patterns.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/common/Patterns.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
@@ -22,8 +22,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_LINALGTOBLASPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPULINALGTOBLASPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -134,7 +134,7 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   return true;
 }
 
-struct LinalgToBlasPass : impl::LinalgToBlasPassBase<LinalgToBlasPass> {
+struct CpuLinalgToBlasPass : impl::CpuLinalgToBlasPassBase<CpuLinalgToBlasPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> candidates;

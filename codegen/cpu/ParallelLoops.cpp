@@ -1,7 +1,7 @@
 //===- ParallelLoops.cpp - which loops run on several threads ----------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-parallelize-loops` runs on the `scf.parallel` nests that
+// `kiln-cpu-parallelize-loops` runs on the `scf.parallel` nests that
 // `convert-linalg-to-parallel-loops` made of the linalg ops left after BLAS
 // calls. It keeps a loop parallel only when running it on several threads
 // can pay for itself, and shapes it so that `convert-scf-to-openmp` makes
@@ -9,7 +9,7 @@
 // LLVM's vectorizer:
 //
 //  * only a loop nest at the top of the function (not inside another loop:
-//    kiln-fuse-rows' row loops stay serial, so their one-row buffers stay
+//    kiln-cpu-fuse-rows' row loops stay serial, so their one-row buffers stay
 //    private), with static bounds, no reductions, and an estimated work of
 //    at least kMinParallelWork operation-iterations is kept parallel;
 //  * its last dimension becomes an `scf.for` inside the parallel loop (so
@@ -25,7 +25,7 @@
 // over torch's libgomp (OpenMPShim.cpp), which uses torch.get_num_threads()
 // threads at run time and runs the loop inline at one thread.
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -34,9 +34,9 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_PARALLELIZELOOPSPASS
-#define GEN_PASS_DEF_LOWERALLOCASCOPESPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUPARALLELIZELOOPSPASS
+#define GEN_PASS_DEF_CPULOWERALLOCASCOPESPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -159,7 +159,7 @@ void shapeForThreads(scf::ParallelOp loop, ArrayRef<int64_t> trips) {
 constexpr int64_t kMaxRowBlocks = 64;
 
 /// The stack buffers at the start of `fn`'s body that only `loop` uses
-/// (kiln-fuse-rows' one-row buffers); null when another op uses one.
+/// (kiln-cpu-fuse-rows' one-row buffers); null when another op uses one.
 std::optional<SmallVector<memref::AllocaOp>> privateRowBuffers(func::FuncOp fn,
                                                                 scf::ForOp loop) {
   SmallVector<memref::AllocaOp> buffers;
@@ -175,7 +175,7 @@ std::optional<SmallVector<memref::AllocaOp>> privateRowBuffers(func::FuncOp fn,
   return buffers;
 }
 
-/// A kiln-fuse-rows loop over `n` independent rows becomes a parallel loop
+/// A kiln-cpu-fuse-rows loop over `n` independent rows becomes a parallel loop
 /// over blocks of rows (the smallest divisor of n giving at most
 /// kMaxRowBlocks blocks), each block an alloca scope with its own copy of
 /// the row buffers and the original loop over its rows.
@@ -211,8 +211,8 @@ void parallelizeRows(scf::ForOp loop, int64_t n, ArrayRef<memref::AllocaOp> buff
     buffer.erase();
 }
 
-struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
-  using ParallelizeLoopsPassBase::ParallelizeLoopsPassBase;
+struct ParallelizeLoops : impl::CpuParallelizeLoopsPassBase<ParallelizeLoops> {
+  using CpuParallelizeLoopsPassBase::CpuParallelizeLoopsPassBase;
 
   void runOnOperation() override {
     SmallVector<scf::ParallelOp> loops;
@@ -265,7 +265,7 @@ struct ParallelizeLoops : impl::ParallelizeLoopsPassBase<ParallelizeLoops> {
 /// `memref.alloca_scope { body }` → stacksave; body; stackrestore, inline
 /// in the parent block (what MemRefToLLVM does later, done before
 /// scf-to-cf can split the body into blocks, which the op forbids).
-struct LowerAllocaScopes : impl::LowerAllocaScopesPassBase<LowerAllocaScopes> {
+struct LowerAllocaScopes : impl::CpuLowerAllocaScopesPassBase<LowerAllocaScopes> {
   void runOnOperation() override {
     SmallVector<memref::AllocaScopeOp> scopes;
     getOperation().walk([&](memref::AllocaScopeOp scope) { scopes.push_back(scope); });

@@ -8,11 +8,11 @@
 // intermediates (packed by liveness), ownership-based deallocation so
 // intermediates are freed, BLAS calls for f32/f64 matmuls, strided copies
 // as loops, loops (LLVM's O3 vectorizer does the vectorizing) with the big
-// top-level nests run by OpenMP work sharing (kiln-parallelize-loops,
+// top-level nests run by OpenMP work sharing (kiln-cpu-parallelize-loops,
 // OpenMPShim.cpp), polynomial math, loads/stores with alias scopes from the
 // buffers' roots, and the standard conversions to LLVM.
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -20,46 +20,22 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-
-#include <cstdlib>
 
 namespace mlir::kiln {
 
-void buildFusedLinalgPipeline(OpPassManager &pm, unsigned transcendentalCost,
-                              bool sharedLhsGemm) {
-  OpPassManager &fn = pm.nest<func::FuncOp>();
-  std::unique_ptr<Pass> toLinalg = createConvertKilnToLinalgPass();
-  if (sharedLhsGemm)
-    (void)toLinalg->initializeOptions("shared-lhs-gemm=true",
-                                      [](const Twine &) { return failure(); });
-  fn.addPass(std::move(toLinalg));
-  fn.addPass(createCanonicalizerPass());
-  fn.addPass(createCSEPass());
-  // Set textually so that printed pipelines (debug reproducers) show it.
-  std::unique_ptr<Pass> fusion = createFuseLinalgElementwisePass();
-  (void)fusion->initializeOptions(
-      "transcendental-cost=" + std::to_string(transcendentalCost),
-      [](const Twine &) { return failure(); });
-  fn.addPass(std::move(fusion));
-  fn.addPass(createCanonicalizerPass());
-  fn.addPass(createCSEPass());
-}
-
-void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
+void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &options) {
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
-  buildFusedLinalgPipeline(pm, /*transcendentalCost=*/8, /*sharedLhsGemm=*/true);
+  buildFusedLinalgPipeline(pm, {/*transcendentalCost=*/8, /*sharedLhsGemm=*/true});
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   // Options set textually so that the printed pipeline (debug reproducers)
   // shows them; a pass built from an options struct prints its defaults.
-  std::unique_ptr<Pass> bufferize = bufferization::createOneShotBufferizePass();
-  (void)bufferize->initializeOptions(
-      "bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map",
-      [](const Twine &) { return failure(); });
-  pm.addPass(std::move(bufferize));
+  addPassWithOptions(pm, bufferization::createOneShotBufferizePass(),
+                     "bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map");
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCanonicalizerPass());
   // Row-wise chains (softmax, layer_norm) run row by row, in cache.
@@ -79,15 +55,11 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
     fn.addPass(createConvertLinalgToParallelLoopsPass());
     fn.addPass(createCanonicalizerPass());
     fn.addPass(createCSEPass());
-    // Big top-level loop nests stay parallel; everything else is serial.
-    // Serial when asked (one thread) or KILN_PARALLEL_LOOPS=0; set
-    // textually: the printed pipeline is part of the compile-cache key.
-    std::unique_ptr<Pass> parallel = createParallelizeLoopsPass();
-    const char *env = std::getenv("KILN_PARALLEL_LOOPS");
-    bool on = parallelLoops && !(env && std::string(env) == "0");
-    (void)parallel->initializeOptions(std::string("enabled=") + (on ? "true" : "false"),
-        [](const Twine &) { return failure(); });
-    fn.addPass(std::move(parallel));
+    // Big top-level loop nests stay parallel; everything else is serial
+    // (all of them when options.parallelLoops is off). Set textually: the
+    // printed pipeline is part of the compile-cache key.
+    addPassWithOptions(fn, createCpuParallelizeLoopsPass(),
+                       options.parallelLoops ? "enabled=true" : "enabled=false");
   }
   pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertSCFToOpenMPPass());
@@ -99,7 +71,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   pm.addPass(createLowerAffinePass());
   // Loads/stores with alias scopes from the buffers' roots (arena views).
   pm.nest<func::FuncOp>().addPass(createAliasScopesPass());
-  pm.addPass(createConvertVectorToLLVMPass()); // kiln-copies-to-loops' rows
+  pm.addPass(createConvertVectorToLLVMPass()); // kiln-cpu-copies-to-loops' rows
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics first (fma, floor, exp... stay vectorizable); what has no
   // intrinsic (f64 erf/tanh) becomes a libm call.
@@ -111,6 +83,16 @@ void buildCpuLoweringPipeline(OpPassManager &pm, bool parallelLoops) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void registerCpuPipelines() {
+  static bool done = [] {
+    PassPipelineRegistration<>("kiln-cpu-lowering",
+                               "Lower optimized kiln IR to LLVM for the host CPU",
+                               [](OpPassManager &pm) { buildCpuLoweringPipeline(pm); });
+    return true;
+  }();
+  (void)done;
 }
 
 } // namespace mlir::kiln

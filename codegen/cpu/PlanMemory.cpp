@@ -1,7 +1,7 @@
 //===- PlanMemory.cpp - one arena for a function's intermediates --------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-plan-memory`: after bufferization and before buffer deallocation,
+// `kiln-cpu-plan-memory`: after bufferization and before buffer deallocation,
 // every static-size `memref.alloc` at the top level of a function whose
 // lifetime can be proven (all of its uses, and those of every view of it,
 // are ordinary reads/writes: no call, return, yield, region iter_arg or op
@@ -31,7 +31,7 @@
 // already-placed slots whose live ranges overlap its own (offsets aligned),
 // or after the highest of them. The arena is the highest end offset.
 //===----------------------------------------------------------------------===//
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -42,8 +42,8 @@
 
 namespace mlir::kiln {
 
-#define GEN_PASS_DEF_PLANMEMORYPASS
-#include "codegen/Passes.h.inc"
+#define GEN_PASS_DEF_CPUPLANMEMORYPASS
+#include "codegen/cpu/Passes.h.inc"
 
 namespace {
 
@@ -151,7 +151,7 @@ llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
 /// down to just before the next op that touches that memory (making a view
 /// does not). Bufferization
 /// leaves the zero fills of GEMM outputs hoisted to the top of the function
-/// (kiln-linalg-to-blas later folds them into beta = 0); where they stand
+/// (kiln-cpu-linalg-to-blas later folds them into beta = 0); where they stand
 /// they would make every GEMM output live from the function's start. A
 /// fill reads only a scalar defined above it, so the move is legal as long
 /// as nothing in between reads or writes the buffer.
@@ -330,8 +330,8 @@ int64_t peakLiveBytes(ArrayRef<Buffer> buffers, unsigned n) {
   return peak;
 }
 
-struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
-  using PlanMemoryPassBase::PlanMemoryPassBase;
+struct CpuPlanMemoryPass : impl::CpuPlanMemoryPassBase<CpuPlanMemoryPass> {
+  using CpuPlanMemoryPassBase::CpuPlanMemoryPassBase;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();

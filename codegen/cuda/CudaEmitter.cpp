@@ -14,7 +14,7 @@
 #include "codegen/cuda/CudaEmitter.h"
 #include "codegen/cuda/CudaEmitterInternal.h"
 
-#include "codegen/Passes.h"
+#include "codegen/common/Passes.h"
 #include "transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

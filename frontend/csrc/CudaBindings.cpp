@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaBindings.h"
 
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "runtime/CompileCache.h"
 #include "codegen/cuda/CudaEmitter.h"
 #ifdef KILN_HAVE_NVRTC

@@ -9,7 +9,7 @@
 
 #include "CudaEntry.h"
 
-#include "codegen/cpu/Threads.h"
+#include "runtime/cpu/Threads.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>

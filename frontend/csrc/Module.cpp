@@ -10,9 +10,9 @@
 #include "Hook.h"
 #include "Log.h"
 #include "capture/Coverage.h"
-#include "codegen/cpu/BlasShims.h"
-#include "codegen/cpu/OpenMPShim.h"
-#include "runtime/BufferPool.h"
+#include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/OpenMPShim.h"
+#include "runtime/cpu/BufferPool.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -131,7 +131,7 @@ NB_MODULE(_C, m) {
         "last reset_peak=True (which then restarts it at the live bytes).");
   m.def("parallel_regions",
         [] {
-          kiln::ParallelRegionStats s = kiln::parallelRegionStats();
+          kiln::rt::ParallelRegionStats s = kiln::rt::parallelRegionStats();
           nb::dict d;
           d["threaded"] = s.threaded;
           d["inline"] = s.inlined;

@@ -1,9 +1,9 @@
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-optimize,func.func(kiln-convert-to-linalg{shared-lhs-gemm=true},canonicalize,cse,kiln-fuse-linalg-elementwise,canonicalize,cse),kiln-destination-outputs,eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},canonicalize,func.func(kiln-fuse-rows),kiln-linalg-to-blas)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-optimize,func.func(kiln-convert-to-linalg{shared-lhs-gemm=true},canonicalize,cse,kiln-fuse-linalg-elementwise,canonicalize,cse),kiln-destination-outputs,eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},canonicalize,func.func(kiln-cpu-fuse-rows),kiln-cpu-linalg-to-blas)' | FileCheck %s
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(kiln-optimize,kiln-cpu-lowering)' | FileCheck %s --check-prefix=LLVM
 
 // The CPU lowering of convolutions without im2col (transforms/DecomposeNN.cpp),
 // run through the CPU pipeline's stages up to the BLAS calls (the first RUN
-// line spells out kiln-cpu-lowering's passes up to kiln-linalg-to-blas; the
+// line spells out kiln-cpu-lowering's passes up to kiln-cpu-linalg-to-blas; the
 // second runs the whole pipeline).
 
 // Tests that a depthwise 3x3 stride-2 convolution is ONE loop nest (one
@@ -39,7 +39,7 @@ func.func @depthwise(%x: tensor<2x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor
 // Tests that a batched 1x1 convolution is one batched BLAS call whose left
 // operand is the [6, 4] weight viewed with batch stride 0 (not a copy per
 // image), the right one the input as [2, 4, 25], writing the NCHW output
-// buffer directly: no copy, no loop nest (kiln-fuse-rows leaves the
+// buffer directly: no copy, no loop nest (kiln-cpu-fuse-rows leaves the
 // fill + contraction alone: one call per image would be no better).
 // CHECK-LABEL: func.func @pointwise
 // CHECK-SAME: (%[[X:.*]]: memref<2x4x5x5xf32> {{.*}}, %[[W:.*]]: memref<6x4x1x1xf32> {{.*}}, %[[OUT:.*]]: memref<2x6x5x5xf32>

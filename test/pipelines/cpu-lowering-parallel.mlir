@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-cpu-lowering | FileCheck %s
 
 // Tests that a big elementwise graph reaches the LLVM dialect as one OpenMP
-// work-sharing loop over its leading dims (kiln-parallelize-loops, then
+// work-sharing loop over its leading dims (kiln-cpu-parallelize-loops, then
 // convert-scf-to-openmp); the parallel body's alloca scope is inlined.
 // CHECK-LABEL: llvm.func @big
 // CHECK:       omp.parallel {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Memory planning (kiln-plan-memory): a compiled call's intermediates share
+"""Memory planning (kiln-cpu-plan-memory): a compiled call's intermediates share
 one arena by liveness, so its peak is what liveness allows, not the sum of
 every intermediate. The peak is read from the buffer pool's counters
 (kiln._C.intermediate_memory), which see the arena like any other buffer."""

@@ -10,12 +10,12 @@
 // "Pass Pipelines".
 // CHECK-LABEL: Available Dialects:
 // CHECK-SAME: kiln
-// CHECK-DAG: --kiln-approximate-math {{.*}}- Expands math ops
+// CHECK-DAG: --kiln-cpu-approximate-math {{.*}}- Expands math ops
 // CHECK-DAG: --kiln-convert-to-linalg {{.*}}- Lowers kiln ops to linalg
 // CHECK-DAG: --kiln-decompose {{.*}}- Rewrites composite kiln ops
 // CHECK-DAG: --kiln-destination-outputs {{.*}}- Turns function results into caller-provided output buffers
 // CHECK-DAG: --kiln-fuse-linalg-elementwise {{.*}}- Fuses elementwise linalg.generic producers
-// CHECK-DAG: --kiln-linalg-to-blas {{.*}}- Replaces f32/f64 matmuls
+// CHECK-DAG: --kiln-cpu-linalg-to-blas {{.*}}- Replaces f32/f64 matmuls
 // CHECK: Pass Pipelines:
 // CHECK-DAG: --kiln-cpu-lowering {{.*}}- Lower optimized kiln IR to LLVM
 // CHECK-DAG: --kiln-optimize {{.*}}- kiln's target-independent pipeline

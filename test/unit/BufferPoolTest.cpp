@@ -6,9 +6,9 @@
 // allocates its intermediates from the pool (a second call reuses them and
 // computes the same result).
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "codegen/cpu/JitCompiler.h"
-#include "runtime/BufferPool.h"
+#include "runtime/cpu/BufferPool.h"
 #include "runtime/MemRefDescriptor.h"
 
 #include "mlir/IR/BuiltinOps.h"

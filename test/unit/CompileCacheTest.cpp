@@ -7,7 +7,7 @@
 // loads the object from disk and computes the same result; a corrupt entry
 // is reported, recompiled and replaced.
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "codegen/cpu/JitCompiler.h"
 #include "runtime/CompileCache.h"
 #include "runtime/MemRefDescriptor.h"

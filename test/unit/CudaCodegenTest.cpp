@@ -7,7 +7,7 @@
 // kernel of the launch plan is in the cubin. Skipped when kiln was built
 // without NVRTC. No GPU or driver is needed.
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "codegen/cuda/CudaEmitter.h"
 #ifdef KILN_HAVE_NVRTC
 #include "codegen/cuda/NvrtcCompiler.h"

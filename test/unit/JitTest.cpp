@@ -6,9 +6,9 @@
 // reference results computed here in double precision (atol/rtol 1e-5 for
 // f32, as the Python tests use against torch).
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "codegen/cpu/JitCompiler.h"
-#include "codegen/cpu/Threads.h"
+#include "runtime/cpu/Threads.h"
 #include "runtime/MemRefDescriptor.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -5,7 +5,7 @@
 // every kiln pass, the upstream passes kiln's pipelines use, and the named
 // pipelines (kiln-optimize, kiln-cpu-lowering).
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

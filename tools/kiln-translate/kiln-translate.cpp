@@ -9,7 +9,7 @@
 // `--collect-unsupported` emits what it can and lists the ops it cannot
 // (one `unsupported:` line each on stderr) instead of failing.
 //===----------------------------------------------------------------------===//
-#include "codegen/Registration.h"
+#include "registration/Registration.h"
 #include "codegen/cuda/CudaEmitter.h"
 #ifdef KILN_HAVE_NVRTC
 #include "codegen/cuda/NvrtcCompiler.h"

@@ -5,7 +5,7 @@
 // results and output slots, verifies the module, and converts every failure
 // (Unsupported, verifier errors) into a CaptureFailure with a location.
 //===----------------------------------------------------------------------===//
-#include "Interp.h"
+#include "capture/interp/Interp.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"

@@ -11,9 +11,9 @@
 #ifndef KILN_FRONTEND_CAPTURE_CAPTURE_H
 #define KILN_FRONTEND_CAPTURE_CAPTURE_H
 
-#include "../Guards.h"
-#include "../Program.h"
-#include "../TensorInfo.h"
+#include "Guards.h"
+#include "Program.h"
+#include "TensorInfo.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -5,7 +5,7 @@
 // REQUIRES: mlir-cpu-runner
 
 // Execution test: activations after kiln-decompose and the polynomial math
-// of kiln-approximate-math agree with float64 references to 4 significant
+// of kiln-cpu-approximate-math agree with float64 references to 4 significant
 // digits on x = [-3, -1, -0.5, 0, 0.5, 1, 3].
 
 // Tests that relu clamps negatives to 0.

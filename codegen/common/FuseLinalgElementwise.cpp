@@ -1,0 +1,127 @@
+//===- FuseLinalgElementwise.cpp - cost-aware elementwise fusion -------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `kiln-fuse-linalg-elementwise`: the upstream elementwise fusion pattern
+// set (fusion, reshape folding by expansion, constant folding, linalg and
+// reshape canonicalizations) driven by a control function that also fuses
+// small all-parallel producers with several uses into each consumer. On the
+// CPU the round trip of an intermediate through memory costs more than
+// repeating a few arithmetic ops, so e.g. layer_norm's x - mean is
+// recomputed inside both the variance and the normalization instead of
+// being stored; transcendental ops count as several ops (see bodyOps).
+// Transposes with elementwise consumers are generalized first so that they
+// fuse too.
+//===----------------------------------------------------------------------===//
+#include "codegen/common/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_FUSELINALGELEMENTWISEPASS
+#include "codegen/common/Passes.h.inc"
+
+namespace {
+
+/// True for ops fusion must leave alone: named linalg ops (GEMMs go to BLAS)
+/// and anything contraction-like, where a fused producer would be recomputed
+/// once per element of the loops its operand does not use.
+bool isFusionBarrier(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return false;
+  return !isa<linalg::GenericOp>(op) || linalg::isaContractionOpInterface(linalgOp);
+}
+
+/// True when the consumer reads `operand` through a map that uses every
+/// loop of the consumer, so each producer element is computed once.
+bool readsEachElementOnce(OpOperand *operand) {
+  auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+  if (!consumer)
+    return false;
+  AffineMap map = consumer.getMatchingIndexingMap(operand);
+  for (unsigned d = 0; d < map.getNumDims(); ++d)
+    if (!map.isFunctionOfDim(d))
+      return false;
+  return true;
+}
+
+/// Size of a generic's body in ops, without the terminator, counting each
+/// transcendental math op (exp, log, tanh, erf, ...) as `transcendentalCost`
+/// ops (the pass option): on the CPU kiln-cpu-approximate-math expands them into
+/// 15-45 instructions, so recomputing one in every consumer (softmax's
+/// exp(x - max) in both the sum and the division) costs more than keeping
+/// its result, which kiln-cpu-fuse-rows then holds in a row-sized buffer.
+unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
+  unsigned cost = 0;
+  for (Operation &inner : op.getBody()->without_terminator())
+    cost += isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log1pOp,
+                math::Log2Op, math::Log10Op, math::TanhOp, math::ErfOp, math::PowFOp,
+                math::SinOp, math::CosOp, math::TanOp, math::AtanOp, math::Atan2Op>(inner)
+                ? transcendentalCost
+                : 1;
+  return cost;
+}
+
+struct FuseLinalgElementwisePass
+    : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
+  using FuseLinalgElementwisePassBase::FuseLinalgElementwisePassBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps, expCost = transcendentalCost;
+    linalg::ControlFusionFn control = [=](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      if (!producer || isFusionBarrier(producer) ||
+          isFusionBarrier(operand->getOwner()) || !readsEachElementOnce(operand))
+        return false;
+      if (producer->hasOneUse())
+        return true;
+      auto generic = dyn_cast<linalg::GenericOp>(producer);
+      auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+      if (!generic || !consumer ||
+          generic.getNumLoops() != generic.getNumParallelLoops())
+        return false;
+      unsigned producerOps = bodyOps(generic, expCost);
+      return producerOps <= maxProducer &&
+             producerOps + bodyOps(consumer, expCost) <= maxBody;
+    };
+    linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
+      Operation *producer = operand->get().getDefiningOp();
+      return producer && producer->hasOneUse() && !isFusionBarrier(producer) &&
+             !isFusionBarrier(operand->getOwner());
+    };
+
+    // Transposes feeding elementwise consumers become generics so that
+    // they fuse (the consumer reads through the permuted map, no copy).
+    IRRewriter rewriter(ctx);
+    getOperation().walk([&](linalg::TransposeOp op) {
+      if (op.hasPureTensorSemantics() &&
+          llvm::any_of(op->getUsers(), llvm::IsaPred<linalg::GenericOp>)) {
+        rewriter.setInsertionPoint(op);
+        (void)linalg::generalizeNamedOp(rewriter, op);
+      }
+    });
+
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+    linalg::populateConstantFoldLinalgOperations(patterns, oneUse);
+
+    GreedyRewriteConfig config;
+    config.useTopDownTraversal = true;
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::kiln

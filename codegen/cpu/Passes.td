@@ -1,0 +1,195 @@
+//===- Passes.td - CPU codegen passes -------------------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// CPU-only passes (`kiln-cpu-*`), in the order kiln-cpu-lowering runs them:
+// after bufferization (row loops, memory planning), calls and loops (BLAS,
+// strided copies, parallel loops), and the LLVM lowering (alloca scopes,
+// alias scopes, polynomial math). Each pass's algorithm is described here
+// once; READMEs link to the generated reference
+// (docs/reference/KilnCpuPasses.md).
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CPU_PASSES_TD
+#define KILN_CODEGEN_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// CPU
+//===----------------------------------------------------------------------===//
+
+def CpuFuseRowsPass : Pass<"kiln-cpu-fuse-rows", "func::FuncOp"> {
+  let summary = "Runs consecutive row-wise linalg.generic ops row by row in one loop";
+  let description = [{
+    Runs after bufferization. A run of `linalg.generic` ops on memrefs whose
+    first loop is parallel with the same static extent N (softmax's max,
+    sum and division; layer_norm's means and final expression), separated
+    only by side-effect-free ops and allocations, is wrapped in one
+    `scf.for` over rows: each op runs on `memref.subview`s of row i, so the
+    row stays in cache across all of them instead of every op streaming
+    the whole tensor through memory.
+
+    Legal only when each buffer written in the run is accessed by the run
+    exclusively through row i (indexing map result 0 is `d0`, views keep
+    dim 0) — a reduction over rows or any other access to a written buffer
+    ends the run. Applied only to runs that contain a reduction (other
+    elementwise chains are already fused on tensors). Ops using
+    `linalg.index` are left alone.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
+  let summary = "Packs a function's intermediate buffers into one arena by liveness";
+  let description = [{
+    Runs after bufferization, before buffer deallocation. Each top-level
+    `memref.alloc` of the function's (single) block with a static shape,
+    identity layout, default memory space and an int/float/index element
+    type whose uses can all be followed becomes a `memref.view` of one
+    `memref<Nxi8>` arena allocated at the function's entry (the
+    deallocation pipeline frees it once, at the end). Followed: views and
+    casts (`ViewLikeOpInterface`: subview, collapse/expand_shape, cast,
+    reinterpret_cast, view) and ops that only read or write the buffer,
+    also nested in loops/ifs. Not followed (the buffer keeps its own
+    alloc): a call, return, yield, region operand (scf.for iter_args),
+    dealloc, or any op with a memref/tensor result that is not a view.
+
+    Live range: first to last top-level op that reads or writes the
+    buffer or an alias (a nested use counts as its top-level ancestor, so
+    a buffer used in an `scf.for` is live for the whole loop; making a
+    view is not an access). Top-level `linalg.fill`s of allocations first
+    move down to just before their buffer's next access (bufferization
+    leaves GEMM zero fills and pad borders at the top). In place: an
+    all-parallel `linalg.generic` that is the last access of an input
+    buffer and the first of a same-size output buffer, both seen with the
+    same type and permutation map and touched by no other operand, writes
+    the output over the input (same offset). Packing: greedy by size, best
+    fit — largest slot (buffer or in-place chain) first, each placed in
+    the smallest gap (aligned to `alignment`, or the alloc's own alignment
+    if larger) left by the placed slots whose live ranges overlap, else
+    above them. The arena carries `kiln.planned_buffers`,
+    `kiln.planned_bytes` and `kiln.live_peak_bytes` (the packing's lower
+    bound) for IR dumps.
+
+    Example (`a` dies before `b` is first used, so both sit at offset 0):
+    ```mlir
+    %a = memref.alloc() : memref<16xf32>   // %arena = memref.alloc() : memref<64xi8>
+    linalg.fill ins(%x) outs(%a)           // %a = memref.view %arena[%c0][]
+    memref.copy %a, %out0                  // ...
+    %b = memref.alloc() : memref<16xf32>   // %b = memref.view %arena[%c0][]
+    linalg.fill ins(%x) outs(%b)
+    memref.copy %b, %out1
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Byte alignment of every buffer in the arena (and of the arena)">,
+  ];
+  let statistics = [
+    Statistic<"numBuffers", "planned-buffers", "Allocations moved into arenas">,
+    Statistic<"numBytes", "planned-bytes", "Bytes of those allocations">,
+    Statistic<"numArenaBytes", "arena-bytes", "Bytes of the arenas">,
+    Statistic<"numLiveBytes", "live-peak-bytes",
+              "Most planned bytes live at one op (the arenas' lower bound)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
+  let summary = "Replaces f32/f64 matmuls on memrefs with calls into a tuned BLAS";
+  let description = [{
+    Runs after bufferization. Each `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on memrefs
+    whose innermost dim is contiguous becomes a `func.call` to a `kiln_blas_*`
+    function (declared with `llvm.emit_c_interface`) that the JIT resolves to
+    kiln's BLAS shims (codegen/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
+    A `linalg.fill` of zero feeding the output is folded into beta = 0.
+    Other element types and layouts are left for the loop lowering.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+}
+
+def CpuCopiesToLoopsPass : Pass<"kiln-cpu-copies-to-loops", "ModuleOp"> {
+  let summary = "Turns strided memref.copy ops into a parallel loop over rows";
+  let description = [{
+    Runs after bufferization, before `kiln-cpu-parallelize-loops`. A
+    `memref.copy` whose source or target is not contiguous (im2col taps,
+    padding, concat pieces, strided slices) becomes one `scf.parallel` over
+    its rows (the row: the innermost non-unit dimension; the row index: the
+    outer dimensions flattened). A static row with unit stride on both
+    sides is copied with `vector.load`/`vector.store` (at most 256 bytes
+    each, a loop of 64-byte vectors and a tail beyond that); any other row
+    is a second, element dimension of the loop. This replaces a call to
+    the runtime's generic `memrefCopy` (one memcpy per row), and the
+    flattened trip count keeps LLVM from unrolling whole nests. The loop
+    lives in a private `noinline` helper `@kiln_copy_<i>`, one per pair of
+    source/target types with the offsets made dynamic (a convolution's taps
+    share one), called at each copy. Copies between contiguous buffers stay
+    `memref.copy` (one memcpy). See codegen/cpu/CopiesToLoops.cpp.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect"];
+}
+
+def CpuParallelizeLoopsPass : Pass<"kiln-cpu-parallelize-loops", "func::FuncOp"> {
+  let summary = "Keeps the scf.parallel loops worth running on several threads, serializes the rest";
+  let description = [{
+    Runs after `convert-linalg-to-parallel-loops` and before
+    `convert-scf-to-openmp`. A loop nest at the top of the function with
+    static bounds, no reductions and enough work (kMinParallelWork
+    operation-iterations) stays parallel, with its last dimension turned
+    into an `scf.for` (cut into parallel blocks when the other dimensions
+    are too few) so the vectorized loop is never part of the OpenMP
+    iteration space. Every other `scf.parallel` becomes a nest of `scf.for`.
+    A kiln-cpu-fuse-rows row loop (`kiln.independent_rows`) with enough work
+    becomes a parallel loop over blocks of rows, each block an alloca scope
+    with its own copy of the loop's one-row stack buffers.
+    See codegen/cpu/ParallelLoops.cpp.
+  }];
+  let options = [
+    Option<"enabled", "enabled", "bool", /*default=*/"true",
+           "Keep parallel loops (false: every scf.parallel becomes serial)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def CpuLowerAllocaScopesPass : Pass<"kiln-cpu-lower-alloca-scopes", "func::FuncOp"> {
+  let summary = "Inlines memref.alloca_scope bodies between llvm.intr.stacksave/stackrestore";
+  let description = [{
+    Runs after `convert-scf-to-openmp` (which wraps each parallel body in an
+    alloca scope) and before `convert-scf-to-cf`, which would otherwise
+    split loops inside a scope into blocks the single-block op forbids.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def CpuAliasScopesPass : Pass<"kiln-cpu-alias-scopes", "func::FuncOp"> {
+  let summary = "Lowers memref loads/stores to LLVM with scoped-noalias metadata from buffer roots";
+  let description = [{
+    Runs right before `finalize-memref-to-llvm`. Every `memref.load` and
+    `memref.store` whose buffer traces back (through views, casts,
+    reinterpret_casts, extract_strided_metadata) to a root becomes an
+    `llvm.load` / `llvm.store` with `alias_scopes` = the root's scope and
+    `noalias_scopes` = the scopes of every root whose memory is disjoint
+    from it. Roots: a static byte range of a `memref.view` (the arena
+    buffers of kiln-cpu-plan-memory), an alloc/alloca/get_global, an argument
+    marked `llvm.noalias`. Lets LLVM vectorize loops over arena views and
+    keeps those facts inside loops outlined for OpenMP. Untraceable
+    accesses are left to finalize-memref-to-llvm (no metadata). See
+    codegen/cpu/AliasScopes.cpp.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def CpuApproximateMathPass : Pass<"kiln-cpu-approximate-math", "ModuleOp"> {
+  let summary = "Expands math ops (exp, log, tanh, erf, ...) into vectorizable polynomials";
+  let description = [{
+    Applies MLIR's polynomial approximations to `math` ops so that LLVM can
+    vectorize them instead of emitting scalar libm calls.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect", "::mlir::x86vector::X86VectorDialect"];
+}
+
+#endif // KILN_CODEGEN_CPU_PASSES_TD

@@ -1,0 +1,115 @@
+//===- ContextManagers.cpp - with-blocks in captured code ----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// `BEFORE_WITH` on a context manager, in three ways:
+//  - torch.no_grad()/enable_grad(): the grad mode of the region is tracked
+//    (its `__exit__` call restores it, Bytecode.cpp's call());
+//  - a context manager whose type defines `__enter__` and `__exit__` as
+//    Python functions: both are inlined like any method (`__enter__` now,
+//    `__exit__(None, None, None)` when the body ends: exceptions never
+//    happen during capture), so whatever they do is captured or breaks;
+//  - the one table of context managers that are transparent to the
+//    capture (`transparentContextType`), entered and left without effect.
+//===----------------------------------------------------------------------===//
+#include "capture/interp/Interp.h"
+
+namespace kiln {
+
+namespace {
+
+/// The single place listing context-manager types whose effect kiln's
+/// capture already has, so their with-blocks are entered as no-ops:
+///
+/// - torch._dynamo's `TransformGetItemToIndex` (a TorchFunctionMode used by
+///   transformers' masking_utils around torch.vmap of mask functions): in
+///   eager it makes `Tensor.__getitem__` with 0-d integer tensor indices an
+///   index op instead of `.item()` + a view. kiln's capture never runs
+///   `__getitem__`: tensor indices are always advanced indexing
+///   (TorchIndexing.cpp's advancedIndex), the same values, so the mode has
+///   nothing left to change. Its `__init__` stores nothing.
+///
+/// Modes of torch are C++ state (a stack pushed by `__enter__`), so the
+/// general pure-Python rule cannot inline them; Dynamo models this one
+/// specially too. Add a type here only with that argument written down.
+bool transparentContextType(PyObject *t) {
+  // Looked up only once torch._dynamo has been imported (by transformers):
+  // importing it here would cost seconds for every other with-block.
+  static PyObject *getItemToIndex = nullptr;
+  if (!getItemToIndex) {
+    PyRef name = PyRef::steal(PyUnicode_FromString("torch._dynamo._trace_wrapped_higher_order_op"));
+    PyRef m = PyRef::steal(PyImport_GetModule(name.get()));
+    getItemToIndex = m ? PyObject_GetAttrString(m.get(), "TransformGetItemToIndex") : nullptr; // leaked
+    PyErr_Clear();
+  }
+  return t && t == getItemToIndex;
+}
+
+/// `type(obj).name` when it is a Python function (new reference), else null.
+PyRef pythonMethodOfType(PyObject *obj, const char *name) {
+  PyRef fn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(obj)), name));
+  PyErr_Clear();
+  return fn && PyFunction_Check(fn.get()) ? fn : PyRef();
+}
+
+} // namespace
+
+VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
+                                   std::map<std::string, VarP> &kwargs) {
+  if (!transparentContextType(cls) && !isGradContextType(cls))
+    return nullptr;
+  if (!args.empty() || !kwargs.empty())
+    throw Unsupported("context manager " + pyText(cls) + " with arguments");
+  PyRef ctx = PyRef::steal(PyObject_CallNoArgs(cls)); // no side effects (see above)
+  if (!ctx) {
+    PyErr_Clear();
+    throw Unsupported("cannot create the context manager " + pyText(cls));
+  }
+  keepAlive_.push_back(ctx);
+  return makeConst(ctx);
+}
+
+void Interpreter::enterWith(Frame &f, const VarP &ctx) {
+  int mode = gradContextMode(ctx);
+  bool transparent = ctx->isConst() && transparentContextType(
+                                           reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get())));
+  if (mode >= 0 || transparent) {
+    PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctx->obj.get(), "__exit__"));
+    if (!exitFn) {
+      PyErr_Clear();
+      throw Unsupported("context manager without __exit__");
+    }
+    keepAlive_.push_back(exitFn);
+    gradExits_[exitFn.get()] = gradMode_; // the exit restores the mode (or keeps it)
+    if (mode >= 0) {
+      gradMode_ = mode == 1;
+      gradSwitched_ = true;
+      gradOnSomewhere_ |= gradMode_;
+    }
+    f.stack.push_back(makeConst(exitFn));
+    f.stack.push_back(makeConst(PyRef::borrow(Py_None))); // __enter__() returns None
+    return;
+  }
+  // A context manager written in Python: inline its __enter__/__exit__.
+  PyObject *obj = ctx->isConst() ? ctx->obj.get() : nullptr;
+  PyRef enter = obj ? pythonMethodOfType(obj, "__enter__") : PyRef();
+  PyRef exit = obj ? pythonMethodOfType(obj, "__exit__") : PyRef();
+  if (!enter || !exit)
+    throw Unsupported("with-block on " +
+                      (obj ? pyText(reinterpret_cast<PyObject *>(Py_TYPE(obj)))
+                           : std::string("a value built here")) +
+                      " (captured: torch.no_grad()/enable_grad() and context managers whose "
+                      "__enter__/__exit__ are Python functions)");
+  keepAlive_.push_back(enter);
+  keepAlive_.push_back(exit);
+  auto exitVar = std::make_shared<Var>();
+  exitVar->kind = Var::Kind::BoundMethod;
+  exitVar->obj = exit;
+  exitVar->self = ctx;
+  std::vector<VarP> args = {ctx};
+  std::map<std::string, VarP> kwargs;
+  VarP entered = inlineFunction(enter.get(), -1, args, kwargs);
+  f.stack.push_back(exitVar);
+  f.stack.push_back(entered);
+}
+
+} // namespace kiln

@@ -1,0 +1,233 @@
+//===- GlobalState.cpp - torch's global state seen by the capture ------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Queries of torch's global state that model code branches on
+// (`torch.is_autocast_enabled()`, `torch.is_grad_enabled()`,
+// `torch.jit.is_tracing()`, `torch._C._has_torch_function(...)`) are
+// answered at capture time as constants; every answer that depends on state
+// outside the frame becomes a Call guard (`fn(*args) == result`, checked in
+// C++ before each call), so a change of that state recompiles. Autocast:
+// kiln does not apply autocast's casts, so a capture with autocast enabled
+// is refused (the frame runs eagerly, guarded on that state), and a
+// `torch.autocast(...)` region inside compiled code breaks the graph with
+// that reason.
+//===----------------------------------------------------------------------===//
+#include "capture/interp/Interp.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <unordered_set>
+
+namespace kiln {
+namespace {
+
+PyObject *torchC() {
+  static PyObject *c = PyObject_GetAttrString(torchModule(), "_C"); // leaked: process lifetime
+  return c;
+}
+
+/// torch / torch._C builtins that only read global state (autocast, JIT
+/// tracing, inference mode): evaluated at capture and guarded by value.
+bool isStateQuery(PyObject *fn) {
+  static std::unordered_set<PyObject *> queries = [] {
+    std::unordered_set<PyObject *> s;
+    for (PyObject *mod : {torchModule(), torchC()}) {
+      for (const char *n :
+           {"is_autocast_enabled", "is_autocast_cpu_enabled", "is_autocast_ipu_enabled",
+            "is_autocast_xla_enabled", "is_autocast_cache_enabled", "get_autocast_dtype",
+            "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_autocast_ipu_dtype",
+            "get_autocast_xla_dtype", "_is_any_autocast_enabled", "_is_autocast_available",
+            "is_inference_mode_enabled", "_is_tracing", "_get_tracing_state",
+            "_get_mha_fastpath_enabled", "is_deterministic_algorithms_warn_only_enabled",
+            "are_deterministic_algorithms_enabled", "_len_torch_dispatch_stack",
+            "_len_torch_function_stack", "_is_torch_function_enabled",
+            "_is_torch_function_all_disabled", "_is_torch_function_mode_enabled"}) {
+        PyObject *f = PyObject_GetAttrString(mod, n); // kept alive by the set (leaked)
+        if (f)
+          s.insert(f);
+        PyErr_Clear();
+      }
+    }
+    return s;
+  }();
+  return queries.count(fn) > 0;
+}
+
+PyObject *torchAttr(const char *name) {
+  PyObject *f = PyObject_GetAttrString(torchModule(), name);
+  PyErr_Clear();
+  return f; // leaked by the static callers: process lifetime
+}
+
+/// True when `t` is torch.autocast or a subclass (torch.cpu.amp.autocast ...).
+bool isAutocastType(PyObject *t) {
+  static PyObject *autocast = torchAttr("autocast");
+  return autocast && PyType_Check(t) &&
+         PyObject_IsSubclass(t, autocast) == 1;
+}
+
+} // namespace
+
+void Interpreter::addCallGuard(PyObject *fn, PyObject *args, PyObject *result) {
+  for (const Guard &g : out_.guards) {
+    if (g.kind != Guard::Kind::Call)
+      continue;
+    PyObject *e = g.expected.get();
+    if (PyTuple_GET_ITEM(e, 0) == fn &&
+        PyObject_RichCompareBool(PyTuple_GET_ITEM(e, 1), args, Py_EQ) == 1)
+      return;
+    PyErr_Clear();
+  }
+  Guard g;
+  g.kind = Guard::Kind::Call;
+  g.source = -1;
+  g.expected = PyRef::steal(PyTuple_Pack(3, fn, args, result));
+  out_.guards.push_back(std::move(g));
+}
+
+void Interpreter::guardThreadCount() {
+  static PyObject *getNumThreads = torchAttr("get_num_threads");
+  if (!getNumThreads)
+    throw Unsupported("this torch has no torch.get_num_threads");
+  PyRef none = PyRef::steal(PyTuple_New(0));
+  PyRef n = PyRef::steal(PyObject_Call(getNumThreads, none.get(), nullptr));
+  if (!n) {
+    PyErr_Clear();
+    throw Unsupported("torch.get_num_threads() failed");
+  }
+  addCallGuard(getNumThreads, none.get(), n.get());
+}
+
+void Interpreter::guardAutocastOff() {
+  PyObject *anyAutocast = PyObject_GetAttrString(torchC(), "_is_any_autocast_enabled");
+  PyRef keep = PyRef::steal(anyAutocast);
+  if (!anyAutocast) {
+    PyErr_Clear();
+    throw Unsupported("this torch has no torch._C._is_any_autocast_enabled (autocast state "
+                      "cannot be guarded)");
+  }
+  PyRef none = PyRef::steal(PyTuple_New(0));
+  PyRef on = PyRef::steal(PyObject_Call(anyAutocast, none.get(), nullptr));
+  if (!on) {
+    PyErr_Clear();
+    throw Unsupported("torch._C._is_any_autocast_enabled() raised");
+  }
+  addCallGuard(anyAutocast, none.get(), on.get());
+  // Frames run inside a functorch transform (vmap, grad) see wrapper
+  // tensors without storage: never captured (guarded, so a frame compiled
+  // outside a transform is not reused inside one).
+  PyRef functorch = PyRef::steal(PyObject_GetAttrString(torchC(), "_functorch"));
+  PyRef level = functorch ? PyRef::steal(PyObject_GetAttrString(functorch.get(), "maybe_current_level"))
+                          : PyRef();
+  PyRef cur = level ? PyRef::steal(PyObject_Call(level.get(), none.get(), nullptr)) : PyRef();
+  PyErr_Clear();
+  if (cur) {
+    addCallGuard(level.get(), none.get(), cur.get());
+    if (cur.get() != Py_None)
+      throw Unsupported("the frame runs inside a functorch transform (vmap/grad): its tensors "
+                        "are wrappers kiln cannot read");
+  }
+  if (on.get() == Py_True)
+    throw Unsupported("torch.autocast is enabled: kiln does not apply autocast's dtype casts "
+                      "yet, so the frame runs eagerly (it recompiles once autocast is off)");
+}
+
+VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs) {
+  static PyObject *isGradEnabled = torchAttr("is_grad_enabled");
+  static PyObject *isTensorFn = torchAttr("is_tensor");
+  static PyObject *isFloatingPoint = torchAttr("is_floating_point");
+  static PyObject *isComplex = torchAttr("is_complex");
+  static PyObject *hasTF = PyObject_GetAttrString(torchC(), "_has_torch_function");
+  static PyObject *hasTFUnary = PyObject_GetAttrString(torchC(), "_has_torch_function_unary");
+  static PyObject *hasTFVariadic =
+      PyObject_GetAttrString(torchC(), "_has_torch_function_variadic");
+  PyErr_Clear();
+  auto boolConst = [](bool b) { return makeConst(PyRef::borrow(b ? Py_True : Py_False)); };
+  if (fn == isGradEnabled && args.empty() && kwargs.empty())
+    return boolConst(gradMode_); // the entry's grad mode is guarded (per region here)
+  static PyObject *nestedFromMask = torchAttr("_nested_tensor_from_mask");
+  static PyObject *nestedLeftAligned = torchAttr("_nested_tensor_from_mask_left_aligned");
+  if (fn && (fn == nestedFromMask || fn == nestedLeftAligned))
+    throw Unsupported("nested-tensor conversion (" + pyText(fn) +
+                      "): nn.TransformerEncoder's eval fast path with a src_key_padding_mask "
+                      "depends on the mask's values and zeroes padded rows; it runs eagerly "
+                      "(build the encoder with enable_nested_tensor=False to compile it)");
+  if (PyFunction_Check(fn)) {
+    // transformers asks "am I being compiled?" to skip data-dependent
+    // shortcuts (e.g. dropping an all-ones attention mask) that give the
+    // same numbers: kiln answers True while capturing, as Dynamo does.
+    auto *func = reinterpret_cast<PyFunctionObject *>(fn);
+    PyObject *mod = func->func_module;
+    if (mod && PyUnicode_Check(mod) && pyText(mod).rfind("transformers.", 0) == 0 &&
+        pyText(func->func_name) == "is_torchdynamo_compiling" && args.empty() && kwargs.empty())
+      return boolConst(true);
+    // inspect.signature of a constant callable (e.g. a forward's parameter
+    // count): evaluated, not interpreted (inspect is deep Python).
+    static PyObject *signature = [] {
+      PyRef m = PyRef::steal(PyImport_ImportModule("inspect"));
+      PyObject *s = m ? PyObject_GetAttrString(m.get(), "signature") : nullptr;
+      PyErr_Clear();
+      return s; // leaked: process lifetime
+    }();
+    if (fn == signature && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
+      PyRef r = PyRef::steal(PyObject_CallOneArg(fn, args[0]->obj.get()));
+      if (!r) {
+        PyErr_Clear();
+        throw Unsupported("inspect.signature raised at capture time");
+      }
+      keepAlive_.push_back(r);
+      return makeConst(r);
+    }
+    return nullptr;
+  }
+  static PyObject *tensorCtor = torchAttr("tensor");
+  if (fn == tensorCtor)
+    return tensorFromData(args, kwargs);
+  if (isAutocastType(fn))
+    throw Unsupported("a torch.autocast region inside the compiled code: kiln does not apply "
+                      "autocast's dtype casts yet (the region runs eagerly)");
+  if ((fn == isTensorFn || fn == isFloatingPoint || fn == isComplex) && args.size() == 1 &&
+      kwargs.empty()) {
+    if (fn == isTensorFn)
+      return boolConst(args[0]->isTensor());
+    if (!args[0]->isTensor())
+      return nullptr; // torch raises for a non-tensor: let the call break
+    mlir::Type elt = llvm::cast<mlir::RankedTensorType>(args[0]->value.getType()).getElementType();
+    return boolConst(fn == isFloatingPoint && llvm::isa<mlir::FloatType>(elt));
+  }
+  if ((fn == hasTF || fn == hasTFUnary || fn == hasTFVariadic) && kwargs.empty()) {
+    // Graph tensors are plain torch.Tensor/Parameter objects (their guards
+    // check that); constants are asked for real.
+    std::vector<VarP> items = fn == hasTF && args.size() == 1 ? iterItems(args[0]) : args;
+    for (const VarP &v : items) {
+      if (v->isTensor())
+        continue;
+      PyRef one = PyRef::steal(PyTuple_Pack(1, constObj(v, "argument of _has_torch_function")));
+      PyRef r = PyRef::steal(PyObject_Call(hasTFVariadic, one.get(), nullptr));
+      if (!r) {
+        PyErr_Clear();
+        throw Unsupported("torch._C._has_torch_function raised");
+      }
+      if (r.get() == Py_True)
+        return boolConst(true);
+    }
+    return boolConst(false);
+  }
+  if (!isStateQuery(fn))
+    return nullptr;
+  PyRef tuple = constTuple(args, "argument of a torch state query");
+  if (!kwargs.empty())
+    throw Unsupported("keyword arguments to a torch state query");
+  PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));
+  if (!r) {
+    PyErr_Clear();
+    throw Unsupported("call to " + pyText(fn) + " raised at capture time");
+  }
+  addCallGuard(fn, tuple.get(), r.get());
+  return makeConst(r);
+}
+
+} // namespace kiln

@@ -1,0 +1,220 @@
+//===- Inlining.cpp - calls into user Python functions ---------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// How the interpreter enters a user function: binding arguments (defaults,
+// *args/**kwargs), free variables and cells (closures), zero-argument
+// super(), and interpreting the callee's frame in place.
+//===----------------------------------------------------------------------===//
+#include "capture/interp/Interp.h"
+
+#include <set>
+#include <unordered_set>
+
+namespace kiln {
+
+PyObject *pythonDecomposition(PyObject *fn) {
+  static PyObject *table = [] {
+    PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._decompositions"));
+    PyObject *t = mod ? PyObject_GetAttrString(mod.get(), "DECOMPOSITIONS") : nullptr;
+    PyErr_Clear();
+    return t && PyDict_Check(t) ? t : nullptr; // leaked: process lifetime
+  }();
+  PyObject *d = table ? PyDict_GetItemWithError(table, fn) : nullptr;
+  PyErr_Clear(); // an unhashable callee is no decomposition
+  return d;
+}
+
+VarP Interpreter::zeroArgSuper(Frame &f) {
+  auto it = f.cells.find("__class__");
+  auto *code = reinterpret_cast<PyCodeObject *>(f.code->code.get());
+  if (it == f.cells.end() || code->co_argcount < 1)
+    throw Unsupported("super() outside a method");
+  VarP cls = cellContent(it->second, "__class__");
+  VarP self = f.isRoot ? loadLocal(f, 0) : f.locals[0];
+  if (!cls->isConst() || !PyType_Check(cls->obj.get()) || !self || !self->isConst())
+    throw Unsupported("super() with a receiver kiln does not track");
+  PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(
+      reinterpret_cast<PyObject *>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr));
+  if (!sup) {
+    PyErr_Clear();
+    throw Unsupported("super() raised");
+  }
+  keepAlive_.push_back(sup);
+  superSelf_[sup.get()] = self;
+  return makeConst(sup);
+}
+
+VarP Interpreter::cellContent(const VarP &cell, const std::string &name) {
+  if (cell->kind != Var::Kind::Cell)
+    throw Unsupported("closure variable '" + name + "' is not a cell");
+  if (cell->items.empty() && cell->obj) {
+    // A real cell of an enclosing Python function: its content is read
+    // (and guarded) through its source on every call.
+    PyObject *content = PyCell_GET(cell->obj.get());
+    if (!content)
+      throw Unsupported("closure variable '" + name + "' is unbound");
+    cell->items.push_back(fromSource(content, cell->source));
+  }
+  if (cell->items.empty())
+    throw Unsupported("closure variable '" + name + "' referenced before assignment");
+  return cell->items[0];
+}
+
+void Interpreter::bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
+                               const std::vector<VarP> *closure) {
+  PyObject *freevars = PyCode_GetFreevars(code);
+  PyRef owned = PyRef::steal(freevars);
+  Py_ssize_t n = freevars ? PyTuple_GET_SIZE(freevars) : 0;
+  if (n == 0)
+    return;
+  if (closure) {
+    if ((Py_ssize_t)closure->size() != n)
+      throw Unsupported("closure does not match the function's free variables");
+    for (Py_ssize_t i = 0; i < n; ++i)
+      f.cells[PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars, i))] = (*closure)[i];
+    return;
+  }
+  PyObject *cells = fn && PyFunction_Check(fn) ? PyFunction_GET_CLOSURE(fn) : nullptr;
+  if (!cells || !PyTuple_Check(cells) || PyTuple_GET_SIZE(cells) != n)
+    throw Unsupported("function without its closure cells");
+  if (fnSource < 0)
+    fnSource = out_.sources.add(Source::Kind::Constant, -1, 0, fn);
+  PyRef closureName = PyRef::steal(PyUnicode_FromString("__closure__"));
+  PyRef contentsName = PyRef::steal(PyUnicode_FromString("cell_contents"));
+  int closureSrc = out_.sources.add(Source::Kind::Attr, fnSource, 0, closureName.get());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto cell = std::make_shared<Var>();
+    cell->kind = Var::Kind::Cell;
+    cell->obj = PyRef::borrow(PyTuple_GET_ITEM(cells, i));
+    int cellSrc = out_.sources.add(Source::Kind::TupleItem, closureSrc, (int)i, nullptr);
+    cell->source = out_.sources.add(Source::Kind::Attr, cellSrc, 0, contentsName.get());
+    f.cells[PyUnicode_AsUTF8(PyTuple_GET_ITEM(freevars, i))] = cell;
+  }
+}
+
+VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs,
+                                 const std::vector<VarP> *closure) {
+  if (++depth_ > 32)
+    throw Unsupported("inlining is nested too deeply (recursion?)");
+  auto *func = reinterpret_cast<PyFunctionObject *>(fn);
+  auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
+  if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    throw Unsupported("coroutines and async generators are not supported");
+  Frame f;
+  // A generator (e.g. a generator expression) runs to completion at the
+  // call: its yields become an iterator. Capture has no side effects that
+  // could interleave with the consumer, and a value the consumer would not
+  // have reached can only make the capture fail, never differ.
+  f.generator = code->co_flags & CO_GENERATOR;
+  f.code = &codeInfo(func->func_code);
+  std::vector<std::string> names = localNames(code);
+  f.locals.resize(names.size());
+  int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
+  bool varargs = code->co_flags & CO_VARARGS, varkw = code->co_flags & CO_VARKEYWORDS;
+  if ((int)args.size() > npos && !varargs)
+    throw Unsupported("too many positional arguments to " + pyText(func->func_qualname));
+  for (size_t i = 0; i < args.size() && (int)i < npos; ++i)
+    f.locals[i] = args[i];
+  if (varargs) // *args: the extra positional arguments
+    f.locals[npos + nkw] = makeSeq(
+        Var::Kind::Tuple, std::vector<VarP>(args.begin() + std::min<size_t>(args.size(), npos),
+                                            args.end()));
+  auto extra = std::make_shared<Var>(); // **kwargs: the unmatched keywords
+  extra->kind = Var::Kind::Dict;
+  int posOnly = code->co_posonlyargcount;
+  for (auto &[k, v] : kwargs) {
+    auto it = std::find(names.begin() + posOnly, names.begin() + npos + nkw, k);
+    if (it == names.begin() + npos + nkw) {
+      if (!varkw)
+        throw Unsupported("unexpected keyword argument '" + k + "'");
+      extra->keys.push_back(PyRef::steal(PyUnicode_FromString(k.c_str())));
+      extra->items.push_back(v);
+      continue;
+    }
+    if (f.locals[it - names.begin()])
+      throw Unsupported("multiple values for argument '" + k + "'");
+    f.locals[it - names.begin()] = v;
+  }
+  if (varkw)
+    f.locals[npos + nkw + (varargs ? 1 : 0)] = extra;
+  PyObject *defaults = func->func_defaults;
+  int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+  for (int i = 0; i < npos; ++i)
+    if (!f.locals[i]) {
+      int d = i - (npos - ndef);
+      if (d < 0)
+        throw Unsupported("missing argument '" + names[i] + "'");
+      PyObject *dv = PyTuple_GET_ITEM(defaults, d);
+      if (isTensor(dv)) {
+        // A tensor default is a graph input (read through __defaults__).
+        int fs = fnSource >= 0 ? fnSource : out_.sources.add(Source::Kind::Constant, -1, 0, fn);
+        PyRef key = PyRef::steal(PyUnicode_FromString("__defaults__"));
+        int ds = out_.sources.add(Source::Kind::Attr, fs, 0, key.get());
+        f.locals[i] = fromSource(dv, out_.sources.add(Source::Kind::TupleItem, ds, d, nullptr));
+      } else {
+        f.locals[i] = makeConst(PyRef::borrow(dv));
+      }
+    }
+  for (int i = npos; i < npos + nkw; ++i)
+    if (!f.locals[i]) {
+      PyObject *v = func->func_kwdefaults
+                        ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
+                        : nullptr;
+      if (!v)
+        throw Unsupported("missing keyword argument '" + names[i] + "'");
+      f.locals[i] = makeConst(PyRef::borrow(v));
+    }
+  f.globals = PyRef::borrow(func->func_globals);
+  f.globalsSource = fnSource >= 0
+      ? out_.sources.add(Source::Kind::Attr, fnSource, 0,
+                         PyRef::steal(PyUnicode_FromString("__globals__")).get())
+      : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
+  bindFreeVars(f, code, fn, fnSource, closure);
+  VarP r = interpret(f);
+  --depth_;
+  return f.generator ? makeSeq(Var::Kind::Iter, f.yields) : r;
+}
+
+VarP Interpreter::moduleTree(const VarP &module, const std::string &method,
+                             std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  if (!args.empty() || !kwargs.empty())
+    throw Unsupported("nn.Module." + method + "() with arguments");
+  PyObject *root = constObj(module, "module");
+  PyRef seq = PyRef::steal(PyObject_CallMethod(root, method.c_str(), nullptr));
+  PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
+  if (!list) {
+    PyErr_Clear();
+    throw Unsupported("nn.Module." + method + "() raised at capture time");
+  }
+  // Guard the tree the result was read from: every module reached has the
+  // same children (count and identity) as now.
+  std::vector<PyObject *> todo = {root};
+  PyRef modulesKey = PyRef::steal(PyUnicode_FromString("_modules"));
+  for (size_t i = 0; i < todo.size() && i < 4096; ++i) {
+    PyObject **dictPtr = _PyObject_GetDictPtr(todo[i]);
+    PyObject *children = dictPtr && *dictPtr ? PyDict_GetItemString(*dictPtr, "_modules") : nullptr;
+    if (!children || !PyDict_Check(children))
+      continue;
+    int src = todo[i] == root ? sourceOf(module)
+                              : out_.sources.add(Source::Kind::Constant, -1, 0, todo[i]);
+    int modSrc = out_.sources.add(Source::Kind::DictItem,
+                                  out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
+                                  modulesKey.get());
+    guardLength(modSrc, PyDict_Size(children));
+    PyObject *k, *child;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(children, &pos, &k, &child)) {
+      fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k));
+      if (child != Py_None)
+        todo.push_back(child);
+    }
+  }
+  std::vector<VarP> items;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
+    items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(list.get(), i))));
+  keepAlive_.push_back(list);
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+} // namespace kiln

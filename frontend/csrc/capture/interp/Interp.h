@@ -1,0 +1,512 @@
+//===- Interp.h - the symbolic interpreter's internals ------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to frontend/csrc/capture: abstract values (Var), interpreter
+// frames, and the Interpreter class whose bytecode loop lives in
+// Interpreter.cpp and whose torch-op handlers live in TorchOps.cpp (and
+// TorchIndexing.cpp: indexing, cat/stack, embedding, batch_norm).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_INTERP_H
+#define KILN_FRONTEND_CAPTURE_INTERP_H
+
+#include "capture/Capture.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace kiln {
+
+struct Var;
+struct Args;
+using VarP = std::shared_ptr<Var>;
+
+/// An abstract value on the interpreter's stack or in a local.
+struct Var {
+  enum class Kind {
+    Null,         ///< the NULL CPython pushes before some calls
+    Tensor,       ///< a kiln IR value
+    Const,        ///< a concrete Python object (guarded if it has a source)
+    Tuple,        ///< tuple of Vars
+    List,         ///< list of Vars
+    Iter,         ///< iterator over `items`
+    BoundMethod,  ///< `obj` is a Python function, `self` its receiver
+    TensorMethod, ///< method `name` of tensor `self`
+    ListMethod,   ///< method `name` (append/extend) of list `self`
+    Cell,         ///< a closure cell: `items` holds its content (0 or 1);
+                  ///< a real cell (`obj`) is read lazily from `source`
+    Function,     ///< a function made by MAKE_FUNCTION during capture:
+                  ///< `obj` the function, `items` its closure cells
+    Dict,         ///< dict built during capture: `keys` (constants), `items`
+    SymInt,       ///< a symbolic size read as a Python int (x.shape[0] of a
+                  ///< `?` dim) or an expression of such sizes (`sym`,
+                  ///< `captured`; SymbolicSizes.cpp): reshape/view targets,
+                  ///< arithmetic, guarded comparisons and factory sizes take
+                  ///< it, anything else fails the capture, which is then
+                  ///< retried with static sizes
+    Lazy,         ///< a value nothing has depended on yet (LazyValues.cpp):
+                  ///< an int/float/str/bool or list read from `source`
+                  ///< (unguarded), or `+ - *` (`name`) on `items`; `obj` its
+                  ///< value at capture. Side effects store it as an
+                  ///< expression evaluated at replay; any other use
+                  ///< materializes it (guarded Const / the list's Var).
+    SymSlice,     ///< a slice with a SymInt bound: `items` start, stop, step
+                  ///< (None constants where absent); only tensor indexing
+                  ///< takes it (SymbolicIndexing.cpp)
+  };
+  Kind kind = Kind::Null;
+  mlir::Value value;
+  PyRef obj;
+  int source = -1;
+  std::vector<VarP> items;
+  std::vector<PyRef> keys; ///< Dict: the keys, parallel to `items`
+  size_t pos = 0;
+  VarP self;
+  std::string name;
+  /// Tensor: produced by a computing op inside the graph (not an input, not
+  /// a view), so an in-place update may rebind it.
+  bool fresh = false;
+  /// Tensor: some view op took it as input (in-place updates would be
+  /// visible through the view, so they are not supported).
+  bool viewed = false;
+  /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
+  /// tensor object as an input or another result.
+  bool copied = false;
+  /// Tensor: a view (chain) of graph input `viewInput`; returned, it is
+  /// rebuilt by replaying `viewSteps` (method name, argument tuple) on the
+  /// caller's tensor so that it aliases the input as in eager.
+  int viewInput = -1;
+  std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// Tensor: batched by the innermost `vmapLevels` enclosing torch.vmap
+  /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
+  /// 1 where it does not vary), the rest its per-example shape.
+  int vmapLevels = 0;
+  /// List/Dict: a container of the caller that the capture mutated (its
+  /// mutations are replayed on the caller's object; SideEffects.cpp).
+  bool mutatedContainer = false;
+  /// Lazy list: mutations not applied to any read of it yet, in order
+  /// (method name, index for insert/pop, value).
+  struct PendingOp {
+    std::string method;
+    PyRef index;
+    VarP value;
+  };
+  std::vector<PendingOp> pending;
+  /// SymInt: its expression over Capture::symbols (null: a `?` dim whose
+  /// symbol kiln does not track; only reshape targets take it), its value
+  /// at capture, and whether the graph's types use that value (the shadow
+  /// static capture, DynamicPolicy::shadow) rather than `?`.
+  SizeExprP sym;
+  int64_t captured = 0;
+  bool staticSym = false;
+
+  bool isConst() const { return kind == Kind::Const; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  /// A lazy read of a caller's list (LazyValues.cpp).
+  bool isLazyList() const { return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get()); }
+};
+
+VarP makeConst(PyRef obj, int source = -1);
+VarP makeTensor(mlir::Value v);
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
+/// Index of `key` in dict var `d`, or -1.
+int dictFind(const VarP &d, PyObject *key);
+/// Sets `d[key] = value` in dict var `d` built in the frame (replacing an
+/// equal key's item); throws Unsupported for an unhashable key.
+void dictSet(const VarP &d, PyObject *key, VarP value);
+/// `d.pop(key[, default])` on dict var `d` built in the frame (removes the
+/// item); throws Unsupported for a missing key without a default.
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs);
+/// A tuple/list Var whose items are all constants (recursively) as a Python
+/// tuple/list; null otherwise (Bytecode.cpp).
+PyRef seqAsConst(const VarP &v, int depth = 0);
+/// Evaluates a Python binary operator on two constants (Bytecode.cpp).
+PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
+/// Pure builtins that may be evaluated on constants at capture time.
+bool isPureBuiltin(const std::string &name);
+
+/// Thrown inside the interpreter for an unsupported construct; caught at
+/// the capture boundary and turned into a CaptureFailure (never escapes).
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One decoded instruction (from dis.get_instructions).
+struct Instr {
+  std::string op;
+  int arg = 0;
+  PyRef argval;
+  std::string argrepr;
+  int offset = 0;
+  int line = 0;
+};
+
+/// Decoded bytecode of one code object.
+struct CodeInfo {
+  PyRef code;
+  std::vector<Instr> instrs;
+  std::map<int, size_t> indexOfOffset;
+  std::string filename;
+  std::string name;
+};
+
+/// One (possibly inlined) Python frame being interpreted.
+struct Frame {
+  const CodeInfo *code = nullptr;
+  std::vector<VarP> locals;
+  std::vector<bool> loaded; ///< root frame: local already materialized
+  std::vector<VarP> stack;
+  PyRef globals;   ///< the function's globals dict
+  int globalsSource = -1;
+  PyRef kwNames;   ///< pending KW_NAMES tuple
+  std::map<std::string, VarP> cells; ///< cell and free variables by name
+  bool isRoot = false;
+  /// A generator's frame, run to completion when called: the values it
+  /// yields, in order (the call returns an iterator over them).
+  bool generator = false;
+  std::vector<VarP> yields;
+};
+
+/// The symbolic interpreter.
+class Interpreter {
+public:
+  Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
+  ~Interpreter();
+  /// The values the side effects store, parallel to Capture::effects.
+  const std::vector<VarP> &effectValues() const { return effectValues_; }
+
+  /// Interprets the root frame of `code`; returns the Python result.
+  VarP runRoot(PyCodeObject *code, PyObject *func);
+
+  // --- used by TorchOps.cpp ---
+  mlir::OpBuilder &builder() { return b_; }
+  mlir::Location loc() const { return loc_; }
+  /// Calls `callee` (a Const) if it is a mapped torch function; nullptr if
+  /// it is not one.
+  VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// Calls tensor method `name` on `self`.
+  VarP callTensorMethod(const VarP &self, const std::string &name,
+                        std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A tensor attribute (`x.shape`, `x.T` ...).
+  VarP tensorAttribute(const VarP &self, const std::string &name);
+  /// `torch.tensor(python numbers, dtype=, device=)`: a constant.
+  VarP tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A predicate method of a tensor answered from its static type
+  /// (`x.is_floating_point()`); nullptr when `name` is not one.
+  VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
+                   const std::map<std::string, VarP> &kwargs);
+  /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
+  /// a symbolic dim (noted in Capture::readSymbolicSize).
+  VarP sizeVar(mlir::Value v, int64_t dim);
+  // --- symbolic sizes (SymbolicSizes.cpp) ---
+  /// The symbol (index into Capture::symbols) that dim `d` of `v` equals,
+  /// -1 for a size that is not symbolic, -2 for a `?` dim whose origin is
+  /// not tracked. Follows the ops that built `v` back to a graph input.
+  int symbolOfDim(mlir::Value v, int64_t d);
+  /// `a op b` when either is a SymInt: arithmetic (+ - * // %) gives a
+  /// SymInt, a comparison a guarded bool; nullptr when neither is one;
+  /// Unsupported for other operators and operands.
+  VarP symIntBinary(const std::string &op, const VarP &a, const VarP &b);
+  /// Truth value of SymInt `v`, guarded.
+  bool symIntTruthy(const VarP &v);
+  /// A 1-D bool tensor of `n` true values, `n` a symbolic size that is one
+  /// symbol (Unsupported for an expression).
+  mlir::Value symTrueLine(const VarP &n);
+  /// torch.arange(n) as i64, `n` a symbolic size (one symbol).
+  mlir::Value symIota(const VarP &n);
+  /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
+  mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
+  /// `x[index]` where `x` has symbolic dims or `index` a SymSlice
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicGetitem(const VarP &x, const VarP &index);
+  /// `x.expand(*size)` where `x` has symbolic dims or `size` a SymInt
+  /// (SymbolicIndexing.cpp); nullptr when neither.
+  VarP symbolicExpand(const VarP &x, const VarP &size);
+  /// Records the guard `lhs cmp rhs` == `expected` (once).
+  void addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs, bool expected);
+  /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
+  /// nullptr when neither side is a tensor.
+  VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
+  /// Records that the graph depends on the exact value of `v` (no-op for
+  /// values without a source; they derive from guarded values).
+  void guardValue(const VarP &v);
+  /// Offset of the root instruction running now (-1 outside the loop).
+  int rootOffset() const { return rootOffset_; }
+  /// Per-op fallback (Fallback.cpp): when `fn` is a torch function (or, with
+  /// `method` set, the Tensor method of that name, `args[0]` its receiver)
+  /// kiln cannot lower, records a call that runs through torch inside the
+  /// graph and returns its result. nullptr when `fn` is no torch function;
+  /// throws Unsupported (with `original`'s reason first, if given) when the
+  /// call cannot run that way (random, mutating, data-dependent ...).
+  VarP torchFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs, const Unsupported *original);
+  /// Whether `fn` is a function of torch's op namespaces (torch, torch.nn.
+  /// functional, torch.special/fft/linalg, torch.functional).
+  static bool isTorchOpFunction(PyObject *fn);
+  /// Runs `attempt` (a call kiln maps or inlines); when it throws
+  /// Unsupported, falls back to torch for the whole call (torchFallback).
+  VarP withFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                    std::map<std::string, VarP> &kwargs, const std::function<VarP()> &attempt);
+  /// Throws Unsupported when a grad-mode with-block makes results'
+  /// requires_grad differ from the entry's single rule (Capture.cpp).
+  void checkGradRegions() const;
+  /// Applies mapped op `op` when one of its tensor arguments is batched by
+  /// an enclosing torch.vmap: elementwise ops, casts, `new_*` factories and
+  /// integer-tensor indexing run on the broadcast layout; anything else
+  /// throws Unsupported. nullptr when no argument is batched (Vmap.cpp).
+  VarP vmapApply(const std::string &op, Args &a);
+  /// Guards `torch._C._is_any_autocast_enabled()` and refuses the capture
+  /// when autocast is on (GlobalState.cpp).
+  void guardAutocastOff();
+  /// Guards torch.get_num_threads(): CPU code is compiled serial at one
+  /// thread and with parallel loops above (CpuCompileOptions::parallelLoops).
+  void guardThreadCount();
+
+private:
+  // --- side effects (SideEffects.cpp) ---
+  /// Appends `e` (its target, key and kind set) storing `value` to the log.
+  void recordEffect(SideEffect e, const VarP &value);
+  /// `obj.name = value` on an object of the caller.
+  void storeAttr(const VarP &obj, PyObject *name, const VarP &value);
+  /// `global name; name = value`.
+  void storeGlobal(Frame &f, PyObject *name, const VarP &value);
+  /// `c[key] = value` on a dict or list: one built in the frame, or one of
+  /// the caller (logged, and its Var updated).
+  void storeItem(const VarP &c, const VarP &key, const VarP &value);
+  /// list.append/extend/insert (`name`) on list Var `list` (logged when the
+  /// list is the caller's).
+  VarP listMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                    std::map<std::string, VarP> &kwargs);
+  /// `list.pop([i])` on list Var `list` (logged when it is the caller's).
+  VarP listPop(const VarP &list, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// The unbound list.append/extend/insert called on a list constant of
+  /// the caller: listMutation on its Var; nullptr when `fn` is not one.
+  VarP callListMutation(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Turns `c`, a list or dict constant read from the caller, into a
+  /// List/Dict Var in place (every holder sees it) whose items are read
+  /// through their own sources; later reads of its source return it.
+  const VarP &containerVar(const VarP &c);
+  /// Marks container Var `c` (with a source) mutated: later loads of its
+  /// source return it.
+  void trackContainer(const VarP &c);
+  /// The value an attribute store / global store in this capture left
+  /// (read back without a guard); nullptr when none did.
+  VarP overlayAttr(const VarP &obj, const std::string &name);
+  VarP overlayGlobal(Frame &f, PyObject *name);
+
+  // --- lazy values (LazyValues.cpp) ---
+  /// A Lazy Var for `value` read from `source` (an exact int, float, str,
+  /// bool or list); nullptr for other values.
+  VarP lazyRead(PyObject *value, int source);
+  /// Turns Lazy `v` into what an eager read gives, in place (every holder
+  /// sees it): a guarded Const, or for a list what fromSource returns, with
+  /// its pending mutations applied. No-op for other Vars.
+  void materialize(const VarP &v);
+  /// materialize on `v` and everything it holds (items, self).
+  void materializeDeep(const VarP &v);
+  /// Before instruction `in` runs in `f`: materializes the Lazy values it
+  /// consumes, except where the value may stay lazy (stored by a side
+  /// effect, arithmetic with + - *, a list's own append/extend/insert/pop).
+  void materializeOperands(Frame &f, const Instr &in);
+  /// `lhs sym rhs` as a Lazy expression when one side is a Lazy scalar and
+  /// the other a Lazy scalar or an int/float/str/bool constant and `sym`
+  /// is + - * (or +=, -=, *=); nullptr otherwise.
+  VarP lazyBinary(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// Whether some Lazy Var may still be alive (prunes the registry).
+  bool anyLazy();
+  /// list.append/extend/insert/pop on a lazy list: recorded without reading
+  /// the list (LazyValues.cpp).
+  VarP lazyListMutation(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
+
+  /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
+  /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
+  /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
+  VarP callStateQuery(PyObject *fn, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// Adds the guard `fn(*args) == result` (once).
+  void addCallGuard(PyObject *fn, PyObject *args, PyObject *result);
+  /// A context manager made in the frame that the capture can enter
+  /// (grad mode, the transparent ones): made now; nullptr for other
+  /// callables (ContextManagers.cpp).
+  VarP constructContext(PyObject *cls, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
+  /// BEFORE_WITH on `ctx`: pushes the exit callable and `__enter__`'s
+  /// result, or throws Unsupported (ContextManagers.cpp).
+  void enterWith(Frame &f, const VarP &ctx);
+  /// A call of kiln._decompositions.vmap_call (what torch.vmap's
+  /// decomposition returns calls): `func` run once on batched values;
+  /// nullptr when `fn` is not that marker (Vmap.cpp).
+  VarP callVmap(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Physical copy of batched `v` with its batch dims aligned to `levels`
+  /// (size-1 dims inserted after its own), marked batched at `levels`.
+  VarP vmapAlign(const VarP &v, int levels);
+  VarP interpret(Frame &f);
+  /// The root frame's state before the instruction at Capture::stopOffset,
+  /// as a tuple Var; fills Capture::state (BreakState.cpp).
+  VarP breakState(Frame &f);
+  bool step(Frame &f, size_t &pc, VarP &result);
+  VarP call(const VarP &callee, std::vector<VarP> &args,
+            std::map<std::string, VarP> &kwargs);
+  VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs,
+                      const std::vector<VarP> *closure = nullptr);
+  /// Binds the free variables of `code` in `f`: from `closure` (symbolic
+  /// cells) or from the real cells of `fn`, read through `fnSource`.
+  void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
+                    const std::vector<VarP> *closure);
+  VarP cellContent(const VarP &cell, const std::string &name);
+  /// A ModelOutput (transformers) instance built from `cls(*args, **kwargs)`
+  /// as a record (a Dict Var with `obj` = cls); nullptr when `cls` is not
+  /// a ModelOutput dataclass (Records.cpp).
+  VarP buildRecord(PyObject *cls, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `rec.attr` of a record: a field (None if unset) or a dict method.
+  VarP recordAttr(const VarP &rec, const std::string &attr);
+  /// `rec[index]`: by key (str) or into to_tuple() (int, slice).
+  VarP recordItem(const VarP &rec, PyObject *index);
+  /// An unbound method of dict/str/tuple/list called on a value (`d.get(k)`
+  /// kept as CPython's [function, self]): evaluated when it only reads;
+  /// nullptr when `fn` is not one (Records.cpp).
+  VarP callPureMethod(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `module.modules()` / `named_modules()` / `children()` /
+  /// `named_children()` evaluated at capture: the structure is guarded
+  /// (each visited module's children by identity, their count by length).
+  VarP moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// `super()` with no arguments in frame `f`: super(__class__, first
+  /// argument), remembered so its methods bind to the receiver's Var.
+  VarP zeroArgSuper(Frame &f);
+  /// Builtins that ask about a value rather than compute with it
+  /// (`callable(f)`) answered for abstract values too; nullptr when `fn`
+  /// (named `name`) is not one (PythonBuiltins.cpp).
+  VarP callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// Pure library functions of Python values evaluated at capture on the
+  /// objects the capture resolved (`inspect.signature(f)`); nullptr for
+  /// others (PythonBuiltins.cpp).
+  VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  VarP loadAttr(const VarP &obj, PyObject *name);
+  /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
+  /// kiln cannot call it (the call then breaks the graph).
+  VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);
+  /// The (key, value) pairs of a dict Var or of a dict constant (items of a
+  /// dict read from the frame through their own sources).
+  std::vector<std::pair<PyRef, VarP>> dictItems(const VarP &d);
+  /// Whether `t` is torch.no_grad or torch.enable_grad.
+  static bool isGradContextType(PyObject *t);
+  /// 0/1: the grad mode a with-block on `ctx` sets; -1: not such a block.
+  static int gradContextMode(const VarP &ctx);
+
+  VarP loadGlobal(Frame &f, PyObject *name);
+  VarP loadLocal(Frame &f, int index);
+  /// The Var for `value` read from `source`, guarded. With `lazy` (the
+  /// default) and while an instruction that only pushes what it reads runs
+  /// (lazyReads_), ints, floats, strs, bools and lists become Lazy Vars,
+  /// guarded when something uses them (LazyValues.cpp).
+  VarP fromSource(PyObject *value, int source, bool lazy = true);
+  /// Guards `type(value of source) is type(obj)` (once per source).
+  void guardType(int source, PyObject *obj);
+  VarP getIter(const VarP &v);
+  /// The remaining items of iterating over `v`.
+  std::vector<VarP> iterItems(const VarP &v);
+  /// `v`'s source, or (for an nn.Module constant without one) a Constant
+  /// source holding the module, so its attributes can be guarded.
+  int sourceOf(const VarP &v);
+  /// Guards `len(value of source) == n` (tuple, list or dict).
+  void guardLength(int source, Py_ssize_t n);
+  VarP subscript(const VarP &container, const VarP &index);
+  bool truthy(const VarP &v);
+  const CodeInfo &codeInfo(PyObject *code);
+
+  mlir::MLIRContext &ctx_;
+  mlir::OpBuilder b_;
+  mlir::Location loc_;
+  mlir::func::FuncOp func_;
+  const FrameView &frame_;
+  Capture &out_;
+  std::map<int, mlir::Value> inputOfSource_;
+  /// TensorMeta::device of the graph's tensor inputs (the last one read;
+  /// graphs whose inputs disagree run eagerly, see CudaEntry.cpp).
+  int graphDevice_ = -1;
+  std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
+  std::vector<PyRef> keepAlive_;
+  /// The module whose next call is nn.Module.__call__ itself (reached by
+  /// super().__call__ from a custom __call__): its own __call__ is skipped.
+  PyObject *plainModuleCall_ = nullptr;
+  /// super objects made by zeroArgSuper -> the receiver's Var.
+  std::map<PyObject *, VarP> superSelf_;
+  int depth_ = 0;
+  long steps_ = 0;
+  int rootOffset_ = -1;
+  bool gradMode_ = false;        ///< grad mode at the current instruction
+  bool gradSwitched_ = false;    ///< a with-block changed grad mode
+  bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
+  /// __exit__ of each open grad-mode (or transparent) with-block → the
+  /// grad mode to restore.
+  std::map<PyObject *, bool> gradExits_;
+  /// symbolOfDim's answers, by (value, dim).
+  std::map<std::pair<void *, int64_t>, int> symbolOfDim_;
+  /// Sizes of the torch.vmap levels being interpreted, outermost first.
+  std::vector<int64_t> vmapSizes_;
+  /// Side effects: the stored values; (object, name) -> the value stored
+  /// (attributes; globals keyed by their dict); the caller's containers
+  /// with pending mutations (read only through their Var).
+  std::vector<VarP> effectValues_;
+  std::map<std::pair<PyObject *, std::string>, VarP> overlay_;
+  std::set<PyObject *> mutated_;
+  /// Sources of the caller's containers with pending mutations -> their Var.
+  std::map<int, VarP> sourceOverlay_;
+  /// Reads may be lazy now: set while LOAD_FAST/LOAD_GLOBAL/LOAD_ATTR/
+  /// LOAD_METHOD/LOAD_DEREF/BINARY_SUBSCR run (their result goes onto the
+  /// stack, where the next instruction materializes what it consumes) and
+  /// while containerVar reads a mutated container's items. Other readers
+  /// (iterItems, dictItems ... inside one instruction) get guarded values.
+  bool lazyReads_ = false;
+  /// Every Lazy Var made (LazyValues.cpp; pruned when dead or materialized).
+  std::vector<std::weak_ptr<Var>> lazies_;
+  /// Lazy Binary expressions' leaves already type-guarded / lists whose
+  /// type is guarded (replay calls list methods on them).
+  std::set<int> typeGuarded_;
+};
+
+/// The containers the capture in progress mutated (null when none).
+extern const std::set<PyObject *> *gMutatedContainers;
+
+/// The MLIR element type of `d`.
+mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
+/// The DType of an MLIR element type (throws Unsupported for others).
+DType dtypeOf(mlir::Type elt);
+
+/// Sets the float dtype torch's defaults resolve to in the capture in
+/// progress (torch.get_default_dtype()).
+void setDefaultFloat(DType d);
+
+/// The Python decomposition (kiln/_decompositions.py) the capture inlines
+/// for torch function `fn` (borrowed), or null.
+PyObject *pythonDecomposition(PyObject *fn);
+
+/// nn.Module.__call__ (borrowed, process lifetime).
+PyObject *moduleCallFunction();
+
+/// True when `o` is an nn.Module instance.
+bool isModule(PyObject *o);
+
+/// The Python object of a Const var, or throws Unsupported.
+PyObject *constObj(const VarP &v, const char *what);
+/// A new tuple of the Python objects of Const vars (Unsupported otherwise).
+PyRef constTuple(const std::vector<VarP> &vars, const char *what);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_INTERP_H

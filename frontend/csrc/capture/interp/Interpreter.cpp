@@ -1,0 +1,687 @@
+//===- Interpreter.cpp - the symbolic bytecode loop --------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Walks CPython bytecode (decoded by `dis`, so opcode names and jump targets
+// are version-independent) with abstract values. Constants read from the
+// frame are guarded where they are loaded; tensors become graph inputs.
+// Torch calls are handed to TorchOps.cpp.
+//===----------------------------------------------------------------------===//
+#include "capture/interp/Interp.h"
+
+#include "capture/values/DynamicShapes.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace kiln {
+
+VarP makeConst(PyRef obj, int source) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Const;
+  v->obj = std::move(obj);
+  v->source = source;
+  return v;
+}
+
+VarP makeTensor(mlir::Value value) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Tensor;
+  v->value = value;
+  return v;
+}
+
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
+  auto v = std::make_shared<Var>();
+  v->kind = kind;
+  v->items = std::move(items);
+  return v;
+}
+
+int dictFind(const VarP &d, PyObject *key) {
+  for (size_t i = 0; i < d->keys.size(); ++i) {
+    int eq = PyObject_RichCompareBool(d->keys[i].get(), key, Py_EQ);
+    if (eq < 0)
+      PyErr_Clear();
+    if (eq == 1)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void dictSet(const VarP &d, PyObject *key, VarP value) {
+  if (PyObject_Hash(key) == -1) {
+    PyErr_Clear();
+    throw Unsupported("unhashable dict key");
+  }
+  int at = dictFind(d, key);
+  if (at >= 0) {
+    d->items[at] = std::move(value);
+  } else {
+    d->keys.push_back(PyRef::borrow(key));
+    d->items.push_back(std::move(value));
+  }
+}
+
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs) {
+  if (args.empty() || args.size() > 2 || !kwargs.empty())
+    throw Unsupported("dict.pop takes one or two arguments");
+  int at = dictFind(d, constObj(args[0], "dict key"));
+  if (at < 0) {
+    if (args.size() == 1)
+      throw Unsupported("KeyError in a dict built by the compiled code");
+    return args[1];
+  }
+  VarP v = d->items[at];
+  d->keys.erase(d->keys.begin() + at);
+  d->items.erase(d->items.begin() + at);
+  return v;
+}
+
+PyObject *constObj(const VarP &v, const char *what) {
+  if (!v || !v->isConst())
+    throw Unsupported(std::string(what) + " must be a Python constant here");
+  if (gMutatedContainers && gMutatedContainers->count(v->obj.get()))
+    throw Unsupported("a list/dict is read after the compiled code mutated it (the mutation "
+                      "is replayed after the graph)");
+  return v->obj.get();
+}
+
+PyRef constTuple(const std::vector<VarP> &vars, const char *what) {
+  PyRef tuple = PyRef::steal(PyTuple_New(vars.size()));
+  for (size_t i = 0; i < vars.size(); ++i) {
+    PyObject *o = constObj(vars[i], what);
+    Py_INCREF(o);
+    PyTuple_SET_ITEM(tuple.get(), i, o);
+  }
+  return tuple;
+}
+
+namespace {
+
+
+
+/// Python primitives are guarded by value; everything else by identity.
+bool isPrimitive(PyObject *o) {
+  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) ||
+      PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+    return true;
+  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    PyObject *const *items = PySequence_Fast_ITEMS(o);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      if (!isPrimitive(items[i]))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+/// A tuple or list holding a tensor (at any depth of tuples/lists).
+bool holdsTensor(PyObject *o) {
+  if (isTensor(o))
+    return true;
+  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o))
+    return false;
+  PyObject *const *items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+    if (holdsTensor(items[i]))
+      return true;
+  return false;
+}
+
+/// A dict with string keys whose values include a tensor (at any depth of
+/// tuples/lists).
+bool dictHoldsTensor(PyObject *d) {
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  bool any = false;
+  while (PyDict_Next(d, &pos, &k, &v)) {
+    if (!PyUnicode_CheckExact(k))
+      return false;
+    any |= holdsTensor(v);
+  }
+  return any;
+}
+
+PyRef pyCall(PyObject *fn, std::initializer_list<PyObject *> args) {
+  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
+  int i = 0;
+  for (PyObject *a : args) {
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(tuple.get(), i++, a);
+  }
+  return PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));
+}
+
+PyRef importAttr(const char *module, const char *attr) {
+  PyRef m = PyRef::steal(PyImport_ImportModule(module));
+  return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();
+}
+
+
+} // namespace
+
+bool isModule(PyObject *o) {
+  // Leaked on purpose: process-lifetime handles must not be released
+  // after the interpreter finalizes.
+  static PyObject *moduleType = importAttr("torch.nn", "Module").release();
+  return PyObject_IsInstance(o, moduleType) == 1;
+}
+
+PyObject *moduleCallFunction() {
+  static PyObject *call = [] {
+    PyRef t = importAttr("torch.nn", "Module");
+    PyObject *c = t ? PyObject_GetAttrString(t.get(), "__call__") : nullptr;
+    PyErr_Clear();
+    return c; // leaked: process lifetime
+  }();
+  return call;
+}
+
+std::vector<std::string> localNames(PyCodeObject *code) {
+  std::vector<std::string> names;
+  PyRef vn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(code),
+                                                 "co_varnames"));
+  if (!vn) {
+    PyErr_Clear();
+    return names;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vn.get()); ++i)
+    names.push_back(PyUnicode_AsUTF8(PyTuple_GET_ITEM(vn.get(), i)));
+  return names;
+}
+
+Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out)
+    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame),
+      out_(out) {}
+
+const CodeInfo &Interpreter::codeInfo(PyObject *code) {
+  auto it = codes_.find(code);
+  if (it != codes_.end())
+    return *it->second;
+  static PyObject *getInstructions = importAttr("dis", "get_instructions").release();
+  auto info = std::make_unique<CodeInfo>();
+  info->code = PyRef::borrow(code);
+  info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
+  info->name = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
+  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions, {code}).get()));
+  if (!list)
+    throw Unsupported("cannot decode bytecode of " + info->name);
+  int line = 0;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+    PyObject *ins = PyList_GET_ITEM(list.get(), i);
+    Instr in;
+    in.op = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
+    in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
+    in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
+    in.argrepr = pyText(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
+    in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
+    PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
+    PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
+    if (lineno && lineno.get() != Py_None)
+      line = PyLong_AsLong(lineno.get());
+    in.line = line;
+    PyErr_Clear();
+    info->indexOfOffset[in.offset] = info->instrs.size();
+    info->instrs.push_back(std::move(in));
+  }
+  auto &ref = *info;
+  codes_[code] = std::move(info);
+  return ref;
+}
+
+void Interpreter::guardValue(const VarP &v) {
+  if (!v || v->source < 0 || !v->isConst())
+    return;
+  Guard g;
+  g.kind = isPrimitive(v->obj.get()) ? Guard::Kind::Equals : Guard::Kind::Identity;
+  g.source = v->source;
+  // A list is compared by value against a copy: the caller may mutate it.
+  g.expected = PyList_CheckExact(v->obj.get()) && g.kind == Guard::Kind::Equals
+                   ? PyRef::steal(PySequence_List(v->obj.get()))
+                   : v->obj;
+  for (const Guard &e : out_.guards)
+    if (e.source == g.source && e.kind == g.kind)
+      return;
+  out_.guards.push_back(std::move(g));
+}
+
+void Interpreter::guardLength(int source, Py_ssize_t n) {
+  for (const Guard &e : out_.guards)
+    if (e.source == source && e.kind == Guard::Kind::Length)
+      return;
+  Guard g;
+  g.kind = Guard::Kind::Length;
+  g.source = source;
+  g.expected = PyRef::steal(PyLong_FromSsize_t(n));
+  out_.guards.push_back(std::move(g));
+}
+
+int Interpreter::sourceOf(const VarP &v) {
+  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()))
+    return v->source;
+  return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
+}
+
+VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
+  if (!sourceOverlay_.empty()) { // a container of the caller mutated in this capture
+    if (auto it = sourceOverlay_.find(source); it != sourceOverlay_.end())
+      return it->second;
+    if (mutated_.count(value))
+      throw Unsupported("a list/dict mutated by the compiled code is read again through "
+                        "another path (an alias)");
+  }
+  if (lazy && lazyReads_) // guarded when something uses it (LazyValues.cpp)
+    if (VarP v = lazyRead(value, source))
+      return v;
+  if (holdsTensor(value) && !isTensor(value)) {
+    // A tuple/list of tensors: each item becomes its own source (tensors
+    // turn into graph inputs); the length is guarded.
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    guardLength(source, n);
+    std::vector<VarP> items;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      items.push_back(fromSource(PySequence_Fast_ITEMS(value)[i],
+                                 out_.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr)));
+    VarP v = makeSeq(PyTuple_CheckExact(value) ? Var::Kind::Tuple : Var::Kind::List, items);
+    v->source = source;
+    return v;
+  }
+  if (PyDict_CheckExact(value) && dictHoldsTensor(value)) {
+    // A dict of tensors (e.g. **kwargs): each value read through its own
+    // source; the keys are guarded through the length and those sources.
+    guardLength(source, PyDict_Size(value));
+    auto d = std::make_shared<Var>();
+    d->kind = Var::Kind::Dict;
+    d->source = source;
+    PyObject *k, *item;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(value, &pos, &k, &item)) {
+      d->keys.push_back(PyRef::borrow(k));
+      d->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, source, 0, k)));
+    }
+    return d;
+  }
+  if (!isTensor(value)) {
+    VarP v = makeConst(PyRef::borrow(value), source);
+    guardValue(v);
+    return v;
+  }
+  auto it = inputOfSource_.find(source);
+  if (it != inputOfSource_.end())
+    return makeTensor(it->second);
+  TensorMeta meta;
+  if (!readTensorMeta(value, meta)) {
+    PyErr_Clear();
+    throw Unsupported("cannot read tensor metadata");
+  }
+  if (!meta.strided)
+    throw Unsupported("a non-dense tensor input (layout " +
+                      pyText(PyRef::steal(PyObject_GetAttrString(value, "layout")).get()) +
+                      "); kiln compiles dense strided tensors");
+  // CPU graphs compile for the CPU; CUDA (and meta, a dry run) graphs for
+  // the CUDA backend (frontend/csrc/CudaEntry.cpp checks all inputs agree).
+  if (meta.device == TensorMeta::kOtherDevice)
+    throw Unsupported("tensor is on a device kiln does not compile for (CPU, CUDA and meta "
+                      "tensors are supported)");
+  auto dt = dtypeFromObject(meta.dtype);
+  if (!dt)
+    throw Unsupported("tensor dtype " + pyText(meta.dtype) + " is not supported");
+  Guard g;
+  g.kind = Guard::Kind::Tensor;
+  g.source = source;
+  g.dtype = meta.dtype;
+  g.sizes = meta.sizes;
+  g.strides = meta.strides;
+  g.requiresGrad = meta.requiresGrad;
+  g.device = meta.device;
+  graphDevice_ = meta.device;
+  out_.guards.push_back(g);
+  GraphInput in;
+  in.source = source;
+  in.requiresGrad = meta.requiresGrad;
+  int64_t expect = 1;
+  for (int i = (int)meta.sizes.size() - 1; i >= 0; --i) {
+    if (meta.sizes[i] != 1 && meta.strides[i] != expect)
+      in.makeContiguous = true;
+    expect *= meta.sizes[i];
+  }
+  // Symbolic dims (DynamicShapes.h): `?` in the type; the guard keeps
+  // `size >= 2` (-1) and asks for a contiguous input (no strides).
+  std::vector<int64_t> sizes = meta.sizes;
+  std::vector<bool> dyn = symbolicDims(out_.dynamic, value,
+                                       out_.sources.describe(source, out_.dynamic.localNames),
+                                       meta, !in.makeContiguous);
+  if (std::count(dyn.begin(), dyn.end(), true) && out_.dynamic.shadow) {
+    addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn); // types stay static
+  } else if (std::count(dyn.begin(), dyn.end(), true)) {
+    addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn);
+    Guard &tg = out_.guards.back();
+    tg.strides.clear();
+    for (size_t d = 0; d < dyn.size(); ++d)
+      if (dyn[d]) {
+        sizes[d] = mlir::ShapedType::kDynamic;
+        tg.sizes[d] = -1;
+      }
+  }
+  out_.inputs.push_back(in);
+  mlir::Type elt = elementType(ctx_, *dt);
+  auto type = mlir::RankedTensorType::get(sizes, elt);
+  mlir::Block &entry = func_.getBody().front();
+  mlir::Value arg = entry.addArgument(type, loc_);
+  inputOfSource_[source] = arg;
+  return makeTensor(arg);
+}
+
+VarP Interpreter::loadLocal(Frame &f, int index) {
+  if (f.isRoot && !f.loaded[index]) {
+    f.loaded[index] = true;
+    PyObject *value = index < frame_.numLocals ? frame_.locals[index] : nullptr;
+    if (!value)
+      throw Unsupported("local variable is unbound");
+    f.locals[index] =
+        fromSource(value, out_.sources.add(Source::Kind::Local, -1, index, nullptr));
+  }
+  if (!f.locals[index])
+    throw Unsupported("local variable referenced before assignment");
+  return f.locals[index];
+}
+
+VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
+  if (VarP v = overlayGlobal(f, name))
+    return v;
+  PyObject *v = PyDict_GetItemWithError(f.globals.get(), name);
+  if (v)
+    return fromSource(v, out_.sources.add(Source::Kind::DictItem, f.globalsSource, 0, name));
+  PyErr_Clear();
+  v = PyDict_Check(frame_.builtins) ? PyDict_GetItemWithError(frame_.builtins, name) : nullptr;
+  if (!v) {
+    PyErr_Clear();
+    throw Unsupported("name '" + pyText(name) + "' is not defined");
+  }
+  return fromSource(v, out_.sources.add(Source::Kind::Builtin, -1, 0, name));
+}
+
+VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
+  std::string attr = pyText(name);
+  if (obj->isTensor())
+    return tensorAttribute(obj, attr);
+  if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
+    return v;
+  if (obj->isLazyList() && (attr == "append" || attr == "extend" || attr == "insert" ||
+                            attr == "pop")) { // recorded without reading the list
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
+  if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
+    return recordAttr(obj, attr);
+  if (obj->kind == Var::Kind::Dict &&
+      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" ||
+       attr == "pop")) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
+  if (obj->kind == Var::Kind::List &&
+      (attr == "append" || attr == "extend" || attr == "insert" || attr == "pop")) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::ListMethod;
+    m->self = obj;
+    m->name = attr;
+    return m;
+  }
+  PyObject *o = constObj(obj, "attribute base");
+  auto sup = superSelf_.find(o);
+  if (sup != superSelf_.end()) {
+    // super().method: the parent's function, bound to the receiver's Var
+    // (so its attributes keep their guarded sources).
+    PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
+    if (v && PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get())) &&
+        PyMethod_GET_SELF(v.get()) == sup->second->obj.get()) {
+      auto m = std::make_shared<Var>();
+      m->kind = Var::Kind::BoundMethod;
+      m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
+      m->self = sup->second;
+      return m;
+    }
+    PyErr_Clear();
+    throw Unsupported("super()." + attr + " is not a Python method");
+  }
+  if (obj->source < 0 && sourceOf(obj) >= 0)
+    return loadAttr(makeConst(obj->obj, sourceOf(obj)), name);
+  // nn.Module attributes live in __dict__ or in its _parameters/_buffers/
+  // _modules dicts: resolve them with dict lookups (cheap to re-check).
+  if (obj->source >= 0 && isModule(o)) {
+    int dictSrc = out_.sources.add(Source::Kind::ObjDict, obj->source, 0, nullptr);
+    PyObject **dictPtr = _PyObject_GetDictPtr(o);
+    PyObject *dict = dictPtr ? *dictPtr : nullptr;
+    PyObject *v = dict ? PyDict_GetItemWithError(dict, name) : nullptr;
+    if (v)
+      return fromSource(v, out_.sources.add(Source::Kind::DictItem, dictSrc, 0, name));
+    for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
+      PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
+      PyObject *item = subDict ? PyDict_GetItemWithError(subDict, name) : nullptr;
+      if (item) {
+        PyRef key = PyRef::steal(PyUnicode_FromString(sub));
+        int subSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
+        return fromSource(item, out_.sources.add(Source::Kind::DictItem, subSrc, 0, name));
+      }
+    }
+    PyErr_Clear();
+    // A method defined on the class: bind it symbolically so it is inlined.
+    PyRef clsAttr = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject *>(Py_TYPE(o)), name));
+    if (clsAttr && PyFunction_Check(clsAttr.get())) {
+      auto m = std::make_shared<Var>();
+      m->kind = Var::Kind::BoundMethod;
+      m->obj = clsAttr;
+      m->self = obj;
+      return m;
+    }
+    PyErr_Clear();
+  }
+  PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
+  if (!v) {
+    PyErr_Clear();
+    throw Unsupported("attribute '" + attr + "' not found on " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  }
+  if (PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get()))) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::BoundMethod;
+    m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
+    m->self = obj;
+    return m;
+  }
+  // A builtin method bound to `o` is a new object on every lookup: it is
+  // determined by `o` (already guarded), so it gets no identity guard.
+  bool boundToBase = PyCFunction_Check(v.get()) && PyCFunction_GET_SELF(v.get()) == o;
+  if (obj->source < 0 || boundToBase) {
+    keepAlive_.push_back(v);
+    return makeConst(v);
+  }
+  return fromSource(v.get(), out_.sources.add(Source::Kind::Attr, obj->source, 0, name));
+}
+
+bool Interpreter::truthy(const VarP &v) {
+  if (v->isTensor())
+    throw Unsupported("data-dependent branch on a tensor value");
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
+    return !v->items.empty();
+  if (v->kind == Var::Kind::SymInt)
+    return symIntTruthy(v);
+  int r = PyObject_IsTrue(constObj(v, "branch condition"));
+  if (r < 0) {
+    PyErr_Clear();
+    throw Unsupported("truth value of the condition raised");
+  }
+  return r == 1;
+}
+
+VarP Interpreter::getIter(const VarP &v) {
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    return makeSeq(Var::Kind::Iter, v->items);
+  if (v->kind == Var::Kind::Iter)
+    return v;
+  if (v->kind == Var::Kind::Dict) {
+    std::vector<VarP> keys;
+    for (auto &k : v->keys)
+      keys.push_back(makeConst(k));
+    return makeSeq(Var::Kind::Iter, keys);
+  }
+  if (v->isTensor())
+    throw Unsupported("iterating over a tensor");
+  PyObject *o = constObj(v, "iterable");
+  std::vector<VarP> items;
+  if (isModule(o) && v->source < 0)
+    return getIter(makeConst(v->obj, sourceOf(v)));
+  if (isModule(o) && v->source >= 0) {
+    // Sequential / ModuleList: their children, each read from _modules.
+    PyRef modules = PyRef::steal(PyObject_GetAttrString(o, "_modules"));
+    if (!modules || !PyDict_Check(modules.get()))
+      throw Unsupported("iterating over a module without _modules");
+    int dictSrc = out_.sources.add(Source::Kind::ObjDict, v->source, 0, nullptr);
+    PyRef key = PyRef::steal(PyUnicode_FromString("_modules"));
+    int modSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
+    PyObject *k, *child;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(modules.get(), &pos, &k, &child))
+      items.push_back(fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k)));
+    // The set of children is part of what the graph depends on.
+    guardLength(modSrc, PyDict_Size(modules.get()));
+    return makeSeq(Var::Kind::Iter, items);
+  }
+  bool view = PyObject_TypeCheck(o, &PyDictKeys_Type) || PyObject_TypeCheck(o, &PyDictValues_Type) ||
+              PyObject_TypeCheck(o, &PyDictItems_Type) || PyAnySet_Check(o) || PyUnicode_Check(o);
+  if (view) { // pure iteration; tensors inside would lose their sources
+    PyRef seq = PyRef::steal(PySequence_List(o));
+    if (!seq) {
+      PyErr_Clear();
+      throw Unsupported("cannot iterate");
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i) {
+      PyObject *item = PyList_GET_ITEM(seq.get(), i);
+      if (holdsTensor(item))
+        throw Unsupported("iterating over a dict view or set holding tensors");
+      items.push_back(makeConst(PyRef::borrow(item)));
+    }
+    keepAlive_.push_back(seq);
+    return makeSeq(Var::Kind::Iter, items);
+  }
+  if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
+    throw Unsupported("iterating over " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+  if (v->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
+    // Items of a list/tuple read from the frame are read through their own
+    // sources (e.g. a plain list of modules may have an item replaced).
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    guardLength(v->source, n);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      items.push_back(fromSource(PySequence_Fast_ITEMS(o)[i],
+                                 out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
+    return makeSeq(Var::Kind::Iter, items);
+  }
+  PyRef seq = PyRef::steal(PySequence_List(o));
+  if (!seq) {
+    PyErr_Clear();
+    throw Unsupported("cannot iterate");
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
+    items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+std::vector<VarP> Interpreter::iterItems(const VarP &v) {
+  VarP it = getIter(v);
+  return std::vector<VarP>(it->items.begin() + std::min(it->pos, it->items.size()),
+                           it->items.end());
+}
+
+VarP Interpreter::subscript(const VarP &c, const VarP &index) {
+  if (c->kind == Var::Kind::Dict && c->obj)
+    return recordItem(c, constObj(index, "index"));
+  if (c->kind == Var::Kind::Dict) {
+    int i = dictFind(c, constObj(index, "dict key"));
+    if (i < 0)
+      throw Unsupported("KeyError in a dict built by the compiled code");
+    return c->items[i];
+  }
+  if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
+    PyObject *i = constObj(index, "index");
+    if (PySlice_Check(i)) {
+      Py_ssize_t start, stop, step, len;
+      if (PySlice_GetIndicesEx(i, (Py_ssize_t)c->items.size(), &start, &stop, &step, &len) < 0) {
+        PyErr_Clear();
+        throw Unsupported("invalid slice");
+      }
+      std::vector<VarP> items;
+      for (Py_ssize_t k = 0, j = start; k < len; ++k, j += step)
+        items.push_back(c->items[j]);
+      return makeSeq(c->kind, items);
+    }
+    if (!PyLong_Check(i))
+      throw Unsupported("only integer indexing of tuples/lists is supported");
+    long n = (long)c->items.size(), k = PyLong_AsLong(i);
+    if (k < 0)
+      k += n;
+    if (k < 0 || k >= n)
+      throw Unsupported("tuple index out of range");
+    return c->items[k];
+  }
+  if (c->isTensor()) { // TorchIndexing.cpp
+    std::vector<VarP> args = {index};
+    std::map<std::string, VarP> kwargs;
+    return callTensorMethod(c, "__getitem__", args, kwargs);
+  }
+  PyObject *o = constObj(c, "subscripted value");
+  PyObject *key = constObj(index, "index");
+  PyRef r = PyRef::steal(PyObject_GetItem(o, key));
+  if (!r) {
+    PyErr_Clear();
+    throw Unsupported("subscript raised");
+  }
+  // An item of a dict/list/tuple read from the frame is read (and guarded)
+  // through its own source: the container may be mutated between calls.
+  if (c->source >= 0 && PyDict_CheckExact(o) && isPrimitive(key))
+    return fromSource(r.get(), out_.sources.add(Source::Kind::DictItem, c->source, 0, key));
+  if (c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) && PyLong_CheckExact(key)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o), k = PyLong_AsSsize_t(key);
+    if (k < 0)
+      k += n;
+    guardLength(c->source, n);
+    return fromSource(r.get(), out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
+  }
+  return makeConst(r);
+}
+
+VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
+  mlir::Location fileLoc = mlir::FileLineColLoc::get(
+      &ctx_, pyText(code->co_filename), code->co_firstlineno, 0);
+  auto module = mlir::ModuleOp::create(fileLoc);
+  out_.module = module;
+  b_.setInsertionPointToEnd(module.getBody());
+  func_ = b_.create<mlir::func::FuncOp>(fileLoc, "forward",
+                                        b_.getFunctionType({}, {}));
+  b_.setInsertionPointToStart(func_.addEntryBlock());
+
+  gradMode_ = gradOnSomewhere_ = out_.gradMode;
+  guardAutocastOff();
+  Frame f;
+  f.code = &codeInfo(reinterpret_cast<PyObject *>(code));
+  int n = (int)localNames(code).size();
+  f.locals.resize(n);
+  f.loaded.assign(n, false);
+  f.isRoot = true;
+  f.globals = PyRef::borrow(frame_.globals);
+  f.globalsSource = out_.sources.add(Source::Kind::Globals, -1, 0, nullptr);
+  if (code->co_nfreevars > 0)
+    bindFreeVars(f, code, func, out_.sources.add(Source::Kind::Function, -1, 0, nullptr),
+                 nullptr);
+  return interpret(f);
+}
+
+} // namespace kiln

@@ -1,0 +1,329 @@
+//===- Fallback.cpp - torch calls kiln cannot lower, kept inside the graph --===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Per-op fallback (docs/architecture.md §3c). A call of a torch function or
+// Tensor method that kiln has no lowering for (not in the op table, or its
+// handler refused the arguments) does not break the graph when its
+// arguments are graph tensors and Python constants: the call runs once on
+// meta tensors (kiln/_fallback.py: no random, mutating, aliasing or
+// data-dependent op, tensor results only), and the graph gets
+// `func.call @kiln_fallback_<i>(tensors) : (...) -> (...)` with the result
+// types seen there. Partition.cpp later splits the graph at these calls;
+// at run time the call is made through torch with the live tensors
+// (Program.cpp).
+//===----------------------------------------------------------------------===//
+#include "capture/interp/Interp.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cstring>
+
+namespace kiln {
+namespace {
+
+/// Why a call cannot fall back (caught inside torchFallback).
+struct Refused {
+  std::string why;
+};
+
+/// The `kiln._fallback` function `name` (a new reference kept for the
+/// process; null with the error cleared when the module is missing).
+PyObject *fallbackHelper(const char *name) {
+  PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._fallback"));
+  PyObject *fn = mod ? PyObject_GetAttrString(mod.get(), name) : nullptr;
+  if (!fn)
+    PyErr_Clear();
+  return fn;
+}
+
+/// Whether a constant argument is a plain value the call may be replayed
+/// with (numbers, strings, None, dtypes, devices ... and tuples of them).
+bool isPlainConstant(PyObject *o, int depth = 0) {
+  static PyObject *torchTypes[4] = {
+      PyObject_GetAttrString(torchModule(), "dtype"),
+      PyObject_GetAttrString(torchModule(), "device"),
+      PyObject_GetAttrString(torchModule(), "layout"),
+      PyObject_GetAttrString(torchModule(), "memory_format")}; // leaked: process lifetime
+  if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) ||
+      PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+    return true;
+  for (PyObject *t : torchTypes)
+    if (t && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject *>(t)))
+      return true;
+  if (PySlice_Check(o)) {
+    auto *s = reinterpret_cast<PySliceObject *>(o);
+    return isPlainConstant(s->start, depth + 1) && isPlainConstant(s->stop, depth + 1) &&
+           isPlainConstant(s->step, depth + 1);
+  }
+  if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && depth < 4) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      if (!isPlainConstant(PySequence_Fast_ITEMS(o)[i], depth + 1))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+/// Turns the arguments of one call into FallbackArgs (operands numbered in
+/// order of first use) and the same arguments with meta tensors.
+struct ArgConverter {
+  Interpreter &I;
+  std::vector<mlir::Value> operands;
+  std::vector<PyRef> metas; ///< per operand
+
+  /// New reference to `v` as the probe sees it; fills `arg`.
+  PyObject *convert(const VarP &v, FallbackArg &arg, int depth = 0) {
+    if (v->isTensor())
+      return operand(v->value, arg);
+    if (v->isConst()) {
+      if (!isPlainConstant(v->obj.get()))
+        throw Refused{"an argument is a " + std::string(Py_TYPE(v->obj.get())->tp_name)};
+      I.guardValue(v);
+      arg.kind = FallbackArg::Kind::Constant;
+      arg.constant = v->obj;
+      Py_INCREF(v->obj.get());
+      return v->obj.get();
+    }
+    if ((v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) && depth < 4) {
+      bool tuple = v->kind == Var::Kind::Tuple;
+      arg.kind = tuple ? FallbackArg::Kind::Tuple : FallbackArg::Kind::List;
+      arg.items.resize(v->items.size());
+      Py_ssize_t n = (Py_ssize_t)v->items.size();
+      PyRef seq = PyRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *item = convert(v->items[i], arg.items[i], depth + 1);
+        if (tuple)
+          PyTuple_SET_ITEM(seq.get(), i, item);
+        else
+          PyList_SET_ITEM(seq.get(), i, item);
+      }
+      return seq.release();
+    }
+    throw Refused{"an argument is neither a tensor of the graph nor a Python constant"};
+  }
+
+  PyObject *operand(mlir::Value value, FallbackArg &arg) {
+    arg.kind = FallbackArg::Kind::Operand;
+    for (size_t i = 0; i < operands.size(); ++i)
+      if (operands[i] == value) { // the same tensor passed twice stays one object
+        arg.operand = (int)i;
+        Py_INCREF(metas[i].get());
+        return metas[i].get();
+      }
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape())
+      throw Refused{"a tensor argument has a symbolic (dynamic) size"};
+    std::vector<int64_t> sizes(type.getShape().begin(), type.getShape().end());
+    PyRef shape = PyRef::steal(intTuple(sizes));
+    PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype",
+                                              dtypeObject(dtypeOf(type.getElementType())),
+                                              "device", "meta"));
+    static PyObject *empty = PyObject_GetAttrString(torchModule(), "empty"); // leaked
+    PyRef args = shape ? PyRef::steal(PyTuple_Pack(1, shape.get())) : PyRef();
+    PyRef meta = args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get()))
+                                : PyRef();
+    if (!meta) {
+      PyErr_Clear();
+      throw Refused{"cannot make a meta tensor for an argument"};
+    }
+    arg.operand = (int)operands.size();
+    operands.push_back(value);
+    metas.push_back(meta);
+    Py_INCREF(meta.get());
+    return meta.get();
+  }
+};
+
+/// Collects the tensor Vars inside `v` with their current values.
+void snapshotTensors(const VarP &v, std::vector<std::pair<VarP, mlir::Value>> &out,
+                     int depth = 0) {
+  if (!v || depth > 4)
+    return;
+  if (v->isTensor())
+    out.push_back({v, v->value});
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    for (const VarP &item : v->items)
+      snapshotTensors(item, out, depth + 1);
+}
+
+/// True when a tensor in `v` is batched by an enclosing torch.vmap: torch
+/// would see its batch dims as ordinary dims (a reduction would reduce
+/// them too), so such a call never falls back.
+bool holdsVmapBatched(const VarP &v, int depth = 0) {
+  if (!v || depth > 4)
+    return false;
+  if (v->isTensor())
+    return v->vmapLevels > 0;
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    for (const VarP &item : v->items)
+      if (holdsVmapBatched(item, depth + 1))
+        return true;
+  return false;
+}
+
+} // namespace
+
+bool Interpreter::isTorchOpFunction(PyObject *fn) {
+  if (!PyCFunction_Check(fn) && !PyFunction_Check(fn))
+    return false;
+  PyRef mod = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
+  PyErr_Clear();
+  const char *m = mod && PyUnicode_Check(mod.get()) ? PyUnicode_AsUTF8(mod.get()) : nullptr;
+  if (!m)
+    return false;
+  for (const char *ok : {"torch", "torch.functional", "torch.nn.functional", "torch._C._nn",
+                         "torch._C._special", "torch.special", "torch._C._fft", "torch.fft",
+                         "torch._C._linalg", "torch.linalg"})
+    if (std::strcmp(m, ok) == 0)
+      return true;
+  return false;
+}
+
+VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                                std::map<std::string, VarP> &kwargs,
+                                const Unsupported *original) {
+  for (const VarP &a : args)
+    if (holdsVmapBatched(a))
+      return nullptr;
+  for (auto &[k, v] : kwargs)
+    if (holdsVmapBatched(v))
+      return nullptr;
+  PyRef callable;
+  std::string name;
+  if (!method.empty()) {
+    static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
+    callable = PyRef::steal(PyObject_GetAttrString(tensorType, method.c_str()));
+    PyErr_Clear();
+    name = "Tensor." + method;
+    if (!callable || args.empty() || !args[0]->isTensor())
+      return nullptr;
+  } else {
+    if (!isTorchOpFunction(fn))
+      return nullptr;
+    callable = PyRef::borrow(fn);
+    static PyObject *qualified = fallbackHelper("qualified_name");
+    PyRef n = qualified ? PyRef::steal(PyObject_CallOneArg(qualified, fn)) : PyRef();
+    name = n && PyUnicode_Check(n.get()) ? PyUnicode_AsUTF8(n.get()) : pyText(fn);
+    PyErr_Clear();
+  }
+  FallbackCall call;
+  call.name = name;
+  call.callable = callable;
+  if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(loc_))
+    call.location = fl.getFilename().str() + ":" + std::to_string(fl.getLine());
+  ArgConverter conv{*this, {}, {}};
+  std::string why;
+  PyRef probeResult;
+  try {
+    call.args.resize(args.size());
+    PyRef metaArgs = PyRef::steal(PyTuple_New((Py_ssize_t)args.size()));
+    for (size_t i = 0; i < args.size(); ++i)
+      PyTuple_SET_ITEM(metaArgs.get(), (Py_ssize_t)i, conv.convert(args[i], call.args[i]));
+    PyRef metaKwargs = PyRef::steal(PyDict_New());
+    for (auto &[k, v] : kwargs) {
+      PyRef key = PyRef::steal(PyUnicode_FromString(k.c_str()));
+      call.kwargs.push_back({key, FallbackArg()});
+      PyRef value = PyRef::steal(conv.convert(v, call.kwargs.back().second));
+      PyDict_SetItem(metaKwargs.get(), key.get(), value.get());
+    }
+    if (conv.operands.empty())
+      throw Refused{"it has no tensor argument"};
+    PyRef tensors = PyRef::steal(PyTuple_New((Py_ssize_t)conv.metas.size()));
+    for (size_t i = 0; i < conv.metas.size(); ++i)
+      PyTuple_SET_ITEM(tensors.get(), (Py_ssize_t)i, PyRef(conv.metas[i]).release());
+    static PyObject *probe = fallbackHelper("probe");
+    if (!probe)
+      throw Refused{"kiln._fallback is missing"};
+    probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(
+        probe, callable.get(), metaArgs.get(), metaKwargs.get(), tensors.get(), nullptr));
+    if (!probeResult) {
+      PyErr_Clear();
+      throw Refused{"the meta run failed"};
+    }
+    if (PyUnicode_Check(probeResult.get()))
+      throw Refused{PyUnicode_AsUTF8(probeResult.get())};
+    call.tupleResult = PyObject_IsTrue(PyTuple_GET_ITEM(probeResult.get(), 0)) == 1;
+    PyObject *metas = PyTuple_GET_ITEM(probeResult.get(), 1);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(metas); ++i) {
+      PyObject *m = PyTuple_GET_ITEM(metas, i);
+      PyObject *dtype = PyTuple_GET_ITEM(m, 1);
+      auto d = dtypeFromObject(dtype);
+      if (!d)
+        throw Refused{"it returns a " + pyText(dtype) + " tensor (a dtype kiln does not support)"};
+      std::vector<int64_t> sizes;
+      PyObject *shape = PyTuple_GET_ITEM(m, 0);
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); ++k)
+        sizes.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape, k)));
+      call.sizes.push_back(sizes);
+      call.dtypes.push_back(dtypeObject(*d));
+    }
+  } catch (const Refused &r) {
+    why = r.why;
+  }
+  if (!why.empty()) {
+    std::string msg = name + " has no kiln lowering and cannot run through torch inside the "
+                             "graph: " + why;
+    throw Unsupported(original ? std::string(original->what()) + " (" + msg + ")" : msg);
+  }
+  // The IR: a declaration per call, called with the tensor operands.
+  std::string callee = "kiln_fallback_" + std::to_string(out_.fallbacks.size());
+  llvm::SmallVector<mlir::Type> operandTypes, resultTypes;
+  for (mlir::Value v : conv.operands)
+    operandTypes.push_back(v.getType());
+  for (size_t i = 0; i < call.sizes.size(); ++i)
+    resultTypes.push_back(mlir::RankedTensorType::get(
+        call.sizes[i], elementType(ctx_, *dtypeFromObject(call.dtypes[i]))));
+  mlir::OpBuilder decl(&ctx_);
+  decl.setInsertionPointToEnd(out_.module->getBody());
+  auto fnType = decl.getFunctionType(operandTypes, resultTypes);
+  auto declOp = decl.create<mlir::func::FuncOp>(loc_, callee, fnType);
+  declOp.setPrivate();
+  declOp->setAttr("kiln.torch_op", decl.getStringAttr(call.signature()));
+  auto op = b_.create<mlir::func::CallOp>(loc_, callee, resultTypes, conv.operands);
+  out_.fallbacks.push_back(std::move(call));
+  std::vector<VarP> results;
+  for (mlir::Value r : op.getResults()) {
+    VarP t = makeTensor(r);
+    t->fresh = true; // a new tensor (aliasing results were refused)
+    results.push_back(t);
+  }
+  if (out_.fallbacks.back().tupleResult)
+    return makeSeq(Var::Kind::Tuple, results);
+  return results[0];
+}
+
+VarP Interpreter::withFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
+                               std::map<std::string, VarP> &kwargs,
+                               const std::function<VarP()> &attempt) {
+  std::vector<VarP> argsCopy = args;
+  std::map<std::string, VarP> kwargsCopy = kwargs;
+  std::vector<std::pair<VarP, mlir::Value>> snapshot;
+  for (const VarP &a : args)
+    snapshotTensors(a, snapshot);
+  for (auto &[k, v] : kwargs)
+    snapshotTensors(v, snapshot);
+  int depth = depth_;
+  mlir::Location loc = loc_;
+  bool grad = gradMode_;
+  auto exits = gradExits_;
+  try {
+    return attempt();
+  } catch (const Unsupported &e) {
+    // The attempt may have emitted ops before it failed: they stay, dead.
+    // If it rebound an argument (an in-place update), the call cannot be
+    // replayed on the original values: the failure stands.
+    for (auto &[var, value] : snapshot)
+      if (var->value != value)
+        throw;
+    depth_ = depth;
+    loc_ = loc;
+    gradMode_ = grad;
+    gradExits_ = exits;
+    if (VarP r = torchFallback(fn, method, argsCopy, kwargsCopy, &e))
+      return r;
+    throw;
+  }
+}
+
+} // namespace kiln

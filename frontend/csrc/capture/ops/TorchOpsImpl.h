@@ -1,0 +1,313 @@
+//===- TorchOpsImpl.h - shared helpers of the torch → kiln handlers -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to the torch → kiln handlers: TorchOps.cpp (the op table,
+// argument binding, the core elementwise, reduction and shape handlers),
+// TorchIndexing.cpp (indexing, slicing, concatenation, embedding and
+// eval-mode batch_norm) and the category files TorchOpsElementwise.cpp,
+// TorchOpsReduction.cpp, TorchOpsShape.cpp, TorchOpsNN.cpp and
+// TorchOpsLoss.cpp, which
+// register their entries and handlers into the one OpTable. Parsed
+// arguments, constant-argument helpers, torch type promotion and the Emit
+// builder.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_TORCHOPSIMPL_H
+#define KILN_FRONTEND_CAPTURE_TORCHOPSIMPL_H
+
+#include "capture/interp/Interp.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Verifier.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln {
+
+using mlir::RankedTensorType;
+using mlir::Type;
+using mlir::Value;
+
+/// Parsed arguments: by parameter name, with the rest positional.
+struct Args {
+  std::map<std::string, VarP> named;
+  VarP get(const std::string &n) const {
+    auto it = named.find(n);
+    return it == named.end() ? nullptr : it->second;
+  }
+  bool isNone(const std::string &n) const {
+    VarP v = get(n);
+    return !v || (v->isConst() && v->obj.get() == Py_None);
+  }
+};
+
+/// One mapped callable: the kiln-level op name and torch's parameter list
+/// (a leading `*` marks varargs: the remaining positionals, or one sequence).
+struct OpSpec {
+  std::string op;
+  std::vector<std::string> params;
+};
+
+struct Args;
+/// Builds the graph of mapped op `op` from its bound arguments.
+using OpHandler = VarP (*)(Interpreter &I, const std::string &op, Args &a);
+
+/// The single torch → kiln table: torch callables (looked up once by
+/// module and attribute name, matched by identity), Tensor methods (by
+/// name) and the handlers of ops implemented in the category files. The
+/// coverage command (`python -m kiln.coverage`) reads it through
+/// `kiln._C.mapped_ops()`.
+struct OpTable {
+  struct Function {
+    std::string module, name;
+    OpSpec spec;
+  };
+  std::vector<Function> functionList;             ///< in registration order
+  std::unordered_map<PyObject *, OpSpec> functions; ///< by callable identity
+  std::unordered_map<std::string, OpSpec> methods;  ///< Tensor methods
+  std::unordered_map<std::string, OpHandler> handlers;
+
+  /// Maps `module.name` (skipped when it does not exist in this torch).
+  void function(const char *module, const char *name, OpSpec spec);
+  /// Maps Tensor method `name`.
+  void method(const char *name, OpSpec spec) { methods[name] = std::move(spec); }
+  /// Maps the torch function and the Tensor method of one name with the
+  /// same parameters (the first is `input`, the method's self).
+  void both(const char *name, OpSpec spec) {
+    function("torch", name, spec);
+    method(name, std::move(spec));
+  }
+  void handler(const std::string &op, OpHandler h) { handlers[op] = h; }
+};
+
+/// The table, built on first use (TorchOps.cpp).
+const OpTable &opTable();
+/// Category registrations (one per file).
+void registerElementwiseOps(OpTable &t);
+void registerReductionOps(OpTable &t);
+void registerShapeOps(OpTable &t);
+void registerNNOps(OpTable &t);
+void registerLossOps(OpTable &t);
+
+/// True for ops whose eager result may alias their input (views and
+/// no-ops); such results are never updated in place (TorchOps.cpp).
+bool isViewLike(const std::string &op);
+
+inline RankedTensorType ttype(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+inline VarP T(Value v) { return makeTensor(v); }
+
+/// The Python int of constant `v` (Unsupported otherwise).
+long asInt(const VarP &v, const char *what);
+/// The Python number of constant `v` as a double.
+double asDouble(const VarP &v, const char *what);
+/// An int or a sequence of ints.
+std::vector<int64_t> asInts(const VarP &v, const char *what);
+/// Like asInts, but a SymInt item (a symbolic size) becomes `?`
+/// (ShapedType::kDynamic; its captured value in the shadow static
+/// capture): reshape/view targets.
+std::vector<int64_t> shapeArg(const VarP &v, const char *what);
+/// Whether `v` (an int or a sequence) holds a SymInt that is `?` in the
+/// graph's types (not one of the shadow static capture).
+bool hasSymInt(const VarP &v);
+/// Whether `v` (an int or a sequence) holds any SymInt.
+bool anySymInt(const VarP &v);
+/// torch's dim normalization (negative dims count from the end; a 0-d
+/// tensor accepts -1 and 0); Unsupported when out of range.
+int64_t normDim(int64_t d, int64_t rank);
+/// torch.result_type over tensors and Python scalars.
+DType resultType(const std::vector<VarP> &operands);
+/// torch.get_default_dtype() of the capture in progress.
+DType defaultFloat();
+
+/// Applies mapped op `op` and records aliasing facts (TorchOps.cpp).
+VarP applyTracked(Interpreter &I, const std::string &op, Args &a);
+
+/// Python constants as Vars.
+VarP constInt(int64_t v);
+VarP constFloat(double v);
+VarP constBool(bool v);
+VarP constIntTuple(llvm::ArrayRef<int64_t> v);
+/// Applies mapped op `op` (tracked) to named arguments.
+VarP callOp(Interpreter &I, const std::string &op,
+            std::initializer_list<std::pair<const char *, VarP>> args);
+/// The tensor of `v` (Unsupported naming `op` when it is not one).
+Value tensorArg(const VarP &v, const std::string &op);
+/// A bool argument (`dflt` when absent or None).
+bool boolArg(const Args &a, const char *name, bool dflt);
+/// A float argument (`dflt` when absent or None).
+double floatArg(const Args &a, const char *name, double dflt);
+/// An int argument (`dflt` when absent or None).
+int64_t intArg(const Args &a, const char *name, int64_t dflt);
+/// A str argument (`dflt` when absent or None).
+std::string strArg(const Args &a, const char *name, const std::string &dflt);
+/// A result tensor that eager returns as a new tensor: marked as a copy
+/// when it is the input's value itself.
+VarP freshResult(Value v);
+/// Indexing (`__getitem__`), narrow/select/chunk/split/unbind, cat/stack,
+/// embedding and batch_norm (TorchIndexing.cpp): composed of tracked
+/// primitive steps. nullptr when `op` is not one of them.
+VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a);
+/// The `__slice` primitive: a kiln.slice with constant start/end/step
+/// tuples in `a` (TorchIndexing.cpp).
+VarP applySlice(Interpreter &I, Args &a);
+
+/// Small graph-building helpers bound to the interpreter's builder.
+class Emit {
+public:
+  explicit Emit(Interpreter &I) : I(I), b(I.builder()) {}
+
+  Type elt(DType d) { return elementType(*b.getContext(), d); }
+
+  Value cast(Value v, DType d) {
+    auto t = ttype(v);
+    if (t.getElementType() == elt(d)) return v;
+    return b.create<mlir::kiln::CastOp>(I.loc(), t.clone(elt(d)), v);
+  }
+
+  Value scalar(PyObject *o, DType d) {
+    Type e = elt(d);
+    auto type = RankedTensorType::get({}, e);
+    mlir::Attribute a;
+    if (llvm::isa<mlir::FloatType>(e)) {
+      double x = PyFloat_AsDouble(o);
+      a = mlir::DenseElementsAttr::get(type, b.getFloatAttr(e, x));
+    } else if (e.isInteger(1)) {
+      a = mlir::DenseElementsAttr::get(type, PyObject_IsTrue(o) == 1);
+    } else {
+      int64_t x = PyLong_AsLongLong(o);
+      a = mlir::DenseElementsAttr::get(type, b.getIntegerAttr(e, x));
+    }
+    if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported("scalar out of range"); }
+    return b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(a));
+  }
+
+  Value operand(const VarP &v, DType d) {
+    if (v->isTensor()) return cast(v->value, d);
+    return scalar(constObj(v, "operand"), d);
+  }
+
+  /// Checks inference first so malformed user code becomes Unsupported
+  /// (eager then raises torch's own error) instead of a fatal error.
+  template <typename OpT>
+  Value inferred(mlir::ValueRange operands) {
+    llvm::SmallVector<Type> types;
+    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
+      throw Unsupported(std::string("invalid operands for ") + OpT::getOperationName().str());
+    return b.create<OpT>(I.loc(), types.front(), operands).getResult();
+  }
+
+  template <typename OpT>
+  Value binary(const VarP &a, const VarP &c, std::optional<DType> force = {}) {
+    DType d = force ? *force : resultType({a, c});
+    return inferred<OpT>({operand(a, d), operand(c, d)});
+  }
+
+  template <typename OpT>
+  Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
+
+  Value floatUnaryInput(const VarP &x) {
+    Value v = x->value;
+    DType d = dtypeOf(ttype(v).getElementType());
+    return dtypeCategory(d) == 2 ? v : cast(v, defaultFloat());
+  }
+
+  Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
+    auto t = ttype(v);
+    if (t.getShape() == shape) return v;
+    return b.create<mlir::kiln::ReshapeOp>(I.loc(), RankedTensorType::get(shape, t.getElementType()), v);
+  }
+
+  Value permute(Value v, llvm::ArrayRef<int64_t> dims) {
+    return b.create<mlir::kiln::PermuteOp>(I.loc(), v, b.getDenseI64ArrayAttr(dims));
+  }
+
+  /// Builds `OpT` with `attrs`, inferring its result type when it has
+  /// InferTypeOpInterface (else it takes `operands[0]`'s type); failed
+  /// inference or verification erases it and throws Unsupported naming
+  /// `what`, so an invalid call never aborts the process.
+  template <typename OpT>
+  Value checked(mlir::ValueRange operands, llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                const std::string &what) {
+    mlir::Type placeholder = operands.front().getType();
+    auto op = b.create<OpT>(I.loc(), mlir::TypeRange{placeholder}, operands, attrs);
+    mlir::Operation *raw = op.getOperation();
+    if constexpr (OpT::template hasTrait<mlir::InferTypeOpInterface::Trait>()) {
+      llvm::SmallVector<Type> types;
+      if (mlir::failed(OpT::inferReturnTypes(b.getContext(), raw->getLoc(), raw->getOperands(),
+                                             raw->getAttrDictionary(), raw->getPropertiesStorage(),
+                                             raw->getRegions(), types))) {
+        raw->erase();
+        throw Unsupported("invalid arguments for " + what + " (eager raises)");
+      }
+      raw->getResult(0).setType(types.front());
+    }
+    if (mlir::failed(mlir::verify(raw, /*verifyRecursively=*/false))) {
+      raw->erase();
+      throw Unsupported("invalid arguments for " + what + " (eager raises)");
+    }
+    return raw->getResult(0);
+  }
+
+  /// A constant of `shape` and dtype `d` from `values` (row-major).
+  Value dense(llvm::ArrayRef<int64_t> shape, DType d, llvm::ArrayRef<double> values) {
+    if (mlir::ShapedType::isDynamicShape(shape))
+      throw Unsupported("a constant of symbolic shape");
+    Type e = elt(d);
+    auto type = RankedTensorType::get(shape, e);
+    llvm::SmallVector<mlir::Attribute> attrs;
+    for (double v : values) {
+      if (llvm::isa<mlir::FloatType>(e)) attrs.push_back(b.getFloatAttr(e, v));
+      else if (e.isInteger(1)) attrs.push_back(b.getIntegerAttr(e, v != 0));
+      else attrs.push_back(b.getIntegerAttr(e, static_cast<int64_t>(v)));
+    }
+    return b.create<mlir::kiln::ConstantOp>(
+        I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, attrs)));
+  }
+
+  /// A 0-d constant `v` of dtype `d`.
+  Value num(double v, DType d) { return dense({}, d, {v}); }
+
+  /// A splat constant of `shape`.
+  Value splat(llvm::ArrayRef<int64_t> shape, DType d, double v) {
+    if (mlir::ShapedType::isDynamicShape(shape))
+      throw Unsupported("a constant of symbolic shape");
+    Type e = elt(d);
+    auto type = RankedTensorType::get(shape, e);
+    mlir::Attribute a = llvm::isa<mlir::FloatType>(e)
+                            ? mlir::Attribute(b.getFloatAttr(e, v))
+                            : e.isInteger(1) ? mlir::Attribute(b.getBoolAttr(v != 0))
+                                             : mlir::Attribute(b.getIntegerAttr(e, (int64_t)v));
+    return b.create<mlir::kiln::ConstantOp>(
+        I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, a)));
+  }
+
+  /// Broadcasting binary op on values of one element type.
+  template <typename OpT>
+  Value bin(Value x, Value y) { return inferred<OpT>({x, y}); }
+
+  Value select(Value c, Value t, Value f) {
+    return inferred<mlir::kiln::SelectOp>({c, t, f});
+  }
+
+  template <typename OpT>
+  Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {
+    int64_t rank = ttype(v).getRank();
+    for (auto &d : dims) d = normDim(d, rank);
+    if (rank == 0) dims.clear();
+    std::sort(dims.begin(), dims.end());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    return b.create<OpT>(I.loc(), v, b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
+  }
+
+  Interpreter &I;
+  mlir::OpBuilder &b;
+};
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_TORCHOPSIMPL_H

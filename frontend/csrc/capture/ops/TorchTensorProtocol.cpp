@@ -1,0 +1,300 @@
+//===- TorchTensorProtocol.cpp - Tensor attributes and operators → kiln -===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// What a captured tensor answers as a Python object: its attributes
+// (`x.shape`, `x.dtype`, `x.device`, `x.T`, layout flags, bound methods)
+// and the Python operators on it (`x + y`, `x @ w`, `x += 1`), which go
+// through the same op table as the torch functions (TorchOps.cpp).
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+#include "ir/KilnOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+
+namespace kiln {
+
+using mlir::RankedTensorType;
+using mlir::Type;
+using mlir::Value;
+
+VarP Interpreter::sizeVar(mlir::Value value, int64_t dim) {
+  auto type = ttype(value);
+  int sym = symbolOfDim(value, dim);
+  if (sym == -1) {
+    if (type.isDynamicDim(dim))
+      throw Unsupported("a symbolic size kiln lost track of");
+    return makeConst(PyRef::steal(PyLong_FromLongLong(type.getDimSize(dim))));
+  }
+  out_.readSymbolicSize = true;
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::SymInt;
+  if (sym >= 0) {
+    auto e = std::make_shared<SizeExpr>();
+    e->op = SizeExpr::Op::Sym;
+    e->value = sym;
+    v->sym = e;
+    v->captured = out_.symbols[sym].captured;
+    v->staticSym = !type.isDynamicDim(dim);
+  }
+  return v;
+}
+
+VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
+  if (self->vmapLevels > 0 && name != "dtype" && name != "device" && name != "is_cuda" &&
+      name != "requires_grad")
+    throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
+  auto type = ttype(self->value);
+  bool symbolic = !type.hasStaticShape();
+  for (int64_t i = 0; !symbolic && out_.dynamic.shadow && i < type.getRank(); ++i)
+    symbolic = symbolOfDim(self->value, i) >= 0;
+  if (name == "shape" && symbolic) {
+    // Symbolic dims read as SymInt vars (DynamicShapes.h).
+    std::vector<VarP> items;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      items.push_back(sizeVar(self->value, i));
+    return makeSeq(Var::Kind::Tuple, items);
+  }
+  if (name == "shape") {
+    static PyObject *sizeType = PyObject_GetAttrString(torchModule(), "Size"); // leaked
+    PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
+    PyRef args = PyRef::steal(PyTuple_Pack(1, tuple.get()));
+    return makeConst(PyRef::steal(PyObject_Call(sizeType, args.get(), nullptr)));
+  }
+  if (name == "__len__") {
+    if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
+    return sizeVar(self->value, 0);
+  }
+  if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
+  if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
+  if (name == "is_cuda") return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
+  if (name == "is_meta")
+    return makeConst(PyRef::borrow(graphDevice_ == TensorMeta::kMetaDevice ? Py_True : Py_False));
+  // Graph tensors are dense strided tensors: nested, sparse, quantized and
+  // MKL-DNN tensors are never graph inputs (their frames run eagerly).
+  if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn")
+    return makeConst(PyRef::borrow(Py_False));
+  if (name == "requires_grad") {
+    // A graph input: its guarded flag; a computed tensor: eager's rule
+    // (grad mode on here and some input requiring grad).
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
+      if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
+        return makeConst(PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
+    bool anyInput = false;
+    for (const GraphInput &in : out_.inputs)
+      anyInput |= in.requiresGrad;
+    if (!gradMode_ || !anyInput || !llvm::isa<mlir::FloatType>(type.getElementType()))
+      return makeConst(PyRef::borrow(Py_False));
+    if (gradSwitched_)
+      throw Unsupported("requires_grad of a computed tensor in a graph with grad-mode regions");
+    // Grad mode on throughout: the result requires grad when it depends on
+    // an input that does (float ops are differentiable).
+    llvm::SmallVector<mlir::Value> todo = {self->value};
+    llvm::DenseSet<mlir::Value> seen;
+    while (!todo.empty()) {
+      mlir::Value v = todo.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+        if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size() &&
+            out_.inputs[arg.getArgNumber()].requiresGrad)
+          return makeConst(PyRef::borrow(Py_True));
+        continue;
+      }
+      if (mlir::Operation *def = v.getDefiningOp())
+        for (mlir::Value operand : def->getOperands())
+          if (auto st = llvm::dyn_cast<mlir::ShapedType>(operand.getType()))
+            if (llvm::isa<mlir::FloatType>(st.getElementType()))
+              todo.push_back(operand);
+    }
+    return makeConst(PyRef::borrow(Py_False));
+  }
+  if (name == "device") // all graph tensors are on the inputs' device (guarded)
+    return makeConst(PyRef::steal(
+        PyObject_CallMethod(torchModule(), "device", "s", deviceName(graphDevice_).c_str())));
+  if (name == "T" || name == "mT") {
+    std::vector<VarP> none;
+    std::map<std::string, VarP> nokw;
+    if (name == "T") {
+      std::vector<VarP> perm;
+      for (int64_t i = type.getRank() - 1; i >= 0; --i)
+        perm.push_back(makeConst(PyRef::steal(PyLong_FromLongLong(i))));
+      std::vector<VarP> args = {makeSeq(Var::Kind::Tuple, perm)};
+      return callTensorMethod(self, "permute", args, nokw);
+    }
+    std::vector<VarP> dims = {makeConst(PyRef::steal(PyLong_FromLong(-2))),
+                              makeConst(PyRef::steal(PyLong_FromLong(-1)))};
+    return callTensorMethod(self, "transpose", dims, nokw);
+  }
+  auto &methods = opTable().methods;
+  if (methods.count(name) ||
+      (name.size() > 1 && name.back() == '_' && methods.count(name.substr(0, name.size() - 1)))) {
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::TensorMethod;
+    m->self = self;
+    m->name = name;
+    return m;
+  }
+  throw Unsupported("Tensor." + name + " is not supported yet");
+}
+
+namespace {
+/// Flattens Python numbers (nested lists/tuples) into `out`; fills `shape`
+/// and the widest kind seen (0 bool, 1 int, 2 float). False if not numbers.
+bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::vector<double> &out,
+                 int &kind) {
+  if (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) {
+    if (depth != shape.size())
+      return false;
+    kind = std::max(kind, PyBool_Check(o) ? 0 : PyLong_CheckExact(o) ? 1 : 2);
+    double v = PyFloat_AsDouble(o);
+    if (kind == 1 && PyLong_CheckExact(o) && std::fabs(v) > 9007199254740992.0)
+      return false; // not exact through a double
+    out.push_back(v);
+    return !PyErr_Occurred();
+  }
+  if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o))
+    return false;
+  int64_t n = PySequence_Fast_GET_SIZE(o);
+  if (depth == shape.size())
+    shape.push_back(n);
+  else if (depth > shape.size() || shape[depth] != n)
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (!flattenData(PySequence_Fast_ITEMS(o)[i], depth + 1, shape, out, kind))
+      return false;
+  return true;
+}
+} // namespace
+
+VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  if (args.size() != 1)
+    throw Unsupported("torch.tensor takes one data argument");
+  for (auto &[k, v] : kwargs)
+    if (k != "dtype" && k != "device" && !(k == "requires_grad" && v->isConst() && v->obj.get() == Py_False))
+      throw Unsupported("torch.tensor(" + k + "=...) is not supported");
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+  int kind = 0;
+  if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
+    PyErr_Clear();
+    throw Unsupported("torch.tensor of data other than Python numbers");
+  }
+  if (shape.size() > 0 && std::find(shape.begin(), shape.end(), 0) != shape.end())
+    throw Unsupported("torch.tensor of empty data");
+  if (kwargs.count("device")) {
+    PyRef str = PyRef::steal(PyObject_Str(constObj(kwargs["device"], "device")));
+    PyErr_Clear();
+    std::string dev = str ? pyText(str.get()) : "";
+    if (dev != deviceName(graphDevice_) && !(graphDevice_ == -1 && dev == "cpu"))
+      throw Unsupported("torch.tensor on device " + dev + " (not the graph's device)");
+  }
+  DType d = kind == 0 ? DType::Bool : kind == 1 ? DType::I64 : defaultFloat();
+  if (kwargs.count("dtype") && !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
+    auto dt = dtypeFromObject(constObj(kwargs["dtype"], "dtype"));
+    if (!dt)
+      throw Unsupported("torch.tensor with an unsupported dtype");
+    d = *dt;
+  }
+  Emit e(*this);
+  auto t = makeTensor(e.dense(shape, d, data));
+  t->fresh = true;
+  return t;
+}
+
+namespace {
+PyObject *dtypeType() {
+  static PyObject *t = PyObject_GetAttrString(torchModule(), "dtype"); // leaked
+  return t;
+}
+} // namespace
+
+VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
+                               const std::vector<VarP> &args,
+                               const std::map<std::string, VarP> &kwargs) {
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
+      PyObject_TypeCheck(args[0]->obj.get(), reinterpret_cast<PyTypeObject *>(dtypeType()))) {
+    // x.type(torch.float32) is x.to(torch.float32); type strings are not mapped.
+    std::vector<VarP> a = args;
+    std::map<std::string, VarP> kw;
+    return callTensorMethod(self, "to", a, kw);
+  }
+  if (name == "to") {
+    // x.to(device[, dtype]) / x.to(device=, dtype=) on the graph's own
+    // device moves nothing (eager returns x, or the cast).
+    static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+    std::vector<VarP> rest = args;
+    std::map<std::string, VarP> kw = kwargs;
+    VarP dev;
+    if (kw.count("device")) {
+      dev = kw["device"];
+      kw.erase("device");
+    } else if (!rest.empty() && rest[0]->isConst() &&
+               (PyObject_TypeCheck(rest[0]->obj.get(), reinterpret_cast<PyTypeObject *>(deviceType)) ||
+                PyUnicode_Check(rest[0]->obj.get()))) {
+      dev = rest[0];
+      rest.erase(rest.begin());
+    }
+    if (!dev || !dev->isConst())
+      return nullptr;
+    PyRef str = PyRef::steal(PyObject_Str(dev->obj.get()));
+    PyErr_Clear();
+    std::string d = str ? pyText(str.get()) : "";
+    std::string mine = deviceName(graphDevice_);
+    if (d != mine && !(graphDevice_ == -1 && d == "cpu"))
+      return nullptr;
+    if (kw.count("dtype") && rest.empty()) {
+      rest.push_back(kw["dtype"]);
+      kw.erase("dtype");
+    }
+    if (rest.empty() && kw.empty())
+      return self;
+    return callTensorMethod(self, "to", rest, kw);
+  }
+  if (!args.empty() || !kwargs.empty())
+    return nullptr;
+  mlir::Type elt = ttype(self->value).getElementType();
+  if (name == "is_floating_point")
+    return makeConst(PyRef::borrow(llvm::isa<mlir::FloatType>(elt) ? Py_True : Py_False));
+  if (name == "is_complex")
+    return makeConst(PyRef::borrow(Py_False)); // kiln has no complex dtypes
+  return nullptr;
+}
+
+VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {
+  if (!a->isTensor() && !b->isTensor()) return nullptr;
+  std::string op = sym;
+  bool inplace = op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" &&
+                 op != "<=" && op != ">=";
+  if (inplace) {
+    op.pop_back();
+    // x += y mutates x's storage in eager: only allowed on a tensor the graph
+    // computed and that nothing else views; the Var is updated in place so
+    // every Python reference to it sees the new value.
+    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
+      throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
+  }
+  static const std::map<std::string, std::string> names = {
+      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"**", "pow"}, {"@", "matmul"},
+      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
+      {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}};
+  auto it = names.find(op);
+  if (it == names.end()) throw Unsupported("operator " + sym + " on tensors is not supported yet");
+  Args args;
+  args.named["input"] = a;
+  args.named[it->second == "pow" ? "exponent" : "other"] = b;
+  VarP r = applyTracked(*this, it->second, args);
+  if (inplace && a->isTensor()) {
+    if (r->value.getType() != a->value.getType())
+      throw Unsupported("in-place " + sym + " would change the tensor's shape or dtype");
+    a->value = r->value;
+    return a;
+  }
+  return r;
+}
+
+} // namespace kiln

@@ -1,0 +1,233 @@
+//===- DynamicShapes.cpp - symbolic input sizes of a capture -----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements DynamicShapes.h: choosing symbolic dims, grouping them into
+// symbolic sizes, reshapes over a symbolic size, and the dynamic-vs-static
+// capture comparison that decides whether a `?` graph may be reused.
+//===----------------------------------------------------------------------===//
+#include "capture/values/DynamicShapes.h"
+
+#include "capture/interp/Interp.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <set>
+
+namespace kiln {
+
+using mlir::ShapedType;
+
+namespace {
+
+/// The dims kiln.mark_dynamic(t, dim) recorded on `t` (borrowed).
+std::vector<int64_t> markedDims(PyObject *t) {
+  std::vector<int64_t> dims;
+  PyRef marked = PyRef::steal(PyObject_GetAttrString(t, "_kiln_dynamic_dims"));
+  if (!marked) {
+    PyErr_Clear();
+    return dims;
+  }
+  PyRef seq = PyRef::steal(PySequence_Tuple(marked.get()));
+  for (Py_ssize_t i = 0; seq && i < PyTuple_GET_SIZE(seq.get()); ++i)
+    dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(seq.get(), i)));
+  PyErr_Clear();
+  return dims;
+}
+
+} // namespace
+
+std::vector<bool> symbolicDims(const DynamicPolicy &policy, PyObject *t,
+                               const std::string &sourceDesc, const TensorMeta &meta,
+                               bool contiguous) {
+  size_t rank = meta.sizes.size();
+  std::vector<bool> dyn(rank, false);
+  if (policy.forceStatic || !contiguous)
+    return dyn;
+  std::vector<int64_t> marked = markedDims(t);
+  // dynamic=True covers the frame's tensor arguments (and tensors in its
+  // tuple/list/dict arguments), not parameters and buffers read from
+  // modules (Dynamo keeps those static too).
+  bool argument = sourceDesc.rfind("L[", 0) == 0 &&
+                  sourceDesc.find("__dict__") == std::string::npos &&
+                  sourceDesc.find('.') == std::string::npos;
+  for (size_t d = 0; d < rank; ++d) {
+    if (meta.sizes[d] < 2 || policy.staticSizes.count(meta.sizes[d]))
+      continue; // 0/1 specialization, or equal to a static size
+    bool want = (policy.mode == DynamicPolicy::Mode::All && argument) ||
+                std::count(marked.begin(), marked.end(), (int64_t)d) ||
+                std::count(marked.begin(), marked.end(), (int64_t)d - (int64_t)rank) ||
+                (policy.mode == DynamicPolicy::Mode::Auto &&
+                 policy.autoDims.count(sourceDesc + "#" + std::to_string(d)));
+    dyn[d] = want;
+  }
+  return dyn;
+}
+
+void addSymbolicDims(Capture &cap, int input, const std::vector<int64_t> &sizes,
+                     const std::vector<bool> &dyn) {
+  for (size_t d = 0; d < dyn.size(); ++d) {
+    if (!dyn[d])
+      continue;
+    auto it = std::find_if(cap.symbols.begin(), cap.symbols.end(),
+                           [&](const SymbolicSize &s) { return s.captured == sizes[d]; });
+    if (it == cap.symbols.end()) {
+      cap.symbols.push_back({sizes[d], {}});
+      it = cap.symbols.end() - 1;
+    }
+    it->dims.push_back({input, (int)d});
+  }
+}
+
+std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int64_t> target) {
+  int inDyn = 0, tDyn = 0, infer = -1;
+  int64_t pIn = 1, pT = 1;
+  for (int64_t s : in) {
+    if (ShapedType::isDynamic(s)) ++inDyn;
+    else pIn *= s;
+  }
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (ShapedType::isDynamic(target[i])) ++tDyn;
+    else if (target[i] == -1) {
+      if (infer >= 0) throw Unsupported("reshape with two -1");
+      infer = (int)i;
+    } else if (target[i] < 0) throw Unsupported("reshape: negative size");
+    else pT *= target[i];
+  }
+  if (inDyn != 1 || tDyn > 1)
+    throw Unsupported("reshape between shapes with symbolic sizes other than one symbolic dim "
+                      "on each side");
+  if (tDyn == 1 && infer >= 0) {
+    // x.view(x.shape[0], -1): the symbolic target size is the input's one
+    // (the static re-capture checks it), the -1 takes the static rest.
+    if (pT == 0 || pIn % pT) throw Unsupported("reshape: invalid shape");
+    target[infer] = pIn / pT;
+  } else if (tDyn == 1) {
+    if (pIn != pT) throw Unsupported("reshape: element count mismatch");
+  } else if (infer >= 0) {
+    // x.view(-1, 64): the -1 becomes the symbolic size.
+    if (pT == 0 || pIn % pT) throw Unsupported("reshape: a symbolic size is not a multiple of the rest");
+    target[infer] = ShapedType::kDynamic;
+  } else {
+    throw Unsupported("reshape of a symbolic size to a static shape");
+  }
+  return target;
+}
+
+namespace {
+
+/// Compares two types: equal, except that `dyn` may hold `?` where `stat`
+/// holds a symbolic size's captured value; a static size of `dyn` must not
+/// equal one (it may stand for a symbolic size that was folded).
+bool sameUpToSymbols(mlir::Type dyn, mlir::Type stat, const std::map<int64_t, int> &symOf,
+                     std::vector<int> *symbols, std::set<int64_t> &collide) {
+  auto a = llvm::dyn_cast<mlir::RankedTensorType>(dyn);
+  auto b = llvm::dyn_cast<mlir::RankedTensorType>(stat);
+  if (!a || !b)
+    return dyn == stat;
+  if (a.getElementType() != b.getElementType() || a.getRank() != b.getRank())
+    return false;
+  for (int64_t d = 0; d < a.getRank(); ++d) {
+    int sym = -1;
+    if (a.isDynamicDim(d)) {
+      auto it = symOf.find(b.getDimSize(d));
+      if (it == symOf.end())
+        return false;
+      sym = it->second;
+    } else if (a.getDimSize(d) != b.getDimSize(d)) {
+      return false;
+    } else if (symOf.count(a.getDimSize(d))) {
+      collide.insert(a.getDimSize(d));
+      return false;
+    }
+    if (symbols)
+      symbols->push_back(sym);
+  }
+  return true;
+}
+
+std::string typeText(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+} // namespace
+
+bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
+                        std::set<int64_t> &collide) {
+  std::map<int64_t, int> symOf;
+  for (size_t i = 0; i < dyn.symbols.size(); ++i)
+    symOf[dyn.symbols[i].captured] = (int)i;
+  auto fd = llvm::cast<mlir::func::FuncOp>(dyn.module->getBody()->front());
+  auto fs = llvm::cast<mlir::func::FuncOp>(const_cast<Capture &>(stat).module->getBody()->front());
+  llvm::DenseMap<mlir::Value, int> nd, ns;
+  auto argsD = fd.getArguments(), argsS = fs.getArguments();
+  if (argsD.size() != argsS.size()) {
+    why = "the static capture has other inputs";
+    return false;
+  }
+  for (size_t i = 0; i < argsD.size(); ++i) {
+    if (!sameUpToSymbols(argsD[i].getType(), argsS[i].getType(), symOf, nullptr, collide)) {
+      why = "input " + std::to_string(i) + " has a static size equal to a symbolic one (" +
+            typeText(argsD[i].getType()) + ")";
+      return false;
+    }
+    nd[argsD[i]] = ns[argsS[i]] = (int)i;
+  }
+  std::vector<mlir::Operation *> opsD, opsS;
+  fd.getBody().walk([&](mlir::Operation *op) { opsD.push_back(op); });
+  fs.getBody().walk([&](mlir::Operation *op) { opsS.push_back(op); });
+  if (opsD.size() != opsS.size()) {
+    why = "the graph has other ops with static sizes";
+    return false;
+  }
+  int next = (int)argsD.size();
+  for (size_t i = 0; i < opsD.size(); ++i) {
+    mlir::Operation *a = opsD[i], *b = opsS[i];
+    std::string where = a->getName().getStringRef().str();
+    if (a->getName() != b->getName() || a->getAttrDictionary() != b->getAttrDictionary() ||
+        a->getNumOperands() != b->getNumOperands() || a->getNumResults() != b->getNumResults() ||
+        a->getNumRegions() || b->getNumRegions()) {
+      why = "op " + where + " depends on a symbolic size's value";
+      return false;
+    }
+    for (unsigned k = 0; k < a->getNumOperands(); ++k) {
+      auto x = nd.find(a->getOperand(k)), y = ns.find(b->getOperand(k));
+      if (x == nd.end() || y == ns.end() || x->second != y->second) {
+        why = "op " + where + " is wired differently with static sizes";
+        return false;
+      }
+    }
+    bool isReturn = llvm::isa<mlir::func::ReturnOp>(a);
+    for (unsigned k = 0; isReturn && k < a->getNumOperands(); ++k) {
+      std::vector<int> syms;
+      if (!sameUpToSymbols(a->getOperand(k).getType(), b->getOperand(k).getType(), symOf,
+                           &syms, collide)) {
+        why = "result " + std::to_string(k) + " has a size that is neither static nor a symbolic input size";
+        return false;
+      }
+      if (k < dyn.results.size()) {
+        dyn.results[k].symbolOf = syms;
+        for (size_t d = 0; d < syms.size(); ++d)
+          if (syms[d] >= 0)
+            dyn.results[k].sizes[d] = -1;
+      }
+    }
+    for (unsigned k = 0; k < a->getNumResults(); ++k) {
+      if (!sameUpToSymbols(a->getResult(k).getType(), b->getResult(k).getType(), symOf, nullptr, collide)) {
+        why = "op " + where + " has a size that depends on a symbolic size (" +
+              typeText(a->getResult(k).getType()) + " vs " + typeText(b->getResult(k).getType()) +
+              ")";
+        return false;
+      }
+      nd[a->getResult(k)] = ns[b->getResult(k)] = next++;
+    }
+  }
+  return true;
+}
+
+} // namespace kiln

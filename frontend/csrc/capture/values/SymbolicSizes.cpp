@@ -1,0 +1,381 @@
+//===- SymbolicSizes.cpp - Python ints computed from symbolic sizes ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A read of a symbolic size (`x.shape[1]` of a `?` dim) is a SymInt var
+// whose symbol is found by following the ops that built `x` back to a graph
+// input dim (symbolOfDim). Arithmetic on SymInts builds a SizeExpr;
+// comparisons and branches are decided by the captured values and guarded
+// (Capture::sizeGuards, checked per call by the entry, as Dynamo's shape
+// guards); factories of a symbolic size (torch.arange(s), torch.zeros(b, s))
+// are built from the input that carries the symbol, so the graph reads the
+// size from that input at run time. The shadow static capture (Hook.cpp)
+// runs the same code with static types and must build the same graph.
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+#include "ir/KilnOps.h"
+
+#include <set>
+
+namespace kiln {
+
+using mlir::RankedTensorType;
+using mlir::Value;
+using Op = SizeExpr::Op;
+
+bool evalSizeExpr(const SizeExpr &e, llvm::ArrayRef<int64_t> symbols, int64_t &out) {
+  if (e.op == Op::Sym) {
+    out = symbols[e.value];
+    return true;
+  }
+  if (e.op == Op::Const) {
+    out = e.value;
+    return true;
+  }
+  int64_t a, b;
+  if (!evalSizeExpr(*e.lhs, symbols, a) || !evalSizeExpr(*e.rhs, symbols, b))
+    return false;
+  switch (e.op) {
+  case Op::Add: out = a + b; return true;
+  case Op::Sub: out = a - b; return true;
+  case Op::Mul: out = a * b; return true;
+  case Op::FloorDiv:
+  case Op::Mod: {
+    if (b == 0)
+      return false;
+    int64_t q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) { // Python floors
+      q -= 1;
+      r += b;
+    }
+    out = e.op == Op::FloorDiv ? q : r;
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+std::string sizeExprText(const SizeExpr &e) {
+  if (e.op == Op::Sym)
+    return "s" + std::to_string(e.value);
+  if (e.op == Op::Const)
+    return std::to_string(e.value);
+  const char *op = e.op == Op::Add ? " + " : e.op == Op::Sub ? " - " : e.op == Op::Mul ? " * "
+                   : e.op == Op::FloorDiv ? " // " : " % ";
+  return "(" + sizeExprText(*e.lhs) + op + sizeExprText(*e.rhs) + ")";
+}
+
+namespace {
+
+SizeExprP constExpr(int64_t v) {
+  auto e = std::make_shared<SizeExpr>();
+  e->value = v;
+  return e;
+}
+
+/// `e` as sum(coeff * symbol) + constant when it is affine.
+bool linearForm(const SizeExpr &e, std::map<int64_t, int64_t> &coeffs, int64_t &c, int64_t scale) {
+  switch (e.op) {
+  case Op::Sym: coeffs[e.value] += scale; return true;
+  case Op::Const: c += scale * e.value; return true;
+  case Op::Add:
+    return linearForm(*e.lhs, coeffs, c, scale) && linearForm(*e.rhs, coeffs, c, scale);
+  case Op::Sub:
+    return linearForm(*e.lhs, coeffs, c, scale) && linearForm(*e.rhs, coeffs, c, -scale);
+  case Op::Mul:
+    if (e.lhs->op == Op::Const) return linearForm(*e.rhs, coeffs, c, scale * e.lhs->value);
+    if (e.rhs->op == Op::Const) return linearForm(*e.lhs, coeffs, c, scale * e.rhs->value);
+    return false;
+  default:
+    return false;
+  }
+}
+
+/// `e` simplified: an affine expression that is one symbol or a constant
+/// becomes that leaf (`(s0 + 3) - 3` is `s0`).
+SizeExprP simplify(SizeExprP e) {
+  std::map<int64_t, int64_t> coeffs;
+  int64_t c = 0;
+  if (!linearForm(*e, coeffs, c, 1))
+    return e;
+  for (auto it = coeffs.begin(); it != coeffs.end();)
+    it = it->second == 0 ? coeffs.erase(it) : std::next(it);
+  if (coeffs.empty())
+    return constExpr(c);
+  if (coeffs.size() == 1 && coeffs.begin()->second == 1 && c == 0) {
+    auto s = std::make_shared<SizeExpr>();
+    s->op = Op::Sym;
+    s->value = coeffs.begin()->first;
+    return s;
+  }
+  return e;
+}
+
+/// The expression of an int operand: a SymInt's, or a constant for a
+/// Python int; null for anything else.
+SizeExprP exprOf(const VarP &v) {
+  if (v->kind == Var::Kind::SymInt) {
+    if (!v->sym)
+      throw Unsupported("arithmetic on a symbolic size whose origin kiln does not track");
+    return v->sym;
+  }
+  if (v->isConst() && PyLong_Check(v->obj.get())) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v->obj.get(), &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    return constExpr(x);
+  }
+  return nullptr;
+}
+
+int64_t capturedOf(const VarP &v, const SizeExpr &e) {
+  return v->kind == Var::Kind::SymInt ? v->captured : e.value;
+}
+
+const std::set<std::string> &elementwiseOps() {
+  static const std::set<std::string> ops = {
+      "kiln.cast", "kiln.neg", "kiln.abs", "kiln.relu", "kiln.exp", "kiln.log", "kiln.tanh",
+      "kiln.sigmoid", "kiln.gelu", "kiln.silu", "kiln.sqrt", "kiln.rsqrt", "kiln.erf",
+      "kiln.sin", "kiln.cos", "kiln.tan", "kiln.atan", "kiln.floor", "kiln.ceil", "kiln.round",
+      "kiln.trunc", "kiln.log1p", "kiln.expm1", "kiln.log2", "kiln.add", "kiln.sub",
+      "kiln.mul", "kiln.div", "kiln.pow", "kiln.maximum", "kiln.minimum", "kiln.eq", "kiln.ne",
+      "kiln.lt", "kiln.le", "kiln.gt", "kiln.ge", "kiln.select", "kiln.softmax",
+      "kiln.layer_norm", "kiln.cumsum", "kiln.broadcast_to"};
+  return ops;
+}
+
+} // namespace
+
+int Interpreter::symbolOfDim(Value v, int64_t d) {
+  auto type = ttype(v);
+  bool shadow = out_.dynamic.shadow;
+  if (out_.symbols.empty() || (!shadow && !type.isDynamicDim(d)))
+    return -1;
+  auto key = std::make_pair(v.getAsOpaquePointer(), d);
+  if (auto it = symbolOfDim_.find(key); it != symbolOfDim_.end())
+    return it->second;
+  int64_t size = type.getDimSize(d), rank = type.getRank();
+  // Dim `od` of operand `o` when its size is this one's (a broadcast dim
+  // of size 1 is not).
+  auto from = [&](Value o, int64_t od) {
+    auto ot = ttype(o);
+    if (od < 0 || od >= ot.getRank() || ot.getDimSize(od) != size)
+      return -1;
+    return symbolOfDim(o, od);
+  };
+  int sym = -2;
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    sym = -1;
+    for (size_t k = 0; k < out_.symbols.size(); ++k)
+      for (auto [input, dim] : out_.symbols[k].dims)
+        if (input == (int)arg.getArgNumber() && dim == d)
+          sym = (int)k;
+  } else if (mlir::Operation *op = v.getDefiningOp()) {
+    std::string name = op->getName().getStringRef().str();
+    auto attr = [&](const char *n) { return op->getAttrOfType<mlir::DenseI64ArrayAttr>(n); };
+    if (elementwiseOps().count(name)) {
+      sym = -1;
+      for (Value o : op->getOperands())
+        if (sym < 0 && llvm::isa<RankedTensorType>(o.getType()))
+          sym = from(o, ttype(o).getRank() - (rank - d));
+    } else if (name == "kiln.permute") {
+      sym = from(op->getOperand(0), attr("dims")[d]);
+    } else if (name == "kiln.embedding") {
+      sym = d < rank - 1 ? from(op->getOperand(1), d) : from(op->getOperand(0), 1);
+    } else if (name == "kiln.gather") {
+      sym = from(op->getOperand(1), d);
+    } else if (name == "kiln.matmul") {
+      Value a = op->getOperand(0), b = op->getOperand(1);
+      int64_t ra = ttype(a).getRank(), rb = ttype(b).getRank();
+      if (ra >= 2 && rb >= 2) {
+        if (d == rank - 1) sym = from(b, rb - 1);
+        else if (d == rank - 2) sym = from(a, ra - 2);
+        else {
+          sym = from(a, ra - (rank - d));
+          if (sym < 0) sym = from(b, rb - (rank - d));
+        }
+      }
+    } else if (name == "kiln.slice") {
+      auto start = attr("start"), step = attr("step");
+      if (start[d] == 0 && step[d] == 1) sym = from(op->getOperand(0), d);
+      else sym = -1;
+    } else if (name == "kiln.sum" || name == "kiln.mean" || name == "kiln.max" ||
+               name == "kiln.min" || name == "kiln.prod") {
+      auto dims = attr("dims");
+      bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
+      int64_t in = 0, out = 0, inRank = ttype(op->getOperand(0)).getRank();
+      for (; in < inRank; ++in) {
+        bool reduced = std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in) ||
+                       dims.empty();
+        if (reduced && !keep) continue;
+        if (out++ == d) break;
+      }
+      bool reduced = in < inRank && (dims.empty() ||
+                                     std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in));
+      sym = in < inRank && !reduced ? from(op->getOperand(0), in) : -1;
+    } else if (name == "kiln.reshape") {
+      // The one symbolic input dim whose static neighbours multiply to the
+      // same products on both sides.
+      Value in = op->getOperand(0);
+      auto it = ttype(in);
+      int found = -1, count = 0;
+      int64_t at = -1;
+      for (int64_t e = 0; e < it.getRank(); ++e)
+        if (int k = symbolOfDim(in, e); k != -1) {
+          found = k;
+          at = e;
+          ++count;
+        }
+      auto prod = [](llvm::ArrayRef<int64_t> s, int64_t from, int64_t to) {
+        int64_t p = 1;
+        for (int64_t i = from; i < to; ++i) p *= s[i];
+        return p;
+      };
+      if (count == 1 && found >= 0) {
+        auto is = it.getShape(), os = type.getShape();
+        bool pre = true;
+        for (int64_t i = 0; i < rank; ++i)
+          if (i != d && mlir::ShapedType::isDynamic(os[i])) pre = false;
+        if (pre && prod(is, 0, at) == prod(os, 0, d) &&
+            prod(is, at + 1, it.getRank()) == prod(os, d + 1, rank))
+          sym = found;
+        else
+          sym = -2;
+      } else {
+        sym = count == 0 ? -1 : -2;
+      }
+    } else if (name == "kiln.constant") {
+      sym = -1;
+    }
+  }
+  if (sym >= 0 && size != out_.symbols[sym].captured && !type.isDynamicDim(d))
+    sym = -1; // a static dim of another size (shadow capture)
+  if (sym == -1 && type.isDynamicDim(d))
+    sym = -2;
+  if (sym == -2 && shadow && !type.isDynamicDim(d))
+    sym = -1;
+  symbolOfDim_[key] = sym;
+  return sym;
+}
+
+void Interpreter::addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs,
+                               bool expected) {
+  if (lhs->op == Op::Const && rhs->op == Op::Const)
+    return;
+  std::string text = sizeExprText(*lhs) + cmp + sizeExprText(*rhs);
+  for (const SizeGuard &g : out_.sizeGuards)
+    if (sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text)
+      return;
+  out_.sizeGuards.push_back({lhs, rhs, cmp, expected});
+}
+
+VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const VarP &b) {
+  if (a->kind != Var::Kind::SymInt && b->kind != Var::Kind::SymInt)
+    return nullptr;
+  std::string op = opIn;
+  if (op.size() > 1 && op.back() == '=' && op != "==" && op != "<=" && op != ">=" && op != "!=")
+    op.pop_back(); // in-place forms: s += 1
+  SizeExprP x = exprOf(a), y = exprOf(b);
+  if (!x || !y)
+    throw Unsupported("operator " + op + " on a symbolic size and a value that is not an int");
+  int64_t cx = capturedOf(a, *x), cy = capturedOf(b, *y);
+  bool isStatic = (a->kind == Var::Kind::SymInt && a->staticSym) ||
+                  (b->kind == Var::Kind::SymInt && b->staticSym);
+  static const std::map<std::string, Op> arith = {
+      {"+", Op::Add}, {"-", Op::Sub}, {"*", Op::Mul}, {"//", Op::FloorDiv}, {"%", Op::Mod}};
+  if (auto it = arith.find(op); it != arith.end()) {
+    auto e = std::make_shared<SizeExpr>();
+    e->op = it->second;
+    e->lhs = x;
+    e->rhs = y;
+    int64_t value;
+    SizeExpr concrete;
+    concrete.op = it->second;
+    concrete.lhs = constExpr(cx);
+    concrete.rhs = constExpr(cy);
+    if (!evalSizeExpr(concrete, {}, value))
+      throw Unsupported("integer division by zero on a symbolic size (eager raises)");
+    SizeExprP s = simplify(e);
+    if (s->op == Op::Const)
+      return constInt(s->value);
+    auto v = std::make_shared<Var>();
+    v->kind = Var::Kind::SymInt;
+    v->sym = s;
+    v->captured = value;
+    v->staticSym = isStatic;
+    return v;
+  }
+  static const std::set<std::string> cmps = {"<", "<=", "==", "!=", ">", ">="};
+  if (!cmps.count(op))
+    throw Unsupported("operator " + op + " on a symbolic size");
+  bool r = op == "<" ? cx < cy : op == "<=" ? cx <= cy : op == "==" ? cx == cy
+           : op == "!=" ? cx != cy : op == ">" ? cx > cy : cx >= cy;
+  addSizeGuard(x, op, y, r);
+  return constBool(r);
+}
+
+bool Interpreter::symIntTruthy(const VarP &v) {
+  if (!v->sym)
+    throw Unsupported("a branch on a symbolic size whose origin kiln does not track");
+  addSizeGuard(v->sym, "!=", constExpr(0), v->captured != 0);
+  return v->captured != 0;
+}
+
+Value Interpreter::symTrueLine(const VarP &n) {
+  if (!n->sym || n->sym->op != Op::Sym)
+    throw Unsupported("a tensor whose size is an expression of symbolic sizes (" +
+                      (n->sym ? sizeExprText(*n->sym) : std::string("untracked")) + ")");
+  Emit e(*this);
+  auto [input, dim] = out_.symbols[n->sym->value].dims[0];
+  Value x = func_.getArgument(input);
+  auto t = ttype(x);
+  // x reduced over its other dims: a 1-D tensor with the symbol's size,
+  // read from the input at run time.
+  Value line = x;
+  if (t.getElementType().isInteger(1))
+    line = e.cast(line, DType::I64);
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    if (i != dim) others.push_back(i);
+  if (!others.empty())
+    line = e.reduce<mlir::kiln::MaxOp>(line, others, false);
+  // eq(x, x) != ne(x, x) holds for every element, NaN included.
+  return e.bin<mlir::kiln::NeOp>(e.bin<mlir::kiln::EqOp>(line, line),
+                                 e.bin<mlir::kiln::NeOp>(line, line));
+}
+
+Value Interpreter::symIota(const VarP &n) {
+  Emit e(*this);
+  Value ones = e.cast(symTrueLine(n), DType::I64);
+  Value sum = b_.create<mlir::kiln::CumsumOp>(loc_, ones, b_.getI64IntegerAttr(0));
+  return e.bin<mlir::kiln::SubOp>(sum, e.num(1, DType::I64));
+}
+
+Value Interpreter::symFull(const std::vector<VarP> &dims, Value fill) {
+  Emit e(*this);
+  int64_t rank = dims.size();
+  std::vector<int64_t> staticShape;
+  for (const VarP &d : dims)
+    staticShape.push_back(d->kind == Var::Kind::SymInt ? 1 : asInt(d, "size"));
+  DType dt = dtypeOf(ttype(fill).getElementType());
+  Value v = e.b.create<mlir::kiln::BroadcastToOp>(
+      loc_, RankedTensorType::get(staticShape, ttype(fill).getElementType()), fill);
+  // select(true, v, v) broadcasts `v` along each symbolic dim.
+  for (int64_t i = 0; i < rank; ++i) {
+    if (dims[i]->kind != Var::Kind::SymInt)
+      continue;
+    Value line = symTrueLine(dims[i]);
+    std::vector<int64_t> shape(rank, 1);
+    shape[i] = ttype(line).getDimSize(0);
+    Value cond = e.reshape(line, shape);
+    v = e.select(cond, v, v);
+  }
+  (void)dt;
+  return v;
+}
+
+} // namespace kiln

@@ -1,0 +1,288 @@
+//===- BlasShims.cpp - OpenBLAS behind kiln's memref calling convention ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements the `_mlir_ciface_kiln_blas_*` functions the JIT'd code calls:
+// unpacks strided memref descriptors into row-major leading dimensions and
+// calls `cblas_?gemm` (batched calls loop over dim 0). Layouts BLAS cannot
+// take (a non-unit innermost stride) use a plain loop. The BLAS thread count
+// follows kilnSetNumThreads, applied lazily before a call.
+//
+// The provider is OpenBLAS (linked) unless kilnSetBlasLibrary (or, when that
+// was never called, $KILN_BLAS_LIBRARY at the first call) names oneMKL's
+// libmkl_rt: it is dlopen'ed RTLD_LOCAL and its cblas_?gemm called instead,
+// except for small outputs, where OpenBLAS is faster (kMaxOpenBlasOutput).
+// MKL gets the GNU threading layer (torch's libgomp, as eager's MKL uses) and
+// dynamic threading off, like torch; SEQUENTIAL when no libgomp can load.
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/Threads.h"
+
+#include <cblas.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace {
+
+/// A dlopen'ed CBLAS (oneMKL's libmkl_rt; LP64, standard CBLAS enums).
+struct DynamicBlas {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
+                         const float *, int, float, float *, int);
+  using Dgemm = void (*)(int, int, int, int, int, int, double, const double *,
+                         int, const double *, int, double, double *, int);
+  Sgemm sgemm;
+  Dgemm dgemm;
+  void (*setNumThreads)(int);
+  std::string description;
+};
+
+/// The dlopen'ed provider in use; null means OpenBLAS.
+std::atomic<const DynamicBlas *> dynamicBlas{nullptr};
+/// Set once a provider was chosen (explicitly or from the environment).
+std::atomic<bool> providerChosen{false};
+std::mutex providerMutex;
+
+std::atomic<int> requestedThreads{0};
+std::atomic<int> appliedThreads{0};
+
+/// Loads oneMKL from `path` (libmkl_rt.so.N); null (and a reason in `why`)
+/// when it is not there or lacks what kiln calls. Never unloaded.
+const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
+  std::string dir = path.substr(0, path.rfind('/') + 1);
+  std::string soVersion = path.substr(path.rfind(".so") + 3); // ".2", "" ...
+  // libmkl_rt loads its core and threading layer from its own folder and
+  // exits the process if one is missing, so check them first.
+  auto present = [&](const char *stem) {
+    std::string p = dir + stem + ".so" + soVersion;
+    return access(p.c_str(), R_OK) == 0;
+  };
+  if (!present("libmkl_core") || !present("libmkl_sequential")) {
+    why = "libmkl_core/libmkl_sequential missing next to " + path;
+    return nullptr;
+  }
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    why = e ? e : "dlopen failed";
+    return nullptr;
+  }
+  auto sym = [&](const char *name) { return dlsym(h, name); };
+  auto *setLayer = reinterpret_cast<int (*)(int)>(sym("MKL_Set_Threading_Layer"));
+  auto *setInterface = reinterpret_cast<int (*)(int)>(sym("MKL_Set_Interface_Layer"));
+  auto *setDynamic = reinterpret_cast<void (*)(int)>(sym("MKL_Set_Dynamic"));
+  auto blas = std::make_unique<DynamicBlas>();
+  blas->sgemm = reinterpret_cast<DynamicBlas::Sgemm>(sym("cblas_sgemm"));
+  blas->dgemm = reinterpret_cast<DynamicBlas::Dgemm>(sym("cblas_dgemm"));
+  blas->setNumThreads = reinterpret_cast<void (*)(int)>(sym("MKL_Set_Num_Threads"));
+  if (!blas->sgemm || !blas->dgemm || !blas->setNumThreads || !setLayer ||
+      !setInterface || !setDynamic) {
+    why = path + " lacks cblas_?gemm or the MKL service functions";
+    return nullptr; // handle kept: harmless
+  }
+  // Threading layer: GNU OpenMP like eager's MKL, on the libgomp torch
+  // already loaded (made global: libmkl_gnu_thread finds GOMP_* there) or
+  // else the system's; sequential when libgomp or the GNU layer is missing.
+  constexpr int kLp64 = 0, kSequential = 1, kGnu = 3;
+  bool gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) ||
+              dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL);
+  bool gnu = gomp && present("libmkl_gnu_thread");
+  setInterface(kLp64);
+  setLayer(gnu ? kGnu : kSequential);
+  setDynamic(0);
+  blas->description = std::string("mkl (") + (gnu ? "gnu" : "sequential") +
+                      " threading) " + path;
+  return blas.release();
+}
+
+/// Chooses the provider once from $KILN_BLAS_LIBRARY when
+/// kilnSetBlasLibrary was never called.
+void chooseProviderFromEnv() {
+  if (providerChosen.load(std::memory_order_acquire))
+    return;
+  const char *env = std::getenv("KILN_BLAS_LIBRARY");
+  kilnSetBlasLibrary(env ? env : "");
+}
+
+const DynamicBlas *provider() {
+  chooseProviderFromEnv();
+  return dynamicBlas.load(std::memory_order_acquire);
+}
+
+/// Outputs of at most this many elements stay on OpenBLAS even when MKL is
+/// loaded: there MKL's cblas_?gemm is slower (1-2 us more fixed cost per call,
+/// and slow M=1 and narrow-N paths), e.g. 1x512x512 7.6 vs 14.8 us and
+/// 32x512x10 (B transposed) 3.2 vs 6.4 us; above it MKL wins by 1.1-2.9x.
+/// Measured over M, N in 1..512, K = 512 (docs/performance.md).
+constexpr int64_t kMaxOpenBlasOutput = 1024;
+
+/// The dlopen'ed BLAS to call for an M x N output; null means OpenBLAS.
+const DynamicBlas *useDynamicBlas(int64_t m, int64_t n) {
+  const DynamicBlas *p = provider();
+  return p && m * n > kMaxOpenBlasOutput ? p : nullptr;
+}
+
+void applyThreads() {
+  const DynamicBlas *p = provider();
+  int want = requestedThreads.load(std::memory_order_relaxed);
+  if (want > 0 && appliedThreads.load(std::memory_order_relaxed) != want) {
+    // With MKL loaded, OpenBLAS keeps the small GEMMs on the calling thread:
+    // its worker pool spinning next to MKL's (torch's libgomp) team
+    // oversubscribes the cores.
+    openblas_set_num_threads(p ? 1 : want);
+    if (p)
+      p->setNumThreads(want);
+    appliedThreads.store(want, std::memory_order_relaxed);
+  }
+}
+
+/// A row-major view of one matrix: base pointer, rows, cols, row stride,
+/// col stride.
+template <typename T>
+struct Matrix {
+  T *data;
+  int64_t rows, cols, rowStride, colStride;
+  /// BLAS needs unit column stride (irrelevant when there is one column).
+  bool blasCompatible() const { return colStride == 1 || cols <= 1; }
+  /// The leading dimension BLAS wants (>= max(1, cols)).
+  int64_t ld() const { return std::max<int64_t>({rowStride, cols, 1}); }
+  T &at(int64_t r, int64_t c) const { return data[r * rowStride + c * colStride]; }
+};
+
+template <typename T, int N>
+Matrix<T> matrix(kiln::rt::StridedMemRef<T, N> *m, int64_t batch) {
+  return {m->data + m->offset + (N == 3 ? batch * m->strides[0] : 0),
+          m->sizes[N - 2], m->sizes[N - 1], m->strides[N - 2],
+          m->strides[N - 1]};
+}
+
+void gemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+          int64_t ldc) {
+  if (const DynamicBlas *p = useDynamicBlas(m, n))
+    return p->sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                    m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm(bool transB, int64_t m, int64_t n, int64_t k, const double *a,
+          int64_t lda, const double *b, int64_t ldb, double beta, double *c,
+          int64_t ldc) {
+  if (const DynamicBlas *p = useDynamicBlas(m, n))
+    return p->dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                    m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+/// C = A * op(B) + beta * C on one matrix.
+template <typename T>
+void matmul(Matrix<T> a, Matrix<T> b, Matrix<T> c, bool transB, T beta) {
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0)
+    return;
+  if (k > 0 && a.blasCompatible() && b.blasCompatible() && c.blasCompatible()) {
+    gemm(transB, m, n, k, a.data, a.ld(), b.data, b.ld(), beta, c.data, c.ld());
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += a.at(i, p) * (transB ? b.at(j, p) : b.at(p, j));
+      c.at(i, j) = (beta == T(0) ? T(0) : beta * c.at(i, j)) + acc;
+    }
+}
+
+template <typename T>
+void batched(kiln::rt::StridedMemRef<T, 3> *a, kiln::rt::StridedMemRef<T, 3> *b,
+             kiln::rt::StridedMemRef<T, 3> *c, int32_t transB, T beta) {
+  applyThreads();
+  for (int64_t i = 0; i < c->sizes[0]; ++i)
+    matmul(matrix(a, i), matrix(b, i), matrix(c, i), transB != 0, beta);
+}
+
+} // namespace
+
+extern "C" {
+
+void kilnSetNumThreads(int n) {
+  requestedThreads.store(n, std::memory_order_relaxed);
+}
+
+int kilnGetNumThreads() { return requestedThreads.load(std::memory_order_relaxed); }
+
+int kilnSetBlasLibrary(const char *path) {
+  std::lock_guard<std::mutex> lock(providerMutex);
+  static std::string lastError;
+  const DynamicBlas *blas = nullptr;
+  if (path && *path && std::string(path) != "openblas") {
+    blas = loadMkl(path, lastError);
+    if (!blas)
+      std::fprintf(stderr, "kiln: cannot use BLAS library %s (%s); using OpenBLAS\n",
+                   path, lastError.c_str());
+  }
+  dynamicBlas.store(blas, std::memory_order_release);
+  appliedThreads.store(0, std::memory_order_relaxed); // re-apply to the new one
+  providerChosen.store(true, std::memory_order_release);
+  return blas != nullptr;
+}
+
+const char *kilnBlasLibrary() {
+  const DynamicBlas *p = provider();
+  return p ? p->description.c_str() : "openblas";
+}
+
+void _mlir_ciface_kiln_blas_sgemm(kiln::rt::StridedMemRef<float, 2> *a,
+                                  kiln::rt::StridedMemRef<float, 2> *b,
+                                  kiln::rt::StridedMemRef<float, 2> *c,
+                                  int32_t transB, float beta) {
+  applyThreads();
+  matmul(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
+}
+
+void _mlir_ciface_kiln_blas_dgemm(kiln::rt::StridedMemRef<double, 2> *a,
+                                  kiln::rt::StridedMemRef<double, 2> *b,
+                                  kiln::rt::StridedMemRef<double, 2> *c,
+                                  int32_t transB, double beta) {
+  applyThreads();
+  matmul(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
+}
+
+void _mlir_ciface_kiln_blas_sgemm_batched(kiln::rt::StridedMemRef<float, 3> *a,
+                                          kiln::rt::StridedMemRef<float, 3> *b,
+                                          kiln::rt::StridedMemRef<float, 3> *c,
+                                          int32_t transB, float beta) {
+  batched(a, b, c, transB, beta);
+}
+
+void _mlir_ciface_kiln_blas_dgemm_batched(kiln::rt::StridedMemRef<double, 3> *a,
+                                          kiln::rt::StridedMemRef<double, 3> *b,
+                                          kiln::rt::StridedMemRef<double, 3> *c,
+                                          int32_t transB, double beta) {
+  batched(a, b, c, transB, beta);
+}
+
+} // extern "C"
+
+namespace kiln::rt {
+
+std::vector<std::pair<const char *, void *>> blasShimSymbols() {
+  return {
+      {"_mlir_ciface_kiln_blas_sgemm", reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_sgemm)},
+      {"_mlir_ciface_kiln_blas_dgemm", reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_dgemm)},
+      {"_mlir_ciface_kiln_blas_sgemm_batched",
+       reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_sgemm_batched)},
+      {"_mlir_ciface_kiln_blas_dgemm_batched",
+       reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_dgemm_batched)},
+  };
+}
+
+} // namespace kiln::rt
