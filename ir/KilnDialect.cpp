@@ -18,8 +18,8 @@ void KilnDialect::initialize() {
       >();
 }
 
-Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
-                                            Type type, Location loc) {
+Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                            Location loc) {
   auto elements = llvm::dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;

@@ -15,8 +15,7 @@ using namespace mlir::kiln;
 namespace {
 
 /// True when `v` is a constant splat for which `pred` holds.
-template <typename Pred>
-bool isSplatWhere(Value v, Pred pred) {
+template <typename Pred> bool isSplatWhere(Value v, Pred pred) {
   DenseElementsAttr attr;
   if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
     return false;
@@ -47,8 +46,7 @@ OpFoldResult NegOp::fold(FoldAdaptor) {
 OpFoldResult AddOp::fold(FoldAdaptor) {
   // x + (-0.0) == x for every float x (including -0.0 and NaN); x + 0 == x
   // for integers. x + (+0.0) is not x when x is -0.0, so it stays.
-  bool isZero = isSplatWhere(getRhs(), [](std::optional<APFloat> f,
-                                          std::optional<APInt> i) {
+  bool isZero = isSplatWhere(getRhs(), [](std::optional<APFloat> f, std::optional<APInt> i) {
     return f ? (f->isZero() && f->isNegative()) : i->isZero();
   });
   if (isZero && getLhs().getType() == getType())
@@ -57,8 +55,7 @@ OpFoldResult AddOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor) {
-  bool isOne = isSplatWhere(getRhs(), [](std::optional<APFloat> f,
-                                         std::optional<APInt> i) {
+  bool isOne = isSplatWhere(getRhs(), [](std::optional<APFloat> f, std::optional<APInt> i) {
     return f ? f->isExactlyValue(1.0) : i->isOne();
   });
   if (isOne && getLhs().getType() == getType())

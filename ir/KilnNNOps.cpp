@@ -16,8 +16,8 @@ using namespace mlir::kiln;
 namespace {
 
 /// Checks that `values` has `n` entries, each >= `min`.
-LogicalResult checkEntries(std::optional<Location> loc, ArrayRef<int64_t> values,
-                           size_t n, int64_t min, StringRef what) {
+LogicalResult checkEntries(std::optional<Location> loc, ArrayRef<int64_t> values, size_t n,
+                           int64_t min, StringRef what) {
   if (values.size() != n)
     return emitOptionalError(loc, what, " must have ", n, " entries, got ", values.size());
   for (int64_t v : values)
@@ -29,12 +29,11 @@ LogicalResult checkEntries(std::optional<Location> loc, ArrayRef<int64_t> values
 /// The output spatial sizes; fails when a static one is < 1.
 LogicalResult windowSizes(std::optional<Location> loc, RankedTensorType in,
                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
-                          ArrayRef<int64_t> padding4, ArrayRef<int64_t> dilation,
-                          bool ceilMode, SmallVectorImpl<int64_t> &out) {
+                          ArrayRef<int64_t> padding4, ArrayRef<int64_t> dilation, bool ceilMode,
+                          SmallVectorImpl<int64_t> &out) {
   for (int i = 0; i < 2; ++i) {
-    int64_t size = windowOutputSize(in.getDimSize(2 + i), kernel[i], stride[i],
-                                    padding4[2 * i], padding4[2 * i + 1], dilation[i],
-                                    ceilMode);
+    int64_t size = windowOutputSize(in.getDimSize(2 + i), kernel[i], stride[i], padding4[2 * i],
+                                    padding4[2 * i + 1], dilation[i], ceilMode);
     if (!ShapedType::isDynamic(size) && size < 1)
       return emitOptionalError(loc, "the output would be empty: input ", in,
                                " is smaller than the window in dim ", 2 + i);
@@ -86,8 +85,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "groups ", groups, " does not divide the ", f,
                              " output channels");
   if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(wc) && c != wc * groups)
-    return emitOptionalError(loc, "input has ", c, " channels but weight ", w,
-                             " expects ", wc, " x ", groups, " groups");
+    return emitOptionalError(loc, "input has ", c, " channels but weight ", w, " expects ", wc,
+                             " x ", groups, " groups");
   SmallVector<int64_t> kernel = {w.getDimSize(2), w.getDimSize(3)};
   if (ShapedType::isDynamic(kernel[0]) || ShapedType::isDynamic(kernel[1]))
     return emitOptionalError(loc, "the kernel size must be static, got ", w);
@@ -134,8 +133,8 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   SmallVector<int64_t> shape = {in.getDimSize(0), in.getDimSize(1)};
   SmallVector<int64_t> pad4 = {pad[0], pad[0], pad[1], pad[1]};
   SmallVector<int64_t> dilation = {1, 1};
-  if (failed(windowSizes(loc, in, adaptor.getKernel(), adaptor.getStride(), pad4,
-                         dilation, adaptor.getCeilMode(), shape)))
+  if (failed(windowSizes(loc, in, adaptor.getKernel(), adaptor.getStride(), pad4, dilation,
+                         adaptor.getCeilMode(), shape)))
     return failure();
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();

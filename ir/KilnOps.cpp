@@ -18,39 +18,31 @@ using namespace mlir::kiln;
 
 namespace {
 
-RankedTensorType rankedType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
+RankedTensorType rankedType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
 /// Shared inference of the broadcasting binary ops: operands share an
 /// element type; the result has `resultElt` (or the operand element type).
-LogicalResult inferBroadcast(std::optional<Location> loc, ValueRange operands,
-                             Type resultElt,
+LogicalResult inferBroadcast(std::optional<Location> loc, ValueRange operands, Type resultElt,
                              SmallVectorImpl<Type> &inferred) {
   auto lhs = rankedType(operands[0]);
   auto rhs = rankedType(operands[1]);
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operands have different element types (",
-                             lhs.getElementType(), " vs ",
-                             rhs.getElementType(),
-                             "); insert kiln.cast to promote");
+    return emitOptionalError(loc, "operands have different element types (", lhs.getElementType(),
+                             " vs ", rhs.getElementType(), "); insert kiln.cast to promote");
   auto shape = broadcastShapes(lhs.getShape(), rhs.getShape());
   if (!shape)
-    return emitOptionalError(loc, "shapes ", lhs, " and ", rhs,
-                             " are not broadcast-compatible");
-  inferred.push_back(RankedTensorType::get(
-      *shape, resultElt ? resultElt : lhs.getElementType()));
+    return emitOptionalError(loc, "shapes ", lhs, " and ", rhs, " are not broadcast-compatible");
+  inferred.push_back(RankedTensorType::get(*shape, resultElt ? resultElt : lhs.getElementType()));
   return success();
 }
 
 /// Checks that `dims` are unique and each in [0, rank).
-LogicalResult verifyDims(std::optional<Location> loc, ArrayRef<int64_t> dims,
-                         int64_t rank, StringRef what) {
+LogicalResult verifyDims(std::optional<Location> loc, ArrayRef<int64_t> dims, int64_t rank,
+                         StringRef what) {
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t d : dims) {
     if (d < 0 || d >= rank)
-      return emitOptionalError(loc, what, " dim ", d, " is out of range for rank ",
-                               rank);
+      return emitOptionalError(loc, what, " dim ", d, " is out of range for rank ", rank);
     if (!seen.insert(d).second)
       return emitOptionalError(loc, what, " dim ", d, " is repeated");
   }
@@ -63,12 +55,11 @@ LogicalResult verifyDims(std::optional<Location> loc, ArrayRef<int64_t> dims,
 // Broadcasting elementwise ops
 //===----------------------------------------------------------------------===//
 
-#define KILN_BINARY_INFER(OP, RESULT_ELT)                                       \
-  LogicalResult OP::inferReturnTypes(                                           \
-      MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,      \
-      DictionaryAttr, OpaqueProperties, RegionRange,                            \
-      SmallVectorImpl<Type> &inferred) {                                        \
-    return inferBroadcast(loc, operands, RESULT_ELT, inferred);                 \
+#define KILN_BINARY_INFER(OP, RESULT_ELT)                                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,                \
+                                     ValueRange operands, DictionaryAttr, OpaqueProperties,        \
+                                     RegionRange, SmallVectorImpl<Type> &inferred) {               \
+    return inferBroadcast(loc, operands, RESULT_ELT, inferred);                                    \
   }
 
 KILN_BINARY_INFER(AddOp, Type())
@@ -87,9 +78,8 @@ KILN_BINARY_INFER(GeOp, IntegerType::get(ctx, 1))
 #undef KILN_BINARY_INFER
 
 LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                         ValueRange operands, DictionaryAttr,
-                                         OpaqueProperties, RegionRange,
-                                         SmallVectorImpl<Type> &inferred) {
+                                         ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                         RegionRange, SmallVectorImpl<Type> &inferred) {
   auto cond = rankedType(operands[0]);
   auto t = rankedType(operands[1]);
   auto f = rankedType(operands[2]);
@@ -99,8 +89,8 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto values = broadcastShapes(t.getShape(), f.getShape());
   auto all = values ? broadcastShapes(cond.getShape(), *values) : std::nullopt;
   if (!all)
-    return emitOptionalError(loc, "shapes of condition ", cond, ", on_true ", t,
-                             " and on_false ", f, " are not broadcast-compatible");
+    return emitOptionalError(loc, "shapes of condition ", cond, ", on_true ", t, " and on_false ",
+                             f, " are not broadcast-compatible");
   inferred.push_back(RankedTensorType::get(*all, t.getElementType()));
   return success();
 }
@@ -110,18 +100,15 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                         ValueRange operands, DictionaryAttr,
-                                         OpaqueProperties, RegionRange,
-                                         SmallVectorImpl<Type> &inferred) {
+                                         ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                         RegionRange, SmallVectorImpl<Type> &inferred) {
   auto lhs = rankedType(operands[0]);
   auto rhs = rankedType(operands[1]);
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return emitOptionalError(loc, "operands must have rank >= 2, got ", lhs,
-                             " and ", rhs);
+    return emitOptionalError(loc, "operands must have rank >= 2, got ", lhs, " and ", rhs);
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operands have different element types (",
-                             lhs.getElementType(), " vs ", rhs.getElementType(),
-                             ")");
+    return emitOptionalError(loc, "operands have different element types (", lhs.getElementType(),
+                             " vs ", rhs.getElementType(), ")");
   ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
   int64_t k1 = ls.back(), k2 = rs[rs.size() - 2];
   if (!ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2) && k1 != k2)
@@ -150,8 +137,8 @@ LogicalResult PermuteOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   auto type = rankedType(adaptor.getInput());
   ArrayRef<int64_t> dims = adaptor.getDims();
   if (static_cast<int64_t>(dims.size()) != type.getRank())
-    return emitOptionalError(loc, "dims has ", dims.size(),
-                             " entries but the operand has rank ", type.getRank());
+    return emitOptionalError(loc, "dims has ", dims.size(), " entries but the operand has rank ",
+                             type.getRank());
   if (failed(verifyDims(loc, dims, type.getRank(), "permutation")))
     return failure();
   SmallVector<int64_t> shape;
@@ -165,12 +152,11 @@ LogicalResult ReshapeOp::verify() {
   auto in = rankedType(getInput());
   auto out = rankedType(getResult());
   if (in.getElementType() != out.getElementType())
-    return emitOpError("cannot change the element type (") << in.getElementType()
-           << " to " << out.getElementType() << "); use kiln.cast";
-  if (in.hasStaticShape() && out.hasStaticShape() &&
-      in.getNumElements() != out.getNumElements())
-    return emitOpError("element count changes from ") << in.getNumElements()
-           << " to " << out.getNumElements();
+    return emitOpError("cannot change the element type (")
+           << in.getElementType() << " to " << out.getElementType() << "); use kiln.cast";
+  if (in.hasStaticShape() && out.hasStaticShape() && in.getNumElements() != out.getNumElements())
+    return emitOpError("element count changes from ")
+           << in.getNumElements() << " to " << out.getNumElements();
   return success();
 }
 
@@ -178,8 +164,8 @@ LogicalResult BroadcastToOp::verify() {
   auto in = rankedType(getInput());
   auto out = rankedType(getResult());
   if (in.getElementType() != out.getElementType())
-    return emitOpError("cannot change the element type (") << in.getElementType()
-           << " to " << out.getElementType() << ")";
+    return emitOpError("cannot change the element type (")
+           << in.getElementType() << " to " << out.getElementType() << ")";
   if (!isBroadcastableTo(in.getShape(), out.getShape()))
     return emitOpError("operand type ") << in << " cannot be broadcast to " << out;
   return success();
@@ -191,14 +177,11 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                         SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attrs, props, regions);
   auto type = rankedType(adaptor.getInput());
-  ArrayRef<int64_t> start = adaptor.getStart(), end = adaptor.getEnd(),
-                    step = adaptor.getStep();
+  ArrayRef<int64_t> start = adaptor.getStart(), end = adaptor.getEnd(), step = adaptor.getStep();
   int64_t rank = type.getRank();
-  if ((int64_t)start.size() != rank || (int64_t)end.size() != rank ||
-      (int64_t)step.size() != rank)
-    return emitOptionalError(loc, "start, end and step must have one entry per dim (rank ",
-                             rank, "), got ", start.size(), ", ", end.size(), " and ",
-                             step.size());
+  if ((int64_t)start.size() != rank || (int64_t)end.size() != rank || (int64_t)step.size() != rank)
+    return emitOptionalError(loc, "start, end and step must have one entry per dim (rank ", rank,
+                             "), got ", start.size(), ", ", end.size(), " and ", step.size());
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
     if (step[i] < 1)
@@ -209,11 +192,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
       continue;
     }
     if (start[i] < 0 || start[i] > end[i])
-      return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ",
-                               start[i], " and end ", end[i]);
+      return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ", start[i],
+                               " and end ", end[i]);
     if (!ShapedType::isDynamic(size) && end[i] > size)
-      return emitOptionalError(loc, "dim ", i, ": end ", end[i],
-                               " exceeds the dim size ", size);
+      return emitOptionalError(loc, "dim ", i, ": end ", end[i], " exceeds the dim size ", size);
     shape.push_back((end[i] - start[i] + step[i] - 1) / step[i]);
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
@@ -242,17 +224,15 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                first.getElementType(), " vs ", t.getElementType(),
                                "); insert kiln.cast to promote");
     if (t.getRank() != rank)
-      return emitOptionalError(loc, "operands have different ranks (", first, " vs ",
-                               t, ")");
+      return emitOptionalError(loc, "operands have different ranks (", first, " vs ", t, ")");
     for (int64_t i = 0; i < rank; ++i) {
       int64_t a = shape[i], b = t.getDimSize(i);
       if (i == dim) {
-        shape[i] = ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
-                       ? ShapedType::kDynamic
-                       : a + b;
+        shape[i] =
+            ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic : a + b;
       } else if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b) {
-        return emitOptionalError(loc, "operand ", t, " differs from ", first,
-                                 " in dim ", i, " (only dim ", dim, " may differ)");
+        return emitOptionalError(loc, "operand ", t, " differs from ", first, " in dim ", i,
+                                 " (only dim ", dim, " may differ)");
       } else if (ShapedType::isDynamic(a)) {
         shape[i] = b;
       }
@@ -263,9 +243,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 }
 
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                            ValueRange operands, DictionaryAttr,
-                                            OpaqueProperties, RegionRange,
-                                            SmallVectorImpl<Type> &inferred) {
+                                            ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                            RegionRange, SmallVectorImpl<Type> &inferred) {
   auto weight = rankedType(operands[0]);
   auto indices = rankedType(operands[1]);
   if (weight.getRank() != 2)
@@ -287,8 +266,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto index = rankedType(adaptor.getIndex());
   int64_t rank = input.getRank(), dim = adaptor.getDim();
   if (index.getRank() != rank)
-    return emitOptionalError(loc, "index ", index, " must have the rank of the operand ",
-                             input);
+    return emitOptionalError(loc, "index ", index, " must have the rank of the operand ", input);
   if (dim < 0 || dim >= std::max<int64_t>(rank, 1))
     return emitOptionalError(loc, "dim ", dim, " is out of range for rank ", rank);
   for (int64_t i = 0; i < rank; ++i) {
@@ -305,19 +283,18 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 // Reductions
 //===----------------------------------------------------------------------===//
 
-#define KILN_REDUCTION_INFER(OP)                                                \
-  LogicalResult OP::inferReturnTypes(                                           \
-      MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
-      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,        \
-      SmallVectorImpl<Type> &inferred) {                                        \
-    Adaptor adaptor(operands, attrs, props, regions);                           \
-    auto type = rankedType(adaptor.getInput());                                 \
-    if (failed(verifyDims(loc, adaptor.getDims(), type.getRank(), "reduction"))) \
-      return failure();                                                         \
-    inferred.push_back(RankedTensorType::get(                                   \
-        reducedShape(type.getShape(), adaptor.getDims(), adaptor.getKeepdim()), \
-        type.getElementType()));                                                \
-    return success();                                                           \
+#define KILN_REDUCTION_INFER(OP)                                                                   \
+  LogicalResult OP::inferReturnTypes(                                                              \
+      MLIRContext *, std::optional<Location> loc, ValueRange operands, DictionaryAttr attrs,       \
+      OpaqueProperties props, RegionRange regions, SmallVectorImpl<Type> &inferred) {              \
+    Adaptor adaptor(operands, attrs, props, regions);                                              \
+    auto type = rankedType(adaptor.getInput());                                                    \
+    if (failed(verifyDims(loc, adaptor.getDims(), type.getRank(), "reduction")))                   \
+      return failure();                                                                            \
+    inferred.push_back(RankedTensorType::get(                                                      \
+        reducedShape(type.getShape(), adaptor.getDims(), adaptor.getKeepdim()),                    \
+        type.getElementType()));                                                                   \
+    return success();                                                                              \
   }
 
 KILN_REDUCTION_INFER(SumOp)
@@ -351,19 +328,16 @@ static LogicalResult verifyArgReduction(Operation *op, RankedTensorType type, in
   return success();
 }
 
-#define KILN_ARG_REDUCTION(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(                                           \
-      MLIRContext *ctx, std::optional<Location> loc, ValueRange operands,      \
-      DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,        \
-      SmallVectorImpl<Type> &inferred) {                                        \
-    Adaptor adaptor(operands, attrs, props, regions);                           \
-    return inferArgReduction(ctx, loc, rankedType(adaptor.getInput()),          \
-                             static_cast<int64_t>(adaptor.getDim()),            \
-                             adaptor.getKeepdim(), inferred);                   \
-  }                                                                             \
-  LogicalResult OP::verify() {                                                  \
-    return verifyArgReduction(*this, rankedType(getInput()), getDim());         \
-  }
+#define KILN_ARG_REDUCTION(OP)                                                                     \
+  LogicalResult OP::inferReturnTypes(                                                              \
+      MLIRContext *ctx, std::optional<Location> loc, ValueRange operands, DictionaryAttr attrs,    \
+      OpaqueProperties props, RegionRange regions, SmallVectorImpl<Type> &inferred) {              \
+    Adaptor adaptor(operands, attrs, props, regions);                                              \
+    return inferArgReduction(ctx, loc, rankedType(adaptor.getInput()),                             \
+                             static_cast<int64_t>(adaptor.getDim()), adaptor.getKeepdim(),         \
+                             inferred);                                                            \
+  }                                                                                                \
+  LogicalResult OP::verify() { return verifyArgReduction(*this, rankedType(getInput()), getDim()); }
 KILN_ARG_REDUCTION(ArgmaxOp)
 KILN_ARG_REDUCTION(ArgminOp)
 #undef KILN_ARG_REDUCTION
@@ -413,8 +387,7 @@ LogicalResult LayerNormOp::verify() {
       return emitOpError() << name << " element type " << t.getElementType()
                            << " differs from the input's " << in.getElementType();
     if (t.getShape() != normalized)
-      return emitOpError() << name << " type " << t
-                           << " must have the normalized shape (the last "
+      return emitOpError() << name << " type " << t << " must have the normalized shape (the last "
                            << n << " dims of " << in << ")";
   }
   return success();
@@ -425,10 +398,8 @@ LogicalResult LayerNormOp::verify() {
 /// `(`,` type($weight)^)? (`,` type($bias)^)?` is ambiguous when only `bias`
 /// is given: its type would be taken for the weight's.)
 static ParseResult parseLayerNormAffineTypes(
-    OpAsmParser &parser,
-    const std::optional<OpAsmParser::UnresolvedOperand> &weight,
-    const std::optional<OpAsmParser::UnresolvedOperand> &bias, Type &weightType,
-    Type &biasType) {
+    OpAsmParser &parser, const std::optional<OpAsmParser::UnresolvedOperand> &weight,
+    const std::optional<OpAsmParser::UnresolvedOperand> &bias, Type &weightType, Type &biasType) {
   if (weight && (parser.parseComma() || parser.parseType(weightType)))
     return failure();
   if (bias && (parser.parseComma() || parser.parseType(biasType)))
@@ -437,9 +408,8 @@ static ParseResult parseLayerNormAffineTypes(
 }
 
 /// Prints what parseLayerNormAffineTypes parses.
-static void printLayerNormAffineTypes(OpAsmPrinter &printer, LayerNormOp,
-                                      Value weight, Value bias, Type weightType,
-                                      Type biasType) {
+static void printLayerNormAffineTypes(OpAsmPrinter &printer, LayerNormOp, Value weight, Value bias,
+                                      Type weightType, Type biasType) {
   if (weight)
     printer << ", " << weightType;
   if (bias)

@@ -12,8 +12,8 @@ using namespace mlir;
 
 namespace mlir::kiln {
 
-std::optional<llvm::SmallVector<int64_t>>
-broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
+std::optional<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                                          llvm::ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   llvm::SmallVector<int64_t> out(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -35,8 +35,7 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
   return out;
 }
 
-bool isBroadcastableTo(llvm::ArrayRef<int64_t> from,
-                       llvm::ArrayRef<int64_t> to) {
+bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
   if (from.size() > to.size())
     return false;
   for (size_t i = 0; i < from.size(); ++i) {
@@ -49,8 +48,7 @@ bool isBroadcastableTo(llvm::ArrayRef<int64_t> from,
   return true;
 }
 
-llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
-                                        llvm::ArrayRef<int64_t> dims,
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims,
                                         bool keepdim) {
   llvm::SmallVector<int64_t> out;
   for (auto [i, d] : llvm::enumerate(shape)) {
@@ -63,13 +61,11 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
   return out;
 }
 
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padLow, int64_t padHigh, int64_t dilation,
-                         bool ceilMode) {
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
+                         int64_t padHigh, int64_t dilation, bool ceilMode) {
   if (ShapedType::isDynamic(in))
     return ShapedType::kDynamic;
-  int64_t span = in + padLow + padHigh - dilation * (kernel - 1) - 1 +
-                 (ceilMode ? stride - 1 : 0);
+  int64_t span = in + padLow + padHigh - dilation * (kernel - 1) - 1 + (ceilMode ? stride - 1 : 0);
   // Floor division (span may be negative).
   int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
   if (ceilMode && out > 0 && (out - 1) * stride >= in + padLow)

@@ -17,8 +17,8 @@ namespace mlir::kiln {
 /// Broadcasts two shapes with torch (numpy) rules, aligned from the trailing
 /// dim. A dynamic dim against 1 stays dynamic; against a static N gives N.
 /// Returns std::nullopt when two static dims differ and neither is 1.
-std::optional<llvm::SmallVector<int64_t>>
-broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+std::optional<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                                          llvm::ArrayRef<int64_t> b);
 
 /// True when `from` can be broadcast to exactly `to` (rank(to) >= rank(from),
 /// each aligned dim of `from` is 1 or equal to the `to` dim, dynamic dims
@@ -26,8 +26,7 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 
 /// The shape after reducing `dims` of `shape`; `keepdim` keeps them as 1.
-llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
-                                        llvm::ArrayRef<int64_t> dims,
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims,
                                         bool keepdim);
 
 /// torch's output size of a sliding window (convolution or pooling) along
@@ -36,9 +35,8 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
 /// `padLow` / `padHigh`; with `ceilMode` a partial last window counts unless
 /// it would start in the high padding. May be <= 0 (no window fits);
 /// ShapedType::kDynamic for a dynamic `in`.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padLow, int64_t padHigh, int64_t dilation,
-                         bool ceilMode);
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
+                         int64_t padHigh, int64_t dilation, bool ceilMode);
 
 } // namespace mlir::kiln
 

@@ -105,8 +105,7 @@ uint64_t fnv1a64(std::string_view data, uint64_t seed) {
 
 std::string cacheDigest(std::string_view key) {
   char buf[33];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
-                static_cast<unsigned long long>(fnv1a64(key)),
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(fnv1a64(key)),
                 static_cast<unsigned long long>(fnv1a64(key, 0x6c62272e07bb0142ull)));
   return buf;
 }
@@ -178,8 +177,8 @@ bool DiskCache::store(std::string_view key, std::string_view payload, std::strin
     return false;
   }
   std::string path = entryPath(key);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter.fetch_add(1));
+  std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     error = "cannot create " + tmp + ": " + std::strerror(errno);

@@ -18,8 +18,7 @@ namespace kiln::rt {
 /// (`_mlir_ciface_*` functions): the same layout as MLIR's
 /// `StridedMemRefType<T, N>` (mlir/ExecutionEngine/CRunnerUtils.h), owned
 /// here so that run-time code needs no MLIR header.
-template <typename T, int N>
-struct StridedMemRef {
+template <typename T, int N> struct StridedMemRef {
   T *basePtr;
   T *data;
   int64_t offset;
@@ -34,13 +33,11 @@ public:
   MemRefDescriptor() = default;
   /// Describes `rank` dims at `ptr` (offset 0) with the given element
   /// sizes and strides.
-  MemRefDescriptor(void *ptr, const int64_t *sizes, const int64_t *strides,
-                   int64_t rank) {
+  MemRefDescriptor(void *ptr, const int64_t *sizes, const int64_t *strides, int64_t rank) {
     reset(ptr, sizes, strides, rank);
   }
   /// Re-points the descriptor; reuses its storage.
-  void reset(void *ptr, const int64_t *sizes, const int64_t *strides,
-             int64_t rank) {
+  void reset(void *ptr, const int64_t *sizes, const int64_t *strides, int64_t rank) {
     words_.resize(3 + 2 * rank);
     int64_t p;
     std::memcpy(&p, &ptr, sizeof(p));

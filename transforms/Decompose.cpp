@@ -45,8 +45,7 @@ Value castElements(PatternRewriter &rewriter, Location loc, Value v, Type elt) {
 
 /// A 0-d `kiln.constant` of float type `elt` holding `value` (rounded to
 /// `elt`); it broadcasts against any operand.
-Value scalarConstant(PatternRewriter &rewriter, Location loc, Type elt,
-                     double value) {
+Value scalarConstant(PatternRewriter &rewriter, Location loc, Type elt, double value) {
   auto type = RankedTensorType::get({}, elt);
   auto attr = DenseElementsAttr::get(type, rewriter.getFloatAttr(elt, value));
   return rewriter.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(attr));
@@ -80,8 +79,7 @@ SmallVector<int64_t> rowsShape(RankedTensorType type, int64_t trailing) {
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(SoftmaxOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     if (op.getDim() == type.getRank() - 1) {
@@ -115,16 +113,14 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
 struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(LayerNormOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     Type elt = type.getElementType();
     Type computeElt = computeElementType(elt);
     int64_t rank = type.getRank();
     int64_t numDims = static_cast<int64_t>(op.getNumDims());
-    SmallVector<int64_t> dims =
-        llvm::to_vector(llvm::seq<int64_t>(rank - numDims, rank));
+    SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - numDims, rank));
 
     // A static rank > 2 operand is normalized as its [rows, n] reshape
     // (weight and bias as [n]): one loop over rows in codegen.
@@ -143,17 +139,14 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Value centered = rewriter.create<SubOp>(loc, x, mean);
     Value squared = rewriter.create<MulOp>(loc, centered, centered);
     Value var = rewriter.create<MeanOp>(loc, squared, dims, /*keepdim=*/true);
-    Value eps = scalarConstant(rewriter, loc, computeElt,
-                               op.getEps().convertToDouble());
+    Value eps = scalarConstant(rewriter, loc, computeElt, op.getEps().convertToDouble());
     Value varEps = rewriter.create<AddOp>(loc, var, eps);
     Value rstd = rewriter.create<RsqrtOp>(loc, varEps);
     Value result = rewriter.create<MulOp>(loc, centered, rstd);
     if (weight)
-      result = rewriter.create<MulOp>(
-          loc, result, castElements(rewriter, loc, weight, computeElt));
+      result = rewriter.create<MulOp>(loc, result, castElements(rewriter, loc, weight, computeElt));
     if (bias)
-      result = rewriter.create<AddOp>(
-          loc, result, castElements(rewriter, loc, bias, computeElt));
+      result = rewriter.create<AddOp>(loc, result, castElements(rewriter, loc, bias, computeElt));
     result = castElements(rewriter, loc, result, elt);
     if (!rowShape.empty())
       result = reshapeTo(rewriter, loc, result, type.getShape());
@@ -167,8 +160,7 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
 struct DecomposeSilu : OpRewritePattern<SiluOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(SiluOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(SiluOp op, PatternRewriter &rewriter) const override {
     Value x = op.getInput();
     Value sigmoid = rewriter.create<SigmoidOp>(op.getLoc(), x);
     rewriter.replaceOpWithNewOp<MulOp>(op, x, sigmoid);
@@ -190,8 +182,7 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
 } // namespace
 
 void populateDecompositionPatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeSoftmax, DecomposeLayerNorm, DecomposeSilu>(
-      patterns.getContext());
+  patterns.add<DecomposeSoftmax, DecomposeLayerNorm, DecomposeSilu>(patterns.getContext());
   populateNNDecompositionPatterns(patterns);
 }
 

@@ -87,8 +87,8 @@ Value padForWindow(PatternRewriter &rewriter, Location loc, Value x, const Windo
 
 /// Tap (kh, kw) of every window: a strided slice [N, C, OH, OW] of the
 /// padded input.
-Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w,
-          int64_t kh, int64_t kw) {
+Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w, int64_t kh,
+          int64_t kw) {
   auto shape = typeOf(padded).getShape();
   SmallVector<int64_t> start = {0, 0, kh * w.dilation[0], kw * w.dilation[1]};
   SmallVector<int64_t> end = {shape[0], shape[1], 0, 0}, step = {1, 1, w.stride[0], w.stride[1]};
@@ -143,10 +143,11 @@ Value channelMajorConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, con
   SmallVector<Value> taps;
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j)
-      taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
-                             {c, 1, n, oh, ow}));
-  Value cols = taps.size() == 1 ? taps[0]
-                                : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(1));
+      taps.push_back(
+          reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j), {c, 1, n, oh, ow}));
+  Value cols = taps.size() == 1
+                   ? taps[0]
+                   : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(1));
   cols = reshape(rewriter, loc, cols, {k, n * oh * ow});
   Value weight = reshape(rewriter, loc, op.getWeight(), {f, k});
   Value out = rewriter.create<MatmulOp>(loc, weight, cols);
@@ -170,8 +171,8 @@ bool isPatchify(const Window &w) {
 /// [(C, kh, kw), (N, OH, OW)] layout of channelMajorConv instead. A 16x16
 /// patch conv thus stays two ops, not 256 slices and a concat (whose
 /// bufferization analysis is quadratic).
-Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w,
-                   int64_t n, int64_t c, int64_t f, int64_t g) {
+Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const Window &w, int64_t n,
+                   int64_t c, int64_t f, int64_t g) {
   int64_t kh = w.kernel[0], kw = w.kernel[1], oh = w.out[0], ow = w.out[1];
   int64_t cg = c / g, k = cg * kh * kw, l = oh * ow;
   Value x = op.getInput();
@@ -310,8 +311,9 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
         // view and the concat below is the only copy.
         taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
                                {n, c, 1, w.out[0], w.out[1]}));
-    Value cols = taps.size() == 1 ? taps[0]
-                                  : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
+    Value cols = taps.size() == 1
+                     ? taps[0]
+                     : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
     int64_t k = c / g * kh * kw;
     cols = reshape(rewriter, loc, cols, {n, g, k, l}); // contiguous: free
     Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
@@ -322,8 +324,7 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
 };
 
 /// Fills `w` from a pooling op's attributes and result type.
-template <typename OpTy>
-Window poolWindow(OpTy op, ArrayRef<int64_t> dilation) {
+template <typename OpTy> Window poolWindow(OpTy op, ArrayRef<int64_t> dilation) {
   Window w;
   for (int i = 0; i < 2; ++i) {
     w.kernel[i] = op.getKernel()[i];
@@ -393,7 +394,7 @@ struct DecomposeAvgPool2d : OpRewritePattern<AvgPool2dOp> {
           full *= end - start;
           real *= std::min(end, size[i]) - std::max<int64_t>(start, 0);
         }
-        int64_t d = op.getDivisorOverride() ? op.getDivisorOverride()
+        int64_t d = op.getDivisorOverride()   ? op.getDivisorOverride()
                     : op.getCountIncludePad() ? full
                                               : real;
         divisors.push_back(rewriter.getFloatAttr(compute, static_cast<double>(d)));
@@ -412,8 +413,7 @@ struct DecomposeAvgPool2d : OpRewritePattern<AvgPool2dOp> {
 } // namespace
 
 void populateNNDecompositionPatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeConv2d, DecomposeMaxPool2d, DecomposeAvgPool2d>(
-      patterns.getContext());
+  patterns.add<DecomposeConv2d, DecomposeMaxPool2d, DecomposeAvgPool2d>(patterns.getContext());
 }
 
 } // namespace mlir::kiln

@@ -34,8 +34,7 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   for (Type t : type.getResults()) {
     auto tensor = dyn_cast<RankedTensorType>(t);
     if (!tensor)
-      return func.emitError() << "result type " << t
-                              << " is not a ranked tensor";
+      return func.emitError() << "result type " << t << " is not a ranked tensor";
     outputs.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
   }
   MLIRContext *ctx = func.getContext();
@@ -144,8 +143,7 @@ void unshareInits(func::FuncOp func) {
   }
 }
 
-struct DestinationOutputsPass
-    : impl::DestinationOutputsPassBase<DestinationOutputsPass> {
+struct DestinationOutputsPass : impl::DestinationOutputsPassBase<DestinationOutputsPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.isPublic())

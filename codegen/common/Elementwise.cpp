@@ -29,8 +29,7 @@ namespace mlir::kiln {
 // Shared builders
 //===----------------------------------------------------------------------===//
 
-Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type,
-                 ArrayRef<OpFoldResult> sizes) {
+Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes) {
   SmallVector<Value> dynamic;
   for (auto [i, size] : llvm::enumerate(sizes))
     if (type.isDynamicDim(i))
@@ -41,15 +40,13 @@ Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type,
 Value buildScalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto ft = dyn_cast<FloatType>(type))
     return b.create<arith::ConstantOp>(loc, b.getFloatAttr(ft, value));
-  return b.create<arith::ConstantOp>(
-      loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+  return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
 /// The sizes of `resultType`, taking each dynamic dim from an input whose
 /// aligned dim is not a static 1.
 static SmallVector<OpFoldResult> resultSizes(OpBuilder &b, Location loc,
-                                             RankedTensorType resultType,
-                                             ValueRange inputs) {
+                                             RankedTensorType resultType, ValueRange inputs) {
   int64_t rank = resultType.getRank();
   SmallVector<OpFoldResult> sizes;
   for (int64_t d = 0; d < rank; ++d) {
@@ -87,9 +84,8 @@ static AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> inShape,
   return AffineMap::get(rank, 0, exprs, ctx);
 }
 
-Value buildBroadcastingGeneric(OpBuilder &b, Location loc,
-                               RankedTensorType resultType, ValueRange inputs,
-                               ScalarBodyBuilder body) {
+Value buildBroadcastingGeneric(OpBuilder &b, Location loc, RankedTensorType resultType,
+                               ValueRange inputs, ScalarBodyBuilder body) {
   MLIRContext *ctx = b.getContext();
   // Splat constants become scalars in the body instead of operands.
   SmallVector<Attribute> splats(inputs.size());
@@ -102,15 +98,12 @@ Value buildBroadcastingGeneric(OpBuilder &b, Location loc,
       continue;
     }
     operands.push_back(in);
-    maps.push_back(broadcastMap(
-        ctx, cast<RankedTensorType>(in.getType()).getShape(),
-        resultType.getShape()));
+    maps.push_back(
+        broadcastMap(ctx, cast<RankedTensorType>(in.getType()).getShape(), resultType.getShape()));
   }
   maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
-  Value init = buildEmpty(b, loc, resultType,
-                          resultSizes(b, loc, resultType, operands));
-  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
-                                             utils::IteratorType::parallel);
+  Value init = buildEmpty(b, loc, resultType, resultSizes(b, loc, resultType, operands));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(), utils::IteratorType::parallel);
   auto generic = b.create<linalg::GenericOp>(
       loc, resultType, operands, ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -118,8 +111,7 @@ Value buildBroadcastingGeneric(OpBuilder &b, Location loc,
         unsigned next = 0;
         for (Attribute splat : splats) {
           if (splat)
-            scalars.push_back(
-                nb.create<arith::ConstantOp>(nl, cast<TypedAttr>(splat)));
+            scalars.push_back(nb.create<arith::ConstantOp>(nl, cast<TypedAttr>(splat)));
           else
             scalars.push_back(args[next++]);
         }
@@ -153,14 +145,12 @@ Value gelu(OpBuilder &b, Location loc, Value x, bool tanhForm) {
   if (tanhForm) {
     // sqrt(2/pi) * (x + 0.044715 x^3)
     Value x3 = b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, x), x);
-    Value poly = b.create<arith::AddFOp>(
-        loc, x, b.create<arith::MulFOp>(loc, cst(b, loc, t, 0.044715), x3));
-    Value arg = b.create<arith::MulFOp>(
-        loc, cst(b, loc, t, std::sqrt(2.0 / M_PI)), poly);
+    Value poly =
+        b.create<arith::AddFOp>(loc, x, b.create<arith::MulFOp>(loc, cst(b, loc, t, 0.044715), x3));
+    Value arg = b.create<arith::MulFOp>(loc, cst(b, loc, t, std::sqrt(2.0 / M_PI)), poly);
     inner = b.create<math::TanhOp>(loc, arg);
   } else {
-    inner = b.create<math::ErfOp>(
-        loc, b.create<arith::MulFOp>(loc, x, cst(b, loc, t, M_SQRT1_2)));
+    inner = b.create<math::ErfOp>(loc, b.create<arith::MulFOp>(loc, x, cst(b, loc, t, M_SQRT1_2)));
   }
   Value onePlus = b.create<arith::AddFOp>(loc, cst(b, loc, t, 1.0), inner);
   Value half = b.create<arith::MulFOp>(loc, cst(b, loc, t, 0.5), x);
@@ -174,10 +164,8 @@ Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
     return x;
   if (to.isInteger(1)) {
     if (isFloat(from))
-      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, x,
-                                     cst(b, loc, from, 0.0));
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, x,
-                                   cst(b, loc, from, 0.0));
+      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, x, cst(b, loc, from, 0.0));
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, x, cst(b, loc, from, 0.0));
   }
   bool fromBool = from.isInteger(1);
   if (isFloat(from) && isFloat(to)) {
@@ -209,8 +197,7 @@ Value binaryByType(OpBuilder &b, Location loc, ValueRange a) {
 }
 
 // One overload per op: the scalar computation from the body's arguments.
-#define KILN_BODY(OP)                                                          \
-  [[maybe_unused]] Value body(OP op, OpBuilder &b, Location loc, ValueRange a)
+#define KILN_BODY(OP) [[maybe_unused]] Value body(OP op, OpBuilder &b, Location loc, ValueRange a)
 
 KILN_BODY(NegOp) {
   if (isFloat(a[0].getType()))
@@ -257,36 +244,25 @@ KILN_BODY(Expm1Op) {
   Value one = cst(b, loc, t, 1.0);
   Value um1 = b.create<arith::SubFOp>(loc, u, one);
   Value ratio = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, um1, x),
-                                         b.create<math::LogOp>(loc, u));
+                                        b.create<math::LogOp>(loc, u));
   Value isOne = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, one);
-  Value isInf = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u,
-                                        cst(b, loc, t, INFINITY));
+  Value isInf =
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(b, loc, t, INFINITY));
   Value small = b.create<arith::SelectOp>(loc, isOne, x, ratio);
   Value big = b.create<arith::SelectOp>(loc, isInf, u, small);
   // x = -inf: u = 0, ratio = (-1 * -inf) / -inf = NaN; expm1(-inf) = -1.
-  Value isZero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u,
-                                         cst(b, loc, t, 0.0));
+  Value isZero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(b, loc, t, 0.0));
   return b.create<arith::SelectOp>(loc, isZero, um1, big);
 }
 KILN_BODY(Log2Op) { return b.create<math::Log2Op>(loc, a[0]); }
 KILN_BODY(SigmoidOp) { return sigmoid(b, loc, a[0]); }
-KILN_BODY(SiluOp) {
-  return b.create<arith::MulFOp>(loc, a[0], sigmoid(b, loc, a[0]));
-}
+KILN_BODY(SiluOp) { return b.create<arith::MulFOp>(loc, a[0], sigmoid(b, loc, a[0])); }
 KILN_BODY(GeluOp) { return gelu(b, loc, a[0], op.getApproximate() == "tanh"); }
-KILN_BODY(CastOp) {
-  return convertScalar(b, loc, a[0], getElementTypeOrSelf(op.getType()));
-}
+KILN_BODY(CastOp) { return convertScalar(b, loc, a[0], getElementTypeOrSelf(op.getType())); }
 
-KILN_BODY(AddOp) {
-  return binaryByType<arith::AddFOp, arith::OrIOp, arith::AddIOp>(b, loc, a);
-}
-KILN_BODY(SubOp) {
-  return binaryByType<arith::SubFOp, arith::XOrIOp, arith::SubIOp>(b, loc, a);
-}
-KILN_BODY(MulOp) {
-  return binaryByType<arith::MulFOp, arith::AndIOp, arith::MulIOp>(b, loc, a);
-}
+KILN_BODY(AddOp) { return binaryByType<arith::AddFOp, arith::OrIOp, arith::AddIOp>(b, loc, a); }
+KILN_BODY(SubOp) { return binaryByType<arith::SubFOp, arith::XOrIOp, arith::SubIOp>(b, loc, a); }
+KILN_BODY(MulOp) { return binaryByType<arith::MulFOp, arith::AndIOp, arith::MulIOp>(b, loc, a); }
 KILN_BODY(DivOp) {
   // A divisor constant along the innermost dim (a keepdim sum, a scalar)
   // gets `arcp` so LLVM hoists its reciprocal out of the inner loop, as
@@ -335,26 +311,21 @@ Predicates predicates(GeOp) {
 
 /// True when every operand and the result hold ints or floats.
 bool hasScalarElements(Operation *op) {
-  auto ok = [](Type t) {
-    return isa<FloatType, IntegerType>(getElementTypeOrSelf(t));
-  };
-  return llvm::all_of(op->getOperandTypes(), ok) &&
-         llvm::all_of(op->getResultTypes(), ok);
+  auto ok = [](Type t) { return isa<FloatType, IntegerType>(getElementTypeOrSelf(t)); };
+  return llvm::all_of(op->getOperandTypes(), ok) && llvm::all_of(op->getResultTypes(), ok);
 }
 
 /// The body of `op` computed on 16-bit floats (f16, bf16) in f32 and
 /// rounded once, as torch computes them ("opmath"); other types as they are.
-template <typename OpTy>
-Value bodyInOpmath(OpTy op, OpBuilder &b, Location loc, ValueRange args) {
+template <typename OpTy> Value bodyInOpmath(OpTy op, OpBuilder &b, Location loc, ValueRange args) {
   auto narrow = [](Type t) { return t.isF16() || t.isBF16(); };
   if (std::is_same_v<OpTy, CastOp> || std::is_same_v<OpTy, SelectOp> ||
       llvm::none_of(args, [&](Value v) { return narrow(v.getType()); }))
     return body(op, b, loc, args);
   SmallVector<Value> wide;
   for (Value v : args)
-    wide.push_back(narrow(v.getType())
-                       ? b.create<arith::ExtFOp>(loc, b.getF32Type(), v).getResult()
-                       : v);
+    wide.push_back(narrow(v.getType()) ? b.create<arith::ExtFOp>(loc, b.getF32Type(), v).getResult()
+                                       : v);
   Value r = body(op, b, loc, wide);
   Type resultElt = getElementTypeOrSelf(op->getResult(0).getType());
   if (r.getType() != resultElt)
@@ -363,43 +334,37 @@ Value bodyInOpmath(OpTy op, OpBuilder &b, Location loc, ValueRange args) {
 }
 
 /// Generic lowering of an elementwise op through its `body` overload.
-template <typename OpTy>
-struct ElementwiseLowering : OpConversionPattern<OpTy> {
+template <typename OpTy> struct ElementwiseLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     if (!hasScalarElements(op))
       return rewriter.notifyMatchFailure(op, "unsupported element type");
     auto type = cast<RankedTensorType>(op.getType());
-    Value result = buildBroadcastingGeneric(
-        rewriter, op.getLoc(), type, adaptor.getOperands(),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return bodyInOpmath(op, b, loc, args);
-        });
+    Value result = buildBroadcastingGeneric(rewriter, op.getLoc(), type, adaptor.getOperands(),
+                                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                                              return bodyInOpmath(op, b, loc, args);
+                                            });
     rewriter.replaceOp(op, result);
     return success();
   }
 };
 
 /// Comparisons: float (ordered, `ne` unordered), signed int, i1 unsigned.
-template <typename OpTy>
-struct CompareLowering : OpConversionPattern<OpTy> {
+template <typename OpTy> struct CompareLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     if (!hasScalarElements(op))
       return rewriter.notifyMatchFailure(op, "unsupported element type");
     Predicates p = predicates(op);
     Value result = buildBroadcastingGeneric(
-        rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()),
-        adaptor.getOperands(), [&](OpBuilder &b, Location loc, ValueRange a) {
+        rewriter, op.getLoc(), cast<RankedTensorType>(op.getType()), adaptor.getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange a) {
           Type t = a[0].getType();
           if (isFloat(t))
             return b.create<arith::CmpFOp>(loc, p.f, a[0], a[1]).getResult();
-          return b.create<arith::CmpIOp>(loc, t.isInteger(1) ? p.u : p.s, a[0], a[1])
-              .getResult();
+          return b.create<arith::CmpIOp>(loc, t.isInteger(1) ? p.u : p.s, a[0], a[1]).getResult();
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -409,9 +374,8 @@ struct CompareLowering : OpConversionPattern<OpTy> {
 /// kiln.constant → arith.constant (dense tensors stay tensors).
 struct ConstantLowering : OpConversionPattern<ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ConstantOp op, OpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ConstantOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     auto value = dyn_cast<TypedAttr>(op.getValue());
     if (!value)
       return rewriter.notifyMatchFailure(op, "value is not a typed attribute");
@@ -425,26 +389,22 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
 void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ConstantLowering>(ctx);
-  patterns.add<ElementwiseLowering<CastOp>, ElementwiseLowering<NegOp>,
-               ElementwiseLowering<AbsOp>, ElementwiseLowering<ReluOp>,
-               ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
-               ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>,
-               ElementwiseLowering<GeluOp>, ElementwiseLowering<SiluOp>,
-               ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
-               ElementwiseLowering<ErfOp>, ElementwiseLowering<AddOp>,
-               ElementwiseLowering<SubOp>, ElementwiseLowering<MulOp>,
-               ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
-               ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
-               ElementwiseLowering<SelectOp>>(ctx);
-  patterns.add<ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
-               ElementwiseLowering<TanOp>, ElementwiseLowering<AtanOp>,
-               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
-               ElementwiseLowering<RoundOp>, ElementwiseLowering<TruncOp>,
-               ElementwiseLowering<Log1pOp>, ElementwiseLowering<Expm1Op>,
-               ElementwiseLowering<Log2Op>>(ctx);
-  patterns.add<CompareLowering<EqOp>, CompareLowering<NeOp>,
-               CompareLowering<LtOp>, CompareLowering<LeOp>,
-               CompareLowering<GtOp>, CompareLowering<GeOp>>(ctx);
+  patterns
+      .add<ElementwiseLowering<CastOp>, ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
+           ElementwiseLowering<ReluOp>, ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
+           ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>, ElementwiseLowering<GeluOp>,
+           ElementwiseLowering<SiluOp>, ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
+           ElementwiseLowering<ErfOp>, ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
+           ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
+           ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
+           ElementwiseLowering<SelectOp>>(ctx);
+  patterns
+      .add<ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>, ElementwiseLowering<TanOp>,
+           ElementwiseLowering<AtanOp>, ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+           ElementwiseLowering<RoundOp>, ElementwiseLowering<TruncOp>, ElementwiseLowering<Log1pOp>,
+           ElementwiseLowering<Expm1Op>, ElementwiseLowering<Log2Op>>(ctx);
+  patterns.add<CompareLowering<EqOp>, CompareLowering<NeOp>, CompareLowering<LtOp>,
+               CompareLowering<LeOp>, CompareLowering<GtOp>, CompareLowering<GeOp>>(ctx);
 }
 
 } // namespace mlir::kiln

@@ -58,16 +58,15 @@ bool readsEachElementOnce(OpOperand *operand) {
 unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
   unsigned cost = 0;
   for (Operation &inner : op.getBody()->without_terminator())
-    cost += isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log1pOp,
-                math::Log2Op, math::Log10Op, math::TanhOp, math::ErfOp, math::PowFOp,
-                math::SinOp, math::CosOp, math::TanOp, math::AtanOp, math::Atan2Op>(inner)
+    cost += isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log1pOp, math::Log2Op,
+                math::Log10Op, math::TanhOp, math::ErfOp, math::PowFOp, math::SinOp, math::CosOp,
+                math::TanOp, math::AtanOp, math::Atan2Op>(inner)
                 ? transcendentalCost
                 : 1;
   return cost;
 }
 
-struct FuseLinalgElementwisePass
-    : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
+struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
   using FuseLinalgElementwisePassBase::FuseLinalgElementwisePassBase;
 
   void runOnOperation() override {
@@ -75,19 +74,17 @@ struct FuseLinalgElementwisePass
     unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps, expCost = transcendentalCost;
     linalg::ControlFusionFn control = [=](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      if (!producer || isFusionBarrier(producer) ||
-          isFusionBarrier(operand->getOwner()) || !readsEachElementOnce(operand))
+      if (!producer || isFusionBarrier(producer) || isFusionBarrier(operand->getOwner()) ||
+          !readsEachElementOnce(operand))
         return false;
       if (producer->hasOneUse())
         return true;
       auto generic = dyn_cast<linalg::GenericOp>(producer);
       auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-      if (!generic || !consumer ||
-          generic.getNumLoops() != generic.getNumParallelLoops())
+      if (!generic || !consumer || generic.getNumLoops() != generic.getNumParallelLoops())
         return false;
       unsigned producerOps = bodyOps(generic, expCost);
-      return producerOps <= maxProducer &&
-             producerOps + bodyOps(consumer, expCost) <= maxBody;
+      return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody;
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();

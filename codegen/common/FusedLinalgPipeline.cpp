@@ -12,8 +12,7 @@
 
 namespace mlir::kiln {
 
-void addPassWithOptions(OpPassManager &pm, std::unique_ptr<Pass> pass,
-                        llvm::StringRef options) {
+void addPassWithOptions(OpPassManager &pm, std::unique_ptr<Pass> pass, llvm::StringRef options) {
   std::string error;
   if (failed(pass->initializeOptions(options, [&](const Twine &message) {
         error = message.str();

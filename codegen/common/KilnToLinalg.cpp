@@ -22,8 +22,7 @@ namespace mlir::kiln {
 
 namespace {
 
-struct ConvertKilnToLinalgPass
-    : impl::ConvertKilnToLinalgPassBase<ConvertKilnToLinalgPass> {
+struct ConvertKilnToLinalgPass : impl::ConvertKilnToLinalgPassBase<ConvertKilnToLinalgPass> {
   using ConvertKilnToLinalgPassBase::ConvertKilnToLinalgPassBase;
 
   void runOnOperation() override {
@@ -33,8 +32,7 @@ struct ConvertKilnToLinalgPass
     bool undecomposed = false;
     func.walk([&](Operation *op) {
       if (isa<SoftmaxOp, LayerNormOp, Conv2dOp, MaxPool2dOp, AvgPool2dOp>(op)) {
-        op->emitError() << "'" << op->getName()
-                        << "' reached codegen; run kiln-decompose first";
+        op->emitError() << "'" << op->getName() << "' reached codegen; run kiln-decompose first";
         undecomposed = true;
       }
     });

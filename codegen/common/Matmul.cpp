@@ -86,23 +86,19 @@ Value expandTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
 
 /// Broadcasts `v` ([b..., x, y]) to `batch` ++ [x, y] (a copy, only when
 /// its batch dims differ).
-Value broadcastBatch(OpBuilder &b, Location loc, Value v,
-                     ArrayRef<int64_t> batch) {
+Value broadcastBatch(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> batch) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(batch);
-  shape.append({type.getDimSize(type.getRank() - 2),
-                type.getDimSize(type.getRank() - 1)});
+  shape.append({type.getDimSize(type.getRank() - 2), type.getDimSize(type.getRank() - 1)});
   if (ArrayRef<int64_t>(shape) == type.getShape())
     return v;
   auto target = RankedTensorType::get(shape, type.getElementType());
-  return buildBroadcastingGeneric(
-      b, loc, target, v,
-      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+  return buildBroadcastingGeneric(b, loc, target, v,
+                                  [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 /// A zero-filled accumulator of `type`.
-Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type,
-               ArrayRef<OpFoldResult> sizes) {
+Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes) {
   Value empty = buildEmpty(b, loc, type, sizes);
   Value zero = buildScalarConstant(b, loc, type.getElementType(), 0.0);
   return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
@@ -121,10 +117,10 @@ Value roundTo(OpBuilder &b, Location loc, Value c, Type elem) {
   auto type = cast<RankedTensorType>(c.getType());
   if (type.getElementType() == elem)
     return c;
-  return buildBroadcastingGeneric(
-      b, loc, type.clone(elem), c, [&](OpBuilder &nb, Location l, ValueRange args) {
-        return nb.create<arith::TruncFOp>(l, elem, args[0]).getResult();
-      });
+  return buildBroadcastingGeneric(b, loc, type.clone(elem), c,
+                                  [&](OpBuilder &nb, Location l, ValueRange args) {
+                                    return nb.create<arith::TruncFOp>(l, elem, args[0]).getResult();
+                                  });
 }
 
 /// One 2-D GEMM: [prod(lhs batch) * M, K] x [K, N] (rhs has no real batch).
@@ -136,9 +132,8 @@ Value lowerAsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transB,
       {cast<RankedTensorType>(x.getType()).getDimSize(0), resultType.getShape().back()},
       accumulatorType(resultType.getElementType()));
   Value init = zeroInit(b, loc, cType, {tensor::getMixedSize(b, loc, x, 0), sizes.back()});
-  Value c = transB
-      ? b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
-      : b.create<linalg::MatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  Value c = transB ? b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
+                   : b.create<linalg::MatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
   c = roundTo(b, loc, c, resultType.getElementType());
   return expandTo(b, loc, c, resultType, sizes);
 }
@@ -149,16 +144,15 @@ Value lowerAsBatchGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tr
   ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
   Value x = collapseLeading(b, loc, broadcastBatch(b, loc, lhs, batch), 2);
   Value y = collapseLeading(b, loc, broadcastBatch(b, loc, rhs, batch), 2);
-  auto cType = RankedTensorType::get(
-      {ShapedType::getNumElements(batch), resultType.getDimSize(resultType.getRank() - 2),
-       resultType.getShape().back()},
-      accumulatorType(resultType.getElementType()));
-  Value init = zeroInit(b, loc, cType,
-                        {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2],
-                         sizes.back()});
-  Value c = transB
-      ? b.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
-      : b.create<linalg::BatchMatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
+  auto cType = RankedTensorType::get({ShapedType::getNumElements(batch),
+                                      resultType.getDimSize(resultType.getRank() - 2),
+                                      resultType.getShape().back()},
+                                     accumulatorType(resultType.getElementType()));
+  Value init = zeroInit(
+      b, loc, cType, {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2], sizes.back()});
+  Value c =
+      transB ? b.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
+             : b.create<linalg::BatchMatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
   c = roundTo(b, loc, c, resultType.getElementType());
   return expandTo(b, loc, c, resultType, sizes);
 }
@@ -185,19 +179,18 @@ Value lowerAsSharedLhsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
                                       resultType.getDimSize(resultType.getRank() - 2),
                                       resultType.getShape().back()},
                                      resultType.getElementType());
-  Value init = zeroInit(b, loc, cType,
-                        {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2],
-                         sizes.back()});
+  Value init = zeroInit(
+      b, loc, cType, {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2], sizes.back()});
   SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
-  Value c = b.create<linalg::GenericOp>(
-                 loc, cType, ValueRange{x, y}, ValueRange{init},
-                 sharedLhsMaps(b.getContext()), iterators,
-                 [](OpBuilder &nb, Location l, ValueRange args) {
-                   Value prod = nb.create<arith::MulFOp>(l, args[0], args[1]);
-                   nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, args[2], prod)});
-                 })
-                .getResult(0);
+  Value c =
+      b.create<linalg::GenericOp>(
+           loc, cType, ValueRange{x, y}, ValueRange{init}, sharedLhsMaps(b.getContext()), iterators,
+           [](OpBuilder &nb, Location l, ValueRange args) {
+             Value prod = nb.create<arith::MulFOp>(l, args[0], args[1]);
+             nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, args[2], prod)});
+           })
+          .getResult(0);
   return expandTo(b, loc, c, resultType, sizes);
 }
 
@@ -209,15 +202,13 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
   /// lowerAsSharedLhsGemm).
   bool sharedLhs;
 
-  LogicalResult
-  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     bool transB = false;
-    if (auto perm = op.getRhs().getDefiningOp<PermuteOp>();
-        perm && swapsLastTwo(perm.getDims())) {
+    if (auto perm = op.getRhs().getDefiningOp<PermuteOp>(); perm && swapsLastTwo(perm.getDims())) {
       if (Value input = rewriter.getRemappedValue(perm.getInput())) {
         rhs = input;
         transB = true;
@@ -235,8 +226,7 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     for (int64_t d : resultType.getShape().drop_back(2))
       sizes.push_back(rewriter.getIndexAttr(d));
     sizes.push_back(tensor::getMixedSize(rewriter, loc, lhs, lhsType.getRank() - 2));
-    sizes.push_back(tensor::getMixedSize(
-        rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
+    sizes.push_back(tensor::getMixedSize(rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
 
     Type elem = resultType.getElementType();
     Value result;
@@ -274,8 +264,10 @@ bool isSharedLhsBatchMatmul(Operation *op) {
   if (!mul || !add || !yield || yield.getValues().size() != 1 || yield.getValues()[0] != add)
     return false;
   Value a = body.getArgument(0), bArg = body.getArgument(1), c = body.getArgument(2);
-  bool mulAB = (mul.getLhs() == a && mul.getRhs() == bArg) || (mul.getLhs() == bArg && mul.getRhs() == a);
-  bool addCM = (add.getLhs() == c && add.getRhs() == mul) || (add.getLhs() == mul && add.getRhs() == c);
+  bool mulAB =
+      (mul.getLhs() == a && mul.getRhs() == bArg) || (mul.getLhs() == bArg && mul.getRhs() == a);
+  bool addCM =
+      (add.getLhs() == c && add.getRhs() == mul) || (add.getLhs() == mul && add.getRhs() == c);
   return mulAB && addCM;
 }
 

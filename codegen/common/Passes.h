@@ -46,8 +46,7 @@ void buildFusedLinalgPipeline(OpPassManager &pm, const FusedLinalgOptions &optio
 /// Adds `pass` to `pm` after setting its options from `options` (the pass's
 /// textual option syntax). Option strings are written by kiln itself, so a
 /// parse failure is a bug: it aborts with the pass and option text.
-void addPassWithOptions(OpPassManager &pm, std::unique_ptr<Pass> pass,
-                        llvm::StringRef options);
+void addPassWithOptions(OpPassManager &pm, std::unique_ptr<Pass> pass, llvm::StringRef options);
 
 } // namespace mlir::kiln
 

@@ -18,21 +18,18 @@ namespace mlir::kiln {
 /// Builds the scalar body of an elementwise op from the block arguments of
 /// its `linalg.generic` (one per input, in order) and returns the yielded
 /// value.
-using ScalarBodyBuilder =
-    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+using ScalarBodyBuilder = llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 /// Builds an all-parallel `linalg.generic` producing `resultType` from
 /// `inputs`, each broadcast to the result shape with numpy rules (aligned
 /// from the trailing dim; a static size-1 dim against a non-1 result dim
 /// reads index 0). Splat constants are folded into the body as scalars.
 /// Dynamic result dims are taken from an input with a matching dim.
-Value buildBroadcastingGeneric(OpBuilder &b, Location loc,
-                               RankedTensorType resultType, ValueRange inputs,
-                               ScalarBodyBuilder body);
+Value buildBroadcastingGeneric(OpBuilder &b, Location loc, RankedTensorType resultType,
+                               ValueRange inputs, ScalarBodyBuilder body);
 
 /// Returns `tensor.empty` of `type`, taking dynamic sizes from `sizes`.
-Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type,
-                 ArrayRef<OpFoldResult> sizes);
+Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes);
 
 /// Returns a scalar constant of `type` (float or integer) equal to `value`.
 Value buildScalarConstant(OpBuilder &b, Location loc, Type type, double value);

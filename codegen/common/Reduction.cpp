@@ -54,13 +54,12 @@ Value combine(OpBuilder &b, Location loc, Value x, Value acc, Kind kind) {
   Type t = x.getType();
   if (isa<FloatType>(t)) {
     // reassoc lets LLVM vectorize the reduction (torch reorders sums too).
-    auto reassoc = arith::FastMathFlagsAttr::get(b.getContext(),
-                                                 arith::FastMathFlags::reassoc);
+    auto reassoc = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc);
     // nsz: which zero a max/min of -0.0 and +0.0 returns is unspecified,
     // as in torch's vectorized kernels; without it x86 needs a sign test
     // and a blend per vector on top of the NaN check (a third of softmax).
-    auto unordered = arith::FastMathFlagsAttr::get(
-        b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::nsz);
+    auto unordered = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc |
+                                                                       arith::FastMathFlags::nsz);
     if (kind == Kind::Max)
       return b.create<arith::MaximumFOp>(loc, x, acc, unordered);
     if (kind == Kind::Min)
@@ -101,8 +100,7 @@ SmallVector<ReassociationIndices> keepdimReassociation(int64_t rank,
 }
 
 /// acc / (number of elements of `input` along `dims`).
-Value divideByCount(OpBuilder &b, Location loc, Value acc, Value input,
-                    ArrayRef<int64_t> dims) {
+Value divideByCount(OpBuilder &b, Location loc, Value acc, Value input, ArrayRef<int64_t> dims) {
   auto accType = cast<RankedTensorType>(acc.getType());
   Type elem = accType.getElementType();
   Value count = b.create<arith::ConstantIndexOp>(loc, 1);
@@ -110,33 +108,29 @@ Value divideByCount(OpBuilder &b, Location loc, Value acc, Value input,
     count = b.create<arith::MulIOp>(loc, count, b.create<tensor::DimOp>(loc, input, d));
   Value countF = b.create<arith::UIToFPOp>(
       loc, elem, b.create<arith::IndexCastUIOp>(loc, b.getI64Type(), count));
-  return buildBroadcastingGeneric(
-      b, loc, accType, acc, [&](OpBuilder &nb, Location l, ValueRange args) {
-        return nb.create<arith::DivFOp>(l, args[0], countF).getResult();
-      });
+  return buildBroadcastingGeneric(b, loc, accType, acc,
+                                  [&](OpBuilder &nb, Location l, ValueRange args) {
+                                    return nb.create<arith::DivFOp>(l, args[0], countF).getResult();
+                                  });
 }
 
 /// keepdim: expands `acc` (kept dims only) to `resultType` (size-1 dims at
 /// the reduced positions of `input`).
 Value reinsertReducedDims(OpBuilder &b, Location loc, Value acc, Value input,
-                          RankedTensorType resultType,
-                          const llvm::SmallBitVector &reduced) {
+                          RankedTensorType resultType, const llvm::SmallBitVector &reduced) {
   int64_t rank = resultType.getRank();
   SmallVector<OpFoldResult> sizes;
   for (int64_t d = 0; d < rank; ++d)
-    sizes.push_back(reduced[d] ? b.getIndexAttr(1)
-                               : tensor::getMixedSize(b, loc, input, d));
-  return b.create<tensor::ExpandShapeOp>(
-      loc, resultType, acc, keepdimReassociation(rank, reduced), sizes);
+    sizes.push_back(reduced[d] ? b.getIndexAttr(1) : tensor::getMixedSize(b, loc, input, d));
+  return b.create<tensor::ExpandShapeOp>(loc, resultType, acc, keepdimReassociation(rank, reduced),
+                                         sizes);
 }
 
-template <typename OpTy, Kind kind>
-struct ReductionLowering : OpConversionPattern<OpTy> {
+template <typename OpTy, Kind kind> struct ReductionLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
 
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto inType = cast<RankedTensorType>(input.getType());
@@ -173,29 +167,26 @@ struct ReductionLowering : OpConversionPattern<OpTy> {
       accElem = rewriter.getF32Type();
     auto accType = RankedTensorType::get(keptShape, accElem);
     Value init = buildEmpty(rewriter, loc, accType, keptSizes);
-    init = rewriter
-               .create<linalg::FillOp>(loc, identity(rewriter, loc, accElem, kind), init)
+    init = rewriter.create<linalg::FillOp>(loc, identity(rewriter, loc, accElem, kind), init)
                .getResult(0);
-    SmallVector<AffineMap> maps = {
-        rewriter.getMultiDimIdentityMap(rank),
-        AffineMap::get(rank, 0, outExprs, rewriter.getContext())};
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   AffineMap::get(rank, 0, outExprs, rewriter.getContext())};
     Value acc = rewriter
-                    .create<linalg::GenericOp>(
-                        loc, accType, input, init, maps, iterators,
-                        [&](OpBuilder &b, Location l, ValueRange args) {
-                          Value x = args[0];
-                          if (x.getType() != accElem)
-                            x = b.create<arith::ExtFOp>(l, accElem, x);
-                          b.create<linalg::YieldOp>(l, combine(b, l, x, args[1], kind));
-                        })
+                    .create<linalg::GenericOp>(loc, accType, input, init, maps, iterators,
+                                               [&](OpBuilder &b, Location l, ValueRange args) {
+                                                 Value x = args[0];
+                                                 if (x.getType() != accElem)
+                                                   x = b.create<arith::ExtFOp>(l, accElem, x);
+                                                 b.create<linalg::YieldOp>(
+                                                     l, combine(b, l, x, args[1], kind));
+                                               })
                     .getResult(0);
 
     if (kind == Kind::Mean)
       acc = divideByCount(rewriter, loc, acc, input, op.getDims());
     if (accElem != elem)
       acc = buildBroadcastingGeneric(
-          rewriter, loc, accType.clone(elem), acc,
-          [&](OpBuilder &b, Location l, ValueRange args) {
+          rewriter, loc, accType.clone(elem), acc, [&](OpBuilder &b, Location l, ValueRange args) {
             return b.create<arith::TruncFOp>(l, elem, args[0]).getResult();
           });
     if (op.getKeepdim())
@@ -209,13 +200,11 @@ struct ReductionLowering : OpConversionPattern<OpTy> {
 /// extreme value so far and its index). An element replaces the current
 /// one when strictly greater (less), or when it is NaN and the current one
 /// is not, so the first extreme (the first NaN) wins, as in torch.
-template <typename OpTy, bool isMax>
-struct ArgReductionLowering : OpConversionPattern<OpTy> {
+template <typename OpTy, bool isMax> struct ArgReductionLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
 
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto inType = cast<RankedTensorType>(input.getType());
@@ -244,12 +233,15 @@ struct ArgReductionLowering : OpConversionPattern<OpTy> {
     }
     auto valType = RankedTensorType::get(keptShape, elem);
     auto idxType = RankedTensorType::get(keptShape, i64);
-    Value initV = rewriter.create<linalg::FillOp>(
-        loc, identity(rewriter, loc, elem, isMax ? Kind::Max : Kind::Min),
-        buildEmpty(rewriter, loc, valType, keptSizes)).getResult(0);
-    Value initI = rewriter.create<linalg::FillOp>(
-        loc, buildScalarConstant(rewriter, loc, i64, 0),
-        buildEmpty(rewriter, loc, idxType, keptSizes)).getResult(0);
+    Value initV = rewriter
+                      .create<linalg::FillOp>(
+                          loc, identity(rewriter, loc, elem, isMax ? Kind::Max : Kind::Min),
+                          buildEmpty(rewriter, loc, valType, keptSizes))
+                      .getResult(0);
+    Value initI = rewriter
+                      .create<linalg::FillOp>(loc, buildScalarConstant(rewriter, loc, i64, 0),
+                                              buildEmpty(rewriter, loc, idxType, keptSizes))
+                      .getResult(0);
     AffineMap outMap = AffineMap::get(rank, 0, outExprs, rewriter.getContext());
     SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank), outMap, outMap};
     auto generic = rewriter.create<linalg::GenericOp>(
@@ -268,9 +260,8 @@ struct ArgReductionLowering : OpConversionPattern<OpTy> {
             take = b.create<arith::CmpIOp>(
                 l, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, x, v);
           }
-          b.create<linalg::YieldOp>(
-              l, ValueRange{b.create<arith::SelectOp>(l, take, x, v),
-                            b.create<arith::SelectOp>(l, take, j, i)});
+          b.create<linalg::YieldOp>(l, ValueRange{b.create<arith::SelectOp>(l, take, x, v),
+                                                  b.create<arith::SelectOp>(l, take, j, i)});
         });
     Value acc = generic.getResult(1);
     if (op.getKeepdim()) {
@@ -288,9 +279,8 @@ struct ArgReductionLowering : OpConversionPattern<OpTy> {
 struct CumsumLowering : OpConversionPattern<CumsumOp> {
   using OpConversionPattern::OpConversionPattern;
 
-  LogicalResult
-  matchAndRewrite(CumsumOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(CumsumOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(input.getType());
@@ -310,20 +300,20 @@ struct CumsumLowering : OpConversionPattern<CumsumOp> {
     }
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
-    Value init = rewriter.create<linalg::FillOp>(
-        loc, buildScalarConstant(rewriter, loc, elem, 0.0),
-        buildEmpty(rewriter, loc, type, tensor::getMixedSizes(rewriter, loc, input)))
-        .getResult(0);
+    Value init =
+        rewriter
+            .create<linalg::FillOp>(
+                loc, buildScalarConstant(rewriter, loc, elem, 0.0),
+                buildEmpty(rewriter, loc, type, tensor::getMixedSizes(rewriter, loc, input)))
+            .getResult(0);
     SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
                                    AffineMap::get(rank + 1, 0, outExprs, ctx)};
     auto generic = rewriter.create<linalg::GenericOp>(
-        loc, type, input, init, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        loc, type, input, init, maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           Value i = b.create<linalg::IndexOp>(l, dim);
           Value j = b.create<linalg::IndexOp>(l, rank);
           Value in = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i);
-          Value x = b.create<arith::SelectOp>(
-              l, in, args[0], buildScalarConstant(b, l, elem, 0.0));
+          Value x = b.create<arith::SelectOp>(l, in, args[0], buildScalarConstant(b, l, elem, 0.0));
           b.create<linalg::YieldOp>(l, combine(b, l, x, args[1], Kind::Sum));
         });
     rewriter.replaceOp(op, generic.getResult(0));
@@ -334,14 +324,10 @@ struct CumsumLowering : OpConversionPattern<CumsumOp> {
 } // namespace
 
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReductionLowering<SumOp, Kind::Sum>,
-               ReductionLowering<MeanOp, Kind::Mean>,
-               ReductionLowering<MaxOp, Kind::Max>,
-               ReductionLowering<MinOp, Kind::Min>,
-               ReductionLowering<ProdOp, Kind::Prod>,
-               ArgReductionLowering<ArgmaxOp, true>,
-               ArgReductionLowering<ArgminOp, false>, CumsumLowering>(
-      patterns.getContext());
+  patterns.add<ReductionLowering<SumOp, Kind::Sum>, ReductionLowering<MeanOp, Kind::Mean>,
+               ReductionLowering<MaxOp, Kind::Max>, ReductionLowering<MinOp, Kind::Min>,
+               ReductionLowering<ProdOp, Kind::Prod>, ArgReductionLowering<ArgmaxOp, true>,
+               ArgReductionLowering<ArgminOp, false>, CumsumLowering>(patterns.getContext());
 }
 
 } // namespace mlir::kiln

@@ -9,8 +9,9 @@
 // constant shape when dims are dynamic. `kiln.slice` becomes
 // `tensor.extract_slice`; `kiln.concat` a `tensor.empty` filled by a chain of
 // `tensor.insert_slice` (strided copies that bufferization creates for them
-// become `memrefCopy` calls, which cpu/JitCompiler.cpp provides); `kiln.embedding` a `linalg.generic` over the result
-// whose body clamps the index and reads the row with `tensor.extract`.
+// become `memrefCopy` calls, which cpu/JitCompiler.cpp provides); `kiln.embedding` a
+// `linalg.generic` over the result whose body clamps the index and reads the row with
+// `tensor.extract`.
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Patterns.h"
 
@@ -38,34 +39,29 @@ SmallVector<ReassociationIndices> allDimsGroup(int64_t rank) {
 
 struct PermuteLowering : OpConversionPattern<PermuteOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(PermuteOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(PermuteOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     SmallVector<OpFoldResult> sizes;
     for (int64_t d : op.getDims())
       sizes.push_back(tensor::getMixedSize(rewriter, loc, adaptor.getInput(), d));
     Value init = buildEmpty(rewriter, loc, type, sizes);
-    rewriter.replaceOpWithNewOp<linalg::TransposeOp>(op, adaptor.getInput(), init,
-                                                     op.getDims());
+    rewriter.replaceOpWithNewOp<linalg::TransposeOp>(op, adaptor.getInput(), init, op.getDims());
     return success();
   }
 };
 
 struct BroadcastToLowering : OpConversionPattern<BroadcastToOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(BroadcastToOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(BroadcastToOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
     if (!type.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic target shape");
     rewriter.replaceOp(op, buildBroadcastingGeneric(
                                rewriter, op.getLoc(), type, adaptor.getInput(),
-                               [](OpBuilder &, Location, ValueRange args) {
-                                 return args[0];
-                               }));
+                               [](OpBuilder &, Location, ValueRange args) { return args[0]; }));
     return success();
   }
 };
@@ -92,9 +88,8 @@ Value dynamicReshapeShape(OpBuilder &b, Location loc, Value input, RankedTensorT
 
 struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value input = adaptor.getInput();
     auto from = cast<RankedTensorType>(input.getType());
@@ -122,10 +117,8 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       if (from.getRank() != 1) {
         SmallVector<ReassociationIndices> all = allDimsGroup(from.getRank());
         flat = from.getRank() > 0
-                   ? rewriter.create<tensor::CollapseShapeOp>(loc, flatType, input, all)
-                         .getResult()
-                   : rewriter.create<tensor::ExpandShapeOp>(loc, flatType, input, all)
-                         .getResult();
+                   ? rewriter.create<tensor::CollapseShapeOp>(loc, flatType, input, all).getResult()
+                   : rewriter.create<tensor::ExpandShapeOp>(loc, flatType, input, all).getResult();
       }
       if (to.getRank() == 1) {
         rewriter.replaceOp(op, flat);
@@ -150,17 +143,16 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
     // static target dims (a symbolic size, e.g. x.view(x.shape[0], -1)).
     if (to.getNumDynamicDims() != 1 || llvm::is_contained(to.getShape(), 0))
       return rewriter.notifyMatchFailure(op, "dynamic reshape target");
-    rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(
-        op, to, input, dynamicReshapeShape(rewriter, loc, input, to));
+    rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input,
+                                                   dynamicReshapeShape(rewriter, loc, input, to));
     return success();
   }
 };
 
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
     // A dynamic result dim is a whole dynamic operand dim (`end = -1`).
     SmallVector<OpFoldResult> offsets, sizes, strides;
@@ -179,9 +171,8 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
 
 struct ConcatLowering : OpConversionPattern<ConcatOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     int64_t dim = op.getDim(), rank = type.getRank();
@@ -235,8 +226,7 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
         insertPieces(rewriter, loc, inner, innerInputs, offsets, result, add);
       } else {
         SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-        result = rewriter.create<tensor::InsertSliceOp>(loc, in, result, offsets, inSizes,
-                                                        strides);
+        result = rewriter.create<tensor::InsertSliceOp>(loc, in, result, offsets, inSizes, strides);
       }
       offsets[dim] = add(offsets[dim], inSizes[dim]);
     }
@@ -245,9 +235,8 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
 
 struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Value weight = adaptor.getWeight(), indices = adaptor.getIndices();
@@ -263,8 +252,8 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
     SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
                                    AffineMap::getMultiDimIdentityMap(rank, ctx)};
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-    Value rows = getValueOrCreateConstantIndexOp(
-        rewriter, loc, tensor::getMixedSize(rewriter, loc, weight, 0));
+    Value rows = getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                 tensor::getMixedSize(rewriter, loc, weight, 0));
     auto generic = rewriter.create<linalg::GenericOp>(
         loc, type, ValueRange{indices}, ValueRange{init}, maps, iters,
         [&](OpBuilder &b, Location l, ValueRange args) {
@@ -290,9 +279,8 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 /// (clamped into the dim, see the op's description) replacing loop `dim`.
 struct GatherLowering : OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Value input = adaptor.getInput(), index = adaptor.getIndex();
@@ -304,8 +292,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     Value init = buildEmpty(rewriter, loc, type, tensor::getMixedSizes(rewriter, loc, index));
     SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-    Value size = getValueOrCreateConstantIndexOp(
-        rewriter, loc, tensor::getMixedSize(rewriter, loc, input, dim));
+    Value size = getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                 tensor::getMixedSize(rewriter, loc, input, dim));
     auto generic = rewriter.create<linalg::GenericOp>(
         loc, type, ValueRange{index}, ValueRange{init}, maps, iters,
         [&](OpBuilder &b, Location l, ValueRange args) {
@@ -326,9 +314,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
 } // namespace
 
 void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<PermuteLowering, BroadcastToLowering, ReshapeLowering, SliceLowering,
-               ConcatLowering, EmbeddingLowering, GatherLowering>(
-      patterns.getContext());
+  patterns.add<PermuteLowering, BroadcastToLowering, ReshapeLowering, SliceLowering, ConcatLowering,
+               EmbeddingLowering, GatherLowering>(patterns.getContext());
 }
 
 } // namespace mlir::kiln

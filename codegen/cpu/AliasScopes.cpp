@@ -50,7 +50,7 @@ constexpr size_t kMaxRoots = 1024;
 
 /// A disjointness class of memory: an object, or a byte range of it.
 struct Root {
-  void *object = nullptr; // defining Operation* or a BlockArgument's impl
+  void *object = nullptr;      // defining Operation* or a BlockArgument's impl
   int64_t begin = 0, end = -1; // end < 0: the whole object
   bool operator==(const Root &o) const {
     return object == o.object && begin == o.begin && end == o.end;
@@ -104,9 +104,8 @@ std::optional<Root> rootOf(Value buffer, func::FuncOp fn) {
       v = meta.getSource();
       continue;
     }
-    if (isa<memref::ReinterpretCastOp, memref::CastOp, memref::SubViewOp,
-            memref::ExpandShapeOp, memref::CollapseShapeOp, memref::TransposeOp,
-            memref::AssumeAlignmentOp>(def)) {
+    if (isa<memref::ReinterpretCastOp, memref::CastOp, memref::SubViewOp, memref::ExpandShapeOp,
+            memref::CollapseShapeOp, memref::TransposeOp, memref::AssumeAlignmentOp>(def)) {
       v = def->getOperand(0);
       continue;
     }
@@ -145,8 +144,8 @@ Scopes assignScopes(func::FuncOp fn) {
     return scopes;
   }
   MLIRContext *ctx = fn.getContext();
-  auto domain = LLVM::AliasScopeDomainAttr::get(
-      ctx, StringAttr::get(ctx, "kiln buffers of " + fn.getName()));
+  auto domain =
+      LLVM::AliasScopeDomainAttr::get(ctx, StringAttr::get(ctx, "kiln buffers of " + fn.getName()));
   SmallVector<Attribute> scope;
   for (size_t i = 0; i < roots.size(); ++i)
     scope.push_back(LLVM::AliasScopeAttr::get(domain));
@@ -173,8 +172,7 @@ void setScopes(Access access, Operation *original, const Scopes &scopes) {
 
 /// memref.load / memref.store → llvm.load / llvm.store (MemRefToLLVM's
 /// address computation) with the access's scopes.
-template <typename Access>
-struct ScopedAccessLowering : ConvertOpToLLVMPattern<Access> {
+template <typename Access> struct ScopedAccessLowering : ConvertOpToLLVMPattern<Access> {
   ScopedAccessLowering(const LLVMTypeConverter &converter, const Scopes &scopes)
       : ConvertOpToLLVMPattern<Access>(converter), scopes(scopes) {}
   LogicalResult matchAndRewrite(Access op, typename Access::Adaptor adaptor,

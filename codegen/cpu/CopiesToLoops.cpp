@@ -144,14 +144,14 @@ void expandCopy(memref::CopyOp copy) {
                                                    type.getDimSize(row), bytes);
                               });
   } else {
-    b.create<scf::ParallelOp>(
-        loc, ValueRange{zero, zero}, ValueRange{rows, size(row)}, ValueRange{one, one},
-        [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
-          SmallVector<Value> indices = rowIndices(nb, nloc, ivs[0]);
-          indices[row] = ivs[1];
-          Value v = nb.create<memref::LoadOp>(nloc, source, indices);
-          nb.create<memref::StoreOp>(nloc, v, target, indices);
-        });
+    b.create<scf::ParallelOp>(loc, ValueRange{zero, zero}, ValueRange{rows, size(row)},
+                              ValueRange{one, one},
+                              [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+                                SmallVector<Value> indices = rowIndices(nb, nloc, ivs[0]);
+                                indices[row] = ivs[1];
+                                Value v = nb.create<memref::LoadOp>(nloc, source, indices);
+                                nb.create<memref::StoreOp>(nloc, v, target, indices);
+                              });
   }
   copy.erase();
 }
@@ -201,8 +201,8 @@ struct CopiesToLoops : impl::CpuCopiesToLoopsPassBase<CopiesToLoops> {
         helper->setAttr("passthrough", ArrayAttr::get(ctx, {StringAttr::get(ctx, "noinline")}));
         Block *body = helper.addEntryBlock();
         OpBuilder b = OpBuilder::atBlockBegin(body);
-        auto inner = b.create<memref::CopyOp>(copy.getLoc(), body->getArgument(0),
-                                              body->getArgument(1));
+        auto inner =
+            b.create<memref::CopyOp>(copy.getLoc(), body->getArgument(0), body->getArgument(1));
         b.create<func::ReturnOp>(copy.getLoc());
         expandCopy(inner);
       }

@@ -89,8 +89,7 @@ int64_t candidateRows(Operation *op) {
   // than as its leading index (a transposed input) cannot be cut into rows.
   for (OpOperand &operand : generic->getOpOperands()) {
     RowAccess access = classify(generic, operand, n);
-    if (access == RowAccess::Other ||
-        (generic.isDpsInit(&operand) && access != RowAccess::Row))
+    if (access == RowAccess::Other || (generic.isDpsInit(&operand) && access != RowAccess::Row))
       return 0;
   }
   return n;
@@ -165,8 +164,7 @@ bool isRowView(memref::SubViewOp view, Value row) {
 
 /// The row views of `alloc` inside `loop` (through reshapes; see rootOf),
 /// when they are its only uses besides deallocs; empty otherwise.
-SmallVector<memref::SubViewOp> rowViewsOnly(memref::AllocOp alloc, scf::ForOp loop,
-                                            int64_t n) {
+SmallVector<memref::SubViewOp> rowViewsOnly(memref::AllocOp alloc, scf::ForOp loop, int64_t n) {
   SmallVector<memref::SubViewOp> views;
   SmallVector<Value> work{alloc.getResult()};
   while (!work.empty()) {
@@ -216,8 +214,8 @@ void contractRowBuffers(scf::ForOp loop, int64_t n) {
     // On the stack up to kMaxStackRowBytes (no malloc per call, and LLVM
     // knows it aliases no argument, so the reductions into it vectorize
     // without runtime alias checks); a larger row stays on the heap.
-    int64_t rowBytes = rowType.getNumElements() *
-                       llvm::divideCeil(rowType.getElementTypeBitWidth(), 8);
+    int64_t rowBytes =
+        rowType.getNumElements() * llvm::divideCeil(rowType.getElementTypeBitWidth(), 8);
     // An alloca goes first in the function's entry block (LLVM promotes
     // scalar ones to registers there), so only a loop directly in the
     // function body gets one: anywhere else it could run more than once.
@@ -235,11 +233,10 @@ void contractRowBuffers(scf::ForOp loop, int64_t n) {
       MemRefType viewType = view.getType();
       auto [strides, offset] = getStridesAndOffset(viewType);
       (void)offset;
-      auto exact = MemRefType::get(
-          viewType.getShape(), viewType.getElementType(),
-          StridedLayoutAttr::get(b.getContext(), /*offset=*/0, strides));
-      Value cast = b.create<memref::ReinterpretCastOp>(
-          view.getLoc(), exact, rowBuffer, /*offset=*/0, viewType.getShape(), strides);
+      auto exact = MemRefType::get(viewType.getShape(), viewType.getElementType(),
+                                   StridedLayoutAttr::get(b.getContext(), /*offset=*/0, strides));
+      Value cast = b.create<memref::ReinterpretCastOp>(view.getLoc(), exact, rowBuffer,
+                                                       /*offset=*/0, viewType.getShape(), strides);
       view.replaceAllUsesWith(b.create<memref::CastOp>(view.getLoc(), viewType, cast).getResult());
     }
     // Erase the views and the reshapes between them and the allocation.
@@ -278,9 +275,8 @@ struct CpuFuseRowsPass : impl::CpuFuseRowsPassBase<CpuFuseRowsPass> {
       SmallVector<linalg::LinalgOp> run;
       int64_t rows = 0;
       auto flush = [&] {
-        bool reduces = llvm::any_of(run, [](linalg::LinalgOp op) {
-          return op.getNumReductionLoops() > 0;
-        });
+        bool reduces =
+            llvm::any_of(run, [](linalg::LinalgOp op) { return op.getNumReductionLoops() > 0; });
         if (run.size() >= 2 && reduces) {
           runs.push_back(run);
           runRows.push_back(rows);

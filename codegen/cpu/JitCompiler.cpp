@@ -56,8 +56,8 @@ public:
       : IRPrinterConfig(/*printModuleScope=*/true), dir_(std::move(dir)) {}
 
   void printAfterIfEnabled(Pass *pass, Operation *, PrintCallbackFn print) override {
-    std::string path = llvm::formatv("{0}/{1:d2}-{2}.mlir", dir_, ++index_,
-                                     pass->getArgument().str());
+    std::string path =
+        llvm::formatv("{0}/{1:d2}-{2}.mlir", dir_, ++index_, pass->getArgument().str());
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (!ec)
@@ -82,11 +82,10 @@ void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
   llvm::sys::fs::create_directories(dir);
   // Drop a previous run's NN-<pass>.mlir files so the folder is consistent.
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec)) {
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name.size() > 3 && llvm::isDigit(name[0]) && llvm::isDigit(name[1]) &&
-        name[2] == '-' && name.ends_with(".mlir"))
+    if (name.size() > 3 && llvm::isDigit(name[0]) && llvm::isDigit(name[1]) && name[2] == '-' &&
+        name.ends_with(".mlir"))
       llvm::sys::fs::remove(it->path());
   }
   writeFile(dir + "/00-input.mlir", [&](llvm::raw_ostream &os) {
@@ -101,8 +100,8 @@ void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
        << "  --pass-pipeline='" << ps.str() << "' \"$@\"\n";
   });
   llvm::sys::fs::setPermissions(dir + "/repro.sh", llvm::sys::fs::all_read |
-                                                      llvm::sys::fs::all_exe |
-                                                      llvm::sys::fs::owner_write);
+                                                       llvm::sys::fs::all_exe |
+                                                       llvm::sys::fs::owner_write);
   // Module-scope printing needs a single-threaded pass manager.
   module.getContext()->disableMultithreading();
   pm.enableIRPrinting(std::make_unique<DebugDirPrinter>(dir));
@@ -112,8 +111,7 @@ void setUpDebugDir(const std::string &dir, ModuleOp module, PassManager &pm) {
 /// `name (file:line:col)`, fused/call-site locations by their first part.
 void printLocation(Location loc, llvm::raw_ostream &os) {
   if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-       << file.getColumn();
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
   } else if (auto name = dyn_cast<NameLoc>(loc)) {
     os << name.getName().getValue();
     if (!isa<UnknownLoc>(name.getChildLoc())) {
@@ -163,13 +161,12 @@ std::string checkOpenMPCalls(const llvm::Module &module) {
       auto *call = llvm::dyn_cast<llvm::CallBase>(user);
       auto *argc = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1)) : nullptr;
       if (!argc || argc->getZExtValue() > static_cast<uint64_t>(::kiln::rt::kMaxForkArgs))
-        return "kiln: a parallel region takes more than " + std::to_string(::kiln::rt::kMaxForkArgs) +
-               " arguments";
+        return "kiln: a parallel region takes more than " +
+               std::to_string(::kiln::rt::kMaxForkArgs) + " arguments";
     }
   }
   return "";
 }
-
 
 /// Symbols the generated code calls that kiln itself provides.
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
@@ -224,8 +221,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
   auto tm = hostTargetMachine();
   if (!tm)
     return "kiln: no host target machine: " + llvm::toString(tm.takeError());
-  auto compiled = compileToObject(*llvmModule, **tm,
-                                  debugDir.empty() ? "" : debugDir + "/llvm-optimized.ll");
+  auto compiled =
+      compileToObject(*llvmModule, **tm, debugDir.empty() ? "" : debugDir + "/llvm-optimized.ll");
   if (!compiled)
     return "kiln: LLVM code generation failed: " + llvm::toString(compiled.takeError());
   object = std::move(*compiled);
@@ -235,9 +232,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
 /// Looks `key` up in the disk cache and loads the object it holds; a null
 /// function on a miss. Entries that do not validate or load are reported
 /// in `info` and never used.
-::kiln::rt::CompiledFunction loadCached(const ::kiln::rt::DiskCache &cache,
-                                        const std::string &key, const std::string &entry,
-                                        CpuCompileInfo &info) {
+::kiln::rt::CompiledFunction loadCached(const ::kiln::rt::DiskCache &cache, const std::string &key,
+                                        const std::string &entry, CpuCompileInfo &info) {
   ::kiln::rt::CacheLookup found = cache.load(key);
   if (found.status == ::kiln::rt::CacheLookup::Status::Hit) {
     auto loaded = loadObject(found.payload, packedName(entry), runtimeSymbols());
@@ -259,8 +255,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
 } // namespace
 
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
-                                         const CpuCompileOptions &options,
-                                         std::string &error, CpuCompileInfo *infoOut) {
+                                           const CpuCompileOptions &options, std::string &error,
+                                           CpuCompileInfo *infoOut) {
   static std::once_flag initOnce;
   std::call_once(initOnce, [] {
     llvm::InitializeNativeTarget();

@@ -60,9 +60,8 @@ struct CpuCompileInfo {
 /// `module` is modified in place (it is lowered) unless the code came from
 /// the disk cache. `info`, when given, says what the cache did.
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
-                                         const CpuCompileOptions &options,
-                                         std::string &error,
-                                         CpuCompileInfo *info = nullptr);
+                                           const CpuCompileOptions &options, std::string &error,
+                                           CpuCompileInfo *info = nullptr);
 
 } // namespace mlir::kiln
 

@@ -61,14 +61,12 @@ MemRefType getDynamicStridedMemRefType(int64_t rank, Type elem) {
 }
 
 /// Returns (declaring it on first use) the shim `name` for `rank`-d memrefs.
-func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem,
-                          int64_t rank) {
+func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem, int64_t rank) {
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   auto memref = getDynamicStridedMemRefType(rank, elem);
-  auto type = FunctionType::get(
-      ctx, {memref, memref, memref, IntegerType::get(ctx, 32), elem}, {});
+  auto type = FunctionType::get(ctx, {memref, memref, memref, IntegerType::get(ctx, 32), elem}, {});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), name, type);
   f.setPrivate();
@@ -86,8 +84,7 @@ Value broadcastView(OpBuilder &builder, Location loc, Value a, int64_t batch) {
                                        meta.getStrides()[1]};
   auto type = getDynamicStridedMemRefType(3, cast<MemRefType>(a.getType()).getElementType());
   return builder.create<memref::ReinterpretCastOp>(loc, type, meta.getBaseBuffer(),
-                                                   OpFoldResult(meta.getOffset()), sizes,
-                                                   strides);
+                                                   OpFoldResult(meta.getOffset()), sizes, strides);
 }
 
 /// Replaces `op` with a shim call; returns false when it does not qualify.
@@ -108,8 +105,8 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   }
   bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
   bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
-  std::string name = std::string("kiln_blas_") + (elem.isF32() ? "s" : "d") +
-                     "gemm" + (batched ? "_batched" : "");
+  std::string name =
+      std::string("kiln_blas_") + (elem.isF32() ? "s" : "d") + "gemm" + (batched ? "_batched" : "");
   int64_t rank = batched ? 3 : 2;
   func::FuncOp callee = getOrDeclare(module, name, elem, rank);
 
@@ -127,8 +124,7 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   for (Value v : {a, b, c})
     args.push_back(v.getType() == dynType ? v : builder.create<memref::CastOp>(loc, dynType, v));
   args.push_back(builder.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32));
-  args.push_back(builder.create<arith::ConstantOp>(
-      loc, builder.getFloatAttr(elem, beta)));
+  args.push_back(builder.create<arith::ConstantOp>(loc, builder.getFloatAttr(elem, beta)));
   builder.create<func::CallOp>(loc, callee, args);
   op->erase();
   return true;

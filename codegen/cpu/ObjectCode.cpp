@@ -78,8 +78,8 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
   for (int i = 0; i < info->dlpi_phnum && !contains; ++i) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
     uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-    contains = ph.p_type == PT_LOAD && search->address >= start &&
-               search->address < start + ph.p_memsz;
+    contains =
+        ph.p_type == PT_LOAD && search->address >= start && search->address < start + ph.p_memsz;
   }
   if (!contains)
     return 0;
@@ -87,8 +87,8 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
   for (int i = 0; i < info->dlpi_phnum && search->buildId.empty(); ++i) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_NOTE)
-      search->buildId = buildIdInNotes(
-          reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
+      search->buildId =
+          buildIdInNotes(reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
   }
   return 1;
 }
@@ -127,8 +127,8 @@ const std::string &kilnBuildIdentity() {
     struct stat st;
     if (dladdr(reinterpret_cast<void *>(&findBuildId), &info) && info.dli_fname &&
         ::stat(info.dli_fname, &st) == 0)
-      return llvm::formatv("file {0} {1} {2}.{3}", info.dli_fname, st.st_size,
-                           st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+      return llvm::formatv("file {0} {1} {2}.{3}", info.dli_fname, st.st_size, st.st_mtim.tv_sec,
+                           st.st_mtim.tv_nsec)
           .str();
     return std::string("unknown-build");
   }();
@@ -140,8 +140,7 @@ void addPackedWrapper(llvm::Function &fn, llvm::StringRef name) {
   llvm::LLVMContext &ctx = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
-  auto *wrapper =
-      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, name, module);
+  auto *wrapper = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, name, module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
   llvm::Value *args = wrapper->getArg(0);
   auto slot = [&](unsigned i) {
@@ -214,23 +213,22 @@ loadObject(llvm::StringRef object, llvm::StringRef entry,
   auto builder = hostBuilder();
   if (!builder)
     return builder.takeError();
-  auto jit =
-      llvm::orc::LLJITBuilder()
-          .setJITTargetMachineBuilder(std::move(*builder))
-          .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
-          .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
-                                           const llvm::Triple &) {
-            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
-            // KILN_PERF_JITDUMP=1: jit-<pid>.dump records for `perf inject
-            // --jit` (docs/performance.md, "Profiling compiled code").
-            if (const char *perf = std::getenv("KILN_PERF_JITDUMP"); perf && *perf == '1')
-              if (llvm::JITEventListener *listener =
-                      llvm::JITEventListener::createPerfJITEventListener())
-                layer->registerJITEventListener(*listener);
-            return layer;
-          })
-          .create();
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*builder))
+                 .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
+                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
+                                                  const llvm::Triple &) {
+                   auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                       session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+                   // KILN_PERF_JITDUMP=1: jit-<pid>.dump records for `perf inject
+                   // --jit` (docs/performance.md, "Profiling compiled code").
+                   if (const char *perf = std::getenv("KILN_PERF_JITDUMP"); perf && *perf == '1')
+                     if (llvm::JITEventListener *listener =
+                             llvm::JITEventListener::createPerfJITEventListener())
+                       layer->registerJITEventListener(*listener);
+                   return layer;
+                 })
+                 .create();
   if (!jit)
     return jit.takeError();
   llvm::orc::JITDylib &main = (*jit)->getMainJITDylib();
@@ -240,8 +238,8 @@ loadObject(llvm::StringRef object, llvm::StringRef entry,
                                           llvm::JITSymbolFlags::Exported};
   if (llvm::Error err = main.define(llvm::orc::absoluteSymbols(std::move(map))))
     return std::move(err);
-  if (llvm::Error err = (*jit)->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(object, "kiln-graph.o")))
+  if (llvm::Error err =
+          (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kiln-graph.o")))
     return std::move(err);
   auto address = (*jit)->lookup(entry);
   if (!address)

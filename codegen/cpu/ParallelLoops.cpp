@@ -74,17 +74,15 @@ int64_t workOf(Block &block) {
       trips = tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()).value_or(1);
     else if (auto par = dyn_cast<scf::ParallelOp>(op))
       for (unsigned d = 0; d < par.getNumLoops(); ++d)
-        trips *= tripCount(par.getLowerBound()[d], par.getUpperBound()[d], par.getStep()[d])
-                     .value_or(1);
+        trips *=
+            tripCount(par.getLowerBound()[d], par.getUpperBound()[d], par.getStep()[d]).value_or(1);
     work += 1 + trips * inner;
   }
   return work;
 }
 
 bool hasInnerLoop(Block &block) {
-  return block
-      .walk([](LoopLikeOpInterface) { return WalkResult::interrupt(); })
-      .wasInterrupted();
+  return block.walk([](LoopLikeOpInterface) { return WalkResult::interrupt(); }).wasInterrupted();
 }
 
 /// Moves `loop`'s body (without its terminator) to the start of `dest`
@@ -103,8 +101,8 @@ void serialize(scf::ParallelOp loop) {
   SmallVector<Value> ivs;
   Block *inner = nullptr;
   for (unsigned d = 0; d < loop.getNumLoops(); ++d) {
-    auto f = b.create<scf::ForOp>(loop.getLoc(), loop.getLowerBound()[d],
-                                  loop.getUpperBound()[d], loop.getStep()[d]);
+    auto f = b.create<scf::ForOp>(loop.getLoc(), loop.getLowerBound()[d], loop.getUpperBound()[d],
+                                  loop.getStep()[d]);
     ivs.push_back(f.getInductionVar());
     inner = f.getBody();
     b.setInsertionPointToStart(inner);
@@ -132,8 +130,7 @@ void shapeForThreads(scf::ParallelOp loop, ArrayRef<int64_t> trips) {
         lastStep = loop.getStep()[last];
   if (cutLast) {
     lbs.push_back(b.create<arith::ConstantIndexOp>(loc, 0));
-    ubs.push_back(
-        b.create<arith::ConstantIndexOp>(loc, (trips[last] + kBlock - 1) / kBlock));
+    ubs.push_back(b.create<arith::ConstantIndexOp>(loc, (trips[last] + kBlock - 1) / kBlock));
     steps.push_back(b.create<arith::ConstantIndexOp>(loc, 1));
   }
   auto outer = b.create<scf::ParallelOp>(loc, lbs, ubs, steps);
@@ -142,8 +139,8 @@ void shapeForThreads(scf::ParallelOp loop, ArrayRef<int64_t> trips) {
   Value from = lastLb, to = lastUb;
   if (cutLast) {
     // Block k covers lb + [k*B, (k+1)*B) * step, clipped to ub.
-    Value span = b.create<arith::MulIOp>(
-        loc, lastStep, b.create<arith::ConstantIndexOp>(loc, kBlock));
+    Value span =
+        b.create<arith::MulIOp>(loc, lastStep, b.create<arith::ConstantIndexOp>(loc, kBlock));
     Value start = b.create<arith::MulIOp>(loc, outer.getInductionVars()[last], span);
     from = b.create<arith::AddIOp>(loc, lastLb, start);
     to = b.create<arith::MinSIOp>(loc, b.create<arith::AddIOp>(loc, from, span), lastUb);
@@ -160,8 +157,7 @@ constexpr int64_t kMaxRowBlocks = 64;
 
 /// The stack buffers at the start of `fn`'s body that only `loop` uses
 /// (kiln-cpu-fuse-rows' one-row buffers); null when another op uses one.
-std::optional<SmallVector<memref::AllocaOp>> privateRowBuffers(func::FuncOp fn,
-                                                                scf::ForOp loop) {
+std::optional<SmallVector<memref::AllocaOp>> privateRowBuffers(func::FuncOp fn, scf::ForOp loop) {
   SmallVector<memref::AllocaOp> buffers;
   for (auto alloca : fn.getBody().front().getOps<memref::AllocaOp>()) {
     bool usedByLoop = false, usedElsewhere = false;
@@ -189,8 +185,7 @@ void parallelizeRows(scf::ForOp loop, int64_t n, ArrayRef<memref::AllocaOp> buff
   OpBuilder b(loop);
   auto index = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v).getResult(); };
   Value zero = index(0), one = index(1), blocks = index(n / perBlock), size = index(perBlock);
-  auto par = b.create<scf::ParallelOp>(loc, ValueRange{zero}, ValueRange{blocks},
-                                       ValueRange{one});
+  auto par = b.create<scf::ParallelOp>(loc, ValueRange{zero}, ValueRange{blocks}, ValueRange{one});
   b.setInsertionPointToStart(par.getBody());
   auto scope = b.create<memref::AllocaScopeOp>(loc, TypeRange{});
   Block *scopeBody = new Block;
@@ -226,8 +221,7 @@ struct ParallelizeLoops : impl::CpuParallelizeLoopsPassBase<ParallelizeLoops> {
       }
       SmallVector<int64_t> trips;
       for (unsigned d = 0; d < loop.getNumLoops(); ++d)
-        if (auto n = tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d],
-                               loop.getStep()[d]))
+        if (auto n = tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d], loop.getStep()[d]))
           trips.push_back(*n);
       bool topLevel = !loop->getParentOfType<LoopLikeOpInterface>();
       bool isStatic = trips.size() == loop.getNumLoops();

@@ -85,9 +85,8 @@ bool isPlainUse(Operation *user) {
 /// The live range of `root` in `entry` (indices from `position`): the
 /// first and last top-level op using it or a view of it. Fails when an
 /// alias escapes what this pass can follow.
-LogicalResult liveRange(Value root, Block &entry,
-                        const DenseMap<Operation *, unsigned> &position, unsigned &first,
-                        unsigned &last) {
+LogicalResult liveRange(Value root, Block &entry, const DenseMap<Operation *, unsigned> &position,
+                        unsigned &first, unsigned &last) {
   SmallVector<Value> worklist{root};
   bool used = false;
   while (!worklist.empty()) {
@@ -118,12 +117,11 @@ LogicalResult liveRange(Value root, Block &entry,
 
 /// A plannable top-level allocation of `entry`, or nullopt.
 std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
-                                const DenseMap<Operation *, unsigned> &position,
-                                int64_t minAlign) {
+                                const DenseMap<Operation *, unsigned> &position, int64_t minAlign) {
   MemRefType type = alloc.getType();
   int64_t elem = elementBytes(type.getElementType());
-  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-      type.getMemorySpace() || elem == 0 || !alloc.getSymbolOperands().empty())
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() || type.getMemorySpace() ||
+      elem == 0 || !alloc.getSymbolOperands().empty())
     return std::nullopt;
   Buffer b;
   b.alloc = alloc;
@@ -270,8 +268,7 @@ void linkInPlace(Block &entry, const DenseMap<Operation *, unsigned> &position,
   for (Buffer &b : buffers)
     byRoot[b.alloc.getResult()] = &b;
   for (auto generic : entry.getOps<linalg::GenericOp>()) {
-    if (!generic.hasPureBufferSemantics() ||
-        generic.getNumParallelLoops() != generic.getNumLoops())
+    if (!generic.hasPureBufferSemantics() || generic.getNumParallelLoops() != generic.getNumLoops())
       continue;
     unsigned at = position.lookup(generic);
     for (OpOperand &out : generic.getDpsInitsMutable()) {
@@ -362,8 +359,8 @@ struct CpuPlanMemoryPass : impl::CpuPlanMemoryPassBase<CpuPlanMemoryPass> {
     OpBuilder builder = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();
     auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
-    auto arenaOp = builder.create<memref::AllocOp>(loc, arenaType,
-                                                   builder.getI64IntegerAttr(maxAlign));
+    auto arenaOp =
+        builder.create<memref::AllocOp>(loc, arenaType, builder.getI64IntegerAttr(maxAlign));
     Value arena = arenaOp;
     // What the plan did, for IR dumps (the statistics below are compiled
     // out of release LLVM builds).

@@ -67,8 +67,7 @@ LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
   std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
   std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
                            : "blockIdx.x * blockDim.x + threadIdx.x";
-  os << "  for (" << ity << " i = " << start << "; i < " << total << "; i += " << stride
-     << ") {\n";
+  os << "  for (" << ity << " i = " << start << "; i < " << total << "; i += " << stride << ") {\n";
   for (size_t d = 0; d < oshape.size(); ++d)
     if (oshape[d] != 1)
       os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
@@ -102,8 +101,9 @@ int FunctionEmitter::materialize(Value v) {
   os << "  for (" << ity << " i = "
      << (wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
               : "blockIdx.x * blockDim.x + threadIdx.x")
-     << "; i < " << total << "; i += "
-     << (wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x") << ")\n";
+     << "; i < " << total
+     << "; i += " << (wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x")
+     << ")\n";
   os << "    out0[i] = " << storeValue(*info.fill, tt.getElementType()) << ";\n}\n\n";
   addKernel(std::move(k));
   return out;

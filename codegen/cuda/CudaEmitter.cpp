@@ -60,8 +60,8 @@ std::string FunctionEmitter::nextKernelName() {
 }
 
 void FunctionEmitter::openKernel(const KernelInfo &k, ArrayRef<std::string> params) {
-  os << "extern \"C\" __global__ void __launch_bounds__(" << k.blockX << ") " << k.name
-     << "(" << llvm::join(params, ", ") << ") {\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << k.blockX << ") " << k.name << "("
+     << llvm::join(params, ", ") << ") {\n";
 }
 
 void FunctionEmitter::addKernel(KernelInfo k) {
@@ -73,8 +73,7 @@ void FunctionEmitter::addKernel(KernelInfo k) {
 
 void FunctionEmitter::addExtern(ExternCall e) {
   std::string shape = (e.batched ? std::to_string(e.batch) + "x" : std::string()) +
-                      std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
-                      std::to_string(e.k);
+                      std::to_string(e.m) + "x" + std::to_string(e.n) + "x" + std::to_string(e.k);
   plan.push_back(e.name + ": extern GEMM " + shape + " (MxNxK" +
                  (e.transB ? ", B transposed" : "") +
                  (e.epilogue != "none" ? ", epilogue " + e.epilogue : "") + ")(" +
@@ -89,11 +88,10 @@ LogicalResult FunctionEmitter::emit() {
     auto tt = dyn_cast<RankedTensorType>(arg.getType());
     if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
       return func.emitError("CUDA emitter: argument #")
-             << i << " must be a static tensor of a supported element type, got "
-             << arg.getType();
-    tensors[arg] = TensorInfo{newBuffer(tt, "input " + std::to_string(i),
-                                        "arg" + std::to_string(i)),
-                              std::nullopt, false};
+             << i << " must be a static tensor of a supported element type, got " << arg.getType();
+    tensors[arg] =
+        TensorInfo{newBuffer(tt, "input " + std::to_string(i), "arg" + std::to_string(i)),
+                   std::nullopt, false};
     fplan.inputs.push_back("arg" + std::to_string(i));
   }
   if (fuseRows)
@@ -153,8 +151,8 @@ void FunctionEmitter::recordUnsupported(Operation *op) {
     tensors[r] = TensorInfo{b, std::nullopt, false};
     u.results.push_back(buffers[b].name);
   }
-  plan.push_back("unsupported " + u.op + " (" + u.reason + ") -> (" +
-                 llvm::join(u.results, ", ") + ")");
+  plan.push_back("unsupported " + u.op + " (" + u.reason + ") -> (" + llvm::join(u.results, ", ") +
+                 ")");
   fplan.steps.push_back({LaunchStep::Unsupported, out.unsupported.size()});
   out.unsupported.push_back(std::move(u));
 }
@@ -204,8 +202,9 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
           info.buffer = materialize(v);
           if (info.buffer < 0)
             return ret.emitError("CUDA emitter: result #")
-                   << i << " is not produced by a kernel (constant results "
-                           "are not supported yet)";
+                   << i
+                   << " is not produced by a kernel (constant results "
+                      "are not supported yet)";
           Buffer &b = buffers[info.buffer];
           std::string role = "result " + std::to_string(i);
           b.role = b.role == "temporary" ? role : b.role + ", " + role;
@@ -413,8 +412,7 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options) {
     if (func.isExternal())
       continue;
     // Every function is tried so that all unsupported ops are reported.
-    FunctionEmitter fe(func, result, options,
-                       options.collectUnsupported ? &lastError : nullptr);
+    FunctionEmitter fe(func, result, options, options.collectUnsupported ? &lastError : nullptr);
     size_t kernelMark = result.kernels.size(), externMark = result.externs.size(),
            unsupportedMark = result.unsupported.size();
     if (failed(fe.emit())) {

@@ -57,7 +57,7 @@ struct ExternCall {
   /// (C + bias row) or "bias_relu" (max(C + bias, 0)); the bias buffer is
   /// then args[3].
   std::string epilogue = "none";
-  std::vector<std::string> args;          // buffer names: A, B, C[, bias]
+  std::vector<std::string> args; // buffer names: A, B, C[, bias]
   std::string location;
 };
 
@@ -79,8 +79,8 @@ struct LaunchStep {
 struct FunctionPlan {
   std::string name;
   std::vector<LaunchStep> steps;
-  std::vector<std::string> inputs;  // buffer of argument i (argN)
-  std::vector<std::string> results; // buffer of result i
+  std::vector<std::string> inputs;                // buffer of argument i (argN)
+  std::vector<std::string> results;               // buffer of result i
   std::vector<std::vector<int64_t>> resultShapes; // may differ from the buffer's (reshapes)
   std::vector<std::string> resultTypes;           // storage types
 };

@@ -58,8 +58,7 @@ std::optional<Combiner> combinerOf(Operation *op);
 std::string identityLiteral(const Combiner &c, Type t);
 /// The value stored by a reduction: `acc`, combined with the init first
 /// unless the init is the combiner's identity `id`.
-std::string combineWithInit(const Combiner &c, const std::string &init,
-                            const std::string &id);
+std::string combineWithInit(const Combiner &c, const std::string &init, const std::string &id);
 
 /// A translated reduction body `yield combine(x, %out)`: the combiner and
 /// the C expression of `x` (the per-element partial).
@@ -128,9 +127,9 @@ struct Buffer {
 
 /// A tensor value as the emitter sees it.
 struct TensorInfo {
-  int buffer = -1;                  // index into buffers
-  std::optional<std::string> fill;  // linalg.fill value (literal)
-  bool empty = false;               // tensor.empty (shape only)
+  int buffer = -1;                 // index into buffers
+  std::optional<std::string> fill; // linalg.fill value (literal)
+  bool empty = false;              // tensor.empty (shape only)
 };
 
 class FunctionEmitter {
@@ -162,8 +161,7 @@ private:
   // CudaVectorize.cpp
   /// Elements per thread of the vectorized form of a pointwise kernel
   /// (16 bytes of the widest vector operand), 1 when it does not apply.
-  int64_t vectorWidth(ArrayRef<PointwiseOperand> operands, ArrayRef<int64_t> ranges,
-                      int64_t total);
+  int64_t vectorWidth(ArrayRef<PointwiseOperand> operands, ArrayRef<int64_t> ranges, int64_t total);
   /// Prints the vector loop: V elements per iteration `vi` from `start` by
   /// `stride`, 128-bit loads/stores, `body` (the scalar loop's) per lane.
   void printVectorLoop(llvm::raw_ostream &o, ArrayRef<PointwiseOperand> operands,
@@ -186,18 +184,16 @@ private:
                              int64_t rowLength);
   void planRowGroups();
   // CudaExpressions.cpp
-  LogicalResult translateBody(linalg::GenericOp op, Operation *skip,
-                              llvm::raw_ostream &body, const std::string &indent);
+  LogicalResult translateBody(linalg::GenericOp op, Operation *skip, llvm::raw_ostream &body,
+                              const std::string &indent);
   /// translateBody for a single-output reduction generic, leaving out the
   /// combiner (applied to `acc` by the caller); reports at `op` when the
   /// body is not `yield combine(f(inputs), %out)` with a known combiner.
-  FailureOr<ReductionBody> translateReductionBody(linalg::GenericOp op,
-                                                  llvm::raw_ostream &body,
+  FailureOr<ReductionBody> translateReductionBody(linalg::GenericOp op, llvm::raw_ostream &body,
                                                   const std::string &indent);
   std::optional<std::string> scalarOf(Value v, Operation *user);
-  std::string offsetExpr(AffineMap map, RankedTensorType type,
-                         ArrayRef<int64_t> loopRanges, bool linearOk,
-                         const std::string &linear, llvm::SmallBitVector &usedDims);
+  std::string offsetExpr(AffineMap map, RankedTensorType type, ArrayRef<int64_t> loopRanges,
+                         bool linearOk, const std::string &linear, llvm::SmallBitVector &usedDims);
   std::string loadExpr(const std::string &ptr, const std::string &off, Type elt);
   std::string storeValue(const std::string &v, Type elt);
   // CudaEmitter.cpp

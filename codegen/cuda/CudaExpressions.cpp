@@ -67,8 +67,7 @@ int64_t byteWidth(Type t) {
 
 std::string floatLiteral(double v, bool isDouble) {
   if (std::isnan(v))
-    return isDouble ? "__longlong_as_double(0x7ff8000000000000LL)"
-                    : "__int_as_float(0x7fc00000)";
+    return isDouble ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
   if (std::isinf(v)) {
     if (isDouble)
       return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
@@ -148,8 +147,7 @@ std::string identityLiteral(const Combiner &c, Type t) {
   return w > 32 ? "9223372036854775807LL" : std::to_string((int64_t(1) << (w - 1)) - 1);
 }
 
-std::string combineWithInit(const Combiner &c, const std::string &init,
-                            const std::string &id) {
+std::string combineWithInit(const Combiner &c, const std::string &init, const std::string &id) {
   return init == id ? std::string("acc") : std::string(c.functor) + "{}(" + init + ", acc)";
 }
 
@@ -180,8 +178,7 @@ std::string locationString(Location loc) {
 // Operand addressing and body translation
 //===----------------------------------------------------------------------===//
 
-std::string FunctionEmitter::loadExpr(const std::string &ptr, const std::string &off,
-                                      Type elt) {
+std::string FunctionEmitter::loadExpr(const std::string &ptr, const std::string &off, Type elt) {
   std::string ref = ptr + "[" + off + "]";
   if (elt.isF16())
     return "__half2float(" + ref + ")";
@@ -226,8 +223,7 @@ static std::string affineToC(AffineExpr e, llvm::SmallBitVector &used) {
 
 std::string FunctionEmitter::offsetExpr(AffineMap map, RankedTensorType type,
                                         ArrayRef<int64_t> loopRanges, bool linearOk,
-                                        const std::string &linear,
-                                        llvm::SmallBitVector &usedDims) {
+                                        const std::string &linear, llvm::SmallBitVector &usedDims) {
   if (linearOk && map.isIdentity() && type.getShape() == loopRanges)
     return linear;
   ArrayRef<int64_t> shape = type.getShape();
@@ -257,15 +253,15 @@ std::optional<std::string> FunctionEmitter::scalarOf(Value v, Operation *user) {
   if (auto c = v.getDefiningOp<arith::ConstantOp>())
     if (auto lit = attrLiteral(c.getValue()))
       return *lit;
-  InFlightDiagnostic d = user->emitError("CUDA emitter: operand is not a scalar constant or a kernel value");
+  InFlightDiagnostic d =
+      user->emitError("CUDA emitter: operand is not a scalar constant or a kernel value");
   if (Operation *def = v.getDefiningOp())
     d.attachNote(def->getLoc()) << "defined by '" << def->getName() << "'";
   return std::nullopt;
 }
 
 /// Translates one scalar op into a C expression; nullopt if unsupported.
-static std::optional<std::string>
-translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
+static std::optional<std::string> translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
   auto f = [&](const char *name) {
     std::string s = std::string(name) + (dbl ? "" : "f") + "(" + a[0];
     for (size_t i = 1; i < a.size(); ++i)
@@ -286,29 +282,47 @@ translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
       .Case<arith::NegFOp>([&](auto) { return "(-" + a[0] + ")"; })
       .Case<arith::MaximumFOp>([&](auto) { return "kiln_maximum(" + a[0] + ", " + a[1] + ")"; })
       .Case<arith::MinimumFOp>([&](auto) { return "kiln_minimum(" + a[0] + ", " + a[1] + ")"; })
-      .Case<arith::MaxNumFOp, arith::MaxSIOp>([&](auto) { return "kiln_maxnum(" + a[0] + ", " + a[1] + ")"; })
-      .Case<arith::MinNumFOp, arith::MinSIOp>([&](auto) { return "kiln_minnum(" + a[0] + ", " + a[1] + ")"; })
+      .Case<arith::MaxNumFOp, arith::MaxSIOp>(
+          [&](auto) { return "kiln_maxnum(" + a[0] + ", " + a[1] + ")"; })
+      .Case<arith::MinNumFOp, arith::MinSIOp>(
+          [&](auto) { return "kiln_minnum(" + a[0] + ", " + a[1] + ")"; })
       .Case<arith::SelectOp>([&](auto) { return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")"; })
       .Case<arith::CmpFOp>([&](arith::CmpFOp c) -> std::optional<std::string> {
         const std::string &x = a[0], &y = a[1];
         using P = arith::CmpFPredicate;
         switch (c.getPredicate()) {
-        case P::OEQ: return bin("==");
-        case P::OGT: return bin(">");
-        case P::OGE: return bin(">=");
-        case P::OLT: return bin("<");
-        case P::OLE: return bin("<=");
-        case P::ONE: return "(" + x + " < " + y + " || " + x + " > " + y + ")";
-        case P::UNE: return bin("!=");
-        case P::UEQ: return "!(" + x + " < " + y + " || " + x + " > " + y + ")";
-        case P::UGT: return "!(" + x + " <= " + y + ")";
-        case P::UGE: return "!(" + x + " < " + y + ")";
-        case P::ULT: return "!(" + x + " >= " + y + ")";
-        case P::ULE: return "!(" + x + " > " + y + ")";
-        case P::ORD: return "(" + x + " == " + x + " && " + y + " == " + y + ")";
-        case P::UNO: return "(" + x + " != " + x + " || " + y + " != " + y + ")";
-        case P::AlwaysTrue: return std::string("true");
-        case P::AlwaysFalse: return std::string("false");
+        case P::OEQ:
+          return bin("==");
+        case P::OGT:
+          return bin(">");
+        case P::OGE:
+          return bin(">=");
+        case P::OLT:
+          return bin("<");
+        case P::OLE:
+          return bin("<=");
+        case P::ONE:
+          return "(" + x + " < " + y + " || " + x + " > " + y + ")";
+        case P::UNE:
+          return bin("!=");
+        case P::UEQ:
+          return "!(" + x + " < " + y + " || " + x + " > " + y + ")";
+        case P::UGT:
+          return "!(" + x + " <= " + y + ")";
+        case P::UGE:
+          return "!(" + x + " < " + y + ")";
+        case P::ULT:
+          return "!(" + x + " >= " + y + ")";
+        case P::ULE:
+          return "!(" + x + " > " + y + ")";
+        case P::ORD:
+          return "(" + x + " == " + x + " && " + y + " == " + y + ")";
+        case P::UNO:
+          return "(" + x + " != " + x + " || " + y + " != " + y + ")";
+        case P::AlwaysTrue:
+          return std::string("true");
+        case P::AlwaysFalse:
+          return std::string("false");
         }
         return std::nullopt;
       })
@@ -318,16 +332,26 @@ translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
           return "((unsigned long long)" + a[0] + " " + o + " (unsigned long long)" + a[1] + ")";
         };
         switch (c.getPredicate()) {
-        case P::eq: return bin("==");
-        case P::ne: return bin("!=");
-        case P::slt: return bin("<");
-        case P::sle: return bin("<=");
-        case P::sgt: return bin(">");
-        case P::sge: return bin(">=");
-        case P::ult: return u("<");
-        case P::ule: return u("<=");
-        case P::ugt: return u(">");
-        case P::uge: return u(">=");
+        case P::eq:
+          return bin("==");
+        case P::ne:
+          return bin("!=");
+        case P::slt:
+          return bin("<");
+        case P::sle:
+          return bin("<=");
+        case P::sgt:
+          return bin(">");
+        case P::sge:
+          return bin(">=");
+        case P::ult:
+          return u("<");
+        case P::ule:
+          return u("<=");
+        case P::ugt:
+          return u(">");
+        case P::uge:
+          return u(">=");
         }
         return std::nullopt;
       })
@@ -359,8 +383,7 @@ translateOp(Operation *op, ArrayRef<std::string> a, bool dbl) {
 }
 
 LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *skip,
-                                             llvm::raw_ostream &body,
-                                             const std::string &indent) {
+                                             llvm::raw_ostream &body, const std::string &indent) {
   int counter = 0;
   for (Operation &inner : op.getRegion().front().without_terminator()) {
     if (&inner == skip)
@@ -403,8 +426,7 @@ LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *sk
       else
         expr = "(float)" + *s;
     } else if (isa<arith::SIToFPOp, arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp,
-                   arith::IndexCastOp, arith::UIToFPOp, arith::ExtUIOp, arith::FPToUIOp>(
-                   inner)) {
+                   arith::IndexCastOp, arith::UIToFPOp, arith::ExtUIOp, arith::FPToUIOp>(inner)) {
       auto s = scalarOf(inner.getOperand(0), &inner);
       if (!s)
         return failure();
@@ -426,8 +448,8 @@ LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *sk
           return failure();
         args.push_back(*s);
       }
-      bool dbl = llvm::any_of(inner.getOperandTypes(), [](Type t) { return t.isF64(); }) ||
-                 rt.isF64();
+      bool dbl =
+          llvm::any_of(inner.getOperandTypes(), [](Type t) { return t.isF64(); }) || rt.isF64();
       auto e = translateOp(&inner, args, dbl);
       if (!e)
         return inner.emitError("CUDA emitter: unsupported op '")
@@ -441,9 +463,9 @@ LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *sk
   return success();
 }
 
-FailureOr<ReductionBody>
-FunctionEmitter::translateReductionBody(linalg::GenericOp op, llvm::raw_ostream &body,
-                                        const std::string &indent) {
+FailureOr<ReductionBody> FunctionEmitter::translateReductionBody(linalg::GenericOp op,
+                                                                 llvm::raw_ostream &body,
+                                                                 const std::string &indent) {
   Block &block = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(block.getTerminator());
   BlockArgument outArg = block.getArguments().back();
@@ -451,12 +473,12 @@ FunctionEmitter::translateReductionBody(linalg::GenericOp op, llvm::raw_ostream 
   std::optional<Combiner> combiner;
   if (combineOp)
     combiner = combinerOf(combineOp);
-  if (!combineOp || !combiner || combineOp->getNumOperands() != 2 ||
-      !outArg.hasOneUse() || outArg.getUses().begin()->getOwner() != combineOp)
+  if (!combineOp || !combiner || combineOp->getNumOperands() != 2 || !outArg.hasOneUse() ||
+      outArg.getUses().begin()->getOwner() != combineOp)
     return op.emitError("CUDA emitter: unsupported reduction body (expected "
                         "`yield combine(f(inputs), %out)` with add, mul, max or min)");
-  Value x = combineOp->getOperand(0) == outArg ? combineOp->getOperand(1)
-                                               : combineOp->getOperand(0);
+  Value x =
+      combineOp->getOperand(0) == outArg ? combineOp->getOperand(1) : combineOp->getOperand(0);
   if (x == outArg)
     return op.emitError("CUDA emitter: unsupported reduction body");
   if (failed(translateBody(op, combineOp, body, indent)))

@@ -28,8 +28,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   bool isReduction = numReductions > 0;
   if (isReduction && op.getNumDpsInits() != 1)
     return op.emitError("CUDA emitter: a reduction with several outputs is not supported");
-  if (numReductions > 1 ||
-      (isReduction && iters.back() != utils::IteratorType::reduction))
+  if (numReductions > 1 || (isReduction && iters.back() != utils::IteratorType::reduction))
     return emitSerialReduction(op);
 
   std::string kname = nextKernelName();
@@ -90,8 +89,9 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     }
     if (info.buffer < 0)
       return op.emitError("CUDA emitter: input #")
-             << i << " is not backed by a buffer (only function arguments and "
-                     "generic results are; constant tensors are not supported yet)";
+             << i
+             << " is not backed by a buffer (only function arguments and "
+                "generic results are; constant tensors are not supported yet)";
     if (arg.use_empty())
       continue;
     std::string p = "in" + std::to_string(params.size());
@@ -100,8 +100,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     std::string off = offsetExpr(maps[i], tt, ranges, !isReduction, "i", usedDims);
     pw.push_back({p, "a" + std::to_string(i), maps[i], tt, false, ""});
     auto vt = valueType(tt.getElementType());
-    ls << in << "const " << *vt << " a" << i << " = "
-       << loadExpr(p, off, tt.getElementType()) << ";\n";
+    ls << in << "const " << *vt << " a" << i << " = " << loadExpr(p, off, tt.getElementType())
+       << ";\n";
     names[arg] = "a" + std::to_string(i);
   }
 
@@ -114,8 +114,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     int b = newBuffer(tt, "temporary");
     outBuffers.push_back(b);
     tensors[op->getResult(k)] = TensorInfo{b, std::nullopt, false};
-    params.push_back(*storageType(tt.getElementType()) + " *__restrict__ out" +
-                     std::to_string(k));
+    params.push_back(*storageType(tt.getElementType()) + " *__restrict__ out" + std::to_string(k));
     args.push_back(buffers[b].name);
   }
 
@@ -166,8 +165,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
       value = combineWithInit(*combiner, *info.fill, id);
       ss << "    if (threadIdx.x == 0)\n";
     }
-    ss << in << "out" << k << "[" << off << "] = "
-       << storeValue(value, tt.getElementType()) << ";\n";
+    ss << in << "out" << k << "[" << off << "] = " << storeValue(value, tt.getElementType())
+       << ";\n";
   }
   ss.flush();
   if (isReduction && outDims.test(numLoops - 1))
@@ -181,7 +180,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   k.function = func.getSymName().str();
   k.args = args;
   std::string loc = locationString(op.getLoc());
-  std::string shape = llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+  std::string shape =
+      llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
   if (!isReduction) {
     k.kind = KernelInfo::Pointwise;
     k.blockX = kPointwiseBlock;
@@ -236,13 +236,11 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     k.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
     std::string acc = *valueType(accElt);
     std::string id = identityLiteral(*combiner, accElt);
-    os << "// " << kname << ": row reduction (" << combiner->functor << ") over "
-       << shape << ": " << rows << " rows of " << rowLen << ", one block per row, "
-       << loc << "\n";
+    os << "// " << kname << ": row reduction (" << combiner->functor << ") over " << shape << ": "
+       << rows << " rows of " << rowLen << ", one block per row, " << loc << "\n";
     openKernel(k, params);
     os << "  __shared__ " << acc << " partials[32];\n";
-    os << "  for (" << ity << " row = blockIdx.x; row < " << rows
-       << "; row += gridDim.x) {\n";
+    os << "  for (" << ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
     SmallVector<std::string> decode =
         decodeLinearIndex("row", ArrayRef<int64_t>(ranges).drop_back());
     for (unsigned d = 0; d + 1 < numLoops; ++d)
@@ -250,8 +248,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
         os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
     unsigned rd = numLoops - 1;
     os << "    " << acc << " acc = " << id << ";\n";
-    os << "    for (" << ity << " d" << rd << " = threadIdx.x; d" << rd << " < " << rowLen
-       << "; d" << rd << " += blockDim.x) {\n";
+    os << "    for (" << ity << " d" << rd << " = threadIdx.x; d" << rd << " < " << rowLen << "; d"
+       << rd << " += blockDim.x) {\n";
     os << loads << body;
     os << "      acc = " << combiner->functor << "{}(acc, " << partial << ");\n";
     os << "    }\n";

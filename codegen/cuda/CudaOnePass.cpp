@@ -100,8 +100,7 @@ bool sameValue(Value a, linalg::GenericOp ga, Value b, linalg::GenericOp gb, siz
       ob->getNumResults() != 1 || oa->getNumRegions() || ob->getNumRegions())
     return false;
   if (auto ia = dyn_cast<linalg::IndexOp>(oa))
-    return dimRole(ga, ia.getDim(), nRow) ==
-           dimRole(gb, cast<linalg::IndexOp>(ob).getDim(), nRow);
+    return dimRole(ga, ia.getDim(), nRow) == dimRole(gb, cast<linalg::IndexOp>(ob).getDim(), nRow);
   for (unsigned i = 0; i < oa->getNumOperands(); ++i)
     if (!sameValue(oa->getOperand(i), ga, ob->getOperand(i), gb, nRow, depth + 1))
       return false;
@@ -233,8 +232,7 @@ void printOnePassStats(llvm::raw_ostream &b, const OnePassRole &role, unsigned l
       << "of the row; " << rl << " = mean * " << length << ", " << rp << " = M2\n";
   b << "    " << vt << " " << rl << ", " << rp << ";\n    {\n";
   b << "      " << vt << " st[" << n << "] = " << init << ";\n";
-  b << "      for (" << ity << " col = threadIdx.x; col < " << length
-    << "; col += blockDim.x) {\n";
+  b << "      for (" << ity << " col = threadIdx.x; col < " << length << "; col += blockDim.x) {\n";
   b << loopBody;
   b << "        " << (softmax ? "kiln_online_add" : "kiln_welford_add") << "(st, " << partial
     << ");\n";

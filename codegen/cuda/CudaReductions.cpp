@@ -94,8 +94,7 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
   if (!initInfo.fill)
     return op.emitError("CUDA emitter: a reduction's init must be a linalg.fill");
   llvm::SmallBitVector outDims(numLoops);
-  std::string outOff =
-      offsetExpr(maps[op.getNumDpsInputs()], ot, ranges, false, "", outDims);
+  std::string outOff = offsetExpr(maps[op.getNumDpsInputs()], ot, ranges, false, "", outDims);
   for (unsigned d : reducedDims)
     if (outDims.test(d))
       return op.emitError("CUDA emitter: a reduction output indexed by a reduced dim");
@@ -115,8 +114,8 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
   std::string id = identityLiteral(red->combiner, accElt);
   std::string shape =
       llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
-  std::string dims = llvm::join(
-      llvm::map_range(reducedDims, [](unsigned d) { return std::to_string(d); }), ", ");
+  std::string dims =
+      llvm::join(llvm::map_range(reducedDims, [](unsigned d) { return std::to_string(d); }), ", ");
   os << "// " << kname << ": reduction (" << red->combiner.functor << ") over dims {" << dims
      << "} of " << shape << ": " << outputs << " outputs, one thread each, serial loops, "
      << locationString(op.getLoc()) << "\n";
@@ -133,8 +132,8 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
   os << "    " << acc << " acc = " << id << ";\n";
   std::string ind = "    ";
   for (unsigned d : reducedDims) {
-    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d] << "; ++d"
-       << d << ") {\n";
+    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d] << "; ++d" << d
+       << ") {\n";
     ind += "  ";
   }
   os << loads << body << in << "acc = " << red->combiner.functor << "{}(acc, " << red->partial
@@ -143,8 +142,8 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
     ind.resize(ind.size() - 2);
     os << ind << "}\n";
   }
-  os << "    out0[" << outOff << "] = "
-     << storeValue(combineWithInit(red->combiner, *initInfo.fill, id), accElt) << ";\n";
+  os << "    out0[" << outOff
+     << "] = " << storeValue(combineWithInit(red->combiner, *initInfo.fill, id), accElt) << ";\n";
   os << "  }\n}\n\n";
   addKernel(std::move(k));
   return success();

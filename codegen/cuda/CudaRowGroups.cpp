@@ -229,8 +229,7 @@ LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
         continue;
       }
       if (info.buffer < 0)
-        return g.emitError("CUDA emitter: input #")
-               << i << " is not backed by a buffer";
+        return g.emitError("CUDA emitter: input #") << i << " is not backed by a buffer";
       std::string p;
       auto pit = paramOfBuffer.find(info.buffer);
       if (pit != paramOfBuffer.end()) {
@@ -311,8 +310,9 @@ LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
         b << "    " << r << " = " << r << " * kiln_exp(r" << role.other << " - r" << role.mean
           << "); // sum of exp(x - r" << role.mean << ")\n";
       if (store)
-        b << "    if (threadIdx.x == 0) {\n" << defineDims(outDims, "      ") << "      "
-          << outP << "[" << outOff << "] = " << storeValue(r, elt) << ";\n    }\n";
+        b << "    if (threadIdx.x == 0) {\n"
+          << defineDims(outDims, "      ") << "      " << outP << "[" << outOff
+          << "] = " << storeValue(r, elt) << ";\n    }\n";
       rowVals[res] = r;
     } else if (role.kind != OnePassRole::None) {
       int n = role.kind == OnePassRole::SoftmaxLead ? 2 : 3;

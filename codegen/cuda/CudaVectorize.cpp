@@ -62,8 +62,8 @@ const char *chunkType(int64_t bytes) {
 
 } // namespace
 
-int64_t FunctionEmitter::vectorWidth(ArrayRef<PointwiseOperand> operands,
-                                     ArrayRef<int64_t> ranges, int64_t total) {
+int64_t FunctionEmitter::vectorWidth(ArrayRef<PointwiseOperand> operands, ArrayRef<int64_t> ranges,
+                                     int64_t total) {
   if (ranges.empty())
     return 1;
   int64_t widest = 0;
@@ -115,8 +115,8 @@ void FunctionEmitter::printVectorLoop(llvm::raw_ostream &o, ArrayRef<PointwiseOp
       ls << in << "alignas(16) " << st << " " << x << "[" << v << "];\n";
       ls << in << "*reinterpret_cast<" << chunk << " *>(" << x << ") = *reinterpret_cast<const "
          << chunk << " *>(" << p.param << " + " << off << ");\n";
-      lane << in << "  const " << *valueType(elt) << " " << p.name << " = "
-           << loadExpr(x, "j", elt) << ";\n";
+      lane << in << "  const " << *valueType(elt) << " " << p.name << " = " << loadExpr(x, "j", elt)
+           << ";\n";
     }
   }
   ls.flush();

@@ -32,8 +32,8 @@ static llvm::Error failure(llvm::StringRef what, nvrtcResult status, llvm::Strin
                            llvm::StringRef source, const NvrtcOptions &o) {
   std::string msg;
   llvm::raw_string_ostream os(msg);
-  os << "NVRTC " << what << " failed for sm_" << o.arch << ": "
-     << nvrtcGetErrorString(status) << "\n--- NVRTC log ---\n"
+  os << "NVRTC " << what << " failed for sm_" << o.arch << ": " << nvrtcGetErrorString(status)
+     << "\n--- NVRTC log ---\n"
      << log << "\n--- source ---\n";
   int line = 1;
   os << llvm::format_decimal(line, 4) << "  ";
@@ -66,8 +66,7 @@ llvm::Expected<NvrtcResult> compileWithNvrtc(llvm::StringRef source, llvm::Strin
   auto start = std::chrono::steady_clock::now();
   st = nvrtcCompileProgram(prog, int(opts.size()), opts.data());
   NvrtcResult result;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   size_t logSize = 0;
   if (nvrtcGetProgramLogSize(prog, &logSize) == NVRTC_SUCCESS && logSize > 1) {
@@ -92,8 +91,8 @@ llvm::Expected<NvrtcResult> compileWithNvrtc(llvm::StringRef source, llvm::Strin
   }
   nvrtcDestroyProgram(&prog);
   if (st != NVRTC_SUCCESS)
-    return failure(options.cubin ? "cubin retrieval" : "PTX retrieval", st, result.log,
-                   source, options);
+    return failure(options.cubin ? "cubin retrieval" : "PTX retrieval", st, result.log, source,
+                   options);
   return result;
 }
 

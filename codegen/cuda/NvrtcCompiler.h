@@ -16,8 +16,8 @@
 namespace mlir::kiln::cuda {
 
 struct NvrtcOptions {
-  int arch = 80;      // sm_<arch>: 80 (A100), 90 (H100/H200)
-  bool cubin = true;  // true: SASS for sm_<arch>; false: PTX for compute_<arch>
+  int arch = 80;     // sm_<arch>: 80 (A100), 90 (H100/H200)
+  bool cubin = true; // true: SASS for sm_<arch>; false: PTX for compute_<arch>
   bool lineInfo = false;
   /// Where <cuda_fp16.h> / <cuda_bf16.h> live (NVRTC 13 does not have them
   /// built in); defaults to the toolkit's include dir found by CMake.

@@ -47,8 +47,7 @@ mlir::MLIRContext &context() {
     mlir::DialectRegistry registry;
     mlir::kiln::registerAllDialects(registry);
     mlir::kiln::registerAllPasses();
-    ctx = std::make_unique<mlir::MLIRContext>(registry,
-                                              mlir::MLIRContext::Threading::DISABLED);
+    ctx = std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
     ctx->loadAllAvailableDialects();
   });
   return *ctx;
@@ -202,15 +201,15 @@ void registerCudaBindings(nb::module_ &m) {
         // keyed by everything NVRTC's output depends on; the full source is
         // part of the key, so a hit is always this source's binary.
         std::string key = "kiln-cuda-nvrtc v1\nnvrtc " + mlir::kiln::cuda::nvrtcVersion() +
-                          "\narch " + std::to_string(arch) + (cubin ? " cubin" : " ptx") +
-                          "\n" + source;
+                          "\narch " + std::to_string(arch) + (cubin ? " cubin" : " ptx") + "\n" +
+                          source;
         std::optional<rt::DiskCache> cache;
         if (!cacheDir.empty()) {
           cache.emplace(cacheDir + "/cuda");
           rt::CacheLookup hit = cache->load(key);
           if (hit.status == rt::CacheLookup::Status::Hit)
-            return nb::make_tuple(nb::bytes(hit.payload.data(), hit.payload.size()),
-                                  std::string(), 0.0, true);
+            return nb::make_tuple(nb::bytes(hit.payload.data(), hit.payload.size()), std::string(),
+                                  0.0, true);
         }
         mlir::kiln::cuda::NvrtcOptions o;
         o.arch = arch;
@@ -222,8 +221,8 @@ void registerCudaBindings(nb::module_ &m) {
         std::string ignored; // an unwritable cache only costs the next compile
         if (cache)
           cache->store(key, r->binary, ignored);
-        return nb::make_tuple(nb::bytes(r->binary.data(), r->binary.size()), r->log,
-                              r->seconds, false);
+        return nb::make_tuple(nb::bytes(r->binary.data(), r->binary.size()), r->log, r->seconds,
+                              false);
       },
       nb::arg("source"), nb::arg("arch"), nb::arg("cubin") = true, nb::arg("name") = "kiln.cu",
       nb::arg("cache_dir") = "",

@@ -63,9 +63,10 @@ bool compileForCuda(const std::string &irText, int device, Entry &entry, std::st
   PyRef fn = mod ? PyRef::steal(PyObject_GetAttrString(mod.get(), "compile_graph")) : PyRef();
   PyRef text = PyRef::steal(PyUnicode_FromStringAndSize(irText.data(), (Py_ssize_t)irText.size()));
   PyRef dev = PyRef::steal(PyLong_FromLong(device));
-  PyRef runner = fn && text && dev ? PyRef::steal(PyObject_CallFunctionObjArgs(
-                                         fn.get(), text.get(), dev.get(), nullptr))
-                                   : PyRef();
+  PyRef runner =
+      fn && text && dev
+          ? PyRef::steal(PyObject_CallFunctionObjArgs(fn.get(), text.get(), dev.get(), nullptr))
+          : PyRef();
   if (!runner) {
     error = "CUDA backend: " + takeError();
     return false;

@@ -180,8 +180,12 @@ int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
     if (!evalSizeExpr(*guard.lhs, values, a) || !evalSizeExpr(*guard.rhs, values, b))
       return (int)(entry.symbols.size() + g);
     const std::string &c = guard.cmp;
-    bool r = c == "<" ? a < b : c == "<=" ? a <= b : c == "==" ? a == b : c == "!=" ? a != b
-             : c == ">" ? a > b : a >= b;
+    bool r = c == "<"    ? a < b
+             : c == "<=" ? a <= b
+             : c == "==" ? a == b
+             : c == "!=" ? a != b
+             : c == ">"  ? a > b
+                         : a >= b;
     if (r != guard.expected)
       return (int)(entry.symbols.size() + g);
   }
@@ -200,12 +204,11 @@ std::string describeSymbol(const Entry &entry, size_t i) {
     text += (text.empty() ? "" : " == ") +
             entry.sources.describe(entry.inputs[input].source, entry.localNames) + ".size(" +
             std::to_string(dim) + ")";
-  return text + " >= 2 (symbolic s" + std::to_string(i) + ", " +
-         std::to_string(s.captured) + " at capture)";
+  return text + " >= 2 (symbolic s" + std::to_string(i) + ", " + std::to_string(s.captured) +
+         " at capture)";
 }
 
-bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
-              std::vector<PyRef> &results) {
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results) {
   if (entry.program)
     return runProgram(*entry.program, inputs, results);
   if (entry.cudaRunner)
@@ -252,10 +255,9 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     // The entry's default-dtype guard held: torch.empty's default is
     // entry.defaultDtype now.
     PyObject *dtype = dtypeObject(entry.results[j].dtype);
-    PyObject *size = !dynamicSizes.empty() && dynamicSizes[j] ? dynamicSizes[j].get()
-                                                              : plan.emptySizes[j].get();
-    PyRef t = PyRef::steal(emptyTensorPrebuilt(size, dtype,
-                                               dtype == entry.defaultDtype));
+    PyObject *size =
+        !dynamicSizes.empty() && dynamicSizes[j] ? dynamicSizes[j].get() : plan.emptySizes[j].get();
+    PyRef t = PyRef::steal(emptyTensorPrebuilt(size, dtype, dtype == entry.defaultDtype));
     if (!t)
       return false;
     void *p = tensorDataPtr(t.get());
@@ -344,7 +346,7 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
       }
       return t;
     }
-    PyObject *o = s.kind == OutputSlot::Kind::Graph ? results[s.index].get()
+    PyObject *o = s.kind == OutputSlot::Kind::Graph   ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
     if (s.copy && s.sameAs >= 0 && clones[s.sameAs])

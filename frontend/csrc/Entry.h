@@ -67,8 +67,8 @@ struct Entry {
   /// entry (the GIL is released around the compiled code) share it safely.
   struct CallPlan {
     bool ready = false;
-    std::vector<int64_t> words;   ///< all descriptors, inputs then results
-    std::vector<size_t> offsets;  ///< word offset of each descriptor
+    std::vector<int64_t> words;    ///< all descriptors, inputs then results
+    std::vector<size_t> offsets;   ///< word offset of each descriptor
     std::vector<PyRef> emptySizes; ///< per result: tuple(sizes)
     std::vector<int> ranks;        ///< per descriptor (dynamic entries)
     std::vector<char> symbolic;    ///< per descriptor: has a symbolic dim
@@ -91,8 +91,7 @@ std::string describeSymbol(const Entry &entry, size_t i);
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
 /// returns the graph results as new references, or false with a Python
 /// error set.
-bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
-              std::vector<PyRef> &results);
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results);
 
 /// Rebuilds the Python return value from graph results and inputs
 /// (new reference).

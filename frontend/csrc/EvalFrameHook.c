@@ -18,9 +18,8 @@
 /* Implemented in Hook.cpp. Returns a new reference (or NULL with an error
  * set) when *handled is set; otherwise the frame is evaluated normally.
  * `locals` are borrowed. */
-extern PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals,
-                               int num_locals, PyObject *globals,
-                               PyObject *builtins, int *handled);
+extern PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals, int num_locals,
+                               PyObject *globals, PyObject *builtins, int *handled);
 extern int kiln_hook_active(void);
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -40,8 +39,7 @@ static void kiln_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame
 #define KILN_FRAME_FUNC(f) ((PyObject *)(f)->f_func)
 #endif
 
-static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame,
-                                 int throwflag) {
+static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag) {
   if (throwflag || !kiln_hook_active())
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
   PyCodeObject *code = frame->f_code;
@@ -52,9 +50,8 @@ static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *fra
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
 #endif
   int handled = 0;
-  PyObject *result = kiln_on_frame((PyObject *)code, KILN_FRAME_FUNC(frame),
-                                   frame->localsplus, code->co_nlocals,
-                                   frame->f_globals, frame->f_builtins, &handled);
+  PyObject *result = kiln_on_frame((PyObject *)code, KILN_FRAME_FUNC(frame), frame->localsplus,
+                                   code->co_nlocals, frame->f_globals, frame->f_builtins, &handled);
   if (!handled)
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
 #if PY_VERSION_HEX >= 0x030C0000
@@ -66,6 +63,6 @@ static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *fra
 
 /* Installs (on != 0) or removes kiln's hook for the current interpreter. */
 void kiln_install_hook(int on) {
-  _PyInterpreterState_SetEvalFrameFunc(
-      PyInterpreterState_Get(), on ? kiln_eval_frame : _PyEval_EvalFrameDefault);
+  _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(),
+                                       on ? kiln_eval_frame : _PyEval_EvalFrameDefault);
 }

@@ -20,17 +20,15 @@ int SourceTable::add(Source::Kind kind, int parent, int index, PyObject *key) {
     if (!key && !s.key)
       return static_cast<int>(i);
     if (key && s.key &&
-        (key == s.key.get() ||
-         (kind != Source::Kind::Constant &&
-          PyObject_RichCompareBool(key, s.key.get(), Py_EQ) == 1)))
+        (key == s.key.get() || (kind != Source::Kind::Constant &&
+                                PyObject_RichCompareBool(key, s.key.get(), Py_EQ) == 1)))
       return static_cast<int>(i);
   }
   sources_.push_back(Source{kind, parent, index, PyRef::borrow(key)});
   return static_cast<int>(sources_.size() - 1);
 }
 
-std::string SourceTable::describe(int i,
-                                  const std::vector<std::string> &localNames) const {
+std::string SourceTable::describe(int i, const std::vector<std::string> &localNames) const {
   const Source &s = sources_[i];
   auto keyStr = [&] { return pyText(s.key.get(), /*repr=*/true); };
   switch (s.kind) {
@@ -80,9 +78,8 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       v = s.key.get();
       break;
     case Source::Kind::Builtin:
-      v = PyDict_Check(frame.builtins)
-              ? PyDict_GetItemWithError(frame.builtins, s.key.get())
-              : nullptr;
+      v = PyDict_Check(frame.builtins) ? PyDict_GetItemWithError(frame.builtins, s.key.get())
+                                       : nullptr;
       break;
     case Source::Kind::ObjDict: {
       PyObject **dictPtr = parent ? _PyObject_GetDictPtr(parent) : nullptr;
@@ -90,13 +87,10 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       break;
     }
     case Source::Kind::DictItem:
-      v = parent && PyDict_Check(parent)
-              ? PyDict_GetItemWithError(parent, s.key.get())
-              : nullptr;
+      v = parent && PyDict_Check(parent) ? PyDict_GetItemWithError(parent, s.key.get()) : nullptr;
       break;
     case Source::Kind::Attr:
-      out.push_back(PyRef::steal(parent ? PyObject_GetAttr(parent, s.key.get())
-                                        : nullptr));
+      out.push_back(PyRef::steal(parent ? PyObject_GetAttr(parent, s.key.get()) : nullptr));
       if (!out.back()) {
         PyErr_Clear();
         return static_cast<int>(i);
@@ -154,7 +148,8 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     }
     case Guard::Kind::Call: {
       PyObject *e = g.expected.get();
-      PyRef r = PyRef::steal(PyObject_Call(PyTuple_GET_ITEM(e, 0), PyTuple_GET_ITEM(e, 1), nullptr));
+      PyRef r =
+          PyRef::steal(PyObject_Call(PyTuple_GET_ITEM(e, 0), PyTuple_GET_ITEM(e, 1), nullptr));
       PyObject *want = PyTuple_GET_ITEM(e, 2);
       ok = r && Py_TYPE(r.get()) == Py_TYPE(want) &&
            PyObject_RichCompareBool(r.get(), want, Py_EQ) == 1;
@@ -185,7 +180,8 @@ std::string Guard::describe(const SourceTable &sources,
     PyObject *e = expected.get();
     PyRef name = PyRef::steal(PyObject_GetAttrString(PyTuple_GET_ITEM(e, 0), "__qualname__"));
     PyErr_Clear();
-    os << (name ? pyText(name.get()) : pyText(PyTuple_GET_ITEM(e, 0))) << pyText(PyTuple_GET_ITEM(e, 1), true)
+    os << (name ? pyText(name.get()) : pyText(PyTuple_GET_ITEM(e, 0)))
+       << pyText(PyTuple_GET_ITEM(e, 1), true)
        << " == " << pyText(PyTuple_GET_ITEM(e, 2), /*repr=*/true) << " (global state)";
     return os.str();
   }
@@ -194,8 +190,8 @@ std::string Guard::describe(const SourceTable &sources,
   case Kind::Call:
     break;
   case Kind::HasAttr:
-    os << (PyTuple_GET_ITEM(expected.get(), 1) == Py_True ? " has" : " has no")
-       << " attribute " << pyText(PyTuple_GET_ITEM(expected.get(), 0), /*repr=*/true);
+    os << (PyTuple_GET_ITEM(expected.get(), 1) == Py_True ? " has" : " has no") << " attribute "
+       << pyText(PyTuple_GET_ITEM(expected.get(), 0), /*repr=*/true);
     break;
   case Kind::Identity:
     os << " is the same object as at compile time";
@@ -212,8 +208,7 @@ std::string Guard::describe(const SourceTable &sources,
   case Kind::Tensor: {
     auto dt = dtypeFromObject(dtype);
     os << " is a " << (device == -1 ? std::string("CPU") : deviceName(device))
-       << " tensor with dtype " << (dt ? dtypeName(*dt) : "?")
-       << ", sizes (";
+       << " tensor with dtype " << (dt ? dtypeName(*dt) : "?") << ", sizes (";
     for (size_t i = 0; i < sizes.size(); ++i) // -1: a symbolic size (>= 2)
       os << (i ? ", " : "") << (sizes[i] < 0 ? std::string("?") : std::to_string(sizes[i]));
     if (strides.empty() && !sizes.empty()) {

@@ -42,8 +42,8 @@ namespace {
 
 /// Per-thread hook state.
 struct ThreadState {
-  int active = 0;               ///< >0 inside callCompiled
-  int busy = 0;                 ///< >0 while kiln's own code runs Python
+  int active = 0; ///< >0 inside callCompiled
+  int busy = 0;   ///< >0 while kiln's own code runs Python
   PyObject *entryCode = nullptr;
   bool fullgraph = false;
   PyObject *autogradApply = nullptr;
@@ -56,7 +56,7 @@ struct CodeCache {
   /// Compiled entries and failed captures (Entry::eager), tried in order.
   std::vector<std::unique_ptr<Entry>> entries;
   bool warnedLimit = false;
-  int inKiln = -1; ///< the code is kiln's own (-1: not yet known)
+  int inKiln = -1;   ///< the code is kiln's own (-1: not yet known)
   bool stub = false; ///< a graph break's stub (kiln/_resume.py): never captured
   /// dynamic=None: input dims whose size change caused a recompile
   /// ("<source>#<dim>"); later captures make them symbolic.
@@ -136,10 +136,10 @@ struct Unbusy {
 };
 
 /// Runs a hit entry and, for a graph break's prefix, the rest of the frame.
-PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
-                   PyObject *code, PyObject **locals);
-PyObject *runFrame(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
-                   PyObject *code, PyObject **locals) {
+PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func, PyObject *code,
+                   PyObject **locals);
+PyObject *runFrame(Entry &entry, const std::vector<PyRef> &values, PyObject *func, PyObject *code,
+                   PyObject **locals) {
   PyObject *r = runEntry(entry, values, func, code, locals);
   if (!r || !entry.resume)
     return r;
@@ -153,8 +153,8 @@ PyObject *runFrame(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
 std::string newDebugDir(const std::string &name) {
   std::string root = options().debugDir;
   if (root.empty() && logEnabled(LogChannel::Ir))
-    root = (std::filesystem::temp_directory_path() /
-            ("kiln-debug-" + std::to_string(getpid()))).string();
+    root = (std::filesystem::temp_directory_path() / ("kiln-debug-" + std::to_string(getpid())))
+               .string();
   if (root.empty())
     return "";
   std::string dir = root + "/" + std::to_string(++gCompileCounter) + "-" + name;
@@ -181,17 +181,17 @@ void countDiskCache(const std::string &name, const mlir::kiln::CpuCompileInfo &i
   if (!info.cacheMessage.empty())
     llvm::errs() << "[kiln:cache] warning: " << name << ": " << info.cacheMessage << "\n";
   if (logEnabled(LogChannel::Cache) && (info.diskHit || info.diskMiss))
-    log(LogChannel::Cache, name + (info.diskHit ? ": loaded from the disk cache"
-                                                 : ": compiled (disk cache miss)") +
-                               (info.diskStored ? ", entry written" : ""));
+    log(LogChannel::Cache,
+        name + (info.diskHit ? ": loaded from the disk cache" : ": compiled (disk cache miss)") +
+            (info.diskStored ? ", entry written" : ""));
 }
 
 /// Adds the time since `t0` to the capture-time counter: the symbolic
 /// interpretation that builds the graph, without compiling it.
 void countCaptureTime(std::chrono::steady_clock::time_point t0) {
-  gStats["capture_time_us"] += std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now() - t0)
-                                   .count();
+  gStats["capture_time_us"] +=
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
 }
 
 /// A capture with symbolic sizes (`captured` says whether it succeeded) is
@@ -200,8 +200,9 @@ void countCaptureTime(std::chrono::steady_clock::time_point t0) {
 /// returns false (the caller specializes).
 bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
                   bool captured, CaptureFailure &failure) {
-  std::string why = captured ? "" : "capture failed: " + failure.reason +
-                                        (failure.location.empty() ? "" : " at " + failure.location);
+  std::string why = captured ? ""
+                             : "capture failed: " + failure.reason +
+                                   (failure.location.empty() ? "" : " at " + failure.location);
   Capture stat;
   stat.gradMode = cap.gradMode;
   stat.dynamic = cap.dynamic;
@@ -227,7 +228,8 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
     again.dynamic.staticSizes.insert(collide.begin(), collide.end());
     CaptureFailure f3;
     tc = std::chrono::steady_clock::now();
-    bool ok3 = captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again, f3);
+    bool ok3 =
+        captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again, f3);
     countCaptureTime(tc);
     if (!ok3 || again.symbols.empty())
       break;
@@ -238,8 +240,7 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
     failure = f3;
   }
   ++gStats["dynamic_specialized"];
-  log(LogChannel::Dynamic,
-      codeName(code) + ": symbolic sizes not kept, sizes specialized: " + why);
+  log(LogChannel::Dynamic, codeName(code) + ": symbolic sizes not kept, sizes specialized: " + why);
   return false;
 }
 
@@ -278,8 +279,8 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     again.dynamic.forceStatic = true;
     failure = CaptureFailure();
     auto tc = std::chrono::steady_clock::now();
-    captured = captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again,
-                            failure);
+    captured =
+        captureFrame(*gContext, reinterpret_cast<PyCodeObject *>(code), func, view, again, failure);
     countCaptureTime(tc);
     cap = std::move(again);
   };
@@ -293,8 +294,8 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   auto entry = finishEntry(code, cap, failure, t0);
   if (!entry && symbolic) {
     ++gStats["dynamic_specialized"];
-    log(LogChannel::Dynamic, codeName(code) + ": symbolic sizes not kept, sizes specialized: " +
-                                 failure.reason);
+    log(LogChannel::Dynamic,
+        codeName(code) + ": symbolic sizes not kept, sizes specialized: " + failure.reason);
     specialize();
     if (!captured)
       return fail();
@@ -314,8 +315,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   llvm::raw_string_ostream os(irText);
   cap.module->print(os);
   if (logEnabled(LogChannel::Graph))
-    log(LogChannel::Graph, "captured " + entry->name + " (" + std::to_string(cap.numOps) +
-                               " kiln ops):\n" + irText);
+    log(LogChannel::Graph,
+        "captured " + entry->name + " (" + std::to_string(cap.numOps) + " kiln ops):\n" + irText);
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry->name);
   copts.cacheDir = options().cacheDir;
@@ -370,7 +371,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   entry->effectValues = std::move(cap.effectValues);
   for (const GraphInput &in : entry->inputs)
     entry->needsAutograd |= cap.gradMode && in.requiresGrad;
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++gStats["graphs_compiled"];
   gStats["compile_time_us"] += static_cast<long>(ms * 1000);
   if (logEnabled(LogChannel::Guards)) {
@@ -521,8 +523,8 @@ PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
 }
 
 /// Runs a hit entry. New reference or null with a Python error.
-PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func,
-                   PyObject *code, PyObject **locals) {
+PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *func, PyObject *code,
+                   PyObject **locals) {
   llvm::SmallVector<PyObject *, 16> inputs;
   inputs.reserve(entry.inputs.size());
   for (const GraphInput &in : entry.inputs)
@@ -544,25 +546,26 @@ PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
   PyRef runner = PyRef::steal(PyImport_ImportModule("kiln._C"));
   PyRef runFn = runner ? PyRef::steal(PyObject_GetAttrString(runner.get(), "_run_entry")) : PyRef();
   PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
-  PyRef partialFn = partial ? PyRef::steal(PyObject_GetAttrString(partial.get(), "partial")) : PyRef();
+  PyRef partialFn =
+      partial ? PyRef::steal(PyObject_GetAttrString(partial.get(), "partial")) : PyRef();
   if (!run || !runFn || !partialFn)
     return nullptr;
-  PyRef bound = PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
+  PyRef bound =
+      PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
   // The backward differentiates the eager result's tensors at the graph
   // results' positions (the result may hold inputs, constants, nesting).
   // A break's prefix recomputes through the prefix function (the original
   // code returning the state at the break).
-  PyRef eagerFn = entry.resume ? PyRef::steal(prefixFunction(*entry.resume, func))
-                               : PyRef::borrow(func);
+  PyRef eagerFn =
+      entry.resume ? PyRef::steal(prefixFunction(*entry.resume, func)) : PyRef::borrow(func);
   PyRef eager = eagerFn ? PyRef::steal(makeRecompute(eagerFn.get(), code, locals)) : PyRef();
   PyRef paths = PyRef::steal(resultPaths(entry));
   PyRef autogradMod = PyRef::steal(PyImport_ImportModule("kiln._autograd"));
-  PyRef select = autogradMod ? PyRef::steal(PyObject_GetAttrString(autogradMod.get(), "select"))
-                             : PyRef();
-  PyRef recompute = eager && select
-                        ? PyRef::steal(PyObject_CallFunctionObjArgs(select.get(), paths.get(),
-                                                                    eager.get(), nullptr))
-                        : PyRef();
+  PyRef select =
+      autogradMod ? PyRef::steal(PyObject_GetAttrString(autogradMod.get(), "select")) : PyRef();
+  PyRef recompute = eager && select ? PyRef::steal(PyObject_CallFunctionObjArgs(
+                                          select.get(), paths.get(), eager.get(), nullptr))
+                                    : PyRef();
   PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     Py_INCREF(inputs[i]);
@@ -571,7 +574,7 @@ PyObject *runEntry(Entry &entry, const std::vector<PyRef> &values, PyObject *fun
   if (!bound || !recompute)
     return nullptr;
   PyRef outs = PyRef::steal(PyObject_CallFunctionObjArgs(tls.autogradApply, bound.get(),
-                                                          recompute.get(), inTuple.get(), nullptr));
+                                                         recompute.get(), inTuple.get(), nullptr));
   if (!outs)
     return nullptr;
   std::vector<PyRef> results;
@@ -602,7 +605,8 @@ void setLogSink(PyObject *sink) {
 }
 
 void log(LogChannel channel, const std::string &message) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache", "fallbacks", "dynamic"};
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards",
+                                "ir",    "cache",        "fallbacks",  "dynamic"};
   if (!logEnabled(channel))
     return;
   const char *name = names[static_cast<int>(channel)];
@@ -610,8 +614,10 @@ void log(LogChannel channel, const std::string &message) {
     // Called with the GIL held; a pending exception of the caller survives.
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyRef text = PyRef::steal(PyUnicode_DecodeUTF8(message.data(), (Py_ssize_t)message.size(), "replace"));
-    PyRef r = text ? PyRef::steal(PyObject_CallFunction(gLogSink, "sO", name, text.get())) : PyRef();
+    PyRef text =
+        PyRef::steal(PyUnicode_DecodeUTF8(message.data(), (Py_ssize_t)message.size(), "replace"));
+    PyRef r =
+        text ? PyRef::steal(PyObject_CallFunction(gLogSink, "sO", name, text.get())) : PyRef();
     if (!r)
       PyErr_WriteUnraisable(gLogSink);
     PyErr_Restore(type, value, tb);
@@ -652,8 +658,8 @@ bool initHook() {
 std::map<std::string, long> stats() {
   // Every documented counter is present (zero until it first counts).
   std::map<std::string, long> s = gStats;
-  for (const char *k : {"frames", "graphs_compiled", "compiled_calls", "cache_hits",
-                        "recompiles", "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us",
+  for (const char *k : {"frames", "graphs_compiled", "compiled_calls", "cache_hits", "recompiles",
+                        "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us",
                         "cache_hits_disk", "cache_misses_disk", "cache_corrupt_disk"})
     s.emplace(k, 0);
   s.emplace("dynamic_graphs", 0);
@@ -677,7 +683,7 @@ void resetCaches() {
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
                        PyObject *autogradApply, int dynamic) {
   PyRef code = PyFunction_Check(fn) ? PyRef::borrow(PyFunction_GET_CODE(fn))
-                                     : PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
+                                    : PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
   if (!code)
     return nullptr;
   ThreadState saved = tls;
@@ -703,9 +709,8 @@ using namespace kiln;
 
 extern "C" int kiln_hook_active(void) { return tls.active > 0 && tls.busy == 0; }
 
-extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals,
-                                   int numLocals, PyObject *globals, PyObject *builtins,
-                                   int *handled) {
+extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals, int numLocals,
+                                   PyObject *globals, PyObject *builtins, int *handled) {
   *handled = 0;
   bool isEntry = code == tls.entryCode;
   if (!isEntry && isSkipped(code))
@@ -740,10 +745,10 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
   std::string firstFailure;
   for (auto &e : cache->entries) {
     int bad = e->sources.resolve(view, values);
-    int failed = bad >= 0                        ? -2
-                 : e->gradMode != grad            ? -3
-                 : e->defaultDtype != defDtype    ? -4
-                                                  : checkGuards(e->guards, values);
+    int failed = bad >= 0                      ? -2
+                 : e->gradMode != grad         ? -3
+                 : e->defaultDtype != defDtype ? -4
+                                               : checkGuards(e->guards, values);
     int badSymbol = -1;
     if (failed == -1 && !e->symbols.empty()) {
       llvm::SmallVector<PyObject *, 8> ins;
@@ -778,9 +783,9 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
       firstFailure = failed == -3   ? "grad mode changed"
                      : failed == -4 ? "torch's default dtype changed"
                      : failed == -5 ? "size relation " + describeSymbol(*e, badSymbol) + " failed"
-                     : failed == -2 ? e->sources.describe(bad, e->localNames) + " is missing"
-                                    : e->guards[failed].describe(e->sources, e->localNames) +
-                                          " failed";
+                     : failed == -2
+                         ? e->sources.describe(bad, e->localNames) + " is missing"
+                         : e->guards[failed].describe(e->sources, e->localNames) + " failed";
   }
   if ((int)cache->entries.size() >= options().recompileLimit) {
     bool breaks = std::any_of(cache->entries.begin(), cache->entries.end(),
@@ -808,8 +813,8 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     entry = compileBreak(code, func, view, failure);
     // A prefix whose guards fail at once (an assumption that cannot be
     // re-checked) is no use: the frame then runs eagerly as below.
-    if (entry && (entry->sources.resolve(view, values) >= 0 ||
-                  checkGuards(entry->guards, values) >= 0)) {
+    if (entry &&
+        (entry->sources.resolve(view, values) >= 0 || checkGuards(entry->guards, values) >= 0)) {
       failure.reason += "; cannot resume after it: guards do not hold right after capture";
       entry = nullptr;
     }
@@ -828,8 +833,7 @@ extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **lo
     log(LogChannel::GraphBreaks, msg);
     if (tls.fullgraph) {
       *handled = 1;
-      PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s",
-                   msg.c_str());
+      PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s", msg.c_str());
       return nullptr;
     }
     failedEntry->eagerReason = msg;

@@ -13,7 +13,17 @@
 namespace kiln {
 
 /// Log channels selectable with KILN_LOGS.
-enum class LogChannel { Graph, GraphBreaks, Recompiles, Guards, Ir, Cache, Fallbacks, Dynamic, Count };
+enum class LogChannel {
+  Graph,
+  GraphBreaks,
+  Recompiles,
+  Guards,
+  Ir,
+  Cache,
+  Fallbacks,
+  Dynamic,
+  Count
+};
 
 /// Options pushed from kiln/config.py.
 struct Options {
@@ -28,9 +38,7 @@ struct Options {
 Options &options();
 
 /// True when `channel` is enabled.
-inline bool logEnabled(LogChannel channel) {
-  return options().channels[static_cast<int>(channel)];
-}
+inline bool logEnabled(LogChannel channel) { return options().channels[static_cast<int>(channel)]; }
 
 /// Writes `[kiln:<channel>] message` to stderr when the channel is enabled.
 void log(LogChannel channel, const std::string &message);

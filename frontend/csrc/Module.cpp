@@ -33,7 +33,8 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards", "ir", "cache", "fallbacks", "dynamic"};
+  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards",
+                                "ir",    "cache",        "fallbacks",  "dynamic"};
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -43,9 +44,10 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
       if (l == names[i] || l == "all")
         o.channels[i] = known = true;
     if (!known)
-      throw nb::value_error(("unknown KILN_LOGS channel '" + l +
-                             "' (known: graph, graph_breaks, recompiles, guards, ir, cache, fallbacks, dynamic, all)")
-                                .c_str());
+      throw nb::value_error(
+          ("unknown KILN_LOGS channel '" + l +
+           "' (known: graph, graph_breaks, recompiles, guards, ir, cache, fallbacks, dynamic, all)")
+              .c_str());
   }
   o.debugDir = debugDir;
   o.recompileLimit = recompileLimit;
@@ -72,72 +74,79 @@ NB_MODULE(_C, m) {
   m.doc() = "kiln's C++ frontend: frame hook, bytecode capture, compiled calls";
   if (!initHook())
     throw nb::python_error();
-  m.def("call",
-        [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply,
-           int dynamic) {
-          return checked(
-              callCompiled(fn.ptr(), args.ptr(), kwargs.ptr(), fullgraph, apply.ptr(), dynamic));
-        },
-        nb::arg("fn"), nb::arg("args"), nb::arg("kwargs"), nb::arg("fullgraph"), nb::arg("apply"),
-        nb::arg("dynamic") = 2,
-        "Calls fn(*args, **kwargs) with kiln's frame hook active. dynamic: 0 static sizes "
-        "(dynamic=False), 1 every size >= 2 symbolic (True), 2 sizes become symbolic after "
-        "they change (None).");
-  m.def("call_eager",
-        [](nb::handle fn, nb::tuple args, nb::dict kwargs) {
-          return checked(callEager(fn.ptr(), args.ptr(), kwargs.ptr()));
-        },
-        "Calls fn(*args, **kwargs) eagerly (hook inactive).");
+  m.def(
+      "call",
+      [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply,
+         int dynamic) {
+        return checked(
+            callCompiled(fn.ptr(), args.ptr(), kwargs.ptr(), fullgraph, apply.ptr(), dynamic));
+      },
+      nb::arg("fn"), nb::arg("args"), nb::arg("kwargs"), nb::arg("fullgraph"), nb::arg("apply"),
+      nb::arg("dynamic") = 2,
+      "Calls fn(*args, **kwargs) with kiln's frame hook active. dynamic: 0 static sizes "
+      "(dynamic=False), 1 every size >= 2 symbolic (True), 2 sizes become symbolic after "
+      "they change (None).");
+  m.def(
+      "call_eager",
+      [](nb::handle fn, nb::tuple args, nb::dict kwargs) {
+        return checked(callEager(fn.ptr(), args.ptr(), kwargs.ptr()));
+      },
+      "Calls fn(*args, **kwargs) eagerly (hook inactive).");
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "");
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
-  m.def("set_log_sink",
-        [](nb::handle sink) { setLogSink(sink.is_none() ? nullptr : sink.ptr()); },
-        nb::arg("sink").none(),
-        "Routes enabled log channels to sink(channel, message) (None: stderr).");
-  m.def("set_blas_library",
-        [](const std::string &path) { return kilnSetBlasLibrary(path.c_str()) != 0; },
-        "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
-  m.def("mapped_ops",
-        [] {
-          nb::list functions, methods;
-          for (const MappedFunction &f : mappedFunctions())
-            functions.append(nb::make_tuple(f.module, f.name, f.op));
-          for (const MappedMethod &mm : mappedMethods())
-            methods.append(nb::make_tuple(mm.name, mm.op, mm.inplace));
-          nb::dict d;
-          d["functions"] = functions;
-          d["methods"] = methods;
-          return d;
-        },
-        "The torch -> kiln op table: functions (module, name, op) and Tensor "
-        "methods (name, op, in-place form mapped); see `python -m kiln.coverage`.");
-  m.def("blas_library", [] { return std::string(kilnBlasLibrary()); },
-        "The BLAS compiled GEMMs call.");
-  m.def("intermediate_memory",
-        [](bool resetPeak) {
-          kiln::rt::BufferPoolStats s = kiln::rt::bufferPoolStats();
-          if (resetPeak)
-            kiln::rt::resetBufferPoolPeak();
-          nb::dict d;
-          d["live"] = s.liveBytes;
-          d["peak"] = s.peakBytes;
-          return d;
-        },
-        nb::arg("reset_peak") = false,
-        "Bytes of compiled code's intermediate buffers: live now and the peak since the "
-        "last reset_peak=True (which then restarts it at the live bytes).");
-  m.def("parallel_regions",
-        [] {
-          kiln::rt::ParallelRegionStats s = kiln::rt::parallelRegionStats();
-          nb::dict d;
-          d["threaded"] = s.threaded;
-          d["inline"] = s.inlined;
-          return d;
-        },
-        "How many parallel loops compiled CPU code has run: on several threads "
-        "(torch.get_num_threads() > 1) or inline on the calling thread.");
+  m.def(
+      "set_log_sink", [](nb::handle sink) { setLogSink(sink.is_none() ? nullptr : sink.ptr()); },
+      nb::arg("sink").none(),
+      "Routes enabled log channels to sink(channel, message) (None: stderr).");
+  m.def(
+      "set_blas_library",
+      [](const std::string &path) { return kilnSetBlasLibrary(path.c_str()) != 0; },
+      "Compiled GEMMs call oneMKL's libmkl_rt at path ('' or 'openblas': OpenBLAS).");
+  m.def(
+      "mapped_ops",
+      [] {
+        nb::list functions, methods;
+        for (const MappedFunction &f : mappedFunctions())
+          functions.append(nb::make_tuple(f.module, f.name, f.op));
+        for (const MappedMethod &mm : mappedMethods())
+          methods.append(nb::make_tuple(mm.name, mm.op, mm.inplace));
+        nb::dict d;
+        d["functions"] = functions;
+        d["methods"] = methods;
+        return d;
+      },
+      "The torch -> kiln op table: functions (module, name, op) and Tensor "
+      "methods (name, op, in-place form mapped); see `python -m kiln.coverage`.");
+  m.def(
+      "blas_library", [] { return std::string(kilnBlasLibrary()); },
+      "The BLAS compiled GEMMs call.");
+  m.def(
+      "intermediate_memory",
+      [](bool resetPeak) {
+        kiln::rt::BufferPoolStats s = kiln::rt::bufferPoolStats();
+        if (resetPeak)
+          kiln::rt::resetBufferPoolPeak();
+        nb::dict d;
+        d["live"] = s.liveBytes;
+        d["peak"] = s.peakBytes;
+        return d;
+      },
+      nb::arg("reset_peak") = false,
+      "Bytes of compiled code's intermediate buffers: live now and the peak since the "
+      "last reset_peak=True (which then restarts it at the live bytes).");
+  m.def(
+      "parallel_regions",
+      [] {
+        kiln::rt::ParallelRegionStats s = kiln::rt::parallelRegionStats();
+        nb::dict d;
+        d["threaded"] = s.threaded;
+        d["inline"] = s.inlined;
+        return d;
+      },
+      "How many parallel loops compiled CPU code has run: on several threads "
+      "(torch.get_num_threads() > 1) or inline on the calling thread.");
   registerCudaBindings(m);
 }

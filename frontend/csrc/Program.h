@@ -31,8 +31,8 @@ struct Entry;
 struct FallbackArg {
   enum class Kind { Constant, Operand, Tuple, List };
   Kind kind = Kind::Constant;
-  PyRef constant;                ///< Constant
-  int operand = -1;              ///< Operand: index into the step's inputs
+  PyRef constant;                 ///< Constant
+  int operand = -1;               ///< Operand: index into the step's inputs
   std::vector<FallbackArg> items; ///< Tuple/List
 };
 
@@ -43,7 +43,7 @@ struct FallbackCall {
   PyRef callable;       ///< the torch function (or Tensor method descriptor)
   std::vector<FallbackArg> args;
   std::vector<std::pair<PyRef, FallbackArg>> kwargs; ///< (str key, value)
-  bool tupleResult = false; ///< it returns a tuple (else one tensor)
+  bool tupleResult = false;                          ///< it returns a tuple (else one tensor)
   /// Expected result metadata (from the meta run at capture); checked per
   /// call, so an op whose shape turned out data-dependent fails loudly.
   std::vector<std::vector<int64_t>> sizes;
@@ -59,7 +59,7 @@ struct ProgramStep {
   /// Graph: the compiled segment (its `inputs`/`results` describe the
   /// segment function; no guards, sources or outputs).
   std::shared_ptr<Entry> graph;
-  FallbackCall call; ///< Fallback
+  FallbackCall call;    ///< Fallback
   std::vector<int> in;  ///< value slots read (graph inputs / call operands)
   std::vector<int> out; ///< value slots written (results, in order)
   /// Graph: per input, whether it must be made contiguous first (values a

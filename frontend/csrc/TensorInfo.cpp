@@ -20,10 +20,9 @@ struct Handles {
   PyObject *getDefaultDtype = nullptr;
   PyObject *empty = nullptr;
   PyObject *dtypes[7] = {};
-  PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr,
-           *sIsCpu = nullptr, *sDtype = nullptr, *sDataPtr = nullptr,
-           *sContiguous = nullptr, *sLayout = nullptr;
-  PyObject *strided = nullptr; ///< torch.strided
+  PyObject *sShape = nullptr, *sStride = nullptr, *sRequiresGrad = nullptr, *sIsCpu = nullptr,
+           *sDtype = nullptr, *sDataPtr = nullptr, *sContiguous = nullptr, *sLayout = nullptr;
+  PyObject *strided = nullptr;      ///< torch.strided
   PyObject *emptyKwnames = nullptr; ///< ("size", "dtype")
 };
 Handles H;
@@ -41,7 +40,7 @@ struct FastAccess {
   getter get[NumAttrs] = {};
   void *closure[NumAttrs] = {};
   PyMethodDef *method[NumMethods] = {};
-  PyTypeObject *types[2] = {}; ///< torch.Tensor, torch.nn.Parameter
+  PyTypeObject *types[2] = {};  ///< torch.Tensor, torch.nn.Parameter
   unsigned int version[2] = {}; ///< 0: the generic path for that type
   PyObject *emptyTuple = nullptr;
 };
@@ -74,8 +73,7 @@ bool accessorsMatch(PyTypeObject *type, bool fill) {
       return false;
     PyMethodDef *def = reinterpret_cast<PyMethodDescrObject *>(d)->d_method;
     int flags = def->ml_flags & ~METH_COEXIST;
-    if (flags != METH_NOARGS && flags != METH_VARARGS &&
-        flags != (METH_VARARGS | METH_KEYWORDS))
+    if (flags != METH_NOARGS && flags != METH_VARARGS && flags != (METH_VARARGS | METH_KEYWORDS))
       return false;
     if (fill)
       FA.method[m] = def;
@@ -100,8 +98,7 @@ inline bool fastType(PyObject *t) {
   for (int i = 0; i < 2; ++i) {
     if (type != FA.types[i] || !FA.version[i])
       continue;
-    if (type->tp_version_tag != FA.version[i] ||
-        !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (type->tp_version_tag != FA.version[i] || !(type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
       revalidate(i);
     return FA.version[i] != 0;
   }
@@ -127,8 +124,7 @@ inline PyObject *callMethod(PyObject *t, int m, bool fast) {
       t, FA.emptyTuple, nullptr);
 }
 
-const char *kDtypeNames[] = {"float32", "float64", "float16", "bfloat16",
-                             "int64",   "int32",   "bool"};
+const char *kDtypeNames[] = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "bool"};
 
 bool readIntTuple(PyObject *seq, std::vector<int64_t> &out) {
   Py_ssize_t n = PyTuple_Check(seq) ? PyTuple_GET_SIZE(seq) : -1;
@@ -147,8 +143,7 @@ bool readIntTuple(PyObject *seq, std::vector<int64_t> &out) {
 
 /// Whether `seq` is a tuple (torch.Size included) equal to `want`.
 bool intTupleEquals(PyObject *seq, const std::vector<int64_t> &want) {
-  if (!seq || !PyTuple_Check(seq) ||
-      PyTuple_GET_SIZE(seq) != static_cast<Py_ssize_t>(want.size()))
+  if (!seq || !PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) != static_cast<Py_ssize_t>(want.size()))
     return false;
   for (size_t i = 0; i < want.size(); ++i) {
     long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
@@ -224,9 +219,7 @@ std::optional<DType> dtypeFromObject(PyObject *dtype) {
   return std::nullopt;
 }
 
-std::string dtypeName(DType d) {
-  return std::string("torch.") + kDtypeNames[static_cast<int>(d)];
-}
+std::string dtypeName(DType d) { return std::string("torch.") + kDtypeNames[static_cast<int>(d)]; }
 
 bool initTorchHandles() {
   if (H.torch)
@@ -324,8 +317,7 @@ bool readTensorMeta(PyObject *t, TensorMeta &meta) {
   meta.device = meta.isCpu ? TensorMeta::kCpuDevice : deviceOf(t);
   if (meta.device == TensorMeta::kOtherDevice && PyErr_Occurred())
     return false;
-  return readIntTuple(shape.get(), meta.sizes) &&
-         readIntTuple(stride.get(), meta.strides);
+  return readIntTuple(shape.get(), meta.sizes) && readIntTuple(stride.get(), meta.strides);
 }
 
 bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> &sizes,
@@ -438,8 +430,6 @@ PyObject *emptyTensorPrebuilt(PyObject *size, PyObject *dtype, bool dtypeIsDefau
   return PyObject_Vectorcall(H.empty, args, 0, H.emptyKwnames);
 }
 
-PyObject *contiguousTensor(PyObject *t) {
-  return PyObject_CallMethodNoArgs(t, H.sContiguous);
-}
+PyObject *contiguousTensor(PyObject *t) { return PyObject_CallMethodNoArgs(t, H.sContiguous); }
 
 } // namespace kiln

@@ -34,10 +34,10 @@ namespace {
 
 /// A dlopen'ed CBLAS (oneMKL's libmkl_rt; LP64, standard CBLAS enums).
 struct DynamicBlas {
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
-                         const float *, int, float, float *, int);
-  using Dgemm = void (*)(int, int, int, int, int, int, double, const double *,
-                         int, const double *, int, double, double *, int);
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+  using Dgemm = void (*)(int, int, int, int, int, int, double, const double *, int, const double *,
+                         int, double, double *, int);
   Sgemm sgemm;
   Dgemm dgemm;
   void (*setNumThreads)(int);
@@ -82,8 +82,8 @@ const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
   blas->sgemm = reinterpret_cast<DynamicBlas::Sgemm>(sym("cblas_sgemm"));
   blas->dgemm = reinterpret_cast<DynamicBlas::Dgemm>(sym("cblas_dgemm"));
   blas->setNumThreads = reinterpret_cast<void (*)(int)>(sym("MKL_Set_Num_Threads"));
-  if (!blas->sgemm || !blas->dgemm || !blas->setNumThreads || !setLayer ||
-      !setInterface || !setDynamic) {
+  if (!blas->sgemm || !blas->dgemm || !blas->setNumThreads || !setLayer || !setInterface ||
+      !setDynamic) {
     why = path + " lacks cblas_?gemm or the MKL service functions";
     return nullptr; // handle kept: harmless
   }
@@ -97,8 +97,7 @@ const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
   setInterface(kLp64);
   setLayer(gnu ? kGnu : kSequential);
   setDynamic(0);
-  blas->description = std::string("mkl (") + (gnu ? "gnu" : "sequential") +
-                      " threading) " + path;
+  blas->description = std::string("mkl (") + (gnu ? "gnu" : "sequential") + " threading) " + path;
   return blas.release();
 }
 
@@ -145,8 +144,7 @@ void applyThreads() {
 
 /// A row-major view of one matrix: base pointer, rows, cols, row stride,
 /// col stride.
-template <typename T>
-struct Matrix {
+template <typename T> struct Matrix {
   T *data;
   int64_t rows, cols, rowStride, colStride;
   /// BLAS needs unit column stride (irrelevant when there is one column).
@@ -156,35 +154,30 @@ struct Matrix {
   T &at(int64_t r, int64_t c) const { return data[r * rowStride + c * colStride]; }
 };
 
-template <typename T, int N>
-Matrix<T> matrix(kiln::rt::StridedMemRef<T, N> *m, int64_t batch) {
-  return {m->data + m->offset + (N == 3 ? batch * m->strides[0] : 0),
-          m->sizes[N - 2], m->sizes[N - 1], m->strides[N - 2],
-          m->strides[N - 1]};
+template <typename T, int N> Matrix<T> matrix(kiln::rt::StridedMemRef<T, N> *m, int64_t batch) {
+  return {m->data + m->offset + (N == 3 ? batch * m->strides[0] : 0), m->sizes[N - 2],
+          m->sizes[N - 1], m->strides[N - 2], m->strides[N - 1]};
 }
 
-void gemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a,
-          int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-          int64_t ldc) {
+void gemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+          int64_t ldb, float beta, float *c, int64_t ldc) {
   if (const DynamicBlas *p = useDynamicBlas(m, n))
-    return p->sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-                    m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    return p->sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                    a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
+              lda, b, ldb, beta, c, ldc);
 }
-void gemm(bool transB, int64_t m, int64_t n, int64_t k, const double *a,
-          int64_t lda, const double *b, int64_t ldb, double beta, double *c,
-          int64_t ldc) {
+void gemm(bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+          const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
   if (const DynamicBlas *p = useDynamicBlas(m, n))
-    return p->dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-                    m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+    return p->dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
+                    a, lda, b, ldb, beta, c, ldc);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda,
+              b, ldb, beta, c, ldc);
 }
 
 /// C = A * op(B) + beta * C on one matrix.
-template <typename T>
-void matmul(Matrix<T> a, Matrix<T> b, Matrix<T> c, bool transB, T beta) {
+template <typename T> void matmul(Matrix<T> a, Matrix<T> b, Matrix<T> c, bool transB, T beta) {
   int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0)
     return;
@@ -213,9 +206,7 @@ void batched(kiln::rt::StridedMemRef<T, 3> *a, kiln::rt::StridedMemRef<T, 3> *b,
 
 extern "C" {
 
-void kilnSetNumThreads(int n) {
-  requestedThreads.store(n, std::memory_order_relaxed);
-}
+void kilnSetNumThreads(int n) { requestedThreads.store(n, std::memory_order_relaxed); }
 
 int kilnGetNumThreads() { return requestedThreads.load(std::memory_order_relaxed); }
 
@@ -226,8 +217,8 @@ int kilnSetBlasLibrary(const char *path) {
   if (path && *path && std::string(path) != "openblas") {
     blas = loadMkl(path, lastError);
     if (!blas)
-      std::fprintf(stderr, "kiln: cannot use BLAS library %s (%s); using OpenBLAS\n",
-                   path, lastError.c_str());
+      std::fprintf(stderr, "kiln: cannot use BLAS library %s (%s); using OpenBLAS\n", path,
+                   lastError.c_str());
   }
   dynamicBlas.store(blas, std::memory_order_release);
   appliedThreads.store(0, std::memory_order_relaxed); // re-apply to the new one
@@ -242,31 +233,31 @@ const char *kilnBlasLibrary() {
 
 void _mlir_ciface_kiln_blas_sgemm(kiln::rt::StridedMemRef<float, 2> *a,
                                   kiln::rt::StridedMemRef<float, 2> *b,
-                                  kiln::rt::StridedMemRef<float, 2> *c,
-                                  int32_t transB, float beta) {
+                                  kiln::rt::StridedMemRef<float, 2> *c, int32_t transB,
+                                  float beta) {
   applyThreads();
   matmul(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
 }
 
 void _mlir_ciface_kiln_blas_dgemm(kiln::rt::StridedMemRef<double, 2> *a,
                                   kiln::rt::StridedMemRef<double, 2> *b,
-                                  kiln::rt::StridedMemRef<double, 2> *c,
-                                  int32_t transB, double beta) {
+                                  kiln::rt::StridedMemRef<double, 2> *c, int32_t transB,
+                                  double beta) {
   applyThreads();
   matmul(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
 }
 
 void _mlir_ciface_kiln_blas_sgemm_batched(kiln::rt::StridedMemRef<float, 3> *a,
                                           kiln::rt::StridedMemRef<float, 3> *b,
-                                          kiln::rt::StridedMemRef<float, 3> *c,
-                                          int32_t transB, float beta) {
+                                          kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                          float beta) {
   batched(a, b, c, transB, beta);
 }
 
 void _mlir_ciface_kiln_blas_dgemm_batched(kiln::rt::StridedMemRef<double, 3> *a,
                                           kiln::rt::StridedMemRef<double, 3> *b,
-                                          kiln::rt::StridedMemRef<double, 3> *c,
-                                          int32_t transB, double beta) {
+                                          kiln::rt::StridedMemRef<double, 3> *c, int32_t transB,
+                                          double beta) {
   batched(a, b, c, transB, beta);
 }
 

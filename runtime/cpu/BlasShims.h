@@ -29,23 +29,22 @@ const char *kilnBlasLibrary();
 /// C[M,N] = A[M,K] * (transB ? B[N,K]^T : B[K,N]) + beta * C.
 void _mlir_ciface_kiln_blas_sgemm(kiln::rt::StridedMemRef<float, 2> *a,
                                   kiln::rt::StridedMemRef<float, 2> *b,
-                                  kiln::rt::StridedMemRef<float, 2> *c,
-                                  int32_t transB, float beta);
+                                  kiln::rt::StridedMemRef<float, 2> *c, int32_t transB, float beta);
 /// f64 version of _mlir_ciface_kiln_blas_sgemm.
 void _mlir_ciface_kiln_blas_dgemm(kiln::rt::StridedMemRef<double, 2> *a,
                                   kiln::rt::StridedMemRef<double, 2> *b,
-                                  kiln::rt::StridedMemRef<double, 2> *c,
-                                  int32_t transB, double beta);
+                                  kiln::rt::StridedMemRef<double, 2> *c, int32_t transB,
+                                  double beta);
 /// Batched (dim 0) version of _mlir_ciface_kiln_blas_sgemm.
 void _mlir_ciface_kiln_blas_sgemm_batched(kiln::rt::StridedMemRef<float, 3> *a,
                                           kiln::rt::StridedMemRef<float, 3> *b,
-                                          kiln::rt::StridedMemRef<float, 3> *c,
-                                          int32_t transB, float beta);
+                                          kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                          float beta);
 /// Batched (dim 0) version of _mlir_ciface_kiln_blas_dgemm.
 void _mlir_ciface_kiln_blas_dgemm_batched(kiln::rt::StridedMemRef<double, 3> *a,
                                           kiln::rt::StridedMemRef<double, 3> *b,
-                                          kiln::rt::StridedMemRef<double, 3> *c,
-                                          int32_t transB, double beta);
+                                          kiln::rt::StridedMemRef<double, 3> *c, int32_t transB,
+                                          double beta);
 }
 
 namespace kiln::rt {

@@ -21,8 +21,8 @@ std::atomic<long> gHits{0}, gMisses{0}, gLive{0}, gPeak{0};
 
 /// Counts `size` more live bytes and raises the peak.
 void addLive(size_t size) {
-  long live = gLive.fetch_add(static_cast<long>(size), std::memory_order_relaxed) +
-              static_cast<long>(size);
+  long live =
+      gLive.fetch_add(static_cast<long>(size), std::memory_order_relaxed) + static_cast<long>(size);
   long peak = gPeak.load(std::memory_order_relaxed);
   while (live > peak && !gPeak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }

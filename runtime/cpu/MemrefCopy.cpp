@@ -31,10 +31,14 @@ void copyRow(char *to, const char *from, int64_t n, int64_t ts, int64_t fs, int6
     return;
   }
   switch (elemSize) {
-  case 1: return copyStrided<uint8_t>(to, from, n, ts, fs);
-  case 2: return copyStrided<uint16_t>(to, from, n, ts, fs);
-  case 4: return copyStrided<uint32_t>(to, from, n, ts, fs);
-  case 8: return copyStrided<uint64_t>(to, from, n, ts, fs);
+  case 1:
+    return copyStrided<uint8_t>(to, from, n, ts, fs);
+  case 2:
+    return copyStrided<uint16_t>(to, from, n, ts, fs);
+  case 4:
+    return copyStrided<uint32_t>(to, from, n, ts, fs);
+  case 8:
+    return copyStrided<uint64_t>(to, from, n, ts, fs);
   default:
     for (int64_t k = 0; k < n; ++k)
       std::memcpy(to + k * ts * elemSize, from + k * fs * elemSize, elemSize);
@@ -43,8 +47,7 @@ void copyRow(char *to, const char *from, int64_t n, int64_t ts, int64_t fs, int6
 
 } // namespace
 
-extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src,
-                               UnrankedDescriptor *dst) {
+extern "C" void kilnMemrefCopy(int64_t elemSize, UnrankedDescriptor *src, UnrankedDescriptor *dst) {
   // Ranked descriptor layout: base, aligned, offset, sizes[rank], strides[rank].
   auto words = [](UnrankedDescriptor *u) { return static_cast<int64_t *>(u->descriptor); };
   auto data = [&](UnrankedDescriptor *u) {

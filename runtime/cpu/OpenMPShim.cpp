@@ -78,15 +78,33 @@ void runRegion(void *data) {
   int32_t gtid = threadNum(), btid = 0;
   void **a = r->args;
   switch (r->argc) {
-  case 0: r->task(&gtid, &btid); break;
-  case 1: r->task(&gtid, &btid, a[0]); break;
-  case 2: r->task(&gtid, &btid, a[0], a[1]); break;
-  case 3: r->task(&gtid, &btid, a[0], a[1], a[2]); break;
-  case 4: r->task(&gtid, &btid, a[0], a[1], a[2], a[3]); break;
-  case 5: r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4]); break;
-  case 6: r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5]); break;
-  case 7: r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-  default: r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+  case 0:
+    r->task(&gtid, &btid);
+    break;
+  case 1:
+    r->task(&gtid, &btid, a[0]);
+    break;
+  case 2:
+    r->task(&gtid, &btid, a[0], a[1]);
+    break;
+  case 3:
+    r->task(&gtid, &btid, a[0], a[1], a[2]);
+    break;
+  case 4:
+    r->task(&gtid, &btid, a[0], a[1], a[2], a[3]);
+    break;
+  case 5:
+    r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4]);
+    break;
+  case 6:
+    r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5]);
+    break;
+  case 7:
+    r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    break;
+  default:
+    r->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+    break;
   }
 }
 
@@ -164,16 +182,16 @@ void kilnKmpcStaticInit4(void *, int32_t, int32_t s, int32_t *last, int32_t *lo,
                          int32_t *stride, int32_t incr, int32_t) {
   staticInit(s, last, lo, hi, stride, incr);
 }
-void kilnKmpcStaticInit4u(void *, int32_t, int32_t s, int32_t *last, uint32_t *lo,
-                          uint32_t *hi, int32_t *stride, int32_t incr, int32_t) {
+void kilnKmpcStaticInit4u(void *, int32_t, int32_t s, int32_t *last, uint32_t *lo, uint32_t *hi,
+                          int32_t *stride, int32_t incr, int32_t) {
   staticInitUnsigned(s, last, lo, hi, stride, incr);
 }
 void kilnKmpcStaticInit8(void *, int32_t, int32_t s, int32_t *last, int64_t *lo, int64_t *hi,
                          int64_t *stride, int64_t incr, int64_t) {
   staticInit(s, last, lo, hi, stride, incr);
 }
-void kilnKmpcStaticInit8u(void *, int32_t, int32_t s, int32_t *last, uint64_t *lo,
-                          uint64_t *hi, int64_t *stride, int64_t incr, int64_t) {
+void kilnKmpcStaticInit8u(void *, int32_t, int32_t s, int32_t *last, uint64_t *lo, uint64_t *hi,
+                          int64_t *stride, int64_t incr, int64_t) {
   staticInitUnsigned(s, last, lo, hi, stride, incr);
 }
 void kilnKmpcStaticFini(void *, int32_t) {}

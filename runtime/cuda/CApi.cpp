@@ -48,13 +48,13 @@ __attribute__((visibility("default"))) int kiln_cuda_init(char *err, size_t cap)
 }
 
 __attribute__((visibility("default"))) int kiln_cuda_driver_version(int *version, char *err,
-                                                                     size_t cap) {
+                                                                    size_t cap) {
   std::string e;
   return driverVersion(*version, e) ? 0 : fail(e, err, cap);
 }
 
 __attribute__((visibility("default"))) int kiln_cuda_device_count(int *count, char *err,
-                                                                   size_t cap) {
+                                                                  size_t cap) {
   std::string e;
   return deviceCount(*count, e) ? 0 : fail(e, err, cap);
 }
@@ -63,14 +63,13 @@ __attribute__((visibility("default"))) int kiln_cuda_device_count(int *count, ch
 __attribute__((visibility("default"))) int
 kiln_cuda_device_attribute(int device, int attr, int *value, char *err, size_t cap) {
   std::string e;
-  return deviceAttribute(device, static_cast<DeviceAttribute>(attr), *value, e)
-             ? 0
-             : fail(e, err, cap);
+  return deviceAttribute(device, static_cast<DeviceAttribute>(attr), *value, e) ? 0
+                                                                                : fail(e, err, cap);
 }
 
 __attribute__((visibility("default"))) int kiln_cuda_module_load(int device, const void *image,
-                                                                  size_t size, void **module,
-                                                                  char *err, size_t cap) {
+                                                                 size_t size, void **module,
+                                                                 char *err, size_t cap) {
   std::string e;
   std::unique_ptr<Module> m = Module::load(device, image, size, e);
   if (!m)
@@ -96,12 +95,12 @@ kiln_cuda_module_kernel(void *module, const char *name, void **kernel, char *err
 
 /// One launch: `dims` = grid x/y/z, block x/y/z, shared bytes; `ptrs` are
 /// the kernel's pointer arguments; `stream` a CUstream (0: legacy default).
-__attribute__((visibility("default"))) int
-kiln_cuda_launch(void *kernel, const uint32_t *dims, void *stream, void *const *ptrs,
-                 int numArgs, char *err, size_t cap) {
+__attribute__((visibility("default"))) int kiln_cuda_launch(void *kernel, const uint32_t *dims,
+                                                            void *stream, void *const *ptrs,
+                                                            int numArgs, char *err, size_t cap) {
   std::string e;
-  return launch(*static_cast<Kernel *>(kernel), dimsAt(dims), static_cast<CUstream>(stream),
-                ptrs, numArgs, e)
+  return launch(*static_cast<Kernel *>(kernel), dimsAt(dims), static_cast<CUstream>(stream), ptrs,
+                numArgs, e)
              ? 0
              : fail(e, err, cap);
 }
@@ -109,9 +108,8 @@ kiln_cuda_launch(void *kernel, const uint32_t *dims, void *stream, void *const *
 /// `n` launches in order on one stream in one call: kernel i has dims
 /// `dims[7i..7i+6]` and the next `argCounts[i]` pointers of `ptrs`.
 __attribute__((visibility("default"))) int
-kiln_cuda_launch_many(int n, void *const *kernels, const uint32_t *dims,
-                      const int32_t *argCounts, void *const *ptrs, void *stream, char *err,
-                      size_t cap) {
+kiln_cuda_launch_many(int n, void *const *kernels, const uint32_t *dims, const int32_t *argCounts,
+                      void *const *ptrs, void *stream, char *err, size_t cap) {
   std::string e;
   for (int i = 0; i < n; ++i) {
     if (!launch(*static_cast<Kernel *>(kernels[i]), dimsAt(dims + 7 * i),
@@ -123,7 +121,7 @@ kiln_cuda_launch_many(int n, void *const *kernels, const uint32_t *dims,
 }
 
 __attribute__((visibility("default"))) int kiln_cuda_synchronize(void *stream, char *err,
-                                                                  size_t cap) {
+                                                                 size_t cap) {
   std::string e;
   return synchronize(static_cast<CUstream>(stream), e) ? 0 : fail(e, err, cap);
 }

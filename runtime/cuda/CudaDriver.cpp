@@ -21,12 +21,10 @@ struct Loaded {
   std::string error;
 };
 
-template <typename Fn>
-bool resolve(void *lib, const char *name, Fn &slot, std::string &error) {
+template <typename Fn> bool resolve(void *lib, const char *name, Fn &slot, std::string &error) {
   void *p = dlsym(lib, name);
   if (!p) {
-    error = "CUDA driver " + driverLibraryName() + " has no symbol " + name +
-            " (driver too old?)";
+    error = "CUDA driver " + driverLibraryName() + " has no symbol " + name + " (driver too old?)";
     return false;
   }
   slot = reinterpret_cast<Fn>(p);
@@ -64,8 +62,7 @@ void load(Loaded &l) {
     return; // the library stays open: harmless, and dlclose could run its finalizers
   CUresult r = a.cuInit(0);
   if (r != 0) {
-    e = "CUDA driver " + name + ": cuInit failed: " + errorText(a, r) +
-        " (no usable GPU?)";
+    e = "CUDA driver " + name + ": cuInit failed: " + errorText(a, r) + " (no usable GPU?)";
     return;
   }
   l.ok = true;

@@ -49,8 +49,7 @@ struct DriverApi {
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned gridX, unsigned gridY, unsigned gridZ,
                              unsigned blockX, unsigned blockY, unsigned blockZ,
-                             unsigned sharedBytes, CUstream stream, void **params,
-                             void **extra);
+                             unsigned sharedBytes, CUstream stream, void **params, void **extra);
   CUresult (*cuStreamSynchronize)(CUstream stream);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);

@@ -47,8 +47,7 @@ std::unique_ptr<Module> Module::load(int device, const void *image, size_t size,
   if (!makeCurrent(*api, m->ctx_, error))
     return nullptr;
   // PTX must be NUL-terminated; a cubin is unaffected by a trailing NUL.
-  std::vector<char> copy(static_cast<const char *>(image),
-                         static_cast<const char *>(image) + size);
+  std::vector<char> copy(static_cast<const char *>(image), static_cast<const char *>(image) + size);
   copy.push_back('\0');
   if (!check(*api, api->cuModuleLoadData(&m->module_, copy.data()),
              "cuModuleLoadData(" + dev + ", " + std::to_string(size) + " bytes)", error)) {
@@ -82,8 +81,8 @@ const Kernel *Module::kernel(const std::string &name, std::string &error) {
   return &kernels_.emplace(name, std::move(k)).first->second;
 }
 
-bool launch(const Kernel &k, const LaunchDims &d, CUstream stream, void *const *ptrs,
-            int numArgs, std::string &error) {
+bool launch(const Kernel &k, const LaunchDims &d, CUstream stream, void *const *ptrs, int numArgs,
+            std::string &error) {
   const DriverApi *api = driver(error);
   if (!api || !makeCurrent(*api, k.ctx, error))
     return false;
@@ -100,12 +99,11 @@ bool launch(const Kernel &k, const LaunchDims &d, CUstream stream, void *const *
   for (int i = 0; i < numArgs; ++i)
     params[i] = const_cast<void **>(ptrs + i);
   params[numArgs] = nullptr;
-  CUresult r = api->cuLaunchKernel(k.fn, d.grid[0], d.grid[1], d.grid[2], d.block[0],
-                                   d.block[1], d.block[2], d.sharedBytes, stream, params,
-                                   nullptr);
+  CUresult r = api->cuLaunchKernel(k.fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
+                                   d.block[2], d.sharedBytes, stream, params, nullptr);
   return check(*api, r,
-               "cuLaunchKernel(" + k.name + ", grid " + std::to_string(d.grid[0]) +
-                   ", block " + std::to_string(d.block[0]) + ")",
+               "cuLaunchKernel(" + k.name + ", grid " + std::to_string(d.grid[0]) + ", block " +
+                   std::to_string(d.block[0]) + ")",
                error);
 }
 
@@ -118,8 +116,7 @@ bool deviceAttribute(int device, DeviceAttribute attr, int &value, std::string &
   const DriverApi *api = driver(error);
   CUdevice h = 0;
   return api && check(*api, api->cuDeviceGet(&h, device), "cuDeviceGet", error) &&
-         check(*api, api->cuDeviceGetAttribute(&value, attr, h), "cuDeviceGetAttribute",
-               error);
+         check(*api, api->cuDeviceGetAttribute(&value, attr, h), "cuDeviceGetAttribute", error);
 }
 
 bool deviceCount(int &count, std::string &error) {

@@ -117,7 +117,8 @@ TEST(BufferPoolTest, CompiledCodeReusesItsIntermediates) {
       %m = kiln.matmul %x, %w : tensor<128x64xf32>, tensor<64x256xf32>
       %r = kiln.tanh %m : tensor<128x256xf32>
       return %r : tensor<128x256xf32>
-    })mlir", &ctx);
+    })mlir",
+                                                        &ctx);
   ASSERT_TRUE(module);
   std::string error;
   auto fn = mlir::kiln::compileForCpu(*module, "forward", {}, error);
@@ -127,8 +128,8 @@ TEST(BufferPoolTest, CompiledCodeReusesItsIntermediates) {
     x[i] = 0.01f * float(i % 53) - 0.2f;
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = 0.01f * float(i % 29) - 0.1f;
-  int64_t xs[] = {128, 64}, xst[] = {64, 1}, ws[] = {64, 256}, wst[] = {256, 1},
-          os[] = {128, 256}, ost[] = {256, 1};
+  int64_t xs[] = {128, 64}, xst[] = {64, 1}, ws[] = {64, 256}, wst[] = {256, 1}, os[] = {128, 256},
+          ost[] = {256, 1};
   kiln::rt::MemRefDescriptor dx, dw, dout;
   dx.reset(x.data(), xs, xst, 2);
   dw.reset(w.data(), ws, wst, 2);

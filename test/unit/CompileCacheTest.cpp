@@ -95,8 +95,7 @@ TEST(DiskCacheTest, EveryTruncationIsCorrupt) {
   std::string entry = DiskCache::encode("the key", "the payload bytes");
   ASSERT_EQ(DiskCache::decode(entry, "the key").status, CacheLookup::Status::Hit);
   for (size_t n = 0; n < entry.size(); ++n)
-    EXPECT_EQ(DiskCache::decode(entry.substr(0, n), "the key").status,
-              CacheLookup::Status::Corrupt)
+    EXPECT_EQ(DiskCache::decode(entry.substr(0, n), "the key").status, CacheLookup::Status::Corrupt)
         << "truncated to " << n << " bytes";
   EXPECT_EQ(DiskCache::decode(entry + "x", "the key").status, CacheLookup::Status::Corrupt);
 }

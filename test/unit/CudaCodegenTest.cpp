@@ -46,9 +46,10 @@ std::vector<std::string> cudaCases() {
 }
 
 /// Emits CUDA for one .mlir file; fails the test on any error.
-mlir::FailureOr<mlir::kiln::cuda::CudaModule>
-emitFile(mlir::MLIRContext &ctx, const std::string &path, bool fuseRows = true,
-         bool onePassRows = true) {
+mlir::FailureOr<mlir::kiln::cuda::CudaModule> emitFile(mlir::MLIRContext &ctx,
+                                                       const std::string &path,
+                                                       bool fuseRows = true,
+                                                       bool onePassRows = true) {
   llvm::SourceMgr sm;
   std::string err;
   auto buf = llvm::MemoryBuffer::getFile(path);
@@ -85,18 +86,18 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
     // Row groups with one-pass statistics, row groups with one loop per
     // reduction, one kernel per generic.
     for (int variant : {0, 1, 2}) {
-    auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
-    ASSERT_TRUE(mlir::succeeded(cu)) << f;
-    EXPECT_FALSE(cu->kernels.empty()) << f;
-    for (const auto &k : cu->kernels) {
-      EXPECT_NE(cu->source.find("void __launch_bounds__(" + std::to_string(k.blockX) + ") " +
-                                k.name + "("),
-                std::string::npos)
-          << k.name;
-      EXPECT_EQ(k.blockX % 32, 0) << k.name;
-      EXPECT_LE(k.blockX, 1024) << k.name;
-      EXPECT_GE(k.gridX, 1) << k.name;
-    }
+      auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
+      ASSERT_TRUE(mlir::succeeded(cu)) << f;
+      EXPECT_FALSE(cu->kernels.empty()) << f;
+      for (const auto &k : cu->kernels) {
+        EXPECT_NE(cu->source.find("void __launch_bounds__(" + std::to_string(k.blockX) + ") " +
+                                  k.name + "("),
+                  std::string::npos)
+            << k.name;
+        EXPECT_EQ(k.blockX % 32, 0) << k.name;
+        EXPECT_LE(k.blockX, 1024) << k.name;
+        EXPECT_GE(k.gridX, 1) << k.name;
+      }
     }
 }
 
@@ -117,7 +118,8 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   mlir::kiln::cuda::EmitOptions options;
   // Without collecting, the slice fails the whole module.
   {
-    mlir::ScopedDiagnosticHandler quiet(ctx.get(), [](mlir::Diagnostic &) { return mlir::success(); });
+    mlir::ScopedDiagnosticHandler quiet(ctx.get(),
+                                        [](mlir::Diagnostic &) { return mlir::success(); });
     EXPECT_TRUE(mlir::failed(mlir::kiln::cuda::emitCuda(*module, options)));
   }
   options.collectUnsupported = true;
@@ -168,23 +170,23 @@ TEST(CudaNvrtc, CompilesEveryEmittedKernelForSm80AndSm90) {
     // Row groups with one-pass statistics, row groups with one loop per
     // reduction, one kernel per generic.
     for (int variant : {0, 1, 2}) {
-    auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
-    ASSERT_TRUE(mlir::succeeded(cu)) << f;
-    for (int i = 0; i < 2; ++i) {
-      NvrtcOptions o;
-      o.arch = i == 0 ? 80 : 90;
-      auto r = compileWithNvrtc(cu->source, llvm::sys::path::filename(f), o);
-      if (!r) {
-        ADD_FAILURE() << f << ": " << llvm::toString(r.takeError());
-        continue;
+      auto cu = emitFile(*ctx, f, variant < 2, variant == 0);
+      ASSERT_TRUE(mlir::succeeded(cu)) << f;
+      for (int i = 0; i < 2; ++i) {
+        NvrtcOptions o;
+        o.arch = i == 0 ? 80 : 90;
+        auto r = compileWithNvrtc(cu->source, llvm::sys::path::filename(f), o);
+        if (!r) {
+          ADD_FAILURE() << f << ": " << llvm::toString(r.takeError());
+          continue;
+        }
+        seconds[i] += r->seconds;
+        EXPECT_FALSE(r->binary.empty());
+        // extern "C" kernels keep their names in the cubin's symbol table.
+        for (const KernelInfo &k : cu->kernels)
+          EXPECT_NE(r->binary.find(k.name), std::string::npos) << k.name << " sm_" << o.arch;
       }
-      seconds[i] += r->seconds;
-      EXPECT_FALSE(r->binary.empty());
-      // extern "C" kernels keep their names in the cubin's symbol table.
-      for (const KernelInfo &k : cu->kernels)
-        EXPECT_NE(r->binary.find(k.name), std::string::npos) << k.name << " sm_" << o.arch;
-    }
-    kernels += int(cu->kernels.size());
+      kernels += int(cu->kernels.size());
     }
   std::printf("[ nvrtc %s ] %d kernels: sm_80 %.3f s, sm_90 %.3f s\n", nvrtcVersion().c_str(),
               kernels, seconds[0], seconds[1]);
@@ -196,8 +198,8 @@ TEST(CudaNvrtc, ErrorCarriesLogAndSource) {
   GTEST_SKIP() << "kiln was built without NVRTC";
 #else
   using namespace mlir::kiln::cuda;
-  auto r = compileWithNvrtc("extern \"C\" __global__ void k() { undefined_thing(); }\n",
-                            "bad.cu", NvrtcOptions());
+  auto r = compileWithNvrtc("extern \"C\" __global__ void k() { undefined_thing(); }\n", "bad.cu",
+                            NvrtcOptions());
   ASSERT_FALSE(bool(r));
   std::string msg = llvm::toString(r.takeError());
   EXPECT_NE(msg.find("NVRTC compilation failed for sm_80"), std::string::npos) << msg;

@@ -40,8 +40,7 @@ int64_t numel(const Shape &s) {
 }
 
 /// A contiguous host buffer with its memref descriptor.
-template <typename T>
-struct Buf {
+template <typename T> struct Buf {
   Shape shape;
   std::vector<T> data;
   kiln::rt::MemRefDescriptor desc;
@@ -55,8 +54,7 @@ struct Buf {
   T &operator[](int64_t i) { return data[i]; }
 };
 
-template <typename T>
-Buf<T> random(Shape s, unsigned seed, double lo = -2, double hi = 2) {
+template <typename T> Buf<T> random(Shape s, unsigned seed, double lo = -2, double hi = 2) {
   Buf<T> b(std::move(s));
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
@@ -155,7 +153,8 @@ TEST_F(JitTest, BatchedMatmulBroadcastsBatchDims) {
       return %0, %1 : tensor<2x5x3x6xf32>, tensor<2x5x3x2xf32>
     })mlir");
   ASSERT_COMPILED(c);
-  auto a = random<float>({2, 1, 3, 4}, 4), b = random<float>({5, 4, 6}, 5), m = random<float>({6, 2}, 6);
+  auto a = random<float>({2, 1, 3, 4}, 4), b = random<float>({5, 4, 6}, 5),
+       m = random<float>({6, 2}, 6);
   Buf<float> out0({2, 5, 3, 6}), out1({2, 5, 3, 2});
   c({&a.desc, &b.desc, &m.desc, &out0.desc, &out1.desc});
   std::vector<double> want0(2 * 5 * 3 * 6), want1(2 * 5 * 3 * 2);
@@ -265,7 +264,8 @@ TEST_F(JitTest, LayerNormDecomposedForm) {
       return %r : tensor<8x64xf32>
     })mlir");
   ASSERT_COMPILED(c);
-  auto x = random<float>({8, 64}, 11, -3, 5), w = random<float>({64}, 12), b = random<float>({64}, 13);
+  auto x = random<float>({8, 64}, 11, -3, 5), w = random<float>({64}, 12),
+       b = random<float>({64}, 13);
   Buf<float> out({8, 64});
   c({&x.desc, &w.desc, &b.desc, &out.desc});
   std::vector<double> want(8 * 64);
@@ -494,8 +494,9 @@ TEST_F(JitTest, ErrorsCarryLocations) {
       return %0 : tensor<?x8xf32>
     })mlir");
   EXPECT_FALSE(c.fn.entry);
-  EXPECT_NE(c.error.find("my_model.py:12:3: error: failed to legalize operation 'kiln.broadcast_to'"),
-            std::string::npos)
+  EXPECT_NE(
+      c.error.find("my_model.py:12:3: error: failed to legalize operation 'kiln.broadcast_to'"),
+      std::string::npos)
       << c.error;
   Compiled missing(R"mlir(
     func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -531,8 +532,7 @@ TEST_F(JitTest, DebugDirGetsIRAfterEveryPass) {
   std::string repro = read(dir + "/repro.sh");
   EXPECT_NE(repro.find("kiln-opt"), std::string::npos);
   EXPECT_NE(repro.find("bufferize-function-boundaries=true"), std::string::npos) << repro;
-  EXPECT_NE(repro.find("function-boundary-type-conversion=identity-layout-map"),
-            std::string::npos);
+  EXPECT_NE(repro.find("function-boundary-type-conversion=identity-layout-map"), std::string::npos);
 }
 
 TEST_F(JitTest, CompileTimeOfMlp) {
@@ -549,7 +549,8 @@ TEST_F(JitTest, CompileTimeOfMlp) {
     })mlir";
   auto start = std::chrono::steady_clock::now();
   Compiled c(src);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSERT_COMPILED(c);
   std::printf("[ info ] MLP parse+compile+JIT: %.1f ms\n", ms);
 }
@@ -780,8 +781,8 @@ TEST_F(JitTest, RowFusedSoftmaxWithDynamicColumns) {
 /// IEEE half → float.
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v = exp == 0 ? std::ldexp(float(mant), -24)
-                     : std::ldexp(float(mant | 0x400), int(exp) - 25);
+  float v =
+      exp == 0 ? std::ldexp(float(mant), -24) : std::ldexp(float(mant | 0x400), int(exp) - 25);
   return sign ? -v : v;
 }
 /// Float → IEEE half (round to nearest, normal range only).
@@ -909,7 +910,9 @@ double medianMs(const std::function<void()> &fn, int reps = 21) {
   for (int i = 0; i < reps; ++i) {
     auto start = std::chrono::steady_clock::now();
     fn();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -937,42 +940,50 @@ TEST_F(JitTest, DISABLED_Throughput) {
       %1 = kiln.add %0, %one : tensor<4194304xf32>, tensor<f32>
       %2 = kiln.relu %1 : tensor<4194304xf32>
       return %2 : tensor<4194304xf32>
-    })mlir", {{4194304}}, {4194304});
+    })mlir",
+        {{4194304}}, {4194304});
   bench("gelu(x) 4M f32", R"mlir(
     func.func @forward(%x: tensor<4194304xf32>) -> tensor<4194304xf32> {
       %0 = kiln.gelu %x : tensor<4194304xf32>
       return %0 : tensor<4194304xf32>
-    })mlir", {{4194304}}, {4194304});
+    })mlir",
+        {{4194304}}, {4194304});
   bench("x + y[1024] (2048x1024)", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>, %y: tensor<1024xf32>) -> tensor<2048x1024xf32> {
       %0 = kiln.add %x, %y : tensor<2048x1024xf32>, tensor<1024xf32>
       return %0 : tensor<2048x1024xf32>
-    })mlir", {{2048, 1024}, {1024}}, {2048, 1024});
+    })mlir",
+        {{2048, 1024}, {1024}}, {2048, 1024});
   bench("sum(x, -1) 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048xf32> {
       %0 = kiln.sum %x {dims = array<i64: 1>} : tensor<2048x1024xf32> -> tensor<2048xf32>
       return %0 : tensor<2048xf32>
-    })mlir", {{2048, 1024}}, {2048});
+    })mlir",
+        {{2048, 1024}}, {2048});
   bench("max(x, -1) 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048xf32> {
       %0 = kiln.max %x {dims = array<i64: 1>} : tensor<2048x1024xf32> -> tensor<2048xf32>
       return %0 : tensor<2048xf32>
-    })mlir", {{2048, 1024}}, {2048});
+    })mlir",
+        {{2048, 1024}}, {2048});
   bench("exp(x) 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
       %0 = kiln.exp %x : tensor<2048x1024xf32>
       return %0 : tensor<2048x1024xf32>
-    })mlir", {{2048, 1024}}, {2048, 1024});
+    })mlir",
+        {{2048, 1024}}, {2048, 1024});
   bench("softmax(x, -1) 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
       %0 = kiln.softmax %x {dim = 1 : i64} : tensor<2048x1024xf32>
       return %0 : tensor<2048x1024xf32>
-    })mlir", {{2048, 1024}}, {2048, 1024});
+    })mlir",
+        {{2048, 1024}}, {2048, 1024});
   bench("layer_norm 2048x1024", R"mlir(
     func.func @forward(%x: tensor<2048x1024xf32>, %w: tensor<1024xf32>, %b: tensor<1024xf32>) -> tensor<2048x1024xf32> {
       %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64, eps = 1.0e-05 : f64} : tensor<2048x1024xf32>, tensor<1024xf32>, tensor<1024xf32>
       return %0 : tensor<2048x1024xf32>
-    })mlir", {{2048, 1024}, {1024}, {1024}}, {2048, 1024});
+    })mlir",
+        {{2048, 1024}, {1024}, {1024}}, {2048, 1024});
   bench("MLP 32x256 -> 512 -> 10", R"mlir(
     func.func @forward(%x: tensor<32x256xf32>, %w1: tensor<512x256xf32>, %b1: tensor<512xf32>, %w2: tensor<10x512xf32>, %b2: tensor<10xf32>) -> tensor<32x10xf32> {
       %w1t = kiln.permute %w1 {dims = array<i64: 1, 0>} : tensor<512x256xf32> -> tensor<256x512xf32>
@@ -983,7 +994,8 @@ TEST_F(JitTest, DISABLED_Throughput) {
       %o = kiln.matmul %r, %w2t : tensor<32x512xf32>, tensor<512x10xf32>
       %ob = kiln.add %o, %b2 : tensor<32x10xf32>, tensor<10xf32>
       return %ob : tensor<32x10xf32>
-    })mlir", {{32, 256}, {512, 256}, {512}, {10, 512}, {10}}, {32, 10});
+    })mlir",
+        {{32, 256}, {512, 256}, {512}, {10, 512}, {10}}, {32, 10});
   bench("linear 512x512x512 + relu", R"mlir(
     func.func @forward(%x: tensor<512x512xf32>, %w: tensor<512x512xf32>, %b: tensor<512xf32>) -> tensor<512x512xf32> {
       %wt = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<512x512xf32> -> tensor<512x512xf32>
@@ -991,7 +1003,8 @@ TEST_F(JitTest, DISABLED_Throughput) {
       %a = kiln.add %m, %b : tensor<512x512xf32>, tensor<512xf32>
       %r = kiln.relu %a : tensor<512x512xf32>
       return %r : tensor<512x512xf32>
-    })mlir", {{512, 512}, {512, 512}, {512}}, {512, 512});
+    })mlir",
+        {{512, 512}, {512, 512}, {512}}, {512, 512});
 }
 
 } // namespace

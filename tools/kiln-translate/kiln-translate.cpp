@@ -30,21 +30,20 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"),
-                                          cl::init("-"));
+static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"), cl::init("-"));
 static cl::opt<bool> toCuda("kiln-to-cuda", cl::desc("Emit CUDA C++ source"));
 static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
 static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
-static cl::opt<bool> noOnePassRows(
-    "no-one-pass-rows",
-    cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
-static cl::opt<bool> noVectorize(
-    "no-vectorize", cl::desc("Pointwise kernels: scalar loads/stores only"));
-static cl::opt<bool> noGemmEpilogues(
-    "no-gemm-epilogues", cl::desc("GEMMs never carry a bias/ReLU epilogue"));
+static cl::opt<bool>
+    noOnePassRows("no-one-pass-rows",
+                  cl::desc("Row groups: one loop per reduction (no online softmax / Welford)"));
+static cl::opt<bool> noVectorize("no-vectorize",
+                                 cl::desc("Pointwise kernels: scalar loads/stores only"));
+static cl::opt<bool> noGemmEpilogues("no-gemm-epilogues",
+                                     cl::desc("GEMMs never carry a bias/ReLU epilogue"));
 static cl::list<int> nvrtcArchs("nvrtc-arch", cl::CommaSeparated,
                                 cl::desc("Also compile with NVRTC for these sm_ archs"));
 static cl::opt<bool> collectUnsupported(
@@ -94,8 +93,8 @@ int main(int argc, char **argv) {
   if (failed(cu))
     return 1;
   for (const kiln::cuda::UnsupportedOp &u : cu->unsupported)
-    llvm::errs() << "unsupported: @" << u.function << ": " << u.op << " at " << u.location
-                 << ": " << u.reason << "\n";
+    llvm::errs() << "unsupported: @" << u.function << ": " << u.op << " at " << u.location << ": "
+                 << u.reason << "\n";
 
   auto output = openOutputFile(outputFilename, &error);
   if (!output) {

@@ -27,7 +27,8 @@ bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
                    const std::vector<mlir::Value> &inputs, const VarP &v, int depth,
                    std::vector<OutputSlot> &slots) {
   if (v->kind == Var::Kind::Lazy && !v->name.empty()) {
-    slots.push_back({OutputSlot::Kind::Binary, 2, PyRef::steal(PyUnicode_FromString(v->name.c_str()))});
+    slots.push_back(
+        {OutputSlot::Kind::Binary, 2, PyRef::steal(PyUnicode_FromString(v->name.c_str()))});
     for (const VarP &operand : v->items) {
       if (operand->kind == Var::Kind::Lazy && operand->name.empty() &&
           std::none_of(out.guards.begin(), out.guards.end(), [&](const Guard &g) {
@@ -84,9 +85,10 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    outputs.push_back({v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple
-                                                        : OutputSlot::Kind::List,
-                           (int)v->items.size(), {}});
+    outputs.push_back(
+        {v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple : OutputSlot::Kind::List,
+         (int)v->items.size(),
+         {}});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;

@@ -34,14 +34,14 @@ struct OutputSlot {
   /// children.
   enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView, Source, Binary };
   Kind kind;
-  int index = 0;  ///< Graph: result number; Input: graph input number;
-                  ///< Tuple/List/Dict: number of children (Dict: values);
-                  ///< Source: the source
-  PyRef constant; ///< Constant: the object itself; Dict: tuple of its keys;
-                  ///< InputView: tuple of (method name, args) applied to input `index`;
-                  ///< Binary: the operator
+  int index = 0;     ///< Graph: result number; Input: graph input number;
+                     ///< Tuple/List/Dict: number of children (Dict: values);
+                     ///< Source: the source
+  PyRef constant;    ///< Constant: the object itself; Dict: tuple of its keys;
+                     ///< InputView: tuple of (method name, args) applied to input `index`;
+                     ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
-  PyRef cls; ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
+  PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
   /// Graph/Input with `copy`: >= 0 when the same Python tensor was already
   /// placed at output slot `sameAs` (one clone() held in several places,
   /// e.g. a local and the stack at a break): that object, not a new clone.
@@ -125,8 +125,8 @@ struct DynamicPolicy {
 /// kiln/_resume.py): the graph's Python result is the tuple (stack items,
 /// locals, cells), which the frame hook hands to the break's stub.
 struct BreakState {
-  bool reached = false; ///< the capture got to the stop offset
-  std::string layout; ///< per stack slot: 'n' a NULL, 'i' the next item
+  bool reached = false;            ///< the capture got to the stop offset
+  std::string layout;              ///< per stack slot: 'n' a NULL, 'i' the next item
   std::vector<std::string> locals; ///< fast locals passed after the stack items
   std::vector<std::string> cells;  ///< cells (by content) passed after the locals
   /// (item, source): items read from the frame on every call (the caller's
@@ -142,9 +142,9 @@ struct BreakState {
 /// One step of a graph split at fallback calls (Partition.cpp): a segment
 /// of the captured function as its own module, or fallback call `fallback`.
 struct CaptureStep {
-  int fallback = -1; ///< index into Capture::fallbacks; -1: a segment
-  mlir::OwningOpRef<mlir::ModuleOp> module; ///< segment: func.func @forward
-  std::vector<int> in, out; ///< value slots (see Program.h)
+  int fallback = -1;                         ///< index into Capture::fallbacks; -1: a segment
+  mlir::OwningOpRef<mlir::ModuleOp> module;  ///< segment: func.func @forward
+  std::vector<int> in, out;                  ///< value slots (see Program.h)
   std::vector<std::vector<int64_t>> inSizes; ///< segment: per input
   std::vector<GraphOutput> results;          ///< segment: per result
 };
@@ -155,8 +155,8 @@ struct CaptureStep {
 struct SideEffect {
   enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert, ListPop };
   Kind kind;
-  int target = -1; ///< source of the mutated object (resolved per call)
-  PyRef key; ///< SetAttr: the name; SetItem: the key; ListInsert/ListPop: the index
+  int target = -1;     ///< source of the mutated object (resolved per call)
+  PyRef key;           ///< SetAttr: the name; SetItem: the key; ListInsert/ListPop: the index
   int rootOffset = -1; ///< root instruction that made it
   std::string what;    ///< for messages, e.g. "STORE_ATTR calls"
 };

@@ -19,13 +19,20 @@ namespace {
 
 const char *kindName(Var::Kind k) {
   switch (k) {
-  case Var::Kind::Null: return "NULL";
-  case Var::Kind::Iter: return "an iterator (a break inside a loop)";
-  case Var::Kind::BoundMethod: case Var::Kind::TensorMethod: case Var::Kind::ListMethod:
+  case Var::Kind::Null:
+    return "NULL";
+  case Var::Kind::Iter:
+    return "an iterator (a break inside a loop)";
+  case Var::Kind::BoundMethod:
+  case Var::Kind::TensorMethod:
+  case Var::Kind::ListMethod:
     return "a bound method";
-  case Var::Kind::Cell: return "a cell";
-  case Var::Kind::Function: return "a function made by the compiled code";
-  default: return "a value";
+  case Var::Kind::Cell:
+    return "a cell";
+  case Var::Kind::Function:
+    return "a function made by the compiled code";
+  default:
+    return "a value";
   }
 }
 
@@ -38,11 +45,12 @@ bool isFreshMutable(PyObject *o) {
 /// rebuilt per call; records per-call reads and copies in `st`.
 void checkItem(const VarP &v, int item, bool top, BreakState &st,
                std::set<const Var *> &containers) {
-  auto fail = [](const std::string &why) { throw Unsupported("cannot resume after the break: " + why); };
+  auto fail = [](const std::string &why) {
+    throw Unsupported("cannot resume after the break: " + why);
+  };
   switch (v->kind) {
   case Var::Kind::Tensor:
-    if (!llvm::isa<mlir::BlockArgument>(v->value) && v->viewInput < 0 &&
-        (v->viewed || !v->fresh))
+    if (!llvm::isa<mlir::BlockArgument>(v->value) && v->viewInput < 0 && (v->viewed || !v->fresh))
       fail("a live tensor is a view of (or viewed by) another one");
     return;
   case Var::Kind::Const:
@@ -59,7 +67,9 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
       st.copied.push_back(item);
     }
     return;
-  case Var::Kind::Tuple: case Var::Kind::List: case Var::Kind::Dict:
+  case Var::Kind::Tuple:
+  case Var::Kind::List:
+  case Var::Kind::Dict:
     if (v->kind == Var::Kind::Dict && v->obj)
       fail("a ModelOutput built in the frame is live at the break");
     if (v->source >= 0) {
@@ -105,8 +115,8 @@ VarP Interpreter::breakState(Frame &f) {
       continue;
     }
     const VarP *next = k + 1 < f.stack.size() ? &f.stack[k + 1] : nullptr;
-    if (next && ((*next)->kind == Var::Kind::TensorMethod ||
-                 (*next)->kind == Var::Kind::BoundMethod)) {
+    if (next &&
+        ((*next)->kind == Var::Kind::TensorMethod || (*next)->kind == Var::Kind::BoundMethod)) {
       // [NULL, method of self] is CPython's [function, self] method form.
       const VarP &m = *next;
       PyRef fn = m->kind == Var::Kind::TensorMethod
@@ -136,8 +146,8 @@ VarP Interpreter::breakState(Frame &f) {
     if (!f.loaded[i]) {
       // Not read so far: passed on straight from the frame, unguarded.
       if ((int)i < frame_.numLocals && frame_.locals[i]) {
-        st.sourced.push_back({(int)items.size(),
-                              out_.sources.add(Source::Kind::Local, -1, (int)i, nullptr)});
+        st.sourced.push_back(
+            {(int)items.size(), out_.sources.add(Source::Kind::Local, -1, (int)i, nullptr)});
         items.push_back(makeConst(PyRef::borrow(Py_None)));
         st.locals.push_back(names[i]);
       }
@@ -159,8 +169,9 @@ VarP Interpreter::breakState(Frame &f) {
   std::set<const Var *> containers;
   size_t firstLocal = items.size() - st.locals.size() - st.cells.size();
   for (size_t i = 0; i < items.size(); ++i) {
-    bool alreadySourced = i >= firstLocal && std::any_of(st.sourced.begin(), st.sourced.end(),
-                                                         [&](auto &p) { return p.first == (int)i; });
+    bool alreadySourced =
+        i >= firstLocal && std::any_of(st.sourced.begin(), st.sourced.end(),
+                                       [&](auto &p) { return p.first == (int)i; });
     if (!alreadySourced)
       checkItem(items[i], (int)i, true, st, containers);
   }

@@ -47,8 +47,8 @@ PyObject *makeFunction(PyObject *code, PyObject *func, bool closure) {
 
 int planBreak(PyObject *code, int failOffset, std::string &why) {
   PyRef plan = resumeAttr("plan");
-  PyRef r = plan ? PyRef::steal(PyObject_CallFunction(plan.get(), "Oi", code, failOffset))
-                 : PyRef();
+  PyRef r =
+      plan ? PyRef::steal(PyObject_CallFunction(plan.get(), "Oi", code, failOffset)) : PyRef();
   if (!r) {
     why = takeError();
     return -1;
@@ -98,9 +98,8 @@ PyObject *runBreak(const ResumePlan &plan, PyObject *state, const std::vector<Py
   if (!args)
     return nullptr;
   for (int i = 0; i < 2; ++i) {
-    PyObject *fn = i < (int)plan.resumes.size()
-                       ? makeFunction(plan.resumes[i].get(), func, true)
-                       : (Py_INCREF(Py_None), Py_None);
+    PyObject *fn = i < (int)plan.resumes.size() ? makeFunction(plan.resumes[i].get(), func, true)
+                                                : (Py_INCREF(Py_None), Py_None);
     if (!fn)
       return nullptr;
     PyTuple_SET_ITEM(args.get(), i, fn);

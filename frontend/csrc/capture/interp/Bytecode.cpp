@@ -14,7 +14,6 @@
 namespace kiln {
 namespace {
 
-
 VarP pop(Frame &f) {
   if (f.stack.empty())
     throw Unsupported("stack underflow (unexpected bytecode)");
@@ -35,7 +34,7 @@ PyRef seqAsConst(const VarP &v, int depth) {
   if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 8)
     return PyRef();
   PyRef out = PyRef::steal(v->kind == Var::Kind::Tuple ? PyTuple_New(v->items.size())
-                                                        : PyList_New(v->items.size()));
+                                                       : PyList_New(v->items.size()));
   for (size_t i = 0; i < v->items.size(); ++i) {
     PyRef item = seqAsConst(v->items[i], depth + 1);
     if (!item)
@@ -92,39 +91,57 @@ PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b) {
   std::string o = op;
   if (o.size() > 1 && o.back() == '=' && o != "==" && o != "!=" && o != "<=" && o != ">=")
     o.pop_back(); // in-place form on immutable constants
-  if (o == "+") return PyNumber_Add(a, b);
-  if (o == "-") return PyNumber_Subtract(a, b);
-  if (o == "*") return PyNumber_Multiply(a, b);
-  if (o == "/") return PyNumber_TrueDivide(a, b);
-  if (o == "//") return PyNumber_FloorDivide(a, b);
-  if (o == "%") return PyNumber_Remainder(a, b);
-  if (o == "**") return PyNumber_Power(a, b, Py_None);
-  if (o == "<<") return PyNumber_Lshift(a, b);
-  if (o == ">>") return PyNumber_Rshift(a, b);
-  if (o == "&") return PyNumber_And(a, b);
-  if (o == "|") return PyNumber_Or(a, b);
-  if (o == "^") return PyNumber_Xor(a, b);
-  if (o == "<") return PyObject_RichCompare(a, b, Py_LT);
-  if (o == "<=") return PyObject_RichCompare(a, b, Py_LE);
-  if (o == ">") return PyObject_RichCompare(a, b, Py_GT);
-  if (o == ">=") return PyObject_RichCompare(a, b, Py_GE);
-  if (o == "==") return PyObject_RichCompare(a, b, Py_EQ);
-  if (o == "!=") return PyObject_RichCompare(a, b, Py_NE);
+  if (o == "+")
+    return PyNumber_Add(a, b);
+  if (o == "-")
+    return PyNumber_Subtract(a, b);
+  if (o == "*")
+    return PyNumber_Multiply(a, b);
+  if (o == "/")
+    return PyNumber_TrueDivide(a, b);
+  if (o == "//")
+    return PyNumber_FloorDivide(a, b);
+  if (o == "%")
+    return PyNumber_Remainder(a, b);
+  if (o == "**")
+    return PyNumber_Power(a, b, Py_None);
+  if (o == "<<")
+    return PyNumber_Lshift(a, b);
+  if (o == ">>")
+    return PyNumber_Rshift(a, b);
+  if (o == "&")
+    return PyNumber_And(a, b);
+  if (o == "|")
+    return PyNumber_Or(a, b);
+  if (o == "^")
+    return PyNumber_Xor(a, b);
+  if (o == "<")
+    return PyObject_RichCompare(a, b, Py_LT);
+  if (o == "<=")
+    return PyObject_RichCompare(a, b, Py_LE);
+  if (o == ">")
+    return PyObject_RichCompare(a, b, Py_GT);
+  if (o == ">=")
+    return PyObject_RichCompare(a, b, Py_GE);
+  if (o == "==")
+    return PyObject_RichCompare(a, b, Py_EQ);
+  if (o == "!=")
+    return PyObject_RichCompare(a, b, Py_NE);
   throw Unsupported("operator " + op + " on constants");
 }
 
 /// Pure builtins that may be evaluated on constants at capture time.
 bool isPureBuiltin(const std::string &name) {
   static const std::unordered_set<std::string> pure = {
-      "len", "isinstance", "issubclass", "range", "tuple", "list", "int", "float",
-      "bool", "min", "max", "abs", "round", "sum", "any", "all", "str", "hasattr",
-      "getattr", "enumerate", "zip", "reversed", "sorted", "divmod", "pow", "type"};
+      "len",      "isinstance", "issubclass", "range",   "tuple",   "list",      "int",
+      "float",    "bool",       "min",        "max",     "abs",     "round",     "sum",
+      "any",      "all",        "str",        "hasattr", "getattr", "enumerate", "zip",
+      "reversed", "sorted",     "divmod",     "pow",     "type"};
   return pure.count(name) > 0;
 }
 
-
 bool Interpreter::isGradContextType(PyObject *t) {
-  static PyObject *noGrad = PyObject_GetAttrString(torchModule(), "no_grad");       // leaked
+  static PyObject *noGrad = PyObject_GetAttrString(torchModule(), "no_grad");         // leaked
   static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
   return t && (t == noGrad || t == enableGrad);
 }
@@ -215,7 +232,7 @@ VarP Interpreter::interpret(Frame &f) {
       }
     }
     materializeOperands(f, in); // LazyValues.cpp
-    struct LazyScope { // reads are lazy only while a pushing-only instruction runs
+    struct LazyScope {          // reads are lazy only while a pushing-only instruction runs
       bool &flag, saved;
       ~LazyScope() { flag = saved; }
     } scope{lazyReads_, lazyReads_};
@@ -234,12 +251,10 @@ VarP Interpreter::interpret(Frame &f) {
 bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
   const Instr &in = f.code->instrs[pc];
   const std::string &op = in.op;
-  auto jumpTo = [&](PyObject *target) {
-    pc = f.code->indexOfOffset.at(PyLong_AsLong(target));
-  };
+  auto jumpTo = [&](PyObject *target) { pc = f.code->indexOfOffset.at(PyLong_AsLong(target)); };
   size_t next = pc + 1;
-  if (op == "RESUME" || op == "NOP" || op == "PRECALL" || op == "CACHE" ||
-      op == "EXTENDED_ARG" || op == "COPY_FREE_VARS") {
+  if (op == "RESUME" || op == "NOP" || op == "PRECALL" || op == "CACHE" || op == "EXTENDED_ARG" ||
+      op == "COPY_FREE_VARS") {
     // COPY_FREE_VARS: free variables were bound when the frame was set up.
   } else if (op == "RETURN_GENERATOR") {
     // A generator frame run to completion (Inlining.cpp): the value
@@ -280,8 +295,10 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     VarP v = pop(f);
     PyObject *o = constObj(v, "f-string value");
     int conv = in.arg & 0x03;
-    PyRef conv1 = PyRef::steal(conv == 1 ? PyObject_Str(o) : conv == 2 ? PyObject_Repr(o)
-                               : conv == 3 ? PyObject_ASCII(o) : (Py_INCREF(o), o));
+    PyRef conv1 = PyRef::steal(conv == 1   ? PyObject_Str(o)
+                               : conv == 2 ? PyObject_Repr(o)
+                               : conv == 3 ? PyObject_ASCII(o)
+                                           : (Py_INCREF(o), o));
     PyRef emptySpec = PyRef::steal(PyUnicode_FromString(""));
     PyRef r = conv1 ? PyRef::steal(PyObject_Format(conv1.get(), spec ? constObj(spec, "format spec")
                                                                      : emptySpec.get()))
@@ -334,8 +351,8 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     auto cell = std::make_shared<Var>();
     cell->kind = Var::Kind::Cell;
     // An argument that is also a cell starts with the argument's value.
-    std::vector<std::string> names = localNames(
-        reinterpret_cast<PyCodeObject *>(f.code->code.get()));
+    std::vector<std::string> names =
+        localNames(reinterpret_cast<PyCodeObject *>(f.code->code.get()));
     auto it = std::find(names.begin(), names.end(), name);
     if (it != names.end()) {
       int idx = static_cast<int>(it - names.begin());
@@ -384,7 +401,8 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
         throw Unsupported("invalid defaults");
       }
     }
-    if (kwdefaults && PyFunction_SetKwDefaults(fn.get(), constObj(kwdefaults, "keyword defaults")) < 0) {
+    if (kwdefaults &&
+        PyFunction_SetKwDefaults(fn.get(), constObj(kwdefaults, "keyword defaults")) < 0) {
       PyErr_Clear();
       throw Unsupported("invalid keyword defaults");
     }
@@ -423,8 +441,8 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       // A builtin method of an object (`lst.append`): kept as CPython's
       // [function, self] so that a graph break calls it on the object the
       // frame holds at run time, not on the one seen at capture.
-      PyRef fn = PyRef::steal(PyObject_GetAttr(
-          reinterpret_cast<PyObject *>(Py_TYPE(obj->obj.get())), in.argval.get()));
+      PyRef fn = PyRef::steal(
+          PyObject_GetAttr(reinterpret_cast<PyObject *>(Py_TYPE(obj->obj.get())), in.argval.get()));
       PyErr_Clear();
       if (fn) {
         f.stack.push_back(makeConst(fn));
@@ -453,8 +471,7 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
     if (f.kwNames) {
       Py_ssize_t nk = PyTuple_GET_SIZE(f.kwNames.get());
       for (Py_ssize_t i = 0; i < nk; ++i)
-        kwargs[PyUnicode_AsUTF8(PyTuple_GET_ITEM(f.kwNames.get(), i))] =
-            args[args.size() - nk + i];
+        kwargs[PyUnicode_AsUTF8(PyTuple_GET_ITEM(f.kwNames.get(), i))] = args[args.size() - nk + i];
       args.resize(args.size() - nk);
       f.kwNames = PyRef();
     }
@@ -717,8 +734,9 @@ bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
       VarP none = makeConst(PyRef::borrow(Py_None));
       sl = makeSeq(Var::Kind::SymSlice, {start, stop, step ? step : none});
     } else {
-      PyRef slice = PyRef::steal(PySlice_New(constObj(start, "slice start"), constObj(stop, "slice stop"),
-                                             step ? constObj(step, "slice step") : nullptr));
+      PyRef slice =
+          PyRef::steal(PySlice_New(constObj(start, "slice start"), constObj(stop, "slice stop"),
+                                   step ? constObj(step, "slice step") : nullptr));
       if (!slice) {
         PyErr_Clear();
         throw Unsupported("invalid slice");
@@ -768,8 +786,9 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       if (args.empty() || args.size() > 2 || !kwargs.empty())
         throw Unsupported("dict.get takes one or two arguments");
       int at = dictFind(d, constObj(args[0], "dict key"));
-      return at >= 0 ? d->items[at]
-                     : args.size() == 2 ? args[1] : makeConst(PyRef::borrow(Py_None));
+      return at >= 0            ? d->items[at]
+             : args.size() == 2 ? args[1]
+                                : makeConst(PyRef::borrow(Py_None));
     }
     if (callee->name == "pop" && !d->obj) // a dict built here (not a record)
       return dictPop(d, args, kwargs);
@@ -842,8 +861,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     // none: a hook registered later must recompile (and then fall back).
     int modSrc = sourceOf(callee);
     int dictSrc = modSrc >= 0 ? out_.sources.add(Source::Kind::ObjDict, modSrc, 0, nullptr) : -1;
-    for (const char *hooks : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
-                              "_backward_pre_hooks"}) {
+    for (const char *hooks :
+         {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"}) {
       PyObject **dictPtr = _PyObject_GetDictPtr(fn);
       PyObject *h = dictPtr && *dictPtr ? PyDict_GetItemString(*dictPtr, hooks) : nullptr;
       if (!h || !PyDict_Check(h))
@@ -878,7 +897,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       PyErr_Clear();
       return t; // leaked: process lifetime
     }();
-    if (compiledModuleType && PyObject_TypeCheck(fn, reinterpret_cast<PyTypeObject *>(compiledModuleType))) {
+    if (compiledModuleType &&
+        PyObject_TypeCheck(fn, reinterpret_cast<PyTypeObject *>(compiledModuleType))) {
       PyRef name = PyRef::steal(PyUnicode_FromString("_orig_mod"));
       VarP inner = loadAttr(sourceOf(callee) >= 0 && callee->source < 0
                                 ? makeConst(callee->obj, sourceOf(callee))
@@ -899,8 +919,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
         return inlineFunction(own.get(), -1, args, kwargs);
       }
     }
-    PyRef forward = PyRef::steal(PyObject_GetAttrString(
-        reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
+    PyRef forward =
+        PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(fn)), "forward"));
     if (!forward || !PyFunction_Check(forward.get())) {
       PyErr_Clear();
       throw Unsupported("module " + std::string(Py_TYPE(fn)->tp_name) + " has no Python forward");
@@ -919,11 +939,13 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     if (wrapped) {
       PyRef name = PyRef::steal(PyUnicode_FromString("__wrapped__"));
       VarP inner = callee->source >= 0
-                       ? fromSource(wrapped, out_.sources.add(Source::Kind::Attr, callee->source, 0, name.get()))
+                       ? fromSource(wrapped, out_.sources.add(Source::Kind::Attr, callee->source, 0,
+                                                              name.get()))
                        : makeConst(PyRef::borrow(wrapped));
       return call(inner, args, kwargs);
     }
-    if (isTorchOpFunction(fn)) // unmapped Python code of torch: inline it, else run it through torch
+    if (isTorchOpFunction(
+            fn)) // unmapped Python code of torch: inline it, else run it through torch
       return withFallback(fn, "", args, kwargs,
                           [&] { return inlineFunction(fn, callee->source, args, kwargs); });
     return inlineFunction(fn, callee->source, args, kwargs);

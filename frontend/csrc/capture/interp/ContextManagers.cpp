@@ -38,7 +38,8 @@ bool transparentContextType(PyObject *t) {
   if (!getItemToIndex) {
     PyRef name = PyRef::steal(PyUnicode_FromString("torch._dynamo._trace_wrapped_higher_order_op"));
     PyRef m = PyRef::steal(PyImport_GetModule(name.get()));
-    getItemToIndex = m ? PyObject_GetAttrString(m.get(), "TransformGetItemToIndex") : nullptr; // leaked
+    getItemToIndex =
+        m ? PyObject_GetAttrString(m.get(), "TransformGetItemToIndex") : nullptr; // leaked
     PyErr_Clear();
   }
   return t && t == getItemToIndex;
@@ -70,8 +71,8 @@ VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
 
 void Interpreter::enterWith(Frame &f, const VarP &ctx) {
   int mode = gradContextMode(ctx);
-  bool transparent = ctx->isConst() && transparentContextType(
-                                           reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get())));
+  bool transparent = ctx->isConst() &&
+                     transparentContextType(reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get())));
   if (mode >= 0 || transparent) {
     PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctx->obj.get(), "__exit__"));
     if (!exitFn) {

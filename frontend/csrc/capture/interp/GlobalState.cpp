@@ -34,16 +34,29 @@ bool isStateQuery(PyObject *fn) {
   static std::unordered_set<PyObject *> queries = [] {
     std::unordered_set<PyObject *> s;
     for (PyObject *mod : {torchModule(), torchC()}) {
-      for (const char *n :
-           {"is_autocast_enabled", "is_autocast_cpu_enabled", "is_autocast_ipu_enabled",
-            "is_autocast_xla_enabled", "is_autocast_cache_enabled", "get_autocast_dtype",
-            "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_autocast_ipu_dtype",
-            "get_autocast_xla_dtype", "_is_any_autocast_enabled", "_is_autocast_available",
-            "is_inference_mode_enabled", "_is_tracing", "_get_tracing_state",
-            "_get_mha_fastpath_enabled", "is_deterministic_algorithms_warn_only_enabled",
-            "are_deterministic_algorithms_enabled", "_len_torch_dispatch_stack",
-            "_len_torch_function_stack", "_is_torch_function_enabled",
-            "_is_torch_function_all_disabled", "_is_torch_function_mode_enabled"}) {
+      for (const char *n : {"is_autocast_enabled",
+                            "is_autocast_cpu_enabled",
+                            "is_autocast_ipu_enabled",
+                            "is_autocast_xla_enabled",
+                            "is_autocast_cache_enabled",
+                            "get_autocast_dtype",
+                            "get_autocast_cpu_dtype",
+                            "get_autocast_gpu_dtype",
+                            "get_autocast_ipu_dtype",
+                            "get_autocast_xla_dtype",
+                            "_is_any_autocast_enabled",
+                            "_is_autocast_available",
+                            "is_inference_mode_enabled",
+                            "_is_tracing",
+                            "_get_tracing_state",
+                            "_get_mha_fastpath_enabled",
+                            "is_deterministic_algorithms_warn_only_enabled",
+                            "are_deterministic_algorithms_enabled",
+                            "_len_torch_dispatch_stack",
+                            "_len_torch_function_stack",
+                            "_is_torch_function_enabled",
+                            "_is_torch_function_all_disabled",
+                            "_is_torch_function_mode_enabled"}) {
         PyObject *f = PyObject_GetAttrString(mod, n); // kept alive by the set (leaked)
         if (f)
           s.insert(f);
@@ -64,8 +77,7 @@ PyObject *torchAttr(const char *name) {
 /// True when `t` is torch.autocast or a subclass (torch.cpu.amp.autocast ...).
 bool isAutocastType(PyObject *t) {
   static PyObject *autocast = torchAttr("autocast");
-  return autocast && PyType_Check(t) &&
-         PyObject_IsSubclass(t, autocast) == 1;
+  return autocast && PyType_Check(t) && PyObject_IsSubclass(t, autocast) == 1;
 }
 
 } // namespace
@@ -119,8 +131,9 @@ void Interpreter::guardAutocastOff() {
   // tensors without storage: never captured (guarded, so a frame compiled
   // outside a transform is not reused inside one).
   PyRef functorch = PyRef::steal(PyObject_GetAttrString(torchC(), "_functorch"));
-  PyRef level = functorch ? PyRef::steal(PyObject_GetAttrString(functorch.get(), "maybe_current_level"))
-                          : PyRef();
+  PyRef level = functorch
+                    ? PyRef::steal(PyObject_GetAttrString(functorch.get(), "maybe_current_level"))
+                    : PyRef();
   PyRef cur = level ? PyRef::steal(PyObject_Call(level.get(), none.get(), nullptr)) : PyRef();
   PyErr_Clear();
   if (cur) {
@@ -142,8 +155,7 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   static PyObject *isComplex = torchAttr("is_complex");
   static PyObject *hasTF = PyObject_GetAttrString(torchC(), "_has_torch_function");
   static PyObject *hasTFUnary = PyObject_GetAttrString(torchC(), "_has_torch_function_unary");
-  static PyObject *hasTFVariadic =
-      PyObject_GetAttrString(torchC(), "_has_torch_function_variadic");
+  static PyObject *hasTFVariadic = PyObject_GetAttrString(torchC(), "_has_torch_function_variadic");
   PyErr_Clear();
   auto boolConst = [](bool b) { return makeConst(PyRef::borrow(b ? Py_True : Py_False)); };
   if (fn == isGradEnabled && args.empty() && kwargs.empty())

@@ -33,8 +33,8 @@ VarP Interpreter::zeroArgSuper(Frame &f) {
   VarP self = f.isRoot ? loadLocal(f, 0) : f.locals[0];
   if (!cls->isConst() || !PyType_Check(cls->obj.get()) || !self || !self->isConst())
     throw Unsupported("super() with a receiver kiln does not track");
-  PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(
-      reinterpret_cast<PyObject *>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr));
+  PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject *>(&PySuper_Type),
+                                                        cls->obj.get(), self->obj.get(), nullptr));
   if (!sup) {
     PyErr_Clear();
     throw Unsupported("super() raised");
@@ -117,9 +117,9 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   for (size_t i = 0; i < args.size() && (int)i < npos; ++i)
     f.locals[i] = args[i];
   if (varargs) // *args: the extra positional arguments
-    f.locals[npos + nkw] = makeSeq(
-        Var::Kind::Tuple, std::vector<VarP>(args.begin() + std::min<size_t>(args.size(), npos),
-                                            args.end()));
+    f.locals[npos + nkw] =
+        makeSeq(Var::Kind::Tuple,
+                std::vector<VarP>(args.begin() + std::min<size_t>(args.size(), npos), args.end()));
   auto extra = std::make_shared<Var>(); // **kwargs: the unmatched keywords
   extra->kind = Var::Kind::Dict;
   int posOnly = code->co_posonlyargcount;
@@ -167,17 +167,17 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     }
   f.globals = PyRef::borrow(func->func_globals);
   f.globalsSource = fnSource >= 0
-      ? out_.sources.add(Source::Kind::Attr, fnSource, 0,
-                         PyRef::steal(PyUnicode_FromString("__globals__")).get())
-      : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
+                        ? out_.sources.add(Source::Kind::Attr, fnSource, 0,
+                                           PyRef::steal(PyUnicode_FromString("__globals__")).get())
+                        : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
   bindFreeVars(f, code, fn, fnSource, closure);
   VarP r = interpret(f);
   --depth_;
   return f.generator ? makeSeq(Var::Kind::Iter, f.yields) : r;
 }
 
-VarP Interpreter::moduleTree(const VarP &module, const std::string &method,
-                             std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs) {
   if (!args.empty() || !kwargs.empty())
     throw Unsupported("nn.Module." + method + "() with arguments");
   PyObject *root = constObj(module, "module");

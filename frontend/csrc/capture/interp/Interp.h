@@ -110,7 +110,9 @@ struct Var {
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
   /// A lazy read of a caller's list (LazyValues.cpp).
-  bool isLazyList() const { return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get()); }
+  bool isLazyList() const {
+    return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get());
+  }
 };
 
 VarP makeConst(PyRef obj, int source = -1);
@@ -164,9 +166,9 @@ struct Frame {
   std::vector<VarP> locals;
   std::vector<bool> loaded; ///< root frame: local already materialized
   std::vector<VarP> stack;
-  PyRef globals;   ///< the function's globals dict
+  PyRef globals; ///< the function's globals dict
   int globalsSource = -1;
-  PyRef kwNames;   ///< pending KW_NAMES tuple
+  PyRef kwNames;                     ///< pending KW_NAMES tuple
   std::map<std::string, VarP> cells; ///< cell and free variables by name
   bool isRoot = false;
   /// A generator's frame, run to completion when called: the values it
@@ -194,8 +196,8 @@ public:
   VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                          std::map<std::string, VarP> &kwargs);
   /// Calls tensor method `name` on `self`.
-  VarP callTensorMethod(const VarP &self, const std::string &name,
-                        std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP callTensorMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
+                        std::map<std::string, VarP> &kwargs);
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
   /// `torch.tensor(python numbers, dtype=, device=)`: a constant.
@@ -331,8 +333,7 @@ private:
   /// Answers a query of torch's global state (`torch.is_autocast_enabled()`,
   /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
   /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
-  VarP callStateQuery(PyObject *fn, std::vector<VarP> &args,
-                      std::map<std::string, VarP> &kwargs);
+  VarP callStateQuery(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// Adds the guard `fn(*args) == result` (once).
   void addCallGuard(PyObject *fn, PyObject *args, PyObject *result);
   /// A context manager made in the frame that the capture can enter
@@ -355,8 +356,7 @@ private:
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
   VarP breakState(Frame &f);
   bool step(Frame &f, size_t &pc, VarP &result);
-  VarP call(const VarP &callee, std::vector<VarP> &args,
-            std::map<std::string, VarP> &kwargs);
+  VarP call(const VarP &callee, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                       std::map<std::string, VarP> &kwargs,
                       const std::vector<VarP> *closure = nullptr);
@@ -394,8 +394,7 @@ private:
   /// objects the capture resolved (`inspect.signature(f)`); nullptr for
   /// others (PythonBuiltins.cpp).
   VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
-  VarP callBuiltin(PyObject *callee, std::vector<VarP> &args,
-                   std::map<std::string, VarP> &kwargs);
+  VarP callBuiltin(PyObject *callee, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
   /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
   /// kiln cannot call it (the call then breaks the graph).

@@ -100,12 +100,10 @@ PyRef constTuple(const std::vector<VarP> &vars, const char *what) {
 
 namespace {
 
-
-
 /// Python primitives are guarded by value; everything else by identity.
 bool isPrimitive(PyObject *o) {
-  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) ||
-      PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
+  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+      PyUnicode_CheckExact(o))
     return true;
   if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
     PyObject *const *items = PySequence_Fast_ITEMS(o);
@@ -159,7 +157,6 @@ PyRef importAttr(const char *module, const char *attr) {
   return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();
 }
 
-
 } // namespace
 
 bool isModule(PyObject *o) {
@@ -181,8 +178,8 @@ PyObject *moduleCallFunction() {
 
 std::vector<std::string> localNames(PyCodeObject *code) {
   std::vector<std::string> names;
-  PyRef vn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(code),
-                                                 "co_varnames"));
+  PyRef vn =
+      PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(code), "co_varnames"));
   if (!vn) {
     PyErr_Clear();
     return names;
@@ -193,8 +190,7 @@ std::vector<std::string> localNames(PyCodeObject *code) {
 }
 
 Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out)
-    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame),
-      out_(out) {}
+    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame), out_(out) {}
 
 const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   auto it = codes_.find(code);
@@ -283,8 +279,9 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
     guardLength(source, n);
     std::vector<VarP> items;
     for (Py_ssize_t i = 0; i < n; ++i)
-      items.push_back(fromSource(PySequence_Fast_ITEMS(value)[i],
-                                 out_.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr)));
+      items.push_back(
+          fromSource(PySequence_Fast_ITEMS(value)[i],
+                     out_.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr)));
     VarP v = makeSeq(PyTuple_CheckExact(value) ? Var::Kind::Tuple : Var::Kind::List, items);
     v->source = source;
     return v;
@@ -351,9 +348,9 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   // Symbolic dims (DynamicShapes.h): `?` in the type; the guard keeps
   // `size >= 2` (-1) and asks for a contiguous input (no strides).
   std::vector<int64_t> sizes = meta.sizes;
-  std::vector<bool> dyn = symbolicDims(out_.dynamic, value,
-                                       out_.sources.describe(source, out_.dynamic.localNames),
-                                       meta, !in.makeContiguous);
+  std::vector<bool> dyn =
+      symbolicDims(out_.dynamic, value, out_.sources.describe(source, out_.dynamic.localNames),
+                   meta, !in.makeContiguous);
   if (std::count(dyn.begin(), dyn.end(), true) && out_.dynamic.shadow) {
     addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn); // types stay static
   } else if (std::count(dyn.begin(), dyn.end(), true)) {
@@ -381,8 +378,7 @@ VarP Interpreter::loadLocal(Frame &f, int index) {
     PyObject *value = index < frame_.numLocals ? frame_.locals[index] : nullptr;
     if (!value)
       throw Unsupported("local variable is unbound");
-    f.locals[index] =
-        fromSource(value, out_.sources.add(Source::Kind::Local, -1, index, nullptr));
+    f.locals[index] = fromSource(value, out_.sources.add(Source::Kind::Local, -1, index, nullptr));
   }
   if (!f.locals[index])
     throw Unsupported("local variable referenced before assignment");
@@ -421,8 +417,7 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Dict &&
-      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" ||
-       attr == "pop")) {
+      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;
@@ -489,7 +484,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
   if (!v) {
     PyErr_Clear();
-    throw Unsupported("attribute '" + attr + "' not found on " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
+    throw Unsupported("attribute '" + attr + "' not found on " +
+                      pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
   }
   if (PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get()))) {
     auto m = std::make_shared<Var>();
@@ -556,7 +552,8 @@ VarP Interpreter::getIter(const VarP &v) {
     guardLength(modSrc, PyDict_Size(modules.get()));
     return makeSeq(Var::Kind::Iter, items);
   }
-  bool view = PyObject_TypeCheck(o, &PyDictKeys_Type) || PyObject_TypeCheck(o, &PyDictValues_Type) ||
+  bool view = PyObject_TypeCheck(o, &PyDictKeys_Type) ||
+              PyObject_TypeCheck(o, &PyDictValues_Type) ||
               PyObject_TypeCheck(o, &PyDictItems_Type) || PyAnySet_Check(o) || PyUnicode_Check(o);
   if (view) { // pure iteration; tensors inside would lose their sources
     PyRef seq = PyRef::steal(PySequence_List(o));
@@ -581,8 +578,9 @@ VarP Interpreter::getIter(const VarP &v) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
     guardLength(v->source, n);
     for (Py_ssize_t i = 0; i < n; ++i)
-      items.push_back(fromSource(PySequence_Fast_ITEMS(o)[i],
-                                 out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
+      items.push_back(
+          fromSource(PySequence_Fast_ITEMS(o)[i],
+                     out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
     return makeSeq(Var::Kind::Iter, items);
   }
   PyRef seq = PyRef::steal(PySequence_List(o));
@@ -653,19 +651,19 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     if (k < 0)
       k += n;
     guardLength(c->source, n);
-    return fromSource(r.get(), out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
+    return fromSource(r.get(),
+                      out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
   return makeConst(r);
 }
 
 VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
-  mlir::Location fileLoc = mlir::FileLineColLoc::get(
-      &ctx_, pyText(code->co_filename), code->co_firstlineno, 0);
+  mlir::Location fileLoc =
+      mlir::FileLineColLoc::get(&ctx_, pyText(code->co_filename), code->co_firstlineno, 0);
   auto module = mlir::ModuleOp::create(fileLoc);
   out_.module = module;
   b_.setInsertionPointToEnd(module.getBody());
-  func_ = b_.create<mlir::func::FuncOp>(fileLoc, "forward",
-                                        b_.getFunctionType({}, {}));
+  func_ = b_.create<mlir::func::FuncOp>(fileLoc, "forward", b_.getFunctionType({}, {}));
   b_.setInsertionPointToStart(func_.addEntryBlock());
 
   gradMode_ = gradOnSomewhere_ = out_.gradMode;
@@ -679,8 +677,7 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   f.globals = PyRef::borrow(frame_.globals);
   f.globalsSource = out_.sources.add(Source::Kind::Globals, -1, 0, nullptr);
   if (code->co_nfreevars > 0)
-    bindFreeVars(f, code, func, out_.sources.add(Source::Kind::Function, -1, 0, nullptr),
-                 nullptr);
+    bindFreeVars(f, code, func, out_.sources.add(Source::Kind::Function, -1, 0, nullptr), nullptr);
   return interpret(f);
 }
 

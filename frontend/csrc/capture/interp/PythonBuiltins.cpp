@@ -13,8 +13,7 @@
 
 namespace kiln {
 
-VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name,
-                                    std::vector<VarP> &args,
+VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
   if (fn != PyDict_GetItemString(PyEval_GetBuiltins(), "callable") || args.size() != 1 ||
       !kwargs.empty())
@@ -88,18 +87,18 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
 VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
                               std::map<std::string, VarP> &kwargs) {
   PyRef nameObj = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
-  std::string name = nameObj && PyUnicode_Check(nameObj.get()) ? PyUnicode_AsUTF8(nameObj.get()) : "";
+  std::string name =
+      nameObj && PyUnicode_Check(nameObj.get()) ? PyUnicode_AsUTF8(nameObj.get()) : "";
   PyErr_Clear();
   PyRef modName = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
   PyErr_Clear();
-  std::string mod = modName && PyUnicode_Check(modName.get()) ? PyUnicode_AsUTF8(modName.get()) : "";
-  bool isBuiltinType = PyType_Check(fn) && (fn == (PyObject *)&PyLong_Type ||
-                                            fn == (PyObject *)&PyFloat_Type ||
-                                            fn == (PyObject *)&PyBool_Type ||
-                                            fn == (PyObject *)&PyTuple_Type ||
-                                            fn == (PyObject *)&PyList_Type ||
-                                            fn == (PyObject *)&PyRange_Type ||
-                                            fn == (PyObject *)&PySlice_Type);
+  std::string mod =
+      modName && PyUnicode_Check(modName.get()) ? PyUnicode_AsUTF8(modName.get()) : "";
+  bool isBuiltinType =
+      PyType_Check(fn) && (fn == (PyObject *)&PyLong_Type || fn == (PyObject *)&PyFloat_Type ||
+                           fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyTuple_Type ||
+                           fn == (PyObject *)&PyList_Type || fn == (PyObject *)&PyRange_Type ||
+                           fn == (PyObject *)&PySlice_Type);
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
   static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
@@ -155,8 +154,8 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
         throw Unsupported("unexpected arguments to enumerate");
       std::vector<VarP> src = iterItems(args[0]);
       for (size_t i = 0; i < src.size(); ++i)
-        items.push_back(makeSeq(Var::Kind::Tuple,
-                                {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
+        items.push_back(makeSeq(
+            Var::Kind::Tuple, {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
     } else if (name == "zip") {
       if (!kwargs.empty())
         throw Unsupported("zip keyword arguments are not supported");
@@ -183,7 +182,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   // sum() over tensors: a chain of `+` (eager adds to the start value too).
   if (name == "sum" && !args.empty() && args.size() <= 2 &&
       (!args[0]->isConst() || (args.size() == 2 && !args[1]->isConst()))) {
-    VarP acc = args.size() == 2 ? args[1]
+    VarP acc = args.size() == 2        ? args[1]
                : kwargs.count("start") ? kwargs["start"]
                                        : makeConst(PyRef::steal(PyLong_FromLong(0)));
     for (const VarP &item : iterItems(args[0])) {
@@ -204,11 +203,11 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
     return tensorAttribute(args[0], "__len__");
   }
-  if (name == "isinstance" && args.size() == 2 && !args[0]->isTensor() &&
-      !args[0]->isConst() && args[0]->kind != Var::Kind::Null) {
+  if (name == "isinstance" && args.size() == 2 && !args[0]->isTensor() && !args[0]->isConst() &&
+      args[0]->kind != Var::Kind::Null) {
     // A container built here (or a ModelOutput record): its Python type.
-    PyObject *t = args[0]->kind == Var::Kind::Dict ? (args[0]->obj ? args[0]->obj.get()
-                                                                    : (PyObject *)&PyDict_Type)
+    PyObject *t = args[0]->kind == Var::Kind::Dict
+                      ? (args[0]->obj ? args[0]->obj.get() : (PyObject *)&PyDict_Type)
                   : args[0]->kind == Var::Kind::Tuple ? (PyObject *)&PyTuple_Type
                   : args[0]->kind == Var::Kind::List  ? (PyObject *)&PyList_Type
                                                       : nullptr;
@@ -245,10 +244,9 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   }
   // sorted(d), min(t), any(l) ... over containers built here whose items
   // are constants (a dict's keys): evaluated on a list of those constants.
-  static const std::set<std::string> overItems = {"sorted", "min", "max", "any", "all",
-                                                  "set", "frozenset"};
-  if (overItems.count(name) && args.size() == 1 && !args[0]->isConst() &&
-      !args[0]->isTensor()) {
+  static const std::set<std::string> overItems = {"sorted", "min", "max",      "any",
+                                                  "all",    "set", "frozenset"};
+  if (overItems.count(name) && args.size() == 1 && !args[0]->isConst() && !args[0]->isTensor()) {
     std::vector<VarP> items = iterItems(args[0]);
     PyRef list = PyRef::steal(PyList_New(items.size()));
     for (size_t i = 0; i < items.size(); ++i) {
@@ -262,7 +260,8 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     PyRef c = seqAsConst(args[i]); // (int, float) built here is a constant too
-    PyObject *o = c ? c.release() : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
+    PyObject *o = c ? c.release()
+                    : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
   }
   PyRef kw = PyRef::steal(PyDict_New());

@@ -116,13 +116,12 @@ struct ArgConverter {
       throw Refused{"a tensor argument has a symbolic (dynamic) size"};
     std::vector<int64_t> sizes(type.getShape().begin(), type.getShape().end());
     PyRef shape = PyRef::steal(intTuple(sizes));
-    PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype",
-                                              dtypeObject(dtypeOf(type.getElementType())),
-                                              "device", "meta"));
+    PyRef kwargs = PyRef::steal(Py_BuildValue(
+        "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
     static PyObject *empty = PyObject_GetAttrString(torchModule(), "empty"); // leaked
     PyRef args = shape ? PyRef::steal(PyTuple_Pack(1, shape.get())) : PyRef();
-    PyRef meta = args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get()))
-                                : PyRef();
+    PyRef meta =
+        args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get())) : PyRef();
     if (!meta) {
       PyErr_Clear();
       throw Refused{"cannot make a meta tensor for an argument"};
@@ -136,8 +135,7 @@ struct ArgConverter {
 };
 
 /// Collects the tensor Vars inside `v` with their current values.
-void snapshotTensors(const VarP &v, std::vector<std::pair<VarP, mlir::Value>> &out,
-                     int depth = 0) {
+void snapshotTensors(const VarP &v, std::vector<std::pair<VarP, mlir::Value>> &out, int depth = 0) {
   if (!v || depth > 4)
     return;
   if (v->isTensor())
@@ -172,17 +170,16 @@ bool Interpreter::isTorchOpFunction(PyObject *fn) {
   const char *m = mod && PyUnicode_Check(mod.get()) ? PyUnicode_AsUTF8(mod.get()) : nullptr;
   if (!m)
     return false;
-  for (const char *ok : {"torch", "torch.functional", "torch.nn.functional", "torch._C._nn",
-                         "torch._C._special", "torch.special", "torch._C._fft", "torch.fft",
-                         "torch._C._linalg", "torch.linalg"})
+  for (const char *ok :
+       {"torch", "torch.functional", "torch.nn.functional", "torch._C._nn", "torch._C._special",
+        "torch.special", "torch._C._fft", "torch.fft", "torch._C._linalg", "torch.linalg"})
     if (std::strcmp(m, ok) == 0)
       return true;
   return false;
 }
 
 VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::vector<VarP> &args,
-                                std::map<std::string, VarP> &kwargs,
-                                const Unsupported *original) {
+                                std::map<std::string, VarP> &kwargs, const Unsupported *original) {
   for (const VarP &a : args)
     if (holdsVmapBatched(a))
       return nullptr;
@@ -262,8 +259,10 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     why = r.why;
   }
   if (!why.empty()) {
-    std::string msg = name + " has no kiln lowering and cannot run through torch inside the "
-                             "graph: " + why;
+    std::string msg = name +
+                      " has no kiln lowering and cannot run through torch inside the "
+                      "graph: " +
+                      why;
     throw Unsupported(original ? std::string(original->what()) + " (" + msg + ")" : msg);
   }
   // The IR: a declaration per call, called with the tensor operands.

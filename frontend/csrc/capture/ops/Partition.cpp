@@ -38,9 +38,7 @@ int fallbackIndex(mlir::Operation *op) {
 /// extension, and kiln.constant then lost the trait as seen from libMLIR
 /// (likely: g++ and clang spell the trait's type name differently): the
 /// canonicalizer folded and rematerialized constants forever, every graph.
-bool isConstant(mlir::Operation *op) {
-  return op && llvm::isa<mlir::kiln::ConstantOp>(op);
-}
+bool isConstant(mlir::Operation *op) { return op && llvm::isa<mlir::kiln::ConstantOp>(op); }
 
 std::vector<int64_t> shapeOf(mlir::Value v) {
   auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
@@ -48,10 +46,10 @@ std::vector<int64_t> shapeOf(mlir::Value v) {
 }
 
 /// Builds the module of one segment; fills the step's inputs/outputs.
-mlir::OwningOpRef<mlir::ModuleOp>
-buildSegment(llvm::ArrayRef<mlir::Operation *> ops, llvm::ArrayRef<mlir::Value> inputs,
-             llvm::ArrayRef<mlir::Value> outputs, mlir::Location loc,
-             const std::string &program) {
+mlir::OwningOpRef<mlir::ModuleOp> buildSegment(llvm::ArrayRef<mlir::Operation *> ops,
+                                               llvm::ArrayRef<mlir::Value> inputs,
+                                               llvm::ArrayRef<mlir::Value> outputs,
+                                               mlir::Location loc, const std::string &program) {
   mlir::MLIRContext *ctx = loc.getContext();
   mlir::OpBuilder b(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> mod = mlir::ModuleOp::create(loc);
@@ -115,9 +113,8 @@ bool partitionProgram(Capture &out, std::string &error) {
           inputs.insert(v);
       for (mlir::Value r : op->getResults())
         for (mlir::Operation *user : r.getUsers())
-          if (!inSeg.contains(user) &&
-              (!isConstant(op) || fallbackIndex(user) >= 0 ||
-               llvm::isa<mlir::func::ReturnOp>(user)))
+          if (!inSeg.contains(user) && (!isConstant(op) || fallbackIndex(user) >= 0 ||
+                                        llvm::isa<mlir::func::ReturnOp>(user)))
             outputs.insert(r);
     }
     std::vector<mlir::Operation *> ops = std::move(segment);
@@ -139,8 +136,8 @@ bool partitionProgram(Capture &out, std::string &error) {
       auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
       step.results.push_back({shapeOf(v), dtypeOf(t.getElementType())});
     }
-    step.module = buildSegment(ops, inputs.getArrayRef(), outputs.getArrayRef(), fn.getLoc(),
-                               program);
+    step.module =
+        buildSegment(ops, inputs.getArrayRef(), outputs.getArrayRef(), fn.getLoc(), program);
     out.steps.push_back(std::move(step));
     return true;
   };

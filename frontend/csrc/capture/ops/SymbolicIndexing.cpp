@@ -39,9 +39,9 @@ bool isNone(const VarP &v) { return v->isConst() && v->obj.get() == Py_None; }
 /// One index item per consumed or inserted dim.
 struct Item {
   enum Kind { Full, Int, Slice, SymSlice, NewDim } kind;
-  int64_t i = 0;              ///< Int
+  int64_t i = 0;                   ///< Int
   Py_ssize_t s = 0, e = 0, st = 1; ///< Slice (unadjusted; e = PY_SSIZE_T_MAX for none)
-  VarP start, stop;           ///< SymSlice
+  VarP start, stop;                ///< SymSlice
 };
 
 } // namespace
@@ -53,10 +53,13 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   auto type = ttype(v);
   int64_t rank = type.getRank();
   std::vector<VarP> raw;
-  if (index->kind == Var::Kind::Tuple) raw = index->items;
-  else raw = {index};
+  if (index->kind == Var::Kind::Tuple)
+    raw = index->items;
+  else
+    raw = {index};
   bool symbolic = false;
-  for (const VarP &r : raw) symbolic |= r->kind == Var::Kind::SymSlice;
+  for (const VarP &r : raw)
+    symbolic |= r->kind == Var::Kind::SymSlice;
   std::vector<int> syms(rank);
   for (int64_t d = 0; d < rank; ++d) {
     syms[d] = symbolOfDim(v, d);
@@ -70,8 +73,9 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   for (const VarP &r : raw) {
     Item it{Item::Full};
     if (r->kind == Var::Kind::SymSlice) {
-      if (!isNone(r->items[2]) && !(r->items[2]->isConst() && PyLong_Check(r->items[2]->obj.get()) &&
-                                    PyLong_AsLong(r->items[2]->obj.get()) == 1))
+      if (!isNone(r->items[2]) &&
+          !(r->items[2]->isConst() && PyLong_Check(r->items[2]->obj.get()) &&
+            PyLong_AsLong(r->items[2]->obj.get()) == 1))
         throw Unsupported("a slice with a symbolic bound and a step other than 1");
       it = {Item::SymSlice};
       it.start = r->items[0];
@@ -80,7 +84,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     } else {
       PyObject *o = constObj(r, "index");
       if (o == Py_Ellipsis) {
-        if (ellipsis >= 0) throw Unsupported("an index can only have a single ellipsis (eager raises)");
+        if (ellipsis >= 0)
+          throw Unsupported("an index can only have a single ellipsis (eager raises)");
         ellipsis = (int)items.size();
         continue;
       }
@@ -92,7 +97,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
           PyErr_Clear();
           throw Unsupported("invalid slice");
         }
-        if (it.st <= 0) throw Unsupported("slice step must be positive (eager raises)");
+        if (it.st <= 0)
+          throw Unsupported("slice step must be positive (eager raises)");
         ++consuming;
       } else if (PyLong_Check(o) && !PyBool_Check(o)) {
         it.kind = Item::Int;
@@ -104,8 +110,10 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     }
     items.push_back(it);
   }
-  if (consuming > rank) throw Unsupported("too many indices for tensor (eager raises)");
-  if (ellipsis < 0) ellipsis = (int)items.size();
+  if (consuming > rank)
+    throw Unsupported("too many indices for tensor (eager raises)");
+  if (ellipsis < 0)
+    ellipsis = (int)items.size();
   items.insert(items.begin() + ellipsis, rank - consuming, Item{Item::Full});
   // One kiln.slice for the int/constant-slice/whole parts, gathers for the
   // symbolic slices, then a reshape that drops int dims and adds None dims.
@@ -121,17 +129,21 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     }
     int sym = syms[d];
     bool dyn = sym != -1;
-    if (sym == -2) throw Unsupported("indexing a symbolic dim whose origin kiln does not track");
+    if (sym == -2)
+      throw Unsupported("indexing a symbolic dim whose origin kiln does not track");
     int64_t n = type.getDimSize(d);
     if (it.kind == Item::Full) {
       outDims.push_back(sizeVar(v, d));
     } else if (it.kind == Item::Int) {
       if (dyn) {
-        if (it.i < 0) throw Unsupported("a negative index into a symbolic dim");
-        if (out_.symbols[sym].captured <= it.i) throw Unsupported("index out of range (eager raises)");
+        if (it.i < 0)
+          throw Unsupported("a negative index into a symbolic dim");
+        if (out_.symbols[sym].captured <= it.i)
+          throw Unsupported("index out of range (eager raises)");
         addSizeGuard(symExpr(sym), ">", constExpr(it.i), true);
       } else {
-        if (it.i < -n || it.i >= n) throw Unsupported("index out of range (eager raises)");
+        if (it.i < -n || it.i >= n)
+          throw Unsupported("index out of range (eager raises)");
       }
       int64_t i = it.i < 0 ? it.i + n : it.i;
       start[d] = i;
@@ -158,10 +170,12 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         outDims.push_back(constInt(len));
       }
     } else { // SymSlice
-      if (dyn) throw Unsupported("a slice of a symbolic dim with a symbolic bound");
+      if (dyn)
+        throw Unsupported("a slice of a symbolic dim with a symbolic bound");
       VarP s0 = isNone(it.start) ? constInt(0) : it.start;
       if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0 || isNone(it.stop))
-        throw Unsupported("a slice with a symbolic bound needs a constant start >= 0 and a symbolic stop");
+        throw Unsupported(
+            "a slice with a symbolic bound needs a constant start >= 0 and a symbolic stop");
       // Eager clamps the stop to the size: guarded either way.
       bool fits = symIntBinary("<=", it.stop, constInt(n))->obj.get() == Py_True;
       if (!fits) { // a static slice to the end
@@ -181,7 +195,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   // Ints and constant slices.
   Value r = v;
   bool identity = true;
-  for (int64_t i = 0; i < rank; ++i) identity &= start[i] == 0 && end[i] == -1 && step[i] == 1;
+  for (int64_t i = 0; i < rank; ++i)
+    identity &= start[i] == 0 && end[i] == -1 && step[i] == 1;
   if (!identity) {
     Args a;
     a.named["input"] = x;
@@ -193,14 +208,16 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   // Symbolic slices: gather start + arange(stop - start) along the dim.
   size_t g = 0;
   for (size_t k = 0; k < outDims.size(); ++k) {
-    if (outDims[k]) continue;
+    if (outDims[k])
+      continue;
     auto [dim, it] = gathers[g++];
     VarP s0 = isNone(it->start) ? constInt(0) : it->start;
     VarP len = symIntBinary("-", it->stop, s0);
     if (!len || len->kind != Var::Kind::SymInt)
       throw Unsupported("a slice with a symbolic bound whose length is not symbolic");
     Value idx = symIota(len);
-    if (int64_t c = asInt(s0, "slice start")) idx = em.bin<mlir::kiln::AddOp>(idx, em.num(c, DType::I64));
+    if (int64_t c = asInt(s0, "slice start"))
+      idx = em.bin<mlir::kiln::AddOp>(idx, em.num(c, DType::I64));
     auto rt = ttype(r);
     std::vector<int64_t> shape(rt.getRank(), 1);
     shape[dim] = ttype(idx).getDimSize(0);
@@ -211,22 +228,25 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
       if (mlir::ShapedType::isDynamic(s))
         throw Unsupported("a slice with a symbolic bound of a tensor with other symbolic dims");
     idx = em.bin<mlir::kiln::AddOp>(idx, em.splat(full, DType::I64, 0));
-    r = em.checked<mlir::kiln::GatherOp>({r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))},
-                                         "indexing");
+    r = em.checked<mlir::kiln::GatherOp>(
+        {r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))}, "indexing");
     outDims[k] = len;
   }
   // Drop int dims, add None dims: a reshape (the sizes are those of `r`
   // in order, 1 for each None).
   std::vector<int64_t> shape;
   for (const VarP &o : outDims)
-    shape.push_back(o->kind == Var::Kind::SymInt ? (o->staticSym ? o->captured : mlir::ShapedType::kDynamic)
-                                                 : asInt(o, "size"));
+    shape.push_back(o->kind == Var::Kind::SymInt
+                        ? (o->staticSym ? o->captured : mlir::ShapedType::kDynamic)
+                        : asInt(o, "size"));
   auto rt = ttype(r);
   if (rt.getShape() == llvm::ArrayRef<int64_t>(shape))
     return r == v ? freshResult(r) : T(r);
   int dynIn = 0, dynOut = 0;
-  for (int64_t s : rt.getShape()) dynIn += mlir::ShapedType::isDynamic(s);
-  for (int64_t s : shape) dynOut += mlir::ShapedType::isDynamic(s);
+  for (int64_t s : rt.getShape())
+    dynIn += mlir::ShapedType::isDynamic(s);
+  for (int64_t s : shape)
+    dynOut += mlir::ShapedType::isDynamic(s);
   if (dynIn > 1 || dynOut > 1)
     throw Unsupported("indexing that reshapes a tensor with two symbolic dims");
   Args a;
@@ -250,22 +270,26 @@ VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
   std::vector<VarP> target = size->kind == Var::Kind::Tuple || size->kind == Var::Kind::List
                                  ? size->items
                                  : std::vector<VarP>{size};
-  if ((int64_t)target.size() < rank) throw Unsupported("expand: too few sizes");
+  if ((int64_t)target.size() < rank)
+    throw Unsupported("expand: too few sizes");
   size_t off = target.size() - rank;
   for (size_t i = 0; i < target.size(); ++i) {
     VarP t = target[i];
     bool minusOne = t->isConst() && PyLong_Check(t->obj.get()) && PyLong_AsLong(t->obj.get()) == -1;
     if (i < off) {
-      if (minusOne) throw Unsupported("expand: -1 in a new leading dim");
+      if (minusOne)
+        throw Unsupported("expand: -1 in a new leading dim");
       continue;
     }
     int64_t d = i - off;
-    if (syms[d] == -2) throw Unsupported("expand of a symbolic dim whose origin kiln does not track");
+    if (syms[d] == -2)
+      throw Unsupported("expand of a symbolic dim whose origin kiln does not track");
     if (minusOne) {
       target[i] = sizeVar(v, d);
     } else if (syms[d] >= 0) {
       // A symbolic input dim keeps its size: eager raises unless equal.
-      if (t->kind != Var::Kind::SymInt) throw Unsupported("expand of a symbolic dim to a constant size");
+      if (t->kind != Var::Kind::SymInt)
+        throw Unsupported("expand of a symbolic dim to a constant size");
       symIntBinary("==", t, sizeVar(v, d));
       if (!(t->captured == out_.symbols[syms[d]].captured))
         throw Unsupported("expand: sizes differ (eager raises)");

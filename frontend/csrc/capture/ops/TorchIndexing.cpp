@@ -31,14 +31,16 @@ PyRef intTuple(llvm::ArrayRef<int64_t> v) {
 VarP constInts(llvm::ArrayRef<int64_t> v) { return makeConst(intTuple(v)); }
 
 Value tensorOf(const VarP &v, const std::string &op) {
-  if (!v || !v->isTensor()) throw Unsupported(op + " expects a tensor");
+  if (!v || !v->isTensor())
+    throw Unsupported(op + " expects a tensor");
   return v->value;
 }
 
 /// Requires a static shape (slicing needs the sizes to normalize indices).
 llvm::ArrayRef<int64_t> staticShape(Value v, const std::string &op) {
   auto t = ttype(v);
-  if (!t.hasStaticShape()) throw Unsupported(op + " of a tensor with dynamic dims");
+  if (!t.hasStaticShape())
+    throw Unsupported(op + " of a tensor with dynamic dims");
   return t.getShape();
 }
 
@@ -52,7 +54,8 @@ VarP slice(Interpreter &I, const VarP &x, std::vector<int64_t> start, std::vecto
   bool identity = true;
   for (size_t i = 0; i < shape.size(); ++i)
     identity &= start[i] == 0 && end[i] == shape[i] && (step[i] == 1 || shape[i] <= 1);
-  if (identity && !asView) return x;
+  if (identity && !asView)
+    return x;
   // A whole symbolic dim is `end = -1` (also in the shadow static capture,
   // so that both build the same slice; DynamicShapes.h).
   for (size_t i = 0; i < shape.size(); ++i)
@@ -68,7 +71,8 @@ VarP slice(Interpreter &I, const VarP &x, std::vector<int64_t> start, std::vecto
 
 /// Tracked reshape of `x` to `shape` (returns `x` when it already has it).
 VarP reshape(Interpreter &I, const VarP &x, llvm::ArrayRef<int64_t> shape) {
-  if (ttype(x->value).getShape() == shape) return x;
+  if (ttype(x->value).getShape() == shape)
+    return x;
   Args a;
   a.named["input"] = x;
   a.named["shape"] = constInts(shape);
@@ -76,7 +80,10 @@ VarP reshape(Interpreter &I, const VarP &x, llvm::ArrayRef<int64_t> shape) {
     // `?` target dims as untracked SymInts (a reshape target only).
     std::vector<VarP> dims;
     for (int64_t s : shape) {
-      if (!mlir::ShapedType::isDynamic(s)) { dims.push_back(constInt(s)); continue; }
+      if (!mlir::ShapedType::isDynamic(s)) {
+        dims.push_back(constInt(s));
+        continue;
+      }
       auto v = std::make_shared<Var>();
       v->kind = Var::Kind::SymInt;
       dims.push_back(v);
@@ -100,8 +107,10 @@ VarP narrowDim(Interpreter &I, const VarP &x, int64_t d, int64_t s, int64_t len,
 /// Element `i` of dim `d`, with the dim dropped (Tensor.select).
 VarP selectDim(Interpreter &I, const VarP &x, int64_t d, int64_t i) {
   auto shape = ttype(x->value).getShape();
-  if (i < -shape[d] || i >= shape[d]) throw Unsupported("index out of range (eager raises)");
-  if (i < 0) i += shape[d];
+  if (i < -shape[d] || i >= shape[d])
+    throw Unsupported("index out of range (eager raises)");
+  if (i < 0)
+    i += shape[d];
   VarP r = narrowDim(I, x, d, i, 1, /*asView=*/false);
   std::vector<int64_t> ns(shape.begin(), shape.end());
   ns.erase(ns.begin() + d);
@@ -120,29 +129,37 @@ VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indic
   Value v = tensorOf(x, "indexing");
   auto shape = staticShape(v, "indexing");
   size_t k = indices.size();
-  if (k == 0 || k > shape.size()) throw Unsupported("too many indices for tensor (eager raises)");
+  if (k == 0 || k > shape.size())
+    throw Unsupported("too many indices for tensor (eager raises)");
   VarP lin;
   for (size_t j = 0; j < k; ++j) {
     const VarP &ij = indices[j];
     Type et = ttype(ij->value).getElementType();
     if (et.isInteger(1))
-      throw Unsupported("indexing with a bool tensor (a mask: data-dependent shape) is not supported");
-    if (!llvm::isa<mlir::IntegerType>(et)) throw Unsupported("tensors used as indices must be integer (eager raises)");
+      throw Unsupported(
+          "indexing with a bool tensor (a mask: data-dependent shape) is not supported");
+    if (!llvm::isa<mlir::IntegerType>(et))
+      throw Unsupported("tensors used as indices must be integer (eager raises)");
     VarP i64 = callOp(I, "long", {{"input", ij}});
     VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
     VarP wrap = callOp(I, "mul", {{"input", negative}, {"other", constInt(shape[j])}});
     VarP pos = callOp(I, "add", {{"input", i64}, {"other", wrap}});
-    lin = lin ? callOp(I, "add", {{"input", callOp(I, "mul", {{"input", lin}, {"other", constInt(shape[j])}})},
-                                  {"other", pos}})
-              : pos;
+    lin =
+        lin ? callOp(I, "add",
+                     {{"input", callOp(I, "mul", {{"input", lin}, {"other", constInt(shape[j])}})},
+                      {"other", pos}})
+            : pos;
   }
   int64_t rows = 1, cols = 1;
-  for (size_t d = 0; d < shape.size(); ++d) (d < k ? rows : cols) *= shape[d];
+  for (size_t d = 0; d < shape.size(); ++d)
+    (d < k ? rows : cols) *= shape[d];
   VarP table = reshape(I, x, {rows, cols});
   bool isBool = ttype(v).getElementType().isInteger(1);
-  if (isBool) table = callOp(I, "long", {{"input", table}});
+  if (isBool)
+    table = callOp(I, "long", {{"input", table}});
   VarP picked = callOp(I, "embedding", {{"input", lin}, {"weight", table}});
-  std::vector<int64_t> out(ttype(lin->value).getShape().begin(), ttype(lin->value).getShape().end());
+  std::vector<int64_t> out(ttype(lin->value).getShape().begin(),
+                           ttype(lin->value).getShape().end());
   out.insert(out.end(), shape.begin() + k, shape.end());
   VarP r = reshape(I, picked, out);
   return isBool ? callOp(I, "bool", {{"input", r}}) : r;
@@ -151,13 +168,17 @@ VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indic
 /// x[index] for index made of ints, slices, None and Ellipsis.
 VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   Value v = tensorOf(x, "indexing");
-  if (VarP r = I.symbolicGetitem(x, index)) return r; // symbolic sizes
+  if (VarP r = I.symbolicGetitem(x, index))
+    return r; // symbolic sizes
   std::vector<PyObject *> items;
-  if (index->isTensor()) return advancedIndex(I, x, {index});
+  if (index->isTensor())
+    return advancedIndex(I, x, {index});
   if (index->kind == Var::Kind::Tuple) {
     bool allTensors = !index->items.empty();
-    for (auto &it : index->items) allTensors &= it->isTensor();
-    if (allTensors) return advancedIndex(I, x, index->items);
+    for (auto &it : index->items)
+      allTensors &= it->isTensor();
+    if (allTensors)
+      return advancedIndex(I, x, index->items);
     for (auto &it : index->items) {
       if (it->isTensor())
         throw Unsupported("indexing with tensors mixed with other indices is not supported yet");
@@ -166,7 +187,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   } else {
     PyObject *o = constObj(index, "index");
     if (PyTuple_Check(o)) {
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i) items.push_back(PyTuple_GET_ITEM(o, i));
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
+        items.push_back(PyTuple_GET_ITEM(o, i));
     } else {
       items.push_back(o);
     }
@@ -175,19 +197,27 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
   int64_t rank = shape.size();
   int64_t consuming = 0, ellipses = 0;
   for (PyObject *o : items) {
-    if (o == Py_Ellipsis) ++ellipses;
-    else if (isNoneObj(o)) continue;
-    else if (PySlice_Check(o) || (PyLong_Check(o) && !PyBool_Check(o))) ++consuming;
-    else throw Unsupported("index " + pyText(o, true) + " is not supported yet (ints, slices, None and ... are)");
+    if (o == Py_Ellipsis)
+      ++ellipses;
+    else if (isNoneObj(o))
+      continue;
+    else if (PySlice_Check(o) || (PyLong_Check(o) && !PyBool_Check(o)))
+      ++consuming;
+    else
+      throw Unsupported("index " + pyText(o, true) +
+                        " is not supported yet (ints, slices, None and ... are)");
   }
-  if (ellipses > 1) throw Unsupported("an index can only have a single ellipsis (eager raises)");
-  if (consuming > rank) throw Unsupported("too many indices for tensor (eager raises)");
+  if (ellipses > 1)
+    throw Unsupported("an index can only have a single ellipsis (eager raises)");
+  if (consuming > rank)
+    throw Unsupported("too many indices for tensor (eager raises)");
   std::vector<int64_t> start(rank, 0), end(shape.begin(), shape.end()), step(rank, 1);
   std::vector<int64_t> out; // final shape
   int64_t d = 0;
   for (PyObject *o : items) {
     if (o == Py_Ellipsis) {
-      for (int64_t k = 0; k < rank - consuming; ++k, ++d) out.push_back(shape[d]);
+      for (int64_t k = 0; k < rank - consuming; ++k, ++d)
+        out.push_back(shape[d]);
     } else if (isNoneObj(o)) {
       out.push_back(1);
     } else if (PySlice_Check(o)) {
@@ -196,7 +226,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
         PyErr_Clear();
         throw Unsupported("invalid slice");
       }
-      if (st <= 0) throw Unsupported("slice step must be positive (eager raises)");
+      if (st <= 0)
+        throw Unsupported("slice step must be positive (eager raises)");
       Py_ssize_t len = PySlice_AdjustIndices(shape[d], &s, &e, st);
       start[d] = s;
       end[d] = len == 0 ? s : s + (len - 1) * st + 1;
@@ -205,15 +236,21 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       ++d;
     } else {
       long long i = PyLong_AsLongLong(o);
-      if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported("index out of range"); }
-      if (i < -shape[d] || i >= shape[d]) throw Unsupported("index out of range (eager raises)");
-      if (i < 0) i += shape[d];
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        throw Unsupported("index out of range");
+      }
+      if (i < -shape[d] || i >= shape[d])
+        throw Unsupported("index out of range (eager raises)");
+      if (i < 0)
+        i += shape[d];
       start[d] = i;
       end[d] = i + 1;
       ++d;
     }
   }
-  for (; d < rank; ++d) out.push_back(shape[d]);
+  for (; d < rank; ++d)
+    out.push_back(shape[d]);
   // Only x[...] / x[:] (nothing sliced or reshaped) needs the forced view.
   bool reshaped = llvm::ArrayRef<int64_t>(out) != shape;
   VarP r = slice(I, x, start, end, step, /*asView=*/!reshaped);
@@ -226,18 +263,23 @@ std::vector<int64_t> splitSizes(const VarP &sizes, int64_t n) {
   std::vector<int64_t> out;
   if (o && PyLong_Check(o)) {
     int64_t s = PyLong_AsLongLong(o);
-    if (s <= 0 && !(s == 0 && n == 0)) throw Unsupported("split size must be positive (eager raises)");
-    if (n == 0) return {0};
-    for (int64_t at = 0; at < n; at += s) out.push_back(std::min(s, n - at));
+    if (s <= 0 && !(s == 0 && n == 0))
+      throw Unsupported("split size must be positive (eager raises)");
+    if (n == 0)
+      return {0};
+    for (int64_t at = 0; at < n; at += s)
+      out.push_back(std::min(s, n - at));
     return out;
   }
   out = asInts(sizes, "split sizes");
   int64_t total = 0;
   for (int64_t s : out) {
-    if (s < 0) throw Unsupported("negative split size (eager raises)");
+    if (s < 0)
+      throw Unsupported("negative split size (eager raises)");
     total += s;
   }
-  if (total != n) throw Unsupported("split sizes do not add up to the dim size (eager raises)");
+  if (total != n)
+    throw Unsupported("split sizes do not add up to the dim size (eager raises)");
   return out;
 }
 
@@ -253,12 +295,15 @@ VarP splitInto(Interpreter &I, const VarP &x, int64_t d, const std::vector<int64
 
 /// The tensors of torch.cat/stack's `tensors` argument.
 std::vector<VarP> tensorList(Interpreter &, const VarP &seq, const std::string &op) {
-  if (!seq) throw Unsupported(op + ": missing tensors");
+  if (!seq)
+    throw Unsupported(op + ": missing tensors");
   if (seq->kind != Var::Kind::Tuple && seq->kind != Var::Kind::List)
     throw Unsupported(op + " expects a tuple or list of tensors");
-  if (seq->items.empty()) throw Unsupported(op + " of an empty list (eager raises)");
+  if (seq->items.empty())
+    throw Unsupported(op + " of an empty list (eager raises)");
   for (auto &t : seq->items)
-    if (!t->isTensor()) throw Unsupported(op + " expects tensors");
+    if (!t->isTensor())
+      throw Unsupported(op + " expects tensors");
   return seq->items;
 }
 
@@ -271,16 +316,20 @@ VarP fresh(Value v) {
 Value concat(Interpreter &I, std::vector<Value> values, int64_t dim) {
   Emit e(I);
   std::vector<VarP> vars;
-  for (Value v : values) vars.push_back(T(v));
+  for (Value v : values)
+    vars.push_back(T(v));
   DType d = resultType(vars);
-  for (Value &v : values) v = e.cast(v, d);
-  if (values.size() == 1) return values[0];
+  for (Value &v : values)
+    v = e.cast(v, d);
+  if (values.size() == 1)
+    return values[0];
   llvm::SmallVector<Type> types;
   auto attrs = e.b.getDictionaryAttr({e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(dim))});
   ConcatOp::Properties props;
   props.dim = e.b.getI64IntegerAttr(dim);
   if (mlir::failed(ConcatOp::inferReturnTypes(e.b.getContext(), I.loc(), values, attrs,
-                                              mlir::OpaqueProperties(&props), mlir::RegionRange(), types)))
+                                              mlir::OpaqueProperties(&props), mlir::RegionRange(),
+                                              types)))
     throw Unsupported("invalid operands for torch.cat (eager raises)");
   return e.b.create<ConcatOp>(I.loc(), types.front(), values, e.b.getI64IntegerAttr(dim));
 }
@@ -288,8 +337,11 @@ Value concat(Interpreter &I, std::vector<Value> values, int64_t dim) {
 VarP batchNorm(Interpreter &I, Args &a) {
   Emit e(I);
   Value x = tensorOf(a.get("input"), "batch_norm");
-  bool training = !a.isNone("training") && PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
-  if (training) throw Unsupported("batch_norm in training mode (updates the running stats) is not supported yet");
+  bool training =
+      !a.isNone("training") && PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
+  if (training)
+    throw Unsupported(
+        "batch_norm in training mode (updates the running stats) is not supported yet");
   if (a.isNone("running_mean") || a.isNone("running_var"))
     throw Unsupported("batch_norm without running stats");
   Value mean = tensorOf(a.get("running_mean"), "batch_norm");
@@ -298,14 +350,17 @@ VarP batchNorm(Interpreter &I, Args &a) {
   if (xt.getRank() < 2 || mlir::ShapedType::isDynamic(xt.getDimSize(1)))
     throw Unsupported("batch_norm needs an input of rank >= 2 with a static channel dim");
   mlir::Type elt = xt.getElementType();
-  if (!llvm::isa<mlir::FloatType>(elt)) throw Unsupported("batch_norm of an integer tensor");
+  if (!llvm::isa<mlir::FloatType>(elt))
+    throw Unsupported("batch_norm of an integer tensor");
   int64_t c = xt.getDimSize(1);
   std::vector<int64_t> bshape(xt.getRank(), 1);
   bshape[1] = c;
   auto param = [&](Value p) {
     auto t = ttype(p);
-    if (t.getRank() != 1 || t.getDimSize(0) != c) throw Unsupported("batch_norm: stats/affine shape mismatch (eager raises)");
-    if (t.getElementType() != elt) throw Unsupported("batch_norm with parameters of another dtype than the input");
+    if (t.getRank() != 1 || t.getDimSize(0) != c)
+      throw Unsupported("batch_norm: stats/affine shape mismatch (eager raises)");
+    if (t.getElementType() != elt)
+      throw Unsupported("batch_norm with parameters of another dtype than the input");
     return e.reshape(p, bshape);
   };
   double eps = a.isNone("eps") ? 1e-5 : asDouble(a.get("eps"), "eps");
@@ -314,8 +369,10 @@ VarP batchNorm(Interpreter &I, Args &a) {
   Value centered = e.inferred<SubOp>({x, param(mean)});
   Value denom = e.inferred<AddOp>({param(var), e.scalar(epsObj.get(), d)});
   Value r = e.inferred<MulOp>({centered, e.unary<RsqrtOp>(denom)});
-  if (!a.isNone("weight")) r = e.inferred<MulOp>({r, param(tensorOf(a.get("weight"), "batch_norm"))});
-  if (!a.isNone("bias")) r = e.inferred<AddOp>({r, param(tensorOf(a.get("bias"), "batch_norm"))});
+  if (!a.isNone("weight"))
+    r = e.inferred<MulOp>({r, param(tensorOf(a.get("weight"), "batch_norm"))});
+  if (!a.isNone("bias"))
+    r = e.inferred<AddOp>({r, param(tensorOf(a.get("bias"), "batch_norm"))});
   return fresh(r);
 }
 
@@ -333,30 +390,37 @@ VarP applySlice(Interpreter &I, Args &a) {
   props.step = e.b.getDenseI64ArrayAttr(step);
   llvm::SmallVector<Type> types;
   if (mlir::failed(SliceOp::inferReturnTypes(e.b.getContext(), I.loc(), mlir::ValueRange{v}, attrs,
-                                             mlir::OpaqueProperties(&props), mlir::RegionRange(), types)))
+                                             mlir::OpaqueProperties(&props), mlir::RegionRange(),
+                                             types)))
     throw Unsupported("invalid slice");
   return T(e.b.create<SliceOp>(I.loc(), types.front(), v, props.start, props.end, props.step));
 }
 
 VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
-  static const std::set<std::string> ops = {"getitem", "narrow", "select", "chunk", "split",
-                                            "unbind", "cat", "stack", "embedding", "batch_norm"};
-  if (!ops.count(op)) return nullptr;
-  if (op == "batch_norm") return batchNorm(I, a);
+  static const std::set<std::string> ops = {"getitem",   "narrow",    "select", "chunk",
+                                            "split",     "unbind",    "cat",    "stack",
+                                            "embedding", "batch_norm"};
+  if (!ops.count(op))
+    return nullptr;
+  if (op == "batch_norm")
+    return batchNorm(I, a);
   if (op == "cat" || op == "stack") {
-    if (!a.isNone("out")) throw Unsupported(op + " with out=");
+    if (!a.isNone("out"))
+      throw Unsupported(op + " with out=");
     std::vector<VarP> ts = tensorList(I, a.get("tensors"), "torch." + op);
     int64_t dimArg = a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim");
     std::vector<Value> values;
     if (op == "stack") {
       auto first = ttype(ts[0]->value).getShape();
       int64_t rank = first.size();
-      if (dimArg < -(rank + 1) || dimArg > rank) throw Unsupported("stack: dim out of range (eager raises)");
+      if (dimArg < -(rank + 1) || dimArg > rank)
+        throw Unsupported("stack: dim out of range (eager raises)");
       int64_t d = dimArg < 0 ? dimArg + rank + 1 : dimArg;
       Emit e(I);
       for (auto &t : ts) {
         auto s = ttype(t->value).getShape();
-        if (s != first) throw Unsupported("stack expects each tensor to be equal size (eager raises)");
+        if (s != first)
+          throw Unsupported("stack expects each tensor to be equal size (eager raises)");
         std::vector<int64_t> ns(s.begin(), s.end());
         ns.insert(ns.begin() + d, 1);
         values.push_back(e.reshape(t->value, ns));
@@ -367,12 +431,15 @@ VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
     // torch.cat skips 1-D empty tensors (legacy behaviour).
     for (auto &t : ts) {
       auto tt = ttype(t->value);
-      if (tt.getRank() == 1 && tt.getDimSize(0) == 0 && ts.size() > 1) continue;
+      if (tt.getRank() == 1 && tt.getDimSize(0) == 0 && ts.size() > 1)
+        continue;
       values.push_back(t->value);
     }
-    if (values.empty()) values.push_back(ts[0]->value);
+    if (values.empty())
+      values.push_back(ts[0]->value);
     int64_t rank = ttype(values[0]).getRank();
-    if (rank == 0) throw Unsupported("cat of 0-d tensors (eager raises)");
+    if (rank == 0)
+      throw Unsupported("cat of 0-d tensors (eager raises)");
     int64_t d = normDim(dimArg, rank);
     Value r = concat(I, values, d);
     if (r == ts[0]->value) { // one tensor: eager still returns a new tensor
@@ -385,61 +452,78 @@ VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
   if (op == "embedding") {
     Value idx = tensorOf(a.get("input"), "embedding");
     Value w = tensorOf(a.get("weight"), "embedding");
-    if (!a.isNone("max_norm")) throw Unsupported("embedding with max_norm (renormalizes the weight in place)");
+    if (!a.isNone("max_norm"))
+      throw Unsupported("embedding with max_norm (renormalizes the weight in place)");
     auto it = ttype(idx).getElementType();
-    if (!it.isInteger(64) && !it.isInteger(32)) throw Unsupported("embedding indices must be int64 or int32 (eager raises)");
-    if (ttype(w).getRank() != 2) throw Unsupported("embedding weight must be 2-D");
+    if (!it.isInteger(64) && !it.isInteger(32))
+      throw Unsupported("embedding indices must be int64 or int32 (eager raises)");
+    if (ttype(w).getRank() != 2)
+      throw Unsupported("embedding weight must be 2-D");
     Emit e(I);
     return fresh(e.inferred<EmbeddingOp>({w, idx}));
   }
   VarP x = a.get("input");
   Value v = tensorOf(x, op);
-  if (op == "getitem") return getitem(I, x, a.get("index"));
+  if (op == "getitem")
+    return getitem(I, x, a.get("index"));
   // Other dims may be symbolic (kept whole); the one cut must be static.
   auto shape = ttype(v).getShape();
   int64_t rank = shape.size();
   auto staticDim = [&](int64_t d) {
-    if (I.symbolOfDim(v, d) != -1) throw Unsupported(op + " along a symbolic dim");
+    if (I.symbolOfDim(v, d) != -1)
+      throw Unsupported(op + " along a symbolic dim");
     return d;
   };
   if (op == "narrow") {
-    if (rank == 0) throw Unsupported("narrow of a 0-d tensor (eager raises)");
+    if (rank == 0)
+      throw Unsupported("narrow of a 0-d tensor (eager raises)");
     int64_t d = staticDim(normDim(asInt(a.get("dim"), "dim"), rank));
     int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");
-    if (s < 0) s += shape[d];
-    if (s < 0 || len < 0 || s + len > shape[d]) throw Unsupported("narrow out of range (eager raises)");
+    if (s < 0)
+      s += shape[d];
+    if (s < 0 || len < 0 || s + len > shape[d])
+      throw Unsupported("narrow out of range (eager raises)");
     return narrowDim(I, x, d, s, len);
   }
   if (op == "select") {
-    if (rank == 0) throw Unsupported("select of a 0-d tensor (eager raises)");
-    return selectDim(I, x, staticDim(normDim(asInt(a.get("dim"), "dim"), rank)), asInt(a.get("index"), "index"));
+    if (rank == 0)
+      throw Unsupported("select of a 0-d tensor (eager raises)");
+    return selectDim(I, x, staticDim(normDim(asInt(a.get("dim"), "dim"), rank)),
+                     asInt(a.get("index"), "index"));
   }
   if (op == "unbind") {
-    if (rank == 0) throw Unsupported("unbind of a 0-d tensor (eager raises)");
+    if (rank == 0)
+      throw Unsupported("unbind of a 0-d tensor (eager raises)");
     int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
     std::vector<VarP> parts;
-    for (int64_t i = 0; i < shape[d]; ++i) parts.push_back(selectDim(I, x, d, i));
+    for (int64_t i = 0; i < shape[d]; ++i)
+      parts.push_back(selectDim(I, x, d, i));
     return makeSeq(Var::Kind::Tuple, parts);
   }
-  if (rank == 0) throw Unsupported(op + " of a 0-d tensor (eager raises)");
+  if (rank == 0)
+    throw Unsupported(op + " of a 0-d tensor (eager raises)");
   int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
   int64_t n = shape[d];
   if (op == "chunk") {
     int64_t chunks = asInt(a.get("chunks"), "chunks");
-    if (chunks <= 0) throw Unsupported("chunk expects chunks > 0 (eager raises)");
+    if (chunks <= 0)
+      throw Unsupported("chunk expects chunks > 0 (eager raises)");
     int64_t size = (n + chunks - 1) / chunks;
     std::vector<int64_t> sizes;
     if (n == 0) {
       sizes.assign(chunks, 0);
     } else {
-      for (int64_t at = 0; at < n; at += size) sizes.push_back(std::min(size, n - at));
+      for (int64_t at = 0; at < n; at += size)
+        sizes.push_back(std::min(size, n - at));
     }
     return splitInto(I, x, d, sizes);
   }
   // split
   VarP sizes = a.get("split_size_or_sections");
-  if (!sizes) sizes = a.get("split_size");
-  if (!sizes) throw Unsupported("split: missing split_size");
+  if (!sizes)
+    sizes = a.get("split_size");
+  if (!sizes)
+    throw Unsupported("split: missing split_size");
   return splitInto(I, x, d, splitSizes(sizes, n));
 }
 

@@ -66,7 +66,7 @@ struct OpTable {
     std::string module, name;
     OpSpec spec;
   };
-  std::vector<Function> functionList;             ///< in registration order
+  std::vector<Function> functionList;               ///< in registration order
   std::unordered_map<PyObject *, OpSpec> functions; ///< by callable identity
   std::unordered_map<std::string, OpSpec> methods;  ///< Tensor methods
   std::unordered_map<std::string, OpHandler> handlers;
@@ -165,7 +165,8 @@ public:
 
   Value cast(Value v, DType d) {
     auto t = ttype(v);
-    if (t.getElementType() == elt(d)) return v;
+    if (t.getElementType() == elt(d))
+      return v;
     return b.create<mlir::kiln::CastOp>(I.loc(), t.clone(elt(d)), v);
   }
 
@@ -182,21 +183,26 @@ public:
       int64_t x = PyLong_AsLongLong(o);
       a = mlir::DenseElementsAttr::get(type, b.getIntegerAttr(e, x));
     }
-    if (PyErr_Occurred()) { PyErr_Clear(); throw Unsupported("scalar out of range"); }
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw Unsupported("scalar out of range");
+    }
     return b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(a));
   }
 
   Value operand(const VarP &v, DType d) {
-    if (v->isTensor()) return cast(v->value, d);
+    if (v->isTensor())
+      return cast(v->value, d);
     return scalar(constObj(v, "operand"), d);
   }
 
   /// Checks inference first so malformed user code becomes Unsupported
   /// (eager then raises torch's own error) instead of a fatal error.
-  template <typename OpT>
-  Value inferred(mlir::ValueRange operands) {
+  template <typename OpT> Value inferred(mlir::ValueRange operands) {
     llvm::SmallVector<Type> types;
-    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands, mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
+    if (mlir::failed(OpT::inferReturnTypes(b.getContext(), I.loc(), operands,
+                                           mlir::DictionaryAttr(), mlir::OpaqueProperties(nullptr),
+                                           mlir::RegionRange(), types)))
       throw Unsupported(std::string("invalid operands for ") + OpT::getOperationName().str());
     return b.create<OpT>(I.loc(), types.front(), operands).getResult();
   }
@@ -207,8 +213,7 @@ public:
     return inferred<OpT>({operand(a, d), operand(c, d)});
   }
 
-  template <typename OpT>
-  Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
+  template <typename OpT> Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
 
   Value floatUnaryInput(const VarP &x) {
     Value v = x->value;
@@ -218,8 +223,10 @@ public:
 
   Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
     auto t = ttype(v);
-    if (t.getShape() == shape) return v;
-    return b.create<mlir::kiln::ReshapeOp>(I.loc(), RankedTensorType::get(shape, t.getElementType()), v);
+    if (t.getShape() == shape)
+      return v;
+    return b.create<mlir::kiln::ReshapeOp>(I.loc(),
+                                           RankedTensorType::get(shape, t.getElementType()), v);
   }
 
   Value permute(Value v, llvm::ArrayRef<int64_t> dims) {
@@ -261,9 +268,12 @@ public:
     auto type = RankedTensorType::get(shape, e);
     llvm::SmallVector<mlir::Attribute> attrs;
     for (double v : values) {
-      if (llvm::isa<mlir::FloatType>(e)) attrs.push_back(b.getFloatAttr(e, v));
-      else if (e.isInteger(1)) attrs.push_back(b.getIntegerAttr(e, v != 0));
-      else attrs.push_back(b.getIntegerAttr(e, static_cast<int64_t>(v)));
+      if (llvm::isa<mlir::FloatType>(e))
+        attrs.push_back(b.getFloatAttr(e, v));
+      else if (e.isInteger(1))
+        attrs.push_back(b.getIntegerAttr(e, v != 0));
+      else
+        attrs.push_back(b.getIntegerAttr(e, static_cast<int64_t>(v)));
     }
     return b.create<mlir::kiln::ConstantOp>(
         I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, attrs)));
@@ -278,27 +288,24 @@ public:
       throw Unsupported("a constant of symbolic shape");
     Type e = elt(d);
     auto type = RankedTensorType::get(shape, e);
-    mlir::Attribute a = llvm::isa<mlir::FloatType>(e)
-                            ? mlir::Attribute(b.getFloatAttr(e, v))
-                            : e.isInteger(1) ? mlir::Attribute(b.getBoolAttr(v != 0))
-                                             : mlir::Attribute(b.getIntegerAttr(e, (int64_t)v));
+    mlir::Attribute a = llvm::isa<mlir::FloatType>(e) ? mlir::Attribute(b.getFloatAttr(e, v))
+                        : e.isInteger(1)              ? mlir::Attribute(b.getBoolAttr(v != 0))
+                                         : mlir::Attribute(b.getIntegerAttr(e, (int64_t)v));
     return b.create<mlir::kiln::ConstantOp>(
         I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(type, a)));
   }
 
   /// Broadcasting binary op on values of one element type.
-  template <typename OpT>
-  Value bin(Value x, Value y) { return inferred<OpT>({x, y}); }
+  template <typename OpT> Value bin(Value x, Value y) { return inferred<OpT>({x, y}); }
 
-  Value select(Value c, Value t, Value f) {
-    return inferred<mlir::kiln::SelectOp>({c, t, f});
-  }
+  Value select(Value c, Value t, Value f) { return inferred<mlir::kiln::SelectOp>({c, t, f}); }
 
-  template <typename OpT>
-  Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {
+  template <typename OpT> Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {
     int64_t rank = ttype(v).getRank();
-    for (auto &d : dims) d = normDim(d, rank);
-    if (rank == 0) dims.clear();
+    for (auto &d : dims)
+      d = normDim(d, rank);
+    if (rank == 0)
+      dims.clear();
     std::sort(dims.begin(), dims.end());
     dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
     return b.create<OpT>(I.loc(), v, b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));

@@ -27,23 +27,28 @@ bool isNarrow(DType d) { return d == DType::F16 || d == DType::BF16; }
 DType opmath(DType d) { return isNarrow(d) ? DType::F32 : d; }
 
 std::vector<int64_t> shapeOf(Value v) {
-  if (!ttype(v).hasStaticShape()) throw Unsupported("a tensor with dynamic dims");
+  if (!ttype(v).hasStaticShape())
+    throw Unsupported("a tensor with dynamic dims");
   auto s = ttype(v).getShape();
   return {s.begin(), s.end()};
 }
 
 Value floatTensor(const VarP &v, const std::string &op) {
   Value t = tensorArg(v, op);
-  if (dtypeCategory(dtypeOfValue(t)) < 2) throw Unsupported(op + " of an integer tensor (eager raises)");
+  if (dtypeCategory(dtypeOfValue(t)) < 2)
+    throw Unsupported(op + " of an integer tensor (eager raises)");
   return t;
 }
 
 /// An int-or-tuple argument expanded to `n` entries (`dflt` when absent).
 std::vector<int64_t> nInts(const Args &a, const char *name, size_t n, std::vector<int64_t> dflt) {
-  if (a.isNone(name)) return dflt;
+  if (a.isNone(name))
+    return dflt;
   std::vector<int64_t> v = asInts(a.get(name), name);
-  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
-  if (v.size() != n) throw Unsupported(std::string(name) + " must have " + std::to_string(n) + " entries");
+  if (v.size() == 1 && n > 1)
+    v.assign(n, v[0]);
+  if (v.size() != n)
+    throw Unsupported(std::string(name) + " must have " + std::to_string(n) + " entries");
   return v;
 }
 
@@ -61,16 +66,20 @@ Value to4d(Emit &e, Value v, int spatialDims, bool &unbatched, const std::string
     throw Unsupported(op + " expects a " + std::to_string(spatialDims + 1) + "-D or " +
                       std::to_string(spatialDims + 2) + "-D input (eager raises)");
   unbatched = rank == spatialDims + 1;
-  if (unbatched) s.insert(s.begin(), 1);
-  if (spatialDims == 1) s.insert(s.end() - 1, 1);
+  if (unbatched)
+    s.insert(s.begin(), 1);
+  if (spatialDims == 1)
+    s.insert(s.end() - 1, 1);
   return e.reshape(v, s);
 }
 
 /// The inverse of to4d for a [N, C, OH, OW] result.
 Value from4d(Emit &e, Value r, int spatialDims, bool unbatched) {
   auto s = shapeOf(r);
-  if (spatialDims == 1) s.erase(s.begin() + 2);
-  if (unbatched) s.erase(s.begin());
+  if (spatialDims == 1)
+    s.erase(s.begin() + 2);
+  if (unbatched)
+    s.erase(s.begin());
   return e.reshape(r, s);
 }
 
@@ -78,33 +87,43 @@ VarP conv(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   int sd = op == "conv1d" ? 1 : 2;
   Value x = floatTensor(a.get("input"), op), w = floatTensor(a.get("weight"), op);
-  if (dtypeOfValue(x) != dtypeOfValue(w)) throw Unsupported(op + ": input and weight dtypes differ (eager raises)");
-  if ((int64_t)shapeOf(w).size() != sd + 2) throw Unsupported(op + ": weight must be " + std::to_string(sd + 2) + "-D (eager raises)");
+  if (dtypeOfValue(x) != dtypeOfValue(w))
+    throw Unsupported(op + ": input and weight dtypes differ (eager raises)");
+  if ((int64_t)shapeOf(w).size() != sd + 2)
+    throw Unsupported(op + ": weight must be " + std::to_string(sd + 2) + "-D (eager raises)");
   bool unbatched;
   Value x4 = to4d(e, x, sd, unbatched, op);
   auto ws = shapeOf(w);
-  if (sd == 1) ws.insert(ws.end() - 1, 1);
+  if (sd == 1)
+    ws.insert(ws.end() - 1, 1);
   Value w4 = e.reshape(w, ws);
   std::vector<int64_t> stride = nInts(a, "stride", sd, std::vector<int64_t>(sd, 1));
   std::vector<int64_t> dilation = nInts(a, "dilation", sd, std::vector<int64_t>(sd, 1));
-  if (sd == 1) { stride.insert(stride.begin(), 1); dilation.insert(dilation.begin(), 1); }
+  if (sd == 1) {
+    stride.insert(stride.begin(), 1);
+    dilation.insert(dilation.begin(), 1);
+  }
   std::vector<int64_t> padding4;
   VarP p = a.get("padding");
   PyObject *po = p && p->isConst() ? p->obj.get() : nullptr;
   if (po && PyUnicode_Check(po)) {
     std::string mode = pyText(po);
-    if (mode == "valid") padding4 = {0, 0, 0, 0};
+    if (mode == "valid")
+      padding4 = {0, 0, 0, 0};
     else if (mode == "same") {
-      if (stride[0] != 1 || stride[1] != 1) throw Unsupported("padding='same' with stride > 1 (eager raises)");
+      if (stride[0] != 1 || stride[1] != 1)
+        throw Unsupported("padding='same' with stride > 1 (eager raises)");
       for (int i = 0; i < 2; ++i) {
         int64_t total = dilation[i] * (ws[2 + i] - 1);
         padding4.push_back(total / 2);
         padding4.push_back(total - total / 2);
       }
-    } else throw Unsupported("padding='" + mode + "' (eager raises)");
+    } else
+      throw Unsupported("padding='" + mode + "' (eager raises)");
   } else {
     std::vector<int64_t> pads = nInts(a, "padding", sd, std::vector<int64_t>(sd, 0));
-    if (sd == 1) pads.insert(pads.begin(), 0);
+    if (sd == 1)
+      pads.insert(pads.begin(), 0);
     padding4 = {pads[0], pads[0], pads[1], pads[1]};
   }
   int64_t groups = intArg(a, "groups", 1);
@@ -125,13 +144,19 @@ VarP pool(Interpreter &I, const std::string &op, Args &a) {
   int sd = op.find("1d") != std::string::npos ? 1 : 2;
   bool isMax = op.rfind("max", 0) == 0;
   Value x = floatTensor(a.get("input"), op);
-  if (boolArg(a, "return_indices", false)) throw Unsupported(op + " with return_indices is not supported yet");
+  if (boolArg(a, "return_indices", false))
+    throw Unsupported(op + " with return_indices is not supported yet");
   bool unbatched;
   Value x4 = to4d(e, x, sd, unbatched, op);
-  auto lift = [&](std::vector<int64_t> v, int64_t fill) { if (sd == 1) v.insert(v.begin(), fill); return v; };
+  auto lift = [&](std::vector<int64_t> v, int64_t fill) {
+    if (sd == 1)
+      v.insert(v.begin(), fill);
+    return v;
+  };
   std::vector<int64_t> kernel = lift(nInts(a, "kernel_size", sd, {}), 1);
   std::vector<int64_t> stride = a.isNone("stride") || asInts(a.get("stride"), "stride").empty()
-                                    ? kernel : lift(nInts(a, "stride", sd, {}), 1);
+                                    ? kernel
+                                    : lift(nInts(a, "stride", sd, {}), 1);
   std::vector<int64_t> padding = lift(nInts(a, "padding", sd, std::vector<int64_t>(sd, 0)), 0);
   bool ceil = boolArg(a, "ceil_mode", false);
   std::vector<mlir::NamedAttribute> attrs = {arr(e, "kernel", kernel), arr(e, "stride", stride),
@@ -139,12 +164,15 @@ VarP pool(Interpreter &I, const std::string &op, Args &a) {
                                              e.b.getNamedAttr("ceil_mode", e.b.getBoolAttr(ceil))};
   Value r;
   if (isMax) {
-    attrs.push_back(arr(e, "dilation", lift(nInts(a, "dilation", sd, std::vector<int64_t>(sd, 1)), 1)));
+    attrs.push_back(
+        arr(e, "dilation", lift(nInts(a, "dilation", sd, std::vector<int64_t>(sd, 1)), 1)));
     r = e.checked<MaxPool2dOp>({x4}, attrs, op);
   } else {
-    attrs.push_back(e.b.getNamedAttr("count_include_pad", e.b.getBoolAttr(boolArg(a, "count_include_pad", true))));
+    attrs.push_back(e.b.getNamedAttr("count_include_pad",
+                                     e.b.getBoolAttr(boolArg(a, "count_include_pad", true))));
     int64_t div = intArg(a, "divisor_override", 0);
-    if (!a.isNone("divisor_override") && div <= 0) throw Unsupported("divisor_override must be positive (eager raises)");
+    if (!a.isNone("divisor_override") && div <= 0)
+      throw Unsupported("divisor_override must be positive (eager raises)");
     attrs.push_back(e.b.getNamedAttr("divisor_override", e.b.getI64IntegerAttr(div)));
     r = e.checked<AvgPool2dOp>({x4}, attrs, op);
   }
@@ -157,34 +185,49 @@ VarP adaptivePool(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   int sd = op.find("1d") != std::string::npos ? 1 : 2;
   bool isMax = op.find("max") != std::string::npos;
-  if (boolArg(a, "return_indices", false)) throw Unsupported(op + " with return_indices is not supported yet");
+  if (boolArg(a, "return_indices", false))
+    throw Unsupported(op + " with return_indices is not supported yet");
   Value x = floatTensor(a.get("input"), op);
   bool unbatched;
   Value v = to4d(e, x, sd, unbatched, op);
   auto s = shapeOf(v);
   std::vector<int64_t> out;
   VarP os = a.get("output_size");
-  if (!os) throw Unsupported(op + ": missing output_size");
-  if (os->isConst() && PyLong_Check(os->obj.get())) out.assign(sd, asInt(os, "output_size"));
+  if (!os)
+    throw Unsupported(op + ": missing output_size");
+  if (os->isConst() && PyLong_Check(os->obj.get()))
+    out.assign(sd, asInt(os, "output_size"));
   else {
-    std::vector<VarP> items = os->kind == Var::Kind::Tuple || os->kind == Var::Kind::List ? os->items : std::vector<VarP>{};
+    std::vector<VarP> items = os->kind == Var::Kind::Tuple || os->kind == Var::Kind::List
+                                  ? os->items
+                                  : std::vector<VarP>{};
     if (items.empty()) {
       PyObject *o = constObj(os, "output_size");
       PyRef t = PyRef::steal(PySequence_Tuple(o));
-      if (!t) { PyErr_Clear(); throw Unsupported("output_size must be ints"); }
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i) items.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(t.get(), i))));
+      if (!t) {
+        PyErr_Clear();
+        throw Unsupported("output_size must be ints");
+      }
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i)
+        items.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(t.get(), i))));
     }
-    if ((int)items.size() != sd) throw Unsupported(op + ": output_size must have " + std::to_string(sd) + " entries");
+    if ((int)items.size() != sd)
+      throw Unsupported(op + ": output_size must have " + std::to_string(sd) + " entries");
     for (int i = 0; i < sd; ++i)
-      out.push_back(items[i]->isConst() && items[i]->obj.get() == Py_None ? s[4 - sd + i] : asInt(items[i], "output_size"));
+      out.push_back(items[i]->isConst() && items[i]->obj.get() == Py_None
+                        ? s[4 - sd + i]
+                        : asInt(items[i], "output_size"));
   }
-  if (sd == 1) out.insert(out.begin(), 1);
+  if (sd == 1)
+    out.insert(out.begin(), 1);
   DType d = dtypeOfValue(v);
   Value w = isMax ? v : e.cast(v, opmath(d));
   for (int i = 0; i < 2; ++i) {
     int64_t dim = 2 + i, n = s[dim], o = out[i];
-    if (o < 0 || (n == 0 && o > 0)) throw Unsupported(op + ": invalid output size (eager raises)");
-    if (o == n) continue;
+    if (o < 0 || (n == 0 && o > 0))
+      throw Unsupported(op + ": invalid output size (eager raises)");
+    if (o == n)
+      continue;
     std::vector<Value> parts;
     auto cur = shapeOf(w);
     for (int64_t k = 0; k < o; ++k) {
@@ -192,8 +235,8 @@ VarP adaptivePool(Interpreter &I, const std::string &op, Args &a) {
       std::vector<int64_t> st(4, 0), en = cur, step(4, 1);
       st[dim] = lo;
       en[dim] = hi;
-      Value sl = e.b.create<SliceOp>(I.loc(), w, e.b.getDenseI64ArrayAttr(st), e.b.getDenseI64ArrayAttr(en),
-                                     e.b.getDenseI64ArrayAttr(step));
+      Value sl = e.b.create<SliceOp>(I.loc(), w, e.b.getDenseI64ArrayAttr(st),
+                                     e.b.getDenseI64ArrayAttr(en), e.b.getDenseI64ArrayAttr(step));
       parts.push_back(isMax ? e.reduce<MaxOp>(sl, {dim}, true) : e.reduce<MeanOp>(sl, {dim}, true));
     }
     auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(dim))};
@@ -215,9 +258,11 @@ Value channelAffine(Emit &e, Value y, const Args &a, int64_t c, int64_t rank, DT
   std::vector<int64_t> bshape(rank - 1, 1);
   bshape[0] = c;
   for (const char *name : {"weight", "bias"}) {
-    if (a.isNone(name)) continue;
+    if (a.isNone(name))
+      continue;
     Value p = tensorArg(a.get(name), op);
-    if (shapeOf(p) != std::vector<int64_t>{c}) throw Unsupported(op + ": " + name + " shape mismatch (eager raises)");
+    if (shapeOf(p) != std::vector<int64_t>{c})
+      throw Unsupported(op + ": " + name + " shape mismatch (eager raises)");
     p = e.reshape(e.cast(p, compute), bshape);
     y = std::string(name) == "weight" ? e.bin<MulOp>(y, p) : e.bin<AddOp>(y, p);
   }
@@ -232,42 +277,55 @@ VarP norm(Interpreter &I, const std::string &op, Args &a) {
   DType d = dtypeOfValue(x), c = opmath(d);
   double eps = floatArg(a, "eps", 1e-5);
   if (op == "group_norm" || op == "instance_norm") {
-    if (rank < 2) throw Unsupported(op + " expects rank >= 2 (eager raises)");
+    if (rank < 2)
+      throw Unsupported(op + " expects rank >= 2 (eager raises)");
     int64_t groups = op == "group_norm" ? asInt(a.get("num_groups"), "num_groups") : s[1];
     if (op == "instance_norm") {
       bool useInput = boolArg(a, "use_input_stats", true);
       if (!useInput)
-        return callOp(I, "batch_norm", {{"input", a.get("input")}, {"running_mean", a.get("running_mean")},
-                                        {"running_var", a.get("running_var")}, {"weight", a.get("weight")},
-                                        {"bias", a.get("bias")}, {"training", constBool(false)},
-                                        {"eps", constFloat(eps)}});
+        return callOp(I, "batch_norm",
+                      {{"input", a.get("input")},
+                       {"running_mean", a.get("running_mean")},
+                       {"running_var", a.get("running_var")},
+                       {"weight", a.get("weight")},
+                       {"bias", a.get("bias")},
+                       {"training", constBool(false)},
+                       {"eps", constFloat(eps)}});
       if (!a.isNone("running_mean") || !a.isNone("running_var"))
         throw Unsupported("instance_norm updating running stats (in place) is not supported yet");
     }
-    if (groups <= 0 || s[1] % groups) throw Unsupported(op + ": channels not divisible by groups (eager raises)");
+    if (groups <= 0 || s[1] % groups)
+      throw Unsupported(op + ": channels not divisible by groups (eager raises)");
     int64_t m = 1;
-    for (int64_t i = 1; i < rank; ++i) m *= s[i];
+    for (int64_t i = 1; i < rank; ++i)
+      m *= s[i];
     m /= groups;
-    if (m == 0 || s[0] == 0) throw Unsupported(op + " of an empty tensor");
+    if (m == 0 || s[0] == 0)
+      throw Unsupported(op + " of an empty tensor");
     Value y = normalizeRows(e, e.reshape(e.cast(x, c), {s[0], groups, m}), eps);
     y = channelAffine(e, e.reshape(y, s), a, s[1], rank, c, op);
     return T(e.cast(y, d));
   }
   // rms_norm(input, normalized_shape, weight, eps)
   std::vector<int64_t> ns = asInts(a.get("normalized_shape"), "normalized_shape");
-  if (ns.empty() || (int64_t)ns.size() > rank || !std::equal(ns.begin(), ns.end(), s.end() - ns.size()))
+  if (ns.empty() || (int64_t)ns.size() > rank ||
+      !std::equal(ns.begin(), ns.end(), s.end() - ns.size()))
     throw Unsupported("rms_norm normalized_shape does not match the input (eager raises)");
   if (a.isNone("eps"))
-    eps = d == DType::F64 ? 2.220446049250313e-16 : d == DType::F32 ? 1.1920928955078125e-07
-        : d == DType::F16 ? 0.0009765625 : 0.0078125;
+    eps = d == DType::F64   ? 2.220446049250313e-16
+          : d == DType::F32 ? 1.1920928955078125e-07
+          : d == DType::F16 ? 0.0009765625
+                            : 0.0078125;
   std::vector<int64_t> dims;
-  for (int64_t i = rank - ns.size(); i < rank; ++i) dims.push_back(i);
+  for (int64_t i = rank - ns.size(); i < rank; ++i)
+    dims.push_back(i);
   Value w = e.cast(x, c);
   Value ms = e.reduce<MeanOp>(e.bin<MulOp>(w, w), dims, true);
   Value y = e.bin<MulOp>(w, e.unary<RsqrtOp>(e.bin<AddOp>(ms, e.num(eps, c))));
   if (!a.isNone("weight")) {
     Value wt = tensorArg(a.get("weight"), op);
-    if (shapeOf(wt) != ns) throw Unsupported("rms_norm weight shape mismatch (eager raises)");
+    if (shapeOf(wt) != ns)
+      throw Unsupported("rms_norm weight shape mismatch (eager raises)");
     y = e.bin<MulOp>(y, e.cast(wt, c));
   }
   return T(e.cast(y, d));
@@ -278,11 +336,14 @@ VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
   Value x = tensorArg(a.get("input"), op);
   if (!a.isNone("dtype")) {
     auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
-    if (!d) throw Unsupported(op + " dtype");
+    if (!d)
+      throw Unsupported(op + " dtype");
     x = e.cast(x, *d);
   }
-  if (dtypeCategory(dtypeOfValue(x)) < 2) throw Unsupported(op + " of an integer tensor without dtype= (eager raises)");
-  if (a.isNone("dim")) throw Unsupported(op + " without dim");
+  if (dtypeCategory(dtypeOfValue(x)) < 2)
+    throw Unsupported(op + " of an integer tensor without dtype= (eager raises)");
+  if (a.isNone("dim"))
+    throw Unsupported(op + " without dim");
   int64_t rank = ttype(x).getRank();
   int64_t dim = rank == 0 ? 0 : normDim(asInt(a.get("dim"), "dim"), rank);
   if (op == "softmin")
@@ -291,7 +352,8 @@ VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
   DType d = dtypeOfValue(x), c = opmath(d);
   Value w = e.cast(x, c);
   std::vector<int64_t> dims;
-  if (rank > 0) dims.push_back(dim);
+  if (rank > 0)
+    dims.push_back(dim);
   Value m = e.reduce<MaxOp>(w, dims, true);
   double inf = std::numeric_limits<double>::infinity();
   m = e.select(e.bin<EqOp>(e.unary<AbsOp>(m), e.num(inf, c)), e.num(0, c), m);
@@ -302,25 +364,33 @@ VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
 
 VarP attention(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  Value q = floatTensor(a.get("query"), op), k = floatTensor(a.get("key"), op), v = floatTensor(a.get("value"), op);
-  if (floatArg(a, "dropout_p", 0.0) > 0) throw Unsupported("scaled_dot_product_attention with dropout is not supported yet");
-  if (boolArg(a, "enable_gqa", false)) throw Unsupported("scaled_dot_product_attention with enable_gqa is not supported yet");
+  Value q = floatTensor(a.get("query"), op), k = floatTensor(a.get("key"), op),
+        v = floatTensor(a.get("value"), op);
+  if (floatArg(a, "dropout_p", 0.0) > 0)
+    throw Unsupported("scaled_dot_product_attention with dropout is not supported yet");
+  if (boolArg(a, "enable_gqa", false))
+    throw Unsupported("scaled_dot_product_attention with enable_gqa is not supported yet");
   DType d = dtypeOfValue(q), c = opmath(d);
-  if (dtypeOfValue(k) != d || dtypeOfValue(v) != d) throw Unsupported(op + ": q, k, v dtypes differ (eager raises)");
+  if (dtypeOfValue(k) != d || dtypeOfValue(v) != d)
+    throw Unsupported(op + ": q, k, v dtypes differ (eager raises)");
   // L and S may be symbolic (the causal mask is then built from them).
   auto qs = ttype(q).getShape(), ks = ttype(k).getShape();
-  if (qs.size() < 2 || ks.size() < 2) throw Unsupported(op + " expects rank >= 2");
+  if (qs.size() < 2 || ks.size() < 2)
+    throw Unsupported(op + " expects rank >= 2");
   int64_t L = qs[qs.size() - 2], S = ks[ks.size() - 2], E = qs.back();
-  if (mlir::ShapedType::isDynamic(E)) throw Unsupported(op + " with a symbolic head size");
+  if (mlir::ShapedType::isDynamic(E))
+    throw Unsupported(op + " with a symbolic head size");
   double scale = a.isNone("scale") ? 1.0 / std::sqrt((double)E) : asDouble(a.get("scale"), "scale");
   std::vector<int64_t> perm;
-  for (size_t i = 0; i < ks.size(); ++i) perm.push_back(i);
+  for (size_t i = 0; i < ks.size(); ++i)
+    perm.push_back(i);
   std::swap(perm[ks.size() - 1], perm[ks.size() - 2]);
   Value scores = e.inferred<MatmulOp>({e.cast(q, c), e.permute(e.cast(k, c), perm)});
   scores = e.bin<MulOp>(scores, e.num(scale, c));
   double inf = std::numeric_limits<double>::infinity();
   if (boolArg(a, "is_causal", false)) {
-    if (!a.isNone("attn_mask")) throw Unsupported("is_causal with attn_mask (eager raises)");
+    if (!a.isNone("attn_mask"))
+      throw Unsupported("is_causal with attn_mask (eager raises)");
     int64_t lr = qs.size() - 2, sr = ks.size() - 2;
     if (I.symbolOfDim(q, lr) != -1 || I.symbolOfDim(k, sr) != -1) {
       // Symbolic L or S: j <= i from arange(L) and arange(S).
@@ -328,15 +398,18 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
       Value cols = e.reshape(I.symIota(I.sizeVar(k, sr)), {1, S});
       scores = e.select(e.bin<LeOp>(cols, rows), scores, e.num(-inf, c));
     } else {
-    std::vector<double> mask;
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < S; ++j) mask.push_back(j <= i);
-    scores = e.select(e.dense({L, S}, DType::Bool, mask), scores, e.num(-inf, c));
+      std::vector<double> mask;
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t j = 0; j < S; ++j)
+          mask.push_back(j <= i);
+      scores = e.select(e.dense({L, S}, DType::Bool, mask), scores, e.num(-inf, c));
     }
   } else if (!a.isNone("attn_mask")) {
     Value m = tensorArg(a.get("attn_mask"), op);
-    if (dtypeOfValue(m) == DType::Bool) scores = e.select(m, scores, e.num(-inf, c));
-    else scores = e.bin<AddOp>(scores, e.cast(m, c));
+    if (dtypeOfValue(m) == DType::Bool)
+      scores = e.select(m, scores, e.num(-inf, c));
+    else
+      scores = e.bin<AddOp>(scores, e.cast(m, c));
   }
   int64_t rank = ttype(scores).getRank();
   Value p = e.b.create<SoftmaxOp>(I.loc(), scores, e.b.getI64IntegerAttr(rank - 1));
@@ -357,21 +430,27 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
     return T(tensorArg(a.get("input"), op));
   }
   if (op == "normalize") {
-    VarP n = callOp(I, "norm", {{"input", a.get("input")}, {"p", a.isNone("p") ? constFloat(2.0) : a.get("p")},
-                                {"dim", a.isNone("dim") ? constInt(1) : a.get("dim")}, {"keepdim", constBool(true)}});
-    VarP den = callOp(I, "clamp", {{"input", n}, {"min", a.isNone("eps") ? constFloat(1e-12) : a.get("eps")}});
+    VarP n = callOp(I, "norm",
+                    {{"input", a.get("input")},
+                     {"p", a.isNone("p") ? constFloat(2.0) : a.get("p")},
+                     {"dim", a.isNone("dim") ? constInt(1) : a.get("dim")},
+                     {"keepdim", constBool(true)}});
+    VarP den = callOp(I, "clamp",
+                      {{"input", n}, {"min", a.isNone("eps") ? constFloat(1e-12) : a.get("eps")}});
     return callOp(I, "div", {{"input", a.get("input")}, {"other", den}});
   }
   if (op == "cosine_similarity") {
     Value x1 = floatTensor(a.get("x1"), op), x2 = floatTensor(a.get("x2"), op);
-    if (dtypeOfValue(x1) != dtypeOfValue(x2)) throw Unsupported(op + ": dtypes differ (eager raises)");
+    if (dtypeOfValue(x1) != dtypeOfValue(x2))
+      throw Unsupported(op + ": dtypes differ (eager raises)");
     DType d = dtypeOfValue(x1), c = opmath(d);
     Value p = e.cast(x1, c), q = e.cast(x2, c);
     int64_t rank = std::max(ttype(p).getRank(), ttype(q).getRank());
     int64_t dim = normDim(intArg(a, "dim", 1), rank);
     double eps = floatArg(a, "eps", 1e-8);
     auto unit = [&](Value t) {
-      Value n = e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(t, t), {dim - (rank - ttype(t).getRank())}, true));
+      Value n = e.unary<SqrtOp>(
+          e.reduce<SumOp>(e.bin<MulOp>(t, t), {dim - (rank - ttype(t).getRank())}, true));
       return e.bin<DivOp>(t, e.bin<MaximumOp>(n, e.num(eps, c)));
     };
     Value prod = e.bin<MulOp>(unit(p), unit(q));
@@ -380,59 +459,76 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
   if (op == "pixel_shuffle" || op == "pixel_unshuffle") {
     Value x = tensorArg(a.get("input"), op);
     auto s = shapeOf(x);
-    int64_t r = asInt(a.get(op == "pixel_shuffle" ? "upscale_factor" : "downscale_factor"), "factor");
-    if (s.size() < 3 || r <= 0) throw Unsupported(op + " expects rank >= 3 (eager raises)");
+    int64_t r =
+        asInt(a.get(op == "pixel_shuffle" ? "upscale_factor" : "downscale_factor"), "factor");
+    if (s.size() < 3 || r <= 0)
+      throw Unsupported(op + " expects rank >= 3 (eager raises)");
     std::vector<int64_t> batch(s.begin(), s.end() - 3);
     int64_t C = s[s.size() - 3], H = s[s.size() - 2], W = s.back(), nb = batch.size();
     std::vector<int64_t> split = batch, perm, out = batch;
-    for (int64_t i = 0; i < nb; ++i) perm.push_back(i);
+    for (int64_t i = 0; i < nb; ++i)
+      perm.push_back(i);
     if (op == "pixel_shuffle") {
-      if (C % (r * r)) throw Unsupported("pixel_shuffle: channels not divisible (eager raises)");
+      if (C % (r * r))
+        throw Unsupported("pixel_shuffle: channels not divisible (eager raises)");
       split.insert(split.end(), {C / (r * r), r, r, H, W});
-      for (int64_t p : {0, 3, 1, 4, 2}) perm.push_back(nb + p);
+      for (int64_t p : {0, 3, 1, 4, 2})
+        perm.push_back(nb + p);
       out.insert(out.end(), {C / (r * r), H * r, W * r});
     } else {
-      if (H % r || W % r) throw Unsupported("pixel_unshuffle: size not divisible (eager raises)");
+      if (H % r || W % r)
+        throw Unsupported("pixel_unshuffle: size not divisible (eager raises)");
       split.insert(split.end(), {C, H / r, r, W / r, r});
-      for (int64_t p : {0, 2, 4, 1, 3}) perm.push_back(nb + p);
+      for (int64_t p : {0, 2, 4, 1, 3})
+        perm.push_back(nb + p);
       out.insert(out.end(), {C * r * r, H / r, W / r});
     }
     return freshResult(e.reshape(e.permute(e.reshape(x, split), perm), out));
   }
   if (op == "interpolate") {
-    if (strArg(a, "mode", "nearest") != "nearest") throw Unsupported("interpolate mode other than 'nearest' is not supported yet");
+    if (strArg(a, "mode", "nearest") != "nearest")
+      throw Unsupported("interpolate mode other than 'nearest' is not supported yet");
     if (boolArg(a, "antialias", false) || boolArg(a, "recompute_scale_factor", false))
       throw Unsupported("interpolate with antialias/recompute_scale_factor");
     Value x = tensorArg(a.get("input"), op);
     auto s = shapeOf(x);
     int64_t sd = s.size() - 2;
-    if (sd < 1 || sd > 2) throw Unsupported("interpolate of a " + std::to_string(s.size()) + "-D input");
+    if (sd < 1 || sd > 2)
+      throw Unsupported("interpolate of a " + std::to_string(s.size()) + "-D input");
     std::vector<int64_t> out;
     std::vector<double> scales;
     if (!a.isNone("size")) {
       out = nInts(a, "size", sd, {});
-      for (int64_t i = 0; i < sd; ++i) scales.push_back((float)s[2 + i] / (float)out[i]);
+      for (int64_t i = 0; i < sd; ++i)
+        scales.push_back((float)s[2 + i] / (float)out[i]);
     } else if (!a.isNone("scale_factor")) {
       VarP sf = a.get("scale_factor");
       std::vector<double> f;
-      if (sf->kind == Var::Kind::Tuple || sf->kind == Var::Kind::List) for (auto &i : sf->items) f.push_back(asDouble(i, "scale_factor"));
-      else f.assign(sd, asDouble(sf, "scale_factor"));
-      if ((int64_t)f.size() != sd) throw Unsupported("scale_factor length mismatch (eager raises)");
+      if (sf->kind == Var::Kind::Tuple || sf->kind == Var::Kind::List)
+        for (auto &i : sf->items)
+          f.push_back(asDouble(i, "scale_factor"));
+      else
+        f.assign(sd, asDouble(sf, "scale_factor"));
+      if ((int64_t)f.size() != sd)
+        throw Unsupported("scale_factor length mismatch (eager raises)");
       for (int64_t i = 0; i < sd; ++i) {
         out.push_back((int64_t)std::floor(s[2 + i] * f[i]));
         scales.push_back((float)(1.0 / f[i]));
       }
-    } else throw Unsupported("interpolate needs size or scale_factor (eager raises)");
+    } else
+      throw Unsupported("interpolate needs size or scale_factor (eager raises)");
     Value r = x;
     for (int64_t i = 0; i < sd; ++i) {
       std::vector<double> idx;
       for (int64_t o = 0; o < out[i]; ++o)
-        idx.push_back(std::min<int64_t>((int64_t)std::floor((float)(o * (float)scales[i])), s[2 + i] - 1));
+        idx.push_back(
+            std::min<int64_t>((int64_t)std::floor((float)(o * (float)scales[i])), s[2 + i] - 1));
       auto cur = shapeOf(r);
       std::vector<int64_t> ishape(cur.size(), 1), full = cur;
       ishape[2 + i] = full[2 + i] = out[i];
       Value index = e.dense(ishape, DType::I64, idx);
-      index = e.b.create<BroadcastToOp>(I.loc(), RankedTensorType::get(full, e.elt(DType::I64)), index);
+      index =
+          e.b.create<BroadcastToOp>(I.loc(), RankedTensorType::get(full, e.elt(DType::I64)), index);
       auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(2 + i))};
       r = e.checked<GatherOp>({r, index}, attrs, op);
     }
@@ -445,22 +541,31 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
 
 void registerNNOps(OpTable &t) {
   const char *F = "torch.nn.functional";
-  const std::vector<std::string> convParams = {"input", "weight", "bias", "stride", "padding", "dilation", "groups"};
+  const std::vector<std::string> convParams = {"input",   "weight",   "bias",  "stride",
+                                               "padding", "dilation", "groups"};
   for (const char *n : {"conv1d", "conv2d"}) {
     t.function(F, n, {n, convParams});
     t.function("torch", n, {n, convParams});
     t.handler(n, conv);
   }
   for (const char *n : {"max_pool1d", "max_pool2d"}) {
-    OpSpec spec{n, {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"}};
+    OpSpec spec{
+        n,
+        {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"}};
     t.function(F, n, spec);
     t.function("torch", n, spec);
     t.handler(n, pool);
   }
-  t.function(F, "avg_pool1d", {"avg_pool1d", {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
-  t.function("torch", "avg_pool1d", {"avg_pool1d", {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
-  t.function(F, "avg_pool2d", {"avg_pool2d", {"input", "kernel_size", "stride", "padding", "ceil_mode",
-                                              "count_include_pad", "divisor_override"}});
+  t.function(F, "avg_pool1d",
+             {"avg_pool1d",
+              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
+  t.function("torch", "avg_pool1d",
+             {"avg_pool1d",
+              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
+  t.function(F, "avg_pool2d",
+             {"avg_pool2d",
+              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+               "divisor_override"}});
   t.handler("avg_pool1d", pool);
   t.handler("avg_pool2d", pool);
   for (const char *n : {"adaptive_avg_pool1d", "adaptive_avg_pool2d"}) {
@@ -473,29 +578,37 @@ void registerNNOps(OpTable &t) {
     t.handler(n, adaptivePool);
   }
   t.function(F, "group_norm", {"group_norm", {"input", "num_groups", "weight", "bias", "eps"}});
-  t.function(F, "instance_norm", {"instance_norm", {"input", "running_mean", "running_var", "weight", "bias",
-                                                    "use_input_stats", "momentum", "eps"}});
+  t.function(F, "instance_norm",
+             {"instance_norm",
+              {"input", "running_mean", "running_var", "weight", "bias", "use_input_stats",
+               "momentum", "eps"}});
   t.function(F, "rms_norm", {"rms_norm", {"input", "normalized_shape", "weight", "eps"}});
-  for (const char *n : {"group_norm", "instance_norm", "rms_norm"}) t.handler(n, norm);
+  for (const char *n : {"group_norm", "instance_norm", "rms_norm"})
+    t.handler(n, norm);
   t.function(F, "log_softmax", {"log_softmax", {"input", "dim", "_stacklevel", "dtype"}});
   t.both("log_softmax", {"log_softmax", {"input", "dim", "dtype"}});
   t.function(F, "softmin", {"softmin", {"input", "dim", "_stacklevel", "dtype"}});
   t.handler("log_softmax", softmaxLike);
   t.handler("softmin", softmaxLike);
-  t.function(F, "scaled_dot_product_attention",
-             {"sdpa", {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"}});
+  t.function(
+      F, "scaled_dot_product_attention",
+      {"sdpa",
+       {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"}});
   t.handler("sdpa", attention);
-  for (const char *n : {"alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d"})
+  for (const char *n :
+       {"alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d"})
     t.function(F, n, {"dropout_variant", {"input", "p", "training", "inplace"}});
   t.function(F, "normalize", {"normalize", {"input", "p", "dim", "eps", "out"}});
   t.function(F, "cosine_similarity", {"cosine_similarity", {"x1", "x2", "dim", "eps"}});
   t.function("torch", "cosine_similarity", {"cosine_similarity", {"x1", "x2", "dim", "eps"}});
   t.function(F, "pixel_shuffle", {"pixel_shuffle", {"input", "upscale_factor"}});
   t.function(F, "pixel_unshuffle", {"pixel_unshuffle", {"input", "downscale_factor"}});
-  t.function(F, "interpolate", {"interpolate", {"input", "size", "scale_factor", "mode", "align_corners",
-                                                "recompute_scale_factor", "antialias"}});
-  for (const char *n : {"dropout_variant", "normalize", "cosine_similarity", "pixel_shuffle", "pixel_unshuffle",
-                        "interpolate"})
+  t.function(F, "interpolate",
+             {"interpolate",
+              {"input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
+               "antialias"}});
+  for (const char *n : {"dropout_variant", "normalize", "cosine_similarity", "pixel_shuffle",
+                        "pixel_unshuffle", "interpolate"})
     t.handler(n, misc);
 }
 

@@ -26,10 +26,12 @@ bool isNarrow(DType d) { return d == DType::F16 || d == DType::BF16; }
 std::vector<int64_t> reducedDims(const Args &a, int64_t rank, const char *name = "dim") {
   std::vector<int64_t> dims;
   if (a.isNone(name) || asInts(a.get(name), name).empty()) {
-    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(i);
     return dims;
   }
-  for (int64_t d : asInts(a.get(name), name)) dims.push_back(normDim(d, rank));
+  for (int64_t d : asInts(a.get(name), name))
+    dims.push_back(normDim(d, rank));
   return dims;
 }
 
@@ -37,16 +39,20 @@ std::vector<int64_t> reducedDims(const Args &a, int64_t rank, const char *name =
 int64_t countOver(Value v, const std::vector<int64_t> &dims) {
   int64_t n = 1;
   auto shape = ttype(v).getShape();
-  if (shape.empty()) return 1;
-  for (int64_t d : dims) n *= shape[d];
+  if (shape.empty())
+    return 1;
+  for (int64_t d : dims)
+    n *= shape[d];
   return n;
 }
 
 /// An optional `dtype=` argument applied to `v` first.
 Value withDtype(Emit &e, Value v, const Args &a) {
-  if (a.isNone("dtype")) return v;
+  if (a.isNone("dtype"))
+    return v;
   auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
-  if (!d) throw Unsupported("unsupported dtype");
+  if (!d)
+    throw Unsupported("unsupported dtype");
   return e.cast(v, *d);
 }
 
@@ -55,12 +61,15 @@ VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool i
   Emit e(I);
   int64_t rank = ttype(v).getRank();
   dim = normDim(dim, rank);
-  if (dtypeOfValue(v) == DType::Bool) throw Unsupported("max/min with dim of a bool tensor is not supported yet");
-  if (rank > 0 && ttype(v).getDimSize(dim) == 0) throw Unsupported("max/min over an empty dim (eager raises)");
+  if (dtypeOfValue(v) == DType::Bool)
+    throw Unsupported("max/min with dim of a bool tensor is not supported yet");
+  if (rank > 0 && ttype(v).getDimSize(dim) == 0)
+    throw Unsupported("max/min over an empty dim (eager raises)");
   Value values = isMax ? e.reduce<MaxOp>(v, {dim}, keepdim) : e.reduce<MinOp>(v, {dim}, keepdim);
   auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
                 e.b.getNamedAttr("keepdim", e.b.getBoolAttr(keepdim))};
-  Value idx = isMax ? e.checked<ArgmaxOp>({v}, attrs, "max") : e.checked<ArgminOp>({v}, attrs, "min");
+  Value idx =
+      isMax ? e.checked<ArgmaxOp>({v}, attrs, "max") : e.checked<ArgminOp>({v}, attrs, "min");
   return makeSeq(Var::Kind::Tuple, {T(values), T(idx)});
 }
 
@@ -76,7 +85,8 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
     if (dimArg && dimArg->isTensor()) // torch.max(x, other): elementwise
       return callOp(I, op == "max" ? "maximum" : "minimum", {{"input", x}, {"other", dimArg}});
     if (a.isNone("dim")) {
-      if (!a.isNone("keepdim")) throw Unsupported(op + " with keepdim but no dim (eager raises)");
+      if (!a.isNone("keepdim"))
+        throw Unsupported(op + " with keepdim but no dim (eager raises)");
       if (ttype(v).hasStaticShape() && ttype(v).getNumElements() == 0)
         throw Unsupported(op + " of an empty tensor (eager raises)");
       std::vector<int64_t> all = reducedDims(a, rank);
@@ -86,18 +96,22 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
   }
   if (op == "amin") {
     std::vector<int64_t> dims = reducedDims(a, rank);
-    if (countOver(v, dims) == 0) throw Unsupported("amin of an empty tensor (eager raises)");
+    if (countOver(v, dims) == 0)
+      throw Unsupported("amin of an empty tensor (eager raises)");
     return T(e.reduce<MinOp>(v, dims, keepdim));
   }
   if (op == "prod") {
     v = withDtype(e, v, a);
-    if (dtypeCategory(dtypeOfValue(v)) < 2) v = e.cast(v, DType::I64);
-    std::vector<int64_t> dims = a.isNone("dim") ? reducedDims(a, rank)
-                                                : std::vector<int64_t>{normDim(asInt(a.get("dim"), "dim"), rank)};
+    if (dtypeCategory(dtypeOfValue(v)) < 2)
+      v = e.cast(v, DType::I64);
+    std::vector<int64_t> dims =
+        a.isNone("dim") ? reducedDims(a, rank)
+                        : std::vector<int64_t>{normDim(asInt(a.get("dim"), "dim"), rank)};
     return T(e.reduce<ProdOp>(v, dims, a.isNone("dim") ? false : keepdim));
   }
   if (op == "argmax" || op == "argmin") {
-    if (d == DType::Bool) throw Unsupported(op + " of a bool tensor (eager raises)");
+    if (d == DType::Bool)
+      throw Unsupported(op + " of a bool tensor (eager raises)");
     Value in = v;
     int64_t dim = 0;
     if (a.isNone("dim")) {
@@ -108,14 +122,17 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
     }
     auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
                   e.b.getNamedAttr("keepdim", e.b.getBoolAttr(a.isNone("dim") ? false : keepdim))};
-    Value r = op == "argmax" ? e.checked<ArgmaxOp>({in}, attrs, op) : e.checked<ArgminOp>({in}, attrs, op);
-    if (a.isNone("dim") && keepdim) r = e.reshape(r, std::vector<int64_t>(rank, 1));
+    Value r = op == "argmax" ? e.checked<ArgmaxOp>({in}, attrs, op)
+                             : e.checked<ArgminOp>({in}, attrs, op);
+    if (a.isNone("dim") && keepdim)
+      r = e.reshape(r, std::vector<int64_t>(rank, 1));
     return T(r);
   }
   if (op == "all" || op == "any") {
     Value b = e.cast(v, DType::Bool);
     std::vector<int64_t> dims = reducedDims(a, rank);
-    if (rank == 0) return T(b);
+    if (rank == 0)
+      return T(b);
     return T(op == "any" ? e.reduce<MaxOp>(b, dims, keepdim) : e.reduce<MinOp>(b, dims, keepdim));
   }
   if (op == "count_nonzero") {
@@ -123,17 +140,21 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
     return T(e.reduce<SumOp>(nz, reducedDims(a, rank), false));
   }
   if (op == "cumsum") {
-    if (a.isNone("dim")) throw Unsupported("cumsum without dim (eager raises)");
+    if (a.isNone("dim"))
+      throw Unsupported("cumsum without dim (eager raises)");
     v = withDtype(e, v, a);
     DType vd = dtypeOfValue(v);
     int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
-    Value in = dtypeCategory(vd) < 2 ? e.cast(v, DType::I64) : isNarrow(vd) ? e.cast(v, DType::F32) : v;
+    Value in = dtypeCategory(vd) < 2 ? e.cast(v, DType::I64)
+               : isNarrow(vd)        ? e.cast(v, DType::F32)
+                                     : v;
     auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim))};
     Value r = e.checked<CumsumOp>({in}, attrs, op);
     return T(isNarrow(vd) ? e.cast(r, vd) : r);
   }
   // Float statistics.
-  if (dtypeCategory(d) < 2) throw Unsupported(op + " of an integer tensor (eager raises)");
+  if (dtypeCategory(d) < 2)
+    throw Unsupported(op + " of an integer tensor (eager raises)");
   DType compute = isNarrow(d) ? DType::F32 : d;
   Value w = e.cast(v, compute);
   if (op == "logsumexp") {
@@ -153,15 +174,18 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
       correction = dimArg->obj.get() == Py_True ? 1 : 0;
       a.named.erase("dim");
     }
-    if (!a.isNone("unbiased")) correction = boolArg(a, "unbiased", true) ? 1 : 0;
-    if (!a.isNone("correction")) correction = asDouble(a.get("correction"), "correction");
+    if (!a.isNone("unbiased"))
+      correction = boolArg(a, "unbiased", true) ? 1 : 0;
+    if (!a.isNone("correction"))
+      correction = asDouble(a.get("correction"), "correction");
     std::vector<int64_t> dims = reducedDims(a, rank);
     int64_t n = countOver(w, dims);
     Value mean = e.reduce<MeanOp>(w, dims, true);
     Value c = e.bin<SubOp>(w, mean);
     Value ss = e.reduce<SumOp>(e.bin<MulOp>(c, c), dims, keepdim);
     Value r = e.bin<DivOp>(ss, e.num(std::max(0.0, n - correction), compute));
-    if (op[0] == 's') r = e.unary<SqrtOp>(r);
+    if (op[0] == 's')
+      r = e.unary<SqrtOp>(r);
     r = e.cast(r, d);
     if (op.size() > 4) {
       Value mk = keepdim ? mean : e.reshape(mean, ttype(r).getShape());
@@ -175,17 +199,20 @@ VarP reduction(Interpreter &I, const std::string &op, Args &a) {
     if (pArg && !(pArg->isConst() && pArg->obj.get() == Py_None)) {
       PyObject *o = constObj(pArg, "p");
       if (PyUnicode_Check(o)) {
-        if (pyText(o) != "fro") throw Unsupported("norm p='" + pyText(o) + "' is not supported yet");
+        if (pyText(o) != "fro")
+          throw Unsupported("norm p='" + pyText(o) + "' is not supported yet");
       } else {
         p = asDouble(pArg, "p");
       }
     }
-    if (op == "norm" && !a.isNone("dtype")) throw Unsupported("norm with dtype= is not supported yet");
+    if (op == "norm" && !a.isNone("dtype"))
+      throw Unsupported("norm with dtype= is not supported yet");
     std::vector<int64_t> dims = reducedDims(a, rank);
     Value absV = e.unary<AbsOp>(w);
     Value r;
     if (std::isinf(p)) {
-      if (countOver(w, dims) == 0) throw Unsupported("inf-norm of an empty tensor (eager raises)");
+      if (countOver(w, dims) == 0)
+        throw Unsupported("inf-norm of an empty tensor (eager raises)");
       r = p > 0 ? e.reduce<MaxOp>(absV, dims, keepdim) : e.reduce<MinOp>(absV, dims, keepdim);
     } else if (p == 2) {
       r = e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(w, w), dims, keepdim));
@@ -213,13 +240,17 @@ void registerReductionOps(OpTable &t) {
   t.both("cumsum", {"cumsum", {"input", "dim", "dtype"}});
   for (const char *n : {"var", "std", "var_mean", "std_mean"}) {
     OpSpec spec{n, {"input", "dim", "unbiased", "keepdim", "correction"}};
-    if (n[3] == '_') t.function("torch", n, spec);
-    else t.both(n, spec);
+    if (n[3] == '_')
+      t.function("torch", n, spec);
+    else
+      t.both(n, spec);
   }
   t.both("norm", {"norm", {"input", "p", "dim", "keepdim", "dtype"}});
-  t.function("torch.linalg", "vector_norm", {"vector_norm", {"input", "ord", "dim", "keepdim", "dtype"}});
-  for (const char *n : {"max", "min", "amin", "prod", "argmax", "argmin", "all", "any", "count_nonzero",
-                        "cumsum", "logsumexp", "var", "std", "var_mean", "std_mean", "norm", "vector_norm"})
+  t.function("torch.linalg", "vector_norm",
+             {"vector_norm", {"input", "ord", "dim", "keepdim", "dtype"}});
+  for (const char *n :
+       {"max", "min", "amin", "prod", "argmax", "argmin", "all", "any", "count_nonzero", "cumsum",
+        "logsumexp", "var", "std", "var_mean", "std_mean", "norm", "vector_norm"})
     t.handler(n, reduction);
 }
 

@@ -66,12 +66,16 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
     return makeConst(PyRef::steal(PyObject_Call(sizeType, args.get(), nullptr)));
   }
   if (name == "__len__") {
-    if (type.getRank() == 0) throw Unsupported("len() of a 0-d tensor");
+    if (type.getRank() == 0)
+      throw Unsupported("len() of a 0-d tensor");
     return sizeVar(self->value, 0);
   }
-  if (name == "ndim") return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
-  if (name == "dtype") return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
-  if (name == "is_cuda") return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
+  if (name == "ndim")
+    return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
+  if (name == "dtype")
+    return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
+  if (name == "is_cuda")
+    return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
   if (name == "is_meta")
     return makeConst(PyRef::borrow(graphDevice_ == TensorMeta::kMetaDevice ? Py_True : Py_False));
   // Graph tensors are dense strided tensors: nested, sparse, quantized and
@@ -83,7 +87,8 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
     // (grad mode on here and some input requiring grad).
     if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
       if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
-        return makeConst(PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
+        return makeConst(
+            PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
     bool anyInput = false;
     for (const GraphInput &in : out_.inputs)
       anyInput |= in.requiresGrad;
@@ -175,7 +180,8 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   if (args.size() != 1)
     throw Unsupported("torch.tensor takes one data argument");
   for (auto &[k, v] : kwargs)
-    if (k != "dtype" && k != "device" && !(k == "requires_grad" && v->isConst() && v->obj.get() == Py_False))
+    if (k != "dtype" && k != "device" &&
+        !(k == "requires_grad" && v->isConst() && v->obj.get() == Py_False))
       throw Unsupported("torch.tensor(" + k + "=...) is not supported");
   std::vector<int64_t> shape;
   std::vector<double> data;
@@ -194,7 +200,8 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
       throw Unsupported("torch.tensor on device " + dev + " (not the graph's device)");
   }
   DType d = kind == 0 ? DType::Bool : kind == 1 ? DType::I64 : defaultFloat();
-  if (kwargs.count("dtype") && !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
+  if (kwargs.count("dtype") &&
+      !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
     auto dt = dtypeFromObject(constObj(kwargs["dtype"], "dtype"));
     if (!dt)
       throw Unsupported("torch.tensor with an unsupported dtype");
@@ -214,8 +221,8 @@ PyObject *dtypeType() {
 } // namespace
 
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
-                               const std::vector<VarP> &args,
-                               const std::map<std::string, VarP> &kwargs) {
+                              const std::vector<VarP> &args,
+                              const std::map<std::string, VarP> &kwargs) {
   if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
       PyObject_TypeCheck(args[0]->obj.get(), reinterpret_cast<PyTypeObject *>(dtypeType()))) {
     // x.type(torch.float32) is x.to(torch.float32); type strings are not mapped.
@@ -234,7 +241,8 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
       dev = kw["device"];
       kw.erase("device");
     } else if (!rest.empty() && rest[0]->isConst() &&
-               (PyObject_TypeCheck(rest[0]->obj.get(), reinterpret_cast<PyTypeObject *>(deviceType)) ||
+               (PyObject_TypeCheck(rest[0]->obj.get(),
+                                   reinterpret_cast<PyTypeObject *>(deviceType)) ||
                 PyUnicode_Check(rest[0]->obj.get()))) {
       dev = rest[0];
       rest.erase(rest.begin());
@@ -266,10 +274,11 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
 }
 
 VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {
-  if (!a->isTensor() && !b->isTensor()) return nullptr;
+  if (!a->isTensor() && !b->isTensor())
+    return nullptr;
   std::string op = sym;
-  bool inplace = op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" &&
-                 op != "<=" && op != ">=";
+  bool inplace =
+      op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" && op != "<=" && op != ">=";
   if (inplace) {
     op.pop_back();
     // x += y mutates x's storage in eager: only allowed on a tensor the graph
@@ -279,11 +288,13 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
       throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
   }
   static const std::map<std::string, std::string> names = {
-      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"**", "pow"}, {"@", "matmul"},
-      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
+      {"+", "add"},         {"-", "sub"},        {"*", "mul"},        {"/", "div"},
+      {"**", "pow"},        {"@", "matmul"},     {"==", "eq"},        {"!=", "ne"},
+      {"<", "lt"},          {"<=", "le"},        {">", "gt"},         {">=", "ge"},
       {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}};
   auto it = names.find(op);
-  if (it == names.end()) throw Unsupported("operator " + sym + " on tensors is not supported yet");
+  if (it == names.end())
+    throw Unsupported("operator " + sym + " on tensors is not supported yet");
   Args args;
   args.named["input"] = a;
   args.named[it->second == "pow" ? "exponent" : "other"] = b;

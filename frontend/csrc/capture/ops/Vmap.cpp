@@ -53,11 +53,14 @@ int64_t rankOf(const VarP &v) { return ttype(v->value).getRank(); }
 std::vector<VarP *> tensorSlots(Args &a) {
   std::vector<VarP *> out;
   for (auto &[k, v] : a.named) {
-    if (!v) continue;
-    if (v->isTensor()) out.push_back(&v);
+    if (!v)
+      continue;
+    if (v->isTensor())
+      out.push_back(&v);
     else if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
       for (auto &item : v->items)
-        if (item->isTensor()) out.push_back(&item);
+        if (item->isTensor())
+          out.push_back(&item);
   }
   return out;
 }
@@ -65,14 +68,17 @@ std::vector<VarP *> tensorSlots(Args &a) {
 /// In (dims of each argument): 0 or None.
 std::vector<bool> mappedArgs(const VarP &inDims, size_t nargs) {
   auto isMapped = [](PyObject *o) {
-    if (o == Py_None) return false;
-    if (PyLong_Check(o) && PyLong_AsLong(o) == 0) return true;
+    if (o == Py_None)
+      return false;
+    if (PyLong_Check(o) && PyLong_AsLong(o) == 0)
+      return true;
     PyErr_Clear();
     throw Unsupported("torch.vmap: only in_dims 0 or None are supported");
   };
   std::vector<bool> mapped;
   if (inDims->kind == Var::Kind::Tuple || inDims->kind == Var::Kind::List) {
-    for (auto &d : inDims->items) mapped.push_back(isMapped(constObj(d, "in_dims")));
+    for (auto &d : inDims->items)
+      mapped.push_back(isMapped(constObj(d, "in_dims")));
   } else {
     PyObject *o = constObj(inDims, "in_dims");
     if (PyTuple_Check(o) || PyList_Check(o)) {
@@ -115,26 +121,32 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
   }
   std::vector<VarP> callArgs = iterItems(args[3]);
   std::map<std::string, VarP> callKw;
-  for (auto &[k, v] : dictItems(args[4])) callKw[pyText(k.get())] = v;
+  for (auto &[k, v] : dictItems(args[4]))
+    callKw[pyText(k.get())] = v;
   std::vector<bool> mapped = mappedArgs(args[1], callArgs.size());
   int level = static_cast<int>(vmapSizes_.size()) + 1;
   int64_t size = -1;
   for (size_t i = 0; i < callArgs.size(); ++i) {
-    if (!mapped[i]) continue;
+    if (!mapped[i])
+      continue;
     VarP &x = callArgs[i];
-    if (!x->isTensor()) throw Unsupported("torch.vmap: a mapped argument must be a tensor");
+    if (!x->isTensor())
+      throw Unsupported("torch.vmap: a mapped argument must be a tensor");
     VarP p = vmapAlign(x, level - 1);
     auto shape = ttype(p->value).getShape();
     if (static_cast<int64_t>(shape.size()) < level)
       throw Unsupported("torch.vmap: a mapped 0-d tensor (eager raises)");
     int64_t n = shape[level - 1];
-    if (mlir::ShapedType::isDynamic(n)) throw Unsupported("torch.vmap over a symbolic size");
-    if (size >= 0 && n != size) throw Unsupported("torch.vmap: mapped sizes differ (eager raises)");
+    if (mlir::ShapedType::isDynamic(n))
+      throw Unsupported("torch.vmap over a symbolic size");
+    if (size >= 0 && n != size)
+      throw Unsupported("torch.vmap: mapped sizes differ (eager raises)");
     size = n;
     p->vmapLevels = level;
     x = p;
   }
-  if (size < 0) throw Unsupported("torch.vmap: no argument is mapped (eager raises)");
+  if (size < 0)
+    throw Unsupported("torch.vmap: no argument is mapped (eager raises)");
   vmapSizes_.push_back(size);
   VarP r;
   try {
@@ -144,7 +156,8 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
     throw;
   }
   vmapSizes_.pop_back();
-  if (!r->isTensor()) throw Unsupported("torch.vmap: the function must return one tensor");
+  if (!r->isTensor())
+    throw Unsupported("torch.vmap: the function must return one tensor");
   // The level's dim becomes the first per-example dim, at its full size.
   VarP p = vmapAlign(r, level);
   std::vector<int64_t> target(ttype(p->value).getShape().begin(), ttype(p->value).getShape().end());
@@ -162,28 +175,34 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
 VarP Interpreter::vmapApply(const std::string &op, Args &a) {
   std::vector<VarP *> tensors = tensorSlots(a);
   bool anyBatched = false;
-  for (VarP *t : tensors) anyBatched |= (*t)->vmapLevels > 0;
-  if (!anyBatched) return nullptr;
+  for (VarP *t : tensors)
+    anyBatched |= (*t)->vmapLevels > 0;
+  if (!anyBatched)
+    return nullptr;
   int level = static_cast<int>(vmapSizes_.size());
   static const std::set<std::string> elementwise = {
-      "add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum",
-      "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-      "neg", "abs", "logical_not", "bitwise_not", "where", "remainder", "floor_divide", "pow"};
-  static const std::set<std::string> casts = {"to", "float", "double", "half", "bfloat16",
-                                              "int", "long", "bool"};
+      "add",          "sub",        "mul",         "div",         "eq",         "ne",
+      "lt",           "le",         "gt",          "ge",          "maximum",    "minimum",
+      "logical_and",  "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+      "neg",          "abs",        "logical_not", "bitwise_not", "where",      "remainder",
+      "floor_divide", "pow"};
+  static const std::set<std::string> casts = {"to",       "float", "double", "half",
+                                              "bfloat16", "int",   "long",   "bool"};
   static const std::set<std::string> factories = {"new_ones", "new_zeros", "new_full", "new_empty"};
   VarP in = a.get("input");
   auto reject = [&](const std::string &why) {
     throw Unsupported("torch.vmap: " + op + " on a batched tensor is not supported (" + why + ")");
   };
   if (factories.count(op)) { // reads only dtype/device of the batched input
-    if (tensors.size() != 1) reject("tensor arguments");
+    if (tensors.size() != 1)
+      reject("tensor arguments");
     Args pa = a;
     pa.named["input"] = physical(in);
     return applyTracked(*this, op, pa); // unbatched
   }
   if (op == "getitem") {
-    if (!in || in->vmapLevels > 0) reject("indexing a batched tensor");
+    if (!in || in->vmapLevels > 0)
+      reject("indexing a batched tensor");
     VarP idx = a.get("index");
     std::vector<VarP> items = idx->kind == Var::Kind::Tuple ? idx->items : std::vector<VarP>{idx};
     Args pa = a;
@@ -194,7 +213,8 @@ VarP Interpreter::vmapApply(const std::string &op, Args &a) {
       aligned.push_back(vmapAlign(it, level));
       aligned.back()->vmapLevels = 0;
     }
-    pa.named["index"] = idx->kind == Var::Kind::Tuple ? makeSeq(Var::Kind::Tuple, aligned) : aligned[0];
+    pa.named["index"] =
+        idx->kind == Var::Kind::Tuple ? makeSeq(Var::Kind::Tuple, aligned) : aligned[0];
     VarP r = applyTracked(*this, op, pa);
     r->vmapLevels = level;
     return r;
@@ -202,20 +222,25 @@ VarP Interpreter::vmapApply(const std::string &op, Args &a) {
   bool isCast = casts.count(op) > 0;
   if (!elementwise.count(op) && !isCast)
     reject("kiln batches elementwise ops, casts, new_* factories and integer-tensor indexing");
-  if (isCast && tensors.size() != 1) reject("a cast to another tensor's type");
+  if (isCast && tensors.size() != 1)
+    reject("a cast to another tensor's type");
   // Per-example ranks: batched operands agree; unbatched ones fit under them.
   int64_t exampleRank = -1;
   for (VarP *t : tensors)
     if ((*t)->vmapLevels > 0) {
       int64_t r = rankOf(*t) - (*t)->vmapLevels;
-      if (exampleRank >= 0 && r != exampleRank) reject("operands of different per-example ranks");
+      if (exampleRank >= 0 && r != exampleRank)
+        reject("operands of different per-example ranks");
       exampleRank = r;
     }
   Args pa = a;
   for (auto &[k, v] : pa.named) {
-    if (!v) continue;
-    if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) reject("tensor sequences");
-    if (!v->isTensor()) continue;
+    if (!v)
+      continue;
+    if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+      reject("tensor sequences");
+    if (!v->isTensor())
+      continue;
     if (v->vmapLevels == 0 && rankOf(v) > exampleRank)
       reject("an unbatched operand of higher rank than the per-example values");
     if (v->vmapLevels > 0) {
@@ -224,7 +249,8 @@ VarP Interpreter::vmapApply(const std::string &op, Args &a) {
     }
   }
   VarP r = applyTracked(*this, op, pa);
-  if (r && r->isTensor()) r->vmapLevels = level;
+  if (r && r->isTensor())
+    r->vmapLevels = level;
   return r;
 }
 

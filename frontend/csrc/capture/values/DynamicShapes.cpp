@@ -85,16 +85,22 @@ std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int
   int inDyn = 0, tDyn = 0, infer = -1;
   int64_t pIn = 1, pT = 1;
   for (int64_t s : in) {
-    if (ShapedType::isDynamic(s)) ++inDyn;
-    else pIn *= s;
+    if (ShapedType::isDynamic(s))
+      ++inDyn;
+    else
+      pIn *= s;
   }
   for (size_t i = 0; i < target.size(); ++i) {
-    if (ShapedType::isDynamic(target[i])) ++tDyn;
+    if (ShapedType::isDynamic(target[i]))
+      ++tDyn;
     else if (target[i] == -1) {
-      if (infer >= 0) throw Unsupported("reshape with two -1");
+      if (infer >= 0)
+        throw Unsupported("reshape with two -1");
       infer = (int)i;
-    } else if (target[i] < 0) throw Unsupported("reshape: negative size");
-    else pT *= target[i];
+    } else if (target[i] < 0)
+      throw Unsupported("reshape: negative size");
+    else
+      pT *= target[i];
   }
   if (inDyn != 1 || tDyn > 1)
     throw Unsupported("reshape between shapes with symbolic sizes other than one symbolic dim "
@@ -102,13 +108,16 @@ std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int
   if (tDyn == 1 && infer >= 0) {
     // x.view(x.shape[0], -1): the symbolic target size is the input's one
     // (the static re-capture checks it), the -1 takes the static rest.
-    if (pT == 0 || pIn % pT) throw Unsupported("reshape: invalid shape");
+    if (pT == 0 || pIn % pT)
+      throw Unsupported("reshape: invalid shape");
     target[infer] = pIn / pT;
   } else if (tDyn == 1) {
-    if (pIn != pT) throw Unsupported("reshape: element count mismatch");
+    if (pIn != pT)
+      throw Unsupported("reshape: element count mismatch");
   } else if (infer >= 0) {
     // x.view(-1, 64): the -1 becomes the symbolic size.
-    if (pT == 0 || pIn % pT) throw Unsupported("reshape: a symbolic size is not a multiple of the rest");
+    if (pT == 0 || pIn % pT)
+      throw Unsupported("reshape: a symbolic size is not a multiple of the rest");
     target[infer] = ShapedType::kDynamic;
   } else {
     throw Unsupported("reshape of a symbolic size to a static shape");
@@ -205,9 +214,10 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
     bool isReturn = llvm::isa<mlir::func::ReturnOp>(a);
     for (unsigned k = 0; isReturn && k < a->getNumOperands(); ++k) {
       std::vector<int> syms;
-      if (!sameUpToSymbols(a->getOperand(k).getType(), b->getOperand(k).getType(), symOf,
-                           &syms, collide)) {
-        why = "result " + std::to_string(k) + " has a size that is neither static nor a symbolic input size";
+      if (!sameUpToSymbols(a->getOperand(k).getType(), b->getOperand(k).getType(), symOf, &syms,
+                           collide)) {
+        why = "result " + std::to_string(k) +
+              " has a size that is neither static nor a symbolic input size";
         return false;
       }
       if (k < dyn.results.size()) {
@@ -218,7 +228,8 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
       }
     }
     for (unsigned k = 0; k < a->getNumResults(); ++k) {
-      if (!sameUpToSymbols(a->getResult(k).getType(), b->getResult(k).getType(), symOf, nullptr, collide)) {
+      if (!sameUpToSymbols(a->getResult(k).getType(), b->getResult(k).getType(), symOf, nullptr,
+                           collide)) {
         why = "op " + where + " has a size that depends on a symbolic size (" +
               typeText(a->getResult(k).getType()) + " vs " + typeText(b->getResult(k).getType()) +
               ")";

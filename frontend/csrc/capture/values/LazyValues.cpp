@@ -139,10 +139,29 @@ void Interpreter::materializeOperands(Frame &f, const Instr &in) {
   if (!anyLazy())
     return;
   static const std::set<std::string> passThrough = {
-      "RESUME", "NOP", "PRECALL", "CACHE", "EXTENDED_ARG", "LOAD_FAST", "LOAD_FAST_CHECK",
-      "STORE_FAST", "DELETE_FAST", "LOAD_CONST", "COPY", "SWAP", "POP_TOP", "PUSH_NULL",
-      "LOAD_GLOBAL", "STORE_GLOBAL", "KW_NAMES", "JUMP_FORWARD", "JUMP_BACKWARD",
-      "JUMP_BACKWARD_NO_INTERRUPT", "LOAD_DEREF", "LOAD_CLOSURE", "COPY_FREE_VARS",
+      "RESUME",
+      "NOP",
+      "PRECALL",
+      "CACHE",
+      "EXTENDED_ARG",
+      "LOAD_FAST",
+      "LOAD_FAST_CHECK",
+      "STORE_FAST",
+      "DELETE_FAST",
+      "LOAD_CONST",
+      "COPY",
+      "SWAP",
+      "POP_TOP",
+      "PUSH_NULL",
+      "LOAD_GLOBAL",
+      "STORE_GLOBAL",
+      "KW_NAMES",
+      "JUMP_FORWARD",
+      "JUMP_BACKWARD",
+      "JUMP_BACKWARD_NO_INTERRUPT",
+      "LOAD_DEREF",
+      "LOAD_CLOSURE",
+      "COPY_FREE_VARS",
       "BINARY_OP"}; // BINARY_OP: step() keeps + - * lazy, materializes otherwise
   const std::string &op = in.op;
   std::vector<VarP> &s = f.stack;
@@ -221,7 +240,8 @@ VarP Interpreter::lazyListMutation(const VarP &list, const std::string &name,
     for (VarP &a : args)
       materializeDeep(a);
     PyObject *at = args.size() == 1 ? constObj(args[0], "list.pop index") : nullptr;
-    bool atEnd = args.empty() || (args.size() == 1 && PyLong_CheckExact(at) && PyLong_AsLong(at) == -1);
+    bool atEnd =
+        args.empty() || (args.size() == 1 && PyLong_CheckExact(at) && PyLong_AsLong(at) == -1);
     if (!atEnd || pending.empty() || pending.back().method != "append") {
       materialize(list); // a List Var (mutated before), or what an eager read gives
       return listMutation(list->isConst() ? containerVar(list) : list, name, args, kwargs);

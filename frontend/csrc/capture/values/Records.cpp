@@ -104,7 +104,7 @@ VarP Interpreter::buildRecord(PyObject *cls, std::vector<VarP> &args,
     othersNone &= isNone(values[i]);
   if (othersNone && !values[0]->isTensor())
     throw Unsupported(pyText(cls) + " built from a non-tensor first field (its "
-                      "__post_init__ iterates over it)");
+                                    "__post_init__ iterates over it)");
   auto rec = std::make_shared<Var>();
   rec->kind = Var::Kind::Dict;
   rec->obj = PyRef::borrow(cls);
@@ -129,9 +129,9 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
   std::string name = pyText(PyDescr_NAME(fn));
   static const std::set<std::string> dictReads = {"get", "keys", "values", "items", "__contains__"};
   static const std::set<std::string> strReads = {
-      "startswith", "endswith", "lower", "upper", "split", "rsplit", "join", "format", "replace",
-      "strip", "lstrip", "rstrip", "isdigit", "isalpha", "count", "find", "partition",
-      "rpartition", "__contains__"};
+      "startswith", "endswith", "lower",     "upper",      "split",       "rsplit",  "join",
+      "format",     "replace",  "strip",     "lstrip",     "rstrip",      "isdigit", "isalpha",
+      "count",      "find",     "partition", "rpartition", "__contains__"};
   static const std::set<std::string> seqReads = {"index", "count", "__contains__"};
   bool isDict = PyType_IsSubtype(reinterpret_cast<PyTypeObject *>(owner), &PyDict_Type);
   if (isDict && dictReads.count(name)) {
@@ -158,7 +158,8 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
       if (name == "__contains__") {
         if (rest.size() != 1)
           throw Unsupported("dict.__contains__ takes one argument");
-        return makeConst(PyRef::borrow(dictFind(d, constObj(rest[0], "key")) >= 0 ? Py_True : Py_False));
+        return makeConst(
+            PyRef::borrow(dictFind(d, constObj(rest[0], "key")) >= 0 ? Py_True : Py_False));
       }
       return call(m, rest, kwargs);
     }
@@ -166,7 +167,8 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
   }
   bool ok = (owner == reinterpret_cast<PyObject *>(&PyUnicode_Type) && strReads.count(name)) ||
             ((owner == reinterpret_cast<PyObject *>(&PyTuple_Type) ||
-              owner == reinterpret_cast<PyObject *>(&PyList_Type)) && seqReads.count(name));
+              owner == reinterpret_cast<PyObject *>(&PyList_Type)) &&
+             seqReads.count(name));
   if (!ok)
     return nullptr;
   PyRef tuple = constTuple(args, "argument of a str/tuple method");

@@ -99,8 +99,9 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
     for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
       PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
       if (subDict && PyDict_Check(subDict) && PyDict_Contains(subDict, name) == 1)
-        throw Unsupported("mutation (STORE_ATTR) of " + std::string(sub).substr(1, std::strlen(sub) - 2) +
-                          " '" + attr + "' of a module (assigning a parameter, buffer or "
+        throw Unsupported("mutation (STORE_ATTR) of " +
+                          std::string(sub).substr(1, std::strlen(sub) - 2) + " '" + attr +
+                          "' of a module (assigning a parameter, buffer or "
                           "submodule) is not supported");
       PyErr_Clear();
     }
@@ -157,8 +158,8 @@ const VarP &Interpreter::containerVar(const VarP &c) {
     Py_ssize_t n = PyList_GET_SIZE(o);
     guardLength(src, n);
     for (Py_ssize_t i = 0; i < n; ++i)
-      v->items.push_back(fromSource(PyList_GET_ITEM(o, i),
-                                    out_.sources.add(Source::Kind::TupleItem, src, (int)i, nullptr)));
+      v->items.push_back(fromSource(
+          PyList_GET_ITEM(o, i), out_.sources.add(Source::Kind::TupleItem, src, (int)i, nullptr)));
   } else {
     v->kind = Var::Kind::Dict;
     guardLength(src, PyDict_Size(o));
@@ -271,9 +272,9 @@ VarP Interpreter::listPop(const VarP &list, std::vector<VarP> &args,
   VarP item = items[i];
   items.erase(items.begin() + i);
   if (list->source >= 0) { // the caller's list (its length is guarded)
-    recordEffect({SideEffect::Kind::ListPop, list->source, PyRef::steal(PyLong_FromLong(i)), -1,
-                  "list.pop"},
-                 makeConst(PyRef::borrow(Py_None)));
+    recordEffect(
+        {SideEffect::Kind::ListPop, list->source, PyRef::steal(PyLong_FromLong(i)), -1, "list.pop"},
+        makeConst(PyRef::borrow(Py_None)));
     trackContainer(list);
   }
   return item;
@@ -281,9 +282,12 @@ VarP Interpreter::listPop(const VarP &list, std::vector<VarP> &args,
 
 VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
                                    std::map<std::string, VarP> &kwargs) {
-  static PyObject *append = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append");
-  static PyObject *extend = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend");
-  static PyObject *insert = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert");
+  static PyObject *append =
+      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append");
+  static PyObject *extend =
+      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend");
+  static PyObject *insert =
+      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert");
   static PyObject *pop = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "pop");
   if (fn != append && fn != extend && fn != insert && fn != pop)
     return nullptr;

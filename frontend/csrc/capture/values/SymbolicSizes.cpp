@@ -36,9 +36,15 @@ bool evalSizeExpr(const SizeExpr &e, llvm::ArrayRef<int64_t> symbols, int64_t &o
   if (!evalSizeExpr(*e.lhs, symbols, a) || !evalSizeExpr(*e.rhs, symbols, b))
     return false;
   switch (e.op) {
-  case Op::Add: out = a + b; return true;
-  case Op::Sub: out = a - b; return true;
-  case Op::Mul: out = a * b; return true;
+  case Op::Add:
+    out = a + b;
+    return true;
+  case Op::Sub:
+    out = a - b;
+    return true;
+  case Op::Mul:
+    out = a * b;
+    return true;
   case Op::FloorDiv:
   case Op::Mod: {
     if (b == 0)
@@ -61,8 +67,11 @@ std::string sizeExprText(const SizeExpr &e) {
     return "s" + std::to_string(e.value);
   if (e.op == Op::Const)
     return std::to_string(e.value);
-  const char *op = e.op == Op::Add ? " + " : e.op == Op::Sub ? " - " : e.op == Op::Mul ? " * "
-                   : e.op == Op::FloorDiv ? " // " : " % ";
+  const char *op = e.op == Op::Add        ? " + "
+                   : e.op == Op::Sub      ? " - "
+                   : e.op == Op::Mul      ? " * "
+                   : e.op == Op::FloorDiv ? " // "
+                                          : " % ";
   return "(" + sizeExprText(*e.lhs) + op + sizeExprText(*e.rhs) + ")";
 }
 
@@ -77,15 +86,21 @@ SizeExprP constExpr(int64_t v) {
 /// `e` as sum(coeff * symbol) + constant when it is affine.
 bool linearForm(const SizeExpr &e, std::map<int64_t, int64_t> &coeffs, int64_t &c, int64_t scale) {
   switch (e.op) {
-  case Op::Sym: coeffs[e.value] += scale; return true;
-  case Op::Const: c += scale * e.value; return true;
+  case Op::Sym:
+    coeffs[e.value] += scale;
+    return true;
+  case Op::Const:
+    c += scale * e.value;
+    return true;
   case Op::Add:
     return linearForm(*e.lhs, coeffs, c, scale) && linearForm(*e.rhs, coeffs, c, scale);
   case Op::Sub:
     return linearForm(*e.lhs, coeffs, c, scale) && linearForm(*e.rhs, coeffs, c, -scale);
   case Op::Mul:
-    if (e.lhs->op == Op::Const) return linearForm(*e.rhs, coeffs, c, scale * e.lhs->value);
-    if (e.rhs->op == Op::Const) return linearForm(*e.lhs, coeffs, c, scale * e.rhs->value);
+    if (e.lhs->op == Op::Const)
+      return linearForm(*e.rhs, coeffs, c, scale * e.lhs->value);
+    if (e.rhs->op == Op::Const)
+      return linearForm(*e.lhs, coeffs, c, scale * e.rhs->value);
     return false;
   default:
     return false;
@@ -138,13 +153,15 @@ int64_t capturedOf(const VarP &v, const SizeExpr &e) {
 
 const std::set<std::string> &elementwiseOps() {
   static const std::set<std::string> ops = {
-      "kiln.cast", "kiln.neg", "kiln.abs", "kiln.relu", "kiln.exp", "kiln.log", "kiln.tanh",
-      "kiln.sigmoid", "kiln.gelu", "kiln.silu", "kiln.sqrt", "kiln.rsqrt", "kiln.erf",
-      "kiln.sin", "kiln.cos", "kiln.tan", "kiln.atan", "kiln.floor", "kiln.ceil", "kiln.round",
-      "kiln.trunc", "kiln.log1p", "kiln.expm1", "kiln.log2", "kiln.add", "kiln.sub",
-      "kiln.mul", "kiln.div", "kiln.pow", "kiln.maximum", "kiln.minimum", "kiln.eq", "kiln.ne",
-      "kiln.lt", "kiln.le", "kiln.gt", "kiln.ge", "kiln.select", "kiln.softmax",
-      "kiln.layer_norm", "kiln.cumsum", "kiln.broadcast_to"};
+      "kiln.cast",    "kiln.neg",         "kiln.abs",     "kiln.relu",    "kiln.exp",
+      "kiln.log",     "kiln.tanh",        "kiln.sigmoid", "kiln.gelu",    "kiln.silu",
+      "kiln.sqrt",    "kiln.rsqrt",       "kiln.erf",     "kiln.sin",     "kiln.cos",
+      "kiln.tan",     "kiln.atan",        "kiln.floor",   "kiln.ceil",    "kiln.round",
+      "kiln.trunc",   "kiln.log1p",       "kiln.expm1",   "kiln.log2",    "kiln.add",
+      "kiln.sub",     "kiln.mul",         "kiln.div",     "kiln.pow",     "kiln.maximum",
+      "kiln.minimum", "kiln.eq",          "kiln.ne",      "kiln.lt",      "kiln.le",
+      "kiln.gt",      "kiln.ge",          "kiln.select",  "kiln.softmax", "kiln.layer_norm",
+      "kiln.cumsum",  "kiln.broadcast_to"};
   return ops;
 }
 
@@ -192,30 +209,37 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
       Value a = op->getOperand(0), b = op->getOperand(1);
       int64_t ra = ttype(a).getRank(), rb = ttype(b).getRank();
       if (ra >= 2 && rb >= 2) {
-        if (d == rank - 1) sym = from(b, rb - 1);
-        else if (d == rank - 2) sym = from(a, ra - 2);
+        if (d == rank - 1)
+          sym = from(b, rb - 1);
+        else if (d == rank - 2)
+          sym = from(a, ra - 2);
         else {
           sym = from(a, ra - (rank - d));
-          if (sym < 0) sym = from(b, rb - (rank - d));
+          if (sym < 0)
+            sym = from(b, rb - (rank - d));
         }
       }
     } else if (name == "kiln.slice") {
       auto start = attr("start"), step = attr("step");
-      if (start[d] == 0 && step[d] == 1) sym = from(op->getOperand(0), d);
-      else sym = -1;
+      if (start[d] == 0 && step[d] == 1)
+        sym = from(op->getOperand(0), d);
+      else
+        sym = -1;
     } else if (name == "kiln.sum" || name == "kiln.mean" || name == "kiln.max" ||
                name == "kiln.min" || name == "kiln.prod") {
       auto dims = attr("dims");
       bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
       int64_t in = 0, out = 0, inRank = ttype(op->getOperand(0)).getRank();
       for (; in < inRank; ++in) {
-        bool reduced = std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in) ||
-                       dims.empty();
-        if (reduced && !keep) continue;
-        if (out++ == d) break;
+        bool reduced =
+            std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in) || dims.empty();
+        if (reduced && !keep)
+          continue;
+        if (out++ == d)
+          break;
       }
-      bool reduced = in < inRank && (dims.empty() ||
-                                     std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in));
+      bool reduced = in < inRank && (dims.empty() || std::count(dims.asArrayRef().begin(),
+                                                                dims.asArrayRef().end(), in));
       sym = in < inRank && !reduced ? from(op->getOperand(0), in) : -1;
     } else if (name == "kiln.reshape") {
       // The one symbolic input dim whose static neighbours multiply to the
@@ -232,14 +256,16 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
         }
       auto prod = [](llvm::ArrayRef<int64_t> s, int64_t from, int64_t to) {
         int64_t p = 1;
-        for (int64_t i = from; i < to; ++i) p *= s[i];
+        for (int64_t i = from; i < to; ++i)
+          p *= s[i];
         return p;
       };
       if (count == 1 && found >= 0) {
         auto is = it.getShape(), os = type.getShape();
         bool pre = true;
         for (int64_t i = 0; i < rank; ++i)
-          if (i != d && mlir::ShapedType::isDynamic(os[i])) pre = false;
+          if (i != d && mlir::ShapedType::isDynamic(os[i]))
+            pre = false;
         if (pre && prod(is, 0, at) == prod(os, 0, d) &&
             prod(is, at + 1, it.getRank()) == prod(os, d + 1, rank))
           sym = found;
@@ -312,8 +338,12 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
   static const std::set<std::string> cmps = {"<", "<=", "==", "!=", ">", ">="};
   if (!cmps.count(op))
     throw Unsupported("operator " + op + " on a symbolic size");
-  bool r = op == "<" ? cx < cy : op == "<=" ? cx <= cy : op == "==" ? cx == cy
-           : op == "!=" ? cx != cy : op == ">" ? cx > cy : cx >= cy;
+  bool r = op == "<"    ? cx < cy
+           : op == "<=" ? cx <= cy
+           : op == "==" ? cx == cy
+           : op == "!=" ? cx != cy
+           : op == ">"  ? cx > cy
+                        : cx >= cy;
   addSizeGuard(x, op, y, r);
   return constBool(r);
 }
@@ -340,7 +370,8 @@ Value Interpreter::symTrueLine(const VarP &n) {
     line = e.cast(line, DType::I64);
   std::vector<int64_t> others;
   for (int64_t i = 0; i < t.getRank(); ++i)
-    if (i != dim) others.push_back(i);
+    if (i != dim)
+      others.push_back(i);
   if (!others.empty())
     line = e.reduce<mlir::kiln::MaxOp>(line, others, false);
   // eq(x, x) != ne(x, x) holds for every element, NaN included.
