@@ -10,6 +10,7 @@
 #define KILN_FRONTEND_CAPTURE_INTERP_H
 
 #include "capture/Capture.h"
+#include "capture/breaks/GraphBreak.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -135,11 +136,6 @@ PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
 /// Pure builtins that may be evaluated on constants at capture time.
 bool isPureBuiltin(const std::string &name);
 
-/// Thrown inside the interpreter for an unsupported construct; caught at
-/// the capture boundary and turned into a CaptureFailure (never escapes).
-struct Unsupported : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 /// One decoded instruction (from dis.get_instructions).
 struct Instr {

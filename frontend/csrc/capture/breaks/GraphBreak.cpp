@@ -1,0 +1,66 @@
+//===- GraphBreak.cpp - why a capture stopped --------------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements GraphBreak.h. Ownership: the Python error is fetched (new
+// references) and released here; nothing is left set.
+//===----------------------------------------------------------------------===//
+#include <Python.h>
+
+#include "capture/breaks/GraphBreak.h"
+
+namespace kiln {
+
+const char *breakCategoryName(BreakCategory category) {
+  switch (category) {
+  case BreakCategory::UnsupportedOp:
+    return "unsupported-op";
+  case BreakCategory::UnsupportedOpcode:
+    return "unsupported-opcode";
+  case BreakCategory::PythonBuiltin:
+    return "python-builtin";
+  case BreakCategory::DataDependent:
+    return "data-dependent";
+  case BreakCategory::SideEffect:
+    return "side-effect";
+  case BreakCategory::Random:
+    return "random";
+  case BreakCategory::DynamicShape:
+    return "dynamic-shape";
+  case BreakCategory::UserError:
+    return "user-error";
+  case BreakCategory::Verifier:
+    return "verifier";
+  case BreakCategory::Other:
+  case BreakCategory::Count:
+    break;
+  }
+  return "other";
+}
+
+std::string takePythonErrorText() {
+  if (!PyErr_Occurred())
+    return "";
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  std::string text = type ? reinterpret_cast<PyTypeObject *>(type)->tp_name : "error";
+  if (value) {
+    if (PyObject *s = PyObject_Str(value)) {
+      if (const char *utf8 = PyUnicode_AsUTF8(s); utf8 && *utf8)
+        text += std::string(": ") + utf8;
+      Py_DECREF(s);
+    }
+  }
+  PyErr_Clear();
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  return text;
+}
+
+std::string withPythonError(const std::string &message) {
+  std::string error = takePythonErrorText();
+  return error.empty() ? message : message + ": " + error;
+}
+
+} // namespace kiln

@@ -1,0 +1,64 @@
+//===- GraphBreak.h - why a capture stopped -----------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A graph break is a structured record, not a free-text string: a category
+// (what kind of construct stopped the capture), the message (with the text
+// of the Python exception that caused it, when there was one), the user's
+// file:line and a hint. `Unsupported` carries one from the throw site to the
+// capture boundary (Capture.cpp), which turns it into a CaptureFailure;
+// kiln.explain groups breaks by category and KILN_LOGS=graph_breaks prints
+// the same records.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
+#define KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
+
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+/// What kind of construct stopped a capture. Names (breakCategoryName) are
+/// the strings kiln.explain and the logs show.
+enum class BreakCategory {
+  UnsupportedOp,     ///< a torch/ATen call kiln has no mapping for
+  UnsupportedOpcode, ///< a bytecode instruction the interpreter does not run
+  PythonBuiltin,     ///< a Python builtin or library call kiln cannot model
+  DataDependent,     ///< control flow or shapes that depend on tensor data
+  SideEffect,        ///< a mutation kiln cannot replay (in-place on views, ...)
+  Random,            ///< random number generation
+  DynamicShape,      ///< a symbolic size used where kiln needs a number
+  UserError,         ///< the code raises in eager too (index out of range, ...)
+  Verifier,          ///< the captured IR does not verify (a kiln bug)
+  Other,             ///< not yet classified
+  Count
+};
+
+/// The stable, kebab-case name of `category` ("unsupported-op", ...).
+const char *breakCategoryName(BreakCategory category);
+
+/// Thrown inside the interpreter for an unsupported construct; caught at
+/// the capture boundary and turned into a CaptureFailure (never escapes).
+struct Unsupported : std::runtime_error {
+  /// An unclassified break (BreakCategory::Other).
+  explicit Unsupported(const std::string &message)
+      : std::runtime_error(message), category(BreakCategory::Other) {}
+  /// A break of `category`; `hint` says what the user can do (may be empty).
+  Unsupported(BreakCategory category, const std::string &message, std::string hint = "")
+      : std::runtime_error(message), category(category), hint(std::move(hint)) {}
+
+  BreakCategory category;
+  std::string hint;
+};
+
+/// The pending Python exception as "TypeName: message", cleared; "" when
+/// none is set. Use it wherever an error is about to be dropped, so the
+/// break record keeps the original text.
+std::string takePythonErrorText();
+
+/// `message`, followed by ": <Python error text>" when a Python exception is
+/// pending (which is cleared).
+std::string withPythonError(const std::string &message);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
