@@ -3,7 +3,7 @@
 //
 // `BEFORE_WITH` on a context manager, in three ways:
 //  - torch.no_grad()/enable_grad(): the grad mode of the region is tracked
-//    (its `__exit__` call restores it, Bytecode.cpp's call());
+//    (its `__exit__` call restores it, Calls.cpp's Interpreter::call);
 //  - a context manager whose type defines `__enter__` and `__exit__` as
 //    Python functions: both are inlined like any method (`__enter__` now,
 //    `__exit__(None, None, None)` when the body ends: exceptions never
@@ -111,6 +111,33 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
   VarP entered = inlineFunction(enter.get(), -1, args, kwargs);
   f.stack.push_back(exitVar);
   f.stack.push_back(entered);
+}
+
+bool Interpreter::isGradContextType(PyObject *t) {
+  static PyObject *noGrad = PyObject_GetAttrString(torchModule(), "no_grad");         // leaked
+  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  return t && (t == noGrad || t == enableGrad);
+}
+
+int Interpreter::gradContextMode(const VarP &ctx) {
+  if (!ctx->isConst())
+    return -1;
+  PyObject *t = reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get()));
+  if (!isGradContextType(t))
+    return -1;
+  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  return t == enableGrad ? 1 : 0;
+}
+
+void Interpreter::checkGradRegions() const {
+  if (!gradSwitched_ || !gradOnSomewhere_)
+    return;
+  // Graph results carry one requires_grad rule (the entry's grad mode); a
+  // region with another mode would give results eager marks differently.
+  for (const GraphInput &in : out_.inputs)
+    if (in.requiresGrad)
+      throw Unsupported("a torch.no_grad()/enable_grad() block in a graph whose inputs "
+                        "require grad (grad mode is on in part of it)");
 }
 
 } // namespace kiln

@@ -1,16 +1,20 @@
 //===- Interp.h - the symbolic interpreter's internals ------------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Private to frontend/csrc/capture: abstract values (Var), interpreter
-// frames, and the Interpreter class whose bytecode loop lives in
-// Interpreter.cpp and whose torch-op handlers live in TorchOps.cpp (and
-// TorchIndexing.cpp: indexing, cat/stack, embedding, batch_norm).
+// Private to frontend/csrc/capture: abstract values (Var), decoded
+// bytecode and interpreter frames, and the Interpreter class. Its bytecode
+// loop is InstructionLoop.cpp, running one handler per opcode from the
+// opcode table (Opcodes.def, OpcodeHandlers.h; handlers in LoadStore.cpp,
+// Containers.cpp, Operators.cpp, ControlFlow.cpp and Calls.cpp); reads from
+// the frame and guards are in Interpreter.cpp; torch-op handlers are in
+// capture/ops (TorchOps.cpp and its family files).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_INTERP_H
 #define KILN_FRONTEND_CAPTURE_INTERP_H
 
 #include "capture/Capture.h"
 #include "capture/breaks/GraphBreak.h"
+#include "capture/interp/Opcodes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -129,17 +133,17 @@ void dictSet(const VarP &d, PyObject *key, VarP value);
 VarP dictPop(const VarP &d, const std::vector<VarP> &args,
              const std::map<std::string, VarP> &kwargs);
 /// A tuple/list Var whose items are all constants (recursively) as a Python
-/// tuple/list; null otherwise (Bytecode.cpp).
+/// tuple/list; null otherwise (Containers.cpp).
 PyRef seqAsConst(const VarP &v, int depth = 0);
-/// Evaluates a Python binary operator on two constants (Bytecode.cpp).
+/// Evaluates Python binary operator `op` ("+", "<", "+=" ...) on two
+/// constants: a new reference, or null with a Python error set; throws
+/// Unsupported for an unknown operator (Operators.cpp).
 PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
-/// Pure builtins that may be evaluated on constants at capture time.
-bool isPureBuiltin(const std::string &name);
-
 
 /// One decoded instruction (from dis.get_instructions).
 struct Instr {
-  std::string op;
+  Opcode opcode = Opcode::Unknown; ///< decoded from `opname` once (Opcodes.h)
+  std::string opname;              ///< dis's name, for messages
   int arg = 0;
   PyRef argval;
   std::string argrepr;
@@ -175,6 +179,9 @@ struct Frame {
 
 /// The symbolic interpreter.
 class Interpreter {
+  /// The instruction handlers of the opcode table are its semantics.
+  friend struct OpcodeHandlers;
+
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
   ~Interpreter();
@@ -347,12 +354,34 @@ private:
   /// Physical copy of batched `v` with its batch dims aligned to `levels`
   /// (size-1 dims inserted after its own), marked batched at `levels`.
   VarP vmapAlign(const VarP &v, int levels);
+  /// Runs frame `f` to its return (InstructionLoop.cpp).
   VarP interpret(Frame &f);
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
   VarP breakState(Frame &f);
+  /// Runs the instruction at `pc` of `f` through its opcode table handler
+  /// and advances `pc`; true when the frame returned (`result`).
   bool step(Frame &f, size_t &pc, VarP &result);
+  /// Calls `callee` (Calls.cpp).
   VarP call(const VarP &callee, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// keys()/values()/items()/get()/pop()/to_tuple() of a Dict Var.
+  VarP callDictMethod(const VarP &callee, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// A BoundMethod callee: nn.Module.__call__ from super(), the module tree
+  /// walks, or a Python method inlined with its receiver.
+  VarP callBoundMethod(const VarP &callee, std::vector<VarP> &args,
+                       std::map<std::string, VarP> &kwargs);
+  /// A call of nn.Module `module` (`callee`'s object): its own __call__ or
+  /// forward inlined, after guarding that no hooks are registered.
+  VarP callModule(const VarP &callee, PyObject *module, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// Throws Unsupported when `module` or nn.Module has hooks; guards that
+  /// their hook dicts stay empty.
+  void guardNoModuleHooks(const VarP &callee, PyObject *module);
+  /// A call of Python function `fn` (`callee`'s object): inlined (through
+  /// a kiln.compile wrapper to the function it wraps).
+  VarP callPythonFunction(const VarP &callee, PyObject *fn, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs);
   VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                       std::map<std::string, VarP> &kwargs,
                       const std::vector<VarP> *closure = nullptr);

@@ -1,10 +1,13 @@
-//===- Interpreter.cpp - the symbolic bytecode loop --------------------------===//
+//===- Interpreter.cpp - the interpreter's values, reads and guards -------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Walks CPython bytecode (decoded by `dis`, so opcode names and jump targets
-// are version-independent) with abstract values. Constants read from the
-// frame are guarded where they are loaded; tensors become graph inputs.
-// Torch calls are handed to TorchOps.cpp.
+// Value constructors and helpers (Interp.h), decoding a code object (by
+// `dis`, so opcode names and jump targets are version-independent; each
+// name becomes an Opcode once, Opcodes.h), and the Interpreter's reads of
+// Python state: locals, globals and attributes (constants read from the
+// frame are guarded where they are loaded; tensors become graph inputs),
+// truth values, iteration and subscripts, and runRoot, which sets up the
+// root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 
@@ -208,7 +211,8 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
     PyObject *ins = PyList_GET_ITEM(list.get(), i);
     Instr in;
-    in.op = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    in.opname = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    in.opcode = opcodeNamed(in.opname);
     PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
     in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
     in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));

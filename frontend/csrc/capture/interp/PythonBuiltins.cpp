@@ -10,8 +10,22 @@
 #include "capture/interp/Interp.h"
 
 #include <set>
+#include <unordered_set>
 
 namespace kiln {
+namespace {
+
+/// Pure builtins that may be evaluated on constants at capture time.
+bool isPureBuiltin(const std::string &name) {
+  static const std::unordered_set<std::string> pure = {
+      "len",      "isinstance", "issubclass", "range",   "tuple",   "list",      "int",
+      "float",    "bool",       "min",        "max",     "abs",     "round",     "sum",
+      "any",      "all",        "str",        "hasattr", "getattr", "enumerate", "zip",
+      "reversed", "sorted",     "divmod",     "pow",     "type"};
+  return pure.count(name) > 0;
+}
+
+} // namespace
 
 VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {

@@ -138,58 +138,40 @@ void Interpreter::materializeDeep(const VarP &v) {
 void Interpreter::materializeOperands(Frame &f, const Instr &in) {
   if (!anyLazy())
     return;
-  static const std::set<std::string> passThrough = {
-      "RESUME",
-      "NOP",
-      "PRECALL",
-      "CACHE",
-      "EXTENDED_ARG",
-      "LOAD_FAST",
-      "LOAD_FAST_CHECK",
-      "STORE_FAST",
-      "DELETE_FAST",
-      "LOAD_CONST",
-      "COPY",
-      "SWAP",
-      "POP_TOP",
-      "PUSH_NULL",
-      "LOAD_GLOBAL",
-      "STORE_GLOBAL",
-      "KW_NAMES",
-      "JUMP_FORWARD",
-      "JUMP_BACKWARD",
-      "JUMP_BACKWARD_NO_INTERRUPT",
-      "LOAD_DEREF",
-      "LOAD_CLOSURE",
-      "COPY_FREE_VARS",
-      "BINARY_OP"}; // BINARY_OP: step() keeps + - * lazy, materializes otherwise
-  const std::string &op = in.op;
   std::vector<VarP> &s = f.stack;
   auto top = [&](size_t i) -> const VarP & { return s[s.size() - 1 - i]; };
-  if (passThrough.count(op))
+  switch (opcodeInfo(in.opcode).lazyOperands) { // the opcode table (Opcodes.def)
+  case LazyOperands::None:
     return;
-  if ((op == "LOAD_ATTR" || op == "LOAD_METHOD") && !s.empty()) {
+  case LazyOperands::Receiver:
+    if (s.empty())
+      break;
     // A lazy list's own mutation methods keep it unread.
     if (!(top(0)->isLazyList() && isListMethod(pyText(in.argval.get()))))
       materializeDeep(top(0));
     return;
-  }
-  if (op == "STORE_ATTR" && s.size() >= 2) { // the stored value may stay lazy
+  case LazyOperands::AttrTarget: // the stored value may stay lazy
+    if (s.size() < 2)
+      break;
     materializeDeep(top(0));
     return;
-  }
-  if ((op == "STORE_SUBSCR" && s.size() >= 3) || (op == "BINARY_SUBSCR" && s.size() >= 2)) {
+  case LazyOperands::ItemRead:
+  case LazyOperands::ItemStore: {
+    bool store = opcodeInfo(in.opcode).lazyOperands == LazyOperands::ItemStore;
+    if (s.size() < (store ? 3u : 2u))
+      break;
     // The key is read; a lazy container is read (a list item store checks
     // the index); a container Var's other items are not.
     materializeDeep(top(0));
     materialize(top(1));
     const VarP &c = top(1);
-    if (op == "STORE_SUBSCR" && c->kind != Var::Kind::Dict && c->kind != Var::Kind::List &&
-        !c->isConst())
+    if (store && c->kind != Var::Kind::Dict && c->kind != Var::Kind::List && !c->isConst())
       materializeDeep(top(2)); // a tensor item store reads the value
     return;
   }
-  if (op == "CALL" && s.size() >= (size_t)in.arg + 2) {
+  case LazyOperands::CallArguments: {
+    if (s.size() < (size_t)in.arg + 2)
+      break;
     size_t first = s.size() - in.arg - 2;
     const VarP &callee = s[first]->kind == Var::Kind::Null ? s[first + 1] : s[first];
     if (callee->kind == Var::Kind::ListMethod && callee->self && callee->self->isLazyList())
@@ -197,6 +179,9 @@ void Interpreter::materializeOperands(Frame &f, const Instr &in) {
     for (size_t i = first; i < s.size(); ++i)
       materializeDeep(s[i]);
     return;
+  }
+  case LazyOperands::Stack:
+    break;
   }
   for (const VarP &v : s)
     materializeDeep(v);

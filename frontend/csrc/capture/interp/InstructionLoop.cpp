@@ -1,0 +1,84 @@
+//===- InstructionLoop.cpp - the symbolic interpreter's bytecode loop ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Runs a frame's decoded instructions one by one: stops the root frame at
+// the graph break offset (BreakState.cpp), materializes the lazy values
+// the instruction reads (LazyValues.cpp), and runs the instruction's
+// handler from the opcode table (Opcodes.def, OpcodeHandlers.h). An opcode
+// with no row is one structured graph break, raised here.
+//===----------------------------------------------------------------------===//
+#include "capture/interp/OpcodeHandlers.h"
+
+namespace kiln {
+
+VarP popValue(Frame &f) {
+  if (f.stack.empty())
+    throw Unsupported("stack underflow (unexpected bytecode)");
+  VarP v = f.stack.back();
+  f.stack.pop_back();
+  return v;
+}
+
+VarP nullVar() { return std::make_shared<Var>(); }
+
+void StepControl::jumpTo(PyObject *targetOffset) {
+  next = code.indexOfOffset.at(PyLong_AsLong(targetOffset));
+}
+
+void StepControl::returnWith(VarP value) {
+  returned = true;
+  result = std::move(value);
+}
+
+VarP Interpreter::interpret(Frame &f) {
+  size_t pc = 0;
+  VarP result;
+  while (pc < f.code->instrs.size()) {
+    if (++steps_ > 200000)
+      throw Unsupported("capture exceeded the instruction budget (very long loop?)");
+    const Instr &in = f.code->instrs[pc];
+    loc_ = mlir::FileLineColLoc::get(&ctx_, f.code->filename, in.line, 0);
+    if (f.isRoot) {
+      rootOffset_ = in.offset;
+      if (in.offset == out_.stopOffset) {
+        for (const VarP &v : f.stack) // the state passed on is read (LazyValues.cpp)
+          materializeDeep(v);
+        for (const VarP &v : f.locals)
+          materializeDeep(v);
+        for (const auto &[name, cell] : f.cells)
+          materializeDeep(cell);
+        return breakState(f);
+      }
+    }
+    materializeOperands(f, in); // LazyValues.cpp
+    struct LazyScope {          // reads are lazy only while a pushing-only instruction runs
+      bool &flag, saved;
+      ~LazyScope() { flag = saved; }
+    } scope{lazyReads_, lazyReads_};
+    lazyReads_ = opcodeInfo(in.opcode).lazyReads;
+    if (step(f, pc, result)) {
+      if (f.isRoot)
+        rootOffset_ = -1;
+      return result;
+    }
+  }
+  throw Unsupported("fell off the end of the bytecode");
+}
+
+bool Interpreter::step(Frame &f, size_t &pc, VarP &result) {
+  const Instr &in = f.code->instrs[pc];
+  const OpcodeInfo &info = opcodeInfo(in.opcode);
+  if (!info.handler)
+    throw Unsupported(BreakCategory::UnsupportedOpcode, "opcode " + in.opname + " is not supported",
+                      "kiln does not capture this Python construct yet: it runs eagerly between "
+                      "two graphs; moving it out of the compiled function keeps one graph");
+  StepControl control(*f.code, pc + 1);
+  info.handler(*this, f, in, control);
+  pc = control.next;
+  if (!control.returned)
+    return false;
+  result = std::move(control.result);
+  return true;
+}
+
+} // namespace kiln

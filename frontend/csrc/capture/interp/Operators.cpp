@@ -1,0 +1,208 @@
+//===- Operators.cpp - handlers of Python operators ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Opcode handlers (OpcodeHandlers.h) for binary, comparison, unary, `is`
+// and `in` operators. An operator on a tensor becomes kiln IR (TorchOps),
+// one on symbolic sizes a SymInt or a guarded bool (SymbolicSizes.cpp),
+// `+`/`*` on tuples and lists a new sequence, and on constants it is
+// evaluated at capture; `+ - *` on lazy values stays lazy (LazyValues.cpp).
+//===----------------------------------------------------------------------===//
+#include "capture/interp/OpcodeHandlers.h"
+
+#include <unordered_map>
+
+namespace kiln {
+namespace {
+
+/// `a + b` / `a * n` on tuple/list Vars (items may be tensors; `items`
+/// lists a sequence's items); null when the operands are not that.
+VarP seqBinary(const std::string &sym, const VarP &a, const VarP &b,
+               const std::function<std::vector<VarP>(const VarP &)> &items) {
+  auto isSeq = [](const VarP &v) {
+    return v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List ||
+           (v->isConst() && (PyTuple_Check(v->obj.get()) || PyList_Check(v->obj.get())));
+  };
+  auto kindOf = [](const VarP &v) {
+    if (!v->isConst())
+      return v->kind;
+    return PyTuple_Check(v->obj.get()) ? Var::Kind::Tuple : Var::Kind::List;
+  };
+  if (a->isConst() && b->isConst())
+    return nullptr;
+  if ((sym == "+" || sym == "+=") && isSeq(a) && isSeq(b) && kindOf(a) == kindOf(b)) {
+    std::vector<VarP> all = items(a), more = items(b);
+    all.insert(all.end(), more.begin(), more.end());
+    return makeSeq(kindOf(a), all);
+  }
+  if ((sym == "*" || sym == "*=") && (isSeq(a) || isSeq(b))) {
+    const VarP &seq = isSeq(a) ? a : b, &n = isSeq(a) ? b : a;
+    if (!n->isConst() || !PyLong_CheckExact(n->obj.get()))
+      return nullptr;
+    long times = PyLong_AsLong(n->obj.get());
+    std::vector<VarP> one = items(seq), all;
+    for (long i = 0; i < times; ++i)
+      all.insert(all.end(), one.begin(), one.end());
+    return makeSeq(kindOf(seq), all);
+  }
+  return nullptr;
+}
+
+/// A Python binary operator on two objects: a new reference, or null with
+/// a Python error set.
+using ConstOperator = PyObject *(*)(PyObject *, PyObject *);
+
+/// The comparison `op` as a ConstOperator.
+template <int op> PyObject *richCompare(PyObject *a, PyObject *b) {
+  return PyObject_RichCompare(a, b, op);
+}
+
+PyObject *power(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
+
+/// The operators constBinary evaluates, by symbol.
+const std::unordered_map<std::string, ConstOperator> &constOperators() {
+  static const std::unordered_map<std::string, ConstOperator> operators = {
+      {"+", PyNumber_Add},
+      {"-", PyNumber_Subtract},
+      {"*", PyNumber_Multiply},
+      {"/", PyNumber_TrueDivide},
+      {"//", PyNumber_FloorDivide},
+      {"%", PyNumber_Remainder},
+      {"**", power},
+      {"<<", PyNumber_Lshift},
+      {">>", PyNumber_Rshift},
+      {"&", PyNumber_And},
+      {"|", PyNumber_Or},
+      {"^", PyNumber_Xor},
+      {"<", richCompare<Py_LT>},
+      {"<=", richCompare<Py_LE>},
+      {">", richCompare<Py_GT>},
+      {">=", richCompare<Py_GE>},
+      {"==", richCompare<Py_EQ>},
+      {"!=", richCompare<Py_NE>}};
+  return operators;
+}
+
+/// Pushes the Python bool `value`.
+void pushBool(Frame &f, bool value) {
+  f.stack.push_back(makeConst(PyRef::borrow(value ? Py_True : Py_False)));
+}
+
+} // namespace
+
+PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b) {
+  std::string o = op;
+  if (o.size() > 1 && o.back() == '=' && o != "==" && o != "!=" && o != "<=" && o != ">=")
+    o.pop_back(); // in-place form on immutable constants
+  auto it = constOperators().find(o);
+  if (it == constOperators().end())
+    throw Unsupported("operator " + op + " on constants");
+  return it->second(a, b);
+}
+
+VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, const VarP &lhs,
+                                   const VarP &rhs) {
+  interp.materializeDeep(lhs);
+  interp.materializeDeep(rhs);
+  bool anyTensor = lhs->isTensor() || rhs->isTensor();
+  if (!anyTensor)
+    if (VarP r = interp.symIntBinary(sym, lhs, rhs))
+      return r;
+  if (VarP r = interp.tensorBinary(sym, lhs, rhs))
+    return r;
+  if (!anyTensor)
+    if (VarP r = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return interp.iterItems(v); }))
+      return r;
+  PyRef l = seqAsConst(lhs), r0 = seqAsConst(rhs);
+  PyRef r = PyRef::steal(constBinary(sym, l ? l.get() : constObj(lhs, "operand"),
+                                     r0 ? r0.get() : constObj(rhs, "operand")));
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("operator " + sym + " raised on constants"));
+  return makeConst(r);
+}
+
+void OpcodeHandlers::binaryOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  VarP rhs = popValue(f), lhs = popValue(f);
+  if (VarP lazy = interp.lazyBinary(in.argrepr, lhs, rhs)) { // LazyValues.cpp
+    f.stack.push_back(lazy);
+    return;
+  }
+  f.stack.push_back(applyOperator(interp, in.argrepr, lhs, rhs));
+}
+
+void OpcodeHandlers::compareOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  VarP rhs = popValue(f), lhs = popValue(f);
+  f.stack.push_back(applyOperator(interp, pyText(in.argval.get()), lhs, rhs));
+}
+
+VarP OpcodeHandlers::applyUnary(Interpreter &interp, Frame &f, bool negative) {
+  // -x is Tensor.neg; ~x is Tensor.bitwise_not (bool tensors: logical not).
+  VarP v = popValue(f);
+  if (v->isTensor()) {
+    std::vector<VarP> none;
+    std::map<std::string, VarP> nokw;
+    return interp.callTensorMethod(v, negative ? "neg" : "bitwise_not", none, nokw);
+  }
+  PyObject *c = constObj(v, "operand");
+  PyRef r = PyRef::steal(negative ? PyNumber_Negative(c) : PyNumber_Invert(c));
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError(std::string("unary ") + (negative ? "-" : "~") + " raised"));
+  return makeConst(r);
+}
+
+void OpcodeHandlers::unaryNegative(Interpreter &interp, Frame &f, const Instr &, StepControl &) {
+  f.stack.push_back(applyUnary(interp, f, /*negative=*/true));
+}
+
+void OpcodeHandlers::unaryInvert(Interpreter &interp, Frame &f, const Instr &, StepControl &) {
+  f.stack.push_back(applyUnary(interp, f, /*negative=*/false));
+}
+
+void OpcodeHandlers::unaryNot(Interpreter &interp, Frame &f, const Instr &, StepControl &) {
+  pushBool(f, !interp.truthy(popValue(f)));
+}
+
+void OpcodeHandlers::isOp(Interpreter &, Frame &f, const Instr &in, StepControl &) {
+  VarP rhs = popValue(f), lhs = popValue(f);
+  bool same;
+  if (lhs->isTensor() || rhs->isTensor())
+    same = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
+  else if (!lhs->isConst() || !rhs->isConst())
+    same = lhs.get() == rhs.get(); // containers built here are new objects
+  else
+    same = constObj(lhs, "operand") == constObj(rhs, "operand");
+  pushBool(f, in.arg ? !same : same);
+}
+
+void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  VarP rhs = popValue(f), lhs = popValue(f);
+  bool found = false;
+  if (rhs->kind == Var::Kind::Dict) {
+    found = dictFind(rhs, constObj(lhs, "operand")) >= 0;
+  } else if (rhs->kind == Var::Kind::Tuple || rhs->kind == Var::Kind::List ||
+             rhs->kind == Var::Kind::Iter) {
+    // `x in [a, b]` built here: identity for tensors, == for constants.
+    for (const VarP &item : interp.iterItems(rhs)) {
+      if (lhs->isTensor() || item->isTensor()) {
+        if (lhs->isTensor() && item->isTensor() && lhs->value == item->value)
+          found = true;
+        else if (lhs->isTensor() != item->isTensor())
+          throw Unsupported("'in' comparing a tensor with a Python value");
+        continue;
+      }
+      int eq = PyObject_RichCompareBool(constObj(lhs, "operand"), constObj(item, "item"), Py_EQ);
+      if (eq < 0)
+        throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));
+      found |= eq == 1;
+    }
+  } else {
+    int contains = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
+    if (contains < 0)
+      throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));
+    found = contains == 1;
+  }
+  pushBool(f, in.arg ? !found : found);
+}
+
+} // namespace kiln

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The symbolic interpreter's opcode table (frontend/csrc/capture/interp/
+Opcodes.def): its rows name real CPython opcodes, and an opcode with no row
+is one graph break that names it, after which the function still gives
+eager's result."""
+import dis
+import pathlib
+import re
+import sys
+
+import pytest
+import torch
+
+import kiln
+from conftest import assert_close
+
+OPCODES_DEF = (pathlib.Path(__file__).resolve().parents[2] / "frontend" / "csrc" / "capture" /
+               "interp" / "Opcodes.def")
+
+
+def table_rows():
+    """(name, handler) of each KILN_OPCODE row, split at the 3.12 section."""
+    text = OPCODES_DEF.read_text()
+    primary, _, variants = text.partition("// --- Python 3.12 variants ---")
+    row = re.compile(r"^KILN_OPCODE\((\w+), (\w+), (\w+), (true|false)\)$", re.M)
+    return row.findall(primary), row.findall(variants)
+
+
+def test_table_names_are_cpython_opcodes():
+    primary, variants = table_rows()
+    names = [r[0] for r in primary + variants]
+    assert len(names) == len(set(names)), "an opcode has two rows"
+    assert len(primary) > 70 and variants
+    if sys.version_info[:2] == (3, 11):
+        # CACHE and the 3.11 names are dis's own; the 3.12 rows are not 3.11 opcodes.
+        assert [r[0] for r in primary if r[0] not in dis.opmap] == []
+    lazy = {r[0] for r in primary + variants if r[3] == "true"}
+    assert lazy == {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD",
+                    "LOAD_DEREF", "BINARY_SUBSCR"}
+
+
+def set_of_sizes(x):
+    y = torch.relu(x)
+    sizes = {x.shape[0], x.shape[1]}  # BUILD_SET: no row in the opcode table
+    return y * len(sizes)
+
+
+def test_unsupported_opcode_is_one_graph_break_naming_it():
+    assert "BUILD_SET" in {i.opname for i in dis.get_instructions(set_of_sizes)}
+    x = torch.randn(3, 4)
+    report = kiln.explain(set_of_sizes)(x)
+    assert_close(report.out, set_of_sizes(x))
+    assert report.graph_break_count == 1, report.graph_breaks
+    (reason,) = report.graph_breaks
+    assert "opcode BUILD_SET is not supported" in reason
+    line = set_of_sizes.__code__.co_firstlineno + 2
+    assert f"test_opcodes.py:{line}" in reason
+    assert report.graph_count >= 1
+
+
+def set_in_a_loop(x, n):
+    for i in range(n):
+        x = x + len({i, i + 1})
+    return x
+
+
+def test_unsupported_opcode_in_a_loop_matches_eager():
+    x = torch.randn(5)
+    f = kiln.compile(set_in_a_loop)
+    for n in (1, 3):
+        assert_close(f(x, n), set_in_a_loop(x, n))
+
+
+def test_fullgraph_raises_naming_the_opcode():
+    with pytest.raises(RuntimeError, match="opcode BUILD_SET is not supported"):
+        kiln.compile(set_of_sizes, fullgraph=True)(torch.randn(3, 4))
