@@ -59,27 +59,6 @@ VarP sliceOf(const VarP &start, const VarP &stop, const VarP &step) {
 
 } // namespace
 
-/// A tuple/list Var whose items are all constants (recursively) as a Python
-/// tuple/list; null otherwise.
-PyRef seqAsConst(const VarP &v, int depth) {
-  if (v->isConst())
-    return v->obj;
-  if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 8)
-    return PyRef();
-  PyRef out = PyRef::steal(v->kind == Var::Kind::Tuple ? PyTuple_New(v->items.size())
-                                                       : PyList_New(v->items.size()));
-  for (size_t i = 0; i < v->items.size(); ++i) {
-    PyRef item = seqAsConst(v->items[i], depth + 1);
-    if (!item)
-      return PyRef();
-    if (v->kind == Var::Kind::Tuple)
-      PyTuple_SET_ITEM(out.get(), i, item.release());
-    else
-      PyList_SET_ITEM(out.get(), i, item.release());
-  }
-  return out;
-}
-
 std::vector<std::pair<PyRef, VarP>> Interpreter::dictItems(const VarP &d) {
   std::vector<std::pair<PyRef, VarP>> out;
   if (d->kind == Var::Kind::Dict) {

@@ -1,7 +1,7 @@
 //===- Interpreter.cpp - the interpreter's values, reads and guards -------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Value constructors and helpers (Interp.h), decoding a code object (by
+// Reading Const Vars (constObj), decoding a code object (by
 // `dis`, so opcode names and jump targets are version-independent; each
 // name becomes an Opcode once, Opcodes.h), and the Interpreter's reads of
 // Python state: locals, globals and attributes (constants read from the
@@ -18,69 +18,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace kiln {
-
-VarP makeConst(PyRef obj, int source) {
-  auto v = std::make_shared<Var>();
-  v->kind = Var::Kind::Const;
-  v->obj = std::move(obj);
-  v->source = source;
-  return v;
-}
-
-VarP makeTensor(mlir::Value value) {
-  auto v = std::make_shared<Var>();
-  v->kind = Var::Kind::Tensor;
-  v->value = value;
-  return v;
-}
-
-VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
-  auto v = std::make_shared<Var>();
-  v->kind = kind;
-  v->items = std::move(items);
-  return v;
-}
-
-int dictFind(const VarP &d, PyObject *key) {
-  for (size_t i = 0; i < d->keys.size(); ++i) {
-    int eq = PyObject_RichCompareBool(d->keys[i].get(), key, Py_EQ);
-    if (eq < 0)
-      PyErr_Clear();
-    if (eq == 1)
-      return static_cast<int>(i);
-  }
-  return -1;
-}
-
-void dictSet(const VarP &d, PyObject *key, VarP value) {
-  if (PyObject_Hash(key) == -1) {
-    PyErr_Clear();
-    throw Unsupported("unhashable dict key");
-  }
-  int at = dictFind(d, key);
-  if (at >= 0) {
-    d->items[at] = std::move(value);
-  } else {
-    d->keys.push_back(PyRef::borrow(key));
-    d->items.push_back(std::move(value));
-  }
-}
-
-VarP dictPop(const VarP &d, const std::vector<VarP> &args,
-             const std::map<std::string, VarP> &kwargs) {
-  if (args.empty() || args.size() > 2 || !kwargs.empty())
-    throw Unsupported("dict.pop takes one or two arguments");
-  int at = dictFind(d, constObj(args[0], "dict key"));
-  if (at < 0) {
-    if (args.size() == 1)
-      throw Unsupported("KeyError in a dict built by the compiled code");
-    return args[1];
-  }
-  VarP v = d->items[at];
-  d->keys.erase(d->keys.begin() + at);
-  d->items.erase(d->items.begin() + at);
-  return v;
-}
 
 PyObject *constObj(const VarP &v, const char *what) {
   if (!v || !v->isConst())

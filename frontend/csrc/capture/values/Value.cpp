@@ -1,0 +1,97 @@
+//===- Value.cpp - the symbolic interpreter's abstract values -------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements Value.h: Var constructors, dicts built in the frame (keys are
+// Python constants compared with ==), and constant tuples/lists of Vars.
+// Ownership: Vars hold new references (PyRef); borrowed arguments are
+// borrowed for the call only.
+//===----------------------------------------------------------------------===//
+#include "capture/values/Value.h"
+
+#include "capture/breaks/GraphBreak.h"
+
+namespace kiln {
+
+VarP makeConst(PyRef obj, int source) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Const;
+  v->obj = std::move(obj);
+  v->source = source;
+  return v;
+}
+
+VarP makeTensor(mlir::Value value) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Tensor;
+  v->value = value;
+  return v;
+}
+
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
+  auto v = std::make_shared<Var>();
+  v->kind = kind;
+  v->items = std::move(items);
+  return v;
+}
+
+int dictFind(const VarP &d, PyObject *key) {
+  for (size_t i = 0; i < d->keys.size(); ++i) {
+    int eq = PyObject_RichCompareBool(d->keys[i].get(), key, Py_EQ);
+    if (eq < 0)
+      PyErr_Clear();
+    if (eq == 1)
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void dictSet(const VarP &d, PyObject *key, VarP value) {
+  if (PyObject_Hash(key) == -1) {
+    PyErr_Clear();
+    throw Unsupported("unhashable dict key");
+  }
+  int at = dictFind(d, key);
+  if (at >= 0) {
+    d->items[at] = std::move(value);
+  } else {
+    d->keys.push_back(PyRef::borrow(key));
+    d->items.push_back(std::move(value));
+  }
+}
+
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs) {
+  if (args.empty() || args.size() > 2 || !kwargs.empty())
+    throw Unsupported("dict.pop takes one or two arguments");
+  int at = dictFind(d, constObj(args[0], "dict key"));
+  if (at < 0) {
+    if (args.size() == 1)
+      throw Unsupported("KeyError in a dict built by the compiled code");
+    return args[1];
+  }
+  VarP v = d->items[at];
+  d->keys.erase(d->keys.begin() + at);
+  d->items.erase(d->items.begin() + at);
+  return v;
+}
+
+PyRef seqAsConst(const VarP &v, int depth) {
+  if (v->isConst())
+    return v->obj;
+  if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 8)
+    return PyRef();
+  PyRef out = PyRef::steal(v->kind == Var::Kind::Tuple ? PyTuple_New(v->items.size())
+                                                       : PyList_New(v->items.size()));
+  for (size_t i = 0; i < v->items.size(); ++i) {
+    PyRef item = seqAsConst(v->items[i], depth + 1);
+    if (!item)
+      return PyRef();
+    if (v->kind == Var::Kind::Tuple)
+      PyTuple_SET_ITEM(out.get(), i, item.release());
+    else
+      PyList_SET_ITEM(out.get(), i, item.release());
+  }
+  return out;
+}
+
+} // namespace kiln

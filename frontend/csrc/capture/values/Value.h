@@ -1,0 +1,144 @@
+//===- Value.h - the symbolic interpreter's abstract values -------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to frontend/csrc/capture: `Var`, the abstract value on the
+// interpreter's stack, in its locals and inside containers built during
+// capture (a tensor as kiln IR, a guarded Python constant, a tuple/list/dict
+// of Vars, a symbolic size, a lazy read ...), with its constructors and the
+// helpers of dicts built in the frame (Value.cpp). The interpreter that
+// makes them is capture/interp/Interp.h.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_VALUES_VALUE_H
+#define KILN_FRONTEND_CAPTURE_VALUES_VALUE_H
+
+#include "capture/Capture.h"
+
+#include "mlir/IR/Value.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct Var;
+/// Vars are shared: a value may be on the stack, in locals and in containers
+/// at once, and in-place changes (materializing a lazy value) reach every holder.
+using VarP = std::shared_ptr<Var>;
+
+/// An abstract value on the interpreter's stack or in a local.
+struct Var {
+  enum class Kind {
+    Null,         ///< the NULL CPython pushes before some calls
+    Tensor,       ///< a kiln IR value
+    Const,        ///< a concrete Python object (guarded if it has a source)
+    Tuple,        ///< tuple of Vars
+    List,         ///< list of Vars
+    Iter,         ///< iterator over `items`
+    BoundMethod,  ///< `obj` is a Python function, `self` its receiver
+    TensorMethod, ///< method `name` of tensor `self`
+    ListMethod,   ///< method `name` (append/extend) of list `self`
+    Cell,         ///< a closure cell: `items` holds its content (0 or 1);
+                  ///< a real cell (`obj`) is read lazily from `source`
+    Function,     ///< a function made by MAKE_FUNCTION during capture:
+                  ///< `obj` the function, `items` its closure cells
+    Dict,         ///< dict built during capture: `keys` (constants), `items`
+    SymInt,       ///< a symbolic size read as a Python int (x.shape[0] of a
+                  ///< `?` dim) or an expression of such sizes (`sym`,
+                  ///< `captured`; SymbolicSizes.cpp): reshape/view targets,
+                  ///< arithmetic, guarded comparisons and factory sizes take
+                  ///< it, anything else fails the capture, which is then
+                  ///< retried with static sizes
+    Lazy,         ///< a value nothing has depended on yet (LazyValues.cpp):
+                  ///< an int/float/str/bool or list read from `source`
+                  ///< (unguarded), or `+ - *` (`name`) on `items`; `obj` its
+                  ///< value at capture. Side effects store it as an
+                  ///< expression evaluated at replay; any other use
+                  ///< materializes it (guarded Const / the list's Var).
+    SymSlice,     ///< a slice with a SymInt bound: `items` start, stop, step
+                  ///< (None constants where absent); only tensor indexing
+                  ///< takes it (SymbolicIndexing.cpp)
+  };
+  Kind kind = Kind::Null;
+  mlir::Value value;
+  PyRef obj;
+  int source = -1;
+  std::vector<VarP> items;
+  std::vector<PyRef> keys; ///< Dict: the keys, parallel to `items`
+  size_t pos = 0;
+  VarP self;
+  std::string name;
+  /// Tensor: produced by a computing op inside the graph (not an input, not
+  /// a view), so an in-place update may rebind it.
+  bool fresh = false;
+  /// Tensor: some view op took it as input (in-place updates would be
+  /// visible through the view, so they are not supported).
+  bool viewed = false;
+  /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
+  /// tensor object as an input or another result.
+  bool copied = false;
+  /// Tensor: a view (chain) of graph input `viewInput`; returned, it is
+  /// rebuilt by replaying `viewSteps` (method name, argument tuple) on the
+  /// caller's tensor so that it aliases the input as in eager.
+  int viewInput = -1;
+  std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// Tensor: batched by the innermost `vmapLevels` enclosing torch.vmap
+  /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
+  /// 1 where it does not vary), the rest its per-example shape.
+  int vmapLevels = 0;
+  /// List/Dict: a container of the caller that the capture mutated (its
+  /// mutations are replayed on the caller's object; SideEffects.cpp).
+  bool mutatedContainer = false;
+  /// Lazy list: mutations not applied to any read of it yet, in order
+  /// (method name, index for insert/pop, value).
+  struct PendingOp {
+    std::string method;
+    PyRef index;
+    VarP value;
+  };
+  std::vector<PendingOp> pending;
+  /// SymInt: its expression over Capture::symbols (null: a `?` dim whose
+  /// symbol kiln does not track; only reshape targets take it), its value
+  /// at capture, and whether the graph's types use that value (the shadow
+  /// static capture, DynamicPolicy::shadow) rather than `?`.
+  SizeExprP sym;
+  int64_t captured = 0;
+  bool staticSym = false;
+
+  bool isConst() const { return kind == Kind::Const; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  /// A lazy read of a caller's list (LazyValues.cpp).
+  bool isLazyList() const {
+    return kind == Kind::Lazy && name.empty() && obj && PyList_CheckExact(obj.get());
+  }
+};
+
+/// A Const Var of `obj`, read from `source` (-1: none).
+VarP makeConst(PyRef obj, int source = -1);
+/// A Tensor Var of kiln IR value `v`.
+VarP makeTensor(mlir::Value v);
+/// A Var of `kind` (Tuple, List, Iter, SymSlice ...) holding `items`.
+VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
+/// Index of `key` in dict var `d`, or -1.
+int dictFind(const VarP &d, PyObject *key);
+/// Sets `d[key] = value` in dict var `d` built in the frame (replacing an
+/// equal key's item); throws Unsupported for an unhashable key.
+void dictSet(const VarP &d, PyObject *key, VarP value);
+/// `d.pop(key[, default])` on dict var `d` built in the frame (removes the
+/// item); throws Unsupported for a missing key without a default.
+VarP dictPop(const VarP &d, const std::vector<VarP> &args,
+             const std::map<std::string, VarP> &kwargs);
+/// A tuple/list Var whose items are all constants (recursively) as a Python
+/// tuple/list; null otherwise.
+PyRef seqAsConst(const VarP &v, int depth = 0);
+/// The Python object of a Const var (borrowed from it), or throws
+/// Unsupported (Interpreter.cpp: a container the capture mutated is not
+/// read as a constant).
+PyObject *constObj(const VarP &v, const char *what);
+/// A new tuple of the Python objects of Const vars (Unsupported otherwise).
+PyRef constTuple(const std::vector<VarP> &vars, const char *what);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_VALUES_VALUE_H
