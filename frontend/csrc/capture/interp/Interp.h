@@ -216,8 +216,9 @@ private:
   /// materialize on `v` and everything it holds (items, self).
   void materializeDeep(const VarP &v);
   /// Before instruction `in` runs in `f`: materializes the Lazy values it
-  /// consumes, except where the value may stay lazy (stored by a side
-  /// effect, arithmetic with + - *, a list's own append/extend/insert/pop).
+  /// consumes (its opcode's LazyOperands, Opcodes.def), except where the
+  /// value may stay lazy (stored by a side effect, arithmetic with + - *, a
+  /// list's own append/extend/insert/pop).
   void materializeOperands(Frame &f, const Instr &in);
   /// `lhs sym rhs` as a Lazy expression when one side is a Lazy scalar and
   /// the other a Lazy scalar or an int/float/str/bool constant and `sym`
@@ -388,8 +389,9 @@ private:
   std::set<PyObject *> mutated_;
   /// Sources of the caller's containers with pending mutations -> their Var.
   std::map<int, VarP> sourceOverlay_;
-  /// Reads may be lazy now: set while LOAD_FAST/LOAD_GLOBAL/LOAD_ATTR/
-  /// LOAD_METHOD/LOAD_DEREF/BINARY_SUBSCR run (their result goes onto the
+  /// Reads may be lazy now: set while an opcode whose table row says
+  /// lazyReads (LOAD_FAST, LOAD_GLOBAL, LOAD_ATTR, LOAD_METHOD, LOAD_DEREF,
+  /// BINARY_SUBSCR; Opcodes.def) runs (its result goes onto the
   /// stack, where the next instruction materializes what it consumes) and
   /// while containerVar reads a mutated container's items. Other readers
   /// (iterItems, dictItems ... inside one instruction) get guarded values.
