@@ -320,7 +320,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry->name);
   copts.cacheDir = options().cacheDir;
-  copts.parallelLoops = torchNumThreads() > 1; // see CpuCompileOptions
+  copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
+  copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
   int device = -1;
