@@ -196,7 +196,7 @@ void countCaptureTime(std::chrono::steady_clock::time_point t0) {
 
 /// A capture with symbolic sizes (`captured` says whether it succeeded) is
 /// kept when the frame's static capture is the same graph up to those sizes
-/// (capture/DynamicShapes.h); otherwise logs why under `dynamic` and
+/// (capture/values/DynamicShapes.h); otherwise logs why under `dynamic` and
 /// returns false (the caller specializes).
 bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
                   bool captured, CaptureFailure &failure) {
