@@ -196,7 +196,7 @@ void countCaptureTime(std::chrono::steady_clock::time_point t0) {
 
 /// A capture with symbolic sizes (`captured` says whether it succeeded) is
 /// kept when the frame's static capture is the same graph up to those sizes
-/// (capture/DynamicShapes.h); otherwise logs why under `dynamic` and
+/// (capture/values/DynamicShapes.h); otherwise logs why under `dynamic` and
 /// returns false (the caller specializes).
 bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
                   bool captured, CaptureFailure &failure) {
@@ -320,7 +320,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry->name);
   copts.cacheDir = options().cacheDir;
-  copts.parallelLoops = torchNumThreads() > 1; // see CpuCompileOptions
+  copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
+  copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
   int device = -1;

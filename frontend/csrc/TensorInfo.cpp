@@ -340,7 +340,7 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
   }
   PyRef shape = PyRef::steal(getAttr(t, FastAccess::Shape, fast));
   if (strides.empty() && !sizes.empty()) {
-    // A dynamic graph's input (capture/DynamicShapes.h): -1 sizes are
+    // A dynamic graph's input (capture/values/DynamicShapes.h): -1 sizes are
     // symbolic (any size >= 2), the rest exact, and the tensor contiguous.
     PyRef stride = PyRef::steal(callMethod(t, FastAccess::Stride, fast));
     bool ok = symbolicShapeMatches(shape.get(), stride.get(), sizes);
