@@ -170,7 +170,7 @@ bool symbolicShapeMatches(PyObject *shape, PyObject *stride, const std::vector<i
     long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, i));
     if (PyErr_Occurred())
       return false;
-    if (want[i] == -1 ? size < 2 : size != want[i])
+    if (want[i] == kSymbolicSize ? size < 2 : size != want[i])
       return false;
     if (size != 1 && st != expect)
       return false;

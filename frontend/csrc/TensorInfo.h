@@ -37,6 +37,12 @@ std::optional<DType> dtypeFromObject(PyObject *dtype);
 /// "torch.float32" style name.
 std::string dtypeName(DType d);
 
+/// A tensor guard's size (and a graph result's size) that is symbolic: any
+/// value of 2 or more is accepted. The captured IR's types mark the same
+/// dims with mlir::ShapedType::kDynamic; guards are read at run time without
+/// MLIR, so they carry their own marker.
+constexpr int64_t kSymbolicSize = -1;
+
 /// Metadata of one tensor, read in one go.
 struct TensorMeta {
   PyObject *dtype = nullptr; ///< borrowed from torch's dtype singletons
