@@ -221,10 +221,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       out.push_back(1);
     } else if (PySlice_Check(o)) {
       Py_ssize_t s, e, st;
-      if (PySlice_Unpack(o, &s, &e, &st) < 0) {
-        PyErr_Clear();
-        throw Unsupported("invalid slice");
-      }
+      if (PySlice_Unpack(o, &s, &e, &st) < 0)
+        throw Unsupported(BreakCategory::UserError, withPythonError("invalid slice"));
       if (st <= 0)
         throw Unsupported("slice step must be positive (eager raises)");
       Py_ssize_t len = PySlice_AdjustIndices(shape[d], &s, &e, st);
@@ -235,10 +233,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       ++d;
     } else {
       long long i = PyLong_AsLongLong(o);
-      if (PyErr_Occurred()) {
-        PyErr_Clear();
-        throw Unsupported("index out of range");
-      }
+      if (PyErr_Occurred())
+        throw Unsupported(BreakCategory::UserError, withPythonError("index out of range"));
       if (i < -shape[d] || i >= shape[d])
         throw Unsupported("index out of range (eager raises)");
       if (i < 0)

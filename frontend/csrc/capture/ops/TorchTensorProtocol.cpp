@@ -189,8 +189,8 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   std::vector<double> data;
   DTypeCategory kind = DTypeCategory::Bool;
   if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
-    PyErr_Clear();
-    throw Unsupported("torch.tensor of data other than Python numbers");
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      withPythonError("torch.tensor of data other than Python numbers"));
   }
   if (shape.size() > 0 && std::find(shape.begin(), shape.end(), 0) != shape.end())
     throw Unsupported("torch.tensor of empty data");
