@@ -210,7 +210,8 @@ std::string Guard::describe(const SourceTable &sources,
     os << " is a " << (device == TensorMeta::kCpuDevice ? std::string("CPU") : deviceName(device))
        << " tensor with dtype " << (dt ? dtypeName(*dt) : "?") << ", sizes (";
     for (size_t i = 0; i < sizes.size(); ++i) // -1: a symbolic size (>= 2)
-      os << (i ? ", " : "") << (sizes[i] == kSymbolicSize ? std::string("?") : std::to_string(sizes[i]));
+      os << (i ? ", " : "")
+         << (sizes[i] == kSymbolicSize ? std::string("?") : std::to_string(sizes[i]));
     if (strides.empty() && !sizes.empty()) {
       os << "), contiguous";
     } else {

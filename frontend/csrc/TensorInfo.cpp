@@ -181,15 +181,15 @@ bool symbolicShapeMatches(PyObject *shape, PyObject *stride, const std::vector<i
 
 } // namespace
 
-int dtypeCategory(DType d) {
+DTypeCategory dtypeCategory(DType d) {
   switch (d) {
   case DType::Bool:
-    return 0;
+    return DTypeCategory::Bool;
   case DType::I64:
   case DType::I32:
-    return 1;
+    return DTypeCategory::Integer;
   default:
-    return 2;
+    return DTypeCategory::Floating;
   }
 }
 

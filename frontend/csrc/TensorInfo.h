@@ -20,8 +20,14 @@ namespace kiln {
 /// Element types kiln compiles.
 enum class DType { F32, F64, F16, BF16, I64, I32, Bool };
 
-/// Category used by torch's type promotion: bool < integer < float.
-int dtypeCategory(DType d);
+/// Category used by torch's type promotion, ordered: Bool < Integer < Floating
+/// (a wider category wins when operands mix).
+enum class DTypeCategory { Bool, Integer, Floating };
+
+/// The promotion category of `d`.
+DTypeCategory dtypeCategory(DType d);
+/// Whether `d` is a floating-point dtype (f16, bf16, f32, f64).
+inline bool isFloatingDType(DType d) { return dtypeCategory(d) == DTypeCategory::Floating; }
 /// Size in bytes of one element.
 int dtypeBytes(DType d);
 /// The torch dtype object (borrowed; lives as long as torch).
