@@ -29,12 +29,16 @@ enum class BreakCategory {
   DynamicShape,      ///< a symbolic size used where kiln needs a number
   UserError,         ///< the code raises in eager too (index out of range, ...)
   Verifier,          ///< the captured IR does not verify (a kiln bug)
+  Backend,           ///< the captured graph does not compile (code generation)
   Other,             ///< not yet classified
   Count
 };
 
 /// The stable, kebab-case name of `category` ("unsupported-op", ...).
 const char *breakCategoryName(BreakCategory category);
+
+/// The category whose breakCategoryName is `name`; Other when there is none.
+BreakCategory breakCategoryFromName(const std::string &name);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).
@@ -49,6 +53,16 @@ struct Unsupported : std::runtime_error {
   BreakCategory category;
   std::string hint;
 };
+
+/// Hints shared by many break sites.
+namespace hint {
+/// For a construct that raises in eager too (user-error).
+inline constexpr const char *kRaisesInEager =
+    "it raises in eager too: kiln runs it eagerly, so the exception reaches the code as usual";
+/// For a symbolic size kiln cannot handle (dynamic-shape).
+inline constexpr const char *kSpecializeSizes =
+    "compile with dynamic=False (or without mark_dynamic) to specialize the sizes";
+} // namespace hint
 
 /// The pending Python exception as "TypeName: message", cleared; "" when
 /// none is set. Use it wherever an error is about to be dropped, so the
