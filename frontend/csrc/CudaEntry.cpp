@@ -10,30 +10,9 @@
 #include "CudaEntry.h"
 
 #include "TensorInfo.h"
+#include "capture/breaks/GraphBreak.h"
 
 namespace kiln {
-namespace {
-
-/// The pending Python exception as "Type: message", cleared.
-std::string takeError() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  std::string msg = "unknown error";
-  if (value) {
-    PyRef s = PyRef::steal(PyObject_Str(value));
-    const char *c = s ? PyUnicode_AsUTF8(s.get()) : nullptr;
-    const char *n = type ? reinterpret_cast<PyTypeObject *>(type)->tp_name : "Error";
-    msg = std::string(n) + ": " + (c ? c : "?");
-  }
-  PyErr_Clear();
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  return msg;
-}
-
-} // namespace
 
 bool graphDevice(const std::vector<GraphInput> &inputs, const std::vector<Guard> &guards,
                  int &device, std::string &error) {
@@ -68,7 +47,8 @@ bool compileForCuda(const std::string &irText, int device, Entry &entry, std::st
           ? PyRef::steal(PyObject_CallFunctionObjArgs(fn.get(), text.get(), dev.get(), nullptr))
           : PyRef();
   if (!runner) {
-    error = "CUDA backend: " + takeError();
+    std::string why = takePythonErrorText();
+    error = "CUDA backend: " + (why.empty() ? std::string("unknown error") : why);
     return false;
   }
   entry.cudaRunner = std::move(runner);

@@ -111,7 +111,7 @@ struct DynamicPolicy {
   bool forceStatic = false;
   /// Static types, but the dims that the dynamic capture made symbolic are
   /// still recorded in Capture::symbols and read as SymInt values: the
-  /// static capture that checks a dynamic one (Hook.cpp keepSymbolic) then
+  /// static capture that checks a dynamic one (hook/CompileDriver.cpp keepSymbolic) then
   /// takes the same code paths (size arithmetic, factories of a symbolic
   /// size) and must build the same graph.
   bool shadow = false;

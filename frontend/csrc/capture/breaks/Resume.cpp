@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "capture/breaks/Resume.h"
 
+#include "capture/breaks/GraphBreak.h"
+
 namespace kiln {
 namespace {
 
@@ -14,17 +16,6 @@ namespace {
 PyRef resumeAttr(const char *name) {
   PyRef m = PyRef::steal(PyImport_ImportModule("kiln._resume"));
   return m ? PyRef::steal(PyObject_GetAttrString(m.get(), name)) : PyRef();
-}
-
-/// The current Python error as text (cleared).
-std::string takeError() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  std::string s = value ? pyText(value) : type ? pyText(type) : "unknown error";
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  return s;
 }
 
 PyRef strTuple(const std::vector<std::string> &v) {
@@ -50,7 +41,7 @@ int planBreak(PyObject *code, int failOffset, std::string &why) {
   PyRef r =
       plan ? PyRef::steal(PyObject_CallFunction(plan.get(), "Oi", code, failOffset)) : PyRef();
   if (!r) {
-    why = takeError();
+    why = takePythonErrorText();
     return -1;
   }
   return (int)PyLong_AsLong(r.get());
@@ -69,7 +60,7 @@ std::shared_ptr<ResumePlan> buildResumePlan(PyObject *code, int startOffset, int
                                                        cells.get(), needed.get()))
                   : PyRef();
   if (!r || !PyTuple_Check(r.get()) || PyTuple_GET_SIZE(r.get()) != 3) {
-    why = r ? "kiln._resume.build returned a bad value" : takeError();
+    why = r ? "kiln._resume.build returned a bad value" : takePythonErrorText();
     return nullptr;
   }
   auto plan = std::make_shared<ResumePlan>();

@@ -8,7 +8,7 @@
 // (Capture::sizeGuards, checked per call by the entry, as Dynamo's shape
 // guards); factories of a symbolic size (torch.arange(s), torch.zeros(b, s))
 // are built from the input that carries the symbol, so the graph reads the
-// size from that input at run time. The shadow static capture (Hook.cpp)
+// size from that input at run time. The shadow static capture (hook/CompileDriver.cpp)
 // runs the same code with static types and must build the same graph.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
