@@ -8,6 +8,7 @@
 #define KILN_CODEGEN_COMMON_PASSES_H
 
 #include "ir/KilnDialect.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

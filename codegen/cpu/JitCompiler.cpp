@@ -236,7 +236,8 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
                                         const std::string &entry, CpuCompileInfo &info) {
   ::kiln::rt::CacheLookup found = cache.load(key);
   if (found.status == ::kiln::rt::CacheLookup::Status::Hit) {
-    auto loaded = loadObject(found.payload, packedName(entry), runtimeSymbols());
+    auto loaded =
+        loadObject(found.payload, packedName(entry), runtimeSymbols(), options.perfJitdump);
     if (loaded) {
       info.diskHit = true;
       return std::move(*loaded);
@@ -309,7 +310,7 @@ std::string lowerToObject(ModuleOp module, PassManager &pm, const std::string &e
     if (!info.diskStored)
       info.cacheMessage += (info.cacheMessage.empty() ? "" : "; ") + storeError;
   }
-  auto loaded = loadObject(object, packedName(entry), runtimeSymbols());
+  auto loaded = loadObject(object, packedName(entry), runtimeSymbols(), options.perfJitdump);
   if (!loaded)
     return fail("kiln: JIT failed: " + llvm::toString(loaded.takeError()));
   return std::move(*loaded);

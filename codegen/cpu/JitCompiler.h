@@ -35,6 +35,9 @@ struct CpuCompileOptions {
   /// lose LLVM's alias facts about the arena's buffers). Recorded in the
   /// pipeline text, hence in the cache key.
   bool parallelLoops = true;
+  /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
+  /// KILN_PERF_JITDUMP=1). Not in the cache key.
+  bool perfJitdump = false;
 };
 
 /// What one compileForCpu call did with the disk cache.

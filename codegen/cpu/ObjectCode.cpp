@@ -209,25 +209,23 @@ llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMa
 
 llvm::Expected<::kiln::rt::CompiledFunction>
 loadObject(llvm::StringRef object, llvm::StringRef entry,
-           const std::vector<std::pair<const char *, void *>> &symbols) {
+           const std::vector<std::pair<const char *, void *>> &symbols, bool perfJitdump) {
   auto builder = hostBuilder();
   if (!builder)
     return builder.takeError();
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*builder))
                  .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
-                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
-                                                  const llvm::Triple &) {
-                   auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                       session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
-                   // KILN_PERF_JITDUMP=1: jit-<pid>.dump records for `perf inject
-                   // --jit` (docs/performance.md, "Profiling compiled code").
-                   if (const char *perf = std::getenv("KILN_PERF_JITDUMP"); perf && *perf == '1')
-                     if (llvm::JITEventListener *listener =
-                             llvm::JITEventListener::createPerfJITEventListener())
-                       layer->registerJITEventListener(*listener);
-                   return layer;
-                 })
+                 .setObjectLinkingLayerCreator(
+                     [perfJitdump](llvm::orc::ExecutionSession &session, const llvm::Triple &) {
+                       auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                           session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+                       if (perfJitdump)
+                         if (llvm::JITEventListener *listener =
+                                 llvm::JITEventListener::createPerfJITEventListener())
+                           layer->registerJITEventListener(*listener);
+                       return layer;
+                     })
                  .create();
   if (!jit)
     return jit.takeError();

@@ -55,9 +55,12 @@ llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMa
 /// Loads `object` into a fresh ORC JIT, resolving `symbols` (name,
 /// address) first and the process's own symbols after them, and returns
 /// the packed entry `entry` (see addPackedWrapper) kept alive by the JIT.
+/// With `perfJitdump`, LLVM's perf JIT listener writes jit-<pid>.dump
+/// records for `perf inject --jit` (docs/performance.md, "Profiling
+/// compiled code").
 llvm::Expected<::kiln::rt::CompiledFunction>
 loadObject(llvm::StringRef object, llvm::StringRef entry,
-           const std::vector<std::pair<const char *, void *>> &symbols);
+           const std::vector<std::pair<const char *, void *>> &symbols, bool perfJitdump = false);
 
 } // namespace mlir::kiln
 

@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "CudaEntry.h"
 
+#include "PyErrors.h"
 #include "TensorInfo.h"
-#include "capture/breaks/GraphBreak.h"
 
 namespace kiln {
 
@@ -47,8 +47,7 @@ bool compileForCuda(const std::string &irText, int device, Entry &entry, std::st
           ? PyRef::steal(PyObject_CallFunctionObjArgs(fn.get(), text.get(), dev.get(), nullptr))
           : PyRef();
   if (!runner) {
-    std::string why = takePythonErrorText();
-    error = "CUDA backend: " + (why.empty() ? std::string("unknown error") : why);
+    error = "CUDA backend: " + takePythonErrorText();
     return false;
   }
   entry.cudaRunner = std::move(runner);

@@ -33,6 +33,11 @@ struct Options {
   int recompileLimit = 8;
   /// The on-disk compile cache folder; empty when disabled.
   std::string cacheDir;
+  /// Parallel loops allowed (they are used only when torch runs more than
+  /// one thread); false compiles every loop serial.
+  bool parallelLoops = true;
+  /// Register LLVM's perf JIT listener for compiled code.
+  bool perfJitdump = false;
 };
 
 /// The process-wide options.

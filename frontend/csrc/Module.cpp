@@ -32,7 +32,8 @@ nb::object checked(PyObject *r) {
 }
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
-                int recompileLimit, const std::string &cacheDir) {
+                int recompileLimit, const std::string &cacheDir, bool parallelLoops,
+                bool perfJitdump) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -52,6 +53,8 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.debugDir = debugDir;
   o.recompileLimit = recompileLimit;
   o.cacheDir = cacheDir;
+  o.parallelLoops = parallelLoops;
+  o.perfJitdump = perfJitdump;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -111,7 +114,8 @@ NB_MODULE(_C, m) {
       "Calls fn(*args, **kwargs) eagerly (hook inactive).");
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
-        nb::arg("recompile_limit"), nb::arg("cache_dir") = "");
+        nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
+        nb::arg("perf_jitdump") = false);
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

@@ -7,9 +7,9 @@
 // take (a non-unit innermost stride) use a plain loop. The BLAS thread count
 // follows kilnSetNumThreads, applied lazily before a call.
 //
-// The provider is OpenBLAS (linked) unless kilnSetBlasLibrary (or, when that
-// was never called, $KILN_BLAS_LIBRARY at the first call) names oneMKL's
-// libmkl_rt: it is dlopen'ed RTLD_LOCAL and its cblas_?gemm called instead,
+// The provider is OpenBLAS (linked) unless kilnSetBlasLibrary (the frontend
+// calls it at import with $KILN_BLAS_LIBRARY or the venv's MKL, kiln/_blas.py)
+// names oneMKL's libmkl_rt: it is dlopen'ed RTLD_LOCAL and its cblas_?gemm called instead,
 // except for small outputs, where OpenBLAS is faster (kMaxOpenBlasOutput).
 // MKL gets the GNU threading layer (torch's libgomp, as eager's MKL uses) and
 // dynamic threading off, like torch; SEQUENTIAL when no libgomp can load.
@@ -47,7 +47,6 @@ struct DynamicBlas {
 /// The dlopen'ed provider in use; null means OpenBLAS.
 std::atomic<const DynamicBlas *> dynamicBlas{nullptr};
 /// Set once a provider was chosen (explicitly or from the environment).
-std::atomic<bool> providerChosen{false};
 std::mutex providerMutex;
 
 std::atomic<int> requestedThreads{0};
@@ -101,19 +100,9 @@ const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
   return blas.release();
 }
 
-/// Chooses the provider once from $KILN_BLAS_LIBRARY when
-/// kilnSetBlasLibrary was never called.
-void chooseProviderFromEnv() {
-  if (providerChosen.load(std::memory_order_acquire))
-    return;
-  const char *env = std::getenv("KILN_BLAS_LIBRARY");
-  kilnSetBlasLibrary(env ? env : "");
-}
-
-const DynamicBlas *provider() {
-  chooseProviderFromEnv();
-  return dynamicBlas.load(std::memory_order_acquire);
-}
+/// The dlopen'ed BLAS kilnSetBlasLibrary chose; null means OpenBLAS (also
+/// when it was never called).
+const DynamicBlas *provider() { return dynamicBlas.load(std::memory_order_acquire); }
 
 /// Outputs of at most this many elements stay on OpenBLAS even when MKL is
 /// loaded: there MKL's cblas_?gemm is slower (1-2 us more fixed cost per call,
@@ -222,7 +211,6 @@ int kilnSetBlasLibrary(const char *path) {
   }
   dynamicBlas.store(blas, std::memory_order_release);
   appliedThreads.store(0, std::memory_order_relaxed); // re-apply to the new one
-  providerChosen.store(true, std::memory_order_release);
   return blas != nullptr;
 }
 

@@ -20,8 +20,8 @@ extern "C" {
 /// (libmkl_rt.so.N; dlopen'ed, never unloaded). Null, "" or "openblas"
 /// selects the linked OpenBLAS. Returns 1 when MKL is in use; on a load
 /// failure prints why to stderr and keeps OpenBLAS (returns 0). Call it
-/// before compiled code runs (the frontend does at import); when it never
-/// is, the first GEMM reads $KILN_BLAS_LIBRARY the same way.
+/// before compiled code runs (the frontend does at import, kiln/_blas.py);
+/// when it never is, the shims use OpenBLAS.
 int kilnSetBlasLibrary(const char *path);
 /// "openblas", or "mkl (<threading layer> threading) <path>".
 const char *kilnBlasLibrary();

@@ -41,6 +41,12 @@ LaunchDims dimsAt(const uint32_t *d) {
 
 extern "C" {
 
+/// Sets the CUDA driver library to open (path or soname; null or "" = the
+/// default libcuda.so.1). Effective only before the first call that loads it.
+__attribute__((visibility("default"))) void kiln_cuda_set_driver_library(const char *name) {
+  setDriverLibraryName(name ? name : "");
+}
+
 /// Loads the driver and runs cuInit (0), or explains why it cannot.
 __attribute__((visibility("default"))) int kiln_cuda_init(char *err, size_t cap) {
   std::string e;

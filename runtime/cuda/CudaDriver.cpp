@@ -70,9 +70,19 @@ void load(Loaded &l) {
 
 } // namespace
 
+namespace {
+/// The driver library set by setDriverLibraryName ("" = the default).
+std::string &driverLibraryOverride() {
+  static std::string name;
+  return name;
+}
+} // namespace
+
+void setDriverLibraryName(const std::string &name) { driverLibraryOverride() = name; }
+
 std::string driverLibraryName() {
-  const char *env = std::getenv("KILN_CUDA_DRIVER");
-  return env && *env ? env : "libcuda.so.1";
+  const std::string &name = driverLibraryOverride();
+  return name.empty() ? "libcuda.so.1" : name;
 }
 
 const DriverApi *driver(std::string &error) {

@@ -55,8 +55,14 @@ struct DriverApi {
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
 };
 
-/// The driver library kiln opens: $KILN_CUDA_DRIVER if set (tests point it
-/// at a fake or a missing file), else "libcuda.so.1".
+/// Makes the driver library kiln opens `name` (a path or soname; "" restores
+/// the default). Effective only before the first driver() call. The Python
+/// binding (kiln/cuda/_driver.py) passes $KILN_CUDA_DRIVER, which tests point
+/// at a fake or a missing file; C++ reads no environment.
+void setDriverLibraryName(const std::string &name);
+
+/// The driver library kiln opens: the one set by setDriverLibraryName, else
+/// "libcuda.so.1".
 std::string driverLibraryName();
 
 /// Opens the driver and calls cuInit(0) once per process (thread-safe).

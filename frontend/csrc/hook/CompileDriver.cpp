@@ -128,7 +128,8 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry.name);
   copts.cacheDir = options().cacheDir;
-  copts.parallelLoops = torchNumThreads() > 1; // see CpuCompileOptions
+  copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
+  copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
   int device = -1;

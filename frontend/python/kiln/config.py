@@ -56,6 +56,13 @@ class _Config:
     # shared by all processes; default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;
     # "off" (or "" here) disables it. Not in cache key (it is the cache).
     cache_dir: str = field(default_factory=_default_cache_dir)
+    # KILN_PARALLEL_LOOPS=0 compiles every loop serial; otherwise big loop
+    # nests run on several threads when torch.get_num_threads() > 1 at compile
+    # time. In cache key (the pipeline text records it).
+    parallel_loops: bool = os.environ.get("KILN_PARALLEL_LOOPS", "1") != "0"
+    # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
+    # records for `perf inject --jit`). Not in cache key.
+    perf_jitdump: bool = os.environ.get("KILN_PERF_JITDUMP", "0") == "1"
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 
@@ -87,6 +94,8 @@ def _push_to_native() -> None:
         debug_dir=config.debug_dir,
         recompile_limit=config.recompile_limit,
         cache_dir=_cache_dir_or_empty(config.cache_dir),
+        parallel_loops=config.parallel_loops,
+        perf_jitdump=config.perf_jitdump,
     )
 
 

@@ -1,8 +1,7 @@
 //===- GraphBreak.cpp - why a capture stopped --------------------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements GraphBreak.h. Ownership: the Python error is fetched (new
-// references) and released here; nothing is left set.
+// Implements GraphBreak.h.
 //===----------------------------------------------------------------------===//
 #include <Python.h>
 
@@ -44,27 +43,6 @@ BreakCategory breakCategoryFromName(const std::string &name) {
     if (name == breakCategoryName(static_cast<BreakCategory>(i)))
       return static_cast<BreakCategory>(i);
   return BreakCategory::Other;
-}
-
-std::string takePythonErrorText() {
-  if (!PyErr_Occurred())
-    return "";
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  std::string text = type ? reinterpret_cast<PyTypeObject *>(type)->tp_name : "error";
-  if (value) {
-    if (PyObject *s = PyObject_Str(value)) {
-      if (const char *utf8 = PyUnicode_AsUTF8(s); utf8 && *utf8)
-        text += std::string(": ") + utf8;
-      Py_DECREF(s);
-    }
-  }
-  PyErr_Clear();
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(traceback);
-  return text;
 }
 
 std::string withPythonError(const std::string &message) {

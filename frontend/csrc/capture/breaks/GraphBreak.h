@@ -12,6 +12,8 @@
 #ifndef KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
 #define KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
 
+#include "PyErrors.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -63,11 +65,6 @@ inline constexpr const char *kRaisesInEager =
 inline constexpr const char *kSpecializeSizes =
     "compile with dynamic=False (or without mark_dynamic) to specialize the sizes";
 } // namespace hint
-
-/// The pending Python exception as "TypeName: message", cleared; "" when
-/// none is set. Use it wherever an error is about to be dropped, so the
-/// break record keeps the original text.
-std::string takePythonErrorText();
 
 /// `message`, followed by ": <Python error text>" when a Python exception is
 /// pending (which is cleared).

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/breaks/Resume.h"
 
-#include "capture/breaks/GraphBreak.h"
+#include "PyErrors.h"
 
 namespace kiln {
 namespace {

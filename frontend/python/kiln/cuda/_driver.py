@@ -61,6 +61,11 @@ def _load():
         f.restype = ctypes.c_int
     lib.kiln_cuda_module_unload.argtypes = [vp]
     lib.kiln_cuda_module_unload.restype = None
+    # $KILN_CUDA_DRIVER: the driver library to dlopen instead of libcuda.so.1
+    # (tests point it at a fake or a missing file). C++ reads no environment.
+    lib.kiln_cuda_set_driver_library.argtypes = [ctypes.c_char_p]
+    lib.kiln_cuda_set_driver_library.restype = None
+    lib.kiln_cuda_set_driver_library(os.environ.get("KILN_CUDA_DRIVER", "").encode())
     _lib = lib
     return lib
 
