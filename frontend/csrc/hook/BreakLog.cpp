@@ -36,6 +36,15 @@ std::string formatBreak(const BreakRecord &r) {
   return text;
 }
 
+std::string breakSummary(const BreakRecord &r) {
+  std::string text = r.function + ": " + breakCategoryName(r.category) + ": " + r.message;
+  if (!r.location.empty())
+    text += " at " + r.location;
+  if (!r.hint.empty())
+    text += " (hint: " + r.hint + ")";
+  return text;
+}
+
 void reportBreak(BreakRecord record) {
   FrontendState &state = frontend();
   ++state.counters.graphBreaks;

@@ -44,6 +44,10 @@ BreakRecord breakFromFailure(const std::string &function, const CaptureFailure &
 /// (" at <file>:<line>" and " (hint: ...)" are left out when empty).
 std::string formatBreak(const BreakRecord &record);
 
+/// The record in one phrase for an error message (fullgraph=True):
+///   <function>: <category>: <message> at <file>:<line> (hint: <hint>)
+std::string breakSummary(const BreakRecord &record);
+
 /// Counts the break (kiln.stats()["graph_breaks"]), keeps it in
 /// FrontendState::breaks and logs it on the graph_breaks channel.
 void reportBreak(BreakRecord record);

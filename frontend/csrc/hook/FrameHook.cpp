@@ -157,7 +157,7 @@ PyObject *runFrame(Entry &entry, FrameCall &call) {
 /// Raises kiln's fullgraph=True error for a graph break; null.
 PyObject *fullgraphError(FrameCall &call, const std::string &what) {
   *call.handled = 1;
-  PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break: %s", what.c_str());
+  PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s", what.c_str());
   return nullptr;
 }
 
@@ -168,7 +168,7 @@ PyObject *runMatch(Entry &e, FrameCall &call) {
     return tls.fullgraph ? fullgraphError(call, e.eagerReason) : nullptr;
   }
   if (e.resume && tls.fullgraph)
-    return fullgraphError(call, "in " + codeName(call.code) + ": " + e.resume->where);
+    return fullgraphError(call, codeName(call.code) + ": " + e.resume->where);
   ++counters().cacheHits;
   return runFrame(e, call);
 }
@@ -195,11 +195,11 @@ void warnRecompileLimit(FrameCall &call, const std::string &lastMiss) {
 PyObject *runEagerAfterFailure(FrameCall &call, const CaptureFailure &failure,
                                std::unique_ptr<Entry> failed) {
   BreakRecord record = breakFromFailure(codeName(call.code), failure, /*resumed=*/false);
-  std::string text = formatBreak(record);
+  std::string summary = breakSummary(record);
   reportBreak(std::move(record));
   if (tls.fullgraph)
-    return fullgraphError(call, text);
-  failed->eagerReason = text;
+    return fullgraphError(call, summary);
+  failed->eagerReason = summary;
   // Its guards describe this very frame; if they do not hold now (an
   // assumption that cannot be re-checked), the break is kept unguarded:
   // the code then runs eagerly whenever no earlier entry matches.

@@ -61,6 +61,10 @@ namespace hint {
 /// For a construct that raises in eager too (user-error).
 inline constexpr const char *kRaisesInEager =
     "it raises in eager too: kiln runs it eagerly, so the exception reaches the code as usual";
+/// For a Python branch on a tensor's values (data-dependent).
+inline constexpr const char *kTensorBranch =
+    "select with torch.where instead of branching, or move the condition out of the compiled "
+    "function";
 /// For a symbolic size kiln cannot handle (dynamic-shape).
 inline constexpr const char *kSpecializeSizes =
     "compile with dynamic=False (or without mark_dynamic) to specialize the sizes";
