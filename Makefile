@@ -14,7 +14,7 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir -DLLVM_USE_LINKER=lld \
   -DLLVM_EXTERNAL_LIT=$(VENV)/bin/lit -DPython_EXECUTABLE=$(PY)
 
-.PHONY: setup build test test-lit test-unit test-python demo bench docs clean
+.PHONY: setup build test test-lit test-unit test-python check-house format demo bench docs clean
 
 setup:
 	@bash tools/bootstrap.sh
@@ -26,7 +26,17 @@ build: setup $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims
 
 test: build
-	$(MAKE) --no-print-directory test-lit test-unit test-python
+	$(MAKE) --no-print-directory check-house test-lit test-unit test-python
+
+# Format, size, environment, layout and lit-syntax checks (tools/check_house.py)
+# and the generated references in docs/reference against the .td files.
+check-house: setup $(BUILD)/build.ninja
+	$(PY) tools/check_house.py
+	ninja -C $(BUILD) check-kiln-docs
+
+# clang-format (.clang-format: LLVM style, 100 columns) over every C/C++ file.
+format: setup
+	git ls-files '*.cpp' '*.h' '*.c' | xargs /usr/lib/llvm-19/bin/clang-format -i
 
 test-lit:
 	ninja -C $(BUILD) check-kiln

@@ -12,7 +12,9 @@
    runtime, tools) reads no environment variable: configuration flows from
    kiln.config into typed options.
 4. layout: every top-level source folder and each of its subfolders has a
-   README.md saying what it holds and what it may depend on.
+   README.md saying what it holds and what it may depend on (tools/README.md
+   covers the one-file tool folders; the Python package documents itself in
+   docstrings).
 5. lit: a `CHECK` directive without its colon (silently ignored by
    FileCheck).
 
@@ -189,7 +191,7 @@ def check_layout(files: list[Path]) -> list[str]:
         has_sources = any(p.suffix in SOURCE_SUFFIXES + (".txt",)
                           for p in (ROOT / folder).iterdir() if p.is_file())
         if has_sources and not (ROOT / folder / "README.md").exists() and \
-                folder.count("/") <= 3 and not folder.startswith("frontend/python/"):
+                folder.count("/") <= 3 and not folder.startswith(("frontend/python/", "tools/")):
             problems.append(f"layout: {folder}/ has no README.md (what it holds, what it may "
                             "depend on)")
     return problems

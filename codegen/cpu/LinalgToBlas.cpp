@@ -3,12 +3,12 @@
 //
 // After bufferization, replaces `linalg.matmul`, `linalg.matmul_transpose_b`,
 // `linalg.batch_matmul`, `linalg.batch_matmul_transpose_b` and the
-// shared-left-operand contraction generic of codegen/Matmul.cpp
+// shared-left-operand contraction generic of codegen/common/Matmul.cpp
 // (C[b] = A x B[b]: A is passed as a batch view with stride 0) on f32/f64
 // memrefs whose innermost dims are contiguous with calls to
 // `kiln_blas_{s,d}gemm[_batched](A, B, C, transB, beta)`, declared with
 // `llvm.emit_c_interface` so they lower to `_mlir_ciface_kiln_blas_*`,
-// which the JIT resolves to codegen/cpu/BlasShims.cpp. Operands are cast to
+// which the JIT resolves to runtime/cpu/BlasShims.cpp. Operands are cast to
 // fully dynamic strided memrefs. A zero `linalg.fill` of C right before the
 // matmul (only side-effect-free ops in between) is erased and becomes
 // beta = 0. Other element types and layouts are left alone.

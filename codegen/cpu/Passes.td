@@ -102,7 +102,7 @@ def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
     `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on memrefs
     whose innermost dim is contiguous becomes a `func.call` to a `kiln_blas_*`
     function (declared with `llvm.emit_c_interface`) that the JIT resolves to
-    kiln's BLAS shims (codegen/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
+    kiln's BLAS shims (runtime/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
     A `linalg.fill` of zero feeding the output is folded into beta = 0.
     Other element types and layouts are left for the loop lowering.
   }];

@@ -39,17 +39,17 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCanonicalizerPass());
   // Row-wise chains (softmax, layer_norm) run row by row, in cache.
-  pm.nest<func::FuncOp>().addPass(createFuseRowsPass());
+  pm.nest<func::FuncOp>().addPass(createCpuFuseRowsPass());
   // Static intermediates share one arena by liveness; the deallocation
   // below frees the arena and whatever the planning could not follow.
-  pm.nest<func::FuncOp>().addPass(createPlanMemoryPass());
+  pm.nest<func::FuncOp>().addPass(createCpuPlanMemoryPass());
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());
 
   // Buffers → calls and loops.
-  pm.addPass(createLinalgToBlasPass());
-  pm.addPass(createCopiesToLoopsPass());
+  pm.addPass(createCpuLinalgToBlasPass());
+  pm.addPass(createCpuCopiesToLoopsPass());
   {
     OpPassManager &fn = pm.nest<func::FuncOp>();
     fn.addPass(createConvertLinalgToParallelLoopsPass());
@@ -61,16 +61,16 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
     addPassWithOptions(fn, createCpuParallelizeLoopsPass(),
                        options.parallelLoops ? "enabled=true" : "enabled=false");
   }
-  pm.addPass(createApproximateMathPass());
+  pm.addPass(createCpuApproximateMathPass());
   pm.addPass(createConvertSCFToOpenMPPass());
-  pm.nest<func::FuncOp>().addPass(createLowerAllocaScopesPass());
+  pm.nest<func::FuncOp>().addPass(createCpuLowerAllocaScopesPass());
 
   // → LLVM dialect.
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // Loads/stores with alias scopes from the buffers' roots (arena views).
-  pm.nest<func::FuncOp>().addPass(createAliasScopesPass());
+  pm.nest<func::FuncOp>().addPass(createCpuAliasScopesPass());
   pm.addPass(createConvertVectorToLLVMPass()); // kiln-cpu-copies-to-loops' rows
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics first (fma, floor, exp... stay vectorizable); what has no

@@ -1,35 +1,11 @@
 //===- PlanMemory.cpp - one arena for a function's intermediates --------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// `kiln-cpu-plan-memory`: after bufferization and before buffer deallocation,
-// every static-size `memref.alloc` at the top level of a function whose
-// lifetime can be proven (all of its uses, and those of every view of it,
-// are ordinary reads/writes: no call, return, yield, region iter_arg or op
-// that makes a memref/tensor result we cannot see through) becomes a
-// `memref.view` at a fixed offset of ONE `memref<Nxi8>` arena allocated at
-// the function's entry. Buffers whose live ranges do not overlap share
-// bytes. The deallocation pipeline then frees the arena once, at the end of
-// the call; everything else keeps its own alloc/free.
-//
-// Live range of a buffer: the positions, in the entry block, of the first
-// and last top-level op that reads or writes it or any alias (an op nested
-// in a loop or an `if` counts as its top-level ancestor, so a buffer used
-// in a loop stays live for the whole loop). Neither the alloc nor an op
-// that only makes a view counts (allocs and pads' border views are often
-// hoisted far ahead of their first access); `linalg.fill`s hoisted to the
-// top are first moved down to just before the next access of their buffer.
-//
-// In place: an all-parallel `linalg.generic` that is the last access of
-// an input buffer and the first of a same-size output buffer, both seen
-// with the same type and the same permutation map, writes the output over
-// the input (the two are linked and get the same offset). The packing
-// alone never gives this: their ranges meet at that op.
-//
-// Packing (greedy by size, best fit): in-place chains are one slot each;
-// slots sorted by size (largest first; ties by first use); each one is
-// placed at the lowest-waste gap among the byte ranges of the
-// already-placed slots whose live ranges overlap its own (offsets aligned),
-// or after the highest of them. The arena is the highest end offset.
+// Implements `kiln-cpu-plan-memory`: static top-level intermediates become
+// views of one arena per call, packed by liveness. The algorithm (live
+// ranges, in-place reuse, fill sinking, best-fit packing, the arena's
+// attributes) is described once, in codegen/cpu/Passes.td
+// (CpuPlanMemoryPass; generated: docs/reference/KilnCpuPasses.md).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 

@@ -110,6 +110,8 @@ void printOnePassStats(llvm::raw_ostream &b, const OnePassRole &role, unsigned l
 
 /// A tensor operand of a pointwise kernel, for the vectorized form
 /// (CudaVectorize.cpp): inputs first, then outputs.
+struct GenericKernelParts;
+
 struct PointwiseOperand {
   std::string param; // in<k> / out<k>
   std::string name;  // inputs: the body's name a<i>
@@ -158,6 +160,14 @@ private:
   LogicalResult emitGemm(linalg::LinalgOp op, bool transB);
   // CudaKernels.cpp
   LogicalResult emitGeneric(linalg::GenericOp op);
+  /// emitGeneric's steps: input parameters and loads; output buffers and
+  /// parameters; stores (and the dims the kernel decodes); the kernel text.
+  LogicalResult collectGenericInputs(linalg::GenericOp op, GenericKernelParts &parts);
+  LogicalResult collectGenericOutputs(linalg::GenericOp op, GenericKernelParts &parts);
+  LogicalResult collectGenericStores(linalg::GenericOp op, GenericKernelParts &parts);
+  void printPointwiseKernel(linalg::GenericOp op, KernelInfo &k, const GenericKernelParts &parts);
+  void printRowReductionKernel(linalg::GenericOp op, KernelInfo &k,
+                               const GenericKernelParts &parts);
   // CudaVectorize.cpp
   /// Elements per thread of the vectorized form of a pointwise kernel
   /// (16 bytes of the widest vector operand), 1 when it does not apply.

@@ -16,47 +16,88 @@
 
 namespace mlir::kiln::cuda::detail {
 
+/// Emits the code of one generic kernel: parameters, loads, body, stores
+/// (everything but the loop around them), in the order the kernel prints
+/// them. Filled by the collect* steps of emitGeneric.
+struct GenericKernelParts {
+  SmallVector<int64_t> ranges;
+  bool isReduction = false;
+  int64_t total = 1;
+  bool wide = false;  ///< 64-bit indices
+  std::string ity;    ///< the index type, "int" or "long long"
+  std::string indent; ///< of loads, body and stores
+  std::vector<std::string> params, args;
+  SmallVector<PointwiseOperand> pointwise; ///< for the vectorized form
+  llvm::SmallBitVector usedDims;
+  bool usesIndex = false;
+  std::string loads, body, stores;
+  std::optional<Combiner> combiner; ///< reductions
+  std::string partial;              ///< reductions: the value folded into acc
+};
+
 LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics())
     return op.emitError("CUDA emitter: expected linalg.generic on tensors");
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
+  GenericKernelParts parts;
+  parts.ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(parts.ranges, ShapedType::isDynamic))
     return op.emitError("CUDA emitter: dynamic shapes are not supported yet");
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  unsigned numLoops = ranges.size();
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
-  bool isReduction = numReductions > 0;
-  if (isReduction && op.getNumDpsInits() != 1)
+  parts.isReduction = numReductions > 0;
+  if (parts.isReduction && op.getNumDpsInits() != 1)
     return op.emitError("CUDA emitter: a reduction with several outputs is not supported");
-  if (numReductions > 1 || (isReduction && iters.back() != utils::IteratorType::reduction))
+  if (numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction))
     return emitSerialReduction(op);
 
   std::string kname = nextKernelName();
-  Block &block = op.getRegion().front();
   names.clear();
-
-  int64_t total = 1;
-  for (int64_t r : ranges)
-    total *= r;
+  for (int64_t r : parts.ranges)
+    parts.total *= r;
   // Index type: 32-bit when every offset fits.
   // `i += gridDim.x * blockDim.x` must not overflow an int past the bound.
-  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  parts.wide = parts.total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   for (Value v : op->getOperands())
     if (auto t = dyn_cast<RankedTensorType>(v.getType()))
       if (t.hasStaticShape() && t.getNumElements() >= (int64_t(1) << 31))
-        wide = true;
-  std::string ity = wide ? "long long" : "int";
+        parts.wide = true;
+  parts.ity = parts.wide ? "long long" : "int";
+  parts.indent = parts.isReduction ? "      " : "    ";
+  parts.usedDims.resize(parts.ranges.size());
 
-  // Parameters and loads.
-  std::string body;
-  llvm::raw_string_ostream bs(body);
-  std::string in = isReduction ? "      " : "    ";
-  std::vector<std::string> params, args;
-  SmallVector<PointwiseOperand> pw; // for the vectorized form
-  llvm::SmallBitVector usedDims(numLoops);
+  if (failed(collectGenericInputs(op, parts)) || failed(collectGenericOutputs(op, parts)))
+    return failure();
+  llvm::raw_string_ostream bs(parts.body);
+  if (parts.isReduction) {
+    FailureOr<ReductionBody> red = translateReductionBody(op, bs, parts.indent);
+    if (failed(red))
+      return failure();
+    parts.combiner = red->combiner;
+    parts.partial = red->partial;
+  } else if (failed(translateBody(op, nullptr, bs, parts.indent))) {
+    return failure();
+  }
+  bs.flush();
+  if (failed(collectGenericStores(op, parts)))
+    return failure();
+
+  KernelInfo k;
+  k.name = kname;
+  k.function = func.getSymName().str();
+  k.args = parts.args;
+  if (parts.isReduction)
+    printRowReductionKernel(op, k, parts);
+  else
+    printPointwiseKernel(op, k, parts);
+  addKernel(std::move(k));
+  return success();
+}
+
+LogicalResult FunctionEmitter::collectGenericInputs(linalg::GenericOp op,
+                                                    GenericKernelParts &parts) {
+  Block &block = op.getRegion().front();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  std::string loads;
-  llvm::raw_string_ostream ls(loads);
+  llvm::raw_string_ostream ls(parts.loads);
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();
     bool isInit = op.isDpsInit(&operand);
@@ -74,7 +115,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     }
     TensorInfo info = tensors.lookup(operand.get());
     if (isInit) {
-      if (!arg.use_empty() && !isReduction) {
+      if (!arg.use_empty() && !parts.isReduction) {
         if (!info.fill)
           return op.emitError("CUDA emitter: a pointwise generic that reads its "
                               "output must start from a linalg.fill");
@@ -94,171 +135,169 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
                 "generic results are; constant tensors are not supported yet)";
     if (arg.use_empty())
       continue;
-    std::string p = "in" + std::to_string(params.size());
-    params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
-    args.push_back(buffers[info.buffer].name);
-    std::string off = offsetExpr(maps[i], tt, ranges, !isReduction, "i", usedDims);
-    pw.push_back({p, "a" + std::to_string(i), maps[i], tt, false, ""});
+    std::string p = "in" + std::to_string(parts.params.size());
+    parts.params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
+    parts.args.push_back(buffers[info.buffer].name);
+    std::string off =
+        offsetExpr(maps[i], tt, parts.ranges, !parts.isReduction, "i", parts.usedDims);
+    parts.pointwise.push_back({p, "a" + std::to_string(i), maps[i], tt, false, ""});
     auto vt = valueType(tt.getElementType());
-    ls << in << "const " << *vt << " a" << i << " = " << loadExpr(p, off, tt.getElementType())
-       << ";\n";
+    ls << parts.indent << "const " << *vt << " a" << i << " = "
+       << loadExpr(p, off, tt.getElementType()) << ";\n";
     names[arg] = "a" + std::to_string(i);
   }
+  ls.flush();
+  return success();
+}
 
-  // Output buffers.
-  std::vector<int> outBuffers;
+LogicalResult FunctionEmitter::collectGenericOutputs(linalg::GenericOp op,
+                                                     GenericKernelParts &parts) {
   for (auto [k, init] : llvm::enumerate(op.getDpsInits())) {
     auto tt = cast<RankedTensorType>(init.getType());
     if (!storageType(tt.getElementType()))
       return op.emitError("CUDA emitter: unsupported element type ") << tt.getElementType();
     int b = newBuffer(tt, "temporary");
-    outBuffers.push_back(b);
     tensors[op->getResult(k)] = TensorInfo{b, std::nullopt, false};
-    params.push_back(*storageType(tt.getElementType()) + " *__restrict__ out" + std::to_string(k));
-    args.push_back(buffers[b].name);
+    parts.params.push_back(*storageType(tt.getElementType()) + " *__restrict__ out" +
+                           std::to_string(k));
+    parts.args.push_back(buffers[b].name);
   }
+  return success();
+}
 
-  // Reduction: the combiner is the yielded op that reads the output block arg.
-  std::optional<Combiner> combiner;
-  std::string partial;
+LogicalResult FunctionEmitter::collectGenericStores(linalg::GenericOp op,
+                                                    GenericKernelParts &parts) {
+  Block &block = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(block.getTerminator());
-  if (isReduction) {
-    FailureOr<ReductionBody> red = translateReductionBody(op, bs, in);
-    if (failed(red))
-      return failure();
-    combiner = red->combiner;
-    partial = red->partial;
-  } else {
-    if (failed(translateBody(op, nullptr, bs, in)))
-      return failure();
-  }
-  bs.flush();
-  ls.flush();
-
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  unsigned numLoops = parts.ranges.size();
   // Dims decoded from the linear index (pointwise) or row (reduction).
-  bool usesIndex = false;
   for (Operation &inner : block)
     if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
-      usedDims.set(idx.getDim());
-      usesIndex = true;
+      parts.usedDims.set(idx.getDim());
+      parts.usesIndex = true;
     }
-  SmallVector<std::string> results;
-  std::string stores;
-  llvm::raw_string_ostream ss(stores);
+  llvm::raw_string_ostream ss(parts.stores);
   llvm::SmallBitVector outDims(numLoops);
   for (auto [k, init] : llvm::enumerate(op.getDpsInits())) {
     auto tt = cast<RankedTensorType>(init.getType());
     unsigned opIdx = op.getNumDpsInputs() + k;
-    std::string off = offsetExpr(maps[opIdx], tt, ranges, !isReduction, "i", outDims);
+    std::string off = offsetExpr(maps[opIdx], tt, parts.ranges, !parts.isReduction, "i", outDims);
     std::string value;
-    if (!isReduction) {
+    if (!parts.isReduction) {
       auto v = scalarOf(yield.getOperand(k), yield);
       if (!v)
         return failure();
       value = *v;
-      pw.push_back({"out" + std::to_string(k), "", maps[opIdx], tt, true, value});
+      parts.pointwise.push_back({"out" + std::to_string(k), "", maps[opIdx], tt, true, value});
     } else {
       TensorInfo info = tensors.lookup(init);
       if (!info.fill)
         return op.emitError("CUDA emitter: a reduction's init must be a linalg.fill");
-      std::string id = identityLiteral(*combiner, tt.getElementType());
-      value = combineWithInit(*combiner, *info.fill, id);
+      std::string id = identityLiteral(*parts.combiner, tt.getElementType());
+      value = combineWithInit(*parts.combiner, *info.fill, id);
       ss << "    if (threadIdx.x == 0)\n";
     }
-    ss << in << "out" << k << "[" << off << "] = " << storeValue(value, tt.getElementType())
-       << ";\n";
+    ss << parts.indent << "out" << k << "[" << off
+       << "] = " << storeValue(value, tt.getElementType()) << ";\n";
   }
   ss.flush();
-  if (isReduction && outDims.test(numLoops - 1))
+  if (parts.isReduction && outDims.test(numLoops - 1))
     return op.emitError("CUDA emitter: a reduction output indexed by the reduction dim");
-  usedDims |= outDims;
-
-  // Kernel text.
-  Type accElt = cast<RankedTensorType>(op.getDpsInits()[0].getType()).getElementType();
-  KernelInfo k;
-  k.name = kname;
-  k.function = func.getSymName().str();
-  k.args = args;
-  std::string loc = locationString(op.getLoc());
-  std::string shape =
-      llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
-  if (!isReduction) {
-    k.kind = KernelInfo::Pointwise;
-    k.blockX = kPointwiseBlock;
-    int64_t vw = vectorize && !usesIndex ? vectorWidth(pw, ranges, total) : 1;
-    k.gridX = pointwiseGridSize((total + vw - 1) / vw);
-    os << "// " << kname << ": pointwise over " << shape << " (" << total << " elements)"
-       << (vw > 1 ? ", " + std::to_string(vw) + " per thread (128-bit accesses)" : "") << ", "
-       << loc << "\n";
-    openKernel(k, params);
-    std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
-    std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
-                             : "blockIdx.x * blockDim.x + threadIdx.x";
-    // The scalar grid-stride loop from `from`, each line indented by `ind`.
-    auto scalarLoop = [&](const std::string &from, const std::string &ind) {
-      std::string t;
-      llvm::raw_string_ostream ts(t);
-      ts << "  for (" << ity << " i = " << from << "; i < " << total << "; i += " << stride
-         << ") {\n";
-      SmallVector<std::string> decode = decodeLinearIndex("i", ranges);
-      for (unsigned d = 0; d < numLoops; ++d)
-        if (usedDims.test(d))
-          ts << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
-      ts << loads << body << stores << "  }\n";
-      ts.flush();
-      std::string r;
-      for (StringRef line : llvm::split(StringRef(t).rtrim('\n'), '\n'))
-        r += ind + line.str() + "\n";
-      return r;
-    };
-    if (vw == 1) {
-      os << scalarLoop(start, "");
-    } else {
-      SmallVector<std::string> ptrs;
-      for (const PointwiseOperand &p : pw)
-        ptrs.push_back("(unsigned long long)" + p.param);
-      os << "  if (((" << llvm::join(ptrs, " | ") << ") & 15) == 0) {\n";
-      os << "    // " << vw << " elements per thread: one 128-bit access per operand\n";
-      printVectorLoop(os, pw, ranges, vw, ity, start, stride, body);
-      if (total % vw) {
-        os << "    // tail: the last " << total % vw << " element(s)\n";
-        os << scalarLoop(std::to_string(total / vw * vw) + " + " + start, "  ");
-      }
-      os << "  } else {\n    // unaligned pointers (views): the scalar loop\n";
-      os << scalarLoop(start, "  ") << "  }\n";
-    }
-    os << "}\n\n";
-  } else {
-    k.kind = KernelInfo::RowReduction;
-    int64_t rowLen = ranges.back();
-    int64_t rows = total / std::max<int64_t>(rowLen, 1);
-    k.blockX = reductionBlockSize(rowLen);
-    k.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
-    std::string acc = *valueType(accElt);
-    std::string id = identityLiteral(*combiner, accElt);
-    os << "// " << kname << ": row reduction (" << combiner->functor << ") over " << shape << ": "
-       << rows << " rows of " << rowLen << ", one block per row, " << loc << "\n";
-    openKernel(k, params);
-    os << "  __shared__ " << acc << " partials[32];\n";
-    os << "  for (" << ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
-    SmallVector<std::string> decode =
-        decodeLinearIndex("row", ArrayRef<int64_t>(ranges).drop_back());
-    for (unsigned d = 0; d + 1 < numLoops; ++d)
-      if (usedDims.test(d))
-        os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
-    unsigned rd = numLoops - 1;
-    os << "    " << acc << " acc = " << id << ";\n";
-    os << "    for (" << ity << " d" << rd << " = threadIdx.x; d" << rd << " < " << rowLen << "; d"
-       << rd << " += blockDim.x) {\n";
-    os << loads << body;
-    os << "      acc = " << combiner->functor << "{}(acc, " << partial << ");\n";
-    os << "    }\n";
-    os << "    acc = kiln_block_reduce<" << acc << ">(acc, partials, " << combiner->functor
-       << "{}, " << id << ");\n";
-    os << stores << "  }\n}\n\n";
-  }
-  addKernel(std::move(k));
+  parts.usedDims |= outDims;
   return success();
+}
+
+/// `ranges` as "AxBxC".
+static std::string shapeText(ArrayRef<int64_t> ranges) {
+  return llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+}
+
+void FunctionEmitter::printPointwiseKernel(linalg::GenericOp op, KernelInfo &k,
+                                           const GenericKernelParts &parts) {
+  unsigned numLoops = parts.ranges.size();
+  int64_t total = parts.total;
+  k.kind = KernelInfo::Pointwise;
+  k.blockX = kPointwiseBlock;
+  int64_t vw =
+      vectorize && !parts.usesIndex ? vectorWidth(parts.pointwise, parts.ranges, total) : 1;
+  k.gridX = pointwiseGridSize((total + vw - 1) / vw);
+  os << "// " << k.name << ": pointwise over " << shapeText(parts.ranges) << " (" << total
+     << " elements)" << (vw > 1 ? ", " + std::to_string(vw) + " per thread (128-bit accesses)" : "")
+     << ", " << locationString(op.getLoc()) << "\n";
+  openKernel(k, parts.params);
+  std::string stride = parts.wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
+  std::string start = parts.wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
+                                 : "blockIdx.x * blockDim.x + threadIdx.x";
+  // The scalar grid-stride loop from `from`, each line indented by `ind`.
+  auto scalarLoop = [&](const std::string &from, const std::string &ind) {
+    std::string t;
+    llvm::raw_string_ostream ts(t);
+    ts << "  for (" << parts.ity << " i = " << from << "; i < " << total << "; i += " << stride
+       << ") {\n";
+    SmallVector<std::string> decode = decodeLinearIndex("i", parts.ranges);
+    for (unsigned d = 0; d < numLoops; ++d)
+      if (parts.usedDims.test(d))
+        ts << "    const " << parts.ity << " d" << d << " = " << decode[d] << ";\n";
+    ts << parts.loads << parts.body << parts.stores << "  }\n";
+    ts.flush();
+    std::string r;
+    for (StringRef line : llvm::split(StringRef(t).rtrim('\n'), '\n'))
+      r += ind + line.str() + "\n";
+    return r;
+  };
+  if (vw == 1) {
+    os << scalarLoop(start, "");
+  } else {
+    SmallVector<std::string> ptrs;
+    for (const PointwiseOperand &p : parts.pointwise)
+      ptrs.push_back("(unsigned long long)" + p.param);
+    os << "  if (((" << llvm::join(ptrs, " | ") << ") & 15) == 0) {\n";
+    os << "    // " << vw << " elements per thread: one 128-bit access per operand\n";
+    printVectorLoop(os, parts.pointwise, parts.ranges, vw, parts.ity, start, stride, parts.body);
+    if (total % vw) {
+      os << "    // tail: the last " << total % vw << " element(s)\n";
+      os << scalarLoop(std::to_string(total / vw * vw) + " + " + start, "  ");
+    }
+    os << "  } else {\n    // unaligned pointers (views): the scalar loop\n";
+    os << scalarLoop(start, "  ") << "  }\n";
+  }
+  os << "}\n\n";
+}
+
+void FunctionEmitter::printRowReductionKernel(linalg::GenericOp op, KernelInfo &k,
+                                              const GenericKernelParts &parts) {
+  unsigned numLoops = parts.ranges.size();
+  Type accElt = cast<RankedTensorType>(op.getDpsInits()[0].getType()).getElementType();
+  k.kind = KernelInfo::RowReduction;
+  int64_t rowLen = parts.ranges.back();
+  int64_t rows = parts.total / std::max<int64_t>(rowLen, 1);
+  k.blockX = reductionBlockSize(rowLen);
+  k.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
+  std::string acc = *valueType(accElt);
+  std::string id = identityLiteral(*parts.combiner, accElt);
+  const std::string &ity = parts.ity;
+  os << "// " << k.name << ": row reduction (" << parts.combiner->functor << ") over "
+     << shapeText(parts.ranges) << ": " << rows << " rows of " << rowLen << ", one block per row, "
+     << locationString(op.getLoc()) << "\n";
+  openKernel(k, parts.params);
+  os << "  __shared__ " << acc << " partials[32];\n";
+  os << "  for (" << ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
+  SmallVector<std::string> decode =
+      decodeLinearIndex("row", ArrayRef<int64_t>(parts.ranges).drop_back());
+  for (unsigned d = 0; d + 1 < numLoops; ++d)
+    if (parts.usedDims.test(d))
+      os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
+  unsigned rd = numLoops - 1;
+  os << "    " << acc << " acc = " << id << ";\n";
+  os << "    for (" << ity << " d" << rd << " = threadIdx.x; d" << rd << " < " << rowLen << "; d"
+     << rd << " += blockDim.x) {\n";
+  os << parts.loads << parts.body;
+  os << "      acc = " << parts.combiner->functor << "{}(acc, " << parts.partial << ");\n";
+  os << "    }\n";
+  os << "    acc = kiln_block_reduce<" << acc << ">(acc, partials, " << parts.combiner->functor
+     << "{}, " << id << ");\n";
+  os << parts.stores << "  }\n}\n\n";
 }
 
 } // namespace mlir::kiln::cuda::detail

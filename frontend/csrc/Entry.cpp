@@ -53,7 +53,8 @@ bool buildPlan(const Entry &entry) {
     plan.offsets.push_back(plan.words.size());
     appendDescriptor(plan.words, guard->sizes);
     plan.ranks.push_back((int)guard->sizes.size());
-    plan.symbolic.push_back(std::count(guard->sizes.begin(), guard->sizes.end(), -1) > 0);
+    plan.symbolic.push_back(std::count(guard->sizes.begin(), guard->sizes.end(), kSymbolicSize) >
+                            0);
   }
   for (const GraphOutput &o : entry.results) {
     plan.offsets.push_back(plan.words.size());

@@ -207,10 +207,11 @@ std::string Guard::describe(const SourceTable &sources,
     break;
   case Kind::Tensor: {
     auto dt = dtypeFromObject(dtype);
-    os << " is a " << (device == -1 ? std::string("CPU") : deviceName(device))
+    os << " is a " << (device == TensorMeta::kCpuDevice ? std::string("CPU") : deviceName(device))
        << " tensor with dtype " << (dt ? dtypeName(*dt) : "?") << ", sizes (";
     for (size_t i = 0; i < sizes.size(); ++i) // -1: a symbolic size (>= 2)
-      os << (i ? ", " : "") << (sizes[i] < 0 ? std::string("?") : std::to_string(sizes[i]));
+      os << (i ? ", " : "")
+         << (sizes[i] == kSymbolicSize ? std::string("?") : std::to_string(sizes[i]));
     if (strides.empty() && !sizes.empty()) {
       os << "), contiguous";
     } else {

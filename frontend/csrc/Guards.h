@@ -11,6 +11,7 @@
 #define KILN_FRONTEND_GUARDS_H
 
 #include "PyRef.h"
+#include "TensorInfo.h"
 
 #include <cstdint>
 #include <string>
@@ -82,11 +83,11 @@ struct Guard {
   };
   Kind kind;
   int source;
-  PyRef expected;            ///< Identity/Equals/Length
-  PyObject *dtype = nullptr; ///< Tensor: torch dtype singleton
-  std::vector<int64_t> sizes, strides;
+  PyRef expected;                      ///< Identity/Equals/Length
+  PyObject *dtype = nullptr;           ///< Tensor: torch dtype singleton
+  std::vector<int64_t> sizes, strides; ///< Tensor: kSymbolicSize for a symbolic dim
   bool requiresGrad = false;
-  int device = -1; ///< Tensor: TensorMeta::device (-1: CPU)
+  int device = TensorMeta::kCpuDevice; ///< Tensor: TensorMeta::device
 
   /// Why this guard would fail, in words (used by recompile logs).
   std::string describe(const SourceTable &sources,

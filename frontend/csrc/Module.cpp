@@ -132,18 +132,29 @@ NB_MODULE(_C, m) {
   m.def(
       "mapped_ops",
       [] {
-        nb::list functions, methods;
-        for (const MappedFunction &f : mappedFunctions())
+        nb::list functions, methods, duplicates;
+        nb::dict params;
+        for (const MappedFunction &f : mappedFunctions()) {
           functions.append(nb::make_tuple(f.module, f.name, f.op));
-        for (const MappedMethod &mm : mappedMethods())
+          params[nb::str((f.module + "." + f.name).c_str())] = nb::cast(f.params);
+        }
+        for (const MappedMethod &mm : mappedMethods()) {
           methods.append(nb::make_tuple(mm.name, mm.op, mm.inplace));
+          params[nb::str(("Tensor." + mm.name).c_str())] = nb::cast(mm.params);
+        }
+        for (const std::string &name : duplicateOpNames())
+          duplicates.append(name);
         nb::dict d;
         d["functions"] = functions;
         d["methods"] = methods;
+        d["params"] = params;
+        d["duplicates"] = duplicates;
         return d;
       },
-      "The torch -> kiln op table: functions (module, name, op) and Tensor "
-      "methods (name, op, in-place form mapped); see `python -m kiln.coverage`.");
+      "The torch -> kiln op registry: functions (module, name, op), Tensor "
+      "methods (name, op, in-place form mapped), params ('module.name' or "
+      "'Tensor.name' -> parameter names) and duplicates (names registered "
+      "twice; empty); see `python -m kiln.coverage`.");
   m.def(
       "blas_library", [] { return std::string(kilnBlasLibrary()); },
       "The BLAS compiled GEMMs call.");

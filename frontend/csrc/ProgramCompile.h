@@ -1,7 +1,7 @@
 //===- ProgramCompile.h - compiling a graph split at fallback calls -*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Turns the steps of a capture with per-op fallbacks (capture/Partition.cpp)
+// Turns the steps of a capture with per-op fallbacks (capture/ops/Partition.cpp)
 // into an Entry's Program (Program.h): each segment is compiled like a
 // whole graph (CPU JIT, or kiln.cuda when the inputs are on CUDA/meta) into
 // its own sub-entry; each fallback step keeps its torch call.

@@ -170,7 +170,7 @@ bool symbolicShapeMatches(PyObject *shape, PyObject *stride, const std::vector<i
     long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, i));
     if (PyErr_Occurred())
       return false;
-    if (want[i] == -1 ? size < 2 : size != want[i])
+    if (want[i] == kSymbolicSize ? size < 2 : size != want[i])
       return false;
     if (size != 1 && st != expect)
       return false;
@@ -181,15 +181,15 @@ bool symbolicShapeMatches(PyObject *shape, PyObject *stride, const std::vector<i
 
 } // namespace
 
-int dtypeCategory(DType d) {
+DTypeCategory dtypeCategory(DType d) {
   switch (d) {
   case DType::Bool:
-    return 0;
+    return DTypeCategory::Bool;
   case DType::I64:
   case DType::I32:
-    return 1;
+    return DTypeCategory::Integer;
   default:
-    return 2;
+    return DTypeCategory::Floating;
   }
 }
 
@@ -340,7 +340,7 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
   }
   PyRef shape = PyRef::steal(getAttr(t, FastAccess::Shape, fast));
   if (strides.empty() && !sizes.empty()) {
-    // A dynamic graph's input (capture/DynamicShapes.h): -1 sizes are
+    // A dynamic graph's input (capture/values/DynamicShapes.h): -1 sizes are
     // symbolic (any size >= 2), the rest exact, and the tensor contiguous.
     PyRef stride = PyRef::steal(callMethod(t, FastAccess::Stride, fast));
     bool ok = symbolicShapeMatches(shape.get(), stride.get(), sizes);

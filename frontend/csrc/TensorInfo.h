@@ -20,8 +20,14 @@ namespace kiln {
 /// Element types kiln compiles.
 enum class DType { F32, F64, F16, BF16, I64, I32, Bool };
 
-/// Category used by torch's type promotion: bool < integer < float.
-int dtypeCategory(DType d);
+/// Category used by torch's type promotion, ordered: Bool < Integer < Floating
+/// (a wider category wins when operands mix).
+enum class DTypeCategory { Bool, Integer, Floating };
+
+/// The promotion category of `d`.
+DTypeCategory dtypeCategory(DType d);
+/// Whether `d` is a floating-point dtype (f16, bf16, f32, f64).
+inline bool isFloatingDType(DType d) { return dtypeCategory(d) == DTypeCategory::Floating; }
 /// Size in bytes of one element.
 int dtypeBytes(DType d);
 /// The torch dtype object (borrowed; lives as long as torch).
@@ -30,6 +36,12 @@ PyObject *dtypeObject(DType d);
 std::optional<DType> dtypeFromObject(PyObject *dtype);
 /// "torch.float32" style name.
 std::string dtypeName(DType d);
+
+/// A tensor guard's size (and a graph result's size) that is symbolic: any
+/// value of 2 or more is accepted. The captured IR's types mark the same
+/// dims with mlir::ShapedType::kDynamic; guards are read at run time without
+/// MLIR, so they carry their own marker.
+constexpr int64_t kSymbolicSize = -1;
 
 /// Metadata of one tensor, read in one go.
 struct TensorMeta {

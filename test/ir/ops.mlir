@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s
 // RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
 // RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnOps.td %s
+// RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnShapeOps.td %s
+// RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnReductionOps.td %s
 // RUN: %python %S/../check_doc_examples.py %S/../../ir/KilnNNOps.td %s
 
 // Round trip of every kiln op, in custom and generic form. The first part

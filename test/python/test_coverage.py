@@ -56,3 +56,30 @@ def test_command_prints_counts_and_json():
     data = json.loads(subprocess.run([sys.executable, "-m", "kiln.coverage", "--json"], capture_output=True,
                                      text=True, timeout=120, check=True).stdout)
     assert int(counts["torch.nn.functional"]) == len(data["torch.nn.functional"]["mapped"])
+
+
+def test_each_torch_name_is_registered_once():
+    """The op registry records a torch name, Tensor method, operator or op
+    registered twice; each must be written once in the mapping layer."""
+    raw = kiln._C.mapped_ops()
+    assert raw["duplicates"] == []
+    names = [(m, n) for m, n, _ in raw["functions"]]
+    assert len(names) == len(set(names))
+    methods = [n for n, _, _ in raw["methods"]]
+    assert len(methods) == len(set(methods))
+
+
+def test_registry_lists_each_names_schema():
+    params = kiln._C.mapped_ops()["params"]
+    assert params["torch.add"] == ["input", "other", "alpha"]
+    assert params["Tensor.permute"] == ["input", "*dims"]
+    assert params["torch.nn.functional.softmax"] == ["input", "dim", "_stacklevel", "dtype"]
+    functions, methods = coverage.table()
+    assert set(params) == ({f"{m}.{n}" for m, n in functions} | {f"Tensor.{n}" for n in methods})
+
+
+def test_aliases_map_to_their_base_op():
+    functions, methods = coverage.table()
+    assert functions[("torch", "multiply")] == "mul"
+    assert functions[("torch", "arctan")] == "atan"
+    assert methods["swapdims"] == ("swapaxes", False)

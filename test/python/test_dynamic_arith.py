@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Arithmetic on symbolic sizes (capture/SymbolicSizes.cpp,
+"""Arithmetic on symbolic sizes (capture/values/SymbolicSizes.cpp,
 SymbolicIndexing.cpp): Python ints read from a `?` dim flow through
 + - * // %, comparisons and branches (guarded), factories (arange, zeros,
 ones, full, new_*, *_like), indexing and slicing by a symbolic bound,

@@ -345,7 +345,7 @@ def test_nested_defs_lambdas_and_comprehensions():
 
 
 def test_generator_expression_is_captured():
-    # The generator runs to completion at the call (capture/Inlining.cpp).
+    # The generator runs to completion at the call (capture/interp/Inlining.cpp).
     def f(x):
         return sum(x * k for k in range(3))
 

@@ -1,7 +1,7 @@
 //===- BufferPoolTest.cpp - the buffer pool of compiled code ------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// runtime/BufferPool: large freed blocks are handed out again for the same
+// runtime/cpu/BufferPool: large freed blocks are handed out again for the same
 // size, small ones are not kept, the per-thread limits hold; and JIT'd code
 // allocates its intermediates from the pool (a second call reuses them and
 // computes the same result).

@@ -30,7 +30,7 @@ bool initHook();
 /// `autogradApply` is kiln._autograd.apply. New reference or null.
 /// `dynamic`: 0 static sizes, 1 every size >= 2 symbolic, 2 a size
 /// becomes symbolic once a recompile was caused by its change (kiln.compile's
-/// dynamic=False/True/None; capture/DynamicShapes.h).
+/// dynamic=False/True/None; capture/values/DynamicShapes.h).
 PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
                        PyObject *autogradApply, int dynamic = 2);
 

@@ -5,7 +5,7 @@ oneMKL's runtime library (libmkl_rt, from the pinned ``mkl`` wheel that
 tools/bootstrap.sh installs into the venv) when present, so that kiln's
 GEMMs run the same AVX-512 kernels as eager torch; otherwise the OpenBLAS
 kiln links. ``KILN_BLAS_LIBRARY`` overrides: a path to a libmkl_rt, or
-``openblas``. The C++ side (codegen/cpu/BlasShims.cpp) falls back to
+``openblas``. The C++ side (runtime/cpu/BlasShims.cpp) falls back to
 OpenBLAS when the library cannot be loaded.
 """
 from __future__ import annotations

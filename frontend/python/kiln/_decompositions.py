@@ -114,7 +114,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """torch.vmap: a function whose calls the capture runs once on batched
-    values (capture/Vmap.cpp: elementwise ops, casts and integer-tensor
+    values (capture/ops/Vmap.cpp: elementwise ops, casts and integer-tensor
     indexing are batched by broadcasting; anything else breaks the graph)."""
     if randomness not in ("error", "different", "same"):
         raise NotImplementedError("torch.vmap: unknown randomness")
@@ -126,7 +126,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 
 def vmap_call(func, in_dims, out_dims, args, kwargs):
-    """Marker the interpreter evaluates (capture/Vmap.cpp); never runs."""
+    """Marker the interpreter evaluates (capture/ops/Vmap.cpp); never runs."""
     raise RuntimeError("kiln._decompositions.vmap_call only runs inside a kiln capture")
 
 

@@ -8,7 +8,7 @@ would fall back (run eagerly, with the reason logged). ``--list`` also
 names them; ``--json`` prints everything as JSON.
 
 The mapped functions and methods come from the C++ op table itself
-(``kiln._C.mapped_ops()``, frontend/csrc/capture/TorchOps*.cpp), so this
+(``kiln._C.mapped_ops()``, frontend/csrc/capture/ops/OpRegistry.h), so this
 report cannot drift from what capture does. In-place methods (``x.add_``)
 count as mapped when their out-of-place form is mapped and is not a view.
 Operators are handled by the interpreter's binary-operator path. A module

@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-convert-to-linalg))' | FileCheck %s
 
-// The scalar bodies kiln-convert-to-linalg (codegen/Elementwise.cpp) puts in
+// The scalar bodies kiln-convert-to-linalg (codegen/common/Elementwise.cpp) puts in
 // each linalg.generic, per element type, for the ops and types that
 // kiln-convert-to-linalg.mlir does not cover.
 

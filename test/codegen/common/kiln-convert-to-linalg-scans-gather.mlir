@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-convert-to-linalg))' | FileCheck %s
 
 // Lowerings of kiln.argmax/argmin, kiln.cumsum, kiln.gather, kiln.min/prod
-// and of f16 elementwise bodies (codegen/Reduction.cpp, ShapeOps.cpp,
+// and of f16 elementwise bodies (codegen/common/Reduction.cpp, ShapeOps.cpp,
 // Elementwise.cpp). Numerics: test/python/test_conformance.py.
 
 // Tests that argmax is one reducing generic with a value and an index

@@ -136,7 +136,6 @@ PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
 /// Pure builtins that may be evaluated on constants at capture time.
 bool isPureBuiltin(const std::string &name);
 
-
 /// One decoded instruction (from dis.get_instructions).
 struct Instr {
   std::string op;

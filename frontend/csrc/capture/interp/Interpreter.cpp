@@ -360,7 +360,7 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
     for (size_t d = 0; d < dyn.size(); ++d)
       if (dyn[d]) {
         sizes[d] = mlir::ShapedType::kDynamic;
-        tg.sizes[d] = -1;
+        tg.sizes[d] = kSymbolicSize;
       }
   }
   out_.inputs.push_back(in);

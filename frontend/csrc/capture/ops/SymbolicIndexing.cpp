@@ -14,6 +14,8 @@
 
 #include "ir/KilnOps.h"
 
+#include <tuple>
+
 namespace kiln {
 
 using mlir::RankedTensorType;
@@ -44,30 +46,9 @@ struct Item {
   VarP start, stop;                ///< SymSlice
 };
 
-} // namespace
-
-VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
-  if (!x->isTensor())
-    return nullptr;
-  Value v = x->value;
-  auto type = ttype(v);
-  int64_t rank = type.getRank();
-  std::vector<VarP> raw;
-  if (index->kind == Var::Kind::Tuple)
-    raw = index->items;
-  else
-    raw = {index};
-  bool symbolic = false;
-  for (const VarP &r : raw)
-    symbolic |= r->kind == Var::Kind::SymSlice;
-  std::vector<int> syms(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    syms[d] = symbolOfDim(v, d);
-    symbolic |= syms[d] != -1;
-  }
-  if (!symbolic)
-    return nullptr;
-  // Decode the items (ints, slices, None, ..., symbolic slices).
+/// The items of index `raw` (ints, slices, None, ..., symbolic slices),
+/// with the dims an ellipsis or a short index leaves expanded to Full.
+std::vector<Item> decodeIndex(const std::vector<VarP> &raw, int64_t rank) {
   std::vector<Item> items;
   int consuming = 0, ellipsis = -1;
   for (const VarP &r : raw) {
@@ -93,10 +74,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         it.kind = Item::NewDim;
       } else if (PySlice_Check(o)) {
         it.kind = Item::Slice;
-        if (PySlice_Unpack(o, &it.s, &it.e, &it.st) < 0) {
-          PyErr_Clear();
-          throw Unsupported("invalid slice");
-        }
+        if (PySlice_Unpack(o, &it.s, &it.e, &it.st) < 0)
+          throw Unsupported(BreakCategory::UserError, withPythonError("invalid slice"));
         if (it.st <= 0)
           throw Unsupported("slice step must be positive (eager raises)");
         ++consuming;
@@ -115,9 +94,63 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   if (ellipsis < 0)
     ellipsis = (int)items.size();
   items.insert(items.begin() + ellipsis, rank - consuming, Item{Item::Full});
+  return items;
+}
+
+/// x[..., start:stop, ...] of static dim `dim` of `r` with a symbolic
+/// `stop`: a gather of start + arange(stop - start); returns the gathered
+/// value and its symbolic length.
+std::pair<Value, VarP> gatherSymbolicSlice(Interpreter &I, Value r, int64_t dim, const Item &it) {
+  Emit em(I);
+  VarP s0 = isNone(it.start) ? constInt(0) : it.start;
+  VarP len = I.symIntBinary("-", it.stop, s0);
+  if (!len || len->kind != Var::Kind::SymInt)
+    throw Unsupported("a slice with a symbolic bound whose length is not symbolic");
+  Value idx = I.symIota(len);
+  if (int64_t c = asInt(s0, "slice start"))
+    idx = em.bin<mlir::kiln::AddOp>(idx, em.num(c, DType::I64));
+  auto rt = ttype(r);
+  std::vector<int64_t> shape(rt.getRank(), 1);
+  shape[dim] = ttype(idx).getDimSize(0);
+  idx = em.reshape(idx, shape);
+  std::vector<int64_t> full(rt.getShape().begin(), rt.getShape().end());
+  full[dim] = 1;
+  for (int64_t s : full)
+    if (mlir::ShapedType::isDynamic(s))
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "a slice with a symbolic bound of a tensor with other symbolic dims");
+  idx = em.bin<mlir::kiln::AddOp>(idx, em.splat(full, DType::I64, 0));
+  Value g = em.checked<mlir::kiln::GatherOp>(
+      {r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))}, "indexing");
+  return {g, len};
+}
+
+} // namespace
+
+VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
+  if (!x->isTensor())
+    return nullptr;
+  Value v = x->value;
+  auto type = ttype(v);
+  int64_t rank = type.getRank();
+  std::vector<VarP> raw;
+  if (index->kind == Var::Kind::Tuple)
+    raw = index->items;
+  else
+    raw = {index};
+  bool symbolic = false;
+  for (const VarP &r : raw)
+    symbolic |= r->kind == Var::Kind::SymSlice;
+  std::vector<int> syms(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    syms[d] = symbolOfDim(v, d);
+    symbolic |= syms[d] != -1;
+  }
+  if (!symbolic)
+    return nullptr;
+  std::vector<Item> items = decodeIndex(raw, rank);
   // One kiln.slice for the int/constant-slice/whole parts, gathers for the
   // symbolic slices, then a reshape that drops int dims and adds None dims.
-  Emit em(*this);
   std::vector<int64_t> start(rank, 0), end(rank, -1), step(rank, 1);
   std::vector<VarP> outDims; // sizes of the final shape
   std::vector<std::pair<int64_t, const Item *>> gathers;
@@ -211,26 +244,7 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     if (outDims[k])
       continue;
     auto [dim, it] = gathers[g++];
-    VarP s0 = isNone(it->start) ? constInt(0) : it->start;
-    VarP len = symIntBinary("-", it->stop, s0);
-    if (!len || len->kind != Var::Kind::SymInt)
-      throw Unsupported("a slice with a symbolic bound whose length is not symbolic");
-    Value idx = symIota(len);
-    if (int64_t c = asInt(s0, "slice start"))
-      idx = em.bin<mlir::kiln::AddOp>(idx, em.num(c, DType::I64));
-    auto rt = ttype(r);
-    std::vector<int64_t> shape(rt.getRank(), 1);
-    shape[dim] = ttype(idx).getDimSize(0);
-    idx = em.reshape(idx, shape);
-    std::vector<int64_t> full(rt.getShape().begin(), rt.getShape().end());
-    full[dim] = 1;
-    for (int64_t s : full)
-      if (mlir::ShapedType::isDynamic(s))
-        throw Unsupported("a slice with a symbolic bound of a tensor with other symbolic dims");
-    idx = em.bin<mlir::kiln::AddOp>(idx, em.splat(full, DType::I64, 0));
-    r = em.checked<mlir::kiln::GatherOp>(
-        {r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))}, "indexing");
-    outDims[k] = len;
+    std::tie(r, outDims[k]) = gatherSymbolicSlice(*this, r, dim, *it);
   }
   // Drop int dims, add None dims: a reshape (the sizes are those of `r`
   // in order, 1 for each None).

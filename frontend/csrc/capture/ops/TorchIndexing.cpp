@@ -1,19 +1,18 @@
 //===- TorchIndexing.cpp - indexing, slicing, concatenation, embedding -------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Handlers for `x[...]` (ints, slices, None, Ellipsis), torch.narrow,
-// Tensor.select, chunk/split/unbind, torch.cat/concat/stack,
+// Ops and torch names of `x[...]` (ints, slices, None, Ellipsis),
+// torch.narrow, Tensor.select, chunk/split/unbind, torch.cat/concat/stack,
 // F.embedding and eval-mode F.batch_norm. Views are built from two tracked
-// primitives, `__slice` (kiln.slice) and `reshape`, so that aliasing facts
-// (and the replay of a returned view of an input) stay exact. Anything
-// eager would reject (out-of-range index, negative step, advanced
-// indexing) is Unsupported: the frame runs eagerly and raises torch's error.
+// primitives, `__slice` (kiln.slice, registered here) and `reshape`, so
+// that aliasing facts (and the replay of a returned view of an input) stay
+// exact. Anything eager would reject (out-of-range index, negative step,
+// advanced indexing) is Unsupported: the frame runs eagerly and raises
+// torch's error.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
 #include "ir/ShapeUtils.h"
-
-#include <set>
 
 namespace kiln {
 
@@ -222,10 +221,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       out.push_back(1);
     } else if (PySlice_Check(o)) {
       Py_ssize_t s, e, st;
-      if (PySlice_Unpack(o, &s, &e, &st) < 0) {
-        PyErr_Clear();
-        throw Unsupported("invalid slice");
-      }
+      if (PySlice_Unpack(o, &s, &e, &st) < 0)
+        throw Unsupported(BreakCategory::UserError, withPythonError("invalid slice"));
       if (st <= 0)
         throw Unsupported("slice step must be positive (eager raises)");
       Py_ssize_t len = PySlice_AdjustIndices(shape[d], &s, &e, st);
@@ -236,10 +233,8 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       ++d;
     } else {
       long long i = PyLong_AsLongLong(o);
-      if (PyErr_Occurred()) {
-        PyErr_Clear();
-        throw Unsupported("index out of range");
-      }
+      if (PyErr_Occurred())
+        throw Unsupported(BreakCategory::UserError, withPythonError("index out of range"));
       if (i < -shape[d] || i >= shape[d])
         throw Unsupported("index out of range (eager raises)");
       if (i < 0)
@@ -334,7 +329,7 @@ Value concat(Interpreter &I, std::vector<Value> values, int64_t dim) {
   return e.b.create<ConcatOp>(I.loc(), types.front(), values, e.b.getI64IntegerAttr(dim));
 }
 
-VarP batchNorm(Interpreter &I, Args &a) {
+VarP batchNorm(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = tensorOf(a.get("input"), "batch_norm");
   bool training =
@@ -376,9 +371,7 @@ VarP batchNorm(Interpreter &I, Args &a) {
   return fresh(r);
 }
 
-} // namespace
-
-VarP applySlice(Interpreter &I, Args &a) {
+VarP slicePrimitive(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value v = tensorOf(a.get("input"), "slice");
   auto start = asInts(a.get("start"), "start"), end = asInts(a.get("end"), "end"),
@@ -396,135 +389,175 @@ VarP applySlice(Interpreter &I, Args &a) {
   return T(e.b.create<SliceOp>(I.loc(), types.front(), v, props.start, props.end, props.step));
 }
 
-VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a) {
-  static const std::set<std::string> ops = {"getitem",   "narrow",    "select", "chunk",
-                                            "split",     "unbind",    "cat",    "stack",
-                                            "embedding", "batch_norm"};
-  if (!ops.count(op))
-    return nullptr;
-  if (op == "batch_norm")
-    return batchNorm(I, a);
-  if (op == "cat" || op == "stack") {
-    if (!a.isNone("out"))
-      throw Unsupported(op + " with out=");
-    std::vector<VarP> ts = tensorList(I, a.get("tensors"), "torch." + op);
-    int64_t dimArg = a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim");
-    std::vector<Value> values;
-    if (op == "stack") {
-      auto first = ttype(ts[0]->value).getShape();
-      int64_t rank = first.size();
-      if (dimArg < -(rank + 1) || dimArg > rank)
-        throw Unsupported("stack: dim out of range (eager raises)");
-      int64_t d = dimArg < 0 ? dimArg + rank + 1 : dimArg;
-      Emit e(I);
-      for (auto &t : ts) {
-        auto s = ttype(t->value).getShape();
-        if (s != first)
-          throw Unsupported("stack expects each tensor to be equal size (eager raises)");
-        std::vector<int64_t> ns(s.begin(), s.end());
-        ns.insert(ns.begin() + d, 1);
-        values.push_back(e.reshape(t->value, ns));
-      }
-      Value r = concat(I, values, d);
-      return fresh(r);
-    }
-    // torch.cat skips 1-D empty tensors (legacy behaviour).
-    for (auto &t : ts) {
-      auto tt = ttype(t->value);
-      if (tt.getRank() == 1 && tt.getDimSize(0) == 0 && ts.size() > 1)
-        continue;
-      values.push_back(t->value);
-    }
-    if (values.empty())
-      values.push_back(ts[0]->value);
-    int64_t rank = ttype(values[0]).getRank();
-    if (rank == 0)
-      throw Unsupported("cat of 0-d tensors (eager raises)");
-    int64_t d = normDim(dimArg, rank);
-    Value r = concat(I, values, d);
-    if (r == ts[0]->value) { // one tensor: eager still returns a new tensor
-      VarP c = T(r);
-      c->copied = true;
-      return c;
-    }
-    return fresh(r);
+VarP stack(Interpreter &I, const std::string &op, Args &a) {
+  if (!a.isNone("out"))
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " with out=");
+  std::vector<VarP> ts = tensorList(I, a.get("tensors"), "torch." + op);
+  int64_t dimArg = intArg(a, "dim", 0);
+  auto first = ttype(ts[0]->value).getShape();
+  int64_t rank = first.size();
+  if (dimArg < -(rank + 1) || dimArg > rank)
+    throw Unsupported("stack: dim out of range (eager raises)");
+  int64_t d = dimArg < 0 ? dimArg + rank + 1 : dimArg;
+  Emit e(I);
+  std::vector<Value> values;
+  for (auto &t : ts) {
+    auto s = ttype(t->value).getShape();
+    if (s != first)
+      throw Unsupported("stack expects each tensor to be equal size (eager raises)");
+    std::vector<int64_t> ns(s.begin(), s.end());
+    ns.insert(ns.begin() + d, 1);
+    values.push_back(e.reshape(t->value, ns));
   }
-  if (op == "embedding") {
-    Value idx = tensorOf(a.get("input"), "embedding");
-    Value w = tensorOf(a.get("weight"), "embedding");
-    if (!a.isNone("max_norm"))
-      throw Unsupported("embedding with max_norm (renormalizes the weight in place)");
-    auto it = ttype(idx).getElementType();
-    if (!it.isInteger(64) && !it.isInteger(32))
-      throw Unsupported("embedding indices must be int64 or int32 (eager raises)");
-    if (ttype(w).getRank() != 2)
-      throw Unsupported("embedding weight must be 2-D");
-    Emit e(I);
-    return fresh(e.inferred<EmbeddingOp>({w, idx}));
+  return fresh(concat(I, values, d));
+}
+
+VarP cat(Interpreter &I, const std::string &op, Args &a) {
+  if (!a.isNone("out"))
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " with out=");
+  std::vector<VarP> ts = tensorList(I, a.get("tensors"), "torch." + op);
+  int64_t dimArg = intArg(a, "dim", 0);
+  std::vector<Value> values;
+  // torch.cat skips 1-D empty tensors (legacy behaviour).
+  for (auto &t : ts) {
+    auto tt = ttype(t->value);
+    if (tt.getRank() == 1 && tt.getDimSize(0) == 0 && ts.size() > 1)
+      continue;
+    values.push_back(t->value);
   }
+  if (values.empty())
+    values.push_back(ts[0]->value);
+  int64_t rank = ttype(values[0]).getRank();
+  if (rank == 0)
+    throw Unsupported("cat of 0-d tensors (eager raises)");
+  Value r = concat(I, values, normDim(dimArg, rank));
+  if (r == ts[0]->value) // one tensor: eager still returns a new tensor
+    return freshResult(r);
+  return fresh(r);
+}
+
+VarP embedding(Interpreter &I, const std::string &op, Args &a) {
+  Value idx = tensorOf(a.get("input"), "embedding");
+  Value w = tensorOf(a.get("weight"), "embedding");
+  if (!a.isNone("max_norm"))
+    throw Unsupported(BreakCategory::SideEffect,
+                      "embedding with max_norm (renormalizes the weight in place)");
+  auto it = ttype(idx).getElementType();
+  if (!it.isInteger(64) && !it.isInteger(32))
+    throw Unsupported("embedding indices must be int64 or int32 (eager raises)");
+  if (ttype(w).getRank() != 2)
+    throw Unsupported("embedding weight must be 2-D");
+  Emit e(I);
+  return fresh(e.inferred<EmbeddingOp>({w, idx}));
+}
+
+VarP getitemOp(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  tensorOf(x, op);
+  return getitem(I, x, a.get("index"));
+}
+
+/// The static dim `d` of `x` that narrow/select/chunk/split/unbind cut
+/// (its other dims may be symbolic: they are kept whole).
+int64_t cutDim(Interpreter &I, Value x, const std::string &op, int64_t d) {
+  if (ttype(x).getRank() == 0)
+    throw Unsupported(op + " of a 0-d tensor (eager raises)");
+  d = normDim(d, ttype(x).getRank());
+  if (I.symbolOfDim(x, d) != -1)
+    throw Unsupported(BreakCategory::DynamicShape, op + " along a symbolic dim");
+  return d;
+}
+
+VarP narrow(Interpreter &I, const std::string &op, Args &a) {
   VarP x = a.get("input");
   Value v = tensorOf(x, op);
-  if (op == "getitem")
-    return getitem(I, x, a.get("index"));
-  // Other dims may be symbolic (kept whole); the one cut must be static.
-  auto shape = ttype(v).getShape();
-  int64_t rank = shape.size();
-  auto staticDim = [&](int64_t d) {
-    if (I.symbolOfDim(v, d) != -1)
-      throw Unsupported(op + " along a symbolic dim");
-    return d;
-  };
-  if (op == "narrow") {
-    if (rank == 0)
-      throw Unsupported("narrow of a 0-d tensor (eager raises)");
-    int64_t d = staticDim(normDim(asInt(a.get("dim"), "dim"), rank));
-    int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");
-    if (s < 0)
-      s += shape[d];
-    if (s < 0 || len < 0 || s + len > shape[d])
-      throw Unsupported("narrow out of range (eager raises)");
-    return narrowDim(I, x, d, s, len);
+  int64_t d = cutDim(I, v, op, asInt(a.get("dim"), "dim"));
+  int64_t n = ttype(v).getDimSize(d);
+  int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");
+  if (s < 0)
+    s += n;
+  if (s < 0 || len < 0 || s + len > n)
+    throw Unsupported("narrow out of range (eager raises)");
+  return narrowDim(I, x, d, s, len);
+}
+
+VarP select(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  Value v = tensorOf(x, op);
+  return selectDim(I, x, cutDim(I, v, op, asInt(a.get("dim"), "dim")),
+                   asInt(a.get("index"), "index"));
+}
+
+VarP unbind(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  Value v = tensorOf(x, op);
+  int64_t d = cutDim(I, v, op, intArg(a, "dim", 0));
+  std::vector<VarP> parts;
+  for (int64_t i = 0; i < ttype(v).getDimSize(d); ++i)
+    parts.push_back(selectDim(I, x, d, i));
+  return makeSeq(Var::Kind::Tuple, parts);
+}
+
+VarP chunk(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  Value v = tensorOf(x, op);
+  int64_t d = cutDim(I, v, op, intArg(a, "dim", 0));
+  int64_t n = ttype(v).getDimSize(d);
+  int64_t chunks = asInt(a.get("chunks"), "chunks");
+  if (chunks <= 0)
+    throw Unsupported("chunk expects chunks > 0 (eager raises)");
+  int64_t size = (n + chunks - 1) / chunks;
+  std::vector<int64_t> sizes;
+  if (n == 0) {
+    sizes.assign(chunks, 0);
+  } else {
+    for (int64_t at = 0; at < n; at += size)
+      sizes.push_back(std::min(size, n - at));
   }
-  if (op == "select") {
-    if (rank == 0)
-      throw Unsupported("select of a 0-d tensor (eager raises)");
-    return selectDim(I, x, staticDim(normDim(asInt(a.get("dim"), "dim"), rank)),
-                     asInt(a.get("index"), "index"));
-  }
-  if (op == "unbind") {
-    if (rank == 0)
-      throw Unsupported("unbind of a 0-d tensor (eager raises)");
-    int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
-    std::vector<VarP> parts;
-    for (int64_t i = 0; i < shape[d]; ++i)
-      parts.push_back(selectDim(I, x, d, i));
-    return makeSeq(Var::Kind::Tuple, parts);
-  }
-  if (rank == 0)
-    throw Unsupported(op + " of a 0-d tensor (eager raises)");
-  int64_t d = staticDim(normDim(a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim"), rank));
-  int64_t n = shape[d];
-  if (op == "chunk") {
-    int64_t chunks = asInt(a.get("chunks"), "chunks");
-    if (chunks <= 0)
-      throw Unsupported("chunk expects chunks > 0 (eager raises)");
-    int64_t size = (n + chunks - 1) / chunks;
-    std::vector<int64_t> sizes;
-    if (n == 0) {
-      sizes.assign(chunks, 0);
-    } else {
-      for (int64_t at = 0; at < n; at += size)
-        sizes.push_back(std::min(size, n - at));
-    }
-    return splitInto(I, x, d, sizes);
-  }
-  // split
+  return splitInto(I, x, d, sizes);
+}
+
+VarP split(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  Value v = tensorOf(x, op);
+  int64_t d = cutDim(I, v, op, intArg(a, "dim", 0));
   VarP sizes = a.get("split_size_or_sections");
   if (!sizes)
     sizes = a.get("split_size");
   if (!sizes)
     throw Unsupported("split: missing split_size");
-  return splitInto(I, x, d, splitSizes(sizes, n));
+  return splitInto(I, x, d, splitSizes(sizes, ttype(v).getDimSize(d)));
+}
+
+} // namespace
+
+void registerIndexingOps(OpRegistry &r) {
+  const unsigned viewSteps = View | Composite;
+  r.op("__slice", slicePrimitive, Params{"input", "start", "end", "step"}, View);
+  r.op("getitem", getitemOp, Params{"input", "index"}, viewSteps, VmapRule::Index)
+      .method("__getitem__");
+  r.op("narrow", narrow, Params{"input", "dim", "start", "length"}, viewSteps).torchAndMethod();
+  r.op("select", select, Params{"input", "dim", "index"}, viewSteps).torchAndMethod();
+  r.op("chunk", chunk, Params{"input", "chunks", "dim"}, viewSteps).torchAndMethod();
+  r.op("split", split, Params{"input", "split_size_or_sections", "dim"}, viewSteps)
+      .torch()
+      .method(Params{"input", "split_size", "dim"});
+  r.op("unbind", unbind, Params{"input", "dim"}, viewSteps).torchAndMethod();
+  r.op("cat", cat, Params{"tensors", "dim", "out"}, Composite)
+      .torch()
+      .torch("concat")
+      .torch("concatenate");
+  r.op("stack", stack, Params{"tensors", "dim", "out"}, Composite).torch();
+  r.op("embedding", embedding,
+       Params{"input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
+              "sparse"},
+       Composite)
+      .functional();
+  r.op("batch_norm", batchNorm,
+       Params{"input", "running_mean", "running_var", "weight", "bias", "training", "momentum",
+              "eps"},
+       Composite)
+      .functional();
 }
 
 } // namespace kiln

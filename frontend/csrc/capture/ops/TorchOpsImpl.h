@@ -1,20 +1,17 @@
 //===- TorchOpsImpl.h - shared helpers of the torch → kiln handlers -*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Private to the torch → kiln handlers: TorchOps.cpp (the op table,
-// argument binding, the core elementwise, reduction and shape handlers),
-// TorchIndexing.cpp (indexing, slicing, concatenation, embedding and
-// eval-mode batch_norm) and the category files TorchOpsElementwise.cpp,
-// TorchOpsReduction.cpp, TorchOpsShape.cpp, TorchOpsNN.cpp and
-// TorchOpsLoss.cpp, which
-// register their entries and handlers into the one OpTable. Parsed
-// arguments, constant-argument helpers, torch type promotion and the Emit
-// builder.
+// Private to the torch → kiln handlers in the category files (Core*.cpp,
+// Factories.cpp, TorchIndexing.cpp, TorchOps*.cpp), which register their ops
+// into the one OpRegistry (OpRegistry.h): constant-argument helpers
+// (OpArguments.cpp), torch type promotion, tracked application of ops
+// (OpTracking.cpp) and the Emit builder.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_TORCHOPSIMPL_H
 #define KILN_FRONTEND_CAPTURE_TORCHOPSIMPL_H
 
 #include "capture/interp/Interp.h"
+#include "capture/ops/OpRegistry.h"
 
 #include "ir/KilnOps.h"
 
@@ -22,6 +19,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,74 +30,16 @@ using mlir::RankedTensorType;
 using mlir::Type;
 using mlir::Value;
 
-/// Parsed arguments: by parameter name, with the rest positional.
-struct Args {
-  std::map<std::string, VarP> named;
-  VarP get(const std::string &n) const {
-    auto it = named.find(n);
-    return it == named.end() ? nullptr : it->second;
-  }
-  bool isNone(const std::string &n) const {
-    VarP v = get(n);
-    return !v || (v->isConst() && v->obj.get() == Py_None);
-  }
-};
-
-/// One mapped callable: the kiln-level op name and torch's parameter list
-/// (a leading `*` marks varargs: the remaining positionals, or one sequence).
-struct OpSpec {
-  std::string op;
-  std::vector<std::string> params;
-};
-
-struct Args;
-/// Builds the graph of mapped op `op` from its bound arguments.
-using OpHandler = VarP (*)(Interpreter &I, const std::string &op, Args &a);
-
-/// The single torch → kiln table: torch callables (looked up once by
-/// module and attribute name, matched by identity), Tensor methods (by
-/// name) and the handlers of ops implemented in the category files. The
-/// coverage command (`python -m kiln.coverage`) reads it through
-/// `kiln._C.mapped_ops()`.
-struct OpTable {
-  struct Function {
-    std::string module, name;
-    OpSpec spec;
-  };
-  std::vector<Function> functionList;               ///< in registration order
-  std::unordered_map<PyObject *, OpSpec> functions; ///< by callable identity
-  std::unordered_map<std::string, OpSpec> methods;  ///< Tensor methods
-  std::unordered_map<std::string, OpHandler> handlers;
-
-  /// Maps `module.name` (skipped when it does not exist in this torch).
-  void function(const char *module, const char *name, OpSpec spec);
-  /// Maps Tensor method `name`.
-  void method(const char *name, OpSpec spec) { methods[name] = std::move(spec); }
-  /// Maps the torch function and the Tensor method of one name with the
-  /// same parameters (the first is `input`, the method's self).
-  void both(const char *name, OpSpec spec) {
-    function("torch", name, spec);
-    method(name, std::move(spec));
-  }
-  void handler(const std::string &op, OpHandler h) { handlers[op] = h; }
-};
-
-/// The table, built on first use (TorchOps.cpp).
-const OpTable &opTable();
-/// Category registrations (one per file).
-void registerElementwiseOps(OpTable &t);
-void registerReductionOps(OpTable &t);
-void registerShapeOps(OpTable &t);
-void registerNNOps(OpTable &t);
-void registerLossOps(OpTable &t);
-
-/// True for ops whose eager result may alias their input (views and
-/// no-ops); such results are never updated in place (TorchOps.cpp).
-bool isViewLike(const std::string &op);
-
 inline RankedTensorType ttype(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
 inline VarP T(Value v) { return makeTensor(v); }
+
+/// The DType of tensor value `v`.
+inline DType dtypeOfValue(Value v) { return dtypeOf(ttype(v).getElementType()); }
+/// Whether `d` is a 16-bit float (computed in f32 by torch's opmath).
+inline bool isNarrow(DType d) { return d == DType::F16 || d == DType::BF16; }
+/// Whether tensor value `v` has a floating-point dtype.
+inline bool isFloatValue(Value v) { return isFloatingDType(dtypeOfValue(v)); }
 
 /// The Python int of constant `v` (Unsupported otherwise).
 long asInt(const VarP &v, const char *what);
@@ -124,8 +64,21 @@ DType resultType(const std::vector<VarP> &operands);
 /// torch.get_default_dtype() of the capture in progress.
 DType defaultFloat();
 
-/// Applies mapped op `op` and records aliasing facts (TorchOps.cpp).
+/// The promotion category of Python scalar `o` (nullopt: not a bool, int
+/// or float).
+std::optional<DTypeCategory> scalarCategory(PyObject *o);
+/// The dtype torch gives a Python scalar of category `c` (bool, int64 or
+/// the default float).
+DType scalarDType(DTypeCategory c);
+
+/// Applies op `op` to bound arguments, recording aliasing facts (views,
+/// fresh results) and applying `inplace=True` (OpTracking.cpp).
+VarP applyTracked(Interpreter &I, const OpDef &op, Args &a);
+/// Applies registered op `op` (by its kiln-level name) through applyTracked.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a);
+/// Applies `op` as an in-place update of its `input` (`what` names the call
+/// in errors): only a graph-computed tensor nothing views may be updated.
+VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &what);
 
 /// Python constants as Vars.
 VarP constInt(int64_t v);
@@ -148,13 +101,9 @@ std::string strArg(const Args &a, const char *name, const std::string &dflt);
 /// A result tensor that eager returns as a new tensor: marked as a copy
 /// when it is the input's value itself.
 VarP freshResult(Value v);
-/// Indexing (`__getitem__`), narrow/select/chunk/split/unbind, cat/stack,
-/// embedding and batch_norm (TorchIndexing.cpp): composed of tracked
-/// primitive steps. nullptr when `op` is not one of them.
-VarP applyCompositeOp(Interpreter &I, const std::string &op, Args &a);
-/// The `__slice` primitive: a kiln.slice with constant start/end/step
-/// tuples in `a` (TorchIndexing.cpp).
-VarP applySlice(Interpreter &I, Args &a);
+/// The tensor `input` of a core op (`condition` for where); Unsupported
+/// naming `op` when it is missing.
+VarP inputArg(const Args &a, const std::string &op);
 
 /// Small graph-building helpers bound to the interpreter's builder.
 class Emit {
@@ -183,10 +132,8 @@ public:
       int64_t x = PyLong_AsLongLong(o);
       a = mlir::DenseElementsAttr::get(type, b.getIntegerAttr(e, x));
     }
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      throw Unsupported("scalar out of range");
-    }
+    if (PyErr_Occurred())
+      throw Unsupported(BreakCategory::UnsupportedOp, withPythonError("scalar out of range"));
     return b.create<mlir::kiln::ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(a));
   }
 
@@ -218,7 +165,7 @@ public:
   Value floatUnaryInput(const VarP &x) {
     Value v = x->value;
     DType d = dtypeOf(ttype(v).getElementType());
-    return dtypeCategory(d) == 2 ? v : cast(v, defaultFloat());
+    return isFloatingDType(d) ? v : cast(v, defaultFloat());
   }
 
   Value reshape(Value v, llvm::ArrayRef<int64_t> shape) {
@@ -314,6 +261,27 @@ public:
   Interpreter &I;
   mlir::OpBuilder &b;
 };
+
+/// A float computation in torch's opmath type: f16/bf16 inputs are cast to
+/// f32, the result back to the input's type.
+struct Opmath {
+  Opmath(Emit &e, Value x) : e(e), type(dtypeOfValue(x)) {}
+  /// The dtype the computation runs in.
+  DType compute() const { return isNarrow(type) ? DType::F32 : type; }
+  /// `x` in the compute dtype.
+  Value in(Value x) { return e.cast(x, compute()); }
+  /// Result `r` back in the input's dtype.
+  Value out(Value r) { return e.cast(r, type); }
+  /// A 0-d constant in the compute dtype.
+  Value num(double v) { return e.num(v, compute()); }
+
+  Emit &e;
+  DType type; ///< the input's dtype
+};
+
+/// Activation registrations (TorchOpsActivation.cpp), called by
+/// registerElementwiseOps.
+void registerActivationOps(OpRegistry &r);
 
 } // namespace kiln
 

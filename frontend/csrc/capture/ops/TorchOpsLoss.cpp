@@ -1,7 +1,7 @@
 //===- TorchOpsLoss.cpp - loss functions ---------------------------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Table entries and handlers of torch.nn.functional's losses: mse, l1,
+// Ops and torch names of torch.nn.functional's losses: mse, l1,
 // smooth_l1, huber, binary_cross_entropy(_with_logits), kl_div, nll_loss and
 // cross_entropy (class indices with weight / ignore_index / label_smoothing,
 // or class probabilities), and one_hot. Each is composed of primitives in
@@ -19,7 +19,6 @@ using namespace mlir::kiln;
 
 namespace {
 
-DType dtypeOfValue(Value v) { return dtypeOf(ttype(v).getElementType()); }
 DType opmath(DType d) { return d == DType::F16 || d == DType::BF16 ? DType::F32 : d; }
 
 std::vector<int64_t> allDims(Value v) {
@@ -47,91 +46,114 @@ std::string reductionArg(const Args &a) {
   return strArg(a, "reduction", "mean");
 }
 
-/// Pointwise losses of (input, target) with the same shape.
+/// The operands of a pointwise loss in opmath precision, with their
+/// difference `diff` and its absolute value `ad`.
+struct LossTerms {
+  Emit &e;
+  const Args &a;
+  const std::string &op;
+  DType c;
+  Value p, t, diff, ad;
+  Value num(double v) { return e.num(v, c); }
+};
+
+/// An elementwise loss from its terms.
+using LossFn = Value (*)(LossTerms &l);
+
+Value mse(LossTerms &l) { return l.e.bin<MulOp>(l.diff, l.diff); }
+Value l1(LossTerms &l) { return l.ad; }
+
+/// smooth_l1_loss (`Huber` false: beta) and huber_loss (delta).
+template <bool Huber> Value smoothL1(LossTerms &l) {
+  Emit &e = l.e;
+  double beta = Huber ? floatArg(l.a, "delta", 1.0) : floatArg(l.a, "beta", 1.0);
+  if (beta < 0 || (Huber && beta == 0))
+    throw Unsupported(BreakCategory::UserError,
+                      l.op + " with a non-positive beta/delta (eager raises)");
+  if (beta == 0)
+    return l.ad;
+  Value quad = e.bin<MulOp>(e.bin<MulOp>(l.diff, l.diff), l.num(0.5));
+  Value small = e.bin<LtOp>(l.ad, l.num(beta));
+  if (!Huber)
+    return e.select(small, e.bin<DivOp>(quad, l.num(beta)), e.bin<SubOp>(l.ad, l.num(0.5 * beta)));
+  Value lin = e.bin<MulOp>(l.num(beta), e.bin<SubOp>(l.ad, l.num(0.5 * beta)));
+  return e.select(small, quad, lin);
+}
+
+/// -(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as torch.
+Value binaryCrossEntropy(LossTerms &l) {
+  Emit &e = l.e;
+  auto clog = [&](Value v) { return e.bin<MaximumOp>(e.unary<LogOp>(v), l.num(-100.0)); };
+  Value one = l.num(1.0);
+  return e.unary<NegOp>(
+      e.bin<AddOp>(e.bin<MulOp>(l.t, clog(l.p)),
+                   e.bin<MulOp>(e.bin<SubOp>(one, l.t), clog(e.bin<SubOp>(one, l.p)))));
+}
+
+/// (1 - t) x + w_log (log1p(exp(-|x|)) + max(-x, 0)), w_log = 1 + (pw - 1) t.
+Value binaryCrossEntropyWithLogits(LossTerms &l) {
+  Emit &e = l.e;
+  Value one = l.num(1.0), p = l.p, t = l.t;
+  Value sp = e.bin<AddOp>(e.unary<Log1pOp>(e.unary<ExpOp>(e.unary<NegOp>(e.unary<AbsOp>(p)))),
+                          e.bin<MaximumOp>(e.unary<NegOp>(p), l.num(0.0)));
+  if (!l.a.isNone("pos_weight")) {
+    Value pw = e.cast(tensorArg(l.a.get("pos_weight"), l.op), l.c);
+    sp = e.bin<MulOp>(e.bin<AddOp>(one, e.bin<MulOp>(e.bin<SubOp>(pw, one), t)), sp);
+  }
+  return e.bin<AddOp>(e.bin<MulOp>(e.bin<SubOp>(one, t), p), sp);
+}
+
+/// target * (log(target) - input), 0 where target == 0 (xlogy);
+/// log_target: exp(t) (t - x).
+Value klDiv(LossTerms &l) {
+  Emit &e = l.e;
+  if (boolArg(l.a, "log_target", false))
+    return e.bin<MulOp>(e.unary<ExpOp>(l.t), e.bin<SubOp>(l.t, l.p));
+  Value xlogy =
+      e.select(e.bin<EqOp>(l.t, l.num(0.0)), l.num(0.0), e.bin<MulOp>(l.t, e.unary<LogOp>(l.t)));
+  return e.bin<SubOp>(xlogy, e.bin<MulOp>(l.t, l.p));
+}
+
+/// A pointwise loss of (input, target) with the same shape; `Weighted`:
+/// it takes a `weight`; `BatchMean`: reduction='batchmean' is allowed.
+template <LossFn F, bool Weighted = false, bool BatchMean = false>
 VarP pointwise(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = tensorArg(a.get("input"), op), y = tensorArg(a.get("target"), op);
   std::string reduction = reductionArg(a);
   DType d = dtypeOfValue(x);
-  if (dtypeCategory(d) < 2 || dtypeOfValue(y) != d)
+  if (!isFloatingDType(d) || dtypeOfValue(y) != d)
     throw Unsupported(op + " expects float tensors of one dtype");
   if (ttype(x).getShape() != ttype(y).getShape())
     throw Unsupported(op + " with differently shaped input and target");
-  if (!a.isNone("weight") && op != "binary_cross_entropy" &&
-      op != "binary_cross_entropy_with_logits")
-    throw Unsupported(op + " with weight is not supported yet");
+  if (!a.isNone("weight") && !Weighted)
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " with weight is not supported yet");
   DType c = opmath(d);
-  Value p = e.cast(x, c), t = e.cast(y, c), l;
-  Value diff = e.bin<SubOp>(p, t), ad = e.unary<AbsOp>(diff);
-  if (op == "mse_loss")
-    l = e.bin<MulOp>(diff, diff);
-  else if (op == "l1_loss")
-    l = ad;
-  else if (op == "smooth_l1_loss" || op == "huber_loss") {
-    double beta = op == "huber_loss" ? floatArg(a, "delta", 1.0) : floatArg(a, "beta", 1.0);
-    if (beta < 0 || (op == "huber_loss" && beta == 0))
-      throw Unsupported(op + " with a non-positive beta/delta (eager raises)");
-    if (beta == 0)
-      l = ad;
-    else {
-      Value quad = e.bin<MulOp>(e.bin<MulOp>(diff, diff), e.num(0.5, c));
-      if (op == "smooth_l1_loss") {
-        quad = e.bin<DivOp>(quad, e.num(beta, c));
-        l = e.select(e.bin<LtOp>(ad, e.num(beta, c)), quad, e.bin<SubOp>(ad, e.num(0.5 * beta, c)));
-      } else {
-        Value lin = e.bin<MulOp>(e.num(beta, c), e.bin<SubOp>(ad, e.num(0.5 * beta, c)));
-        l = e.select(e.bin<LtOp>(ad, e.num(beta, c)), quad, lin);
-      }
-    }
-  } else if (op == "binary_cross_entropy") {
-    // -(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as torch.
-    auto clog = [&](Value v) { return e.bin<MaximumOp>(e.unary<LogOp>(v), e.num(-100.0, c)); };
-    Value one = e.num(1.0, c);
-    l = e.unary<NegOp>(e.bin<AddOp>(
-        e.bin<MulOp>(t, clog(p)), e.bin<MulOp>(e.bin<SubOp>(one, t), clog(e.bin<SubOp>(one, p)))));
-  } else if (op == "binary_cross_entropy_with_logits") {
-    // (1 - t) x + w_log (log1p(exp(-|x|)) + max(-x, 0)), w_log = 1 + (pw - 1) t
-    Value one = e.num(1.0, c);
-    Value sp = e.bin<AddOp>(
-        e.b.create<Log1pOp>(I.loc(), e.unary<ExpOp>(e.unary<NegOp>(e.unary<AbsOp>(p)))),
-        e.bin<MaximumOp>(e.unary<NegOp>(p), e.num(0.0, c)));
-    if (!a.isNone("pos_weight")) {
-      Value pw = e.cast(tensorArg(a.get("pos_weight"), op), c);
-      sp = e.bin<MulOp>(e.bin<AddOp>(one, e.bin<MulOp>(e.bin<SubOp>(pw, one), t)), sp);
-    }
-    l = e.bin<AddOp>(e.bin<MulOp>(e.bin<SubOp>(one, t), p), sp);
-  } else if (op == "kl_div") {
-    // target * (log(target) - input), 0 where target == 0 (xlogy); log_target: exp(t) (t - x)
-    if (boolArg(a, "log_target", false))
-      l = e.bin<MulOp>(e.unary<ExpOp>(t), e.bin<SubOp>(t, p));
-    else {
-      Value xlogy = e.select(e.bin<EqOp>(t, e.num(0.0, c)), e.num(0.0, c),
-                             e.bin<MulOp>(t, e.unary<LogOp>(t)));
-      l = e.bin<SubOp>(xlogy, e.bin<MulOp>(t, p));
-    }
-    if (reduction == "batchmean") {
-      int64_t n = ttype(l).getRank() == 0 ? 1 : ttype(l).getDimSize(0);
-      return T(e.cast(e.bin<DivOp>(e.reduce<SumOp>(l, allDims(l), false), e.num((double)n, c)), d));
-    }
-  } else {
-    throw Unsupported("op " + op + " is not mapped");
+  Value p = e.cast(x, c), t = e.cast(y, c);
+  Value diff = e.bin<SubOp>(p, t);
+  LossTerms terms{e, a, op, c, p, t, diff, e.unary<AbsOp>(diff)};
+  Value l = F(terms);
+  if (BatchMean && reduction == "batchmean") {
+    int64_t n = ttype(l).getRank() == 0 ? 1 : ttype(l).getDimSize(0);
+    return T(e.cast(e.bin<DivOp>(e.reduce<SumOp>(l, allDims(l), false), e.num((double)n, c)), d));
   }
   if (!a.isNone("weight")) {
     Value w = e.cast(tensorArg(a.get("weight"), op), c);
     l = e.bin<MulOp>(l, w);
     if (ttype(l).getShape() != ttype(x).getShape())
-      throw Unsupported(op + ": weight does not broadcast (eager raises)");
+      throw Unsupported(BreakCategory::UserError,
+                        op + ": weight does not broadcast (eager raises)");
   }
   return T(reduce(e, l, reduction, d));
 }
 
 /// nll_loss / cross_entropy over class dim 1 (0 for an unbatched input).
-VarP classLoss(Interpreter &I, const std::string &op, Args &a) {
+template <bool CrossEntropy> VarP classLoss(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = tensorArg(a.get("input"), op), y = tensorArg(a.get("target"), op);
   std::string reduction = reductionArg(a);
   DType d = dtypeOfValue(x);
-  if (dtypeCategory(d) < 2)
+  if (!isFloatingDType(d))
     throw Unsupported(op + " of an integer input (eager raises)");
   DType c = opmath(d);
   int64_t rank = ttype(x).getRank();
@@ -139,13 +161,13 @@ VarP classLoss(Interpreter &I, const std::string &op, Args &a) {
     throw Unsupported(op + " of a 0-d input (eager raises)");
   int64_t cdim = rank == 1 ? 0 : 1, nc = ttype(x).getDimSize(cdim);
   Value logp = e.cast(x, c);
-  if (op == "cross_entropy") {
+  if (CrossEntropy) {
     Args la;
     la.named["input"] = T(logp);
     la.named["dim"] = constInt(cdim);
     logp = applyTracked(I, "log_softmax", la)->value;
   }
-  double smoothing = op == "cross_entropy" ? floatArg(a, "label_smoothing", 0.0) : 0.0;
+  double smoothing = CrossEntropy ? floatArg(a, "label_smoothing", 0.0) : 0.0;
   if (smoothing < 0 || smoothing > 1)
     throw Unsupported("label_smoothing out of [0, 1] (eager raises)");
   Value w = a.isNone("weight") ? Value() : e.cast(tensorArg(a.get("weight"), op), c);
@@ -154,8 +176,8 @@ VarP classLoss(Interpreter &I, const std::string &op, Args &a) {
   std::vector<int64_t> wshape(rank, 1);
   wshape[cdim] = nc;
   DType yd = dtypeOfValue(y);
-  if (dtypeCategory(yd) == 2) { // class probabilities
-    if (op != "cross_entropy" || ttype(y).getShape() != ttype(x).getShape())
+  if (isFloatingDType(yd)) { // class probabilities
+    if (!CrossEntropy || ttype(y).getShape() != ttype(x).getShape())
       throw Unsupported(
           op + " with float targets needs cross_entropy and the input's shape (eager raises)");
     Value t = e.cast(y, c);
@@ -230,40 +252,29 @@ VarP oneHot(Interpreter &I, const std::string &op, Args &a) {
 
 } // namespace
 
-void registerLossOps(OpTable &t) {
-  const char *F = "torch.nn.functional";
-  const std::vector<std::string> base = {"input", "target", "size_average", "reduce", "reduction"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> p = base;
-    p.insert(p.end(), extra.begin(), extra.end());
-    return p;
-  };
-  t.function(F, "mse_loss", {"mse_loss", with({"weight"})});
-  t.function(F, "l1_loss", {"l1_loss", with({"weight"})});
-  t.function(F, "smooth_l1_loss", {"smooth_l1_loss", with({"beta"})});
-  t.function(F, "huber_loss", {"huber_loss", {"input", "target", "reduction", "delta", "weight"}});
-  t.function(F, "binary_cross_entropy",
-             {"binary_cross_entropy",
-              {"input", "target", "weight", "size_average", "reduce", "reduction"}});
-  t.function(F, "binary_cross_entropy_with_logits",
-             {"binary_cross_entropy_with_logits",
-              {"input", "target", "weight", "size_average", "reduce", "reduction", "pos_weight"}});
-  t.function(F, "kl_div", {"kl_div", with({"log_target"})});
-  for (const char *n : {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-                        "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
-    t.handler(n, pointwise);
-  t.function(
-      F, "nll_loss",
-      {"nll_loss",
-       {"input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction"}});
-  t.function(F, "cross_entropy",
-             {"cross_entropy",
-              {"input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction",
-               "label_smoothing"}});
-  t.handler("nll_loss", classLoss);
-  t.handler("cross_entropy", classLoss);
-  t.function(F, "one_hot", {"one_hot", {"input", "num_classes"}});
-  t.handler("one_hot", oneHot);
+void registerLossOps(OpRegistry &r) {
+  const Params base{"input", "target", "size_average", "reduce", "reduction"};
+  r.op("mse_loss", pointwise<mse>, base.with(Params{"weight"})).functional();
+  r.op("l1_loss", pointwise<l1>, base.with(Params{"weight"})).functional();
+  r.op("smooth_l1_loss", pointwise<smoothL1<false>>, base.with(Params{"beta"})).functional();
+  r.op("huber_loss", pointwise<smoothL1<true>>,
+       Params{"input", "target", "reduction", "delta", "weight"})
+      .functional();
+  r.op("binary_cross_entropy", pointwise<binaryCrossEntropy, true>,
+       Params{"input", "target", "weight", "size_average", "reduce", "reduction"})
+      .functional();
+  r.op("binary_cross_entropy_with_logits", pointwise<binaryCrossEntropyWithLogits, true>,
+       Params{"input", "target", "weight", "size_average", "reduce", "reduction", "pos_weight"})
+      .functional();
+  r.op("kl_div", pointwise<klDiv, false, true>, base.with(Params{"log_target"})).functional();
+  r.op("nll_loss", classLoss<false>,
+       Params{"input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction"})
+      .functional();
+  r.op("cross_entropy", classLoss<true>,
+       Params{"input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction",
+              "label_smoothing"})
+      .functional();
+  r.op("one_hot", oneHot, Params{"input", "num_classes"}).functional();
 }
 
 } // namespace kiln

@@ -1,7 +1,7 @@
 //===- TorchOpsNN.cpp - convolution, pooling, normalization, attention -------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Table entries and handlers of torch.nn.functional's layers: conv1d/conv2d
+// Ops and torch names of torch.nn.functional's layers: conv1d/conv2d
 // (kiln.conv2d, 'same'/'valid'/int/tuple padding, dilation, groups, bias),
 // max/avg pooling 1-D/2-D (kiln.max_pool2d / avg_pool2d), adaptive
 // average/max pooling, group_norm, instance_norm, rms_norm, log_softmax,
@@ -22,8 +22,6 @@ using namespace mlir::kiln;
 
 namespace {
 
-DType dtypeOfValue(Value v) { return dtypeOf(ttype(v).getElementType()); }
-bool isNarrow(DType d) { return d == DType::F16 || d == DType::BF16; }
 DType opmath(DType d) { return isNarrow(d) ? DType::F32 : d; }
 
 std::vector<int64_t> shapeOf(Value v) {
@@ -35,7 +33,7 @@ std::vector<int64_t> shapeOf(Value v) {
 
 Value floatTensor(const VarP &v, const std::string &op) {
   Value t = tensorArg(v, op);
-  if (dtypeCategory(dtypeOfValue(t)) < 2)
+  if (!isFloatingDType(dtypeOfValue(t)))
     throw Unsupported(op + " of an integer tensor (eager raises)");
   return t;
 }
@@ -83,9 +81,10 @@ Value from4d(Emit &e, Value r, int spatialDims, bool unbatched) {
   return e.reshape(r, s);
 }
 
-VarP conv(Interpreter &I, const std::string &op, Args &a) {
+/// conv1d/conv2d (`SD` spatial dims) as one kiln.conv2d.
+template <int SD> VarP conv(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  int sd = op == "conv1d" ? 1 : 2;
+  const int sd = SD;
   Value x = floatTensor(a.get("input"), op), w = floatTensor(a.get("weight"), op);
   if (dtypeOfValue(x) != dtypeOfValue(w))
     throw Unsupported(op + ": input and weight dtypes differ (eager raises)");
@@ -139,10 +138,11 @@ VarP conv(Interpreter &I, const std::string &op, Args &a) {
   return T(from4d(e, r, sd, unbatched));
 }
 
-VarP pool(Interpreter &I, const std::string &op, Args &a) {
+/// max_pool and avg_pool (`Max`) over `SD` spatial dims.
+template <int SD, bool Max> VarP pool(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  int sd = op.find("1d") != std::string::npos ? 1 : 2;
-  bool isMax = op.rfind("max", 0) == 0;
+  const int sd = SD;
+  const bool isMax = Max;
   Value x = floatTensor(a.get("input"), op);
   if (boolArg(a, "return_indices", false))
     throw Unsupported(op + " with return_indices is not supported yet");
@@ -181,10 +181,10 @@ VarP pool(Interpreter &I, const std::string &op, Args &a) {
 
 /// Adaptive pooling: dim by dim, output cell i of a dim of size n reads
 /// [floor(i n / o), ceil((i + 1) n / o)), as ATen.
-VarP adaptivePool(Interpreter &I, const std::string &op, Args &a) {
+template <int SD, bool Max> VarP adaptivePool(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  int sd = op.find("1d") != std::string::npos ? 1 : 2;
-  bool isMax = op.find("max") != std::string::npos;
+  const int sd = SD;
+  const bool isMax = Max;
   if (boolArg(a, "return_indices", false))
     throw Unsupported(op + " with return_indices is not supported yet");
   Value x = floatTensor(a.get("input"), op);
@@ -204,10 +204,9 @@ VarP adaptivePool(Interpreter &I, const std::string &op, Args &a) {
     if (items.empty()) {
       PyObject *o = constObj(os, "output_size");
       PyRef t = PyRef::steal(PySequence_Tuple(o));
-      if (!t) {
-        PyErr_Clear();
-        throw Unsupported("output_size must be ints");
-      }
+      if (!t)
+        throw Unsupported(BreakCategory::UnsupportedOp,
+                          withPythonError("output_size must be ints"));
       for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i)
         items.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(t.get(), i))));
     }
@@ -269,18 +268,19 @@ Value channelAffine(Emit &e, Value y, const Args &a, int64_t c, int64_t rank, DT
   return y;
 }
 
-VarP norm(Interpreter &I, const std::string &op, Args &a) {
+/// group_norm and instance_norm (`Instance`: one group per channel).
+template <bool Instance> VarP groupNorm(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = floatTensor(a.get("input"), op);
   auto s = shapeOf(x);
   int64_t rank = s.size();
   DType d = dtypeOfValue(x), c = opmath(d);
   double eps = floatArg(a, "eps", 1e-5);
-  if (op == "group_norm" || op == "instance_norm") {
+  {
     if (rank < 2)
-      throw Unsupported(op + " expects rank >= 2 (eager raises)");
-    int64_t groups = op == "group_norm" ? asInt(a.get("num_groups"), "num_groups") : s[1];
-    if (op == "instance_norm") {
+      throw Unsupported(BreakCategory::UserError, op + " expects rank >= 2 (eager raises)");
+    int64_t groups = Instance ? s[1] : asInt(a.get("num_groups"), "num_groups");
+    if (Instance) {
       bool useInput = boolArg(a, "use_input_stats", true);
       if (!useInput)
         return callOp(I, "batch_norm",
@@ -306,7 +306,16 @@ VarP norm(Interpreter &I, const std::string &op, Args &a) {
     y = channelAffine(e, e.reshape(y, s), a, s[1], rank, c, op);
     return T(e.cast(y, d));
   }
-  // rms_norm(input, normalized_shape, weight, eps)
+}
+
+/// rms_norm(input, normalized_shape, weight, eps).
+VarP rmsNorm(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  Value x = floatTensor(a.get("input"), op);
+  auto s = shapeOf(x);
+  int64_t rank = s.size();
+  DType d = dtypeOfValue(x), c = opmath(d);
+  double eps = floatArg(a, "eps", 1e-5);
   std::vector<int64_t> ns = asInts(a.get("normalized_shape"), "normalized_shape");
   if (ns.empty() || (int64_t)ns.size() > rank ||
       !std::equal(ns.begin(), ns.end(), s.end() - ns.size()))
@@ -331,7 +340,8 @@ VarP norm(Interpreter &I, const std::string &op, Args &a) {
   return T(e.cast(y, d));
 }
 
-VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
+/// softmin (`Softmin`) and log_softmax.
+template <bool Softmin> VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = tensorArg(a.get("input"), op);
   if (!a.isNone("dtype")) {
@@ -340,13 +350,13 @@ VarP softmaxLike(Interpreter &I, const std::string &op, Args &a) {
       throw Unsupported(op + " dtype");
     x = e.cast(x, *d);
   }
-  if (dtypeCategory(dtypeOfValue(x)) < 2)
+  if (!isFloatingDType(dtypeOfValue(x)))
     throw Unsupported(op + " of an integer tensor without dtype= (eager raises)");
   if (a.isNone("dim"))
     throw Unsupported(op + " without dim");
   int64_t rank = ttype(x).getRank();
   int64_t dim = rank == 0 ? 0 : normDim(asInt(a.get("dim"), "dim"), rank);
-  if (op == "softmin")
+  if (Softmin)
     return T(e.b.create<SoftmaxOp>(I.loc(), e.unary<NegOp>(x), e.b.getI64IntegerAttr(dim)));
   // log_softmax: (x - max) - log(sum(exp(x - max))) in opmath.
   DType d = dtypeOfValue(x), c = opmath(d);
@@ -422,14 +432,17 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
   return T(e.cast(r, d));
 }
 
-VarP misc(Interpreter &I, const std::string &op, Args &a) {
-  Emit e(I);
-  if (op == "dropout_variant") {
-    if (boolArg(a, "training", true) && floatArg(a, "p", 0.5) > 0)
-      throw Unsupported("dropout in training mode (random) is not supported yet");
-    return T(tensorArg(a.get("input"), op));
-  }
-  if (op == "normalize") {
+/// alpha_dropout, dropout2d ... in eval mode (or p == 0): the input.
+VarP dropoutVariant(Interpreter &I, const std::string &op, Args &a) {
+  if (boolArg(a, "training", true) && floatArg(a, "p", 0.5) > 0)
+    throw Unsupported(BreakCategory::Random,
+                      "dropout in training mode (random) is not supported yet");
+  return T(tensorArg(a.get("input"), op));
+}
+
+/// F.normalize: input / clamp(norm(input, p, dim), eps).
+VarP normalize(Interpreter &I, const std::string &op, Args &a) {
+  {
     VarP n = callOp(I, "norm",
                     {{"input", a.get("input")},
                      {"p", a.isNone("p") ? constFloat(2.0) : a.get("p")},
@@ -439,7 +452,11 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
                       {{"input", n}, {"min", a.isNone("eps") ? constFloat(1e-12) : a.get("eps")}});
     return callOp(I, "div", {{"input", a.get("input")}, {"other", den}});
   }
-  if (op == "cosine_similarity") {
+}
+
+VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  {
     Value x1 = floatTensor(a.get("x1"), op), x2 = floatTensor(a.get("x2"), op);
     if (dtypeOfValue(x1) != dtypeOfValue(x2))
       throw Unsupported(op + ": dtypes differ (eager raises)");
@@ -456,11 +473,15 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
     Value prod = e.bin<MulOp>(unit(p), unit(q));
     return T(e.cast(e.reduce<SumOp>(prod, {dim}, false), d));
   }
-  if (op == "pixel_shuffle" || op == "pixel_unshuffle") {
+}
+
+/// pixel_shuffle (`Up`) and pixel_unshuffle: a reshape, permute, reshape.
+template <bool Up> VarP pixelShuffle(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  {
     Value x = tensorArg(a.get("input"), op);
     auto s = shapeOf(x);
-    int64_t r =
-        asInt(a.get(op == "pixel_shuffle" ? "upscale_factor" : "downscale_factor"), "factor");
+    int64_t r = asInt(a.get(Up ? "upscale_factor" : "downscale_factor"), "factor");
     if (s.size() < 3 || r <= 0)
       throw Unsupported(op + " expects rank >= 3 (eager raises)");
     std::vector<int64_t> batch(s.begin(), s.end() - 3);
@@ -468,7 +489,7 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
     std::vector<int64_t> split = batch, perm, out = batch;
     for (int64_t i = 0; i < nb; ++i)
       perm.push_back(i);
-    if (op == "pixel_shuffle") {
+    if (Up) {
       if (C % (r * r))
         throw Unsupported("pixel_shuffle: channels not divisible (eager raises)");
       split.insert(split.end(), {C / (r * r), r, r, H, W});
@@ -485,7 +506,12 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
     }
     return freshResult(e.reshape(e.permute(e.reshape(x, split), perm), out));
   }
-  if (op == "interpolate") {
+}
+
+/// F.interpolate in 'nearest' mode: a gather per spatial dim.
+VarP interpolate(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  {
     if (strArg(a, "mode", "nearest") != "nearest")
       throw Unsupported("interpolate mode other than 'nearest' is not supported yet");
     if (boolArg(a, "antialias", false) || boolArg(a, "recompute_scale_factor", false))
@@ -534,82 +560,59 @@ VarP misc(Interpreter &I, const std::string &op, Args &a) {
     }
     return freshResult(r);
   }
-  throw Unsupported("op " + op + " is not mapped");
 }
 
 } // namespace
 
-void registerNNOps(OpTable &t) {
-  const char *F = "torch.nn.functional";
-  const std::vector<std::string> convParams = {"input",   "weight",   "bias",  "stride",
-                                               "padding", "dilation", "groups"};
-  for (const char *n : {"conv1d", "conv2d"}) {
-    t.function(F, n, {n, convParams});
-    t.function("torch", n, {n, convParams});
-    t.handler(n, conv);
-  }
-  for (const char *n : {"max_pool1d", "max_pool2d"}) {
-    OpSpec spec{
-        n,
-        {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"}};
-    t.function(F, n, spec);
-    t.function("torch", n, spec);
-    t.handler(n, pool);
-  }
-  t.function(F, "avg_pool1d",
-             {"avg_pool1d",
-              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
-  t.function("torch", "avg_pool1d",
-             {"avg_pool1d",
-              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"}});
-  t.function(F, "avg_pool2d",
-             {"avg_pool2d",
-              {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-               "divisor_override"}});
-  t.handler("avg_pool1d", pool);
-  t.handler("avg_pool2d", pool);
-  for (const char *n : {"adaptive_avg_pool1d", "adaptive_avg_pool2d"}) {
-    t.function(F, n, {n, {"input", "output_size"}});
-    t.handler(n, adaptivePool);
-  }
-  t.function("torch", "adaptive_avg_pool1d", {"adaptive_avg_pool1d", {"input", "output_size"}});
-  for (const char *n : {"adaptive_max_pool1d", "adaptive_max_pool2d"}) {
-    t.function(F, n, {n, {"input", "output_size", "return_indices"}});
-    t.handler(n, adaptivePool);
-  }
-  t.function(F, "group_norm", {"group_norm", {"input", "num_groups", "weight", "bias", "eps"}});
-  t.function(F, "instance_norm",
-             {"instance_norm",
-              {"input", "running_mean", "running_var", "weight", "bias", "use_input_stats",
-               "momentum", "eps"}});
-  t.function(F, "rms_norm", {"rms_norm", {"input", "normalized_shape", "weight", "eps"}});
-  for (const char *n : {"group_norm", "instance_norm", "rms_norm"})
-    t.handler(n, norm);
-  t.function(F, "log_softmax", {"log_softmax", {"input", "dim", "_stacklevel", "dtype"}});
-  t.both("log_softmax", {"log_softmax", {"input", "dim", "dtype"}});
-  t.function(F, "softmin", {"softmin", {"input", "dim", "_stacklevel", "dtype"}});
-  t.handler("log_softmax", softmaxLike);
-  t.handler("softmin", softmaxLike);
-  t.function(
-      F, "scaled_dot_product_attention",
-      {"sdpa",
-       {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"}});
-  t.handler("sdpa", attention);
-  for (const char *n :
-       {"alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d"})
-    t.function(F, n, {"dropout_variant", {"input", "p", "training", "inplace"}});
-  t.function(F, "normalize", {"normalize", {"input", "p", "dim", "eps", "out"}});
-  t.function(F, "cosine_similarity", {"cosine_similarity", {"x1", "x2", "dim", "eps"}});
-  t.function("torch", "cosine_similarity", {"cosine_similarity", {"x1", "x2", "dim", "eps"}});
-  t.function(F, "pixel_shuffle", {"pixel_shuffle", {"input", "upscale_factor"}});
-  t.function(F, "pixel_unshuffle", {"pixel_unshuffle", {"input", "downscale_factor"}});
-  t.function(F, "interpolate",
-             {"interpolate",
-              {"input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
-               "antialias"}});
-  for (const char *n : {"dropout_variant", "normalize", "cosine_similarity", "pixel_shuffle",
-                        "pixel_unshuffle", "interpolate"})
-    t.handler(n, misc);
+void registerNNOps(OpRegistry &r) {
+  const Params convParams{"input", "weight", "bias", "stride", "padding", "dilation", "groups"};
+  r.op("conv1d", conv<1>, convParams).functional().torch();
+  r.op("conv2d", conv<2>, convParams).functional().torch();
+  const Params maxPool{"input",    "kernel_size", "stride",        "padding",
+                       "dilation", "ceil_mode",   "return_indices"};
+  r.op("max_pool1d", pool<1, true>, maxPool).functional().torch();
+  r.op("max_pool2d", pool<2, true>, maxPool).functional().torch();
+  const Params avgPool{"input",   "kernel_size", "stride",
+                       "padding", "ceil_mode",   "count_include_pad"};
+  r.op("avg_pool1d", pool<1, false>, avgPool).functional().torch();
+  r.op("avg_pool2d", pool<2, false>, avgPool.with(Params{"divisor_override"})).functional();
+  const Params adaptive{"input", "output_size"};
+  r.op("adaptive_avg_pool1d", adaptivePool<1, false>, adaptive).functional().torch();
+  r.op("adaptive_avg_pool2d", adaptivePool<2, false>, adaptive).functional();
+  const Params adaptiveMax = adaptive.with(Params{"return_indices"});
+  r.op("adaptive_max_pool1d", adaptivePool<1, true>, adaptiveMax).functional();
+  r.op("adaptive_max_pool2d", adaptivePool<2, true>, adaptiveMax).functional();
+  r.op("group_norm", groupNorm<false>, Params{"input", "num_groups", "weight", "bias", "eps"})
+      .functional();
+  r.op("instance_norm", groupNorm<true>,
+       Params{"input", "running_mean", "running_var", "weight", "bias", "use_input_stats",
+              "momentum", "eps"})
+      .functional();
+  r.op("rms_norm", rmsNorm, Params{"input", "normalized_shape", "weight", "eps"}).functional();
+  r.op("log_softmax", softmaxLike<false>, Params{"input", "dim", "dtype"})
+      .torchAndMethod()
+      .functional(Params{"input", "dim", "_stacklevel", "dtype"});
+  r.op("softmin", softmaxLike<true>, Params{"input", "dim", "_stacklevel", "dtype"}).functional();
+  r.op("sdpa", attention,
+       Params{"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
+              "enable_gqa"})
+      .functional("scaled_dot_product_attention");
+  r.op("dropout_variant", dropoutVariant, Params{"input", "p", "training", "inplace"}, View)
+      .functional("alpha_dropout")
+      .functional("feature_alpha_dropout")
+      .functional("dropout1d")
+      .functional("dropout2d")
+      .functional("dropout3d");
+  r.op("normalize", normalize, Params{"input", "p", "dim", "eps", "out"}).functional();
+  r.op("cosine_similarity", cosineSimilarity, Params{"x1", "x2", "dim", "eps"})
+      .functional()
+      .torch();
+  r.op("pixel_shuffle", pixelShuffle<true>, Params{"input", "upscale_factor"}).functional();
+  r.op("pixel_unshuffle", pixelShuffle<false>, Params{"input", "downscale_factor"}).functional();
+  r.op("interpolate", interpolate,
+       Params{"input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
+              "antialias"})
+      .functional();
 }
 
 } // namespace kiln

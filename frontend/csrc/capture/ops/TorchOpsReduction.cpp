@@ -1,10 +1,10 @@
 //===- TorchOpsReduction.cpp - reductions and scans ---------------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Table entries and handlers of torch's reductions beyond sum/mean/amax
-// (TorchOps.cpp): amin, max/min (full, per-dim with indices, or
-// elementwise with a tensor), prod, argmax/argmin, var/std (+ _mean),
-// logsumexp, all/any, norm / linalg.vector_norm, count_nonzero and cumsum.
+// Ops and torch names of torch's reductions: sum/mean/amax/amin, max/min
+// (full, per-dim with indices, or elementwise with a tensor), prod,
+// argmax/argmin, var/std (+ _mean), logsumexp, all/any, norm /
+// linalg.vector_norm, count_nonzero and cumsum.
 // Dtypes follow torch: integer sums and products accumulate in int64,
 // float statistics of f16/bf16 compute in f32 and round once.
 //===----------------------------------------------------------------------===//
@@ -12,15 +12,13 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace kiln {
 
 using namespace mlir::kiln;
 
 namespace {
-
-DType dtypeOfValue(Value v) { return dtypeOf(ttype(v).getElementType()); }
-bool isNarrow(DType d) { return d == DType::F16 || d == DType::BF16; }
 
 /// The reduced dims of a `dim` argument (None or empty: all dims).
 std::vector<int64_t> reducedDims(const Args &a, int64_t rank, const char *name = "dim") {
@@ -73,185 +71,261 @@ VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool i
   return makeSeq(Var::Kind::Tuple, {T(values), T(idx)});
 }
 
-VarP reduction(Interpreter &I, const std::string &op, Args &a) {
+/// sum/mean/amax: over `dim` (None or empty: every dim), after `dtype=`.
+template <typename OpT> VarP coreReduction(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(inputArg(a, op), op);
+  std::vector<int64_t> dims;
+  // torch reduces over every dim when `dim` is None or empty.
+  if (a.isNone("dim") || asInts(a.get("dim"), "dim").empty()) {
+    for (int64_t i = 0; i < ttype(v).getRank(); ++i)
+      dims.push_back(i);
+  } else {
+    dims = asInts(a.get("dim"), "dim");
+  }
+  bool keepdim =
+      !a.isNone("keepdim") && PyObject_IsTrue(constObj(a.get("keepdim"), "keepdim")) == 1;
   Emit e(I);
+  if (!a.isNone("dtype")) {
+    auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+    if (!d)
+      throw Unsupported(BreakCategory::UnsupportedOp, "reduction dtype");
+    v = e.cast(v, *d);
+  }
+  DType d = dtypeOfValue(v);
+  if (std::is_same_v<OpT, MeanOp> && !isFloatingDType(d))
+    throw Unsupported(BreakCategory::UserError, "mean of an integer tensor");
+  if (std::is_same_v<OpT, SumOp> && !isFloatingDType(d) && d != DType::I64)
+    v = e.cast(v, DType::I64); // torch sums integers in int64
+  return T(e.reduce<OpT>(v, dims, keepdim));
+}
+
+/// max/min: of everything, per dim with indices, or elementwise with a tensor.
+template <bool Max> VarP maxOrMin(Interpreter &I, const std::string &op, Args &a) {
   VarP x = a.get("input");
   Value v = tensorArg(x, op);
-  int64_t rank = ttype(v).getRank();
-  DType d = dtypeOfValue(v);
+  VarP dimArg = a.get("dim");
+  if (dimArg && dimArg->isTensor()) // torch.max(x, other): elementwise
+    return callOp(I, Max ? "maximum" : "minimum", {{"input", x}, {"other", dimArg}});
   bool keepdim = boolArg(a, "keepdim", false);
-  if (op == "max" || op == "min") {
-    VarP dimArg = a.get("dim");
-    if (dimArg && dimArg->isTensor()) // torch.max(x, other): elementwise
-      return callOp(I, op == "max" ? "maximum" : "minimum", {{"input", x}, {"other", dimArg}});
-    if (a.isNone("dim")) {
-      if (!a.isNone("keepdim"))
-        throw Unsupported(op + " with keepdim but no dim (eager raises)");
-      if (ttype(v).hasStaticShape() && ttype(v).getNumElements() == 0)
-        throw Unsupported(op + " of an empty tensor (eager raises)");
-      std::vector<int64_t> all = reducedDims(a, rank);
-      return T(op == "max" ? e.reduce<MaxOp>(v, all, false) : e.reduce<MinOp>(v, all, false));
-    }
-    return valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, op == "max");
+  if (!a.isNone("dim"))
+    return valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, Max);
+  if (!a.isNone("keepdim"))
+    throw Unsupported(BreakCategory::UserError, op + " with keepdim but no dim (eager raises)");
+  if (ttype(v).hasStaticShape() && ttype(v).getNumElements() == 0)
+    throw Unsupported(BreakCategory::UserError, op + " of an empty tensor (eager raises)");
+  Emit e(I);
+  std::vector<int64_t> all = reducedDims(a, ttype(v).getRank());
+  return T(Max ? e.reduce<MaxOp>(v, all, false) : e.reduce<MinOp>(v, all, false));
+}
+
+VarP amin(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  std::vector<int64_t> dims = reducedDims(a, ttype(v).getRank());
+  if (countOver(v, dims) == 0)
+    throw Unsupported(BreakCategory::UserError, "amin of an empty tensor (eager raises)");
+  return T(Emit(I).reduce<MinOp>(v, dims, boolArg(a, "keepdim", false)));
+}
+
+VarP prod(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  int64_t rank = ttype(v).getRank();
+  bool keepdim = boolArg(a, "keepdim", false);
+  Emit e(I);
+  v = withDtype(e, v, a);
+  if (!isFloatValue(v))
+    v = e.cast(v, DType::I64);
+  std::vector<int64_t> dims = a.isNone("dim")
+                                  ? reducedDims(a, rank)
+                                  : std::vector<int64_t>{normDim(asInt(a.get("dim"), "dim"), rank)};
+  return T(e.reduce<ProdOp>(v, dims, a.isNone("dim") ? false : keepdim));
+}
+
+template <bool Max> VarP argMaxOrMin(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  int64_t rank = ttype(v).getRank();
+  bool keepdim = boolArg(a, "keepdim", false);
+  if (dtypeOfValue(v) == DType::Bool)
+    throw Unsupported(BreakCategory::UserError, op + " of a bool tensor (eager raises)");
+  Emit e(I);
+  Value in = v;
+  int64_t dim = 0;
+  if (a.isNone("dim"))
+    in = e.reshape(v, {ttype(v).getNumElements()});
+  else
+    dim = normDim(asInt(a.get("dim"), "dim"), rank);
+  auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
+                e.b.getNamedAttr("keepdim", e.b.getBoolAttr(a.isNone("dim") ? false : keepdim))};
+  Value r = Max ? e.checked<ArgmaxOp>({in}, attrs, op) : e.checked<ArgminOp>({in}, attrs, op);
+  if (a.isNone("dim") && keepdim)
+    r = e.reshape(r, std::vector<int64_t>(rank, 1));
+  return T(r);
+}
+
+/// all/any: a min/max over the input as bools.
+template <bool Any> VarP allOrAny(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  int64_t rank = ttype(v).getRank();
+  bool keepdim = boolArg(a, "keepdim", false);
+  Emit e(I);
+  Value b = e.cast(v, DType::Bool);
+  std::vector<int64_t> dims = reducedDims(a, rank);
+  if (rank == 0)
+    return T(b);
+  return T(Any ? e.reduce<MaxOp>(b, dims, keepdim) : e.reduce<MinOp>(b, dims, keepdim));
+}
+
+VarP countNonzero(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  Emit e(I);
+  Value nz = e.cast(e.bin<NeOp>(v, e.num(0, dtypeOfValue(v))), DType::I64);
+  return T(e.reduce<SumOp>(nz, reducedDims(a, ttype(v).getRank()), false));
+}
+
+VarP cumsum(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  int64_t rank = ttype(v).getRank();
+  if (a.isNone("dim"))
+    throw Unsupported(BreakCategory::UserError, "cumsum without dim (eager raises)");
+  Emit e(I);
+  v = withDtype(e, v, a);
+  DType vd = dtypeOfValue(v);
+  int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
+  Value in = !isFloatingDType(vd) ? e.cast(v, DType::I64)
+             : isNarrow(vd)       ? e.cast(v, DType::F32)
+                                  : v;
+  auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim))};
+  Value r = e.checked<CumsumOp>({in}, attrs, op);
+  return T(isNarrow(vd) ? e.cast(r, vd) : r);
+}
+
+/// The input of a float statistic, in opmath precision (f16/bf16 in f32).
+struct Statistic {
+  Statistic(Interpreter &I, const std::string &op, const Args &a) : e(I) {
+    Value v = tensorArg(a.get("input"), op);
+    rank = ttype(v).getRank();
+    type = dtypeOfValue(v);
+    if (!isFloatingDType(type))
+      throw Unsupported(BreakCategory::UserError, op + " of an integer tensor (eager raises)");
+    compute = isNarrow(type) ? DType::F32 : type;
+    w = e.cast(v, compute);
+    keepdim = boolArg(a, "keepdim", false);
   }
-  if (op == "amin") {
-    std::vector<int64_t> dims = reducedDims(a, rank);
-    if (countOver(v, dims) == 0)
-      throw Unsupported("amin of an empty tensor (eager raises)");
-    return T(e.reduce<MinOp>(v, dims, keepdim));
+  Emit e;
+  int64_t rank;
+  DType type, compute;
+  Value w;
+  bool keepdim;
+};
+
+VarP logsumexp(Interpreter &I, const std::string &op, Args &a) {
+  Statistic s(I, op, a);
+  Emit &e = s.e;
+  std::vector<int64_t> dims = reducedDims(a, s.rank);
+  Value m = e.reduce<MaxOp>(s.w, dims, true);
+  // An infinite max would give inf - inf = NaN; use 0 there (as torch).
+  double inf = std::numeric_limits<double>::infinity();
+  m = e.select(e.bin<EqOp>(e.unary<AbsOp>(m), e.num(inf, s.compute)), e.num(0, s.compute), m);
+  Value sum = e.reduce<SumOp>(e.unary<ExpOp>(e.bin<SubOp>(s.w, m)), dims, s.keepdim);
+  Value mk = s.keepdim ? m : e.reshape(m, ttype(sum).getShape());
+  return T(e.cast(e.bin<AddOp>(e.unary<LogOp>(sum), mk), s.type));
+}
+
+/// var/std (`Sqrt`), and with the mean too (`WithMean`: var_mean, std_mean).
+template <bool Sqrt, bool WithMean> VarP variance(Interpreter &I, const std::string &op, Args &a) {
+  Statistic s(I, op, a);
+  Emit &e = s.e;
+  VarP dimArg = a.get("dim");
+  double correction = 1;
+  if (dimArg && dimArg->isConst() && PyBool_Check(dimArg->obj.get())) { // var(x, unbiased)
+    correction = dimArg->obj.get() == Py_True ? 1 : 0;
+    a.named.erase("dim");
   }
-  if (op == "prod") {
-    v = withDtype(e, v, a);
-    if (dtypeCategory(dtypeOfValue(v)) < 2)
-      v = e.cast(v, DType::I64);
-    std::vector<int64_t> dims =
-        a.isNone("dim") ? reducedDims(a, rank)
-                        : std::vector<int64_t>{normDim(asInt(a.get("dim"), "dim"), rank)};
-    return T(e.reduce<ProdOp>(v, dims, a.isNone("dim") ? false : keepdim));
-  }
-  if (op == "argmax" || op == "argmin") {
-    if (d == DType::Bool)
-      throw Unsupported(op + " of a bool tensor (eager raises)");
-    Value in = v;
-    int64_t dim = 0;
-    if (a.isNone("dim")) {
-      int64_t n = ttype(v).getNumElements();
-      in = e.reshape(v, {n});
-    } else {
-      dim = normDim(asInt(a.get("dim"), "dim"), rank);
-    }
-    auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
-                  e.b.getNamedAttr("keepdim", e.b.getBoolAttr(a.isNone("dim") ? false : keepdim))};
-    Value r = op == "argmax" ? e.checked<ArgmaxOp>({in}, attrs, op)
-                             : e.checked<ArgminOp>({in}, attrs, op);
-    if (a.isNone("dim") && keepdim)
-      r = e.reshape(r, std::vector<int64_t>(rank, 1));
+  if (!a.isNone("unbiased"))
+    correction = boolArg(a, "unbiased", true) ? 1 : 0;
+  if (!a.isNone("correction"))
+    correction = asDouble(a.get("correction"), "correction");
+  std::vector<int64_t> dims = reducedDims(a, s.rank);
+  int64_t n = countOver(s.w, dims);
+  Value mean = e.reduce<MeanOp>(s.w, dims, true);
+  Value c = e.bin<SubOp>(s.w, mean);
+  Value ss = e.reduce<SumOp>(e.bin<MulOp>(c, c), dims, s.keepdim);
+  Value r = e.bin<DivOp>(ss, e.num(std::max(0.0, n - correction), s.compute));
+  if (Sqrt)
+    r = e.unary<SqrtOp>(r);
+  r = e.cast(r, s.type);
+  if (!WithMean)
     return T(r);
+  Value mk = s.keepdim ? mean : e.reshape(mean, ttype(r).getShape());
+  return makeSeq(Var::Kind::Tuple, {T(r), T(e.cast(mk, s.type))});
+}
+
+/// The order `p` of a norm (`name`: "p" or "ord"); 2 when None, "fro" is 2.
+double normOrder(const Args &a, const char *name) {
+  VarP pArg = a.get(name);
+  if (!pArg || (pArg->isConst() && pArg->obj.get() == Py_None))
+    return 2;
+  PyObject *o = constObj(pArg, "p");
+  if (!PyUnicode_Check(o))
+    return asDouble(pArg, "p");
+  if (pyText(o) != "fro")
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "norm p='" + pyText(o) + "' is not supported yet");
+  return 2;
+}
+
+/// norm (`Ord` false: its order is `p`) and linalg.vector_norm (`ord`).
+template <bool Ord> VarP norm(Interpreter &I, const std::string &op, Args &a) {
+  Statistic s(I, op, a);
+  Emit &e = s.e;
+  double p = normOrder(a, Ord ? "ord" : "p");
+  if (!Ord && !a.isNone("dtype"))
+    throw Unsupported(BreakCategory::UnsupportedOp, "norm with dtype= is not supported yet");
+  std::vector<int64_t> dims = reducedDims(a, s.rank);
+  Value w = s.w, absV = e.unary<AbsOp>(w);
+  Value r;
+  if (std::isinf(p)) {
+    if (countOver(w, dims) == 0)
+      throw Unsupported(BreakCategory::UserError, "inf-norm of an empty tensor (eager raises)");
+    r = p > 0 ? e.reduce<MaxOp>(absV, dims, s.keepdim) : e.reduce<MinOp>(absV, dims, s.keepdim);
+  } else if (p == 2) {
+    r = e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(w, w), dims, s.keepdim));
+  } else if (p == 1) {
+    r = e.reduce<SumOp>(absV, dims, s.keepdim);
+  } else if (p == 0) {
+    r = e.reduce<SumOp>(e.cast(e.bin<NeOp>(w, e.num(0, s.compute)), s.compute), dims, s.keepdim);
+  } else {
+    Value sum = e.reduce<SumOp>(e.bin<PowOp>(absV, e.num(p, s.compute)), dims, s.keepdim);
+    r = e.bin<PowOp>(sum, e.num(1.0 / p, s.compute));
   }
-  if (op == "all" || op == "any") {
-    Value b = e.cast(v, DType::Bool);
-    std::vector<int64_t> dims = reducedDims(a, rank);
-    if (rank == 0)
-      return T(b);
-    return T(op == "any" ? e.reduce<MaxOp>(b, dims, keepdim) : e.reduce<MinOp>(b, dims, keepdim));
-  }
-  if (op == "count_nonzero") {
-    Value nz = e.cast(e.bin<NeOp>(v, e.num(0, d)), DType::I64);
-    return T(e.reduce<SumOp>(nz, reducedDims(a, rank), false));
-  }
-  if (op == "cumsum") {
-    if (a.isNone("dim"))
-      throw Unsupported("cumsum without dim (eager raises)");
-    v = withDtype(e, v, a);
-    DType vd = dtypeOfValue(v);
-    int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
-    Value in = dtypeCategory(vd) < 2 ? e.cast(v, DType::I64)
-               : isNarrow(vd)        ? e.cast(v, DType::F32)
-                                     : v;
-    auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim))};
-    Value r = e.checked<CumsumOp>({in}, attrs, op);
-    return T(isNarrow(vd) ? e.cast(r, vd) : r);
-  }
-  // Float statistics.
-  if (dtypeCategory(d) < 2)
-    throw Unsupported(op + " of an integer tensor (eager raises)");
-  DType compute = isNarrow(d) ? DType::F32 : d;
-  Value w = e.cast(v, compute);
-  if (op == "logsumexp") {
-    std::vector<int64_t> dims = reducedDims(a, rank);
-    Value m = e.reduce<MaxOp>(w, dims, true);
-    // An infinite max would give inf - inf = NaN; use 0 there (as torch).
-    double inf = std::numeric_limits<double>::infinity();
-    m = e.select(e.bin<EqOp>(e.unary<AbsOp>(m), e.num(inf, compute)), e.num(0, compute), m);
-    Value s = e.reduce<SumOp>(e.unary<ExpOp>(e.bin<SubOp>(w, m)), dims, keepdim);
-    Value mk = keepdim ? m : e.reshape(m, ttype(s).getShape());
-    return T(e.cast(e.bin<AddOp>(e.unary<LogOp>(s), mk), d));
-  }
-  if (op == "var" || op == "std" || op == "var_mean" || op == "std_mean") {
-    VarP dimArg = a.get("dim");
-    double correction = 1;
-    if (dimArg && dimArg->isConst() && PyBool_Check(dimArg->obj.get())) { // var(x, unbiased)
-      correction = dimArg->obj.get() == Py_True ? 1 : 0;
-      a.named.erase("dim");
-    }
-    if (!a.isNone("unbiased"))
-      correction = boolArg(a, "unbiased", true) ? 1 : 0;
-    if (!a.isNone("correction"))
-      correction = asDouble(a.get("correction"), "correction");
-    std::vector<int64_t> dims = reducedDims(a, rank);
-    int64_t n = countOver(w, dims);
-    Value mean = e.reduce<MeanOp>(w, dims, true);
-    Value c = e.bin<SubOp>(w, mean);
-    Value ss = e.reduce<SumOp>(e.bin<MulOp>(c, c), dims, keepdim);
-    Value r = e.bin<DivOp>(ss, e.num(std::max(0.0, n - correction), compute));
-    if (op[0] == 's')
-      r = e.unary<SqrtOp>(r);
-    r = e.cast(r, d);
-    if (op.size() > 4) {
-      Value mk = keepdim ? mean : e.reshape(mean, ttype(r).getShape());
-      return makeSeq(Var::Kind::Tuple, {T(r), T(e.cast(mk, d))});
-    }
-    return T(r);
-  }
-  if (op == "norm" || op == "vector_norm") {
-    VarP pArg = a.get(op == "norm" ? "p" : "ord");
-    double p = 2;
-    if (pArg && !(pArg->isConst() && pArg->obj.get() == Py_None)) {
-      PyObject *o = constObj(pArg, "p");
-      if (PyUnicode_Check(o)) {
-        if (pyText(o) != "fro")
-          throw Unsupported("norm p='" + pyText(o) + "' is not supported yet");
-      } else {
-        p = asDouble(pArg, "p");
-      }
-    }
-    if (op == "norm" && !a.isNone("dtype"))
-      throw Unsupported("norm with dtype= is not supported yet");
-    std::vector<int64_t> dims = reducedDims(a, rank);
-    Value absV = e.unary<AbsOp>(w);
-    Value r;
-    if (std::isinf(p)) {
-      if (countOver(w, dims) == 0)
-        throw Unsupported("inf-norm of an empty tensor (eager raises)");
-      r = p > 0 ? e.reduce<MaxOp>(absV, dims, keepdim) : e.reduce<MinOp>(absV, dims, keepdim);
-    } else if (p == 2) {
-      r = e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(w, w), dims, keepdim));
-    } else if (p == 1) {
-      r = e.reduce<SumOp>(absV, dims, keepdim);
-    } else if (p == 0) {
-      r = e.reduce<SumOp>(e.cast(e.bin<NeOp>(w, e.num(0, compute)), compute), dims, keepdim);
-    } else {
-      Value s = e.reduce<SumOp>(e.bin<PowOp>(absV, e.num(p, compute)), dims, keepdim);
-      r = e.bin<PowOp>(s, e.num(1.0 / p, compute));
-    }
-    return T(e.cast(r, d));
-  }
-  throw Unsupported("op " + op + " is not mapped");
+  return T(e.cast(r, s.type));
 }
 
 } // namespace
 
-void registerReductionOps(OpTable &t) {
-  const std::vector<std::string> dimKeep = {"input", "dim", "keepdim"};
-  for (const char *n : {"max", "min", "amin", "argmax", "argmin", "all", "any", "logsumexp"})
-    t.both(n, {n, dimKeep});
-  t.both("prod", {"prod", {"input", "dim", "keepdim", "dtype"}});
-  t.both("count_nonzero", {"count_nonzero", {"input", "dim"}});
-  t.both("cumsum", {"cumsum", {"input", "dim", "dtype"}});
-  for (const char *n : {"var", "std", "var_mean", "std_mean"}) {
-    OpSpec spec{n, {"input", "dim", "unbiased", "keepdim", "correction"}};
-    if (n[3] == '_')
-      t.function("torch", n, spec);
-    else
-      t.both(n, spec);
-  }
-  t.both("norm", {"norm", {"input", "p", "dim", "keepdim", "dtype"}});
-  t.function("torch.linalg", "vector_norm",
-             {"vector_norm", {"input", "ord", "dim", "keepdim", "dtype"}});
-  for (const char *n :
-       {"max", "min", "amin", "prod", "argmax", "argmin", "all", "any", "count_nonzero", "cumsum",
-        "logsumexp", "var", "std", "var_mean", "std_mean", "norm", "vector_norm"})
-    t.handler(n, reduction);
+void registerReductionOps(OpRegistry &r) {
+  const Params withDtypeArg{"input", "dim", "keepdim", "dtype"}, dimKeep{"input", "dim", "keepdim"};
+  r.op("sum", coreReduction<SumOp>, withDtypeArg).torchAndMethod();
+  r.op("mean", coreReduction<MeanOp>, withDtypeArg).torchAndMethod();
+  r.op("amax", coreReduction<MaxOp>, dimKeep).torchAndMethod();
+  r.op("amin", amin, dimKeep).torchAndMethod();
+  r.op("max", maxOrMin<true>, dimKeep).torchAndMethod();
+  r.op("min", maxOrMin<false>, dimKeep).torchAndMethod();
+  r.op("argmax", argMaxOrMin<true>, dimKeep).torchAndMethod();
+  r.op("argmin", argMaxOrMin<false>, dimKeep).torchAndMethod();
+  r.op("all", allOrAny<false>, dimKeep).torchAndMethod();
+  r.op("any", allOrAny<true>, dimKeep).torchAndMethod();
+  r.op("logsumexp", logsumexp, dimKeep).torchAndMethod();
+  r.op("prod", prod, withDtypeArg).torchAndMethod();
+  r.op("count_nonzero", countNonzero, Params{"input", "dim"}).torchAndMethod();
+  r.op("cumsum", cumsum, Params{"input", "dim", "dtype"}).torchAndMethod();
+  const Params variance_{"input", "dim", "unbiased", "keepdim", "correction"};
+  r.op("var", variance<false, false>, variance_).torchAndMethod();
+  r.op("std", variance<true, false>, variance_).torchAndMethod();
+  r.op("var_mean", variance<false, true>, variance_).torch();
+  r.op("std_mean", variance<true, true>, variance_).torch();
+  r.op("norm", norm<false>, Params{"input", "p", "dim", "keepdim", "dtype"}).torchAndMethod();
+  r.op("vector_norm", norm<true>, Params{"input", "ord", "dim", "keepdim", "dtype"})
+      .function("torch.linalg", nullptr);
 }
 
 } // namespace kiln

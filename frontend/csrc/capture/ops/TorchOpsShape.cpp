@@ -1,7 +1,7 @@
 //===- TorchOpsShape.cpp - shape, gather and creation ops ---------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Table entries and handlers of shape manipulation beyond the core set:
+// Ops and torch names of shape manipulation beyond the core set:
 // flip/roll/tril/triu, movedim/swapaxes, *_as, repeat/tile/
 // repeat_interleave, unflatten/ravel, gather/index_select, F.pad (constant,
 // replicate, reflect, circular), hstack/vstack, outer/dot/addmm/baddbmm and
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace kiln {
@@ -21,8 +22,6 @@ namespace kiln {
 using namespace mlir::kiln;
 
 namespace {
-
-DType dtypeOfValue(Value v) { return dtypeOf(ttype(v).getElementType()); }
 
 std::vector<int64_t> shapeOf(Value v) {
   auto s = ttype(v).getShape();
@@ -129,236 +128,288 @@ Value padDim(Emit &e, Value v, int64_t dim, int64_t low, int64_t high, const std
   return gatherConst(e, v, dim, idx);
 }
 
-VarP shapeOp(Interpreter &I, const std::string &op, Args &a) {
+/// The input of a shape op, which needs static sizes.
+struct StaticInput {
+  StaticInput(const Args &a, const std::string &op)
+      : x(a.get("input")), v(tensorArg(x, op)), shape(shapeOf(v)), rank(shape.size()) {}
+  VarP x;
+  Value v;
+  std::vector<int64_t> shape;
+  int64_t rank;
+};
+
+/// Which dims a flip reverses.
+enum class FlipDims { Given, Last, First };
+
+/// flip (given dims), fliplr (dim 1) and flipud (dim 0).
+template <FlipDims F> VarP flip(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
   Emit e(I);
-  VarP x = a.get("input");
-  Value v = tensorArg(x, op);
+  std::vector<int64_t> dims;
+  if (F == FlipDims::Given) {
+    dims = asInts(a.get("dims"), "dims");
+  } else {
+    if (in.rank < (F == FlipDims::Last ? 2 : 1))
+      throw Unsupported(BreakCategory::UserError, op + " needs a higher rank (eager raises)");
+    dims = {F == FlipDims::Last ? 1 : 0};
+  }
+  if (in.rank == 0)
+    return freshResult(in.v);
+  Value v = in.v;
+  for (int64_t d : dims) {
+    d = normDim(d, in.rank);
+    std::vector<int64_t> idx;
+    for (int64_t i = in.shape[d] - 1; i >= 0; --i)
+      idx.push_back(i);
+    v = gatherConst(e, v, d, idx);
+  }
+  return freshResult(v);
+}
+
+VarP roll(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  Emit e(I);
+  Value v = in.v;
+  std::vector<int64_t> shifts = asInts(a.get("shifts"), "shifts");
+  if (a.isNone("dims")) {
+    if (shifts.size() != 1)
+      throw Unsupported("roll without dims takes one shift");
+    int64_t n = 1;
+    for (int64_t s : in.shape)
+      n *= s;
+    Value flat = e.reshape(v, {n});
+    Value r = n ? concat(e,
+                         {sliceDim(e, flat, 0, n - ((shifts[0] % n) + n) % n, n),
+                          sliceDim(e, flat, 0, 0, n - ((shifts[0] % n) + n) % n)},
+                         0)
+                : flat;
+    return freshResult(e.reshape(r, in.shape));
+  }
+  std::vector<int64_t> dims = asInts(a.get("dims"), "dims");
+  if (dims.size() != shifts.size())
+    throw Unsupported(BreakCategory::UserError,
+                      "roll: shifts and dims differ in length (eager raises)");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = normDim(dims[i], in.rank), n = in.shape[d];
+    if (n == 0)
+      continue;
+    int64_t s = ((shifts[i] % n) + n) % n;
+    if (s)
+      v = concat(e, {sliceDim(e, v, d, n - s, n), sliceDim(e, v, d, 0, n - s)}, d);
+  }
+  return freshResult(v);
+}
+
+/// tril (`Lower`) and triu: the input where j - i <= k (>= k), else 0.
+template <bool Lower> VarP triangle(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  Value v = tensorArg(a.get("input"), op);
   int64_t vr = ttype(v).getRank();
-  if ((op == "tril" || op == "triu") && vr >= 2 &&
-      (I.symbolOfDim(v, vr - 2) != -1 || I.symbolOfDim(v, vr - 1) != -1)) {
+  if (vr >= 2 && (I.symbolOfDim(v, vr - 2) != -1 || I.symbolOfDim(v, vr - 1) != -1)) {
     // Symbolic rows or cols: the mask j - i <= k (>= k) from two aranges.
     int64_t k = intArg(a, "diagonal", 0);
     auto iota = [&](int64_t d, std::vector<int64_t> shape) {
       VarP n = I.sizeVar(v, d);
       Value r = n->kind == Var::Kind::SymInt
                     ? I.symIota(n)
-                    : e.b.create<mlir::kiln::ConstantOp>(I.loc(), arangeAttr(e, asInt(n, "size")));
+                    : e.b.create<ConstantOp>(I.loc(), arangeAttr(e, asInt(n, "size")));
       return e.reshape(r, shape);
     };
     Value rows = iota(vr - 2, {ttype(v).getDimSize(vr - 2), 1});
     Value cols = iota(vr - 1, {1, ttype(v).getDimSize(vr - 1)});
     Value diff = e.bin<SubOp>(cols, rows), kv = e.num(k, DType::I64);
-    Value m = op == "tril" ? e.bin<LeOp>(diff, kv) : e.bin<GeOp>(diff, kv);
+    Value m = Lower ? e.bin<LeOp>(diff, kv) : e.bin<GeOp>(diff, kv);
     return T(e.select(m, v, e.num(0, dtypeOfValue(v))));
   }
-  auto shape = shapeOf(v);
-  int64_t rank = shape.size();
-  if (op == "flip" || op == "fliplr" || op == "flipud") {
-    std::vector<int64_t> dims;
-    if (op == "flip")
-      dims = asInts(a.get("dims"), "dims");
-    else {
-      if (rank < (op == "fliplr" ? 2 : 1))
-        throw Unsupported(op + " needs a higher rank (eager raises)");
-      dims = {op == "fliplr" ? 1 : 0};
-    }
-    if (rank == 0)
-      return freshResult(v);
-    for (int64_t d : dims) {
-      d = normDim(d, rank);
-      std::vector<int64_t> idx;
-      for (int64_t i = shape[d] - 1; i >= 0; --i)
-        idx.push_back(i);
-      v = gatherConst(e, v, d, idx);
-    }
-    return freshResult(v);
+  StaticInput in(a, op);
+  if (in.rank < 2)
+    throw Unsupported(BreakCategory::UserError, op + " needs rank >= 2 (eager raises)");
+  int64_t k = intArg(a, "diagonal", 0), rows = in.shape[in.rank - 2], cols = in.shape[in.rank - 1];
+  std::vector<double> mask;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.push_back(Lower ? j - i <= k : j - i >= k);
+  Value m = e.dense({rows, cols}, DType::Bool, mask);
+  return T(e.select(m, v, e.num(0, dtypeOfValue(v))));
+}
+
+VarP movedim(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  int64_t rank = in.rank;
+  std::vector<int64_t> src = asInts(a.get("source"), "source"),
+                       dst = asInts(a.get("destination"), "destination");
+  if (src.size() != dst.size())
+    throw Unsupported(BreakCategory::UserError,
+                      "movedim: source and destination differ in length (eager raises)");
+  std::vector<int64_t> perm(rank, -1);
+  std::vector<bool> used(rank, false), placed(rank, false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    int64_t s = normDim(src[i], rank), d = normDim(dst[i], rank);
+    if (used[s] || placed[d])
+      throw Unsupported(BreakCategory::UserError, "movedim: repeated dim (eager raises)");
+    perm[d] = s;
+    used[s] = placed[d] = true;
   }
-  if (op == "roll") {
-    std::vector<int64_t> shifts = asInts(a.get("shifts"), "shifts");
-    if (a.isNone("dims")) {
-      if (shifts.size() != 1)
-        throw Unsupported("roll without dims takes one shift");
-      int64_t n = 1;
-      for (int64_t s : shape)
-        n *= s;
-      Value flat = e.reshape(v, {n});
-      Value r = n ? concat(e,
-                           {sliceDim(e, flat, 0, n - ((shifts[0] % n) + n) % n, n),
-                            sliceDim(e, flat, 0, 0, n - ((shifts[0] % n) + n) % n)},
-                           0)
-                  : flat;
-      return freshResult(e.reshape(r, shape));
-    }
-    std::vector<int64_t> dims = asInts(a.get("dims"), "dims");
-    if (dims.size() != shifts.size())
-      throw Unsupported("roll: shifts and dims differ in length (eager raises)");
-    for (size_t i = 0; i < dims.size(); ++i) {
-      int64_t d = normDim(dims[i], rank), n = shape[d];
-      if (n == 0)
-        continue;
-      int64_t s = ((shifts[i] % n) + n) % n;
-      if (s)
-        v = concat(e, {sliceDim(e, v, d, n - s, n), sliceDim(e, v, d, 0, n - s)}, d);
-    }
-    return freshResult(v);
+  int64_t next = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (perm[d] >= 0)
+      continue;
+    while (used[next])
+      ++next;
+    perm[d] = next++;
   }
-  if (op == "tril" || op == "triu") {
-    if (rank < 2)
-      throw Unsupported(op + " needs rank >= 2 (eager raises)");
-    int64_t k = intArg(a, "diagonal", 0), rows = shape[rank - 2], cols = shape[rank - 1];
-    std::vector<double> mask;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        mask.push_back(op == "tril" ? j - i <= k : j - i >= k);
-    Value m = e.dense({rows, cols}, DType::Bool, mask);
-    return T(e.select(m, v, e.num(0, dtypeOfValue(v))));
+  return callOp(I, "permute", {{"input", in.x}, {"dims", constIntTuple(perm)}});
+}
+
+VarP swapaxes(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  return callOp(I, "transpose",
+                {{"input", in.x}, {"dim0", a.get("dim0")}, {"dim1", a.get("dim1")}});
+}
+
+/// expand_as/broadcast_to (`Expand`) and view_as/reshape_as: the shape of
+/// `other` (`size` for broadcast_to).
+template <bool Expand, bool FromSize> VarP toShape(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  std::vector<int64_t> target =
+      FromSize ? asInts(a.get("size"), "size") : shapeOf(tensorArg(a.get("other"), op));
+  return callOp(I, Expand ? "expand" : "reshape",
+                {{"input", in.x}, {Expand ? "size" : "shape", constIntTuple(target)}});
+}
+
+VarP typeAs(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  PyObject *dtype = dtypeObject(dtypeOfValue(tensorArg(a.get("other"), op))); // borrowed
+  return callOp(I, "to", {{"input", in.x}, {"dtype", makeConst(PyRef::borrow(dtype))}});
+}
+
+VarP unflatten(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  int64_t d = normDim(asInt(a.get("dim"), "dim"), in.rank);
+  std::vector<int64_t> sizes = asInts(a.get("sizes"), "sizes");
+  std::vector<int64_t> ns(in.shape.begin(), in.shape.begin() + d);
+  ns.insert(ns.end(), sizes.begin(), sizes.end());
+  ns.insert(ns.end(), in.shape.begin() + d + 1, in.shape.end());
+  return callOp(I, "reshape", {{"input", in.x}, {"shape", constIntTuple(ns)}});
+}
+
+VarP ravel(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  return callOp(I, "reshape", {{"input", in.x}, {"shape", constIntTuple({-1})}});
+}
+
+/// repeat and tile (`Tile`: fewer repeats than dims are padded with 1s).
+template <bool Tile> VarP repeat(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  Emit e(I);
+  int64_t rank = in.rank;
+  VarP repsArg = a.get("sizes") ? a.get("sizes") : a.get("dims");
+  if (!repsArg)
+    throw Unsupported(op + ": missing repeats");
+  std::vector<int64_t> reps = asInts(repsArg, "sizes");
+  if (Tile)
+    while ((int64_t)reps.size() < rank)
+      reps.insert(reps.begin(), 1);
+  if ((int64_t)reps.size() < rank)
+    throw Unsupported(BreakCategory::UserError, "repeat: fewer repeats than dims (eager raises)");
+  std::vector<int64_t> s(reps.size() - rank, 1);
+  s.insert(s.end(), in.shape.begin(), in.shape.end());
+  std::vector<int64_t> inter, target, out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0)
+      throw Unsupported(BreakCategory::UserError, "negative repeat (eager raises)");
+    inter.insert(inter.end(), {1, s[i]});
+    target.insert(target.end(), {reps[i], s[i]});
+    out.push_back(reps[i] * s[i]);
   }
-  if (op == "movedim") {
-    std::vector<int64_t> src = asInts(a.get("source"), "source"),
-                         dst = asInts(a.get("destination"), "destination");
-    if (src.size() != dst.size())
-      throw Unsupported("movedim: source and destination differ in length (eager raises)");
-    std::vector<int64_t> perm(rank, -1);
-    std::vector<bool> used(rank, false), placed(rank, false);
-    for (size_t i = 0; i < src.size(); ++i) {
-      int64_t s = normDim(src[i], rank), d = normDim(dst[i], rank);
-      if (used[s] || placed[d])
-        throw Unsupported("movedim: repeated dim (eager raises)");
-      perm[d] = s;
-      used[s] = placed[d] = true;
-    }
-    int64_t next = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (perm[d] >= 0)
-        continue;
-      while (used[next])
-        ++next;
-      perm[d] = next++;
-    }
-    return callOp(I, "permute", {{"input", x}, {"dims", constIntTuple(perm)}});
+  Value r = e.reshape(in.v, inter);
+  if (inter != target)
+    r = e.b.create<BroadcastToOp>(I.loc(),
+                                  RankedTensorType::get(target, ttype(in.v).getElementType()), r);
+  return freshResult(e.reshape(r, out));
+}
+
+VarP repeatInterleave(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  Emit e(I);
+  VarP reps = a.get("repeats");
+  if (!reps || reps->isTensor())
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "repeat_interleave with tensor repeats is not supported yet");
+  int64_t r = asInt(reps, "repeats");
+  if (r < 0)
+    throw Unsupported(BreakCategory::UserError, "negative repeats (eager raises)");
+  Value flat = in.v;
+  int64_t d = 0;
+  if (a.isNone("dim")) {
+    int64_t n = 1;
+    for (int64_t s : in.shape)
+      n *= s;
+    flat = e.reshape(in.v, {n});
+  } else {
+    d = normDim(asInt(a.get("dim"), "dim"), in.rank);
   }
-  if (op == "swapaxes")
-    return callOp(I, "transpose", {{"input", x}, {"dim0", a.get("dim0")}, {"dim1", a.get("dim1")}});
-  if (op == "expand_as" || op == "view_as" || op == "reshape_as" || op == "broadcast_to") {
-    std::vector<int64_t> target = op == "broadcast_to" ? asInts(a.get("size"), "size")
-                                                       : shapeOf(tensorArg(a.get("other"), op));
-    return callOp(
-        I, op == "expand_as" || op == "broadcast_to" ? "expand" : "reshape",
-        {{"input", x},
-         {op == "expand_as" || op == "broadcast_to" ? "size" : "shape", constIntTuple(target)}});
+  std::vector<int64_t> s = shapeOf(flat), inter = s, target = s, out = s;
+  if (s.empty()) {
+    s = inter = target = out = {1};
+    flat = e.reshape(flat, {1});
   }
-  if (op == "type_as")
-    return callOp(I, "to",
-                  {{"input", x},
-                   {"dtype", makeConst(PyRef::borrow(
-                                 dtypeObject(dtypeOfValue(tensorArg(a.get("other"), op)))))}});
-  if (op == "unflatten") {
-    int64_t d = normDim(asInt(a.get("dim"), "dim"), rank);
-    std::vector<int64_t> sizes = asInts(a.get("sizes"), "sizes"), ns;
-    for (int64_t i = 0; i < rank; ++i) {
-      if (i != d) {
-        ns.push_back(shape[i]);
-        continue;
-      }
-      for (int64_t s : sizes)
-        ns.push_back(s);
-    }
-    return callOp(I, "reshape", {{"input", x}, {"shape", constIntTuple(ns)}});
-  }
-  if (op == "ravel")
-    return callOp(I, "reshape", {{"input", x}, {"shape", constIntTuple({-1})}});
-  if (op == "repeat" || op == "tile") {
-    VarP repsArg = a.get("sizes") ? a.get("sizes") : a.get("dims");
-    if (!repsArg)
-      throw Unsupported(op + ": missing repeats");
-    std::vector<int64_t> reps = asInts(repsArg, "sizes");
-    if (op == "tile")
-      while ((int64_t)reps.size() < rank)
-        reps.insert(reps.begin(), 1);
-    if ((int64_t)reps.size() < rank)
-      throw Unsupported("repeat: fewer repeats than dims (eager raises)");
-    std::vector<int64_t> s(reps.size() - rank, 1);
-    s.insert(s.end(), shape.begin(), shape.end());
-    std::vector<int64_t> inter, target, out;
-    for (size_t i = 0; i < reps.size(); ++i) {
-      if (reps[i] < 0)
-        throw Unsupported("negative repeat (eager raises)");
-      inter.insert(inter.end(), {1, s[i]});
-      target.insert(target.end(), {reps[i], s[i]});
-      out.push_back(reps[i] * s[i]);
-    }
-    Value r = e.reshape(v, inter);
-    if (inter != target)
-      r = e.b.create<BroadcastToOp>(I.loc(),
-                                    RankedTensorType::get(target, ttype(v).getElementType()), r);
-    return freshResult(e.reshape(r, out));
-  }
-  if (op == "repeat_interleave") {
-    VarP reps = a.get("repeats");
-    if (!reps || reps->isTensor())
-      throw Unsupported("repeat_interleave with tensor repeats is not supported yet");
-    int64_t r = asInt(reps, "repeats");
-    if (r < 0)
-      throw Unsupported("negative repeats (eager raises)");
-    Value in = v;
-    int64_t d = 0;
-    if (a.isNone("dim")) {
-      int64_t n = 1;
-      for (int64_t s : shape)
-        n *= s;
-      in = e.reshape(v, {n});
-    } else {
-      d = normDim(asInt(a.get("dim"), "dim"), rank);
-    }
-    std::vector<int64_t> s = shapeOf(in), inter = s, target = s, out = s;
-    if (s.empty()) {
-      s = inter = target = out = {1};
-      in = e.reshape(in, {1});
-    }
-    inter.insert(inter.begin() + d + 1, 1);
-    target.insert(target.begin() + d + 1, r);
-    out[d] *= r;
-    Value t = e.reshape(in, inter);
-    if (r != 1)
-      t = e.b.create<BroadcastToOp>(I.loc(),
-                                    RankedTensorType::get(target, ttype(v).getElementType()), t);
-    return freshResult(e.reshape(t, out));
-  }
-  if (op == "gather" || op == "index_select") {
-    int64_t d = normDim(asInt(a.get("dim"), "dim"), rank);
-    Value idx = tensorArg(a.get("index"), op);
-    DType id = dtypeOfValue(idx);
-    if (op == "gather") {
-      if (id != DType::I64)
-        throw Unsupported("gather expects an int64 index (eager raises)");
-      if (!a.isNone("sparse_grad") && boolArg(a, "sparse_grad", false))
-        throw Unsupported("gather with sparse_grad");
-      if (ttype(idx).getRank() != rank)
-        throw Unsupported("gather index must have the input's rank (eager raises)");
-      if (rank == 0)
-        return freshResult(v);
-    } else {
-      if (id != DType::I64 && id != DType::I32)
-        throw Unsupported("index_select expects an int index (eager raises)");
-      if (ttype(idx).getRank() > 1)
-        throw Unsupported("index_select expects a 1-D index (eager raises)");
-      if (rank == 0)
-        throw Unsupported("index_select of a 0-d tensor is not supported yet");
-      int64_t n = ttype(idx).getRank() == 0 ? 1 : ttype(idx).getDimSize(0);
-      std::vector<int64_t> ishape(rank, 1), full = shape;
-      ishape[d] = n;
-      full[d] = n;
-      idx = e.reshape(e.cast(idx, DType::I64), ishape);
-      if (ishape != full)
-        idx =
-            e.b.create<BroadcastToOp>(I.loc(), RankedTensorType::get(full, e.elt(DType::I64)), idx);
-    }
-    if (rank > 0 && shape[d] == 0 && ttype(idx).getNumElements() > 0)
-      throw Unsupported(op + " from an empty dim (eager raises)");
-    auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(d))};
-    return T(e.checked<GatherOp>({v, idx}, attrs, op));
-  }
-  throw Unsupported("op " + op + " is not mapped");
+  inter.insert(inter.begin() + d + 1, 1);
+  target.insert(target.begin() + d + 1, r);
+  out[d] *= r;
+  Value t = e.reshape(flat, inter);
+  if (r != 1)
+    t = e.b.create<BroadcastToOp>(I.loc(),
+                                  RankedTensorType::get(target, ttype(in.v).getElementType()), t);
+  return freshResult(e.reshape(t, out));
+}
+
+/// A kiln.gather of `v` along `d` at `idx` (an index shaped like the result).
+VarP gatherAlong(Emit &e, const StaticInput &in, int64_t d, Value idx, const std::string &op) {
+  if (in.rank > 0 && in.shape[d] == 0 && ttype(idx).getNumElements() > 0)
+    throw Unsupported(BreakCategory::UserError, op + " from an empty dim (eager raises)");
+  auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(d))};
+  return T(e.checked<GatherOp>({in.v, idx}, attrs, op));
+}
+
+VarP gather(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  int64_t d = normDim(asInt(a.get("dim"), "dim"), in.rank);
+  Value idx = tensorArg(a.get("index"), op);
+  if (dtypeOfValue(idx) != DType::I64)
+    throw Unsupported(BreakCategory::UserError, "gather expects an int64 index (eager raises)");
+  if (!a.isNone("sparse_grad") && boolArg(a, "sparse_grad", false))
+    throw Unsupported(BreakCategory::UnsupportedOp, "gather with sparse_grad");
+  if (ttype(idx).getRank() != in.rank)
+    throw Unsupported(BreakCategory::UserError,
+                      "gather index must have the input's rank (eager raises)");
+  if (in.rank == 0)
+    return freshResult(in.v);
+  Emit e(I);
+  return gatherAlong(e, in, d, idx, op);
+}
+
+VarP indexSelect(Interpreter &I, const std::string &op, Args &a) {
+  StaticInput in(a, op);
+  int64_t d = normDim(asInt(a.get("dim"), "dim"), in.rank);
+  Value idx = tensorArg(a.get("index"), op);
+  DType id = dtypeOfValue(idx);
+  if (id != DType::I64 && id != DType::I32)
+    throw Unsupported(BreakCategory::UserError, "index_select expects an int index (eager raises)");
+  if (ttype(idx).getRank() > 1)
+    throw Unsupported(BreakCategory::UserError, "index_select expects a 1-D index (eager raises)");
+  if (in.rank == 0)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "index_select of a 0-d tensor is not supported yet");
+  Emit e(I);
+  int64_t n = ttype(idx).getRank() == 0 ? 1 : ttype(idx).getDimSize(0);
+  std::vector<int64_t> ishape(in.rank, 1), full = in.shape;
+  ishape[d] = n;
+  full[d] = n;
+  idx = e.reshape(e.cast(idx, DType::I64), ishape);
+  if (ishape != full)
+    idx = e.b.create<BroadcastToOp>(I.loc(), RankedTensorType::get(full, e.elt(DType::I64)), idx);
+  return gatherAlong(e, in, d, idx, op);
 }
 
 /// F.pad(input, pad, mode, value).
@@ -379,49 +430,60 @@ VarP pad(Interpreter &I, const std::string &, Args &a) {
   return freshResult(v);
 }
 
-/// outer/dot/addmm/baddbmm/hstack/vstack.
-VarP linalgOp(Interpreter &I, const std::string &op, Args &a) {
+/// hstack (`Vertical` false) and vstack: a torch.cat of the tensors made
+/// at least 1-D (hstack) or 2-D (vstack).
+template <bool Vertical> VarP stackSequence(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  if (op == "hstack" || op == "vstack") {
-    VarP seq = a.get("tensors");
-    if (!seq || (seq->kind != Var::Kind::Tuple && seq->kind != Var::Kind::List))
-      throw Unsupported(op + " expects a sequence");
-    std::vector<VarP> items;
-    for (auto &t : seq->items) {
-      Value v = tensorArg(t, op);
-      int64_t r = ttype(v).getRank();
-      if (op == "vstack" && r < 2) {
-        auto s = shapeOf(v);
-        v = e.reshape(v, {1, s.empty() ? 1 : s[0]});
-      }
-      if (op == "hstack" && r == 0)
-        v = e.reshape(v, {1});
-      items.push_back(T(v));
+  VarP seq = a.get("tensors");
+  if (!seq || (seq->kind != Var::Kind::Tuple && seq->kind != Var::Kind::List))
+    throw Unsupported(op + " expects a sequence");
+  std::vector<VarP> items;
+  for (auto &t : seq->items) {
+    Value v = tensorArg(t, op);
+    int64_t r = ttype(v).getRank();
+    if (Vertical && r < 2) {
+      auto s = shapeOf(v);
+      v = e.reshape(v, {1, s.empty() ? 1 : s[0]});
     }
-    int64_t dim = op == "vstack" || ttype(items.front()->value).getRank() == 1 ? 0 : 1;
-    return callOp(I, "cat", {{"tensors", makeSeq(Var::Kind::List, items)}, {"dim", constInt(dim)}});
+    if (!Vertical && r == 0)
+      v = e.reshape(v, {1});
+    items.push_back(T(v));
   }
+  int64_t dim = Vertical || ttype(items.front()->value).getRank() == 1 ? 0 : 1;
+  return callOp(I, "cat", {{"tensors", makeSeq(Var::Kind::List, items)}, {"dim", constInt(dim)}});
+}
+
+VarP outer(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  Value w = tensorArg(a.get("vec2"), op);
+  if (ttype(v).getRank() != 1 || ttype(w).getRank() != 1)
+    throw Unsupported(BreakCategory::UserError, "outer expects 1-D tensors (eager raises)");
+  Emit e(I);
+  return T(e.binary<MulOp>(T(e.reshape(v, {ttype(v).getDimSize(0), 1})), T(w)));
+}
+
+VarP dot(Interpreter &I, const std::string &op, Args &a) {
   VarP x = a.get("input");
   Value v = tensorArg(x, op);
-  if (op == "outer") {
-    Value w = tensorArg(a.get("vec2"), op);
-    if (ttype(v).getRank() != 1 || ttype(w).getRank() != 1)
-      throw Unsupported("outer expects 1-D tensors (eager raises)");
-    return T(e.binary<MulOp>(T(e.reshape(v, {ttype(v).getDimSize(0), 1})), T(w)));
-  }
-  if (op == "dot") {
-    Value w = tensorArg(a.get("tensor"), op);
-    if (ttype(v).getRank() != 1 || ttype(w).getRank() != 1 ||
-        ttype(v).getShape() != ttype(w).getShape() ||
-        ttype(v).getElementType() != ttype(w).getElementType())
-      throw Unsupported("dot expects two 1-D tensors of one size and dtype (eager raises)");
-    return callOp(I, "matmul", {{"input", x}, {"other", a.get("tensor")}});
-  }
-  // addmm / baddbmm: beta * input + alpha * (mat1 @ mat2)
-  VarP m1 = a.get(op == "addmm" ? "mat1" : "batch1"), m2 = a.get(op == "addmm" ? "mat2" : "batch2");
-  int64_t want = op == "addmm" ? 2 : 3;
+  Value w = tensorArg(a.get("tensor"), op);
+  if (ttype(v).getRank() != 1 || ttype(w).getRank() != 1 ||
+      ttype(v).getShape() != ttype(w).getShape() ||
+      ttype(v).getElementType() != ttype(w).getElementType())
+    throw Unsupported(BreakCategory::UserError,
+                      "dot expects two 1-D tensors of one size and dtype (eager raises)");
+  return callOp(I, "matmul", {{"input", x}, {"other", a.get("tensor")}});
+}
+
+/// addmm (`Batched` false: mat1, mat2) and baddbmm (batch1, batch2):
+/// beta * input + alpha * (m1 @ m2).
+template <bool Batched> VarP addProduct(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = a.get("input");
+  tensorArg(x, op);
+  VarP m1 = a.get(Batched ? "batch1" : "mat1"), m2 = a.get(Batched ? "batch2" : "mat2");
+  int64_t want = Batched ? 3 : 2;
   if (ttype(tensorArg(m1, op)).getRank() != want || ttype(tensorArg(m2, op)).getRank() != want)
-    throw Unsupported(op + " expects " + std::to_string(want) + "-D matrices (eager raises)");
+    throw Unsupported(BreakCategory::UserError,
+                      op + " expects " + std::to_string(want) + "-D matrices (eager raises)");
   VarP prod = callOp(I, "matmul", {{"input", m1}, {"other", m2}});
   if (!a.isNone("alpha"))
     prod = callOp(I, "mul", {{"input", prod}, {"other", a.get("alpha")}});
@@ -434,7 +496,8 @@ VarP linalgOp(Interpreter &I, const std::string &op, Args &a) {
   }
   VarP r = callOp(I, "add", {{"input", base}, {"other", prod}});
   if (ttype(r->value).getShape() != ttype(prod->value).getShape())
-    throw Unsupported(op + ": input does not broadcast to the product (eager raises)");
+    throw Unsupported(BreakCategory::UserError,
+                      op + ": input does not broadcast to the product (eager raises)");
   return r;
 }
 
@@ -471,7 +534,7 @@ VarP einsum(Interpreter &I, const std::string &, Args &a) {
   std::vector<Value> vals;
   for (size_t i = 0; i < ins.size(); ++i) {
     Value v = tensorArg(vs[i], "einsum");
-    if (dtypeCategory(dtypeOfValue(v)) < 2)
+    if (!isFloatingDType(dtypeOfValue(v)))
       throw Unsupported("einsum of integer tensors is not supported yet");
     auto sh = shapeOf(v);
     if (sh.size() != ins[i].size())
@@ -569,56 +632,66 @@ VarP einsum(Interpreter &I, const std::string &, Args &a) {
   return freshResult(permuteTo(r, kept, out));
 }
 
-/// empty(_like), new_zeros/new_ones/new_full/new_empty, eye, linspace.
-VarP creation(Interpreter &I, const std::string &op, Args &a) {
-  Emit e(I);
-  // empty values are unspecified: zeros are as good as any (and testable).
-  if (op == "empty" || op == "empty_like") {
-    Args b = a;
-    return applyTracked(I, op == "empty" ? "zeros" : "zeros_like", b);
-  }
-  if (op.rfind("new_", 0) == 0) {
-    Value v = tensorArg(a.get("input"), op);
-    Args b = a;
-    b.named.erase("input");
-    if (b.isNone("dtype"))
-      b.named["dtype"] = makeConst(PyRef::borrow(dtypeObject(dtypeOfValue(v))));
-    return applyTracked(I, op == "new_empty" ? "zeros" : op.substr(4), b);
-  }
+/// empty(_like): zeros(_like) (empty values are unspecified: zeros are as
+/// good as any, and testable).
+template <bool Like> VarP empty(Interpreter &I, const std::string &op, Args &a) {
+  Args b = a;
+  return applyTracked(I, Like ? "zeros_like" : "zeros", b);
+}
+
+/// x.new_zeros/new_ones/new_full/new_empty: the factory `Factory` with x's
+/// dtype unless `dtype=` is given.
+template <const char *Factory> VarP newTensor(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  Args b = a;
+  b.named.erase("input");
+  if (b.isNone("dtype"))
+    b.named["dtype"] = makeConst(PyRef::borrow(dtypeObject(dtypeOfValue(v))));
+  return applyTracked(I, Factory, b);
+}
+constexpr char kZeros[] = "zeros", kOnes[] = "ones", kFull[] = "full";
+
+/// The `dtype=` of eye/linspace (CPU only).
+std::optional<DType> creationDType(const std::string &op, const Args &a) {
   if (!a.isNone("device") && pyText(constObj(a.get("device"), "device")) != "cpu")
-    throw Unsupported(op + " on a device other than the CPU");
-  std::optional<DType> dt;
-  if (!a.isNone("dtype"))
-    dt = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
-  if (op == "eye") {
-    int64_t n = asInt(a.get("n"), "n"), m = intArg(a, "m", n);
-    if (n < 0 || m < 0)
-      throw Unsupported("eye with a negative size (eager raises)");
-    std::vector<double> vals;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < m; ++j)
-        vals.push_back(i == j);
-    return T(e.dense({n, m}, dt ? *dt : defaultFloat(), vals));
-  }
-  // linspace(start, end, steps)
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " on a device other than the CPU");
+  if (a.isNone("dtype"))
+    return std::nullopt;
+  return dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+}
+
+VarP eye(Interpreter &I, const std::string &op, Args &a) {
+  std::optional<DType> dt = creationDType(op, a);
+  int64_t n = asInt(a.get("n"), "n"), m = intArg(a, "m", n);
+  if (n < 0 || m < 0)
+    throw Unsupported(BreakCategory::UserError, "eye with a negative size (eager raises)");
+  std::vector<double> vals;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      vals.push_back(i == j);
+  return T(Emit(I).dense({n, m}, dt ? *dt : defaultFloat(), vals));
+}
+
+VarP linspace(Interpreter &I, const std::string &op, Args &a) {
+  std::optional<DType> dt = creationDType(op, a);
   double start = asDouble(a.get("start"), "start"), end = asDouble(a.get("end"), "end");
   int64_t steps = asInt(a.get("steps"), "steps");
   if (steps < 0 || steps > (1 << 16))
     throw Unsupported("linspace steps out of range");
   DType d = dt ? *dt : defaultFloat();
-  if (dtypeCategory(d) < 2)
-    throw Unsupported("integer linspace is not supported yet");
+  if (!isFloatingDType(d))
+    throw Unsupported(BreakCategory::UnsupportedOp, "integer linspace is not supported yet");
   std::vector<double> vals;
   double step = steps > 1 ? (end - start) / (steps - 1) : 0;
   for (int64_t i = 0; i < steps; ++i)
     vals.push_back(i < steps / 2 ? start + i * step : end - (steps - 1 - i) * step);
-  return T(e.dense({steps}, d, vals));
+  return T(Emit(I).dense({steps}, d, vals));
 }
 
 /// torch.nn.modules.utils._single/_pair/_triple/_quadruple on constants
 /// (nn.Conv*d and pooling modules call them in forward).
-VarP ntuple(Interpreter &, const std::string &op, Args &a) {
-  size_t n = op.back() - '0';
+template <size_t N> VarP ntuple(Interpreter &, const std::string &op, Args &a) {
+  size_t n = N;
   VarP x = a.get("x");
   if (!x)
     throw Unsupported(op + ": missing argument");
@@ -637,73 +710,64 @@ VarP ntuple(Interpreter &, const std::string &op, Args &a) {
 
 } // namespace
 
-void registerShapeOps(OpTable &t) {
-  int n = 1;
-  for (const char *name : {"_single", "_pair", "_triple", "_quadruple"}) {
-    std::string op = "ntuple" + std::to_string(n++);
-    t.function("torch.nn.modules.utils", name, {op, {"x"}});
-    t.handler(op, ntuple);
-  }
-  t.both("flip", {"flip", {"input", "dims"}});
-  t.method("flip", {"flip", {"input", "*dims"}});
-  t.both("fliplr", {"fliplr", {"input"}});
-  t.both("flipud", {"flipud", {"input"}});
-  t.both("roll", {"roll", {"input", "shifts", "dims"}});
-  t.both("tril", {"tril", {"input", "diagonal"}});
-  t.both("triu", {"triu", {"input", "diagonal"}});
-  t.both("movedim", {"movedim", {"input", "source", "destination"}});
-  t.both("moveaxis", {"movedim", {"input", "source", "destination"}});
-  for (const char *n : {"swapaxes", "swapdims"})
-    t.both(n, {"swapaxes", {"input", "dim0", "dim1"}});
-  for (const char *n : {"expand_as", "view_as", "reshape_as", "type_as"})
-    t.method(n, {n, {"input", "other"}});
-  t.both("broadcast_to", {"broadcast_to", {"input", "size"}});
-  t.both("unflatten", {"unflatten", {"input", "dim", "sizes"}});
-  t.both("ravel", {"ravel", {"input"}});
-  t.method("repeat", {"repeat", {"input", "*sizes"}});
-  t.function("torch", "tile", {"tile", {"input", "dims"}});
-  t.method("tile", {"tile", {"input", "*sizes"}});
-  t.both("repeat_interleave", {"repeat_interleave", {"input", "repeats", "dim", "output_size"}});
-  t.both("gather", {"gather", {"input", "dim", "index", "sparse_grad"}});
-  t.both("index_select", {"index_select", {"input", "dim", "index"}});
-  for (const char *n :
-       {"flip",         "fliplr",      "flipud",    "roll",    "tril",       "triu",
-        "movedim",      "swapaxes",    "expand_as", "view_as", "reshape_as", "type_as",
-        "broadcast_to", "unflatten",   "ravel",     "repeat",  "tile",       "repeat_interleave",
-        "gather",       "index_select"})
-    t.handler(n, shapeOp);
-  t.function("torch.nn.functional", "pad", {"pad", {"input", "pad", "mode", "value"}});
-  t.handler("pad", pad);
-  t.function("torch", "hstack", {"hstack", {"tensors"}});
-  t.function("torch", "vstack", {"vstack", {"tensors"}});
-  t.both("outer", {"outer", {"input", "vec2"}});
-  t.both("ger", {"outer", {"input", "vec2"}});
-  t.both("dot", {"dot", {"input", "tensor"}});
-  t.both("addmm", {"addmm", {"input", "mat1", "mat2", "beta", "alpha"}});
-  t.both("baddbmm", {"baddbmm", {"input", "batch1", "batch2", "beta", "alpha"}});
-  for (const char *n : {"hstack", "vstack", "outer", "dot", "addmm", "baddbmm"})
-    t.handler(n, linalgOp);
-  t.function("torch", "einsum", {"einsum", {"equation", "*operands"}});
-  t.handler("einsum", einsum);
-  const std::vector<std::string> kw = {"dtype",         "layout",     "device",
-                                       "requires_grad", "pin_memory", "memory_format"};
-  auto withKw = [&](std::vector<std::string> p) {
-    p.insert(p.end(), kw.begin(), kw.end());
-    return p;
-  };
-  t.function("torch", "empty", {"empty", withKw({"*size"})});
-  t.function("torch", "empty_like", {"empty_like", withKw({"input"})});
-  t.method("new_zeros", {"new_zeros", withKw({"input", "*size"})});
-  t.method("new_ones", {"new_ones", withKw({"input", "*size"})});
-  t.method("new_empty", {"new_empty", withKw({"input", "*size"})});
-  t.method("new_full", {"new_full", withKw({"input", "size", "fill_value"})});
-  t.function("torch", "eye", {"eye", withKw({"n", "m"})});
-  t.function("torch", "linspace", {"linspace", withKw({"start", "end", "steps"})});
-  for (const char *n :
-       {"empty", "empty_like", "new_zeros", "new_ones", "new_empty", "new_full", "eye", "linspace"})
-    t.handler(n, creation);
-  t.method("where", {"where", {"input", "condition", "other"}});
-  t.method("detach", {"identity", {"input"}});
+void registerShapeOps(OpRegistry &r) {
+  const char *utils = "torch.nn.modules.utils";
+  r.op("ntuple1", ntuple<1>, Params{"x"}).function(utils, "_single");
+  r.op("ntuple2", ntuple<2>, Params{"x"}).function(utils, "_pair");
+  r.op("ntuple3", ntuple<3>, Params{"x"}).function(utils, "_triple");
+  r.op("ntuple4", ntuple<4>, Params{"x"}).function(utils, "_quadruple");
+  const Params input{"input"}, withOther{"input", "other"};
+  r.op("flip", flip<FlipDims::Given>, Params{"input", "dims"})
+      .torch()
+      .method(Params{"input", "*dims"});
+  r.op("fliplr", flip<FlipDims::Last>, input).torchAndMethod();
+  r.op("flipud", flip<FlipDims::First>, input).torchAndMethod();
+  r.op("roll", roll, Params{"input", "shifts", "dims"}).torchAndMethod();
+  r.op("tril", triangle<true>, Params{"input", "diagonal"}).torchAndMethod();
+  r.op("triu", triangle<false>, Params{"input", "diagonal"}).torchAndMethod();
+  r.op("movedim", movedim, Params{"input", "source", "destination"}, View)
+      .torchAndMethod()
+      .torchAndMethod("moveaxis");
+  r.op("swapaxes", swapaxes, Params{"input", "dim0", "dim1"}, View)
+      .torchAndMethod()
+      .torchAndMethod("swapdims");
+  r.op("expand_as", toShape<true, false>, withOther, View).method();
+  r.op("view_as", toShape<false, false>, withOther, View).method();
+  r.op("reshape_as", toShape<false, false>, withOther, View).method();
+  r.op("broadcast_to", toShape<true, true>, Params{"input", "size"}, View).torchAndMethod();
+  r.op("type_as", typeAs, withOther, View).method();
+  r.op("unflatten", unflatten, Params{"input", "dim", "sizes"}, View).torchAndMethod();
+  r.op("ravel", ravel, input, View).torchAndMethod();
+  r.op("repeat", repeat<false>, Params{"input", "*sizes"}).method();
+  r.op("tile", repeat<true>, Params{"input", "dims"}).torch().method(Params{"input", "*sizes"});
+  r.op("repeat_interleave", repeatInterleave, Params{"input", "repeats", "dim", "output_size"})
+      .torchAndMethod();
+  r.op("gather", gather, Params{"input", "dim", "index", "sparse_grad"}).torchAndMethod();
+  r.op("index_select", indexSelect, Params{"input", "dim", "index"}).torchAndMethod();
+  r.op("pad", pad, Params{"input", "pad", "mode", "value"}).functional();
+  r.op("hstack", stackSequence<false>, Params{"tensors"}).torch();
+  r.op("vstack", stackSequence<true>, Params{"tensors"}).torch();
+  r.op("outer", outer, Params{"input", "vec2"}).torchAndMethod().torchAndMethod("ger");
+  r.op("dot", dot, Params{"input", "tensor"}).torchAndMethod();
+  r.op("addmm", addProduct<false>, Params{"input", "mat1", "mat2", "beta", "alpha"})
+      .torchAndMethod();
+  r.op("baddbmm", addProduct<true>, Params{"input", "batch1", "batch2", "beta", "alpha"})
+      .torchAndMethod();
+  r.op("einsum", einsum, Params{"equation", "*operands"}).torch();
+  const Params keywords{"dtype",         "layout",     "device",
+                        "requires_grad", "pin_memory", "memory_format"};
+  const Params sizes{"input", "*size"};
+  const VmapRule factory = VmapRule::Factory;
+  r.op("empty", empty<false>, Params{"*size"}.with(keywords)).torch();
+  r.op("empty_like", empty<true>, input.with(keywords)).torch();
+  r.op("new_zeros", newTensor<kZeros>, sizes.with(keywords), NoTraits, factory).method();
+  r.op("new_ones", newTensor<kOnes>, sizes.with(keywords), NoTraits, factory).method();
+  r.op("new_empty", newTensor<kZeros>, sizes.with(keywords), NoTraits, factory).method();
+  r.op("new_full", newTensor<kFull>, Params{"input", "size", "fill_value"}.with(keywords), NoTraits,
+       factory)
+      .method();
+  r.op("eye", eye, Params{"n", "m"}.with(keywords)).torch();
+  r.op("linspace", linspace, Params{"start", "end", "steps"}.with(keywords)).torch();
 }
 
 } // namespace kiln

@@ -1,10 +1,10 @@
-//===- TorchTensorProtocol.cpp - Tensor attributes and operators → kiln -===//
+//===- TorchTensorProtocol.cpp - Tensor attributes and torch.tensor ------===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // What a captured tensor answers as a Python object: its attributes
 // (`x.shape`, `x.dtype`, `x.device`, `x.T`, layout flags, bound methods)
-// and the Python operators on it (`x + y`, `x @ w`, `x += 1`), which go
-// through the same op table as the torch functions (TorchOps.cpp).
+// and torch.tensor of Python data. Python operators on tensors (`x + y`)
+// go through the op registry (TorchCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -135,9 +135,9 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
                               makeConst(PyRef::steal(PyLong_FromLong(-1)))};
     return callTensorMethod(self, "transpose", dims, nokw);
   }
-  auto &methods = opTable().methods;
-  if (methods.count(name) ||
-      (name.size() > 1 && name.back() == '_' && methods.count(name.substr(0, name.size() - 1)))) {
+  const OpRegistry &registry = opRegistry();
+  if (registry.method(name) ||
+      (name.size() > 1 && name.back() == '_' && registry.method(name.substr(0, name.size() - 1)))) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::TensorMethod;
     m->self = self;
@@ -149,15 +149,17 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
 
 namespace {
 /// Flattens Python numbers (nested lists/tuples) into `out`; fills `shape`
-/// and the widest kind seen (0 bool, 1 int, 2 float). False if not numbers.
+/// and the widest promotion category seen. False if not numbers.
 bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::vector<double> &out,
-                 int &kind) {
+                 DTypeCategory &kind) {
   if (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) {
     if (depth != shape.size())
       return false;
-    kind = std::max(kind, PyBool_Check(o) ? 0 : PyLong_CheckExact(o) ? 1 : 2);
+    kind = std::max(kind, PyBool_Check(o)        ? DTypeCategory::Bool
+                          : PyLong_CheckExact(o) ? DTypeCategory::Integer
+                                                 : DTypeCategory::Floating);
     double v = PyFloat_AsDouble(o);
-    if (kind == 1 && PyLong_CheckExact(o) && std::fabs(v) > 9007199254740992.0)
+    if (kind == DTypeCategory::Integer && PyLong_CheckExact(o) && std::fabs(v) > 9007199254740992.0)
       return false; // not exact through a double
     out.push_back(v);
     return !PyErr_Occurred();
@@ -185,10 +187,10 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
       throw Unsupported("torch.tensor(" + k + "=...) is not supported");
   std::vector<int64_t> shape;
   std::vector<double> data;
-  int kind = 0;
+  DTypeCategory kind = DTypeCategory::Bool;
   if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
-    PyErr_Clear();
-    throw Unsupported("torch.tensor of data other than Python numbers");
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      withPythonError("torch.tensor of data other than Python numbers"));
   }
   if (shape.size() > 0 && std::find(shape.begin(), shape.end(), 0) != shape.end())
     throw Unsupported("torch.tensor of empty data");
@@ -199,7 +201,7 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
     if (dev != deviceName(graphDevice_) && !(graphDevice_ == -1 && dev == "cpu"))
       throw Unsupported("torch.tensor on device " + dev + " (not the graph's device)");
   }
-  DType d = kind == 0 ? DType::Bool : kind == 1 ? DType::I64 : defaultFloat();
+  DType d = scalarDType(kind);
   if (kwargs.count("dtype") &&
       !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
     auto dt = dtypeFromObject(constObj(kwargs["dtype"], "dtype"));
@@ -271,41 +273,6 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
   if (name == "is_complex")
     return makeConst(PyRef::borrow(Py_False)); // kiln has no complex dtypes
   return nullptr;
-}
-
-VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {
-  if (!a->isTensor() && !b->isTensor())
-    return nullptr;
-  std::string op = sym;
-  bool inplace =
-      op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" && op != "<=" && op != ">=";
-  if (inplace) {
-    op.pop_back();
-    // x += y mutates x's storage in eager: only allowed on a tensor the graph
-    // computed and that nothing else views; the Var is updated in place so
-    // every Python reference to it sees the new value.
-    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
-      throw Unsupported("in-place " + sym + " on a graph input or a view is not supported yet");
-  }
-  static const std::map<std::string, std::string> names = {
-      {"+", "add"},         {"-", "sub"},        {"*", "mul"},        {"/", "div"},
-      {"**", "pow"},        {"@", "matmul"},     {"==", "eq"},        {"!=", "ne"},
-      {"<", "lt"},          {"<=", "le"},        {">", "gt"},         {">=", "ge"},
-      {"&", "bitwise_and"}, {"|", "bitwise_or"}, {"^", "bitwise_xor"}};
-  auto it = names.find(op);
-  if (it == names.end())
-    throw Unsupported("operator " + sym + " on tensors is not supported yet");
-  Args args;
-  args.named["input"] = a;
-  args.named[it->second == "pow" ? "exponent" : "other"] = b;
-  VarP r = applyTracked(*this, it->second, args);
-  if (inplace && a->isTensor()) {
-    if (r->value.getType() != a->value.getType())
-      throw Unsupported("in-place " + sym + " would change the tensor's shape or dtype");
-    a->value = r->value;
-    return a;
-  }
-  return r;
 }
 
 } // namespace kiln

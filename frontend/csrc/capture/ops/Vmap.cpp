@@ -15,16 +15,15 @@
 // level expands its dim to the level's size and makes it the first
 // per-example dim (out_dims=0).
 //
-// Soundness: only ops whose batching rule is this broadcast are allowed on
-// batched values (`vmapApply`); the per-example shape of every operand is
-// checked so broadcasting cannot mix levels with example dims; anything
-// else (reductions, shape reads, in-place ops, a batched value escaping
-// its vmap) throws Unsupported: a graph break, never a wrong batch.
+// Soundness: only ops whose batching rule is this broadcast (their OpDef's
+// VmapRule, OpRegistry.h) are allowed on batched values (`vmapApply`); the
+// per-example shape of every operand is checked so broadcasting cannot mix
+// levels with example dims; anything else (reductions, shape reads,
+// in-place ops, a batched value escaping its vmap) throws Unsupported: a
+// graph break, never a wrong batch.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/ops/TorchOpsImpl.h"
-
-#include <set>
 
 namespace kiln {
 
@@ -180,27 +179,20 @@ VarP Interpreter::vmapApply(const std::string &op, Args &a) {
   if (!anyBatched)
     return nullptr;
   int level = static_cast<int>(vmapSizes_.size());
-  static const std::set<std::string> elementwise = {
-      "add",          "sub",        "mul",         "div",         "eq",         "ne",
-      "lt",           "le",         "gt",          "ge",          "maximum",    "minimum",
-      "logical_and",  "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-      "neg",          "abs",        "logical_not", "bitwise_not", "where",      "remainder",
-      "floor_divide", "pow"};
-  static const std::set<std::string> casts = {"to",       "float", "double", "half",
-                                              "bfloat16", "int",   "long",   "bool"};
-  static const std::set<std::string> factories = {"new_ones", "new_zeros", "new_full", "new_empty"};
+  const OpDef *def = opRegistry().find(op);
+  VmapRule rule = def ? def->vmap : VmapRule::NotBatched;
   VarP in = a.get("input");
   auto reject = [&](const std::string &why) {
     throw Unsupported("torch.vmap: " + op + " on a batched tensor is not supported (" + why + ")");
   };
-  if (factories.count(op)) { // reads only dtype/device of the batched input
+  if (rule == VmapRule::Factory) { // reads only dtype/device of the batched input
     if (tensors.size() != 1)
       reject("tensor arguments");
     Args pa = a;
     pa.named["input"] = physical(in);
     return applyTracked(*this, op, pa); // unbatched
   }
-  if (op == "getitem") {
+  if (rule == VmapRule::Index) {
     if (!in || in->vmapLevels > 0)
       reject("indexing a batched tensor");
     VarP idx = a.get("index");
@@ -219,8 +211,8 @@ VarP Interpreter::vmapApply(const std::string &op, Args &a) {
     r->vmapLevels = level;
     return r;
   }
-  bool isCast = casts.count(op) > 0;
-  if (!elementwise.count(op) && !isCast)
+  bool isCast = rule == VmapRule::Cast;
+  if (rule != VmapRule::Elementwise && !isCast)
     reject("kiln batches elementwise ops, casts, new_* factories and integer-tensor indexing");
   if (isCast && tensors.size() != 1)
     reject("a cast to another tensor's type");

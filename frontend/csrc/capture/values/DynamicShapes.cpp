@@ -229,7 +229,7 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
         dyn.results[k].symbolOf = syms;
         for (size_t d = 0; d < syms.size(); ++d)
           if (syms[d] >= 0)
-            dyn.results[k].sizes[d] = -1;
+            dyn.results[k].sizes[d] = kSymbolicSize;
       }
     }
     for (unsigned k = 0; k < a->getNumResults(); ++k) {

@@ -1,0 +1,62 @@
+//===- RuntimeSymbols.cpp - what JIT'd code calls in runtime/cpu --------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements RuntimeSymbols.h: the symbol table the JIT resolves first, and
+// the check that generated code calls only OpenMP entry points the shim
+// implements, with an argument count it supports.
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/RuntimeSymbols.h"
+
+#include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/BufferPool.h"
+#include "runtime/cpu/Builtins.h"
+#include "runtime/cpu/MemrefCopy.h"
+#include "runtime/cpu/OpenMPShim.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/InstrTypes.h"
+#include "llvm/IR/Module.h"
+
+#include <set>
+
+namespace mlir::kiln {
+
+llvm::Error checkRuntimeCalls(const llvm::Module &module) {
+  std::set<std::string> known;
+  for (auto &[name, address] : ::kiln::rt::openMPShimSymbols())
+    known.insert(name);
+  for (const llvm::Function &f : module) {
+    llvm::StringRef name = f.getName();
+    if (!f.isDeclaration() || !(name.starts_with("__kmpc_") || name.starts_with("omp_")))
+      continue;
+    if (!known.count(name.str()))
+      return llvm::createStringError("kiln: the generated code calls " + name.str() +
+                                     ", which kiln's OpenMP shim does not implement");
+    if (name != "__kmpc_fork_call")
+      continue;
+    for (const llvm::User *user : f.users()) {
+      auto *call = llvm::dyn_cast<llvm::CallBase>(user);
+      auto *argc = call ? llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(1)) : nullptr;
+      if (!argc || argc->getZExtValue() > static_cast<uint64_t>(::kiln::rt::kMaxForkArgs))
+        return llvm::createStringError("kiln: a parallel region takes more than " +
+                                       std::to_string(::kiln::rt::kMaxForkArgs) + " arguments");
+    }
+  }
+  return llvm::Error::success();
+}
+
+std::vector<std::pair<const char *, void *>> runtimeSymbols() {
+  std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::blasShimSymbols();
+  symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
+  // f32 → bf16 on CPUs without AVX-512 BF16 (libgcc 12 lacks it).
+  symbols.emplace_back("__truncsfbf2", reinterpret_cast<void *>(&kilnTruncSfBf2));
+  // Intermediate buffers come from kiln's pool (runtime/cpu/BufferPool.h).
+  symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
+  symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));
+  // Parallel loops: OpenMP entry points on torch's libgomp.
+  for (auto symbol : ::kiln::rt::openMPShimSymbols())
+    symbols.push_back(symbol);
+  return symbols;
+}
+
+} // namespace mlir::kiln

@@ -1,0 +1,269 @@
+//===- CoreElementwise.cpp - core elementwise ops, casts and operators ----===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Ops and torch names of the core elementwise set: arithmetic and
+// comparisons (with their Python operators and torch aliases such as
+// torch.multiply), where and clamp, the unary math functions that have
+// their own kiln op, relu/gelu/silu, dtype casts (x.float(), x.to(dtype)),
+// contiguous/detach, clone and eval-mode dropout. Operands follow torch's
+// type promotion (resultType); true division and float math promote
+// integers to the default float dtype.
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+namespace kiln {
+
+using namespace mlir::kiln;
+
+namespace {
+
+/// add/sub: `input ± alpha * other`.
+template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  Emit e(I);
+  VarP other = a.get("other");
+  if (!a.isNone("alpha"))
+    other = T(e.binary<MulOp>(other, a.get("alpha")));
+  if (!x->isTensor() && !other->isTensor())
+    throw Unsupported(op + " on scalars");
+  return T(e.binary<OpT>(x, other));
+}
+
+/// A broadcasting binary op on promoted operands (mul, eq, maximum ...).
+template <typename OpT> VarP binary(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  return T(Emit(I).binary<OpT>(x, a.get("other")));
+}
+
+/// div/pow: integer operands promote to the default float dtype.
+template <typename OpT>
+VarP floatBinary(Interpreter &I, const std::string &op, VarP x, VarP other, bool intAllowed) {
+  DType d = resultType({x, other});
+  if (!isFloatingDType(d)) {
+    if (!intAllowed)
+      throw Unsupported("integer " + op);
+    d = defaultFloat();
+  }
+  return T(Emit(I).binary<OpT>(x, other, d));
+}
+
+VarP div(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  if (!a.isNone("rounding_mode")) { // TorchOpsElementwise.cpp
+    const OpDef *withMode = opRegistry().find("div_mode");
+    return withMode->handler(I, withMode->name, a);
+  }
+  return floatBinary<DivOp>(I, op, x, a.get("other"), /*intAllowed=*/true);
+}
+
+VarP pow(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  return floatBinary<PowOp>(I, op, x, a.get("exponent"), /*intAllowed=*/false);
+}
+
+VarP where(Interpreter &I, const std::string &op, Args &a) {
+  inputArg(a, op);
+  Emit e(I);
+  VarP t = a.get("input"), f = a.get("other");
+  Value c = e.cast(tensorArg(a.get("condition"), op), DType::Bool);
+  DType d = resultType({t, f});
+  Value vt = e.operand(t, d), vf = e.operand(f, d);
+  llvm::SmallVector<Type> types;
+  if (mlir::failed(SelectOp::inferReturnTypes(
+          e.b.getContext(), I.loc(), mlir::ValueRange{c, vt, vf}, mlir::DictionaryAttr(),
+          mlir::OpaqueProperties(nullptr), mlir::RegionRange(), types)))
+    throw Unsupported("invalid operands for where");
+  return T(e.b.create<SelectOp>(I.loc(), types.front(), mlir::ValueRange{c, vt, vf}));
+}
+
+VarP clamp(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  if (a.isNone("min") && a.isNone("max"))
+    throw Unsupported("clamp without min and max (eager raises)");
+  tensorArg(x, op);
+  Emit e(I);
+  VarP cur = x;
+  if (!a.isNone("min"))
+    cur = T(e.binary<MaximumOp>(cur, a.get("min")));
+  if (!a.isNone("max"))
+    cur = T(e.binary<MinimumOp>(cur, a.get("max")));
+  return cur;
+}
+
+/// One kiln op on the tensor as is (relu, neg, abs).
+template <typename OpT> VarP unary(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(inputArg(a, op), op);
+  return T(Emit(I).unary<OpT>(v));
+}
+
+/// One kiln op on the float input (integers promote to the default float).
+template <typename OpT> VarP floatUnary(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  tensorArg(x, op);
+  Emit e(I);
+  return T(e.unary<OpT>(e.floatUnaryInput(x)));
+}
+
+/// A float tensor input; integers are Unsupported (eager raises).
+VarP floatOnlyInput(const Args &a, const std::string &op) {
+  VarP x = inputArg(a, op);
+  if (!isFloatingDType(dtypeOf(ttype(tensorArg(x, op)).getElementType())))
+    throw Unsupported(op + " of an integer tensor (eager raises)");
+  return x;
+}
+
+VarP gelu(Interpreter &I, const std::string &op, Args &a) {
+  inputArg(a, op);
+  std::string approx = "none";
+  if (!a.isNone("approximate")) {
+    PyObject *s = constObj(a.get("approximate"), "approximate");
+    approx = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?";
+  }
+  if (approx != "none" && approx != "tanh")
+    throw Unsupported("gelu approximate=" + approx);
+  VarP x = floatOnlyInput(a, op);
+  Emit e(I);
+  Value v = e.floatUnaryInput(x);
+  return T(e.b.create<GeluOp>(I.loc(), v, e.b.getStringAttr(approx)));
+}
+
+VarP silu(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = floatOnlyInput(a, op);
+  Emit e(I);
+  return T(e.unary<SiluOp>(e.floatUnaryInput(x)));
+}
+
+/// x.float(), x.long() ...: a cast to `D`.
+template <DType D> VarP castTo(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(inputArg(a, op), op);
+  return T(Emit(I).cast(v, D));
+}
+
+VarP to(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  VarP dt = a.get("dtype");
+  auto d = dt ? dtypeFromObject(constObj(dt, "dtype")) : std::nullopt;
+  if (!d)
+    throw Unsupported(BreakCategory::UnsupportedOp, "Tensor.to is supported with a dtype only");
+  return T(Emit(I).cast(tensorArg(x, op), *d));
+}
+
+VarP identity(Interpreter &I, const std::string &op, Args &a) {
+  return T(tensorArg(inputArg(a, op), op));
+}
+
+VarP clone(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  if (!a.isNone("memory_format"))
+    throw Unsupported(BreakCategory::UnsupportedOp, "clone with a memory_format");
+  return freshResult(tensorArg(x, op));
+}
+
+VarP dropout(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  bool training =
+      a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
+  double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
+  if (training && p > 0)
+    throw Unsupported(BreakCategory::Random,
+                      "dropout in training mode (random) is not supported yet");
+  return T(tensorArg(x, op));
+}
+
+void registerArithmetic(OpRegistry &r) {
+  const VmapRule batched = VmapRule::Elementwise;
+  const Params withAlpha{"input", "other", "alpha"}, withOther{"input", "other"};
+  r.op("add", addOrSub<AddOp>, withAlpha, NoTraits, batched)
+      .torchAndMethod()
+      .binaryOperator("+", "add");
+  r.op("sub", addOrSub<SubOp>, withAlpha, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("subtract")
+      .binaryOperator("-", "sub");
+  r.op("mul", binary<MulOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("multiply")
+      .binaryOperator("*", "mul");
+  r.op("div", div, Params{"input", "other", "rounding_mode"}, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("true_divide")
+      .binaryOperator("/", "truediv");
+  r.op("pow", pow, Params{"input", "exponent"}, NoTraits, batched)
+      .torchAndMethod()
+      .binaryOperator("**", "pow");
+  r.op("maximum", binary<MaximumOp>, withOther, NoTraits, batched).torchAndMethod();
+  r.op("minimum", binary<MinimumOp>, withOther, NoTraits, batched).torchAndMethod();
+  r.op("eq", binary<EqOp>, withOther, NoTraits, batched).torchAndMethod().binaryOperator("==");
+  r.op("ne", binary<NeOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("not_equal")
+      .binaryOperator("!=");
+  r.op("lt", binary<LtOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("less")
+      .binaryOperator("<");
+  r.op("le", binary<LeOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("less_equal")
+      .binaryOperator("<=");
+  r.op("gt", binary<GtOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("greater")
+      .binaryOperator(">");
+  r.op("ge", binary<GeOp>, withOther, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("greater_equal")
+      .binaryOperator(">=");
+  r.op("where", where, Params{"condition", "input", "other"}, NoTraits, batched)
+      .torch()
+      .method(Params{"input", "condition", "other"});
+  r.op("clamp", clamp, Params{"input", "min", "max"}).torchAndMethod().torchAndMethod("clip");
+}
+
+void registerUnary(OpRegistry &r) {
+  const Params input{"input"}, withInplace{"input", "inplace"};
+  const VmapRule batched = VmapRule::Elementwise;
+  r.op("relu", unary<ReluOp>, input).torchAndMethod().functional(withInplace);
+  r.op("neg", unary<NegOp>, input, NoTraits, batched)
+      .torchAndMethod()
+      .torchAndMethod("negative")
+      .unaryOperator("neg");
+  r.op("abs", unary<AbsOp>, input, NoTraits, batched).torchAndMethod().torchAndMethod("absolute");
+  r.op("sigmoid", floatUnary<SigmoidOp>, input).torchAndMethod().functional(withInplace);
+  r.op("tanh", floatUnary<TanhOp>, input).torchAndMethod().functional(withInplace);
+  r.op("exp", floatUnary<ExpOp>, input).torchAndMethod();
+  r.op("log", floatUnary<LogOp>, input).torchAndMethod();
+  r.op("sqrt", floatUnary<SqrtOp>, input).torchAndMethod();
+  r.op("rsqrt", floatUnary<RsqrtOp>, input).torchAndMethod();
+  r.op("erf", floatUnary<ErfOp>, input).torchAndMethod();
+  r.op("silu", silu, withInplace).functional();
+  r.op("gelu", gelu, Params{"input", "approximate"}).functional();
+}
+
+void registerCasts(OpRegistry &r) {
+  const Params input{"input"};
+  const VmapRule cast = VmapRule::Cast;
+  r.op("float", castTo<DType::F32>, input, View, cast).method();
+  r.op("double", castTo<DType::F64>, input, View, cast).method();
+  r.op("half", castTo<DType::F16>, input, View, cast).method();
+  r.op("bfloat16", castTo<DType::BF16>, input, View, cast).method();
+  r.op("int", castTo<DType::I32>, input, View, cast).method();
+  r.op("long", castTo<DType::I64>, input, View, cast).method();
+  r.op("bool", castTo<DType::Bool>, input, View, cast).method();
+  r.op("to", to, Params{"input", "dtype"}, View, cast).method();
+  r.op("identity", identity, input, View | ReplaysAsContiguous)
+      .method("contiguous", Params{"input", "memory_format"})
+      .method("detach");
+  r.op("clone", clone, Params{"input", "memory_format"}, Copy).torchAndMethod();
+  r.op("dropout", dropout, Params{"input", "p", "training", "inplace"}, View).functional();
+}
+
+} // namespace
+
+void registerCoreElementwiseOps(OpRegistry &r) {
+  registerArithmetic(r);
+  registerUnary(r);
+  registerCasts(r);
+}
+
+} // namespace kiln

@@ -1,0 +1,227 @@
+//===- CoreShape.cpp - sizes, permutations and reshapes -------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Ops and torch names of the core shape set: x.size()/dim()/numel()
+// (Python values, symbolic sizes as SymInts), transpose/t/permute, and the
+// reshapes reshape/view/flatten/unsqueeze/squeeze and expand. All but the
+// queries are views in eager: their results alias the input (OpTracking.cpp
+// records that). Symbolic dims stay `?` where torch keeps them.
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+#include "capture/values/DynamicShapes.h"
+
+#include "ir/ShapeUtils.h"
+
+namespace kiln {
+
+using namespace mlir::kiln;
+
+namespace {
+
+/// The tensor input of a core shape op.
+Value shapeInput(const Args &a, const std::string &op) { return tensorArg(inputArg(a, op), op); }
+
+VarP size(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  Value v = tensorArg(x, op);
+  if (a.isNone("dim"))
+    return I.tensorAttribute(x, "shape");
+  return I.sizeVar(v, normDim(asInt(a.get("dim"), "dim"), ttype(v).getRank()));
+}
+
+VarP dim(Interpreter &I, const std::string &op, Args &a) {
+  return constInt(ttype(shapeInput(a, op)).getRank());
+}
+
+VarP numel(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  // A product of symbolic sizes is a SymInt (SymbolicSizes.cpp).
+  VarP n = constInt(1);
+  for (int64_t d = 0; d < ttype(v).getRank(); ++d) {
+    VarP s = I.sizeVar(v, d);
+    VarP p = I.symIntBinary("*", n, s);
+    n = p ? p : constInt(asInt(n, "numel") * asInt(s, "numel"));
+  }
+  return n;
+}
+
+/// `v` with dims `d0` and `d1` swapped.
+VarP swapDims(Interpreter &I, Value v, int64_t d0, int64_t d1) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < ttype(v).getRank(); ++i)
+    perm.push_back(i);
+  std::swap(perm[d0], perm[d1]);
+  return T(Emit(I).permute(v, perm));
+}
+
+VarP transpose(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  int64_t rank = ttype(v).getRank();
+  return swapDims(I, v, normDim(asInt(a.get("dim0"), "dim0"), rank),
+                  normDim(asInt(a.get("dim1"), "dim1"), rank));
+}
+
+VarP t(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  if (ttype(v).getRank() < 2)
+    return T(v);
+  return swapDims(I, v, 0, 1);
+}
+
+VarP permute(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  int64_t rank = ttype(v).getRank();
+  std::vector<int64_t> perm = asInts(a.get("dims"), "dims");
+  if ((int64_t)perm.size() != rank)
+    throw Unsupported("permute: wrong number of dims");
+  std::vector<bool> seen(rank, false);
+  for (auto &p : perm) {
+    p = normDim(p, rank);
+    if (seen[p])
+      throw Unsupported("permute: repeated dim");
+    seen[p] = true;
+  }
+  return T(Emit(I).permute(v, perm));
+}
+
+/// A static reshape target: one -1 is inferred; the element count must match.
+std::vector<int64_t> staticReshapeTarget(llvm::ArrayRef<int64_t> shape, const VarP &target) {
+  int64_t numel = 1;
+  for (int64_t s : shape)
+    numel *= s;
+  // Shadow SymInts (DynamicPolicy::shadow) stand for their captured values.
+  std::vector<int64_t> ns = anySymInt(target) ? shapeArg(target, "shape") : asInts(target, "shape");
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    if (ns[i] != -1) {
+      known *= ns[i];
+      continue;
+    }
+    if (infer >= 0)
+      throw Unsupported("reshape with two -1");
+    infer = (int)i;
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known)
+      throw Unsupported("reshape: invalid shape");
+    ns[infer] = numel / known;
+  }
+  int64_t total = 1;
+  for (int64_t s : ns)
+    total *= s;
+  if (total != numel)
+    throw Unsupported("reshape: element count mismatch");
+  return ns;
+}
+
+VarP reshape(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  auto shape = ttype(v).getShape();
+  VarP target = a.get("shape");
+  std::vector<int64_t> ns = !ttype(v).hasStaticShape() || hasSymInt(target)
+                                ? symbolicReshape(shape, shapeArg(target, "shape"))
+                                : staticReshapeTarget(shape, target);
+  return T(Emit(I).reshape(v, ns));
+}
+
+VarP flatten(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  auto shape = ttype(v).getShape();
+  int64_t rank = shape.size();
+  Emit e(I);
+  if (rank == 0)
+    return T(e.reshape(v, {1}));
+  int64_t s = normDim(intArg(a, "start_dim", 0), rank);
+  int64_t en = normDim(intArg(a, "end_dim", -1), rank);
+  if (s > en)
+    throw Unsupported("flatten: start_dim > end_dim");
+  std::vector<int64_t> ns(shape.begin(), shape.begin() + s);
+  int64_t m = 1;
+  for (int64_t i = s; i <= en; ++i)
+    m = mlir::ShapedType::isDynamic(m) || mlir::ShapedType::isDynamic(shape[i])
+            ? mlir::ShapedType::kDynamic
+            : m * shape[i];
+  ns.push_back(m);
+  ns.insert(ns.end(), shape.begin() + en + 1, shape.end());
+  return T(e.reshape(v, ns));
+}
+
+VarP unsqueeze(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  auto shape = ttype(v).getShape();
+  int64_t rank = shape.size();
+  int64_t d = asInt(a.get("dim"), "dim");
+  if (d < -(rank + 1) || d > rank)
+    throw Unsupported("unsqueeze: dim out of range");
+  if (d < 0)
+    d += rank + 1;
+  std::vector<int64_t> ns(shape.begin(), shape.end());
+  ns.insert(ns.begin() + d, 1);
+  return T(Emit(I).reshape(v, ns));
+}
+
+VarP squeeze(Interpreter &I, const std::string &op, Args &a) {
+  Value v = shapeInput(a, op);
+  auto shape = ttype(v).getShape();
+  int64_t rank = shape.size();
+  std::vector<int64_t> dims, ns;
+  if (!a.isNone("dim"))
+    for (auto d : asInts(a.get("dim"), "dim"))
+      dims.push_back(normDim(d, rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    bool drop = shape[i] == 1 && (dims.empty() || std::count(dims.begin(), dims.end(), i));
+    if (!drop)
+      ns.push_back(shape[i]);
+  }
+  return T(Emit(I).reshape(v, ns));
+}
+
+VarP expand(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  Value v = tensorArg(x, op);
+  auto shape = ttype(v).getShape();
+  int64_t rank = shape.size();
+  if (VarP r = I.symbolicExpand(x, a.get("size")))
+    return r;
+  std::vector<int64_t> sizes = asInts(a.get("size"), "size");
+  if ((int64_t)sizes.size() < rank)
+    throw Unsupported("expand: too few sizes");
+  size_t off = sizes.size() - rank;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] != -1)
+      continue;
+    if (i < off)
+      throw Unsupported("expand: -1 in a new leading dim");
+    sizes[i] = shape[i - off];
+  }
+  if (!isBroadcastableTo(shape, sizes))
+    throw Unsupported("expand: invalid sizes");
+  if (llvm::ArrayRef<int64_t>(sizes) == shape)
+    return T(v);
+  auto type = RankedTensorType::get(sizes, ttype(v).getElementType());
+  return T(Emit(I).b.create<BroadcastToOp>(I.loc(), type, v));
+}
+
+} // namespace
+
+void registerCoreShapeOps(OpRegistry &r) {
+  const Params input{"input"};
+  r.op("size", size, Params{"input", "dim"}, Query).method();
+  r.op("dim", dim, input, Query).method();
+  r.op("numel", numel, input, Query).method();
+  r.op("transpose", transpose, Params{"input", "dim0", "dim1"}, View).torchAndMethod();
+  r.op("t", t, input, View).torchAndMethod();
+  r.op("permute", permute, Params{"input", "dims"}, View).torch().method(Params{"input", "*dims"});
+  r.op("reshape", reshape, Params{"input", "shape"}, View)
+      .torch()
+      .method(Params{"input", "*shape"})
+      .method("view", Params{"input", "*shape"});
+  r.op("flatten", flatten, Params{"input", "start_dim", "end_dim"}, View).torchAndMethod();
+  r.op("unsqueeze", unsqueeze, Params{"input", "dim"}, View).torchAndMethod();
+  r.op("squeeze", squeeze, Params{"input", "dim"}, View).torchAndMethod();
+  r.op("expand", expand, Params{"input", "*size"}, View).method();
+}
+
+} // namespace kiln

@@ -1,0 +1,221 @@
+//===- Factories.cpp - zeros, ones, full (and _like) and arange -----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Ops and torch names of the tensor factories: torch.zeros/ones/full, their
+// `_like` forms and torch.arange. Static sizes become one splat (or dense)
+// kiln.constant; symbolic sizes build the tensor from the input that
+// carries the size (SymbolicSizes.cpp). Only the defaults of the factory
+// keywords are supported (CPU, strided, no grad, no pinning).
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+#include <cmath>
+
+namespace kiln {
+
+using namespace mlir::kiln;
+
+namespace {
+
+/// Checks the factory keywords kiln supports only at their defaults and
+/// returns the `dtype=` argument, if any.
+std::optional<DType> factoryDType(const std::string &op, const Args &a) {
+  auto isNoneOr = [&](const char *name, auto ok) {
+    return a.isNone(name) || ok(constObj(a.get(name), name));
+  };
+  auto strIs = [](PyObject *o, const char *s) { return pyText(o) == s; };
+  if (!a.isNone("out"))
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " with out=");
+  if (!isNoneOr("device", [&](PyObject *o) { return strIs(o, "cpu"); }))
+    throw Unsupported(BreakCategory::UnsupportedOp, op + " on a device other than the CPU");
+  if (!isNoneOr("layout", [&](PyObject *o) { return strIs(o, "torch.strided"); }) ||
+      !isNoneOr("requires_grad", [](PyObject *o) { return o == Py_False; }) ||
+      !isNoneOr("pin_memory", [](PyObject *o) { return o == Py_False; }) ||
+      !isNoneOr("memory_format", [&](PyObject *o) {
+        return strIs(o, "torch.preserve_format") || strIs(o, "torch.contiguous_format");
+      }))
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      op + " with layout/requires_grad/pin_memory/memory_format");
+  if (a.isNone("dtype"))
+    return std::nullopt;
+  std::optional<DType> dtype = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+  if (!dtype)
+    throw Unsupported(BreakCategory::UnsupportedOp, op + ": unsupported dtype");
+  return dtype;
+}
+
+/// The dtype of fill value `o` (Unsupported unless it is a Python number).
+DType fillDType(PyObject *o) {
+  std::optional<DTypeCategory> c = scalarCategory(o);
+  if (!c)
+    throw Unsupported("fill value must be a Python number");
+  return scalarDType(*c);
+}
+
+/// What a filled factory writes.
+enum class Fill { Zero, One, Value };
+
+/// The sizes of a filled factory: `shape` when static, else `symDims`.
+struct FactorySizes {
+  std::vector<int64_t> shape;
+  std::vector<VarP> symDims; ///< sizes when some are symbolic
+};
+
+/// The sizes of `x` (a `_like` factory's input).
+FactorySizes likeSizes(Interpreter &I, Value x) {
+  FactorySizes s;
+  auto shape = ttype(x).getShape();
+  s.shape.assign(shape.begin(), shape.end());
+  for (int64_t i = 0; i < ttype(x).getRank(); ++i)
+    s.symDims.push_back(I.sizeVar(x, i));
+  if (!anySymInt(makeSeq(Var::Kind::Tuple, s.symDims)))
+    s.symDims.clear();
+  return s;
+}
+
+/// The sizes of a factory's `size` argument.
+FactorySizes sizeArgument(const std::string &op, const Args &a) {
+  FactorySizes s;
+  VarP size = a.get("size");
+  if (anySymInt(size)) {
+    s.symDims = size->kind == Var::Kind::SymInt ? std::vector<VarP>{size} : size->items;
+    for (const VarP &d : s.symDims)
+      if (d->kind != Var::Kind::SymInt && asInt(d, "size") < 0)
+        throw Unsupported(op + ": negative size");
+    return s;
+  }
+  if (!size)
+    throw Unsupported(op + ": missing size");
+  s.shape = asInts(size, "size");
+  for (int64_t n : s.shape)
+    if (n < 0)
+      throw Unsupported(op + ": negative size");
+  return s;
+}
+
+/// zeros/ones/full and their `_like` forms: a splat constant (or a
+/// symbolic-size fill).
+template <Fill F, bool Like> VarP filled(Interpreter &I, const std::string &op, Args &a) {
+  Emit e(I);
+  std::optional<DType> dtype = factoryDType(op, a);
+  FactorySizes sizes;
+  if (Like) {
+    Value x = tensorArg(a.get("input"), op);
+    if (!dtype)
+      dtype = dtypeOf(ttype(x).getElementType());
+    sizes = likeSizes(I, x);
+  } else {
+    sizes = sizeArgument(op, a);
+  }
+  PyRef fill = F == Fill::Zero  ? PyRef::steal(PyLong_FromLong(0))
+               : F == Fill::One ? PyRef::steal(PyLong_FromLong(1))
+                                : PyRef::borrow(constObj(a.get("fill_value"), "fill_value"));
+  if (!dtype)
+    dtype = F == Fill::Value ? fillDType(fill.get()) : defaultFloat();
+  fillDType(fill.get()); // a number
+  Value scalar = e.scalar(fill.get(), *dtype);
+  auto attr = llvm::cast<mlir::DenseElementsAttr>(
+      llvm::cast<ConstantOp>(scalar.getDefiningOp()).getValue());
+  if (!sizes.symDims.empty())
+    return T(I.symFull(sizes.symDims, scalar));
+  if (mlir::ShapedType::isDynamicShape(sizes.shape))
+    throw Unsupported(BreakCategory::DynamicShape, op + " of a tensor with a symbolic size");
+  auto type = RankedTensorType::get(sizes.shape, e.elt(*dtype));
+  Value splat =
+      e.b.create<ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(
+                                          type, attr.getSplatValue<mlir::Attribute>())));
+  scalar.getDefiningOp()->erase();
+  return T(splat);
+}
+
+/// arange(s) / arange(c, c + s) of a symbolic length s: built from the
+/// input that carries s (SymbolicSizes.cpp).
+VarP symbolicArange(Interpreter &I, const Args &a, std::optional<DType> dtype) {
+  VarP step = a.get("step");
+  if (!a.isNone("step") &&
+      !(step->isConst() && PyLong_Check(step->obj.get()) && PyLong_AsLong(step->obj.get()) == 1))
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "arange of a symbolic size with a step other than 1");
+  VarP start = a.isNone("end") ? constInt(0) : a.get("start");
+  VarP end = a.isNone("end") ? a.get("start") : a.get("end");
+  if (start->kind == Var::Kind::SymInt || !start->isConst() || !PyLong_Check(start->obj.get()))
+    throw Unsupported(BreakCategory::DynamicShape, "arange of a symbolic size needs an int start");
+  VarP count = I.symIntBinary("-", end, start);
+  if (!count || count->kind != Var::Kind::SymInt)
+    throw Unsupported("arange bounds must be numbers");
+  I.symIntBinary(">=", count, constInt(0)); // guarded, as eager raises below 0
+  Emit e(I);
+  Value r = I.symIota(count);
+  long s0 = PyLong_AsLong(start->obj.get());
+  if (s0)
+    r = e.bin<AddOp>(r, e.num(s0, DType::I64));
+  return T(e.cast(r, dtype ? *dtype : DType::I64));
+}
+
+/// A dense `n`-element constant `start + i * step` of element type `elt`.
+mlir::Attribute arangeValues(Emit &e, Type elt, int64_t n, double start, double step) {
+  auto type = RankedTensorType::get({n}, elt);
+  llvm::SmallVector<mlir::Attribute> vals;
+  if (elt.isInteger(1))
+    throw Unsupported("arange of bools");
+  for (int64_t i = 0; i < n; ++i)
+    vals.push_back(
+        llvm::isa<mlir::FloatType>(elt)
+            ? mlir::Attribute(e.b.getFloatAttr(elt, start + i * step))
+            : mlir::Attribute(e.b.getIntegerAttr(elt, static_cast<int64_t>(start + i * step))));
+  return mlir::DenseElementsAttr::get(type, vals);
+}
+
+VarP arange(Interpreter &I, const std::string &op, Args &a) {
+  std::optional<DType> dtype = factoryDType(op, a);
+  if (anySymInt(a.get("start")) || anySymInt(a.get("end")))
+    return symbolicArange(I, a, dtype);
+  std::vector<PyObject *> v;
+  for (const char *n : {"start", "end", "step"})
+    if (!a.isNone(n))
+      v.push_back(constObj(a.get(n), n));
+  if (a.isNone("end") && !a.isNone("step"))
+    throw Unsupported("arange: step without end");
+  double start = 0, end, step = 1;
+  bool allInt = true;
+  for (PyObject *o : v) {
+    std::optional<DTypeCategory> c = scalarCategory(o);
+    if (!c || *c == DTypeCategory::Bool)
+      throw Unsupported("arange bounds must be numbers");
+    allInt &= *c == DTypeCategory::Integer;
+  }
+  if (v.size() == 1) {
+    end = PyFloat_AsDouble(v[0]);
+  } else {
+    start = PyFloat_AsDouble(v[0]);
+    end = PyFloat_AsDouble(v[1]);
+    if (v.size() == 3)
+      step = PyFloat_AsDouble(v[2]);
+  }
+  if (step == 0 || (end - start) / step < 0)
+    throw Unsupported("arange: invalid bounds");
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  if (n > (1 << 16))
+    throw Unsupported("arange with more than 65536 elements");
+  Emit e(I);
+  DType d = dtype ? *dtype : allInt ? DType::I64 : defaultFloat();
+  mlir::Attribute attr = arangeValues(e, e.elt(d), n, start, step);
+  return T(e.b.create<ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(attr)));
+}
+
+} // namespace
+
+void registerFactoryOps(OpRegistry &r) {
+  const Params keywords{"out",           "dtype",      "layout",       "device",
+                        "requires_grad", "pin_memory", "memory_format"};
+  r.op("zeros", filled<Fill::Zero, false>, Params{"*size"}.with(keywords)).torch();
+  r.op("ones", filled<Fill::One, false>, Params{"*size"}.with(keywords)).torch();
+  r.op("full", filled<Fill::Value, false>, Params{"size", "fill_value"}.with(keywords)).torch();
+  r.op("zeros_like", filled<Fill::Zero, true>, Params{"input"}.with(keywords)).torch();
+  r.op("ones_like", filled<Fill::One, true>, Params{"input"}.with(keywords)).torch();
+  r.op("full_like", filled<Fill::Value, true>, Params{"input", "fill_value"}.with(keywords))
+      .torch();
+  r.op("arange", arange, Params{"start", "end", "step"}.with(keywords)).torch();
+}
+
+} // namespace kiln

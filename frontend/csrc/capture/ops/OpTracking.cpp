@@ -1,0 +1,132 @@
+//===- OpTracking.cpp - applying mapped ops with aliasing facts -----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Every mapped op runs through applyTracked: operands batched by torch.vmap
+// go to Vmap.cpp, composite ops run their own tracked steps, `inplace=True`
+// updates the input's Var, and otherwise the result is marked fresh (a new
+// tensor the graph computed) or a view of its input; a view of a graph input
+// records the torch calls that replay it, so a returned view aliases its
+// input as in eager.
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+#include "ir/KilnOps.h"
+
+namespace kiln {
+
+namespace {
+
+/// Records that `r` (made by view-like `op` from `in`) views a graph input,
+/// with the torch call that rebuilds it from the input.
+void recordView(const VarP &in, const VarP &r, const OpDef &op) {
+  int base = in->viewInput;
+  std::vector<std::pair<std::string, PyRef>> steps = in->viewSteps;
+  if (base < 0) {
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(in->value);
+    if (!arg || in->viewInput >= 0)
+      return;
+    base = static_cast<int>(arg.getArgNumber());
+  }
+  auto ints = [](llvm::ArrayRef<int64_t> v) {
+    PyRef t = PyRef::steal(PyTuple_New(v.size()));
+    // A symbolic size replays as -1 (reshape infers it, expand keeps it).
+    for (size_t i = 0; i < v.size(); ++i)
+      PyTuple_SET_ITEM(t.get(), i,
+                       PyLong_FromLongLong(mlir::ShapedType::isDynamic(v[i]) ? -1 : v[i]));
+    return PyRef::steal(PyTuple_Pack(1, t.get()));
+  };
+  mlir::Operation *def = r->value.getDefiningOp();
+  if (op.is(ReplaysAsContiguous)) {
+    steps.push_back({"contiguous", PyRef::steal(PyTuple_New(0))});
+  } else if (r->value == in->value) {
+    // no-op (same shape/dtype): eager returns the input or a view of it
+  } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
+    steps.push_back({"permute", ints(p.getDims())});
+  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
+             llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
+    steps.push_back({llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
+                     ints(ttype(r->value).getShape())});
+  } else if (auto sl = llvm::dyn_cast_or_null<mlir::kiln::SliceOp>(def)) {
+    PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
+    for (size_t i = 0; i < sl.getStart().size(); ++i) {
+      PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
+      // end -1: the whole dim (kiln.slice), None in Python.
+      PyRef en = sl.getEnd()[i] == -1 ? PyRef::borrow(Py_None)
+                                      : PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
+      PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
+    }
+    steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, index.get()))});
+  } else if (llvm::isa_and_nonnull<mlir::kiln::CastOp>(def)) {
+    PyObject *dt = dtypeObject(dtypeOf(ttype(r->value).getElementType()));
+    steps.push_back({"to", PyRef::steal(PyTuple_Pack(1, dt))});
+  } else {
+    return; // not a replayable view: returned as a copy
+  }
+  r->viewInput = base;
+  r->viewSteps = std::move(steps);
+}
+
+} // namespace
+
+VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &what) {
+  VarP in = a.get("input");
+  if (!in || !in->isTensor())
+    throw Unsupported(what + " expects a tensor");
+  if (in->vmapLevels > 0)
+    throw Unsupported(what + " on a tensor batched by torch.vmap is not supported");
+  a.named.erase("inplace");
+  VarP r = op.handler(I, op.name, a);
+  if (r && r->isTensor() && r->value == in->value)
+    return in; // a no-op (e.g. dropout in eval mode)
+  if (!in->fresh || in->viewed || op.is(View))
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + " on a graph input or a view is not supported yet");
+  if (!r || !r->isTensor() || r->value.getType() != in->value.getType())
+    throw Unsupported(what + " would change the tensor's shape or dtype");
+  in->value = r->value;
+  return in;
+}
+
+VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
+  if (VarP r = I.vmapApply(op.name, a)) // an operand batched by torch.vmap (Vmap.cpp)
+    return r;
+  if (op.is(Composite))
+    return op.handler(I, op.name, a);
+  VarP inplace = a.get("inplace");
+  if (inplace && inplace->isConst() && PyObject_IsTrue(inplace->obj.get()) == 1)
+    return applyInPlace(I, op, a, op.name + "(inplace=True)");
+  VarP r = op.handler(I, op.name, a);
+  VarP in = a.get("input");
+  bool inputTensor = in && in->isTensor();
+  if (!r || !r->isTensor())
+    return r;
+  if (op.is(View)) {
+    if (inputTensor) {
+      recordView(in, r, op);
+      in->viewed = true;
+    }
+    r->fresh = false;
+  } else if (op.is(Copy) || !(inputTensor && in->value == r->value)) {
+    r->fresh = true;
+  }
+  return r;
+}
+
+VarP applyTracked(Interpreter &I, const std::string &op, Args &a) {
+  const OpDef *def = opRegistry().find(op);
+  if (!def)
+    throw Unsupported("op " + op + " is not mapped");
+  return applyTracked(I, *def, a);
+}
+
+VarP callOp(Interpreter &I, const std::string &op,
+            std::initializer_list<std::pair<const char *, VarP>> args) {
+  Args a;
+  for (auto &[k, v] : args)
+    if (v)
+      a.named[k] = v;
+  return applyTracked(I, op, a);
+}
+
+} // namespace kiln

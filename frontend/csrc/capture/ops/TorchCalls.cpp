@@ -1,0 +1,125 @@
+//===- TorchCalls.cpp - torch calls, Tensor methods and operators → ops ---===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The interpreter's entry points into the op registry: a call of a torch
+// callable (looked up by identity, `operator` module functions included),
+// a Tensor method call (by name; `name_` is the in-place form of a mapped
+// method) and a binary Python operator on tensors (by symbol). Arguments
+// are bound to the name's schema and the op applied through applyTracked; a
+// mapped op whose handler refuses its arguments runs through torch instead
+// (Fallback.cpp).
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+namespace kiln {
+
+namespace {
+
+/// A call of `operator.<fn>` (`op`): tensors go to the mapped operator,
+/// Python numbers are evaluated by the operator itself.
+VarP callOperatorFunction(Interpreter &I, PyObject *callee, const OperatorFunction &op,
+                          std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  size_t arity = op.arity;
+  if (args.size() != arity || !kwargs.empty())
+    throw Unsupported("operator " + op.symbol + " takes " + std::to_string(arity) +
+                      " positional arguments");
+  if (arity == 2) {
+    if (VarP t = I.tensorBinary(op.symbol, args[0], args[1]))
+      return t;
+  } else if (args[0]->isTensor()) {
+    std::vector<VarP> none;
+    std::map<std::string, VarP> noKeywords;
+    return I.callTensorMethod(args[0], op.symbol, none, noKeywords);
+  }
+  // Owned: the argument tuple and the result.
+  PyRef tuple = PyRef::steal(PyTuple_New(arity));
+  for (size_t i = 0; i < arity; ++i) {
+    PyObject *c = constObj(args[i], "operand");
+    Py_INCREF(c); // the tuple steals it
+    PyTuple_SET_ITEM(tuple.get(), i, c);
+  }
+  PyRef r = PyRef::steal(PyObject_Call(callee, tuple.get(), nullptr));
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("operator " + op.symbol + " raised on constants"));
+  return makeConst(r);
+}
+
+} // namespace
+
+VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
+                                    std::map<std::string, VarP> &kwargs) {
+  const OpRegistry &registry = opRegistry();
+  if (const OperatorFunction *op = registry.operatorFunction(callee))
+    return callOperatorFunction(*this, callee, *op, args, kwargs);
+  const OpBinding *binding = registry.function(callee);
+  if (!binding)
+    return nullptr;
+  // A mapped op whose handler refuses these arguments runs through torch.
+  return withFallback(callee, "", args, kwargs, [&] {
+    Args a = bindArguments(*binding, args, kwargs);
+    return applyTracked(*this, *binding->op, a);
+  });
+}
+
+VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
+                                   std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  const OpRegistry &registry = opRegistry();
+  const OpBinding *binding = registry.method(name);
+  if (!binding && name.size() > 1 && name.back() == '_') {
+    // In-place form of a mapped method (`y.add_(b)`, `y.relu_()`).
+    const OpBinding *base = registry.method(name.substr(0, name.size() - 1));
+    if (base && base->op->hasInPlaceForm()) {
+      args.insert(args.begin(), self);
+      Args a = bindArguments(*base, args, kwargs);
+      return applyInPlace(*this, *base->op, a, "Tensor." + name);
+    }
+  }
+  args.insert(args.begin(), self);
+  if (!binding) { // an unmapped method: through torch, if it can
+    Unsupported unmapped(BreakCategory::UnsupportedOp,
+                         "Tensor." + name + " is not supported yet" +
+                             (name.back() == '_' ? " (in-place method)" : ""));
+    if (VarP r = torchFallback(nullptr, name, args, kwargs, &unmapped))
+      return r;
+    throw unmapped;
+  }
+  return withFallback(nullptr, name, args, kwargs, [&] {
+    Args a = bindArguments(*binding, args, kwargs);
+    return applyTracked(*this, *binding->op, a);
+  });
+}
+
+VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP &b) {
+  if (!a->isTensor() && !b->isTensor())
+    return nullptr;
+  std::string op = sym;
+  bool inplace =
+      op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" && op != "<=" && op != ">=";
+  if (inplace) {
+    op.pop_back();
+    // x += y mutates x's storage in eager: only allowed on a tensor the graph
+    // computed and that nothing else views; the Var is updated in place so
+    // every Python reference to it sees the new value.
+    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
+      throw Unsupported(BreakCategory::SideEffect,
+                        "in-place " + sym + " on a graph input or a view is not supported yet");
+  }
+  const OpDef *def = opRegistry().binaryOperator(op);
+  if (!def)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "operator " + sym + " on tensors is not supported yet");
+  Args args;
+  args.named["input"] = a;
+  args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
+  VarP r = applyTracked(*this, *def, args);
+  if (inplace && a->isTensor()) {
+    if (r->value.getType() != a->value.getType())
+      throw Unsupported("in-place " + sym + " would change the tensor's shape or dtype");
+    a->value = r->value;
+    return a;
+  }
+  return r;
+}
+
+} // namespace kiln
