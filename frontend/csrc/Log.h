@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The one registry of log channels (graph, graph_breaks, recompiles, guards,
-// ir, cache, fallbacks) and of the options the Python side pushes down (kiln/config.py owns
-// the environment variables; C++ reads none directly).
+// ir, cache, fallbacks, dynamic) and of the options the Python side pushes
+// down (kiln/config.py owns the environment variables; C++ reads none
+// directly). Implemented in Log.cpp.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_LOG_H
 #define KILN_FRONTEND_LOG_H
@@ -42,10 +43,14 @@ struct Options {
 /// The process-wide options.
 Options &options();
 
+/// The KILN_LOGS name of `channel` ("graph_breaks", ...).
+const char *logChannelName(LogChannel channel);
+
 /// True when `channel` is enabled.
 inline bool logEnabled(LogChannel channel) { return options().channels[static_cast<int>(channel)]; }
 
-/// Writes `[kiln:<channel>] message` to stderr when the channel is enabled.
+/// Writes `[kiln:<channel>] message` to stderr when the channel is enabled,
+/// or hands (channel, message) to kiln.explain's sink (setLogSink, Hook.h).
 void log(LogChannel channel, const std::string &message);
 
 } // namespace kiln

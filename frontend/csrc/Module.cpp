@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaBindings.h"
 #include "Entry.h"
-#include "Hook.h"
+#include "hook/Hook.h"
 #include "Log.h"
 #include "capture/Coverage.h"
 #include "runtime/cpu/BlasShims.h"
@@ -34,27 +34,44 @@ nb::object checked(PyObject *r) {
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
                 bool perfJitdump) {
-  static const char *names[] = {"graph", "graph_breaks", "recompiles", "guards",
-                                "ir",    "cache",        "fallbacks",  "dynamic"};
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
   for (const std::string &l : logs) {
     bool known = false;
-    for (int i = 0; i < static_cast<int>(LogChannel::Count); ++i)
-      if (l == names[i] || l == "all")
+    std::string names;
+    for (int i = 0; i < static_cast<int>(LogChannel::Count); ++i) {
+      const char *name = logChannelName(static_cast<LogChannel>(i));
+      names += std::string(name) + ", ";
+      if (l == name || l == "all")
         o.channels[i] = known = true;
+    }
     if (!known)
       throw nb::value_error(
-          ("unknown KILN_LOGS channel '" + l +
-           "' (known: graph, graph_breaks, recompiles, guards, ir, cache, fallbacks, dynamic, all)")
-              .c_str());
+          ("unknown KILN_LOGS channel '" + l + "' (known: " + names + "all)").c_str());
   }
   o.debugDir = debugDir;
   o.recompileLimit = recompileLimit;
   o.cacheDir = cacheDir;
   o.parallelLoops = parallelLoops;
   o.perfJitdump = perfJitdump;
+}
+
+/// The graph breaks since the last reset as dicts (kiln.explain).
+nb::list graphBreaksForPython() {
+  nb::list out;
+  for (const BreakRecord &r : graphBreaks()) {
+    nb::dict d;
+    d["category"] = breakCategoryName(r.category);
+    d["function"] = r.function;
+    d["message"] = r.message;
+    d["location"] = r.location;
+    d["hint"] = r.hint;
+    d["resumed"] = r.resumed;
+    d["text"] = formatBreak(r);
+    out.append(d);
+  }
+  return out;
 }
 
 nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
@@ -100,7 +117,10 @@ NB_MODULE(_C, m) {
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
         nb::arg("perf_jitdump") = false);
   m.def("stats", &stats, "Counters since the last reset.");
-  m.def("reset", &resetCaches, "Drops all compiled entries and zeroes counters.");
+  m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
+  m.def("graph_breaks", &graphBreaksForPython,
+        "The graph breaks since the last reset, oldest first: dicts of category, function, "
+        "message, location (file:line), hint, resumed and text (the graph_breaks log line).");
   m.def(
       "set_log_sink", [](nb::handle sink) { setLogSink(sink.is_none() ? nullptr : sink.ptr()); },
       nb::arg("sink").none(),

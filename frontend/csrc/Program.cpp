@@ -8,6 +8,7 @@
 #include "Program.h"
 
 #include "Entry.h"
+#include "hook/Stats.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -102,11 +103,9 @@ std::string FallbackCall::signature() const {
   return s + ")";
 }
 
-long gFallbackCalls = 0;
-
 bool runFallback(const FallbackCall &call, llvm::ArrayRef<PyObject *> operands,
                  std::vector<PyRef> &out) {
-  ++gFallbackCalls;
+  ++counters().fallbackCalls;
   PyRef args = PyRef::steal(PyTuple_New((Py_ssize_t)call.args.size()));
   if (!args)
     return false;

@@ -81,13 +81,10 @@ struct Program {
 bool runProgram(const Program &program, llvm::ArrayRef<PyObject *> inputs,
                 std::vector<PyRef> &results);
 
-/// Fallback calls run since the last reset (`kiln.stats()["fallback_calls"]`:
-/// proof that a fallback op really ran through torch). Only fallback steps
-/// touch it, so graphs without fallbacks pay nothing.
-extern long gFallbackCalls;
-
 /// Calls a fallback step on `operands` (borrowed) and checks its results;
 /// appends them to `out` (new references). False with a Python error.
+/// Counts the call (`kiln.stats()["fallback_calls"]`: proof that a fallback
+/// op really ran through torch).
 bool runFallback(const FallbackCall &call, llvm::ArrayRef<PyObject *> operands,
                  std::vector<PyRef> &out);
 

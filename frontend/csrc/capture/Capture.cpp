@@ -61,14 +61,15 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
                std::vector<OutputSlot> *slots, std::map<const Var *, int> *clones) {
   std::vector<OutputSlot> &outputs = slots ? *slots : out.outputs;
   if (v->isTensor() && v->vmapLevels > 0) // its layout is only meaningful inside
-    throw Unsupported("torch.vmap: a batched value escapes its vmap");
+    throw Unsupported(BreakCategory::UnsupportedOp, "torch.vmap: a batched value escapes its vmap");
   if (slots == &out.effectValues && addEffectSlot(out, results, inputs, v, depth, *slots))
     return;
   if (v->kind == Var::Kind::Lazy) // materialized before any other use
     throw Unsupported("internal: an unread value reaches the result");
   if (v->mutatedContainer) // eager returns the caller's object itself
-    throw Unsupported("the function returns (or stores) a list/dict of the caller that it "
-                      "mutated");
+    throw Unsupported(BreakCategory::SideEffect,
+                      "the function returns (or stores) a list/dict of the caller that it mutated",
+                      "return a new list/dict instead of the mutated argument");
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -149,7 +150,8 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     out.defaultDtype = defaultDtype();
     auto def = out.defaultDtype ? dtypeFromObject(out.defaultDtype) : std::nullopt;
     if (!def)
-      throw Unsupported("torch's default dtype is not supported");
+      throw Unsupported(BreakCategory::UnsupportedOp, "torch's default dtype is not supported",
+                        "use torch.float32 or torch.float64 as the default dtype");
     setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
     interp.guardThreadCount();
@@ -188,9 +190,12 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
           // Its backward recomputes the function eagerly (kiln._autograd),
           // which would repeat the mutations: break at the first one.
           effectOffset = out.effects.front().rootOffset;
-          throw Unsupported("mutation (" + out.effects.front().what +
-                            ") of Python state in a graph that needs gradients is not "
-                            "supported yet");
+          throw Unsupported(BreakCategory::SideEffect,
+                            "mutation (" + out.effects.front().what +
+                                ") of Python state in a graph that needs gradients is not "
+                                "supported yet",
+                            "mutate the state outside the compiled function, or run it under "
+                            "torch.no_grad()");
         }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
@@ -203,8 +208,10 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
         for (int64_t d = 0; d < t.getRank(); ++d)
           if (t.isDynamicDim(d) && interp.symbolOfDim(r, d) < 0)
-            throw Unsupported("result dim " + std::to_string(d) +
-                              " is an expression of symbolic sizes, not one of them");
+            throw Unsupported(BreakCategory::DynamicShape,
+                              "result dim " + std::to_string(d) +
+                                  " is an expression of symbolic sizes, not one of them",
+                              hint::kSpecializeSizes);
       }
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
     llvm::SmallVector<mlir::Type> resultTypes;
@@ -221,18 +228,22 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         ++out.numOps;
     });
     if (mlir::failed(mlir::verify(*out.module)))
-      throw Unsupported("captured IR does not verify: " + diagnostics);
+      throw Unsupported(BreakCategory::Verifier, "captured IR does not verify: " + diagnostics,
+                        "a kiln bug: please report it with the KILN_DEBUG_DIR dump");
     std::string partitionError;
     if (!out.fallbacks.empty() && !partitionProgram(out, partitionError))
-      throw Unsupported("cannot split the graph at its fallback calls: " + partitionError);
+      throw Unsupported(BreakCategory::Backend,
+                        "cannot split the graph at its fallback calls: " + partitionError);
   } catch (const Unsupported &e) {
-    failure.reason = e.what();
+    failure.category = e.category;
+    failure.hint = e.hint;
+    // A Python error still pending is what made the construct fail: keep its text.
+    failure.reason = withPythonError(e.what());
     failure.rootOffset = effectOffset >= 0 ? effectOffset : interp.rootOffset();
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
     if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))
       failure.location = fl.getFilename().str() + ":" + std::to_string(fl.getLine());
-    PyErr_Clear();
     return false;
   }
   return true;

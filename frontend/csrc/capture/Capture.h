@@ -14,6 +14,7 @@
 #include "Guards.h"
 #include "Program.h"
 #include "TensorInfo.h"
+#include "capture/breaks/GraphBreak.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -110,7 +111,7 @@ struct DynamicPolicy {
   bool forceStatic = false;
   /// Static types, but the dims that the dynamic capture made symbolic are
   /// still recorded in Capture::symbols and read as SymInt values: the
-  /// static capture that checks a dynamic one (Hook.cpp keepSymbolic) then
+  /// static capture that checks a dynamic one (hook/CompileDriver.cpp keepSymbolic) then
   /// takes the same code paths (size arithmetic, factories of a symbolic
   /// size) and must build the same graph.
   bool shadow = false;
@@ -203,10 +204,15 @@ struct Capture {
   mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 
-/// Why a capture stopped.
+/// Why a capture stopped: the graph break's record (capture/breaks/GraphBreak.h).
 struct CaptureFailure {
+  /// What kind of construct stopped it (BreakCategory::Other: unclassified,
+  /// or a failure after the capture, e.g. in code generation).
+  BreakCategory category = BreakCategory::Other;
+  /// Why, including the text of the Python exception behind it, if any.
   std::string reason;
   std::string location; ///< "file:line" of the unsupported construct
+  std::string hint;     ///< what the user can do ("" when none)
   /// Offset of the root frame's instruction that was running (the call
   /// that was being inlined, for a failure inside a callee); -1 when the
   /// failure was not inside an instruction (e.g. the result).

@@ -22,16 +22,26 @@ reaches; it is accepted only when
   of its results aliases an argument (views keep kiln's value semantics
   simple: kiln maps the common view ops itself).
 
-Returns ``(is_tuple, ((sizes, dtype), ...))`` or a string: why not.
+Returns ``(is_tuple, ((sizes, dtype), ...))`` or a Refusal: why not.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+
+class Refusal(NamedTuple):
+    """Why a call cannot run through torch inside the graph: the graph
+    break's category (a name from capture/breaks/GraphBreak.h) and reason."""
+    category: str
+    reason: str
+
+
 _REFUSED_TAGS = {
-    torch.Tag.nondeterministic_seeded: "is random (torch's generator state)",
-    torch.Tag.data_dependent_output: "reads tensor data on the host",
+    torch.Tag.nondeterministic_seeded: ("random", "is random (torch's generator state)"),
+    torch.Tag.data_dependent_output: ("data-dependent", "reads tensor data on the host"),
 }
 
 
@@ -46,9 +56,14 @@ class _Recorder(TorchDispatchMode):
         if self.refused is None:
             for tag in getattr(func, "tags", ()):
                 if tag in _REFUSED_TAGS:
-                    self.refused = f"{func} {_REFUSED_TAGS[tag]}"
+                    category, why = _REFUSED_TAGS[tag]
+                    self.refused = Refusal(category, f"{func} {why}")
                     break
         return func(*args, **(kwargs or {}))
+
+
+def _unsupported(reason: str) -> Refusal:
+    return Refusal("unsupported-op", reason)
 
 
 def probe(fn, args, kwargs, tensors):
@@ -60,24 +75,27 @@ def probe(fn, args, kwargs, tensors):
         with torch.no_grad(), recorder:
             out = fn(*args, **(kwargs or {}))
     except Exception as e:  # noqa: BLE001 - any failure means "not on meta"
-        return f"it does not run on meta tensors ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        if recorder.refused:  # e.g. .item() on meta: data-dependent, then raises
+            return recorder.refused
+        first = str(e).splitlines()[0] if str(e) else ""
+        return _unsupported(f"it does not run on meta tensors ({type(e).__name__}: {first})")
     if recorder.refused:
         return recorder.refused
     if any(t._version != v for t, v in zip(tensors, versions)):
-        return "it mutates an argument"
+        return _unsupported("it mutates an argument")
     is_tuple = type(out) is tuple or (
         isinstance(out, tuple) and type(out).__module__ == "torch.return_types")
     outs = out if is_tuple else (out,)
     if not outs:
-        return "it returns an empty tuple"
+        return _unsupported("it returns an empty tuple")
     meta = []
     for o in outs:
         if type(o) is not torch.Tensor:
-            return f"it returns a {type(o).__name__}, not a tensor or a tuple of tensors"
+            return _unsupported(f"it returns a {type(o).__name__}, not a tensor or a tuple of tensors")
         if o.device.type != "meta":
-            return f"its result is on {o.device}, not on the inputs' device"
+            return _unsupported(f"its result is on {o.device}, not on the inputs' device")
         if any(torch._C._is_alias_of(o, t) for t in tensors):
-            return "its result is a view of an argument"
+            return _unsupported("its result is a view of an argument")
         meta.append((tuple(o.shape), o.dtype))
     return is_tuple, tuple(meta)
 

@@ -2,7 +2,7 @@
 """Graph breaks that keep going: the code objects around one break.
 
 When kiln's capture stops at an unsupported instruction of a frame, the
-frame hook (frontend/csrc/Hook.cpp) compiles the graph up to it, and then
+frame hook (frontend/csrc/hook/CompileDriver.cpp) compiles the graph up to it, and then
 calls, with the graph's outputs (the interpreter stack and live locals):
 
 * the *stub*: pushes the stack, runs exactly the unsupported instruction(s)

@@ -5,12 +5,15 @@ Like torch._dynamo.explain, it starts from an empty cache (kiln.reset()),
 runs ``fn`` once under kiln.compile with the graph, graph_breaks, guards and
 recompiles log channels routed to a collector instead of stderr, and returns
 an ExplainOutput: the graphs with their op counts and IR, each graph break
-with its reason and source line, the ops that run through torch inside a
-graph (per-op fallback), each graph's guards, and fn's result.
+as a structured record (category, message with the underlying Python error,
+the user's file:line, hint; see capture/breaks/GraphBreak.h), the ops that
+run through torch inside a graph (per-op fallback), each graph's guards, and
+fn's result.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kiln import _C
@@ -29,10 +32,33 @@ class GraphInfo:
     ir: str
 
 
+@dataclass(frozen=True)
+class GraphBreak:
+    """One graph break: what kind of construct stopped the capture
+    (``category``: unsupported-op, python-builtin, data-dependent,
+    side-effect, random, dynamic-shape, user-error, ...), why (``message``,
+    with the text of the Python exception behind it, if any), where in the
+    user's code (``location``: "file:line", "" when unknown), what to do
+    about it (``hint``, may be ""), the frame's function, and whether the
+    rest of the frame resumed after it (else the whole frame ran eagerly).
+    ``str()`` is the line KILN_LOGS=graph_breaks prints."""
+    category: str
+    message: str
+    location: str
+    hint: str
+    function: str
+    resumed: bool
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class ExplainOutput:
     graphs: list[GraphInfo] = field(default_factory=list)
-    graph_breaks: list[str] = field(default_factory=list)
+    # The graph breaks, in the order they happened.
+    break_records: list[GraphBreak] = field(default_factory=list)
     guards: list[str] = field(default_factory=list)
     recompiles: list[str] = field(default_factory=list)
     # Ops run through torch inside a graph (no kiln lowering yet).
@@ -45,8 +71,24 @@ class ExplainOutput:
         return len(self.graphs)
 
     @property
+    def graph_breaks(self) -> list[str]:
+        """Each break as its log line: "<category> at <file>:<line>: ..."."""
+        return [str(b) for b in self.break_records]
+
+    @property
     def graph_break_count(self) -> int:
-        return len(self.graph_breaks)
+        return len(self.break_records)
+
+    def breaks_by_category(self) -> dict[str, list[GraphBreak]]:
+        """The breaks grouped by category, the most frequent category first."""
+        groups: dict[str, list[GraphBreak]] = {}
+        for category, _ in self.break_counts().most_common():
+            groups[category] = [b for b in self.break_records if b.category == category]
+        return groups
+
+    def break_counts(self) -> Counter:
+        """How many breaks of each category."""
+        return Counter(b.category for b in self.break_records)
 
     @property
     def op_count(self) -> int:
@@ -57,9 +99,15 @@ class ExplainOutput:
                  f"Graph break count: {self.graph_break_count}",
                  f"Op count: {self.op_count}"]
         lines += [f"  {g.name}: {g.op_count} kiln ops" for g in self.graphs]
-        if self.graph_breaks:
+        if self.break_records:
             lines.append("Break reasons:")
-            lines += [f"  {i + 1}. {b}" for i, b in enumerate(self.graph_breaks)]
+            for category, breaks in self.breaks_by_category().items():
+                lines.append(f"  {category} ({len(breaks)}):")
+                for b in breaks:
+                    where = f" at {b.location}" if b.location else ""
+                    lines.append(f"    {b.function}{where}: {b.message}")
+                    if b.hint:
+                        lines.append(f"      hint: {b.hint}")
         if self.fallback_ops:
             lines.append("Fallback ops (run through torch inside the graph):")
             lines += [f"  {f}" for f in self.fallback_ops]
@@ -83,8 +131,6 @@ def explain(fn, **compile_options):
                 m = _CAPTURED.match(message)
                 if m:
                     result.graphs.append(GraphInfo(m["name"], int(m["ops"]), m["ir"]))
-            elif channel == "graph_breaks":
-                result.graph_breaks.append(message)
             elif channel == "guards":
                 result.guards.append(message)
             elif channel == "recompiles":
@@ -99,6 +145,8 @@ def explain(fn, **compile_options):
                 result.out = _compile(fn, **compile_options)(*args, **kwargs)
         finally:
             _C.set_log_sink(None)
+        # The same records the graph_breaks channel printed (collected, not printed here).
+        result.break_records = [GraphBreak(**b) for b in _C.graph_breaks()]
         result.stats = _stats()
         return result
 

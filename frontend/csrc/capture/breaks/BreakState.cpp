@@ -122,10 +122,10 @@ VarP Interpreter::breakState(Frame &f) {
       PyRef fn = m->kind == Var::Kind::TensorMethod
                      ? PyRef::steal(PyObject_GetAttrString(tensorType, m->name.c_str()))
                      : m->obj;
-      if (!fn) {
-        PyErr_Clear();
-        throw Unsupported("cannot resume after the break: tensor method " + m->name);
-      }
+      if (!fn)
+        throw Unsupported(
+            BreakCategory::Other,
+            withPythonError("cannot resume after the break: tensor method " + m->name));
       items.push_back(makeConst(fn));
       items.push_back(m->self);
       st.layout += "ii";

@@ -29,11 +29,20 @@ const char *breakCategoryName(BreakCategory category) {
     return "user-error";
   case BreakCategory::Verifier:
     return "verifier";
+  case BreakCategory::Backend:
+    return "backend";
   case BreakCategory::Other:
   case BreakCategory::Count:
     break;
   }
   return "other";
+}
+
+BreakCategory breakCategoryFromName(const std::string &name) {
+  for (int i = 0; i < static_cast<int>(BreakCategory::Count); ++i)
+    if (name == breakCategoryName(static_cast<BreakCategory>(i)))
+      return static_cast<BreakCategory>(i);
+  return BreakCategory::Other;
 }
 
 std::string withPythonError(const std::string &message) {

@@ -31,12 +31,16 @@ enum class BreakCategory {
   DynamicShape,      ///< a symbolic size used where kiln needs a number
   UserError,         ///< the code raises in eager too (index out of range, ...)
   Verifier,          ///< the captured IR does not verify (a kiln bug)
+  Backend,           ///< the captured graph does not compile (code generation)
   Other,             ///< not yet classified
   Count
 };
 
 /// The stable, kebab-case name of `category` ("unsupported-op", ...).
 const char *breakCategoryName(BreakCategory category);
+
+/// The category whose breakCategoryName is `name`; Other when there is none.
+BreakCategory breakCategoryFromName(const std::string &name);
 
 /// Thrown inside the interpreter for an unsupported construct; caught at
 /// the capture boundary and turned into a CaptureFailure (never escapes).
@@ -51,6 +55,20 @@ struct Unsupported : std::runtime_error {
   BreakCategory category;
   std::string hint;
 };
+
+/// Hints shared by many break sites.
+namespace hint {
+/// For a construct that raises in eager too (user-error).
+inline constexpr const char *kRaisesInEager =
+    "it raises in eager too: kiln runs it eagerly, so the exception reaches the code as usual";
+/// For a Python branch on a tensor's values (data-dependent).
+inline constexpr const char *kTensorBranch =
+    "select with torch.where instead of branching, or move the condition out of the compiled "
+    "function";
+/// For a symbolic size kiln cannot handle (dynamic-shape).
+inline constexpr const char *kSpecializeSizes =
+    "compile with dynamic=False (or without mark_dynamic) to specialize the sizes";
+} // namespace hint
 
 /// `message`, followed by ": <Python error text>" when a Python exception is
 /// pending (which is cleared).

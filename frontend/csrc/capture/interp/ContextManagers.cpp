@@ -59,12 +59,12 @@ VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
   if (!transparentContextType(cls) && !isGradContextType(cls))
     return nullptr;
   if (!args.empty() || !kwargs.empty())
-    throw Unsupported("context manager " + pyText(cls) + " with arguments");
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "context manager " + pyText(cls) + " with arguments");
   PyRef ctx = PyRef::steal(PyObject_CallNoArgs(cls)); // no side effects (see above)
-  if (!ctx) {
-    PyErr_Clear();
-    throw Unsupported("cannot create the context manager " + pyText(cls));
-  }
+  if (!ctx)
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      withPythonError("cannot create the context manager " + pyText(cls)));
   keepAlive_.push_back(ctx);
   return makeConst(ctx);
 }
@@ -75,10 +75,9 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
                      transparentContextType(reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get())));
   if (mode >= 0 || transparent) {
     PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctx->obj.get(), "__exit__"));
-    if (!exitFn) {
-      PyErr_Clear();
-      throw Unsupported("context manager without __exit__");
-    }
+    if (!exitFn)
+      throw Unsupported(BreakCategory::UserError,
+                        withPythonError("context manager without __exit__"));
     keepAlive_.push_back(exitFn);
     gradExits_[exitFn.get()] = gradMode_; // the exit restores the mode (or keeps it)
     if (mode >= 0) {
@@ -95,11 +94,12 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
   PyRef enter = obj ? pythonMethodOfType(obj, "__enter__") : PyRef();
   PyRef exit = obj ? pythonMethodOfType(obj, "__exit__") : PyRef();
   if (!enter || !exit)
-    throw Unsupported("with-block on " +
-                      (obj ? pyText(reinterpret_cast<PyObject *>(Py_TYPE(obj)))
-                           : std::string("a value built here")) +
-                      " (captured: torch.no_grad()/enable_grad() and context managers whose "
-                      "__enter__/__exit__ are Python functions)");
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "with-block on " +
+                          (obj ? pyText(reinterpret_cast<PyObject *>(Py_TYPE(obj)))
+                               : std::string("a value built here")) +
+                          " (captured: torch.no_grad()/enable_grad() and context managers whose "
+                          "__enter__/__exit__ are Python functions)");
   keepAlive_.push_back(enter);
   keepAlive_.push_back(exit);
   auto exitVar = std::make_shared<Var>();

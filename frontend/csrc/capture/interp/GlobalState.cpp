@@ -102,30 +102,27 @@ void Interpreter::addCallGuard(PyObject *fn, PyObject *args, PyObject *result) {
 void Interpreter::guardThreadCount() {
   static PyObject *getNumThreads = torchAttr("get_num_threads");
   if (!getNumThreads)
-    throw Unsupported("this torch has no torch.get_num_threads");
+    throw Unsupported(BreakCategory::Other, "this torch has no torch.get_num_threads");
   PyRef none = PyRef::steal(PyTuple_New(0));
   PyRef n = PyRef::steal(PyObject_Call(getNumThreads, none.get(), nullptr));
-  if (!n) {
-    PyErr_Clear();
-    throw Unsupported("torch.get_num_threads() failed");
-  }
+  if (!n)
+    throw Unsupported(BreakCategory::Other, withPythonError("torch.get_num_threads() failed"));
   addCallGuard(getNumThreads, none.get(), n.get());
 }
 
 void Interpreter::guardAutocastOff() {
   PyObject *anyAutocast = PyObject_GetAttrString(torchC(), "_is_any_autocast_enabled");
   PyRef keep = PyRef::steal(anyAutocast);
-  if (!anyAutocast) {
-    PyErr_Clear();
-    throw Unsupported("this torch has no torch._C._is_any_autocast_enabled (autocast state "
-                      "cannot be guarded)");
-  }
+  if (!anyAutocast)
+    throw Unsupported(
+        BreakCategory::Other,
+        withPythonError("this torch has no torch._C._is_any_autocast_enabled (autocast state "
+                        "cannot be guarded)"));
   PyRef none = PyRef::steal(PyTuple_New(0));
   PyRef on = PyRef::steal(PyObject_Call(anyAutocast, none.get(), nullptr));
-  if (!on) {
-    PyErr_Clear();
-    throw Unsupported("torch._C._is_any_autocast_enabled() raised");
-  }
+  if (!on)
+    throw Unsupported(BreakCategory::Other,
+                      withPythonError("torch._C._is_any_autocast_enabled() raised"));
   addCallGuard(anyAutocast, none.get(), on.get());
   // Frames run inside a functorch transform (vmap, grad) see wrapper
   // tensors without storage: never captured (guarded, so a frame compiled
@@ -139,12 +136,15 @@ void Interpreter::guardAutocastOff() {
   if (cur) {
     addCallGuard(level.get(), none.get(), cur.get());
     if (cur.get() != Py_None)
-      throw Unsupported("the frame runs inside a functorch transform (vmap/grad): its tensors "
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "the frame runs inside a functorch transform (vmap/grad): its tensors "
                         "are wrappers kiln cannot read");
   }
   if (on.get() == Py_True)
-    throw Unsupported("torch.autocast is enabled: kiln does not apply autocast's dtype casts "
-                      "yet, so the frame runs eagerly (it recompiles once autocast is off)");
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "torch.autocast is enabled: kiln does not apply autocast's dtype casts "
+                      "yet, so the frame runs eagerly (it recompiles once autocast is off)",
+                      "call the model outside torch.autocast (kiln compiles it in its own dtypes)");
 }
 
 VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
@@ -163,10 +163,11 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   static PyObject *nestedFromMask = torchAttr("_nested_tensor_from_mask");
   static PyObject *nestedLeftAligned = torchAttr("_nested_tensor_from_mask_left_aligned");
   if (fn && (fn == nestedFromMask || fn == nestedLeftAligned))
-    throw Unsupported("nested-tensor conversion (" + pyText(fn) +
-                      "): nn.TransformerEncoder's eval fast path with a src_key_padding_mask "
-                      "depends on the mask's values and zeroes padded rows; it runs eagerly "
-                      "(build the encoder with enable_nested_tensor=False to compile it)");
+    throw Unsupported(BreakCategory::DataDependent,
+                      "nested-tensor conversion (" + pyText(fn) +
+                          "): nn.TransformerEncoder's eval fast path with a src_key_padding_mask "
+                          "depends on the mask's values and zeroes padded rows; it runs eagerly "
+                          "(build the encoder with enable_nested_tensor=False to compile it)");
   if (PyFunction_Check(fn)) {
     // transformers asks "am I being compiled?" to skip data-dependent
     // shortcuts (e.g. dropping an all-ones attention mask) that give the
@@ -186,10 +187,10 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
     }();
     if (fn == signature && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
       PyRef r = PyRef::steal(PyObject_CallOneArg(fn, args[0]->obj.get()));
-      if (!r) {
-        PyErr_Clear();
-        throw Unsupported("inspect.signature raised at capture time");
-      }
+      if (!r)
+        throw Unsupported(BreakCategory::UserError,
+                          withPythonError("inspect.signature raised at capture time"),
+                          hint::kRaisesInEager);
       keepAlive_.push_back(r);
       return makeConst(r);
     }
@@ -199,7 +200,8 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   if (fn == tensorCtor)
     return tensorFromData(args, kwargs);
   if (isAutocastType(fn))
-    throw Unsupported("a torch.autocast region inside the compiled code: kiln does not apply "
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "a torch.autocast region inside the compiled code: kiln does not apply "
                       "autocast's dtype casts yet (the region runs eagerly)");
   if ((fn == isTensorFn || fn == isFloatingPoint || fn == isComplex) && args.size() == 1 &&
       kwargs.empty()) {
@@ -219,10 +221,9 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
         continue;
       PyRef one = PyRef::steal(PyTuple_Pack(1, constObj(v, "argument of _has_torch_function")));
       PyRef r = PyRef::steal(PyObject_Call(hasTFVariadic, one.get(), nullptr));
-      if (!r) {
-        PyErr_Clear();
-        throw Unsupported("torch._C._has_torch_function raised");
-      }
+      if (!r)
+        throw Unsupported(BreakCategory::Other,
+                          withPythonError("torch._C._has_torch_function raised"));
       if (r.get() == Py_True)
         return boolConst(true);
     }
@@ -232,12 +233,12 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
     return nullptr;
   PyRef tuple = constTuple(args, "argument of a torch state query");
   if (!kwargs.empty())
-    throw Unsupported("keyword arguments to a torch state query");
+    throw Unsupported(BreakCategory::PythonBuiltin, "keyword arguments to a torch state query");
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));
-  if (!r) {
-    PyErr_Clear();
-    throw Unsupported("call to " + pyText(fn) + " raised at capture time");
-  }
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("call to " + pyText(fn) + " raised at capture time"),
+                      hint::kRaisesInEager);
   addCallGuard(fn, tuple.get(), r.get());
   return makeConst(r);
 }

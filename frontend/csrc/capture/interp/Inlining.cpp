@@ -28,17 +28,15 @@ VarP Interpreter::zeroArgSuper(Frame &f) {
   auto it = f.cells.find("__class__");
   auto *code = reinterpret_cast<PyCodeObject *>(f.code->code.get());
   if (it == f.cells.end() || code->co_argcount < 1)
-    throw Unsupported("super() outside a method");
+    throw Unsupported(BreakCategory::UserError, "super() outside a method");
   VarP cls = cellContent(it->second, "__class__");
   VarP self = f.isRoot ? loadLocal(f, 0) : f.locals[0];
   if (!cls->isConst() || !PyType_Check(cls->obj.get()) || !self || !self->isConst())
-    throw Unsupported("super() with a receiver kiln does not track");
+    throw Unsupported(BreakCategory::PythonBuiltin, "super() with a receiver kiln does not track");
   PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject *>(&PySuper_Type),
                                                         cls->obj.get(), self->obj.get(), nullptr));
-  if (!sup) {
-    PyErr_Clear();
-    throw Unsupported("super() raised");
-  }
+  if (!sup)
+    throw Unsupported(BreakCategory::UserError, withPythonError("super() raised"));
   keepAlive_.push_back(sup);
   superSelf_[sup.get()] = self;
   return makeConst(sup);
@@ -52,11 +50,12 @@ VarP Interpreter::cellContent(const VarP &cell, const std::string &name) {
     // (and guarded) through its source on every call.
     PyObject *content = PyCell_GET(cell->obj.get());
     if (!content)
-      throw Unsupported("closure variable '" + name + "' is unbound");
+      throw Unsupported(BreakCategory::UserError, "closure variable '" + name + "' is unbound");
     cell->items.push_back(fromSource(content, cell->source));
   }
   if (cell->items.empty())
-    throw Unsupported("closure variable '" + name + "' referenced before assignment");
+    throw Unsupported(BreakCategory::UserError,
+                      "closure variable '" + name + "' referenced before assignment");
   return cell->items[0];
 }
 
@@ -113,7 +112,8 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
   bool varargs = code->co_flags & CO_VARARGS, varkw = code->co_flags & CO_VARKEYWORDS;
   if ((int)args.size() > npos && !varargs)
-    throw Unsupported("too many positional arguments to " + pyText(func->func_qualname));
+    throw Unsupported(BreakCategory::UserError,
+                      "too many positional arguments to " + pyText(func->func_qualname));
   for (size_t i = 0; i < args.size() && (int)i < npos; ++i)
     f.locals[i] = args[i];
   if (varargs) // *args: the extra positional arguments
@@ -127,13 +127,13 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     auto it = std::find(names.begin() + posOnly, names.begin() + npos + nkw, k);
     if (it == names.begin() + npos + nkw) {
       if (!varkw)
-        throw Unsupported("unexpected keyword argument '" + k + "'");
+        throw Unsupported(BreakCategory::UserError, "unexpected keyword argument '" + k + "'");
       extra->keys.push_back(PyRef::steal(PyUnicode_FromString(k.c_str())));
       extra->items.push_back(v);
       continue;
     }
     if (f.locals[it - names.begin()])
-      throw Unsupported("multiple values for argument '" + k + "'");
+      throw Unsupported(BreakCategory::UserError, "multiple values for argument '" + k + "'");
     f.locals[it - names.begin()] = v;
   }
   if (varkw)
@@ -144,7 +144,7 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     if (!f.locals[i]) {
       int d = i - (npos - ndef);
       if (d < 0)
-        throw Unsupported("missing argument '" + names[i] + "'");
+        throw Unsupported(BreakCategory::UserError, "missing argument '" + names[i] + "'");
       PyObject *dv = PyTuple_GET_ITEM(defaults, d);
       if (isTensor(dv)) {
         // A tensor default is a graph input (read through __defaults__).
@@ -162,7 +162,7 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
                         ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
                         : nullptr;
       if (!v)
-        throw Unsupported("missing keyword argument '" + names[i] + "'");
+        throw Unsupported(BreakCategory::UserError, "missing keyword argument '" + names[i] + "'");
       f.locals[i] = makeConst(PyRef::borrow(v));
     }
   f.globals = PyRef::borrow(func->func_globals);
@@ -179,14 +179,14 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
 VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
                              std::map<std::string, VarP> &kwargs) {
   if (!args.empty() || !kwargs.empty())
-    throw Unsupported("nn.Module." + method + "() with arguments");
+    throw Unsupported(BreakCategory::PythonBuiltin, "nn.Module." + method + "() with arguments");
   PyObject *root = constObj(module, "module");
   PyRef seq = PyRef::steal(PyObject_CallMethod(root, method.c_str(), nullptr));
   PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
-  if (!list) {
-    PyErr_Clear();
-    throw Unsupported("nn.Module." + method + "() raised at capture time");
-  }
+  if (!list)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("nn.Module." + method + "() raised at capture time"),
+                      hint::kRaisesInEager);
   // Guard the tree the result was read from: every module reached has the
   // same children (count and identity) as now.
   std::vector<PyObject *> todo = {root};

@@ -447,7 +447,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
 
 bool Interpreter::truthy(const VarP &v) {
   if (v->isTensor())
-    throw Unsupported("data-dependent branch on a tensor value");
+    throw Unsupported(BreakCategory::DataDependent, "data-dependent branch on a tensor value",
+                      hint::kTensorBranch);
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return !v->items.empty();
   if (v->kind == Var::Kind::SymInt)

@@ -58,7 +58,7 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
     break;
   }
   default:
-    throw Unsupported("callable() of a value kiln does not track");
+    throw Unsupported(BreakCategory::PythonBuiltin, "callable() of a value kiln does not track");
   }
   return makeConst(PyRef::borrow(result ? Py_True : Py_False));
 }
@@ -79,7 +79,7 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
   // here), like Dynamo. The function itself is already guarded by how it
   // was reached (identity of its source, or of its receiver).
   if (args.size() != 1 || !kwargs.empty())
-    throw Unsupported("inspect.signature with options");
+    throw Unsupported(BreakCategory::PythonBuiltin, "inspect.signature with options");
   const VarP &f = args[0];
   PyRef target;
   if (f->kind == Var::Kind::Const || f->kind == Var::Kind::Function) {
@@ -87,13 +87,14 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
   } else if (f->kind == Var::Kind::BoundMethod && f->self && f->self->isConst()) {
     target = PyRef::steal(PyMethod_New(f->obj.get(), f->self->obj.get()));
   } else {
-    throw Unsupported("inspect.signature of a value kiln does not track");
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "inspect.signature of a value kiln does not track");
   }
   PyRef sig = target ? PyRef::steal(PyObject_CallOneArg(signature, target.get())) : PyRef();
-  if (!sig) {
-    PyErr_Clear();
-    throw Unsupported("inspect.signature raised at capture time");
-  }
+  if (!sig)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("inspect.signature raised at capture time"),
+                      hint::kRaisesInEager);
   keepAlive_.push_back(sig);
   return makeConst(sig);
 }
@@ -125,8 +126,11 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
               fn == deviceType || fn == finfoType || fn == iinfoType;
   if (!pure)
-    throw Unsupported("call to " + pyText(fn) + " is not supported" +
-                      (name == "print" ? " (print has side effects)" : ""));
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "call to " + pyText(fn) + " is not supported" +
+                          (name == "print" ? " (print has side effects)" : ""),
+                      "kiln runs the call eagerly at a graph break; move it out of the compiled "
+                      "function to keep one graph");
   // getattr/hasattr on an object of the frame read the attribute through a
   // guarded source (the object may change between calls); a missing
   // attribute cannot be guarded yet.
@@ -142,7 +146,8 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       // A missing attribute: the default (getattr) or False, guarded by a
       // HasAttr guard on the object (an attribute set later recompiles).
       if (name == "getattr" && args.size() != 3)
-        throw Unsupported("getattr() of a missing attribute without a default");
+        throw Unsupported(BreakCategory::UserError,
+                          "getattr() of a missing attribute without a default");
       Guard g;
       g.kind = Guard::Kind::HasAttr;
       g.source = sourceOf(args[0]);
@@ -160,19 +165,18 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     if (name == "enumerate") {
       VarP startVar = args.size() > 1 ? args[1] : kwargs.count("start") ? kwargs["start"] : nullptr;
       long start = startVar ? PyLong_AsLong(constObj(startVar, "enumerate start")) : 0;
-      if (PyErr_Occurred()) {
-        PyErr_Clear();
-        throw Unsupported("enumerate start must be an int");
-      }
+      if (PyErr_Occurred())
+        throw Unsupported(BreakCategory::UserError,
+                          withPythonError("enumerate start must be an int"));
       if (args.size() > 2 || kwargs.size() > (kwargs.count("start") ? 1u : 0u))
-        throw Unsupported("unexpected arguments to enumerate");
+        throw Unsupported(BreakCategory::UserError, "unexpected arguments to enumerate");
       std::vector<VarP> src = iterItems(args[0]);
       for (size_t i = 0; i < src.size(); ++i)
         items.push_back(makeSeq(
             Var::Kind::Tuple, {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
     } else if (name == "zip") {
       if (!kwargs.empty())
-        throw Unsupported("zip keyword arguments are not supported");
+        throw Unsupported(BreakCategory::PythonBuiltin, "zip keyword arguments are not supported");
       std::vector<std::vector<VarP>> srcs;
       size_t n = SIZE_MAX;
       for (auto &a : args) {
@@ -187,7 +191,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       }
     } else {
       if (args.size() != 1 || !kwargs.empty())
-        throw Unsupported("reversed takes one argument");
+        throw Unsupported(BreakCategory::UserError, "reversed takes one argument");
       items = iterItems(args[0]);
       std::reverse(items.begin(), items.end());
     }
@@ -205,10 +209,9 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
         continue;
       }
       PyRef r = PyRef::steal(constBinary("+", constObj(acc, "operand"), constObj(item, "operand")));
-      if (!r) {
-        PyErr_Clear();
-        throw Unsupported("sum() raised on constants");
-      }
+      if (!r)
+        throw Unsupported(BreakCategory::UserError, withPythonError("sum() raised on constants"),
+                          hint::kRaisesInEager);
       acc = makeConst(r);
     }
     return acc;
@@ -284,10 +287,10 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     PyDict_SetItemString(kw.get(), k.c_str(), c ? c.get() : constObj(v, "keyword argument"));
   }
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
-  if (!r) {
-    PyErr_Clear();
-    throw Unsupported("call to " + pyText(fn) + " raised at capture time");
-  }
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("call to " + pyText(fn) + " raised at capture time"),
+                      hint::kRaisesInEager);
   if (PyIter_Check(r.get()) || PyObject_TypeCheck(r.get(), &PyEnum_Type) ||
       PyObject_TypeCheck(r.get(), &PyZip_Type)) {
     PyRef list = PyRef::steal(PySequence_List(r.get()));

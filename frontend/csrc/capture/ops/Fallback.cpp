@@ -25,7 +25,17 @@ namespace {
 /// Why a call cannot fall back (caught inside torchFallback).
 struct Refused {
   std::string why;
+  BreakCategory category = BreakCategory::UnsupportedOp;
 };
+
+/// A kiln._fallback.Refusal (borrowed) as a Refused.
+Refused refusalOf(PyObject *refusal) {
+  PyRef category = PyRef::steal(PyObject_GetAttrString(refusal, "category"));
+  PyRef reason = PyRef::steal(PyObject_GetAttrString(refusal, "reason"));
+  if (!category || !reason)
+    return {withPythonError("kiln._fallback.probe returned no Refusal")};
+  return {pyText(reason.get()), breakCategoryFromName(pyText(category.get()))};
+}
 
 /// The `kiln._fallback` function `name` (a new reference kept for the
 /// process; null with the error cleared when the module is missing).
@@ -113,7 +123,7 @@ struct ArgConverter {
       }
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
-      throw Refused{"a tensor argument has a symbolic (dynamic) size"};
+      throw Refused{"a tensor argument has a symbolic (dynamic) size", BreakCategory::DynamicShape};
     std::vector<int64_t> sizes(type.getShape().begin(), type.getShape().end());
     PyRef shape = PyRef::steal(intTuple(sizes));
     PyRef kwargs = PyRef::steal(Py_BuildValue(
@@ -210,7 +220,7 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
   if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(loc_))
     call.location = fl.getFilename().str() + ":" + std::to_string(fl.getLine());
   ArgConverter conv{*this, {}, {}};
-  std::string why;
+  Refused refused;
   PyRef probeResult;
   try {
     call.args.resize(args.size());
@@ -234,12 +244,10 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
       throw Refused{"kiln._fallback is missing"};
     probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(
         probe, callable.get(), metaArgs.get(), metaKwargs.get(), tensors.get(), nullptr));
-    if (!probeResult) {
-      PyErr_Clear();
-      throw Refused{"the meta run failed"};
-    }
-    if (PyUnicode_Check(probeResult.get()))
-      throw Refused{PyUnicode_AsUTF8(probeResult.get())};
+    if (!probeResult)
+      throw Refused{withPythonError("the meta run failed")};
+    if (!PyTuple_CheckExact(probeResult.get())) // a kiln._fallback.Refusal
+      throw refusalOf(probeResult.get());
     call.tupleResult = PyObject_IsTrue(PyTuple_GET_ITEM(probeResult.get(), 0)) == 1;
     PyObject *metas = PyTuple_GET_ITEM(probeResult.get(), 1);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(metas); ++i) {
@@ -256,14 +264,18 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
       call.dtypes.push_back(dtypeObject(*d));
     }
   } catch (const Refused &r) {
-    why = r.why;
+    refused = r;
   }
-  if (!why.empty()) {
+  if (!refused.why.empty()) {
+    // The one place an unmapped (or refused) torch call becomes a graph break.
     std::string msg = name +
                       " has no kiln lowering and cannot run through torch inside the "
                       "graph: " +
-                      why;
-    throw Unsupported(original ? std::string(original->what()) + " (" + msg + ")" : msg);
+                      refused.why;
+    bool classified = original && original->category != BreakCategory::Other;
+    throw Unsupported(classified ? original->category : refused.category,
+                      original ? std::string(original->what()) + " (" + msg + ")" : msg,
+                      original ? original->hint : "");
   }
   // The IR: a declaration per call, called with the tensor operands.
   std::string callee = "kiln_fallback_" + std::to_string(out_.fallbacks.size());

@@ -95,32 +95,37 @@ std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int
       ++tDyn;
     else if (target[i] == -1) {
       if (infer >= 0)
-        throw Unsupported("reshape with two -1");
+        throw Unsupported(BreakCategory::UserError, "reshape with two -1");
       infer = (int)i;
     } else if (target[i] < 0)
-      throw Unsupported("reshape: negative size");
+      throw Unsupported(BreakCategory::UserError, "reshape: negative size");
     else
       pT *= target[i];
   }
   if (inDyn != 1 || tDyn > 1)
-    throw Unsupported("reshape between shapes with symbolic sizes other than one symbolic dim "
-                      "on each side");
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "reshape between shapes with symbolic sizes other than one symbolic dim "
+                      "on each side",
+                      hint::kSpecializeSizes);
   if (tDyn == 1 && infer >= 0) {
     // x.view(x.shape[0], -1): the symbolic target size is the input's one
     // (the static re-capture checks it), the -1 takes the static rest.
     if (pT == 0 || pIn % pT)
-      throw Unsupported("reshape: invalid shape");
+      throw Unsupported(BreakCategory::DynamicShape, "reshape: invalid shape");
     target[infer] = pIn / pT;
   } else if (tDyn == 1) {
     if (pIn != pT)
-      throw Unsupported("reshape: element count mismatch");
+      throw Unsupported(BreakCategory::DynamicShape, "reshape: element count mismatch");
   } else if (infer >= 0) {
     // x.view(-1, 64): the -1 becomes the symbolic size.
     if (pT == 0 || pIn % pT)
-      throw Unsupported("reshape: a symbolic size is not a multiple of the rest");
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "reshape: a symbolic size is not a multiple of the rest",
+                        hint::kSpecializeSizes);
     target[infer] = ShapedType::kDynamic;
   } else {
-    throw Unsupported("reshape of a symbolic size to a static shape");
+    throw Unsupported(BreakCategory::DynamicShape, "reshape of a symbolic size to a static shape",
+                      hint::kSpecializeSizes);
   }
   return target;
 }

@@ -216,7 +216,7 @@ VarP Interpreter::lazyBinary(const std::string &sym, const VarP &lhs, const VarP
 VarP Interpreter::lazyListMutation(const VarP &list, const std::string &name,
                                    std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
   if (!kwargs.empty())
-    throw Unsupported("list." + name + " with keyword arguments");
+    throw Unsupported(BreakCategory::UserError, "list." + name + " with keyword arguments");
   std::vector<Var::PendingOp> &pending = list->pending;
   SideEffect e{SideEffect::Kind::ListAppend, list->source, {}, -1, "list." + name};
   VarP logged;
@@ -240,29 +240,29 @@ VarP Interpreter::lazyListMutation(const VarP &list, const std::string &name,
   }
   if (name == "append") {
     if (args.size() != 1)
-      throw Unsupported("list.append takes one argument");
+      throw Unsupported(BreakCategory::UserError, "list.append takes one argument");
     pending.push_back({"append", {}, args[0]});
     logged = args[0];
   } else if (name == "extend") {
     if (args.size() != 1)
-      throw Unsupported("list.extend takes one argument");
+      throw Unsupported(BreakCategory::UserError, "list.extend takes one argument");
     materialize(args[0]);
     logged = makeSeq(Var::Kind::Tuple, iterItems(args[0]));
     pending.push_back({"extend", {}, logged});
     e.kind = SideEffect::Kind::ListExtend;
   } else if (name == "insert") {
     if (args.size() != 2)
-      throw Unsupported("list.insert takes two arguments");
+      throw Unsupported(BreakCategory::UserError, "list.insert takes two arguments");
     materializeDeep(args[0]);
     PyObject *at = constObj(args[0], "list.insert index");
     if (!PyLong_CheckExact(at))
-      throw Unsupported("list.insert with a non-int index");
+      throw Unsupported(BreakCategory::UserError, "list.insert with a non-int index");
     e.kind = SideEffect::Kind::ListInsert;
     e.key = PyRef::borrow(at);
     pending.push_back({"insert", e.key, args[1]});
     logged = args[1];
   } else {
-    throw Unsupported("list." + name + " is not supported");
+    throw Unsupported(BreakCategory::PythonBuiltin, "list." + name + " is not supported");
   }
   recordEffect(std::move(e), logged);
   guardType(list->source, list->obj.get()); // the replay calls list methods on it

@@ -78,9 +78,9 @@ VarP Interpreter::buildRecord(PyObject *cls, std::vector<VarP> &args,
     return nullptr;
   auto fields = fieldsOf(cls);
   if (fields.empty())
-    throw Unsupported(pyText(cls) + " has no dataclass fields");
+    throw Unsupported(BreakCategory::PythonBuiltin, pyText(cls) + " has no dataclass fields");
   if (args.size() > fields.size())
-    throw Unsupported("too many arguments to " + pyText(cls));
+    throw Unsupported(BreakCategory::UserError, "too many arguments to " + pyText(cls));
   std::vector<VarP> values(fields.size());
   for (size_t i = 0; i < args.size(); ++i)
     values[i] = args[i];
@@ -89,22 +89,25 @@ VarP Interpreter::buildRecord(PyObject *cls, std::vector<VarP> &args,
     while (i < fields.size() && fields[i].first != k)
       ++i;
     if (i == fields.size() || values[i])
-      throw Unsupported("unexpected or repeated field '" + k + "' of " + pyText(cls));
+      throw Unsupported(BreakCategory::UserError,
+                        "unexpected or repeated field '" + k + "' of " + pyText(cls));
     values[i] = v;
   }
   for (size_t i = 0; i < fields.size(); ++i) {
     if (values[i])
       continue;
     if (!fields[i].second)
-      throw Unsupported("missing field '" + fields[i].first + "' of " + pyText(cls));
+      throw Unsupported(BreakCategory::UserError,
+                        "missing field '" + fields[i].first + "' of " + pyText(cls));
     values[i] = makeConst(fields[i].second);
   }
   bool othersNone = true;
   for (size_t i = 1; i < values.size(); ++i)
     othersNone &= isNone(values[i]);
   if (othersNone && !values[0]->isTensor())
-    throw Unsupported(pyText(cls) + " built from a non-tensor first field (its "
-                                    "__post_init__ iterates over it)");
+    throw Unsupported(BreakCategory::PythonBuiltin, pyText(cls) +
+                                                        " built from a non-tensor first field (its "
+                                                        "__post_init__ iterates over it)");
   auto rec = std::make_shared<Var>();
   rec->kind = Var::Kind::Dict;
   rec->obj = PyRef::borrow(cls);
@@ -157,7 +160,7 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
       std::vector<VarP> rest(args.begin() + 1, args.end());
       if (name == "__contains__") {
         if (rest.size() != 1)
-          throw Unsupported("dict.__contains__ takes one argument");
+          throw Unsupported(BreakCategory::UserError, "dict.__contains__ takes one argument");
         return makeConst(
             PyRef::borrow(dictFind(d, constObj(rest[0], "key")) >= 0 ? Py_True : Py_False));
       }
@@ -176,10 +179,10 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
   for (auto &[k, v] : kwargs)
     PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
-  if (!r) {
-    PyErr_Clear();
-    throw Unsupported(pyText(owner) + "." + name + " raised at capture time");
-  }
+  if (!r)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError(pyText(owner) + "." + name + " raised at capture time"),
+                      hint::kRaisesInEager);
   keepAlive_.push_back(r);
   return makeConst(r);
 }
@@ -200,15 +203,17 @@ VarP Interpreter::recordAttr(const VarP &rec, const std::string &attr) {
     m->name = attr;
     return m;
   }
-  throw Unsupported("attribute '" + attr + "' of a " + pyText(rec->obj.get()) +
-                    " built in the compiled code");
+  throw Unsupported(BreakCategory::PythonBuiltin, "attribute '" + attr + "' of a " +
+                                                      pyText(rec->obj.get()) +
+                                                      " built in the compiled code");
 }
 
 VarP Interpreter::recordItem(const VarP &rec, PyObject *index) {
   if (PyUnicode_Check(index)) {
     int at = dictFind(rec, index);
     if (at < 0)
-      throw Unsupported("KeyError: " + pyText(index) + " in a ModelOutput built here");
+      throw Unsupported(BreakCategory::UserError,
+                        "KeyError: " + pyText(index) + " in a ModelOutput built here");
     return rec->items[at];
   }
   VarP tuple = makeSeq(Var::Kind::Tuple, rec->items); // to_tuple()

@@ -38,14 +38,16 @@ void checkStoredValue(const VarP &v, const std::string &what) {
     PyObject *o = v->obj.get();
     if (v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
                           PyByteArray_CheckExact(o)))
-      throw Unsupported(what + ": storing a mutable container made at capture is not supported");
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": storing a mutable container made at capture is not supported");
     return;
   }
   case Var::Kind::Lazy: // an expression or the caller's object, rebuilt per call
     return;
   case Var::Kind::Tensor:
     if (v->vmapLevels > 0)
-      throw Unsupported(what + ": torch.vmap: a batched value escapes its vmap");
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        what + ": torch.vmap: a batched value escapes its vmap");
     return;
   case Var::Kind::Tuple:
     for (const VarP &c : v->items)
@@ -54,8 +56,10 @@ void checkStoredValue(const VarP &v, const std::string &what) {
   default:
     if (v->source >= 0 && (v->kind == Var::Kind::List || v->kind == Var::Kind::Dict))
       return; // the caller's own container: stored as the object itself
-    throw Unsupported(what + ": storing a list/dict/function built in the frame into Python "
-                             "state is not supported yet");
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + ": storing a list/dict/function built in the frame into Python "
+                             "state is not supported yet",
+                      "mutate Python state outside the compiled function, or return the new value");
   }
 }
 
@@ -64,7 +68,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
 void Interpreter::recordEffect(SideEffect e, const VarP &value) {
   checkStoredValue(value, e.what);
   if (e.target < 0)
-    throw Unsupported(e.what + ": the mutated object has no source to replay it on");
+    throw Unsupported(BreakCategory::SideEffect,
+                      e.what + ": the mutated object has no source to replay it on");
   e.rootOffset = rootOffset_;
   gMutatedContainers = &mutated_;
   out_.effects.push_back(std::move(e));
@@ -82,31 +87,36 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
   std::string attr = pyText(name);
   std::string what = "STORE_ATTR " + attr;
   if (obj->isTensor())
-    throw Unsupported("mutation (STORE_ATTR) of a tensor's attribute '" + attr +
-                      "' (e.g. a Parameter's .data) is not supported");
+    throw Unsupported(BreakCategory::SideEffect,
+                      "mutation (STORE_ATTR) of a tensor's attribute '" + attr +
+                          "' (e.g. a Parameter's .data) is not supported");
   if (!obj->isConst())
-    throw Unsupported("mutation (STORE_ATTR) of an attribute of a value built in the frame");
+    throw Unsupported(BreakCategory::SideEffect,
+                      "mutation (STORE_ATTR) of an attribute of a value built in the frame");
   PyObject *o = obj->obj.get();
   PyTypeObject *type = Py_TYPE(o);
   bool module = isModule(o);
   if (!module && !PyModule_Check(o) && type->tp_setattro != PyObject_GenericSetAttr)
-    throw Unsupported(what + ": the object's type defines __setattr__");
+    throw Unsupported(BreakCategory::SideEffect, what + ": the object's type defines __setattr__");
   if (PyObject *descr = _PyType_Lookup(type, name); descr && Py_TYPE(descr)->tp_descr_set)
-    throw Unsupported(what + ": the attribute is a property or slot of its class");
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + ": the attribute is a property or slot of its class");
   if (module) {
     PyObject **dictPtr = _PyObject_GetDictPtr(o);
     PyObject *dict = dictPtr ? *dictPtr : nullptr;
     for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
       PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
       if (subDict && PyDict_Check(subDict) && PyDict_Contains(subDict, name) == 1)
-        throw Unsupported("mutation (STORE_ATTR) of " +
-                          std::string(sub).substr(1, std::strlen(sub) - 2) + " '" + attr +
-                          "' of a module (assigning a parameter, buffer or "
-                          "submodule) is not supported");
+        throw Unsupported(BreakCategory::SideEffect,
+                          "mutation (STORE_ATTR) of " +
+                              std::string(sub).substr(1, std::strlen(sub) - 2) + " '" + attr +
+                              "' of a module (assigning a parameter, buffer or "
+                              "submodule) is not supported");
       PyErr_Clear();
     }
     if (value->isConst() && (isModule(value->obj.get()) || isTensor(value->obj.get())))
-      throw Unsupported(what + ": assigning a module or tensor constant to a module");
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": assigning a module or tensor constant to a module");
   }
   SideEffect e{SideEffect::Kind::SetAttr, sourceOf(obj), PyRef::borrow(name)};
   if (e.target < 0)
@@ -139,10 +149,12 @@ const VarP &Interpreter::containerVar(const VarP &c) {
     return c;
   PyObject *o = c->obj.get();
   if (!PyList_CheckExact(o) && !PyDict_CheckExact(o))
-    throw Unsupported("mutation of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) +
-                      " is not supported");
+    throw Unsupported(BreakCategory::SideEffect,
+                      "mutation of a " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) +
+                          " is not supported");
   if (c->source < 0)
-    throw Unsupported("mutation of a list/dict made at capture is not supported");
+    throw Unsupported(BreakCategory::SideEffect,
+                      "mutation of a list/dict made at capture is not supported");
   int src = c->source;
   PyRef keep = c->obj;
   // Items are read lazily: only those the frame uses are value-guarded.
@@ -167,7 +179,8 @@ const VarP &Interpreter::containerVar(const VarP &c) {
     Py_ssize_t pos = 0;
     while (PyDict_Next(o, &pos, &k, &item)) {
       if (!PyUnicode_CheckExact(k) && !PyLong_CheckExact(k))
-        throw Unsupported("mutation of a dict with non-str/int keys is not supported");
+        throw Unsupported(BreakCategory::SideEffect,
+                          "mutation of a dict with non-str/int keys is not supported");
       v->keys.push_back(PyRef::borrow(k));
       v->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, src, 0, k)));
     }
@@ -190,12 +203,12 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
   PyObject *k = constObj(key, "subscript");
   if (c->kind == Var::Kind::List) {
     if (!PyLong_CheckExact(k))
-      throw Unsupported("list item assignment with a non-int index");
+      throw Unsupported(BreakCategory::UserError, "list item assignment with a non-int index");
     long n = (long)c->items.size(), i = PyLong_AsLong(k);
     if (i < 0)
       i += n;
     if (i < 0 || i >= n)
-      throw Unsupported("list assignment index out of range");
+      throw Unsupported(BreakCategory::UserError, "list assignment index out of range");
     if (c->source >= 0) {
       recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
                    value);
@@ -205,12 +218,10 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
     return;
   }
   if (c->kind != Var::Kind::Dict || c->obj) // not a ModelOutput record
-    throw Unsupported("item assignment on this value is not supported");
+    throw Unsupported(BreakCategory::SideEffect, "item assignment on this value is not supported");
   if (c->source >= 0) {
-    if (PyObject_Hash(k) == -1) {
-      PyErr_Clear();
-      throw Unsupported("unhashable dict key");
-    }
+    if (PyObject_Hash(k) == -1)
+      throw Unsupported(BreakCategory::UserError, withPythonError("unhashable dict key"));
     recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
                  value);
     trackContainer(c);
@@ -223,11 +234,12 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
   if (list->isLazyList())
     return lazyListMutation(list, name, args, kwargs); // LazyValues.cpp
   if (list->kind != Var::Kind::List)
-    throw Unsupported("list." + name + " on a value that is not a list");
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "list." + name + " on a value that is not a list");
   if (name == "pop")
     return listPop(list, args, kwargs);
   if (!kwargs.empty() || args.size() != (name == "insert" ? 2u : 1u))
-    throw Unsupported("list." + name + " with unexpected arguments");
+    throw Unsupported(BreakCategory::UserError, "list." + name + " with unexpected arguments");
   auto &dst = list->items;
   SideEffect e{SideEffect::Kind::ListAppend, list->source, {}, -1, "list." + name};
   VarP logged = args.back();
@@ -241,7 +253,7 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
   } else {
     PyObject *at = constObj(args[0], "list.insert index");
     if (!PyLong_CheckExact(at))
-      throw Unsupported("list.insert with a non-int index");
+      throw Unsupported(BreakCategory::UserError, "list.insert with a non-int index");
     e.kind = SideEffect::Kind::ListInsert;
     e.key = PyRef::borrow(at);
     // list.insert clamps the index into [0, len].
@@ -259,16 +271,17 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
 VarP Interpreter::listPop(const VarP &list, std::vector<VarP> &args,
                           std::map<std::string, VarP> &kwargs) {
   if (!kwargs.empty() || args.size() > 1)
-    throw Unsupported("list.pop with unexpected arguments");
+    throw Unsupported(BreakCategory::UserError, "list.pop with unexpected arguments");
   PyObject *at = args.empty() ? nullptr : constObj(args[0], "list.pop index");
   if (at && !PyLong_CheckExact(at))
-    throw Unsupported("list.pop with a non-int index");
+    throw Unsupported(BreakCategory::UserError, "list.pop with a non-int index");
   auto &items = list->items;
   long n = (long)items.size(), i = at ? PyLong_AsLong(at) : -1;
   if (i < 0)
     i += n;
   if (i < 0 || i >= n)
-    throw Unsupported(n ? "list.pop index out of range" : "list.pop from an empty list");
+    throw Unsupported(BreakCategory::UserError,
+                      n ? "list.pop index out of range" : "list.pop from an empty list");
   VarP item = items[i];
   items.erase(items.begin() + i);
   if (list->source >= 0) { // the caller's list (its length is guarded)

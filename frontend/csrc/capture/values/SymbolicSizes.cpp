@@ -8,7 +8,7 @@
 // (Capture::sizeGuards, checked per call by the entry, as Dynamo's shape
 // guards); factories of a symbolic size (torch.arange(s), torch.zeros(b, s))
 // are built from the input that carries the symbol, so the graph reads the
-// size from that input at run time. The shadow static capture (Hook.cpp)
+// size from that input at run time. The shadow static capture (hook/CompileDriver.cpp)
 // runs the same code with static types and must build the same graph.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
@@ -132,7 +132,9 @@ SizeExprP simplify(SizeExprP e) {
 SizeExprP exprOf(const VarP &v) {
   if (v->kind == Var::Kind::SymInt) {
     if (!v->sym)
-      throw Unsupported("arithmetic on a symbolic size whose origin kiln does not track");
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "arithmetic on a symbolic size whose origin kiln does not track",
+                        hint::kSpecializeSizes);
     return v->sym;
   }
   if (v->isConst() && PyLong_Check(v->obj.get())) {
@@ -307,7 +309,9 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
     op.pop_back(); // in-place forms: s += 1
   SizeExprP x = exprOf(a), y = exprOf(b);
   if (!x || !y)
-    throw Unsupported("operator " + op + " on a symbolic size and a value that is not an int");
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "operator " + op + " on a symbolic size and a value that is not an int",
+                      hint::kSpecializeSizes);
   int64_t cx = capturedOf(a, *x), cy = capturedOf(b, *y);
   bool isStatic = (a->kind == Var::Kind::SymInt && a->staticSym) ||
                   (b->kind == Var::Kind::SymInt && b->staticSym);
@@ -324,7 +328,8 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
     concrete.lhs = constExpr(cx);
     concrete.rhs = constExpr(cy);
     if (!evalSizeExpr(concrete, {}, value))
-      throw Unsupported("integer division by zero on a symbolic size (eager raises)");
+      throw Unsupported(BreakCategory::UserError,
+                        "integer division by zero on a symbolic size (eager raises)");
     SizeExprP s = simplify(e);
     if (s->op == Op::Const)
       return constInt(s->value);
@@ -337,7 +342,8 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
   }
   static const std::set<std::string> cmps = {"<", "<=", "==", "!=", ">", ">="};
   if (!cmps.count(op))
-    throw Unsupported("operator " + op + " on a symbolic size");
+    throw Unsupported(BreakCategory::DynamicShape, "operator " + op + " on a symbolic size",
+                      hint::kSpecializeSizes);
   bool r = op == "<"    ? cx < cy
            : op == "<=" ? cx <= cy
            : op == "==" ? cx == cy
@@ -350,15 +356,19 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
 
 bool Interpreter::symIntTruthy(const VarP &v) {
   if (!v->sym)
-    throw Unsupported("a branch on a symbolic size whose origin kiln does not track");
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "a branch on a symbolic size whose origin kiln does not track",
+                      hint::kSpecializeSizes);
   addSizeGuard(v->sym, "!=", constExpr(0), v->captured != 0);
   return v->captured != 0;
 }
 
 Value Interpreter::symTrueLine(const VarP &n) {
   if (!n->sym || n->sym->op != Op::Sym)
-    throw Unsupported("a tensor whose size is an expression of symbolic sizes (" +
-                      (n->sym ? sizeExprText(*n->sym) : std::string("untracked")) + ")");
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "a tensor whose size is an expression of symbolic sizes (" +
+                          (n->sym ? sizeExprText(*n->sym) : std::string("untracked")) + ")",
+                      hint::kSpecializeSizes);
   Emit e(*this);
   auto [input, dim] = out_.symbols[n->sym->value].dims[0];
   Value x = func_.getArgument(input);

@@ -1,17 +1,22 @@
 //===- Hook.h - frame interception, per-code caches, compiled calls -*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// The C++ side of the PEP 523 hook: decides which frames to compile, keeps
-// the per-code-object cache of compiled entries (co_extra), checks guards,
-// runs compiled code, and falls back to eager with a logged reason.
+// What kiln._C (Module.cpp) calls of the C++ side of the PEP 523 hook. The
+// hook decides which frames to compile (FrameHook.cpp), keeps the
+// per-code-object cache of compiled entries (CodeCache.h), captures and
+// compiles (CompileDriver.h), checks guards, runs compiled code (with an
+// eager recompute for autograd, Recompute.h), and falls back to eager with
+// a reported graph break (BreakLog.h). Its state lives in FrontendState.h.
 //===----------------------------------------------------------------------===//
-#ifndef KILN_FRONTEND_HOOK_H
-#define KILN_FRONTEND_HOOK_H
+#ifndef KILN_FRONTEND_HOOK_HOOK_H
+#define KILN_FRONTEND_HOOK_HOOK_H
 
 #include "PyRef.h"
+#include "hook/BreakLog.h"
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -32,10 +37,13 @@ PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool full
 /// Calls `fn(*args, **kwargs)` with the hook inactive (eager recompute).
 PyObject *callEager(PyObject *fn, PyObject *args, PyObject *kwargs);
 
-/// Counters since the last reset.
+/// Counters since the last reset, by name (kiln.stats(); hook/Stats.h).
 std::map<std::string, long> stats();
 
-/// Drops every compiled entry and zeroes the counters.
+/// The graph breaks reported since the last reset, oldest first.
+std::vector<BreakRecord> graphBreaks();
+
+/// Drops every compiled entry, zeroes the counters, forgets the breaks.
 void resetCaches();
 /// Sends enabled log messages to `sink(channel, message)` instead of
 /// stderr (kiln.explain); null restores stderr. Borrowed: the hook keeps
@@ -44,4 +52,4 @@ void setLogSink(PyObject *sink);
 
 } // namespace kiln
 
-#endif // KILN_FRONTEND_HOOK_H
+#endif // KILN_FRONTEND_HOOK_HOOK_H

@@ -1,0 +1,97 @@
+//===- CodeCache.cpp - the per-code-object cache of entries ------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements CodeCache.h. Ownership: a CodeCache is owned by its code
+// object's co_extra slot (freed by freeCodeCache); code objects are borrowed.
+//===----------------------------------------------------------------------===//
+#include "hook/CodeCache.h"
+
+#include "Log.h"
+#include "TensorInfo.h"
+#include "hook/FrontendState.h"
+
+namespace kiln {
+
+void CodeCache::clear() {
+  entries.clear();
+  warnedLimit = false;
+  autoDims.clear();
+}
+
+void freeCodeCache(void *p) {
+  auto *c = static_cast<CodeCache *>(p);
+  frontend().caches.erase(c);
+  delete c;
+}
+
+CodeCache *cacheOf(PyObject *code) {
+  FrontendState &state = frontend();
+  void *extra = nullptr;
+  if (_PyCode_GetExtra(code, state.codeExtraIndex, &extra) < 0) {
+    PyErr_Clear(); // no cache: the frame runs as if never seen
+    return nullptr;
+  }
+  if (!extra) {
+    auto *c = new CodeCache();
+    if (_PyCode_SetExtra(code, state.codeExtraIndex, c) < 0) {
+      PyErr_Clear(); // no cache: the frame runs as if never seen
+      delete c;
+      return nullptr;
+    }
+    state.caches.insert(c);
+    extra = c;
+  }
+  return static_cast<CodeCache *>(extra);
+}
+
+std::string codeFile(PyObject *code) {
+  PyObject *f = reinterpret_cast<PyCodeObject *>(code)->co_filename;
+  const char *c = PyUnicode_AsUTF8(f);
+  return c ? c : "";
+}
+
+std::string codeName(PyObject *code) {
+  const char *c = PyUnicode_AsUTF8(reinterpret_cast<PyCodeObject *>(code)->co_qualname);
+  return c ? c : "?";
+}
+
+bool isSkipped(PyObject *code) {
+  std::string file = codeFile(code);
+  if (file.empty() || file[0] == '<')
+    return file.rfind("<frozen", 0) == 0;
+  for (const std::string &p : frontend().skipPrefixes)
+    if (file.rfind(p, 0) == 0)
+      return true;
+  return false;
+}
+
+bool isKilnCode(PyObject *code, CodeCache &cache) {
+  if (cache.inKiln < 0) {
+    const std::string &kiln = frontend().kilnPrefix;
+    cache.inKiln = !kiln.empty() && codeFile(code).rfind(kiln, 0) == 0;
+  }
+  return cache.inKiln;
+}
+
+void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
+                      const std::vector<PyRef> &values, PyObject *code) {
+  if (g.kind != Guard::Kind::Tensor || g.source < 0 || !values[g.source])
+    return;
+  TensorMeta meta;
+  if (!isTensor(values[g.source].get()) || !readTensorMeta(values[g.source].get(), meta)) {
+    PyErr_Clear(); // not a readable tensor now: nothing to learn
+    return;
+  }
+  if (meta.sizes.size() != g.sizes.size() || meta.dtype != g.dtype)
+    return;
+  std::string desc = e.sources.describe(g.source, e.localNames);
+  for (size_t d = 0; d < g.sizes.size(); ++d)
+    if (g.sizes[d] >= 2 && meta.sizes[d] >= 2 && meta.sizes[d] != g.sizes[d] &&
+        cache.autoDims.insert(desc + "#" + std::to_string(d)).second)
+      log(LogChannel::Dynamic, codeName(code) + ": " + desc + ".size(" + std::to_string(d) +
+                                   ") changed from " + std::to_string(g.sizes[d]) + " to " +
+                                   std::to_string(meta.sizes[d]) +
+                                   "; it is symbolic in the next compilations");
+}
+
+} // namespace kiln

@@ -1,0 +1,41 @@
+//===- CompileDriver.h - capture, compile, entry ------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Turns a frame into a cached Entry: captures it (capture/Capture.h), keeps
+// or drops symbolic sizes (capture/values/DynamicShapes.h), compiles the
+// graph for its device (CPU JIT, CUDA, or segments around torch fallback
+// calls) and moves the capture's guards and result layout into the entry.
+// On a failed capture it builds either a graph break's prefix entry
+// (compileBreak) or an eager entry guarded by what the capture assumed.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_HOOK_COMPILEDRIVER_H
+#define KILN_FRONTEND_HOOK_COMPILEDRIVER_H
+
+#include "Entry.h"
+
+#include <memory>
+#include <set>
+#include <string>
+
+namespace kiln {
+
+/// Captures and compiles a new entry for a frame of `code` (borrowed, as
+/// `func`); `mode` and `autoDims` say which sizes may be symbolic. Null (no
+/// Python error) on failure, with `failure` saying why and `failed` set to
+/// an eager entry guarded by what the capture had assumed up to the failure
+/// (the same assumptions fail the same way).
+std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
+                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
+                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed);
+
+/// After a failed capture that stopped inside the root frame's instruction
+/// at failure.rootOffset: captures the frame again up to that instruction
+/// and compiles it as a graph break's prefix (the rest runs through
+/// kiln/_resume.py's stub and resume function). Null, with the reason it
+/// cannot resume appended to `failure.reason`, when that is impossible.
+std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
+                                    CaptureFailure &failure);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_HOOK_COMPILEDRIVER_H

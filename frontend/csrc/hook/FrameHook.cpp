@@ -1,0 +1,342 @@
+//===- FrameHook.cpp - the kiln_on_frame callback ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements `kiln_on_frame` and `kiln_hook_active` of EvalFrameHook.c and
+// callCompiled/callEager of Hook.h. Hot path (cache hit): resolve sources,
+// check guards, run the entry. A miss captures and compiles a new entry
+// (CompileDriver.h) or reports a graph break (BreakLog.h) and runs the
+// frame eagerly. Ownership: frame locals/globals are borrowed for the
+// duration of the call; resolved source values are held in a per-thread
+// buffer of PyRefs released before returning; entries (owned by their
+// CodeCache) hold strong references to guarded objects.
+//===----------------------------------------------------------------------===//
+#include "hook/Hook.h"
+
+#include "Log.h"
+#include "TensorInfo.h"
+#include "capture/breaks/Resume.h"
+#include "hook/CodeCache.h"
+#include "hook/CompileDriver.h"
+#include "hook/FrontendState.h"
+#include "hook/Recompute.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+
+namespace kiln {
+namespace {
+
+/// Per-thread hook state.
+struct ThreadState {
+  int active = 0;                    ///< >0 inside callCompiled
+  int busy = 0;                      ///< >0 while kiln's own code runs Python
+  PyObject *entryCode = nullptr;     ///< the code of callCompiled's function (borrowed)
+  bool fullgraph = false;            ///< a graph break is an error
+  PyObject *autogradApply = nullptr; ///< kiln._autograd.apply (borrowed)
+  DynamicPolicy::Mode dynamic = DynamicPolicy::Mode::Auto; ///< callCompiled's `dynamic`
+};
+thread_local ThreadState tls;
+
+/// RAII: marks kiln's own Python calls so the hook ignores their frames.
+struct Busy {
+  Busy() { ++tls.busy; }
+  ~Busy() { --tls.busy; }
+};
+
+/// RAII: user code runs again (a graph break's eager part and resume).
+struct Unbusy {
+  int saved = tls.busy;
+  Unbusy() { tls.busy = 0; }
+  ~Unbusy() { tls.busy = saved; }
+};
+
+/// One intercepted frame: what kiln_on_frame was given, its code's cache
+/// and the buffer its entries' sources are resolved into.
+struct FrameCall {
+  PyObject *code;    ///< borrowed
+  PyObject *func;    ///< borrowed
+  PyObject **locals; ///< borrowed (the frame's fast locals)
+  FrameView view;
+  CodeCache &cache;
+  std::vector<PyRef> &values;
+  int *handled; ///< set to 1 when the result (or error) replaces the frame's evaluation
+};
+
+/// Why a cached entry does not match a call.
+enum class Miss {
+  None,          ///< it matches
+  MissingSource, ///< a source cannot be read (index: the source)
+  GradMode,      ///< grad mode differs from the capture's
+  DefaultDtype,  ///< torch's default dtype differs from the capture's
+  Guard,         ///< a guard fails (index: the guard)
+  SizeRelation,  ///< a relation of symbolic sizes fails (index: see checkSymbols)
+};
+
+/// The result of checking one entry against a call.
+struct EntryCheck {
+  Miss miss = Miss::None;
+  int index = -1; ///< the failing source, guard or symbol
+};
+
+/// Checks `e` against the call (its sources are resolved into call.values).
+EntryCheck checkEntry(const Entry &e, FrameCall &call, bool grad, PyObject *defDtype) {
+  if (int bad = e.sources.resolve(call.view, call.values); bad >= 0)
+    return {Miss::MissingSource, bad};
+  if (e.gradMode != grad)
+    return {Miss::GradMode};
+  if (e.defaultDtype != defDtype)
+    return {Miss::DefaultDtype};
+  if (int bad = checkGuards(e.guards, call.values); bad >= 0)
+    return {Miss::Guard, bad};
+  if (!e.symbols.empty()) {
+    llvm::SmallVector<PyObject *, 8> ins;
+    for (const GraphInput &in : e.inputs)
+      ins.push_back(call.values[in.source].get());
+    if (int bad = checkSymbols(e, ins); bad >= 0)
+      return {Miss::SizeRelation, bad};
+  }
+  return {};
+}
+
+/// Words for a recompile log: why `e` did not match.
+std::string describeMiss(const Entry &e, const EntryCheck &check) {
+  switch (check.miss) {
+  case Miss::MissingSource:
+    return e.sources.describe(check.index, e.localNames) + " is missing";
+  case Miss::GradMode:
+    return "grad mode changed";
+  case Miss::DefaultDtype:
+    return "torch's default dtype changed";
+  case Miss::Guard:
+    return e.guards[check.index].describe(e.sources, e.localNames) + " failed";
+  case Miss::SizeRelation:
+    return "size relation " + describeSymbol(e, check.index) + " failed";
+  case Miss::None:
+    break;
+  }
+  return "";
+}
+
+/// Whether a new entry's sources resolve and its guards hold for this call.
+bool holdsNow(const Entry &e, FrameCall &call) {
+  return e.sources.resolve(call.view, call.values) < 0 && checkGuards(e.guards, call.values) < 0;
+}
+
+/// Runs a hit entry. New reference or null with a Python error.
+PyObject *runEntry(Entry &entry, FrameCall &call) {
+  llvm::SmallVector<PyObject *, 16> inputs;
+  inputs.reserve(entry.inputs.size());
+  for (const GraphInput &in : entry.inputs)
+    inputs.push_back(call.values[in.source].get());
+  ++counters().compiledCalls;
+  if (entry.needsAutograd)
+    return runWithAutograd(entry, inputs, call.func, call.code, call.locals, tls.autogradApply);
+  std::vector<PyRef> results;
+  if (!runGraph(entry, inputs, results))
+    return nullptr;
+  PyObject *r = assembleResult(entry, results, inputs);
+  if (r && !entry.effects.empty() && !replaySideEffects(entry, results, inputs, call.values)) {
+    Py_DECREF(r);
+    return nullptr;
+  }
+  return r;
+}
+
+/// Runs a hit entry and, for a graph break's prefix, the rest of the frame.
+PyObject *runFrame(Entry &entry, FrameCall &call) {
+  *call.handled = 1;
+  PyObject *r = runEntry(entry, call);
+  if (!r || !entry.resume)
+    return r;
+  PyRef state = PyRef::steal(r);
+  Unbusy user;
+  return runBreak(*entry.resume, state.get(), call.values, call.func);
+}
+
+/// Raises kiln's fullgraph=True error for a graph break; null.
+PyObject *fullgraphError(FrameCall &call, const std::string &what) {
+  *call.handled = 1;
+  PyErr_Format(PyExc_RuntimeError, "kiln (fullgraph=True): graph break in %s", what.c_str());
+  return nullptr;
+}
+
+/// Runs the matching entry `e` (an eager one lets the frame run normally).
+PyObject *runMatch(Entry &e, FrameCall &call) {
+  if (e.eager) {
+    ++counters().eagerCalls;
+    return tls.fullgraph ? fullgraphError(call, e.eagerReason) : nullptr;
+  }
+  if (e.resume && tls.fullgraph)
+    return fullgraphError(call, codeName(call.code) + ": " + e.resume->where);
+  ++counters().cacheHits;
+  return runFrame(e, call);
+}
+
+/// A frame of a code at its recompile limit runs eagerly (warned once,
+/// unless its captures break anyway).
+void warnRecompileLimit(FrameCall &call, const std::string &lastMiss) {
+  CodeCache &cache = call.cache;
+  bool breaks = std::any_of(cache.entries.begin(), cache.entries.end(),
+                            [](const auto &e) { return e->eager; });
+  if (cache.warnedLimit || breaks)
+    return;
+  cache.warnedLimit = true;
+  if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                       "kiln: %s reached the recompile limit (%d); running it eagerly from "
+                       "now on. Last failing guard: %s",
+                       codeName(call.code).c_str(), options().recompileLimit, lastMiss.c_str()) < 0)
+    PyErr_Clear(); // warnings turned into errors: the frame still runs eagerly
+}
+
+/// After a failed capture: reports the break and caches an eager entry for
+/// the frame (`failed`: guarded by what the capture assumed), which then
+/// runs normally; under fullgraph=True raises instead.
+PyObject *runEagerAfterFailure(FrameCall &call, const CaptureFailure &failure,
+                               std::unique_ptr<Entry> failed) {
+  BreakRecord record = breakFromFailure(codeName(call.code), failure, /*resumed=*/false);
+  std::string summary = breakSummary(record);
+  reportBreak(std::move(record));
+  if (tls.fullgraph)
+    return fullgraphError(call, summary);
+  failed->eagerReason = summary;
+  // Its guards describe this very frame; if they do not hold now (an
+  // assumption that cannot be re-checked), the break is kept unguarded:
+  // the code then runs eagerly whenever no earlier entry matches.
+  if (!holdsNow(*failed, call)) {
+    failed->sources = SourceTable();
+    failed->guards.clear();
+  }
+  call.cache.entries.push_back(std::move(failed));
+  ++counters().eagerCalls;
+  return nullptr;
+}
+
+/// Captures and compiles the frame (or its prefix up to a graph break) and
+/// runs it; on failure the frame runs eagerly.
+PyObject *compileAndRun(FrameCall &call) {
+  CaptureFailure failure;
+  std::unique_ptr<Entry> failed;
+  std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
+                                              call.cache.autoDims, failure, failed);
+  if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
+    entry = compileBreak(call.code, call.func, call.view, failure);
+    // A prefix whose guards fail at once (an assumption that cannot be
+    // re-checked) is no use: the frame then runs eagerly as below.
+    if (entry && !holdsNow(*entry, call)) {
+      failure.reason += "; cannot resume after it: guards do not hold right after capture";
+      entry = nullptr;
+    }
+    if (entry)
+      reportBreak(breakFromFailure(codeName(call.code), failure, /*resumed=*/true));
+  }
+  if (!entry)
+    return runEagerAfterFailure(call, failure, std::move(failed));
+  if (!holdsNow(*entry, call)) {
+    CaptureFailure stale;
+    stale.reason = "guards do not hold right after capture";
+    reportBreak(breakFromFailure(codeName(call.code), stale, /*resumed=*/false));
+    ++counters().eagerCalls;
+    return nullptr;
+  }
+  call.cache.entries.push_back(std::move(entry));
+  return runFrame(*call.cache.entries.back(), call);
+}
+
+/// The frame of a code the hook handles: runs the first matching entry, or
+/// compiles a new one (up to the recompile limit).
+PyObject *handleFrame(FrameCall &call) {
+  bool grad = gradEnabled();
+  PyObject *defDtype = defaultDtype();
+  std::string firstMiss;
+  for (auto &e : call.cache.entries) {
+    EntryCheck check = checkEntry(*e, call, grad, defDtype);
+    if (check.miss == Miss::None)
+      return runMatch(*e, call);
+    if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
+      markChangedSizes(call.cache, *e, e->guards[check.index], call.values, call.code);
+    if (firstMiss.empty())
+      firstMiss = describeMiss(*e, check);
+  }
+  if ((int)call.cache.entries.size() >= options().recompileLimit) {
+    warnRecompileLimit(call, firstMiss);
+    ++counters().eagerCalls;
+    return nullptr;
+  }
+  if (!call.cache.entries.empty()) {
+    ++counters().recompiles;
+    log(LogChannel::Recompiles, "recompiling " + codeName(call.code) + ": " + firstMiss);
+  }
+  return compileAndRun(call);
+}
+
+/// callCompiled's `dynamic` (0, 1, 2) as a policy mode.
+DynamicPolicy::Mode dynamicMode(int dynamic) {
+  return dynamic == 1   ? DynamicPolicy::Mode::All
+         : dynamic == 2 ? DynamicPolicy::Mode::Auto
+                        : DynamicPolicy::Mode::Static;
+}
+
+} // namespace
+
+PyObject *callCompiled(PyObject *fn, PyObject *args, PyObject *kwargs, bool fullgraph,
+                       PyObject *autogradApply, int dynamic) {
+  PyRef code = PyFunction_Check(fn) ? PyRef::borrow(PyFunction_GET_CODE(fn))
+                                    : PyRef::steal(PyObject_GetAttrString(fn, "__code__"));
+  if (!code)
+    return nullptr;
+  ThreadState saved = tls;
+  tls.active = 1;
+  tls.busy = 0;
+  tls.entryCode = code.get();
+  tls.fullgraph = fullgraph;
+  tls.autogradApply = autogradApply;
+  tls.dynamic = dynamicMode(dynamic);
+  PyObject *r = PyObject_Call(fn, args, kwargs);
+  tls = saved;
+  return r;
+}
+
+PyObject *callEager(PyObject *fn, PyObject *args, PyObject *kwargs) {
+  Busy busy;
+  return PyObject_Call(fn, args, kwargs);
+}
+
+} // namespace kiln
+
+using namespace kiln;
+
+extern "C" int kiln_hook_active(void) { return tls.active > 0 && tls.busy == 0; }
+
+extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals, int numLocals,
+                                   PyObject *globals, PyObject *builtins, int *handled) {
+  *handled = 0;
+  bool isEntry = code == tls.entryCode;
+  if (!isEntry && isSkipped(code))
+    return nullptr;
+  CodeCache *cache = cacheOf(code);
+  if (!cache)
+    return nullptr;
+  // kiln's own trampolines (e.g. calling a module with hooks) run eagerly;
+  // the frames they call are still intercepted.
+  if ((isEntry && isKilnCode(code, *cache)) || cache->stub)
+    return nullptr;
+  Busy busy;
+  ++counters().frames;
+  // The resolved values, in a per-thread buffer reused across calls (the
+  // hook does not nest while `busy`; a nested use gets its own buffer).
+  static thread_local std::vector<PyRef> tlsValues;
+  static thread_local int tlsValuesDepth = 0;
+  std::vector<PyRef> ownValues;
+  std::vector<PyRef> &values = tlsValuesDepth++ == 0 ? tlsValues : ownValues;
+  struct Release {
+    std::vector<PyRef> &v;
+    ~Release() {
+      v.clear(); // drop the references now, keep the capacity
+      --tlsValuesDepth;
+    }
+  } release{values};
+  FrameCall call{code,   func,   locals, {locals, numLocals, globals, builtins, func},
+                 *cache, values, handled};
+  return handleFrame(call);
+}

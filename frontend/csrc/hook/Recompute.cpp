@@ -1,0 +1,151 @@
+//===- Recompute.cpp - compiled calls that need gradients --------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements Recompute.h. Ownership: every object built here is held by a
+// PyRef and released on return; the entry is passed to Python as a capsule
+// that does not own it (the entry outlives the call: it is in its cache).
+//===----------------------------------------------------------------------===//
+#include "hook/Recompute.h"
+
+#include "capture/breaks/Resume.h"
+
+#include <functional>
+
+namespace kiln {
+namespace {
+
+/// For each graph result, the index path from the Python result down to
+/// it (e.g. `return x, (h, c)` → h is (1, 0)); a tuple of tuples (new
+/// reference).
+PyObject *resultPaths(const Entry &entry) {
+  std::vector<PyRef> paths(entry.results.size());
+  std::vector<PyRef> path; // list indices or dict keys
+  size_t pos = 0;
+  std::function<void()> walk = [&]() {
+    const OutputSlot &s = entry.outputs[pos++];
+    if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List ||
+        s.kind == OutputSlot::Kind::Dict) {
+      for (int i = 0; i < s.index; ++i) {
+        path.push_back(s.kind == OutputSlot::Kind::Dict
+                           ? PyRef::borrow(PyTuple_GET_ITEM(s.constant.get(), i))
+                           : PyRef::steal(PyLong_FromLong(i)));
+        walk();
+        path.pop_back();
+      }
+      return;
+    }
+    if (s.kind != OutputSlot::Kind::Graph || paths[s.index])
+      return;
+    PyRef t = PyRef::steal(PyTuple_New(path.size()));
+    for (size_t i = 0; i < path.size(); ++i) {
+      Py_INCREF(path[i].get());
+      PyTuple_SET_ITEM(t.get(), i, path[i].get());
+    }
+    paths[s.index] = t;
+  };
+  walk();
+  PyObject *all = PyTuple_New(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i)
+    PyTuple_SET_ITEM(all, i, paths[i].release());
+  return all;
+}
+
+/// `functools.partial(kiln._C.call_eager, func, args, kwargs)` with the
+/// arguments the frame was called with (read from `locals`, borrowed): the
+/// original function called eagerly with the hook off. New reference or
+/// null with a Python error set.
+PyObject *makeRecompute(PyObject *func, PyObject *code, PyObject **locals) {
+  auto *co = reinterpret_cast<PyCodeObject *>(code);
+  int n = co->co_argcount, nkw = co->co_kwonlyargcount;
+  PyRef args = PyRef::steal(PyTuple_New(n));
+  for (int i = 0; i < n; ++i) {
+    Py_XINCREF(locals[i]);
+    PyTuple_SET_ITEM(args.get(), i, locals[i] ? locals[i] : (Py_INCREF(Py_None), Py_None));
+  }
+  PyRef kwargs = PyRef::steal(PyDict_New());
+  for (int i = n; i < n + nkw; ++i)
+    PyDict_SetItem(kwargs.get(), PyTuple_GET_ITEM(co->co_localsplusnames, i), locals[i]);
+  // *args and **kwargs follow the named parameters.
+  int extra = n + nkw;
+  if (co->co_flags & CO_VARARGS) {
+    PyObject *rest = locals[extra++];
+    if (rest && PyTuple_Check(rest)) {
+      PyRef all = PyRef::steal(PySequence_Concat(args.get(), rest));
+      if (!all)
+        return nullptr;
+      args = all;
+    }
+  }
+  if (co->co_flags & CO_VARKEYWORDS) {
+    PyObject *more = locals[extra];
+    if (more && PyDict_Check(more) && PyDict_Update(kwargs.get(), more) < 0)
+      return nullptr;
+  }
+  PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
+  PyRef eager = PyRef::steal(PyImport_ImportModule("kiln._C"));
+  if (!partial || !eager)
+    return nullptr;
+  PyRef callEagerFn = PyRef::steal(PyObject_GetAttrString(eager.get(), "call_eager"));
+  PyRef partialFn = PyRef::steal(PyObject_GetAttrString(partial.get(), "partial"));
+  PyRef pargs = PyRef::steal(PyTuple_Pack(4, callEagerFn.get(), func, args.get(), kwargs.get()));
+  return PyObject_Call(partialFn.get(), pargs.get(), nullptr);
+}
+
+/// The backward's recompute: kiln._autograd.select(paths, eager) where
+/// `eager` recomputes the frame (or a break's prefix) eagerly. New
+/// reference or null with a Python error set.
+PyRef recomputeFunction(Entry &entry, PyObject *func, PyObject *code, PyObject **locals) {
+  PyRef eagerFn =
+      entry.resume ? PyRef::steal(prefixFunction(*entry.resume, func)) : PyRef::borrow(func);
+  PyRef eager = eagerFn ? PyRef::steal(makeRecompute(eagerFn.get(), code, locals)) : PyRef();
+  PyRef paths = PyRef::steal(resultPaths(entry));
+  PyRef autogradMod = PyRef::steal(PyImport_ImportModule("kiln._autograd"));
+  PyRef select =
+      autogradMod ? PyRef::steal(PyObject_GetAttrString(autogradMod.get(), "select")) : PyRef();
+  if (!eager || !select)
+    return PyRef();
+  return PyRef::steal(
+      PyObject_CallFunctionObjArgs(select.get(), paths.get(), eager.get(), nullptr));
+}
+
+} // namespace
+
+PyObject *runWithAutograd(Entry &entry, llvm::ArrayRef<PyObject *> inputs, PyObject *func,
+                          PyObject *code, PyObject **locals, PyObject *autogradApply) {
+  // kiln._autograd.apply(run, recompute, inputs), run = partial(_run_entry, entry).
+  PyRef run = PyRef::steal(PyCapsule_New(&entry, "kiln.Entry", nullptr));
+  PyRef runner = PyRef::steal(PyImport_ImportModule("kiln._C"));
+  PyRef runFn = runner ? PyRef::steal(PyObject_GetAttrString(runner.get(), "_run_entry")) : PyRef();
+  PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));
+  PyRef partialFn =
+      partial ? PyRef::steal(PyObject_GetAttrString(partial.get(), "partial")) : PyRef();
+  if (!run || !runFn || !partialFn)
+    return nullptr;
+  PyRef bound =
+      PyRef::steal(PyObject_CallFunctionObjArgs(partialFn.get(), runFn.get(), run.get(), nullptr));
+  // The backward differentiates the eager result's tensors at the graph
+  // results' positions (the result may hold inputs, constants, nesting).
+  // A break's prefix recomputes through the prefix function (the original
+  // code returning the state at the break).
+  PyRef recompute = bound ? recomputeFunction(entry, func, code, locals) : PyRef();
+  PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Py_INCREF(inputs[i]);
+    PyTuple_SET_ITEM(inTuple.get(), i, inputs[i]);
+  }
+  if (!bound || !recompute)
+    return nullptr;
+  PyRef outs = PyRef::steal(PyObject_CallFunctionObjArgs(autogradApply, bound.get(),
+                                                         recompute.get(), inTuple.get(), nullptr));
+  if (!outs)
+    return nullptr;
+  std::vector<PyRef> results;
+  if (PyTuple_Check(outs.get()))
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(outs.get()); ++i)
+      results.push_back(PyRef::borrow(PyTuple_GET_ITEM(outs.get(), i)));
+  else
+    results.push_back(outs);
+  return assembleResult(entry, results, inputs);
+}
+
+} // namespace kiln

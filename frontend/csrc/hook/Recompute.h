@@ -1,0 +1,28 @@
+//===- Recompute.h - compiled calls that need gradients -----------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A compiled entry whose inputs require grad runs through
+// kiln._autograd.apply: the forward is the compiled graph, the backward
+// differentiates an eager recompute of the original function (or of a
+// graph break's prefix function) at the graph results' positions in its
+// Python result.
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_HOOK_RECOMPUTE_H
+#define KILN_FRONTEND_HOOK_RECOMPUTE_H
+
+#include "Entry.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+namespace kiln {
+
+/// Runs `entry` on `inputs` (borrowed graph inputs) through
+/// `autogradApply` (kiln._autograd.apply, borrowed) with an eager recompute
+/// of `func` called with the frame's `locals` (borrowed) for the backward.
+/// New reference to the Python result, or null with a Python error set.
+PyObject *runWithAutograd(Entry &entry, llvm::ArrayRef<PyObject *> inputs, PyObject *func,
+                          PyObject *code, PyObject **locals, PyObject *autogradApply);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_HOOK_RECOMPUTE_H

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Graph breaks are structured records (capture/breaks/GraphBreak.h): a
+category, a message that keeps the underlying Python error text, the user's
+file:line and a hint. kiln.explain groups them by category and
+KILN_LOGS=graph_breaks prints the same records, one line each."""
+import re
+
+import torch
+
+import kiln
+from conftest import assert_close, run_python
+
+
+def _scale_of(text):
+    try:
+        return float(text)  # raises ValueError for "abc" (caught below)
+    except ValueError:
+        return 2.0
+
+
+def three_breaks(x, text):
+    y = torch.relu(x) + 1
+    print("three_breaks: eager part")  # python-builtin
+    y = y * _scale_of(text)  # user-error: float("abc") raises while kiln captures it
+    if y.sum() > 0:  # data-dependent
+        y = y - 1
+    return y * 3
+
+
+def _line(fn, text):
+    """The line of `fn`'s source that contains `text` (as file:line)."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    (offset,) = [i for i, line in enumerate(lines) if text in line]
+    return f"{fn.__code__.co_filename}:{first + offset}"
+
+
+def test_explain_groups_three_categories_with_lines_and_python_errors(capfd):
+    x = torch.randn(6)
+    report = kiln.explain(three_breaks)(x, "abc")
+    out, err = capfd.readouterr()
+    assert "[kiln:" not in err  # collected, not printed
+    assert "three_breaks: eager part" in out
+    assert_close(report.out, three_breaks(x, "abc"))
+    counts = report.break_counts()
+    assert {"python-builtin", "user-error", "data-dependent"} <= set(counts), report.break_records
+    by_category = report.breaks_by_category()
+
+    (builtin,) = by_category["python-builtin"]
+    assert builtin.location == _line(three_breaks, 'print("three_breaks')
+    assert "print" in builtin.message and builtin.hint and builtin.resumed
+
+    # The Python exception kiln met while capturing is kept in the message.
+    user = by_category["user-error"][0]
+    assert user.location == _line(_scale_of, "float(text)")
+    assert "ValueError: could not convert string to float: 'abc'" in user.message, user
+    assert user.hint
+
+    (branch,) = by_category["data-dependent"]
+    assert branch.location == _line(three_breaks, "if y.sum() > 0")
+    assert "tensor value" in branch.message and "torch.where" in branch.hint
+
+    assert report.graph_break_count == len(report.break_records) == report.stats["graph_breaks"]
+    assert report.graph_breaks == [str(b) for b in report.break_records]
+    text = str(report)
+    for category, n in counts.items():
+        assert f"  {category} ({n}):" in text
+    assert "could not convert string to float" in text and builtin.location in text
+
+
+def test_log_prints_the_same_category_and_location():
+    # A fresh interpreter: KILN_LOGS is read when kiln is imported.
+    code = (
+        "import torch, kiln\n"
+        "def f(x):\n"
+        "    y = x + 1\n"
+        "    if y.sum() > 0:\n"
+        "        y = y * 2\n"
+        "    print('eager part')\n"
+        "    return y\n"
+        "x = torch.ones(3)\n"
+        "torch.testing.assert_close(kiln.compile(f)(x), f(x))\n"
+        "for b in kiln._C.graph_breaks():\n"
+        "    print('RECORD', b['category'], b['location'])\n")
+    r = run_python(code, {"KILN_LOGS": "graph_breaks"})
+    assert r.returncode == 0, r.stderr
+    records = re.findall(r"^RECORD (\S+) (\S+)$", r.stdout, re.M)
+    assert [c for c, _ in records] == ["data-dependent", "python-builtin"], r.stdout
+    logged = re.findall(r"^\[kiln:graph_breaks\] (\S+) at (\S+): (.*)$", r.stderr, re.M)
+    assert [(c, loc) for c, loc, _ in logged] == records, r.stderr
+    assert records[0][1] == "<string>:4" and records[1][1] == "<string>:6"
+    assert "tensor value" in logged[0][2] and "(hint: " in logged[1][2]
+
+
+def test_stats_keep_their_names():
+    kiln.reset()
+    s = kiln.stats()
+    for name in ("frames", "graphs_compiled", "compiled_calls", "cache_hits", "recompiles",
+                 "graph_breaks", "eager_calls", "compile_time_us", "capture_time_us",
+                 "cache_hits_disk", "cache_misses_disk", "cache_corrupt_disk", "dynamic_graphs",
+                 "dynamic_specialized", "fallback_ops", "fallback_calls"):
+        assert s[name] == 0, (name, s)
+    assert kiln._C.graph_breaks() == []
+
+
+def test_random_op_is_its_own_category():
+    def f(x):
+        return x + torch.rand_like(x)
+
+    report = kiln.explain(f)(torch.zeros(4))
+    assert report.out.shape == (4,)
+    assert "random" in report.break_counts(), report.break_records
