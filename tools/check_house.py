@@ -86,13 +86,18 @@ def check_format(files: list[Path]) -> list[str]:
 
 _FUNCTION_START = re.compile(
     r"^(?P<indent>(?:  )?)(?!(?:namespace|class|struct|union|enum|extern|if|for|while|switch|do|"
-    r"else|return|case|default|template)\b)[A-Za-z_~][^;{}=]*\)\s*(?:const\s*)?(?:noexcept\s*)?"
-    r"(?:override\s*)?(?:->\s*[^{;]+)?\{\s*$")
+    r"else|return|case|default|template|using|typedef)\b)[A-Za-z_~]")
+_SIGNATURE = re.compile(
+    r"^[A-Za-z_~][^;{}=]*\)\s*(?:const\s*)?(?:noexcept\s*)?(?:override\s*)?(?:->\s*[^{;]+)?"
+    r"(?::[^;{}]*\))?\s*\{$")
+_MAX_SIGNATURE_LINES = 10
 
 
 def functions(path: Path) -> list[tuple[str, int, int]]:
-    """(signature line, first line, length) of each function defined at
-    namespace or class scope in a clang-formatted C++ file."""
+    """(signature, first line, length) of each function defined at namespace
+    or class scope in a clang-formatted C++ file. A signature may span lines
+    (clang-format wraps long parameter lists and constructor initializers);
+    the body ends at the closing brace at the signature's indentation."""
     lines = path.read_text(errors="replace").splitlines()
     found = []
     i = 0
@@ -101,18 +106,31 @@ def functions(path: Path) -> list[tuple[str, int, int]]:
         if not m:
             i += 1
             continue
-        # A multi-line signature: walk back over its continuation lines.
-        start = i
-        while start > 0 and lines[start - 1].startswith(m.group("indent") + "    "):
-            start -= 1
-        closing = m.group("indent") + "}"
-        j = i + 1
+        indent = m.group("indent")
+        end = i
+        while (end < len(lines) - 1 and end - i < _MAX_SIGNATURE_LINES
+               and not lines[end].rstrip().endswith(("{", ";", "}", "\\"))
+               and lines[end + 1].strip() and not lines[end + 1].lstrip().startswith("#")):
+            end += 1
+        signature = " ".join(line.strip() for line in lines[i:end + 1])
+        if not _SIGNATURE.match(signature):
+            i += 1
+            continue
+        closing = indent + "}"
+        j = end + 1
         while j < len(lines) and not (lines[j] == closing or lines[j].startswith(closing + " ")
                                       or lines[j].startswith(closing + ";")):
             j += 1
-        found.append((lines[i].strip(), start + 1, j - start + 1))
+        found.append((signature, i + 1, j - i + 1))
         i = j + 1
     return found
+
+
+def function_name(signature: str) -> str:
+    """The qualified name in a joined signature ('Foo::bar' of
+    '__attribute__((x)) int Foo::bar(int a) {')."""
+    signature = re.sub(r"__attribute__\s*\(\(.*?\)\)", "", signature)
+    return re.sub(r"\(.*", "", signature).split()[-1].lstrip("*&")
 
 
 def size_report(files: list[Path]) -> dict[str, int]:
@@ -128,8 +146,7 @@ def size_report(files: list[Path]) -> dict[str, int]:
         if f.suffix in (".cpp", ".c"):
             for signature, line, length in functions(f):
                 if length > MAX_FUNCTION_LINES:
-                    name = re.sub(r"\(.*", "", signature).split()[-1].lstrip("*&")
-                    report[f"{rel(f)}:{name}"] = length
+                    report[f"{rel(f)}:{function_name(signature)}"] = length
     return report
 
 

@@ -94,6 +94,11 @@ struct OnePassRole {
 SmallVector<OnePassRole> planOnePass(ArrayRef<linalg::GenericOp> members, size_t numRowDims,
                                      int64_t length, ArrayRef<bool> isReduce);
 
+/// A row group's kernel and one member of it while they are printed
+/// (CudaRowGroups.cpp).
+struct RowGroupKernel;
+struct RowMember;
+
 /// Prints the statistics block of a lead and its partner: registers
 /// r<lead>, r<partner> (broadcast through s_r<lead>, s_r<partner>),
 /// `loopBody` (dims, loads, body of the lead) per column, `partial` the
@@ -190,8 +195,28 @@ private:
   /// gets it from a fill kernel emitted here (-1 if `v` has neither).
   int materialize(Value v);
   // CudaRowGroups.cpp
+  /// One kernel for a row group (planRowGroups): one block per row, each
+  /// member printed in order into the row loop.
   LogicalResult emitRowGroup(ArrayRef<linalg::GenericOp> group, ArrayRef<int64_t> rowShape,
                              int64_t rowLength);
+  /// Member `index` of the group: loads, body, output, then its text by
+  /// kind (one-pass statistics, row reduction, per-row or full-row).
+  LogicalResult emitRowMember(RowGroupKernel &k, unsigned index, ArrayRef<OnePassRole> roles);
+  /// The loads of a member's inputs: per-row values of earlier members,
+  /// scalars and fills by value, buffers as kernel parameters.
+  LogicalResult loadRowMemberInputs(RowGroupKernel &k, RowMember &m);
+  /// The member's body (a reduction's without its combiner).
+  LogicalResult translateRowMemberBody(RowMember &m);
+  /// An output buffer and parameter when the member's result is used
+  /// outside the group (always for full rows).
+  LogicalResult planRowMemberOutput(RowGroupKernel &k, RowMember &m);
+  /// A row reduction: a strided loop, a block reduction, the value shared
+  /// through shared memory; `storeText` stores it when needed.
+  LogicalResult printRowReduction(RowGroupKernel &k, RowMember &m, unsigned index,
+                                  const std::string &storeText);
+  /// A per-row pointwise member (every thread computes the row's value)
+  /// or a full-row one (a strided loop storing each element).
+  LogicalResult printPointwiseRowMember(RowGroupKernel &k, RowMember &m);
   void planRowGroups();
   // CudaExpressions.cpp
   LogicalResult translateBody(linalg::GenericOp op, Operation *skip, llvm::raw_ostream &body,

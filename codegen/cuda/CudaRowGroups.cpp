@@ -15,6 +15,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <functional>
+
 namespace mlir::kiln::cuda::detail {
 
 static Value stripReshapes(Value v) {
@@ -161,255 +163,330 @@ void FunctionEmitter::planRowGroups() {
   }
 }
 
-LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
-                                            ArrayRef<int64_t> rowShape, int64_t length) {
-  std::string kname = nextKernelName();
-  int64_t rows = 1;
-  for (int64_t r : rowShape)
-    rows *= r;
-  bool wide = rows * length + 1024 >= (int64_t(1) << 31);
-  std::string ity = wide ? "long long" : "int";
-  llvm::DenseSet<Operation *> memberSet;
-  for (linalg::GenericOp g : members)
-    memberSet.insert(g.getOperation());
-
+/// The kernel of one row group while it is built: its parameters, the
+/// text of its shared declarations and of its row loop, and the per-row
+/// values the members produced so far (by tensor).
+struct RowGroupKernel {
+  ArrayRef<int64_t> rowShape;
+  int64_t length = 0;
+  std::string ity; ///< index type: "int", or "long long" for wide groups
+  llvm::DenseSet<Operation *> members;
   std::vector<std::string> params, args;
   llvm::DenseMap<int, std::string> paramOfBuffer;
   llvm::DenseMap<Value, std::string> rowVals;
   std::string shared, text, kinds;
-  llvm::raw_string_ostream sh(shared), b(text);
-  llvm::SmallBitVector usedRowDims(rowShape.size());
+  llvm::SmallBitVector usedRowDims;
   int outCount = 0;
-  SmallVector<bool> isReduce;
-  for (linalg::GenericOp g : members)
-    isReduce.push_back(classifyRow(g, rowShape, length) == RowReduce);
-  SmallVector<OnePassRole> roles(members.size());
-  if (onePassRows)
-    roles = planOnePass(members, rowShape.size(), length, isReduce);
+  ArrayRef<linalg::GenericOp> memberOps;
 
-  for (size_t m = 0; m < members.size(); ++m) {
-    linalg::GenericOp g = members[m];
-    names.clear();
-    RowKind kind = classifyRow(g, rowShape, length);
-    SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-    SmallVector<std::string> dimExpr = rowDimExprs(g, rowShape.size());
-    Block &block = g.getRegion().front();
-    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-    std::string in = kind == PerRow ? "      " : "        ";
-    std::string loads, body;
-    llvm::raw_string_ostream ls(loads), bs(body);
-    llvm::SmallBitVector usedDims(ranges.size()), outDims(ranges.size());
-    std::string r = "r" + std::to_string(m);
+  void addKind(const std::string &kind) { kinds += (kinds.empty() ? "" : ", ") + kind; }
+};
 
-    for (OpOperand *operand : g.getDpsInputOperands()) {
-      unsigned i = operand->getOperandNumber();
-      BlockArgument arg = block.getArgument(i);
-      if (arg.use_empty())
-        continue;
-      auto tt = dyn_cast<RankedTensorType>(operand->get().getType());
-      if (!tt) {
-        auto s = scalarOf(operand->get(), g);
-        if (!s)
-          return failure();
-        names[arg] = *s;
-        continue;
-      }
-      auto rv = rowVals.find(stripReshapes(operand->get()));
-      if (rv != rowVals.end()) {
-        names[arg] = rv->second;
-        continue;
-      }
-      TensorInfo info = tensors.lookup(operand->get());
-      // A reshape between the group's ops has not been walked yet: it
-      // aliases its source's buffer.
-      if (info.buffer < 0 && !info.fill)
-        info = tensors.lookup(stripReshapes(operand->get()));
-      if (info.buffer < 0 && info.fill) {
-        names[arg] = *info.fill;
-        continue;
-      }
-      if (info.buffer < 0)
-        return g.emitError("CUDA emitter: input #") << i << " is not backed by a buffer";
-      std::string p;
-      auto pit = paramOfBuffer.find(info.buffer);
-      if (pit != paramOfBuffer.end()) {
-        p = pit->second;
-      } else {
-        p = "in" + std::to_string(paramOfBuffer.size());
-        paramOfBuffer[info.buffer] = p;
-        params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
-        args.push_back(buffers[info.buffer].name);
-      }
-      std::string off = offsetExpr(maps[i], tt, ranges, false, "", usedDims);
-      ls << in << "const " << *valueType(tt.getElementType()) << " a" << i << " = "
-         << loadExpr(p, off, tt.getElementType()) << ";\n";
-      names[arg] = "a" + std::to_string(i);
+/// One member of a row group while it is printed: its loads and body (at
+/// `indent`), the loop dims they use, its reduction combiner, and where its
+/// result is stored when it is used outside the group.
+struct RowMember {
+  linalg::GenericOp op;
+  RowKind kind = NotRow;
+  std::string r; ///< the register holding its per-row value
+  SmallVector<int64_t> ranges;
+  SmallVector<std::string> dimExpr;
+  std::string indent, loads, body, partial;
+  std::optional<Combiner> combiner;
+  llvm::SmallBitVector usedDims, outDims;
+  bool store = false;
+  std::string outP, outOff;
+  Type elt;
+  std::string vt;
+};
+
+/// Declarations of loop dims `used` of `m` (row dims `pN` are marked used
+/// in the kernel, which decodes them from the row index).
+static std::string defineDims(RowGroupKernel &k, const RowMember &m,
+                              const llvm::SmallBitVector &used, const std::string &indent) {
+  std::string d;
+  for (unsigned j = 0; j < m.ranges.size(); ++j)
+    if (used.test(j)) {
+      d += indent + "const " + k.ity + " d" + std::to_string(j) + " = " + m.dimExpr[j] + ";\n";
+      if (m.dimExpr[j][0] == 'p')
+        k.usedRowDims.set(std::stoi(m.dimExpr[j].substr(1)));
     }
+  return d;
+}
 
-    // Body (a reduction's combiner is applied to `acc` separately).
-    auto yield = cast<linalg::YieldOp>(block.getTerminator());
-    std::optional<Combiner> combiner;
-    std::string partial;
-    if (kind == RowReduce) {
-      FailureOr<ReductionBody> red = translateReductionBody(g, bs, in);
-      if (failed(red))
+LogicalResult FunctionEmitter::loadRowMemberInputs(RowGroupKernel &k, RowMember &m) {
+  linalg::GenericOp g = m.op;
+  Block &block = g.getRegion().front();
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  llvm::raw_string_ostream ls(m.loads);
+  for (OpOperand *operand : g.getDpsInputOperands()) {
+    unsigned i = operand->getOperandNumber();
+    BlockArgument arg = block.getArgument(i);
+    if (arg.use_empty())
+      continue;
+    auto tt = dyn_cast<RankedTensorType>(operand->get().getType());
+    if (!tt) {
+      auto s = scalarOf(operand->get(), g);
+      if (!s)
         return failure();
-      combiner = red->combiner;
-      partial = red->partial;
+      names[arg] = *s;
+      continue;
+    }
+    auto rv = k.rowVals.find(stripReshapes(operand->get()));
+    if (rv != k.rowVals.end()) {
+      names[arg] = rv->second;
+      continue;
+    }
+    TensorInfo info = tensors.lookup(operand->get());
+    // A reshape between the group's ops has not been walked yet: it
+    // aliases its source's buffer.
+    if (info.buffer < 0 && !info.fill)
+      info = tensors.lookup(stripReshapes(operand->get()));
+    if (info.buffer < 0 && info.fill) {
+      names[arg] = *info.fill;
+      continue;
+    }
+    if (info.buffer < 0)
+      return g.emitError("CUDA emitter: input #") << i << " is not backed by a buffer";
+    std::string p;
+    auto pit = k.paramOfBuffer.find(info.buffer);
+    if (pit != k.paramOfBuffer.end()) {
+      p = pit->second;
     } else {
-      BlockArgument outArg = block.getArguments().back();
-      if (!outArg.use_empty())
-        return g.emitError("CUDA emitter: a fused row op that reads its output");
-      if (failed(translateBody(g, nullptr, bs, in)))
-        return failure();
+      p = "in" + std::to_string(k.paramOfBuffer.size());
+      k.paramOfBuffer[info.buffer] = p;
+      k.params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
+      k.args.push_back(buffers[info.buffer].name);
     }
-    bs.flush();
-    ls.flush();
-    for (Operation &inner : block)
-      if (auto idx = dyn_cast<linalg::IndexOp>(inner))
-        usedDims.set(idx.getDim());
-
-    // Output: stored when used outside the group (always for full rows).
-    Value res = g.getResult(0);
-    auto rt = cast<RankedTensorType>(res.getType());
-    Type elt = rt.getElementType();
-    if (!storageType(elt))
-      return g.emitError("CUDA emitter: unsupported element type ") << elt;
-    SmallVector<Operation *> users;
-    usersThroughReshapes(res, users);
-    bool store = kind == FullRow ||
-                 llvm::any_of(users, [&](Operation *u) { return !memberSet.contains(u); });
-    std::string outP, outOff;
-    if (store) {
-      int bi = newBuffer(rt, "temporary");
-      tensors[res] = TensorInfo{bi, std::nullopt, false};
-      outP = "out" + std::to_string(outCount++);
-      params.push_back(*storageType(elt) + " *__restrict__ " + outP);
-      args.push_back(buffers[bi].name);
-      outOff = offsetExpr(maps[g.getNumDpsInputs()], rt, ranges, false, "", outDims);
-    }
-    auto defineDims = [&](const llvm::SmallBitVector &used, const std::string &ind) {
-      std::string d;
-      for (unsigned j = 0; j < ranges.size(); ++j)
-        if (used.test(j)) {
-          d += ind + "const " + ity + " d" + std::to_string(j) + " = " + dimExpr[j] + ";\n";
-          if (dimExpr[j][0] == 'p')
-            usedRowDims.set(std::stoi(dimExpr[j].substr(1)));
-        }
-      return d;
-    };
-
-    std::string vt = *valueType(elt);
-    const OnePassRole &role = roles[m];
-    if (role.kind == OnePassRole::Partner) {
-      // Computed with its lead's statistics loop.
-      kinds += std::string(kinds.empty() ? "" : ", ") + "one-pass " +
-               (roles[role.other].kind == OnePassRole::SoftmaxLead ? "sum-exp" : "M2");
-      b << "    // " << r << ": computed with r" << role.other << "\n";
-      if (role.mean != role.other && roles[role.other].kind == OnePassRole::SoftmaxLead)
-        b << "    " << r << " = " << r << " * kiln_exp(r" << role.other << " - r" << role.mean
-          << "); // sum of exp(x - r" << role.mean << ")\n";
-      if (store)
-        b << "    if (threadIdx.x == 0) {\n"
-          << defineDims(outDims, "      ") << "      " << outP << "[" << outOff
-          << "] = " << storeValue(r, elt) << ";\n    }\n";
-      rowVals[res] = r;
-    } else if (role.kind != OnePassRole::None) {
-      int n = role.kind == OnePassRole::SoftmaxLead ? 2 : 3;
-      std::string rp = "r" + std::to_string(role.other);
-      sh << "  __shared__ " << vt << " partials" << m << "[32][" << n << "];\n";
-      sh << "  __shared__ " << vt << " s_" << r << ";\n";
-      sh << "  __shared__ " << vt << " s_" << rp << ";\n";
-      kinds += std::string(kinds.empty() ? "" : ", ") + "one-pass " +
-               (role.kind == OnePassRole::SoftmaxLead ? "max" : "sum");
-      std::string leadStore;
-      if (store)
-        leadStore = defineDims(outDims, "        ") + "        " + outP + "[" + outOff +
-                    "] = " + storeValue("s_" + r, elt) + ";\n";
-      printOnePassStats(b, role, m, vt, ity, length, defineDims(usedDims, in) + loads + body,
-                        partial, leadStore);
-      rowVals[res] = r;
-    } else if (kind == RowReduce) {
-      std::string id = identityLiteral(*combiner, elt);
-      // The fill may come later in the block than the group's first op.
-      auto fill = stripReshapes(g.getDpsInits()[0]).getDefiningOp<linalg::FillOp>();
-      std::optional<std::string> initValue = scalarOf(fill.getInputs()[0], fill);
-      if (!initValue)
-        return failure();
-      std::string value = combineWithInit(*combiner, *initValue, id);
-      sh << "  __shared__ " << vt << " partials" << m << "[32];\n";
-      sh << "  __shared__ " << vt << " s_" << r << ";\n";
-      kinds += std::string(kinds.empty() ? "" : ", ") + combiner->functor;
-      b << "    // " << r << ": row reduction (" << combiner->functor << ")\n";
-      b << "    " << vt << " " << r << ";\n    {\n";
-      b << "      " << vt << " acc = " << id << ";\n";
-      b << "      for (" << ity << " col = threadIdx.x; col < " << length
-        << "; col += blockDim.x) {\n";
-      b << defineDims(usedDims, in) << loads << body;
-      b << in << "acc = " << combiner->functor << "{}(acc, " << partial << ");\n";
-      b << "      }\n";
-      b << "      acc = kiln_block_reduce<" << vt << ">(acc, partials" << m << ", "
-        << combiner->functor << "{}, " << id << ");\n";
-      b << "      if (threadIdx.x == 0) {\n";
-      b << "        s_" << r << " = " << value << ";\n";
-      if (store)
-        b << defineDims(outDims, "        ") << "        " << outP << "[" << outOff
-          << "] = " << storeValue("s_" + r, elt) << ";\n";
-      b << "      }\n      __syncthreads();\n";
-      b << "      " << r << " = s_" << r << ";\n    }\n";
-      rowVals[res] = r;
-    } else if (kind == PerRow) {
-      auto v = scalarOf(yield.getOperand(0), yield);
-      if (!v)
-        return failure();
-      kinds += std::string(kinds.empty() ? "" : ", ") + "per-row";
-      usedDims |= outDims;
-      b << "    // " << r << ": per-row pointwise (every thread)\n";
-      b << "    " << vt << " " << r << ";\n    {\n";
-      b << defineDims(usedDims, in) << loads << body;
-      b << in << r << " = " << *v << ";\n";
-      if (store)
-        b << in << "if (threadIdx.x == 0)\n"
-          << in << "  " << outP << "[" << outOff << "] = " << storeValue(r, elt) << ";\n";
-      b << "    }\n";
-      rowVals[res] = r;
-    } else {
-      auto v = scalarOf(yield.getOperand(0), yield);
-      if (!v)
-        return failure();
-      kinds += std::string(kinds.empty() ? "" : ", ") + "full-row";
-      usedDims |= outDims;
-      b << "    // full-row pointwise\n";
-      b << "    for (" << ity << " col = threadIdx.x; col < " << length
-        << "; col += blockDim.x) {\n";
-      b << defineDims(usedDims, in) << loads << body;
-      b << in << outP << "[" << outOff << "] = " << storeValue(*v, elt) << ";\n";
-      b << "    }\n";
-    }
+    std::string off = offsetExpr(maps[i], tt, m.ranges, false, "", m.usedDims);
+    ls << m.indent << "const " << *valueType(tt.getElementType()) << " a" << i << " = "
+       << loadExpr(p, off, tt.getElementType()) << ";\n";
+    names[arg] = "a" + std::to_string(i);
   }
-  sh.flush();
-  b.flush();
+  return success();
+}
 
-  KernelInfo k;
-  k.name = kname;
-  k.function = func.getSymName().str();
-  k.kind = KernelInfo::RowReduction;
-  k.blockX = reductionBlockSize(length);
-  k.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
-  k.args = args;
+LogicalResult FunctionEmitter::translateRowMemberBody(RowMember &m) {
+  // A reduction's combiner is applied to `acc` by the caller.
+  linalg::GenericOp g = m.op;
+  Block &block = g.getRegion().front();
+  llvm::raw_string_ostream bs(m.body);
+  if (m.kind == RowReduce) {
+    FailureOr<ReductionBody> red = translateReductionBody(g, bs, m.indent);
+    if (failed(red))
+      return failure();
+    m.combiner = red->combiner;
+    m.partial = red->partial;
+  } else {
+    if (!block.getArguments().back().use_empty())
+      return g.emitError("CUDA emitter: a fused row op that reads its output");
+    if (failed(translateBody(g, nullptr, bs, m.indent)))
+      return failure();
+  }
+  for (Operation &inner : block)
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner))
+      m.usedDims.set(idx.getDim());
+  return success();
+}
+
+LogicalResult FunctionEmitter::planRowMemberOutput(RowGroupKernel &k, RowMember &m) {
+  // Stored when used outside the group (always for full rows).
+  linalg::GenericOp g = m.op;
+  Value res = g.getResult(0);
+  auto rt = cast<RankedTensorType>(res.getType());
+  m.elt = rt.getElementType();
+  if (!storageType(m.elt))
+    return g.emitError("CUDA emitter: unsupported element type ") << m.elt;
+  m.vt = *valueType(m.elt);
+  SmallVector<Operation *> users;
+  usersThroughReshapes(res, users);
+  m.store = m.kind == FullRow ||
+            llvm::any_of(users, [&](Operation *u) { return !k.members.contains(u); });
+  if (!m.store)
+    return success();
+  int bi = newBuffer(rt, "temporary");
+  tensors[res] = TensorInfo{bi, std::nullopt, false};
+  m.outP = "out" + std::to_string(k.outCount++);
+  k.params.push_back(*storageType(m.elt) + " *__restrict__ " + m.outP);
+  k.args.push_back(buffers[bi].name);
+  m.outOff =
+      offsetExpr(g.getIndexingMapsArray()[g.getNumDpsInputs()], rt, m.ranges, false, "", m.outDims);
+  return success();
+}
+
+/// The row loop text of a one-pass member: a lead computes its statistics
+/// together with its partner's; a partner only stores what the lead left.
+static void printOnePassMember(RowGroupKernel &k, RowMember &m, unsigned index,
+                               ArrayRef<OnePassRole> roles,
+                               const std::function<std::string(const std::string &)> &store) {
+  const OnePassRole &role = roles[index];
+  llvm::raw_string_ostream b(k.text), sh(k.shared);
+  if (role.kind == OnePassRole::Partner) {
+    k.addKind(std::string("one-pass ") +
+              (roles[role.other].kind == OnePassRole::SoftmaxLead ? "sum-exp" : "M2"));
+    b << "    // " << m.r << ": computed with r" << role.other << "\n";
+    if (role.mean != role.other && roles[role.other].kind == OnePassRole::SoftmaxLead)
+      b << "    " << m.r << " = " << m.r << " * kiln_exp(r" << role.other << " - r" << role.mean
+        << "); // sum of exp(x - r" << role.mean << ")\n";
+    if (m.store)
+      b << "    if (threadIdx.x == 0) {\n" << store("      ") << "    }\n";
+    return;
+  }
+  int n = role.kind == OnePassRole::SoftmaxLead ? 2 : 3;
+  std::string rp = "r" + std::to_string(role.other);
+  sh << "  __shared__ " << m.vt << " partials" << index << "[32][" << n << "];\n";
+  sh << "  __shared__ " << m.vt << " s_" << m.r << ";\n";
+  sh << "  __shared__ " << m.vt << " s_" << rp << ";\n";
+  k.addKind(std::string("one-pass ") + (role.kind == OnePassRole::SoftmaxLead ? "max" : "sum"));
+  printOnePassStats(b, role, index, m.vt, k.ity, k.length,
+                    defineDims(k, m, m.usedDims, m.indent) + m.loads + m.body, m.partial,
+                    m.store ? store("        ") : "");
+}
+
+LogicalResult FunctionEmitter::printRowReduction(RowGroupKernel &k, RowMember &m, unsigned index,
+                                                 const std::string &storeText) {
+  std::string id = identityLiteral(*m.combiner, m.elt);
+  // The fill may come later in the block than the group's first op.
+  auto fill = stripReshapes(m.op.getDpsInits()[0]).getDefiningOp<linalg::FillOp>();
+  std::optional<std::string> initValue = scalarOf(fill.getInputs()[0], fill);
+  if (!initValue)
+    return failure();
+  std::string value = combineWithInit(*m.combiner, *initValue, id);
+  llvm::raw_string_ostream b(k.text), sh(k.shared);
+  const std::string &r = m.r, &vt = m.vt, &functor = m.combiner->functor;
+  sh << "  __shared__ " << vt << " partials" << index << "[32];\n";
+  sh << "  __shared__ " << vt << " s_" << r << ";\n";
+  k.addKind(functor);
+  b << "    // " << r << ": row reduction (" << functor << ")\n";
+  b << "    " << vt << " " << r << ";\n    {\n";
+  b << "      " << vt << " acc = " << id << ";\n";
+  b << "      for (" << k.ity << " col = threadIdx.x; col < " << k.length
+    << "; col += blockDim.x) {\n";
+  b << defineDims(k, m, m.usedDims, m.indent) << m.loads << m.body;
+  b << m.indent << "acc = " << functor << "{}(acc, " << m.partial << ");\n";
+  b << "      }\n";
+  b << "      acc = kiln_block_reduce<" << vt << ">(acc, partials" << index << ", " << functor
+    << "{}, " << id << ");\n";
+  b << "      if (threadIdx.x == 0) {\n";
+  b << "        s_" << r << " = " << value << ";\n";
+  b << storeText;
+  b << "      }\n      __syncthreads();\n";
+  b << "      " << r << " = s_" << r << ";\n    }\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::printPointwiseRowMember(RowGroupKernel &k, RowMember &m) {
+  auto yield = cast<linalg::YieldOp>(m.op.getRegion().front().getTerminator());
+  auto v = scalarOf(yield.getOperand(0), yield);
+  if (!v)
+    return failure();
+  m.usedDims |= m.outDims;
+  llvm::raw_string_ostream b(k.text);
+  std::string dims = defineDims(k, m, m.usedDims, m.indent);
+  if (m.kind == PerRow) {
+    k.addKind("per-row");
+    b << "    // " << m.r << ": per-row pointwise (every thread)\n";
+    b << "    " << m.vt << " " << m.r << ";\n    {\n";
+    b << dims << m.loads << m.body;
+    b << m.indent << m.r << " = " << *v << ";\n";
+    if (m.store)
+      b << m.indent << "if (threadIdx.x == 0)\n"
+        << m.indent << "  " << m.outP << "[" << m.outOff << "] = " << storeValue(m.r, m.elt)
+        << ";\n";
+    b << "    }\n";
+    return success();
+  }
+  k.addKind("full-row");
+  b << "    // full-row pointwise\n";
+  b << "    for (" << k.ity << " col = threadIdx.x; col < " << k.length
+    << "; col += blockDim.x) {\n";
+  b << dims << m.loads << m.body;
+  b << m.indent << m.outP << "[" << m.outOff << "] = " << storeValue(*v, m.elt) << ";\n";
+  b << "    }\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitRowMember(RowGroupKernel &k, unsigned index,
+                                             ArrayRef<OnePassRole> roles) {
+  RowMember m;
+  m.op = k.memberOps[index];
+  names.clear();
+  m.kind = classifyRow(m.op, k.rowShape, k.length);
+  m.ranges = m.op.getStaticLoopRanges();
+  m.dimExpr = rowDimExprs(m.op, k.rowShape.size());
+  m.indent = m.kind == PerRow ? "      " : "        ";
+  m.usedDims.resize(m.ranges.size());
+  m.outDims.resize(m.ranges.size());
+  m.r = "r" + std::to_string(index);
+  if (failed(loadRowMemberInputs(k, m)) || failed(translateRowMemberBody(m)) ||
+      failed(planRowMemberOutput(k, m)))
+    return failure();
+  // The store of a per-row value `v` by thread 0, at `indent`.
+  auto store = [&](const std::string &v, const std::string &indent) {
+    return defineDims(k, m, m.outDims, indent) + indent + m.outP + "[" + m.outOff +
+           "] = " + storeValue(v, m.elt) + ";\n";
+  };
+  if (roles[index].kind != OnePassRole::None) {
+    bool partner = roles[index].kind == OnePassRole::Partner;
+    printOnePassMember(k, m, index, roles, [&](const std::string &indent) {
+      return store(partner ? m.r : "s_" + m.r, indent);
+    });
+  } else if (m.kind == RowReduce) {
+    if (failed(printRowReduction(k, m, index, m.store ? store("s_" + m.r, "        ") : "")))
+      return failure();
+  } else if (failed(printPointwiseRowMember(k, m))) {
+    return failure();
+  }
+  if (roles[index].kind != OnePassRole::None || m.kind != FullRow)
+    k.rowVals[m.op.getResult(0)] = m.r;
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitRowGroup(ArrayRef<linalg::GenericOp> members,
+                                            ArrayRef<int64_t> rowShape, int64_t length) {
+  std::string kernelName = nextKernelName();
+  RowGroupKernel k;
+  k.memberOps = members;
+  k.rowShape = rowShape;
+  k.length = length;
+  int64_t rows = 1;
+  for (int64_t r : rowShape)
+    rows *= r;
+  k.ity = rows * length + 1024 >= (int64_t(1) << 31) ? "long long" : "int";
+  for (linalg::GenericOp g : members)
+    k.members.insert(g.getOperation());
+  k.usedRowDims.resize(rowShape.size());
+  SmallVector<OnePassRole> roles(members.size());
+  if (onePassRows) {
+    SmallVector<bool> isReduce;
+    for (linalg::GenericOp g : members)
+      isReduce.push_back(classifyRow(g, rowShape, length) == RowReduce);
+    roles = planOnePass(members, rowShape.size(), length, isReduce);
+  }
+  for (unsigned m = 0; m < members.size(); ++m)
+    if (failed(emitRowMember(k, m, roles)))
+      return failure();
+
+  KernelInfo info;
+  info.name = kernelName;
+  info.function = func.getSymName().str();
+  info.kind = KernelInfo::RowReduction;
+  info.blockX = reductionBlockSize(length);
+  info.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
+  info.args = k.args;
   std::string loc = locationString(members.front()->getLoc());
-  os << "// " << kname << ": row group of " << members.size() << " fused generics (" << kinds
+  os << "// " << info.name << ": row group of " << members.size() << " fused generics (" << k.kinds
      << "): " << rows << " rows of " << length << ", one block per row, " << loc << "\n";
-  openKernel(k, params);
-  os << shared;
-  os << "  for (" << ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
+  openKernel(info, k.params);
+  os << k.shared;
+  os << "  for (" << k.ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
   // Row dims are never 1 (planRowGroups drops unit dims).
   SmallVector<std::string> decode = decodeLinearIndex("row", rowShape);
   for (unsigned d = 0; d < rowShape.size(); ++d)
-    if (usedRowDims.test(d))
-      os << "    const " << ity << " p" << d << " = " << decode[d] << ";\n";
-  os << text << "  }\n}\n\n";
-  addKernel(std::move(k));
+    if (k.usedRowDims.test(d))
+      os << "    const " << k.ity << " p" << d << " = " << decode[d] << ";\n";
+  os << k.text << "  }\n}\n\n";
+  addKernel(std::move(info));
   return success();
 }
 

@@ -90,9 +90,27 @@ def test_function_sizes_are_measured(tmp_path):
     body = "\n".join(f"  x += {i};" for i in range(160))
     f = tmp_path / "Big.cpp"
     f.write_text(f"int small(int x) {{\n  return x;\n}}\n\nint big(int x) {{\n{body}\n  return x;\n}}\n")
-    sizes = {name.split("(")[0].split()[-1]: n for name, _, n in house.functions(f)}
+    sizes = {house.function_name(name): n for name, _, n in house.functions(f)}
     assert sizes["small"] == 3
     assert sizes["big"] == 163
+
+
+def test_function_sizes_see_wrapped_signatures_and_skip_macros(tmp_path):
+    """clang-format wraps long parameter lists (the body then starts on a
+    continuation line); macro bodies and macro calls are not functions."""
+    house = _check_house()
+    body = "\n".join(f"  x += {i};" for i in range(160))
+    f = tmp_path / "Wrapped.cpp"
+    f.write_text(
+        "#define TWICE(OP) \\\n  int OP(int x) { return 2 * x; }\n"
+        "TWICE(a)\nTWICE(b)\n#undef TWICE\n\n"
+        "int Widget::wrapped(int x, int yyyyyyyyyyyyyyyyyyyyyyyy,\n"
+        f"                    int zzzzzzzzzzzzzzzzzzzzzz) {{\n{body}\n  return x;\n}}\n\n"
+        "__attribute__((visibility(\"default\"))) int\nexported(int x) {\n  return x;\n}\n")
+    sizes = {house.function_name(name): n for name, _, n in house.functions(f)}
+    assert sizes == {"Widget::wrapped": 164, "exported": 4}, sizes
+    report = house.size_report([f])
+    assert list(report.values()) == [164]
 
 
 def test_environment_reads_below_the_frontend_are_reported(tmp_path, monkeypatch):

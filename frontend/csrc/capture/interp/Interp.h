@@ -317,7 +317,39 @@ private:
   /// objects the capture resolved (`inspect.signature(f)`); nullptr for
   /// others (PythonBuiltins.cpp).
   VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A call of a Python builtin (or `math`/torch.device/finfo/iinfo):
+  /// answered for abstract values by a handler per builtin, evaluated on
+  /// constants otherwise; a break for builtins that are not pure
+  /// (PythonBuiltins.cpp).
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A builtin's handler for abstract arguments: nullptr when the builtin
+  /// is to be evaluated on constant arguments instead.
+  using BuiltinHandler = VarP (Interpreter::*)(const std::string &name, std::vector<VarP> &args,
+                                               std::map<std::string, VarP> &kwargs);
+  /// getattr/hasattr through a guarded source (a missing attribute is
+  /// guarded by HasAttr).
+  VarP builtinGetattr(const std::string &name, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// enumerate/zip/reversed over abstract sequences, item by item.
+  VarP builtinIterate(const std::string &name, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// sum() over tensors as a chain of `+`.
+  VarP builtinSum(const std::string &name, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// len() of a tensor (static shape), of a frame container (guarded) or
+  /// of a container built here.
+  VarP builtinLen(const std::string &name, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// isinstance() of a tensor or of a container built here.
+  VarP builtinIsinstance(const std::string &name, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// tuple()/list() of an abstract iterable.
+  VarP builtinSequence(const std::string &name, std::vector<VarP> &args,
+                       std::map<std::string, VarP> &kwargs);
+  /// The builtin `fn` called on the constants the arguments hold (items of
+  /// containers built here converted); an iterator result becomes an Iter.
+  VarP callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
+                       std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
   /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
   /// kiln cannot call it (the call then breaks the graph).

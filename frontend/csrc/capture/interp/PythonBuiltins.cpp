@@ -10,6 +10,7 @@
 #include "capture/interp/Interp.h"
 
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace kiln {
@@ -99,166 +100,217 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
   return makeConst(sig);
 }
 
-VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
-                              std::map<std::string, VarP> &kwargs) {
-  PyRef nameObj = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
-  std::string name =
-      nameObj && PyUnicode_Check(nameObj.get()) ? PyUnicode_AsUTF8(nameObj.get()) : "";
-  PyErr_Clear();
-  PyRef modName = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
-  PyErr_Clear();
-  std::string mod =
-      modName && PyUnicode_Check(modName.get()) ? PyUnicode_AsUTF8(modName.get()) : "";
+/// Whether `fn` (named `name`, from module `mod`) may be evaluated on
+/// constants at capture time: pure builtins and builtin types, `math`, and
+/// torch's device/finfo/iinfo constructors.
+static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std::string &mod) {
+  static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+  static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo");   // leaked
+  static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo");   // leaked
   bool isBuiltinType =
       PyType_Check(fn) && (fn == (PyObject *)&PyLong_Type || fn == (PyObject *)&PyFloat_Type ||
                            fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyTuple_Type ||
                            fn == (PyObject *)&PyList_Type || fn == (PyObject *)&PyRange_Type ||
                            fn == (PyObject *)&PySlice_Type);
-  if (PyType_Check(fn))
-    name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
-  static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+  return isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
+         fn == deviceType || fn == finfoType || fn == iinfoType;
+}
+
+/// The string attribute `attr` of `fn` ("" when missing or not a str).
+static std::string stringAttribute(PyObject *fn, const char *attr) {
+  PyRef value = PyRef::steal(PyObject_GetAttrString(fn, attr));
+  if (!value)
+    PyErr_Clear(); // a callable without __name__/__module__: no name
+  return value && PyUnicode_Check(value.get()) ? PyUnicode_AsUTF8(value.get()) : "";
+}
+
+VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
+                              std::map<std::string, VarP> &kwargs) {
+  std::string name = PyType_Check(fn) ? reinterpret_cast<PyTypeObject *>(fn)->tp_name
+                                      : stringAttribute(fn, "__name__");
+  std::string mod = stringAttribute(fn, "__module__");
   if (VarP r = callPureMethod(fn, args, kwargs))
     return r;
-  if (VarP r = callIntrospection(fn, name, args, kwargs)) // PythonBuiltins.cpp
+  if (VarP r = callIntrospection(fn, name, args, kwargs))
     return r;
-  static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
-  static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked
-  bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-              fn == deviceType || fn == finfoType || fn == iinfoType;
-  if (!pure)
+  if (!evaluableAtCapture(fn, name, mod))
     throw Unsupported(BreakCategory::PythonBuiltin,
                       "call to " + pyText(fn) + " is not supported" +
                           (name == "print" ? " (print has side effects)" : ""),
                       "kiln runs the call eagerly at a graph break; move it out of the compiled "
                       "function to keep one graph");
+  // Builtins answered for abstract values (tensors, containers built here,
+  // objects of the frame); each handler returns nullptr when its arguments
+  // are all constants, which are then evaluated by the builtin itself.
+  static const std::unordered_map<std::string, BuiltinHandler> handlers = {
+      {"getattr", &Interpreter::builtinGetattr},   {"hasattr", &Interpreter::builtinGetattr},
+      {"enumerate", &Interpreter::builtinIterate}, {"zip", &Interpreter::builtinIterate},
+      {"reversed", &Interpreter::builtinIterate},  {"sum", &Interpreter::builtinSum},
+      {"len", &Interpreter::builtinLen},           {"isinstance", &Interpreter::builtinIsinstance},
+      {"tuple", &Interpreter::builtinSequence},    {"list", &Interpreter::builtinSequence},
+  };
+  auto handler = handlers.find(name);
+  if (handler != handlers.end())
+    if (VarP r = (this->*handler->second)(name, args, kwargs))
+      return r;
+  return callOnConstants(fn, name, args, kwargs);
+}
+
+VarP Interpreter::builtinGetattr(const std::string &name, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs) {
+  bool isGetattr = name == "getattr";
+  if (args.size() < 2 || !args[1]->isConst() || !PyUnicode_Check(args[1]->obj.get()) ||
+      !kwargs.empty())
+    return nullptr;
   // getattr/hasattr on an object of the frame read the attribute through a
-  // guarded source (the object may change between calls); a missing
-  // attribute cannot be guarded yet.
-  if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[1]->isConst() &&
-      PyUnicode_Check(args[1]->obj.get()) && kwargs.empty())
-    if (VarP v = overlayAttr(args[0], pyText(args[1]->obj.get())))
-      return name == "getattr" ? v : makeConst(PyRef::borrow(Py_True));
-  if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[0]->isConst() &&
-      args[1]->isConst() && PyUnicode_Check(args[1]->obj.get()) && sourceOf(args[0]) >= 0 &&
-      kwargs.empty()) {
-    if (!PyObject_HasAttr(args[0]->obj.get(), args[1]->obj.get())) {
-      PyErr_Clear();
-      // A missing attribute: the default (getattr) or False, guarded by a
-      // HasAttr guard on the object (an attribute set later recompiles).
-      if (name == "getattr" && args.size() != 3)
-        throw Unsupported(BreakCategory::UserError,
-                          "getattr() of a missing attribute without a default");
-      Guard g;
-      g.kind = Guard::Kind::HasAttr;
-      g.source = sourceOf(args[0]);
-      g.expected = PyRef::steal(PyTuple_Pack(2, args[1]->obj.get(), Py_False));
-      out_.guards.push_back(std::move(g));
-      return name == "getattr" ? args[2] : makeConst(PyRef::borrow(Py_False));
-    }
-    VarP v = loadAttr(args[0], args[1]->obj.get());
-    return name == "getattr" ? v : makeConst(PyRef::borrow(Py_True));
+  // guarded source (the object may change between calls).
+  if (VarP v = overlayAttr(args[0], pyText(args[1]->obj.get())))
+    return isGetattr ? v : makeConst(PyRef::borrow(Py_True));
+  if (!args[0]->isConst() || sourceOf(args[0]) < 0)
+    return nullptr;
+  if (!PyObject_HasAttr(args[0]->obj.get(), args[1]->obj.get())) {
+    PyErr_Clear(); // hasattr semantics: any error reads as "missing"
+    // A missing attribute: the default (getattr) or False, guarded by a
+    // HasAttr guard on the object (an attribute set later recompiles).
+    if (isGetattr && args.size() != 3)
+      throw Unsupported(BreakCategory::UserError,
+                        "getattr() of a missing attribute without a default");
+    Guard g;
+    g.kind = Guard::Kind::HasAttr;
+    g.source = sourceOf(args[0]);
+    g.expected = PyRef::steal(PyTuple_Pack(2, args[1]->obj.get(), Py_False));
+    out_.guards.push_back(std::move(g));
+    return isGetattr ? args[2] : makeConst(PyRef::borrow(Py_False));
   }
+  VarP v = loadAttr(args[0], args[1]->obj.get());
+  return isGetattr ? v : makeConst(PyRef::borrow(Py_True));
+}
+
+VarP Interpreter::builtinIterate(const std::string &name, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs) {
   // Iteration helpers over abstract sequences (lists of tensors, modules):
   // built from the items so that their sources and graph values are kept.
-  if ((name == "enumerate" || name == "zip" || name == "reversed") && !args.empty()) {
-    std::vector<VarP> items;
-    if (name == "enumerate") {
-      VarP startVar = args.size() > 1 ? args[1] : kwargs.count("start") ? kwargs["start"] : nullptr;
-      long start = startVar ? PyLong_AsLong(constObj(startVar, "enumerate start")) : 0;
-      if (PyErr_Occurred())
-        throw Unsupported(BreakCategory::UserError,
-                          withPythonError("enumerate start must be an int"));
-      if (args.size() > 2 || kwargs.size() > (kwargs.count("start") ? 1u : 0u))
-        throw Unsupported(BreakCategory::UserError, "unexpected arguments to enumerate");
-      std::vector<VarP> src = iterItems(args[0]);
-      for (size_t i = 0; i < src.size(); ++i)
-        items.push_back(makeSeq(
-            Var::Kind::Tuple, {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
-    } else if (name == "zip") {
-      if (!kwargs.empty())
-        throw Unsupported(BreakCategory::PythonBuiltin, "zip keyword arguments are not supported");
-      std::vector<std::vector<VarP>> srcs;
-      size_t n = SIZE_MAX;
-      for (auto &a : args) {
-        srcs.push_back(iterItems(a));
-        n = std::min(n, srcs.back().size());
-      }
-      for (size_t i = 0; i < n; ++i) {
-        std::vector<VarP> t;
-        for (auto &s : srcs)
-          t.push_back(s[i]);
-        items.push_back(makeSeq(Var::Kind::Tuple, t));
-      }
-    } else {
-      if (args.size() != 1 || !kwargs.empty())
-        throw Unsupported(BreakCategory::UserError, "reversed takes one argument");
-      items = iterItems(args[0]);
-      std::reverse(items.begin(), items.end());
+  if (args.empty())
+    return nullptr;
+  std::vector<VarP> items;
+  if (name == "enumerate") {
+    VarP startVar = args.size() > 1 ? args[1] : kwargs.count("start") ? kwargs["start"] : nullptr;
+    long start = startVar ? PyLong_AsLong(constObj(startVar, "enumerate start")) : 0;
+    if (PyErr_Occurred())
+      throw Unsupported(BreakCategory::UserError,
+                        withPythonError("enumerate start must be an int"));
+    if (args.size() > 2 || kwargs.size() > (kwargs.count("start") ? 1u : 0u))
+      throw Unsupported(BreakCategory::UserError, "unexpected arguments to enumerate");
+    std::vector<VarP> src = iterItems(args[0]);
+    for (size_t i = 0; i < src.size(); ++i)
+      items.push_back(makeSeq(Var::Kind::Tuple,
+                              {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
+  } else if (name == "zip") {
+    if (!kwargs.empty())
+      throw Unsupported(BreakCategory::PythonBuiltin, "zip keyword arguments are not supported");
+    std::vector<std::vector<VarP>> srcs;
+    size_t n = SIZE_MAX;
+    for (auto &a : args) {
+      srcs.push_back(iterItems(a));
+      n = std::min(n, srcs.back().size());
     }
-    return makeSeq(Var::Kind::Iter, items);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<VarP> t;
+      for (auto &s : srcs)
+        t.push_back(s[i]);
+      items.push_back(makeSeq(Var::Kind::Tuple, t));
+    }
+  } else { // reversed
+    if (args.size() != 1 || !kwargs.empty())
+      throw Unsupported(BreakCategory::UserError, "reversed takes one argument");
+    items = iterItems(args[0]);
+    std::reverse(items.begin(), items.end());
   }
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+VarP Interpreter::builtinSum(const std::string &, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs) {
   // sum() over tensors: a chain of `+` (eager adds to the start value too).
-  if (name == "sum" && !args.empty() && args.size() <= 2 &&
-      (!args[0]->isConst() || (args.size() == 2 && !args[1]->isConst()))) {
-    VarP acc = args.size() == 2        ? args[1]
-               : kwargs.count("start") ? kwargs["start"]
-                                       : makeConst(PyRef::steal(PyLong_FromLong(0)));
-    for (const VarP &item : iterItems(args[0])) {
-      if (VarP t = tensorBinary("+", acc, item)) {
-        acc = t;
-        continue;
-      }
-      PyRef r = PyRef::steal(constBinary("+", constObj(acc, "operand"), constObj(item, "operand")));
-      if (!r)
-        throw Unsupported(BreakCategory::UserError, withPythonError("sum() raised on constants"),
-                          hint::kRaisesInEager);
-      acc = makeConst(r);
+  if (args.empty() || args.size() > 2 ||
+      (args[0]->isConst() && (args.size() != 2 || args[1]->isConst())))
+    return nullptr;
+  VarP acc = args.size() == 2        ? args[1]
+             : kwargs.count("start") ? kwargs["start"]
+                                     : makeConst(PyRef::steal(PyLong_FromLong(0)));
+  for (const VarP &item : iterItems(args[0])) {
+    if (VarP t = tensorBinary("+", acc, item)) {
+      acc = t;
+      continue;
     }
-    return acc;
+    PyRef r = PyRef::steal(constBinary("+", constObj(acc, "operand"), constObj(item, "operand")));
+    if (!r)
+      throw Unsupported(BreakCategory::UserError, withPythonError("sum() raised on constants"),
+                        hint::kRaisesInEager);
+    acc = makeConst(r);
   }
-  // len()/isinstance() on tensors are answered from the static type.
-  if (name == "len" && args.size() == 1 && args[0]->isTensor()) {
-    return tensorAttribute(args[0], "__len__");
-  }
-  if (name == "isinstance" && args.size() == 2 && !args[0]->isTensor() && !args[0]->isConst() &&
-      args[0]->kind != Var::Kind::Null) {
-    // A container built here (or a ModelOutput record): its Python type.
-    PyObject *t = args[0]->kind == Var::Kind::Dict
-                      ? (args[0]->obj ? args[0]->obj.get() : (PyObject *)&PyDict_Type)
-                  : args[0]->kind == Var::Kind::Tuple ? (PyObject *)&PyTuple_Type
-                  : args[0]->kind == Var::Kind::List  ? (PyObject *)&PyList_Type
-                                                      : nullptr;
-    if (t) {
-      PyRef cls = seqAsConst(args[1]);
-      int r = PyObject_IsSubclass(t, cls ? cls.get() : constObj(args[1], "class"));
-      PyErr_Clear();
-      return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
-    }
-  }
-  if (name == "isinstance" && args.size() == 2 && args[0]->isTensor()) {
-    PyRef fake = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
-    PyRef cls = seqAsConst(args[1]);
-    int r = PyObject_IsInstance(fake.get(), cls ? cls.get() : constObj(args[1], "class"));
-    PyErr_Clear();
-    return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
-  }
-  if (name == "len" && args.size() == 1 && args[0]->isConst() && args[0]->source >= 0 &&
-      (PyTuple_CheckExact(args[0]->obj.get()) || PyList_CheckExact(args[0]->obj.get()) ||
-       PyDict_CheckExact(args[0]->obj.get()))) {
+  return acc;
+}
+
+VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &) {
+  if (args.size() != 1)
+    return nullptr;
+  const VarP &v = args[0];
+  if (v->isTensor()) // answered from the static shape
+    return tensorAttribute(v, "__len__");
+  if (v->isConst() && v->source >= 0 &&
+      (PyTuple_CheckExact(v->obj.get()) || PyList_CheckExact(v->obj.get()) ||
+       PyDict_CheckExact(v->obj.get()))) {
     // len() of a container of the frame (e.g. a module's hook dict): the
     // container may be mutated between calls, so its length is guarded.
-    Py_ssize_t n = PyObject_Length(args[0]->obj.get());
-    guardLength(args[0]->source, n);
+    Py_ssize_t n = PyObject_Length(v->obj.get());
+    guardLength(v->source, n);
     return makeConst(PyRef::steal(PyLong_FromSsize_t(n)));
   }
-  if ((name == "len") && args.size() == 1 &&
-      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
-       args[0]->kind == Var::Kind::Dict))
-    return makeConst(PyRef::steal(PyLong_FromSize_t(args[0]->items.size())));
-  if ((name == "tuple" || name == "list") && args.size() == 1 && !args[0]->isConst()) {
-    VarP it = getIter(args[0]);
-    return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
-  }
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
+    return makeConst(PyRef::steal(PyLong_FromSize_t(v->items.size())));
+  return nullptr;
+}
+
+VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args,
+                                    std::map<std::string, VarP> &) {
+  if (args.size() != 2 || args[0]->isConst() || args[0]->kind == Var::Kind::Null)
+    return nullptr;
+  const VarP &v = args[0];
+  // A tensor answers as an empty tensor would; a container built here (or a
+  // ModelOutput record) as its Python type.
+  PyRef probe;
+  PyObject *type = nullptr;
+  if (v->isTensor())
+    probe = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
+  else if (v->kind == Var::Kind::Dict)
+    type = v->obj ? v->obj.get() : (PyObject *)&PyDict_Type;
+  else if (v->kind == Var::Kind::Tuple)
+    type = (PyObject *)&PyTuple_Type;
+  else if (v->kind == Var::Kind::List)
+    type = (PyObject *)&PyList_Type;
+  if (!probe && !type)
+    return nullptr;
+  PyRef cls = seqAsConst(args[1]);
+  PyObject *classes = cls ? cls.get() : constObj(args[1], "class");
+  int r = probe ? PyObject_IsInstance(probe.get(), classes) : PyObject_IsSubclass(type, classes);
+  if (r < 0)
+    throw Unsupported(BreakCategory::UserError, withPythonError("isinstance() raised"),
+                      hint::kRaisesInEager);
+  return makeConst(PyRef::borrow(r == 1 ? Py_True : Py_False));
+}
+
+VarP Interpreter::builtinSequence(const std::string &name, std::vector<VarP> &args,
+                                  std::map<std::string, VarP> &) {
+  if (args.size() != 1 || args[0]->isConst())
+    return nullptr;
+  VarP it = getIter(args[0]);
+  return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
+}
+
+VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
+                                  std::map<std::string, VarP> &kwargs) {
   // sorted(d), min(t), any(l) ... over containers built here whose items
   // are constants (a dict's keys): evaluated on a list of those constants.
   static const std::set<std::string> overItems = {"sorted", "min", "max",      "any",
@@ -294,10 +346,13 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (PyIter_Check(r.get()) || PyObject_TypeCheck(r.get(), &PyEnum_Type) ||
       PyObject_TypeCheck(r.get(), &PyZip_Type)) {
     PyRef list = PyRef::steal(PySequence_List(r.get()));
+    if (!list)
+      throw Unsupported(BreakCategory::UserError,
+                        withPythonError("iterating the result of " + pyText(fn) + " raised"),
+                        hint::kRaisesInEager);
     std::vector<VarP> items;
-    for (Py_ssize_t i = 0; list && i < PyList_GET_SIZE(list.get()); ++i)
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
       items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(list.get(), i))));
-    PyErr_Clear();
     return makeSeq(Var::Kind::Iter, items);
   }
   return makeConst(r);
