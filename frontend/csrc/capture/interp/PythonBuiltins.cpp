@@ -8,6 +8,7 @@
 // a function made in the frame, a tensor, a container built here.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include <set>
 #include <unordered_set>
@@ -65,12 +66,13 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
 
 VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs) {
-  static PyObject *signature = [] {
+  static PyOnce signatureOnce;
+  PyObject *signature = signatureOnce.get([] {
     PyRef m = PyRef::steal(PyImport_ImportModule("inspect"));
     PyObject *f = m ? PyObject_GetAttrString(m.get(), "signature") : nullptr;
     PyErr_Clear();
     return f; // leaked: process lifetime
-  }();
+  });
   if (!fn || fn != signature)
     return nullptr;
   // inspect.signature(f) depends only on f's code, defaults and
@@ -116,13 +118,19 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
                            fn == (PyObject *)&PySlice_Type);
   if (PyType_Check(fn))
     name = reinterpret_cast<PyTypeObject *>(fn)->tp_name;
-  static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+  static PyOnce deviceTypeOnce;
+  PyObject *deviceType =
+      deviceTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
   if (VarP r = callPureMethod(fn, args, kwargs))
     return r;
   if (VarP r = callIntrospection(fn, name, args, kwargs)) // PythonBuiltins.cpp
     return r;
-  static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
-  static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked
+  static PyOnce finfoTypeOnce;
+  PyObject *finfoType =
+      finfoTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "finfo"); });
+  static PyOnce iinfoTypeOnce;
+  PyObject *iinfoType =
+      iinfoTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "iinfo"); });
   bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
               fn == deviceType || fn == finfoType || fn == iinfoType;
   if (!pure)
