@@ -27,8 +27,12 @@ FrontendState::FrontendState() = default;
 FrontendState::~FrontendState() = default;
 
 void FrontendState::reset() {
+  // Entries are moved out first and released after the walk: releasing one
+  // can run Python (its references), which may free code objects and so
+  // remove their caches from `caches`, or let another thread run.
+  std::vector<std::shared_ptr<Entry>> dropped;
   for (CodeCache *c : caches)
-    c->clear();
+    c->clear(dropped);
   counters.reset();
   breaks.clear();
 }

@@ -14,6 +14,7 @@
 #define KILN_FRONTEND_HOOK_FRONTENDSTATE_H
 
 #include "hook/BreakLog.h"
+#include "hook/CompileLock.h"
 #include "hook/Stats.h"
 
 #include <Python.h>
@@ -33,13 +34,17 @@ namespace kiln {
 struct CodeCache;
 
 /// The frontend's state between calls (one per process, see the header).
-/// Touched only with the GIL held.
+/// Touched only with the GIL held; the MLIR context only under
+/// `compileLock` (the LLVM part of a compile runs without the GIL).
 struct FrontendState {
   FrontendState();
   ~FrontendState();
 
-  /// The context every capture builds its module in (single-threaded).
+  /// The context every capture builds its module in (single-threaded:
+  /// used only by the holder of `compileLock`).
   std::unique_ptr<mlir::MLIRContext> context;
+  /// Held from capture until a new entry is published (CompileLock.h).
+  CompileLock compileLock;
   /// The co_extra slot holding each code object's CodeCache (-1: none yet).
   Py_ssize_t codeExtraIndex = -1;
   /// The live caches (a cache removes itself when its code object dies).
@@ -63,6 +68,8 @@ struct FrontendState {
   PyObject *logSink = nullptr;
 
   /// Drops every compiled entry, zeroes the counters, forgets the breaks.
+  /// Calls running an entry keep it alive (entries are shared) until they
+  /// return; compiles in flight publish their entry afterwards.
   void reset();
 };
 
