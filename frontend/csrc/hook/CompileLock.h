@@ -35,6 +35,9 @@ public:
   Acquired acquire();
   /// Lets go of one acquire() of this thread; called with the GIL held.
   void release();
+  /// Whether the holder took it once (no compile of this thread is in
+  /// flight under it). Called by the holder.
+  bool outermost() const { return depth_ == 1; }
 
 private:
   // Read and written with the GIL held.

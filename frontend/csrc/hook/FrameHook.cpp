@@ -301,6 +301,8 @@ PyObject *handleFrame(FrameCall &call) {
     ++counters().recompiles;
     log(LogChannel::Recompiles, "recompiling " + codeName(call.code) + ": " + firstMiss);
   }
+  if (frontend().compileLock.outermost())
+    frontend().renewContext();
   return compileAndRun(call, lock);
 }
 

@@ -45,6 +45,9 @@ struct FrontendState {
   std::unique_ptr<mlir::MLIRContext> context;
   /// Held from capture until a new entry is published (CompileLock.h).
   CompileLock compileLock;
+  /// Top-level compiles since `context` was made (see renewContext).
+  int compilesInContext = 0;
+  static constexpr int kCompilesPerContext = 64;
   /// The co_extra slot holding each code object's CodeCache (-1: none yet).
   Py_ssize_t codeExtraIndex = -1;
   /// The live caches (a cache removes itself when its code object dies).
@@ -66,6 +69,14 @@ struct FrontendState {
   /// reference, released when replaced (setLogSink); a raw pointer because
   /// this state is never destroyed.
   PyObject *logSink = nullptr;
+
+  /// Called by the compile lock's holder before a top-level compile (no
+  /// capture in flight): replaces the MLIR context by a fresh one every
+  /// kCompilesPerContext compiles. A context keeps every attribute it ever
+  /// made, and some are distinct per compile (LLVM alias scopes), so one
+  /// context for the process would grow with every compile; entries hold
+  /// no MLIR objects, so nothing outlives its context.
+  void renewContext();
 
   /// Drops every compiled entry, zeroes the counters, forgets the breaks.
   /// Calls running an entry keep it alive (entries are shared) until they
