@@ -244,3 +244,31 @@ for arg in (2.5, 3, True, None, "s"):
 print("OK")
 """, {}, timeout=120)
     assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stdout, r.stderr[-3000:])
+
+
+@pytest.mark.parametrize("call", ["torch.add(2.5)", "torch.mul(t)", "torch.eq(t)", "torch.pow(t)",
+                                  "torch.addcmul(t)", "torch.arange(None)", "torch.reshape(t)",
+                                  "torch.permute(t)", "torch.flip(t)", "torch.roll(t)",
+                                  "F.layer_norm(t)", "F.pad(t)", "torch.broadcast_to(t)"])
+def test_missing_arguments_raise_like_eager(call):
+    # Each of these once dereferenced the absent argument and crashed.
+    r = run_python(f"""
+import torch, kiln
+import torch.nn.functional as F
+t = torch.ones(2, 3)
+fn = lambda t: {call}
+try:
+    fn(t)
+except Exception as e:
+    want = type(e)
+else:
+    raise SystemExit("eager accepted {call}")
+try:
+    kiln.compile(fn)(t)
+except want:
+    pass
+else:
+    raise SystemExit("kiln did not raise " + want.__name__)
+print("OK")
+""", {}, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.returncode, r.stdout, r.stderr[-3000:])
