@@ -273,12 +273,25 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
   return nullptr;
 }
 
+/// Whether the code has as many entries as the recompile limit allows; the
+/// frame then runs eagerly (warned once).
+bool atRecompileLimit(FrameCall &call, const std::string &firstMiss) {
+  if ((int)call.cache.entries.size() < options().recompileLimit)
+    return false;
+  warnRecompileLimit(call, firstMiss);
+  ++counters().eagerCalls;
+  return true;
+}
+
 /// The frame of a code the hook handles: runs the first matching entry, or
 /// compiles a new one (up to the recompile limit) under the compile lock.
 PyObject *handleFrame(FrameCall &call) {
   std::string firstMiss;
   if (std::shared_ptr<Entry> e = findEntry(call, firstMiss))
     return runMatch(e, call);
+  // A code at its limit runs eagerly without waiting for other compiles.
+  if (atRecompileLimit(call, firstMiss))
+    return nullptr;
   CompileGuard lock;
   if (lock.how() == CompileLock::Acquired::Interrupted) {
     *call.handled = 1; // KeyboardInterrupt while waiting for another compile
@@ -291,11 +304,8 @@ PyObject *handleFrame(FrameCall &call) {
       lock.unlock();
       return runMatch(e, call);
     }
-  }
-  if ((int)call.cache.entries.size() >= options().recompileLimit) {
-    warnRecompileLimit(call, firstMiss);
-    ++counters().eagerCalls;
-    return nullptr;
+    if (atRecompileLimit(call, firstMiss))
+      return nullptr;
   }
   if (!call.cache.entries.empty()) {
     ++counters().recompiles;
