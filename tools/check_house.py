@@ -17,6 +17,9 @@
    docstrings).
 5. lit: a `CHECK` directive without its colon (silently ignored by
    FileCheck).
+6. statics: no function-local `static` in frontend/csrc initialized by a
+   call or a lambda (its guard is a lock: Python run inside deadlocks
+   against the GIL; use GilOnce.h), unless its line says `// no Python`.
 
 Usage: python tools/check_house.py [--only NAME] [--list-debt]
 Exit status 1 with one line per problem.
@@ -227,8 +230,24 @@ def check_lit(files: list[Path]) -> list[str]:
     return problems
 
 
+def check_statics(files: list[Path]) -> list[str]:
+    problems = []
+    pattern = re.compile(r"^\s+static\s+(?!constexpr\b|thread_local\b|PyOnce\b|GilOnce\b)"
+                         r"[^;(]*?\s*=\s*(\[|[A-Za-z_][\w:<>]*\s*\(|$)")
+    for f in files:
+        if f.suffix not in CXX_SUFFIXES or not rel(f).startswith("frontend/csrc/"):
+            continue
+        for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+            if pattern.search(line) and "no Python" not in line:
+                problems.append(f"statics: {rel(f)}:{n}: a function-local static initialized by "
+                                "a call may run Python under its guard lock (deadlock against "
+                                "the GIL): use GilOnce/PyOnce (frontend/csrc/GilOnce.h), or "
+                                "mark a pure C++ initializer `// no Python`")
+    return problems
+
+
 CHECKS = {"format": check_format, "sizes": check_sizes, "environment": check_environment,
-          "layout": check_layout, "lit": check_lit}
+          "layout": check_layout, "lit": check_lit, "statics": check_statics}
 
 
 def main() -> int:

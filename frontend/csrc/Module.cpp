@@ -8,6 +8,7 @@
 #include "CudaBindings.h"
 #include "Entry.h"
 #include "hook/Hook.h"
+#include "hook/Recompute.h"
 #include "Log.h"
 #include "capture/Coverage.h"
 #include "runtime/cpu/BlasShims.h"
@@ -75,7 +76,9 @@ nb::list graphBreaksForPython() {
 }
 
 nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
-  auto *entry = static_cast<const Entry *>(entryCapsule.data());
+  const Entry *entry = entryOfCapsule(entryCapsule.ptr());
+  if (!entry)
+    throw nb::python_error();
   std::vector<PyObject *> in;
   for (nb::handle h : inputs)
     in.push_back(h.ptr());

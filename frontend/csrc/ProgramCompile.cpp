@@ -16,6 +16,14 @@
 
 namespace kiln {
 
+rt::CompiledFunction compileForCpuWithoutGil(mlir::ModuleOp module,
+                                             const mlir::kiln::CpuCompileOptions &options,
+                                             std::string &error, mlir::kiln::CpuCompileInfo *info) {
+  rt::CompiledFunction fn;
+  Py_BEGIN_ALLOW_THREADS fn = mlir::kiln::compileForCpu(module, "forward", options, error, info);
+  Py_END_ALLOW_THREADS return fn;
+}
+
 bool compileProgram(Capture &cap, Entry &entry, int device,
                     const mlir::kiln::CpuCompileOptions &options,
                     const std::function<void(const mlir::kiln::CpuCompileInfo &)> &onCpuCompile,
@@ -62,7 +70,7 @@ bool compileProgram(Capture &cap, Entry &entry, int device,
       if (!copts.debugDir.empty())
         copts.debugDir += "/segment-" + std::to_string(segment);
       mlir::kiln::CpuCompileInfo info;
-      sub->fn = mlir::kiln::compileForCpu(*cs.module, "forward", copts, error, &info);
+      sub->fn = compileForCpuWithoutGil(*cs.module, copts, error, &info);
       onCpuCompile(info);
       if (!sub->fn.entry) {
         error = "compilation of " + sub->name + " failed: " + error;

@@ -17,6 +17,15 @@
 
 namespace kiln {
 
+/// mlir::kiln::compileForCpu with the GIL released, so other Python threads
+/// (calls of compiled code among them) keep running while the passes and
+/// LLVM work; nothing in it touches Python. Called with the GIL held, by
+/// the holder of the compile lock (hook/CompileLock.h), which keeps every
+/// other thread off the shared MLIR context meanwhile.
+rt::CompiledFunction compileForCpuWithoutGil(mlir::ModuleOp module,
+                                             const mlir::kiln::CpuCompileOptions &options,
+                                             std::string &error, mlir::kiln::CpuCompileInfo *info);
+
 /// Compiles `cap.steps` for `device` (TensorMeta::device) into
 /// `entry.program`; `onCpuCompile` sees what each CPU compilation did with
 /// the disk cache. False with `error` set (no Python error) on failure.

@@ -12,7 +12,9 @@
 
 namespace kiln {
 
-void CodeCache::clear() {
+void CodeCache::clear(std::vector<std::shared_ptr<Entry>> &dropped) {
+  for (std::shared_ptr<Entry> &e : entries)
+    dropped.push_back(std::move(e));
   entries.clear();
   warnedLimit = false;
   autoDims.clear();

@@ -20,10 +20,15 @@
 namespace kiln {
 
 /// The cache of one code object (stored in its co_extra slot, freed with
-/// it; FrontendState::caches lists the live ones).
+/// it; FrontendState::caches lists the live ones). Read and changed with
+/// the GIL held; a new entry is appended under the compile lock.
 struct CodeCache {
   /// Compiled entries and failed captures (Entry::eager), tried in order.
-  std::vector<std::unique_ptr<Entry>> entries;
+  /// Shared: a call copies the pointer of the entry it checks and runs, so
+  /// kiln.reset() or another thread's recompile never frees an entry in use
+  /// (the GIL is released while compiled code runs). Walk it by index: it
+  /// can change whenever Python runs.
+  std::vector<std::shared_ptr<Entry>> entries;
   /// The recompile-limit warning was given.
   bool warnedLimit = false;
   /// The code is kiln's own (-1: not yet known).
@@ -34,8 +39,10 @@ struct CodeCache {
   /// ("<source>#<dim>"); later captures make them symbolic.
   std::set<std::string> autoDims;
 
-  /// Drops the entries and what they taught (kiln.reset()).
-  void clear();
+  /// Drops the entries and what they taught (kiln.reset()); the entries
+  /// are moved into `dropped`, for the caller to release when no cache is
+  /// being walked any more.
+  void clear(std::vector<std::shared_ptr<Entry>> &dropped);
 };
 
 /// The cache of `code` (borrowed), made on first use; null (no Python error)

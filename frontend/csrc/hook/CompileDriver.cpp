@@ -150,7 +150,7 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
     return true;
   std::string error;
   mlir::kiln::CpuCompileInfo info;
-  entry.fn = mlir::kiln::compileForCpu(*cap.module, "forward", copts, error, &info);
+  entry.fn = compileForCpuWithoutGil(*cap.module, copts, error, &info);
   countDiskCache(entry.name, info);
   if (!entry.fn.entry) {
     failure.reason = "compilation failed: " + error;

@@ -7,8 +7,11 @@
 // (CompileDriver.h) or reports a graph break (BreakLog.h) and runs the
 // frame eagerly. Ownership: frame locals/globals are borrowed for the
 // duration of the call; resolved source values are held in a per-thread
-// buffer of PyRefs released before returning; entries (owned by their
-// CodeCache) hold strong references to guarded objects.
+// buffer of PyRefs released before returning; entries (shared by their
+// CodeCache and the calls running them) hold strong references to guarded
+// objects. Threads: see docs/architecture.md ("Threads") — hits take no
+// lock; a miss compiles under the GIL-aware compile lock (CompileLock.h)
+// and re-checks the cache when another thread compiled meanwhile.
 //===----------------------------------------------------------------------===//
 #include "hook/Hook.h"
 
@@ -17,6 +20,7 @@
 #include "capture/breaks/Resume.h"
 #include "hook/CodeCache.h"
 #include "hook/CompileDriver.h"
+#include "hook/CompileLock.h"
 #include "hook/FrontendState.h"
 #include "hook/Recompute.h"
 
@@ -124,14 +128,15 @@ bool holdsNow(const Entry &e, FrameCall &call) {
 }
 
 /// Runs a hit entry. New reference or null with a Python error.
-PyObject *runEntry(Entry &entry, FrameCall &call) {
+PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
+  Entry &entry = *shared;
   llvm::SmallVector<PyObject *, 16> inputs;
   inputs.reserve(entry.inputs.size());
   for (const GraphInput &in : entry.inputs)
     inputs.push_back(call.values[in.source].get());
   ++counters().compiledCalls;
   if (entry.needsAutograd)
-    return runWithAutograd(entry, inputs, call.func, call.code, call.locals, tls.autogradApply);
+    return runWithAutograd(shared, inputs, call.func, call.code, call.locals, tls.autogradApply);
   std::vector<PyRef> results;
   if (!runGraph(entry, inputs, results))
     return nullptr;
@@ -144,14 +149,16 @@ PyObject *runEntry(Entry &entry, FrameCall &call) {
 }
 
 /// Runs a hit entry and, for a graph break's prefix, the rest of the frame.
-PyObject *runFrame(Entry &entry, FrameCall &call) {
+/// `entry` is this call's own reference: it stays alive until the call
+/// returns, whatever other threads do to the cache.
+PyObject *runFrame(const std::shared_ptr<Entry> &entry, FrameCall &call) {
   *call.handled = 1;
   PyObject *r = runEntry(entry, call);
-  if (!r || !entry.resume)
+  if (!r || !entry->resume)
     return r;
   PyRef state = PyRef::steal(r);
   Unbusy user;
-  return runBreak(*entry.resume, state.get(), call.values, call.func);
+  return runBreak(*entry->resume, state.get(), call.values, call.func);
 }
 
 /// Raises kiln's fullgraph=True error for a graph break; null.
@@ -162,13 +169,13 @@ PyObject *fullgraphError(FrameCall &call, const std::string &what) {
 }
 
 /// Runs the matching entry `e` (an eager one lets the frame run normally).
-PyObject *runMatch(Entry &e, FrameCall &call) {
-  if (e.eager) {
+PyObject *runMatch(const std::shared_ptr<Entry> &e, FrameCall &call) {
+  if (e->eager) {
     ++counters().eagerCalls;
-    return tls.fullgraph ? fullgraphError(call, e.eagerReason) : nullptr;
+    return tls.fullgraph ? fullgraphError(call, e->eagerReason) : nullptr;
   }
-  if (e.resume && tls.fullgraph)
-    return fullgraphError(call, codeName(call.code) + ": " + e.resume->where);
+  if (e->resume && tls.fullgraph)
+    return fullgraphError(call, codeName(call.code) + ": " + e->resume->where);
   ++counters().cacheHits;
   return runFrame(e, call);
 }
@@ -213,8 +220,9 @@ PyObject *runEagerAfterFailure(FrameCall &call, const CaptureFailure &failure,
 }
 
 /// Captures and compiles the frame (or its prefix up to a graph break) and
-/// runs it; on failure the frame runs eagerly.
-PyObject *compileAndRun(FrameCall &call) {
+/// runs it; on failure the frame runs eagerly. `lock` is held on entry and
+/// released before the new entry runs (user code never runs under it).
+PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
   CaptureFailure failure;
   std::unique_ptr<Entry> failed;
   std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
@@ -239,35 +247,73 @@ PyObject *compileAndRun(FrameCall &call) {
     ++counters().eagerCalls;
     return nullptr;
   }
-  call.cache.entries.push_back(std::move(entry));
-  return runFrame(*call.cache.entries.back(), call);
+  std::shared_ptr<Entry> published = std::move(entry);
+  call.cache.entries.push_back(published);
+  lock.unlock();
+  return runFrame(published, call);
 }
 
-/// The frame of a code the hook handles: runs the first matching entry, or
-/// compiles a new one (up to the recompile limit).
-PyObject *handleFrame(FrameCall &call) {
-  bool grad = gradEnabled();
+/// The first cached entry that matches the call, or null; `firstMiss` says
+/// why the first entry did not. Walked by index with a reference to each
+/// entry checked: guards can run Python, and other threads may then reset
+/// or extend the cache.
+std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
+  bool grad = gradEnabled(); // this thread's grad mode (torch keeps it per thread)
   PyObject *defDtype = defaultDtype();
-  std::string firstMiss;
-  for (auto &e : call.cache.entries) {
+  for (size_t i = 0; i < call.cache.entries.size(); ++i) {
+    std::shared_ptr<Entry> e = call.cache.entries[i];
     EntryCheck check = checkEntry(*e, call, grad, defDtype);
     if (check.miss == Miss::None)
-      return runMatch(*e, call);
+      return e;
     if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
       markChangedSizes(call.cache, *e, e->guards[check.index], call.values, call.code);
     if (firstMiss.empty())
       firstMiss = describeMiss(*e, check);
   }
-  if ((int)call.cache.entries.size() >= options().recompileLimit) {
-    warnRecompileLimit(call, firstMiss);
-    ++counters().eagerCalls;
+  return nullptr;
+}
+
+/// Whether the code has as many entries as the recompile limit allows; the
+/// frame then runs eagerly (warned once).
+bool atRecompileLimit(FrameCall &call, const std::string &firstMiss) {
+  if ((int)call.cache.entries.size() < options().recompileLimit)
+    return false;
+  warnRecompileLimit(call, firstMiss);
+  ++counters().eagerCalls;
+  return true;
+}
+
+/// The frame of a code the hook handles: runs the first matching entry, or
+/// compiles a new one (up to the recompile limit) under the compile lock.
+PyObject *handleFrame(FrameCall &call) {
+  std::string firstMiss;
+  if (std::shared_ptr<Entry> e = findEntry(call, firstMiss))
+    return runMatch(e, call);
+  // A code at its limit runs eagerly without waiting for other compiles.
+  if (atRecompileLimit(call, firstMiss))
     return nullptr;
+  CompileGuard lock;
+  if (lock.how() == CompileLock::Acquired::Interrupted) {
+    *call.handled = 1; // KeyboardInterrupt while waiting for another compile
+    return nullptr;
+  }
+  if (lock.how() == CompileLock::Acquired::AfterWait) {
+    // Another thread compiled meanwhile: its entry may fit this call.
+    firstMiss.clear();
+    if (std::shared_ptr<Entry> e = findEntry(call, firstMiss)) {
+      lock.unlock();
+      return runMatch(e, call);
+    }
+    if (atRecompileLimit(call, firstMiss))
+      return nullptr;
   }
   if (!call.cache.entries.empty()) {
     ++counters().recompiles;
     log(LogChannel::Recompiles, "recompiling " + codeName(call.code) + ": " + firstMiss);
   }
-  return compileAndRun(call);
+  if (frontend().compileLock.outermost())
+    frontend().renewContext();
+  return compileAndRun(call, lock);
 }
 
 /// callCompiled's `dynamic` (0, 1, 2) as a policy mode.

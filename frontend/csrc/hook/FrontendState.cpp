@@ -27,8 +27,12 @@ FrontendState::FrontendState() = default;
 FrontendState::~FrontendState() = default;
 
 void FrontendState::reset() {
+  // Entries are moved out first and released after the walk: releasing one
+  // can run Python (its references), which may free code objects and so
+  // remove their caches from `caches`, or let another thread run.
+  std::vector<std::shared_ptr<Entry>> dropped;
   for (CodeCache *c : caches)
-    c->clear();
+    c->clear(dropped);
   counters.reset();
   breaks.clear();
 }
@@ -41,6 +45,16 @@ FrontendState &frontend() {
 Counters &counters() { return frontend().counters; }
 
 namespace {
+
+/// A context with every kiln dialect loaded (captures build into it).
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  mlir::kiln::registerAllDialects(registry);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  return context;
+}
 
 /// Fills the folders whose frames are never captured; false with a Python
 /// error set.
@@ -73,14 +87,17 @@ bool initHook() {
   }
   if (!findSkippedPackages(state))
     return false;
-  mlir::DialectRegistry registry;
-  mlir::kiln::registerAllDialects(registry);
   mlir::kiln::registerAllPasses();
-  state.context =
-      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
-  state.context->loadAllAvailableDialects();
+  state.context = makeContext();
   kiln_install_hook(1);
   return true;
+}
+
+void FrontendState::renewContext() {
+  if (++compilesInContext <= kCompilesPerContext)
+    return;
+  context = makeContext();
+  compilesInContext = 1;
 }
 
 std::map<std::string, long> stats() { return frontend().counters.byName(); }

@@ -14,6 +14,7 @@
 #define KILN_FRONTEND_HOOK_FRONTENDSTATE_H
 
 #include "hook/BreakLog.h"
+#include "hook/CompileLock.h"
 #include "hook/Stats.h"
 
 #include <Python.h>
@@ -33,13 +34,20 @@ namespace kiln {
 struct CodeCache;
 
 /// The frontend's state between calls (one per process, see the header).
-/// Touched only with the GIL held.
+/// Touched only with the GIL held; the MLIR context only under
+/// `compileLock` (the LLVM part of a compile runs without the GIL).
 struct FrontendState {
   FrontendState();
   ~FrontendState();
 
-  /// The context every capture builds its module in (single-threaded).
+  /// The context every capture builds its module in (single-threaded:
+  /// used only by the holder of `compileLock`).
   std::unique_ptr<mlir::MLIRContext> context;
+  /// Held from capture until a new entry is published (CompileLock.h).
+  CompileLock compileLock;
+  /// Top-level compiles since `context` was made (see renewContext).
+  int compilesInContext = 0;
+  static constexpr int kCompilesPerContext = 64;
   /// The co_extra slot holding each code object's CodeCache (-1: none yet).
   Py_ssize_t codeExtraIndex = -1;
   /// The live caches (a cache removes itself when its code object dies).
@@ -62,7 +70,17 @@ struct FrontendState {
   /// this state is never destroyed.
   PyObject *logSink = nullptr;
 
+  /// Called by the compile lock's holder before a top-level compile (no
+  /// capture in flight): replaces the MLIR context by a fresh one every
+  /// kCompilesPerContext compiles. A context keeps every attribute it ever
+  /// made, and some are distinct per compile (LLVM alias scopes), so one
+  /// context for the process would grow with every compile; entries hold
+  /// no MLIR objects, so nothing outlives its context.
+  void renewContext();
+
   /// Drops every compiled entry, zeroes the counters, forgets the breaks.
+  /// Calls running an entry keep it alive (entries are shared) until they
+  /// return; compiles in flight publish their entry afterwards.
   void reset();
 };
 

@@ -3,7 +3,8 @@
 //
 // Implements Recompute.h. Ownership: every object built here is held by a
 // PyRef and released on return; the entry is passed to Python as a capsule
-// that does not own it (the entry outlives the call: it is in its cache).
+// owning a shared reference to it (kiln.reset() may drop it from its cache
+// while autograd still holds the capsule).
 //===----------------------------------------------------------------------===//
 #include "hook/Recompute.h"
 
@@ -110,10 +111,27 @@ PyRef recomputeFunction(Entry &entry, PyObject *func, PyObject *code, PyObject *
 
 } // namespace
 
-PyObject *runWithAutograd(Entry &entry, llvm::ArrayRef<PyObject *> inputs, PyObject *func,
-                          PyObject *code, PyObject **locals, PyObject *autogradApply) {
+PyObject *entryCapsule(const std::shared_ptr<Entry> &entry) {
+  auto *owned = new std::shared_ptr<Entry>(entry);
+  PyObject *capsule = PyCapsule_New(owned, "kiln.Entry", [](PyObject *c) {
+    delete static_cast<std::shared_ptr<Entry> *>(PyCapsule_GetPointer(c, "kiln.Entry"));
+  });
+  if (!capsule)
+    delete owned;
+  return capsule;
+}
+
+const Entry *entryOfCapsule(PyObject *capsule) {
+  auto *owned = static_cast<std::shared_ptr<Entry> *>(PyCapsule_GetPointer(capsule, "kiln.Entry"));
+  return owned ? owned->get() : nullptr;
+}
+
+PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<PyObject *> inputs,
+                          PyObject *func, PyObject *code, PyObject **locals,
+                          PyObject *autogradApply) {
+  Entry &entry = *shared;
   // kiln._autograd.apply(run, recompute, inputs), run = partial(_run_entry, entry).
-  PyRef run = PyRef::steal(PyCapsule_New(&entry, "kiln.Entry", nullptr));
+  PyRef run = PyRef::steal(entryCapsule(shared));
   PyRef runner = PyRef::steal(PyImport_ImportModule("kiln._C"));
   PyRef runFn = runner ? PyRef::steal(PyObject_GetAttrString(runner.get(), "_run_entry")) : PyRef();
   PyRef partial = PyRef::steal(PyImport_ImportModule("functools"));

@@ -20,8 +20,17 @@ namespace kiln {
 /// `autogradApply` (kiln._autograd.apply, borrowed) with an eager recompute
 /// of `func` called with the frame's `locals` (borrowed) for the backward.
 /// New reference to the Python result, or null with a Python error set.
-PyObject *runWithAutograd(Entry &entry, llvm::ArrayRef<PyObject *> inputs, PyObject *func,
-                          PyObject *code, PyObject **locals, PyObject *autogradApply);
+PyObject *runWithAutograd(const std::shared_ptr<Entry> &entry, llvm::ArrayRef<PyObject *> inputs,
+                          PyObject *func, PyObject *code, PyObject **locals,
+                          PyObject *autogradApply);
+
+/// A "kiln.Entry" capsule owning a shared reference to `entry` (new
+/// reference; null with a Python error set).
+PyObject *entryCapsule(const std::shared_ptr<Entry> &entry);
+
+/// The entry of a capsule made by entryCapsule (borrowed: valid while the
+/// capsule lives), or null with a Python error set.
+const Entry *entryOfCapsule(PyObject *capsule);
 
 } // namespace kiln
 

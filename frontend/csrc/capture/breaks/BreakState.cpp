@@ -11,6 +11,7 @@
 // frame eagerly, with the reason.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include <set>
 
@@ -106,7 +107,9 @@ VarP Interpreter::breakState(Frame &f) {
     PyErr_Clear();
   }
   std::vector<VarP> items;
-  static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
+  static PyOnce tensorTypeOnce;
+  PyObject *tensorType =
+      tensorTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Tensor"); });
   for (size_t k = 0; k < f.stack.size(); ++k) {
     const VarP &v = f.stack[k];
     if (v->kind != Var::Kind::Null) {

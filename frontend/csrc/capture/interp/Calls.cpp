@@ -10,6 +10,7 @@
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "GilOnce.h"
 
 namespace kiln {
 
@@ -125,12 +126,13 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
     plainModuleCall_ = callee->self->obj.get();
     return call(callee->self, args, kwargs);
   }
-  static PyObject *moduleType = [] {
+  static PyOnce moduleTypeOnce;
+  PyObject *moduleType = moduleTypeOnce.get([] {
     PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
     PyObject *t = nn ? PyObject_GetAttrString(nn.get(), "Module") : nullptr;
     PyErr_Clear();
     return t; // leaked: process lifetime
-  }();
+  });
   for (const char *m : {"modules", "named_modules", "children", "named_children"}) {
     PyRef fnObj = PyRef::steal(moduleType ? PyObject_GetAttrString(moduleType, m) : nullptr);
     PyErr_Clear();
@@ -211,7 +213,9 @@ void Interpreter::guardNoModuleHooks(const VarP &callee, PyObject *module) {
       guardLength(out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get()), 0);
     }
   }
-  static PyObject *moduleModule = PyImport_ImportModule("torch.nn.modules.module"); // leaked
+  static PyOnce moduleModuleOnce;
+  PyObject *moduleModule =
+      moduleModuleOnce.get([] { return PyImport_ImportModule("torch.nn.modules.module"); });
   for (const char *hooks : {"_global_forward_hooks", "_global_forward_pre_hooks",
                             "_global_backward_hooks", "_global_backward_pre_hooks"}) {
     PyRef h = PyRef::steal(moduleModule ? PyObject_GetAttrString(moduleModule, hooks) : nullptr);
@@ -235,12 +239,13 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
                       " has a forward set on the instance");
   // A kiln.compile'd module called inside a compiled region: inline the
   // module it wraps.
-  static PyObject *compiledModuleType = [] {
+  static PyOnce compiledModuleTypeOnce;
+  PyObject *compiledModuleType = compiledModuleTypeOnce.get([] {
     PyRef api = PyRef::steal(PyImport_ImportModule("kiln.api"));
     PyObject *t = api ? PyObject_GetAttrString(api.get(), "CompiledModule") : nullptr;
     PyErr_Clear();
     return t; // leaked: process lifetime
-  }();
+  });
   if (compiledModuleType &&
       PyObject_TypeCheck(module, reinterpret_cast<PyTypeObject *>(compiledModuleType))) {
     PyRef name = PyRef::steal(PyUnicode_FromString("_orig_mod"));

@@ -12,6 +12,7 @@
 //    capture (`transparentContextType`), entered and left without effect.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 namespace kiln {
 
@@ -34,7 +35,7 @@ namespace {
 bool transparentContextType(PyObject *t) {
   // Looked up only once torch._dynamo has been imported (by transformers):
   // importing it here would cost seconds for every other with-block.
-  static PyObject *getItemToIndex = nullptr;
+  static PyObject *getItemToIndex = nullptr; // set under the GIL, no guard
   if (!getItemToIndex) {
     PyRef name = PyRef::steal(PyUnicode_FromString("torch._dynamo._trace_wrapped_higher_order_op"));
     PyRef m = PyRef::steal(PyImport_GetModule(name.get()));
@@ -114,8 +115,12 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
 }
 
 bool Interpreter::isGradContextType(PyObject *t) {
-  static PyObject *noGrad = PyObject_GetAttrString(torchModule(), "no_grad");         // leaked
-  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  static PyOnce noGradOnce;
+  PyObject *noGrad =
+      noGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "no_grad"); });
+  static PyOnce enableGradOnce;
+  PyObject *enableGrad =
+      enableGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "enable_grad"); });
   return t && (t == noGrad || t == enableGrad);
 }
 
@@ -125,7 +130,9 @@ int Interpreter::gradContextMode(const VarP &ctx) {
   PyObject *t = reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get()));
   if (!isGradContextType(t))
     return -1;
-  static PyObject *enableGrad = PyObject_GetAttrString(torchModule(), "enable_grad"); // leaked
+  static PyOnce enableGradOnce;
+  PyObject *enableGrad =
+      enableGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "enable_grad"); });
   return t == enableGrad ? 1 : 0;
 }
 

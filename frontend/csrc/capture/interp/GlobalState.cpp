@@ -13,6 +13,7 @@
 // that reason.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include "ir/KilnOps.h"
 
@@ -24,14 +25,16 @@ namespace kiln {
 namespace {
 
 PyObject *torchC() {
-  static PyObject *c = PyObject_GetAttrString(torchModule(), "_C"); // leaked: process lifetime
+  static PyOnce cOnce;
+  PyObject *c = cOnce.get([] { return PyObject_GetAttrString(torchModule(), "_C"); });
   return c;
 }
 
 /// torch / torch._C builtins that only read global state (autocast, JIT
 /// tracing, inference mode): evaluated at capture and guarded by value.
 bool isStateQuery(PyObject *fn) {
-  static std::unordered_set<PyObject *> queries = [] {
+  static GilOnce<std::unordered_set<PyObject *>> queriesOnce;
+  const std::unordered_set<PyObject *> &queries = queriesOnce.get([] {
     std::unordered_set<PyObject *> s;
     for (PyObject *mod : {torchModule(), torchC()}) {
       for (const char *n : {"is_autocast_enabled",
@@ -64,7 +67,7 @@ bool isStateQuery(PyObject *fn) {
       }
     }
     return s;
-  }();
+  });
   return queries.count(fn) > 0;
 }
 
@@ -76,7 +79,8 @@ PyObject *torchAttr(const char *name) {
 
 /// True when `t` is torch.autocast or a subclass (torch.cpu.amp.autocast ...).
 bool isAutocastType(PyObject *t) {
-  static PyObject *autocast = torchAttr("autocast");
+  static PyOnce autocastOnce;
+  PyObject *autocast = autocastOnce.get([] { return torchAttr("autocast"); });
   return autocast && PyType_Check(t) && PyObject_IsSubclass(t, autocast) == 1;
 }
 
@@ -100,7 +104,8 @@ void Interpreter::addCallGuard(PyObject *fn, PyObject *args, PyObject *result) {
 }
 
 void Interpreter::guardThreadCount() {
-  static PyObject *getNumThreads = torchAttr("get_num_threads");
+  static PyOnce getNumThreadsOnce;
+  PyObject *getNumThreads = getNumThreadsOnce.get([] { return torchAttr("get_num_threads"); });
   if (!getNumThreads)
     throw Unsupported(BreakCategory::Other, "this torch has no torch.get_num_threads");
   PyRef none = PyRef::steal(PyTuple_New(0));
@@ -149,19 +154,34 @@ void Interpreter::guardAutocastOff() {
 
 VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
                                  std::map<std::string, VarP> &kwargs) {
-  static PyObject *isGradEnabled = torchAttr("is_grad_enabled");
-  static PyObject *isTensorFn = torchAttr("is_tensor");
-  static PyObject *isFloatingPoint = torchAttr("is_floating_point");
-  static PyObject *isComplex = torchAttr("is_complex");
-  static PyObject *hasTF = PyObject_GetAttrString(torchC(), "_has_torch_function");
-  static PyObject *hasTFUnary = PyObject_GetAttrString(torchC(), "_has_torch_function_unary");
-  static PyObject *hasTFVariadic = PyObject_GetAttrString(torchC(), "_has_torch_function_variadic");
+  static PyOnce isGradEnabledOnce;
+  PyObject *isGradEnabled = isGradEnabledOnce.get([] { return torchAttr("is_grad_enabled"); });
+  static PyOnce isTensorFnOnce;
+  PyObject *isTensorFn = isTensorFnOnce.get([] { return torchAttr("is_tensor"); });
+  static PyOnce isFloatingPointOnce;
+  PyObject *isFloatingPoint =
+      isFloatingPointOnce.get([] { return torchAttr("is_floating_point"); });
+  static PyOnce isComplexOnce;
+  PyObject *isComplex = isComplexOnce.get([] { return torchAttr("is_complex"); });
+  static PyOnce hasTFOnce;
+  PyObject *hasTF =
+      hasTFOnce.get([] { return PyObject_GetAttrString(torchC(), "_has_torch_function"); });
+  static PyOnce hasTFUnaryOnce;
+  PyObject *hasTFUnary = hasTFUnaryOnce.get(
+      [] { return PyObject_GetAttrString(torchC(), "_has_torch_function_unary"); });
+  static PyOnce hasTFVariadicOnce;
+  PyObject *hasTFVariadic = hasTFVariadicOnce.get(
+      [] { return PyObject_GetAttrString(torchC(), "_has_torch_function_variadic"); });
   PyErr_Clear();
   auto boolConst = [](bool b) { return makeConst(PyRef::borrow(b ? Py_True : Py_False)); };
   if (fn == isGradEnabled && args.empty() && kwargs.empty())
     return boolConst(gradMode_); // the entry's grad mode is guarded (per region here)
-  static PyObject *nestedFromMask = torchAttr("_nested_tensor_from_mask");
-  static PyObject *nestedLeftAligned = torchAttr("_nested_tensor_from_mask_left_aligned");
+  static PyOnce nestedFromMaskOnce;
+  PyObject *nestedFromMask =
+      nestedFromMaskOnce.get([] { return torchAttr("_nested_tensor_from_mask"); });
+  static PyOnce nestedLeftAlignedOnce;
+  PyObject *nestedLeftAligned =
+      nestedLeftAlignedOnce.get([] { return torchAttr("_nested_tensor_from_mask_left_aligned"); });
   if (fn && (fn == nestedFromMask || fn == nestedLeftAligned))
     throw Unsupported(BreakCategory::DataDependent,
                       "nested-tensor conversion (" + pyText(fn) +
@@ -179,12 +199,13 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
       return boolConst(true);
     // inspect.signature of a constant callable (e.g. a forward's parameter
     // count): evaluated, not interpreted (inspect is deep Python).
-    static PyObject *signature = [] {
+    static PyOnce signatureOnce;
+    PyObject *signature = signatureOnce.get([] {
       PyRef m = PyRef::steal(PyImport_ImportModule("inspect"));
       PyObject *s = m ? PyObject_GetAttrString(m.get(), "signature") : nullptr;
       PyErr_Clear();
       return s; // leaked: process lifetime
-    }();
+    });
     if (fn == signature && args.size() == 1 && kwargs.empty() && args[0]->isConst()) {
       PyRef r = PyRef::steal(PyObject_CallOneArg(fn, args[0]->obj.get()));
       if (!r)
@@ -196,7 +217,8 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
     }
     return nullptr;
   }
-  static PyObject *tensorCtor = torchAttr("tensor");
+  static PyOnce tensorCtorOnce;
+  PyObject *tensorCtor = tensorCtorOnce.get([] { return torchAttr("tensor"); });
   if (fn == tensorCtor)
     return tensorFromData(args, kwargs);
   if (isAutocastType(fn))

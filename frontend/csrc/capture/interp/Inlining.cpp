@@ -6,6 +6,7 @@
 // super(), and interpreting the callee's frame in place.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include <set>
 #include <unordered_set>
@@ -13,12 +14,13 @@
 namespace kiln {
 
 PyObject *pythonDecomposition(PyObject *fn) {
-  static PyObject *table = [] {
+  static PyOnce tableOnce;
+  PyObject *table = tableOnce.get([] {
     PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._decompositions"));
     PyObject *t = mod ? PyObject_GetAttrString(mod.get(), "DECOMPOSITIONS") : nullptr;
     PyErr_Clear();
     return t && PyDict_Check(t) ? t : nullptr; // leaked: process lifetime
-  }();
+  });
   PyObject *d = table ? PyDict_GetItemWithError(table, fn) : nullptr;
   PyErr_Clear(); // an unhashable callee is no decomposition
   return d;

@@ -10,6 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include "capture/values/DynamicShapes.h"
 
@@ -102,17 +103,20 @@ PyRef importAttr(const char *module, const char *attr) {
 bool isModule(PyObject *o) {
   // Leaked on purpose: process-lifetime handles must not be released
   // after the interpreter finalizes.
-  static PyObject *moduleType = importAttr("torch.nn", "Module").release();
+  static PyOnce moduleTypeOnce;
+  PyObject *moduleType =
+      moduleTypeOnce.get([] { return importAttr("torch.nn", "Module").release(); });
   return PyObject_IsInstance(o, moduleType) == 1;
 }
 
 PyObject *moduleCallFunction() {
-  static PyObject *call = [] {
+  static PyOnce callOnce;
+  PyObject *call = callOnce.get([] {
     PyRef t = importAttr("torch.nn", "Module");
     PyObject *c = t ? PyObject_GetAttrString(t.get(), "__call__") : nullptr;
     PyErr_Clear();
     return c; // leaked: process lifetime
-  }();
+  });
   return call;
 }
 
@@ -136,7 +140,9 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   auto it = codes_.find(code);
   if (it != codes_.end())
     return *it->second;
-  static PyObject *getInstructions = importAttr("dis", "get_instructions").release();
+  static PyOnce getInstructionsOnce;
+  PyObject *getInstructions =
+      getInstructionsOnce.get([] { return importAttr("dis", "get_instructions").release(); });
   auto info = std::make_unique<CodeInfo>();
   info->code = PyRef::borrow(code);
   info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());

@@ -7,6 +7,7 @@
 // stores to Python state are side effects (SideEffects.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "GilOnce.h"
 
 #include <algorithm>
 
@@ -87,7 +88,9 @@ VarP Interpreter::tensorMethodOrAttr(const VarP &obj, PyObject *name) {
   } catch (const Unsupported &) {
     // A Tensor method kiln does not capture (`x.item()`): the graph breaks
     // at its call, so that the eager part is just the call.
-    static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
+    static PyOnce tensorTypeOnce;
+    PyObject *tensorType =
+        tensorTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Tensor"); });
     PyRef m = PyRef::steal(PyObject_GetAttr(tensorType, name));
     PyErr_Clear();
     if (!m || !(Py_TYPE(m.get()) == &PyMethodDescr_Type || PyFunction_Check(m.get()) ||

@@ -27,7 +27,7 @@ const OpcodeInfo kOpcodeTable[kNumOpcodes] = {
 const OpcodeInfo &opcodeInfo(Opcode op) { return kOpcodeTable[static_cast<size_t>(op)]; }
 
 Opcode opcodeNamed(const std::string &name) {
-  static const std::unordered_map<std::string, Opcode> byName = [] {
+  static const std::unordered_map<std::string, Opcode> byName = [] { // no Python
     std::unordered_map<std::string, Opcode> m;
     for (size_t i = 0; i + 1 < kNumOpcodes; ++i)
       m.emplace(kOpcodeTable[i].name, static_cast<Opcode>(i));

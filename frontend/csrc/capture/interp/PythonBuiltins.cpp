@@ -8,6 +8,7 @@
 // a function made in the frame, a tensor, a container built here.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include <set>
 #include <unordered_map>
@@ -66,12 +67,13 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
 
 VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs) {
-  static PyObject *signature = [] {
+  static PyOnce signatureOnce;
+  PyObject *signature = signatureOnce.get([] {
     PyRef m = PyRef::steal(PyImport_ImportModule("inspect"));
     PyObject *f = m ? PyObject_GetAttrString(m.get(), "signature") : nullptr;
     PyErr_Clear();
     return f; // leaked: process lifetime
-  }();
+  });
   if (!fn || fn != signature)
     return nullptr;
   // inspect.signature(f) depends only on f's code, defaults and
@@ -104,9 +106,13 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
 /// constants at capture time: pure builtins and builtin types, `math`, and
 /// torch's device/finfo/iinfo constructors.
 static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std::string &mod) {
-  static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
-  static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo");   // leaked
-  static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo");   // leaked
+  static PyOnce deviceTypeOnce, finfoTypeOnce, iinfoTypeOnce;
+  PyObject *deviceType =
+      deviceTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
+  PyObject *finfoType =
+      finfoTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "finfo"); });
+  PyObject *iinfoType =
+      iinfoTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "iinfo"); });
   bool isBuiltinType =
       PyType_Check(fn) && (fn == (PyObject *)&PyLong_Type || fn == (PyObject *)&PyFloat_Type ||
                            fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyTuple_Type ||

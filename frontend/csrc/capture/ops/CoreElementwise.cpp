@@ -22,6 +22,8 @@ template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Arg
   VarP x = inputArg(a, op);
   Emit e(I);
   VarP other = a.get("other");
+  if (!other) // eager raises TypeError
+    throw Unsupported(BreakCategory::UserError, op + ": 'other' is missing (eager raises)");
   if (!a.isNone("alpha"))
     other = T(e.binary<MulOp>(other, a.get("alpha")));
   if (!x->isTensor() && !other->isTensor())

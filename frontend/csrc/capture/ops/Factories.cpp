@@ -176,6 +176,8 @@ VarP arange(Interpreter &I, const std::string &op, Args &a) {
       v.push_back(constObj(a.get(n), n));
   if (a.isNone("end") && !a.isNone("step"))
     throw Unsupported("arange: step without end");
+  if (v.empty()) // arange(None), arange(): eager raises TypeError
+    throw Unsupported(BreakCategory::UserError, "arange without an end (eager raises)");
   double start = 0, end, step = 1;
   bool allInt = true;
   for (PyObject *o : v) {

@@ -13,10 +13,12 @@
 // (Program.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <array>
 #include <cstring>
 
 namespace kiln {
@@ -50,16 +52,20 @@ PyObject *fallbackHelper(const char *name) {
 /// Whether a constant argument is a plain value the call may be replayed
 /// with (numbers, strings, None, dtypes, devices ... and tuples of them).
 bool isPlainConstant(PyObject *o, int depth = 0) {
-  static PyObject *torchTypes[4] = {
-      PyObject_GetAttrString(torchModule(), "dtype"),
-      PyObject_GetAttrString(torchModule(), "device"),
-      PyObject_GetAttrString(torchModule(), "layout"),
-      PyObject_GetAttrString(torchModule(), "memory_format")}; // leaked: process lifetime
+  static GilOnce<std::array<PyRef, 4>> torchTypesOnce;
+  const std::array<PyRef, 4> &torchTypes = torchTypesOnce.get([] {
+    std::array<PyRef, 4> types;
+    const char *names[4] = {"dtype", "device", "layout", "memory_format"};
+    for (int i = 0; i < 4; ++i)
+      types[i] = PyRef::steal(PyObject_GetAttrString(torchModule(), names[i]));
+    PyErr_Clear(); // a type this torch lacks is never matched
+    return types;
+  });
   if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) ||
       PyFloat_CheckExact(o) || PyUnicode_CheckExact(o))
     return true;
-  for (PyObject *t : torchTypes)
-    if (t && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject *>(t)))
+  for (const PyRef &t : torchTypes)
+    if (t && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject *>(t.get())))
       return true;
   if (PySlice_Check(o)) {
     auto *s = reinterpret_cast<PySliceObject *>(o);
@@ -128,7 +134,8 @@ struct ArgConverter {
     PyRef shape = PyRef::steal(intTuple(sizes));
     PyRef kwargs = PyRef::steal(Py_BuildValue(
         "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
-    static PyObject *empty = PyObject_GetAttrString(torchModule(), "empty"); // leaked
+    static PyOnce emptyOnce;
+    PyObject *empty = emptyOnce.get([] { return PyObject_GetAttrString(torchModule(), "empty"); });
     PyRef args = shape ? PyRef::steal(PyTuple_Pack(1, shape.get())) : PyRef();
     PyRef meta =
         args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get())) : PyRef();
@@ -199,7 +206,9 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
   PyRef callable;
   std::string name;
   if (!method.empty()) {
-    static PyObject *tensorType = PyObject_GetAttrString(torchModule(), "Tensor"); // leaked
+    static PyOnce tensorTypeOnce;
+    PyObject *tensorType =
+        tensorTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Tensor"); });
     callable = PyRef::steal(PyObject_GetAttrString(tensorType, method.c_str()));
     PyErr_Clear();
     name = "Tensor." + method;
@@ -209,7 +218,8 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     if (!isTorchOpFunction(fn))
       return nullptr;
     callable = PyRef::borrow(fn);
-    static PyObject *qualified = fallbackHelper("qualified_name");
+    static PyOnce qualifiedOnce;
+    PyObject *qualified = qualifiedOnce.get([] { return fallbackHelper("qualified_name"); });
     PyRef n = qualified ? PyRef::steal(PyObject_CallOneArg(qualified, fn)) : PyRef();
     name = n && PyUnicode_Check(n.get()) ? PyUnicode_AsUTF8(n.get()) : pyText(fn);
     PyErr_Clear();
@@ -239,7 +249,8 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     PyRef tensors = PyRef::steal(PyTuple_New((Py_ssize_t)conv.metas.size()));
     for (size_t i = 0; i < conv.metas.size(); ++i)
       PyTuple_SET_ITEM(tensors.get(), (Py_ssize_t)i, PyRef(conv.metas[i]).release());
-    static PyObject *probe = fallbackHelper("probe");
+    static PyOnce probeOnce;
+    PyObject *probe = probeOnce.get([] { return fallbackHelper("probe"); });
     if (!probe)
       throw Refused{"kiln._fallback is missing"};
     probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(

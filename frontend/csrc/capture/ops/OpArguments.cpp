@@ -101,7 +101,15 @@ int64_t shapeItem(const VarP &i, const char *what) {
 }
 } // namespace
 
+/// Unsupported when a required argument was not passed (eager raises
+/// TypeError; the frame then runs eagerly and raises it).
+static void requirePassed(const VarP &v, const char *what) {
+  if (!v)
+    throw Unsupported(BreakCategory::UserError, std::string(what) + " is missing (eager raises)");
+}
+
 std::vector<int64_t> shapeArg(const VarP &v, const char *what) {
+  requirePassed(v, what);
   if (v->kind == Var::Kind::SymInt)
     return {shapeItem(v, what)};
   if (v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List)
@@ -113,6 +121,7 @@ std::vector<int64_t> shapeArg(const VarP &v, const char *what) {
 }
 
 std::vector<int64_t> asInts(const VarP &v, const char *what) {
+  requirePassed(v, what);
   std::vector<int64_t> out;
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     for (auto &i : v->items)
@@ -184,6 +193,8 @@ DType resultType(const std::vector<VarP> &operands) {
   std::optional<DType> dims, zeroDim;
   std::optional<DTypeCategory> scalarCat;
   for (auto &v : operands) {
+    if (!v) // a required argument was not passed: eager raises TypeError
+      throw Unsupported(BreakCategory::UserError, "an operand is missing (eager raises)");
     if (v->isTensor()) {
       auto t = ttype(v->value);
       DType d = dtypeOf(t.getElementType());

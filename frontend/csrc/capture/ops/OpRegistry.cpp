@@ -7,6 +7,7 @@
 // coverage view (capture/Coverage.h).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/OpRegistry.h"
+#include "GilOnce.h"
 
 #include "capture/Coverage.h"
 
@@ -120,7 +121,10 @@ const OperatorFunction *OpRegistry::operatorFunction(PyObject *callee) const {
 }
 
 const OpRegistry &opRegistry() {
-  static OpRegistry registry = [] {
+  // Built on first use by a GIL holder (the names are resolved through
+  // Python imports): GilOnce.h, never a function-local static.
+  static GilOnce<OpRegistry> registry;
+  return registry.get([] {
     OpRegistry r;
     registerCoreElementwiseOps(r);
     registerCoreNNOps(r);
@@ -133,8 +137,7 @@ const OpRegistry &opRegistry() {
     registerNNOps(r);
     registerLossOps(r);
     return r;
-  }();
-  return registry;
+  });
 }
 
 Args bindArguments(const OpBinding &binding, std::vector<VarP> &args,

@@ -138,6 +138,8 @@ public:
   }
 
   Value operand(const VarP &v, DType d) {
+    if (!v) // a required argument was not passed: eager raises TypeError
+      throw Unsupported(BreakCategory::UserError, "an operand is missing (eager raises)");
     if (v->isTensor())
       return cast(v->value, d);
     return scalar(constObj(v, "operand"), d);
@@ -163,7 +165,7 @@ public:
   template <typename OpT> Value unary(Value x) { return b.create<OpT>(I.loc(), x); }
 
   Value floatUnaryInput(const VarP &x) {
-    Value v = x->value;
+    Value v = tensorArg(x, "a float op");
     DType d = dtypeOf(ttype(v).getElementType());
     return isFloatingDType(d) ? v : cast(v, defaultFloat());
   }

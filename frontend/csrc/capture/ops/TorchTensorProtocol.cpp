@@ -7,6 +7,7 @@
 // go through the op registry (TorchCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "GilOnce.h"
 
 #include "ir/KilnOps.h"
 
@@ -58,7 +59,9 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
     return makeSeq(Var::Kind::Tuple, items);
   }
   if (name == "shape") {
-    static PyObject *sizeType = PyObject_GetAttrString(torchModule(), "Size"); // leaked
+    static PyOnce sizeTypeOnce;
+    PyObject *sizeType =
+        sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
     PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
     for (int64_t i = 0; i < type.getRank(); ++i)
       PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
@@ -217,7 +220,8 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
 
 namespace {
 PyObject *dtypeType() {
-  static PyObject *t = PyObject_GetAttrString(torchModule(), "dtype"); // leaked
+  static PyOnce tOnce;
+  PyObject *t = tOnce.get([] { return PyObject_GetAttrString(torchModule(), "dtype"); });
   return t;
 }
 } // namespace
@@ -235,7 +239,9 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
   if (name == "to") {
     // x.to(device[, dtype]) / x.to(device=, dtype=) on the graph's own
     // device moves nothing (eager returns x, or the cast).
-    static PyObject *deviceType = PyObject_GetAttrString(torchModule(), "device"); // leaked
+    static PyOnce deviceTypeOnce;
+    PyObject *deviceType =
+        deviceTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
     std::vector<VarP> rest = args;
     std::map<std::string, VarP> kw = kwargs;
     VarP dev;

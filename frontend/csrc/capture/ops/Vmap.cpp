@@ -23,6 +23,7 @@
 // graph break, never a wrong batch.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 #include "capture/ops/TorchOpsImpl.h"
 
 namespace kiln {
@@ -30,12 +31,13 @@ namespace kiln {
 namespace {
 
 PyObject *vmapMarker() {
-  static PyObject *marker = [] {
+  static PyOnce markerOnce;
+  PyObject *marker = markerOnce.get([] {
     PyRef m = PyRef::steal(PyImport_ImportModule("kiln._decompositions"));
     PyObject *f = m ? PyObject_GetAttrString(m.get(), "vmap_call") : nullptr;
     PyErr_Clear();
     return f; // leaked: process lifetime
-  }();
+  });
   return marker;
 }
 

@@ -17,6 +17,7 @@
 // unless the graph itself uses its value.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "GilOnce.h"
 
 namespace kiln {
 
@@ -295,13 +296,18 @@ VarP Interpreter::listPop(const VarP &list, std::vector<VarP> &args,
 
 VarP Interpreter::callListMutation(PyObject *fn, std::vector<VarP> &args,
                                    std::map<std::string, VarP> &kwargs) {
-  static PyObject *append =
-      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append");
-  static PyObject *extend =
-      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend");
-  static PyObject *insert =
-      PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert");
-  static PyObject *pop = PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "pop");
+  static PyOnce appendOnce;
+  PyObject *append = appendOnce.get(
+      [] { return PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "append"); });
+  static PyOnce extendOnce;
+  PyObject *extend = extendOnce.get(
+      [] { return PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "extend"); });
+  static PyOnce insertOnce;
+  PyObject *insert = insertOnce.get(
+      [] { return PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "insert"); });
+  static PyOnce popOnce;
+  PyObject *pop = popOnce.get(
+      [] { return PyObject_GetAttrString(reinterpret_cast<PyObject *>(&PyList_Type), "pop"); });
   if (fn != append && fn != extend && fn != insert && fn != pop)
     return nullptr;
   if (args.empty() || !args[0]->isConst() || !PyList_CheckExact(args[0]->obj.get()))
