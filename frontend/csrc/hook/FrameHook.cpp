@@ -258,6 +258,15 @@ PyObject *handleFrame(FrameCall &call) {
     if (firstMiss.empty())
       firstMiss = describeMiss(*e, check);
   }
+  // Entries for objects that died (weakly held modules) can never match:
+  // dropped, with their compiled code, before counting toward the limit.
+  auto &entries = call.cache.entries;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const std::unique_ptr<Entry> &e) {
+                                 return e->sources.hasDeadReference() ||
+                                        hasDeadReference(e->guards);
+                               }),
+                entries.end());
   if ((int)call.cache.entries.size() >= options().recompileLimit) {
     warnRecompileLimit(call, firstMiss);
     ++counters().eagerCalls;

@@ -319,6 +319,16 @@ private:
   VarP callAtCapture(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP callBuiltin(PyObject *callee, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
+  /// Method `fn` found as attribute `name` of `obj`'s class, bound to
+  /// `obj` (inlined when called); guards that the class attribute stays
+  /// `fn` and that the instance __dict__ does not shadow it.
+  VarP boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn);
+  /// Guards that `type(obj).<name>` (found on the class or its bases) is
+  /// still `value` and, with `notShadowed`, that `obj.__dict__` has no
+  /// `name`; no-op for a value without a source.
+  void guardClassAttr(const VarP &obj, PyObject *name, PyObject *value, bool notShadowed);
+  /// Guards `key not in <dict of dictSource>` (once).
+  void guardNotInDict(int dictSource, PyObject *key);
   /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
   /// kiln cannot call it (the call then breaks the graph).
   VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);

@@ -62,7 +62,8 @@ VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool i
   if (dtypeOfValue(v) == DType::Bool)
     throw Unsupported("max/min with dim of a bool tensor is not supported yet");
   if (rank > 0 && ttype(v).getDimSize(dim) == 0)
-    throw Unsupported("max/min over an empty dim (eager raises)");
+    throw Unsupported(BreakCategory::UserError, "max/min over an empty dim (eager raises)",
+                      hint::kRaisesInEager);
   Value values = isMax ? e.reduce<MaxOp>(v, {dim}, keepdim) : e.reduce<MinOp>(v, {dim}, keepdim);
   auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
                 e.b.getNamedAttr("keepdim", e.b.getBoolAttr(keepdim))};
@@ -118,12 +119,17 @@ template <bool Max> VarP maxOrMin(Interpreter &I, const std::string &op, Args &a
   return T(Max ? e.reduce<MaxOp>(v, all, false) : e.reduce<MinOp>(v, all, false));
 }
 
-VarP amin(Interpreter &I, const std::string &op, Args &a) {
+/// amax/amin: a reduction with no identity, so eager raises over zero elements.
+template <bool Max> VarP amaxOrAmin(Interpreter &I, const std::string &op, Args &a) {
   Value v = tensorArg(a.get("input"), op);
   std::vector<int64_t> dims = reducedDims(a, ttype(v).getRank());
   if (countOver(v, dims) == 0)
-    throw Unsupported(BreakCategory::UserError, "amin of an empty tensor (eager raises)");
-  return T(Emit(I).reduce<MinOp>(v, dims, boolArg(a, "keepdim", false)));
+    throw Unsupported(BreakCategory::UserError,
+                      op + " over a zero-size dim or an empty tensor (eager raises)",
+                      hint::kRaisesInEager);
+  Emit e(I);
+  bool keepdim = boolArg(a, "keepdim", false);
+  return T(Max ? e.reduce<MaxOp>(v, dims, keepdim) : e.reduce<MinOp>(v, dims, keepdim));
 }
 
 VarP prod(Interpreter &I, const std::string &op, Args &a) {
@@ -306,8 +312,8 @@ void registerReductionOps(OpRegistry &r) {
   const Params withDtypeArg{"input", "dim", "keepdim", "dtype"}, dimKeep{"input", "dim", "keepdim"};
   r.op("sum", coreReduction<SumOp>, withDtypeArg).torchAndMethod();
   r.op("mean", coreReduction<MeanOp>, withDtypeArg).torchAndMethod();
-  r.op("amax", coreReduction<MaxOp>, dimKeep).torchAndMethod();
-  r.op("amin", amin, dimKeep).torchAndMethod();
+  r.op("amax", amaxOrAmin<true>, dimKeep).torchAndMethod();
+  r.op("amin", amaxOrAmin<false>, dimKeep).torchAndMethod();
   r.op("max", maxOrMin<true>, dimKeep).torchAndMethod();
   r.op("min", maxOrMin<false>, dimKeep).torchAndMethod();
   r.op("argmax", argMaxOrMin<true>, dimKeep).torchAndMethod();
