@@ -223,3 +223,145 @@ def test_list_aliased_by_local_and_stack_across_break():
 
     x = torch.randn(3, 2)
     assert kiln.compile(f)(x).shape == f(x).shape == (6, 2)
+
+
+def test_compiled_function_does_not_keep_a_module_alive():
+    # In a subprocess: a leak would keep memory for the rest of the session.
+    code = r"""
+import gc, weakref, torch, kiln
+from torch import nn
+
+def f(m, x):
+    return m(x) * 2
+
+cf = kiln.compile(f)
+refs = []
+with torch.no_grad():
+    for i in range(12):
+        m = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4))
+        x = torch.randn(2, 256)
+        torch.testing.assert_close(cf(m, x), f(m, x))
+        refs.append(weakref.ref(m))
+        del m
+        gc.collect()
+alive = sum(r() is not None for r in refs)
+s = kiln.stats()
+assert alive == 0, alive
+# Entries of dead modules are dropped: instance 9 and later still compile
+# (the recompile limit counts live entries only).
+assert s["compiled_calls"] == 12 and s["eager_calls"] == 0, s
+print("ok")
+"""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+
+def test_compiled_module_does_not_keep_its_module_alive():
+    import gc
+    import weakref
+    m = Net()
+    c = kiln.compile(m)
+    c(torch.randn(2, 4))
+    ref = weakref.ref(m)
+    del m, c
+    gc.collect()
+    assert ref() is None
+
+
+def test_max_with_dim_returns_return_types():
+    def f(x):
+        r = torch.max(x, 1)
+        return r, r.values * 2, torch.min(x, dim=0).indices
+
+    x = torch.randn(3, 4)
+    out, expected = kiln.compile(f)(x), f(x)
+    assert type(out[0]) is type(expected[0]) is torch.return_types.max
+    assert_close(out[0].values, expected[0].values)
+    assert_close(out[0].indices, expected[0].indices)
+    assert_close(out[1], expected[1])
+    assert_close(out[2], expected[2])
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_sort_and_topk_results_have_fields():
+    def f(x):
+        return torch.sort(x, dim=1), x.topk(2)
+
+    x = torch.randn(3, 5)
+    (s1, t1), (s2, t2) = kiln.compile(f)(x), f(x)
+    assert type(s1) is torch.return_types.sort and type(t1) is torch.return_types.topk
+    assert_close(s1.values, s2.values)
+    assert_close(s1.indices, s2.indices)
+    assert_close(t1.values, t2.values)
+    assert stats()["graph_breaks"] == 0
+
+
+def test_eager_errors_reach_the_caller():
+    import pytest
+    lin = nn.Linear(4, 4)
+    cases = [
+        (lambda x: lin(x), (torch.randn(2, 4, dtype=torch.float64),)),
+        (lambda x: lin(x), (torch.randn(2, 4).half(),)),
+        (lambda x: lin(x), (torch.ones(2, 4, dtype=torch.long),)),
+        (lambda a, b: a @ b, (torch.randn(2, 3, dtype=torch.float64), torch.randn(3, 2))),
+        (lambda a, b: a - b, (torch.ones(3, dtype=torch.bool), torch.zeros(3, dtype=torch.bool))),
+        (lambda a: a.t(), (torch.randn(6, 1, 4),)),
+        (lambda a: a.amax(dim=1), (torch.randn(3, 0),)),
+        (lambda a: a.amin(dim=1), (torch.randn(3, 0),)),
+    ]
+    for fn, args in cases:
+        with pytest.raises(Exception) as eager:
+            fn(*args)
+        with pytest.raises(type(eager.value)) as compiled:
+            kiln.compile(fn)(*args)
+        assert str(compiled.value) == str(eager.value)
+    # Each is a user-error break (the op then raises in eager) or runs
+    # through torch inside the graph (F.linear: torch raises at run time).
+    s = stats()
+    assert s["graph_breaks"] + s["fallback_ops"] == len(cases), s
+
+
+def test_model_double_after_compiling_raises_like_eager():
+    import pytest
+    m = Net()
+    c = kiln.compile(m)
+    x = torch.randn(2, 4)
+    c(x)
+    m.double()
+    with pytest.raises(RuntimeError) as eager:
+        m(x)
+    with pytest.raises(RuntimeError) as compiled:
+        c(x)
+    assert str(compiled.value) == str(eager.value)
+    assert_close(c(x.double()), m(x.double()))
+
+
+def test_parameter_replaced_by_another_dtype():
+    import pytest
+    m = Net()
+    c = kiln.compile(m)
+    x = torch.randn(2, 4)
+    c(x)
+    m.fc.weight = nn.Parameter(m.fc.weight.detach().double())
+    with pytest.raises(RuntimeError):
+        m(x)
+    with pytest.raises(RuntimeError):
+        c(x)
+
+
+def test_stride_of_an_input_and_its_views_is_a_constant():
+    def f(x):
+        h = x.view(2, 4, 3)
+        return h * h.stride(0) + x.stride()[1] + h.transpose(0, 1).stride(1)
+
+    x = torch.randn(8, 3)
+    assert_close(kiln.compile(f)(x), f(x))
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
+    y = torch.randn(16, 3)[::2]  # strides (6, 1): the tensor guard recompiles
+    assert_close(kiln.compile(f)(y), f(y))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["recompiles"] == 1, s

@@ -106,6 +106,11 @@ public:
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
+  /// `self.stride([dim])`: eager's strides for a graph input (guarded by its
+  /// Tensor guard) or a view of one (replayed on a meta tensor); nullptr
+  /// for other tensors (their strides are the compiled code's, not eager's).
+  VarP tensorStride(const VarP &self, const std::vector<VarP> &args,
+                    const std::map<std::string, VarP> &kwargs);
   /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
   /// a symbolic dim (noted in Capture::readSymbolicSize).
   VarP sizeVar(mlir::Value v, int64_t dim);

@@ -399,6 +399,16 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   }
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
+  if (obj->kind == Var::Kind::Tuple && obj->obj) { // a torch.return_types result
+    PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
+    PyErr_Clear();
+    for (Py_ssize_t i = 0;
+         fields && PyTuple_Check(fields.get()) && i < PyTuple_GET_SIZE(fields.get()); ++i)
+      if (PyUnicode_Compare(PyTuple_GET_ITEM(fields.get(), i), name) == 0 &&
+          i < (Py_ssize_t)obj->items.size())
+        return obj->items[i];
+    PyErr_Clear();
+  }
   if (obj->kind == Var::Kind::Dict &&
       (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop")) {
     auto m = std::make_shared<Var>();

@@ -55,6 +55,14 @@ Value withDtype(Emit &e, Value v, const Args &a) {
 }
 
 /// (values, indices) of max/min along `dim`.
+/// torch.return_types.<name> (a new reference; null if torch lacks it).
+PyObject *returnType(const char *name) {
+  PyRef m = PyRef::steal(PyImport_ImportModule("torch.return_types"));
+  PyObject *t = m ? PyObject_GetAttrString(m.get(), name) : nullptr;
+  PyErr_Clear();
+  return t;
+}
+
 VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool isMax) {
   Emit e(I);
   int64_t rank = ttype(v).getRank();
@@ -108,8 +116,12 @@ template <bool Max> VarP maxOrMin(Interpreter &I, const std::string &op, Args &a
   if (dimArg && dimArg->isTensor()) // torch.max(x, other): elementwise
     return callOp(I, Max ? "maximum" : "minimum", {{"input", x}, {"other", dimArg}});
   bool keepdim = boolArg(a, "keepdim", false);
-  if (!a.isNone("dim"))
-    return valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, Max);
+  if (!a.isNone("dim")) {
+    VarP r = valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, Max);
+    static PyObject *types[2] = {returnType("min"), returnType("max")}; // leaked: process lifetime
+    r->obj = PyRef::borrow(types[Max]); // torch.return_types.max/min: .values, .indices
+    return r;
+  }
   if (!a.isNone("keepdim"))
     throw Unsupported(BreakCategory::UserError, op + " with keepdim but no dim (eager raises)");
   if (ttype(v).hasStaticShape() && ttype(v).getNumElements() == 0)
