@@ -261,6 +261,7 @@ PyObject *handleFrame(FrameCall &call) {
   // Entries for objects that died (weakly held modules) can never match:
   // dropped, with their compiled code, before counting toward the limit.
   auto &entries = call.cache.entries;
+  bool recompile = !entries.empty(); // a miss of an entry, even one dropped now
   entries.erase(std::remove_if(entries.begin(), entries.end(),
                                [](const std::unique_ptr<Entry> &e) {
                                  return e->sources.hasDeadReference() ||
@@ -272,7 +273,7 @@ PyObject *handleFrame(FrameCall &call) {
     ++counters().eagerCalls;
     return nullptr;
   }
-  if (!call.cache.entries.empty()) {
+  if (recompile) {
     ++counters().recompiles;
     log(LogChannel::Recompiles, "recompiling " + codeName(call.code) + ": " + firstMiss);
   }

@@ -100,7 +100,7 @@ def probe(fn, args, kwargs, tensors):
             return _unsupported("its result is a view of an argument")
         meta.append((tuple(o.shape), o.dtype))
     # A torch.return_types result keeps its class (values/indices fields).
-    structseq = type(out) if is_tuple and type(out) is not tuple else True
+    structseq = type(out) if is_tuple and type(out) is not tuple else is_tuple
     return structseq, tuple(meta)
 
 
