@@ -334,6 +334,11 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
         else
           PyList_SET_ITEM(seq, i, child);
       }
+      if (seq && s.cls) { // a torch.return_types structseq: cls(tuple)
+        PyObject *obj = PyObject_CallOneArg(s.cls.get(), seq);
+        Py_DECREF(seq);
+        return obj;
+      }
       return seq;
     }
     if (s.kind == OutputSlot::Kind::InputView) {

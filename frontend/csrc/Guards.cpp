@@ -12,6 +12,33 @@
 
 namespace kiln {
 
+bool holdWeakly(PyObject *o) {
+  static PyObject *moduleType = [] {
+    PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
+    PyObject *t = nn ? PyObject_GetAttrString(nn.get(), "Module") : nullptr;
+    PyErr_Clear();
+    return t; // leaked: process lifetime
+  }();
+  if (!o || !moduleType || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(o)))
+    return false;
+  int r = PyObject_IsInstance(o, moduleType);
+  PyErr_Clear();
+  return r == 1;
+}
+
+namespace {
+
+/// The object a Constant source stands for (borrowed; null once a weakly
+/// held one died).
+PyObject *constantObject(const Source &s) {
+  if (!s.weak)
+    return s.key.get();
+  PyObject *o = PyWeakref_GetObject(s.key.get());
+  return o == Py_None ? nullptr : o;
+}
+
+} // namespace
+
 int SourceTable::add(Source::Kind kind, int parent, int index, PyObject *key) {
   for (size_t i = 0; i < sources_.size(); ++i) {
     const Source &s = sources_[i];
@@ -19,13 +46,33 @@ int SourceTable::add(Source::Kind kind, int parent, int index, PyObject *key) {
       continue;
     if (!key && !s.key)
       return static_cast<int>(i);
+    if (kind == Source::Kind::Constant) {
+      if (key && constantObject(s) == key)
+        return static_cast<int>(i);
+      continue;
+    }
     if (key && s.key &&
-        (key == s.key.get() || (kind != Source::Kind::Constant &&
-                                PyObject_RichCompareBool(key, s.key.get(), Py_EQ) == 1)))
+        (key == s.key.get() || PyObject_RichCompareBool(key, s.key.get(), Py_EQ) == 1))
       return static_cast<int>(i);
   }
-  sources_.push_back(Source{kind, parent, index, PyRef::borrow(key)});
+  PyErr_Clear();
+  Source s{kind, parent, index, PyRef::borrow(key)};
+  if (kind == Source::Kind::Constant && holdWeakly(key)) {
+    if (PyRef ref = PyRef::steal(PyWeakref_NewRef(key, nullptr))) {
+      s.key = ref;
+      s.weak = true;
+    }
+    PyErr_Clear();
+  }
+  sources_.push_back(std::move(s));
   return static_cast<int>(sources_.size() - 1);
+}
+
+bool SourceTable::hasDeadReference() const {
+  for (const Source &s : sources_)
+    if (s.weak && !constantObject(s))
+      return true;
+  return false;
 }
 
 std::string SourceTable::describe(int i, const std::vector<std::string> &localNames) const {
@@ -38,8 +85,12 @@ std::string SourceTable::describe(int i, const std::vector<std::string> &localNa
     return "G";
   case Source::Kind::Function:
     return "F";
-  case Source::Kind::Constant:
-    return "<constant " + std::string(Py_TYPE(s.key.get())->tp_name) + ">";
+  case Source::Kind::Constant: {
+    PyObject *o = constantObject(s);
+    return o ? "<constant " + std::string(Py_TYPE(o)->tp_name) + ">" : "<dead object>";
+  }
+  case Source::Kind::TypeLookup:
+    return describe(s.parent, localNames) + ".__mro__." + pyText(s.key.get());
   case Source::Kind::Builtin:
     return "B[" + keyStr() + "]";
   case Source::Kind::ObjDict:
@@ -75,7 +126,12 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       v = frame.func;
       break;
     case Source::Kind::Constant:
-      v = s.key.get();
+      v = constantObject(s);
+      break;
+    case Source::Kind::TypeLookup:
+      v = parent && PyType_Check(parent)
+              ? _PyType_Lookup(reinterpret_cast<PyTypeObject *>(parent), s.key.get())
+              : nullptr;
       break;
     case Source::Kind::Builtin:
       v = PyDict_Check(frame.builtins) ? PyDict_GetItemWithError(frame.builtins, s.key.get())
@@ -128,7 +184,10 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     bool ok = false;
     switch (g.kind) {
     case Guard::Kind::Identity:
-      ok = v == g.expected.get();
+      ok = v == (g.weak ? PyWeakref_GET_OBJECT(g.expected.get()) : g.expected.get());
+      break;
+    case Guard::Kind::NotInDict:
+      ok = !PyDict_Check(v) || !PyDict_Contains(v, g.expected.get());
       break;
     case Guard::Kind::Equals:
       ok = Py_TYPE(v) == Py_TYPE(g.expected.get()) &&
@@ -136,7 +195,8 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
       PyErr_Clear();
       break;
     case Guard::Kind::Tensor:
-      ok = tensorMatches(g, v);
+      ok = (!g.expected || reinterpret_cast<PyObject *>(Py_TYPE(v)) == g.expected.get()) &&
+           tensorMatches(g, v);
       break;
     case Guard::Kind::Length: {
       Py_ssize_t n = PyTuple_Check(v)  ? PyTuple_GET_SIZE(v)
@@ -173,6 +233,13 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
   return -1;
 }
 
+bool hasDeadReference(const std::vector<Guard> &guards) {
+  for (const Guard &g : guards)
+    if (g.weak && PyWeakref_GET_OBJECT(g.expected.get()) == Py_None)
+      return true;
+  return false;
+}
+
 std::string Guard::describe(const SourceTable &sources,
                             const std::vector<std::string> &localNames) const {
   std::ostringstream os;
@@ -195,6 +262,9 @@ std::string Guard::describe(const SourceTable &sources,
     break;
   case Kind::Identity:
     os << " is the same object as at compile time";
+    break;
+  case Kind::NotInDict:
+    os << " has no key " << pyText(expected.get(), /*repr=*/true);
     break;
   case Kind::Type:
     os << " has type " << reinterpret_cast<PyTypeObject *>(expected.get())->tp_name;
@@ -221,6 +291,8 @@ std::string Guard::describe(const SourceTable &sources,
       os << ")";
     }
     os << ", requires_grad=" << (requiresGrad ? "True" : "False");
+    if (expected)
+      os << ", type " << reinterpret_cast<PyTypeObject *>(expected.get())->tp_name;
     break;
   }
   }

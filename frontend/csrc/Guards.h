@@ -40,18 +40,30 @@ struct Source {
     Attr,      ///< getattr(parent, key)
     TupleItem, ///< parent[index] where parent is a tuple or list
     Function,  ///< the frame's function object (for its closure cells)
+    /// The attribute `key` found on type `parent` or its bases without
+    /// binding (`_PyType_Lookup`): a method or class attribute.
+    TypeLookup,
   };
   Kind kind;
   int parent = -1;
   int index = 0;
-  PyRef key; ///< str for Builtin/DictItem/Attr; the object for Constant
+  /// str for Builtin/DictItem/Attr/TypeLookup; for Constant the object, or
+  /// (`weak`) a weak reference to it.
+  PyRef key;
+  /// Constant: `key` is a weakref; the source cannot be resolved once its
+  /// object died (an nn.Module: entries must not keep user modules alive).
+  bool weak = false;
 };
 
 /// The sources of one entry; identical sources are stored once.
 class SourceTable {
 public:
-  /// Adds (or finds) a source and returns its index.
+  /// Adds (or finds) a source and returns its index. A Constant source of
+  /// an nn.Module holds it weakly (Source::weak).
   int add(Source::Kind kind, int parent, int index, PyObject *key);
+  /// Whether a weakly held Constant source's object died (the entry can
+  /// never match again).
+  bool hasDeadReference() const;
   /// Human-readable path, e.g. `L['self'].__dict__['_modules']['fc1']`.
   std::string describe(int i, const std::vector<std::string> &localNames) const;
   /// Resolves every source against `frame` into `out` (new references);
@@ -59,6 +71,8 @@ public:
   /// Never leaves a Python error set.
   int resolve(const FrameView &frame, std::vector<PyRef> &out) const;
   size_t size() const { return sources_.size(); }
+  /// Source `i`.
+  const Source &operator[](int i) const { return sources_[i]; }
 
 private:
   std::vector<Source> sources_;
@@ -80,10 +94,18 @@ struct Guard {
     /// `type(value) is expected` (a value the graph does not depend on,
     /// read again when a side effect is replayed: SideEffects.cpp).
     Type,
+    /// `expected not in value` where value is an instance __dict__ (or
+    /// missing): nothing shadows a method found on the class.
+    NotInDict,
   };
   Kind kind;
   int source;
-  PyRef expected;                      ///< Identity/Equals/Length
+  /// Identity: the object (a weakref to it when `weak`); Equals/Length: the
+  /// value; Tensor: the tensor's exact type (unset: any); NotInDict: the key.
+  PyRef expected;
+  /// Identity: `expected` is a weakref (the object is an nn.Module; the
+  /// guard fails once it died, and the entry is then dropped).
+  bool weak = false;
   PyObject *dtype = nullptr;           ///< Tensor: torch dtype singleton
   std::vector<int64_t> sizes, strides; ///< Tensor: kSymbolicSize for a symbolic dim
   bool requiresGrad = false;
@@ -97,6 +119,14 @@ struct Guard {
 /// Evaluates `guards` on resolved source values; returns the index of the
 /// first failing guard or -1. Never leaves a Python error set.
 int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values);
+
+/// Whether some weak Identity guard of `guards` refers to an object that
+/// died (the entry holding them can never match again).
+bool hasDeadReference(const std::vector<Guard> &guards);
+
+/// Whether identity guards and Constant sources hold `o` weakly: an
+/// nn.Module (its lifetime is the user's; Dynamo holds modules weakly too).
+bool holdWeakly(PyObject *o);
 
 } // namespace kiln
 

@@ -170,8 +170,9 @@ def test_global_module_hooks_run():
         finally:
             h.remove()
         compiled(x)
-    # The wrapper and the wrapped model each ran the global hook once.
-    assert seen.count("CompiledModule") == 1 and seen.count("Net") == 1, seen
+    # The wrapped model ran the global hook once, as in eager; the wrapper
+    # (which eager does not have) never does (issue 15).
+    assert seen.count("CompiledModule") == 0 and seen.count("Net") == 1, seen
 
 
 def test_parameter_replaced_in_place_is_read_per_call():

@@ -86,10 +86,13 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
+    // A tuple with `obj` set is a torch.return_types result (values/indices).
     outputs.push_back(
         {v->kind == Var::Kind::Tuple ? OutputSlot::Kind::Tuple : OutputSlot::Kind::List,
          (int)v->items.size(),
-         {}});
+         {},
+         false,
+         v->kind == Var::Kind::Tuple ? v->obj : PyRef()});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;

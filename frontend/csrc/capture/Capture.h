@@ -42,7 +42,8 @@ struct OutputSlot {
                      ///< InputView: tuple of (method name, args) applied to input `index`;
                      ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
-  PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput)
+  PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput);
+                     ///< Tuple: cls(tuple) (a torch.return_types structseq)
   /// Graph/Input with `copy`: >= 0 when the same Python tensor was already
   /// placed at output slot `sameAs` (one clone() held in several places,
   /// e.g. a local and the stack at a break): that object, not a new clone.

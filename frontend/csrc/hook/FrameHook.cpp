@@ -273,9 +273,23 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
   return nullptr;
 }
 
-/// Whether the code has as many entries as the recompile limit allows; the
+/// Drops the entries for objects that died (weakly held modules): they can
+/// never match again, and their compiled code is freed once no running call
+/// holds it.
+void dropDeadEntries(CodeCache &cache) {
+  auto &entries = cache.entries;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [](const std::shared_ptr<Entry> &e) {
+                                 return e->sources.hasDeadReference() ||
+                                        hasDeadReference(e->guards);
+                               }),
+                entries.end());
+}
+
+/// Whether the code has as many live entries as the recompile limit allows; the
 /// frame then runs eagerly (warned once).
 bool atRecompileLimit(FrameCall &call, const std::string &firstMiss) {
+  dropDeadEntries(call.cache);
   if ((int)call.cache.entries.size() < options().recompileLimit)
     return false;
   warnRecompileLimit(call, firstMiss);
@@ -289,6 +303,7 @@ PyObject *handleFrame(FrameCall &call) {
   std::string firstMiss;
   if (std::shared_ptr<Entry> e = findEntry(call, firstMiss))
     return runMatch(e, call);
+  bool recompile = !call.cache.entries.empty(); // a miss of an entry, even one dropped now
   // A code at its limit runs eagerly without waiting for other compiles.
   if (atRecompileLimit(call, firstMiss))
     return nullptr;
@@ -307,7 +322,7 @@ PyObject *handleFrame(FrameCall &call) {
     if (atRecompileLimit(call, firstMiss))
       return nullptr;
   }
-  if (!call.cache.entries.empty()) {
+  if (recompile) {
     ++counters().recompiles;
     log(LogChannel::Recompiles, "recompiling " + codeName(call.code) + ": " + firstMiss);
   }

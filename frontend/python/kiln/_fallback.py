@@ -68,7 +68,9 @@ def _unsupported(reason: str) -> Refusal:
 
 def probe(fn, args, kwargs, tensors):
     """Runs ``fn(*args, **kwargs)`` on meta tensors (``tensors``: those among
-    the arguments). Returns the outputs' metadata or the reason to refuse."""
+    the arguments). Returns (True, the class of a torch.return_types result,
+    or False for one tensor; the outputs' (shape, dtype)) or the reason to
+    refuse."""
     versions = [t._version for t in tensors]
     recorder = _Recorder()
     try:
@@ -97,7 +99,9 @@ def probe(fn, args, kwargs, tensors):
         if any(torch._C._is_alias_of(o, t) for t in tensors):
             return _unsupported("its result is a view of an argument")
         meta.append((tuple(o.shape), o.dtype))
-    return is_tuple, tuple(meta)
+    # A torch.return_types result keeps its class (values/indices fields).
+    structseq = type(out) if is_tuple and type(out) is not tuple else is_tuple
+    return structseq, tuple(meta)
 
 
 _PUBLIC = {"torch._C._special": "special", "torch._C._fft": "fft",

@@ -91,15 +91,16 @@ class CompiledModule(torch.nn.Module):
         # wrapper or global, no `module.compile()`, no TorchScript tracing),
         # and forward inlined when the wrapped module has no hooks or
         # instance forward either. Otherwise the full nn.Module.__call__.
+        # Global hooks run once, on the wrapped module (forward's
+        # Module.__call__), never on this wrapper as well: eager has no
+        # wrapper, so an output-transforming hook would apply twice.
         d = self.__dict__
-        g = _nn_module
         try:
-            slow = ("forward" in d or d["_compiled_call_impl"] is not None or d["_forward_hooks"]
+            slow = ("forward" in d or d.get("_compiled_call_impl") is not None or d["_forward_hooks"]
                     or d["_forward_pre_hooks"] or d["_backward_hooks"]
-                    or d["_backward_pre_hooks"]
-                    or g._global_forward_hooks or g._global_forward_pre_hooks
-                    or g._global_backward_hooks or g._global_backward_pre_hooks
-                    or _get_tracing_state())
+                    or d["_backward_pre_hooks"] or _get_tracing_state())
+            if not slow and _global_hooks():
+                return self.forward(*args, **kwargs)
             if not slow:
                 mod = d["_modules"]["_orig_mod"]
                 m = mod.__dict__

@@ -9,6 +9,8 @@
 
 #include "PyErrors.h"
 
+#include <algorithm>
+
 namespace kiln {
 namespace {
 
@@ -107,12 +109,19 @@ PyObject *runBreak(const ResumePlan &plan, PyObject *state, const std::vector<Py
     Py_INCREF(o);
     PyTuple_SetItem(args.get(), 2 + item, o); // steals o, releases the old item
   }
+  // One copy per object: a list held by a local and by the stack (e.g.
+  // `size[1] = ...` breaking) stays one list, as in eager.
+  std::vector<std::pair<PyObject *, PyObject *>> copies; // original -> copy (borrowed)
   for (int item : plan.copied) {
     PyObject *o = PyTuple_GET_ITEM(args.get(), 2 + item);
-    PyObject *c = PyList_CheckExact(o)   ? PySequence_List(o)
+    auto seen = std::find_if(copies.begin(), copies.end(), [&](auto &p) { return p.first == o; });
+    PyObject *c = seen != copies.end()   ? (Py_INCREF(seen->second), seen->second)
+                  : PyList_CheckExact(o) ? PySequence_List(o)
                   : PyDict_CheckExact(o) ? PyDict_Copy(o)
                   : PySet_CheckExact(o)  ? PySet_New(o)
                                          : PyByteArray_FromObject(o);
+    if (c && seen == copies.end())
+      copies.push_back({o, c}); // `o` stays alive: `state` holds it
     if (!c || PyTuple_SetItem(args.get(), 2 + item, c) < 0)
       return nullptr;
   }

@@ -262,6 +262,9 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
     // back here as nn.Module.__call__ (plainModuleCall_).
     PyRef own = PyRef::steal(PyObject_GetAttrString(type, "__call__"));
     PyErr_Clear();
+    static PyObject *callName = PyUnicode_InternFromString("__call__"); // leaked: process lifetime
+    if (own)
+      guardClassAttr(callee, callName, own.get(), /*notShadowed=*/false);
     if (own && own.get() != moduleCallFunction() && PyFunction_Check(own.get())) {
       keepAlive_.push_back(own);
       args.insert(args.begin(), callee);
@@ -273,6 +276,9 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
     PyErr_Clear();
     throw Unsupported("module " + std::string(Py_TYPE(module)->tp_name) + " has no Python forward");
   }
+  // Patching the class's forward, or setting one on the instance, recompiles.
+  static PyObject *forwardName = PyUnicode_InternFromString("forward"); // leaked: process lifetime
+  guardClassAttr(callee, forwardName, forward.get(), /*notShadowed=*/true);
   keepAlive_.push_back(forward);
   args.insert(args.begin(), callee);
   return inlineFunction(forward.get(), -1, args, kwargs);

@@ -106,6 +106,11 @@ public:
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
+  /// `self.stride([dim])`: eager's strides for a graph input (guarded by its
+  /// Tensor guard) or a view of one (replayed on a meta tensor); nullptr
+  /// for other tensors (their strides are the compiled code's, not eager's).
+  VarP tensorStride(const VarP &self, const std::vector<VarP> &args,
+                    const std::map<std::string, VarP> &kwargs);
   /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
   /// a symbolic dim (noted in Capture::readSymbolicSize).
   VarP sizeVar(mlir::Value v, int64_t dim);
@@ -351,6 +356,16 @@ private:
   VarP callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs);
   VarP loadAttr(const VarP &obj, PyObject *name);
+  /// Method `fn` found as attribute `name` of `obj`'s class, bound to
+  /// `obj` (inlined when called); guards that the class attribute stays
+  /// `fn` and that the instance __dict__ does not shadow it.
+  VarP boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn);
+  /// Guards that `type(obj).<name>` (found on the class or its bases) is
+  /// still `value` and, with `notShadowed`, that `obj.__dict__` has no
+  /// `name`; no-op for a value without a source.
+  void guardClassAttr(const VarP &obj, PyObject *name, PyObject *value, bool notShadowed);
+  /// Guards `key not in <dict of dictSource>` (once).
+  void guardNotInDict(int dictSource, PyObject *key);
   /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
   /// kiln cannot call it (the call then breaks the graph).
   VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);

@@ -98,6 +98,30 @@ PyRef importAttr(const char *module, const char *attr) {
   return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();
 }
 
+/// Whether tensor `value`'s type overrides torch's dispatch
+/// (`__torch_function__` other than the disabled one of nn.Parameter, or
+/// `__torch_dispatch__`): its ops run user code, so it is never treated as
+/// a plain Tensor. Exact torch.Tensor and nn.Parameter pass at once.
+bool overridesDispatch(PyObject *value) {
+  static PyObject *tensorType = importAttr("torch", "Tensor").release();          // leaked
+  static PyObject *parameterType = importAttr("torch.nn", "Parameter").release(); // leaked
+  PyObject *type = reinterpret_cast<PyObject *>(Py_TYPE(value));
+  if (type == tensorType || type == parameterType)
+    return false;
+  static PyObject *disabled = importAttr("torch._C", "_disabled_torch_function_impl").release();
+  static PyRef fnName = PyRef::steal(PyUnicode_InternFromString("__torch_function__"));
+  static PyRef dispatchName = PyRef::steal(PyUnicode_InternFromString("__torch_dispatch__"));
+  PyObject *fn = _PyType_Lookup(Py_TYPE(value), fnName.get());
+  PyObject *dispatch = _PyType_Lookup(Py_TYPE(value), dispatchName.get());
+  PyObject *plainDispatch =
+      _PyType_Lookup(reinterpret_cast<PyTypeObject *>(tensorType), dispatchName.get());
+  // A classmethod wraps the function: compare what it wraps.
+  PyRef fnFunc = fn ? PyRef::steal(PyObject_GetAttrString(fn, "__func__")) : PyRef();
+  PyErr_Clear();
+  bool plainFunction = fn && (fn == disabled || fnFunc.get() == disabled);
+  return !(plainFunction && dispatch == plainDispatch);
+}
+
 } // namespace
 
 bool isModule(PyObject *o) {
@@ -188,6 +212,14 @@ void Interpreter::guardValue(const VarP &v) {
   for (const Guard &e : out_.guards)
     if (e.source == g.source && e.kind == g.kind)
       return;
+  // A module is held weakly: the entry must not keep it (and its weights)
+  // alive; once it died the guard fails and the entry is dropped.
+  if (g.kind == Guard::Kind::Identity && holdWeakly(g.expected.get())) {
+    g.expected = PyRef::steal(PyWeakref_NewRef(v->obj.get(), nullptr));
+    g.weak = true;
+    if (!g.expected)
+      throw Unsupported(withPythonError("cannot hold a weak reference to a module"));
+  }
   out_.guards.push_back(std::move(g));
 }
 
@@ -256,6 +288,15 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   auto it = inputOfSource_.find(source);
   if (it != inputOfSource_.end())
     return makeTensor(it->second);
+  if (overridesDispatch(value)) {
+    guardType(source, value); // the eager entry must not catch plain tensors
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "tensor subclass " + std::string(Py_TYPE(value)->tp_name) +
+                          " overrides __torch_function__ or __torch_dispatch__; kiln compiles "
+                          "plain tensors",
+                      "convert it to a plain tensor (`t.as_subclass(torch.Tensor)`) before the "
+                      "compiled function, or let it run eagerly");
+  }
   TensorMeta meta;
   if (!readTensorMeta(value, meta)) {
     PyErr_Clear();
@@ -281,6 +322,7 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   g.strides = meta.strides;
   g.requiresGrad = meta.requiresGrad;
   g.device = meta.device;
+  g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(value)));
   graphDevice_ = meta.device;
   out_.guards.push_back(g);
   GraphInput in;
@@ -363,6 +405,16 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   }
   if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
     return recordAttr(obj, attr);
+  if (obj->kind == Var::Kind::Tuple && obj->obj) { // a torch.return_types result
+    PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
+    PyErr_Clear();
+    for (Py_ssize_t i = 0;
+         fields && PyTuple_Check(fields.get()) && i < PyTuple_GET_SIZE(fields.get()); ++i)
+      if (PyUnicode_Compare(PyTuple_GET_ITEM(fields.get(), i), name) == 0 &&
+          i < (Py_ssize_t)obj->items.size())
+        return obj->items[i];
+    PyErr_Clear();
+  }
   if (obj->kind == Var::Kind::Dict &&
       (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop")) {
     auto m = std::make_shared<Var>();
@@ -398,33 +450,29 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   }
   if (obj->source < 0 && sourceOf(obj) >= 0)
     return loadAttr(makeConst(obj->obj, sourceOf(obj)), name);
-  // nn.Module attributes live in __dict__ or in its _parameters/_buffers/
-  // _modules dicts: resolve them with dict lookups (cheap to re-check).
+  // nn.Module attributes: Python's order (a data descriptor of the class,
+  // the instance __dict__, another class attribute, then
+  // nn.Module.__getattr__'s _parameters/_buffers/_modules), with dict
+  // lookups where the value lives in a dict (cheap to re-check).
   if (obj->source >= 0 && isModule(o)) {
+    PyObject *clsAttr = _PyType_Lookup(Py_TYPE(o), name); // borrowed
+    bool dataDescriptor = clsAttr && Py_TYPE(clsAttr)->tp_descr_set;
     int dictSrc = out_.sources.add(Source::Kind::ObjDict, obj->source, 0, nullptr);
     PyObject **dictPtr = _PyObject_GetDictPtr(o);
     PyObject *dict = dictPtr ? *dictPtr : nullptr;
-    PyObject *v = dict ? PyDict_GetItemWithError(dict, name) : nullptr;
+    PyObject *v = !dataDescriptor && dict ? PyDict_GetItemWithError(dict, name) : nullptr;
     if (v)
       return fromSource(v, out_.sources.add(Source::Kind::DictItem, dictSrc, 0, name));
+    if (clsAttr && PyFunction_Check(clsAttr)) // a method: bound symbolically, inlined
+      return boundClassMethod(obj, name, clsAttr);
     for (const char *sub : {"_parameters", "_buffers", "_modules"}) {
-      PyObject *subDict = dict ? PyDict_GetItemString(dict, sub) : nullptr;
+      PyObject *subDict = clsAttr || !dict ? nullptr : PyDict_GetItemString(dict, sub);
       PyObject *item = subDict ? PyDict_GetItemWithError(subDict, name) : nullptr;
       if (item) {
         PyRef key = PyRef::steal(PyUnicode_FromString(sub));
         int subSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
         return fromSource(item, out_.sources.add(Source::Kind::DictItem, subSrc, 0, name));
       }
-    }
-    PyErr_Clear();
-    // A method defined on the class: bind it symbolically so it is inlined.
-    PyRef clsAttr = PyRef::steal(PyObject_GetAttr(reinterpret_cast<PyObject *>(Py_TYPE(o)), name));
-    if (clsAttr && PyFunction_Check(clsAttr.get())) {
-      auto m = std::make_shared<Var>();
-      m->kind = Var::Kind::BoundMethod;
-      m->obj = clsAttr;
-      m->self = obj;
-      return m;
     }
     PyErr_Clear();
   }
@@ -435,10 +483,13 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
                       pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
   }
   if (PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get()))) {
+    PyObject *fn = PyMethod_GET_FUNCTION(v.get()), *self = PyMethod_GET_SELF(v.get());
+    if (self == o && _PyType_Lookup(Py_TYPE(o), name) == fn)
+      return boundClassMethod(obj, name, fn);
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::BoundMethod;
-    m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
-    m->self = obj;
+    m->obj = PyRef::borrow(fn);
+    m->self = self == o ? obj : makeConst(PyRef::borrow(self)); // a classmethod: its class
     return m;
   }
   // A builtin method bound to `o` is a new object on every lookup: it is
@@ -449,6 +500,44 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     return makeConst(v);
   }
   return fromSource(v.get(), out_.sources.add(Source::Kind::Attr, obj->source, 0, name));
+}
+
+VarP Interpreter::boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn) {
+  // Guarded: the class attribute is still `fn` (monkeypatching the class
+  // recompiles) and the instance __dict__ does not shadow it.
+  guardClassAttr(obj, name, fn, /*notShadowed=*/true);
+  auto m = std::make_shared<Var>();
+  m->kind = Var::Kind::BoundMethod;
+  m->obj = PyRef::borrow(fn);
+  m->self = obj;
+  return m;
+}
+
+void Interpreter::guardClassAttr(const VarP &obj, PyObject *name, PyObject *value,
+                                 bool notShadowed) {
+  PyObject *o = obj->obj.get();
+  int src = sourceOf(obj);
+  if (src < 0 || isPrimitive(o))
+    return; // no source: derived from guarded values
+  int typeSrc =
+      out_.sources.add(Source::Kind::Constant, -1, 0, reinterpret_cast<PyObject *>(Py_TYPE(o)));
+  guardValue(makeConst(PyRef::borrow(value),
+                       out_.sources.add(Source::Kind::TypeLookup, typeSrc, 0, name)));
+  if (notShadowed && _PyObject_GetDictPtr(o))
+    guardNotInDict(out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), name);
+}
+
+void Interpreter::guardNotInDict(int dictSource, PyObject *key) {
+  for (const Guard &e : out_.guards)
+    if (e.source == dictSource && e.kind == Guard::Kind::NotInDict &&
+        PyObject_RichCompareBool(e.expected.get(), key, Py_EQ) == 1)
+      return;
+  PyErr_Clear();
+  Guard g;
+  g.kind = Guard::Kind::NotInDict;
+  g.source = dictSource;
+  g.expected = PyRef::borrow(key);
+  out_.guards.push_back(std::move(g));
 }
 
 bool Interpreter::truthy(const VarP &v) {

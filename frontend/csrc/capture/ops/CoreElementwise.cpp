@@ -28,6 +28,9 @@ template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Arg
     other = T(e.binary<MulOp>(other, a.get("alpha")));
   if (!x->isTensor() && !other->isTensor())
     throw Unsupported(op + " on scalars");
+  if (std::is_same_v<OpT, SubOp> && resultType({x, other}) == DType::Bool)
+    throw Unsupported(BreakCategory::UserError, "subtraction of bool tensors (eager raises)",
+                      hint::kRaisesInEager);
   return T(e.binary<OpT>(x, other));
 }
 

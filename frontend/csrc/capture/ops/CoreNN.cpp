@@ -17,6 +17,12 @@ namespace {
 /// lhs @ rhs on float operands, with torch.matmul's 1-D rules (prepend or
 /// append a dim, then remove it).
 Value matmulValues(Emit &e, Value lhs, Value rhs) {
+  DType dl = dtypeOf(ttype(lhs).getElementType()), dr = dtypeOf(ttype(rhs).getElementType());
+  if (dl != dr) // eager's matmul/mm/addmm never promote
+    throw Unsupported(BreakCategory::UserError,
+                      "matmul of " + dtypeName(dl) + " and " + dtypeName(dr) +
+                          " tensors (eager raises: both must have the same dtype)",
+                      hint::kRaisesInEager);
   DType d = resultType({makeTensor(lhs), makeTensor(rhs)});
   if (!isFloatingDType(d))
     throw Unsupported(BreakCategory::UnsupportedOp, "integer matmul");
@@ -24,7 +30,8 @@ Value matmulValues(Emit &e, Value lhs, Value rhs) {
   rhs = e.cast(rhs, d);
   int64_t rl = ttype(lhs).getRank(), rr = ttype(rhs).getRank();
   if (rl == 0 || rr == 0)
-    throw Unsupported("matmul of a 0-d tensor");
+    throw Unsupported(BreakCategory::UserError, "matmul of a 0-d tensor (eager raises)",
+                      hint::kRaisesInEager);
   if (rl == 1)
     lhs = e.reshape(lhs, {1, ttype(lhs).getDimSize(0)});
   if (rr == 1)
@@ -52,6 +59,11 @@ VarP linear(Interpreter &I, const std::string &op, Args &a) {
     throw Unsupported("linear with a non-2-D weight");
   Emit e(I);
   Value r = matmulValues(e, lhs, e.permute(w, {1, 0}));
+  if (!a.isNone("bias") && a.get("bias")->isTensor() &&
+      ttype(tensorArg(a.get("bias"), op)).getElementType() != ttype(w).getElementType())
+    throw Unsupported(BreakCategory::UserError,
+                      "linear with a bias of another dtype than its weight (eager raises)",
+                      hint::kRaisesInEager);
   if (!a.isNone("bias"))
     r = e.binary<AddOp>(T(r), a.get("bias"));
   return T(r);

@@ -64,6 +64,11 @@ VarP transpose(Interpreter &I, const std::string &op, Args &a) {
 
 VarP t(Interpreter &I, const std::string &op, Args &a) {
   Value v = shapeInput(a, op);
+  if (ttype(v).getRank() > 2)
+    throw Unsupported(BreakCategory::UserError,
+                      "t() of a " + std::to_string(ttype(v).getRank()) +
+                          "-d tensor (eager raises: t() expects <= 2 dims)",
+                      hint::kRaisesInEager);
   if (ttype(v).getRank() < 2)
     return T(v);
   return swapDims(I, v, 0, 1);

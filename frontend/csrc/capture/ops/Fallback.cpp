@@ -310,8 +310,13 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     t->fresh = true; // a new tensor (aliasing results were refused)
     results.push_back(t);
   }
-  if (out_.fallbacks.back().tupleResult)
-    return makeSeq(Var::Kind::Tuple, results);
+  if (out_.fallbacks.back().tupleResult) {
+    VarP tuple = makeSeq(Var::Kind::Tuple, results);
+    PyObject *kind = PyTuple_GET_ITEM(probeResult.get(), 0); // a torch.return_types class, or True
+    if (PyType_Check(kind))
+      tuple->obj = PyRef::borrow(kind);
+    return tuple;
+  }
   return results[0];
 }
 

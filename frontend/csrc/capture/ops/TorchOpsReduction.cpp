@@ -55,6 +55,14 @@ Value withDtype(Emit &e, Value v, const Args &a) {
 }
 
 /// (values, indices) of max/min along `dim`.
+/// torch.return_types.<name> (a new reference; null if torch lacks it).
+PyObject *returnType(const char *name) {
+  PyRef m = PyRef::steal(PyImport_ImportModule("torch.return_types"));
+  PyObject *t = m ? PyObject_GetAttrString(m.get(), name) : nullptr;
+  PyErr_Clear();
+  return t;
+}
+
 VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool isMax) {
   Emit e(I);
   int64_t rank = ttype(v).getRank();
@@ -62,7 +70,8 @@ VarP valuesAndIndices(Interpreter &I, Value v, int64_t dim, bool keepdim, bool i
   if (dtypeOfValue(v) == DType::Bool)
     throw Unsupported("max/min with dim of a bool tensor is not supported yet");
   if (rank > 0 && ttype(v).getDimSize(dim) == 0)
-    throw Unsupported("max/min over an empty dim (eager raises)");
+    throw Unsupported(BreakCategory::UserError, "max/min over an empty dim (eager raises)",
+                      hint::kRaisesInEager);
   Value values = isMax ? e.reduce<MaxOp>(v, {dim}, keepdim) : e.reduce<MinOp>(v, {dim}, keepdim);
   auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim)),
                 e.b.getNamedAttr("keepdim", e.b.getBoolAttr(keepdim))};
@@ -107,8 +116,12 @@ template <bool Max> VarP maxOrMin(Interpreter &I, const std::string &op, Args &a
   if (dimArg && dimArg->isTensor()) // torch.max(x, other): elementwise
     return callOp(I, Max ? "maximum" : "minimum", {{"input", x}, {"other", dimArg}});
   bool keepdim = boolArg(a, "keepdim", false);
-  if (!a.isNone("dim"))
-    return valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, Max);
+  if (!a.isNone("dim")) {
+    VarP r = valuesAndIndices(I, v, asInt(dimArg, "dim"), keepdim, Max);
+    static PyObject *types[2] = {returnType("min"), returnType("max")}; // leaked: process lifetime
+    r->obj = PyRef::borrow(types[Max]); // torch.return_types.max/min: .values, .indices
+    return r;
+  }
   if (!a.isNone("keepdim"))
     throw Unsupported(BreakCategory::UserError, op + " with keepdim but no dim (eager raises)");
   if (ttype(v).hasStaticShape() && ttype(v).getNumElements() == 0)
@@ -118,12 +131,17 @@ template <bool Max> VarP maxOrMin(Interpreter &I, const std::string &op, Args &a
   return T(Max ? e.reduce<MaxOp>(v, all, false) : e.reduce<MinOp>(v, all, false));
 }
 
-VarP amin(Interpreter &I, const std::string &op, Args &a) {
+/// amax/amin: a reduction with no identity, so eager raises over zero elements.
+template <bool Max> VarP amaxOrAmin(Interpreter &I, const std::string &op, Args &a) {
   Value v = tensorArg(a.get("input"), op);
   std::vector<int64_t> dims = reducedDims(a, ttype(v).getRank());
   if (countOver(v, dims) == 0)
-    throw Unsupported(BreakCategory::UserError, "amin of an empty tensor (eager raises)");
-  return T(Emit(I).reduce<MinOp>(v, dims, boolArg(a, "keepdim", false)));
+    throw Unsupported(BreakCategory::UserError,
+                      op + " over a zero-size dim or an empty tensor (eager raises)",
+                      hint::kRaisesInEager);
+  Emit e(I);
+  bool keepdim = boolArg(a, "keepdim", false);
+  return T(Max ? e.reduce<MaxOp>(v, dims, keepdim) : e.reduce<MinOp>(v, dims, keepdim));
 }
 
 VarP prod(Interpreter &I, const std::string &op, Args &a) {
@@ -306,8 +324,8 @@ void registerReductionOps(OpRegistry &r) {
   const Params withDtypeArg{"input", "dim", "keepdim", "dtype"}, dimKeep{"input", "dim", "keepdim"};
   r.op("sum", coreReduction<SumOp>, withDtypeArg).torchAndMethod();
   r.op("mean", coreReduction<MeanOp>, withDtypeArg).torchAndMethod();
-  r.op("amax", coreReduction<MaxOp>, dimKeep).torchAndMethod();
-  r.op("amin", amin, dimKeep).torchAndMethod();
+  r.op("amax", amaxOrAmin<true>, dimKeep).torchAndMethod();
+  r.op("amin", amaxOrAmin<false>, dimKeep).torchAndMethod();
   r.op("max", maxOrMin<true>, dimKeep).torchAndMethod();
   r.op("min", maxOrMin<false>, dimKeep).torchAndMethod();
   r.op("argmax", argMaxOrMin<true>, dimKeep).torchAndMethod();

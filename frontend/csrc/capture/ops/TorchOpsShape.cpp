@@ -484,6 +484,10 @@ template <bool Batched> VarP addProduct(Interpreter &I, const std::string &op, A
   if (ttype(tensorArg(m1, op)).getRank() != want || ttype(tensorArg(m2, op)).getRank() != want)
     throw Unsupported(BreakCategory::UserError,
                       op + " expects " + std::to_string(want) + "-D matrices (eager raises)");
+  if (x->isTensor() && ttype(x->value).getElementType() != ttype(m1->value).getElementType())
+    throw Unsupported(BreakCategory::UserError,
+                      op + ": input of another dtype than the matrices (eager raises)",
+                      hint::kRaisesInEager);
   VarP prod = callOp(I, "matmul", {{"input", m1}, {"other", m2}});
   if (!a.isNone("alpha"))
     prod = callOp(I, "mul", {{"input", prod}, {"other", a.get("alpha")}});

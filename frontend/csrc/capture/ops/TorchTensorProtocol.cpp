@@ -226,6 +226,49 @@ PyObject *dtypeType() {
 }
 } // namespace
 
+VarP Interpreter::tensorStride(const VarP &self, const std::vector<VarP> &args,
+                               const std::map<std::string, VarP> &kwargs) {
+  // The strides of a graph input are guarded (its Tensor guard); a view of
+  // one gets eager's strides by replaying its view steps on a meta tensor
+  // with the input's sizes and strides. Anything else: nullptr (a break).
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value);
+  int input = self->viewInput >= 0 ? self->viewInput : arg ? (int)arg.getArgNumber() : -1;
+  if (input < 0 || input >= (int)out_.inputs.size() || (self->viewInput < 0 && !arg) ||
+      self->vmapLevels > 0 || kwargs.size() > (kwargs.count("dim") ? 1u : 0u) || args.size() > 1)
+    return nullptr;
+  const Guard *tg = nullptr;
+  for (const Guard &g : out_.guards)
+    if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
+      tg = &g;
+  if (!tg || (tg->strides.empty() && !tg->sizes.empty())) // symbolic: strides not fixed
+    return nullptr;
+  auto ints = [](const std::vector<int64_t> &v) {
+    PyRef t = PyRef::steal(PyTuple_New(v.size()));
+    for (size_t i = 0; i < v.size(); ++i)
+      PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
+    return t;
+  };
+  static PyObject *emptyStrided = PyObject_GetAttrString(torchModule(), "empty_strided"); // leaked
+  PyRef kw = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype", tg->dtype, "device", "meta"));
+  PyRef shapeArgs = PyRef::steal(PyTuple_Pack(2, ints(tg->sizes).get(), ints(tg->strides).get()));
+  PyRef t = PyRef::steal(PyObject_Call(emptyStrided, shapeArgs.get(), kw.get()));
+  for (size_t i = 0; t && self->viewInput >= 0 && i < self->viewSteps.size(); ++i) {
+    PyRef method = PyRef::steal(PyObject_GetAttrString(t.get(), self->viewSteps[i].first.c_str()));
+    t = method ? PyRef::steal(PyObject_Call(method.get(), self->viewSteps[i].second.get(), nullptr))
+               : PyRef();
+  }
+  PyRef dim = args.size() == 1      ? PyRef::borrow(constObj(args[0], "stride dim"))
+              : kwargs.count("dim") ? PyRef::borrow(constObj(kwargs.at("dim"), "stride dim"))
+                                    : PyRef();
+  PyRef stride =
+      t ? PyRef::steal(PyObject_CallMethod(t.get(), "stride", dim ? "O" : nullptr, dim.get()))
+        : PyRef();
+  if (!stride)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      withPythonError("Tensor.stride() of a view of an input"));
+  return makeConst(stride);
+}
+
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
                               const std::vector<VarP> &args,
                               const std::map<std::string, VarP> &kwargs) {
@@ -271,6 +314,8 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
       return self;
     return callTensorMethod(self, "to", rest, kw);
   }
+  if (name == "stride")
+    return tensorStride(self, args, kwargs);
   if (!args.empty() || !kwargs.empty())
     return nullptr;
   mlir::Type elt = ttype(self->value).getElementType();

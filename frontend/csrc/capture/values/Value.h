@@ -62,6 +62,8 @@ struct Var {
   };
   Kind kind = Kind::Null;
   mlir::Value value;
+  /// Const: the object; Tuple: the torch.return_types class of an op's
+  /// (values, indices) result, or null; see the kinds above for others.
   PyRef obj;
   int source = -1;
   std::vector<VarP> items;
