@@ -159,6 +159,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   PyObject *fn = constObj(callee, "callee");
   auto exitIt = gradExits_.find(fn);
   if (exitIt != gradExits_.end()) { // the end of a grad-mode with-block
+    if (setGradExits_.erase(fn))    // torch.set_grad_enabled's: replayed too
+      recordGradSwitch(exitIt->second);
     gradMode_ = exitIt->second;
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));

@@ -249,7 +249,7 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   }
   auto it = inputOfSource_.find(source);
   if (it != inputOfSource_.end())
-    return makeTensor(it->second);
+    return it->second; // the same object: every read sees in-place updates
   TensorMeta meta;
   if (!readTensorMeta(value, meta)) {
     PyErr_Clear();
@@ -309,8 +309,11 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   auto type = mlir::RankedTensorType::get(sizes, elt);
   mlir::Block &entry = func_.getBody().front();
   mlir::Value arg = entry.addArgument(type, loc_);
-  inputOfSource_[source] = arg;
-  return makeTensor(arg);
+  VarP v = makeTensor(arg);
+  v->inputIndex = (int)out_.inputs.size() - 1;
+  inputOfSource_[source] = v;
+  inputObjects_.push_back(PyRef::borrow(value));
+  return v;
 }
 
 VarP Interpreter::loadLocal(Frame &f, int index) {
@@ -575,7 +578,13 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->isTensor()) { // TorchIndexing.cpp
     std::vector<VarP> args = {index};
     std::map<std::string, VarP> kwargs;
-    return callTensorMethod(c, "__getitem__", args, kwargs);
+    VarP r = callTensorMethod(c, "__getitem__", args, kwargs);
+    PyRef constIndex = index->isConst() ? index->obj : seqAsConst(index);
+    if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex) {
+      r->itemOf = c; // an in-place update of r goes through to c (InPlace.cpp)
+      r->itemIndex = constIndex;
+    }
+    return r;
   }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");
