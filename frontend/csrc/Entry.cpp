@@ -6,6 +6,7 @@
 // (so its allocator is used) and calls the compiled function.
 //===----------------------------------------------------------------------===//
 #include "Entry.h"
+#include "GilOnce.h"
 
 #include "CudaEntry.h"
 
@@ -383,6 +384,46 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
   return r;
 }
 
+namespace {
+/// `target.copy_(value)`, then target's version counter set to its value
+/// before plus `bumps` (eager's count of in-place ops); -1 with a Python error.
+int copyInto(PyObject *target, PyObject *value, int bumps) {
+  static PyOnce setVersionOnce;
+  PyObject *setVersion = setVersionOnce.get([] {
+    PyRef autograd = PyRef::steal(PyObject_GetAttrString(torchModule(), "_C"));
+    PyRef ns =
+        autograd ? PyRef::steal(PyObject_GetAttrString(autograd.get(), "_autograd")) : PyRef();
+    PyObject *f = ns ? PyObject_GetAttrString(ns.get(), "_unsafe_set_version_counter") : nullptr;
+    PyErr_Clear();
+    return f;
+  });
+  PyRef before = PyRef::steal(PyObject_GetAttrString(target, "_version"));
+  if (!before)
+    return -1;
+  PyRef done = PyRef::steal(PyObject_CallMethod(target, "copy_", "O", value));
+  if (!done)
+    return -1;
+  if (!setVersion || bumps == 1)
+    return 0; // copy_ bumped it once
+  PyRef version = PyRef::steal(PyLong_FromLongLong(PyLong_AsLongLong(before.get()) + bumps));
+  PyRef r = PyRef::steal(PyObject_CallFunction(setVersion, "(O)(O)", target, version.get()));
+  return r ? 0 : -1;
+}
+} // namespace
+
+int checkWriteBackAliasing(const Entry &entry, const std::vector<PyRef> &values) {
+  for (const SideEffect &e : entry.effects) {
+    if (e.kind != SideEffect::Kind::CopyInto)
+      continue;
+    void *mine = tensorStoragePtr(values[e.target].get());
+    for (size_t i = 0; mine && i < entry.inputs.size(); ++i)
+      if (entry.inputs[i].source != e.target &&
+          tensorStoragePtr(values[entry.inputs[i].source].get()) == mine)
+        return (int)i;
+  }
+  return -1;
+}
+
 bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
                        llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
   // In program order, on the objects of this call (Capture.h: SideEffect).
@@ -412,6 +453,14 @@ bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
     case SideEffect::Kind::ListPop: // value: None
       rc = PySequence_DelItem(target, PyLong_AsSsize_t(e.key.get()));
       break;
+    case SideEffect::Kind::CopyInto:
+      rc = copyInto(target, value.get(), e.versionBumps);
+      break;
+    case SideEffect::Kind::Call: {
+      PyRef r = PyRef::steal(PyObject_CallOneArg(target, value.get()));
+      rc = r ? 0 : -1;
+      break;
+    }
     }
     if (rc < 0)
       return false;

@@ -98,6 +98,11 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs);
 
+/// Whether an input the entry writes back into (a CopyInto effect) shares
+/// storage with another input in this call (`values`: the entry's
+/// resolved sources): -1 when none does, else the other input's index.
+int checkWriteBackAliasing(const Entry &entry, const std::vector<PyRef> &values);
+
 /// Replays the entry's side effects in order on the objects resolved for
 /// this call (`values`: the entry's sources); false with a Python error set.
 bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,

@@ -6,6 +6,7 @@
 // attribute costs two dict lookups instead of nn.Module.__getattr__.
 //===----------------------------------------------------------------------===//
 #include "Guards.h"
+#include "GilOnce.h"
 #include "TensorInfo.h"
 
 #include <sstream>
@@ -13,12 +14,13 @@
 namespace kiln {
 
 bool holdWeakly(PyObject *o) {
-  static PyObject *moduleType = [] {
+  static PyOnce moduleTypeOnce;
+  PyObject *moduleType = moduleTypeOnce.get([] {
     PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
     PyObject *t = nn ? PyObject_GetAttrString(nn.get(), "Module") : nullptr;
     PyErr_Clear();
-    return t; // leaked: process lifetime
-  }();
+    return t;
+  });
   if (!o || !moduleType || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(o)))
     return false;
   int r = PyObject_IsInstance(o, moduleType);

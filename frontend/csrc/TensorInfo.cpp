@@ -373,6 +373,15 @@ void *tensorDataPtr(PyObject *t) {
   return PyLong_AsVoidPtr(p.get());
 }
 
+void *tensorStoragePtr(PyObject *t) {
+  PyRef storage = PyRef::steal(PyObject_CallMethod(t, "untyped_storage", nullptr));
+  PyRef p =
+      storage ? PyRef::steal(PyObject_CallMethod(storage.get(), "data_ptr", nullptr)) : PyRef();
+  void *address = p ? PyLong_AsVoidPtr(p.get()) : nullptr;
+  PyErr_Clear();
+  return address;
+}
+
 int torchNumThreads() {
   PyRef r = PyRef::steal(PyObject_CallNoArgs(H.getNumThreads));
   long n = r ? PyLong_AsLong(r.get()) : 1;

@@ -79,6 +79,10 @@ bool tensorMetaMatches(PyObject *t, PyObject *dtype, const std::vector<int64_t> 
                        int device = TensorMeta::kCpuDevice);
 /// `t.data_ptr()`; nullptr with a Python error on failure.
 void *tensorDataPtr(PyObject *t);
+/// `t.untyped_storage().data_ptr()` (`t` borrowed): tensors that share
+/// storage (views of one another) give the same address; nullptr (error
+/// cleared) when it cannot be read or the storage is empty.
+void *tensorStoragePtr(PyObject *t);
 /// `torch.get_num_threads()` (1 on error).
 int torchNumThreads();
 /// `torch.is_grad_enabled()`.

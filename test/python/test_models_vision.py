@@ -43,11 +43,27 @@ def vit_b_16():
     return model, (1, 3, 32, 32)
 
 
+def efficientnet_b0():
+    # MBConv residuals (`result += input`) and StochasticDepth (which logs
+    # API usage through torch._C._log_api_usage_once) used to break it into
+    # 46 graphs.
+    return torchvision.models.efficientnet_b0(), (1, 3, 64, 64)
+
+
+def convnext_tiny():
+    return torchvision.models.convnext_tiny(), (1, 3, 64, 64)
+
+
+def regnet_y_400mf():
+    return torchvision.models.regnet_y_400mf(), (1, 3, 64, 64)
+
+
 def timm_resnet18():
     return timm.create_model("resnet18", pretrained=False), (1, 3, 64, 64)
 
 
-MODELS = {f.__name__: f for f in (resnet18, mobilenet_v3_small, vit_b_16, timm_resnet18)}
+MODELS = {f.__name__: f for f in (resnet18, mobilenet_v3_small, vit_b_16, timm_resnet18,
+                                  efficientnet_b0, convnext_tiny, regnet_y_400mf)}
 
 
 # Capture gaps that still break these models (the results above are checked

@@ -732,12 +732,13 @@ def test_zero_argument_super_is_not_resumed_and_matches_eager():
 
 
 def test_clone_held_twice_at_a_break_is_one_tensor():
-    """`y = x.clone(); y[0] = ...`: at the item-store break `y` is both a
+    """`y = x.clone(); y[i] = ...`: at the item-store break `y` is both a
     local and on the stack. Both must be the same tensor, or the store is
-    lost (it used to return 2*x silently)."""
+    lost (it used to return 2*x silently). An integer-tensor index keeps the
+    store a break (constant indices are captured: test_inplace_inputs.py)."""
     def f(x):
         y = x.clone()
-        y[0] = 3.0
+        y[torch.tensor([0])] = 3.0
         return y * 2
 
     x = torch.ones(3)

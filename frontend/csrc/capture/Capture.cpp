@@ -107,6 +107,11 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
     return;
   }
+  if (v->isTensor() && v->inputIndex >= 0) {
+    // The caller's tensor itself (after in-place updates, their write-back).
+    outputs.push_back({OutputSlot::Kind::Input, v->inputIndex, {}, v->copied});
+    return;
+  }
   if (v->isTensor()) {
     // A clone() of an input or of another result is returned as a copy.
     if (v->copied && clones) {
@@ -136,6 +141,21 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
+}
+
+/// The value a CopyInto effect writes into its input: a graph result (or
+/// the input itself when no update changed it).
+void addWriteBack(Capture &out, std::vector<mlir::Value> &results,
+                  const std::vector<mlir::Value> &inputs, mlir::Value v) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i] == v) {
+      out.effectValues.push_back({OutputSlot::Kind::Input, (int)i, {}});
+      return;
+    }
+  auto found = std::find(results.begin(), results.end(), v);
+  if (found == results.end())
+    found = results.insert(results.end(), v);
+  out.effectValues.push_back({OutputSlot::Kind::Graph, (int)(found - results.begin()), {}});
 }
 
 } // namespace
@@ -184,9 +204,18 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     } else {
       addOutput(out, results, inputs, result, 0, nullptr, &clones);
     }
-    // The side effects' values: tensors among them are extra graph results.
-    for (const VarP &v : interp.effectValues())
-      addOutput(out, results, inputs, v, 1, &out.effectValues);
+    // The side effects' values: tensors among them are extra graph results
+    // (a CopyInto's: the input's final value, written back after the graph).
+    if ((effectOffset = interp.checkWriteBacks()) >= 0)
+      throw Unsupported(BreakCategory::SideEffect,
+                        "an in-place update of a graph input that shares storage with another "
+                        "input is not supported",
+                        "pass tensors that do not alias, or .clone() one of them");
+    for (size_t i = 0; i < interp.effectValues().size(); ++i)
+      if (out.effects[i].kind == SideEffect::Kind::CopyInto)
+        addWriteBack(out, results, inputs, interp.effectValues()[i]->value);
+      else
+        addOutput(out, results, inputs, interp.effectValues()[i], 1, &out.effectValues);
     if (!out.effects.empty() && out.gradMode)
       for (const GraphInput &in : out.inputs)
         if (in.requiresGrad) {

@@ -75,6 +75,7 @@ enum class Miss {
   DefaultDtype,  ///< torch's default dtype differs from the capture's
   Guard,         ///< a guard fails (index: the guard)
   SizeRelation,  ///< a relation of symbolic sizes fails (index: see checkSymbols)
+  InputAlias,    ///< an input written back into aliases input `index`
 };
 
 /// The result of checking one entry against a call.
@@ -100,6 +101,9 @@ EntryCheck checkEntry(const Entry &e, FrameCall &call, bool grad, PyObject *defD
     if (int bad = checkSymbols(e, ins); bad >= 0)
       return {Miss::SizeRelation, bad};
   }
+  if (!e.effects.empty())
+    if (int bad = checkWriteBackAliasing(e, call.values); bad >= 0)
+      return {Miss::InputAlias, bad};
   return {};
 }
 
@@ -116,6 +120,9 @@ std::string describeMiss(const Entry &e, const EntryCheck &check) {
     return e.guards[check.index].describe(e.sources, e.localNames) + " failed";
   case Miss::SizeRelation:
     return "size relation " + describeSymbol(e, check.index) + " failed";
+  case Miss::InputAlias:
+    return "an input updated in place shares storage with " +
+           e.sources.describe(e.inputs[check.index].source, e.localNames);
   case Miss::None:
     break;
   }

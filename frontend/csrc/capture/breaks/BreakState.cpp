@@ -51,7 +51,8 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   };
   switch (v->kind) {
   case Var::Kind::Tensor:
-    if (!llvm::isa<mlir::BlockArgument>(v->value) && v->viewInput < 0 && (v->viewed || !v->fresh))
+    if (!llvm::isa<mlir::BlockArgument>(v->value) && v->viewInput < 0 && v->inputIndex < 0 &&
+        (v->viewed || !v->fresh))
       fail("a live tensor is a view of (or viewed by) another one");
     return;
   case Var::Kind::Const:

@@ -161,6 +161,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   PyObject *fn = constObj(callee, "callee");
   auto exitIt = gradExits_.find(fn);
   if (exitIt != gradExits_.end()) { // the end of a grad-mode with-block
+    if (setGradExits_.erase(fn))    // torch.set_grad_enabled's: replayed too
+      recordGradSwitch(exitIt->second);
     gradMode_ = exitIt->second;
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
@@ -262,7 +264,8 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
     // back here as nn.Module.__call__ (plainModuleCall_).
     PyRef own = PyRef::steal(PyObject_GetAttrString(type, "__call__"));
     PyErr_Clear();
-    static PyObject *callName = PyUnicode_InternFromString("__call__"); // leaked: process lifetime
+    static PyOnce callNameOnce;
+    PyObject *callName = callNameOnce.get([] { return PyUnicode_InternFromString("__call__"); });
     if (own)
       guardClassAttr(callee, callName, own.get(), /*notShadowed=*/false);
     if (own && own.get() != moduleCallFunction() && PyFunction_Check(own.get())) {
@@ -277,7 +280,8 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
     throw Unsupported("module " + std::string(Py_TYPE(module)->tp_name) + " has no Python forward");
   }
   // Patching the class's forward, or setting one on the instance, recompiles.
-  static PyObject *forwardName = PyUnicode_InternFromString("forward"); // leaked: process lifetime
+  static PyOnce forwardNameOnce;
+  PyObject *forwardName = forwardNameOnce.get([] { return PyUnicode_InternFromString("forward"); });
   guardClassAttr(callee, forwardName, forward.get(), /*notShadowed=*/true);
   keepAlive_.push_back(forward);
   args.insert(args.begin(), callee);

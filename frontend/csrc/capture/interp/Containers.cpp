@@ -168,6 +168,11 @@ void OpcodeHandlers::binarySubscr(Interpreter &interp, Frame &f, const Instr &, 
 
 void OpcodeHandlers::storeSubscr(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   const VarP *container = f.stack.size() >= 3 ? &f.stack[f.stack.size() - 2] : nullptr;
+  if (container && (*container)->isTensor()) { // x[i] = v (TensorSetItem.cpp)
+    VarP key = popValue(f), c = popValue(f), value = popValue(f);
+    interp.tensorSetItem(c, key, value);
+    return;
+  }
   if (!container || !((*container)->kind == Var::Kind::Dict ||
                       (*container)->kind == Var::Kind::List || (*container)->isConst()))
     throw Unsupported(BreakCategory::SideEffect,

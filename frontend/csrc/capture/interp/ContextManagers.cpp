@@ -9,7 +9,11 @@
 //    `__exit__(None, None, None)` when the body ends: exceptions never
 //    happen during capture), so whatever they do is captured or breaks;
 //  - the one table of context managers that are transparent to the
-//    capture (`transparentContextType`), entered and left without effect.
+//    capture (`transparentContextType`), entered and left without effect;
+//  - torch.set_grad_enabled(mode) (and torch._C._set_grad_enabled): a call
+//    that switches grad mode at once (a with-block's exit restores it), so
+//    each switch is also a side effect replayed after the graph, leaving
+//    the caller in the grad mode eager would.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
@@ -53,10 +57,66 @@ PyRef pythonMethodOfType(PyObject *obj, const char *name) {
   return fn && PyFunction_Check(fn.get()) ? fn : PyRef();
 }
 
+/// torch._C._set_grad_enabled (borrowed; null when this torch lacks it).
+PyObject *cSetGradEnabled() {
+  static PyOnce once;
+  return once.get([] {
+    PyRef c = PyRef::steal(PyObject_GetAttrString(torchModule(), "_C"));
+    PyObject *f = c ? PyObject_GetAttrString(c.get(), "_set_grad_enabled") : nullptr;
+    PyErr_Clear();
+    return f;
+  });
+}
+
 } // namespace
+
+void Interpreter::recordGradSwitch(bool mode) {
+  PyObject *fn = cSetGradEnabled();
+  if (!fn)
+    throw Unsupported(BreakCategory::Other, "this torch has no torch._C._set_grad_enabled");
+  gradMode_ = mode;
+  gradSwitched_ = true;
+  gradOnSomewhere_ |= mode;
+  SideEffect e{SideEffect::Kind::Call, out_.sources.add(Source::Kind::Constant, -1, 0, fn), {}};
+  e.what = std::string("torch.set_grad_enabled(") + (mode ? "True" : "False") + ")";
+  recordEffect(std::move(e), makeConst(PyRef::borrow(mode ? Py_True : Py_False)));
+}
+
+VarP Interpreter::setGradEnabled(PyObject *fn, std::vector<VarP> &args,
+                                 std::map<std::string, VarP> &kwargs) {
+  static PyOnce setGradOnce;
+  PyObject *setGrad =
+      setGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "set_grad_enabled"); });
+  PyObject *cSetGrad = cSetGradEnabled();
+  if (!fn || (fn != setGrad && fn != cSetGrad))
+    return nullptr;
+  VarP mode = args.size() == 1 && kwargs.empty()                           ? args[0]
+              : args.empty() && kwargs.size() == 1 && kwargs.count("mode") ? kwargs["mode"]
+                                                                           : nullptr;
+  PyObject *m = mode ? constObj(mode, "grad mode") : nullptr;
+  if (!m || !PyBool_Check(m))
+    throw Unsupported(BreakCategory::UserError, pyText(fn) + " takes one bool");
+  bool prev = gradMode_;
+  recordGradSwitch(m == Py_True);
+  if (fn == cSetGrad)
+    return makeConst(PyRef::borrow(Py_None));
+  // A stand-in for the returned object: a with-block on it changes nothing
+  // on entry and restores `prev` on exit (enterWith).
+  static PyOnce noGradOnce;
+  PyObject *noGrad =
+      noGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "no_grad"); });
+  PyRef ctx = PyRef::steal(PyObject_CallNoArgs(noGrad));
+  if (!ctx)
+    throw Unsupported(BreakCategory::Other, withPythonError("cannot create torch.no_grad()"));
+  keepAlive_.push_back(ctx);
+  setGradPrev_[ctx.get()] = prev;
+  return makeConst(ctx);
+}
 
 VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
                                    std::map<std::string, VarP> &kwargs) {
+  if (VarP ctx = setGradEnabled(cls, args, kwargs))
+    return ctx;
   if (!transparentContextType(cls) && !isGradContextType(cls))
     return nullptr;
   if (!args.empty() || !kwargs.empty())
@@ -71,6 +131,21 @@ VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
 }
 
 void Interpreter::enterWith(Frame &f, const VarP &ctx) {
+  if (auto standIn = ctx->isConst() ? setGradPrev_.find(ctx->obj.get()) : setGradPrev_.end();
+      standIn != setGradPrev_.end()) {
+    // `with torch.set_grad_enabled(m):` the call switched already; the
+    // exit switches back (Calls.cpp: gradExits_ with setGradExits_).
+    PyRef exitFn = PyRef::steal(PyObject_GetAttrString(ctx->obj.get(), "__exit__"));
+    if (!exitFn)
+      throw Unsupported(BreakCategory::UserError,
+                        withPythonError("context manager without __exit__"));
+    keepAlive_.push_back(exitFn);
+    gradExits_[exitFn.get()] = standIn->second;
+    setGradExits_.insert(exitFn.get());
+    f.stack.push_back(makeConst(exitFn));
+    f.stack.push_back(makeConst(PyRef::borrow(Py_None)));
+    return;
+  }
   int mode = gradContextMode(ctx);
   bool transparent = ctx->isConst() &&
                      transparentContextType(reinterpret_cast<PyObject *>(Py_TYPE(ctx->obj.get())));

@@ -71,6 +71,25 @@ bool isStateQuery(PyObject *fn) {
   return queries.count(fn) > 0;
 }
 
+/// torch's API-usage logging (`torch._C._log_api_usage_once(name)`, called
+/// by torchvision's model and op helpers, `_log_api_usage_metadata`): it
+/// only reports to a telemetry handler (none by default) and returns None,
+/// so the capture drops the call, as Dynamo does.
+bool isUsageLogging(PyObject *fn) {
+  static GilOnce<std::unordered_set<PyObject *>> loggingOnce;
+  const std::unordered_set<PyObject *> &logging = loggingOnce.get([] {
+    std::unordered_set<PyObject *> s;
+    for (const char *n : {"_log_api_usage_once", "_log_api_usage_metadata"}) {
+      PyObject *f = PyObject_GetAttrString(torchC(), n); // kept alive by the set (leaked)
+      if (f)
+        s.insert(f);
+      PyErr_Clear();
+    }
+    return s;
+  });
+  return logging.count(fn) > 0;
+}
+
 PyObject *torchAttr(const char *name) {
   PyObject *f = PyObject_GetAttrString(torchModule(), name);
   PyErr_Clear();
@@ -174,6 +193,8 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
       [] { return PyObject_GetAttrString(torchC(), "_has_torch_function_variadic"); });
   PyErr_Clear();
   auto boolConst = [](bool b) { return makeConst(PyRef::borrow(b ? Py_True : Py_False)); };
+  if (isUsageLogging(fn))
+    return makeConst(PyRef::borrow(Py_None));
   if (fn == isGradEnabled && args.empty() && kwargs.empty())
     return boolConst(gradMode_); // the entry's grad mode is guarded (per region here)
   static PyOnce nestedFromMaskOnce;
@@ -217,9 +238,25 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
     }
     return nullptr;
   }
-  static PyOnce tensorCtorOnce;
+  static PyOnce tensorCtorOnce, asTensorOnce;
   PyObject *tensorCtor = tensorCtorOnce.get([] { return torchAttr("tensor"); });
-  if (fn == tensorCtor)
+  PyObject *asTensor = asTensorOnce.get([] { return torchAttr("as_tensor"); });
+  if (fn == asTensor && args.size() == 1 && args[0]->isTensor()) {
+    // as_tensor(t) is t itself; with dtype=/device=, t.to(...) (which also
+    // gives t itself when nothing changes).
+    std::map<std::string, VarP> kw = kwargs;
+    for (auto &[k, v] : kw)
+      if (k != "dtype" && k != "device")
+        throw Unsupported(BreakCategory::UnsupportedOp, "torch.as_tensor(" + k + "=...)");
+    if (kw.count("dtype") && kw["dtype"]->isConst() && kw["dtype"]->obj.get() == Py_None)
+      kw.erase("dtype");
+    if (kw.empty())
+      return args[0];
+    PyRef to = PyRef::steal(PyUnicode_FromString("to"));
+    std::vector<VarP> none;
+    return call(tensorMethodOrAttr(args[0], to.get()), none, kw);
+  }
+  if (fn == tensorCtor || fn == asTensor)
     return tensorFromData(args, kwargs);
   if (isAutocastType(fn))
     throw Unsupported(BreakCategory::UnsupportedOp,

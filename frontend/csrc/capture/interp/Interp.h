@@ -100,8 +100,39 @@ public:
                         std::map<std::string, VarP> &kwargs);
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
-  /// `torch.tensor(python numbers, dtype=, device=)`: a constant.
+  // --- in-place updates (ops/InPlace.cpp) ---
+  /// Makes `result` the new value of tensor `target`, as the in-place op
+  /// `what` ("Tensor.add_", "+=") does in eager: a tensor the graph computed
+  /// that nothing views is rebound; the caller's tensor (a graph input that
+  /// nothing views, aliasing no other input) is rebound and copied back
+  /// into the caller's storage after the graph; anything else throws
+  /// Unsupported. Returns `target`.
+  /// `except`: a view of `target` the update is made through (it receives
+  /// the new value itself), which does not count as a view that would miss it.
+  VarP assignInPlace(const VarP &target, mlir::Value result, const std::string &what,
+                     const Var *except = nullptr);
+  /// In-place Tensor methods that are not an op's `name_` form:
+  /// `copy_(src)`, `fill_(value)`, `zero_()`; nullptr for other names.
+  VarP callInPlaceMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
+                         std::map<std::string, VarP> &kwargs);
+  /// `x[index] = value` on tensor `x` (ops/TensorSetItem.cpp): the new
+  /// tensor computed, then assignInPlace; Unsupported for indices it cannot
+  /// express.
+  VarP tensorSetItem(const VarP &x, const VarP &index, const VarP &value);
+  /// Splits `out=` off a torch call's keywords: the tensor it names
+  /// (nullptr when there is none or it is None).
+  static VarP takeOutArgument(std::map<std::string, VarP> &kwargs);
+  /// After the capture: -1 when no graph input updated in place shares
+  /// storage with another input (inputs read after the update included),
+  /// else the root offset of the update (where the graph must break).
+  int checkWriteBacks();
+  /// `torch.tensor(python numbers, dtype=, device=)`: a constant; with 0-d
+  /// graph tensors among the numbers, their stack (tensorOfGraphValues).
   VarP tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// torch.tensor of nested lists/tuples of numbers and 0-d graph tensors
+  /// (`dtype`, else torch's inference): the values cast, concatenated and
+  /// reshaped; nullptr when `data` holds no graph tensor.
+  VarP tensorOfGraphValues(const VarP &data, std::optional<DType> dtype);
   /// A predicate method of a tensor answered from its static type
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
@@ -247,6 +278,13 @@ private:
   /// callables (ContextManagers.cpp).
   VarP constructContext(PyObject *cls, std::vector<VarP> &args,
                         std::map<std::string, VarP> &kwargs);
+  /// torch.set_grad_enabled(mode) / torch._C._set_grad_enabled(mode)
+  /// (`fn`): switches grad mode (recordGradSwitch) and returns the context
+  /// object's stand-in (None for the latter); nullptr for other callables.
+  VarP setGradEnabled(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// Sets the capture's grad mode to `mode` and logs the switch as a side
+  /// effect (torch._C._set_grad_enabled(mode) after the graph).
+  void recordGradSwitch(bool mode);
   /// BEFORE_WITH on `ctx`: pushes the exit callable and `__enter__`'s
   /// result, or throws Unsupported (ContextManagers.cpp).
   void enterWith(Frame &f, const VarP &ctx);
@@ -404,7 +442,15 @@ private:
   mlir::func::FuncOp func_;
   const FrameView &frame_;
   Capture &out_;
-  std::map<int, mlir::Value> inputOfSource_;
+  /// Tensor inputs by source: one Var per source (Var::inputIndex).
+  std::map<int, VarP> inputOfSource_;
+  /// The tensor object of each graph input, in order (aliasing checks).
+  std::vector<PyRef> inputObjects_;
+  /// Graph inputs updated in place -> their CopyInto effect in out_.effects.
+  std::map<int, size_t> writeBackOf_;
+  /// Throws Unsupported when graph input `input` shares storage with
+  /// another graph input (an update of one would show through the other).
+  void checkInputAliasing(int input);
   /// TensorMeta::device of the graph's tensor inputs (the last one read;
   /// graphs whose inputs disagree run eagerly, see CudaEntry.cpp).
   int graphDevice_ = -1;
@@ -424,6 +470,10 @@ private:
   /// __exit__ of each open grad-mode (or transparent) with-block → the
   /// grad mode to restore.
   std::map<PyObject *, bool> gradExits_;
+  /// torch.set_grad_enabled stand-ins (setGradEnabled) -> the grad mode
+  /// before the call; the exits of with-blocks on them.
+  std::map<PyObject *, bool> setGradPrev_;
+  std::set<PyObject *> setGradExits_;
   /// symbolOfDim's answers, by (value, dim).
   std::map<std::pair<void *, int64_t>, int> symbolOfDim_;
   /// Sizes of the torch.vmap levels being interpreted, outermost first.

@@ -103,18 +103,23 @@ PyRef importAttr(const char *module, const char *attr) {
 /// `__torch_dispatch__`): its ops run user code, so it is never treated as
 /// a plain Tensor. Exact torch.Tensor and nn.Parameter pass at once.
 bool overridesDispatch(PyObject *value) {
-  static PyObject *tensorType = importAttr("torch", "Tensor").release();          // leaked
-  static PyObject *parameterType = importAttr("torch.nn", "Parameter").release(); // leaked
+  static PyOnce tensorTypeOnce, parameterTypeOnce, disabledOnce, fnNameOnce, dispatchNameOnce;
+  PyObject *tensorType = tensorTypeOnce.get([] { return importAttr("torch", "Tensor").release(); });
+  PyObject *parameterType =
+      parameterTypeOnce.get([] { return importAttr("torch.nn", "Parameter").release(); });
   PyObject *type = reinterpret_cast<PyObject *>(Py_TYPE(value));
   if (type == tensorType || type == parameterType)
     return false;
-  static PyObject *disabled = importAttr("torch._C", "_disabled_torch_function_impl").release();
-  static PyRef fnName = PyRef::steal(PyUnicode_InternFromString("__torch_function__"));
-  static PyRef dispatchName = PyRef::steal(PyUnicode_InternFromString("__torch_dispatch__"));
-  PyObject *fn = _PyType_Lookup(Py_TYPE(value), fnName.get());
-  PyObject *dispatch = _PyType_Lookup(Py_TYPE(value), dispatchName.get());
+  PyObject *disabled = disabledOnce.get(
+      [] { return importAttr("torch._C", "_disabled_torch_function_impl").release(); });
+  PyObject *fnName =
+      fnNameOnce.get([] { return PyUnicode_InternFromString("__torch_function__"); });
+  PyObject *dispatchName =
+      dispatchNameOnce.get([] { return PyUnicode_InternFromString("__torch_dispatch__"); });
+  PyObject *fn = _PyType_Lookup(Py_TYPE(value), fnName);
+  PyObject *dispatch = _PyType_Lookup(Py_TYPE(value), dispatchName);
   PyObject *plainDispatch =
-      _PyType_Lookup(reinterpret_cast<PyTypeObject *>(tensorType), dispatchName.get());
+      _PyType_Lookup(reinterpret_cast<PyTypeObject *>(tensorType), dispatchName);
   // A classmethod wraps the function: compare what it wraps.
   PyRef fnFunc = fn ? PyRef::steal(PyObject_GetAttrString(fn, "__func__")) : PyRef();
   PyErr_Clear();
@@ -287,7 +292,7 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   }
   auto it = inputOfSource_.find(source);
   if (it != inputOfSource_.end())
-    return makeTensor(it->second);
+    return it->second; // the same object: every read sees in-place updates
   if (overridesDispatch(value)) {
     guardType(source, value); // the eager entry must not catch plain tensors
     throw Unsupported(BreakCategory::UnsupportedOp,
@@ -357,8 +362,11 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   auto type = mlir::RankedTensorType::get(sizes, elt);
   mlir::Block &entry = func_.getBody().front();
   mlir::Value arg = entry.addArgument(type, loc_);
-  inputOfSource_[source] = arg;
-  return makeTensor(arg);
+  VarP v = makeTensor(arg);
+  v->inputIndex = (int)out_.inputs.size() - 1;
+  inputOfSource_[source] = v;
+  inputObjects_.push_back(PyRef::borrow(value));
+  return v;
 }
 
 VarP Interpreter::loadLocal(Frame &f, int index) {
@@ -670,7 +678,13 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->isTensor()) { // TorchIndexing.cpp
     std::vector<VarP> args = {index};
     std::map<std::string, VarP> kwargs;
-    return callTensorMethod(c, "__getitem__", args, kwargs);
+    VarP r = callTensorMethod(c, "__getitem__", args, kwargs);
+    PyRef constIndex = index->isConst() ? index->obj : seqAsConst(index);
+    if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex) {
+      r->itemOf = c; // an in-place update of r goes through to c (InPlace.cpp)
+      r->itemIndex = constIndex;
+    }
+    return r;
   }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");

@@ -21,12 +21,10 @@ namespace {
 void recordView(const VarP &in, const VarP &r, const OpDef &op) {
   int base = in->viewInput;
   std::vector<std::pair<std::string, PyRef>> steps = in->viewSteps;
-  if (base < 0) {
-    auto arg = llvm::dyn_cast<mlir::BlockArgument>(in->value);
-    if (!arg || in->viewInput >= 0)
-      return;
-    base = static_cast<int>(arg.getArgNumber());
-  }
+  if (base < 0) // the caller's tensor itself (its value may be an in-place update's)
+    base = in->inputIndex;
+  if (base < 0)
+    return;
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
     // A symbolic size replays as -1 (reshape infers it, expand keeps it).
@@ -79,13 +77,11 @@ VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &w
   VarP r = op.handler(I, op.name, a);
   if (r && r->isTensor() && r->value == in->value)
     return in; // a no-op (e.g. dropout in eval mode)
-  if (!in->fresh || in->viewed || op.is(View))
-    throw Unsupported(BreakCategory::SideEffect,
-                      what + " on a graph input or a view is not supported yet");
-  if (!r || !r->isTensor() || r->value.getType() != in->value.getType())
-    throw Unsupported(what + " would change the tensor's shape or dtype");
-  in->value = r->value;
-  return in;
+  if (op.is(View))
+    throw Unsupported(BreakCategory::SideEffect, what + ": an in-place view op is not supported");
+  if (!r || !r->isTensor())
+    throw Unsupported(what + " does not compute a tensor");
+  return I.assignInPlace(in, r->value, what); // InPlace.cpp
 }
 
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
@@ -105,6 +101,10 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
     if (inputTensor) {
       recordView(in, r, op);
       in->viewed = true;
+      if (r != in) {
+        r->viewBase = in;
+        in->views.push_back(r);
+      }
     }
     r->fresh = false;
   } else if (op.is(Copy) || !(inputTensor && in->value == r->value)) {

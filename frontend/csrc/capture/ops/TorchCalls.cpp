@@ -55,15 +55,25 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
   const OpBinding *binding = registry.function(callee);
   if (!binding)
     return nullptr;
+  // `out=t`: computed functionally, then stored into t (InPlace.cpp).
+  VarP out = takeOutArgument(kwargs);
   // A mapped op whose handler refuses these arguments runs through torch.
-  return withFallback(callee, "", args, kwargs, [&] {
+  VarP r = withFallback(callee, "", args, kwargs, [&] {
     Args a = bindArguments(*binding, args, kwargs);
     return applyTracked(*this, *binding->op, a);
   });
+  if (!out)
+    return r;
+  if (!r || !r->isTensor())
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      pyText(callee) + "(out=...) of several results");
+  return assignInPlace(out, r->value, pyText(callee) + "(out=...)");
 }
 
 VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
                                    std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  if (VarP r = callInPlaceMethod(self, name, args, kwargs)) // copy_, fill_, zero_
+    return r;
   const OpRegistry &registry = opRegistry();
   const OpBinding *binding = registry.method(name);
   if (!binding && name.size() > 1 && name.back() == '_') {
@@ -98,12 +108,11 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
       op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" && op != "<=" && op != ">=";
   if (inplace) {
     op.pop_back();
-    // x += y mutates x's storage in eager: only allowed on a tensor the graph
-    // computed and that nothing else views; the Var is updated in place so
-    // every Python reference to it sees the new value.
-    if (a->isTensor() && (!a->fresh || a->viewed || a->vmapLevels > 0))
+    // x += y mutates x's storage in eager: computed, then assigned to x's
+    // Var (assignInPlace, InPlace.cpp) so every reference sees the new value.
+    if (a->isTensor() && a->vmapLevels > 0)
       throw Unsupported(BreakCategory::SideEffect,
-                        "in-place " + sym + " on a graph input or a view is not supported yet");
+                        "in-place " + sym + " on a tensor batched by torch.vmap");
   }
   const OpDef *def = opRegistry().binaryOperator(op);
   if (!def)
@@ -113,12 +122,8 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
   args.named["input"] = a;
   args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
   VarP r = applyTracked(*this, *def, args);
-  if (inplace && a->isTensor()) {
-    if (r->value.getType() != a->value.getType())
-      throw Unsupported("in-place " + sym + " would change the tensor's shape or dtype");
-    a->value = r->value;
-    return a;
-  }
+  if (inplace && a->isTensor() && r && r->isTensor())
+    return assignInPlace(a, r->value, "in-place " + sym);
   return r;
 }
 

@@ -88,6 +88,9 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
   if (name == "requires_grad") {
     // A graph input: its guarded flag; a computed tensor: eager's rule
     // (grad mode on here and some input requiring grad).
+    if (self->inputIndex >= 0) // the caller's tensor (also after in-place updates)
+      return makeConst(
+          PyRef::borrow(out_.inputs[self->inputIndex].requiresGrad ? Py_True : Py_False));
     if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
       if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
         return makeConst(
@@ -120,6 +123,21 @@ VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
               todo.push_back(operand);
     }
     return makeConst(PyRef::borrow(Py_False));
+  }
+  if (name == "grad") {
+    // The caller's tensor's .grad, read through its source (None and a
+    // tensor are guarded like any read); a computed tensor has none.
+    if (self->inputIndex < 0)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        ".grad of a tensor computed in the graph (eager: None and a warning)");
+    PyRef key = PyRef::steal(PyUnicode_FromString("grad"));
+    PyRef grad = PyRef::steal(PyObject_GetAttr(inputObjects_[self->inputIndex].get(), key.get()));
+    if (!grad)
+      throw Unsupported(BreakCategory::UserError, withPythonError("reading .grad raised"));
+    int source =
+        out_.sources.add(Source::Kind::Attr, out_.inputs[self->inputIndex].source, 0, key.get());
+    keepAlive_.push_back(grad);
+    return fromSource(grad.get(), source, /*lazy=*/false);
   }
   if (name == "device") // all graph tensors are on the inputs' device (guarded)
     return makeConst(PyRef::steal(
@@ -179,7 +197,90 @@ bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::ve
       return false;
   return true;
 }
+/// The leaves of nested lists/tuples `v` of numbers and 0-d graph tensors,
+/// row-major, with the nesting's `shape`; false when ragged or another value.
+bool flattenVars(const VarP &v, size_t depth, std::vector<int64_t> &shape,
+                 std::vector<VarP> &leaves) {
+  bool number = v->isConst() && (PyBool_Check(v->obj.get()) || PyLong_CheckExact(v->obj.get()) ||
+                                 PyFloat_CheckExact(v->obj.get()));
+  if (number || (v->isTensor() && ttype(v->value).getRank() == 0 && v->vmapLevels == 0)) {
+    leaves.push_back(v);
+    return depth == shape.size();
+  }
+  std::vector<VarP> items;
+  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) {
+    items = v->items;
+  } else if (v->isConst() &&
+             (PyList_CheckExact(v->obj.get()) || PyTuple_CheckExact(v->obj.get()))) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v->obj.get()); ++i)
+      items.push_back(makeConst(PyRef::borrow(PySequence_Fast_ITEMS(v->obj.get())[i])));
+  } else {
+    return false;
+  }
+  int64_t n = (int64_t)items.size();
+  if (depth == shape.size())
+    shape.push_back(n);
+  else if (depth > shape.size() || shape[depth] != n)
+    return false;
+  for (const VarP &item : items)
+    if (!flattenVars(item, depth + 1, shape, leaves))
+      return false;
+  return true;
+}
+
+/// torch.tensor's dtype for `leaves` (its scalar-type inference: the
+/// promotion of every element's type, a Python float being the default float).
+DType inferredDType(const std::vector<VarP> &leaves) {
+  std::optional<DType> d;
+  for (const VarP &leaf : leaves) {
+    DType t = leaf->isTensor() ? dtypeOf(ttype(leaf->value).getElementType())
+                               : scalarDType(*scalarCategory(leaf->obj.get()));
+    if (!d || *d == t) {
+      d = t;
+      continue;
+    }
+    DTypeCategory a = dtypeCategory(*d), b = dtypeCategory(t);
+    if (a != b) {
+      d = a > b ? *d : t;
+      continue;
+    }
+    // Two dtypes of one category: the wider (f16 with bf16 gives f32).
+    int wa = dtypeBytes(*d), wb = dtypeBytes(t);
+    if (wa == wb && a == DTypeCategory::Floating)
+      d = DType::F32;
+    else if (wa == wb)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "torch.tensor mixing integer dtypes of one width");
+    else
+      d = wa > wb ? *d : t;
+  }
+  return *d;
+}
+
 } // namespace
+
+VarP Interpreter::tensorOfGraphValues(const VarP &data, std::optional<DType> dtype) {
+  std::vector<int64_t> shape;
+  std::vector<VarP> leaves;
+  if (!flattenVars(data, 0, shape, leaves) || leaves.empty())
+    return nullptr;
+  if (std::none_of(leaves.begin(), leaves.end(), [](const VarP &l) { return l->isTensor(); }))
+    return nullptr;
+  for (const VarP &leaf : leaves)
+    if (leaf->isTensor() && constObj(tensorAttribute(leaf, "requires_grad"), "") == Py_True)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "torch.tensor of values that require grad (eager copies them detached)");
+  DType d = dtype ? *dtype : inferredDType(leaves);
+  Emit e(*this);
+  std::vector<VarP> rows;
+  for (const VarP &leaf : leaves)
+    rows.push_back(makeTensor(e.reshape(e.operand(leaf, d), {1})));
+  VarP flat =
+      callOp(*this, "cat", {{"tensors", makeSeq(Var::Kind::List, rows)}, {"dim", constInt(0)}});
+  VarP r = makeTensor(e.reshape(flat->value, shape));
+  r->fresh = true;
+  return r;
+}
 
 VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
   if (args.size() != 1)
@@ -192,6 +293,20 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   std::vector<double> data;
   DTypeCategory kind = DTypeCategory::Bool;
   if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
+    PyErr_Clear();
+    std::optional<DType> dtype;
+    if (kwargs.count("dtype") &&
+        !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None))
+      if (!(dtype = dtypeFromObject(constObj(kwargs["dtype"], "dtype"))))
+        throw Unsupported("torch.tensor with an unsupported dtype");
+    if (kwargs.count("device")) {
+      PyRef str = PyRef::steal(PyObject_Str(constObj(kwargs["device"], "device")));
+      PyErr_Clear();
+      if (!str || pyText(str.get()) != deviceName(graphDevice_))
+        throw Unsupported("torch.tensor of graph values on another device");
+    }
+    if (VarP t = tensorOfGraphValues(args[0], dtype)) // 0-d graph tensors among the data
+      return t;
     throw Unsupported(BreakCategory::UnsupportedOp,
                       withPythonError("torch.tensor of data other than Python numbers"));
   }
@@ -248,7 +363,9 @@ VarP Interpreter::tensorStride(const VarP &self, const std::vector<VarP> &args,
       PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
     return t;
   };
-  static PyObject *emptyStrided = PyObject_GetAttrString(torchModule(), "empty_strided"); // leaked
+  static PyOnce emptyStridedOnce;
+  PyObject *emptyStrided =
+      emptyStridedOnce.get([] { return PyObject_GetAttrString(torchModule(), "empty_strided"); });
   PyRef kw = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype", tg->dtype, "device", "meta"));
   PyRef shapeArgs = PyRef::steal(PyTuple_Pack(2, ints(tg->sizes).get(), ints(tg->strides).get()));
   PyRef t = PyRef::steal(PyObject_Call(emptyStrided, shapeArgs.get(), kw.get()));
@@ -279,6 +396,11 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
     std::map<std::string, VarP> kw;
     return callTensorMethod(self, "to", a, kw);
   }
+  if (name == "cpu" && args.empty() && kwargs.empty() && graphDevice_ == TensorMeta::kCpuDevice)
+    return self; // eager returns the tensor itself (the same object)
+  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
+      args[0]->obj.get() == dtypeObject(dtypeOf(ttype(self->value).getElementType())))
+    return self; // x.to(its own dtype): eager returns x itself
   if (name == "to") {
     // x.to(device[, dtype]) / x.to(device=, dtype=) on the graph's own
     // device moves nothing (eager returns x, or the cast).

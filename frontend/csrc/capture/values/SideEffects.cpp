@@ -95,6 +95,14 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation (STORE_ATTR) of an attribute of a value built in the frame");
   PyObject *o = obj->obj.get();
+  if (value->isTensor() && value->inputIndex >= 0) {
+    // `self.buf += x` stores the tensor it updated in place back into the
+    // same attribute: the object is already there (nothing to replay).
+    PyRef current = PyRef::steal(PyObject_GetAttr(o, name));
+    PyErr_Clear();
+    if (current && current.get() == inputObjects_[value->inputIndex].get())
+      return;
+  }
   PyTypeObject *type = Py_TYPE(o);
   bool module = isModule(o);
   if (!module && !PyModule_Check(o) && type->tp_setattro != PyObject_GenericSetAttr)

@@ -85,6 +85,21 @@ struct Var {
   /// caller's tensor so that it aliases the input as in eager.
   int viewInput = -1;
   std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// Tensor: the caller's tensor object read as graph input `inputIndex`
+  /// (one Var per source, so every read sees its in-place updates); an
+  /// in-place op rebinds `value` and writes the new value back into the
+  /// caller's tensor after the graph (ops/InPlace.cpp). -1: not an input.
+  int inputIndex = -1;
+  /// Tensor views: `viewBase` is the tensor a view op made this one from
+  /// (held, so a chain of views keeps its links), `views` the views made
+  /// from this one (weak: a view nothing holds any more cannot see an
+  /// in-place update, so it does not forbid one; ops/InPlace.cpp).
+  VarP viewBase;
+  std::vector<std::weak_ptr<Var>> views;
+  /// Tensor: a view read as `itemOf[itemIndex]` with a constant index; an
+  /// in-place update of it is also assigned into `itemOf` (`x[i] += 1`).
+  VarP itemOf;
+  PyRef itemIndex;
   /// Tensor: batched by the innermost `vmapLevels` enclosing torch.vmap
   /// levels (Vmap.cpp): its first `vmapLevels` dims are those levels (size
   /// 1 where it does not vary), the rest its per-example shape.

@@ -1,0 +1,184 @@
+//===- InPlace.cpp - in-place tensor updates, functionalized ----------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The IR has value semantics, so an in-place op (`x.add_(y)`, `x += y`,
+// `x.copy_(src)`, `x.fill_(v)`, `torch.add(a, b, out=x)`) computes its result
+// functionally and rebinds the tensor's Var to it: every Python reference
+// to that tensor (locals, containers, other reads of the same source) holds
+// the one Var and sees the new value. When the tensor is the caller's (a
+// graph input), the final value is also a graph result, copied back into
+// the caller's tensor after the graph (a CopyInto side effect, replayed by
+// Entry.cpp before the frame returns or a break resumes), and its version
+// counter is advanced by the number of in-place ops, as eager would.
+//
+// Refused (a graph break, so eager does it): updates of views (of inputs or
+// of computed tensors) and of tensors something views, of an input sharing
+// storage with another input (checked at capture and guarded per call), in
+// a graph that needs gradients, and updates that would change the shape or
+// cast a float result into an integer tensor.
+//===----------------------------------------------------------------------===//
+#include "capture/ops/TorchOpsImpl.h"
+
+namespace kiln {
+
+namespace {
+
+/// Whether eager's in-place ops may store a `from` result into a `to`
+/// tensor (torch's canCast: no float into integer/bool, no number into bool).
+bool canCastInPlace(DType from, DType to) {
+  DTypeCategory f = dtypeCategory(from), t = dtypeCategory(to);
+  return !(f == DTypeCategory::Floating && t != DTypeCategory::Floating) &&
+         !(f != DTypeCategory::Bool && t == DTypeCategory::Bool);
+}
+
+/// `v` (a 0-d or smaller tensor) cast to `like`'s dtype and broadcast to its
+/// shape (copy_/fill_ semantics).
+Value broadcastLike(Interpreter &I, const VarP &like, Value v) {
+  Emit e(I);
+  v = e.cast(v, dtypeOf(ttype(like->value).getElementType()));
+  if (ttype(v) == ttype(like->value))
+    return v;
+  VarP expanded = callOp(I, "expand_as", {{"input", makeTensor(v)}, {"other", like}});
+  if (ttype(expanded->value) != ttype(like->value))
+    throw Unsupported(BreakCategory::UserError, "copy_/fill_: the source does not broadcast to the "
+                                                "tensor's shape (eager raises)");
+  return expanded->value;
+}
+
+/// Whether a view of `t` that something still holds would miss an update of
+/// `t`. `except` (and the links of its view chain that only it holds) is the
+/// view the update is made through, which receives it.
+bool hasLiveViews(const Var &t, const Var *except) {
+  std::vector<const Var *> chain;
+  for (const Var *v = except; v; v = v->viewBase.get())
+    chain.push_back(v);
+  for (const std::weak_ptr<Var> &w : t.views) {
+    VarP view = w.lock();
+    if (!view)
+      continue;
+    bool onChain = std::find(chain.begin(), chain.end(), view.get()) != chain.end();
+    // use_count: `view` here, plus the chain's link to it when only it holds it.
+    if (!(onChain && (view.get() == except || view.use_count() <= 2)))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void Interpreter::checkInputAliasing(int input) {
+  void *mine = tensorStoragePtr(inputObjects_[input].get());
+  if (!mine)
+    return; // an empty storage: nothing to write back through
+  for (size_t i = 0; i < inputObjects_.size(); ++i)
+    if ((int)i != input && tensorStoragePtr(inputObjects_[i].get()) == mine)
+      throw Unsupported(BreakCategory::SideEffect,
+                        "an in-place update of a graph input that shares storage with another "
+                        "input (" +
+                            out_.sources.describe(out_.inputs[i].source, out_.dynamic.localNames) +
+                            "): the other would see the update",
+                        "pass tensors that do not alias, or .clone() one of them");
+}
+
+int Interpreter::checkWriteBacks() {
+  for (auto [input, effect] : writeBackOf_) {
+    try {
+      checkInputAliasing(input);
+    } catch (const Unsupported &) {
+      return out_.effects[effect].rootOffset;
+    }
+  }
+  return -1;
+}
+
+VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::string &what,
+                                const Var *except) {
+  if (!target->isTensor())
+    throw Unsupported(BreakCategory::UserError, what + " expects a tensor");
+  if (target->vmapLevels > 0)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      what + " on a tensor batched by torch.vmap is not supported");
+  auto to = ttype(target->value), from = ttype(result);
+  if (to.getShape() != from.getShape())
+    throw Unsupported(BreakCategory::UserError,
+                      what + " would change the tensor's shape (eager raises or resizes)");
+  DType toDt = dtypeOf(to.getElementType()), fromDt = dtypeOf(from.getElementType());
+  if (!canCastInPlace(fromDt, toDt))
+    throw Unsupported(BreakCategory::UserError, what + ": result type " + dtypeName(fromDt) +
+                                                    " can't be cast to " + dtypeName(toDt));
+  result = Emit(*this).cast(result, toDt);
+  if (hasLiveViews(*target, except))
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + " on a tensor that a live view was taken of is not supported yet");
+  int input = target->inputIndex;
+  if (input < 0 && !target->fresh && target->itemOf) {
+    // `x[i] += v`, `x[i].add_(v)`: the view takes the new value and the
+    // update is assigned into its base (TensorSetItem.cpp).
+    target->value = result;
+    tensorSetItem(target->itemOf, makeConst(target->itemIndex), target);
+    return target;
+  }
+  if (input < 0) {
+    if (!target->fresh)
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + " on a view (of a graph input or a computed tensor) is not "
+                               "supported yet");
+    target->value = result;
+    return target;
+  }
+  // The caller's tensor: rebound here, copied back after the graph.
+  checkInputAliasing(input);
+  target->value = result;
+  auto it = writeBackOf_.find(input);
+  if (it == writeBackOf_.end()) {
+    recordEffect({SideEffect::Kind::CopyInto, out_.inputs[input].source, {}, -1, what}, target);
+    it = writeBackOf_.emplace(input, out_.effects.size() - 1).first;
+  }
+  ++out_.effects[it->second].versionBumps;
+  return target;
+}
+
+VarP Interpreter::takeOutArgument(std::map<std::string, VarP> &kwargs) {
+  auto it = kwargs.find("out");
+  if (it == kwargs.end())
+    return nullptr;
+  VarP out = it->second;
+  kwargs.erase(it);
+  if (out->isConst() && out->obj.get() == Py_None)
+    return nullptr;
+  if (!out->isTensor())
+    throw Unsupported(BreakCategory::UnsupportedOp, "out= that is not a single tensor");
+  return out;
+}
+
+VarP Interpreter::callInPlaceMethod(const VarP &self, const std::string &name,
+                                    std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  std::string what = "Tensor." + name;
+  if (name == "copy_") {
+    // copy_(src, non_blocking=False): non_blocking changes nothing on one device.
+    VarP nonBlocking = args.size() > 1                ? args[1]
+                       : kwargs.count("non_blocking") ? kwargs["non_blocking"]
+                                                      : nullptr;
+    VarP src = !args.empty() ? args[0] : kwargs.count("src") ? kwargs["src"] : nullptr;
+    if (!src || !src->isTensor() || args.size() + kwargs.size() > 2 ||
+        (nonBlocking && !nonBlocking->isConst()))
+      throw Unsupported(BreakCategory::UnsupportedOp, what + " with these arguments");
+    return assignInPlace(self, broadcastLike(*this, self, src->value), what);
+  }
+  if (name == "fill_" || name == "zero_") {
+    VarP value = name == "zero_"         ? constInt(0)
+                 : !args.empty()         ? args[0]
+                 : kwargs.count("value") ? kwargs["value"]
+                                         : nullptr;
+    if (!value || args.size() + kwargs.size() != (name == "zero_" ? 0u : 1u))
+      throw Unsupported(BreakCategory::UserError, what + " with unexpected arguments");
+    if (value->isTensor() && ttype(value->value).getRank() != 0)
+      throw Unsupported(BreakCategory::UserError, what + " with a tensor that is not 0-d");
+    Emit e(*this);
+    Value fill = e.operand(value, dtypeOf(ttype(self->value).getElementType()));
+    return assignInPlace(self, broadcastLike(*this, self, fill), what);
+  }
+  return nullptr;
+}
+
+} // namespace kiln
