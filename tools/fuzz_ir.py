@@ -211,6 +211,26 @@ def _seeds(test_root: pathlib.Path):
     return [s for s in out if s[3]]
 
 
+# Crashes inside MLIR 19 itself on inputs kiln never produces, told apart by
+# a frame of the stack dump and a condition that places the bug upstream.
+# They are counted and printed, not failed on: kiln cannot patch libMLIR.
+KNOWN_UPSTREAM = [
+    # linalg.transpose's verifier indexes the input shape with an unchecked
+    # permutation entry; only while parsing a hand-written linalg op.
+    ("mlir::linalg::TransposeOp::verify", lambda text, err: "parseSourceFile" in err),
+    # `array<i1: 1, ...>` (integer literals for i1) parses into a malformed
+    # DenseArrayAttr that crashes whoever prints it.
+    ("printDenseArrayAttr", lambda text, err: re.search(r"array<i1:\s*-?\d", text) is not None),
+]
+
+
+def _known_upstream(text: str, err: str) -> str:
+    for frame, applies in KNOWN_UPSTREAM:
+        if frame in err and applies(text, err):
+            return frame
+    return ""
+
+
 def _is_crash(proc) -> str:
     if proc.returncode < 0:
         return f"killed by signal {-proc.returncode}"
@@ -229,7 +249,7 @@ def fuzz(seconds: float, seed: int, bindir: pathlib.Path, out: pathlib.Path, tim
     seeds = _seeds(ROOT / "test")
     deadline = time.monotonic() + seconds
     out.mkdir(parents=True, exist_ok=True)
-    runs = failures = 0
+    runs = failures = known = 0
     with tempfile.TemporaryDirectory(prefix="kiln-fuzz-") as tmp:
         case_path = pathlib.Path(tmp) / "case.mlir"
         while time.monotonic() < deadline and runs < max_cases:
@@ -247,14 +267,20 @@ def fuzz(seconds: float, seed: int, bindir: pathlib.Path, out: pathlib.Path, tim
                 why, err = f"no result within {timeout} s", ""
             if not why:
                 continue
+            upstream = _known_upstream(text, err)
+            if upstream:
+                known += 1
+                print(f"[fuzz_ir] known MLIR 19 crash ({upstream}), not counted")
+                continue
             failures += 1
             saved = out / f"crash-{failures}.mlir"
             saved.write_text(text)
             args_text = " ".join(shlex.quote(a) for a in cmd[1:]).replace(str(case_path), str(saved))
             print(f"[fuzz_ir] {why}: {tool} {args_text}  (seed file {path.relative_to(ROOT)})")
-            print("\n".join(err.splitlines()[-6:]))
+            print("\n".join(line for line in err.splitlines() if not line.startswith(" #"))[-800:],
+                  flush=True)
     print(f"[fuzz_ir] {runs} inputs from {len(seeds)} seed files in {seconds:.0f} s, "
-          f"seed {seed}: {failures} crashes")
+          f"seed {seed}: {failures} crashes ({known} known upstream)", flush=True)
     return 1 if failures else 0
 
 
