@@ -123,8 +123,15 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return r;
   static PyObject *finfoType = PyObject_GetAttrString(torchModule(), "finfo"); // leaked
   static PyObject *iinfoType = PyObject_GetAttrString(torchModule(), "iinfo"); // leaked
+  // Built-in exception classes only store their arguments: constructing one
+  // (to raise it) is evaluated now. A user-defined one runs its own
+  // __init__: the construct is left to eager (where it is raised).
+  bool builtinException = PyExceptionClass_Check(fn) && mod == "builtins";
+  if (PyExceptionClass_Check(fn) && !builtinException)
+    throw Unsupported(BreakCategory::UserError, "constructs the exception " + pyText(fn),
+                      hint::kRaisesInEager);
   bool pure = isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-              fn == deviceType || fn == finfoType || fn == iinfoType;
+              fn == deviceType || fn == finfoType || fn == iinfoType || builtinException;
   if (!pure)
     throw Unsupported(BreakCategory::PythonBuiltin,
                       "call to " + pyText(fn) + " is not supported" +
