@@ -32,8 +32,13 @@ LogicalResult windowSizes(std::optional<Location> loc, RankedTensorType in,
                           ArrayRef<int64_t> padding4, ArrayRef<int64_t> dilation, bool ceilMode,
                           SmallVectorImpl<int64_t> &out) {
   for (int i = 0; i < 2; ++i) {
-    int64_t size = windowOutputSize(in.getDimSize(2 + i), kernel[i], stride[i], padding4[2 * i],
-                                    padding4[2 * i + 1], dilation[i], ceilMode);
+    std::optional<int64_t> wide =
+        windowOutputSize(in.getDimSize(2 + i), kernel[i], stride[i], padding4[2 * i],
+                         padding4[2 * i + 1], dilation[i], ceilMode);
+    if (!wide)
+      return emitOptionalError(loc, "the output size of dim ", 2 + i, " of ", in,
+                               " does not fit in 64 bits");
+    int64_t size = *wide;
     if (!ShapedType::isDynamic(size) && size < 1)
       return emitOptionalError(loc, "the output would be empty: input ", in,
                                " is smaller than the window in dim ", 2 + i);
@@ -84,12 +89,16 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (!ShapedType::isDynamic(f) && f % groups != 0)
     return emitOptionalError(loc, "groups ", groups, " does not divide the ", f,
                              " output channels");
-  if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(wc) && c != wc * groups)
+  // c != wc * groups, written so that a huge `groups` cannot overflow.
+  if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(wc) &&
+      (c % groups != 0 || c / groups != wc))
     return emitOptionalError(loc, "input has ", c, " channels but weight ", w, " expects ", wc,
                              " x ", groups, " groups");
   SmallVector<int64_t> kernel = {w.getDimSize(2), w.getDimSize(3)};
   if (ShapedType::isDynamic(kernel[0]) || ShapedType::isDynamic(kernel[1]))
     return emitOptionalError(loc, "the kernel size must be static, got ", w);
+  if (kernel[0] < 1 || kernel[1] < 1)
+    return emitOptionalError(loc, "the kernel must not be empty, got ", w);
   SmallVector<int64_t> shape = {in.getDimSize(0), f};
   if (failed(windowSizes(loc, in, kernel, adaptor.getStride(), adaptor.getPadding(),
                          adaptor.getDilation(), false, shape)))

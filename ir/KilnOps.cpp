@@ -12,6 +12,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -154,9 +155,14 @@ LogicalResult ReshapeOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("cannot change the element type (")
            << in.getElementType() << " to " << out.getElementType() << "); use kiln.cast";
-  if (in.hasStaticShape() && out.hasStaticShape() && in.getNumElements() != out.getNumElements())
-    return emitOpError("element count changes from ")
-           << in.getNumElements() << " to " << out.getNumElements();
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return success();
+  std::optional<int64_t> inCount = staticElementCount(in.getShape());
+  std::optional<int64_t> outCount = staticElementCount(out.getShape());
+  if (!inCount || !outCount)
+    return emitOpError("element count of ") << (inCount ? out : in) << " does not fit in 64 bits";
+  if (*inCount != *outCount)
+    return emitOpError("element count changes from ") << *inCount << " to " << *outCount;
   return success();
 }
 
@@ -196,7 +202,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                                " and end ", end[i]);
     if (!ShapedType::isDynamic(size) && end[i] > size)
       return emitOptionalError(loc, "dim ", i, ": end ", end[i], " exceeds the dim size ", size);
-    shape.push_back((end[i] - start[i] + step[i] - 1) / step[i]);
+    // ceil((end - start) / step) without overflow: 0 <= end - start.
+    int64_t span = end[i] - start[i];
+    shape.push_back(span / step[i] + (span % step[i] != 0));
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
@@ -228,8 +236,13 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     for (int64_t i = 0; i < rank; ++i) {
       int64_t a = shape[i], b = t.getDimSize(i);
       if (i == dim) {
-        shape[i] =
-            ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic : a + b;
+        int64_t sum;
+        if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+          sum = ShapedType::kDynamic;
+        else if (llvm::AddOverflow(a, b, sum))
+          return emitOptionalError(loc, "the concatenated size of dim ", dim,
+                                   " does not fit in 64 bits");
+        shape[i] = sum;
       } else if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b) {
         return emitOptionalError(loc, "operand ", t, " differs from ", first, " in dim ", i,
                                  " (only dim ", dim, " may differ)");
@@ -319,8 +332,12 @@ static LogicalResult inferArgReduction(MLIRContext *ctx, std::optional<Location>
   return success();
 }
 
-/// Shared verifier of argmax/argmin: no i1 operand, no empty reduced dim.
+/// Shared verifier of argmax/argmin: `dim` in range, no i1 operand, no
+/// empty reduced dim. Runs before the inferred-type check (which InferType
+/// defers until after `verify()`), so it checks `dim` itself before using it.
 static LogicalResult verifyArgReduction(Operation *op, RankedTensorType type, int64_t dim) {
+  if (dim < 0 || dim >= std::max<int64_t>(type.getRank(), 1))
+    return op->emitOpError("dim ") << dim << " is out of range for rank " << type.getRank();
   if (type.getElementType().isInteger(1))
     return op->emitOpError("operand must not be i1 (torch rejects bool)");
   if (type.getRank() > 0 && type.getDimSize(dim) == 0)
@@ -337,7 +354,9 @@ static LogicalResult verifyArgReduction(Operation *op, RankedTensorType type, in
                              static_cast<int64_t>(adaptor.getDim()), adaptor.getKeepdim(),         \
                              inferred);                                                            \
   }                                                                                                \
-  LogicalResult OP::verify() { return verifyArgReduction(*this, rankedType(getInput()), getDim()); }
+  LogicalResult OP::verify() {                                                                     \
+    return verifyArgReduction(*this, rankedType(getInput()), static_cast<int64_t>(getDim()));      \
+  }
 KILN_ARG_REDUCTION(ArgmaxOp)
 KILN_ARG_REDUCTION(ArgminOp)
 #undef KILN_ARG_REDUCTION

@@ -7,6 +7,9 @@
 
 #include "mlir/IR/BuiltinTypeInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 
@@ -61,16 +64,28 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape, llvm::Arr
   return out;
 }
 
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
-                         int64_t padHigh, int64_t dilation, bool ceilMode) {
+std::optional<int64_t> staticElementCount(llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(count, d, count))
+      return std::nullopt;
+  return count;
+}
+
+std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
+                                        int64_t padHigh, int64_t dilation, bool ceilMode) {
   if (ShapedType::isDynamic(in))
     return ShapedType::kDynamic;
-  int64_t span = in + padLow + padHigh - dilation * (kernel - 1) - 1 + (ceilMode ? stride - 1 : 0);
+  using Wide = __int128; // attributes are arbitrary int64 values
+  Wide span = Wide(in) + padLow + padHigh - Wide(dilation) * (Wide(kernel) - 1) - 1 +
+              (ceilMode ? Wide(stride) - 1 : 0);
   // Floor division (span may be negative).
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceilMode && out > 0 && (out - 1) * stride >= in + padLow)
+  Wide out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceilMode && out > 0 && (out - 1) * stride >= Wide(in) + padLow)
     --out;
-  return out;
+  if (out > std::numeric_limits<int64_t>::max() || out < std::numeric_limits<int64_t>::min() + 1)
+    return std::nullopt;
+  return static_cast<int64_t>(out);
 }
 
 } // namespace mlir::kiln

@@ -29,14 +29,20 @@ bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to)
 llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims,
                                         bool keepdim);
 
+/// The number of elements of a static `shape`; std::nullopt when the
+/// product does not fit in int64_t.
+std::optional<int64_t> staticElementCount(llvm::ArrayRef<int64_t> shape);
+
 /// torch's output size of a sliding window (convolution or pooling) along
 /// one dim of size `in` (ATen's pooling_output_shape_pad_lr): windows of
 /// `kernel` taps `dilation` apart, `stride` apart, over the input padded by
 /// `padLow` / `padHigh`; with `ceilMode` a partial last window counts unless
 /// it would start in the high padding. May be <= 0 (no window fits);
-/// ShapedType::kDynamic for a dynamic `in`.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
-                         int64_t padHigh, int64_t dilation, bool ceilMode);
+/// ShapedType::kDynamic for a dynamic `in`; std::nullopt when the size does
+/// not fit in int64_t (computed in 128 bits, so no input overflows). Needs
+/// `stride >= 1`.
+std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
+                                        int64_t padHigh, int64_t dilation, bool ceilMode);
 
 } // namespace mlir::kiln
 

@@ -2,20 +2,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Entry layout (little-endian, see CompileCache.h):
-//   0  magic "KILNCC\0\1"      8  format version (u32)   12 reserved (u32)
-//   16 key length (u64)        24 payload length (u64)   32 checksum (u64)
-//   40 key bytes, then payload bytes; the file ends right after them.
-// The checksum is FNV-1a over key and payload. Writers create
-// `<entry>.tmp.<pid>.<n>` in the same folder and rename it over the entry.
+//   0  magic "KILNCC\0\2"      8  format version (u32)   12 reserved (u32)
+//   16 key length (u64)        24 payload length (u64)   32 HMAC-SHA256 (32 bytes)
+//   64 key bytes, then payload bytes; the file ends right after them.
+// The HMAC, keyed by the folder's secret, covers bytes 0..32 (so the
+// lengths and version), the key and the payload. The file operations
+// (folder checks, bounded reads, atomic writes, the secret) are in
+// CacheFiles.cpp.
 //===----------------------------------------------------------------------===//
 #include "runtime/CompileCache.h"
+#include "runtime/CacheFiles.h"
 
-#include <atomic>
-#include <cerrno>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kiln::rt {
@@ -45,51 +49,30 @@ uint32_t getU32(std::string_view in, size_t at) {
   return v;
 }
 
-/// Creates `dir` and its parents (like mkdir -p); true when it exists.
-bool makeDirs(const std::string &dir) {
-  struct stat st;
-  if (dir.empty() || ::stat(dir.c_str(), &st) == 0)
-    return !dir.empty() && S_ISDIR(st.st_mode);
-  size_t slash = dir.find_last_of('/');
-  if (slash != std::string::npos && slash > 0 && !makeDirs(dir.substr(0, slash)))
-    return false;
-  return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST;
-}
+/// Offset of the HMAC in the header (what precedes it is authenticated).
+constexpr size_t kMacOffset = 32;
 
-/// Reads the whole file; false when it cannot be opened or read.
-bool readFile(const std::string &path, std::string &out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  struct stat st;
-  bool ok = ::fstat(fd, &st) == 0;
-  if (ok) {
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < out.size()) {
-      ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      ok = n > 0;
-      done += ok ? static_cast<size_t>(n) : 0;
-    }
-    out.resize(done);
-  }
-  ::close(fd);
-  return ok;
-}
-
-/// Writes all of `data` to `fd`.
-bool writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
+/// HMAC-SHA256 under `secret` of `head` then `body`; empty when OpenSSL
+/// fails (the entry then never validates).
+std::string hmacSha256(std::string_view secret, std::string_view head, std::string_view body) {
+  std::string out(DiskCache::kMacSize, '\0');
+  EVP_MAC *mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
+  size_t len = 0;
+  bool ok =
+      ctx &&
+      EVP_MAC_init(ctx, reinterpret_cast<const unsigned char *>(secret.data()), secret.size(),
+                   params) == 1 &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(head.data()), head.size()) == 1 &&
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char *>(body.data()), body.size()) == 1 &&
+      EVP_MAC_final(ctx, reinterpret_cast<unsigned char *>(out.data()), &len, out.size()) == 1 &&
+      len == out.size();
+  EVP_MAC_CTX_free(ctx);
+  EVP_MAC_free(mac);
+  return ok ? out : std::string();
 }
 
 } // namespace
@@ -110,11 +93,21 @@ std::string cacheDigest(std::string_view key) {
   return buf;
 }
 
+std::optional<DiskCache> DiskCache::open(const std::string &dir, DiskCacheOptions options,
+                                         std::string &warning) {
+  std::string secret;
+  if (!cachefiles::checkPrivateFolder(dir, warning) ||
+      !cachefiles::loadOrCreateSecret(dir, kSecretName, kSecretSize, secret, warning))
+    return std::nullopt;
+  return DiskCache(dir, std::move(secret), options);
+}
+
 std::string DiskCache::entryPath(std::string_view key) const {
   return dir_ + "/" + cacheDigest(key) + ".kc";
 }
 
-std::string DiskCache::encode(std::string_view key, std::string_view payload) {
+std::string DiskCache::encode(std::string_view key, std::string_view payload,
+                              std::string_view secret) {
   std::string out;
   out.reserve(kHeaderSize + key.size() + payload.size());
   out.append(kMagic, sizeof(kMagic));
@@ -122,13 +115,17 @@ std::string DiskCache::encode(std::string_view key, std::string_view payload) {
   putU32(out, 0);
   putU64(out, key.size());
   putU64(out, payload.size());
-  putU64(out, fnv1a64(payload, fnv1a64(key)));
+  out.append(kMacSize, '\0');
   out.append(key);
   out.append(payload);
+  std::string mac = hmacSha256(secret, std::string_view(out).substr(0, kMacOffset),
+                               std::string_view(out).substr(kHeaderSize));
+  out.replace(kMacOffset, kMacSize, mac.empty() ? std::string(kMacSize, '\0') : mac);
   return out;
 }
 
-CacheLookup DiskCache::decode(std::string_view bytes, std::string_view key) {
+CacheLookup DiskCache::decode(std::string_view bytes, std::string_view key,
+                              std::string_view secret) {
   CacheLookup r;
   auto corrupt = [&](std::string why) {
     r.status = CacheLookup::Status::Corrupt;
@@ -149,49 +146,69 @@ CacheLookup DiskCache::decode(std::string_view bytes, std::string_view key) {
   if (keyLen > body || payloadLen != body - keyLen)
     return corrupt("length mismatch: header says " + std::to_string(keyLen) + " + " +
                    std::to_string(payloadLen) + " bytes, file has " + std::to_string(body));
+  std::string mac = hmacSha256(secret, bytes.substr(0, kMacOffset), bytes.substr(kHeaderSize));
+  if (mac.empty() || CRYPTO_memcmp(mac.data(), bytes.data() + kMacOffset, kMacSize) != 0)
+    return corrupt("authentication failed (HMAC mismatch: damaged, or not written by this "
+                   "user's kiln)");
   std::string_view storedKey = bytes.substr(kHeaderSize, keyLen);
-  std::string_view payload = bytes.substr(kHeaderSize + keyLen);
-  if (fnv1a64(payload, fnv1a64(storedKey)) != getU64(bytes, 32))
-    return corrupt("checksum mismatch");
   if (storedKey != key)
     return r; // A digest collision: a miss; store() replaces the entry.
   r.status = CacheLookup::Status::Hit;
-  r.payload.assign(payload);
+  r.payload.assign(bytes.substr(kHeaderSize + keyLen));
   return r;
 }
 
 CacheLookup DiskCache::load(std::string_view key) const {
-  std::string path = entryPath(key), bytes;
-  if (!readFile(path, bytes))
-    return CacheLookup{};
-  CacheLookup r = decode(bytes, key);
+  std::string path = entryPath(key), bytes, why;
+  uint64_t bound = options_.maxBytes ? std::min(options_.maxBytes, kMaxEntryBytes) : kMaxEntryBytes;
+  CacheLookup r;
+  switch (cachefiles::readBounded(path, bound, /*touch=*/true, bytes, why)) {
+  case cachefiles::ReadStatus::Missing:
+    return r;
+  case cachefiles::ReadStatus::Refused:
+    r.status = CacheLookup::Status::Corrupt;
+    r.message = path + ": " + why;
+    return r;
+  case cachefiles::ReadStatus::Ok:
+    break;
+  }
+  r = decode(bytes, key, secret_);
   if (r.status == CacheLookup::Status::Corrupt)
     r.message = path + ": " + r.message;
   return r;
 }
 
 bool DiskCache::store(std::string_view key, std::string_view payload, std::string &error) const {
-  static std::atomic<unsigned> counter{0};
-  if (!makeDirs(dir_)) {
-    error = "cannot create cache folder " + dir_ + ": " + std::strerror(errno);
+  std::string bytes = encode(key, payload, secret_);
+  uint64_t bound = options_.maxBytes ? std::min(options_.maxBytes, kMaxEntryBytes) : kMaxEntryBytes;
+  if (bytes.size() > bound) {
+    error = "entry of " + std::to_string(bytes.size()) + " bytes not stored: larger than the " +
+            std::to_string(bound) + "-byte bound";
     return false;
   }
-  std::string path = entryPath(key);
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot create " + tmp + ": " + std::strerror(errno);
+  if (!cachefiles::writeAtomically(entryPath(key), bytes, error))
     return false;
+  evict();
+  return true;
+}
+
+void DiskCache::evict() const {
+  if (!options_.maxBytes)
+    return;
+  std::vector<cachefiles::EntryFile> files = cachefiles::listEntries(dir_, ".kc");
+  uint64_t total = 0;
+  for (const auto &f : files)
+    total += f.size;
+  if (total <= options_.maxBytes)
+    return;
+  std::sort(files.begin(), files.end(),
+            [](const auto &a, const auto &b) { return a.mtimeNs < b.mtimeNs; });
+  for (const auto &f : files) {
+    if (total <= options_.maxBytes)
+      break;
+    if (::unlink(f.path.c_str()) == 0)
+      total -= f.size;
   }
-  bool ok = writeAll(fd, encode(key, payload));
-  int savedErrno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) == 0)
-    return true;
-  error = "cannot write " + path + ": " + std::strerror(ok ? errno : savedErrno);
-  ::unlink(tmp.c_str());
-  return false;
 }
 
 } // namespace kiln::rt

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what kiln needs on a Debian 12 machine, idempotently:
-# Debian packages (LLVM/MLIR 19, Ninja, ccache, lld, OpenBLAS) and the
+# Debian packages (LLVM/MLIR 19, Ninja, ccache, lld, OpenBLAS, OpenSSL) and the
 # project venv (.venv) with pinned Python packages. Safe to run repeatedly;
 # does nothing when everything is already present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
-          ccache lld libopenblas-dev libgtest-dev python3-venv clang-format-19)
+          ccache lld libopenblas-dev libgtest-dev python3-venv clang-format-19
+          libssl-dev)
 # mkl: oneMKL's libmkl_rt for compiled GEMMs (the same 2024.2 MKL eager torch
 # links statically); kiln dlopens it from the venv's lib/ and falls back to
 # OpenBLAS without it. Its dependencies are pinned too (about 680 MB in all).

@@ -96,7 +96,11 @@ llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
                                         CpuCompileInfo &info) {
   ::kiln::rt::CacheLookup found = cache.load(key);
   if (found.status == ::kiln::rt::CacheLookup::Status::Hit) {
-    auto loaded = loadObject(found.payload, packedName(entry), runtimeSymbols(), perfJitdump);
+    // Authenticated, but still parsed defensively before RuntimeDyld sees it.
+    llvm::Error invalid = validateObject(found.payload);
+    auto loaded = invalid
+                      ? llvm::Expected<::kiln::rt::CompiledFunction>(std::move(invalid))
+                      : loadObject(found.payload, packedName(entry), runtimeSymbols(), perfJitdump);
     if (loaded) {
       info.diskHit = true;
       return std::move(*loaded);
@@ -150,7 +154,12 @@ llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
   std::optional<::kiln::rt::DiskCache> cache;
   std::string key;
   if (!options.cacheDir.empty()) {
-    cache.emplace(options.cacheDir);
+    std::string refused;
+    cache = ::kiln::rt::DiskCache::open(options.cacheDir, {options.cacheMaxBytes}, refused);
+    if (!cache)
+      info.cacheMessage = "compile cache disabled: " + refused;
+  }
+  if (cache) {
     key = cacheKey(module, pm, entry);
     if (!options.debugDir.empty())
       info.diskMiss = true; // Not read: every pass must run to be dumped.

@@ -10,6 +10,7 @@
 
 #include "runtime/CompiledFunction.h"
 
+#include <cstdint>
 #include <string>
 
 namespace mlir {
@@ -29,6 +30,10 @@ struct CpuCompileOptions {
   /// value is the relocatable object file. With a debug folder the cache is
   /// not read (every pass must run to be dumped), only written.
   std::string cacheDir;
+  /// Bound on the cache folder's total size in bytes (kiln.config
+  /// cache_max_mb, KILN_CACHE_MAX_MB); 0 is unbounded. Least recently used
+  /// entries are evicted past it.
+  uint64_t cacheMaxBytes = 0;
   /// Run big loop nests on several threads (kiln-cpu-parallelize-loops). The
   /// frontend sets it when torch.get_num_threads() > 1 at compile time: at
   /// one thread the outlined parallel loops cost more than they save (they

@@ -21,9 +21,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -205,6 +208,86 @@ llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMa
     return llvm::createStringError("the host target cannot emit object files");
   pm.run(module);
   return std::string(buffer.begin(), buffer.end());
+}
+
+/// validateObject's checks on the parsed ELF file `elf` (ET_*/SHT_* come from
+/// <elf.h>, which <link.h> includes as macros).
+template <typename ELFT> llvm::Error validateElf(const llvm::object::ELFFile<ELFT> &elf) {
+  if (elf.getHeader().e_type != ET_REL)
+    return llvm::createStringError("not a relocatable object");
+  auto sections = elf.sections();
+  if (!sections)
+    return sections.takeError();
+  for (const auto &sec : *sections) {
+    if (auto name = elf.getSectionName(sec); !name)
+      return name.takeError();
+    if (sec.sh_type != SHT_NOBITS)
+      if (auto contents = elf.getSectionContents(sec); !contents)
+        return contents.takeError();
+  }
+  for (const auto &sec : *sections) {
+    if (sec.sh_type != SHT_RELA && sec.sh_type != SHT_REL)
+      continue;
+    auto symtab = elf.getSection(sec.sh_link);
+    if (!symtab)
+      return symtab.takeError();
+    auto symbols = elf.symbols(*symtab);
+    if (!symbols)
+      return symbols.takeError();
+    auto target = elf.getSection(sec.sh_info);
+    if (!target)
+      return target.takeError();
+    auto check = [&](uint32_t symbol, uint64_t offset) -> llvm::Error {
+      if (symbol >= symbols->size())
+        return llvm::createStringError("relocation names symbol " + std::to_string(symbol) +
+                                       " of " + std::to_string(symbols->size()));
+      if (offset + 8 > (*target)->sh_size)
+        return llvm::createStringError("relocation offset outside its section");
+      return llvm::Error::success();
+    };
+    if (sec.sh_type == SHT_RELA) {
+      auto relas = elf.relas(sec);
+      if (!relas)
+        return relas.takeError();
+      for (const auto &r : *relas)
+        if (llvm::Error err = check(r.getSymbol(false), r.r_offset))
+          return err;
+    } else {
+      auto rels = elf.rels(sec);
+      if (!rels)
+        return rels.takeError();
+      for (const auto &r : *rels)
+        if (llvm::Error err = check(r.getSymbol(false), r.r_offset))
+          return err;
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error validateObject(llvm::StringRef object) {
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "entry"));
+  if (!file)
+    return file.takeError();
+  llvm::Triple host(llvm::sys::getProcessTriple());
+  if ((*file)->getArch() != host.getArch())
+    return llvm::createStringError("object for another machine");
+  // The host is little-endian 64-bit ELF (x86-64, AArch64): anything else is refused.
+  auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(file->get());
+  if (!elf)
+    return llvm::createStringError("not a 64-bit little-endian ELF object");
+  if (llvm::Error err = validateElf(elf->getELFFile()))
+    return err;
+  for (const llvm::object::SymbolRef &sym : elf->symbols()) {
+    if (auto name = sym.getName(); !name)
+      return name.takeError();
+    if (auto section = sym.getSection(); !section)
+      return section.takeError();
+    if (auto address = sym.getAddress(); !address)
+      return address.takeError();
+    if (auto type = sym.getType(); !type)
+      return type.takeError();
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<::kiln::rt::CompiledFunction>

@@ -52,6 +52,15 @@ void addPackedWrapper(llvm::Function &fn, llvm::StringRef name);
 llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
                                             const std::string &optimizedIRPath = "");
 
+/// Checks that `object` is a well-formed relocatable ELF object for the host
+/// (machine, class, byte order) before anything links it: every section
+/// header, section name and contents, symbol table entry and relocation is
+/// read through LLVM's Expected-returning APIs, and every relocation must
+/// name an existing symbol and lie inside its section. RuntimeDyld trusts
+/// its input (malformed objects reach report_fatal_error or worse), so
+/// untrusted bytes (a disk-cache entry) go through this first.
+llvm::Error validateObject(llvm::StringRef object);
+
 /// Loads `object` into a fresh ORC JIT, resolving `symbols` (name,
 /// address) first and the process's own symbols after them, and returns
 /// the packed entry `entry` (see addPackedWrapper) kept alive by the JIT.

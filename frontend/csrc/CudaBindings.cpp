@@ -27,6 +27,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -196,7 +197,7 @@ void registerCudaBindings(nb::module_ &m) {
   m.def(
       "nvrtc_compile",
       [](const std::string &source, int arch, bool cubin, const std::string &name,
-         const std::string &cacheDir) {
+         const std::string &cacheDir, uint64_t cacheMaxMb) {
         // Cubin cache: the compile cache's folder (runtime/CompileCache.h),
         // keyed by everything NVRTC's output depends on; the full source is
         // part of the key, so a hit is always this source's binary.
@@ -205,11 +206,19 @@ void registerCudaBindings(nb::module_ &m) {
                           source;
         std::optional<rt::DiskCache> cache;
         if (!cacheDir.empty()) {
-          cache.emplace(cacheDir + "/cuda");
+          std::string warning;
+          cache = rt::DiskCache::open(cacheDir + "/cuda", {cacheMaxMb << 20}, warning);
+          if (!cache)
+            llvm::errs() << "[kiln:cache] warning: compile cache disabled: " << warning << "\n";
+        }
+        if (cache) {
           rt::CacheLookup hit = cache->load(key);
           if (hit.status == rt::CacheLookup::Status::Hit)
             return nb::make_tuple(nb::bytes(hit.payload.data(), hit.payload.size()), std::string(),
                                   0.0, true);
+          if (hit.status == rt::CacheLookup::Status::Corrupt)
+            llvm::errs() << "[kiln:cache] warning: invalid compile-cache entry " << hit.message
+                         << " (recompiling)\n";
         }
         mlir::kiln::cuda::NvrtcOptions o;
         o.arch = arch;
@@ -225,7 +234,7 @@ void registerCudaBindings(nb::module_ &m) {
                               false);
       },
       nb::arg("source"), nb::arg("arch"), nb::arg("cubin") = true, nb::arg("name") = "kiln.cu",
-      nb::arg("cache_dir") = "",
+      nb::arg("cache_dir") = "", nb::arg("cache_max_mb") = 0,
       "Compiles CUDA C++ with NVRTC → (cubin or PTX bytes, log, seconds, from_cache); "
       "with cache_dir, binaries are cached in <cache_dir>/cuda.");
 #else
@@ -233,12 +242,13 @@ void registerCudaBindings(nb::module_ &m) {
   m.def("nvrtc_version", [] { return std::string(); });
   m.def(
       "nvrtc_compile",
-      [](const std::string &, int, bool, const std::string &, const std::string &) -> nb::tuple {
+      [](const std::string &, int, bool, const std::string &, const std::string &,
+         uint64_t) -> nb::tuple {
         throw std::runtime_error("kiln.cuda: this build of kiln has no NVRTC (the CUDA "
                                  "toolkit was not found at configure time)");
       },
       nb::arg("source"), nb::arg("arch"), nb::arg("cubin") = true, nb::arg("name") = "kiln.cu",
-      nb::arg("cache_dir") = "");
+      nb::arg("cache_dir") = "", nb::arg("cache_max_mb") = 0);
 #endif
 }
 

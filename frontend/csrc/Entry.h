@@ -47,6 +47,11 @@ struct Entry {
   /// capture would fail the same way); `eagerReason` says why.
   bool eager = false;
   std::string eagerReason;
+  /// An eager entry whose capture stopped at the user's own Python
+  /// exception (a user-error break): under fullgraph=True it still runs
+  /// eagerly, so the caller gets the real
+  /// exception (type, message, cause, traceback) instead of kiln's error.
+  bool raisesInEager = false;
   /// A graph break's prefix: the graph returns the interpreter state and
   /// this plan runs the rest of the frame (Resume.h); null otherwise.
   std::shared_ptr<ResumePlan> resume;

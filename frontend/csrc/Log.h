@@ -9,6 +9,7 @@
 #ifndef KILN_FRONTEND_LOG_H
 #define KILN_FRONTEND_LOG_H
 
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -33,6 +34,9 @@ struct Options {
   int recompileLimit = 8;
   /// The on-disk compile cache folder; empty when disabled.
   std::string cacheDir;
+  /// Bound on the cache folder's size in bytes (KILN_CACHE_MAX_MB); 0 is
+  /// unbounded.
+  uint64_t cacheMaxBytes = 0;
   /// Parallel loops allowed (they are used only when torch runs more than
   /// one thread); false compiles every loop serial.
   bool parallelLoops = true;

@@ -34,7 +34,7 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
-                bool perfJitdump) {
+                bool perfJitdump, uint64_t cacheMaxMb) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -54,6 +54,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.debugDir = debugDir;
   o.recompileLimit = recompileLimit;
   o.cacheDir = cacheDir;
+  o.cacheMaxBytes = cacheMaxMb << 20;
   o.parallelLoops = parallelLoops;
   o.perfJitdump = perfJitdump;
 }
@@ -118,7 +119,7 @@ NB_MODULE(_C, m) {
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
-        nb::arg("perf_jitdump") = false);
+        nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0);
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

@@ -6,7 +6,16 @@ subprocesses: a second process must load every graph from disk (no pass or
 LLVM runs: ``cache_misses_disk`` stays 0) and compute what eager computes;
 truncated, corrupted or foreign entries are reported, recompiled and
 replaced, never loaded; concurrent writers leave one valid entry.
+
+Crafted entries (each run in a subprocess with a timeout, so a hang or a
+crash fails the test instead of the suite): an object damaged under a valid
+HMAC (re-signed with the user's own secret), payloads swapped between two
+entries, whole entries swapped, a FIFO, a sparse 1 TiB file, a symlink to
+elsewhere, an entry signed with another secret, an unreadable entry, and
+folders that are group/world-writable or owned by someone else.
 """
+import hashlib
+import hmac
 import glob
 import json
 import os
@@ -72,7 +81,8 @@ def test_second_process_compiles_nothing(tmp_path):
     warm, _ = run(tmp_path)
     assert warm["cache_hits_disk"] == 1 and warm["cache_misses_disk"] == 0, warm
     assert warm["err"] < 1e-5, warm
-    assert os.listdir(tmp_path) == [os.path.basename(entries(tmp_path)[0])]
+    assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(entries(tmp_path)[0]),
+                                                   "secret.key"])
 
 
 def damage_file(path, how):
@@ -88,7 +98,7 @@ def damage_file(path, how):
     else:
         data = b"not a kiln cache entry" * 10
     open(path, "wb").write(bytes(data))
-    return {"flip": "checksum mismatch", "truncate": "length mismatch",
+    return {"flip": "HMAC mismatch", "truncate": "length mismatch",
             "header": "truncated header", "empty": "truncated header",
             "garbage": "bad magic"}[how]
 
@@ -208,3 +218,206 @@ def test_test_suite_uses_a_private_cache():
     # conftest points the whole session at a fresh temporary folder.
     assert kiln.config.cache_dir == os.environ["KILN_CACHE_DIR"]
     assert "kiln-test-cache-" in kiln.config.cache_dir
+
+
+# ---------------------------------------------------------------------------
+# Crafted entries. The layout is runtime/CompileCache.cpp's: a 32-byte head
+# (magic, version, reserved, key and payload lengths), the HMAC-SHA256 of
+# head + key + payload under <folder>/secret.key, then key and payload.
+
+def read_entry(path):
+    data = open(path, "rb").read()
+    key_len = int.from_bytes(data[16:24], "little")
+    return data[:16], data[64:64 + key_len], data[64 + key_len:]
+
+
+def write_entry(path, prefix, key, payload, secret):
+    head = prefix + len(key).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
+    mac = hmac.new(secret, head + key + payload, hashlib.sha256).digest()
+    with open(path, "wb") as out:
+        out.write(head + mac + key + payload)
+
+
+def secret_of(folder):
+    return open(os.path.join(str(folder), "secret.key"), "rb").read()
+
+
+def assert_rebuilt(cache_dir, expect_in_err, corrupt=1):
+    """A new process must recompile (not load, not hang, not crash), warn
+    with `expect_in_err` and compute what eager computes."""
+    result, err = run(cache_dir)
+    assert result["err"] < 1e-5, result
+    assert result["cache_hits_disk"] == 0 and result["graphs_compiled"] == 1, result
+    assert result["cache_corrupt_disk"] == corrupt, (result, err)
+    assert expect_in_err in err, err
+    return result, err
+
+
+def test_damaged_object_under_a_valid_hmac_is_rejected(tmp_path):
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    prefix, key, payload = read_entry(path)
+    assert payload[:4] == b"\x7fELF"
+    # Section headers pointing past the end of the object, re-signed with the
+    # user's own secret: only the structural check can catch it (RuntimeDyld
+    # would die with "LLVM ERROR: Invalid data was encountered...").
+    bad = bytearray(payload)
+    bad[0x28:0x30] = (len(payload) * 16).to_bytes(8, "little")  # e_shoff
+    write_entry(path, prefix, key, bytes(bad), secret_of(tmp_path))
+    assert_rebuilt(tmp_path, "cannot load")
+    again, _ = run(tmp_path)
+    assert again["cache_hits_disk"] == 1, again
+
+
+def _structural_damage(payload):
+    """(name, damaged object) pairs that break the ELF structure RuntimeDyld
+    relies on: each must be rejected by the structural check. (Damage to
+    code bytes under a valid HMAC is not detectable: the HMAC is what keeps
+    anyone but the user from writing it.)"""
+    shoff = int.from_bytes(payload[0x28:0x30], "little")
+    shnum = int.from_bytes(payload[0x3c:0x3e], "little")
+    out = []
+
+    def put(name, at, value, width):
+        bad = bytearray(payload)
+        bad[at:at + width] = value.to_bytes(width, "little")
+        out.append((name, bytes(bad)))
+
+    put("e_shnum past the end", 0x3c, shnum + 200, 2)
+    put("e_shstrndx out of range", 0x3e, 0xfff0, 2)
+    put("e_machine", 0x12, 0x28, 2)  # ARM
+    for i in range(1, min(shnum, 3)):
+        put(f"section {i} sh_offset", shoff + i * 64 + 0x18, 1 << 40, 8)
+        put(f"section {i} sh_size", shoff + i * 64 + 0x20, 1 << 40, 8)
+    return out
+
+
+def test_structurally_damaged_objects_are_rejected(tmp_path):
+    """Structural damage, each re-signed with the user's secret: the process
+    never crashes or aborts; the entry is rejected and rebuilt."""
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    prefix, key, payload = read_entry(path)
+    secret = secret_of(tmp_path)
+    for name, bad in _structural_damage(payload):
+        write_entry(path, prefix, key, bad, secret)
+        r = run_python(SCRIPT, {"KILN_CACHE_DIR": str(tmp_path)})
+        assert r.returncode == 0, (name, r.returncode, r.stderr[-2000:])
+        result = json.loads(r.stdout.strip().splitlines()[-1])
+        assert result["err"] < 1e-5 and result["cache_corrupt_disk"] == 1, (name, result)
+        assert "cannot load" in r.stderr and "LLVM ERROR" not in r.stderr, (name, r.stderr)
+
+
+def test_swapped_payloads_are_rejected(tmp_path):
+    code = SCRIPT.replace("x = torch.randn(8, 32)", "x = torch.randn(int(sys.argv[1]), 32)")
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
+    for rows in (8, 12):
+        r = subprocess.run([sys.executable, "-c", code, str(rows)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    a, b = entries(tmp_path)
+    (pa, ka, xa), (pb, kb, xb) = read_entry(a), read_entry(b)
+    # Payloads exchanged under the original HMACs (a plain checksum over the
+    # payload alone would still match): rejected.
+    for path, (prefix, key, payload) in ((a, (pa, ka, xb)), (b, (pb, kb, xa))):
+        head = prefix + len(key).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
+        mac = open(path, "rb").read()[32:64]
+        open(path, "wb").write(head + mac + key + payload)
+    r = subprocess.run([sys.executable, "-c", code, "8"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["cache_corrupt_disk"] == 1 and result["cache_hits_disk"] == 0, result
+    assert result["err"] < 1e-5 and "HMAC mismatch" in r.stderr, r.stderr
+    # Whole entries swapped: each file holds another key, a plain miss.
+    os.rename(b, b + ".x")
+    os.rename(a, b)
+    os.rename(b + ".x", a)
+    r = subprocess.run([sys.executable, "-c", code, "12"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["cache_hits_disk"] == 0 and result["err"] < 1e-5, result
+
+
+def test_entry_signed_by_another_key_is_rejected(tmp_path):
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    prefix, key, payload = read_entry(path)
+    write_entry(path, prefix, key, payload, b"another user's secret".ljust(32, b"!"))
+    assert_rebuilt(tmp_path, "HMAC mismatch")
+
+
+def test_fifo_entry_does_not_hang(tmp_path):
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    os.unlink(path)
+    os.mkfifo(path, 0o600)
+    assert_rebuilt(tmp_path, "a FIFO")
+    assert os.path.isfile(path) and not os.path.islink(path)
+
+
+def test_sparse_huge_entry_is_skipped(tmp_path):
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    with open(path, "r+b") as f:
+        f.truncate(1 << 40)  # 1 TiB, sparse
+    assert_rebuilt(tmp_path, "more than the")
+    assert os.path.getsize(path) < (1 << 30)
+
+
+def test_symlink_entry_is_not_followed(tmp_path):
+    cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    cache.mkdir(mode=0o700)
+    run(cache)
+    (path,) = entries(cache)
+    os.rename(path, elsewhere)
+    os.symlink(elsewhere, path)
+    assert_rebuilt(cache, "a symbolic link")
+    assert not os.path.islink(path) and os.path.isfile(elsewhere)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_entry_is_skipped(tmp_path):
+    run(tmp_path)
+    (path,) = entries(tmp_path)
+    os.chmod(path, 0)
+    assert_rebuilt(tmp_path, "unreadable")
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_shared_folder_is_refused(tmp_path, mode):
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    os.chmod(cache, mode)
+    result, err = run(cache)
+    assert result["err"] < 1e-5 and result["graphs_compiled"] == 1, result
+    assert result["cache_hits_disk"] == result["cache_misses_disk"] == 0, result
+    assert "compile cache disabled" in err and "writable by other users" in err, err
+    assert not entries(cache) and not (cache / "secret.key").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the folder away")
+def test_folder_of_another_user_is_refused(tmp_path):
+    cache = tmp_path / "theirs"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, 65534, 65534)
+    result, err = run(cache)
+    assert result["err"] < 1e-5 and result["cache_misses_disk"] == 0, result
+    assert "is owned by uid 65534" in err, err
+
+
+def test_secret_is_private_and_stable(tmp_path):
+    run(tmp_path)
+    st = os.stat(tmp_path / "secret.key")
+    assert st.st_mode & 0o777 == 0o600 and st.st_size == 32
+    secret = secret_of(tmp_path)
+    again, _ = run(tmp_path)
+    assert again["cache_hits_disk"] == 1 and secret_of(tmp_path) == secret
+
+
+def test_cache_max_mb_is_read_from_the_environment(tmp_path):
+    code = "import kiln; print(kiln.config.cache_max_mb)"
+    r = run_python(code, {"KILN_CACHE_MAX_MB": "3"})
+    assert r.stdout.strip() == "3", r.stderr
+    r = run_python(code, {"KILN_CACHE_MAX_MB": "lots"})
+    assert r.returncode != 0 and "KILN_CACHE_MAX_MB must be a whole number" in r.stderr

@@ -19,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -58,7 +59,11 @@ void countDiskCache(const std::string &name, const mlir::kiln::CpuCompileInfo &i
   c.cacheHitsDisk += info.diskHit;
   c.cacheMissesDisk += info.diskMiss;
   c.cacheCorruptDisk += info.diskCorrupt;
-  if (!info.cacheMessage.empty())
+  // A refused folder is the same message on every compile: say it once.
+  static std::set<std::string> refusals;
+  bool repeated = info.cacheMessage.rfind("compile cache disabled", 0) == 0 &&
+                  !refusals.insert(info.cacheMessage).second;
+  if (!info.cacheMessage.empty() && !repeated)
     llvm::errs() << "[kiln:cache] warning: " << name << ": " << info.cacheMessage << "\n";
   if (logEnabled(LogChannel::Cache) && (info.diskHit || info.diskMiss))
     log(LogChannel::Cache,
@@ -128,6 +133,7 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   mlir::kiln::CpuCompileOptions copts;
   copts.debugDir = newDebugDir(entry.name);
   copts.cacheDir = options().cacheDir;
+  copts.cacheMaxBytes = options().cacheMaxBytes;
   copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
   copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())

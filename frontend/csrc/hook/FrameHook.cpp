@@ -179,7 +179,7 @@ PyObject *fullgraphError(FrameCall &call, const std::string &what) {
 PyObject *runMatch(const std::shared_ptr<Entry> &e, FrameCall &call) {
   if (e->eager) {
     ++counters().eagerCalls;
-    return tls.fullgraph ? fullgraphError(call, e->eagerReason) : nullptr;
+    return tls.fullgraph && !e->raisesInEager ? fullgraphError(call, e->eagerReason) : nullptr;
   }
   if (e->resume && tls.fullgraph)
     return fullgraphError(call, codeName(call.code) + ": " + e->resume->where);
@@ -205,15 +205,23 @@ void warnRecompileLimit(FrameCall &call, const std::string &lastMiss) {
 
 /// After a failed capture: reports the break and caches an eager entry for
 /// the frame (`failed`: guarded by what the capture assumed), which then
-/// runs normally; under fullgraph=True raises instead.
+/// runs normally; under fullgraph=True raises instead, unless the capture
+/// stopped at the user's own exception (a user-error break: a raise, a
+/// failing assert, an IndexError/KeyError/ZeroDivisionError on constants):
+/// CPython then runs the frame and raises that exception itself, with its
+/// type, message, __cause__/__context__ and the user's line in the
+/// traceback, as eager does. (If the user's code catches it, the frame
+/// simply runs eagerly: the break is still reported and counted.)
 PyObject *runEagerAfterFailure(FrameCall &call, const CaptureFailure &failure,
                                std::unique_ptr<Entry> failed) {
   BreakRecord record = breakFromFailure(codeName(call.code), failure, /*resumed=*/false);
   std::string summary = breakSummary(record);
   reportBreak(std::move(record));
-  if (tls.fullgraph)
+  bool raises = failure.category == BreakCategory::UserError;
+  if (tls.fullgraph && !raises)
     return fullgraphError(call, summary);
   failed->eagerReason = summary;
+  failed->raisesInEager = raises;
   // Its guards describe this very frame; if they do not hold now (an
   // assumption that cannot be re-checked), the break is kept unguarded:
   // the code then runs eagerly whenever no earlier entry matches.

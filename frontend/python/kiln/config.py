@@ -31,6 +31,17 @@ def _cache_dir_or_empty(value) -> str:
     return "" if value.strip().lower() in _CACHE_OFF else os.path.abspath(value)
 
 
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
 def _env_list(name: str) -> frozenset[str]:
     raw = os.environ.get(name, "")
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
@@ -56,6 +67,11 @@ class _Config:
     # shared by all processes; default $XDG_CACHE_HOME/kiln or ~/.cache/kiln;
     # "off" (or "" here) disables it. Not in cache key (it is the cache).
     cache_dir: str = field(default_factory=_default_cache_dir)
+    # KILN_CACHE_MAX_MB: bound on the cache folder's total size in MiB; past
+    # it the least recently used entries are deleted (0: unbounded). The
+    # folder must be private to the user (not group/world-writable), else
+    # kiln warns and runs without it. Not in cache key.
+    cache_max_mb: int = field(default_factory=lambda: _env_int("KILN_CACHE_MAX_MB", 1024))
     # KILN_PARALLEL_LOOPS=0 compiles every loop serial; otherwise big loop
     # nests run on several threads when torch.get_num_threads() > 1 at compile
     # time. In cache key (the pipeline text records it).
@@ -96,6 +112,7 @@ def _push_to_native() -> None:
         cache_dir=_cache_dir_or_empty(config.cache_dir),
         parallel_loops=config.parallel_loops,
         perf_jitdump=config.perf_jitdump,
+        cache_max_mb=max(0, int(config.cache_max_mb)),
     )
 
 

@@ -650,7 +650,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->kind == Var::Kind::Dict) {
     int i = dictFind(c, constObj(index, "dict key"));
     if (i < 0)
-      throw Unsupported("KeyError in a dict built by the compiled code");
+      throw Unsupported(BreakCategory::UserError, "KeyError in a dict built by the compiled code",
+                        hint::kRaisesInEager);
     return c->items[i];
   }
   if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
@@ -672,7 +673,10 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     if (k < 0)
       k += n;
     if (k < 0 || k >= n)
-      throw Unsupported("tuple index out of range");
+      throw Unsupported(BreakCategory::UserError,
+                        c->kind == Var::Kind::List ? "list index out of range"
+                                                   : "tuple index out of range",
+                        hint::kRaisesInEager);
     return c->items[k];
   }
   if (c->isTensor()) { // TorchIndexing.cpp

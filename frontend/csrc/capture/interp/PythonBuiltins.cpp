@@ -139,7 +139,14 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return r;
   if (VarP r = callIntrospection(fn, name, args, kwargs))
     return r;
-  if (!evaluableAtCapture(fn, name, mod))
+  // Built-in exception classes only store their arguments: constructing one
+  // (to raise it) is evaluated now. A user-defined one runs its own
+  // __init__: the construct is left to eager (where it is raised).
+  bool builtinException = PyExceptionClass_Check(fn) && mod == "builtins";
+  if (PyExceptionClass_Check(fn) && !builtinException)
+    throw Unsupported(BreakCategory::UserError, "constructs the exception " + pyText(fn),
+                      hint::kRaisesInEager);
+  if (!evaluableAtCapture(fn, name, mod) && !builtinException)
     throw Unsupported(BreakCategory::PythonBuiltin,
                       "call to " + pyText(fn) + " is not supported" +
                           (name == "print" ? " (print has side effects)" : ""),

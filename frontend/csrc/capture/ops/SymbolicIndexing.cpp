@@ -176,7 +176,7 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         addSizeGuard(symExpr(sym), ">", constExpr(it.i), true);
       } else {
         if (it.i < -n || it.i >= n)
-          throw Unsupported("index out of range (eager raises)");
+          throw Unsupported(BreakCategory::UserError, "index out of range", hint::kRaisesInEager);
       }
       int64_t i = it.i < 0 ? it.i + n : it.i;
       start[d] = i;

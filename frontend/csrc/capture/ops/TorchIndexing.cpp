@@ -107,7 +107,7 @@ VarP narrowDim(Interpreter &I, const VarP &x, int64_t d, int64_t s, int64_t len,
 VarP selectDim(Interpreter &I, const VarP &x, int64_t d, int64_t i) {
   auto shape = ttype(x->value).getShape();
   if (i < -shape[d] || i >= shape[d])
-    throw Unsupported("index out of range (eager raises)");
+    throw Unsupported(BreakCategory::UserError, "index out of range", hint::kRaisesInEager);
   if (i < 0)
     i += shape[d];
   VarP r = narrowDim(I, x, d, i, 1, /*asView=*/false);
@@ -236,7 +236,7 @@ VarP getitem(Interpreter &I, const VarP &x, const VarP &index) {
       if (PyErr_Occurred())
         throw Unsupported(BreakCategory::UserError, withPythonError("index out of range"));
       if (i < -shape[d] || i >= shape[d])
-        throw Unsupported("index out of range (eager raises)");
+        throw Unsupported(BreakCategory::UserError, "index out of range", hint::kRaisesInEager);
       if (i < 0)
         i += shape[d];
       start[d] = i;

@@ -66,7 +66,8 @@ VarP dictPop(const VarP &d, const std::vector<VarP> &args,
   int at = dictFind(d, constObj(args[0], "dict key"));
   if (at < 0) {
     if (args.size() == 1)
-      throw Unsupported("KeyError in a dict built by the compiled code");
+      throw Unsupported(BreakCategory::UserError, "KeyError in a dict built by the compiled code",
+                        hint::kRaisesInEager);
     return args[1];
   }
   VarP v = d->items[at];

@@ -31,7 +31,8 @@ def compile_source(source: str, arch: int, cubin: bool = True) -> bytes:
 def compile_source_info(source: str, arch: int, cubin: bool = True):
     """(binary, NVRTC log, seconds, from_cache)."""
     from kiln.config import config
-    return tuple(_c().nvrtc_compile(source, arch, cubin, cache_dir=config.cache_dir or ""))
+    return tuple(_c().nvrtc_compile(source, arch, cubin, cache_dir=config.cache_dir or "",
+                                      cache_max_mb=max(0, int(config.cache_max_mb))))
 
 
 def check_ir(ir: str, archs=(80, 90), fuse_rows: bool = True) -> dict:
