@@ -100,6 +100,18 @@ public:
                         std::map<std::string, VarP> &kwargs);
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
+  /// `x.shape` of a graph tensor: a torch.Size, or a tuple of SymInts
+  /// when a dim is symbolic.
+  VarP tensorShape(const VarP &self);
+  /// `x.requires_grad`: an input's guarded flag; for a computed tensor,
+  /// eager's rule (grad mode on and a float path from an input needing it).
+  VarP tensorRequiresGrad(const VarP &self);
+  /// `x.grad` of an input, read through its source (guarded); a break for
+  /// a computed tensor.
+  VarP tensorGrad(const VarP &self);
+  /// `x.name` for a Tensor method the op registry knows (a TensorMethod to
+  /// call); a break otherwise.
+  VarP tensorMethod(const VarP &self, const std::string &name);
   // --- in-place updates (ops/InPlace.cpp) ---
   /// Makes `result` the new value of tensor `target`, as the in-place op
   /// `what` ("Tensor.add_", "+=") does in eager: a tensor the graph computed

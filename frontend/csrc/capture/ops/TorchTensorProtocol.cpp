@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace kiln {
 
@@ -43,119 +44,182 @@ VarP Interpreter::sizeVar(mlir::Value value, int64_t dim) {
   return v;
 }
 
+namespace {
+/// The attributes a graph tensor answers by itself (others are methods,
+/// looked up in the op registry).
+enum class TensorAttr {
+  Shape,
+  Len,
+  Ndim,
+  Dtype,
+  IsCuda,
+  IsMeta,
+  NeverSet,
+  RequiresGrad,
+  Grad,
+  Device,
+  T,
+  MT
+};
+
+const std::unordered_map<std::string, TensorAttr> &tensorAttrs() {
+  static const std::unordered_map<std::string, TensorAttr> attrs = {
+      // no Python
+      {"shape", TensorAttr::Shape},
+      {"__len__", TensorAttr::Len},
+      {"ndim", TensorAttr::Ndim},
+      {"dtype", TensorAttr::Dtype},
+      {"is_cuda", TensorAttr::IsCuda},
+      {"is_meta", TensorAttr::IsMeta},
+      // Graph tensors are dense strided tensors: nested, sparse, quantized
+      // and MKL-DNN tensors are never graph inputs (their frames run eagerly).
+      {"is_nested", TensorAttr::NeverSet},
+      {"is_sparse", TensorAttr::NeverSet},
+      {"is_quantized", TensorAttr::NeverSet},
+      {"is_mkldnn", TensorAttr::NeverSet},
+      {"requires_grad", TensorAttr::RequiresGrad},
+      {"grad", TensorAttr::Grad},
+      {"device", TensorAttr::Device},
+      {"T", TensorAttr::T},
+      {"mT", TensorAttr::MT},
+  };
+  return attrs;
+}
+} // namespace
+
 VarP Interpreter::tensorAttribute(const VarP &self, const std::string &name) {
-  if (self->vmapLevels > 0 && name != "dtype" && name != "device" && name != "is_cuda" &&
-      name != "requires_grad")
+  auto found = tensorAttrs().find(name);
+  if (found == tensorAttrs().end())
+    return tensorMethod(self, name);
+  TensorAttr attr = found->second;
+  if (self->vmapLevels > 0 && attr != TensorAttr::Dtype && attr != TensorAttr::Device &&
+      attr != TensorAttr::IsCuda && attr != TensorAttr::RequiresGrad)
     throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
+  auto type = ttype(self->value);
+  switch (attr) {
+  case TensorAttr::Shape:
+    return tensorShape(self);
+  case TensorAttr::Len:
+    if (type.getRank() == 0)
+      throw Unsupported("len() of a 0-d tensor");
+    return sizeVar(self->value, 0);
+  case TensorAttr::Ndim:
+    return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
+  case TensorAttr::Dtype:
+    return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
+  case TensorAttr::IsCuda:
+    return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
+  case TensorAttr::IsMeta:
+    return makeConst(PyRef::borrow(graphDevice_ == TensorMeta::kMetaDevice ? Py_True : Py_False));
+  case TensorAttr::NeverSet:
+    return makeConst(PyRef::borrow(Py_False));
+  case TensorAttr::RequiresGrad:
+    return tensorRequiresGrad(self);
+  case TensorAttr::Grad:
+    return tensorGrad(self);
+  case TensorAttr::Device: // all graph tensors are on the inputs' device (guarded)
+    return makeConst(PyRef::steal(
+        PyObject_CallMethod(torchModule(), "device", "s", deviceName(graphDevice_).c_str())));
+  case TensorAttr::T: {
+    std::vector<VarP> perm;
+    for (int64_t i = type.getRank() - 1; i >= 0; --i)
+      perm.push_back(makeConst(PyRef::steal(PyLong_FromLongLong(i))));
+    std::vector<VarP> args = {makeSeq(Var::Kind::Tuple, perm)};
+    std::map<std::string, VarP> nokw;
+    return callTensorMethod(self, "permute", args, nokw);
+  }
+  case TensorAttr::MT: {
+    std::vector<VarP> dims = {makeConst(PyRef::steal(PyLong_FromLong(-2))),
+                              makeConst(PyRef::steal(PyLong_FromLong(-1)))};
+    std::map<std::string, VarP> nokw;
+    return callTensorMethod(self, "transpose", dims, nokw);
+  }
+  }
+  throw Unsupported("Tensor." + name + " is not supported yet");
+}
+
+VarP Interpreter::tensorShape(const VarP &self) {
   auto type = ttype(self->value);
   bool symbolic = !type.hasStaticShape();
   for (int64_t i = 0; !symbolic && out_.dynamic.shadow && i < type.getRank(); ++i)
     symbolic = symbolOfDim(self->value, i) >= 0;
-  if (name == "shape" && symbolic) {
+  if (symbolic) {
     // Symbolic dims read as SymInt vars (DynamicShapes.h).
     std::vector<VarP> items;
     for (int64_t i = 0; i < type.getRank(); ++i)
       items.push_back(sizeVar(self->value, i));
     return makeSeq(Var::Kind::Tuple, items);
   }
-  if (name == "shape") {
-    static PyOnce sizeTypeOnce;
-    PyObject *sizeType =
-        sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
-    PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
-    PyRef args = PyRef::steal(PyTuple_Pack(1, tuple.get()));
-    return makeConst(PyRef::steal(PyObject_Call(sizeType, args.get(), nullptr)));
-  }
-  if (name == "__len__") {
-    if (type.getRank() == 0)
-      throw Unsupported("len() of a 0-d tensor");
-    return sizeVar(self->value, 0);
-  }
-  if (name == "ndim")
-    return makeConst(PyRef::steal(PyLong_FromLong(type.getRank())));
-  if (name == "dtype")
-    return makeConst(PyRef::borrow(dtypeObject(dtypeOf(type.getElementType()))));
-  if (name == "is_cuda")
-    return makeConst(PyRef::borrow(graphDevice_ >= 0 ? Py_True : Py_False));
-  if (name == "is_meta")
-    return makeConst(PyRef::borrow(graphDevice_ == TensorMeta::kMetaDevice ? Py_True : Py_False));
-  // Graph tensors are dense strided tensors: nested, sparse, quantized and
-  // MKL-DNN tensors are never graph inputs (their frames run eagerly).
-  if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn")
-    return makeConst(PyRef::borrow(Py_False));
-  if (name == "requires_grad") {
-    // A graph input: its guarded flag; a computed tensor: eager's rule
-    // (grad mode on here and some input requiring grad).
-    if (self->inputIndex >= 0) // the caller's tensor (also after in-place updates)
+  static PyOnce sizeTypeOnce;
+  PyObject *sizeType =
+      sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
+  PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
+  PyRef args = PyRef::steal(PyTuple_Pack(1, tuple.get()));
+  return makeConst(PyRef::steal(PyObject_Call(sizeType, args.get(), nullptr)));
+}
+
+VarP Interpreter::tensorRequiresGrad(const VarP &self) {
+  auto type = ttype(self->value);
+  // A graph input: its guarded flag; a computed tensor: eager's rule
+  // (grad mode on here and some input requiring grad).
+  if (self->inputIndex >= 0) // the caller's tensor (also after in-place updates)
+    return makeConst(
+        PyRef::borrow(out_.inputs[self->inputIndex].requiresGrad ? Py_True : Py_False));
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
+    if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
       return makeConst(
-          PyRef::borrow(out_.inputs[self->inputIndex].requiresGrad ? Py_True : Py_False));
-    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value))
-      if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size())
-        return makeConst(
-            PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
-    bool anyInput = false;
-    for (const GraphInput &in : out_.inputs)
-      anyInput |= in.requiresGrad;
-    if (!gradMode_ || !anyInput || !llvm::isa<mlir::FloatType>(type.getElementType()))
-      return makeConst(PyRef::borrow(Py_False));
-    if (gradSwitched_)
-      throw Unsupported("requires_grad of a computed tensor in a graph with grad-mode regions");
-    // Grad mode on throughout: the result requires grad when it depends on
-    // an input that does (float ops are differentiable).
-    llvm::SmallVector<mlir::Value> todo = {self->value};
-    llvm::DenseSet<mlir::Value> seen;
-    while (!todo.empty()) {
-      mlir::Value v = todo.pop_back_val();
-      if (!seen.insert(v).second)
-        continue;
-      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
-        if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size() &&
-            out_.inputs[arg.getArgNumber()].requiresGrad)
-          return makeConst(PyRef::borrow(Py_True));
-        continue;
-      }
-      if (mlir::Operation *def = v.getDefiningOp())
-        for (mlir::Value operand : def->getOperands())
-          if (auto st = llvm::dyn_cast<mlir::ShapedType>(operand.getType()))
-            if (llvm::isa<mlir::FloatType>(st.getElementType()))
-              todo.push_back(operand);
-    }
+          PyRef::borrow(out_.inputs[arg.getArgNumber()].requiresGrad ? Py_True : Py_False));
+  bool anyInput = false;
+  for (const GraphInput &in : out_.inputs)
+    anyInput |= in.requiresGrad;
+  if (!gradMode_ || !anyInput || !llvm::isa<mlir::FloatType>(type.getElementType()))
     return makeConst(PyRef::borrow(Py_False));
-  }
-  if (name == "grad") {
-    // The caller's tensor's .grad, read through its source (None and a
-    // tensor are guarded like any read); a computed tensor has none.
-    if (self->inputIndex < 0)
-      throw Unsupported(BreakCategory::UnsupportedOp,
-                        ".grad of a tensor computed in the graph (eager: None and a warning)");
-    PyRef key = PyRef::steal(PyUnicode_FromString("grad"));
-    PyRef grad = PyRef::steal(PyObject_GetAttr(inputObjects_[self->inputIndex].get(), key.get()));
-    if (!grad)
-      throw Unsupported(BreakCategory::UserError, withPythonError("reading .grad raised"));
-    int source =
-        out_.sources.add(Source::Kind::Attr, out_.inputs[self->inputIndex].source, 0, key.get());
-    keepAlive_.push_back(grad);
-    return fromSource(grad.get(), source, /*lazy=*/false);
-  }
-  if (name == "device") // all graph tensors are on the inputs' device (guarded)
-    return makeConst(PyRef::steal(
-        PyObject_CallMethod(torchModule(), "device", "s", deviceName(graphDevice_).c_str())));
-  if (name == "T" || name == "mT") {
-    std::vector<VarP> none;
-    std::map<std::string, VarP> nokw;
-    if (name == "T") {
-      std::vector<VarP> perm;
-      for (int64_t i = type.getRank() - 1; i >= 0; --i)
-        perm.push_back(makeConst(PyRef::steal(PyLong_FromLongLong(i))));
-      std::vector<VarP> args = {makeSeq(Var::Kind::Tuple, perm)};
-      return callTensorMethod(self, "permute", args, nokw);
+  if (gradSwitched_)
+    throw Unsupported("requires_grad of a computed tensor in a graph with grad-mode regions");
+  // Grad mode on throughout: the result requires grad when it depends on
+  // an input that does (float ops are differentiable).
+  llvm::SmallVector<mlir::Value> todo = {self->value};
+  llvm::DenseSet<mlir::Value> seen;
+  while (!todo.empty()) {
+    mlir::Value v = todo.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+      if (arg.getOwner()->isEntryBlock() && arg.getArgNumber() < out_.inputs.size() &&
+          out_.inputs[arg.getArgNumber()].requiresGrad)
+        return makeConst(PyRef::borrow(Py_True));
+      continue;
     }
-    std::vector<VarP> dims = {makeConst(PyRef::steal(PyLong_FromLong(-2))),
-                              makeConst(PyRef::steal(PyLong_FromLong(-1)))};
-    return callTensorMethod(self, "transpose", dims, nokw);
+    if (mlir::Operation *def = v.getDefiningOp())
+      for (mlir::Value operand : def->getOperands())
+        if (auto st = llvm::dyn_cast<mlir::ShapedType>(operand.getType()))
+          if (llvm::isa<mlir::FloatType>(st.getElementType()))
+            todo.push_back(operand);
   }
+  return makeConst(PyRef::borrow(Py_False));
+}
+
+VarP Interpreter::tensorGrad(const VarP &self) {
+  // The caller's tensor's .grad, read through its source (None and a
+  // tensor are guarded like any read); a computed tensor has none.
+  if (self->inputIndex < 0)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      ".grad of a tensor computed in the graph (eager: None and a warning)");
+  PyRef key = PyRef::steal(PyUnicode_FromString("grad"));
+  PyRef grad = PyRef::steal(PyObject_GetAttr(inputObjects_[self->inputIndex].get(), key.get()));
+  if (!grad)
+    throw Unsupported(BreakCategory::UserError, withPythonError("reading .grad raised"));
+  int source =
+      out_.sources.add(Source::Kind::Attr, out_.inputs[self->inputIndex].source, 0, key.get());
+  keepAlive_.push_back(grad);
+  return fromSource(grad.get(), source, /*lazy=*/false);
+}
+
+VarP Interpreter::tensorMethod(const VarP &self, const std::string &name) {
+  if (self->vmapLevels > 0)
+    throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
   const OpRegistry &registry = opRegistry();
   if (registry.method(name) ||
       (name.size() > 1 && name.back() == '_' && registry.method(name.substr(0, name.size() - 1)))) {
