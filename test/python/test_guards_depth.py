@@ -365,3 +365,25 @@ def test_stride_of_an_input_and_its_views_is_a_constant():
     assert_close(kiln.compile(f)(y), f(y))
     s = stats()
     assert s["graphs_compiled"] == 2 and s["recompiles"] == 1, s
+
+
+def test_number_where_eager_wants_a_tensor_raises_like_eager():
+    """torch.eq(2.5, t) is a TypeError in eager (torch.add(2.5, t) is not):
+    kiln checks the argument types on meta tensors and lets eager raise."""
+    import pytest
+    t = torch.randn(3)
+    for fn in (lambda x: torch.eq(2.5, x), lambda x: torch.lt(1, x),
+               lambda x: torch.maximum(0.5, x)):
+        with pytest.raises(TypeError) as eager:
+            fn(t)
+        kiln.reset()
+        with pytest.raises(TypeError) as compiled:
+            kiln.compile(fn)(t)
+        assert str(compiled.value) == str(eager.value)
+        assert stats()["graph_breaks"] == 1
+    # Accepted numbers still compile as one graph, and the result matches.
+    for fn in (lambda x: torch.add(2.5, x), lambda x: torch.mul(2, x), lambda x: torch.sub(1, x)):
+        kiln.reset()
+        assert_close(kiln.compile(fn)(t), fn(t))
+        s = stats()
+        assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s

@@ -95,6 +95,12 @@ public:
   /// it is not one.
   VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                          std::map<std::string, VarP> &kwargs);
+  /// A mapped torch function called with a Python number first and a
+  /// tensor among its arguments (`torch.eq(2.5, t)`) is tried once on meta
+  /// tensors; a TypeError there (eager's argument parsing) is a user-error
+  /// break, so eager raises it (TorchCalls.cpp).
+  void checkScalarInputAccepted(PyObject *callee, const std::vector<VarP> &args,
+                                const std::map<std::string, VarP> &kwargs);
   /// Calls tensor method `name` on `self`.
   VarP callTensorMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
                         std::map<std::string, VarP> &kwargs);

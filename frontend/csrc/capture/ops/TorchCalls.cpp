@@ -47,6 +47,83 @@ VarP callOperatorFunction(Interpreter &I, PyObject *callee, const OperatorFuncti
 
 } // namespace
 
+namespace {
+/// A meta tensor with `v`'s static shape and dtype (a new reference), or
+/// null when `v` is not a tensor with a static shape.
+PyRef metaTensorLike(const VarP &v) {
+  if (!v->isTensor())
+    return PyRef();
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(v->value.getType());
+  if (!type || !type.hasStaticShape())
+    return PyRef();
+  PyRef shape = PyRef::steal(PyTuple_New(type.getRank()));
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    PyTuple_SET_ITEM(shape.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
+  PyRef kw = PyRef::steal(Py_BuildValue(
+      "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
+  PyRef empty = PyRef::steal(PyObject_GetAttrString(torchModule(), "empty"));
+  PyRef args = PyRef::steal(PyTuple_Pack(1, shape.get()));
+  PyRef t = empty && args && kw ? PyRef::steal(PyObject_Call(empty.get(), args.get(), kw.get()))
+                                : PyRef();
+  if (!t)
+    PyErr_Clear(); // no meta tensor: the check is skipped
+  return t;
+}
+
+/// The argument as torch would receive it at this check: a constant as
+/// itself, a tensor as a meta tensor like it; null when neither.
+PyRef argumentForCheck(const VarP &v) {
+  if (v->isConst())
+    return v->obj;
+  return metaTensorLike(v);
+}
+} // namespace
+
+void Interpreter::checkScalarInputAccepted(PyObject *callee, const std::vector<VarP> &args,
+                                           const std::map<std::string, VarP> &kwargs) {
+  // Python's torch bindings accept a number in a tensor position for some
+  // functions (torch.add(2.5, t)) and reject it with a TypeError for others
+  // (torch.eq(2.5, t)). Argument parsing depends only on
+  // the arguments' types, so the call is tried once on meta tensors.
+  if (args.empty() || !args[0]->isConst())
+    return;
+  PyObject *first = args[0]->obj.get();
+  if (!PyLong_Check(first) && !PyFloat_Check(first) && !PyComplex_Check(first))
+    return;
+  // Only calls with a tensor argument: everything then runs on meta tensors
+  // (a factory such as torch.zeros(n) would allocate, torch.randn(n) would
+  // advance the generator).
+  bool anyTensor = false;
+  for (const VarP &a : args)
+    anyTensor |= a->isTensor();
+  for (const auto &entry : kwargs)
+    anyTensor |= entry.second->isTensor();
+  if (!anyTensor)
+    return;
+  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyRef a = argumentForCheck(args[i]);
+    if (!a)
+      return; // an argument the check cannot stand in for
+    PyTuple_SET_ITEM(tuple.get(), i, a.release());
+  }
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (const auto &[name, value] : kwargs) {
+    PyRef a = argumentForCheck(value);
+    if (!a)
+      return;
+    PyDict_SetItemString(kw.get(), name.c_str(), a.get());
+  }
+  PyRef r = PyRef::steal(PyObject_Call(callee, tuple.get(), kw.get()));
+  if (r)
+    return;
+  if (PyErr_ExceptionMatches(PyExc_TypeError))
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError(pyText(callee) + " rejects these argument types"),
+                      hint::kRaisesInEager);
+  PyErr_Clear(); // not an argument-type error (a meta kernel missing): no verdict
+}
+
 VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
   const OpRegistry &registry = opRegistry();
@@ -55,6 +132,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
   const OpBinding *binding = registry.function(callee);
   if (!binding)
     return nullptr;
+  checkScalarInputAccepted(callee, args, kwargs);
   // `out=t`: computed functionally, then stored into t (InPlace.cpp).
   VarP out = takeOutArgument(kwargs);
   // A mapped op whose handler refuses these arguments runs through torch.
