@@ -13,6 +13,7 @@
 // (Program.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/ops/TorchOpsImpl.h"
 #include "GilOnce.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -130,19 +131,9 @@ struct ArgConverter {
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
       throw Refused{"a tensor argument has a symbolic (dynamic) size", BreakCategory::DynamicShape};
-    std::vector<int64_t> sizes(type.getShape().begin(), type.getShape().end());
-    PyRef shape = PyRef::steal(intTuple(sizes));
-    PyRef kwargs = PyRef::steal(Py_BuildValue(
-        "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
-    static PyOnce emptyOnce;
-    PyObject *empty = emptyOnce.get([] { return PyObject_GetAttrString(torchModule(), "empty"); });
-    PyRef args = shape ? PyRef::steal(PyTuple_Pack(1, shape.get())) : PyRef();
-    PyRef meta =
-        args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get())) : PyRef();
-    if (!meta) {
-      PyErr_Clear();
+    PyRef meta = metaTensorOf(value);
+    if (!meta)
       throw Refused{"cannot make a meta tensor for an argument"};
-    }
     arg.operand = (int)operands.size();
     operands.push_back(value);
     metas.push_back(meta);
@@ -178,6 +169,24 @@ bool holdsVmapBatched(const VarP &v, int depth = 0) {
 }
 
 } // namespace
+
+PyRef metaTensorOf(mlir::Value value) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return PyRef();
+  std::vector<int64_t> sizes(type.getShape().begin(), type.getShape().end());
+  PyRef shape = PyRef::steal(intTuple(sizes));
+  PyRef kwargs = PyRef::steal(Py_BuildValue(
+      "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
+  static PyOnce emptyOnce;
+  PyObject *empty = emptyOnce.get([] { return PyObject_GetAttrString(torchModule(), "empty"); });
+  PyRef args = shape ? PyRef::steal(PyTuple_Pack(1, shape.get())) : PyRef();
+  PyRef meta =
+      args && kwargs ? PyRef::steal(PyObject_Call(empty, args.get(), kwargs.get())) : PyRef();
+  if (!meta)
+    PyErr_Clear(); // the caller refuses without a meta tensor
+  return meta;
+}
 
 bool Interpreter::isTorchOpFunction(PyObject *fn) {
   if (!PyCFunction_Check(fn) && !PyFunction_Check(fn))

@@ -48,34 +48,12 @@ VarP callOperatorFunction(Interpreter &I, PyObject *callee, const OperatorFuncti
 } // namespace
 
 namespace {
-/// A meta tensor with `v`'s static shape and dtype (a new reference), or
-/// null when `v` is not a tensor with a static shape.
-PyRef metaTensorLike(const VarP &v) {
-  if (!v->isTensor())
-    return PyRef();
-  auto type = llvm::dyn_cast<mlir::RankedTensorType>(v->value.getType());
-  if (!type || !type.hasStaticShape())
-    return PyRef();
-  PyRef shape = PyRef::steal(PyTuple_New(type.getRank()));
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    PyTuple_SET_ITEM(shape.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
-  PyRef kw = PyRef::steal(Py_BuildValue(
-      "{s:O,s:s}", "dtype", dtypeObject(dtypeOf(type.getElementType())), "device", "meta"));
-  PyRef empty = PyRef::steal(PyObject_GetAttrString(torchModule(), "empty"));
-  PyRef args = PyRef::steal(PyTuple_Pack(1, shape.get()));
-  PyRef t = empty && args && kw ? PyRef::steal(PyObject_Call(empty.get(), args.get(), kw.get()))
-                                : PyRef();
-  if (!t)
-    PyErr_Clear(); // no meta tensor: the check is skipped
-  return t;
-}
-
 /// The argument as torch would receive it at this check: a constant as
 /// itself, a tensor as a meta tensor like it; null when neither.
 PyRef argumentForCheck(const VarP &v) {
   if (v->isConst())
     return v->obj;
-  return metaTensorLike(v);
+  return v->isTensor() ? metaTensorOf(v->value) : PyRef();
 }
 } // namespace
 

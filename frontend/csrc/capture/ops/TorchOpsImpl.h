@@ -53,6 +53,10 @@ std::vector<int64_t> asInts(const VarP &v, const char *what);
 std::vector<int64_t> shapeArg(const VarP &v, const char *what);
 /// Whether `v` (an int or a sequence) holds a SymInt that is `?` in the
 /// graph's types (not one of the shadow static capture).
+/// An empty meta tensor with `value`'s static shape and dtype (a new
+/// reference); null, with no Python error set, for a symbolic shape or when
+/// torch cannot make one (Fallback.cpp).
+PyRef metaTensorOf(mlir::Value value);
 bool hasSymInt(const VarP &v);
 /// Whether `v` (an int or a sequence) holds any SymInt.
 bool anySymInt(const VarP &v);
