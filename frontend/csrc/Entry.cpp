@@ -281,6 +281,21 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector
 }
 
 namespace {
+/// `base` with the view `steps` (a tuple of (method name, argument tuple))
+/// applied in order: eager's view of it. New reference, or null with a
+/// Python error set.
+PyObject *replayView(PyObject *base, PyObject *steps) {
+  PyObject *t = base;
+  Py_INCREF(t);
+  for (Py_ssize_t i = 0; t && i < PyTuple_GET_SIZE(steps); ++i) {
+    PyObject *step = PyTuple_GET_ITEM(steps, i);
+    PyRef method = PyRef::steal(PyObject_GetAttr(t, PyTuple_GET_ITEM(step, 0)));
+    Py_DECREF(t);
+    t = method ? PyObject_Call(method.get(), PyTuple_GET_ITEM(step, 1), nullptr) : nullptr;
+  }
+  return t;
+}
+
 /// Builds the node of `slots` at `pos` (prefix order) and advances past its
 /// subtree. New reference (null, or a tree with a Python error set, on failure).
 /// `values`: the entry's resolved sources (side-effect values only).
@@ -342,17 +357,10 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
       }
       return seq;
     }
-    if (s.kind == OutputSlot::Kind::InputView) {
-      PyObject *t = inputs[s.index];
-      Py_INCREF(t);
-      for (Py_ssize_t i = 0; t && i < PyTuple_GET_SIZE(s.constant.get()); ++i) {
-        PyObject *step = PyTuple_GET_ITEM(s.constant.get(), i);
-        PyRef method = PyRef::steal(PyObject_GetAttr(t, PyTuple_GET_ITEM(step, 0)));
-        Py_DECREF(t);
-        t = method ? PyObject_Call(method.get(), PyTuple_GET_ITEM(step, 1), nullptr) : nullptr;
-      }
-      return t;
-    }
+    if (s.kind == OutputSlot::Kind::InputView)
+      return replayView(inputs[s.index], s.constant.get());
+    if (s.kind == OutputSlot::Kind::GraphView)
+      return replayView(results[s.index].get(), s.constant.get());
     PyObject *o = s.kind == OutputSlot::Kind::Graph   ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();

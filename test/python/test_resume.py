@@ -330,7 +330,7 @@ def test_view_of_input_keeps_aliasing():
     assert_close(x, xe)
 
 
-def test_live_view_of_intermediate_falls_back():
+def test_live_view_of_intermediate_keeps_aliasing():
     def f(x):
         y = x * 2
         v = y.view(-1)
@@ -340,8 +340,10 @@ def test_live_view_of_intermediate_falls_back():
 
     x = torch.randn(2, 2)
     assert_close(kiln.compile(f)(x), f(x))
-    # y and v would lose their aliasing in separate graph outputs
-    assert counts()[2] == 1
+    # v is rebuilt after the break as a view of y (OutputSlot::GraphView),
+    # so y.add_(1) shows through it; the prefix runs compiled.
+    graphs, breaks, eager_calls = counts()
+    assert graphs >= 1 and breaks >= 1 and eager_calls == 0, counts()
 
 
 # --- calls and modules ----------------------------------------------------

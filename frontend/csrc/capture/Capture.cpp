@@ -52,6 +52,16 @@ bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
   return false;
 }
 
+/// The view steps of `v` as a tuple of (method name, argument tuple) pairs.
+PyRef viewStepsTuple(const Var &v) {
+  PyRef steps = PyRef::steal(PyTuple_New(v.viewSteps.size()));
+  for (size_t i = 0; i < v.viewSteps.size(); ++i) {
+    PyRef name = PyRef::steal(PyUnicode_FromString(v.viewSteps[i].first.c_str()));
+    PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v.viewSteps[i].second.get()));
+  }
+  return steps;
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree. `clones` (result tree only) maps each copied tensor
 /// Var already placed to its slot, so a Var held twice is one object
@@ -99,12 +109,18 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   }
   if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
     // A view of an input is rebuilt from the caller's tensor (it aliases it).
-    PyRef steps = PyRef::steal(PyTuple_New(v->viewSteps.size()));
-    for (size_t i = 0; i < v->viewSteps.size(); ++i) {
-      PyRef name = PyRef::steal(PyUnicode_FromString(v->viewSteps[i].first.c_str()));
-      PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v->viewSteps[i].second.get()));
-    }
-    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, steps});
+    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, viewStepsTuple(*v)});
+    return;
+  }
+  if (v->isTensor() && v->viewRoot && !v->viewSteps.empty() && !v->copied &&
+      !recomputesForAutograd(out)) {
+    // A view of a computed tensor is rebuilt from that tensor, so that it
+    // aliases it (and its other views) as in eager.
+    auto found = std::find(results.begin(), results.end(), v->viewRoot);
+    if (found == results.end())
+      found = results.insert(results.end(), v->viewRoot);
+    outputs.push_back(
+        {OutputSlot::Kind::GraphView, (int)(found - results.begin()), viewStepsTuple(*v)});
     return;
   }
   if (v->isTensor() && v->inputIndex >= 0) {
@@ -159,6 +175,11 @@ void addWriteBack(Capture &out, std::vector<mlir::Value> &results,
 }
 
 } // namespace
+
+bool recomputesForAutograd(const Capture &out) {
+  return out.gradMode && std::any_of(out.inputs.begin(), out.inputs.end(),
+                                     [](const GraphInput &in) { return in.requiresGrad; });
+}
 
 bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                   const FrameView &frame, Capture &out, CaptureFailure &failure) {

@@ -33,13 +33,25 @@ struct OutputSlot {
   /// the effect is replayed): the value of source `index` read at the
   /// call's start, and operator `constant` (a str: + - * ...) on its two
   /// children.
-  enum class Kind { Graph, Input, Constant, Tuple, List, Dict, InputView, Source, Binary };
+  enum class Kind {
+    Graph,
+    Input,
+    Constant,
+    Tuple,
+    List,
+    Dict,
+    InputView,
+    GraphView,
+    Source,
+    Binary
+  };
   Kind kind;
   int index = 0;     ///< Graph: result number; Input: graph input number;
                      ///< Tuple/List/Dict: number of children (Dict: values);
                      ///< Source: the source
   PyRef constant;    ///< Constant: the object itself; Dict: tuple of its keys;
                      ///< InputView: tuple of (method name, args) applied to input `index`;
+                     ///< GraphView: the same, applied to graph result `index`;
                      ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
   PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput);
@@ -127,7 +139,10 @@ struct DynamicPolicy {
 /// kiln/_resume.py): the graph's Python result is the tuple (stack items,
 /// locals, cells), which the frame hook hands to the break's stub.
 struct BreakState {
-  bool reached = false;            ///< the capture got to the stop offset
+  bool reached = false; ///< the capture got to the stop offset
+  /// Live views of computed tensors are rebuilt after the break from their
+  /// root (false when the entry recomputes for autograd).
+  bool viewsReplay = true;
   std::string layout;              ///< per stack slot: 'n' a NULL, 'i' the next item
   std::vector<std::string> locals; ///< fast locals passed after the stack items
   std::vector<std::string> cells;  ///< cells (by content) passed after the locals
@@ -224,6 +239,13 @@ struct CaptureFailure {
   /// failure was not inside an instruction (e.g. the result).
   int rootOffset = -1;
 };
+
+/// Whether the entry's backward recomputes the function eagerly
+/// (hook/Recompute.cpp): grad mode on and an input requiring grad. Its
+/// graph results are paired with the tensors at the same places in the
+/// eager result, so every one must be a tensor the caller sees (no hidden
+/// roots of views, which are then returned as copies).
+bool recomputesForAutograd(const Capture &out);
 
 /// Captures the frame of `code` (called as `func`, locals in `frame`).
 /// Returns false and fills `failure` when the frame cannot be captured; the

@@ -50,11 +50,17 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
     throw Unsupported("cannot resume after the break: " + why);
   };
   switch (v->kind) {
-  case Var::Kind::Tensor:
-    if (!llvm::isa<mlir::BlockArgument>(v->value) && v->viewInput < 0 && v->inputIndex < 0 &&
-        (v->viewed || !v->fresh))
+  case Var::Kind::Tensor: {
+    if (llvm::isa<mlir::BlockArgument>(v->value) || v->viewInput >= 0 || v->inputIndex >= 0)
+      return;
+    // Views of a computed tensor are rebuilt from it after the break
+    // (OutputSlot::GraphView), unless a view op could not be replayed.
+    bool replayedView = st.viewsReplay && v->viewRoot && !v->viewSteps.empty();
+    bool replayedBase = st.viewsReplay && v->fresh && !v->opaqueViews;
+    if ((v->viewed && !replayedBase) || (!v->fresh && !replayedView))
       fail("a live tensor is a view of (or viewed by) another one");
     return;
+  }
   case Var::Kind::Const:
     if (v->source >= 0) {
       if (top)
@@ -171,6 +177,7 @@ VarP Interpreter::breakState(Frame &f) {
     st.cells.push_back(name);
   }
   std::set<const Var *> containers;
+  st.viewsReplay = !recomputesForAutograd(out_);
   size_t firstLocal = items.size() - st.locals.size() - st.cells.size();
   for (size_t i = 0; i < items.size(); ++i) {
     bool alreadySourced =

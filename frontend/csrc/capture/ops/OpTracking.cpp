@@ -16,14 +16,21 @@ namespace kiln {
 
 namespace {
 
-/// Records that `r` (made by view-like `op` from `in`) views a graph input,
-/// with the torch call that rebuilds it from the input.
+/// Records that `r` (made by view-like `op` from `in`) views a graph input
+/// or a tensor the graph computed, with the torch calls that rebuild it
+/// from that base.
 void recordView(const VarP &in, const VarP &r, const OpDef &op) {
   int base = in->viewInput;
+  mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
   std::vector<std::pair<std::string, PyRef>> steps = in->viewSteps;
-  if (base < 0) // the caller's tensor itself (its value may be an in-place update's)
+  if (base < 0 && !root) {
+    // The caller's tensor itself (its value may be an in-place update's),
+    // or a tensor the graph computed.
     base = in->inputIndex;
-  if (base < 0)
+    if (base < 0 && in->fresh)
+      root = in->value;
+  }
+  if (base < 0 && !root)
     return;
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
@@ -62,6 +69,7 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     return; // not a replayable view: returned as a copy
   }
   r->viewInput = base;
+  r->viewRoot = base < 0 ? root : mlir::Value();
   r->viewSteps = std::move(steps);
 }
 
@@ -101,6 +109,8 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
     if (inputTensor) {
       recordView(in, r, op);
       in->viewed = true;
+      if (r->viewInput < 0 && !r->viewRoot && r->value != in->value)
+        in->opaqueViews = true;
       if (r != in) {
         r->viewBase = in;
         in->views.push_back(r);

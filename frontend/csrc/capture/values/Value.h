@@ -85,6 +85,14 @@ struct Var {
   /// caller's tensor so that it aliases the input as in eager.
   int viewInput = -1;
   std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// Tensor: a view (chain) of a tensor the graph computed, whose value is
+  /// `viewRoot` (set only when `viewInput` is not): returned, it is rebuilt
+  /// by replaying `viewSteps` on that graph result, so that it aliases the
+  /// root and the root's other views as in eager.
+  mlir::Value viewRoot;
+  /// Tensor: a view op took it whose result cannot be rebuilt by replaying
+  /// view steps (that view is returned as a copy, not aliasing it).
+  bool opaqueViews = false;
   /// Tensor: the caller's tensor object read as graph input `inputIndex`
   /// (one Var per source, so every read sees its in-place updates); an
   /// in-place op rebinds `value` and writes the new value back into the
