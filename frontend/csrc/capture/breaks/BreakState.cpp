@@ -69,6 +69,8 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
         fail("a list passed in is held by a container built in the frame");
       return;
     }
+    if (isTensor(v->obj.get())) // re-read per call it could differ: never passed stale
+      fail("a tensor evaluated at capture time without a source to re-read it is live");
     if (isFreshMutable(v->obj.get())) {
       if (!top)
         fail("a list/dict/set made at capture is nested in another container");

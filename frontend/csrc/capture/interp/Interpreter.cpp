@@ -709,7 +709,22 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     return fromSource(r.get(),
                       out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
-  return makeConst(r);
+  if (!isTensor(r.get()))
+    return makeConst(r);
+  // A tensor item of an object of the frame (nn.ParameterDict/ParameterList,
+  // a user container): baked in as a constant it would go stale when the
+  // object is updated. A __getitem__ written in Python is inlined, so the
+  // tensor is read through a source (a graph input); otherwise: Unsupported.
+  static PyOnce nameOnce;
+  PyObject *name = nameOnce.get([] { return PyUnicode_InternFromString("__getitem__"); });
+  PyObject *fn = _PyType_Lookup(Py_TYPE(o), name); // borrowed
+  if (sourceOf(c) < 0 || !fn || !PyFunction_Check(fn))
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "subscript of a " + std::string(Py_TYPE(o)->tp_name) +
+                          " returns a tensor kiln cannot re-read per call");
+  std::vector<VarP> args = {index};
+  std::map<std::string, VarP> kwargs;
+  return call(boundClassMethod(c, name, fn), args, kwargs);
 }
 
 VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {

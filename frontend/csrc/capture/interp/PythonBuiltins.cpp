@@ -322,6 +322,18 @@ VarP Interpreter::builtinSequence(const std::string &name, std::vector<VarP> &ar
   return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
 }
 
+/// `r`, the result of calling `fn` at capture, to be kept as a constant. A
+/// tensor (getattr on an object without a source ...) has no source to be
+/// re-read per call: baked in, it would go stale when the object is
+/// updated, so the call runs eagerly instead (Unsupported).
+static PyRef refuseTensor(PyObject *fn, PyRef r) {
+  if (isTensor(r.get()))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "call to " + pyText(fn) + " returns a tensor read at capture time",
+                      "kiln runs the call eagerly at a graph break");
+  return r;
+}
+
 VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                                   std::map<std::string, VarP> &kwargs) {
   // sorted(d), min(t), any(l) ... over containers built here whose items
@@ -365,10 +377,10 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
                         hint::kRaisesInEager);
     std::vector<VarP> items;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
-      items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(list.get(), i))));
+      items.push_back(makeConst(refuseTensor(fn, PyRef::borrow(PyList_GET_ITEM(list.get(), i)))));
     return makeSeq(Var::Kind::Iter, items);
   }
-  return makeConst(r);
+  return makeConst(refuseTensor(fn, r));
 }
 
 } // namespace kiln
