@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
+#include "Log.h"
 
 namespace kiln {
 
@@ -62,6 +63,9 @@ void Interpreter::finishModuleGuards(bool captured) {
         pinModuleIdentity("a module object is part of the result");
   if (!pinReason_)
     return;
+  if (captured && !moduleGuards_.empty())
+    log(LogChannel::Guards,
+        std::string("modules of this capture are guarded by identity: ") + pinReason_);
   for (ModuleGuard &m : moduleGuards_) {
     Guard &g = out_.guards[m.guard];
     g.kind = Guard::Kind::Identity;
