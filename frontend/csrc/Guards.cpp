@@ -77,6 +77,13 @@ bool SourceTable::hasDeadReference() const {
   return false;
 }
 
+bool SourceTable::holdsModuleConstant() const {
+  for (const Source &s : sources_)
+    if (s.weak)
+      return true;
+  return false;
+}
+
 std::string SourceTable::describe(int i, const std::vector<std::string> &localNames) const {
   const Source &s = sources_[i];
   auto keyStr = [&] { return pyText(s.key.get(), /*repr=*/true); };

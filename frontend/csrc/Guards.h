@@ -64,6 +64,9 @@ public:
   /// Whether a weakly held Constant source's object died (the entry can
   /// never match again).
   bool hasDeadReference() const;
+  /// Whether some Constant source holds an nn.Module (weakly): the capture
+  /// reached that very module, not one found through the frame.
+  bool holdsModuleConstant() const;
   /// Human-readable path, e.g. `L['self'].__dict__['_modules']['fc1']`.
   std::string describe(int i, const std::vector<std::string> &localNames) const;
   /// Resolves every source against `frame` into `out` (new references);

@@ -287,7 +287,9 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     if (!out.fallbacks.empty() && !partitionProgram(out, partitionError))
       throw Unsupported(BreakCategory::Backend,
                         "cannot split the graph at its fallback calls: " + partitionError);
+    interp.finishModuleGuards(/*captured=*/true);
   } catch (const Unsupported &e) {
+    interp.finishModuleGuards(/*captured=*/false);
     failure.category = e.category;
     failure.hint = e.hint;
     // A Python error still pending is what made the construct fail: keep its text.

@@ -193,8 +193,37 @@ public:
   /// nullptr when neither side is a tensor.
   VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
   /// Records that the graph depends on the exact value of `v` (no-op for
-  /// values without a source; they derive from guarded values).
+  /// values without a source; they derive from guarded values). An
+  /// nn.Module is guarded by type (guardModule).
   void guardValue(const VarP &v);
+  /// Guards module `v` (read through its source) by its exact type, so
+  /// instances with the same structure share the entry; finishModuleGuards
+  /// turns it into a weak identity guard when the capture pinned identity
+  /// (ModuleGuards.cpp).
+  void guardModule(const VarP &v);
+  /// The capture used a module in a way its sources do not replay (`why`):
+  /// its module guards become identity guards.
+  void pinModuleIdentity(const char *why);
+  /// Pins identity when builtin `builtin` is evaluated at capture on a
+  /// module among `args` (other than the type queries).
+  void pinModulesIn(const std::vector<VarP> &args, const std::string &builtin);
+  /// At the end of a capture (`captured`: it succeeded): the module guards
+  /// stay type guards unless something pinned identity (then, and for a
+  /// failed capture, they become weak identity guards).
+  void finishModuleGuards(bool captured);
+  /// Why module identity was pinned (null: it was not).
+  const char *pinReason() const { return pinReason_; }
+  /// len() of a Sequential/ModuleList/ModuleDict read through a source:
+  /// the length of its `_modules`, guarded; nullptr for other values.
+  VarP moduleContainerLen(const VarP &v);
+  /// `v[index]` of a ModuleList/Sequential/ModuleDict read through a
+  /// source, where eager's answer is module `child`: that child read from
+  /// `_modules` through a source; nullptr when it cannot be.
+  VarP moduleContainerItem(const VarP &v, PyObject *index, PyObject *child);
+  /// The source of `_modules` of container module `v` whose class method
+  /// `slot` (0: __len__, 1: __getitem__) is torch's own (guarded), with the
+  /// dict in `modules`; -1 when `v` is not such a container.
+  int containerModulesSource(const VarP &v, int slot, PyObject **modules);
   /// Offset of the root instruction running now (-1 outside the loop).
   int rootOffset() const { return rootOffset_; }
   /// Per-op fallback (Fallback.cpp): when `fn` is a torch function (or, with
@@ -474,6 +503,15 @@ private:
   int graphDevice_ = -1;
   std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
   std::vector<PyRef> keepAlive_;
+  /// A module's Type guard (index into out_.guards) and a weak reference
+  /// to the module, for finishModuleGuards.
+  struct ModuleGuard {
+    size_t guard;
+    PyRef weak;
+  };
+  std::vector<ModuleGuard> moduleGuards_;
+  /// Why module identity was pinned (null: not pinned).
+  const char *pinReason_ = nullptr;
   /// The module whose next call is nn.Module.__call__ itself (reached by
   /// super().__call__ from a custom __call__): its own __call__ is skipped.
   PyObject *plainModuleCall_ = nullptr;

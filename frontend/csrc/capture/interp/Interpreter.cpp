@@ -207,6 +207,8 @@ const CodeInfo &Interpreter::codeInfo(PyObject *code) {
 void Interpreter::guardValue(const VarP &v) {
   if (!v || v->source < 0 || !v->isConst())
     return;
+  if (holdWeakly(v->obj.get()))
+    return guardModule(v); // by type (ModuleGuards.cpp)
   Guard g;
   g.kind = isPrimitive(v->obj.get()) ? Guard::Kind::Equals : Guard::Kind::Identity;
   g.source = v->source;
@@ -217,14 +219,6 @@ void Interpreter::guardValue(const VarP &v) {
   for (const Guard &e : out_.guards)
     if (e.source == g.source && e.kind == g.kind)
       return;
-  // A module is held weakly: the entry must not keep it (and its weights)
-  // alive; once it died the guard fails and the entry is dropped.
-  if (g.kind == Guard::Kind::Identity && holdWeakly(g.expected.get())) {
-    g.expected = PyRef::steal(PyWeakref_NewRef(v->obj.get(), nullptr));
-    g.weak = true;
-    if (!g.expected)
-      throw Unsupported(withPythonError("cannot hold a weak reference to a module"));
-  }
   out_.guards.push_back(std::move(g));
 }
 
@@ -503,6 +497,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   // A builtin method bound to `o` is a new object on every lookup: it is
   // determined by `o` (already guarded), so it gets no identity guard.
   bool boundToBase = PyCFunction_Check(v.get()) && PyCFunction_GET_SELF(v.get()) == o;
+  if (boundToBase && isModule(o)) // a C method of this very module object
+    pinModuleIdentity("a C method bound to a module is read at capture");
   if (obj->source < 0 || boundToBase) {
     keepAlive_.push_back(v);
     return makeConst(v);
@@ -697,6 +693,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     PyErr_Clear();
     throw Unsupported("subscript raised");
   }
+  if (VarP child = moduleContainerItem(c, key, r.get())) // ModuleGuards.cpp
+    return child;
   // An item of a dict/list/tuple read from the frame is read (and guarded)
   // through its own source: the container may be mutated between calls.
   if (c->source >= 0 && PyDict_CheckExact(o) && isPrimitive(key))

@@ -163,15 +163,18 @@ void OpcodeHandlers::unaryNot(Interpreter &interp, Frame &f, const Instr &, Step
   pushBool(f, !interp.truthy(popValue(f)));
 }
 
-void OpcodeHandlers::isOp(Interpreter &, Frame &f, const Instr &in, StepControl &) {
+void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool same;
-  if (lhs->isTensor() || rhs->isTensor())
+  if (lhs->isTensor() || rhs->isTensor()) {
     same = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
-  else if (!lhs->isConst() || !rhs->isConst())
+  } else if (!lhs->isConst() || !rhs->isConst()) {
     same = lhs.get() == rhs.get(); // containers built here are new objects
-  else
+  } else {
     same = constObj(lhs, "operand") == constObj(rhs, "operand");
+    if (isModule(lhs->obj.get()) && isModule(rhs->obj.get())) // the answer is per instance
+      interp.pinModuleIdentity("`is` between two modules");
+  }
   pushBool(f, in.arg ? !same : same);
 }
 

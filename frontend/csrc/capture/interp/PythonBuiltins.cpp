@@ -166,6 +166,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (handler != handlers.end())
     if (VarP r = (this->*handler->second)(name, args, kwargs))
       return r;
+  pinModulesIn(args, name); // evaluated on the module object itself
   return callOnConstants(fn, name, args, kwargs);
 }
 
@@ -283,7 +284,7 @@ VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return makeConst(PyRef::steal(PyLong_FromSize_t(v->items.size())));
-  return nullptr;
+  return moduleContainerLen(v); // ModuleGuards.cpp
 }
 
 VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args,
