@@ -70,6 +70,22 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     throw Unsupported(BreakCategory::SideEffect,
                       "the function returns (or stores) a list/dict of the caller that it mutated",
                       "return a new list/dict instead of the mutated argument");
+  if (v->kind == Var::Kind::Object) { // UserObjects.cpp
+    if (depth > 16)
+      throw Unsupported("the function returns too deeply nested containers");
+    if (clones && !clones->emplace(v.get(), (int)outputs.size()).second)
+      throw Unsupported(BreakCategory::SideEffect,
+                        "an object built in the frame is returned twice (identity not kept)");
+    PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
+    for (size_t i = 0; i < v->keys.size(); ++i) {
+      Py_INCREF(v->keys[i].get());
+      PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
+    }
+    outputs.push_back({OutputSlot::Kind::Object, (int)v->items.size(), keys, false, v->obj});
+    for (auto &item : v->items)
+      addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
+    return;
+  }
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -78,7 +94,13 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       Py_INCREF(v->keys[i].get());
       PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
     }
-    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
+    if (v->dictType && v->self) // a defaultdict: its factory is not rebuilt
+      throw Unsupported(
+          BreakCategory::SideEffect,
+          "a defaultdict built in the frame escapes it (returned or live at a break)");
+    // `copy` marks an OrderedDict: rebuilt as dictType(items) (Collections.cpp).
+    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, (bool)v->dictType,
+                       v->obj ? v->obj : v->dictType});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
@@ -137,7 +159,12 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   if (v->isConst()) {
-    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
+    // A list/dict/set the capture made (sorted(), set() ...) is a new
+    // object per call in eager: the constant is returned as a copy.
+    PyObject *o = v->obj.get();
+    bool fresh = v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) ||
+                                   PySet_CheckExact(o) || PyByteArray_CheckExact(o));
+    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj, fresh});
     return;
   }
   throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
