@@ -103,6 +103,18 @@ VarP Interpreter::bindClassAttr(const VarP &obj, const VarP &clsVar, PyObject *n
   };
   if (PyFunction_Check(descr))
     return bound(descr, obj);
+  if (Py_TYPE(descr) == &PyProperty_Type) { // a property's value: its getter's result
+    PyRef fget = PyRef::steal(PyObject_GetAttrString(descr, "fget"));
+    PyErr_Clear();
+    if (!fget || !PyFunction_Check(fget.get()))
+      throw Unsupported(BreakCategory::UserError,
+                        "property '" + pyText(name) + "' has no Python getter",
+                        hint::kRaisesInEager);
+    keepAlive_.push_back(fget);
+    std::vector<VarP> args{obj};
+    std::map<std::string, VarP> kwargs;
+    return inlineFunction(fget.get(), -1, args, kwargs);
+  }
   if (Py_TYPE(descr) == &PyClassMethod_Type) {
     if (PyRef fn = wrappedFunction(descr))
       return bound(fn.get(), clsVar);
@@ -141,18 +153,8 @@ VarP Interpreter::objectAttr(const VarP &obj, PyObject *name, bool missingOk) {
   }
   PyObject *descr = _PyType_Lookup(cls, name); // borrowed
   if (descr && Py_TYPE(descr)->tp_descr_set) { // a data descriptor comes first
-    if (Py_TYPE(descr) == &PyProperty_Type) {
-      PyRef fget = PyRef::steal(PyObject_GetAttrString(descr, "fget"));
-      PyErr_Clear();
-      bindClassAttr(obj, clsVar, name, descr); // guards it
-      if (!fget || !PyFunction_Check(fget.get()))
-        throw Unsupported(BreakCategory::UserError, "property '" + attr + "' has no Python getter",
-                          hint::kRaisesInEager);
-      std::vector<VarP> args{obj};
-      std::map<std::string, VarP> kwargs;
-      keepAlive_.push_back(fget);
-      return inlineFunction(fget.get(), -1, args, kwargs);
-    }
+    if (Py_TYPE(descr) == &PyProperty_Type)
+      return bindClassAttr(obj, clsVar, name, descr); // its getter inlined
     if (!isObject || Py_TYPE(descr) != &PyMemberDescr_Type)
       throw Unsupported(BreakCategory::PythonBuiltin,
                         "attribute '" + attr + "' is a " +
