@@ -326,3 +326,51 @@ def test_negative_missing_attribute_is_user_error():
     with pytest.raises(AttributeError):
         compiled(torch.randn(2))
     assert stats()["graph_breaks"] >= 1
+
+
+def test_object_returned_and_stored_keeps_identity():
+    class State:
+        def __init__(self, h):
+            self.h = h
+
+    class Holder:
+        last = None
+
+    holder = Holder()
+
+    def f(x):
+        s = State(x * 2)
+        holder.last = s
+        return s
+
+    got = kiln.compile(f)(torch.ones(2))
+    assert holder.last is got  # eager's identity: one object, stored and returned
+    assert_close(got.h, torch.full((2,), 2.0))
+
+
+def test_class_attributes_read_through_instances_and_isinstance_hierarchy():
+    class Base:
+        scale = 3
+
+        def __init__(self, w):
+            self.w = w
+
+        def run(self, x):
+            return x * self.w * self.scale
+
+    class Child(Base):
+        scale = 5
+
+        def __init__(self, w):
+            super().__init__(w + 1)
+            self.tag = "child"
+
+        def run(self, x):
+            return super().run(x) + 1
+
+    def f(x):
+        c = Child(2)
+        return c.run(x), isinstance(c, Base), c.tag, getattr(c, "missing", 7), hasattr(c, "w")
+
+    got, expected = whole_graph(f, torch.randn(3))
+    assert_close(got, expected)

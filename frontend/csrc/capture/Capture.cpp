@@ -52,6 +52,18 @@ bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
   return false;
 }
 
+/// Counts in `seen` the user objects built in the frame (Object Vars,
+/// values/UserObjects.cpp) that `v` holds.
+void countObjects(const VarP &v, std::map<const Var *, int> &seen, int depth = 0) {
+  if (depth > 16 || !(v->kind == Var::Kind::Object || v->kind == Var::Kind::Tuple ||
+                      v->kind == Var::Kind::List || v->kind == Var::Kind::Dict))
+    return;
+  if (v->kind == Var::Kind::Object && ++seen[v.get()] > 1)
+    return;
+  for (const VarP &item : v->items)
+    countObjects(item, seen, depth + 1);
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree. `clones` (result tree only) maps each copied tensor
 /// Var already placed to its slot, so a Var held twice is one object
@@ -73,9 +85,6 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->kind == Var::Kind::Object) { // UserObjects.cpp
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    if (clones && !clones->emplace(v.get(), (int)outputs.size()).second)
-      throw Unsupported(BreakCategory::SideEffect,
-                        "an object built in the frame is returned twice (identity not kept)");
     PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
     for (size_t i = 0; i < v->keys.size(); ++i) {
       Py_INCREF(v->keys[i].get());
@@ -238,6 +247,20 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                         "an in-place update of a graph input that shares storage with another "
                         "input is not supported",
                         "pass tensors that do not alias, or .clone() one of them");
+    // An object built in the frame is rebuilt once per place it reaches:
+    // held twice (returned and stored, stored twice), its identity would
+    // split, so the frame runs eagerly instead.
+    std::map<const Var *, int> objects;
+    countObjects(result, objects);
+    for (size_t i = 0; i < interp.effectValues().size(); ++i)
+      if (out.effects[i].kind != SideEffect::Kind::CopyInto)
+        countObjects(interp.effectValues()[i], objects);
+    for (const auto &[object, count] : objects)
+      if (count > 1)
+        throw Unsupported(BreakCategory::SideEffect,
+                          "an object built in the frame is held in two places it escapes to "
+                          "(returned and stored, or stored twice): its identity is not kept",
+                          "return or store the object once");
     for (size_t i = 0; i < interp.effectValues().size(); ++i)
       if (out.effects[i].kind == SideEffect::Kind::CopyInto)
         addWriteBack(out, results, inputs, interp.effectValues()[i]->value);
