@@ -251,3 +251,22 @@ def test_unbounded_iterator_fully_consumed_does_not_hang():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "OK 0" in r.stdout
+
+
+def test_generator_return_value_is_never_a_wrong_none():
+    def sub():
+        yield 1
+        return 7
+
+    def outer():
+        r = yield from sub()
+        yield r
+
+    def f(x):
+        return x + 1, list(outer())
+
+    x = torch.ones(2)
+    got = kiln.compile(f)(x)
+    assert got[1] == [1, 7]  # a capture passing None for StopIteration.value would return [1, None]
+    assert_close(got, f(x))
+    assert stats()["graph_breaks"] >= 1

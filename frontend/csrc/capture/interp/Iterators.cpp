@@ -95,7 +95,13 @@ VarP Interpreter::generatorIter(Frame &&f) {
       frame->yields.clear();
       return y;
     }
-    frame->finished = true; // returned: StopIteration
+    // Returned: StopIteration. Its value (`r = yield from gen()`) is not
+    // passed on (SEND pushes None), so a generator returning anything else
+    // breaks rather than hand a wrong None to its caller.
+    if (!r->isConst() || r->obj.get() != Py_None)
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "a generator that returns a value (StopIteration.value) is not supported");
+    frame->finished = true;
     frame->locals.clear();
     frame->stack.clear();
     return nullptr;
