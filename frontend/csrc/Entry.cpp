@@ -380,12 +380,11 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
     PyObject *o = s.kind == OutputSlot::Kind::Graph   ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
-    if (s.copy && s.kind == OutputSlot::Kind::Constant) // a list/dict/set made at capture
-      return PyObject_CallMethod(o, "copy", nullptr);
     if (s.copy && s.sameAs >= 0 && clones[s.sameAs])
       o = clones[s.sameAs];
-    else if (s.copy)
-      return clones[at] = PyObject_CallMethod(o, "clone", nullptr);
+    else if (s.copy) // a tensor's clone(), or a copy() of a list/dict/set made at capture
+      return clones[at] = PyObject_CallMethod(
+                 o, s.kind == OutputSlot::Kind::Constant ? "copy" : "clone", nullptr);
     Py_INCREF(o);
     return o;
   };

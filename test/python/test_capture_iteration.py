@@ -270,3 +270,17 @@ def test_generator_return_value_is_never_a_wrong_none():
     assert got[1] == [1, 7]  # a capture passing None for StopIteration.value would return [1, None]
     assert_close(got, f(x))
     assert stats()["graph_breaks"] >= 1
+
+
+def test_returned_lists_made_at_capture_are_new_per_call_and_keep_identity():
+    def f(x):
+        keys = sorted({"b": 1, "a": 2})
+        return x + 1, keys, keys
+
+    compiled = kiln.compile(f)
+    _, first, again = compiled(torch.ones(1))
+    assert first is again and first == ["a", "b"]
+    first.append("z")  # the caller owns its list, as in eager
+    _, second, _ = compiled(torch.ones(1))
+    assert second == ["a", "b"]
+    assert stats()["graph_breaks"] == 0

@@ -168,11 +168,21 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   if (v->isConst()) {
-    // A list/dict/set the capture made (sorted(), set() ...) is a new
-    // object per call in eager: the constant is returned as a copy.
+    // A list/dict/set the capture made (sorted(), set() ...) is a new object
+    // per call in eager: a returned one is a copy per call, one copy per
+    // Var (a break's state copies them itself: BreakState.cpp).
     PyObject *o = v->obj.get();
-    bool fresh = v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) ||
-                                   PySet_CheckExact(o) || PyByteArray_CheckExact(o));
+    bool fresh = clones && out.stopOffset < 0 && v->source < 0 &&
+                 (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
+                  PyByteArray_CheckExact(o));
+    if (fresh) {
+      auto [it, first] = clones->try_emplace(v.get(), (int)outputs.size());
+      if (!first) {
+        outputs.push_back(outputs[it->second]);
+        outputs.back().sameAs = it->second;
+        return;
+      }
+    }
     outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj, fresh});
     return;
   }
