@@ -331,6 +331,11 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
           PyDict_SetItem(d, PyTuple_GET_ITEM(s.constant.get(), i), child);
         Py_XDECREF(child);
       }
+      if (d && s.cls && s.copy) { // an OrderedDict: cls(items)
+        PyObject *obj = PyObject_CallOneArg(s.cls.get(), d);
+        Py_DECREF(d);
+        return obj;
+      }
       if (d && s.cls) { // a ModelOutput: cls(**items) rebuilds the same object
         PyObject *empty = PyTuple_New(0);
         PyObject *obj = empty ? PyObject_Call(s.cls.get(), empty, d) : nullptr;
@@ -339,6 +344,18 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
         return obj;
       }
       return d;
+    }
+    if (s.kind == OutputSlot::Kind::Object) { // object.__new__(cls), then its attributes
+      PyObject *obj = PyObject_CallMethod(reinterpret_cast<PyObject *>(&PyBaseObject_Type),
+                                          "__new__", "O", s.cls.get());
+      for (int i = 0; i < s.index; ++i) {
+        PyObject *child = build();
+        if (obj && (!child ||
+                    PyObject_GenericSetAttr(obj, PyTuple_GET_ITEM(s.constant.get(), i), child) < 0))
+          Py_CLEAR(obj);
+        Py_XDECREF(child);
+      }
+      return obj;
     }
     if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List) {
       bool tuple = s.kind == OutputSlot::Kind::Tuple;
@@ -349,6 +366,13 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
           PyTuple_SET_ITEM(seq, i, child);
         else
           PyList_SET_ITEM(seq, i, child);
+      }
+      if (seq && s.cls && PyType_HasFeature((PyTypeObject *)s.cls.get(), Py_TPFLAGS_HEAPTYPE)) {
+        // a namedtuple (or other Python tuple subclass): tuple.__new__(cls, tuple)
+        PyObject *obj = PyObject_CallMethod(reinterpret_cast<PyObject *>(&PyTuple_Type), "__new__",
+                                            "OO", s.cls.get(), seq);
+        Py_DECREF(seq);
+        return obj;
       }
       if (seq && s.cls) { // a torch.return_types structseq: cls(tuple)
         PyObject *obj = PyObject_CallOneArg(s.cls.get(), seq);
@@ -366,8 +390,9 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                                                       : s.constant.get();
     if (s.copy && s.sameAs >= 0 && clones[s.sameAs])
       o = clones[s.sameAs];
-    else if (s.copy)
-      return clones[at] = PyObject_CallMethod(o, "clone", nullptr);
+    else if (s.copy) // a tensor's clone(), or a copy() of a list/dict/set made at capture
+      return clones[at] = PyObject_CallMethod(
+                 o, s.kind == OutputSlot::Kind::Constant ? "copy" : "clone", nullptr);
     Py_INCREF(o);
     return o;
   };

@@ -62,6 +62,18 @@ PyRef viewStepsTuple(const Var &v) {
   return steps;
 }
 
+/// Counts in `seen` the user objects built in the frame (Object Vars,
+/// values/UserObjects.cpp) that `v` holds.
+void countObjects(const VarP &v, std::map<const Var *, int> &seen, int depth = 0) {
+  if (depth > 16 || !(v->kind == Var::Kind::Object || v->kind == Var::Kind::Tuple ||
+                      v->kind == Var::Kind::List || v->kind == Var::Kind::Dict))
+    return;
+  if (v->kind == Var::Kind::Object && ++seen[v.get()] > 1)
+    return;
+  for (const VarP &item : v->items)
+    countObjects(item, seen, depth + 1);
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree. `clones` (result tree only) maps each copied tensor
 /// Var already placed to its slot, so a Var held twice is one object
@@ -80,6 +92,19 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     throw Unsupported(BreakCategory::SideEffect,
                       "the function returns (or stores) a list/dict of the caller that it mutated",
                       "return a new list/dict instead of the mutated argument");
+  if (v->kind == Var::Kind::Object) { // UserObjects.cpp
+    if (depth > 16)
+      throw Unsupported("the function returns too deeply nested containers");
+    PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
+    for (size_t i = 0; i < v->keys.size(); ++i) {
+      Py_INCREF(v->keys[i].get());
+      PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
+    }
+    outputs.push_back({OutputSlot::Kind::Object, (int)v->items.size(), keys, false, v->obj});
+    for (auto &item : v->items)
+      addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
+    return;
+  }
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -88,7 +113,13 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       Py_INCREF(v->keys[i].get());
       PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
     }
-    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, false, v->obj});
+    if (v->dictType && v->self) // a defaultdict: its factory is not rebuilt
+      throw Unsupported(
+          BreakCategory::SideEffect,
+          "a defaultdict built in the frame escapes it (returned or live at a break)");
+    // `copy` marks an OrderedDict: rebuilt as dictType(items) (Collections.cpp).
+    outputs.push_back({OutputSlot::Kind::Dict, (int)v->items.size(), keys, (bool)v->dictType,
+                       v->obj ? v->obj : v->dictType});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
@@ -153,7 +184,22 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   if (v->isConst()) {
-    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj});
+    // A list/dict/set the capture made (sorted(), set() ...) is a new object
+    // per call in eager: a returned one is a copy per call, one copy per
+    // Var (a break's state copies them itself: BreakState.cpp).
+    PyObject *o = v->obj.get();
+    bool fresh = clones && out.stopOffset < 0 && v->source < 0 &&
+                 (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
+                  PyByteArray_CheckExact(o));
+    if (fresh) {
+      auto [it, first] = clones->try_emplace(v.get(), (int)outputs.size());
+      if (!first) {
+        outputs.push_back(outputs[it->second]);
+        outputs.back().sameAs = it->second;
+        return;
+      }
+    }
+    outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj, fresh});
     return;
   }
   throw Unsupported("the function returns a value kiln cannot rebuild (a dict or object?)");
@@ -232,6 +278,20 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                         "an in-place update of a graph input that shares storage with another "
                         "input is not supported",
                         "pass tensors that do not alias, or .clone() one of them");
+    // An object built in the frame is rebuilt once per place it reaches:
+    // held twice (returned and stored, stored twice), its identity would
+    // split, so the frame runs eagerly instead.
+    std::map<const Var *, int> objects;
+    countObjects(result, objects);
+    for (size_t i = 0; i < interp.effectValues().size(); ++i)
+      if (out.effects[i].kind != SideEffect::Kind::CopyInto)
+        countObjects(interp.effectValues()[i], objects);
+    for (const auto &[object, count] : objects)
+      if (count > 1)
+        throw Unsupported(BreakCategory::SideEffect,
+                          "an object built in the frame is held in two places it escapes to "
+                          "(returned and stored, or stored twice): its identity is not kept",
+                          "return or store the object once");
     for (size_t i = 0; i < interp.effectValues().size(); ++i)
       if (out.effects[i].kind == SideEffect::Kind::CopyInto)
         addWriteBack(out, results, inputs, interp.effectValues()[i]->value);

@@ -33,6 +33,9 @@ struct OutputSlot {
   /// the effect is replayed): the value of source `index` read at the
   /// call's start, and operator `constant` (a str: + - * ...) on its two
   /// children.
+  /// Object: an instance of class `cls` made in the capture, rebuilt as
+  /// object.__new__(cls) with its attributes (names in `constant`, values
+  /// the children) set by object.__setattr__'s generic path.
   enum class Kind {
     Graph,
     Input,
@@ -43,7 +46,8 @@ struct OutputSlot {
     InputView,
     GraphView,
     Source,
-    Binary
+    Binary,
+    Object
   };
   Kind kind;
   int index = 0;     ///< Graph: result number; Input: graph input number;
@@ -53,9 +57,13 @@ struct OutputSlot {
                      ///< InputView: tuple of (method name, args) applied to input `index`;
                      ///< GraphView: the same, applied to graph result `index`;
                      ///< Binary: the operator
-  bool copy = false; ///< Graph/Input: return a clone (eager made a copy)
-  PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput);
-                     ///< Tuple: cls(tuple) (a torch.return_types structseq)
+  bool copy = false; ///< Graph/Input: return a clone (eager made a copy);
+                     ///< Constant: a list/dict/set made at capture, returned as obj.copy()
+  PyRef cls;         ///< Dict: when set, the result is cls(**dict) (a ModelOutput),
+                     ///< or cls(dict) with `copy` (an OrderedDict);
+                     ///< Tuple: cls(tuple) (a torch.return_types structseq), or
+                     ///< tuple.__new__(cls, tuple) for a Python tuple subclass
+                     ///< (namedtuple); Object: the class
   /// Graph/Input with `copy`: >= 0 when the same Python tensor was already
   /// placed at output slot `sameAs` (one clone() held in several places,
   /// e.g. a local and the stack at a break): that object, not a new clone.

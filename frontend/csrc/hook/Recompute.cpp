@@ -25,11 +25,17 @@ PyObject *resultPaths(const Entry &entry) {
   std::function<void()> walk = [&]() {
     const OutputSlot &s = entry.outputs[pos++];
     if (s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List ||
-        s.kind == OutputSlot::Kind::Dict) {
+        s.kind == OutputSlot::Kind::Dict || s.kind == OutputSlot::Kind::Object) {
       for (int i = 0; i < s.index; ++i) {
-        path.push_back(s.kind == OutputSlot::Kind::Dict
-                           ? PyRef::borrow(PyTuple_GET_ITEM(s.constant.get(), i))
-                           : PyRef::steal(PyLong_FromLong(i)));
+        PyObject *key = s.kind == OutputSlot::Kind::Tuple || s.kind == OutputSlot::Kind::List
+                            ? nullptr
+                            : PyTuple_GET_ITEM(s.constant.get(), i);
+        // An object's attribute is slice(name) (never a dict key: slices
+        // are unhashable): select() reads it with getattr.
+        path.push_back(!key ? PyRef::steal(PyLong_FromLong(i))
+                       : s.kind == OutputSlot::Kind::Object
+                           ? PyRef::steal(PySlice_New(key, nullptr, nullptr))
+                           : PyRef::borrow(key));
         walk();
         path.pop_back();
       }

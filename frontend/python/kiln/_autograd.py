@@ -65,8 +65,8 @@ def select(paths, recompute):
         outs = []
         for path in paths:
             o = result
-            for k in path:
-                o = o[k]
+            for k in path:  # an index, a dict key, or slice(name): an object's attribute
+                o = getattr(o, k.start) if isinstance(k, slice) else o[k]
             outs.append(o)
         return tuple(outs)
     return run

@@ -80,6 +80,7 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   case Var::Kind::Tuple:
   case Var::Kind::List:
   case Var::Kind::Dict:
+  case Var::Kind::Object: // rebuilt with its attributes (UserObjects.cpp)
     if (v->kind == Var::Kind::Dict && v->obj)
       fail("a ModelOutput built in the frame is live at the break");
     if (v->source >= 0) {
@@ -91,7 +92,7 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
         fail("a list passed in is held by a container built in the frame");
     }
     if (v->kind != Var::Kind::Tuple && !containers.insert(v.get()).second)
-      fail("a list/dict built in the frame is referenced twice");
+      fail("a list/dict/object built in the frame is referenced twice");
     for (const VarP &c : v->items)
       checkItem(c, item, false, st, containers);
     return;

@@ -114,7 +114,9 @@ VarP Interpreter::callDictMethod(const VarP &callee, std::vector<VarP> &args,
                     : callee->name == "values" ? d->items[i]
                                                : makeSeq(Var::Kind::Tuple, {k, d->items[i]}));
   }
-  return makeSeq(Var::Kind::Iter, items);
+  VarP view = makeSeq(Var::Kind::Iter, items);
+  view->reiterable = true; // a dict view: each iteration starts over
+  return view;
 }
 
 VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
@@ -140,6 +142,12 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
       return moduleTree(callee->self, m, args, kwargs);
   }
   args.insert(args.begin(), callee->self);
+  if (!PyFunction_Check(callee->obj.get())) { // object's slot via super() (UserObjects.cpp)
+    if (VarP r = callObjectSlot(callee->obj.get(), args, kwargs))
+      return r;
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "a method that is not Python code: " + pyText(callee->obj.get()));
+  }
   return inlineFunction(callee->obj.get(), -1, args, kwargs);
 }
 
@@ -150,6 +158,9 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       return q;
     return callTensorMethod(callee->self, callee->name, args, kwargs);
   }
+  if (callee->kind == Var::Kind::ListMethod)
+    if (VarP r = callContainerMethod(callee->self, callee->name, args, kwargs)) // Collections.cpp
+      return r;
   if (callee->kind == Var::Kind::ListMethod && callee->self->kind == Var::Kind::Dict)
     return callDictMethod(callee, args, kwargs);
   if (callee->kind == Var::Kind::ListMethod) // SideEffects.cpp
@@ -158,6 +169,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
   if (callee->kind == Var::Kind::BoundMethod)
     return callBoundMethod(callee, args, kwargs);
+  if (callee->kind == Var::Kind::Object) // UserObjects.cpp
+    return callObject(callee, args, kwargs);
   PyObject *fn = constObj(callee, "callee");
   auto exitIt = gradExits_.find(fn);
   if (exitIt != gradExits_.end()) { // the end of a grad-mode with-block
@@ -168,6 +181,10 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return makeConst(PyRef::borrow(Py_False));
   }
   if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp
+    return r;
+  if (VarP r = callObjectSlot(fn, args, kwargs)) // UserObjects.cpp
+    return r;
+  if (VarP r = callIterationBuiltin(fn, args, kwargs)) // Iterators.cpp
     return r;
   if (VarP ctx = constructContext(fn, args, kwargs)) // ContextManagers.cpp
     return ctx;
@@ -192,6 +209,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
   }
   if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) // an unmapped torch op
+    return r;
+  if (VarP r = constructObject(callee, fn, args, kwargs)) // UserObjects.cpp
     return r;
   return callBuiltin(fn, args, kwargs);
 }

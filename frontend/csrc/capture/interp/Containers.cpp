@@ -97,9 +97,9 @@ void OpcodeHandlers::listAppend(Interpreter &, Frame &f, const Instr &in, StepCo
 }
 
 void OpcodeHandlers::listExtend(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
-  VarP it = interp.getIter(popValue(f));
+  std::vector<VarP> more = interp.iterItems(popValue(f)); // consumes an iterator
   auto &dst = f.stack[f.stack.size() - in.arg]->items;
-  dst.insert(dst.end(), it->items.begin(), it->items.end());
+  dst.insert(dst.end(), more.begin(), more.end());
 }
 
 void OpcodeHandlers::listToTuple(Interpreter &, Frame &f, const Instr &, StepControl &) {
@@ -108,10 +108,10 @@ void OpcodeHandlers::listToTuple(Interpreter &, Frame &f, const Instr &, StepCon
 }
 
 void OpcodeHandlers::unpackSequence(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
-  VarP v = interp.getIter(popValue(f));
-  if ((int)v->items.size() != in.arg)
+  std::vector<VarP> items = interp.iterItems(popValue(f)); // consumes an iterator
+  if ((int)items.size() != in.arg)
     throw Unsupported(BreakCategory::UserError, "unpacking a sequence of the wrong length");
-  for (auto it = v->items.rbegin(); it != v->items.rend(); ++it)
+  for (auto it = items.rbegin(); it != items.rend(); ++it)
     f.stack.push_back(*it);
 }
 

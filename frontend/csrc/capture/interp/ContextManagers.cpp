@@ -165,6 +165,17 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
     f.stack.push_back(makeConst(PyRef::borrow(Py_None))); // __enter__() returns None
     return;
   }
+  if (ctx->kind == Var::Kind::Object) { // a user object built here (UserObjects.cpp)
+    PyRef enterName = PyRef::steal(PyUnicode_FromString("__enter__"));
+    PyRef exitName = PyRef::steal(PyUnicode_FromString("__exit__"));
+    VarP enter = objectAttr(ctx, enterName.get()), exitVar = objectAttr(ctx, exitName.get());
+    std::vector<VarP> args;
+    std::map<std::string, VarP> kwargs;
+    VarP entered = call(enter, args, kwargs);
+    f.stack.push_back(exitVar);
+    f.stack.push_back(entered);
+    return;
+  }
   // A context manager written in Python: inline its __enter__/__exit__.
   PyObject *obj = ctx->isConst() ? ctx->obj.get() : nullptr;
   PyRef enter = obj ? pythonMethodOfType(obj, "__enter__") : PyRef();

@@ -4,7 +4,7 @@
 // Opcode handlers (OpcodeHandlers.h) that decide where the frame goes:
 // jumps (a branch on a value that depends on tensor data is a graph break,
 // Interpreter::truthy), loops over iterators of known items (unrolled),
-// returns, generators run to completion (Inlining.cpp), with-blocks
+// returns, generators (resumed step by step, Iterators.cpp), with-blocks
 // (ContextManagers.cpp) and raise, which ends the capture.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
@@ -61,12 +61,12 @@ void OpcodeHandlers::getIter(Interpreter &interp, Frame &f, const Instr &, StepC
   f.stack.push_back(interp.getIter(popValue(f)));
 }
 
-void OpcodeHandlers::forIter(Interpreter &, Frame &f, const Instr &in, StepControl &c) {
+void OpcodeHandlers::forIter(Interpreter &interp, Frame &f, const Instr &in, StepControl &c) {
   VarP it = f.stack.back();
   if (it->kind != Var::Kind::Iter)
     throw Unsupported("FOR_ITER over a non-iterator");
-  if (it->pos < it->items.size()) {
-    f.stack.push_back(it->items[it->pos++]);
+  if (VarP item = interp.iterNext(it)) {
+    f.stack.push_back(item);
     return;
   }
   popValue(f);
@@ -89,7 +89,7 @@ void OpcodeHandlers::returnConst(Interpreter &, Frame &, const Instr &in, StepCo
 }
 
 void OpcodeHandlers::returnGenerator(Interpreter &, Frame &f, const Instr &, StepControl &) {
-  // A generator frame run to completion (Inlining.cpp): the value
+  // A generator frame (driven step by step, Iterators.cpp): the value
   // RETURN_GENERATOR leaves is popped by the POP_TOP after it.
   if (!f.generator)
     throw Unsupported(BreakCategory::UnsupportedOpcode, "RETURN_GENERATOR outside a generator");
@@ -107,7 +107,7 @@ void OpcodeHandlers::getYieldFromIter(Interpreter &interp, Frame &f, const Instr
   f.stack.push_back(interp.getIter(popValue(f)));
 }
 
-void OpcodeHandlers::send(Interpreter &, Frame &f, const Instr &in, StepControl &c) {
+void OpcodeHandlers::send(Interpreter &interp, Frame &f, const Instr &in, StepControl &c) {
   // `yield from it` (None sent each time): the next item is yielded, the
   // end jumps past the loop with None (the sub-generator's return value).
   popValue(f);
@@ -115,8 +115,8 @@ void OpcodeHandlers::send(Interpreter &, Frame &f, const Instr &in, StepControl 
   if (it->kind != Var::Kind::Iter)
     throw Unsupported(BreakCategory::UnsupportedOpcode,
                       "yield from a value that is not an iterator");
-  if (it->pos < it->items.size()) {
-    f.stack.push_back(it->items[it->pos++]);
+  if (VarP item = interp.iterNext(it)) {
+    f.stack.push_back(item);
     return;
   }
   if (PY_MINOR_VERSION < 12)

@@ -33,6 +33,17 @@ VarP Interpreter::zeroArgSuper(Frame &f) {
     throw Unsupported(BreakCategory::UserError, "super() outside a method");
   VarP cls = cellContent(it->second, "__class__");
   VarP self = f.isRoot ? loadLocal(f, 0) : f.locals[0];
+  if (self && self->kind == Var::Kind::Object && cls->isConst() && PyType_Check(cls->obj.get())) {
+    // A user object built here (UserObjects.cpp): super(cls, type(self))
+    // finds the parent's attribute unbound; loadAttr binds it to the Var.
+    PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(
+        reinterpret_cast<PyObject *>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr));
+    if (!sup)
+      throw Unsupported(BreakCategory::UserError, withPythonError("super() raised"));
+    keepAlive_.push_back(sup);
+    superSelf_[sup.get()] = self;
+    return makeConst(sup);
+  }
   if (!cls->isConst() || !PyType_Check(cls->obj.get()) || !self || !self->isConst())
     throw Unsupported(BreakCategory::PythonBuiltin, "super() with a receiver kiln does not track");
   PyRef sup = PyRef::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject *>(&PySuper_Type),
@@ -103,10 +114,8 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
     throw Unsupported("coroutines and async generators are not supported");
   Frame f;
-  // A generator (e.g. a generator expression) runs to completion at the
-  // call: its yields become an iterator. Capture has no side effects that
-  // could interleave with the consumer, and a value the consumer would not
-  // have reached can only make the capture fail, never differ.
+  // A generator (e.g. a generator expression) is an iterator that resumes
+  // its frame to the next yield when the consumer asks (Iterators.cpp).
   f.generator = code->co_flags & CO_GENERATOR;
   f.code = &codeInfo(func->func_code);
   std::vector<std::string> names = localNames(code);
@@ -173,9 +182,13 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
                                            PyRef::steal(PyUnicode_FromString("__globals__")).get())
                         : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
   bindFreeVars(f, code, fn, fnSource, closure);
+  if (f.generator) {
+    --depth_;
+    return generatorIter(std::move(f));
+  }
   VarP r = interpret(f);
   --depth_;
-  return f.generator ? makeSeq(Var::Kind::Iter, f.yields) : r;
+  return r;
 }
 
 VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,

@@ -31,7 +31,7 @@ void StepControl::returnWith(VarP value) {
 }
 
 VarP Interpreter::interpret(Frame &f) {
-  size_t pc = 0;
+  size_t &pc = f.pc; // a generator's frame resumes where it stopped
   VarP result;
   while (pc < f.code->instrs.size()) {
     if (++steps_ > 200000)
@@ -61,6 +61,8 @@ VarP Interpreter::interpret(Frame &f) {
         rootOffset_ = -1;
       return result;
     }
+    if (f.stepping && !f.yields.empty())
+      return nullptr; // a generator suspended at a yield (Iterators.cpp)
   }
   throw Unsupported("fell off the end of the bytecode");
 }

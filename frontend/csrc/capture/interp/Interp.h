@@ -72,6 +72,12 @@ struct Frame {
   /// yields, in order (the call returns an iterator over them).
   bool generator = false;
   std::vector<VarP> yields;
+  /// The next instruction (a generator's frame is resumed from it).
+  size_t pc = 0;
+  /// A generator driven step by step: interpret() returns nullptr at each
+  /// yield (the value in `yields`), the frame resumed by the next request.
+  bool stepping = false;
+  bool finished = false;
 };
 
 /// The symbolic interpreter.
@@ -382,6 +388,37 @@ private:
   /// as a record (a Dict Var with `obj` = cls); nullptr when `cls` is not
   /// a ModelOutput dataclass (Records.cpp).
   VarP buildRecord(PyObject *cls, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  // --- user-defined objects (values/UserObjects.cpp) ---
+  /// `cls(*args, **kwargs)` of a plain Python class (`callee` the class's
+  /// Var): object.__new__ or a pure-Python __new__, then a Python __init__
+  /// inlined on the new Object Var; nullptr when `cls` is not a class the
+  /// capture builds; Unsupported (a category) for classes whose
+  /// construction is not pure Python (C __new__, metaclass __call__ ...).
+  VarP constructObject(const VarP &callee, PyObject *cls, std::vector<VarP> &args,
+                       std::map<std::string, VarP> &kwargs);
+  /// object.__new__(cls), tuple.__new__(cls, items), object.__setattr__ /
+  /// object.__getattribute__ and type(obj) called on the capture's objects;
+  /// nullptr for other callables.
+  VarP callObjectSlot(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `obj.name` of an Object Var (or of a namedtuple Tuple Var) in
+  /// object.__getattribute__'s order: a data descriptor of the class
+  /// (property getter inlined, slot), the instance attributes, another
+  /// class attribute (methods bound to `obj`, classmethods to its class),
+  /// then a Python __getattr__; with `missingOk`, nullptr when it is absent.
+  VarP objectAttr(const VarP &obj, PyObject *name, bool missingOk = false);
+  /// `obj.name = value` on an Object Var: a Python __setattr__ or property
+  /// setter inlined, else the attribute (or slot) set.
+  void storeObjectAttr(const VarP &obj, PyObject *name, const VarP &value, bool viaObject = false);
+  /// bool(obj) of an Object Var: true unless its class defines __bool__ or
+  /// __len__ (then Unsupported).
+  bool objectTruthy(const VarP &obj);
+  /// Calls an Object Var (its class's Python __call__ inlined).
+  VarP callObject(const VarP &obj, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// The class attribute `descr` (found on `cls` as `name`) of an object
+  /// `obj` (a Var whose class is `cls`, `clsVar` the class's Var) bound as
+  /// Python does: functions to `obj`, classmethods to the class,
+  /// staticmethods and plain values as they are.
+  VarP bindClassAttr(const VarP &obj, const VarP &clsVar, PyObject *name, PyObject *descr);
   /// `rec.attr` of a record: a field (None if unset) or a dict method.
   VarP recordAttr(const VarP &rec, const std::string &attr);
   /// `rec[index]`: by key (str) or into to_tuple() (int, slice).
@@ -420,9 +457,6 @@ private:
   /// guarded by HasAttr).
   VarP builtinGetattr(const std::string &name, std::vector<VarP> &args,
                       std::map<std::string, VarP> &kwargs);
-  /// enumerate/zip/reversed over abstract sequences, item by item.
-  VarP builtinIterate(const std::string &name, std::vector<VarP> &args,
-                      std::map<std::string, VarP> &kwargs);
   /// sum() over tensors as a chain of `+`.
   VarP builtinSum(const std::string &name, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
@@ -440,6 +474,51 @@ private:
   /// containers built here converted); an iterator result becomes an Iter.
   VarP callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs);
+  // --- the iteration protocol (Iterators.cpp) ---
+  /// The next item of Iter `it`, or nullptr when it is exhausted.
+  VarP iterNext(const VarP &it);
+  /// An Iter whose items come from `produce` (nullptr: exhausted).
+  static VarP makeLazyIter(std::function<VarP()> produce);
+  /// A generator function's frame `f` (arguments bound) as an Iter that
+  /// runs it to its next yield on each request.
+  VarP generatorIter(Frame &&f);
+  /// iter/next/zip/map/filter/enumerate/reversed, the itertools iterators,
+  /// set/frozenset, dict/OrderedDict/defaultdict: nullptr when `fn` is not one.
+  VarP callIterationBuiltin(PyObject *fn, std::vector<VarP> &args,
+                            std::map<std::string, VarP> &kwargs);
+  /// A handler of callIterationBuiltin's table.
+  using IterHandler = VarP (Interpreter::*)(std::vector<VarP> &args,
+                                            std::map<std::string, VarP> &kwargs);
+  VarP builtinIter(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinNext(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinZip(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinMap(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinFilter(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinEnumerate(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinReversed(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsCount(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsRepeat(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsChain(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsChainFromIterable(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsProduct(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsAccumulate(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsIslice(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsZipLongest(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP itertoolsPairwise(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// set()/frozenset() of constants (Collections.cpp).
+  VarP builtinSet(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP builtinFrozenset(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// dict(...)/OrderedDict(...)/defaultdict(factory, ...) as a Dict Var (Collections.cpp).
+  VarP builtinDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP makeOrderedDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  VarP makeDefaultDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// update/setdefault/clear/copy of a Dict Var built here, clear of a
+  /// List Var built here (Collections.cpp); nullptr for other names.
+  VarP callContainerMethod(const VarP &container, const std::string &name, std::vector<VarP> &args,
+                           std::map<std::string, VarP> &kwargs);
+  /// `d[key]` of a defaultdict Var without `key`: its factory's value,
+  /// stored (Collections.cpp); nullptr for other dicts.
+  VarP defaultDictMissing(const VarP &d, PyObject *key);
   VarP loadAttr(const VarP &obj, PyObject *name);
   /// Method `fn` found as attribute `name` of `obj`'s class, bound to
   /// `obj` (inlined when called); guards that the class attribute stays

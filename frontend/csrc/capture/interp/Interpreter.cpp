@@ -397,6 +397,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     return tensorAttribute(obj, attr);
   if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
     return v;
+  if (obj->kind == Var::Kind::Object || (obj->kind == Var::Kind::Tuple && obj->obj && obj->self))
+    return objectAttr(obj, name); // UserObjects.cpp
   if (obj->isLazyList() && (attr == "append" || attr == "extend" || attr == "insert" ||
                             attr == "pop")) { // recorded without reading the list
     auto m = std::make_shared<Var>();
@@ -418,15 +420,16 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     PyErr_Clear();
   }
   if (obj->kind == Var::Kind::Dict &&
-      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop")) {
+      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop" ||
+       attr == "update" || attr == "setdefault" || attr == "clear" || attr == "copy")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::List &&
-      (attr == "append" || attr == "extend" || attr == "insert" || attr == "pop")) {
+  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend" || attr == "insert" ||
+                                       attr == "pop" || attr == "clear")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;
@@ -439,6 +442,20 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     // super().method: the parent's function, bound to the receiver's Var
     // (so its attributes keep their guarded sources).
     PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
+    if (v && sup->second->kind == Var::Kind::Object &&
+        (PyFunction_Check(v.get()) || Py_TYPE(v.get()) == &PyWrapperDescr_Type)) {
+      // super() of a user object: the parent's function (or object's
+      // __init__/__setattr__ slot, UserObjects.cpp) bound to the Var.
+      keepAlive_.push_back(v);
+      auto m = std::make_shared<Var>();
+      m->kind = Var::Kind::BoundMethod;
+      m->obj = v;
+      m->self = sup->second;
+      return m;
+    }
+    if (v && PyCFunction_Check(v.get()) &&
+        v.get() == PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__new__"))
+      return makeConst(v); // super().__new__(cls) in a Python __new__ (UserObjects.cpp)
     if (v && PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get())) &&
         PyMethod_GET_SELF(v.get()) == sup->second->obj.get()) {
       auto m = std::make_shared<Var>();
@@ -552,6 +569,8 @@ bool Interpreter::truthy(const VarP &v) {
     return !v->items.empty();
   if (v->kind == Var::Kind::SymInt)
     return symIntTruthy(v);
+  if (v->kind == Var::Kind::Object)
+    return objectTruthy(v); // UserObjects.cpp
   int r = PyObject_IsTrue(constObj(v, "branch condition"));
   if (r < 0) {
     PyErr_Clear();
@@ -562,6 +581,8 @@ bool Interpreter::truthy(const VarP &v) {
 
 VarP Interpreter::getIter(const VarP &v) {
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+    return makeSeq(Var::Kind::Iter, v->items);
+  if (v->kind == Var::Kind::Iter && v->reiterable)
     return makeSeq(Var::Kind::Iter, v->items);
   if (v->kind == Var::Kind::Iter)
     return v;
@@ -635,9 +656,13 @@ VarP Interpreter::getIter(const VarP &v) {
 }
 
 std::vector<VarP> Interpreter::iterItems(const VarP &v) {
+  // Consumes an iterator, as iterating it in eager does (Iterators.cpp).
   VarP it = getIter(v);
-  return std::vector<VarP>(it->items.begin() + std::min(it->pos, it->items.size()),
-                           it->items.end());
+  std::vector<VarP> items;
+  while (VarP item = iterNext(it))
+    if (items.push_back(item), items.size() > 100000)
+      throw Unsupported(BreakCategory::PythonBuiltin, "iterating an unbounded iterator");
+  return items;
 }
 
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
@@ -645,6 +670,9 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     return recordItem(c, constObj(index, "index"));
   if (c->kind == Var::Kind::Dict) {
     int i = dictFind(c, constObj(index, "dict key"));
+    if (i < 0)
+      if (VarP v = defaultDictMissing(c, constObj(index, "dict key"))) // Collections.cpp
+        return v;
     if (i < 0)
       throw Unsupported(BreakCategory::UserError, "KeyError in a dict built by the compiled code",
                         hint::kRaisesInEager);

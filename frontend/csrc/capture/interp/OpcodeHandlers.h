@@ -197,12 +197,13 @@ struct OpcodeHandlers {
   /// MAKE_FUNCTION: a function made during capture (a Function Var).
   static void makeFunction(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
 
-private:
-  // --- bodies shared by a family of handlers ---
   /// `lhs sym rhs` for BINARY_OP (once not lazy) and COMPARE_OP
-  /// (Operators.cpp).
+  /// (Operators.cpp); also itertools.count/accumulate (Iterators.cpp).
   static VarP applyOperator(Interpreter &interp, const std::string &sym, const VarP &lhs,
                             const VarP &rhs);
+
+private:
+  // --- bodies shared by a family of handlers ---
   /// `-x` (`negative`) or `~x` of the popped top for UNARY_NEGATIVE and
   /// UNARY_INVERT (Operators.cpp).
   static VarP applyUnary(Interpreter &interp, Frame &f, bool negative);

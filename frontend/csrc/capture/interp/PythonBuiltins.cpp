@@ -54,6 +54,12 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
   case Var::Kind::Iter:
     result = false;
     break;
+  case Var::Kind::Object: { // a user object: its class defines __call__
+    static PyOnce callNameOnce;
+    PyObject *callName = callNameOnce.get([] { return PyUnicode_InternFromString("__call__"); });
+    result = _PyType_Lookup(reinterpret_cast<PyTypeObject *>(v->obj.get()), callName) != nullptr;
+    break;
+  }
   case Var::Kind::Dict: { // a dict, or a ModelOutput record (`obj`: its class)
     PyObject *cls = v->obj ? v->obj.get() : reinterpret_cast<PyObject *>(&PyDict_Type);
     result = PyType_Check(cls) && reinterpret_cast<PyTypeObject *>(cls)->tp_call != nullptr;
@@ -156,11 +162,13 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   // objects of the frame); each handler returns nullptr when its arguments
   // are all constants, which are then evaluated by the builtin itself.
   static const std::unordered_map<std::string, BuiltinHandler> handlers = {
-      {"getattr", &Interpreter::builtinGetattr},   {"hasattr", &Interpreter::builtinGetattr},
-      {"enumerate", &Interpreter::builtinIterate}, {"zip", &Interpreter::builtinIterate},
-      {"reversed", &Interpreter::builtinIterate},  {"sum", &Interpreter::builtinSum},
-      {"len", &Interpreter::builtinLen},           {"isinstance", &Interpreter::builtinIsinstance},
-      {"tuple", &Interpreter::builtinSequence},    {"list", &Interpreter::builtinSequence},
+      {"getattr", &Interpreter::builtinGetattr},
+      {"hasattr", &Interpreter::builtinGetattr},
+      {"sum", &Interpreter::builtinSum},
+      {"len", &Interpreter::builtinLen},
+      {"isinstance", &Interpreter::builtinIsinstance},
+      {"tuple", &Interpreter::builtinSequence},
+      {"list", &Interpreter::builtinSequence},
   };
   auto handler = handlers.find(name);
   if (handler != handlers.end())
@@ -180,6 +188,15 @@ VarP Interpreter::builtinGetattr(const std::string &name, std::vector<VarP> &arg
   // guarded source (the object may change between calls).
   if (VarP v = overlayAttr(args[0], pyText(args[1]->obj.get())))
     return isGetattr ? v : makeConst(PyRef::borrow(Py_True));
+  if (args[0]->kind == Var::Kind::Object) { // UserObjects.cpp
+    VarP v = objectAttr(args[0], args[1]->obj.get(), /*missingOk=*/true);
+    if (!v && isGetattr && args.size() != 3)
+      throw Unsupported(BreakCategory::UserError,
+                        "getattr() of a missing attribute without a default", hint::kRaisesInEager);
+    if (!isGetattr)
+      return makeConst(PyRef::borrow(v ? Py_True : Py_False));
+    return v ? v : args[2];
+  }
   if (!args[0]->isConst() || sourceOf(args[0]) < 0)
     return nullptr;
   if (!PyObject_HasAttr(args[0]->obj.get(), args[1]->obj.get())) {
@@ -198,49 +215,6 @@ VarP Interpreter::builtinGetattr(const std::string &name, std::vector<VarP> &arg
   }
   VarP v = loadAttr(args[0], args[1]->obj.get());
   return isGetattr ? v : makeConst(PyRef::borrow(Py_True));
-}
-
-VarP Interpreter::builtinIterate(const std::string &name, std::vector<VarP> &args,
-                                 std::map<std::string, VarP> &kwargs) {
-  // Iteration helpers over abstract sequences (lists of tensors, modules):
-  // built from the items so that their sources and graph values are kept.
-  if (args.empty())
-    return nullptr;
-  std::vector<VarP> items;
-  if (name == "enumerate") {
-    VarP startVar = args.size() > 1 ? args[1] : kwargs.count("start") ? kwargs["start"] : nullptr;
-    long start = startVar ? PyLong_AsLong(constObj(startVar, "enumerate start")) : 0;
-    if (PyErr_Occurred())
-      throw Unsupported(BreakCategory::UserError,
-                        withPythonError("enumerate start must be an int"));
-    if (args.size() > 2 || kwargs.size() > (kwargs.count("start") ? 1u : 0u))
-      throw Unsupported(BreakCategory::UserError, "unexpected arguments to enumerate");
-    std::vector<VarP> src = iterItems(args[0]);
-    for (size_t i = 0; i < src.size(); ++i)
-      items.push_back(makeSeq(Var::Kind::Tuple,
-                              {makeConst(PyRef::steal(PyLong_FromLong(start + (long)i))), src[i]}));
-  } else if (name == "zip") {
-    if (!kwargs.empty())
-      throw Unsupported(BreakCategory::PythonBuiltin, "zip keyword arguments are not supported");
-    std::vector<std::vector<VarP>> srcs;
-    size_t n = SIZE_MAX;
-    for (auto &a : args) {
-      srcs.push_back(iterItems(a));
-      n = std::min(n, srcs.back().size());
-    }
-    for (size_t i = 0; i < n; ++i) {
-      std::vector<VarP> t;
-      for (auto &s : srcs)
-        t.push_back(s[i]);
-      items.push_back(makeSeq(Var::Kind::Tuple, t));
-    }
-  } else { // reversed
-    if (args.size() != 1 || !kwargs.empty())
-      throw Unsupported(BreakCategory::UserError, "reversed takes one argument");
-    items = iterItems(args[0]);
-    std::reverse(items.begin(), items.end());
-  }
-  return makeSeq(Var::Kind::Iter, items);
 }
 
 VarP Interpreter::builtinSum(const std::string &, std::vector<VarP> &args,
@@ -299,7 +273,11 @@ VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args
   if (v->isTensor())
     probe = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
   else if (v->kind == Var::Kind::Dict)
-    type = v->obj ? v->obj.get() : (PyObject *)&PyDict_Type;
+    type = v->obj        ? v->obj.get()
+           : v->dictType ? v->dictType.get() // OrderedDict/defaultdict (Collections.cpp)
+                         : (PyObject *)&PyDict_Type;
+  else if (v->kind == Var::Kind::Object || (v->kind == Var::Kind::Tuple && v->obj))
+    type = v->obj.get(); // a user object or namedtuple (UserObjects.cpp)
   else if (v->kind == Var::Kind::Tuple)
     type = (PyObject *)&PyTuple_Type;
   else if (v->kind == Var::Kind::List)
@@ -317,10 +295,12 @@ VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args
 
 VarP Interpreter::builtinSequence(const std::string &name, std::vector<VarP> &args,
                                   std::map<std::string, VarP> &) {
+  Var::Kind kind = name == "tuple" ? Var::Kind::Tuple : Var::Kind::List;
+  if (args.empty()) // list(): a new empty list (a Var, so it can be mutated)
+    return makeSeq(kind, {});
   if (args.size() != 1 || args[0]->isConst())
     return nullptr;
-  VarP it = getIter(args[0]);
-  return makeSeq(name == "tuple" ? Var::Kind::Tuple : Var::Kind::List, it->items);
+  return makeSeq(kind, iterItems(args[0]));
 }
 
 /// `r`, the result of calling `fn` at capture, to be kept as a constant. A

@@ -51,6 +51,7 @@ void checkStoredValue(const VarP &v, const std::string &what) {
                         what + ": torch.vmap: a batched value escapes its vmap");
     return;
   case Var::Kind::Tuple:
+  case Var::Kind::Object: // rebuilt with its final attributes (UserObjects.cpp)
     for (const VarP &c : v->items)
       checkStoredValue(c, what);
     return;
@@ -87,6 +88,8 @@ VarP Interpreter::overlayAttr(const VarP &obj, const std::string &name) {
 void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) {
   std::string attr = pyText(name);
   std::string what = "STORE_ATTR " + attr;
+  if (obj->kind == Var::Kind::Object)
+    return storeObjectAttr(obj, name, value); // UserObjects.cpp
   if (obj->isTensor())
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation (STORE_ATTR) of a tensor's attribute '" + attr +
@@ -105,7 +108,11 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
   }
   PyTypeObject *type = Py_TYPE(o);
   bool module = isModule(o);
-  if (!module && !PyModule_Check(o) && type->tp_setattro != PyObject_GenericSetAttr)
+  // A plain class's attribute (class state a constructor updates) is set
+  // with type's own __setattr__.
+  bool plainClass = PyType_Check(o) && PyType_HasFeature((PyTypeObject *)o, Py_TPFLAGS_HEAPTYPE) &&
+                    type->tp_setattro == PyType_Type.tp_setattro;
+  if (!module && !plainClass && !PyModule_Check(o) && type->tp_setattro != PyObject_GenericSetAttr)
     throw Unsupported(BreakCategory::SideEffect, what + ": the object's type defines __setattr__");
   if (PyObject *descr = _PyType_Lookup(type, name); descr && Py_TYPE(descr)->tp_descr_set)
     throw Unsupported(BreakCategory::SideEffect,

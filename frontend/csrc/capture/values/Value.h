@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Value.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +60,10 @@ struct Var {
     SymSlice,     ///< a slice with a SymInt bound: `items` start, stop, step
                   ///< (None constants where absent); only tensor indexing
                   ///< takes it (SymbolicIndexing.cpp)
+    Object,       ///< an instance of a plain Python class made during capture
+                  ///< (UserObjects.cpp): `obj` its class, `keys`/`items`
+                  ///< its attributes (instance dict or slots) in the order
+                  ///< they were set, `self` the Var the class was read from
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -130,6 +135,16 @@ struct Var {
   SizeExprP sym;
   int64_t captured = 0;
   bool staticSym = false;
+
+  /// Iter: makes the next item on demand once `items` are used up (a
+  /// generator's frame resumed to its next yield, zip/map/itertools over
+  /// other iterators; interp/Iterators.cpp); returns nullptr when exhausted.
+  std::function<VarP()> produce;
+  /// Iter: a view (dict.keys() ...): each iteration starts over.
+  bool reiterable = false;
+  /// Dict: collections.OrderedDict or defaultdict when made as one (null:
+  /// a dict); a defaultdict's default factory is `self`.
+  PyRef dictType;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
