@@ -32,7 +32,9 @@ test: build
 # own folder with _C in <folder>/python/kiln; tools/sanitize.sh runs them.
 # -O1 -g1: the sanitizers' recommended optimization level, with line tables
 # for reports. test-asan: ASan + UBSan + LSan over the lit suite and a pytest
-# subset; test-tsan: ThreadSanitizer over test/python/test_threads.py.
+# subset; test-tsan: ThreadSanitizer over test/python/test_threads.py (only
+# _C and the runtime are instrumented; the rest keeps `build`'s flags and
+# comes from ccache).
 ASAN_BUILD := $(ROOT)/build-asan
 TSAN_BUILD := $(ROOT)/build-tsan
 SAN_FLAGS = $(CMAKE_FLAGS) -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" \
@@ -42,7 +44,8 @@ $(ASAN_BUILD)/build.ninja: | setup
 	cmake -S . -B $(ASAN_BUILD) $(call SAN_FLAGS,$(ASAN_BUILD)) -DKILN_SANITIZE=address
 
 $(TSAN_BUILD)/build.ninja: | setup
-	cmake -S . -B $(TSAN_BUILD) $(call SAN_FLAGS,$(TSAN_BUILD)) -DKILN_SANITIZE=thread
+	cmake -S . -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DKILN_PYTHON_PACKAGE_DIR=$(TSAN_BUILD)/python/kiln \
+	  -DKILN_SANITIZE=thread
 
 build-asan: setup $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD) -j$(NPROC) kiln-opt kiln-translate kiln_runner_shims _C

@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sanitizer builds of kiln's own code (`make test-asan`, `make test-tsan`).
 # KILN_SANITIZE=address instruments every kiln target with AddressSanitizer
-# and UndefinedBehaviorSanitizer (UB aborts: no recovery), KILN_SANITIZE=thread
-# with ThreadSanitizer. LLVM/MLIR, torch and CPython stay uninstrumented: the
-# runtimes are preloaded into a stock python (tools/sanitizers/run.sh).
+# and UndefinedBehaviorSanitizer (UB aborts: no recovery). KILN_SANITIZE=thread
+# instruments, with ThreadSanitizer, the code that runs concurrently outside
+# the compile lock (docs/architecture.md §2b): the extension's own sources
+# (hook, caches, entries, calls) and the runtime (buffer pool, disk cache).
+# The IR, the passes and the codegen libraries run only under the compile
+# lock; they stay uninstrumented with the normal build's flags, so they come
+# from ccache after `make build`. LLVM/MLIR, torch and CPython are never
+# instrumented: the runtimes are preloaded into a stock python
+# (tools/sanitize.sh).
 # vptr is left out of UBSan: kiln's libraries are built without RTTI (LLVM's
 # flags) while _C has it, and the mixed objects would make every check fail.
 set(KILN_SANITIZE "" CACHE STRING "Sanitizer build: address (ASan+UBSan), thread (TSan) or empty")
@@ -18,10 +24,23 @@ elseif(NOT KILN_SANITIZE STREQUAL "")
   message(FATAL_ERROR "KILN_SANITIZE must be address, thread or empty, not '${KILN_SANITIZE}'")
 endif()
 
-if(KILN_SANITIZE_FLAGS)
+if(KILN_SANITIZE STREQUAL "address")
   add_compile_options(${KILN_SANITIZE_FLAGS} -fno-omit-frame-pointer)
   add_link_options(${KILN_SANITIZE_FLAGS})
 endif()
+
+# kiln_sanitize_threads(<target>...): the targets the thread build instruments
+# (-O1 -g1 after the build type's -O3: the level TSan is made for, with line
+# tables for its reports). Called once the targets exist.
+function(kiln_sanitize_threads)
+  if(KILN_SANITIZE STREQUAL "thread")
+    foreach(target ${ARGN})
+      target_compile_options(${target} PRIVATE ${KILN_SANITIZE_FLAGS} -O1 -g1
+        -fno-omit-frame-pointer)
+      target_link_options(${target} PRIVATE ${KILN_SANITIZE_FLAGS})
+    endforeach()
+  endif()
+endfunction()
 
 # kiln_sanitize_exclude(<target>): a library loaded by an uninstrumented host
 # program (kiln_runner_shims in mlir-cpu-runner) stays uninstrumented, since a

@@ -35,6 +35,11 @@ ASAN_PYTEST=(test_capture_small.py test_opcodes.py test_control_flow.py test_com
              test_graph_breaks.py test_resume.py test_fallback.py test_op_fallback.py
              test_user_exceptions.py test_threads.py)
 
+# The sanitizer runtime goes first; libstdc++ right after it, since python
+# itself does not link it and the runtime's __cxa_throw interceptor must find
+# the real one when it starts (else the first C++ exception aborts).
+STDCXX=$($CXX -print-file-name=libstdc++.so.6)
+
 case "$MODE" in
   address)
     # Leaks: kiln-opt and the python runs both check at exit (LSan).
@@ -47,14 +52,14 @@ case "$MODE" in
     # PYTHONMALLOC=malloc: Python objects come from malloc, so ASan sees a
     # use of a freed object (a missing reference) and LSan follows pointers
     # held by Python objects instead of reporting what they own as leaked.
-    LD_PRELOAD=$($CXX -print-file-name=libasan.so) PYTHONMALLOC=malloc \
+    LD_PRELOAD="$($CXX -print-file-name=libasan.so) $STDCXX" PYTHONMALLOC=malloc \
       KILN_THREAD_TEST_TIMEOUT=${KILN_THREAD_TEST_TIMEOUT:-600} \
       "$PY" -m pytest -q -p no:cacheprovider "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}"
     ;;
   thread)
     export TSAN_OPTIONS="suppressions=$ROOT/tools/tsan.supp:halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0"
     echo "[sanitize] test_threads.py under TSan"
-    LD_PRELOAD=$($CXX -print-file-name=libtsan.so) \
+    LD_PRELOAD="$($CXX -print-file-name=libtsan.so) $STDCXX" \
       KILN_THREAD_TEST_TIMEOUT=${KILN_THREAD_TEST_TIMEOUT:-900} \
       "$PY" -m pytest -q -p no:cacheprovider test/python/test_threads.py "${@:3}"
     ;;
