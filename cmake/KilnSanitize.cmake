@@ -24,9 +24,14 @@ elseif(NOT KILN_SANITIZE STREQUAL "")
   message(FATAL_ERROR "KILN_SANITIZE must be address, thread or empty, not '${KILN_SANITIZE}'")
 endif()
 
+# --as-needed again after the flags: gcc's sanitizer link spec turns it off,
+# and the CUDA driver stub NVRTC's imported target names (libcuda.so.1, absent
+# on machines without a GPU) would become a hard dependency.
+set(KILN_SANITIZE_LINK_FLAGS ${KILN_SANITIZE_FLAGS} -Wl,--as-needed)
+
 if(KILN_SANITIZE STREQUAL "address")
   add_compile_options(${KILN_SANITIZE_FLAGS} -fno-omit-frame-pointer)
-  add_link_options(${KILN_SANITIZE_FLAGS})
+  add_link_options(${KILN_SANITIZE_LINK_FLAGS})
 endif()
 
 # kiln_sanitize_threads(<target>...): the targets the thread build instruments
@@ -37,7 +42,7 @@ function(kiln_sanitize_threads)
     foreach(target ${ARGN})
       target_compile_options(${target} PRIVATE ${KILN_SANITIZE_FLAGS} -O1 -g1
         -fno-omit-frame-pointer)
-      target_link_options(${target} PRIVATE ${KILN_SANITIZE_FLAGS})
+      target_link_options(${target} PRIVATE ${KILN_SANITIZE_LINK_FLAGS})
     endforeach()
   endif()
 endfunction()
