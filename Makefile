@@ -14,7 +14,7 @@ CMAKE_FLAGS := -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir -DLLVM_USE_LINKER=lld \
   -DLLVM_EXTERNAL_LIT=$(VENV)/bin/lit -DPython_EXECUTABLE=$(PY)
 
-.PHONY: setup build test test-lit test-unit test-python check-house format demo bench docs clean
+.PHONY: setup build build-asan build-tsan test-asan test-tsan test test-lit test-unit test-python check-house format demo bench docs clean
 
 setup:
 	@bash tools/bootstrap.sh
@@ -27,6 +27,37 @@ build: setup $(BUILD)/build.ninja
 
 test: build
 	$(MAKE) --no-print-directory check-house test-lit test-unit test-python
+
+# Sanitizer builds of kiln's own code (cmake/KilnSanitize.cmake), each in its
+# own folder with _C in <folder>/python/kiln; tools/sanitize.sh runs them.
+# -O1 -g1: the sanitizers' recommended optimization level, with line tables
+# for reports. test-asan: ASan + UBSan + LSan over the lit suite and a pytest
+# subset; test-tsan: ThreadSanitizer over test/python/test_threads.py (only
+# _C and the runtime are instrumented; the rest keeps `build`'s flags and
+# comes from ccache).
+ASAN_BUILD := $(ROOT)/build-asan
+TSAN_BUILD := $(ROOT)/build-tsan
+SAN_FLAGS = $(CMAKE_FLAGS) -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" \
+  -DCMAKE_C_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" -DKILN_PYTHON_PACKAGE_DIR=$(1)/python/kiln
+
+$(ASAN_BUILD)/build.ninja: | setup
+	cmake -S . -B $(ASAN_BUILD) $(call SAN_FLAGS,$(ASAN_BUILD)) -DKILN_SANITIZE=address
+
+$(TSAN_BUILD)/build.ninja: | setup
+	cmake -S . -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DKILN_PYTHON_PACKAGE_DIR=$(TSAN_BUILD)/python/kiln \
+	  -DKILN_SANITIZE=thread
+
+build-asan: setup $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j$(NPROC) kiln-opt kiln-translate kiln_runner_shims _C
+
+build-tsan: setup $(TSAN_BUILD)/build.ninja
+	ninja -C $(TSAN_BUILD) -j$(NPROC) _C
+
+test-asan: build-asan
+	bash tools/sanitize.sh address $(ASAN_BUILD)
+
+test-tsan: build-tsan
+	bash tools/sanitize.sh thread $(TSAN_BUILD)
 
 # Format, size, environment, layout and lit-syntax checks (tools/check_house.py)
 # and the generated references in docs/reference against the .td files.
@@ -59,4 +90,4 @@ docs: build
 	ninja -C $(BUILD) kiln-docs
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -12,7 +12,11 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 config.excludes = ["python", "unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# The sanitizer options of `make test-asan` (tools/sanitize.sh): lit 18 passes
+# UBSAN_OPTIONS but drops ASAN_OPTIONS (a missing comma in its list) and never
+# passes LSAN_OPTIONS, which names the leak suppressions.
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "ASAN_OPTIONS", "LSAN_OPTIONS",
+                                     "ASAN_SYMBOLIZER_PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

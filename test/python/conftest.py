@@ -18,8 +18,9 @@ import torch
 # Test this checkout's package (and let the subprocesses tests start do
 # the same), whatever the venv's kiln.pth points at: worktrees sharing one
 # venv would otherwise test each other's builds.
-_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "frontend", "python")
+# $KILN_TEST_PACKAGE_DIR (tools/sanitize.sh) tests a sanitizer build's package.
+_PACKAGE = os.environ.get("KILN_TEST_PACKAGE_DIR") or os.path.join(os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "frontend", "python")
 sys.path.insert(0, _PACKAGE)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (_PACKAGE, os.environ.get("PYTHONPATH")) if p)
