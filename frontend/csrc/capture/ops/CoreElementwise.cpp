@@ -170,8 +170,7 @@ VarP dropout(Interpreter &I, const std::string &op, Args &a) {
       a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
   double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
   if (training && p > 0)
-    throw Unsupported(BreakCategory::Random,
-                      "dropout in training mode (random) is not supported yet");
+    return freshResult(trainingDropout(I, tensorArg(x, op), p));
   return T(tensorArg(x, op));
 }
 
