@@ -109,7 +109,8 @@ class _Replay(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         handler = _HANDLERS.get(func)
-        if handler is not None:
+        # A generator= call was not compiled (a graph break): eager's own.
+        if handler is not None and kwargs.get("generator") is None:
             result = handler(self, *args, **kwargs)
             if result is not NotImplemented:
                 return result
@@ -148,16 +149,21 @@ def _randn_like(mode, input, dtype=None, **kw):
     return normal(mode.seed, mode.next_offset(), tuple(input.shape), dtype or input.dtype)
 
 
-def _randint(mode, *args, size=None, dtype=None, **kw):
+def _bounds(values):
+    """[low, high) from randint's `(high)` or `(low, high)`."""
+    return (0, values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def _randint(mode, *args, low=None, high=None, size=None, dtype=None, **kw):
     args = list(args)
     if size is None:
         size = args.pop()
-    low, high = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+    low, high = _bounds(args + [v for v in (low, high) if v is not None])
     return integer(mode.seed, mode.next_offset(), tuple(size), low, high, dtype or torch.int64)
 
 
-def _randint_like(mode, input, *bounds, dtype=None, **kw):
-    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+def _randint_like(mode, input, *args, low=None, high=None, dtype=None, **kw):
+    low, high = _bounds(list(args) + [v for v in (low, high) if v is not None])
     return integer(mode.seed, mode.next_offset(), tuple(input.shape), low, high,
                    dtype or input.dtype)
 

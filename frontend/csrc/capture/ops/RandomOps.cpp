@@ -181,6 +181,13 @@ VarP bernoulliInPlace(Interpreter &I, const std::string &op, Args &a) {
   return I.assignInPlace(self, bernoulliOf(I, tensorArg(self, op), p, op), "Tensor.bernoulli_");
 }
 
+/// torch.multinomial: not compiled yet (sampling without replacement needs
+/// a top-k of Gumbel-perturbed logits); a `random` graph break.
+VarP multinomial(Interpreter &, const std::string &op, Args &) {
+  throw Unsupported(BreakCategory::Random, op + " is not compiled yet",
+                    "the call runs eagerly on torch's default generator");
+}
+
 } // namespace
 
 void registerRandomOps(OpRegistry &r) {
@@ -194,6 +201,9 @@ void registerRandomOps(OpRegistry &r) {
   r.op("randint_like", randintLike, Params{"input", "low", "high"}.with(keywords)).torch();
   r.op("bernoulli", bernoulli, Params{"input", "p", "generator", "out"}).torchAndMethod();
   r.op("bernoulli_", bernoulliInPlace, Params{"input", "p", "generator"}, Composite).method();
+  r.op("multinomial", multinomial,
+       Params{"input", "num_samples", "replacement", "generator", "out"})
+      .torchAndMethod();
 }
 
 } // namespace kiln
