@@ -451,14 +451,12 @@ template <int64_t Spatial> VarP channelDropout(Interpreter &I, const std::string
   Value x = tensorArg(a.get("input"), op);
   double p = floatArg(a, "p", 0.5);
   if (!boolArg(a, "training", true) || p == 0)
-    return T(x);
+    return a.get("input"); // eager returns the input object itself
   int64_t rank = ttype(x).getRank();
   if (rank != Spatial + 2 && (rank != Spatial + 1 || Spatial == 2))
     throw Unsupported(BreakCategory::Random, op + " of a rank-" + std::to_string(rank) +
                                                  " input in training mode is not supported");
-  if (boolArg(a, "inplace", false))
-    throw Unsupported(BreakCategory::UnsupportedOp, op + " with inplace=True in training mode");
-  return freshResult(trainingDropout(I, x, p, Spatial));
+  return freshResult(trainingDropout(I, x, p, Spatial)); // inplace=True: applyInPlace
 }
 
 /// F.normalize: input / clamp(norm(input, p, dim), eps).
