@@ -4,8 +4,8 @@
 // The ops of the `kiln` dialect, grouped by category: constants and casts,
 // elementwise (unary, binary, comparison, select) and linear algebra here;
 // shape manipulation (KilnShapeOps.td), reductions and normalizations
-// (KilnReductionOps.td) and neural-network layers (KilnNNOps.td) in the
-// files included at the end.
+// (KilnReductionOps.td), neural-network layers (KilnNNOps.td) and random
+// numbers (KilnRandomOps.td) in the files included at the end.
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_OPS_TD
@@ -536,5 +536,6 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
 include "ir/KilnShapeOps.td"
 include "ir/KilnReductionOps.td"
 include "ir/KilnNNOps.td"
+include "ir/KilnRandomOps.td"
 
 #endif // KILN_OPS_TD

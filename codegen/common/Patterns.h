@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The pattern sets of `kiln-convert-to-linalg`, split by op category
-// (Elementwise.cpp, Matmul.cpp, Reduction.cpp, ShapeOps.cpp), and the
+// (Elementwise.cpp, Matmul.cpp, Random.cpp, Reduction.cpp, ShapeOps.cpp), and the
 // broadcasting `linalg.generic` builder they share.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PATTERNS_H
@@ -46,6 +46,8 @@ void populateMatmulToLinalgPatterns(RewritePatternSet &patterns, bool sharedLhs 
 bool isSharedLhsBatchMatmul(Operation *op);
 /// kiln.sum / mean / max → reducing linalg.generic.
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.random → linalg.generic computing Philox 4x32-10 per element.
+void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.permute / reshape / broadcast_to / slice / concat / embedding →
 /// linalg / tensor.
 void populateShapeOpsToLinalgPatterns(RewritePatternSet &patterns);

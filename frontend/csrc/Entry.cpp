@@ -47,15 +47,16 @@ bool buildPlan(const Entry &entry) {
     for (const Guard &g : entry.guards)
       if (g.kind == Guard::Kind::Tensor && g.source == in.source)
         guard = &g;
-    if (!guard) {
+    if (!guard && !in.seed) {
       PyErr_SetString(PyExc_RuntimeError, "kiln: a graph input has no tensor guard");
       return false;
     }
+    static const std::vector<int64_t> scalar; // the seed: a 0-d tensor
+    const std::vector<int64_t> &sizes = in.seed ? scalar : guard->sizes;
     plan.offsets.push_back(plan.words.size());
-    appendDescriptor(plan.words, guard->sizes);
-    plan.ranks.push_back((int)guard->sizes.size());
-    plan.symbolic.push_back(std::count(guard->sizes.begin(), guard->sizes.end(), kSymbolicSize) >
-                            0);
+    appendDescriptor(plan.words, sizes);
+    plan.ranks.push_back((int)sizes.size());
+    plan.symbolic.push_back(std::count(sizes.begin(), sizes.end(), kSymbolicSize) > 0);
   }
   for (const GraphOutput &o : entry.results) {
     plan.offsets.push_back(plan.words.size());
@@ -444,13 +445,38 @@ int copyInto(PyObject *target, PyObject *value, int bumps) {
 }
 } // namespace
 
+bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool drawSeed,
+                  llvm::SmallVectorImpl<PyObject *> &inputs, PyRef &seed) {
+  inputs.clear();
+  for (const GraphInput &in : entry.inputs) {
+    if (!in.seed) {
+      inputs.push_back(values[in.source].get());
+      continue;
+    }
+    if (!drawSeed) {
+      inputs.push_back(Py_None);
+      continue;
+    }
+    static PyOnce drawOnce;
+    PyObject *draw = drawOnce.get([] {
+      PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._random"));
+      return mod ? PyObject_GetAttrString(mod.get(), "draw_seed") : nullptr;
+    });
+    seed = draw ? PyRef::steal(PyObject_CallNoArgs(draw)) : PyRef();
+    if (!seed)
+      return false;
+    inputs.push_back(seed.get());
+  }
+  return true;
+}
+
 int checkWriteBackAliasing(const Entry &entry, const std::vector<PyRef> &values) {
   for (const SideEffect &e : entry.effects) {
     if (e.kind != SideEffect::Kind::CopyInto)
       continue;
     void *mine = tensorStoragePtr(values[e.target].get());
     for (size_t i = 0; mine && i < entry.inputs.size(); ++i)
-      if (entry.inputs[i].source != e.target &&
+      if (!entry.inputs[i].seed && entry.inputs[i].source != e.target &&
           tensorStoragePtr(values[entry.inputs[i].source].get()) == mine)
         return (int)i;
   }

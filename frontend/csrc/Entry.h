@@ -14,6 +14,7 @@
 #include "runtime/CompiledFunction.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <memory>
 #include <string>
@@ -102,6 +103,14 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector
 /// (new reference).
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs);
+
+/// The graph inputs of one call (borrowed) from the entry's resolved
+/// sources `values`. With `drawSeed`, a random graph's seed input is a
+/// fresh 0-d int64 tensor drawn from torch's default generator
+/// (kiln._random.draw_seed; advances it), owned by `seed`; without, it is
+/// None (size checks only). False with a Python error set.
+bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool drawSeed,
+                  llvm::SmallVectorImpl<PyObject *> &inputs, PyRef &seed);
 
 /// Whether an input the entry writes back into (a CopyInto effect) shares
 /// storage with another input in this call (`values`: the entry's

@@ -70,11 +70,14 @@ struct OutputSlot {
   int sameAs = -1;
 };
 
-/// A graph input: a tensor read from a source.
+/// A graph input: a tensor read from a source, or the seed of the graph's
+/// random ops (`kiln.random`): a 0-d int64 tensor drawn from torch's default
+/// generator on every call (kiln/_random.py), with no source (-1).
 struct GraphInput {
   int source;
   bool makeContiguous = false; ///< non-contiguous at capture: copied per call
   bool requiresGrad = false;
+  bool seed = false; ///< the per-call random seed (source is -1)
 };
 
 /// A graph result the runtime allocates.

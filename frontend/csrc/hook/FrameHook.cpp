@@ -96,8 +96,8 @@ EntryCheck checkEntry(const Entry &e, FrameCall &call, bool grad, PyObject *defD
     return {Miss::Guard, bad};
   if (!e.symbols.empty()) {
     llvm::SmallVector<PyObject *, 8> ins;
-    for (const GraphInput &in : e.inputs)
-      ins.push_back(call.values[in.source].get());
+    PyRef noSeed;
+    gatherInputs(e, call.values, /*drawSeed=*/false, ins, noSeed);
     if (int bad = checkSymbols(e, ins); bad >= 0)
       return {Miss::SizeRelation, bad};
   }
@@ -138,9 +138,9 @@ bool holdsNow(const Entry &e, FrameCall &call) {
 PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
   Entry &entry = *shared;
   llvm::SmallVector<PyObject *, 16> inputs;
-  inputs.reserve(entry.inputs.size());
-  for (const GraphInput &in : entry.inputs)
-    inputs.push_back(call.values[in.source].get());
+  PyRef seed; // a random graph's seed for this call (owned here)
+  if (!gatherInputs(entry, call.values, /*drawSeed=*/true, inputs, seed))
+    return nullptr;
   ++counters().compiledCalls;
   if (entry.needsAutograd)
     return runWithAutograd(shared, inputs, call.func, call.code, call.locals, tls.autogradApply);

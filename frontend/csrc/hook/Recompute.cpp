@@ -115,6 +115,17 @@ PyRef recomputeFunction(Entry &entry, PyObject *func, PyObject *code, PyObject *
       PyObject_CallFunctionObjArgs(select.get(), paths.get(), eager.get(), nullptr));
 }
 
+/// `kiln._random.replaying(seed, recompute)`: the recompute run with the
+/// random values of the call that drew `seed` (borrowed). Null with a
+/// Python error set on failure.
+PyRef replayingRandom(PyObject *seed, PyObject *recompute) {
+  PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._random"));
+  PyRef replaying = mod ? PyRef::steal(PyObject_GetAttrString(mod.get(), "replaying")) : PyRef();
+  if (!replaying)
+    return PyRef();
+  return PyRef::steal(PyObject_CallFunctionObjArgs(replaying.get(), seed, recompute, nullptr));
+}
+
 } // namespace
 
 PyObject *entryCapsule(const std::shared_ptr<Entry> &entry) {
@@ -152,6 +163,11 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
   // A break's prefix recomputes through the prefix function (the original
   // code returning the state at the break).
   PyRef recompute = bound ? recomputeFunction(entry, func, code, locals) : PyRef();
+  // A graph with random ops: the recompute replays this call's random
+  // values (kiln._random.replaying) so the backward sees the forward's masks.
+  for (size_t i = 0; recompute && i < entry.inputs.size(); ++i)
+    if (entry.inputs[i].seed)
+      recompute = replayingRandom(inputs[i], recompute.get());
   PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     Py_INCREF(inputs[i]);

@@ -4,8 +4,9 @@
 The forward runs kiln's compiled code; the backward recomputes the original
 Python function eagerly (kiln's frame hook disabled) on the same inputs and
 differentiates that, so gradients are exactly eager's. The function must be
-deterministic for this to hold: kiln never captures random ops into graphs
-that need gradients.
+deterministic for this to hold: a graph with random ops (dropout ...) gets a
+recompute wrapped by kiln._random.replaying, which gives the random calls
+the values the compiled forward used.
 """
 from __future__ import annotations
 

@@ -187,6 +187,15 @@ public:
   mlir::Value symIota(const VarP &n);
   /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
   mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
+  /// A `kiln.random` of `distribution` ("uniform", "normal" or "integer"
+  /// with `bounds` = [low, high)) filling `type`, whose dynamic dims come
+  /// from `like`; it reads the graph's per-call seed (a graph input added
+  /// on first use, GraphInput::seed) and takes the graph's next random
+  /// stream (offset k * 2^40 for the k-th random op), so kiln/_random.py
+  /// can replay the same values in the backward (RandomOps.cpp).
+  mlir::Value random(llvm::StringRef distribution, mlir::RankedTensorType type,
+                     mlir::Value like = {},
+                     std::optional<std::pair<int64_t, int64_t>> bounds = std::nullopt);
   /// `x[index]` where `x` has symbolic dims or `index` a SymSlice
   /// (SymbolicIndexing.cpp); nullptr when neither.
   VarP symbolicGetitem(const VarP &x, const VarP &index);
@@ -570,8 +579,13 @@ private:
   Capture &out_;
   /// Tensor inputs by source: one Var per source (Var::inputIndex).
   std::map<int, VarP> inputOfSource_;
-  /// The tensor object of each graph input, in order (aliasing checks).
+  /// The tensor object of each graph input, in order (aliasing checks);
+  /// None for the random seed.
   std::vector<PyRef> inputObjects_;
+  /// The graph's random seed argument (null until a random op needs it)
+  /// and the number of random streams taken so far.
+  mlir::Value randomSeed_;
+  int64_t randomStreams_ = 0;
   /// Graph inputs updated in place -> their CopyInto effect in out_.effects.
   std::map<int, size_t> writeBackOf_;
   /// Throws Unsupported when graph input `input` shares storage with

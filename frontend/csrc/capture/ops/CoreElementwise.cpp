@@ -170,9 +170,9 @@ VarP dropout(Interpreter &I, const std::string &op, Args &a) {
       a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
   double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
   if (training && p > 0)
-    throw Unsupported(BreakCategory::Random,
-                      "dropout in training mode (random) is not supported yet");
-  return T(tensorArg(x, op));
+    return freshResult(trainingDropout(I, tensorArg(x, op), p));
+  tensorArg(x, op); // a tensor
+  return x;         // eval mode: eager returns the input object itself
 }
 
 void registerArithmetic(OpRegistry &r) {
@@ -260,7 +260,9 @@ void registerCasts(OpRegistry &r) {
       .method("contiguous", Params{"input", "memory_format"})
       .method("detach");
   r.op("clone", clone, Params{"input", "memory_format"}, Copy).torchAndMethod();
-  r.op("dropout", dropout, Params{"input", "p", "training", "inplace"}, View).functional();
+  // Not a View op: in training mode the result is a new tensor (and
+  // inplace=True writes it into the input); eval mode returns the input.
+  r.op("dropout", dropout, Params{"input", "p", "training", "inplace"}).functional();
 }
 
 } // namespace

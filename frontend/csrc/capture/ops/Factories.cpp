@@ -15,8 +15,6 @@ namespace kiln {
 
 using namespace mlir::kiln;
 
-namespace {
-
 /// Checks the factory keywords kiln supports only at their defaults and
 /// returns the `dtype=` argument, if any.
 std::optional<DType> factoryDType(const std::string &op, const Args &a) {
@@ -43,23 +41,6 @@ std::optional<DType> factoryDType(const std::string &op, const Args &a) {
     throw Unsupported(BreakCategory::UnsupportedOp, op + ": unsupported dtype");
   return dtype;
 }
-
-/// The dtype of fill value `o` (Unsupported unless it is a Python number).
-DType fillDType(PyObject *o) {
-  std::optional<DTypeCategory> c = scalarCategory(o);
-  if (!c)
-    throw Unsupported("fill value must be a Python number");
-  return scalarDType(*c);
-}
-
-/// What a filled factory writes.
-enum class Fill { Zero, One, Value };
-
-/// The sizes of a filled factory: `shape` when static, else `symDims`.
-struct FactorySizes {
-  std::vector<int64_t> shape;
-  std::vector<VarP> symDims; ///< sizes when some are symbolic
-};
 
 /// The sizes of `x` (a `_like` factory's input).
 FactorySizes likeSizes(Interpreter &I, Value x) {
@@ -92,6 +73,19 @@ FactorySizes sizeArgument(const std::string &op, const Args &a) {
       throw Unsupported(op + ": negative size");
   return s;
 }
+
+namespace {
+
+/// The dtype of fill value `o` (Unsupported unless it is a Python number).
+DType fillDType(PyObject *o) {
+  std::optional<DTypeCategory> c = scalarCategory(o);
+  if (!c)
+    throw Unsupported("fill value must be a Python number");
+  return scalarDType(*c);
+}
+
+/// What a filled factory writes.
+enum class Fill { Zero, One, Value };
 
 /// zeros/ones/full and their `_like` forms: a splat constant (or a
 /// symbolic-size fill).

@@ -136,6 +136,7 @@ const OpRegistry &opRegistry() {
     registerShapeOps(r);
     registerNNOps(r);
     registerLossOps(r);
+    registerRandomOps(r);
     return r;
   });
 }

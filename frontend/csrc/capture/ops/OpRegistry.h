@@ -226,6 +226,7 @@ void registerReductionOps(OpRegistry &r);       // TorchOpsReduction.cpp
 void registerShapeOps(OpRegistry &r);           // TorchOpsShape.cpp
 void registerNNOps(OpRegistry &r);              // TorchOpsNN.cpp
 void registerLossOps(OpRegistry &r);            // TorchOpsLoss.cpp
+void registerRandomOps(OpRegistry &r);          // RandomOps.cpp
 
 } // namespace kiln
 

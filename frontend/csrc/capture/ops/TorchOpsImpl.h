@@ -109,6 +109,26 @@ VarP freshResult(Value v);
 /// naming `op` when it is missing.
 VarP inputArg(const Args &a, const std::string &op);
 
+/// Checks the keywords of a tensor factory that kiln supports only at their
+/// defaults (out, device, layout, requires_grad, pin_memory,
+/// memory_format) and returns its `dtype=`, if any (Factories.cpp).
+std::optional<DType> factoryDType(const std::string &op, const Args &a);
+/// The sizes of a factory's result: `shape` when static, else `symDims`.
+struct FactorySizes {
+  std::vector<int64_t> shape;
+  std::vector<VarP> symDims; ///< sizes when some are symbolic
+};
+/// The sizes of `x` (a `_like` factory's input).
+FactorySizes likeSizes(Interpreter &I, Value x);
+/// The sizes of a factory's `size` argument (`*size` varargs or a sequence).
+FactorySizes sizeArgument(const std::string &op, const Args &a);
+
+/// `x` with dropout in training mode (RandomOps.cpp): each element (each
+/// channel: the first `rank - spatialDims` dims, for dropout1d/2d/3d) kept
+/// with probability 1 - p and scaled by 1 / (1 - p), as eager's
+/// `input * bernoulli(1 - p) / (1 - p)`; one random stream of the graph.
+Value trainingDropout(Interpreter &I, Value x, double p, int64_t spatialDims = 0);
+
 /// Small graph-building helpers bound to the interpreter's builder.
 class Emit {
 public:

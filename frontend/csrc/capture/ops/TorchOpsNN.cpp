@@ -376,8 +376,7 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value q = floatTensor(a.get("query"), op), k = floatTensor(a.get("key"), op),
         v = floatTensor(a.get("value"), op);
-  if (floatArg(a, "dropout_p", 0.0) > 0)
-    throw Unsupported("scaled_dot_product_attention with dropout is not supported yet");
+  double dropoutP = floatArg(a, "dropout_p", 0.0);
   if (boolArg(a, "enable_gqa", false))
     throw Unsupported("scaled_dot_product_attention with enable_gqa is not supported yet");
   DType d = dtypeOfValue(q), c = opmath(d);
@@ -428,16 +427,36 @@ VarP attention(Interpreter &I, const std::string &op, Args &a) {
     Value rowMax = e.reduce<MaxOp>(scores, {rank - 1}, true);
     p = e.select(e.bin<EqOp>(rowMax, e.num(-inf, c)), e.num(0, c), p);
   }
+  // Dropout on the attention weights, as eager's math path (in opmath).
+  if (dropoutP > 0)
+    p = trainingDropout(I, p, dropoutP);
   Value r = e.inferred<MatmulOp>({p, e.cast(v, c)});
   return T(e.cast(r, d));
 }
 
-/// alpha_dropout, dropout2d ... in eval mode (or p == 0): the input.
-VarP dropoutVariant(Interpreter &I, const std::string &op, Args &a) {
+/// alpha_dropout and feature_alpha_dropout in eval mode (or p == 0): the
+/// input.
+VarP alphaDropout(Interpreter &I, const std::string &op, Args &a) {
   if (boolArg(a, "training", true) && floatArg(a, "p", 0.5) > 0)
     throw Unsupported(BreakCategory::Random,
-                      "dropout in training mode (random) is not supported yet");
+                      op + " in training mode (random) is not supported yet");
   return T(tensorArg(a.get("input"), op));
+}
+
+/// dropout1d/2d/3d (`Spatial` = 1, 2, 3): in training mode each channel
+/// (the dims before the last `Spatial`) kept or zeroed together; kiln/_random.py
+/// replays the same mask shape. A 3-d input of dropout2d (eager reinterprets
+/// it with a warning) breaks.
+template <int64_t Spatial> VarP channelDropout(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(a.get("input"), op);
+  double p = floatArg(a, "p", 0.5);
+  if (!boolArg(a, "training", true) || p == 0)
+    return a.get("input"); // eager returns the input object itself
+  int64_t rank = ttype(x).getRank();
+  if (rank != Spatial + 2 && (rank != Spatial + 1 || Spatial == 2))
+    throw Unsupported(BreakCategory::Random, op + " of a rank-" + std::to_string(rank) +
+                                                 " input in training mode is not supported");
+  return freshResult(trainingDropout(I, x, p, Spatial)); // inplace=True: applyInPlace
 }
 
 /// F.normalize: input / clamp(norm(input, p, dim), eps).
@@ -597,12 +616,13 @@ void registerNNOps(OpRegistry &r) {
        Params{"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
               "enable_gqa"})
       .functional("scaled_dot_product_attention");
-  r.op("dropout_variant", dropoutVariant, Params{"input", "p", "training", "inplace"}, View)
-      .functional("alpha_dropout")
-      .functional("feature_alpha_dropout")
-      .functional("dropout1d")
-      .functional("dropout2d")
-      .functional("dropout3d");
+  const Params dropoutParams{"input", "p", "training", "inplace"};
+  r.op("alpha_dropout", alphaDropout, dropoutParams, View)
+      .functional()
+      .functional("feature_alpha_dropout");
+  r.op("dropout1d", channelDropout<1>, dropoutParams).functional();
+  r.op("dropout2d", channelDropout<2>, dropoutParams).functional();
+  r.op("dropout3d", channelDropout<3>, dropoutParams).functional();
   r.op("normalize", normalize, Params{"input", "p", "dim", "eps", "out"}).functional();
   r.op("cosine_similarity", cosineSimilarity, Params{"x1", "x2", "dim", "eps"})
       .functional()
