@@ -91,3 +91,42 @@ def test_unsupported_opcode_in_a_loop_matches_eager():
 def test_fullgraph_raises_naming_the_opcode():
     with pytest.raises(RuntimeError, match=f"opcode {UNARY_PLUS_OPCODE} is not supported"):
         kiln.compile(unary_plus, fullgraph=True)(torch.randn(3, 4))
+
+
+class _Record:
+    pass
+
+
+def builds_with_object_new(x):
+    y = x + 1
+    obj = object.__new__(_Record)  # LOAD_METHOD on a type: (NULL, object.__new__)
+    obj.value = 2
+    return y * obj.value, type(obj).__name__
+
+
+def test_object_new_on_a_class_calls_objects_new():
+    # `object.__new__` is a builtin bound to `object` found in object's own
+    # dict; resumed after the break, it must not become type.__new__(object, cls).
+    x = torch.randn(3)
+    report = kiln.explain(builds_with_object_new)(x)
+    out = report.out
+    assert out[1] == "_Record"
+    assert_close(out[0], builds_with_object_new(x)[0])
+    assert report.graph_count >= 1 and report.graph_break_count >= 1
+
+
+def identity_of_views(x):
+    a = x
+    b = x.view_as(x)
+    c = x.detach()
+    d = x.contiguous()
+    return a is b, a is x, b is b, c is x, d is x, id(a) == id(x)
+
+
+def test_is_on_a_view_folded_to_its_input_is_false():
+    x = torch.randn(4, 3)
+    expected = identity_of_views(x)
+    assert expected == (False, True, True, False, True, True)
+    report = kiln.explain(identity_of_views)(x)
+    assert report.out == expected
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks

@@ -163,11 +163,24 @@ void OpcodeHandlers::unaryNot(Interpreter &interp, Frame &f, const Instr &, Step
   pushBool(f, !interp.truthy(popValue(f)));
 }
 
+namespace {
+
+/// Whether two tensor Vars holding the same IR value are different Python
+/// objects in eager: a view (`x.view_as(x)`, `x.detach()`) or a copy is a
+/// new tensor object even where the graph folds it to its input. Other
+/// same-value results (`x.contiguous()`, `x.to(x.dtype)`) return `x` itself.
+bool distinctTensorObjects(const Var &a, const Var &b) {
+  return a.viewBase || b.viewBase || a.copied || b.copied;
+}
+
+} // namespace
+
 void OpcodeHandlers::isOp(Interpreter &, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool same;
   if (lhs->isTensor() || rhs->isTensor())
-    same = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
+    same = lhs->isTensor() && rhs->isTensor() &&
+           (lhs == rhs || (lhs->value == rhs->value && !distinctTensorObjects(*lhs, *rhs)));
   else if (!lhs->isConst() || !rhs->isConst())
     same = lhs.get() == rhs.get(); // containers built here are new objects
   else
