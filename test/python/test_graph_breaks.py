@@ -146,3 +146,18 @@ print("ok")
 """
     r = run_python(code, {})
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+def _cat_of_chain(a, b, c):
+    import itertools
+    # itertools.chain breaks; the resumed frame must not consume the chain
+    # object while capturing list(...) of it.
+    return torch.cat(list(itertools.chain([a], (b, c))), 0)
+
+
+def test_a_builtin_on_an_outside_iterator_is_a_break_not_a_consumed_iterator():
+    x = torch.randn(2, 3)
+    report = kiln.explain(_cat_of_chain)(x, x + 1, x + 2)
+    assert_close(report.out, _cat_of_chain(x, x + 1, x + 2))
+    consumed = [b for b in report.break_records if "consume" in b.message]
+    assert consumed and consumed[0].category == "python-builtin", report.graph_breaks

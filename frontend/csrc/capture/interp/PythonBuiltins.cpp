@@ -348,6 +348,14 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
     PyObject *o = c ? c.release()
                     : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
+    // An iterator of the caller (a generator, itertools.chain, zip, ...):
+    // the call would consume it at capture time and the frame would then
+    // see it empty.
+    if (!c && PyIter_Check(o))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "call to " + name +
+                            "() on an iterator object from outside the graph "
+                            "(calling it while capturing would consume it)");
   }
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs) {
