@@ -28,7 +28,10 @@ class Case:
     positional arguments for size n; ``kwargs(n)`` keyword arguments;
     ``random``: the result is compared by structure, shape, dtype and
     moments, not values; ``after()``: extra state (a global, a counter)
-    compared after the calls; ``setup()`` resets that state before them."""
+    compared after the calls; ``setup()`` resets that state before them;
+    ``before(target, n)``: changes the program's state before the call at
+    size n (what a real program does between two calls: eval(), a flag, a
+    monkeypatch), so that stale compiled code shows."""
     name: str
     theme: str
     target: object
@@ -38,6 +41,7 @@ class Case:
     after: Callable | None = None
     setup: Callable | None = None
     train: bool = False
+    before: Callable | None = None
 
     def make(self):
         """A fresh callable: modules are constructed under seed 0."""

@@ -27,6 +27,8 @@ def _calls(case, fn, target) -> list[tuple]:
     ("ok", snapshot) or ("raise", type, message)."""
     out = []
     for n in SIZES:
+        if case.before is not None:
+            case.before(target, n)
         args, kwargs = case.args(n)
         torch.manual_seed(2000 + n)
         try:
