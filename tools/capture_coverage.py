@@ -147,8 +147,13 @@ def summarize(records: list[dict]) -> dict:
             categories[b["category"]] += 1
         for reason, count in r.get("reasons", {}).items():
             categories[dynamo_bucket(reason)] += count
+    themes: dict = {}
+    for r in records:
+        whole, count = themes.get(r["theme"], (0, 0))
+        themes[r["theme"]] = (whole + bool(r.get("whole_graph")), count + 1)
     return {
         "cases": n,
+        "themes": themes,
         "matches": matches,
         "whole_graph": sum(1 for r in records if r.get("whole_graph")),
         "nothing_compiled": sum(1 for r in records if r.get("graphs", 0) == 0),
@@ -163,6 +168,23 @@ def summarize(records: list[dict]) -> dict:
 
 def _pct(k: int, n: int) -> str:
     return f"{100.0 * k / max(n, 1):.1f}% ({k})"
+
+
+def _theme_table(summaries: dict) -> str:
+    """Whole-graph share per theme and system."""
+    systems = list(summaries)
+    themes = list(summaries[systems[0]].get("themes", {}))
+    if not themes:
+        return ""
+    text = "\n| whole graph by theme | " + " | ".join(systems) + " |\n|---|" + \
+        "---|" * len(systems) + "\n"
+    for t in themes:
+        cells = []
+        for s in systems:
+            whole, n = summaries[s]["themes"][t]
+            cells.append(_pct(whole, n))
+        text += f"| {t} | " + " | ".join(cells) + " |\n"
+    return text
 
 
 def markdown(summaries: dict, meta: dict) -> str:
@@ -180,6 +202,7 @@ def markdown(summaries: dict, meta: dict) -> str:
            f"(torch {meta['torch']}, {meta['cases']} cases):\n\n" + header
     for label, fn in rows:
         text += f"| {label} | " + " | ".join(fn(summaries[s]) for s in systems) + " |\n"
+    text += _theme_table(summaries)
     for s in systems:
         for key, title in (("wrong", "wrong results"), ("raised", "raised or crashed")):
             if summaries[s][key]:
@@ -197,6 +220,7 @@ def main() -> int:
     ap.add_argument("--json", default="", help="write the records and summary here")
     ap.add_argument("--markdown", default="", help="write the table here")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--report", default="", help="only print the table of a --json file")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--system", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -204,11 +228,18 @@ def main() -> int:
     if args.worker:
         _worker_main(args)
         return 0
+    if args.report:
+        with open(args.report) as f:
+            data = json.load(f)
+        summaries = {s: summarize(r) for s, r in data["records"].items()}
+        print(markdown(summaries, data["meta"]))
+        return 0
     from capture_corpus import all_cases
     names = [c.name for c in all_cases()
              if (not args.theme or c.theme in args.theme.split(","))
              and (not args.cases or c.name in args.cases.split(","))]
     systems = [args.only] if args.only else ["kiln", "dynamo"]
+    meta = _meta(len(names))
     records = {}
     for system in systems:
         records[system] = []
@@ -216,7 +247,6 @@ def main() -> int:
             records[system] += _run_chunk(names[i:i + args.chunk], system, args.timeout,
                                           args.verbose)
     summaries = {s: summarize(records[s]) for s in systems}
-    meta = _meta(len(names))
     table = markdown(summaries, meta)
     print(table)
     if args.markdown:
