@@ -115,18 +115,48 @@ def test_object_new_on_a_class_calls_objects_new():
     assert report.graph_count >= 1 and report.graph_break_count >= 1
 
 
-def identity_of_views(x):
+def identity_in_graph(x):
     a = x
+    f = x.float()  # a cast to x's own dtype returns x itself
+    return a is x, f is x, f is a, (x + 1) is x
+
+
+def identity_of_view(x):
     b = x.view_as(x)
-    c = x.detach()
-    d = x.contiguous()
-    return a is b, a is x, b is b, c is x, d is x, id(a) == id(x)
+    return b is x, x.detach() is x, x.view_as(x) is x
 
 
-def test_is_on_a_view_folded_to_its_input_is_false():
+def identity_of_contiguous(x):
+    return x.contiguous() is x
+
+
+def test_is_of_tensors_matches_eager():
     x = torch.randn(4, 3)
-    expected = identity_of_views(x)
-    assert expected == (False, True, True, False, True, True)
-    report = kiln.explain(identity_of_views)(x)
+    expected = identity_in_graph(x)
+    assert expected == (True, True, True, False)
+    report = kiln.explain(identity_in_graph)(x)
     assert report.out == expected
     assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks
+    # A view folded to its input's value is still a new object (True was returned).
+    report = kiln.explain(identity_of_view)(x)
+    assert report.out == identity_of_view(x) == (False, False, False)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks
+    # contiguous() is its input only where the input is contiguous: a break.
+    for t in (x, x.t()):
+        report = kiln.explain(identity_of_contiguous)(t)
+        assert report.out == identity_of_contiguous(t)
+        assert report.graph_break_count == 1, report.graph_breaks
+
+
+def returns_detached_and_view(x):
+    return x.detach(), x.view_as(x), x.float()
+
+
+def test_a_returned_no_op_view_of_an_input_is_a_new_object():
+    x = torch.randn(4, 3, requires_grad=True)
+    detached, view, same = kiln.compile(returns_detached_and_view)(x)
+    # detach() was returned as the input itself, requiring grad.
+    assert detached is not x and not detached.requires_grad
+    assert detached.data_ptr() == x.data_ptr()
+    assert view is not x and view.requires_grad and view.data_ptr() == x.data_ptr()
+    assert same is x
