@@ -21,6 +21,8 @@
 extern PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals, int num_locals,
                                PyObject *globals, PyObject *builtins, int *handled);
 extern int kiln_hook_active(void);
+/* Adds `delta` (+1 / -1) to the hook's pause count on this thread (Hook.cpp). */
+extern void kiln_hook_pause(int delta);
 
 #if PY_VERSION_HEX >= 0x030C0000
 /* 3.12 pops the frame inside _PyEval_EvalFrameDefault; a frame we do not
@@ -45,6 +47,15 @@ static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *fra
   PyCodeObject *code = frame->f_code;
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+  if (!(code->co_flags & CO_OPTIMIZED)) {
+    /* A module or class body (an import, a class statement, exec): it runs
+     * once, and neither it nor what it calls (metaclasses, registries
+     * filled at import time) is captured. */
+    kiln_hook_pause(1);
+    PyObject *result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    kiln_hook_pause(-1);
+    return result;
+  }
 #if PY_VERSION_HEX >= 0x030C0000
   if (frame->frame_obj != NULL)
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);

@@ -553,3 +553,25 @@ def test_zero_argument_super_chain_is_captured_with_guarded_parameters():
         assert_close(c(x), m(x))
     s = stats()
     assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0 and s["compiled_calls"] == 2, s
+
+
+class _ParamCheck(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4))
+        self.register_buffer("b", torch.ones(4))
+
+    def forward(self, x):
+        return (x * self.w, isinstance(self.w, torch.nn.Parameter),
+                isinstance(self.b, torch.nn.Parameter), isinstance(x * 2, torch.nn.Parameter),
+                isinstance(self.w, torch.Tensor))
+
+
+def test_isinstance_of_a_parameter_input_answers_as_the_parameter():
+    m = _ParamCheck()
+    x = torch.randn(4)
+    expected = m(x)
+    report = kiln.explain(m)(x)
+    assert report.out[1:] == expected[1:] == (True, False, False, True)
+    assert_close(report.out[0], expected[0])
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks

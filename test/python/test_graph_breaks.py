@@ -112,3 +112,54 @@ def test_random_op_is_its_own_category():
     report = kiln.explain(f)(torch.zeros(4))
     assert report.out.shape == (4,)
     assert "random" in report.break_counts(), report.break_records
+
+
+def test_an_import_in_an_eager_part_is_not_captured(tmp_path):
+    # A module imported while a compiled call runs (after a break, or by a
+    # library call that imports lazily) executes uncaptured: its body and
+    # everything it calls (metaclasses, registries filled at import time).
+    (tmp_path / "kiln_lazy_registry.py").write_text(
+        "REGISTRY = {}\n"
+        "def register(name, value):\n"
+        "    REGISTRY[name] = value\n"
+        "    return value\n"
+        "class Meta(type):\n"
+        "    def __new__(mcs, name, bases, ns):\n"
+        "        cls = super().__new__(mcs, name, bases, ns)\n"
+        "        register(name, cls)\n"
+        "        return cls\n"
+        "class A(metaclass=Meta):\n"
+        "    pass\n"
+        "for i in range(3):\n"
+        "    register(f'v{i}', i)\n")
+    code = f"""
+import importlib, sys, torch, kiln
+sys.path.insert(0, {str(tmp_path)!r})
+def f(x):
+    y = x + 1
+    mod = importlib.import_module("kiln_lazy_registry")
+    return y * len(mod.REGISTRY)
+report = kiln.explain(f)(torch.ones(2))
+assert report.out.tolist() == [8.0, 8.0], report.out
+seen = {{g.name for g in report.graphs}} | {{b.function for b in report.break_records}}
+assert not seen & {{"register", "Meta.__new__", "<module>"}}, seen
+assert any(b.function == "f" for b in report.break_records), seen
+print("ok")
+"""
+    r = run_python(code, {})
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+def _cat_of_chain(a, b, c):
+    import itertools
+    # itertools.chain breaks; the resumed frame must not consume the chain
+    # object while capturing list(...) of it.
+    return torch.cat(list(itertools.chain([a], (b, c))), 0)
+
+
+def test_a_builtin_on_an_outside_iterator_is_a_break_not_a_consumed_iterator():
+    x = torch.randn(2, 3)
+    report = kiln.explain(_cat_of_chain)(x, x + 1, x + 2)
+    assert_close(report.out, _cat_of_chain(x, x + 1, x + 2))
+    consumed = [b for b in report.break_records if "consume" in b.message]
+    assert consumed and consumed[0].category == "python-builtin", report.graph_breaks

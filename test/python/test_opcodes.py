@@ -91,3 +91,72 @@ def test_unsupported_opcode_in_a_loop_matches_eager():
 def test_fullgraph_raises_naming_the_opcode():
     with pytest.raises(RuntimeError, match=f"opcode {UNARY_PLUS_OPCODE} is not supported"):
         kiln.compile(unary_plus, fullgraph=True)(torch.randn(3, 4))
+
+
+class _Record:
+    pass
+
+
+def builds_with_object_new(x):
+    y = x + 1
+    obj = object.__new__(_Record)  # LOAD_METHOD on a type: (NULL, object.__new__)
+    obj.value = 2
+    return y * obj.value, type(obj).__name__
+
+
+def test_object_new_on_a_class_calls_objects_new():
+    # `object.__new__` is a builtin bound to `object` found in object's own
+    # dict; resumed after the break, it must not become type.__new__(object, cls).
+    x = torch.randn(3)
+    report = kiln.explain(builds_with_object_new)(x)
+    out = report.out
+    assert out[1] == "_Record"
+    assert_close(out[0], builds_with_object_new(x)[0])
+    assert report.graph_count >= 1 and report.graph_break_count >= 1
+
+
+def identity_in_graph(x):
+    a = x
+    f = x.float()  # a cast to x's own dtype returns x itself
+    return a is x, f is x, f is a, (x + 1) is x
+
+
+def identity_of_view(x):
+    b = x.view_as(x)
+    return b is x, x.detach() is x, x.view_as(x) is x
+
+
+def identity_of_contiguous(x):
+    return x.contiguous() is x
+
+
+def test_is_of_tensors_matches_eager():
+    x = torch.randn(4, 3)
+    expected = identity_in_graph(x)
+    assert expected == (True, True, True, False)
+    report = kiln.explain(identity_in_graph)(x)
+    assert report.out == expected
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks
+    # A view folded to its input's value is still a new object (True was returned).
+    report = kiln.explain(identity_of_view)(x)
+    assert report.out == identity_of_view(x) == (False, False, False)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks
+    # contiguous() is its input only where the input is contiguous: a break.
+    for t in (x, x.t()):
+        report = kiln.explain(identity_of_contiguous)(t)
+        assert report.out == identity_of_contiguous(t)
+        assert report.graph_break_count == 1, report.graph_breaks
+
+
+def returns_detached_and_view(x):
+    return x.detach(), x.view_as(x), x.float()
+
+
+def test_a_returned_no_op_view_of_an_input_is_a_new_object():
+    x = torch.randn(4, 3, requires_grad=True)
+    detached, view, same = kiln.compile(returns_detached_and_view)(x)
+    # detach() was returned as the input itself, requiring grad.
+    assert detached is not x and not detached.requires_grad
+    assert detached.data_ptr() == x.data_ptr()
+    assert view is not x and view.requires_grad and view.data_ptr() == x.data_ptr()
+    assert same is x

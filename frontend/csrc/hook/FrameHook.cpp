@@ -1,7 +1,9 @@
 //===- FrameHook.cpp - the kiln_on_frame callback ----------------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements `kiln_on_frame` and `kiln_hook_active` of EvalFrameHook.c and
+// Implements `kiln_on_frame`, `kiln_hook_active` and `kiln_hook_pause` of
+// EvalFrameHook.c (module and class bodies run paused: nothing an import
+// runs is captured) and
 // callCompiled/callEager of Hook.h. Hot path (cache hit): resolve sources,
 // check guards, run the entry. A miss captures and compiles a new entry
 // (CompileDriver.h) or reports a graph break (BreakLog.h) and runs the
@@ -383,6 +385,8 @@ PyObject *callEager(PyObject *fn, PyObject *args, PyObject *kwargs) {
 using namespace kiln;
 
 extern "C" int kiln_hook_active(void) { return tls.active > 0 && tls.busy == 0; }
+
+extern "C" void kiln_hook_pause(int delta) { tls.busy += delta; }
 
 extern "C" PyObject *kiln_on_frame(PyObject *code, PyObject *func, PyObject **locals, int numLocals,
                                    PyObject *globals, PyObject *builtins, int *handled) {

@@ -64,14 +64,19 @@ void OpcodeHandlers::loadAttr(Interpreter &interp, Frame &f, const Instr &in, St
                                             : interp.loadAttr(obj, in.argval.get());
   PyObject *a = attr->isConst() ? attr->obj.get() : nullptr;
   if (methodForm && a && obj->isConst() && PyCFunction_Check(a) &&
-      PyCFunction_GET_SELF(a) == obj->obj.get() && !PyModule_Check(obj->obj.get())) {
+      PyCFunction_GET_SELF(a) == obj->obj.get() &&
+      Py_TYPE(obj->obj.get())->tp_getattro == PyObject_GenericGetAttr) {
     // A builtin method of an object (`lst.append`): kept as CPython's
     // [function, self] so that a graph break calls it on the object the
-    // frame holds at run time, not on the one seen at capture.
+    // frame holds at run time, not on the one seen at capture. Only where
+    // CPython's LOAD_METHOD does the same (generic attribute lookup, a
+    // method descriptor on the type): `object.__new__` is a builtin bound
+    // to `object` found in object's own dict, and type(object).__new__
+    // is another function (type.__new__).
     PyRef fn = PyRef::steal(
         PyObject_GetAttr(reinterpret_cast<PyObject *>(Py_TYPE(obj->obj.get())), in.argval.get()));
     PyErr_Clear();
-    if (fn) {
+    if (fn && PyType_HasFeature(Py_TYPE(fn.get()), Py_TPFLAGS_METHOD_DESCRIPTOR)) {
       f.stack.push_back(makeConst(fn));
       f.stack.push_back(obj);
       return;

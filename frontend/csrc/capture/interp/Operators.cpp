@@ -163,11 +163,31 @@ void OpcodeHandlers::unaryNot(Interpreter &interp, Frame &f, const Instr &, Step
   pushBool(f, !interp.truthy(popValue(f)));
 }
 
+namespace {
+
+/// `a is b` for two tensor Vars: the same Var is the same object; different
+/// IR values are different objects; of two Vars of one value, a view, a
+/// detached or a copied tensor is a new object (`x.view_as(x) is x` is
+/// False), `x.contiguous() is x` holds only where `x` is contiguous (not
+/// known here: the comparison breaks), anything else is the same object.
+bool sameTensorObject(const VarP &a, const VarP &b) {
+  if (a == b)
+    return true;
+  if (a->value != b->value)
+    return false;
+  if ((a->selfIfContiguous && a->viewBase == b) || (b->selfIfContiguous && b->viewBase == a))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "'is' between a tensor and its contiguous(): eager answers by its strides");
+  return !(a->viewBase || b->viewBase || a->copied || b->copied);
+}
+
+} // namespace
+
 void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool same;
   if (lhs->isTensor() || rhs->isTensor()) {
-    same = lhs->isTensor() && rhs->isTensor() && lhs->value == rhs->value;
+    same = lhs->isTensor() && rhs->isTensor() && sameTensorObject(lhs, rhs);
   } else if (!lhs->isConst() || !rhs->isConst()) {
     same = lhs.get() == rhs.get(); // containers built here are new objects
   } else {

@@ -266,11 +266,14 @@ VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args
   if (args.size() != 2 || args[0]->isConst() || args[0]->kind == Var::Kind::Null)
     return nullptr;
   const VarP &v = args[0];
-  // A tensor answers as an empty tensor would; a container built here (or a
-  // ModelOutput record) as its Python type.
+  // A graph input answers as the caller's tensor (its exact type is guarded:
+  // an nn.Parameter is one); a tensor computed here as an empty plain tensor
+  // would; a container built here (or a ModelOutput record) as its type.
   PyRef probe;
   PyObject *type = nullptr;
-  if (v->isTensor())
+  if (v->isTensor() && v->inputIndex >= 0 && v->inputIndex < static_cast<int>(inputObjects_.size()))
+    probe = inputObjects_[v->inputIndex];
+  else if (v->isTensor())
     probe = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
   else if (v->kind == Var::Kind::Dict)
     type = v->obj        ? v->obj.get()
@@ -338,6 +341,14 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
     PyObject *o = c ? c.release()
                     : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
+    // An iterator of the caller (a generator, itertools.chain, zip, ...):
+    // the call would consume it at capture time and the frame would then
+    // see it empty.
+    if (!c && PyIter_Check(o))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "call to " + name +
+                            "() on an iterator object from outside the graph "
+                            "(calling it while capturing would consume it)");
   }
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs) {

@@ -248,17 +248,19 @@ void registerUnary(OpRegistry &r) {
 void registerCasts(OpRegistry &r) {
   const Params input{"input"};
   const VmapRule cast = VmapRule::Cast;
-  r.op("float", castTo<DType::F32>, input, View, cast).method();
-  r.op("double", castTo<DType::F64>, input, View, cast).method();
-  r.op("half", castTo<DType::F16>, input, View, cast).method();
-  r.op("bfloat16", castTo<DType::BF16>, input, View, cast).method();
-  r.op("int", castTo<DType::I32>, input, View, cast).method();
-  r.op("long", castTo<DType::I64>, input, View, cast).method();
-  r.op("bool", castTo<DType::Bool>, input, View, cast).method();
-  r.op("to", to, Params{"input", "dtype"}, View, cast).method();
-  r.op("identity", identity, input, View | ReplaysAsContiguous)
-      .method("contiguous", Params{"input", "memory_format"})
-      .method("detach");
+  r.op("float", castTo<DType::F32>, input, View | SelfIfNoOp, cast).method();
+  r.op("double", castTo<DType::F64>, input, View | SelfIfNoOp, cast).method();
+  r.op("half", castTo<DType::F16>, input, View | SelfIfNoOp, cast).method();
+  r.op("bfloat16", castTo<DType::BF16>, input, View | SelfIfNoOp, cast).method();
+  r.op("int", castTo<DType::I32>, input, View | SelfIfNoOp, cast).method();
+  r.op("long", castTo<DType::I64>, input, View | SelfIfNoOp, cast).method();
+  r.op("bool", castTo<DType::Bool>, input, View | SelfIfNoOp, cast).method();
+  r.op("to", to, Params{"input", "dtype"}, View | SelfIfNoOp, cast).method();
+  // `contiguous()` returns its input itself where that is contiguous (not
+  // known here: Var::selfIfContiguous); `detach()` a new tensor object.
+  r.op("contiguous", identity, Params{"input", "memory_format"}, View | ReplaysAsContiguous)
+      .method();
+  r.op("detach", identity, input, View | Detaches).method();
   r.op("clone", clone, Params{"input", "memory_format"}, Copy).torchAndMethod();
   // Not a View op: in training mode the result is a new tensor (and
   // inplace=True writes it into the input); eval mode returns the input.

@@ -76,6 +76,12 @@ enum OpTrait : unsigned {
   /// Returns its input as is (contiguous, detach): a returned view of a
   /// graph input replays as `.contiguous()`.
   ReplaysAsContiguous = 1u << 4,
+  /// Where the result is the input's graph value, eager returns the input
+  /// object itself (`x.float() is x` for a float `x`): the capture hands
+  /// back the input's Var (OpTracking.cpp).
+  SelfIfNoOp = 1u << 5,
+  /// `detach()`: a returned view of a graph input replays as `.detach()`.
+  Detaches = 1u << 6,
 };
 
 /// How an op applies to operands batched by torch.vmap (Vmap.cpp).

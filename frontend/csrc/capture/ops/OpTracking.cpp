@@ -43,8 +43,13 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
   mlir::Operation *def = r->value.getDefiningOp();
   if (op.is(ReplaysAsContiguous)) {
     steps.push_back({"contiguous", PyRef::steal(PyTuple_New(0))});
+  } else if (op.is(Detaches)) {
+    steps.push_back({"detach", PyRef::steal(PyTuple_New(0))});
   } else if (r->value == in->value) {
-    // no-op (same shape/dtype): eager returns the input or a view of it
+    // A no-op view (same shape/dtype; casts returned the input itself
+    // before): eager returns a new view object of the input, `t[...]`
+    // (valid for any number of symbolic dims, unlike view(-1, -1)).
+    steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
   } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
     steps.push_back({"permute", ints(p.getDims())});
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
@@ -106,6 +111,9 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
   if (!r || !r->isTensor())
     return r;
   if (op.is(View)) {
+    // A cast to the tensor's own dtype returns the tensor itself in eager.
+    if (inputTensor && r->value == in->value && op.is(SelfIfNoOp))
+      return in;
     if (inputTensor) {
       recordView(in, r, op);
       in->viewed = true;
@@ -114,6 +122,7 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
       if (r != in) {
         r->viewBase = in;
         in->views.push_back(r);
+        r->selfIfContiguous = op.is(ReplaysAsContiguous);
       }
     }
     r->fresh = false;

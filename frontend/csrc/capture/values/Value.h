@@ -85,6 +85,9 @@ struct Var {
   /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
   /// tensor object as an input or another result.
   bool copied = false;
+  /// Tensor: `viewBase.contiguous()`: in eager the base itself where the base
+  /// is contiguous, else a copy (`is` between the two cannot be answered).
+  bool selfIfContiguous = false;
   /// Tensor: a view (chain) of graph input `viewInput`; returned, it is
   /// rebuilt by replaying `viewSteps` (method name, argument tuple) on the
   /// caller's tensor so that it aliases the input as in eager.
