@@ -99,6 +99,7 @@ class _Record:
 
 def builds_with_object_new(x):
     y = x + 1
+    print("break")  # the rest runs in a resume function
     obj = object.__new__(_Record)  # LOAD_METHOD on a type: (NULL, object.__new__)
     obj.value = 2
     return y * obj.value, type(obj).__name__

@@ -124,8 +124,10 @@ static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std:
                            fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyTuple_Type ||
                            fn == (PyObject *)&PyList_Type || fn == (PyObject *)&PyRange_Type ||
                            fn == (PyObject *)&PySlice_Type);
+  // operator.index (ModuleList/ParameterList indexing): an int's index.
+  bool operatorIndex = mod == "_operator" && name == "index";
   return isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-         fn == deviceType || fn == finfoType || fn == iinfoType;
+         operatorIndex || fn == deviceType || fn == finfoType || fn == iinfoType;
 }
 
 /// The string attribute `attr` of `fn` ("" when missing or not a str).
