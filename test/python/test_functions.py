@@ -575,3 +575,17 @@ def test_isinstance_of_a_parameter_input_answers_as_the_parameter():
     assert report.out[1:] == expected[1:] == (True, False, False, True)
     assert_close(report.out[0], expected[0])
     assert report.graph_count == 1 and report.graph_break_count == 0, report.graph_breaks
+
+
+def test_float_floor_division_rounds_like_eager():
+    # Eager's float floor division is fmod-based: 1.0 // 0.1 is 9, while
+    # floor(1.0 / 0.1) is 10. kiln runs it through torch (per-op fallback)
+    # inside the graph rather than differ by one at such quotients.
+    def f(x):
+        return torch.floor_divide(x, 0.1) + torch.div(x * 2, 0.1, rounding_mode="floor")
+
+    for dtype in (torch.float32, torch.float64):
+        x = torch.tensor([1.0, 5.3, -1.0, 7.0, 0.3], dtype=dtype)
+        assert torch.equal(kiln.compile(f)(x), f(x))
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
