@@ -52,6 +52,9 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
   } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
     steps.push_back({"permute", ints(p.getDims())});
+  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) &&
+             llvm::count_if(ttype(r->value).getShape(), mlir::ShapedType::isDynamic) > 1) {
+    return; // reshape(-1, -1): only one size can be inferred; returned as a copy
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
              llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
     steps.push_back({llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
