@@ -52,6 +52,16 @@ bool addEffectSlot(Capture &out, std::vector<mlir::Value> &results,
   return false;
 }
 
+/// The keys of a Dict Var (attribute names of an Object Var) as a tuple.
+PyRef keysTuple(const Var &v) {
+  PyRef keys = PyRef::steal(PyTuple_New(v.keys.size()));
+  for (size_t i = 0; i < v.keys.size(); ++i) {
+    Py_INCREF(v.keys[i].get());
+    PyTuple_SET_ITEM(keys.get(), i, v.keys[i].get());
+  }
+  return keys;
+}
+
 /// The view steps of `v` as a tuple of (method name, argument tuple) pairs.
 PyRef viewStepsTuple(const Var &v) {
   PyRef steps = PyRef::steal(PyTuple_New(v.viewSteps.size()));
@@ -95,11 +105,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->kind == Var::Kind::Object) { // UserObjects.cpp
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
-    for (size_t i = 0; i < v->keys.size(); ++i) {
-      Py_INCREF(v->keys[i].get());
-      PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
-    }
+    PyRef keys = keysTuple(*v);
     outputs.push_back({OutputSlot::Kind::Object, (int)v->items.size(), keys, false, v->obj});
     for (auto &item : v->items)
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
@@ -108,11 +114,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
-    PyRef keys = PyRef::steal(PyTuple_New(v->keys.size()));
-    for (size_t i = 0; i < v->keys.size(); ++i) {
-      Py_INCREF(v->keys[i].get());
-      PyTuple_SET_ITEM(keys.get(), i, v->keys[i].get());
-    }
+    PyRef keys = keysTuple(*v);
     if (v->dictType && v->self) // a defaultdict: its factory is not rebuilt
       throw Unsupported(
           BreakCategory::SideEffect,
