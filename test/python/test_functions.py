@@ -428,6 +428,25 @@ def test_tensor_factories():
     check(f, torch.randn(2, 3))
 
 
+@pytest.mark.parametrize("call", ["torch.zeros(True)", "torch.randn(True)", "torch.ones([True, 2])",
+                                  "torch.full((False,), 1.0)", "torch.zeros(2, True)",
+                                  "torch.ones([2, True])"])
+def test_bool_sizes_are_taken_or_refused_like_eager(call):
+    # torch takes a bool as a later size (2, True) but refuses it as the
+    # size or its first element; kiln used to build a (1,) tensor.
+    fn = eval(f"lambda x: x.sum() + {call}")
+    x = torch.ones(2)
+    try:
+        want = fn(x)
+    except TypeError as e:
+        with pytest.raises(TypeError, match="must be tuple of ints"):
+            kiln.compile(fn)(x)
+        assert stats()["graph_breaks"] == 1, (str(e), stats())
+        return
+    got = kiln.compile(fn)(x)
+    assert got.shape == want.shape
+
+
 def test_factory_with_requires_grad_falls_back():
     def f(x):
         return x + torch.zeros(3, requires_grad=True)

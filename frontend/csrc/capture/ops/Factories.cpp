@@ -58,6 +58,21 @@ FactorySizes likeSizes(Interpreter &I, Value x) {
 FactorySizes sizeArgument(const std::string &op, const Args &a) {
   FactorySizes s;
   VarP size = a.get("size");
+  // torch's argument parser rejects a bool as the size or as its first
+  // element (`torch.zeros(True)`, `zeros([True, 2])`), yet takes one later
+  // (`zeros(2, True)`): a break lets eager raise its TypeError.
+  auto isBoolConst = [](const VarP &v) { return v && v->isConst() && PyBool_Check(v->obj.get()); };
+  auto firstIsBool = [&](const VarP &v) {
+    if (!v)
+      return false;
+    if (!v->items.empty())
+      return isBoolConst(v->items[0]);
+    PyObject *o = v->isConst() ? v->obj.get() : nullptr;
+    return o && (PyTuple_Check(o) || PyList_Check(o)) && PySequence_Size(o) > 0 &&
+           PyBool_Check(PySequence_Fast_GET_ITEM(o, 0));
+  };
+  if (isBoolConst(size) || firstIsBool(size))
+    throw Unsupported(BreakCategory::UserError, op + ": a bool where torch takes a size");
   if (anySymInt(size)) {
     s.symDims = size->kind == Var::Kind::SymInt ? std::vector<VarP>{size} : size->items;
     for (const VarP &d : s.symDims)
