@@ -382,6 +382,8 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
       }
       return seq;
     }
+    if (s.kind == OutputSlot::Kind::Scalar) // a float/int/bool, exactly eager's
+      return PyObject_CallMethod(results[s.index].get(), "item", nullptr);
     if (s.kind == OutputSlot::Kind::InputView)
       return replayView(inputs[s.index], s.constant.get());
     if (s.kind == OutputSlot::Kind::GraphView)

@@ -185,6 +185,13 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
     return;
   }
+  if (v->kind == Var::Kind::Scalar) { // ops/Scalars.cpp: the 0-d result's .item()
+    auto found = std::find(results.begin(), results.end(), v->scalar);
+    if (found == results.end())
+      found = results.insert(results.end(), v->scalar);
+    outputs.push_back({OutputSlot::Kind::Scalar, (int)(found - results.begin()), {}});
+    return;
+  }
   if (v->isConst()) {
     // A list/dict/set the capture made (sorted(), set() ...) is a new object
     // per call in eager: a returned one is a copy per call, one copy per

@@ -33,6 +33,8 @@ struct OutputSlot {
   /// the effect is replayed): the value of source `index` read at the
   /// call's start, and operator `constant` (a str: + - * ...) on its two
   /// children.
+  /// Scalar: a Python number read from a tensor inside the graph: graph
+  /// result `index` (0-d f64/i64/bool) converted by `.item()`.
   /// Object: an instance of class `cls` made in the capture, rebuilt as
   /// object.__new__(cls) with its attributes (names in `constant`, values
   /// the children) set by object.__setattr__'s generic path.
@@ -47,7 +49,8 @@ struct OutputSlot {
     GraphView,
     Source,
     Binary,
-    Object
+    Object,
+    Scalar
   };
   Kind kind;
   int index = 0;     ///< Graph: result number; Input: graph input number;

@@ -61,6 +61,8 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
       fail("a live tensor is a view of (or viewed by) another one");
     return;
   }
+  case Var::Kind::Scalar: // passed on as the Python number (OutputSlot::Scalar)
+    return;
   case Var::Kind::Const:
     if (v->source >= 0) {
       if (top)

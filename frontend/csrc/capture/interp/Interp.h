@@ -204,6 +204,21 @@ public:
   VarP symbolicExpand(const VarP &x, const VarP &size);
   /// Records the guard `lhs cmp rhs` == `expected` (once).
   void addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs, bool expected);
+  // --- Python numbers read from tensors (ops/Scalars.cpp) ---
+  /// `t.item()` (`type` null: the Python type of t's dtype) or int/float/bool
+  /// of one-element tensor `t`, as a Scalar Var.
+  VarP scalarOfTensor(const VarP &t, PyObject *type);
+  /// Tensor methods `item` and `tolist` (a list of Scalars for a small
+  /// static shape); nullptr for other names.
+  VarP scalarMethod(const VarP &self, const std::string &name, const std::vector<VarP> &args,
+                    const std::map<std::string, VarP> &kwargs);
+  /// `a op b` with a Scalar operand and no tensor one: a Scalar with Python's
+  /// result type; nullptr when neither is a Scalar or one is a tensor;
+  /// Unsupported where the result could differ from Python's (a divisor
+  /// that could be 0, `//`, `%`, `**`, other operands).
+  VarP scalarBinary(const std::string &op, const VarP &a, const VarP &b);
+  /// `-v` / `~v` of a Scalar.
+  VarP scalarUnary(const VarP &v, bool negative);
   /// A binary operator (`+`, `@`, `<` ...) on tensors and/or scalars;
   /// nullptr when neither side is a tensor.
   VarP tensorBinary(const std::string &op, const VarP &a, const VarP &b);
@@ -469,6 +484,11 @@ private:
   /// sum() over tensors as a chain of `+`.
   VarP builtinSum(const std::string &name, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
+  /// int/float/bool/abs/type of a tensor or a Scalar (ops/Scalars.cpp):
+  /// a Scalar (bool(t) is `t != 0`, int of a float breaks: eager's
+  /// conversion of nan/inf and rounding are not reproduced).
+  VarP builtinScalar(const std::string &name, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs);
   /// len() of a tensor (static shape), of a frame container (guarded) or
   /// of a container built here.
   VarP builtinLen(const std::string &name, std::vector<VarP> &args,

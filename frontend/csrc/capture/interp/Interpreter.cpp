@@ -569,6 +569,10 @@ bool Interpreter::truthy(const VarP &v) {
     return !v->items.empty();
   if (v->kind == Var::Kind::SymInt)
     return symIntTruthy(v);
+  if (v->kind == Var::Kind::Scalar) // ops/Scalars.cpp; passed on as a number
+    throw Unsupported(BreakCategory::DataDependent,
+                      "data-dependent branch on a Python number read from a tensor",
+                      hint::kTensorBranch);
   if (v->kind == Var::Kind::Object)
     return objectTruthy(v); // UserObjects.cpp
   int r = PyObject_IsTrue(constObj(v, "branch condition"));

@@ -104,6 +104,8 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
   interp.materializeDeep(lhs);
   interp.materializeDeep(rhs);
   bool anyTensor = lhs->isTensor() || rhs->isTensor();
+  if (VarP r = interp.scalarBinary(sym, lhs, rhs)) // ops/Scalars.cpp
+    return r;
   if (!anyTensor)
     if (VarP r = interp.symIntBinary(sym, lhs, rhs))
       return r;
@@ -143,6 +145,8 @@ VarP OpcodeHandlers::applyUnary(Interpreter &interp, Frame &f, bool negative) {
     std::map<std::string, VarP> nokw;
     return interp.callTensorMethod(v, negative ? "neg" : "bitwise_not", none, nokw);
   }
+  if (v->kind == Var::Kind::Scalar)
+    return interp.scalarUnary(v, negative);
   PyObject *c = constObj(v, "operand");
   PyRef r = PyRef::steal(negative ? PyNumber_Negative(c) : PyNumber_Invert(c));
   if (!r)

@@ -49,6 +49,7 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
     break;
   case Var::Kind::Tensor:
   case Var::Kind::SymInt:
+  case Var::Kind::Scalar:
   case Var::Kind::Tuple:
   case Var::Kind::List:
   case Var::Kind::Iter:
@@ -171,6 +172,11 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       {"isinstance", &Interpreter::builtinIsinstance},
       {"tuple", &Interpreter::builtinSequence},
       {"list", &Interpreter::builtinSequence},
+      {"int", &Interpreter::builtinScalar},
+      {"float", &Interpreter::builtinScalar},
+      {"bool", &Interpreter::builtinScalar},
+      {"abs", &Interpreter::builtinScalar},
+      {"type", &Interpreter::builtinScalar},
   };
   auto handler = handlers.find(name);
   if (handler != handlers.end())
@@ -233,6 +239,15 @@ VarP Interpreter::builtinSum(const std::string &, std::vector<VarP> &args,
       acc = t;
       continue;
     }
+    if (VarP s = scalarBinary("+", acc, item)) { // ops/Scalars.cpp
+#if PY_VERSION_HEX >= 0x030C0000
+      if (s->obj.get() == (PyObject *)&PyFloat_Type) // 3.12 sums floats compensated
+        throw Unsupported(BreakCategory::PythonBuiltin,
+                          "sum() of Python floats read from tensors (compensated summation)");
+#endif
+      acc = s;
+      continue;
+    }
     PyRef r = PyRef::steal(constBinary("+", constObj(acc, "operand"), constObj(item, "operand")));
     if (!r)
       throw Unsupported(BreakCategory::UserError, withPythonError("sum() raised on constants"),
@@ -285,6 +300,8 @@ VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args
     type = v->obj.get(); // a user object or namedtuple (UserObjects.cpp)
   else if (v->kind == Var::Kind::Tuple)
     type = (PyObject *)&PyTuple_Type;
+  else if (v->kind == Var::Kind::Scalar) // a Python number of this type
+    type = v->obj.get();
   else if (v->kind == Var::Kind::List)
     type = (PyObject *)&PyList_Type;
   if (!probe && !type)

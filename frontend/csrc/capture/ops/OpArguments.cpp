@@ -200,6 +200,10 @@ DType resultType(const std::vector<VarP> &operands) {
       DType d = dtypeOf(t.getElementType());
       auto &slot = t.getRank() == 0 ? zeroDim : dims;
       slot = slot ? widerOf(*slot, d) : d;
+    } else if (v->kind == Var::Kind::Scalar) { // a Python number read from a tensor
+      DType d = dtypeOfScalar(v);
+      DTypeCategory c = dtypeCategory(d);
+      scalarCat = scalarCat ? std::max(*scalarCat, c) : c;
     } else {
       std::optional<DTypeCategory> c = scalarCategory(constObj(v, "operand"));
       if (!c)

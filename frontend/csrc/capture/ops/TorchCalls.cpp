@@ -130,6 +130,8 @@ VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
                                    std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
   if (VarP r = callInPlaceMethod(self, name, args, kwargs)) // copy_, fill_, zero_
     return r;
+  if (VarP r = scalarMethod(self, name, args, kwargs)) // item, tolist (Scalars.cpp)
+    return r;
   const OpRegistry &registry = opRegistry();
   const OpBinding *binding = registry.method(name);
   if (!binding && name.size() > 1 && name.back() == '_') {

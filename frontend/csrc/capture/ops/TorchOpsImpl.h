@@ -74,6 +74,9 @@ std::optional<DTypeCategory> scalarCategory(PyObject *o);
 /// The dtype torch gives a Python scalar of category `c` (bool, int64 or
 /// the default float).
 DType scalarDType(DTypeCategory c);
+/// The dtype of Scalar Var `v`'s tensor (ops/Scalars.cpp): F64 for a
+/// Python float, I64 for an int, Bool for a bool.
+DType dtypeOfScalar(const VarP &v);
 
 /// Applies op `op` to bound arguments, recording aliasing facts (views,
 /// fresh results) and applying `inplace=True` (OpTracking.cpp).
@@ -166,6 +169,8 @@ public:
       throw Unsupported(BreakCategory::UserError, "an operand is missing (eager raises)");
     if (v->isTensor())
       return cast(v->value, d);
+    if (v->kind == Var::Kind::Scalar) // as a Python number of its value
+      return cast(v->scalar, d);
     return scalar(constObj(v, "operand"), d);
   }
 

@@ -43,7 +43,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
                         what + ": storing a mutable container made at capture is not supported");
     return;
   }
-  case Var::Kind::Lazy: // an expression or the caller's object, rebuilt per call
+  case Var::Kind::Lazy:   // an expression or the caller's object, rebuilt per call
+  case Var::Kind::Scalar: // stored as the Python number (OutputSlot::Scalar)
     return;
   case Var::Kind::Tensor:
     if (v->vmapLevels > 0)

@@ -27,6 +27,14 @@ VarP makeTensor(mlir::Value value) {
   return v;
 }
 
+VarP makeScalar(mlir::Value value, PyObject *type) {
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Scalar;
+  v->scalar = value;
+  v->obj = PyRef::borrow(type);
+  return v;
+}
+
 VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
   auto v = std::make_shared<Var>();
   v->kind = kind;

@@ -64,6 +64,12 @@ struct Var {
                   ///< (UserObjects.cpp): `obj` its class, `keys`/`items`
                   ///< its attributes (instance dict or slots) in the order
                   ///< they were set, `self` the Var the class was read from
+    Scalar,       ///< a Python number known only when the graph runs (`.item()`,
+                  ///< `float(t)` ...; ops/Scalars.cpp): `scalar` a 0-d tensor of
+                  ///< it (f64 for a float, i64 for an int, i1 for a bool), `obj`
+                  ///< its Python type. Arithmetic with numbers, tensor operands
+                  ///< and comparisons take it; it escapes (returned, stored, live
+                  ///< at a break) as the Python number; anything else breaks
   };
   Kind kind = Kind::Null;
   mlir::Value value;
@@ -138,6 +144,9 @@ struct Var {
   SizeExprP sym;
   int64_t captured = 0;
   bool staticSym = false;
+  /// Scalar: its value as a 0-d tensor of the graph (`value` stays null, so
+  /// no tensor path takes a Scalar by mistake).
+  mlir::Value scalar;
 
   /// Iter: makes the next item on demand once `items` are used up (a
   /// generator's frame resumed to its next yield, zip/map/itertools over
@@ -161,6 +170,8 @@ struct Var {
 VarP makeConst(PyRef obj, int source = -1);
 /// A Tensor Var of kiln IR value `v`.
 VarP makeTensor(mlir::Value v);
+/// A Scalar Var: 0-d tensor `v` (f64/i64/i1) read as a Python `type`.
+VarP makeScalar(mlir::Value v, PyObject *type);
 /// A Var of `kind` (Tuple, List, Iter, SymSlice ...) holding `items`.
 VarP makeSeq(Var::Kind kind, std::vector<VarP> items);
 /// Index of `key` in dict var `d`, or -1.
