@@ -20,7 +20,8 @@ from capture_corpus import SAMPLE, all_cases  # noqa: E402
 # Whole graphs on the landed main (graphs >= 1, no break, no eager frame).
 WHOLE_GRAPH = {"hf.repeat_kv", "hf.greedy_next_token", "hf.invert_mask_min_value",
                "vision.window_partition", "vision.channel_shuffle", "training.mse_and_l1",
-               "control.shape_arith_reshape", "mutation.iadd_input", "mutation.zero_input"}
+               "control.shape_arith_reshape", "mutation.iadd_input", "mutation.zero_input",
+               "scalars.item_in_arithmetic", "scalars.int_float_bool_of_tensor"}
 
 
 def test_sample_names_exist():

@@ -67,15 +67,16 @@ def test_data_dependent_branch_resumes_in_either_branch(capfd):
 
 
 def test_item_breaks(capfd):
+    # .item() itself is a Python number of the graph; `//` on it breaks
     def f(x):
-        return x * x.sum().item()
+        return x * (x.sum().item() // 0.5)
 
     cf = kiln.compile(f)
     x = torch.randn(4)
     with kiln.config.patch(**LOG_BREAKS):
         assert_close(cf(x), f(x))
     _, err = capfd.readouterr()
-    assert "item" in err
+    assert "read from a tensor" in err
     s = stats()
     assert s["graph_breaks"] == 1 and s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
 

@@ -260,3 +260,88 @@ def test_scalar_zero_division_raises_like_eager():
 
     with pytest.raises(ZeroDivisionError):
         kiln.compile(f)(torch.zeros(3))
+
+
+def test_item_in_a_graph_that_needs_gradients():
+    w = torch.randn(4, requires_grad=True)
+
+    def f(x):
+        h = torch.tanh(x * w)
+        s = h.sum().item()  # a number: no gradient flows through it
+        return (h * h).sum() * s, s
+
+    x = torch.randn(4)
+    out, s = kiln.compile(f)(x)
+    out.backward()
+    g = w.grad.clone()
+    w.grad = None
+    out_e, s_e = f(x)
+    out_e.backward()
+    same(s, s_e)
+    assert_close(out.detach(), out_e.detach(), rtol=1e-5, atol=1e-6)
+    assert_close(g, w.grad, rtol=1e-4, atol=1e-5)
+    assert counts()[1] == 0
+
+
+def test_scalar_assigned_into_a_tensor_breaks():
+    def f(x):
+        y = x * 2
+        y[0] = x[1].item()  # index assignment takes constants and tensors only
+        return y
+
+    check(f, (torch.randn(4),), exact=True)
+    assert counts()[1] == 1
+
+
+def test_attribute_of_a_scalar_breaks():
+    def f(x):
+        s = x.sum().item()
+        return x * s, s.is_integer()
+
+    check(f, (torch.ones(4),), (torch.rand(4),))
+    assert counts()[1] >= 1
+
+
+def test_scalar_used_in_a_comprehension_retries_with_the_read_as_break():
+    # In 3.11 the comprehension is a function call: a break inside it cannot
+    # resume, so the frame is captured again with .tolist() as the break.
+    def f(x):
+        vals = x[0, :3].tolist()
+        return [round(v, 3) for v in vals], sum(vals)
+
+    check(f, (torch.randn(3, 4),), (torch.randn(3, 4),))
+    graphs, breaks, eager = counts()
+    assert breaks >= 1 and graphs >= 2
+
+
+def test_scalar_through_a_helper_and_a_lazy_counter():
+    class State:
+        total = 0.0
+
+    st = State()
+
+    def peak(v):
+        return v.abs().max().item()
+
+    def f(x):
+        m = peak(x)
+        st.total += m
+        return x / (m + 1.0)
+
+    cf = kiln.compile(f)
+    x = torch.randn(5)
+    got = cf(x)
+    t_kiln = st.total
+    st.total = 0.0
+    want = f(x)
+    assert_close(got, want)
+    same(t_kiln, st.total)
+    assert counts()[1] == 0
+
+
+def test_scalar_first_argument_rejected_like_eager():
+    def f(x):
+        return torch.eq(x.sum().item(), x)  # eager: TypeError (a number as input)
+
+    with pytest.raises(TypeError):
+        kiln.compile(f)(torch.randn(3))

@@ -30,7 +30,8 @@ SAMPLE = (
     "containers.dict_update_setdefault", "containers.set_of_tensors_by_identity",
     "containers.list_sort_reverse", "scalars.numpy_roundtrip", "scalars.stride_and_offset",
     "scalars.dropout_functional_training", "mutation.iadd_input", "mutation.zero_input",
-    "mutation.view_of_input_mutated",
+    "mutation.view_of_input_mutated", "scalars.item_in_arithmetic",
+    "scalars.int_float_bool_of_tensor", "scalars.item_then_branch",
 )
 
 

@@ -364,6 +364,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     // A Python error still pending is what made the construct fail: keep its text.
     failure.reason = withPythonError(e.what());
     failure.rootOffset = effectOffset >= 0 ? effectOffset : interp.rootOffset();
+    failure.madeScalars = out.madeScalars;
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";
     if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(interp.loc()))

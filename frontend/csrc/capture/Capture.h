@@ -209,6 +209,11 @@ struct Capture {
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
   std::vector<OutputSlot> outputs; ///< the result tree, root first
+  /// In: `.item()`, `.tolist()`, int/float/bool of a tensor break instead
+  /// of becoming Scalars (the retry after a break that could not resume:
+  /// one at the read itself may). Out: whether the capture made Scalars.
+  bool scalarsAsBreaks = false;
+  bool madeScalars = false;
   /// Whether grad mode was on at capture (guarded).
   bool gradMode = false;
   /// torch.get_default_dtype() at capture (guarded like grad mode).
@@ -252,6 +257,8 @@ struct CaptureFailure {
   /// that was being inlined, for a failure inside a callee); -1 when the
   /// failure was not inside an instruction (e.g. the result).
   int rootOffset = -1;
+  /// The capture read Python numbers from tensors (Capture::madeScalars).
+  bool madeScalars = false;
 };
 
 /// Whether the entry's backward recomputes the function eagerly

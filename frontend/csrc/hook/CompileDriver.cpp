@@ -248,9 +248,11 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
                                     DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
-                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed) {
+                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed,
+                                    bool scalarsAsBreaks) {
   auto t0 = Clock::now();
   Capture cap;
+  cap.scalarsAsBreaks = scalarsAsBreaks;
   cap.gradMode = gradEnabled();
   cap.dynamic.mode = mode;
   cap.dynamic.autoDims = autoDims;
@@ -259,6 +261,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   // Specializes: captures again with every size static.
   auto specialize = [&]() {
     Capture again;
+    again.scalarsAsBreaks = scalarsAsBreaks;
     again.gradMode = gradEnabled();
     again.dynamic.forceStatic = true;
     failure = CaptureFailure();
@@ -284,11 +287,12 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
 }
 
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure) {
+                                    CaptureFailure &failure, bool scalarsAsBreaks) {
   auto t0 = Clock::now();
   std::string why;
   int start = planBreak(code, failure.rootOffset, why);
   Capture cap;
+  cap.scalarsAsBreaks = scalarsAsBreaks;
   cap.gradMode = gradEnabled();
   cap.stopOffset = start;
   CaptureFailure again;

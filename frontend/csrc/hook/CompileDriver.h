@@ -26,15 +26,17 @@ namespace kiln {
 /// (the same assumptions fail the same way).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
                                     DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
-                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed);
+                                    CaptureFailure &failure, std::unique_ptr<Entry> &failed,
+                                    bool scalarsAsBreaks = false);
 
 /// After a failed capture that stopped inside the root frame's instruction
 /// at failure.rootOffset: captures the frame again up to that instruction
 /// and compiles it as a graph break's prefix (the rest runs through
 /// kiln/_resume.py's stub and resume function). Null, with the reason it
 /// cannot resume appended to `failure.reason`, when that is impossible.
+/// `scalarsAsBreaks`: Capture::scalarsAsBreaks of both captures.
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure);
+                                    CaptureFailure &failure, bool scalarsAsBreaks = false);
 
 } // namespace kiln
 

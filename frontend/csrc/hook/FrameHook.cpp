@@ -236,6 +236,29 @@ PyObject *runEagerAfterFailure(FrameCall &call, const CaptureFailure &failure,
   return nullptr;
 }
 
+/// A break that cannot resume after a capture that read Python numbers from
+/// tensors (a Scalar used inside an inlined call, say): captured again with
+/// those reads as breaks, which may resume where the later use could not
+/// (as before Scalars existed). On success `failure`/`failed` describe the
+/// new break; null (both untouched) otherwise.
+std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &failure,
+                                             std::unique_ptr<Entry> &failed) {
+  CaptureFailure again;
+  std::unique_ptr<Entry> failedAgain;
+  std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
+                                              call.cache.autoDims, again, failedAgain,
+                                              /*scalarsAsBreaks=*/true);
+  if (entry) // whole this time (not expected): keep the first outcome's account
+    return nullptr;
+  if (again.rootOffset >= 0)
+    entry = compileBreak(call.code, call.func, call.view, again, /*scalarsAsBreaks=*/true);
+  if (!entry || !holdsNow(*entry, call))
+    return nullptr;
+  failure = again;
+  failed = std::move(failedAgain);
+  return entry;
+}
+
 /// Captures and compiles the frame (or its prefix up to a graph break) and
 /// runs it; on failure the frame runs eagerly. `lock` is held on entry and
 /// released before the new entry runs (user code never runs under it).
@@ -252,6 +275,8 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
       failure.reason += "; cannot resume after it: guards do not hold right after capture";
       entry = nullptr;
     }
+    if (!entry && failure.madeScalars)
+      entry = retryWithScalarBreaks(call, failure, failed);
     if (entry)
       reportBreak(breakFromFailure(codeName(call.code), failure, /*resumed=*/true));
   }

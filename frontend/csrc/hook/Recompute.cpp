@@ -51,9 +51,11 @@ PyObject *resultPaths(const Entry &entry) {
     paths[s.index] = t;
   };
   walk();
+  // A result only read as a Python number (OutputSlot::Scalar) has no
+  // tensor in the eager result: None (no gradient flows through .item()).
   PyObject *all = PyTuple_New(paths.size());
   for (size_t i = 0; i < paths.size(); ++i)
-    PyTuple_SET_ITEM(all, i, paths[i].release());
+    PyTuple_SET_ITEM(all, i, paths[i] ? paths[i].release() : (Py_INCREF(Py_None), Py_None));
   return all;
 }
 

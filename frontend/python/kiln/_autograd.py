@@ -65,6 +65,9 @@ def select(paths, recompute):
         result = recompute()
         outs = []
         for path in paths:
+            if path is None:  # a result read only as a Python number (.item())
+                outs.append(None)
+                continue
             o = result
             for k in path:  # an index, a dict key, or slice(name): an object's attribute
                 o = getattr(o, k.start) if isinstance(k, slice) else o[k]

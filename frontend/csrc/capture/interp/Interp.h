@@ -208,6 +208,9 @@ public:
   /// `t.item()` (`type` null: the Python type of t's dtype) or int/float/bool
   /// of one-element tensor `t`, as a Scalar Var.
   VarP scalarOfTensor(const VarP &t, PyObject *type);
+  /// Records that the capture reads a Python number from a tensor (`what`),
+  /// or throws Unsupported under Capture::scalarsAsBreaks.
+  void noteScalars(const char *what);
   /// Tensor methods `item` and `tolist` (a list of Scalars for a small
   /// static shape); nullptr for other names.
   VarP scalarMethod(const VarP &self, const std::string &name, const std::vector<VarP> &args,

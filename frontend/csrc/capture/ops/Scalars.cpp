@@ -150,8 +150,17 @@ Value compare(Emit &e, const std::string &op, Value x, Value y) {
 
 DType dtypeOfScalar(const VarP &v) { return dtypeForType(v->obj.get()); }
 
+void Interpreter::noteScalars(const char *what) {
+  if (out_.scalarsAsBreaks)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      std::string(what) + " as a graph value: a later use of it broke where the "
+                                          "capture cannot resume, so the read itself breaks");
+  out_.madeScalars = true;
+}
+
 VarP Interpreter::scalarOfTensor(const VarP &t, PyObject *type) {
   const char *what = type ? "a Python number" : "Tensor.item()";
+  noteScalars(what);
   if (t->vmapLevels > 0)
     throw Unsupported(BreakCategory::UnsupportedOp, std::string(what) + " inside torch.vmap");
   Emit e(*this);
@@ -183,6 +192,7 @@ VarP Interpreter::scalarMethod(const VarP &self, const std::string &name,
                       "Tensor.tolist() of more than " + std::to_string(kMaxListElements) +
                           " elements",
                       "keep the values in a tensor inside the compiled function");
+  noteScalars("Tensor.tolist()");
   if (self->vmapLevels > 0)
     throw Unsupported(BreakCategory::UnsupportedOp, "Tensor.tolist() inside torch.vmap");
   Emit e(*this);

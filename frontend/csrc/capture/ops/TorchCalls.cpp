@@ -49,10 +49,14 @@ VarP callOperatorFunction(Interpreter &I, PyObject *callee, const OperatorFuncti
 
 namespace {
 /// The argument as torch would receive it at this check: a constant as
-/// itself, a tensor as a meta tensor like it; null when neither.
+/// itself, a tensor as a meta tensor like it, a Scalar (ops/Scalars.cpp) as
+/// a number of its type (1: no division by zero at the check); null when
+/// none of these.
 PyRef argumentForCheck(const VarP &v) {
   if (v->isConst())
     return v->obj;
+  if (v->kind == Var::Kind::Scalar)
+    return PyRef::steal(PyObject_CallOneArg(v->obj.get(), PyRef::steal(PyLong_FromLong(1)).get()));
   return v->isTensor() ? metaTensorOf(v->value) : PyRef();
 }
 } // namespace
@@ -63,10 +67,11 @@ void Interpreter::checkScalarInputAccepted(PyObject *callee, const std::vector<V
   // functions (torch.add(2.5, t)) and reject it with a TypeError for others
   // (torch.eq(2.5, t)). Argument parsing depends only on
   // the arguments' types, so the call is tried once on meta tensors.
-  if (args.empty() || !args[0]->isConst())
+  if (args.empty() || !(args[0]->isConst() || args[0]->kind == Var::Kind::Scalar))
     return;
-  PyObject *first = args[0]->obj.get();
-  if (!PyLong_Check(first) && !PyFloat_Check(first) && !PyComplex_Check(first))
+  PyObject *first = args[0]->obj.get(); // a Scalar's type
+  if (args[0]->isConst() && !PyLong_Check(first) && !PyFloat_Check(first) &&
+      !PyComplex_Check(first))
     return;
   // Only calls with a tensor argument: everything then runs on meta tensors
   // (a factory such as torch.zeros(n) would allocate, torch.randn(n) would
