@@ -82,6 +82,8 @@ const std::unordered_map<std::string, ConstOperator> &constOperators() {
   return operators;
 }
 
+bool isNoneConst(const VarP &v) { return v->isConst() && v->obj.get() == Py_None; }
+
 /// Pushes the Python bool `value`.
 void pushBool(Frame &f, bool value) {
   f.stack.push_back(makeConst(PyRef::borrow(value ? Py_True : Py_False)));
@@ -190,6 +192,11 @@ bool sameTensorObject(const VarP &a, const VarP &b) {
 void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool same;
+  bool scalar = lhs->kind == Var::Kind::Scalar || rhs->kind == Var::Kind::Scalar;
+  if (scalar && lhs != rhs && !isNoneConst(lhs) && !isNoneConst(rhs))
+    // `b is True`, `k is 1`: the answer depends on the number (ops/Scalars.cpp)
+    throw Unsupported(BreakCategory::DataDependent,
+                      "'is' between a Python number read from a tensor and another value");
   if (lhs->isTensor() || rhs->isTensor()) {
     same = lhs->isTensor() && rhs->isTensor() && sameTensorObject(lhs, rhs);
   } else if (!lhs->isConst() || !rhs->isConst()) {
