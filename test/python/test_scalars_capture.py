@@ -354,3 +354,23 @@ def test_is_with_a_scalar():
 
     check(f, (torch.ones(3),), (-torch.ones(3),))
     assert counts()[1] >= 1  # `b is True` depends on the value: a break
+
+
+def test_scalars_appended_and_stored_in_caller_containers():
+    losses, seen = [], {}
+
+    def f(x):
+        loss = (x * x).mean()
+        losses.append(loss.item())
+        seen["argmax"] = int(x.argmax())
+        return loss
+
+    cf = kiln.compile(f)
+    x = torch.randn(5)
+    cf(x)
+    got = (list(losses), dict(seen))
+    losses.clear()
+    seen.clear()
+    f(x)
+    same(got, (losses, seen))
+    assert counts()[1] == 0
