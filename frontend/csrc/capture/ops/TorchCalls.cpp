@@ -174,10 +174,25 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
   if (!def)
     throw Unsupported(BreakCategory::UnsupportedOp,
                       "operator " + sym + " on tensors is not supported yet");
-  Args args;
-  args.named["input"] = a;
-  args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
-  VarP r = applyTracked(*this, *def, args);
+  // A handler that refuses (an integer // by a tensor ...) runs the
+  // operator through torch (Tensor.__floordiv__, __rfloordiv__ for 3 // x).
+  static const std::map<std::string, std::string> dunders = {
+      {"+", "add"},       {"-", "sub"}, {"*", "mul"},  {"/", "truediv"},
+      {"//", "floordiv"}, {"%", "mod"}, {"**", "pow"}, {"@", "matmul"},
+      {"&", "and"},       {"|", "or"},  {"^", "xor"}};
+  auto dunder = dunders.find(op);
+  std::vector<VarP> callArgs = a->isTensor() ? std::vector<VarP>{a, b} : std::vector<VarP>{b, a};
+  std::map<std::string, VarP> noKwargs;
+  std::string method = dunder == dunders.end()
+                           ? std::string()
+                           : (a->isTensor() ? "__" : "__r") + dunder->second + "__";
+  auto attempt = [&] {
+    Args args;
+    args.named["input"] = a;
+    args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
+    return applyTracked(*this, *def, args);
+  };
+  VarP r = method.empty() ? attempt() : withFallback(nullptr, method, callArgs, noKwargs, attempt);
   if (inplace && a->isTensor() && r && r->isTensor())
     return assignInPlace(a, r->value, "in-place " + sym);
   return r;
