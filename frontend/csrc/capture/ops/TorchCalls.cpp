@@ -102,6 +102,32 @@ void Interpreter::checkScalarInputAccepted(PyObject *callee, const std::vector<V
   PyErr_Clear(); // not an argument-type error (a meta kernel missing): no verdict
 }
 
+namespace {
+
+/// `torch.relu_(x)` (F.relu_), `torch.sigmoid_(x)`: the in-place form of a
+/// mapped torch function `torch.<name>` whose op has one, applied to the
+/// first argument like `x.relu_()`; nullptr for any other callee.
+VarP inPlaceTorchFunction(Interpreter &I, PyObject *callee, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs) {
+  PyRef nameObj = PyRef::steal(PyObject_GetAttrString(callee, "__name__"));
+  PyErr_Clear();
+  std::string name = nameObj && PyUnicode_Check(nameObj.get()) ? pyText(nameObj.get()) : "";
+  if (name.size() < 2 || name.back() != '_' || name[name.size() - 2] == '_' || args.empty() ||
+      !args[0]->isTensor())
+    return nullptr;
+  PyRef same = PyRef::steal(PyObject_GetAttrString(torchModule(), name.c_str()));
+  PyRef base =
+      PyRef::steal(PyObject_GetAttrString(torchModule(), name.substr(0, name.size() - 1).c_str()));
+  PyErr_Clear();
+  const OpBinding *binding = base ? opRegistry().function(base.get()) : nullptr;
+  if (same.get() != callee || !binding || !binding->op->hasInPlaceForm())
+    return nullptr;
+  Args a = bindArguments(*binding, args, kwargs);
+  return applyInPlace(I, *binding->op, a, "torch." + name);
+}
+
+} // namespace
+
 VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
   const OpRegistry &registry = opRegistry();
@@ -109,7 +135,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
     return callOperatorFunction(*this, callee, *op, args, kwargs);
   const OpBinding *binding = registry.function(callee);
   if (!binding)
-    return nullptr;
+    return inPlaceTorchFunction(*this, callee, args, kwargs);
   checkScalarInputAccepted(callee, args, kwargs);
   // `out=t`: computed functionally, then stored into t (InPlace.cpp).
   VarP out = takeOutArgument(kwargs);
