@@ -418,6 +418,56 @@ def Kiln_MinimumOp : Kiln_BroadcastingBinaryOp<"minimum", Kiln_Tensor, Kiln_Tens
   }];
 }
 
+/// Element types that division with rounding accepts: floats and signed
+/// integers other than i1.
+def Kiln_DivisibleTensor : RankedTensorOf<[AnyFloat, I8, I16, I32, I64]>;
+
+def Kiln_FmodOp : Kiln_BroadcastingBinaryOp<"fmod", Kiln_DivisibleTensor,
+                                            Kiln_DivisibleTensor> {
+  let summary = "Broadcasting truncated remainder (torch.fmod)";
+  let description = [{
+    `lhs - trunc(lhs / rhs) * rhs` computed exactly, with the sign of `lhs`
+    (C's `fmod` and integer `%`), as torch.fmod. Floats follow IEEE `fmod`:
+    a zero divisor or an infinite dividend gives NaN, an infinite divisor
+    gives `lhs`. Python's `%` (torch.remainder, the sign of the divisor) is
+    captured as `fmod` plus `rhs` where the signs differ.
+
+    Integers: eager raises on a zero divisor; here a zero divisor gives 0 (the
+    frontend emits integer `fmod` only with a nonzero constant divisor) and
+    `INT_MIN fmod -1` is 0, so the op never traps.
+
+    Example:
+    ```mlir
+    %0 = kiln.fmod %a, %b : tensor<4x8xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_FloorDivOp : Kiln_BroadcastingBinaryOp<"floor_div", Kiln_DivisibleTensor,
+                                                Kiln_DivisibleTensor> {
+  let summary = "Broadcasting floor division (torch.floor_divide, Python //)";
+  let description = [{
+    `floor(lhs / rhs)` with eager torch's rounding. Floats use torch's
+    fmod-based algorithm, not `floor(lhs / rhs)`: `div = (lhs - fmod(lhs,
+    rhs)) / rhs`, minus one where the remainder and the divisor differ in
+    sign, then rounded to the nearest integer (so `1.0 // 0.1` is 9, as in
+    Python and torch, where `floor(1.0 / 0.1)` is 10); a zero quotient keeps
+    the sign of `lhs / rhs` and a zero divisor gives `lhs / rhs` (±inf or
+    NaN). No fast-math flags: the true division is never turned into a
+    multiplication by a reciprocal.
+
+    Integers round toward negative infinity (`-7 // 2 == -4`). Eager raises
+    on a zero divisor; here it gives `lhs` (the frontend emits integer
+    `floor_div` only with a nonzero constant divisor) and `INT_MIN // -1`
+    wraps to `INT_MIN`, so the op never traps.
+
+    Example:
+    ```mlir
+    %0 = kiln.floor_div %a, %b : tensor<4x8xi64>, tensor<i64>
+    ```
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Comparisons and select
 //===----------------------------------------------------------------------===//

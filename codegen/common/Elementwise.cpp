@@ -196,6 +196,82 @@ Value binaryByType(OpBuilder &b, Location loc, ValueRange a) {
   return b.create<IntOp>(loc, a[0], a[1]);
 }
 
+/// An integer divisor that never traps: 1 where `d` is 0 or -1 (the
+/// callers give those their own results).
+Value safeIntDivisor(OpBuilder &b, Location loc, Value d) {
+  Type t = d.getType();
+  auto eq = [&](double v) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, d, cst(b, loc, t, v));
+  };
+  Value unsafe = b.create<arith::OrIOp>(loc, eq(0), eq(-1));
+  return b.create<arith::SelectOp>(loc, unsafe, cst(b, loc, t, 1), d);
+}
+
+/// Whether remainder `r` is nonzero and differs in sign from divisor `d`:
+/// where truncated and floored division disagree.
+Value signsDiffer(OpBuilder &b, Location loc, Value r, Value d) {
+  Type t = r.getType();
+  Value zero = cst(b, loc, t, 0.0);
+  if (isFloat(t)) {
+    Value nonzero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, r, zero);
+    Value rNeg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, r, zero);
+    Value dNeg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, d, zero);
+    return b.create<arith::AndIOp>(loc, nonzero, b.create<arith::XOrIOp>(loc, rNeg, dNeg));
+  }
+  Value nonzero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, r, zero);
+  Value rNeg = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, r, zero);
+  Value dNeg = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, d, zero);
+  return b.create<arith::AndIOp>(loc, nonzero, b.create<arith::XOrIOp>(loc, rNeg, dNeg));
+}
+
+/// Integer floor division: truncated quotient minus one where the remainder
+/// and the divisor differ in sign; a zero divisor gives `a`, -1 gives `-a`.
+Value intFloorDiv(OpBuilder &b, Location loc, Value a, Value d) {
+  Type t = a.getType();
+  Value safe = safeIntDivisor(b, loc, d);
+  Value q = b.create<arith::DivSIOp>(loc, a, safe);
+  Value r = b.create<arith::RemSIOp>(loc, a, safe);
+  Value qm1 = b.create<arith::SubIOp>(loc, q, cst(b, loc, t, 1));
+  q = b.create<arith::SelectOp>(loc, signsDiffer(b, loc, r, d), qm1, q);
+  Value isM1 = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, d, cst(b, loc, t, -1));
+  Value neg = b.create<arith::SubIOp>(loc, cst(b, loc, t, 0), a);
+  return b.create<arith::SelectOp>(loc, isM1, neg, q);
+}
+
+/// Float floor division as torch computes it (div_floor_floating_vec in
+/// ATen): fmod-based, rounded to the nearest integer, never a reciprocal.
+Value floatFloorDiv(OpBuilder &b, Location loc, Value a, Value d) {
+  Type t = a.getType();
+  using P = arith::CmpFPredicate;
+  auto cmp = [&](P p, Value x, Value y) { return b.create<arith::CmpFOp>(loc, p, x, y); };
+  Value zero = cst(b, loc, t, 0.0), one = cst(b, loc, t, 1.0), inf = cst(b, loc, t, INFINITY);
+  Value basic = b.create<arith::DivFOp>(loc, a, d);
+  Value mod = b.create<arith::RemFOp>(loc, a, d);
+  // a - mod, or a where a / d overflows while a is finite (ATen's fixup).
+  Value overflow =
+      b.create<arith::AndIOp>(loc, cmp(P::OEQ, b.create<math::AbsFOp>(loc, basic), inf),
+                              cmp(P::UNE, b.create<math::AbsFOp>(loc, a), inf));
+  Value whole = b.create<arith::SelectOp>(loc, overflow, a, b.create<arith::SubFOp>(loc, a, mod));
+  Value div = b.create<arith::DivFOp>(loc, whole, d);
+  div = b.create<arith::SelectOp>(loc, signsDiffer(b, loc, mod, d),
+                                  b.create<arith::SubFOp>(loc, div, one), div);
+  Value fl = b.create<math::FloorOp>(loc, div);
+  Value up = cmp(P::OGT, b.create<arith::SubFOp>(loc, div, fl), cst(b, loc, t, 0.5));
+  fl = b.create<arith::SelectOp>(loc, up, b.create<arith::AddFOp>(loc, fl, one), fl);
+  Value signedZero = b.create<math::CopySignOp>(loc, zero, basic);
+  fl = b.create<arith::SelectOp>(loc, cmp(P::OEQ, div, zero), signedZero, fl);
+  return b.create<arith::SelectOp>(loc, cmp(P::OEQ, d, zero), basic, fl);
+}
+
+/// Whether a user of division `op` rounds its quotient to an integer.
+bool roundedQuotient(DivOp op) {
+  return llvm::any_of(op->getUsers(), [](Operation *user) {
+    if (auto cast = dyn_cast<CastOp>(user))
+      return !isFloat(getElementTypeOrSelf(cast.getType()));
+    return isa<TruncOp, FloorOp, CeilOp, RoundOp>(user);
+  });
+}
+
 // One overload per op: the scalar computation from the body's arguments.
 #define KILN_BODY(OP) [[maybe_unused]] Value body(OP op, OpBuilder &b, Location loc, ValueRange a)
 
@@ -266,11 +342,13 @@ KILN_BODY(MulOp) { return binaryByType<arith::MulFOp, arith::AndIOp, arith::MulI
 KILN_BODY(DivOp) {
   // A divisor constant along the innermost dim (a keepdim sum, a scalar)
   // gets `arcp` so LLVM hoists its reciprocal out of the inner loop, as
-  // torch's softmax multiplies by 1/sum.
+  // torch's softmax multiplies by 1/sum. A quotient rounded to an integer
+  // (trunc, floor, ceil, round, a cast to an integer) keeps the exact IEEE
+  // division: one ulp there can change the rounded result by one.
   auto result = cast<RankedTensorType>(op.getType());
   auto rhs = cast<RankedTensorType>(op.getRhs().getType());
   bool invariant = result.getRank() > 0 && result.getShape().back() != 1 &&
-                   (rhs.getRank() == 0 || rhs.getShape().back() == 1);
+                   (rhs.getRank() == 0 || rhs.getShape().back() == 1) && !roundedQuotient(op);
   auto flags = invariant ? arith::FastMathFlags::arcp : arith::FastMathFlags::none;
   return b.create<arith::DivFOp>(loc, a[0], a[1],
                                  arith::FastMathFlagsAttr::get(b.getContext(), flags));
@@ -281,6 +359,17 @@ KILN_BODY(MaximumOp) {
 }
 KILN_BODY(MinimumOp) {
   return binaryByType<arith::MinimumFOp, arith::AndIOp, arith::MinSIOp>(b, loc, a);
+}
+KILN_BODY(FmodOp) {
+  if (isFloat(a[0].getType()))
+    return b.create<arith::RemFOp>(loc, a[0], a[1]);
+  // x % 1 == 0, which is also x fmod -1 (and 0 for a zero divisor).
+  return b.create<arith::RemSIOp>(loc, a[0], safeIntDivisor(b, loc, a[1]));
+}
+KILN_BODY(FloorDivOp) {
+  if (isFloat(a[0].getType()))
+    return floatFloorDiv(b, loc, a[0], a[1]);
+  return intFloorDiv(b, loc, a[0], a[1]);
 }
 KILN_BODY(SelectOp) { return b.create<arith::SelectOp>(loc, a[0], a[1], a[2]); }
 #undef KILN_BODY
@@ -389,15 +478,15 @@ struct ConstantLowering : OpConversionPattern<ConstantOp> {
 void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ConstantLowering>(ctx);
-  patterns
-      .add<ElementwiseLowering<CastOp>, ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
-           ElementwiseLowering<ReluOp>, ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
-           ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>, ElementwiseLowering<GeluOp>,
-           ElementwiseLowering<SiluOp>, ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
-           ElementwiseLowering<ErfOp>, ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
-           ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
-           ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
-           ElementwiseLowering<SelectOp>>(ctx);
+  patterns.add<
+      ElementwiseLowering<CastOp>, ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
+      ElementwiseLowering<ReluOp>, ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
+      ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>, ElementwiseLowering<GeluOp>,
+      ElementwiseLowering<SiluOp>, ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
+      ElementwiseLowering<ErfOp>, ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
+      ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>, ElementwiseLowering<PowOp>,
+      ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>, ElementwiseLowering<FmodOp>,
+      ElementwiseLowering<FloorDivOp>, ElementwiseLowering<SelectOp>>(ctx);
   patterns
       .add<ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>, ElementwiseLowering<TanOp>,
            ElementwiseLowering<AtanOp>, ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,

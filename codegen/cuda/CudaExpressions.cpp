@@ -378,6 +378,7 @@ static std::optional<std::string> translateOp(Operation *op, ArrayRef<std::strin
       .Case<math::AtanOp>([&](auto) { return f("atan"); })
       .Case<math::PowFOp>([&](auto) { return f("pow"); })
       .Case<math::FmaOp>([&](auto) { return f("fma"); })
+      .Case<math::CopySignOp>([&](auto) { return f("copysign"); })
       .Case<math::AbsIOp>([&](auto) { return "abs(" + a[0] + ")"; })
       .Default([](Operation *) { return std::nullopt; });
 }

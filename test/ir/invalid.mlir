@@ -20,6 +20,24 @@ func.func @binary_element_type_mismatch(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 
 // -----
 
+// Tests that kiln.fmod rejects bool operands (torch.fmod of bools raises).
+func.func @fmod_bool(%a: tensor<4xi1>, %b: tensor<4xi1>) {
+  // expected-error @+1 {{'kiln.fmod' op operand #0 must be ranked tensor of floating-point or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = "kiln.fmod"(%a, %b) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+// Tests that kiln.floor_div rejects bool operands.
+func.func @floor_div_bool(%a: tensor<4xi1>, %b: tensor<4xi1>) {
+  // expected-error @+1 {{'kiln.floor_div' op operand #0 must be ranked tensor of floating-point or 8-bit signless integer}}
+  %0 = "kiln.floor_div"(%a, %b) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
 // Tests that the custom form reports the element type mismatch while parsing.
 func.func @binary_element_type_mismatch_custom(%a: tensor<4xi64>, %b: tensor<4xi32>) {
   // expected-error @+1 {{operands have different element types ('i64' vs 'i32')}}

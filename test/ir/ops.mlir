@@ -184,6 +184,22 @@ func.func @maximum(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 
+// Tests that the kiln.fmod example round-trips.
+// CHECK-LABEL: func.func @fmod
+// CHECK: kiln.fmod %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<f32>
+func.func @fmod(%a: tensor<4x8xf32>, %b: tensor<f32>) -> tensor<4x8xf32> {
+  %0 = kiln.fmod %a, %b : tensor<4x8xf32>, tensor<f32>
+  return %0 : tensor<4x8xf32>
+}
+
+// Tests that the kiln.floor_div example round-trips.
+// CHECK-LABEL: func.func @floor_div
+// CHECK: kiln.floor_div %{{.*}}, %{{.*}} : tensor<4x8xi64>, tensor<i64>
+func.func @floor_div(%a: tensor<4x8xi64>, %b: tensor<i64>) -> tensor<4x8xi64> {
+  %0 = kiln.floor_div %a, %b : tensor<4x8xi64>, tensor<i64>
+  return %0 : tensor<4x8xi64>
+}
+
 // Tests that the kiln.minimum example round-trips.
 // CHECK-LABEL: func.func @minimum
 // CHECK: kiln.minimum %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>

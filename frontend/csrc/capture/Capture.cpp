@@ -363,7 +363,9 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     failure.hint = e.hint;
     // A Python error still pending is what made the construct fail: keep its text.
     failure.reason = withPythonError(e.what());
-    failure.rootOffset = effectOffset >= 0 ? effectOffset : interp.rootOffset();
+    failure.rootOffset = !e.resumable        ? -1 // no resume: the frame runs eagerly
+                         : effectOffset >= 0 ? effectOffset
+                                             : interp.rootOffset();
     failure.madeScalars = out.madeScalars;
     if (!diagnostics.empty() && failure.reason.find(diagnostics) == std::string::npos)
       failure.reason += " (" + diagnostics.substr(0, diagnostics.size() - 1) + ")";

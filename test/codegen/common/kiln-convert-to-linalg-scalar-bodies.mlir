@@ -168,3 +168,65 @@ func.func @constants(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %1 = kiln.add %x, %s : tensor<4xf32>, tensor<4xf32>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests that float fmod is remf and float floor_div is torch's fmod-based
+// rounding: remf, true divisions without fast-math flags (no reciprocal),
+// floor, the > 0.5 round-up, copysign for a zero quotient.
+// CHECK-LABEL: func.func @float_division
+// CHECK: arith.remf
+// CHECK: arith.divf %{{[^ ]*}}, %{{[^ ]*}} : f32
+// CHECK: arith.remf
+// CHECK: arith.divf %{{[^ ]*}}, %{{[^ ]*}} : f32
+// CHECK: math.floor
+// CHECK: arith.cmpf ogt
+// CHECK: math.copysign
+// CHECK-NOT: fastmath
+func.func @float_division(%a: tensor<4xf32>, %b: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = kiln.fmod %a, %b : tensor<4xf32>, tensor<f32>
+  %1 = kiln.floor_div %a, %b : tensor<4xf32>, tensor<f32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that integer fmod and floor_div divide by a divisor made safe (1
+// where it is 0 or -1, so nothing traps), and floor_div subtracts one where
+// remainder and divisor differ in sign and negates for a divisor of -1.
+// CHECK-LABEL: func.func @int_division
+// CHECK: %[[SAFE:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.remsi %{{.*}}, %[[SAFE]] : i64
+// CHECK: %[[SAFE2:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.divsi %{{.*}}, %[[SAFE2]] : i64
+// CHECK: arith.remsi %{{.*}}, %[[SAFE2]] : i64
+// CHECK: arith.xori
+func.func @int_division(%a: tensor<4xi64>, %b: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+  %0 = kiln.fmod %a, %b : tensor<4xi64>, tensor<4xi64>
+  %1 = kiln.floor_div %a, %b : tensor<4xi64>, tensor<4xi64>
+  return %0, %1 : tensor<4xi64>, tensor<4xi64>
+}
+
+// -----
+
+// Tests that a division by a scalar whose quotient is rounded (trunc here)
+// keeps the exact IEEE division: no arcp (x * (1/c) can round the quotient
+// to the other side of an integer).
+// CHECK-LABEL: func.func @rounded_quotient
+// CHECK: arith.divf %{{[^ ]*}}, %{{[^ ]*}} : f32
+// CHECK: math.trunc
+func.func @rounded_quotient(%a: tensor<8xf32>, %c: tensor<f32>) -> tensor<8xf32> {
+  %0 = kiln.div %a, %c : tensor<8xf32>, tensor<f32>
+  %1 = kiln.trunc %0 : tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that a plain division by a scalar still gets arcp (hoisted reciprocal).
+// CHECK-LABEL: func.func @negative_unrounded_quotient
+// CHECK: arith.divf %{{.*}} fastmath<arcp> : f32
+func.func @negative_unrounded_quotient(%a: tensor<8xf32>, %c: tensor<f32>) -> tensor<8xf32> {
+  %0 = kiln.div %a, %c : tensor<8xf32>, tensor<f32>
+  return %0 : tensor<8xf32>
+}

@@ -54,6 +54,10 @@ struct Unsupported : std::runtime_error {
 
   BreakCategory category;
   std::string hint;
+  /// False: the frame must not resume after this break (the eager part
+  /// would see something the graph gives differently from eager, e.g. a
+  /// computed tensor's layout); the whole frame then runs eagerly.
+  bool resumable = true;
 };
 
 /// Hints shared by many break sites.

@@ -155,16 +155,18 @@ public:
   VarP tensorFromData(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// torch.tensor of nested lists/tuples of numbers and 0-d graph tensors
   /// (`dtype`, else torch's inference): the values cast, concatenated and
-  /// reshaped; nullptr when `data` holds no graph tensor.
+  /// reshaped (also a list built in the frame holding only numbers);
+  /// nullptr when `data` is not such a nesting.
   VarP tensorOfGraphValues(const VarP &data, std::optional<DType> dtype);
   /// A predicate method of a tensor answered from its static type
   /// (`x.is_floating_point()`); nullptr when `name` is not one.
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
-  /// `self.stride([dim])`: eager's strides for a graph input (guarded by its
-  /// Tensor guard) or a view of one (replayed on a meta tensor); nullptr
-  /// for other tensors (their strides are the compiled code's, not eager's).
-  VarP tensorStride(const VarP &self, const std::vector<VarP> &args,
+  /// `self.stride([dim])`, `self.is_contiguous([memory_format])`: eager's
+  /// answer for a graph input (guarded by its Tensor guard) or a view of one
+  /// (replayed on a meta tensor); nullptr for other tensors (their layout is
+  /// the compiled code's, not eager's).
+  VarP tensorLayout(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                     const std::map<std::string, VarP> &kwargs);
   /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
   /// a symbolic dim (noted in Capture::readSymbolicSize).

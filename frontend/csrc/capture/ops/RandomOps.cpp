@@ -181,6 +181,41 @@ VarP bernoulliInPlace(Interpreter &I, const std::string &op, Args &a) {
   return I.assignInPlace(self, bernoulliOf(I, tensorArg(self, op), p, op), "Tensor.bernoulli_");
 }
 
+/// Which distribution Tensor.uniform_/normal_/exponential_ fill with.
+enum class Fill { Uniform, Normal, Exponential };
+
+/// Tensor.uniform_(from=0, to=1), normal_(mean=0, std=1),
+/// exponential_(lambd=1): self filled from kiln.random, in place (same
+/// distributions as eager, not eager's stream). exponential is
+/// -log1p(-u) / lambd, at least the smallest normal float (eager never
+/// draws 0 either: gumbel_softmax takes its log).
+template <Fill F> VarP fillInPlace(Interpreter &I, const std::string &op, Args &a) {
+  defaultGeneratorOnly(op, a);
+  VarP self = inputArg(a, op);
+  Value x = tensorArg(self, op);
+  DType d = dtypeOfValue(x);
+  if (!isFloatingDType(d) || isNarrow(d))
+    throw Unsupported(BreakCategory::Random, op + " of an integer or 16-bit float tensor");
+  Emit e(I);
+  const char *first = F == Fill::Uniform ? "from" : F == Fill::Normal ? "mean" : "lambd";
+  double p = floatArg(a, first, F == Fill::Exponential ? 1.0 : 0.0);
+  double q = F == Fill::Exponential ? 0.0 : floatArg(a, F == Fill::Uniform ? "to" : "std", 1.0);
+  if ((F == Fill::Exponential && !(p > 0)) || (F == Fill::Normal && q < 0) ||
+      (F == Fill::Uniform && !(p <= q)))
+    throw Unsupported(BreakCategory::UserError, op + " with invalid parameters (eager raises)");
+  Value u = I.random(F == Fill::Normal ? "normal" : "uniform", ttype(x), x);
+  Value r;
+  if (F == Fill::Uniform)
+    r = e.bin<AddOp>(e.num(p, d), e.bin<MulOp>(u, e.num(q - p, d)));
+  else if (F == Fill::Normal)
+    r = e.bin<AddOp>(e.num(p, d), e.bin<MulOp>(u, e.num(q, d)));
+  else
+    r = e.bin<MaximumOp>(
+        e.bin<DivOp>(e.unary<NegOp>(e.unary<Log1pOp>(e.unary<NegOp>(u))), e.num(p, d)),
+        e.num(d == DType::F64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38, d));
+  return I.assignInPlace(self, r, "Tensor." + op);
+}
+
 /// torch.multinomial: not compiled yet (sampling without replacement needs
 /// a top-k of Gumbel-perturbed logits); a `random` graph break.
 VarP multinomial(Interpreter &, const std::string &op, Args &) {
@@ -201,6 +236,14 @@ void registerRandomOps(OpRegistry &r) {
   r.op("randint_like", randintLike, Params{"input", "low", "high"}.with(keywords)).torch();
   r.op("bernoulli", bernoulli, Params{"input", "p", "generator", "out"}).torchAndMethod();
   r.op("bernoulli_", bernoulliInPlace, Params{"input", "p", "generator"}, Composite).method();
+  r.op("uniform_", fillInPlace<Fill::Uniform>, Params{"input", "from", "to", "generator"},
+       Composite)
+      .method();
+  r.op("normal_", fillInPlace<Fill::Normal>, Params{"input", "mean", "std", "generator"}, Composite)
+      .method();
+  r.op("exponential_", fillInPlace<Fill::Exponential>, Params{"input", "lambd", "generator"},
+       Composite)
+      .method();
   r.op("multinomial", multinomial,
        Params{"input", "num_samples", "replacement", "generator", "out"})
       .torchAndMethod();

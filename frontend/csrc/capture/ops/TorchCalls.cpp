@@ -107,6 +107,32 @@ void Interpreter::checkScalarInputAccepted(PyObject *callee, const std::vector<V
   PyErr_Clear(); // not an argument-type error (a meta kernel missing): no verdict
 }
 
+namespace {
+
+/// `torch.relu_(x)` (F.relu_), `torch.sigmoid_(x)`: the in-place form of a
+/// mapped torch function `torch.<name>` whose op has one, applied to the
+/// first argument like `x.relu_()`; nullptr for any other callee.
+VarP inPlaceTorchFunction(Interpreter &I, PyObject *callee, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs) {
+  PyRef nameObj = PyRef::steal(PyObject_GetAttrString(callee, "__name__"));
+  PyErr_Clear();
+  std::string name = nameObj && PyUnicode_Check(nameObj.get()) ? pyText(nameObj.get()) : "";
+  if (name.size() < 2 || name.back() != '_' || name[name.size() - 2] == '_' || args.empty() ||
+      !args[0]->isTensor())
+    return nullptr;
+  PyRef same = PyRef::steal(PyObject_GetAttrString(torchModule(), name.c_str()));
+  PyRef base =
+      PyRef::steal(PyObject_GetAttrString(torchModule(), name.substr(0, name.size() - 1).c_str()));
+  PyErr_Clear();
+  const OpBinding *binding = base ? opRegistry().function(base.get()) : nullptr;
+  if (same.get() != callee || !binding || !binding->op->hasInPlaceForm())
+    return nullptr;
+  Args a = bindArguments(*binding, args, kwargs);
+  return applyInPlace(I, *binding->op, a, "torch." + name);
+}
+
+} // namespace
+
 VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
   const OpRegistry &registry = opRegistry();
@@ -114,7 +140,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
     return callOperatorFunction(*this, callee, *op, args, kwargs);
   const OpBinding *binding = registry.function(callee);
   if (!binding)
-    return nullptr;
+    return inPlaceTorchFunction(*this, callee, args, kwargs);
   checkScalarInputAccepted(callee, args, kwargs);
   // `out=t`: computed functionally, then stored into t (InPlace.cpp).
   VarP out = takeOutArgument(kwargs);
@@ -181,10 +207,25 @@ VarP Interpreter::tensorBinary(const std::string &sym, const VarP &a, const VarP
   if (!def)
     throw Unsupported(BreakCategory::UnsupportedOp,
                       "operator " + sym + " on tensors is not supported yet");
-  Args args;
-  args.named["input"] = a;
-  args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
-  VarP r = applyTracked(*this, *def, args);
+  // A handler that refuses (an integer // by a tensor ...) runs the
+  // operator through torch (Tensor.__floordiv__, __rfloordiv__ for 3 // x).
+  static const std::map<std::string, std::string> dunders = {
+      {"+", "add"},       {"-", "sub"}, {"*", "mul"},  {"/", "truediv"},
+      {"//", "floordiv"}, {"%", "mod"}, {"**", "pow"}, {"@", "matmul"},
+      {"&", "and"},       {"|", "or"},  {"^", "xor"}};
+  auto dunder = dunders.find(op);
+  std::vector<VarP> callArgs = a->isTensor() ? std::vector<VarP>{a, b} : std::vector<VarP>{b, a};
+  std::map<std::string, VarP> noKwargs;
+  std::string method = dunder == dunders.end()
+                           ? std::string()
+                           : (a->isTensor() ? "__" : "__r") + dunder->second + "__";
+  auto attempt = [&] {
+    Args args;
+    args.named["input"] = a;
+    args.named[def->params.names.at(1)] = b; // "other" ("exponent" for **)
+    return applyTracked(*this, *def, args);
+  };
+  VarP r = method.empty() ? attempt() : withFallback(nullptr, method, callArgs, noKwargs, attempt);
   if (inplace && a->isTensor() && r && r->isTensor())
     return assignInPlace(a, r->value, "in-place " + sym);
   return r;

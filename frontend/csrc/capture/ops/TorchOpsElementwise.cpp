@@ -4,7 +4,8 @@
 // Ops and torch names of the elementwise functions beyond the core set
 // (CoreElementwise.cpp): math functions with their own kiln op (sin, floor,
 // log1p ...), compositions of primitives (reciprocal, sign, lerp, addcmul,
-// isnan, logical and bitwise ops ...) and rounded division. Composites on
+// isnan, logical and bitwise ops ...); rounded division is in
+// TorchOpsDivision.cpp. Composites on
 // f16/bf16 compute in f32 and round once, like torch's opmath. Integer
 // inputs follow torch: promoted to the default float where torch promotes,
 // passed through where torch returns a copy (floor of an int), Unsupported
@@ -177,34 +178,6 @@ VarP rsub(Interpreter &I, const std::string &op, Args &a) {
   return T(e.bin<SubOp>(e.operand(other, d), e.operand(scaled, d)));
 }
 
-/// Division rounded by `mode` ("trunc" or "floor") on float operands.
-VarP roundedDivision(Interpreter &I, const Args &a, const std::string &mode) {
-  VarP x = a.get("input"), other = a.get("other");
-  DType d = resultType({x, other});
-  if (!isFloatingDType(d))
-    throw Unsupported(BreakCategory::UnsupportedOp,
-                      "integer division with rounding is not supported yet");
-  // Eager's floor division of floats is fmod-based (1.0 // 0.1 == 9, where
-  // floor(1.0 / 0.1) == 10); kiln has no fmod op yet, so the call runs
-  // through torch (per-op fallback) rather than differ at such quotients.
-  if (mode == "floor")
-    throw Unsupported(BreakCategory::UnsupportedOp,
-                      "floor division of floats (eager's rounding needs fmod)");
-  Emit e(I);
-  Value q = e.binary<DivOp>(x, other, d);
-  if (mode == "trunc")
-    return T(e.unary<TruncOp>(q));
-  throw Unsupported(BreakCategory::UnsupportedOp, "div rounding_mode '" + mode + "'");
-}
-
-VarP floorDivide(Interpreter &I, const std::string &op, Args &a) {
-  return roundedDivision(I, a, "floor");
-}
-
-VarP divWithMode(Interpreter &I, const std::string &op, Args &a) {
-  return roundedDivision(I, a, strArg(a, "rounding_mode", ""));
-}
-
 /// clamp_min (`Bound` "min") and clamp_max ("max") through clamp.
 template <bool Min> VarP clampBound(Interpreter &I, const std::string &op, Args &a) {
   const char *bound = Min ? "min" : "max";
@@ -340,8 +313,6 @@ void registerLogical(OpRegistry &r) {
 void registerArithmetic(OpRegistry &r) {
   const Params withOther{"input", "other"};
   r.op("rsub", rsub, Params{"input", "other", "alpha"}).torch();
-  r.op("floor_divide", floorDivide, withOther, NoTraits, VmapRule::Elementwise).torchAndMethod();
-  r.op("div_mode", divWithMode, Params{"input", "other", "rounding_mode"}); // div(rounding_mode=)
   r.op("clamp_min", clampBound<true>, Params{"input", "min"}).torchAndMethod();
   r.op("clamp_max", clampBound<false>, Params{"input", "max"}).torchAndMethod();
   r.op("fmax", fmaxOrFmin<true>, withOther).torchAndMethod();
@@ -361,6 +332,7 @@ void registerElementwiseOps(OpRegistry &r) {
   registerLogical(r);
   registerArithmetic(r);
   registerActivationOps(r); // TorchOpsActivation.cpp
+  registerDivisionOps(r);   // TorchOpsDivision.cpp
 }
 
 } // namespace kiln

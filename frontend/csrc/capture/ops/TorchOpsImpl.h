@@ -313,6 +313,9 @@ struct Opmath {
 /// Activation registrations (TorchOpsActivation.cpp), called by
 /// registerElementwiseOps.
 void registerActivationOps(OpRegistry &r);
+/// floor_divide, remainder, fmod, div(rounding_mode=) and the // and %
+/// operators (TorchOpsDivision.cpp); called by registerElementwiseOps.
+void registerDivisionOps(OpRegistry &r);
 
 } // namespace kiln
 

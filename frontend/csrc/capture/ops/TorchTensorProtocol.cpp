@@ -328,8 +328,6 @@ VarP Interpreter::tensorOfGraphValues(const VarP &data, std::optional<DType> dty
   std::vector<VarP> leaves;
   if (!flattenVars(data, 0, shape, leaves) || leaves.empty())
     return nullptr;
-  if (std::none_of(leaves.begin(), leaves.end(), [](const VarP &l) { return l->isTensor(); }))
-    return nullptr;
   for (const VarP &leaf : leaves)
     if (leaf->isTensor() && constObj(tensorAttribute(leaf, "requires_grad"), "") == Py_True)
       throw Unsupported(BreakCategory::UnsupportedOp,
@@ -405,16 +403,25 @@ PyObject *dtypeType() {
 }
 } // namespace
 
-VarP Interpreter::tensorStride(const VarP &self, const std::vector<VarP> &args,
+VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
+                               const std::vector<VarP> &args,
                                const std::map<std::string, VarP> &kwargs) {
   // The strides of a graph input are guarded (its Tensor guard); a view of
-  // one gets eager's strides by replaying its view steps on a meta tensor
+  // one gets eager's layout by replaying its view steps on a meta tensor
   // with the input's sizes and strides. Anything else: nullptr (a break).
   auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value);
   int input = self->viewInput >= 0 ? self->viewInput : arg ? (int)arg.getArgNumber() : -1;
+  const char *kwName = name == "stride" ? "dim" : "memory_format";
   if (input < 0 || input >= (int)out_.inputs.size() || (self->viewInput < 0 && !arg) ||
-      self->vmapLevels > 0 || kwargs.size() > (kwargs.count("dim") ? 1u : 0u) || args.size() > 1)
+      self->vmapLevels > 0 || kwargs.size() > (kwargs.count(kwName) ? 1u : 0u) ||
+      args.size() + kwargs.size() > 1)
     return nullptr;
+  for (const VarP &v : args)
+    if (!v->isConst())
+      return nullptr;
+  for (auto &[k, v] : kwargs)
+    if (!v->isConst())
+      return nullptr;
   const Guard *tg = nullptr;
   for (const Guard &g : out_.guards)
     if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
@@ -438,16 +445,20 @@ VarP Interpreter::tensorStride(const VarP &self, const std::vector<VarP> &args,
     t = method ? PyRef::steal(PyObject_Call(method.get(), self->viewSteps[i].second.get(), nullptr))
                : PyRef();
   }
-  PyRef dim = args.size() == 1      ? PyRef::borrow(constObj(args[0], "stride dim"))
-              : kwargs.count("dim") ? PyRef::borrow(constObj(kwargs.at("dim"), "stride dim"))
-                                    : PyRef();
-  PyRef stride =
-      t ? PyRef::steal(PyObject_CallMethod(t.get(), "stride", dim ? "O" : nullptr, dim.get()))
-        : PyRef();
-  if (!stride)
+  PyRef callArgs = PyRef::steal(PyTuple_New(args.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    PyTuple_SET_ITEM(callArgs.get(), i, PyRef::borrow(args[i]->obj.get()).release());
+  PyRef callKwargs = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(callKwargs.get(), k.c_str(), v->obj.get());
+  PyRef method = t ? PyRef::steal(PyObject_GetAttrString(t.get(), name.c_str())) : PyRef();
+  PyRef answer = method
+                     ? PyRef::steal(PyObject_Call(method.get(), callArgs.get(), callKwargs.get()))
+                     : PyRef();
+  if (!answer)
     throw Unsupported(BreakCategory::UnsupportedOp,
-                      withPythonError("Tensor.stride() of a view of an input"));
-  return makeConst(stride);
+                      withPythonError("Tensor." + name + "() of a view of an input"));
+  return makeConst(answer);
 }
 
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
@@ -500,8 +511,22 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
       return self;
     return callTensorMethod(self, "to", rest, kw);
   }
-  if (name == "stride")
-    return tensorStride(self, args, kwargs);
+  if (name == "stride" || name == "is_contiguous") {
+    if (VarP r = tensorLayout(self, name, args, kwargs))
+      return r;
+    bool callers = llvm::isa<mlir::BlockArgument>(self->value) || self->viewInput >= 0 ||
+                   self->inputIndex >= 0;
+    if (callers || self->vmapLevels > 0)
+      return nullptr; // a break; the eager part sees the caller's tensor
+    // A tensor the graph computes has kiln's layout after a break (the
+    // graph's results are contiguous), not eager's: never resume there.
+    Unsupported u(BreakCategory::UnsupportedOp,
+                  "Tensor." + name +
+                      "() of a tensor the graph computes (its layout in eager is "
+                      "not known to kiln)");
+    u.resumable = false;
+    throw u;
+  }
   if (!args.empty() || !kwargs.empty())
     return nullptr;
   mlir::Type elt = ttype(self->value).getElementType();
