@@ -421,15 +421,18 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   }
   if (obj->kind == Var::Kind::Dict &&
       (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop" ||
-       attr == "update" || attr == "setdefault" || attr == "clear" || attr == "copy")) {
+       attr == "update" || attr == "setdefault" || attr == "clear" || attr == "copy" ||
+       attr == "popitem" || attr == "move_to_end")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend" || attr == "insert" ||
-                                       attr == "pop" || attr == "clear")) {
+  if (obj->kind == Var::Kind::List &&
+      (attr == "append" || attr == "extend" || attr == "insert" || attr == "pop" ||
+       attr == "clear" || attr == "index" || attr == "count" || attr == "copy" || attr == "sort" ||
+       attr == "reverse" || attr == "remove")) {
     auto m = std::make_shared<Var>();
     m->kind = Var::Kind::ListMethod;
     m->self = obj;
@@ -735,8 +738,10 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     return fromSource(r.get(),
                       out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
-  if (!isTensor(r.get()))
+  if (!isTensor(r.get())) {
+    noteFresh(r); // a slice of a list made at capture is one too
     return makeConst(r);
+  }
   // A tensor item of an object of the frame (nn.ParameterDict/ParameterList,
   // a user container): baked in as a constant it would go stale when the
   // object is updated. A __getitem__ written in Python is inlined, so the
