@@ -21,14 +21,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 namespace kiln {
 namespace {
 
-const VarP &noneVar() {
-  static const VarP none = makeConst(PyRef::borrow(Py_None)); // no Python
-  return none;
-}
+VarP noneVar() { return makeConst(PyRef::borrow(Py_None)); }
 
 /// The constants `items` as a new Python list (Unsupported when one is not
 /// a constant: a tensor is compared by ==, which is data).
@@ -129,8 +127,29 @@ bool Interpreter::storeFresh(const VarP &c, const VarP &key, const VarP *value) 
   return true;
 }
 
+VarP containerMethodVar(const VarP &obj, const std::string &attr) {
+  static const std::set<std::string> dictMethods = {
+      "items",      "keys",  "values", "get",     "pop",        "update", // no Python
+      "setdefault", "clear", "copy",   "popitem", "move_to_end"};
+  static const std::set<std::string> listMethods = {
+      "append", "extend", "insert", "pop",     "clear", "index", // no Python
+      "count",  "copy",   "sort",   "reverse", "remove"};
+  bool ok = (obj->kind == Var::Kind::Dict && dictMethods.count(attr)) ||
+            (obj->kind == Var::Kind::List && listMethods.count(attr));
+  if (!ok)
+    return nullptr;
+  auto m = std::make_shared<Var>();
+  m->kind = Var::Kind::ListMethod;
+  m->self = obj;
+  m->name = attr;
+  return m;
+}
+
 VarP Interpreter::listMethod(const VarP &list, const std::string &name, std::vector<VarP> &args,
                              std::map<std::string, VarP> &kwargs) {
+  if (name != "copy" && name != "index" && name != "count" && name != "reverse" &&
+      name != "remove" && name != "sort")
+    return nullptr; // append/extend/insert/pop/clear: Collections.cpp, SideEffects.cpp
   std::string what = "list." + name + "()";
   auto &items = list->items;
   if (name == "copy") {

@@ -670,6 +670,8 @@ private:
   std::set<PyObject *> mutated_;
   /// Containers made at capture that only the capture holds (noteFresh).
   std::set<PyObject *> fresh_;
+  /// The source of the root frame's `**kwargs` local (-1: none).
+  int varKeywordsSource_ = -1;
   /// Sources of the caller's containers with pending mutations -> their Var.
   std::map<int, VarP> sourceOverlay_;
   /// Reads may be lazy now: set while an opcode whose table row says
