@@ -272,3 +272,33 @@ def test_mutable_default_argument_of_inlined_function_breaks():
     assert_close(compiled(torch.ones(2)), torch.ones(2) * 2)
     assert inner.__defaults__ == ([1, 1],)
     assert stats()["graph_breaks"] >= 1
+
+
+class Loud:
+    """A key whose __hash__/__eq__ is Python code with a side effect."""
+
+    calls = 0
+
+    def __hash__(self):
+        Loud.calls += 1
+        return 1
+
+    def __eq__(self, other):
+        Loud.calls += 1
+        return self is other
+
+
+def test_set_of_objects_with_python_hash_breaks_not_runs_at_capture():
+    key = Loud()
+
+    def f(x):
+        s = set()
+        s.add(key)
+        return x + len(s)
+
+    Loud.calls = 0
+    compiled = kiln.compile(f)
+    for _ in range(3):
+        assert_close(compiled(torch.ones(2)), torch.ones(2) * 2)
+    assert Loud.calls == 3  # once per call, as in eager
+    assert stats()["graph_breaks"] >= 1

@@ -20,9 +20,10 @@ namespace {
 PyRef constantSet(const std::vector<VarP> &items, bool frozen) {
   PyRef s = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
   for (const VarP &v : items) {
-    if (!v->isConst())
+    if (!v->isConst() || !pureConstant(v->obj.get()))
       throw Unsupported(BreakCategory::PythonBuiltin,
-                        "a set of values that are not constants (tensors) is not supported");
+                        "a set of values that are not plain constants (tensors, objects with "
+                        "their own __hash__) is not supported");
     if (PySet_Add(s.get(), v->obj.get()) < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("set() raised"),
                         hint::kRaisesInEager);

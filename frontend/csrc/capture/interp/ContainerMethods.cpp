@@ -28,6 +28,44 @@ namespace {
 
 VarP noneVar() { return makeConst(PyRef::borrow(Py_None)); }
 
+} // namespace
+
+bool pureConstant(PyObject *o, int depth) {
+  if (PyFunction_Check(o) || PyMethod_Check(o) || depth > 8)
+    return false;
+  PyTypeObject *t = Py_TYPE(o);
+  if (PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE) &&
+      (t->tp_richcompare != PyBaseObject_Type.tp_richcompare ||
+       t->tp_hash != PyBaseObject_Type.tp_hash))
+    return false; // its own __eq__/__hash__/__lt__ would run Python code at capture
+  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      if (!pureConstant(PySequence_Fast_ITEMS(o)[i], depth + 1))
+        return false;
+  } else if (PyDict_CheckExact(o)) {
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &k, &v))
+      if (!pureConstant(k, depth + 1) || !pureConstant(v, depth + 1))
+        return false;
+  } else if (PyAnySet_CheckExact(o)) {
+    PyRef items = PyRef::steal(PySequence_Tuple(o));
+    return items && pureConstant(items.get(), depth + 1);
+  }
+  return true;
+}
+
+namespace {
+
+/// Throws unless `v` is a constant whose comparisons and hash run no Python code.
+PyObject *pureObj(const VarP &v, const std::string &what) {
+  PyObject *o = constObj(v, what.c_str());
+  if (!pureConstant(o))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      what + " on a value whose ==, < or hash is Python code (or a function)");
+  return o;
+}
+
 /// The constants `items` as a new Python list (Unsupported when one is not
 /// a constant: a tensor is compared by ==, which is data).
 PyRef constList(const std::vector<VarP> &items, const std::string &what) {
@@ -37,7 +75,7 @@ PyRef constList(const std::vector<VarP> &items, const std::string &what) {
       throw Unsupported(BreakCategory::PythonBuiltin,
                         what + " on a list holding tensors or other non-constants (== on "
                                "tensors is data-dependent)");
-    PyObject *o = items[i]->obj.get();
+    PyObject *o = pureObj(items[i], what);
     Py_INCREF(o);
     PyList_SET_ITEM(list.get(), (Py_ssize_t)i, o);
   }
@@ -48,6 +86,8 @@ PyRef constList(const std::vector<VarP> &items, const std::string &what) {
 PyRef runListMethod(PyObject *list, const char *method, const std::vector<VarP> &args,
                     const std::map<std::string, VarP> &kwargs, const std::string &what) {
   PyRef fn = PyRef::steal(PyObject_GetAttrString(list, method));
+  for (const VarP &a : args)
+    pureObj(a, what);
   PyRef t = constTuple(args, what.c_str());
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs)
@@ -95,13 +135,17 @@ VarP Interpreter::freshMethod(const VarP &c, PyObject *descr, std::vector<VarP> 
   Py_INCREF(c->obj.get());
   PyTuple_SET_ITEM(all.get(), 0, c->obj.get());
   for (size_t i = 0; i < consts.size(); ++i) {
-    PyObject *o = constObj(consts[i], what.c_str());
+    PyObject *o = pureObj(consts[i], what);
     Py_INCREF(o);
     PyTuple_SET_ITEM(all.get(), (Py_ssize_t)i + 1, o);
   }
   PyRef kw = PyRef::steal(PyDict_New());
-  for (auto &[k, v] : kwargs)
-    PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, what.c_str()));
+  for (auto &[k, v] : kwargs) {
+    PyObject *o = constObj(v, what.c_str()); // sort(key=len): a builtin key only
+    if (!PyCFunction_Check(o) && !PyType_Check(o) && Py_TYPE(o) != &PyMethodDescr_Type)
+      pureObj(v, what);
+    PyDict_SetItemString(kw.get(), k.c_str(), o);
+  }
   PyRef r = PyRef::steal(PyObject_Call(descr, all.get(), kw.get()));
   if (!r)
     throw Unsupported(BreakCategory::UserError, withPythonError(what + " raised"),
@@ -118,7 +162,9 @@ bool Interpreter::storeFresh(const VarP &c, const VarP &key, const VarP *value) 
     throw Unsupported(BreakCategory::SideEffect,
                       "storing a tensor or a container built in the frame into a list/dict made "
                       "at capture time is not supported");
-  PyObject *o = c->obj.get(), *k = constObj(key, "subscript");
+  PyObject *o = c->obj.get(), *k = pureObj(key, "subscript");
+  if (value)
+    pureObj(*value, "stored value");
   int rc = value ? PyObject_SetItem(o, k, (*value)->obj.get()) : PyObject_DelItem(o, k);
   if (rc < 0)
     throw Unsupported(BreakCategory::UserError,

@@ -145,9 +145,10 @@ void OpcodeHandlers::setAdd(Interpreter &interp, Frame &f, const Instr &in, Step
   std::vector<VarP> items =
       in.opcode == Opcode::SET_ADD ? std::vector<VarP>{v} : interp.iterItems(v);
   for (const VarP &item : items) {
-    if (!item->isConst())
+    if (!item->isConst() || !pureConstant(item->obj.get()))
       throw Unsupported(BreakCategory::PythonBuiltin,
-                        "a set of values that are not constants (tensors) is not supported");
+                        "a set of values that are not plain constants (tensors, objects with "
+                        "their own __hash__) is not supported");
     if (PySet_Add(s->obj.get(), item->obj.get()) < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("unhashable set item"),
                         hint::kRaisesInEager);
