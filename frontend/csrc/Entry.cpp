@@ -502,6 +502,9 @@ bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
     case SideEffect::Kind::SetItem:
       rc = PyObject_SetItem(target, e.key.get(), value.get());
       break;
+    case SideEffect::Kind::DelItem: // value: None
+      rc = PyObject_DelItem(target, e.key.get());
+      break;
     case SideEffect::Kind::ListAppend:
       rc = PyList_Append(target, value.get());
       break;

@@ -60,19 +60,23 @@ def test_unsupported_opcode_is_one_graph_break_naming_it():
     assert f"test_opcodes.py:{unary_plus.__code__.co_firstlineno + 2}" in reason
 
 
-def set_of_sizes(x):
+def match_sizes(x):
     y = torch.relu(x)
-    sizes = {x.shape[0], x.shape[1]}  # BUILD_SET: no row in the opcode table
-    return y * len(sizes)
+    match x.shape:  # MATCH_SEQUENCE: no row in the opcode table
+        case (a, _):
+            n = a
+        case _:
+            n = 0
+    return y * n
 
 
 def test_unsupported_opcode_kiln_cannot_resume_after_runs_the_frame_eagerly():
     x = torch.randn(3, 4)
-    report = kiln.explain(set_of_sizes)(x)
-    assert_close(report.out, set_of_sizes(x))
+    report = kiln.explain(match_sizes)(x)
+    assert_close(report.out, match_sizes(x))
     (reason,) = report.graph_breaks
-    assert "opcode BUILD_SET is not supported" in reason
-    assert f"test_opcodes.py:{set_of_sizes.__code__.co_firstlineno + 2}" in reason
+    assert "opcode MATCH_SEQUENCE is not supported" in reason
+    assert f"test_opcodes.py:{match_sizes.__code__.co_firstlineno + 3}" in reason
 
 
 def set_in_a_loop(x, n):

@@ -188,10 +188,20 @@ struct SideEffect {
   /// CopyInto: `target.copy_(value)`, then target's version counter set to
   /// its value before plus `versionBumps` (eager bumps it once per in-place
   /// op). Call: `target(value)` (e.g. torch._C._set_grad_enabled).
-  enum class Kind { SetAttr, SetItem, ListAppend, ListExtend, ListInsert, ListPop, CopyInto, Call };
+  enum class Kind {
+    SetAttr,
+    SetItem,
+    DelItem,
+    ListAppend,
+    ListExtend,
+    ListInsert,
+    ListPop,
+    CopyInto,
+    Call
+  };
   Kind kind;
-  int target = -1;      ///< source of the mutated object (resolved per call)
-  PyRef key;            ///< SetAttr: the name; SetItem: the key; ListInsert/ListPop: the index
+  int target = -1; ///< source of the mutated object (resolved per call)
+  PyRef key;       ///< SetAttr: the name; SetItem/DelItem: the key; ListInsert/ListPop: the index
   int rootOffset = -1;  ///< root instruction that made it
   std::string what;     ///< for messages, e.g. "STORE_ATTR calls"
   int versionBumps = 0; ///< CopyInto: in-place ops eager ran on the tensor

@@ -180,6 +180,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }
+  if (VarP r = callContainerDescriptor(fn, args, kwargs)) // ContainerMethods.cpp
+    return r;
   if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp
     return r;
   if (VarP r = callObjectSlot(fn, args, kwargs)) // UserObjects.cpp

@@ -20,9 +20,10 @@ namespace {
 PyRef constantSet(const std::vector<VarP> &items, bool frozen) {
   PyRef s = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
   for (const VarP &v : items) {
-    if (!v->isConst())
+    if (!v->isConst() || !pureConstant(v->obj.get()))
       throw Unsupported(BreakCategory::PythonBuiltin,
-                        "a set of values that are not constants (tensors) is not supported");
+                        "a set of values that are not plain constants (tensors, objects with "
+                        "their own __hash__) is not supported");
     if (PySet_Add(s.get(), v->obj.get()) < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("set() raised"),
                         hint::kRaisesInEager);
@@ -37,7 +38,7 @@ VarP Interpreter::builtinSet(std::vector<VarP> &args, std::map<std::string, VarP
     throw Unsupported(BreakCategory::UserError, "set() takes at most one argument",
                       hint::kRaisesInEager);
   PyRef s = constantSet(args.empty() ? std::vector<VarP>{} : iterItems(args[0]), false);
-  keepAlive_.push_back(s);
+  noteFresh(s); // mutated on the object (ContainerMethods.cpp)
   return makeConst(s);
 }
 
@@ -119,10 +120,18 @@ VarP Interpreter::callContainerMethod(const VarP &c, const std::string &name,
     c->items.clear();
     return makeConst(PyRef::borrow(Py_None));
   }
+  if (c->kind == Var::Kind::List)
+    return listMethod(c, name, args, kwargs); // ContainerMethods.cpp
   if (c->kind != Var::Kind::Dict || c->obj)
     return nullptr;
-  if (!built && name != "copy")
+  if (!built && name == "pop")
+    return callerDictPop(c, args, kwargs); // replayed (ContainerMethods.cpp)
+  bool reads =
+      name == "copy" || name == "get" || name == "keys" || name == "values" || name == "items";
+  if (!built && !reads)
     throw Unsupported(BreakCategory::SideEffect, "dict." + name + "() of the caller's dict");
+  if (VarP r = dictMethod(c, name, args, kwargs))
+    return r;
   if (name == "update") {
     VarP merged = builtinDict(args, kwargs);
     for (size_t i = 0; i < merged->keys.size(); ++i)

@@ -115,6 +115,46 @@ void OpcodeHandlers::unpackSequence(Interpreter &interp, Frame &f, const Instr &
     f.stack.push_back(*it);
 }
 
+void OpcodeHandlers::unpackEx(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  std::vector<VarP> items = interp.iterItems(popValue(f)); // consumes an iterator
+  size_t before = in.arg & 0xff, after = (size_t)in.arg >> 8;
+  if (items.size() < before + after)
+    throw Unsupported(BreakCategory::UserError, "not enough values to unpack",
+                      hint::kRaisesInEager);
+  for (size_t i = 0; i < after; ++i)
+    f.stack.push_back(items[items.size() - 1 - i]);
+  f.stack.push_back(makeSeq(
+      Var::Kind::List, std::vector<VarP>(items.begin() + (long)before, items.end() - (long)after)));
+  for (size_t i = 0; i < before; ++i)
+    f.stack.push_back(items[before - 1 - i]);
+}
+
+void OpcodeHandlers::buildSet(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  std::vector<VarP> args = {makeSeq(Var::Kind::Tuple, popItems(f, in.arg))};
+  std::map<std::string, VarP> none;
+  f.stack.push_back(interp.builtinSet(args, none)); // Collections.cpp
+}
+
+void OpcodeHandlers::setAdd(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  VarP v = popValue(f);
+  if (in.arg < 1 || (size_t)in.arg > f.stack.size())
+    throw Unsupported("stack underflow (unexpected bytecode)");
+  VarP &s = f.stack[f.stack.size() - in.arg];
+  if (!interp.isFresh(s) || !PySet_CheckExact(s->obj.get()))
+    throw Unsupported(in.opname + " into a value that is not a set built here");
+  std::vector<VarP> items =
+      in.opcode == Opcode::SET_ADD ? std::vector<VarP>{v} : interp.iterItems(v);
+  for (const VarP &item : items) {
+    if (!item->isConst() || !pureConstant(item->obj.get()))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "a set of values that are not plain constants (tensors, objects with "
+                        "their own __hash__) is not supported");
+    if (PySet_Add(s->obj.get(), item->obj.get()) < 0)
+      throw Unsupported(BreakCategory::UserError, withPythonError("unhashable set item"),
+                        hint::kRaisesInEager);
+  }
+}
+
 void OpcodeHandlers::buildMap(Interpreter &, Frame &f, const Instr &in, StepControl &) {
   std::vector<VarP> kv = popItems(f, 2 * in.arg), keys, values;
   for (int i = 0; i < in.arg; ++i) {

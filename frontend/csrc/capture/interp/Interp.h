@@ -550,6 +550,41 @@ private:
   /// List Var built here (Collections.cpp); nullptr for other names.
   VarP callContainerMethod(const VarP &container, const std::string &name, std::vector<VarP> &args,
                            std::map<std::string, VarP> &kwargs);
+  // --- container methods (ContainerMethods.cpp) ---
+  /// Registers `o` as a container made at capture that nothing else holds
+  /// (a new list/dict/set with one reference): its mutations run on it.
+  void noteFresh(const PyRef &o);
+  /// Whether `v` is a constant container registered by noteFresh.
+  bool isFresh(const VarP &v) const;
+  /// Method descriptor `descr` of list/dict/set called on fresh constant
+  /// `c` with constant arguments, run on the object; nullptr when `c` is
+  /// not fresh.
+  VarP freshMethod(const VarP &c, PyObject *descr, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  /// `c[key] = *value` (`del c[key]` when `value` is null) on a fresh
+  /// constant; false when `c` is not fresh.
+  bool storeFresh(const VarP &c, const VarP &key, const VarP *value);
+  /// index/count/copy/sort/reverse/remove of List Var `list`; nullptr for
+  /// other names.
+  VarP listMethod(const VarP &list, const std::string &name, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// popitem/move_to_end of Dict Var `d` built here; nullptr for other names.
+  VarP dictMethod(const VarP &d, const std::string &name, std::vector<VarP> &args,
+                  std::map<std::string, VarP> &kwargs);
+  /// `d.pop(key[, default])` on the caller's dict Var `d`: replayed after
+  /// the graph; a missing key is guarded missing.
+  VarP callerDictPop(const VarP &d, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `del c[key]` (DELETE_SUBSCR).
+  void deleteItem(const VarP &c, const VarP &key);
+  /// `list[slice] = value` on a List Var built here.
+  void storeListSlice(const VarP &list, PyObject *slice, const VarP &value);
+  /// `|`/`|=` on dicts, `+=`/`*=` on lists, in-place operators on fresh
+  /// constant containers; nullptr when the operands are not that.
+  VarP containerOperator(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// A method descriptor of list/dict/set called on a fresh constant or on
+  /// the caller's dict (pop); nullptr otherwise.
+  VarP callContainerDescriptor(PyObject *fn, std::vector<VarP> &args,
+                               std::map<std::string, VarP> &kwargs);
   /// `d[key]` of a defaultdict Var without `key`: its factory's value,
   /// stored (Collections.cpp); nullptr for other dicts.
   VarP defaultDictMissing(const VarP &d, PyObject *key);
@@ -658,6 +693,10 @@ private:
   std::vector<VarP> effectValues_;
   std::map<std::pair<PyObject *, std::string>, VarP> overlay_;
   std::set<PyObject *> mutated_;
+  /// Containers made at capture that only the capture holds (noteFresh).
+  std::set<PyObject *> fresh_;
+  /// The source of the root frame's `**kwargs` local (-1: none).
+  int varKeywordsSource_ = -1;
   /// Sources of the caller's containers with pending mutations -> their Var.
   std::map<int, VarP> sourceOverlay_;
   /// Reads may be lazy now: set while an opcode whose table row says

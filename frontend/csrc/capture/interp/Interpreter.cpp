@@ -56,6 +56,18 @@ bool isPrimitive(PyObject *o) {
   return false;
 }
 
+/// A dict of str keys and primitive values (`**kwargs` of flags).
+bool isPrimitiveDict(PyObject *o) {
+  if (!PyDict_CheckExact(o))
+    return false;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(o, &pos, &k, &v))
+    if (!PyUnicode_CheckExact(k) || !isPrimitive(v))
+      return false;
+  return true;
+}
+
 /// A tuple or list holding a tensor (at any depth of tuples/lists).
 bool holdsTensor(PyObject *o) {
   if (isTensor(o))
@@ -210,12 +222,16 @@ void Interpreter::guardValue(const VarP &v) {
   if (holdWeakly(v->obj.get()))
     return guardModule(v); // by type (ModuleGuards.cpp)
   Guard g;
-  g.kind = isPrimitive(v->obj.get()) ? Guard::Kind::Equals : Guard::Kind::Identity;
+  // The root frame's **kwargs is a new dict per call: compared by value.
+  bool kwargsDict = v->source == varKeywordsSource_ && isPrimitiveDict(v->obj.get());
+  g.kind = isPrimitive(v->obj.get()) || kwargsDict ? Guard::Kind::Equals : Guard::Kind::Identity;
   g.source = v->source;
-  // A list is compared by value against a copy: the caller may mutate it.
-  g.expected = PyList_CheckExact(v->obj.get()) && g.kind == Guard::Kind::Equals
-                   ? PyRef::steal(PySequence_List(v->obj.get()))
-                   : v->obj;
+  // A list/dict is compared by value against a copy: the caller may mutate it.
+  bool byValue = g.kind == Guard::Kind::Equals;
+  g.expected =
+      byValue && PyList_CheckExact(v->obj.get())   ? PyRef::steal(PySequence_List(v->obj.get()))
+      : byValue && PyDict_CheckExact(v->obj.get()) ? PyRef::steal(PyDict_Copy(v->obj.get()))
+                                                   : v->obj;
   for (const Guard &e : out_.guards)
     if (e.source == g.source && e.kind == g.kind)
       return;
@@ -419,23 +435,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
         return obj->items[i];
     PyErr_Clear();
   }
-  if (obj->kind == Var::Kind::Dict &&
-      (attr == "items" || attr == "keys" || attr == "values" || attr == "get" || attr == "pop" ||
-       attr == "update" || attr == "setdefault" || attr == "clear" || attr == "copy")) {
-    auto m = std::make_shared<Var>();
-    m->kind = Var::Kind::ListMethod;
-    m->self = obj;
-    m->name = attr;
+  if (VarP m = containerMethodVar(obj, attr)) // ContainerMethods.cpp
     return m;
-  }
-  if (obj->kind == Var::Kind::List && (attr == "append" || attr == "extend" || attr == "insert" ||
-                                       attr == "pop" || attr == "clear")) {
-    auto m = std::make_shared<Var>();
-    m->kind = Var::Kind::ListMethod;
-    m->self = obj;
-    m->name = attr;
-    return m;
-  }
   PyObject *o = constObj(obj, "attribute base");
   auto sup = superSelf_.find(o);
   if (sup != superSelf_.end()) {
@@ -739,8 +740,10 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     return fromSource(r.get(),
                       out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
-  if (!isTensor(r.get()))
+  if (!isTensor(r.get())) {
+    noteFresh(r); // a slice of a list made at capture is one too
     return makeConst(r);
+  }
   // A tensor item of an object of the frame (nn.ParameterDict/ParameterList,
   // a user container): baked in as a constant it would go stale when the
   // object is updated. A __getitem__ written in Python is inlined, so the
@@ -776,6 +779,11 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   f.isRoot = true;
   f.globals = PyRef::borrow(frame_.globals);
   f.globalsSource = out_.sources.add(Source::Kind::Globals, -1, 0, nullptr);
+  if (code->co_flags & CO_VARKEYWORDS) // guardValue: **kwargs is compared by value
+    varKeywordsSource_ = out_.sources.add(Source::Kind::Local, -1,
+                                          code->co_argcount + code->co_kwonlyargcount +
+                                              ((code->co_flags & CO_VARARGS) ? 1 : 0),
+                                          nullptr);
   if (code->co_nfreevars > 0)
     bindFreeVars(f, code, func, out_.sources.add(Source::Kind::Function, -1, 0, nullptr), nullptr);
   return interpret(f);

@@ -114,9 +114,14 @@ void OpcodeHandlers::storeAttr(Interpreter &interp, Frame &f, const Instr &in, S
   interp.storeAttr(obj, in.argval.get(), value);
 }
 
-void OpcodeHandlers::deleteMutation(Interpreter &, Frame &, const Instr &in, StepControl &) {
-  throw Unsupported(BreakCategory::SideEffect,
-                    "mutation (" + in.opname + ") of Python state is not supported yet");
+void OpcodeHandlers::deleteMutation(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
+  bool container = in.opcode == Opcode::DELETE_SUBSCR && f.stack.size() >= 2 &&
+                   !f.stack[f.stack.size() - 2]->isTensor();
+  if (!container)
+    throw Unsupported(BreakCategory::SideEffect,
+                      "mutation (" + in.opname + ") of Python state is not supported yet");
+  VarP key = popValue(f), c = popValue(f);
+  interp.deleteItem(c, key); // ContainerMethods.cpp
 }
 
 void OpcodeHandlers::makeCell(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {

@@ -106,6 +106,12 @@ struct OpcodeHandlers {
   static void listToTuple(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
   /// UNPACK_SEQUENCE.
   static void unpackSequence(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// UNPACK_EX: `a, *rest, b = seq` (the starred part a new list).
+  static void unpackEx(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// BUILD_SET: a set of constants, made at capture (fresh: mutated on the object).
+  static void buildSet(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// SET_ADD / SET_UPDATE into the set `arg` deep (a set comprehension, `{*a}`).
+  static void setAdd(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
   /// BUILD_MAP: `arg` key/value pairs.
   static void buildMap(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
   /// BUILD_CONST_KEY_MAP: `arg` values and a tuple of keys.

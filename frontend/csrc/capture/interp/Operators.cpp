@@ -109,6 +109,9 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
   if (VarP r = interp.scalarBinary(sym, lhs, rhs)) // ops/Scalars.cpp
     return r;
   if (!anyTensor)
+    if (VarP r = interp.containerOperator(sym, lhs, rhs)) // ContainerMethods.cpp
+      return r;
+  if (!anyTensor)
     if (VarP r = interp.symIntBinary(sym, lhs, rhs))
       return r;
   if (VarP r = interp.tensorBinary(sym, lhs, rhs))
@@ -122,6 +125,7 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
   if (!r)
     throw Unsupported(BreakCategory::UserError,
                       withPythonError("operator " + sym + " raised on constants"));
+  interp.noteFresh(r); // {1} | {2}, l + [3]: a new container
   return makeConst(r);
 }
 

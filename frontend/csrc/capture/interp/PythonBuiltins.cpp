@@ -391,7 +391,10 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
       items.push_back(makeConst(refuseTensor(fn, PyRef::borrow(PyList_GET_ITEM(list.get(), i)))));
     return makeSeq(Var::Kind::Iter, items);
   }
-  return makeConst(refuseTensor(fn, r));
+  PyRef result = refuseTensor(fn, r);
+  r = PyRef();
+  noteFresh(result); // list(...), sorted(...), dict(...): a new container (ContainerMethods.cpp)
+  return makeConst(result);
 }
 
 } // namespace kiln

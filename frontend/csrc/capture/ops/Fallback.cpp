@@ -82,6 +82,22 @@ bool isPlainConstant(PyObject *o, int depth = 0) {
   return false;
 }
 
+/// `o` with every list in it (a plain constant) copied.
+PyRef copyLists(PyObject *o) {
+  if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o))
+    return PyRef::borrow(o);
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyRef out = PyRef::steal(PyList_CheckExact(o) ? PyList_New(n) : PyTuple_New(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *item = copyLists(PySequence_Fast_ITEMS(o)[i]).release();
+    if (PyList_CheckExact(o))
+      PyList_SET_ITEM(out.get(), i, item);
+    else
+      PyTuple_SET_ITEM(out.get(), i, item);
+  }
+  return out;
+}
+
 /// Turns the arguments of one call into FallbackArgs (operands numbered in
 /// order of first use) and the same arguments with meta tensors.
 struct ArgConverter {
@@ -98,7 +114,8 @@ struct ArgConverter {
         throw Refused{"an argument is a " + std::string(Py_TYPE(v->obj.get())->tp_name)};
       I.guardValue(v);
       arg.kind = FallbackArg::Kind::Constant;
-      arg.constant = v->obj;
+      // A list is copied: one made at capture may be mutated after the call.
+      arg.constant = copyLists(v->obj.get());
       Py_INCREF(v->obj.get());
       return v->obj.get();
     }

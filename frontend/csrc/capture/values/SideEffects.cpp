@@ -216,8 +216,12 @@ void Interpreter::trackContainer(const VarP &c) {
 }
 
 void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &value) {
+  if (storeFresh(container, key, &value)) // made at capture (ContainerMethods.cpp)
+    return;
   const VarP &c = containerVar(container);
   PyObject *k = constObj(key, "subscript");
+  if (c->kind == Var::Kind::List && PySlice_Check(k))
+    return storeListSlice(c, k, value); // ContainerMethods.cpp
   if (c->kind == Var::Kind::List) {
     if (!PyLong_CheckExact(k))
       throw Unsupported(BreakCategory::UserError, "list item assignment with a non-int index");

@@ -183,6 +183,12 @@ void dictSet(const VarP &d, PyObject *key, VarP value);
 /// item); throws Unsupported for a missing key without a default.
 VarP dictPop(const VarP &d, const std::vector<VarP> &args,
              const std::map<std::string, VarP> &kwargs);
+/// Whether constant `o` (and what it holds) compares and hashes without
+/// running Python code, and is no function (ContainerMethods.cpp).
+bool pureConstant(PyObject *o, int depth = 0);
+/// A ListMethod Var for method `attr` of a Dict/List Var built or tracked
+/// in the frame (ContainerMethods.cpp); nullptr for other values or names.
+VarP containerMethodVar(const VarP &obj, const std::string &attr);
 /// A tuple/list Var whose items are all constants (recursively) as a Python
 /// tuple/list; null otherwise.
 PyRef seqAsConst(const VarP &v, int depth = 0);
