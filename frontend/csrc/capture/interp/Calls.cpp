@@ -184,6 +184,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return r;
   if (VarP r = callObjectSlot(fn, args, kwargs)) // UserObjects.cpp
     return r;
+  if (VarP r = callFunctional(callee, fn, args, kwargs)) // Functional.cpp
+    return r;
   if (VarP r = callIterationBuiltin(fn, args, kwargs)) // Iterators.cpp
     return r;
   if (VarP ctx = constructContext(fn, args, kwargs)) // ContextManagers.cpp

@@ -495,6 +495,38 @@ private:
   /// set/frozenset, dict/OrderedDict/defaultdict: nullptr when `fn` is not one.
   VarP callIterationBuiltin(PyObject *fn, std::vector<VarP> &args,
                             std::map<std::string, VarP> &kwargs);
+  // --- functools, operator, key functions, user-object operators (Functional.cpp) ---
+  /// functools.partial/reduce/lru_cache wrappers, the `operator` module,
+  /// sorted/min/max with a key, itertools.combinations/permutations:
+  /// nullptr when `fn` is none of them (or is left to the constant path).
+  VarP callFunctional(const VarP &callee, PyObject *fn, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// operator.add/mul/getitem/... as the operator opcodes.
+  VarP callOperatorModule(PyObject *fn, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs);
+  /// functools.reduce(f, iterable[, initial]): a left fold of calls.
+  VarP functoolsReduce(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// functools.partial of constants, built at capture.
+  VarP makePartial(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A call of a functools.partial object: its function with the merged arguments.
+  VarP callPartial(const VarP &callee, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  /// A call of a functools.lru_cache wrapper: the wrapped function inlined
+  /// (a break when it has side effects).
+  VarP callLruCached(const VarP &callee, PyObject *wrapper, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs);
+  /// sorted/min/max (`name`) with key=: the key called on each item.
+  VarP callWithKey(const std::string &name, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  /// itertools.combinations/permutations over the items.
+  VarP itertoolsCombinatoric(bool permutations, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs);
+  /// Binary operator `sym` where an operand is a user object: its class's
+  /// Python dunder methods in Python's order; nullptr when neither is one.
+  VarP objectOperator(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// `self.<name>(other)` when `self`'s class defines `name` in Python
+  /// (object's default: nullptr).
+  VarP objectDunder(const VarP &self, const char *name, const VarP &other);
   /// A handler of callIterationBuiltin's table.
   using IterHandler = VarP (Interpreter::*)(std::vector<VarP> &args,
                                             std::map<std::string, VarP> &kwargs);
