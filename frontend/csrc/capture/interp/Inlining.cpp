@@ -106,7 +106,7 @@ void Interpreter::bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int f
 
 VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                                  std::map<std::string, VarP> &kwargs,
-                                 const std::vector<VarP> *closure) {
+                                 const std::vector<VarP> *closure, const Var *made) {
   if (++depth_ > 32)
     throw Unsupported("inlining is nested too deeply (recursion?)");
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
@@ -149,13 +149,23 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   }
   if (varkw)
     f.locals[npos + nkw + (varargs ? 1 : 0)] = extra;
+  // Defaults the frame computed (MAKE_FUNCTION, Calls.cpp) are Vars on
+  // `made`; others are read from the function.
+  const std::vector<VarP> *varDefaults =
+      made && made->fnDefaults ? &made->fnDefaults->items : nullptr;
   PyObject *defaults = func->func_defaults;
-  int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+  int ndef = varDefaults ? (int)varDefaults->size()
+             : defaults  ? (int)PyTuple_GET_SIZE(defaults)
+                         : 0;
   for (int i = 0; i < npos; ++i)
     if (!f.locals[i]) {
       int d = i - (npos - ndef);
       if (d < 0)
         throw Unsupported(BreakCategory::UserError, "missing argument '" + names[i] + "'");
+      if (varDefaults) {
+        f.locals[i] = (*varDefaults)[d];
+        continue;
+      }
       PyObject *dv = PyTuple_GET_ITEM(defaults, d);
       if (isTensor(dv)) {
         // A tensor default is a graph input (read through __defaults__).
@@ -169,6 +179,12 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     }
   for (int i = npos; i < npos + nkw; ++i)
     if (!f.locals[i]) {
+      PyRef key = PyRef::steal(PyUnicode_FromString(names[i].c_str()));
+      int at = made && made->fnKwDefaults ? dictFind(made->fnKwDefaults, key.get()) : -1;
+      if (at >= 0) {
+        f.locals[i] = made->fnKwDefaults->items[at];
+        continue;
+      }
       PyObject *v = func->func_kwdefaults
                         ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
                         : nullptr;
@@ -193,10 +209,26 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
 
 VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
                              std::map<std::string, VarP> &kwargs) {
-  if (!args.empty() || !kwargs.empty())
-    throw Unsupported(BreakCategory::PythonBuiltin, "nn.Module." + method + "() with arguments");
+  // Arguments (prefix=, recurse=, remove_duplicate=) are constants; a memo
+  // set or anything else of the frame is a break.
   PyObject *root = constObj(module, "module");
-  PyRef seq = PyRef::steal(PyObject_CallMethod(root, method.c_str(), nullptr));
+  std::string what = "argument of nn.Module." + method + "()";
+  auto plain = [&](const VarP &v) { // None, a bool, an int or a str (no memo set)
+    PyObject *o = constObj(v, what.c_str());
+    if (o != Py_None && !PyBool_Check(o) && !PyLong_CheckExact(o) && !PyUnicode_CheckExact(o))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "nn.Module." + method + "() with a " +
+                            pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) + " argument");
+    return o;
+  };
+  for (const VarP &a : args)
+    plain(a);
+  PyRef posArgs = constTuple(args, what.c_str());
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(kw.get(), k.c_str(), plain(v));
+  PyRef bound = PyRef::steal(PyObject_GetAttrString(root, method.c_str()));
+  PyRef seq = bound ? PyRef::steal(PyObject_Call(bound.get(), posArgs.get(), kw.get())) : PyRef();
   PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
   if (!list)
     throw Unsupported(BreakCategory::UserError,

@@ -91,6 +91,9 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
     throw Unsupported(BreakCategory::PythonBuiltin, "inspect.signature with options");
   const VarP &f = args[0];
   PyRef target;
+  if (f->kind == Var::Kind::Function && (f->fnDefaults || f->fnKwDefaults))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "inspect.signature of a function whose defaults are values of the frame");
   if (f->kind == Var::Kind::Const || f->kind == Var::Kind::Function) {
     target = f->obj;
   } else if (f->kind == Var::Kind::BoundMethod && f->self && f->self->isConst()) {
