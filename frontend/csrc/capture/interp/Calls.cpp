@@ -169,6 +169,12 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
     if (fnObj.get() == callee->obj.get() && callee->self->isConst())
       return moduleTree(callee->self, m, args, kwargs);
   }
+  for (const char *m : {"parameters", "named_parameters", "buffers", "named_buffers"}) {
+    PyRef fnObj = PyRef::steal(moduleType ? PyObject_GetAttrString(moduleType, m) : nullptr);
+    PyErr_Clear();
+    if (fnObj.get() == callee->obj.get() && callee->self->isConst())
+      return moduleMembers(callee->self, m, args, kwargs); // Inlining.cpp
+  }
   args.insert(args.begin(), callee->self);
   if (!PyFunction_Check(callee->obj.get())) { // object's slot via super() (UserObjects.cpp)
     if (VarP r = callObjectSlot(callee->obj.get(), args, kwargs))

@@ -207,13 +207,14 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   return r;
 }
 
-VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
-                             std::map<std::string, VarP> &kwargs) {
-  // Arguments (prefix=, recurse=, remove_duplicate=) are constants; a memo
-  // set or anything else of the frame is a break.
-  PyObject *root = constObj(module, "module");
+namespace {
+
+/// `args`/`kwargs` of an nn.Module tree method as constants: None, bools,
+/// ints and strs only (a memo set of the caller would be mutated).
+std::pair<PyRef, PyRef> plainModuleArgs(const std::string &method, const std::vector<VarP> &args,
+                                        const std::map<std::string, VarP> &kwargs) {
   std::string what = "argument of nn.Module." + method + "()";
-  auto plain = [&](const VarP &v) { // None, a bool, an int or a str (no memo set)
+  auto plain = [&](const VarP &v) {
     PyObject *o = constObj(v, what.c_str());
     if (o != Py_None && !PyBool_Check(o) && !PyLong_CheckExact(o) && !PyUnicode_CheckExact(o))
       throw Unsupported(BreakCategory::PythonBuiltin,
@@ -227,13 +228,84 @@ VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std:
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs)
     PyDict_SetItemString(kw.get(), k.c_str(), plain(v));
+  return {posArgs, kw};
+}
+
+/// The list `root.<method>(*posArgs, **kw)` produces, or throws.
+PyRef callModuleMethod(PyObject *root, const std::string &method, PyObject *posArgs,
+                       PyObject *kw) {
   PyRef bound = PyRef::steal(PyObject_GetAttrString(root, method.c_str()));
-  PyRef seq = bound ? PyRef::steal(PyObject_Call(bound.get(), posArgs.get(), kw.get())) : PyRef();
+  PyRef seq = bound ? PyRef::steal(PyObject_Call(bound.get(), posArgs, kw)) : PyRef();
   PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
   if (!list)
     throw Unsupported(BreakCategory::UserError,
                       withPythonError("nn.Module." + method + "() raised at capture time"),
                       hint::kRaisesInEager);
+  return list;
+}
+
+} // namespace
+
+VarP Interpreter::moduleMembers(const VarP &module, const std::string &method,
+                                std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  PyObject *root = constObj(module, "module");
+  auto [posArgs, kw] = plainModuleArgs(method, args, kwargs);
+  PyRef list = callModuleMethod(root, method, posArgs.get(), kw.get());
+  keepAlive_.push_back(list);
+  // The module tree is guarded (moduleTree), then every module's member
+  // dict: its length, and each member read through its own source.
+  std::vector<VarP> none;
+  std::map<std::string, VarP> nokw;
+  moduleTree(module, "modules", none, nokw);
+  PyRef noArgs = PyRef::steal(PyTuple_New(0));
+  PyRef mlist = callModuleMethod(root, "modules", noArgs.get(), nullptr);
+  bool params = method.find("parameters") != std::string::npos;
+  PyRef dictKey = PyRef::steal(PyUnicode_FromString(params ? "_parameters" : "_buffers"));
+  std::map<PyObject *, int> sourceOfMember;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mlist.get()); ++i) {
+    PyObject *m = PyList_GET_ITEM(mlist.get(), i);
+    PyObject **dictPtr = _PyObject_GetDictPtr(m);
+    PyObject *members = dictPtr && *dictPtr ? PyDict_GetItem(*dictPtr, dictKey.get()) : nullptr;
+    if (!members || !PyDict_Check(members))
+      throw Unsupported("nn.Module." + method + "(): a module without " + pyText(dictKey.get()));
+    int src = m == root ? sourceOf(module) : out_.sources.add(Source::Kind::Constant, -1, 0, m);
+    int dictSrc = out_.sources.add(Source::Kind::DictItem,
+                                   out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
+                                   dictKey.get());
+    guardLength(dictSrc, PyDict_Size(members));
+    PyObject *k, *t;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(members, &pos, &k, &t)) {
+      int itemSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, k);
+      if (t == Py_None) // a None member stays None (guarded: set later recompiles)
+        fromSource(t, itemSrc);
+      else if (!sourceOfMember.count(t))
+        sourceOfMember[t] = itemSrc;
+    }
+  }
+  bool named = method.rfind("named_", 0) == 0;
+  std::vector<VarP> items;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+    PyObject *item = PyList_GET_ITEM(list.get(), i);
+    PyObject *t = named ? PyTuple_GetItem(item, 1) : item;
+    auto found = t ? sourceOfMember.find(t) : sourceOfMember.end();
+    if (found == sourceOfMember.end())
+      throw Unsupported("nn.Module." + method + "(): a member kiln cannot read per call");
+    VarP v = fromSource(t, found->second);
+    items.push_back(named ? makeSeq(Var::Kind::Tuple,
+                                    {makeConst(PyRef::borrow(PyTuple_GET_ITEM(item, 0))), v})
+                          : v);
+  }
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs) {
+  // Arguments (prefix=, recurse=, remove_duplicate=) are constants; a memo
+  // set or anything else of the frame is a break.
+  PyObject *root = constObj(module, "module");
+  auto [posArgs, kw] = plainModuleArgs(method, args, kwargs);
+  PyRef list = callModuleMethod(root, method, posArgs.get(), kw.get());
   // Guard the tree the result was read from: every module reached has the
   // same children (count and identity) as now.
   std::vector<PyObject *> todo = {root};

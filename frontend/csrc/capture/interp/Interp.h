@@ -440,6 +440,11 @@ private:
   /// `module.modules()` / `named_modules()` / `children()` /
   /// `named_children()` evaluated at capture: the structure is guarded
   /// (each visited module's children by identity, their count by length).
+  /// nn.Module.parameters/named_parameters/buffers/named_buffers(...)
+  /// answered at capture: each tensor read (as a graph input) through its
+  /// module's _parameters/_buffers dict, the tree and those dicts guarded.
+  VarP moduleMembers(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs);
   VarP moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
   /// `super()` with no arguments in frame `f`: super(__class__, first
