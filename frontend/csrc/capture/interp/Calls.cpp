@@ -93,7 +93,7 @@ void OpcodeHandlers::makeFunction(Interpreter &interp, Frame &f, const Instr &in
       d = PyRef::steal(PyDict_New());
       for (size_t i = 0; d && i < kwdefaults->keys.size(); ++i) {
         PyRef c = seqAsConst(kwdefaults->items[i]);
-        PyObject *o = c ? c.get()
+        PyObject *o = c                                 ? c.get()
                       : kwdefaults->items[i]->isConst() ? kwdefaults->items[i]->obj.get()
                                                         : nullptr;
         if (!o)

@@ -134,7 +134,10 @@ VarP Interpreter::objectOperator(const std::string &sym, const VarP &lhs, const 
   if (lObj)
     if (VarP r = objectDunder(lhs, d->op, rhs); r && !isNotImplemented(r))
       return r;
-  if (rObj && !sameType && !rFirst)
+  // Comparisons try the reflected method of the same class too.
+  bool comparison =
+      sym == "<" || sym == "<=" || sym == ">" || sym == ">=" || sym == "==" || sym == "!=";
+  if (rObj && (!sameType || comparison) && !rFirst)
     if (VarP r = objectDunder(rhs, d->rop, lhs); r && !isNotImplemented(r))
       return r;
   if (sym == "!=") { // object.__ne__: the inverse of __eq__

@@ -232,8 +232,7 @@ std::pair<PyRef, PyRef> plainModuleArgs(const std::string &method, const std::ve
 }
 
 /// The list `root.<method>(*posArgs, **kw)` produces, or throws.
-PyRef callModuleMethod(PyObject *root, const std::string &method, PyObject *posArgs,
-                       PyObject *kw) {
+PyRef callModuleMethod(PyObject *root, const std::string &method, PyObject *posArgs, PyObject *kw) {
   PyRef bound = PyRef::steal(PyObject_GetAttrString(root, method.c_str()));
   PyRef seq = bound ? PyRef::steal(PyObject_Call(bound.get(), posArgs, kw)) : PyRef();
   PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
@@ -292,9 +291,9 @@ VarP Interpreter::moduleMembers(const VarP &module, const std::string &method,
     if (found == sourceOfMember.end())
       throw Unsupported("nn.Module." + method + "(): a member kiln cannot read per call");
     VarP v = fromSource(t, found->second);
-    items.push_back(named ? makeSeq(Var::Kind::Tuple,
-                                    {makeConst(PyRef::borrow(PyTuple_GET_ITEM(item, 0))), v})
-                          : v);
+    items.push_back(
+        named ? makeSeq(Var::Kind::Tuple, {makeConst(PyRef::borrow(PyTuple_GET_ITEM(item, 0))), v})
+              : v);
   }
   return makeSeq(Var::Kind::Iter, items);
 }

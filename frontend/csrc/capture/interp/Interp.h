@@ -387,8 +387,7 @@ private:
                           std::map<std::string, VarP> &kwargs);
   VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                       std::map<std::string, VarP> &kwargs,
-                      const std::vector<VarP> *closure = nullptr,
-                      const Var *made = nullptr);
+                      const std::vector<VarP> *closure = nullptr, const Var *made = nullptr);
   /// Binds the free variables of `code` in `f`: from `closure` (symbolic
   /// cells) or from the real cells of `fn`, read through `fnSource`.
   void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
