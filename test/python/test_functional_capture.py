@@ -303,3 +303,10 @@ def test_parameters_read_per_call_after_an_update():
     assert_close(compiled(x), f(x))
     s = stats()
     assert (s["graphs_compiled"], s["graph_breaks"]) == (1, 0), s
+
+
+def test_broadcast_shapes_is_a_constant():
+    def f(x):
+        return x + 1, torch.broadcast_shapes(x.shape, (1, 8)), torch.Size([2, 3])
+
+    whole_graph(f, torch.randn(4, 8))

@@ -113,9 +113,11 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
 
 /// Whether `fn` (named `name`, from module `mod`) may be evaluated on
 /// constants at capture time: pure builtins and builtin types, `math`, and
-/// torch's device/finfo/iinfo constructors.
+/// torch's device/finfo/iinfo/Size constructors.
 static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std::string &mod) {
-  static PyOnce deviceTypeOnce, finfoTypeOnce, iinfoTypeOnce;
+  static PyOnce deviceTypeOnce, finfoTypeOnce, iinfoTypeOnce, sizeTypeOnce;
+  PyObject *sizeType =
+      sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
   PyObject *deviceType =
       deviceTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
   PyObject *finfoType =
@@ -130,7 +132,8 @@ static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std:
   // operator.index (ModuleList/ParameterList indexing): an int's index.
   bool operatorIndex = mod == "_operator" && name == "index";
   return isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-         operatorIndex || fn == deviceType || fn == finfoType || fn == iinfoType;
+         operatorIndex || fn == deviceType || fn == finfoType || fn == iinfoType ||
+         fn == sizeType; // torch.Size(ints): torch.broadcast_shapes' result
 }
 
 /// The string attribute `attr` of `fn` ("" when missing or not a str).
