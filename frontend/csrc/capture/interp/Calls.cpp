@@ -72,23 +72,51 @@ void OpcodeHandlers::makeFunction(Interpreter &interp, Frame &f, const Instr &in
   PyRef fn = PyRef::steal(PyFunction_New(code, f.globals.get()));
   if (!fn)
     throw Unsupported(withPythonError("cannot create function"));
+  // Defaults that are constants are set on the function; others (a tensor
+  // or a size computed here, `def f(t, k=x.shape[0])`) stay Vars on the
+  // Function Var and are bound at its calls (Inlining.cpp).
+  VarP varDefaults, varKwDefaults;
   if (defaults) {
-    if (defaults->kind == Var::Kind::Tuple)
-      for (auto &d : defaults->items)
-        constObj(d, "default argument value");
-    PyObject *d = constObj(defaults, "default arguments");
-    if (PyFunction_SetDefaults(fn.get(), d) < 0)
+    PyRef d = seqAsConst(defaults);
+    if (!d && defaults->isConst())
+      d = PyRef::borrow(defaults->obj.get());
+    if (!d && defaults->kind != Var::Kind::Tuple)
+      throw Unsupported("default arguments that are not a tuple");
+    if (!d)
+      varDefaults = defaults;
+    else if (PyFunction_SetDefaults(fn.get(), d.get()) < 0)
       throw Unsupported(withPythonError("invalid defaults"));
   }
-  if (kwdefaults &&
-      PyFunction_SetKwDefaults(fn.get(), constObj(kwdefaults, "keyword defaults")) < 0)
-    throw Unsupported(withPythonError("invalid keyword defaults"));
+  if (kwdefaults) {
+    PyRef d = kwdefaults->isConst() ? PyRef::borrow(kwdefaults->obj.get()) : PyRef();
+    if (!d && kwdefaults->kind == Var::Kind::Dict && !kwdefaults->obj && !kwdefaults->dictType) {
+      d = PyRef::steal(PyDict_New());
+      for (size_t i = 0; d && i < kwdefaults->keys.size(); ++i) {
+        PyRef c = seqAsConst(kwdefaults->items[i]);
+        PyObject *o = c                                 ? c.get()
+                      : kwdefaults->items[i]->isConst() ? kwdefaults->items[i]->obj.get()
+                                                        : nullptr;
+        if (!o)
+          d = PyRef();
+        else
+          PyDict_SetItem(d.get(), kwdefaults->keys[i].get(), o);
+      }
+    }
+    if (!d && kwdefaults->kind != Var::Kind::Dict)
+      throw Unsupported("keyword defaults that are not a dict");
+    if (!d)
+      varKwDefaults = kwdefaults;
+    else if (PyFunction_SetKwDefaults(fn.get(), d.get()) < 0)
+      throw Unsupported(withPythonError("invalid keyword defaults"));
+  }
   interp.keepAlive_.push_back(fn);
   auto v = std::make_shared<Var>();
   v->kind = Var::Kind::Function;
   v->obj = fn;
   if (closure)
     v->items = closure->items;
+  v->fnDefaults = varDefaults;
+  v->fnKwDefaults = varKwDefaults;
   f.stack.push_back(v);
 }
 
@@ -141,6 +169,12 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
     if (fnObj.get() == callee->obj.get() && callee->self->isConst())
       return moduleTree(callee->self, m, args, kwargs);
   }
+  for (const char *m : {"parameters", "named_parameters", "buffers", "named_buffers"}) {
+    PyRef fnObj = PyRef::steal(moduleType ? PyObject_GetAttrString(moduleType, m) : nullptr);
+    PyErr_Clear();
+    if (fnObj.get() == callee->obj.get() && callee->self->isConst())
+      return moduleMembers(callee->self, m, args, kwargs); // Inlining.cpp
+  }
   args.insert(args.begin(), callee->self);
   if (!PyFunction_Check(callee->obj.get())) { // object's slot via super() (UserObjects.cpp)
     if (VarP r = callObjectSlot(callee->obj.get(), args, kwargs))
@@ -166,7 +200,7 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (callee->kind == Var::Kind::ListMethod) // SideEffects.cpp
     return listMutation(callee->self, callee->name, args, kwargs);
   if (callee->kind == Var::Kind::Function)
-    return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items);
+    return inlineFunction(callee->obj.get(), -1, args, kwargs, &callee->items, callee.get());
   if (callee->kind == Var::Kind::BoundMethod)
     return callBoundMethod(callee, args, kwargs);
   if (callee->kind == Var::Kind::Object) // UserObjects.cpp
@@ -185,6 +219,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp
     return r;
   if (VarP r = callObjectSlot(fn, args, kwargs)) // UserObjects.cpp
+    return r;
+  if (VarP r = callFunctional(callee, fn, args, kwargs)) // Functional.cpp
     return r;
   if (VarP r = callIterationBuiltin(fn, args, kwargs)) // Iterators.cpp
     return r;

@@ -106,7 +106,7 @@ void Interpreter::bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int f
 
 VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                                  std::map<std::string, VarP> &kwargs,
-                                 const std::vector<VarP> *closure) {
+                                 const std::vector<VarP> *closure, const Var *made) {
   if (++depth_ > 32)
     throw Unsupported("inlining is nested too deeply (recursion?)");
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
@@ -149,13 +149,23 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   }
   if (varkw)
     f.locals[npos + nkw + (varargs ? 1 : 0)] = extra;
+  // Defaults the frame computed (MAKE_FUNCTION, Calls.cpp) are Vars on
+  // `made`; others are read from the function.
+  const std::vector<VarP> *varDefaults =
+      made && made->fnDefaults ? &made->fnDefaults->items : nullptr;
   PyObject *defaults = func->func_defaults;
-  int ndef = defaults ? (int)PyTuple_GET_SIZE(defaults) : 0;
+  int ndef = varDefaults ? (int)varDefaults->size()
+             : defaults  ? (int)PyTuple_GET_SIZE(defaults)
+                         : 0;
   for (int i = 0; i < npos; ++i)
     if (!f.locals[i]) {
       int d = i - (npos - ndef);
       if (d < 0)
         throw Unsupported(BreakCategory::UserError, "missing argument '" + names[i] + "'");
+      if (varDefaults) {
+        f.locals[i] = (*varDefaults)[d];
+        continue;
+      }
       PyObject *dv = PyTuple_GET_ITEM(defaults, d);
       if (isTensor(dv)) {
         // A tensor default is a graph input (read through __defaults__).
@@ -169,6 +179,12 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
     }
   for (int i = npos; i < npos + nkw; ++i)
     if (!f.locals[i]) {
+      PyRef key = PyRef::steal(PyUnicode_FromString(names[i].c_str()));
+      int at = made && made->fnKwDefaults ? dictFind(made->fnKwDefaults, key.get()) : -1;
+      if (at >= 0) {
+        f.locals[i] = made->fnKwDefaults->items[at];
+        continue;
+      }
       PyObject *v = func->func_kwdefaults
                         ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
                         : nullptr;
@@ -191,17 +207,104 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   return r;
 }
 
-VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
-                             std::map<std::string, VarP> &kwargs) {
-  if (!args.empty() || !kwargs.empty())
-    throw Unsupported(BreakCategory::PythonBuiltin, "nn.Module." + method + "() with arguments");
-  PyObject *root = constObj(module, "module");
-  PyRef seq = PyRef::steal(PyObject_CallMethod(root, method.c_str(), nullptr));
+namespace {
+
+/// `args`/`kwargs` of an nn.Module tree method as constants: None, bools,
+/// ints and strs only (a memo set of the caller would be mutated).
+std::pair<PyRef, PyRef> plainModuleArgs(const std::string &method, const std::vector<VarP> &args,
+                                        const std::map<std::string, VarP> &kwargs) {
+  std::string what = "argument of nn.Module." + method + "()";
+  auto plain = [&](const VarP &v) {
+    PyObject *o = constObj(v, what.c_str());
+    if (o != Py_None && !PyBool_Check(o) && !PyLong_CheckExact(o) && !PyUnicode_CheckExact(o))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "nn.Module." + method + "() with a " +
+                            pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))) + " argument");
+    return o;
+  };
+  for (const VarP &a : args)
+    plain(a);
+  PyRef posArgs = constTuple(args, what.c_str());
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(kw.get(), k.c_str(), plain(v));
+  return {posArgs, kw};
+}
+
+/// The list `root.<method>(*posArgs, **kw)` produces, or throws.
+PyRef callModuleMethod(PyObject *root, const std::string &method, PyObject *posArgs, PyObject *kw) {
+  PyRef bound = PyRef::steal(PyObject_GetAttrString(root, method.c_str()));
+  PyRef seq = bound ? PyRef::steal(PyObject_Call(bound.get(), posArgs, kw)) : PyRef();
   PyRef list = seq ? PyRef::steal(PySequence_List(seq.get())) : PyRef();
   if (!list)
     throw Unsupported(BreakCategory::UserError,
                       withPythonError("nn.Module." + method + "() raised at capture time"),
                       hint::kRaisesInEager);
+  return list;
+}
+
+} // namespace
+
+VarP Interpreter::moduleMembers(const VarP &module, const std::string &method,
+                                std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
+  PyObject *root = constObj(module, "module");
+  auto [posArgs, kw] = plainModuleArgs(method, args, kwargs);
+  PyRef list = callModuleMethod(root, method, posArgs.get(), kw.get());
+  keepAlive_.push_back(list);
+  // The module tree is guarded (moduleTree), then every module's member
+  // dict: its length, and each member read through its own source.
+  std::vector<VarP> none;
+  std::map<std::string, VarP> nokw;
+  moduleTree(module, "modules", none, nokw);
+  PyRef noArgs = PyRef::steal(PyTuple_New(0));
+  PyRef mlist = callModuleMethod(root, "modules", noArgs.get(), nullptr);
+  bool params = method.find("parameters") != std::string::npos;
+  PyRef dictKey = PyRef::steal(PyUnicode_FromString(params ? "_parameters" : "_buffers"));
+  std::map<PyObject *, int> sourceOfMember;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(mlist.get()); ++i) {
+    PyObject *m = PyList_GET_ITEM(mlist.get(), i);
+    PyObject **dictPtr = _PyObject_GetDictPtr(m);
+    PyObject *members = dictPtr && *dictPtr ? PyDict_GetItem(*dictPtr, dictKey.get()) : nullptr;
+    if (!members || !PyDict_Check(members))
+      throw Unsupported("nn.Module." + method + "(): a module without " + pyText(dictKey.get()));
+    int src = m == root ? sourceOf(module) : out_.sources.add(Source::Kind::Constant, -1, 0, m);
+    int dictSrc = out_.sources.add(Source::Kind::DictItem,
+                                   out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
+                                   dictKey.get());
+    guardLength(dictSrc, PyDict_Size(members));
+    PyObject *k, *t;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(members, &pos, &k, &t)) {
+      int itemSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, k);
+      if (t == Py_None) // a None member stays None (guarded: set later recompiles)
+        fromSource(t, itemSrc);
+      else if (!sourceOfMember.count(t))
+        sourceOfMember[t] = itemSrc;
+    }
+  }
+  bool named = method.rfind("named_", 0) == 0;
+  std::vector<VarP> items;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+    PyObject *item = PyList_GET_ITEM(list.get(), i);
+    PyObject *t = named ? PyTuple_GetItem(item, 1) : item;
+    auto found = t ? sourceOfMember.find(t) : sourceOfMember.end();
+    if (found == sourceOfMember.end())
+      throw Unsupported("nn.Module." + method + "(): a member kiln cannot read per call");
+    VarP v = fromSource(t, found->second);
+    items.push_back(
+        named ? makeSeq(Var::Kind::Tuple, {makeConst(PyRef::borrow(PyTuple_GET_ITEM(item, 0))), v})
+              : v);
+  }
+  return makeSeq(Var::Kind::Iter, items);
+}
+
+VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs) {
+  // Arguments (prefix=, recurse=, remove_duplicate=) are constants; a memo
+  // set or anything else of the frame is a break.
+  PyObject *root = constObj(module, "module");
+  auto [posArgs, kw] = plainModuleArgs(method, args, kwargs);
+  PyRef list = callModuleMethod(root, method, posArgs.get(), kw.get());
   // Guard the tree the result was read from: every module reached has the
   // same children (count and identity) as now.
   std::vector<PyObject *> todo = {root};

@@ -407,7 +407,7 @@ private:
                           std::map<std::string, VarP> &kwargs);
   VarP inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &args,
                       std::map<std::string, VarP> &kwargs,
-                      const std::vector<VarP> *closure = nullptr);
+                      const std::vector<VarP> *closure = nullptr, const Var *made = nullptr);
   /// Binds the free variables of `code` in `f`: from `closure` (symbolic
   /// cells) or from the real cells of `fn`, read through `fnSource`.
   void bindFreeVars(Frame &f, PyCodeObject *code, PyObject *fn, int fnSource,
@@ -459,6 +459,11 @@ private:
   /// `module.modules()` / `named_modules()` / `children()` /
   /// `named_children()` evaluated at capture: the structure is guarded
   /// (each visited module's children by identity, their count by length).
+  /// nn.Module.parameters/named_parameters/buffers/named_buffers(...)
+  /// answered at capture: each tensor read (as a graph input) through its
+  /// module's _parameters/_buffers dict, the tree and those dicts guarded.
+  VarP moduleMembers(const VarP &module, const std::string &method, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs);
   VarP moduleTree(const VarP &module, const std::string &method, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
   /// `super()` with no arguments in frame `f`: super(__class__, first
@@ -520,6 +525,38 @@ private:
   /// set/frozenset, dict/OrderedDict/defaultdict: nullptr when `fn` is not one.
   VarP callIterationBuiltin(PyObject *fn, std::vector<VarP> &args,
                             std::map<std::string, VarP> &kwargs);
+  // --- functools, operator, key functions, user-object operators (Functional.cpp) ---
+  /// functools.partial/reduce/lru_cache wrappers, the `operator` module,
+  /// sorted/min/max with a key, itertools.combinations/permutations:
+  /// nullptr when `fn` is none of them (or is left to the constant path).
+  VarP callFunctional(const VarP &callee, PyObject *fn, std::vector<VarP> &args,
+                      std::map<std::string, VarP> &kwargs);
+  /// operator.add/mul/getitem/... as the operator opcodes.
+  VarP callOperatorModule(PyObject *fn, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs);
+  /// functools.reduce(f, iterable[, initial]): a left fold of calls.
+  VarP functoolsReduce(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// functools.partial of constants, built at capture.
+  VarP makePartial(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A call of a functools.partial object: its function with the merged arguments.
+  VarP callPartial(const VarP &callee, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  /// A call of a functools.lru_cache wrapper: the wrapped function inlined
+  /// (a break when it has side effects).
+  VarP callLruCached(const VarP &callee, PyObject *wrapper, std::vector<VarP> &args,
+                     std::map<std::string, VarP> &kwargs);
+  /// sorted/min/max (`name`) with key=: the key called on each item.
+  VarP callWithKey(const std::string &name, std::vector<VarP> &args,
+                   std::map<std::string, VarP> &kwargs);
+  /// itertools.combinations/permutations over the items.
+  VarP itertoolsCombinatoric(bool permutations, std::vector<VarP> &args,
+                             std::map<std::string, VarP> &kwargs);
+  /// Binary operator `sym` where an operand is a user object: its class's
+  /// Python dunder methods in Python's order; nullptr when neither is one.
+  VarP objectOperator(const std::string &sym, const VarP &lhs, const VarP &rhs);
+  /// `self.<name>(other)` when `self`'s class defines `name` in Python
+  /// (object's default: nullptr).
+  VarP objectDunder(const VarP &self, const char *name, const VarP &other);
   /// A handler of callIterationBuiltin's table.
   using IterHandler = VarP (Interpreter::*)(std::vector<VarP> &args,
                                             std::map<std::string, VarP> &kwargs);

@@ -597,8 +597,17 @@ VarP Interpreter::getIter(const VarP &v) {
       keys.push_back(makeConst(k));
     return makeSeq(Var::Kind::Iter, keys);
   }
-  if (v->isTensor())
-    throw Unsupported("iterating over a tensor");
+  if (v->isTensor()) {
+    // Tensor.__iter__ is iter(self.unbind(0)): with a static first dim, the
+    // rows are unbind's results (a 0-d tensor raises in eager; a symbolic
+    // size retries the capture with static sizes).
+    VarP n = tensorAttribute(v, "__len__");
+    if (!n->isConst())
+      throw Unsupported("iterating over a tensor whose first dim is symbolic");
+    std::vector<VarP> none;
+    std::map<std::string, VarP> nokw;
+    return getIter(callTensorMethod(v, "unbind", none, nokw));
+  }
   PyObject *o = constObj(v, "iterable");
   std::vector<VarP> items;
   if (isModule(o) && v->source < 0)

@@ -105,6 +105,8 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
                                    const VarP &rhs) {
   interp.materializeDeep(lhs);
   interp.materializeDeep(rhs);
+  if (VarP r = interp.objectOperator(sym, lhs, rhs)) // user objects' dunders (Functional.cpp)
+    return r;
   bool anyTensor = lhs->isTensor() || rhs->isTensor();
   if (VarP r = interp.scalarBinary(sym, lhs, rhs)) // ops/Scalars.cpp
     return r;

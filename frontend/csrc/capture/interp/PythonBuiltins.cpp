@@ -92,6 +92,9 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
     throw Unsupported(BreakCategory::PythonBuiltin, "inspect.signature with options");
   const VarP &f = args[0];
   PyRef target;
+  if (f->kind == Var::Kind::Function && (f->fnDefaults || f->fnKwDefaults))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "inspect.signature of a function whose defaults are values of the frame");
   if (f->kind == Var::Kind::Const || f->kind == Var::Kind::Function) {
     target = f->obj;
   } else if (f->kind == Var::Kind::BoundMethod && f->self && f->self->isConst()) {
@@ -111,9 +114,11 @@ VarP Interpreter::callAtCapture(PyObject *fn, std::vector<VarP> &args,
 
 /// Whether `fn` (named `name`, from module `mod`) may be evaluated on
 /// constants at capture time: pure builtins and builtin types, `math`, and
-/// torch's device/finfo/iinfo constructors.
+/// torch's device/finfo/iinfo/Size constructors.
 static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std::string &mod) {
-  static PyOnce deviceTypeOnce, finfoTypeOnce, iinfoTypeOnce;
+  static PyOnce deviceTypeOnce, finfoTypeOnce, iinfoTypeOnce, sizeTypeOnce;
+  PyObject *sizeType =
+      sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
   PyObject *deviceType =
       deviceTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
   PyObject *finfoType =
@@ -128,7 +133,8 @@ static bool evaluableAtCapture(PyObject *fn, const std::string &name, const std:
   // operator.index (ModuleList/ParameterList indexing): an int's index.
   bool operatorIndex = mod == "_operator" && name == "index";
   return isBuiltinType || (mod == "builtins" && isPureBuiltin(name)) || mod == "math" ||
-         operatorIndex || fn == deviceType || fn == finfoType || fn == iinfoType;
+         operatorIndex || fn == deviceType || fn == finfoType || fn == iinfoType ||
+         fn == sizeType; // torch.Size(ints): torch.broadcast_shapes' result
 }
 
 /// The string attribute `attr` of `fn` ("" when missing or not a str).

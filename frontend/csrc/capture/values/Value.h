@@ -157,6 +157,10 @@ struct Var {
   /// Dict: collections.OrderedDict or defaultdict when made as one (null:
   /// a dict); a defaultdict's default factory is `self`.
   PyRef dictType;
+  /// Function: defaults (a Tuple Var) / keyword defaults (a Dict Var)
+  /// that are not all constants (values computed in the frame); null when
+  /// they are set on `obj` itself. Such a function never leaves the frame.
+  VarP fnDefaults, fnKwDefaults;
 
   bool isConst() const { return kind == Kind::Const; }
   bool isTensor() const { return kind == Kind::Tensor; }
