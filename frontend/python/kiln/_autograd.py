@@ -6,22 +6,92 @@ Python function eagerly (kiln's frame hook disabled) on the same inputs and
 differentiates that, so gradients are exactly eager's. The function must be
 deterministic for this to hold: a graph with random ops (dropout ...) gets a
 recompute wrapped by kiln._random.replaying, which gives the random calls
-the values the compiled forward used.
+the values the compiled forward used. A graph with side effects (BatchNorm's
+running stats updated in place, `self.calls += 1`, a parameter updated under
+torch.no_grad()) gets a recompute wrapped by `restoring`: it runs on the
+state as it was before the call (kept by `snapshot`) and puts back the state
+it found, so the mutations happen once, as in eager.
 """
 from __future__ import annotations
 
 import torch
 
 
+_MISSING = object()
+
+
+def _read(kind, obj, key):
+    """The current state of one side effect's target: a tensor's value
+    (copied), an attribute from the object's own __dict__ (a class's or
+    module's too), an item; _MISSING where there is none."""
+    if kind == "tensor":
+        with torch.no_grad():
+            return obj.clone()
+    try:
+        return vars(obj)[key] if kind == "attr" else obj[key]
+    except (KeyError, IndexError, TypeError):
+        return _MISSING
+
+
+def _write(kind, obj, key, value, version=None):
+    if kind == "tensor":
+        version = obj._version if version is None else version
+        with torch.no_grad():
+            obj.copy_(value)
+        # Restoring is not a mutation the user made (nor is the recompute's
+        # own): autograd's checks of saved tensors see the version they saw.
+        torch._C._autograd._unsafe_set_version_counter((obj,), (version,))
+    elif value is _MISSING:
+        try:
+            if kind == "attr":
+                delattr(obj, key)
+            else:
+                del obj[key]
+        except (AttributeError, KeyError, IndexError):
+            pass
+    elif kind == "attr":
+        setattr(obj, key, value)
+    else:
+        obj[key] = value
+
+
+def snapshot(targets):
+    """The state the side effects `targets` ((kind, object, key) each:
+    'tensor', 'attr' or 'item') will change, read before they run."""
+    return [(kind, obj, key, _read(kind, obj, key)) for kind, obj, key in targets]
+
+
+def restoring(state, recompute):
+    """`recompute` run on the state `snapshot` kept (the state the forward
+    saw), then the state found at backward time put back."""
+    def run():
+        now = [(kind, obj, key, _read(kind, obj, key), obj._version if kind == "tensor" else None)
+               for kind, obj, key, _ in state]
+        # Reversed: where two effects change one target, the first one's
+        # "before" is the state before the call.
+        for kind, obj, key, before in reversed(state):
+            _write(kind, obj, key, before)
+        try:
+            return recompute()
+        finally:
+            for kind, obj, key, value, version in reversed(now):
+                _write(kind, obj, key, value, version)
+    return run
+
+
 class _CompiledFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, run, recompute, *inputs):
+    def forward(ctx, run, recompute, no_grad, mutated, *inputs):
         ctx.recompute = recompute
         ctx.inputs = inputs
-        ctx.versions = [t._version for t in inputs]
+        # Inputs the graph updates in place are put back to their values
+        # before the call while the backward recomputes (restoring): their
+        # versions are not checked.
+        ctx.versions = [None if i in mutated else t._version for i, t in enumerate(inputs)]
         with torch.no_grad():
             outs = run(*inputs)
-        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        ctx.mark_non_differentiable(
+            *[o for i, o in enumerate(outs) if i in no_grad or not o.is_floating_point()])
         return outs
 
     @staticmethod
@@ -31,7 +101,7 @@ class _CompiledFunction(torch.autograd.Function):
         # modified in place since the forward, the gradients would silently
         # differ from eager's (which raises when it saved that tensor).
         for t, v in zip(inputs, ctx.versions):
-            if t._version != v:
+            if v is not None and t._version != v:
                 raise RuntimeError(
                     "kiln: one of the variables needed for gradient computation has been "
                     "modified by an inplace operation (an input of a compiled graph changed "
@@ -54,7 +124,7 @@ class _CompiledFunction(torch.autograd.Function):
                                       create_graph=torch.is_grad_enabled())
             for i, g in zip(wanted, got):
                 result[i] = g
-        return (None, None, *result)
+        return (None, None, None, None, *result)
 
 
 def select(paths, recompute):
@@ -65,6 +135,9 @@ def select(paths, recompute):
         result = recompute()
         outs = []
         for path in paths:
+            if path is None:  # a result only side effects store: no gradient
+                outs.append(None)
+                continue
             o = result
             for k in path:  # an index, a dict key, or slice(name): an object's attribute
                 o = getattr(o, k.start) if isinstance(k, slice) else o[k]
@@ -73,7 +146,11 @@ def select(paths, recompute):
     return run
 
 
-def apply(run, recompute, inputs):
+def apply(run, recompute, inputs, no_grad=(), mutated=()):
     """Runs `run(*inputs)` (a tuple of output tensors) under autograd, with a
-    backward that differentiates `recompute()` (the eager function)."""
-    return _CompiledFunction.apply(run, recompute, *inputs)
+    backward that differentiates `recompute()` (the eager function). The
+    outputs at indices `no_grad` are non-differentiable (eager computes them
+    without requires_grad); the inputs at `mutated` are updated in place
+    after the call."""
+    return _CompiledFunction.apply(run, recompute, frozenset(no_grad), frozenset(mutated),
+                                   *inputs)
