@@ -61,22 +61,29 @@ def snapshot(targets):
     return [(kind, obj, key, _read(kind, obj, key)) for kind, obj, key in targets]
 
 
-def restoring(state, recompute):
+class restoring:
     """`recompute` run on the state `snapshot` kept (the state the forward
-    saw), then the state found at backward time put back."""
-    def run():
-        now = [(kind, obj, key, _read(kind, obj, key), obj._version if kind == "tensor" else None)
-               for kind, obj, key, _ in state]
+    saw); `finish()`, called once the backward has differentiated the
+    recompute's result (its saved tensors may be the mutated ones), puts
+    back the state found at backward time."""
+
+    def __init__(self, state, recompute):
+        self.state, self.recompute, self.now = state, recompute, []
+
+    def __call__(self):
+        self.now.append([(kind, obj, key, _read(kind, obj, key),
+                          obj._version if kind == "tensor" else None)
+                         for kind, obj, key, _ in self.state])
         # Reversed: where two effects change one target, the first one's
         # "before" is the state before the call.
-        for kind, obj, key, before in reversed(state):
+        for kind, obj, key, before in reversed(self.state):
             _write(kind, obj, key, before)
-        try:
-            return recompute()
-        finally:
-            for kind, obj, key, value, version in reversed(now):
+        return self.recompute()
+
+    def finish(self):
+        while self.now:
+            for kind, obj, key, value, version in reversed(self.now.pop()):
                 _write(kind, obj, key, value, version)
-    return run
 
 
 class _CompiledFunction(torch.autograd.Function):
@@ -107,24 +114,34 @@ class _CompiledFunction(torch.autograd.Function):
                     "modified by an inplace operation (an input of a compiled graph changed "
                     f"between forward and backward: version {v} -> {t._version})")
         wanted = [i for i, t in enumerate(inputs) if t.requires_grad]
-        with torch.enable_grad():
-            outs = ctx.recompute()  # runs with kiln's frame hook disabled
-        pairs = [(o, g) for o, g in zip(outs, grads)
-                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
-        result = [None] * len(inputs)
-        # The same tensor may be several inputs (passed twice, tied weights):
-        # its gradient is returned once, else autograd would sum the copies.
-        first = {}
-        wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
-        if pairs and wanted:
-            # Grad mode is on here exactly when the caller asked for
-            # create_graph=True: then the gradients stay differentiable.
-            got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
-                                      [g for _, g in pairs], allow_unused=True,
-                                      create_graph=torch.is_grad_enabled())
-            for i, g in zip(wanted, got):
-                result[i] = g
-        return (None, None, None, None, *result)
+        finish = getattr(ctx.recompute, "finish", None)  # restoring's
+        try:
+            return _differentiate(ctx, inputs, wanted, grads)
+        finally:
+            if finish is not None:
+                finish()
+
+
+def _differentiate(ctx, inputs, wanted, grads):
+    """The gradients of the recomputed result's tensors for `inputs`."""
+    with torch.enable_grad():
+        outs = ctx.recompute()  # runs with kiln's frame hook disabled
+    pairs = [(o, g) for o, g in zip(outs, grads)
+             if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+    result = [None] * len(inputs)
+    # The same tensor may be several inputs (passed twice, tied weights):
+    # its gradient is returned once, else autograd would sum the copies.
+    first = {}
+    wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
+    if pairs and wanted:
+        # Grad mode is on here exactly when the caller asked for
+        # create_graph=True: then the gradients stay differentiable.
+        got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
+                                  [g for _, g in pairs], allow_unused=True,
+                                  create_graph=torch.is_grad_enabled())
+        for i, g in zip(wanted, got):
+            result[i] = g
+    return (None, None, None, None, *result)
 
 
 def select(paths, recompute):
