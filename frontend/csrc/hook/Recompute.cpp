@@ -146,8 +146,7 @@ PyRef restoringEffects(const Entry &entry, const std::vector<PyRef> &values, PyR
                        : e.kind == SideEffect::Kind::SetAttr ? "attr"
                                                              : "item";
     PyObject *key = e.key ? e.key.get() : Py_None;
-    PyTuple_SET_ITEM(targets.get(), i,
-                     Py_BuildValue("(sOO)", kind, values[e.target].get(), key));
+    PyTuple_SET_ITEM(targets.get(), i, Py_BuildValue("(sOO)", kind, values[e.target].get(), key));
   }
   PyRef snapshot = autogradHelper("snapshot"), restoring = autogradHelper("restoring");
   if (!targets || !snapshot || !restoring)

@@ -632,7 +632,7 @@ private:
   int depth_ = 0;
   long steps_ = 0;
   int rootOffset_ = -1;
-  bool gradMode_ = false;        ///< grad mode at the current instruction
+  bool gradMode_ = false; ///< grad mode at the current instruction
   /// (last op emitted before it, grad mode from then on), in order.
   std::vector<std::pair<mlir::Operation *, bool>> gradTransitions_;
   /// Values markNoGrad named (opaque pointers of mlir::Value).

@@ -11,11 +11,13 @@
 // Entry.cpp before the frame returns or a break resumes), and its version
 // counter is advanced by the number of in-place ops, as eager would.
 //
-// Refused (a graph break, so eager does it): updates of views (of inputs or
-// of computed tensors) and of tensors something views, of an input sharing
-// storage with another input (checked at capture and guarded per call), in
-// a graph that needs gradients, and updates that would change the shape or
-// cast a float result into an integer tensor.
+// Refused (a graph break, so eager does it): updates of views (of inputs, or
+// of computed tensors something else still holds) and of tensors something
+// views, of an input sharing storage with another input (checked at capture
+// and guarded per call), of an input that requires grad in grad mode, and
+// updates that would change the shape or cast a float result into an
+// integer tensor. In a graph that needs gradients the write-backs are undone
+// and redone around the backward's recompute (values/GradFlow.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -77,8 +79,8 @@ bool onlyHolderOfBases(const Var &t) {
   for (; v->viewBase; v = v->viewBase.get()) {
     const VarP &base = v->viewBase;
     // use_count: `v->viewBase` itself is the one holder allowed.
-    if (base->inputIndex >= 0 || base->viewInput >= 0 || base.use_count() > 1 ||
-        base->itemOf || hasLiveViews(*base, v))
+    if (base->inputIndex >= 0 || base->viewInput >= 0 || base.use_count() > 1 || base->itemOf ||
+        hasLiveViews(*base, v))
       return false;
   }
   return v->fresh;

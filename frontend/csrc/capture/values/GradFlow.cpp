@@ -42,9 +42,8 @@ llvm::DenseSet<mlir::Value> Interpreter::gradValues() const {
   };
   switchAfter(nullptr);
   for (mlir::Operation &op : entry) {
-    bool any = mode && llvm::any_of(op.getOperands(), [&](mlir::Value v) {
-                 return grad.contains(v);
-               });
+    bool any =
+        mode && llvm::any_of(op.getOperands(), [&](mlir::Value v) { return grad.contains(v); });
     for (mlir::Value r : op.getResults())
       if (any && !noGrad_.count(r.getAsOpaquePointer()) &&
           llvm::isa<mlir::FloatType, mlir::ComplexType>(
@@ -75,8 +74,7 @@ bool holdsGrad(const VarP &v, const llvm::DenseSet<mlir::Value> &grad, int depth
 
 } // namespace
 
-void Interpreter::checkAutogradEffects(const llvm::DenseSet<mlir::Value> &grad,
-                                       int &offset) const {
+void Interpreter::checkAutogradEffects(const llvm::DenseSet<mlir::Value> &grad, int &offset) const {
   for (size_t i = 0; i < out_.effects.size(); ++i) {
     const SideEffect &e = out_.effects[i];
     const char *why = nullptr;
