@@ -166,9 +166,11 @@ PENDING_TRAIN: dict[str, str] = {}
 
 
 def assert_same(got, expected, what):
+    # Deep float32 networks: BatchNorm over small batches amplifies rounding
+    # differences, as in the inference tests (a tolerance on the scale).
     scale = expected.detach().abs().max().item() if expected.numel() else 1.0
-    torch.testing.assert_close(got.detach(), expected.detach(), rtol=1e-4,
-                               atol=1e-5 * max(scale, 1.0), msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(got.detach(), expected.detach(), rtol=1e-3,
+                               atol=1e-4 * max(scale, 1.0), msg=lambda m: f"{what}: {m}")
 
 
 @pytest.mark.parametrize("name", list(TRAIN_MODELS))
