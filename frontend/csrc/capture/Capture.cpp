@@ -306,19 +306,14 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         addWriteBack(out, results, inputs, interp.effectValues()[i]->value);
       else
         addOutput(out, results, inputs, interp.effectValues()[i], 1, &out.effectValues);
-    if (!out.effects.empty() && out.gradMode)
-      for (const GraphInput &in : out.inputs)
-        if (in.requiresGrad) {
-          // Its backward recomputes the function eagerly (kiln._autograd),
-          // which would repeat the mutations: break at the first one.
-          effectOffset = out.effects.front().rootOffset;
-          throw Unsupported(BreakCategory::SideEffect,
-                            "mutation (" + out.effects.front().what +
-                                ") of Python state in a graph that needs gradients is not "
-                                "supported yet",
-                            "mutate the state outside the compiled function, or run it under "
-                            "torch.no_grad()");
-        }
+    // Its backward recomputes the function eagerly (kiln._autograd): the
+    // mutations must be ones it can undo around that (GradFlow.cpp), and
+    // results eager computes without gradients are marked so.
+    llvm::DenseSet<mlir::Value> grad;
+    if (recomputesForAutograd(out)) {
+      grad = interp.gradValues();
+      interp.checkAutogradEffects(grad, effectOffset);
+    }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     // A `?` result dim must be one symbolic input size passed through: the
@@ -342,6 +337,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       resultTypes.push_back(t);
       out.results.push_back({std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                              dtypeOf(t.getElementType())});
+      out.results.back().noGrad = recomputesForAutograd(out) && !grad.contains(r);
     }
     fn.setFunctionType(b.getFunctionType(entry.getArgumentTypes(), resultTypes));
     out.numOps = 0;

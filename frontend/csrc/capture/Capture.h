@@ -90,6 +90,11 @@ struct GraphOutput {
   /// Per dim: the SymbolicSize it equals (-1: static). Filled by the
   /// dynamic-shape check (DynamicShapes.cpp); empty for static graphs.
   std::vector<int> symbolOf;
+  /// In a graph that needs gradients: eager computes it without
+  /// requires_grad (under torch.no_grad(), from inputs that need no
+  /// gradient, a BatchNorm running stat); kiln._autograd marks it
+  /// non-differentiable (GradFlow.cpp).
+  bool noGrad = false;
 };
 
 /// One symbolic size of a dynamic graph: every input dim listed has this

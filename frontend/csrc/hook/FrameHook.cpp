@@ -145,7 +145,8 @@ PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
     return nullptr;
   ++counters().compiledCalls;
   if (entry.needsAutograd)
-    return runWithAutograd(shared, inputs, call.func, call.code, call.locals, tls.autogradApply);
+    return runWithAutograd(shared, inputs, call.func, call.code, call.locals, tls.autogradApply,
+                           call.values);
   std::vector<PyRef> results;
   if (!runGraph(entry, inputs, results))
     return nullptr;

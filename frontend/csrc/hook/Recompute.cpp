@@ -54,7 +54,7 @@ PyObject *resultPaths(const Entry &entry) {
   // A result only read as a Python number (OutputSlot::Scalar) has no
   // tensor in the eager result: None (no gradient flows through .item()).
   PyObject *all = PyTuple_New(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i)
+  for (size_t i = 0; i < paths.size(); ++i) // None: also a result only side effects store
     PyTuple_SET_ITEM(all, i, paths[i] ? paths[i].release() : (Py_INCREF(Py_None), Py_None));
   return all;
 }
@@ -128,6 +128,73 @@ PyRef replayingRandom(PyObject *seed, PyObject *recompute) {
   return PyRef::steal(PyObject_CallFunctionObjArgs(replaying.get(), seed, recompute, nullptr));
 }
 
+/// kiln._autograd.<name> (new reference; null with a Python error set).
+PyRef autogradHelper(const char *name) {
+  PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._autograd"));
+  return mod ? PyRef::steal(PyObject_GetAttrString(mod.get(), name)) : PyRef();
+}
+
+/// `recompute` wrapped by kiln._autograd.restoring with the state the
+/// entry's side effects change, as it is before this call replays them:
+/// each effect as (kind, object, key). `recompute` itself when there are
+/// none; null with a Python error set on failure.
+PyRef restoringEffects(const Entry &entry, const std::vector<PyRef> &values, PyRef recompute) {
+  if (entry.effects.empty() || !recompute)
+    return recompute;
+  PyRef targets = PyRef::steal(PyTuple_New(entry.effects.size()));
+  for (size_t i = 0; targets && i < entry.effects.size(); ++i) {
+    const SideEffect &e = entry.effects[i];
+    const char *kind = e.kind == SideEffect::Kind::CopyInto  ? "tensor"
+                       : e.kind == SideEffect::Kind::SetAttr ? "attr"
+                                                             : "item";
+    PyObject *key = e.key ? e.key.get() : Py_None;
+    PyTuple_SET_ITEM(targets.get(), i, Py_BuildValue("(sOO)", kind, values[e.target].get(), key));
+  }
+  PyRef snapshot = autogradHelper("snapshot"), restoring = autogradHelper("restoring");
+  if (!targets || !snapshot || !restoring)
+    return PyRef();
+  PyRef state = PyRef::steal(PyObject_CallOneArg(snapshot.get(), targets.get()));
+  if (!state)
+    return PyRef();
+  return PyRef::steal(
+      PyObject_CallFunctionObjArgs(restoring.get(), state.get(), recompute.get(), nullptr));
+}
+
+/// The indices of the graph results eager computes without gradients, and
+/// of the graph inputs the side effects update in place (tuples).
+std::pair<PyRef, PyRef> autogradMarks(const Entry &entry) {
+  PyRef noGrad = PyRef::steal(PyList_New(0)), mutated = PyRef::steal(PyList_New(0));
+  for (size_t i = 0; i < entry.results.size(); ++i)
+    if (entry.results[i].noGrad)
+      PyList_Append(noGrad.get(), PyRef::steal(PyLong_FromSize_t(i)).get());
+  for (const SideEffect &e : entry.effects)
+    for (size_t i = 0; e.kind == SideEffect::Kind::CopyInto && i < entry.inputs.size(); ++i)
+      if (!entry.inputs[i].seed && entry.inputs[i].source == e.target)
+        PyList_Append(mutated.get(), PyRef::steal(PyLong_FromSize_t(i)).get());
+  return {PyRef::steal(PyList_AsTuple(noGrad.get())), PyRef::steal(PyList_AsTuple(mutated.get()))};
+}
+
+/// replaySideEffects with grad mode off (a parameter updated under
+/// torch.no_grad() in the frame is written back as eager did it).
+bool replayWithoutGrad(const Entry &entry, const std::vector<PyRef> &results,
+                       llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
+  PyRef c = PyRef::steal(PyObject_GetAttrString(torchModule(), "_C"));
+  PyRef set = c ? PyRef::steal(PyObject_GetAttrString(c.get(), "_set_grad_enabled")) : PyRef();
+  PyRef isOn = c ? PyRef::steal(PyObject_GetAttrString(c.get(), "is_grad_enabled")) : PyRef();
+  PyRef was = isOn ? PyRef::steal(PyObject_CallNoArgs(isOn.get())) : PyRef();
+  if (!set || !was || !PyRef::steal(PyObject_CallOneArg(set.get(), Py_False)))
+    return false;
+  bool ok = replaySideEffects(entry, results, inputs, values);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb); // restore the mode even on failure
+  PyRef back = PyRef::steal(PyObject_CallOneArg(set.get(), was.get()));
+  if (!back)
+    ok = false;
+  if (type)
+    PyErr_Restore(type, value, tb);
+  return ok && back;
+}
+
 } // namespace
 
 PyObject *entryCapsule(const std::shared_ptr<Entry> &entry) {
@@ -147,7 +214,7 @@ const Entry *entryOfCapsule(PyObject *capsule) {
 
 PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<PyObject *> inputs,
                           PyObject *func, PyObject *code, PyObject **locals,
-                          PyObject *autogradApply) {
+                          PyObject *autogradApply, const std::vector<PyRef> &values) {
   Entry &entry = *shared;
   // kiln._autograd.apply(run, recompute, inputs), run = partial(_run_entry, entry).
   PyRef run = PyRef::steal(entryCapsule(shared));
@@ -170,15 +237,20 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
   for (size_t i = 0; recompute && i < entry.inputs.size(); ++i)
     if (entry.inputs[i].seed)
       recompute = replayingRandom(inputs[i], recompute.get());
+  // Side effects: the recompute runs on the state before them and puts
+  // back the state it found (the recompute would repeat them).
+  recompute = restoringEffects(entry, values, recompute);
+  auto [noGrad, mutated] = autogradMarks(entry);
   PyRef inTuple = PyRef::steal(PyTuple_New(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     Py_INCREF(inputs[i]);
     PyTuple_SET_ITEM(inTuple.get(), i, inputs[i]);
   }
-  if (!bound || !recompute)
+  if (!bound || !recompute || !noGrad || !mutated)
     return nullptr;
   PyRef outs = PyRef::steal(PyObject_CallFunctionObjArgs(autogradApply, bound.get(),
-                                                         recompute.get(), inTuple.get(), nullptr));
+                                                         recompute.get(), inTuple.get(),
+                                                         noGrad.get(), mutated.get(), nullptr));
   if (!outs)
     return nullptr;
   std::vector<PyRef> results;
@@ -187,7 +259,12 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
       results.push_back(PyRef::borrow(PyTuple_GET_ITEM(outs.get(), i)));
   else
     results.push_back(outs);
-  return assembleResult(entry, results, inputs);
+  PyObject *r = assembleResult(entry, results, inputs);
+  if (r && !entry.effects.empty() && !replayWithoutGrad(entry, results, inputs, values)) {
+    Py_DECREF(r);
+    return nullptr;
+  }
+  return r;
 }
 
 } // namespace kiln

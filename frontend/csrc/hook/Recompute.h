@@ -18,11 +18,14 @@ namespace kiln {
 
 /// Runs `entry` on `inputs` (borrowed graph inputs) through
 /// `autogradApply` (kiln._autograd.apply, borrowed) with an eager recompute
-/// of `func` called with the frame's `locals` (borrowed) for the backward.
-/// New reference to the Python result, or null with a Python error set.
+/// of `func` called with the frame's `locals` (borrowed) for the backward,
+/// then replays the entry's side effects on the objects of this call
+/// (`values`, the resolved sources) under no grad; the recompute undoes and
+/// redoes them around itself (kiln._autograd.restoring). New reference to
+/// the Python result, or null with a Python error set.
 PyObject *runWithAutograd(const std::shared_ptr<Entry> &entry, llvm::ArrayRef<PyObject *> inputs,
                           PyObject *func, PyObject *code, PyObject **locals,
-                          PyObject *autogradApply);
+                          PyObject *autogradApply, const std::vector<PyRef> &values);
 
 /// A "kiln.Entry" capsule owning a shared reference to `entry` (new
 /// reference; null with a Python error set).

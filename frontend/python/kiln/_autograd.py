@@ -6,22 +6,99 @@ Python function eagerly (kiln's frame hook disabled) on the same inputs and
 differentiates that, so gradients are exactly eager's. The function must be
 deterministic for this to hold: a graph with random ops (dropout ...) gets a
 recompute wrapped by kiln._random.replaying, which gives the random calls
-the values the compiled forward used.
+the values the compiled forward used. A graph with side effects (BatchNorm's
+running stats updated in place, `self.calls += 1`, a parameter updated under
+torch.no_grad()) gets a recompute wrapped by `restoring`: it runs on the
+state as it was before the call (kept by `snapshot`) and puts back the state
+it found, so the mutations happen once, as in eager.
 """
 from __future__ import annotations
 
 import torch
 
 
+_MISSING = object()
+
+
+def _read(kind, obj, key):
+    """The current state of one side effect's target: a tensor's value
+    (copied), an attribute from the object's own __dict__ (a class's or
+    module's too), an item; _MISSING where there is none."""
+    if kind == "tensor":
+        with torch.no_grad():
+            return obj.clone()
+    try:
+        return vars(obj)[key] if kind == "attr" else obj[key]
+    except (KeyError, IndexError, TypeError):
+        return _MISSING
+
+
+def _write(kind, obj, key, value, version=None):
+    if kind == "tensor":
+        version = obj._version if version is None else version
+        with torch.no_grad():
+            obj.copy_(value)
+        # Restoring is not a mutation the user made (nor is the recompute's
+        # own): autograd's checks of saved tensors see the version they saw.
+        torch._C._autograd._unsafe_set_version_counter((obj,), (version,))
+    elif value is _MISSING:
+        try:
+            if kind == "attr":
+                delattr(obj, key)
+            else:
+                del obj[key]
+        except (AttributeError, KeyError, IndexError):
+            pass
+    elif kind == "attr":
+        setattr(obj, key, value)
+    else:
+        obj[key] = value
+
+
+def snapshot(targets):
+    """The state the side effects `targets` ((kind, object, key) each:
+    'tensor', 'attr' or 'item') will change, read before they run."""
+    return [(kind, obj, key, _read(kind, obj, key)) for kind, obj, key in targets]
+
+
+class restoring:
+    """`recompute` run on the state `snapshot` kept (the state the forward
+    saw); `finish()`, called once the backward has differentiated the
+    recompute's result (its saved tensors may be the mutated ones), puts
+    back the state found at backward time."""
+
+    def __init__(self, state, recompute):
+        self.state, self.recompute, self.now = state, recompute, []
+
+    def __call__(self):
+        self.now.append([(kind, obj, key, _read(kind, obj, key),
+                          obj._version if kind == "tensor" else None)
+                         for kind, obj, key, _ in self.state])
+        # Reversed: where two effects change one target, the first one's
+        # "before" is the state before the call.
+        for kind, obj, key, before in reversed(self.state):
+            _write(kind, obj, key, before)
+        return self.recompute()
+
+    def finish(self):
+        while self.now:
+            for kind, obj, key, value, version in reversed(self.now.pop()):
+                _write(kind, obj, key, value, version)
+
+
 class _CompiledFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, run, recompute, *inputs):
+    def forward(ctx, run, recompute, no_grad, mutated, *inputs):
         ctx.recompute = recompute
         ctx.inputs = inputs
-        ctx.versions = [t._version for t in inputs]
+        # Inputs the graph updates in place are put back to their values
+        # before the call while the backward recomputes (restoring): their
+        # versions are not checked.
+        ctx.versions = [None if i in mutated else t._version for i, t in enumerate(inputs)]
         with torch.no_grad():
             outs = run(*inputs)
-        ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+        ctx.mark_non_differentiable(
+            *[o for i, o in enumerate(outs) if i in no_grad or not o.is_floating_point()])
         return outs
 
     @staticmethod
@@ -31,30 +108,40 @@ class _CompiledFunction(torch.autograd.Function):
         # modified in place since the forward, the gradients would silently
         # differ from eager's (which raises when it saved that tensor).
         for t, v in zip(inputs, ctx.versions):
-            if t._version != v:
+            if v is not None and t._version != v:
                 raise RuntimeError(
                     "kiln: one of the variables needed for gradient computation has been "
                     "modified by an inplace operation (an input of a compiled graph changed "
                     f"between forward and backward: version {v} -> {t._version})")
         wanted = [i for i, t in enumerate(inputs) if t.requires_grad]
-        with torch.enable_grad():
-            outs = ctx.recompute()  # runs with kiln's frame hook disabled
-        pairs = [(o, g) for o, g in zip(outs, grads)
-                 if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
-        result = [None] * len(inputs)
-        # The same tensor may be several inputs (passed twice, tied weights):
-        # its gradient is returned once, else autograd would sum the copies.
-        first = {}
-        wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
-        if pairs and wanted:
-            # Grad mode is on here exactly when the caller asked for
-            # create_graph=True: then the gradients stay differentiable.
-            got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
-                                      [g for _, g in pairs], allow_unused=True,
-                                      create_graph=torch.is_grad_enabled())
-            for i, g in zip(wanted, got):
-                result[i] = g
-        return (None, None, *result)
+        finish = getattr(ctx.recompute, "finish", None)  # restoring's
+        try:
+            return _differentiate(ctx, inputs, wanted, grads)
+        finally:
+            if finish is not None:
+                finish()
+
+
+def _differentiate(ctx, inputs, wanted, grads):
+    """The gradients of the recomputed result's tensors for `inputs`."""
+    with torch.enable_grad():
+        outs = ctx.recompute()  # runs with kiln's frame hook disabled
+    pairs = [(o, g) for o, g in zip(outs, grads)
+             if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+    result = [None] * len(inputs)
+    # The same tensor may be several inputs (passed twice, tied weights):
+    # its gradient is returned once, else autograd would sum the copies.
+    first = {}
+    wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
+    if pairs and wanted:
+        # Grad mode is on here exactly when the caller asked for
+        # create_graph=True: then the gradients stay differentiable.
+        got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
+                                  [g for _, g in pairs], allow_unused=True,
+                                  create_graph=torch.is_grad_enabled())
+        for i, g in zip(wanted, got):
+            result[i] = g
+    return (None, None, None, None, *result)
 
 
 def select(paths, recompute):
@@ -65,7 +152,7 @@ def select(paths, recompute):
         result = recompute()
         outs = []
         for path in paths:
-            if path is None:  # a result read only as a Python number (.item())
+            if path is None:  # read only as a number (.item()) or only stored by side effects
                 outs.append(None)
                 continue
             o = result
@@ -76,7 +163,11 @@ def select(paths, recompute):
     return run
 
 
-def apply(run, recompute, inputs):
+def apply(run, recompute, inputs, no_grad=(), mutated=()):
     """Runs `run(*inputs)` (a tuple of output tensors) under autograd, with a
-    backward that differentiates `recompute()` (the eager function)."""
-    return _CompiledFunction.apply(run, recompute, *inputs)
+    backward that differentiates `recompute()` (the eager function). The
+    outputs at indices `no_grad` are non-differentiable (eager computes them
+    without requires_grad); the inputs at `mutated` are updated in place
+    after the call."""
+    return _CompiledFunction.apply(run, recompute, frozenset(no_grad), frozenset(mutated),
+                                   *inputs)

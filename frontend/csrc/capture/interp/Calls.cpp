@@ -211,6 +211,7 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     if (setGradExits_.erase(fn))    // torch.set_grad_enabled's: replayed too
       recordGradSwitch(exitIt->second);
     gradMode_ = exitIt->second;
+    noteGradMode();
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }

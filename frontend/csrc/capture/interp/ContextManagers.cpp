@@ -75,6 +75,7 @@ void Interpreter::recordGradSwitch(bool mode) {
   if (!fn)
     throw Unsupported(BreakCategory::Other, "this torch has no torch._C._set_grad_enabled");
   gradMode_ = mode;
+  noteGradMode();
   gradSwitched_ = true;
   gradOnSomewhere_ |= mode;
   SideEffect e{SideEffect::Kind::Call, out_.sources.add(Source::Kind::Constant, -1, 0, fn), {}};
@@ -158,6 +159,7 @@ void Interpreter::enterWith(Frame &f, const VarP &ctx) {
     gradExits_[exitFn.get()] = gradMode_; // the exit restores the mode (or keeps it)
     if (mode >= 0) {
       gradMode_ = mode == 1;
+      noteGradMode();
       gradSwitched_ = true;
       gradOnSomewhere_ |= gradMode_;
     }
@@ -223,10 +225,12 @@ int Interpreter::gradContextMode(const VarP &ctx) {
 }
 
 void Interpreter::checkGradRegions() const {
-  if (!gradSwitched_ || !gradOnSomewhere_)
+  if (!gradSwitched_ || !gradOnSomewhere_ || out_.gradMode)
     return;
-  // Graph results carry one requires_grad rule (the entry's grad mode); a
-  // region with another mode would give results eager marks differently.
+  // With grad on at entry, regions under no_grad give values without
+  // requires_grad (GradFlow.cpp marks those results). A graph entered with
+  // grad off runs without autograd: a region that turns it on would give
+  // results eager marks differently.
   for (const GraphInput &in : out_.inputs)
     if (in.requiresGrad)
       throw Unsupported("a torch.no_grad()/enable_grad() block in a graph whose inputs "

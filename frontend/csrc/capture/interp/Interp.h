@@ -18,6 +18,7 @@
 #include "capture/values/Value.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -133,8 +134,10 @@ public:
   /// Unsupported. Returns `target`.
   /// `except`: a view of `target` the update is made through (it receives
   /// the new value itself), which does not count as a view that would miss it.
+  /// `bumps`: how many times eager advances the tensor's version counter
+  /// (0 for a kernel writing through its data pointer: BatchNorm's stats).
   VarP assignInPlace(const VarP &target, mlir::Value result, const std::string &what,
-                     const Var *except = nullptr);
+                     const Var *except = nullptr, int bumps = 1);
   /// In-place Tensor methods that are not an op's `name_` form:
   /// `copy_(src)`, `fill_(value)`, `zero_()`; nullptr for other names.
   VarP callInPlaceMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
@@ -279,6 +282,22 @@ public:
   /// Throws Unsupported when a grad-mode with-block makes results'
   /// requires_grad differ from the entry's single rule (Capture.cpp).
   void checkGradRegions() const;
+  /// --- gradients of a graph that needs them (values/GradFlow.cpp) ---
+  /// Marks `v` as computed without gradients whatever its operands (a
+  /// BatchNorm running-stat update, done by eager's kernel under no grad).
+  void markNoGrad(mlir::Value v) { noGrad_.insert(v.getAsOpaquePointer()); }
+  /// Records the grad mode from here on (after the last op emitted).
+  void noteGradMode();
+  /// The graph values eager computes with requires_grad: float results of
+  /// ops run in grad mode with an operand that has it (inputs: their
+  /// requires_grad), except those markNoGrad named.
+  llvm::DenseSet<mlir::Value> gradValues() const;
+  /// For a graph that needs gradients: throws Unsupported (setting
+  /// `offset` to the mutation's root instruction) unless every side
+  /// effect can be undone and redone around the backward's eager
+  /// recompute (kiln._autograd.restoring) and stores no value that needs
+  /// gradients.
+  void checkAutogradEffects(const llvm::DenseSet<mlir::Value> &grad, int &offset) const;
   /// Applies mapped op `op` when one of its tensor arguments is batched by
   /// an enclosing torch.vmap: elementwise ops, casts, `new_*` factories and
   /// integer-tensor indexing run on the broadcast layout; anything else
@@ -710,7 +729,11 @@ private:
   int depth_ = 0;
   long steps_ = 0;
   int rootOffset_ = -1;
-  bool gradMode_ = false;        ///< grad mode at the current instruction
+  bool gradMode_ = false; ///< grad mode at the current instruction
+  /// (last op emitted before it, grad mode from then on), in order.
+  std::vector<std::pair<mlir::Operation *, bool>> gradTransitions_;
+  /// Values markNoGrad named (opaque pointers of mlir::Value).
+  std::set<const void *> noGrad_;
   bool gradSwitched_ = false;    ///< a with-block changed grad mode
   bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
   /// __exit__ of each open grad-mode (or transparent) with-block → the

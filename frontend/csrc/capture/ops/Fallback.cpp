@@ -372,6 +372,7 @@ VarP Interpreter::withFallback(PyObject *fn, const std::string &method, std::vec
     depth_ = depth;
     loc_ = loc;
     gradMode_ = grad;
+    noteGradMode();
     gradExits_ = exits;
     if (VarP r = torchFallback(fn, method, argsCopy, kwargsCopy, &e))
       return r;

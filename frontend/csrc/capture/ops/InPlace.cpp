@@ -11,11 +11,13 @@
 // Entry.cpp before the frame returns or a break resumes), and its version
 // counter is advanced by the number of in-place ops, as eager would.
 //
-// Refused (a graph break, so eager does it): updates of views (of inputs or
-// of computed tensors) and of tensors something views, of an input sharing
-// storage with another input (checked at capture and guarded per call), in
-// a graph that needs gradients, and updates that would change the shape or
-// cast a float result into an integer tensor.
+// Refused (a graph break, so eager does it): updates of views (of inputs, or
+// of computed tensors something else still holds) and of tensors something
+// views, of an input sharing storage with another input (checked at capture
+// and guarded per call), of an input that requires grad in grad mode, and
+// updates that would change the shape or cast a float result into an
+// integer tensor. In a graph that needs gradients the write-backs are undone
+// and redone around the backward's recompute (values/GradFlow.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -64,6 +66,26 @@ bool hasLiveViews(const Var &t, const Var *except) {
   return false;
 }
 
+/// Whether `t` is a view of a tensor the graph computed that nothing else
+/// can see any more: every base up its chain is held only by the view
+/// below it (no local, container or other live view), down to a computed
+/// root. An update of `t` then cannot be observed through a base (eager's
+/// `x = torch.flatten(x, 1); F.dropout(x, inplace=True)`), so `t` may take
+/// it as a tensor of its own.
+bool onlyHolderOfBases(const Var &t) {
+  if (t.viewInput >= 0 || !t.viewBase)
+    return false;
+  const Var *v = &t;
+  for (; v->viewBase; v = v->viewBase.get()) {
+    const VarP &base = v->viewBase;
+    // use_count: `v->viewBase` itself is the one holder allowed.
+    if (base->inputIndex >= 0 || base->viewInput >= 0 || base.use_count() > 1 || base->itemOf ||
+        hasLiveViews(*base, v))
+      return false;
+  }
+  return v->fresh;
+}
+
 } // namespace
 
 void Interpreter::checkInputAliasing(int input) {
@@ -92,7 +114,7 @@ int Interpreter::checkWriteBacks() {
 }
 
 VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::string &what,
-                                const Var *except) {
+                                const Var *except, int bumps) {
   if (!target->isTensor())
     throw Unsupported(BreakCategory::UserError, what + " expects a tensor");
   if (target->vmapLevels > 0)
@@ -119,14 +141,25 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
     return target;
   }
   if (input < 0) {
-    if (!target->fresh)
+    if (!target->fresh && !onlyHolderOfBases(*target))
       throw Unsupported(BreakCategory::SideEffect,
                         what + " on a view (of a graph input or a computed tensor) is not "
                                "supported yet");
+    if (!target->fresh) { // no longer a view of anything observable
+      target->viewBase.reset();
+      target->viewRoot = Value();
+      target->viewSteps.clear();
+      target->fresh = true;
+    }
     target->value = result;
     return target;
   }
   // The caller's tensor: rebound here, copied back after the graph.
+  if (out_.inputs[input].requiresGrad && gradMode_)
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + " on a graph input that requires grad, with grad mode on, is not "
+                             "supported (eager records it in the autograd graph)",
+                      "update it under torch.no_grad()");
   checkInputAliasing(input);
   target->value = result;
   auto it = writeBackOf_.find(input);
@@ -134,7 +167,7 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
     recordEffect({SideEffect::Kind::CopyInto, out_.inputs[input].source, {}, -1, what}, target);
     it = writeBackOf_.emplace(input, out_.effects.size() - 1).first;
   }
-  ++out_.effects[it->second].versionBumps;
+  out_.effects[it->second].versionBumps += bumps;
   return target;
 }
 

@@ -329,14 +329,78 @@ Value concat(Interpreter &I, std::vector<Value> values, int64_t dim) {
   return e.b.create<ConcatOp>(I.loc(), types.front(), values, e.b.getI64IntegerAttr(dim));
 }
 
+/// batch_norm in training mode: normalized with the batch's statistics
+/// (biased variance) over every dim but 1; the running stats, when given,
+/// become `(1 - momentum) * running + momentum * batch` (unbiased variance)
+/// in place, as eager's kernel does (without gradients: GradFlow.cpp).
+VarP batchNormTraining(Interpreter &I, Args &a, Value x) {
+  Emit e(I);
+  auto xt = ttype(x);
+  if (!xt.hasStaticShape())
+    throw Unsupported(BreakCategory::DynamicShape,
+                      "batch_norm in training mode with symbolic sizes is not supported");
+  if (xt.getRank() < 2)
+    throw Unsupported(BreakCategory::UserError, "batch_norm expects rank >= 2 (eager raises)");
+  DType d = dtypeOf(xt.getElementType());
+  if (!isFloatingDType(d))
+    throw Unsupported("batch_norm of an integer tensor");
+  DType c = isNarrow(d) ? DType::F32 : d;
+  int64_t ch = xt.getDimSize(1), n = xt.getNumElements() / std::max<int64_t>(ch, 1);
+  if (n <= 1)
+    throw Unsupported(BreakCategory::UserError,
+                      "batch_norm in training mode with one value per channel (eager raises)");
+  std::vector<int64_t> dims, bshape(xt.getRank(), 1);
+  bshape[1] = ch;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (i != 1)
+      dims.push_back(i);
+  auto param = [&](const char *name) {
+    Value p = tensorOf(a.get(name), "batch_norm");
+    if (ttype(p).getShape() != llvm::ArrayRef<int64_t>{ch})
+      throw Unsupported(BreakCategory::UserError,
+                        std::string("batch_norm: ") + name + " shape mismatch (eager raises)");
+    if (dtypeOf(ttype(p).getElementType()) != d)
+      throw Unsupported(std::string("batch_norm with a ") + name + " of another dtype");
+    return p;
+  };
+  double eps = floatArg(a, "eps", 1e-5);
+  Value xc = e.cast(x, c);
+  Value mean = e.reduce<MeanOp>(xc, dims, true);
+  Value centered = e.bin<SubOp>(xc, mean);
+  Value var = e.reduce<MeanOp>(e.bin<MulOp>(centered, centered), dims, true);
+  Value r = e.bin<MulOp>(centered, e.unary<RsqrtOp>(e.bin<AddOp>(var, e.num(eps, c))));
+  if (!a.isNone("weight"))
+    r = e.bin<MulOp>(r, e.reshape(e.cast(param("weight"), c), bshape));
+  if (!a.isNone("bias"))
+    r = e.bin<AddOp>(r, e.reshape(e.cast(param("bias"), c), bshape));
+  if (a.isNone("running_mean") != a.isNone("running_var"))
+    throw Unsupported(BreakCategory::UserError, "batch_norm with one running stat (eager raises)");
+  if (!a.isNone("running_mean")) {
+    if (a.isNone("momentum") || !a.get("momentum")->isConst())
+      throw Unsupported("batch_norm in training mode with a momentum that is not a number");
+    double m = floatArg(a, "momentum", 0.1);
+    auto update = [&](const char *name, Value batch) {
+      Value run = e.cast(param(name), c);
+      Value v = e.bin<AddOp>(e.bin<MulOp>(e.reshape(batch, {ch}), e.num(m, c)),
+                             e.bin<MulOp>(run, e.num(1.0 - m, c)));
+      v = e.cast(v, d);
+      I.markNoGrad(v);
+      // Eager's kernel writes them through their data: no version bump.
+      I.assignInPlace(a.get(name), v, "batch_norm(training=True) running stats", nullptr, 0);
+    };
+    update("running_mean", mean);
+    update("running_var", e.bin<MulOp>(var, e.num((double)n / (double)(n - 1), c)));
+  }
+  return fresh(e.cast(r, d));
+}
+
 VarP batchNorm(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   Value x = tensorOf(a.get("input"), "batch_norm");
   bool training =
       !a.isNone("training") && PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
   if (training)
-    throw Unsupported(
-        "batch_norm in training mode (updates the running stats) is not supported yet");
+    return batchNormTraining(I, a, x);
   if (a.isNone("running_mean") || a.isNone("running_var"))
     throw Unsupported("batch_norm without running stats");
   Value mean = tensorOf(a.get("running_mean"), "batch_norm");
