@@ -753,10 +753,9 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     noteFresh(r); // a slice of a list made at capture is one too
     return makeConst(r);
   }
-  // A tensor item of an object of the frame (nn.ParameterDict/ParameterList,
-  // a user container): baked in as a constant it would go stale when the
-  // object is updated. A __getitem__ written in Python is inlined, so the
-  // tensor is read through a source (a graph input); otherwise: Unsupported.
+  // A tensor item of an object of the frame (ParameterDict/List, a user
+  // container) baked in as a constant would go stale: a Python __getitem__
+  // is inlined so it is read through a source (a graph input); else a break.
   static PyOnce nameOnce;
   PyObject *name = nameOnce.get([] { return PyUnicode_InternFromString("__getitem__"); });
   PyObject *fn = _PyType_Lookup(Py_TYPE(o), name); // borrowed
