@@ -221,3 +221,16 @@ def test_training_mode(name):
     assert s["recompiles"] == 0, s
     assert s["eager_calls"] == 0, s
     assert s["compiled_calls"] == 2 and s["cache_hits"] == 1, s
+
+
+@pytest.mark.parametrize("name", ["tv_efficientnet_b1", "timm_efficientnet_b0",
+                                  "timm_convnext_tiny"])
+def test_eval_mode_of_the_other_train_models(name):
+    # The models only the train-mode list has, in eval mode under no_grad:
+    # one graph, no break, no recompile across two calls.
+    MODELS[name] = TRAIN_MODELS[name]
+    try:
+        run_model(name, grad=False)
+    finally:
+        del MODELS[name]
+    assert_one_graph_no_breaks(name)
