@@ -97,3 +97,16 @@ def run_python(code, env_extra, timeout=120):
     env.update(env_extra)
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def whole_graph(fn, *args, calls=2):
+    """Calls `fn` eagerly and compiled `calls` times, compares the results and
+    checks that one graph ran with no break and no eager frame; returns the
+    last compiled result."""
+    compiled = kiln.compile(fn)
+    for _ in range(calls):
+        expected, got = fn(*args), compiled(*args)
+        assert_close(got, expected)
+    s = stats()
+    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
+    return got

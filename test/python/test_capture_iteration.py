@@ -15,17 +15,7 @@ import torch
 from torch import nn
 
 import kiln
-from conftest import assert_close, stats
-
-
-def whole_graph(fn, *args, calls=2):
-    compiled = kiln.compile(fn)
-    for _ in range(calls):
-        expected, got = fn(*args), compiled(*args)
-        assert_close(got, expected)
-    s = stats()
-    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
-    return got
+from conftest import assert_close, stats, whole_graph
 
 
 def test_iter_next_with_default_on_list_tuple_dict_range_str():
