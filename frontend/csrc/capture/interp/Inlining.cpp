@@ -209,6 +209,13 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
 
 namespace {
 
+/// The source of `module.__dict__[key]` (its `_modules`, `_parameters` or
+/// `_buffers` dict) for a module read through `moduleSrc`.
+int moduleDictSource(SourceTable &sources, int moduleSrc, PyObject *key) {
+  return sources.add(Source::Kind::DictItem,
+                     sources.add(Source::Kind::ObjDict, moduleSrc, 0, nullptr), 0, key);
+}
+
 /// `args`/`kwargs` of an nn.Module tree method as constants: None, bools,
 /// ints and strs only (a memo set of the caller would be mutated).
 std::pair<PyRef, PyRef> plainModuleArgs(const std::string &method, const std::vector<VarP> &args,
@@ -268,9 +275,7 @@ VarP Interpreter::moduleMembers(const VarP &module, const std::string &method,
     if (!members || !PyDict_Check(members))
       throw Unsupported("nn.Module." + method + "(): a module without " + pyText(dictKey.get()));
     int src = m == root ? sourceOf(module) : out_.sources.add(Source::Kind::Constant, -1, 0, m);
-    int dictSrc = out_.sources.add(Source::Kind::DictItem,
-                                   out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
-                                   dictKey.get());
+    int dictSrc = moduleDictSource(out_.sources, src, dictKey.get());
     guardLength(dictSrc, PyDict_Size(members));
     PyObject *k, *t;
     Py_ssize_t pos = 0;
@@ -316,9 +321,7 @@ VarP Interpreter::moduleTree(const VarP &module, const std::string &method, std:
       continue;
     int src = todo[i] == root ? sourceOf(module)
                               : out_.sources.add(Source::Kind::Constant, -1, 0, todo[i]);
-    int modSrc = out_.sources.add(Source::Kind::DictItem,
-                                  out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), 0,
-                                  modulesKey.get());
+    int modSrc = moduleDictSource(out_.sources, src, modulesKey.get());
     guardLength(modSrc, PyDict_Size(children));
     PyObject *k, *child;
     Py_ssize_t pos = 0;
