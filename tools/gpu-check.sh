@@ -8,8 +8,10 @@
 #   tools/gpu-check.sh [artifact]
 # It builds the MLIR-free runtime (runtime/cuda → libkiln_cuda.so, a few
 # seconds), runs every artifact graph through it and compares with eager,
-# times eager / torch.compile / kiln, and, where kiln's extension is built
-# too (a full dev machine with a GPU), runs the `cuda`-marked pytest tests.
+# times eager / torch.compile / kiln, times whole models (resnet50, ViT-B,
+# BERT-base, GPT-2; eager vs torch.compile, tools/gpu_models.py) and, where
+# kiln's extension is built too (a full dev machine with a GPU), runs the
+# `cuda`-marked pytest tests. Results (JSON) go to $OUT when it is set.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ARTIFACT="${1:-$ROOT/build/gpu-check/cases.json.gz}"
@@ -32,6 +34,7 @@ echo "gpu-check: runtime $KILN_CUDA_RUNTIME"
 
 status=0
 "$PY" "$ROOT/tools/gpu_check.py" --artifact "$ARTIFACT" --out "$RESULTS/gpu-check.json" || status=$?
+"$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json" || status=$?
 
 if "$PY" -c "import kiln._C" 2>/dev/null; then
   "$PY" -m pytest -q -m cuda "$ROOT/test/python" || status=$?

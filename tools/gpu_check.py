@@ -51,7 +51,7 @@ def main():
                                                       "cases.json.gz"))
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    p.add_argument("--compile-budget-s", type=float, default=150,
+    p.add_argument("--compile-budget-s", type=float, default=60,
                    help="stop timing torch.compile once its compiles took this long")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
