@@ -78,9 +78,10 @@ def assert_close(actual, expected, rtol=None, atol=None):
                                atol=atol if atol is not None else a, equal_nan=True)
 
 
-def assert_compiled(graphs=1, calls=None, breaks=0):
+def assert_compiled(graphs=1, calls=None, breaks=0, **counts):
     """The calls so far ran compiled code: `graphs` graphs were compiled,
-    `calls` compiled calls ran (at least one if not given), no graph break."""
+    `calls` compiled calls ran (at least one if not given), no graph break,
+    and each other kiln.stats() count named (eager_calls=0, ...) as given."""
     s = stats()
     assert s["graphs_compiled"] == graphs, s
     if calls is None:
@@ -88,6 +89,8 @@ def assert_compiled(graphs=1, calls=None, breaks=0):
     else:
         assert s["compiled_calls"] == calls, s
     assert s["graph_breaks"] == breaks, s
+    for name, expected in counts.items():
+        assert s[name] == expected, (name, s)
     return s
 
 
@@ -99,14 +102,19 @@ def run_python(code, env_extra, timeout=120):
                           text=True, timeout=timeout)
 
 
-def whole_graph(fn, *args, calls=2):
-    """Calls `fn` eagerly and compiled `calls` times, compares the results and
-    checks that one graph ran with no break and no eager frame; returns the
-    last compiled result."""
+def run_whole_graph(fn, *args, calls=2, compare=None):
+    """Calls `fn` eagerly and compiled `calls` times, comparing each call's
+    results with `compare` when given, and checks that one graph ran with no
+    break and no eager frame; returns the last (compiled, eager) results."""
     compiled = kiln.compile(fn)
     for _ in range(calls):
         expected, got = fn(*args), compiled(*args)
-        assert_close(got, expected)
-    s = stats()
-    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
-    return got
+        if compare is not None:
+            compare(got, expected)
+    assert_compiled(graphs=1, eager_calls=0)
+    return got, expected
+
+
+def whole_graph(fn, *args, calls=2, compare=assert_close):
+    """run_whole_graph comparing with `compare`; returns the compiled result."""
+    return run_whole_graph(fn, *args, calls=calls, compare=compare)[0]

@@ -15,18 +15,7 @@ import torch
 from torch import nn
 
 import kiln
-from conftest import assert_close, stats
-
-
-def whole_graph(fn, *args, calls=2):
-    """Runs `fn` eagerly and compiled `calls` times; returns both results of
-    the last call after checking that one graph ran without a break."""
-    compiled = kiln.compile(fn)
-    for _ in range(calls):
-        expected, got = fn(*args), compiled(*args)
-    s = stats()
-    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
-    return got, expected
+from conftest import assert_close, run_whole_graph, stats
 
 
 def break_categories(fn, *args):
@@ -66,7 +55,7 @@ def test_config_object_with_property_classmethod_staticmethod():
         small = Config.small()
         return cfg.apply(x) * cfg.head_dim + small.apply(x) * small.hidden
 
-    got, expected = whole_graph(f, torch.randn(4, 16))
+    got, expected = run_whole_graph(f, torch.randn(4, 16))
     assert_close(got, expected)
 
 
@@ -88,7 +77,7 @@ def test_dataclass_returned_is_rebuilt_with_final_fields():
         out.hidden_states = (x, x + 1)
         return out
 
-    got, expected = whole_graph(f, torch.randn(3, 5))
+    got, expected = run_whole_graph(f, torch.randn(3, 5))
     assert type(got) is ModelOutputLike
     assert_close(got.logits, expected.logits)
     assert_close(got.loss, expected.loss)
@@ -118,7 +107,7 @@ def test_frozen_dataclass_and_slots():
         p = Pair(x, spec.padding)
         return p.a * p.b + spec.kernel * spec.stride
 
-    got, expected = whole_graph(f, torch.randn(4))
+    got, expected = run_whole_graph(f, torch.randn(4))
     assert_close(got, expected)
 
 
@@ -140,7 +129,7 @@ def test_namedtuples_built_read_and_returned():
         s = Shapes(x * 3, x > 0)
         return Point(p.x + p[1] + s.masked() * s.depth, s.mask), isinstance(p, tuple)
 
-    got, expected = whole_graph(f, torch.randn(5))
+    got, expected = run_whole_graph(f, torch.randn(5))
     assert type(got[0]) is Point
     assert_close(tuple(got[0]), tuple(expected[0]))
     assert got[1] is True
@@ -219,7 +208,7 @@ def test_methods_building_new_instances():
         b = Box(x, x + 2).scaled(3)
         return b.width(), b
 
-    got, expected = whole_graph(f, torch.randn(3))
+    got, expected = run_whole_graph(f, torch.randn(3))
     assert_close(got[0], expected[0])
     assert_close(got[1].lo, expected[1].lo) and assert_close(got[1].hi, expected[1].hi)
 
@@ -250,7 +239,7 @@ def test_python_getattr_setattr_and_new():
         t = Tagged(x)
         return ns.alpha * ns.beta + t.value, t.tag, isinstance(t, Tagged), type(t) is Tagged
 
-    got, expected = whole_graph(f, torch.randn(4))
+    got, expected = run_whole_graph(f, torch.randn(4))
     assert_close(got, expected)
 
 
@@ -274,7 +263,7 @@ def test_callable_object_and_enumerate_modulelist():
             return x
 
     net = Net()
-    got, expected = whole_graph(net, torch.randn(2, 4))
+    got, expected = run_whole_graph(net, torch.randn(2, 4))
     assert_close(got, expected)
 
 
@@ -372,5 +361,5 @@ def test_class_attributes_read_through_instances_and_isinstance_hierarchy():
         c = Child(2)
         return c.run(x), isinstance(c, Base), c.tag, getattr(c, "missing", 7), hasattr(c, "w")
 
-    got, expected = whole_graph(f, torch.randn(3))
+    got, expected = run_whole_graph(f, torch.randn(3))
     assert_close(got, expected)

@@ -13,6 +13,7 @@ import collections
 import torch
 
 import kiln
+import conftest
 from conftest import assert_close, stats
 
 
@@ -28,13 +29,8 @@ def flat(v):
 
 
 def whole_graph(fn, *args, calls=2):
-    compiled = kiln.compile(fn)
-    for _ in range(calls):
-        expected, got = fn(*args), compiled(*args)
-        assert_close(flat(got), flat(expected))
-    s = stats()
-    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
-    return got
+    return conftest.whole_graph(fn, *args, calls=calls,
+                                compare=lambda got, expected: assert_close(flat(got), flat(expected)))
 
 
 def breaks(fn, *args):

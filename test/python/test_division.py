@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import kiln
-from conftest import stats
+from conftest import assert_compiled, stats
 
 
 def same(actual, expected):
@@ -22,9 +22,7 @@ def same(actual, expected):
 
 
 def whole_graph(graphs=1):
-    s = stats()
-    assert s["graphs_compiled"] == graphs and s["graph_breaks"] == 0, s
-    assert s["fallback_ops"] == 0 and s["eager_calls"] == 0, s
+    assert_compiled(graphs, fallback_ops=0, eager_calls=0)
 
 
 def float_operands(dtype):

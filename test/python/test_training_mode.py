@@ -14,14 +14,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import kiln
-from conftest import assert_close, stats
+from conftest import assert_close, assert_compiled, stats
 
 
 def whole_graph(calls=2):
-    s = stats()
-    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
-    assert s["recompiles"] == 0 and s["eager_calls"] == 0, s
-    assert s["compiled_calls"] == calls, s
+    assert_compiled(1, calls, recompiles=0, eager_calls=0)
 
 
 class ConvBN(nn.Module):
