@@ -59,19 +59,17 @@ case "$MODE" in
     # that failed only that way are run once more; any other failure, a leak
     # report included, fails the run.
     LOG=$BUILD/asan-pytest.log
+    JUNIT=$BUILD/asan-junit.xml
     run_asan_pytest() {
       LD_PRELOAD="$($CXX -print-file-name=libasan.so) $STDCXX" PYTHONMALLOC=malloc \
         KILN_THREAD_TEST_TIMEOUT=${KILN_THREAD_TEST_TIMEOUT:-600} \
-        "$PY" -m pytest -q -o cache_dir="$BUILD/.pytest_cache" "$@" 2>&1 | tee "$LOG"
+        "$PY" -m pytest -q -o cache_dir="$BUILD/.pytest_cache" --junitxml="$JUNIT" "$@" 2>&1 |
+        tee "$LOG"
       return "${PIPESTATUS[0]}"
     }
     if ! run_asan_pytest "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}"; then
-      failed=$(grep -c '^FAILED ' "$LOG" || true)
-      tracer=$(grep -c 'LeakSanitizer has encountered a fatal error' "$LOG" || true)
-      if [ "$failed" -eq 0 ] || [ "$tracer" -lt "$failed" ]; then
-        exit 1
-      fi
-      echo "[sanitize] $failed failure(s), all LSan tracer deaths: running them once more"
+      "$PY" tools/lsan_tracer_deaths.py "$JUNIT" || exit 1
+      echo "[sanitize] every failure was an LSan tracer death: running them once more"
       run_asan_pytest --last-failed "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}"
     fi
     ;;
