@@ -376,6 +376,23 @@ def test_half_precision_elementwise(dtype):
     check(f, x, y, rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("f", [
+    lambda x: x * 1.1, lambda x: 1.1 * x, lambda x: torch.mul(x, 1.1), lambda x: x / 3.3,
+    lambda x: x.div(3.3), lambda x: 3.3 / x, lambda x: x + 0.3, lambda x: 0.7 - x,
+    lambda x: (x * 1.1 + 0.3) * 2.7, lambda x: torch.add(x, x.flip(0), alpha=1.1),
+    lambda x: torch.sub(x, 0.3, alpha=2.2), lambda x: x * torch.tensor(1.1).item(),
+    lambda x: x.abs() ** 1.3, lambda x: torch.clamp(x, min=0.3), lambda x: x > 0.3,
+], ids=["mul", "rmul", "torch.mul", "div", "Tensor.div", "rdiv", "add", "rsub", "chain",
+        "add-alpha", "sub-alpha", "item", "pow", "clamp", "gt"])
+def test_half_precision_with_python_numbers_is_bitwise_eager(dtype, f):
+    # Eager's mul/div take a Python number at f32 precision, add/sub/compare
+    # round it to the tensor's dtype first, add/sub with alpha compute in f32
+    # with alpha rounded: each rounds its result once, and so must kiln.
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0)).to(dtype)
+    check(f, x, rtol=0, atol=0)
+
+
 def test_half_mean_of_many_elements():
     def f(x):
         return x.mean()

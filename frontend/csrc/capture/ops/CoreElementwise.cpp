@@ -24,14 +24,22 @@ template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Arg
   VarP other = a.get("other");
   if (!other) // eager raises TypeError
     throw Unsupported(BreakCategory::UserError, op + ": 'other' is missing (eager raises)");
-  if (!a.isNone("alpha"))
-    other = T(e.binary<MulOp>(other, a.get("alpha")));
   if (!x->isTensor() && !other->isTensor())
     throw Unsupported(op + " on scalars");
-  if (std::is_same_v<OpT, SubOp> && resultType({x, other}) == DType::Bool)
+  DType d = resultType({x, other});
+  if (std::is_same_v<OpT, SubOp> && d == DType::Bool)
     throw Unsupported(BreakCategory::UserError, "subtraction of bool tensors (eager raises)",
                       hint::kRaisesInEager);
-  return T(e.binary<OpT>(x, other));
+  if (a.isNone("alpha"))
+    return T(e.binary<OpT>(x, other));
+  if (d != DType::F16 && d != DType::BF16)
+    return T(e.binary<OpT>(x, T(e.binary<MulOp>(other, a.get("alpha"), d))));
+  // f16/bf16 `x ± alpha * other` as eager computes it: operands and alpha
+  // rounded to the dtype, the arithmetic in f32 (its opmath type), the
+  // result rounded once.
+  auto f32 = [&](const VarP &v) { return e.cast(e.operand(v, d), DType::F32); };
+  Value scaled = e.bin<MulOp>(f32(other), f32(a.get("alpha")));
+  return T(e.cast(e.bin<OpT>(f32(x), scaled), d));
 }
 
 /// A broadcasting binary op on promoted operands (mul, eq, maximum ...).

@@ -188,6 +188,23 @@ public:
   template <typename OpT>
   Value binary(const VarP &a, const VarP &c, std::optional<DType> force = {}) {
     DType d = force ? *force : resultType({a, c});
+    // f16/bf16 times or divided by a Python number: eager's mul and div
+    // kernels take the number at f32 (opmath) precision and round the result
+    // once (`3.3 / x` is `x.reciprocal() * 3.3`); rounding 1.1 to f16 first
+    // changes about half the results. Its add, sub, comparisons and the rest
+    // round the number to f16 first.
+    constexpr bool mul = std::is_same_v<OpT, mlir::kiln::MulOp>;
+    constexpr bool div = std::is_same_v<OpT, mlir::kiln::DivOp>;
+    auto number = [](const VarP &v) { return v && !v->isTensor(); };
+    if ((mul || div) && (d == DType::F16 || d == DType::BF16) && number(a) != number(c)) {
+      if (div && number(a)) {
+        Value reciprocal =
+            inferred<OpT>({scalar(PyRef::steal(PyFloat_FromDouble(1)).get(), d), operand(c, d)});
+        return cast(
+            inferred<mlir::kiln::MulOp>({cast(reciprocal, DType::F32), operand(a, DType::F32)}), d);
+      }
+      return cast(inferred<OpT>({operand(a, DType::F32), operand(c, DType::F32)}), d);
+    }
     return inferred<OpT>({operand(a, d), operand(c, d)});
   }
 
