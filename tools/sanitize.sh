@@ -56,8 +56,8 @@ case "$MODE" in
     # ("Tracer caught signal 11" ... "LeakSanitizer has encountered a fatal
     # error": its stop-the-world tracer, not a report; seen in 2 of ~50
     # subprocesses on a loaded machine, never when the test runs alone). Tests
-    # that failed only that way are run once more; any other failure, a leak
-    # report included, fails the run.
+    # that failed only that way are run again (twice at most); any other
+    # failure, a leak report included, fails the run.
     LOG=$BUILD/asan-pytest.log
     JUNIT=$BUILD/asan-junit.xml
     run_asan_pytest() {
@@ -67,11 +67,13 @@ case "$MODE" in
         tee "$LOG"
       return "${PIPESTATUS[0]}"
     }
-    if ! run_asan_pytest "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}"; then
+    run_asan_pytest "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}" && exit 0
+    for attempt in 1 2; do
       "$PY" tools/lsan_tracer_deaths.py "$JUNIT" || exit 1
-      echo "[sanitize] every failure was an LSan tracer death: running them once more"
-      run_asan_pytest --last-failed "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}"
-    fi
+      echo "[sanitize] every failure was an LSan tracer death: running them again ($attempt of 2)"
+      run_asan_pytest --last-failed "${ASAN_PYTEST[@]/#/test/python/}" "${@:3}" && exit 0
+    done
+    exit 1
     ;;
   thread)
     export TSAN_OPTIONS="suppressions=$ROOT/tools/tsan.supp:halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0"
