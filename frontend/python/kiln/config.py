@@ -79,6 +79,11 @@ class _Config:
     # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
     # records for `perf inject --jit`). Not in cache key.
     perf_jitdump: bool = os.environ.get("KILN_PERF_JITDUMP", "0") == "1"
+    # Functions (print, warnings.warn, logging.Logger.info, a logger's bound
+    # .info ...) whose calls inside compiled code are replayed after the graph
+    # with the arguments' values at the call instead of breaking it (Dynamo's
+    # knob of the same name). Read at capture. Not in cache key.
+    reorderable_logging_functions: set = field(default_factory=set)
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 

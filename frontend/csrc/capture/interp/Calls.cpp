@@ -175,6 +175,8 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
     if (fnObj.get() == callee->obj.get() && callee->self->isConst())
       return moduleMembers(callee->self, m, args, kwargs); // Inlining.cpp
   }
+  if (VarP r = callReorderableLogging(callee->obj.get(), callee->self, args, kwargs))
+    return r;
   args.insert(args.begin(), callee->self);
   if (!PyFunction_Check(callee->obj.get())) { // object's slot via super() (UserObjects.cpp)
     if (VarP r = callObjectSlot(callee->obj.get(), args, kwargs))
@@ -215,6 +217,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     gradExits_.erase(exitIt);
     return makeConst(PyRef::borrow(Py_False));
   }
+  if (VarP r = callReorderableLogging(fn, nullptr, args, kwargs)) // LoggingCalls.cpp
+    return r;
   if (VarP r = callContainerDescriptor(fn, args, kwargs)) // ContainerMethods.cpp
     return r;
   if (VarP r = callListMutation(fn, args, kwargs)) // SideEffects.cpp

@@ -372,6 +372,9 @@ private:
   /// `torch.is_grad_enabled()`, `torch._C._is_tracing()` ...) as a constant
   /// with a Call guard; nullptr when `fn` is not one (GlobalState.cpp).
   VarP callStateQuery(PyObject *fn, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// A listed logging call, replayed after the graph, or nullptr (LoggingCalls.cpp).
+  VarP callReorderableLogging(PyObject *fn, const VarP &self, std::vector<VarP> &args,
+                              std::map<std::string, VarP> &kwargs);
   /// Adds the guard `fn(*args) == result` (once).
   void addCallGuard(PyObject *fn, PyObject *args, PyObject *result);
   /// A context manager made in the frame that the capture can enter
@@ -780,18 +783,15 @@ extern const std::set<PyObject *> *gMutatedContainers;
 mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
 /// The DType of an MLIR element type (throws Unsupported for others).
 DType dtypeOf(mlir::Type elt);
-
 /// Sets the float dtype torch's defaults resolve to in the capture in
 /// progress (torch.get_default_dtype()).
 void setDefaultFloat(DType d);
-
 /// The Python decomposition (kiln/_decompositions.py) the capture inlines
 /// for torch function `fn` (borrowed), or null.
 PyObject *pythonDecomposition(PyObject *fn);
 
 /// nn.Module.__call__ (borrowed, process lifetime).
 PyObject *moduleCallFunction();
-
 /// True when `o` is an nn.Module instance.
 bool isModule(PyObject *o);
 
