@@ -100,7 +100,15 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
     Value shifted = rewriter.create<SubOp>(loc, x, max);
     Value exp = rewriter.create<ExpOp>(loc, shifted);
     Value sum = rewriter.create<SumOp>(loc, exp, dims, /*keepdim=*/true);
-    Value result = rewriter.create<DivOp>(loc, exp, sum);
+    // As torch's CPU kernels: exp * (1 / sum) over the last dim, exp / sum
+    // over any other.
+    Value result;
+    if (type.getRank() > 0 && op.getDim() == type.getRank() - 1) {
+      Value one = scalarConstant(rewriter, loc, computeElementType(elt), 1.0);
+      result = rewriter.create<MulOp>(loc, exp, rewriter.create<DivOp>(loc, one, sum));
+    } else {
+      result = rewriter.create<DivOp>(loc, exp, sum);
+    }
     rewriter.replaceOp(op, castElements(rewriter, loc, result, elt));
     return success();
   }

@@ -10,13 +10,15 @@
 // whole body is checked line by line.
 // CHECK-LABEL: func.func @decompose_then_cse
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[ONE:.*]] = kiln.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT: %[[SIG:.*]] = kiln.sigmoid %[[X]] : tensor<4x8xf32>
 // CHECK-NEXT: %[[SILU:.*]] = kiln.mul %[[X]], %[[SIG]]
 // CHECK-NEXT: %[[MAX:.*]] = kiln.max %[[X]] {dims = array<i64: 1>, keepdim = true}
 // CHECK-NEXT: %[[SUB:.*]] = kiln.sub %[[X]], %[[MAX]]
 // CHECK-NEXT: %[[EXP:.*]] = kiln.exp %[[SUB]]
 // CHECK-NEXT: %[[SUM:.*]] = kiln.sum %[[EXP]] {dims = array<i64: 1>, keepdim = true}
-// CHECK-NEXT: %[[SM:.*]] = kiln.div %[[EXP]], %[[SUM]]
+// CHECK-NEXT: %[[RCP:.*]] = kiln.div %[[ONE]], %[[SUM]]
+// CHECK-NEXT: %[[SM:.*]] = kiln.mul %[[EXP]], %[[RCP]]
 // CHECK-NEXT: return %[[SIG]], %[[SILU]], %[[SM]], %[[SM]]
 func.func @decompose_then_cse(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %0 = kiln.sigmoid %x : tensor<4x8xf32>

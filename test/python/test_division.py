@@ -59,8 +59,8 @@ def test_one_floor_div_tenth_is_nine():
 
 
 def test_trunc_of_scalar_quotient_is_exact():
-    # x / 0.3 by a scalar is otherwise multiplied by the reciprocal (arcp):
-    # a quotient rounded in the graph (trunc, floor, ceil) must not be.
+    # x * (1/c) would round some quotients to the other side of an integer:
+    # a quotient rounded in the graph (trunc, floor, ceil) must be exact.
     def f(x):
         return (torch.div(x, 0.3, rounding_mode="trunc"), (x / 0.3).floor() + 1,
                 (x / 1.1).ceil() * 2)
@@ -68,6 +68,23 @@ def test_trunc_of_scalar_quotient_is_exact():
     x = torch.arange(-2000, 2000, dtype=torch.float32) * 0.1
     for a, e in zip(kiln.compile(f)(x), f(x)):
         same(a, e)
+    whole_graph()
+
+
+@pytest.mark.parametrize("divisor", ["scalar", "row", "column"])
+def test_quotient_is_bitwise_eager_when_rounded_outside_the_graph(divisor):
+    # The quotient leaves the graph and the user rounds it: a last-bit
+    # difference from eager (x * (1/c) for x / c) moved 15% of
+    # `(x / 1.1).long()` by one.
+    x = torch.arange(0, 4000, dtype=torch.float32).reshape(40, 100) * 1.1
+    d = {"scalar": 1.1, "row": torch.full((40, 1), 1.1), "column": torch.full((100,), 1.1)}
+
+    def f(x):
+        return x / d[divisor]
+
+    got = kiln.compile(f)(x)
+    same(got, f(x))
+    assert torch.equal(got.long(), f(x).long())
     whole_graph()
 
 

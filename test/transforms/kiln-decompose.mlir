@@ -4,15 +4,18 @@
 // reductions and elementwise ops (transforms/Decompose.cpp).
 
 // Tests that softmax over the last dim of a rank-2 tensor subtracts the
-// keepdim max, exponentiates and divides by the keepdim sum.
+// keepdim max, exponentiates and multiplies by the keepdim sum's reciprocal
+// (as torch's kernels do).
 // CHECK-LABEL: func.func @softmax_rank2
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[ONE:.*]] = kiln.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[MAX:.*]] = kiln.max %[[X]] {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
 // CHECK: %[[SUB:.*]] = kiln.sub %[[X]], %[[MAX]] : tensor<4x8xf32>, tensor<4x1xf32>
 // CHECK: %[[EXP:.*]] = kiln.exp %[[SUB]] : tensor<4x8xf32>
 // CHECK: %[[SUM:.*]] = kiln.sum %[[EXP]] {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
-// CHECK: %[[DIV:.*]] = kiln.div %[[EXP]], %[[SUM]] : tensor<4x8xf32>, tensor<4x1xf32>
-// CHECK: return %[[DIV]]
+// CHECK: %[[RCP:.*]] = kiln.div %[[ONE]], %[[SUM]] : tensor<f32>, tensor<4x1xf32>
+// CHECK: %[[MUL:.*]] = kiln.mul %[[EXP]], %[[RCP]] : tensor<4x8xf32>, tensor<4x1xf32>
+// CHECK: return %[[MUL]]
 // CHECK-NOT: kiln.softmax
 func.func @softmax_rank2(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = kiln.softmax %x {dim = 1 : i64} : tensor<4x8xf32>
@@ -22,7 +25,8 @@ func.func @softmax_rank2(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 // Tests that softmax over a middle dim of a rank-3 tensor with dynamic dims
-// reduces that dim only and keeps the dynamic dims.
+// reduces that dim only, keeps the dynamic dims and divides by the sum (as
+// torch's kernel for dims other than the last).
 // CHECK-LABEL: func.func @softmax_rank3_dynamic
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf64>)
 // CHECK: %[[MAX:.*]] = kiln.max %[[X]] {dims = array<i64: 1>, keepdim = true} : tensor<?x?x8xf64> -> tensor<?x1x8xf64>
@@ -213,7 +217,7 @@ func.func @negative_primitives(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (ten
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>)
 // CHECK: %[[ROWS:.*]] = kiln.reshape %[[X]] : tensor<2x3x8xf32> -> tensor<6x8xf32>
 // CHECK: kiln.max %[[ROWS]] {dims = array<i64: 1>, keepdim = true} : tensor<6x8xf32> -> tensor<6x1xf32>
-// CHECK: %[[D:.*]] = kiln.div
+// CHECK: %[[D:.*]] = kiln.mul
 // CHECK: %[[R:.*]] = kiln.reshape %[[D]] : tensor<6x8xf32> -> tensor<2x3x8xf32>
 // CHECK-NEXT: return %[[R]]
 // CHECK-NOT: kiln.softmax

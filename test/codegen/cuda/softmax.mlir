@@ -4,18 +4,20 @@
 
 // Tests that softmax over the last dim (decomposed by kiln-optimize, fused by
 // kiln-fuse-linalg-elementwise) becomes, without row fusion, two row
-// reductions and one pointwise kernel: the max reduction starts from -inf and combines with the
+// reductions, the sum's reciprocal and one pointwise kernel: the max reduction starts from -inf and combines with the
 // NaN-propagating max, the sum reduction recomputes exp(x - max) in its
 // loop, each reduction runs one block per row (1000 columns → 256 threads)
 // with the warp-shuffle + shared-memory block reduction, and thread 0 stores.
 
-// CHECK-LABEL: func @softmax: 3 kernel(s)
+// CHECK-LABEL: func @softmax: 4 kernel(s)
 // CHECK: buf0: float[32x1], 128 bytes, temporary
 // CHECK: buf1: float[32], 128 bytes, temporary
-// CHECK: buf2: float[32x1000], 128000 bytes, result 0
+// CHECK: buf2: float[32x1], 128 bytes, temporary
+// CHECK: buf3: float[32x1000], 128000 bytes, result 0
 // CHECK: softmax_k0<<<32, 256>>>(arg0, buf0)
 // CHECK-NEXT: softmax_k1<<<32, 256>>>(arg0, buf0, buf1)
-// CHECK-NEXT: softmax_k2<<<125, 256>>>(arg0, buf0, buf1, buf2)
+// CHECK-NEXT: softmax_k2<<<1, 256>>>(buf1, buf2)
+// CHECK-NEXT: softmax_k3<<<125, 256>>>(arg0, buf0, buf2, buf3)
 
 // CHECK: softmax_k0: row reduction (kiln_maximum_op) over 32x1x1000: 32 rows of 1000
 // CHECK: __global__ void __launch_bounds__(256) softmax_k0(const float *__restrict__ in0, float *__restrict__ out0) {
@@ -41,16 +43,19 @@
 // CHECK-NEXT: acc = kiln_add{}(acc, v1);
 // CHECK: acc = kiln_block_reduce<float>(acc, partials, kiln_add{}, 0.0f);
 
-// CHECK: softmax_k2: pointwise over 32x1000
+// CHECK: softmax_k2: pointwise over 32x1
+// CHECK: (1.0f / a0)
+// CHECK: softmax_k3: pointwise over 32x1000
 // CHECK: const int d0 = i / 1000;
 // CHECK: expf(
-// CHECK: (v1 / a2)
+// CHECK: (v1 * a2)
 // Tests that with row fusion (the default) the three generics become one
 // kernel, one block per row, and that the max and the sum of exp come from
 // one read of the row (online softmax): each thread keeps a running
 // (max, rescaled sum) pair, kiln_block_merge combines the pairs with the
 // (m, s) merge rule, both are broadcast through shared memory (s_r0, s_r1)
-// into registers, and the normalized row is written once; no temporaries
+// into registers, each thread takes the sum's reciprocal (r2), and the
+// normalized row is written once; no temporaries
 // remain and no separate loop computes the sum.
 
 // FUSED-LABEL: func @softmax: 1 kernel(s)
@@ -58,7 +63,7 @@
 // FUSED-NEXT: arg0: float[32x1000], 128000 bytes, input 0
 // FUSED-NEXT: buf0: float[32x1000], 128000 bytes, result 0
 // FUSED: softmax_k0<<<32, 256>>>(arg0, buf0)
-// FUSED: softmax_k0: row group of 3 fused generics (one-pass max, one-pass sum-exp, full-row): 32 rows of 1000, one block per row
+// FUSED: softmax_k0: row group of 4 fused generics (one-pass max, one-pass sum-exp, per-row, full-row): 32 rows of 1000, one block per row
 // FUSED: __shared__ float partials0[32][2];
 // FUSED-NEXT: __shared__ float s_r0;
 // FUSED-NEXT: __shared__ float s_r1;
@@ -84,12 +89,18 @@
 // FUSED-NEXT: r1 = s_r1;
 // FUSED-NEXT: }
 // FUSED-NEXT: // r1: computed with r0
+// FUSED-NEXT: // r2: per-row pointwise (every thread)
+// FUSED-NEXT: float r2;
+// FUSED-NEXT: {
+// FUSED-NEXT: const float v0 = (1.0f / r1);
+// FUSED-NEXT: r2 = v0;
+// FUSED-NEXT: }
 // FUSED-NEXT: // full-row pointwise
 // FUSED-NEXT: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
 // FUSED-NOT: kiln_block_reduce
 // FUSED: const float v0 = (a0 - r0);
 // FUSED-NEXT: const float v1 = expf(v0);
-// FUSED-NEXT: const float v2 = (v1 / r1);
+// FUSED-NEXT: const float v2 = (v1 * r2);
 // FUSED-NEXT: out0[d0 * 1000 + d1] = v2;
 // Tests that with --no-one-pass-rows the row group keeps one loop per
 // reduction: the max and the sum are block reductions whose results are
@@ -101,7 +112,7 @@
 // TWOPASS-NEXT: arg0: float[32x1000], 128000 bytes, input 0
 // TWOPASS-NEXT: buf0: float[32x1000], 128000 bytes, result 0
 // TWOPASS: softmax_k0<<<32, 256>>>(arg0, buf0)
-// TWOPASS: softmax_k0: row group of 3 fused generics (kiln_maximum_op, kiln_add, full-row): 32 rows of 1000, one block per row
+// TWOPASS: softmax_k0: row group of 4 fused generics (kiln_maximum_op, kiln_add, per-row, full-row): 32 rows of 1000, one block per row
 // TWOPASS: __shared__ float partials0[32];
 // TWOPASS-NEXT: __shared__ float s_r0;
 // TWOPASS-NEXT: __shared__ float partials1[32];
@@ -118,8 +129,9 @@
 // TWOPASS-NEXT: const float v1 = expf(v0);
 // TWOPASS-NEXT: acc = kiln_add{}(acc, v1);
 // TWOPASS: r1 = s_r1;
+// TWOPASS: const float v0 = (1.0f / r1);
 // TWOPASS: for (int col = threadIdx.x; col < 1000; col += blockDim.x) {
-// TWOPASS: const float v2 = (v1 / r1);
+// TWOPASS: const float v2 = (v1 * r2);
 // TWOPASS-NEXT: out0[d0 * 1000 + d1] = v2;
 func.func @softmax(%x: tensor<32x1000xf32>) -> tensor<32x1000xf32> {
   %0 = kiln.softmax %x {dim = 1 : i64} : tensor<32x1000xf32>
