@@ -221,6 +221,37 @@ def test_gpt2_lm_head_matches_eager(attn, masked):
     assert s["compiled_calls"] == 2 and s["cache_hits"] >= 1 and s["eager_calls"] == 0, s
 
 
+def test_gpt2_with_kv_cache_prefill_is_one_graph_and_decodes_like_eager():
+    # The default use_cache=True: the prefill builds a DynamicCache in the
+    # graph (its layers start as torch.tensor([]), legacy-concatenated with
+    # the keys) and returns it; greedy decoding then feeds it back. Logits
+    # and cached keys/values match eager at every step.
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000,
+                                  n_positions=64)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    compiled = kiln.compile(model)
+    ids = torch.randint(0, 1000, (2, 8))
+
+    def decode(fn, steps=3):
+        out, logits, past, tokens = None, [], None, ids
+        for _ in range(steps):
+            out = fn(tokens, past_key_values=past)
+            past = out.past_key_values
+            logits.append(out.logits)
+            tokens = out.logits[:, -1:].argmax(-1)
+        return logits, [(layer.keys, layer.values) for layer in past.layers]
+
+    with torch.no_grad():
+        expected = decode(model)
+        kiln.reset()
+        prefill = compiled(ids)
+        assert counts() == (1, 0, 0), stats()
+        assert isinstance(prefill.past_key_values, transformers.DynamicCache)
+        got = decode(compiled)
+    assert_close(got, expected, **TOL)
+
+
 @pytest.mark.parametrize("attn", [None, "eager"])
 def test_bert_with_padding_mask_matches_eager(attn):
     kw = {} if attn is None else {"attn_implementation": attn}

@@ -89,3 +89,18 @@ def test_torch_tensor_of_graph_values_and_frame_lists():
         assert r.dtype == e.dtype and torch.allclose(r, e)
     s = stats()
     assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+def test_torch_tensor_of_empty_data_and_legacy_cat():
+    # HF's DynamicLayer starts its keys as torch.tensor([], dtype=...) and
+    # concatenates along dim -2: a 1-d empty tensor is skipped by cat.
+    def f(x):
+        keys = torch.tensor([], dtype=x.dtype, device=x.device)
+        return (torch.cat([keys, x], dim=-2), torch.tensor([]), torch.tensor([[], []]),
+                torch.tensor([], dtype=torch.int64))
+
+    x = torch.randn(2, 3, 4, 5)
+    for r, e in zip(kiln.compile(f)(x), f(x)):
+        assert (r.shape, r.dtype) == (e.shape, e.dtype) and torch.equal(r, e)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0 and s["eager_calls"] == 0, s

@@ -354,7 +354,10 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
   std::vector<int64_t> shape;
   std::vector<double> data;
   DTypeCategory kind = DTypeCategory::Bool;
-  if (!args[0]->isConst() || !flattenData(args[0]->obj.get(), 0, shape, data, kind)) {
+  // Data as a Python object: a constant, or a list/tuple built in the frame
+  // from constants (`torch.tensor([])`, `torch.tensor([1, 2])`).
+  PyRef constData = args[0]->isConst() ? args[0]->obj : seqAsConst(args[0]);
+  if (!constData || !flattenData(constData.get(), 0, shape, data, kind)) {
     PyErr_Clear();
     std::optional<DType> dtype;
     if (kwargs.count("dtype") &&
@@ -372,8 +375,6 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
     throw Unsupported(BreakCategory::UnsupportedOp,
                       withPythonError("torch.tensor of data other than Python numbers"));
   }
-  if (shape.size() > 0 && std::find(shape.begin(), shape.end(), 0) != shape.end())
-    throw Unsupported("torch.tensor of empty data");
   if (kwargs.count("device")) {
     PyRef str = PyRef::steal(PyObject_Str(constObj(kwargs["device"], "device")));
     PyErr_Clear();
@@ -381,7 +382,9 @@ VarP Interpreter::tensorFromData(std::vector<VarP> &args, std::map<std::string, 
     if (dev != deviceName(graphDevice_) && !(graphDevice_ == -1 && dev == "cpu"))
       throw Unsupported("torch.tensor on device " + dev + " (not the graph's device)");
   }
-  DType d = scalarDType(kind);
+  // Empty data (`torch.tensor([])`, HF's cache initialization) has eager's
+  // default float dtype.
+  DType d = data.empty() ? defaultFloat() : scalarDType(kind);
   if (kwargs.count("dtype") &&
       !(kwargs["dtype"]->isConst() && kwargs["dtype"]->obj.get() == Py_None)) {
     auto dt = dtypeFromObject(constObj(kwargs["dtype"], "dtype"));
