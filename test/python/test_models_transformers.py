@@ -85,6 +85,22 @@ def test_autocast_region_inside_compiled_code_breaks_with_reason():
     assert any("autocast" in b for b in report.graph_breaks), report.graph_breaks
 
 
+def test_autocast_disabled_region_is_a_no_op_context():
+    # LLaMA's rotary embedding: `with torch.autocast(device_type, enabled=False)`
+    # forces f32. With autocast off (every capture: guarded), it changes nothing.
+    def f(x):
+        with torch.autocast(device_type="cpu", enabled=False):
+            y = x.float() @ x.float().t()
+        return y.exp()
+
+    x = torch.randn(4, 4)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert counts() == (1, 0, 0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the outer state is guarded
+        assert_close(kiln.compile(f)(x), f(x))
+    assert stats()["eager_calls"] == 1
+
+
 # --- nn.TransformerEncoderLayer -------------------------------------------
 
 
@@ -250,6 +266,30 @@ def test_gpt2_with_kv_cache_prefill_is_one_graph_and_decodes_like_eager():
         assert isinstance(prefill.past_key_values, transformers.DynamicCache)
         got = decode(compiled)
     assert_close(got, expected, **TOL)
+
+
+def test_pretrained_config_reads_are_guarded_not_breaks():
+    # PretrainedConfig.__getattribute__ remaps aliases (hidden_size -> n_embd)
+    # through super().__getattribute__: object's lookup, done at capture with
+    # guards on where each value was found.
+    cfg = transformers.GPT2Config(n_embd=8, scale_attn_weights=True)
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = cfg
+
+        def forward(self, x):
+            y = x * self.config.hidden_size
+            return y + 1 if self.config.scale_attn_weights else y
+
+    head, x = Head(), torch.randn(3)
+    compiled = kiln.compile(head)
+    assert_close(compiled(x), head(x))
+    assert counts() == (1, 0, 0), stats()
+    cfg.n_embd, cfg.scale_attn_weights = 16, False  # changed after compiling
+    assert_close(compiled(x), head(x))
+    assert stats()["graph_breaks"] == 0 and stats()["recompiles"] == 1, stats()
 
 
 @pytest.mark.parametrize("attn", [None, "eager"])

@@ -175,6 +175,9 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
     if (fnObj.get() == callee->obj.get() && callee->self->isConst())
       return moduleMembers(callee->self, m, args, kwargs); // Inlining.cpp
   }
+  if (isObjectGetattribute(callee->obj.get()) && callee->self->isConst() && args.size() == 1 &&
+      kwargs.empty() && args[0]->isConst() && PyUnicode_Check(args[0]->obj.get()))
+    return genericAttr(callee->self, args[0]->obj.get()); // SuperAttr.cpp
   if (VarP r = callReorderableLogging(callee->obj.get(), callee->self, args, kwargs))
     return r;
   args.insert(args.begin(), callee->self);

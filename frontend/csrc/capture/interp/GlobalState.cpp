@@ -103,6 +103,15 @@ bool isAutocastType(PyObject *t) {
   return autocast && PyType_Check(t) && PyObject_IsSubclass(t, autocast) == 1;
 }
 
+/// Whether torch.autocast's arguments (device_type, dtype, enabled,
+/// cache_enabled) say `enabled=False` as a constant.
+bool autocastDisabledRegion(const std::vector<VarP> &args,
+                            const std::map<std::string, VarP> &kwargs) {
+  auto it = kwargs.find("enabled");
+  const VarP *enabled = it != kwargs.end() ? &it->second : args.size() > 2 ? &args[2] : nullptr;
+  return enabled && (*enabled)->isConst() && (*enabled)->obj.get() == Py_False;
+}
+
 } // namespace
 
 void Interpreter::addCallGuard(PyObject *fn, PyObject *args, PyObject *result) {
@@ -258,6 +267,24 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   }
   if (fn == tensorCtor || fn == asTensor)
     return tensorFromData(args, kwargs);
+  if (isAutocastType(fn) && autocastDisabledRegion(args, kwargs)) {
+    // `torch.autocast(..., enabled=False)` (LLaMA's rotary embedding forcing
+    // f32): autocast is off in every capture (one with it on is refused,
+    // guarded), so the region changes nothing: a no-op context.
+    static PyOnce nullContextOnce;
+    PyObject *nullContext = nullContextOnce.get([] {
+      PyRef m = PyRef::steal(PyImport_ImportModule("contextlib"));
+      PyObject *c = m ? PyObject_GetAttrString(m.get(), "nullcontext") : nullptr;
+      PyErr_Clear();
+      return c; // process lifetime
+    });
+    PyRef ctx = PyRef::steal(nullContext ? PyObject_CallNoArgs(nullContext) : nullptr);
+    PyErr_Clear();
+    if (ctx) {
+      keepAlive_.push_back(ctx);
+      return makeConst(ctx);
+    }
+  }
   if (isAutocastType(fn))
     throw Unsupported(BreakCategory::UnsupportedOp,
                       "a torch.autocast region inside the compiled code: kiln does not apply "

@@ -644,25 +644,24 @@ private:
   /// the caller's dict (pop); nullptr otherwise.
   VarP callContainerDescriptor(PyObject *fn, std::vector<VarP> &args,
                                std::map<std::string, VarP> &kwargs);
-  /// `d[key]` of a defaultdict Var without `key`: its factory's value,
-  /// stored (Collections.cpp); nullptr for other dicts.
+  /// `d[key]` of a defaultdict Var without `key`: its factory's value, stored.
   VarP defaultDictMissing(const VarP &d, PyObject *key);
   VarP loadAttr(const VarP &obj, PyObject *name);
-  /// Method `fn` found as attribute `name` of `obj`'s class, bound to
-  /// `obj` (inlined when called); guards that the class attribute stays
-  /// `fn` and that the instance __dict__ does not shadow it.
+  /// `super().name` with receiver `self`; `object.__getattribute__(obj, name)`
+  /// (a class's own __getattribute__ calling it), guarded (SuperAttr.cpp).
+  VarP superAttr(PyObject *superObj, const VarP &self, PyObject *name);
+  VarP genericAttr(const VarP &obj, PyObject *name);
+  /// Method `fn` of `obj`'s class bound to `obj` (inlined when called);
+  /// guards that the class attribute stays `fn`, not shadowed by __dict__.
   VarP boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn);
-  /// Guards that `type(obj).<name>` (found on the class or its bases) is
-  /// still `value` and, with `notShadowed`, that `obj.__dict__` has no
-  /// `name`; no-op for a value without a source.
+  /// Guards `type(obj).<name> is value` and (`notShadowed`) `name not in
+  /// obj.__dict__`; no-op for a value without a source.
   void guardClassAttr(const VarP &obj, PyObject *name, PyObject *value, bool notShadowed);
   /// Guards `key not in <dict of dictSource>` (once).
   void guardNotInDict(int dictSource, PyObject *key);
-  /// `obj.name` for a method call on tensor `obj`: a TensorMethod even when
-  /// kiln cannot call it (the call then breaks the graph).
+  /// `obj.name` on tensor `obj`: a TensorMethod even when kiln cannot call it.
   VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);
-  /// The (key, value) pairs of a dict Var or of a dict constant (items of a
-  /// dict read from the frame through their own sources).
+  /// The (key, value) pairs of a dict Var or constant (items with sources).
   std::vector<std::pair<PyRef, VarP>> dictItems(const VarP &d);
   /// Whether `t` is torch.no_grad or torch.enable_grad.
   static bool isGradContextType(PyObject *t);
@@ -790,6 +789,7 @@ void setDefaultFloat(DType d);
 /// for torch function `fn` (borrowed), or null.
 PyObject *pythonDecomposition(PyObject *fn);
 
+bool isObjectGetattribute(PyObject *fn); // SuperAttr.cpp
 /// nn.Module.__call__ (borrowed, process lifetime).
 PyObject *moduleCallFunction();
 /// True when `o` is an nn.Module instance.

@@ -438,36 +438,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   if (VarP m = containerMethodVar(obj, attr)) // ContainerMethods.cpp
     return m;
   PyObject *o = constObj(obj, "attribute base");
-  auto sup = superSelf_.find(o);
-  if (sup != superSelf_.end()) {
-    // super().method: the parent's function, bound to the receiver's Var
-    // (so its attributes keep their guarded sources).
-    PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
-    if (v && sup->second->kind == Var::Kind::Object &&
-        (PyFunction_Check(v.get()) || Py_TYPE(v.get()) == &PyWrapperDescr_Type)) {
-      // super() of a user object: the parent's function (or object's
-      // __init__/__setattr__ slot, UserObjects.cpp) bound to the Var.
-      keepAlive_.push_back(v);
-      auto m = std::make_shared<Var>();
-      m->kind = Var::Kind::BoundMethod;
-      m->obj = v;
-      m->self = sup->second;
-      return m;
-    }
-    if (v && PyCFunction_Check(v.get()) &&
-        v.get() == PyDict_GetItemString(PyBaseObject_Type.tp_dict, "__new__"))
-      return makeConst(v); // super().__new__(cls) in a Python __new__ (UserObjects.cpp)
-    if (v && PyMethod_Check(v.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(v.get())) &&
-        PyMethod_GET_SELF(v.get()) == sup->second->obj.get()) {
-      auto m = std::make_shared<Var>();
-      m->kind = Var::Kind::BoundMethod;
-      m->obj = PyRef::borrow(PyMethod_GET_FUNCTION(v.get()));
-      m->self = sup->second;
-      return m;
-    }
-    PyErr_Clear();
-    throw Unsupported("super()." + attr + " is not a Python method");
-  }
+  if (auto sup = superSelf_.find(o); sup != superSelf_.end())
+    return superAttr(o, sup->second, name); // SuperAttr.cpp
   if (obj->source < 0 && sourceOf(obj) >= 0)
     return loadAttr(makeConst(obj->obj, sourceOf(obj)), name);
   // nn.Module attributes: Python's order (a data descriptor of the class,
