@@ -192,3 +192,35 @@ def test_randperm_with_grad_replays_in_backward():
     expected = torch.empty(6)
     expected[perm] = torch.arange(6.0)  # d loss / d x[perm[i]] = i
     assert_close(x.grad, expected)
+
+
+def test_scatter_add_of_a_src_that_requires_grad():
+    def f(x, idx):
+        out = torch.zeros(3, 4)
+        out.scatter_add_(0, idx, x * 2)
+        return out.sum(0)
+
+    idx = torch.tensor([[0, 1, 1, 2], [1, 1, 0, 0]])
+    x = torch.randn(2, 4, requires_grad=True)
+    xe = x.detach().clone().requires_grad_(True)
+    got = kiln.compile(f)(x, idx)
+    expected = f(xe, idx)
+    assert_close(got, expected)
+    got.sum().backward()
+    expected.sum().backward()
+    assert_close(x.grad, xe.grad)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_index_add_on_input_that_requires_grad_breaks():
+    def f(w, x):
+        w.index_add_(0, torch.tensor([0, 1]), x)
+        return w * 2
+
+    w = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError):  # a leaf that requires grad: eager raises
+        f(w, torch.ones(2, 4))
+    with pytest.raises(RuntimeError):
+        kiln.compile(f)(w, torch.ones(2, 4))
+    assert stats()["graph_breaks"] >= 1
