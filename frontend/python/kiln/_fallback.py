@@ -12,7 +12,8 @@ reaches; it is accepted only when
   tuple in the graph: unpacking works, ``.values`` breaks); an op that moves
   data to another device, a list, a number: refused;
 - no aten op it reaches is random (``nondeterministic_seeded``: kiln could
-  not replay torch's generator state) or reads data on the host
+  not replay torch's generator state), except in a ``kiln._random.seeded``
+  wrapper (``kiln_random``: the call gets a generator seeded by the graph) or reads data on the host
   (``data_dependent_output``), and it raised nothing: meta kernels raise for
   data-dependent work (``.item()``, ``nonzero``, ``unique``, boolean-mask
   indexing). Ops tagged ``dynamic_output_shape`` are judged by that meta run
@@ -53,7 +54,7 @@ class _Recorder(TorchDispatchMode):
         self.refused = None
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if self.refused is None:
+        if self.refused is None:  # False: random ops accepted, nothing refused
             for tag in getattr(func, "tags", ()):
                 if tag in _REFUSED_TAGS:
                     category, why = _REFUSED_TAGS[tag]
@@ -73,6 +74,8 @@ def probe(fn, args, kwargs, tensors):
     refuse."""
     versions = [t._version for t in tensors]
     recorder = _Recorder()
+    if getattr(fn, "kiln_random", False):  # kiln._random.seeded: random by design
+        recorder.refused = False
     try:
         with torch.no_grad(), recorder:
             out = fn(*args, **(kwargs or {}))

@@ -92,6 +92,35 @@ def integer(seed, offset, shape, low, high, dtype=torch.int64):
     return torch.from_numpy(v).to(dtype).reshape(shape)
 
 
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def seeded(fn, stream, factory):
+    """``fn`` (torch.randperm, torch.multinomial) as kiln runs it inside a
+    graph (RandomOps.cpp seededTorchCall): called with the graph's seed
+    tensor first, it runs eager's kernel on a ``torch.Generator`` seeded
+    from (seed, stream), so torch.manual_seed reproduces it and each call
+    differs; on a meta seed (Fallback.cpp's probe) it runs on meta.
+    ``factory``: ``fn`` makes a tensor from sizes (its ``device=``)."""
+    def call(seed, *args, **kwargs):
+        if seed.device.type == "meta":
+            if factory:
+                kwargs["device"] = "meta"
+            return fn(*args, **kwargs)
+        if factory:
+            device = kwargs.get("device")
+            device = torch.device(device) if device is not None else torch.get_default_device()
+        else:
+            device = args[0].device
+        g = torch.Generator(device=device)
+        g.manual_seed((int(seed) + (stream + 1) * _GOLDEN) & (2**64 - 1))
+        return fn(*args, generator=g, **kwargs)
+    call.__module__ = "torch"
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.kiln_random = True
+    return call
+
+
 class _Replay(torch.overrides.TorchFunctionMode):
     """Answers the random calls kiln compiles with the graph's values:
     the k-th such call takes stream k of ``seed`` (RandomOps.cpp's order)."""
@@ -232,6 +261,16 @@ def _sdpa(mode, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
     return (w @ v).to(d)
 
 
+def _seeded_handler(fn, factory):
+    def handler(mode, *args, **kwargs):
+        stream = mode.stream
+        mode.stream += 1
+        seed = torch.tensor(mode.seed, dtype=torch.int64)
+        kwargs.pop("generator", None)
+        return seeded(fn, stream, factory)(seed, *args, **kwargs)
+    return handler
+
+
 _HANDLERS = {
     torch.rand: _rand, torch.randn: _randn, torch.rand_like: _rand_like,
     torch.randn_like: _randn_like, torch.randint: _randint, torch.randint_like: _randint_like,
@@ -243,4 +282,7 @@ _HANDLERS = {
     F.dropout2d: _feature_dropout(lambda x: 2),
     F.dropout3d: _feature_dropout(lambda x: 3),
     F.scaled_dot_product_attention: _sdpa,
+    torch.randperm: _seeded_handler(torch.randperm, True),
+    torch.multinomial: _seeded_handler(torch.multinomial, False),
+    torch.Tensor.multinomial: _seeded_handler(torch.multinomial, False),
 }

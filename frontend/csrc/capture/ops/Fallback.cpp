@@ -241,7 +241,10 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     if (!callable || args.empty() || !args[0]->isTensor())
       return nullptr;
   } else {
-    if (!isTorchOpFunction(fn))
+    // kiln._random.seeded wrappers: a random torch call on a seeded generator.
+    PyRef seeded = PyRef::steal(PyObject_GetAttrString(fn, "kiln_random"));
+    PyErr_Clear();
+    if (!isTorchOpFunction(fn) && !(seeded && PyObject_IsTrue(seeded.get()) == 1))
       return nullptr;
     callable = PyRef::borrow(fn);
     static PyOnce qualifiedOnce;

@@ -16,10 +16,15 @@
 // views, of an input sharing storage with another input (checked at capture
 // and guarded per call), of an input that requires grad in grad mode, and
 // updates that would change the shape or cast a float result into an
-// integer tensor. In a graph that needs gradients the write-backs are undone
-// and redone around the backward's recompute (values/GradFlow.cpp).
+// integer tensor. Indexed writes (`scatter_`, `index_put_`, `index_add_`,
+// `index_fill_`, `index_copy_`, `masked_scatter_` ...) are their
+// out-of-place forms rebound the same way (callInPlaceMethod). In a graph
+// that needs gradients the write-backs are undone and redone around the
+// backward's recompute (values/GradFlow.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+
+#include <set>
 
 namespace kiln {
 
@@ -211,7 +216,26 @@ VarP Interpreter::callInPlaceMethod(const VarP &self, const std::string &name,
     Value fill = e.operand(value, dtypeOf(ttype(self->value).getElementType()));
     return assignInPlace(self, broadcastLike(*this, self, fill), what);
   }
+  if (isIndexedWrite(name)) {
+    // scatter_, index_put_(accumulate=True), index_add_ ...: the out-of-place
+    // form (mapped, or through torch inside the graph: Fallback.cpp), then
+    // the tensor rebound to it. Duplicate indices behave as in eager (the
+    // torch kernel runs: index_put_/index_add_ accumulate every one).
+    std::vector<VarP> rest = args;
+    std::map<std::string, VarP> restKw = kwargs;
+    VarP r = callTensorMethod(self, name.substr(0, name.size() - 1), rest, restKw);
+    if (!r || !r->isTensor())
+      throw Unsupported(BreakCategory::UnsupportedOp, what + " does not compute a tensor");
+    return assignInPlace(self, r->value, what);
+  }
   return nullptr;
+}
+
+bool isIndexedWrite(const std::string &name) {
+  static const std::set<std::string> names = {
+      "scatter_",    "scatter_add_", "scatter_reduce_", "index_put_", "index_add_",
+      "index_fill_", "index_copy_",  "index_reduce_",   "put_",       "masked_scatter_"};
+  return names.count(name) > 0;
 }
 
 } // namespace kiln

@@ -5,7 +5,9 @@
 // ir/KilnRandomOps.td): torch.rand/randn/randint and their `_like` forms,
 // torch.bernoulli and Tensor.bernoulli(_), and dropout in training mode
 // (trainingDropout, used by F.dropout, dropout1d/2d/3d and
-// scaled_dot_product_attention). Each random op takes the graph's next
+// scaled_dot_product_attention). torch.randperm and torch.multinomial run
+// through torch inside the graph on a generator seeded from the same seed
+// and stream (seededTorchCall). Each random op takes the graph's next
 // stream of the per-call seed (Interpreter::random). kiln/_random.py
 // replays exactly these recipes with torch ops (the backward of a graph
 // that needs gradients recomputes eagerly, with the same masks): a recipe
@@ -32,7 +34,7 @@ mlir::Value Interpreter::random(llvm::StringRef distribution, mlir::RankedTensor
     randomSeed_ = func_.getBody().front().addArgument(i64Scalar, loc_);
   }
   // Stream k starts at counter k * 2^40: no two ops of a graph share values
-  // unless one has 2^40 elements or more.
+  // unless one has 2^40 elements or more (takeRandomStream reads it back).
   constexpr int64_t kStreamBits = 40;
   int64_t stream = randomStreams_++;
   auto offsetAttr =
@@ -216,11 +218,79 @@ template <Fill F> VarP fillInPlace(Interpreter &I, const std::string &op, Args &
   return I.assignInPlace(self, r, "Tensor." + op);
 }
 
-/// torch.multinomial: not compiled yet (sampling without replacement needs
-/// a top-k of Gumbel-perturbed logits); a `random` graph break.
-VarP multinomial(Interpreter &, const std::string &op, Args &) {
-  throw Unsupported(BreakCategory::Random, op + " is not compiled yet",
-                    "the call runs eagerly on torch's default generator");
+/// `torch.<name>(*args, **kwargs)` run through torch inside the graph
+/// (Fallback.cpp) on a torch.Generator seeded from the graph's per-call seed
+/// and the call's stream (kiln._random.seeded): eager's kernel, so eager's
+/// distribution and argument errors, reproducible under torch.manual_seed,
+/// not eager's stream.
+/// The graph's per-call seed and the index of a random stream taken for a
+/// call that is not a kiln.random: Interpreter::random's bookkeeping, its
+/// (empty, unused) op erased.
+std::pair<Value, int64_t> takeRandomStream(Interpreter &I) {
+  Emit e(I);
+  Value probe = I.random("integer", RankedTensorType::get({0}, e.elt(DType::I64)), Value(),
+                         std::make_pair<int64_t, int64_t>(0, 1));
+  auto op = probe.getDefiningOp<RandomOp>();
+  auto offset = op.getOffset().getDefiningOp<ConstantOp>();
+  auto attr = llvm::cast<mlir::DenseElementsAttr>(offset.getValue());
+  int64_t stream = attr.getSplatValue<llvm::APInt>().getSExtValue() >> 40;
+  Value seed = op.getSeed();
+  op.erase();
+  offset.erase();
+  return {seed, stream};
+}
+
+VarP seededTorchCall(Interpreter &I, const char *name, std::vector<VarP> args,
+                     std::map<std::string, VarP> kwargs, bool factory) {
+  auto [seed, stream] = takeRandomStream(I);
+  PyRef fn = PyRef::steal(PyObject_GetAttrString(torchModule(), name));
+  PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._random"));
+  PyRef make = mod ? PyRef::steal(PyObject_GetAttrString(mod.get(), "seeded")) : PyRef();
+  PyRef call =
+      make && fn
+          ? PyRef::steal(PyObject_CallFunction(make.get(), "OLO", fn.get(), (long long)stream,
+                                               factory ? Py_True : Py_False))
+          : PyRef();
+  if (!call)
+    throw Unsupported(BreakCategory::Random, withPythonError(std::string("torch.") + name +
+                                                             ": kiln._random.seeded failed"));
+  args.insert(args.begin(), makeTensor(seed));
+  VarP r = I.torchFallback(call.get(), "", args, kwargs, nullptr);
+  if (!r)
+    throw Unsupported(BreakCategory::Random, std::string("torch.") + name + " is not compiled");
+  return r;
+}
+
+/// torch.multinomial / Tensor.multinomial(input, num_samples,
+/// replacement=False): through torch, seeded (seededTorchCall).
+VarP multinomial(Interpreter &I, const std::string &op, Args &a) {
+  defaultGeneratorOnly(op, a);
+  if (!a.isNone("out"))
+    throw Unsupported(BreakCategory::Random, op + " with out=");
+  VarP input = inputArg(a, op);
+  VarP samples = a.get("num_samples");
+  if (!input->isTensor() || !samples || !samples->isConst())
+    throw Unsupported(BreakCategory::Random, op + " with a non-constant num_samples");
+  std::map<std::string, VarP> kwargs;
+  if (VarP rep = a.get("replacement"))
+    kwargs["replacement"] = rep;
+  return seededTorchCall(I, "multinomial", {input, samples}, kwargs, false);
+}
+
+/// torch.randperm(n, dtype=None, device=None, ...): through torch, seeded.
+VarP randperm(Interpreter &I, const std::string &op, Args &a) {
+  defaultGeneratorOnly(op, a);
+  VarP n = a.get("n");
+  if (!n || !n->isConst() || !a.isNone("out") || !a.isNone("layout") || !a.isNone("pin_memory"))
+    throw Unsupported(BreakCategory::Random, op + " of a symbolic size or with out=/layout=");
+  VarP grad = a.get("requires_grad");
+  if (grad && !(grad->isConst() && PyObject_IsTrue(grad->obj.get()) == 0))
+    throw Unsupported(BreakCategory::Random, op + "(requires_grad=...)");
+  std::map<std::string, VarP> kwargs;
+  for (const char *k : {"dtype", "device"})
+    if (!a.isNone(k))
+      kwargs[k] = a.get(k);
+  return seededTorchCall(I, "randperm", {n}, kwargs, true);
 }
 
 } // namespace
@@ -244,6 +314,7 @@ void registerRandomOps(OpRegistry &r) {
   r.op("exponential_", fillInPlace<Fill::Exponential>, Params{"input", "lambd", "generator"},
        Composite)
       .method();
+  r.op("randperm", randperm, Params{"n"}.with(keywords)).torch();
   r.op("multinomial", multinomial,
        Params{"input", "num_samples", "replacement", "generator", "out"})
       .torchAndMethod();

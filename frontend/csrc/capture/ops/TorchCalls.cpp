@@ -120,6 +120,15 @@ VarP inPlaceTorchFunction(Interpreter &I, PyObject *callee, std::vector<VarP> &a
   if (name.size() < 2 || name.back() != '_' || name[name.size() - 2] == '_' || args.empty() ||
       !args[0]->isTensor())
     return nullptr;
+  if (isIndexedWrite(name)) { // torch.index_put_(x, ...): as x.index_put_(...)
+    PyRef method = PyRef::steal(PyObject_GetAttrString(torchModule(), name.c_str()));
+    PyErr_Clear();
+    if (method.get() != callee)
+      return nullptr;
+    VarP self = args[0];
+    std::vector<VarP> rest(args.begin() + 1, args.end());
+    return I.callInPlaceMethod(self, name, rest, kwargs);
+  }
   PyRef same = PyRef::steal(PyObject_GetAttrString(torchModule(), name.c_str()));
   PyRef base =
       PyRef::steal(PyObject_GetAttrString(torchModule(), name.substr(0, name.size() - 1).c_str()));

@@ -86,6 +86,9 @@ VarP applyTracked(Interpreter &I, const std::string &op, Args &a);
 /// Applies `op` as an in-place update of its `input` (`what` names the call
 /// in errors): only a graph-computed tensor nothing views may be updated.
 VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &what);
+/// Whether `Tensor.<name>` is an indexed in-place write (scatter_,
+/// index_put_, index_add_ ...) captured as its out-of-place form (InPlace.cpp).
+bool isIndexedWrite(const std::string &name);
 
 /// Python constants as Vars.
 VarP constInt(int64_t v);
