@@ -179,83 +179,39 @@ bool holdsNdarray(const VarP &v, int depth = 0) {
 /// How a NumPy function maps onto torch.
 enum class Map { Elementwise, Reduction, Reshape, Transpose, Concat };
 struct NumpyOp {
-  const char *torch;
+  std::string torch;
   Map kind;
 };
 
+/// NumPy name[:torch name] per kind (no ":": the same name).
 const std::unordered_map<std::string, NumpyOp> &numpyOps() {
-  static const std::unordered_map<std::string, NumpyOp> ops = [] {
+  static const std::unordered_map<std::string, NumpyOp> ops = [] { // no Python
     std::unordered_map<std::string, NumpyOp> m;
-    for (auto [np, t] : std::initializer_list<std::pair<const char *, const char *>>{
-             {"tanh", "tanh"},
-             {"sin", "sin"},
-             {"cos", "cos"},
-             {"tan", "tan"},
-             {"exp", "exp"},
-             {"exp2", "exp2"},
-             {"log", "log"},
-             {"log2", "log2"},
-             {"log10", "log10"},
-             {"log1p", "log1p"},
-             {"expm1", "expm1"},
-             {"sqrt", "sqrt"},
-             {"abs", "abs"},
-             {"absolute", "abs"},
-             {"negative", "neg"},
-             {"sign", "sign"},
-             {"floor", "floor"},
-             {"ceil", "ceil"},
-             {"sinh", "sinh"},
-             {"cosh", "cosh"},
-             {"arctan", "atan"},
-             {"arcsin", "asin"},
-             {"arccos", "acos"},
-             {"arctanh", "atanh"},
-             {"square", "square"},
-             {"isnan", "isnan"},
-             {"isinf", "isinf"},
-             {"isfinite", "isfinite"},
-             {"logical_not", "logical_not"},
-             {"add", "add"},
-             {"subtract", "sub"},
-             {"multiply", "mul"},
-             {"divide", "div"},
-             {"true_divide", "div"},
-             {"maximum", "maximum"},
-             {"minimum", "minimum"},
-             {"power", "pow"},
-             {"arctan2", "atan2"},
-             {"equal", "eq"},
-             {"not_equal", "ne"},
-             {"less", "lt"},
-             {"less_equal", "le"},
-             {"greater", "gt"},
-             {"greater_equal", "ge"},
-             {"logical_and", "logical_and"},
-             {"logical_or", "logical_or"},
-             {"where", "where"},
-             {"clip", "clamp"},
-             {"matmul", "matmul"}})
-      m[np] = {t, Map::Elementwise};
-    for (auto [np, t] :
-         std::initializer_list<std::pair<const char *, const char *>>{{"sum", "sum"},
-                                                                      {"mean", "mean"},
-                                                                      {"prod", "prod"},
-                                                                      {"max", "amax"},
-                                                                      {"min", "amin"},
-                                                                      {"amax", "amax"},
-                                                                      {"amin", "amin"},
-                                                                      {"argmax", "argmax"},
-                                                                      {"argmin", "argmin"},
-                                                                      {"all", "all"},
-                                                                      {"any", "any"},
-                                                                      {"std", "std"},
-                                                                      {"var", "var"}})
-      m[np] = {t, Map::Reduction};
-    m["reshape"] = {"reshape", Map::Reshape};
-    m["transpose"] = {"permute", Map::Transpose};
-    m["concatenate"] = {"cat", Map::Concat};
-    m["stack"] = {"stack", Map::Concat};
+    const std::pair<Map, const char *> lists[] = {
+        {Map::Elementwise,
+         "tanh sin cos tan exp exp2 log log2 log10 log1p expm1 sqrt abs absolute:abs "
+         "negative:neg sign floor ceil sinh cosh arctan:atan arcsin:asin arccos:acos "
+         "arctanh:atanh square isnan isinf isfinite logical_not add subtract:sub "
+         "multiply:mul divide:div true_divide:div maximum minimum power:pow arctan2:atan2 "
+         "equal:eq not_equal:ne less:lt less_equal:le greater:gt greater_equal:ge "
+         "logical_and logical_or where clip:clamp matmul"},
+        {Map::Reduction, "sum mean prod max:amax min:amin amax amin argmax argmin all any std var"},
+        {Map::Reshape, "reshape"},
+        {Map::Transpose, "transpose:permute"},
+        {Map::Concat, "concatenate:cat stack"}};
+    for (auto &[kind, list] : lists) {
+      std::string text = std::string(list) + " ", word;
+      for (char c : text) {
+        if (c != ' ') {
+          word += c;
+          continue;
+        }
+        size_t colon = word.find(':');
+        m[word.substr(0, colon)] = {colon == std::string::npos ? word : word.substr(colon + 1),
+                                    kind};
+        word.clear();
+      }
+    }
     return m;
   }();
   return ops;
@@ -600,16 +556,21 @@ VarP NumpyInterop::call(Interpreter &I, PyObject *fn, std::vector<VarP> &args,
     bool constArray = a->isConst() && isNdarray(a->obj.get());
     if (a->kind != Var::Kind::Ndarray && !constArray)
       return nullptr;
-    if (!kwargs.empty())
+    VarP dtype = kwargs.count("dtype") ? kwargs["dtype"] : nullptr;
+    if (kwargs.size() > (dtype ? 1u : 0u) || std::string(conv) == "from_numpy" && dtype)
       throw numpyBreak(std::string("torch.") + conv + " of a NumPy array with keyword arguments");
     if (constArray)
       a = constant(I, a->obj.get());
-    if (std::string(conv) == "tensor") { // a copy
-      std::vector<VarP> none;
-      std::map<std::string, VarP> nokw;
-      return I.callTensorMethod(a->self, "clone", none, nokw);
+    std::vector<VarP> none;
+    std::map<std::string, VarP> nokw;
+    VarP t = a->self;                  // shares the array's memory: the same Var
+    if (std::string(conv) == "tensor") // a copy
+      t = I.callTensorMethod(t, "clone", none, nokw);
+    if (dtype && !(dtype->isConst() && dtype->obj.get() == Py_None)) {
+      std::vector<VarP> to{dtype}; // the same dtype: shared; another: a copy, as eager
+      t = I.callTensorMethod(t, "to", to, nokw);
     }
-    return a->self; // shares the array's memory: the same Var
+    return t;
   }
   bool randomFn = false;
   std::string np = numpyName(fn, randomFn);
