@@ -75,11 +75,11 @@ PyObject *torchAttr(const char *name) {
 }
 
 /// The static shape of an Ndarray's data; a break for a symbolic dim.
-std::vector<int64_t> staticShape(const VarP &a) {
+std::vector<int64_t> staticShape(Interpreter &I, const VarP &a) {
   auto type = llvm::cast<mlir::RankedTensorType>(a->self->value.getType());
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   for (int64_t d : shape)
-    if (mlir::ShapedType::isDynamic(d))
+    if (mlir::ShapedType::isDynamic(d) && NumpyInterop::readSymbolicSize(I)) // retried static
       throw Unsupported(BreakCategory::DynamicShape, "a NumPy array of a symbolic size");
   return shape;
 }
@@ -116,10 +116,10 @@ PyObject *torchDtypeOfNumpy(PyObject *d) {
 
 /// A NumPy stand-in for Var `v` (ones of an Ndarray's shape and dtype;
 /// constants as they are); null for a Var the oracle cannot stand in for.
-PyRef proxyOf(const VarP &v, int depth = 0) {
+PyRef proxyOf(Interpreter &I, const VarP &v, int depth = 0) {
   if (v->kind == Var::Kind::Ndarray) {
     PyRef dt = numpyDtypeOf(v->self->value);
-    std::vector<int64_t> shape = staticShape(v);
+    std::vector<int64_t> shape = staticShape(I, v);
     PyRef shp = PyRef::steal(PyTuple_New((Py_ssize_t)shape.size()));
     for (size_t i = 0; i < shape.size(); ++i)
       PyTuple_SET_ITEM(shp.get(), i, PyLong_FromLongLong(shape[i]));
@@ -136,7 +136,7 @@ PyRef proxyOf(const VarP &v, int depth = 0) {
   if ((v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List) && depth < 4) {
     PyRef seq = PyRef::steal(PyList_New(0));
     for (const VarP &item : v->items) {
-      PyRef p = proxyOf(item, depth + 1);
+      PyRef p = proxyOf(I, item, depth + 1);
       if (!p)
         return PyRef();
       PyList_Append(seq.get(), p.get());
@@ -280,6 +280,8 @@ PyRef runOracle(PyObject *fn, const std::vector<PyRef> &args,
 
 } // namespace
 
+bool NumpyInterop::readSymbolicSize(Interpreter &I) { return I.out_.readSymbolicSize = true; }
+
 VarP NumpyInterop::fromSource(Interpreter &I, PyObject *value, int source) {
   if (!numpyIfLoaded() || !isNdarray(value)) {
     VarP v = makeConst(PyRef::borrow(value), source);
@@ -305,7 +307,7 @@ VarP NumpyInterop::toNumpy(Interpreter &I, const VarP &t, std::vector<VarP> &arg
                            std::map<std::string, VarP> &kwargs) {
   if (!args.empty() || !kwargs.empty())
     throw numpyBreak("Tensor.numpy() with arguments");
-  if (t->vmapLevels > 0 || I.graphDevice_ > TensorMeta::kCpuDevice)
+  if (t->vmapLevels > 0 || I.graphDevice_ != TensorMeta::kCpuDevice)
     throw Unsupported(BreakCategory::UserError,
                       "Tensor.numpy() of a non-CPU tensor (eager raises)");
   VarP rg = I.tensorRequiresGrad(t);
@@ -319,11 +321,9 @@ VarP NumpyInterop::toNumpy(Interpreter &I, const VarP &t, std::vector<VarP> &arg
 VarP NumpyInterop::constant(Interpreter &I, PyObject *arr) {
   PyRef td =
       PyRef::borrow(torchDtypeOfNumpy(PyRef::steal(PyObject_GetAttrString(arr, "dtype")).get()));
-  Py_ssize_t n = PyObject_Size(arr);
   PyRef size = PyRef::steal(PyObject_GetAttrString(arr, "size"));
   if (!size || PyLong_AsLongLong(size.get()) > (1 << 16))
     throw numpyBreak("a constant NumPy array of more than 65536 elements");
-  (void)n;
   PyRef flat = PyRef::steal(PyObject_CallMethod(arr, "ravel", nullptr));
   PyRef f64 =
       PyRef::steal(flat ? PyObject_CallMethod(flat.get(), "astype", "s", "float64") : nullptr);
@@ -331,9 +331,9 @@ VarP NumpyInterop::constant(Interpreter &I, PyObject *arr) {
       f64 ? PyObject_CallMethod(f64.get(), "astype", "O",
                                 PyRef::steal(PyObject_GetAttrString(arr, "dtype")).get())
           : nullptr);
-  PyRef same = PyRef::steal(back ? PyObject_CallFunctionObjArgs(npAttr("array_equal"), back.get(),
-                                                                flat.get(), Py_True, nullptr)
-                                 : nullptr);
+  PyRef same = PyRef::steal(
+      back ? PyObject_CallFunctionObjArgs(npAttr("array_equal"), back.get(), flat.get(), nullptr)
+           : nullptr);
   PyRef list = PyRef::steal(f64 ? PyObject_CallMethod(f64.get(), "tolist", nullptr) : nullptr);
   PyRef shape = PyRef::steal(PyObject_GetAttrString(arr, "shape"));
   if (!list || !shape || !same) {
@@ -374,14 +374,14 @@ static VarP applyNumpyStep(Interpreter &I, NumpyStep &s,
                            const std::function<VarP(NumpyStep &)> &run) {
   std::vector<PyRef> proxies;
   for (const VarP &a : s.npArgs) {
-    PyRef p = proxyOf(a);
+    PyRef p = proxyOf(I, a);
     if (!p)
       throw numpyBreak(s.what + " with an argument that is not an array or a constant");
     proxies.push_back(p);
   }
   std::map<std::string, PyRef> kw;
   for (auto &[k, v] : s.npKwargs) {
-    PyRef p = proxyOf(v);
+    PyRef p = proxyOf(I, v);
     if (!p)
       throw numpyBreak(s.what + " with an argument that is not an array or a constant");
     kw[k] = p;
@@ -557,7 +557,7 @@ VarP NumpyInterop::call(Interpreter &I, PyObject *fn, std::vector<VarP> &args,
     if (a->kind != Var::Kind::Ndarray && !constArray)
       return nullptr;
     VarP dtype = kwargs.count("dtype") ? kwargs["dtype"] : nullptr;
-    if (kwargs.size() > (dtype ? 1u : 0u) || std::string(conv) == "from_numpy" && dtype)
+    if (kwargs.size() > (dtype ? 1u : 0u) || (std::string(conv) == "from_numpy" && dtype))
       throw numpyBreak(std::string("torch.") + conv + " of a NumPy array with keyword arguments");
     if (constArray)
       a = constant(I, a->obj.get());
@@ -621,7 +621,7 @@ VarP NumpyInterop::attribute(Interpreter &I, const VarP &a, const std::string &n
   static const std::set<std::string> methods = {
       "sum", "mean", "prod",    "max",       "min",    "argmax", "argmin",  "all",   "any",
       "std", "var",  "reshape", "transpose", "astype", "copy",   "flatten", "ravel", "clip"};
-  std::vector<int64_t> shape = staticShape(a);
+  std::vector<int64_t> shape = staticShape(I, a);
   if (name == "shape" || name == "ndim" || name == "size") {
     if (a->name == "scalar" && name == "shape")
       return makeConst(PyRef::steal(PyTuple_New(0)));
@@ -658,7 +658,7 @@ VarP NumpyInterop::method(Interpreter &I, const VarP &a, const std::string &name
     all.insert(all.end(), args.begin(), args.end());
   else
     all = args;
-  PyRef proxy = proxyOf(a);
+  PyRef proxy = proxyOf(I, a);
   PyRef bound = PyRef::steal(proxy ? PyObject_GetAttrString(proxy.get(), name.c_str()) : nullptr);
   if (!bound) {
     PyErr_Clear();

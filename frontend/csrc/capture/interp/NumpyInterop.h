@@ -36,6 +36,10 @@ struct NumpyInterop {
   /// or a tensor with a NumPy scalar; nullptr otherwise.
   static VarP binary(Interpreter &I, const std::string &sym, const VarP &lhs, const VarP &rhs);
 
+  /// Notes that a symbolic size was read (the capture is retried with
+  /// static sizes when it fails); returns true.
+  static bool readSymbolicSize(Interpreter &I);
+
 private:
   static VarP mapped(Interpreter &I, PyObject *oracle, const std::string &np,
                      std::vector<VarP> &args, std::map<std::string, VarP> &kwargs, bool method);
