@@ -187,3 +187,39 @@ def test_mixing_ndarray_and_tensor_raises_like_eager():
         f(x8())
     with pytest.raises(TypeError):
         kiln.compile(f)(x8())
+
+
+def test_inplace_on_tensor_of_ndarray_input_writes_the_callers_array():
+    def f(a):
+        t = torch.from_numpy(a)
+        t.add_(1)
+        return a * 2
+
+    base = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ae, ak = base.copy(), base.copy()
+    compiled = kiln.compile(f)
+    expected = f(ae)
+    got = compiled(ak)
+    same(got, expected)
+    np.testing.assert_array_equal(ak, ae)  # the caller's array was updated in place
+    assert_compiled(graphs=1, eager_calls=0)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.where(a > 0, a, 0.0),
+    lambda a: np.concatenate([a, a * 2], axis=0),
+    lambda a: np.stack((a, a.T.T), 1),
+    lambda a: np.clip(a, -0.5, 0.5).astype(np.float16),
+    lambda a: torch.as_tensor(a, dtype=torch.float64) + 1,
+    lambda a: a.sum(axis=1) + a.mean(),
+])
+def test_more_mapped_numpy_ops(fn):
+    whole(fn, np.random.randn(3, 4).astype(np.float32))
+
+
+def test_floor_division_on_arrays_is_a_numpy_break():
+    def f(x):
+        return x.numpy() // 2
+
+    counts = break_categories(f, torch.arange(8, dtype=torch.int32))
+    assert counts.get("numpy", 0) >= 1, counts
