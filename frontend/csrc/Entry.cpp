@@ -382,6 +382,18 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
       }
       return seq;
     }
+    if (s.kind == OutputSlot::Kind::Numpy) { // child.numpy() (a NumPy scalar: [()])
+      PyObject *child = build();
+      PyObject *arr = child ? PyObject_CallMethod(child, "numpy", nullptr) : nullptr;
+      Py_XDECREF(child);
+      if (!arr || s.index != 1)
+        return arr;
+      PyObject *empty = PyTuple_New(0);
+      PyObject *scalar = empty ? PyObject_GetItem(arr, empty) : nullptr;
+      Py_XDECREF(empty);
+      Py_DECREF(arr);
+      return scalar;
+    }
     if (s.kind == OutputSlot::Kind::Scalar) // a float/int/bool, exactly eager's
       return PyObject_CallMethod(results[s.index].get(), "item", nullptr);
     if (s.kind == OutputSlot::Kind::InputView)

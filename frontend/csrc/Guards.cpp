@@ -113,9 +113,33 @@ std::string SourceTable::describe(int i, const std::vector<std::string> &localNa
   }
   case Source::Kind::TupleItem:
     return describe(s.parent, localNames) + "[" + std::to_string(s.index) + "]";
+  case Source::Kind::FromNumpy:
+    return "torch.from_numpy(" + describe(s.parent, localNames) + ")";
   }
   return "?";
 }
+
+namespace {
+/// torch.from_numpy(o) for an exact numpy.ndarray `o`; null otherwise.
+PyRef fromNumpy(PyObject *o) {
+  static PyObject *fn = nullptr, *ndarray = nullptr; // process lifetime
+  if (!o)
+    return PyRef();
+  if (!fn) {
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *np = PyImport_ImportModule("numpy");
+    fn = torch ? PyObject_GetAttrString(torch, "from_numpy") : nullptr;
+    ndarray = np ? PyObject_GetAttrString(np, "ndarray") : nullptr;
+    Py_XDECREF(torch);
+    Py_XDECREF(np);
+    if (!fn || !ndarray)
+      return PyRef();
+  }
+  if (reinterpret_cast<PyObject *>(Py_TYPE(o)) != ndarray)
+    return PyRef();
+  return PyRef::steal(PyObject_CallOneArg(fn, o));
+}
+} // namespace
 
 int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const {
   out.clear();
@@ -156,6 +180,13 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       break;
     case Source::Kind::Attr:
       out.push_back(PyRef::steal(parent ? PyObject_GetAttr(parent, s.key.get()) : nullptr));
+      if (!out.back()) {
+        PyErr_Clear();
+        return static_cast<int>(i);
+      }
+      continue;
+    case Source::Kind::FromNumpy:
+      out.push_back(fromNumpy(parent));
       if (!out.back()) {
         PyErr_Clear();
         return static_cast<int>(i);

@@ -43,6 +43,9 @@ struct Source {
     /// The attribute `key` found on type `parent` or its bases without
     /// binding (`_PyType_Lookup`): a method or class attribute.
     TypeLookup,
+    /// `torch.from_numpy(parent)` where parent is exactly a numpy.ndarray
+    /// (a NumPy array graph input: its tensor shares the array's memory).
+    FromNumpy,
   };
   Kind kind;
   int parent = -1;

@@ -21,7 +21,8 @@ from capture_corpus import SAMPLE, all_cases  # noqa: E402
 WHOLE_GRAPH = {"hf.repeat_kv", "hf.greedy_next_token", "hf.invert_mask_min_value",
                "vision.window_partition", "vision.channel_shuffle", "training.mse_and_l1",
                "control.shape_arith_reshape", "mutation.iadd_input", "mutation.zero_input",
-               "scalars.item_in_arithmetic", "scalars.int_float_bool_of_tensor"}
+               "scalars.item_in_arithmetic", "scalars.int_float_bool_of_tensor",
+               "scalars.numpy_roundtrip"}
 
 
 def test_sample_names_exist():

@@ -111,6 +111,14 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
   }
+  if (v->kind == Var::Kind::Ndarray) { // interp/NumpyInterop.cpp
+    if (recomputesForAutograd(out))
+      throw Unsupported(BreakCategory::Numpy,
+                        "a NumPy array escapes a graph whose backward recomputes it");
+    outputs.push_back({OutputSlot::Kind::Numpy, v->name == "scalar" ? 1 : 0, {}});
+    addOutput(out, results, inputs, v->self, depth + 1, &outputs, clones);
+    return;
+  }
   if (v->kind == Var::Kind::Dict) {
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");

@@ -35,6 +35,8 @@ struct OutputSlot {
   /// children.
   /// Scalar: a Python number read from a tensor inside the graph: graph
   /// result `index` (0-d f64/i64/bool) converted by `.item()`.
+  /// Numpy: its one child (a tensor) as `child.numpy()`; `index` 1: a
+  /// NumPy scalar, `child.numpy()[()]` (interp/NumpyInterop.cpp).
   /// Object: an instance of class `cls` made in the capture, rebuilt as
   /// object.__new__(cls) with its attributes (names in `constant`, values
   /// the children) set by object.__setattr__'s generic path.
@@ -50,7 +52,8 @@ struct OutputSlot {
     Source,
     Binary,
     Object,
-    Scalar
+    Scalar,
+    Numpy
   };
   Kind kind;
   int index = 0;     ///< Graph: result number; Input: graph input number;

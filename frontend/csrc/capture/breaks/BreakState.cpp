@@ -63,6 +63,9 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   }
   case Var::Kind::Scalar: // passed on as the Python number (OutputSlot::Scalar)
     return;
+  case Var::Kind::Ndarray: // passed on as its tensor's .numpy() (OutputSlot::Numpy)
+    checkItem(v->self, item, false, st, containers);
+    return;
   case Var::Kind::Const:
     if (v->source >= 0) {
       if (top)

@@ -29,6 +29,8 @@ const char *breakCategoryName(BreakCategory category) {
     return "user-error";
   case BreakCategory::Verifier:
     return "verifier";
+  case BreakCategory::Numpy:
+    return "numpy";
   case BreakCategory::Backend:
     return "backend";
   case BreakCategory::Other:

@@ -32,6 +32,7 @@ enum class BreakCategory {
   UserError,         ///< the code raises in eager too (index out of range, ...)
   Verifier,          ///< the captured IR does not verify (a kiln bug)
   Backend,           ///< the captured graph does not compile (code generation)
+  Numpy,             ///< NumPy code kiln does not map to tensor ops
   Other,             ///< not yet classified
   Count
 };

@@ -10,6 +10,7 @@
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
 namespace kiln {
@@ -192,6 +193,10 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
 
 VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs) {
+  if (callee->kind == Var::Kind::TensorMethod && callee->self->kind == Var::Kind::Ndarray)
+    return NumpyInterop::method(*this, callee->self, callee->name, args, kwargs);
+  if (callee->kind == Var::Kind::TensorMethod && callee->name == "numpy")
+    return NumpyInterop::toNumpy(*this, callee->self, args, kwargs);
   if (callee->kind == Var::Kind::TensorMethod) {
     if (VarP q = tensorQuery(callee->self, callee->name, args, kwargs))
       return q;
@@ -221,6 +226,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     return makeConst(PyRef::borrow(Py_False));
   }
   if (VarP r = callReorderableLogging(fn, nullptr, args, kwargs)) // LoggingCalls.cpp
+    return r;
+  if (VarP r = NumpyInterop::call(*this, fn, args, kwargs))
     return r;
   if (VarP r = callContainerDescriptor(fn, args, kwargs)) // ContainerMethods.cpp
     return r;

@@ -85,7 +85,7 @@ struct Frame {
 class Interpreter {
   /// The instruction handlers of the opcode table are its semantics.
   friend struct OpcodeHandlers;
-
+  friend struct NumpyInterop; // interp/NumpyInterop.h
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
   ~Interpreter();

@@ -10,6 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
 #include "capture/values/DynamicShapes.h"
@@ -295,11 +296,8 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
     }
     return d;
   }
-  if (!isTensor(value)) {
-    VarP v = makeConst(PyRef::borrow(value), source);
-    guardValue(v);
-    return v;
-  }
+  if (!isTensor(value)) // a guarded constant, or a NumPy array as an input
+    return NumpyInterop::fromSource(*this, value, source);
   auto it = inputOfSource_.find(source);
   if (it != inputOfSource_.end())
     return it->second; // the same object: every read sees in-place updates
@@ -409,8 +407,8 @@ VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
 
 VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   std::string attr = pyText(name);
-  if (obj->isTensor())
-    return tensorAttribute(obj, attr);
+  if (obj->isTensor() || obj->kind == Var::Kind::Ndarray) // .numpy(), ndarray attributes
+    return NumpyInterop::attribute(*this, obj, attr);
   if (VarP v = overlayAttr(obj, attr)) // stored earlier in this capture
     return v;
   if (obj->kind == Var::Kind::Object || (obj->kind == Var::Kind::Tuple && obj->obj && obj->self))

@@ -8,6 +8,7 @@
 // evaluated at capture; `+ - *` on lazy values stays lazy (LazyValues.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "capture/interp/NumpyInterop.h"
 
 #include <unordered_map>
 
@@ -105,6 +106,8 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
                                    const VarP &rhs) {
   interp.materializeDeep(lhs);
   interp.materializeDeep(rhs);
+  if (VarP r = NumpyInterop::binary(interp, sym, lhs, rhs))
+    return r;
   if (VarP r = interp.objectOperator(sym, lhs, rhs)) // user objects' dunders (Functional.cpp)
     return r;
   bool anyTensor = lhs->isTensor() || rhs->isTensor();
@@ -148,6 +151,8 @@ void OpcodeHandlers::compareOp(Interpreter &interp, Frame &f, const Instr &in, S
 VarP OpcodeHandlers::applyUnary(Interpreter &interp, Frame &f, bool negative) {
   // -x is Tensor.neg; ~x is Tensor.bitwise_not (bool tensors: logical not).
   VarP v = popValue(f);
+  if (v->kind == Var::Kind::Ndarray)
+    return NumpyInterop::binary(interp, negative ? "neg" : "~", v, nullptr);
   if (v->isTensor()) {
     std::vector<VarP> none;
     std::map<std::string, VarP> nokw;

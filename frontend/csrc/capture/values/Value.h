@@ -70,6 +70,11 @@ struct Var {
                   ///< its Python type. Arithmetic with numbers, tensor operands
                   ///< and comparisons take it; it escapes (returned, stored, live
                   ///< at a break) as the Python number; anything else breaks
+    Ndarray,      ///< a NumPy array (interp/NumpyInterop.cpp): `self` the Tensor
+                  ///< Var holding its data (shared with the tensor it came from
+                  ///< or goes to: `.numpy()`/`from_numpy` alias as in eager);
+                  ///< `name` "scalar" for a NumPy scalar (a 0-d result). It
+                  ///< escapes as `t.numpy()` (`[()]` for a scalar)
   };
   Kind kind = Kind::Null;
   mlir::Value value;
