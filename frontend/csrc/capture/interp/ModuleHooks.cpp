@@ -92,9 +92,8 @@ std::map<std::string, VarP> kwargsOf(const VarP &d) {
 
 } // namespace
 
-VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc,
-                       PyObject *module, std::vector<VarP> &args,
-                       std::map<std::string, VarP> &kwargs) {
+VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc, PyObject *module,
+                       std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {
   int dictSrc = modSrc >= 0 ? ops.addSource(Source::Kind::ObjDict, modSrc, 0, nullptr) : -1;
   PyObject **dictPtr = _PyObject_GetDictPtr(module);
   PyObject *instDict = dictPtr ? *dictPtr : nullptr;
@@ -147,9 +146,7 @@ VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc,
   PyRef preKw = withKwargs("_forward_pre_hooks_with_kwargs", false);
   PyRef postKw = withKwargs("_forward_hooks_with_kwargs", false);
   PyRef globalPostKw = withKwargs("_global_forward_hooks_with_kwargs", true);
-  auto inDict = [](const PyRef &d, PyObject *k) {
-    return d && PyDict_Contains(d.get(), k) == 1;
-  };
+  auto inDict = [](const PyRef &d, PyObject *k) { return d && PyDict_Contains(d.get(), k) == 1; };
   // The hooks of the global then the module's dict `name`, in call order.
   auto collect = [&](const char *global, const char *own, bool pre) {
     std::vector<Hook> hooks;

@@ -31,9 +31,8 @@ struct ModuleHookOps {
 /// -1: none): forward pre-hooks (global, then the module's), forward, then
 /// forward hooks, each hook inlined and its dict guarded; backward hooks
 /// break the graph.
-VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc,
-                       PyObject *module, std::vector<VarP> &args,
-                       std::map<std::string, VarP> &kwargs);
+VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc, PyObject *module,
+                       std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
 
 } // namespace kiln
 

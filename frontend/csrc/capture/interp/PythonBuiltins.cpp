@@ -232,8 +232,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return r;
   if (VarP r = callIntrospection(fn, name, args, kwargs))
     return r;
-  if (fn == PyDict_GetItemString(PyEval_GetBuiltins(), "id") && args.size() == 1 &&
-      kwargs.empty())
+  if (fn == PyDict_GetItemString(PyEval_GetBuiltins(), "id") && args.size() == 1 && kwargs.empty())
     return idOf(args[0], keepAlive_, [this](const VarP &v) {
       guardValue(v); // identity (a module: by type, so pinned to identity)
       if (isModule(v->obj.get()))

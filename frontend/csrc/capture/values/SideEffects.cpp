@@ -39,7 +39,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
   case Var::Kind::Const: {
     PyObject *o = v->obj.get();
     if (holdsIdToken(o)) // IdTokens.h
-      throw Unsupported(BreakCategory::SideEffect, what + ": storing id() of a value made per call");
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": storing id() of a value made per call");
     if (v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
                           PyByteArray_CheckExact(o)))
       throw Unsupported(BreakCategory::SideEffect,
