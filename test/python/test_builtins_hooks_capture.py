@@ -216,3 +216,39 @@ def test_global_dict_with_tuple_keys_memo():
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
     # Filled by the first call: the second reads the stored tensor (recompile).
     assert s["graphs_compiled"] == 2, s
+
+
+def test_kwargs_pre_hook_mutating_in_place_and_returning_none(handles):
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0):
+            return x * scale
+
+    s = Scaled()
+
+    def pre(mod, args, kwargs):
+        kwargs["scale"] = 5.0  # forward sees the mutated dict
+
+    handles.append(s.register_forward_pre_hook(pre, with_kwargs=True))
+    whole_graph(lambda x: s(x, scale=2.0), torch.randn(2, 3))
+
+
+def test_hook_function_patched_after_compiling():
+    m = Net()
+    state = {"k": 2.0}
+
+    def hook(mod, inp, out):
+        return out * state["k"]
+
+    h = m.lin.register_forward_hook(hook)
+    c = kiln.compile(m)
+    x = torch.randn(3, 4)
+    try:
+        _check(c, m, x)
+        state["k"] = 7.0  # a value the hook reads changed: guarded
+        _check(c, m, x)
+        hook.__code__ = (lambda mod, inp, out: out - state["k"]).__code__  # the hook patched
+        _check(c, m, x)
+    finally:
+        h.remove()
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s

@@ -163,7 +163,15 @@ VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc,
       Py_ssize_t pos = 0;
       while (PyDict_Next(d, &pos, &k, &v)) {
         Hook h;
-        h.fn = ops.fromSource(v, ops.addSource(Source::Kind::DictItem, src, 0, k));
+        int hookSrc = ops.addSource(Source::Kind::DictItem, src, 0, k);
+        h.fn = ops.fromSource(v, hookSrc);
+        if (PyFunction_Check(v)) { // its code too: `hook.__code__ = ...` recompiles
+          static PyOnce codeNameOnce;
+          PyObject *codeName =
+              codeNameOnce.get([] { return PyUnicode_InternFromString("__code__"); });
+          ops.fromSource(PyFunction_GET_CODE(v),
+                         ops.addSource(Source::Kind::Attr, hookSrc, 0, codeName));
+        }
         h.withKwargs = pre ? inDict(preKw, k) : inDict(postKw, k) || inDict(globalPostKw, k);
         hooks.push_back(std::move(h));
       }
