@@ -252,3 +252,12 @@ def test_hook_function_patched_after_compiling():
         h.remove()
     s = stats()
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+def test_bool_of_containers_built_in_the_frame():
+    def f(x):
+        d, empty = {"a": x}, []
+        return (x * 2 if bool(d) else x) + (1 if bool(empty) else 3), bool((x,))
+
+    got = whole_graph(f, torch.randn(3))
+    assert got[1] is True

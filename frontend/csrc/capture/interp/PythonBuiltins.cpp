@@ -268,6 +268,11 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       {"abs", &Interpreter::builtinScalar},
       {"type", &Interpreter::builtinScalar},
   };
+  // bool() of a tuple/list/dict built in the frame (`bool(kwargs)`): its length.
+  if (name == "bool" && args.size() == 1 && kwargs.empty() && !args[0]->obj &&
+      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
+       args[0]->kind == Var::Kind::Dict))
+    return makeConst(PyRef::borrow(args[0]->items.empty() ? Py_False : Py_True));
   auto handler = handlers.find(name);
   if (handler != handlers.end())
     if (VarP r = (this->*handler->second)(name, args, kwargs))
