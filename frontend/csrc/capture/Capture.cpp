@@ -8,6 +8,7 @@
 #include "capture/interp/Interp.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "capture/values/IdTokens.h"
 #include "mlir/IR/Verifier.h"
 
 #include <map>
@@ -123,6 +124,9 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
     PyRef keys = keysTuple(*v);
+    if (holdsIdToken(keys.get())) // IdTokens.h
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "the function returns a dict keyed by id() of values made per call");
     if (v->dictType && v->self) // a defaultdict: its factory is not rebuilt
       throw Unsupported(
           BreakCategory::SideEffect,
@@ -201,6 +205,9 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     return;
   }
   if (v->isConst()) {
+    if (holdsIdToken(v->obj.get())) // IdTokens.h: no number to give the caller
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "the function returns id() of a value made per call");
     // A list/dict/set the capture made (sorted(), set() ...) is a new object
     // per call in eager: a returned one is a copy per call, one copy per
     // Var (a break's state copies them itself: BreakState.cpp).

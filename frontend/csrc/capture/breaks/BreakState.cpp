@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
+#include "capture/values/IdTokens.h"
 
 #include <set>
 
@@ -67,6 +68,8 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
     checkItem(v->self, item, false, st, containers);
     return;
   case Var::Kind::Const:
+    if (holdsIdToken(v->obj.get())) // IdTokens.h
+      fail("id() of a value made per call is live");
     if (v->source >= 0) {
       if (top)
         st.sourced.push_back({item, v->source});
@@ -88,6 +91,9 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   case Var::Kind::Object: // rebuilt with its attributes (UserObjects.cpp)
     if (v->kind == Var::Kind::Dict && v->obj)
       fail("a ModelOutput built in the frame is live at the break");
+    for (const PyRef &k : v->keys) // a dict keyed by id() tokens (IdTokens.h)
+      if (holdsIdToken(k.get()))
+        fail("a dict keyed by id() of values made per call is live");
     if (v->source >= 0) {
       if (top) {
         st.sourced.push_back({item, v->source});

@@ -9,6 +9,7 @@
 // function to inline (Inlining.cpp), or a torch op run through torch
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/interp/ModuleHooks.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
@@ -306,7 +307,6 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
                              std::map<std::string, VarP> &kwargs) {
   bool plainCall = plainModuleCall_ == module; // reached from super().__call__
   plainModuleCall_ = nullptr;
-  guardNoModuleHooks(callee, module);
   PyObject **instDict = _PyObject_GetDictPtr(module);
   if (instDict && *instDict && PyDict_GetItemString(*instDict, "forward"))
     throw Unsupported("module " + std::string(Py_TYPE(module)->tp_name) +
@@ -322,6 +322,7 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
   });
   if (compiledModuleType &&
       PyObject_TypeCheck(module, reinterpret_cast<PyTypeObject *>(compiledModuleType))) {
+    guardNoModuleHooks(callee, module); // the wrapper's own hooks are not captured
     PyRef name = PyRef::steal(PyUnicode_FromString("_orig_mod"));
     VarP inner = loadAttr(sourceOf(callee) >= 0 && callee->source < 0
                               ? makeConst(callee->obj, sourceOf(callee))
@@ -356,8 +357,20 @@ VarP Interpreter::callModule(const VarP &callee, PyObject *module, std::vector<V
   PyObject *forwardName = forwardNameOnce.get([] { return PyUnicode_InternFromString("forward"); });
   guardClassAttr(callee, forwardName, forward.get(), /*notShadowed=*/true);
   keepAlive_.push_back(forward);
-  args.insert(args.begin(), callee);
-  return inlineFunction(forward.get(), -1, args, kwargs);
+  ModuleHookOps ops;
+  ops.addSource = [this](Source::Kind k, int parent, int index, PyObject *key) {
+    return out_.sources.add(k, parent, index, key);
+  };
+  ops.guardLength = [this](int src, Py_ssize_t n) { guardLength(src, n); };
+  ops.fromSource = [this](PyObject *v, int src) { return fromSource(v, src, /*lazy=*/false); };
+  ops.call = [this](const VarP &fn, std::vector<VarP> &a, std::map<std::string, VarP> &kw) {
+    return call(fn, a, kw);
+  };
+  PyObject *fwd = forward.get();
+  ops.forward = [this, fwd](std::vector<VarP> &a, std::map<std::string, VarP> &kw) {
+    return inlineFunction(fwd, -1, a, kw);
+  };
+  return callModuleForward(ops, callee, sourceOf(callee), module, args, kwargs); // ModuleHooks.cpp
 }
 
 VarP Interpreter::callPythonFunction(const VarP &callee, PyObject *fn, std::vector<VarP> &args,

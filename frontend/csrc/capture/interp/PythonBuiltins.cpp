@@ -9,7 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
+#include "capture/values/IdTokens.h"
 
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,6 +27,82 @@ bool isPureBuiltin(const std::string &name) {
       "any",      "all",        "str",        "hasattr", "getattr", "enumerate", "zip",
       "reversed", "sorted",     "divmod",     "pow",     "type"};
   return pure.count(name) > 0;
+}
+
+/// Whether tensor Vars `a` and `b` are one Python object (Operators.cpp's
+/// `is`): the same Var, or Vars of one IR value none of which is a view, a
+/// copy or a contiguous() (unknown: nullopt).
+int sameTensorIdentity(const VarP &a, const VarP &b) {
+  if (a == b)
+    return 1;
+  if (a->value != b->value)
+    return 0;
+  if (a->selfIfContiguous || b->selfIfContiguous)
+    return -1;
+  return !(a->viewBase || b->viewBase || a->copied || b->copied);
+}
+
+/// The id() tokens of one capture, (Var, token) pairs, in a capsule that
+/// the capture keeps alive (IdTokens.h).
+using IdTable = std::vector<std::pair<VarP, PyRef>>;
+constexpr const char *kIdTableName = "kiln.id_tokens";
+
+/// `id(v)`: the real id of a guarded object read from the frame (through
+/// `guardSourced`), None/True/False's own; for a value that is a new
+/// object per eager call a token (IdTokens.h). Anything else breaks.
+VarP idOf(const VarP &v, std::vector<PyRef> &keepAlive,
+          const std::function<void(const VarP &)> &guardSourced) {
+  if (v->isConst()) {
+    PyObject *o = v->obj.get();
+    bool singleton = o == Py_None || o == Py_True || o == Py_False || o == Py_Ellipsis;
+    bool objectIdentity = v->source >= 0 && !PyLong_Check(o) && !PyFloat_Check(o) &&
+                          !PyUnicode_Check(o) && !PyBytes_Check(o) && !PyTuple_Check(o) &&
+                          !PyComplex_Check(o) && !isTensor(o);
+    if (!singleton && !objectIdentity)
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "id() of a constant whose identity kiln does not know per call");
+    if (!singleton)
+      guardSourced(v);
+    return makeConst(PyRef::steal(PyLong_FromVoidPtr(o)));
+  }
+  bool perCall = v->isTensor() || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict ||
+                 v->kind == Var::Kind::Tuple || v->kind == Var::Kind::Object ||
+                 v->kind == Var::Kind::Function;
+  if (!perCall || (v->source >= 0 && !v->isTensor()))
+    throw Unsupported(BreakCategory::PythonBuiltin, "id() of a value kiln does not track");
+  if (!idTokenType())
+    throw Unsupported(BreakCategory::Other, "cannot make an id() token");
+  IdTable *table = nullptr;
+  for (const PyRef &k : keepAlive)
+    if (PyCapsule_IsValid(k.get(), kIdTableName))
+      table = static_cast<IdTable *>(PyCapsule_GetPointer(k.get(), kIdTableName));
+  if (!table) {
+    table = new IdTable();
+    PyRef cap = PyRef::steal(PyCapsule_New(table, kIdTableName, [](PyObject *c) {
+      delete static_cast<IdTable *>(PyCapsule_GetPointer(c, kIdTableName));
+    }));
+    if (!cap) {
+      delete table;
+      PyErr_Clear();
+      throw Unsupported(BreakCategory::Other, "cannot make an id() token table");
+    }
+    keepAlive.push_back(cap);
+  }
+  for (const auto &[w, token] : *table) {
+    int same = v->isTensor() && w->isTensor() ? sameTensorIdentity(v, w) : v == w;
+    if (same < 0)
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "id() of a tensor and of its contiguous(): eager answers by its strides");
+    if (same)
+      return makeConst(token);
+  }
+  PyRef token = PyRef::steal(PyObject_CallNoArgs(idTokenType()));
+  if (!token) {
+    PyErr_Clear();
+    throw Unsupported(BreakCategory::Other, "cannot make an id() token");
+  }
+  table->emplace_back(v, token);
+  return makeConst(token);
 }
 
 } // namespace
@@ -154,6 +232,12 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
     return r;
   if (VarP r = callIntrospection(fn, name, args, kwargs))
     return r;
+  if (fn == PyDict_GetItemString(PyEval_GetBuiltins(), "id") && args.size() == 1 && kwargs.empty())
+    return idOf(args[0], keepAlive_, [this](const VarP &v) {
+      guardValue(v); // identity (a module: by type, so pinned to identity)
+      if (isModule(v->obj.get()))
+        pinModuleIdentity("id() of a module");
+    });
   // Built-in exception classes only store their arguments: constructing one
   // (to raise it) is evaluated now. A user-defined one runs its own
   // __init__: the construct is left to eager (where it is raised).
@@ -184,6 +268,11 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       {"abs", &Interpreter::builtinScalar},
       {"type", &Interpreter::builtinScalar},
   };
+  // bool() of a tuple/list/dict built in the frame (`bool(kwargs)`): its length.
+  if (name == "bool" && args.size() == 1 && kwargs.empty() && !args[0]->obj &&
+      (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
+       args[0]->kind == Var::Kind::Dict))
+    return makeConst(PyRef::borrow(args[0]->items.empty() ? Py_False : Py_True));
   auto handler = handlers.find(name);
   if (handler != handlers.end())
     if (VarP r = (this->*handler->second)(name, args, kwargs))

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
+#include "capture/values/IdTokens.h"
 
 namespace kiln {
 
@@ -37,6 +38,9 @@ void checkStoredValue(const VarP &v, const std::string &what) {
   switch (v->kind) {
   case Var::Kind::Const: {
     PyObject *o = v->obj.get();
+    if (holdsIdToken(o)) // IdTokens.h
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": storing id() of a value made per call");
     if (v->source < 0 && (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
                           PyByteArray_CheckExact(o)))
       throw Unsupported(BreakCategory::SideEffect,
@@ -195,9 +199,12 @@ const VarP &Interpreter::containerVar(const VarP &c) {
     PyObject *k, *item;
     Py_ssize_t pos = 0;
     while (PyDict_Next(o, &pos, &k, &item)) {
-      if (!PyUnicode_CheckExact(k) && !PyLong_CheckExact(k))
+      // Keys must hash and compare without running Python code (str, int,
+      // tuples of them ...): they become guard sources (DictItem) and
+      // replayed stores.
+      if (!pureConstant(k))
         throw Unsupported(BreakCategory::SideEffect,
-                          "mutation of a dict with non-str/int keys is not supported");
+                          "mutation of a dict with keys that run Python code to hash or compare");
       v->keys.push_back(PyRef::borrow(k));
       v->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, src, 0, k)));
     }
@@ -241,6 +248,9 @@ void Interpreter::storeItem(const VarP &container, const VarP &key, const VarP &
   if (c->kind != Var::Kind::Dict || c->obj) // not a ModelOutput record
     throw Unsupported(BreakCategory::SideEffect, "item assignment on this value is not supported");
   if (c->source >= 0) {
+    if (holdsIdToken(k)) // IdTokens.h
+      throw Unsupported(BreakCategory::SideEffect,
+                        "storing under id() of a value made per call in a dict of the caller");
     if (PyObject_Hash(k) == -1)
       throw Unsupported(BreakCategory::UserError, withPythonError("unhashable dict key"));
     recordEffect({SideEffect::Kind::SetItem, c->source, PyRef::borrow(k), -1, "STORE_SUBSCR"},
