@@ -86,8 +86,7 @@ inline constexpr const char *kSpecializeSizes =
 /// user-error break it derives from (the frame runs eagerly and raises).
 struct PyRaised : Unsupported {
   PyRaised(PyRef exc, const std::string &message)
-      : Unsupported(BreakCategory::UserError, message, hint::kRaisesInEager),
-        exc(std::move(exc)) {}
+      : Unsupported(BreakCategory::UserError, message, hint::kRaisesInEager), exc(std::move(exc)) {}
   PyRef exc; ///< the exception instance (never null)
   /// Raised by the instruction that threw it (not re-raised): the first
   /// frame it reaches chains it to the exception being handled.

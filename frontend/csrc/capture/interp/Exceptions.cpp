@@ -34,8 +34,7 @@ const std::vector<ExceptionHandler> &handlersOf(const CodeInfo &code) {
     PyRef dis = PyRef::steal(PyImport_ImportModule("dis"));
     return dis ? PyObject_GetAttrString(dis.get(), "_parse_exception_table") : nullptr;
   });
-  PyRef entries =
-      parse ? PyRef::steal(PyObject_CallOneArg(parse, code.code.get())) : PyRef();
+  PyRef entries = parse ? PyRef::steal(PyObject_CallOneArg(parse, code.code.get())) : PyRef();
   PyRef list = entries ? PyRef::steal(PySequence_List(entries.get())) : PyRef();
   if (!list) {
     PyErr_Clear();
@@ -285,8 +284,8 @@ void OpcodeHandlers::withExceptStart(Interpreter &interp, Frame &f, const Instr 
   PyObject *e = exceptionObject(exc);
   if (!e)
     throw Unsupported("WITH_EXCEPT_START without an exception kiln raised");
-  std::vector<VarP> args = {makeConst(PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(e)))),
-                            exc, makeConst(PyRef::borrow(Py_None))};
+  std::vector<VarP> args = {makeConst(PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(e)))), exc,
+                            makeConst(PyRef::borrow(Py_None))};
   std::map<std::string, VarP> kwargs;
   f.stack.push_back(interp.call(f.stack[f.stack.size() - 4], args, kwargs));
 }

@@ -187,7 +187,8 @@ VarP Interpreter::objectAttr(const VarP &obj, PyObject *name, bool missingOk) {
     throw Unsupported(BreakCategory::PythonBuiltin, "the class's __getattr__ is not Python code");
   if (missingOk)
     return nullptr;
-  std::string message = "'" + std::string(cls->tp_name) + "' object has no attribute '" + attr + "'";
+  std::string message =
+      "'" + std::string(cls->tp_name) + "' object has no attribute '" + attr + "'";
   raiseNew(PyExc_AttributeError, PyRef::steal(PyUnicode_FromString(message.c_str())).get(),
            message); // a try/except of the frames may catch it (Exceptions.cpp)
 }
