@@ -86,7 +86,8 @@ void raisePending(const std::string &message) {
     throw Unsupported(BreakCategory::UserError, withPythonError(message), hint::kRaisesInEager);
   }
   PyException_SetTraceback(v.get(), Py_None); // the capture's frames are no user's
-  std::string text = message + ": " + pyText(type) + ": " + pyText(v.get());
+  std::string text =
+      message + ": " + reinterpret_cast<PyTypeObject *>(t.get())->tp_name + ": " + pyText(v.get());
   throw PyRaised(std::move(v), text);
 }
 
@@ -216,9 +217,8 @@ void OpcodeHandlers::raise(Interpreter &interp, Frame &f, const Instr &in, StepC
     PyException_SetCause(exc.get(), none ? nullptr : Py_NewRef(c.get()));
     reinterpret_cast<PyBaseExceptionObject *>(exc.get())->suppress_context = 1;
   }
-  throw PyRaised(exc, std::string(what) + ": " +
-                          pyText(reinterpret_cast<PyObject *>(Py_TYPE(exc.get()))) + "(" +
-                          pyText(exc.get()) + ")");
+  throw PyRaised(exc,
+                 std::string(what) + ": " + Py_TYPE(exc.get())->tp_name + ": " + pyText(exc.get()));
 }
 
 void OpcodeHandlers::loadAssertionError(Interpreter &, Frame &f, const Instr &, StepControl &) {
