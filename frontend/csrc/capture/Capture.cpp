@@ -268,6 +268,19 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                         "use torch.float32 or torch.float64 as the default dtype");
     setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
+    // An exception raised and caught at capture is one object for every
+    // call, without a traceback: it must not reach the caller's code.
+    bool escapes = interp.holdsMadeException(result);
+    for (const VarP &v : interp.effectValues())
+      escapes |= interp.holdsMadeException(v);
+    if (escapes) {
+      Unsupported u(BreakCategory::UserError,
+                    "an exception object caught in the compiled code is returned, stored or "
+                    "live at a graph break",
+                    "use the exception only inside its except block");
+      u.resumable = false;
+      throw u;
+    }
     interp.guardThreadCount();
     interp.checkGradRegions();
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());

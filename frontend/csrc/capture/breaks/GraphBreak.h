@@ -6,6 +6,8 @@
 // of the Python exception that caused it, when there was one), the user's
 // file:line and a hint. `Unsupported` carries one from the throw site to the
 // capture boundary (Capture.cpp), which turns it into a CaptureFailure;
+// PyRaised, a Python exception eager raises there, may first be caught by a
+// try/except of the interpreted frames (interp/Exceptions.cpp);
 // kiln.explain groups breaks by category and KILN_LOGS=graph_breaks prints
 // the same records.
 //===----------------------------------------------------------------------===//
@@ -13,6 +15,7 @@
 #define KILN_FRONTEND_CAPTURE_BREAKS_GRAPHBREAK_H
 
 #include "PyErrors.h"
+#include "PyRef.h"
 
 #include <stdexcept>
 #include <string>
@@ -74,6 +77,32 @@ inline constexpr const char *kTensorBranch =
 inline constexpr const char *kSpecializeSizes =
     "compile with dynamic=False (or without mark_dynamic) to specialize the sizes";
 } // namespace hint
+
+/// A Python exception that eager raises at this point of the user's code
+/// and that the capture models (a missing key of a dict built here, next()
+/// of an exhausted iterator, `raise` of an exception built at capture, a
+/// pure builtin raising on constants): a handler of an interpreted frame
+/// covering the raising instruction catches it as CPython does
+/// (Interpreter::catchRaised, Exceptions.cpp); uncaught, it is the
+/// user-error break it derives from (the frame runs eagerly and raises).
+struct PyRaised : Unsupported {
+  PyRaised(PyRef exc, const std::string &message)
+      : Unsupported(BreakCategory::UserError, message, hint::kRaisesInEager), exc(std::move(exc)) {}
+  PyRef exc; ///< the exception instance (never null)
+  /// Raised by the instruction that threw it (not re-raised): the first
+  /// frame it reaches chains it to the exception being handled.
+  mutable bool fresh = true;
+};
+
+/// Throws PyRaised with the pending Python error (cleared) when it is an
+/// ordinary Exception (not MemoryError/RecursionError/SystemError/
+/// KeyboardInterrupt ...), else Unsupported(UserError) with its text;
+/// `message` describes what raised (Exceptions.cpp).
+[[noreturn]] void raisePending(const std::string &message);
+
+/// Throws PyRaised of `type(*args)` (a new exception; `arg` null: no
+/// argument) with `message` (Exceptions.cpp).
+[[noreturn]] void raiseNew(PyObject *type, PyObject *arg, const std::string &message);
 
 /// `message`, followed by ": <Python error text>" when a Python exception is
 /// pending (which is cleared).

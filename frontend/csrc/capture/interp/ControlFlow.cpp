@@ -5,7 +5,7 @@
 // jumps (a branch on a value that depends on tensor data is a graph break,
 // Interpreter::truthy), loops over iterators of known items (unrolled),
 // returns, generators (resumed step by step, Iterators.cpp), with-blocks
-// (ContextManagers.cpp) and raise, which ends the capture.
+// (ContextManagers.cpp); raise and try/except are Exceptions.cpp.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
 
@@ -134,11 +134,6 @@ void OpcodeHandlers::endSend(Interpreter &, Frame &f, const Instr &, StepControl
 void OpcodeHandlers::beforeWith(Interpreter &interp, Frame &f, const Instr &, StepControl &) {
   VarP ctx = popValue(f);
   interp.enterWith(f, ctx); // ContextManagers.cpp
-}
-
-void OpcodeHandlers::raise(Interpreter &, Frame &, const Instr &, StepControl &) {
-  throw Unsupported(BreakCategory::UserError,
-                    "raise (or a failing assert) inside the compiled region");
 }
 
 } // namespace kiln

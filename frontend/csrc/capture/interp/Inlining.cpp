@@ -109,6 +109,10 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
                                  const std::vector<VarP> *closure, const Var *made) {
   if (++depth_ > 32)
     throw Unsupported("inlining is nested too deeply (recursion?)");
+  struct Depth { // back when the frame returns or an exception leaves it
+    int &depth;
+    ~Depth() { --depth; }
+  } leave{depth_};
   auto *func = reinterpret_cast<PyFunctionObject *>(fn);
   auto *code = reinterpret_cast<PyCodeObject *>(func->func_code);
   if (code->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
@@ -198,13 +202,9 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
                                            PyRef::steal(PyUnicode_FromString("__globals__")).get())
                         : out_.sources.add(Source::Kind::Constant, -1, 0, func->func_globals);
   bindFreeVars(f, code, fn, fnSource, closure);
-  if (f.generator) {
-    --depth_;
+  if (f.generator)
     return generatorIter(std::move(f));
-  }
-  VarP r = interpret(f);
-  --depth_;
-  return r;
+  return interpret(f);
 }
 
 namespace {

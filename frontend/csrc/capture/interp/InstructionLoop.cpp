@@ -5,7 +5,9 @@
 // the graph break offset (BreakState.cpp), materializes the lazy values
 // the instruction reads (LazyValues.cpp), and runs the instruction's
 // handler from the opcode table (Opcodes.def, OpcodeHandlers.h). An opcode
-// with no row is one structured graph break, raised here.
+// with no row is one structured graph break, raised here. A Python
+// exception the capture raises (PyRaised) goes to the frame's exception
+// table (Exceptions.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
 
@@ -56,7 +58,25 @@ VarP Interpreter::interpret(Frame &f) {
       ~LazyScope() { flag = saved; }
     } scope{lazyReads_, lazyReads_};
     lazyReads_ = opcodeInfo(in.opcode).lazyReads;
-    if (step(f, pc, result)) {
+    bool returned;
+    try {
+      returned = step(f, pc, result);
+    } catch (const PyRaised &e) {
+      // A Python exception eager raises here: a handler of this frame
+      // covering the instruction catches it (Exceptions.cpp); else it goes
+      // on to the caller's frame. Left uncaught by the root frame after a
+      // `raise`, the frame runs eagerly (the stub would re-raise the
+      // capture's exception object on every call).
+      if (catchRaised(f, pc, e))
+        continue;
+      if (f.isRoot && (in.opcode == Opcode::RAISE_VARARGS || in.opcode == Opcode::RERAISE)) {
+        Unsupported plain(e.category, e.what(), e.hint);
+        plain.resumable = false;
+        throw plain;
+      }
+      throw;
+    }
+    if (returned) {
       if (f.isRoot)
         rootOffset_ = -1;
       return result;

@@ -14,6 +14,7 @@
 
 #include "capture/Capture.h"
 #include "capture/breaks/GraphBreak.h"
+#include "capture/interp/Frame.h"
 #include "capture/interp/Opcodes.h"
 #include "capture/values/Value.h"
 
@@ -37,49 +38,6 @@ struct Args;
 /// constants: a new reference, or null with a Python error set; throws
 /// Unsupported for an unknown operator (Operators.cpp).
 PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
-
-/// One decoded instruction (from dis.get_instructions).
-struct Instr {
-  Opcode opcode = Opcode::Unknown; ///< decoded from `opname` once (Opcodes.h)
-  std::string opname;              ///< dis's name, for messages
-  int arg = 0;
-  PyRef argval;
-  std::string argrepr;
-  int offset = 0;
-  int line = 0;
-};
-
-/// Decoded bytecode of one code object.
-struct CodeInfo {
-  PyRef code;
-  std::vector<Instr> instrs;
-  std::map<int, size_t> indexOfOffset;
-  std::string filename;
-  std::string name;
-};
-
-/// One (possibly inlined) Python frame being interpreted.
-struct Frame {
-  const CodeInfo *code = nullptr;
-  std::vector<VarP> locals;
-  std::vector<bool> loaded; ///< root frame: local already materialized
-  std::vector<VarP> stack;
-  PyRef globals; ///< the function's globals dict
-  int globalsSource = -1;
-  PyRef kwNames;                     ///< pending KW_NAMES tuple
-  std::map<std::string, VarP> cells; ///< cell and free variables by name
-  bool isRoot = false;
-  /// A generator's frame, run to completion when called: the values it
-  /// yields, in order (the call returns an iterator over them).
-  bool generator = false;
-  std::vector<VarP> yields;
-  /// The next instruction (a generator's frame is resumed from it).
-  size_t pc = 0;
-  /// A generator driven step by step: interpret() returns nullptr at each
-  /// yield (the value in `yields`), the frame resumed by the next request.
-  bool stepping = false;
-  bool finished = false;
-};
 
 /// The symbolic interpreter.
 class Interpreter {
@@ -264,6 +222,9 @@ public:
   int containerModulesSource(const VarP &v, int slot, PyObject **modules);
   /// Offset of the root instruction running now (-1 outside the loop).
   int rootOffset() const { return rootOffset_; }
+  /// Whether `v` holds (is, or contains) an exception raised at capture:
+  /// such values never leave the graph (Exceptions.cpp).
+  bool holdsMadeException(const VarP &v, int depth = 0) const;
   /// Per-op fallback (Fallback.cpp): when `fn` is a torch function (or, with
   /// `method` set, the Tensor method of that name, `args[0]` its receiver)
   /// kiln cannot lower, records a call that runs through torch inside the
@@ -401,6 +362,20 @@ private:
   VarP vmapAlign(const VarP &v, int levels);
   /// Runs frame `f` to its return (InstructionLoop.cpp).
   VarP interpret(Frame &f);
+  // --- exceptions (Exceptions.cpp) ---
+  /// `e` raised by the instruction at `pc` of `f`: when an exception-table
+  /// entry of `f` covers it, unwinds the stack to the entry's depth, pushes
+  /// (lasti and) the exception, moves `pc` to the handler and returns true.
+  bool catchRaised(Frame &f, size_t &pc, const PyRaised &e);
+  /// `cls(*args, **kwargs)` of an exception class whose construction is
+  /// BaseException's own (built-in classes, Python subclasses adding no
+  /// __new__/__init__), on constants: built at capture; nullptr otherwise.
+  VarP constructException(PyObject *cls, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs);
+  /// Throws PyRaised of exception instance `exc` (made at capture) with
+  /// __context__ set to the exception being handled, as CPython chains it.
+  [[noreturn]] void raiseMade(PyRef exc, const std::string &message);
+
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
   VarP breakState(Frame &f);
@@ -713,6 +688,14 @@ private:
   /// graphs whose inputs disagree run eagerly, see CudaEntry.cpp).
   int graphDevice_ = -1;
   std::map<PyObject *, std::unique_ptr<CodeInfo>> codes_;
+  /// The exception being handled (sys.exc_info()[1]) where the capture is:
+  /// null while it is the caller's (unknown), None when there is none.
+  PyRef handledExc_;
+  /// Exceptions made at capture (raised, caught by the frames' handlers).
+  std::set<PyObject *> madeExceptions_;
+  /// Why each exception raised in the capture was raised (its break reason
+  /// when a re-raise leaves the frames).
+  std::map<PyObject *, std::string> raisedWhy_;
   std::vector<PyRef> keepAlive_;
   /// A module's Type guard (index into out_.guards) and a weak reference
   /// to the module, for finishModuleGuards.

@@ -657,9 +657,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     if (i < 0)
       if (VarP v = defaultDictMissing(c, constObj(index, "dict key"))) // Collections.cpp
         return v;
-    if (i < 0)
-      throw Unsupported(BreakCategory::UserError, "KeyError in a dict built by the compiled code",
-                        hint::kRaisesInEager);
+    if (i < 0) // a try/except of the frames may catch it (Exceptions.cpp)
+      raiseNew(PyExc_KeyError, index->obj.get(), "KeyError in a dict built by the compiled code");
     return c->items[i];
   }
   if (c->kind == Var::Kind::Tuple || c->kind == Var::Kind::List) {
@@ -680,11 +679,11 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     long n = (long)c->items.size(), k = PyLong_AsLong(i);
     if (k < 0)
       k += n;
-    if (k < 0 || k >= n)
-      throw Unsupported(BreakCategory::UserError,
-                        c->kind == Var::Kind::List ? "list index out of range"
-                                                   : "tuple index out of range",
-                        hint::kRaisesInEager);
+    if (k < 0 || k >= n) {
+      const char *what =
+          c->kind == Var::Kind::List ? "list index out of range" : "tuple index out of range";
+      raiseNew(PyExc_IndexError, PyRef::steal(PyUnicode_FromString(what)).get(), what);
+    }
     return c->items[k];
   }
   if (c->isTensor()) { // TorchIndexing.cpp

@@ -74,7 +74,16 @@ VarP Interpreter::iterNext(const VarP &it) {
   if (!it->produce)
     return nullptr;
   std::function<VarP()> produce = it->produce; // alive while it runs
-  VarP v = produce();
+  VarP v;
+  try {
+    v = produce();
+  } catch (const PyRaised &e) {
+    // A StopIteration from inside the iterator's own code (a function map
+    // calls) would end the loop in eager, not reach a handler: a break.
+    if (!PyErr_GivenExceptionMatches(e.exc.get(), PyExc_StopIteration))
+      throw;
+    throw Unsupported(e.category, e.what(), e.hint);
+  }
   if (!v)
     it->produce = nullptr;
   return v;
@@ -88,7 +97,22 @@ VarP Interpreter::generatorIter(Frame &&f) {
       return nullptr;
     if (++depth_ > 32)
       throw Unsupported("inlining is nested too deeply (recursion?)");
-    VarP r = interpret(*frame);
+    // The generator's own handled exception while it runs (sys.exc_info()).
+    std::swap(handledExc_, frame->handledExc);
+    VarP r;
+    try {
+      r = interpret(*frame);
+    } catch (const Unsupported &e) {
+      --depth_;
+      std::swap(handledExc_, frame->handledExc);
+      frame->finished = true;
+      // An exception leaving a generator is not modelled (StopIteration
+      // becomes RuntimeError there, a resumed generator is finished): a break.
+      if (dynamic_cast<const PyRaised *>(&e))
+        throw Unsupported(e.category, e.what(), e.hint);
+      throw;
+    }
+    std::swap(handledExc_, frame->handledExc);
     --depth_;
     if (!r) { // suspended at a yield
       VarP y = frame->yields.back();
@@ -128,8 +152,7 @@ VarP Interpreter::builtinNext(std::vector<VarP> &args, std::map<std::string, Var
     return v;
   if (args.size() == 2)
     return args[1];
-  throw Unsupported(BreakCategory::UserError, "next() of an exhausted iterator (StopIteration)",
-                    hint::kRaisesInEager);
+  raiseNew(PyExc_StopIteration, nullptr, "next() of an exhausted iterator (StopIteration)");
 }
 
 VarP Interpreter::builtinZip(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs) {

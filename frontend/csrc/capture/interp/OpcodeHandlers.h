@@ -151,7 +151,7 @@ struct OpcodeHandlers {
   /// CONTAINS_OP (`arg` 1: `not in`).
   static void containsOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
 
-  // --- jumps, loops, returns, generators, with, raise (ControlFlow.cpp) ---
+  // --- jumps, loops, returns, generators, with (ControlFlow.cpp) ---
   /// JUMP_FORWARD, JUMP_BACKWARD(_NO_INTERRUPT), 3.12's JUMP(_NO_INTERRUPT).
   static void jump(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
   /// POP_JUMP_{FORWARD,BACKWARD}_IF_FALSE, 3.12's POP_JUMP_IF_FALSE.
@@ -190,8 +190,23 @@ struct OpcodeHandlers {
   static void endSend(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
   /// BEFORE_WITH (ContextManagers.cpp).
   static void beforeWith(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
-  /// LOAD_ASSERTION_ERROR, RAISE_VARARGS: a graph break.
+  // --- exceptions (Exceptions.cpp) ---
+  /// RAISE_VARARGS: `raise E(...)` of an exception built at capture (with
+  /// `from`), or a bare `raise` of the one being handled: PyRaised; other
+  /// raises are user-error breaks.
   static void raise(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// PUSH_EXC_INFO / POP_EXCEPT: the exception being handled is saved on
+  /// the stack and set / restored from it.
+  static void pushExcInfo(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  static void popExcept(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// CHECK_EXC_MATCH: `except T:` against a constant class (or tuple).
+  static void checkExcMatch(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// RERAISE: raises the exception on the stack again.
+  static void reraise(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// WITH_EXCEPT_START: a with-block's __exit__ called with the exception.
+  static void withExceptStart(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
+  /// LOAD_ASSERTION_ERROR: pushes AssertionError.
+  static void loadAssertionError(Interpreter &interp, Frame &f, const Instr &in, StepControl &c);
 
   // --- calls and functions (Calls.cpp) ---
   /// KW_NAMES: the keyword names of the next CALL.

@@ -127,9 +127,8 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
   PyRef l = seqAsConst(lhs), r0 = seqAsConst(rhs);
   PyRef r = PyRef::steal(constBinary(sym, l ? l.get() : constObj(lhs, "operand"),
                                      r0 ? r0.get() : constObj(rhs, "operand")));
-  if (!r)
-    throw Unsupported(BreakCategory::UserError,
-                      withPythonError("operator " + sym + " raised on constants"));
+  if (!r) // eager raises the same: a try/except of the frames may catch it
+    raisePending("operator " + sym + " raised on constants");
   interp.noteFresh(r); // {1} | {2}, l + [3]: a new container
   return makeConst(r);
 }

@@ -241,6 +241,8 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   // Built-in exception classes only store their arguments: constructing one
   // (to raise it) is evaluated now. A user-defined one runs its own
   // __init__: the construct is left to eager (where it is raised).
+  if (VarP e = constructException(fn, args, kwargs)) // Exceptions.cpp
+    return e;
   bool builtinException = PyExceptionClass_Check(fn) && mod == "builtins";
   if (PyExceptionClass_Check(fn) && !builtinException)
     throw Unsupported(BreakCategory::UserError, "constructs the exception " + pyText(fn),
@@ -294,8 +296,7 @@ VarP Interpreter::builtinGetattr(const std::string &name, std::vector<VarP> &arg
   if (args[0]->kind == Var::Kind::Object) { // UserObjects.cpp
     VarP v = objectAttr(args[0], args[1]->obj.get(), /*missingOk=*/true);
     if (!v && isGetattr && args.size() != 3)
-      throw Unsupported(BreakCategory::UserError,
-                        "getattr() of a missing attribute without a default", hint::kRaisesInEager);
+      return objectAttr(args[0], args[1]->obj.get()); // raises AttributeError
     if (!isGetattr)
       return makeConst(PyRef::borrow(v ? Py_True : Py_False));
     return v ? v : args[2];
@@ -470,10 +471,8 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
     PyDict_SetItemString(kw.get(), k.c_str(), c ? c.get() : constObj(v, "keyword argument"));
   }
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
-  if (!r)
-    throw Unsupported(BreakCategory::UserError,
-                      withPythonError("call to " + pyText(fn) + " raised at capture time"),
-                      hint::kRaisesInEager);
+  if (!r) // a pure builtin on constants: eager raises the same (Exceptions.cpp)
+    raisePending("call to " + pyText(fn) + " raised at capture time");
   if (PyIter_Check(r.get()) || PyObject_TypeCheck(r.get(), &PyEnum_Type) ||
       PyObject_TypeCheck(r.get(), &PyZip_Type)) {
     PyRef list = PyRef::steal(PySequence_List(r.get()));

@@ -365,13 +365,17 @@ VarP Interpreter::withFallback(PyObject *fn, const std::string &method, std::vec
   auto exits = gradExits_;
   try {
     return attempt();
-  } catch (const Unsupported &e) {
+  } catch (const Unsupported &raised) {
+    // An exception raised inside kiln's mapping of a torch call is none of
+    // the user's code: no handler of the frames may catch it.
+    Unsupported e(raised.category, raised.what(), raised.hint);
+    e.resumable = raised.resumable;
     // The attempt may have emitted ops before it failed: they stay, dead.
     // If it rebound an argument (an in-place update), the call cannot be
     // replayed on the original values: the failure stands.
     for (auto &[var, value] : snapshot)
       if (var->value != value)
-        throw;
+        throw e;
     depth_ = depth;
     loc_ = loc;
     gradMode_ = grad;
@@ -379,7 +383,7 @@ VarP Interpreter::withFallback(PyObject *fn, const std::string &method, std::vec
     gradExits_ = exits;
     if (VarP r = torchFallback(fn, method, argsCopy, kwargsCopy, &e))
       return r;
-    throw;
+    throw e;
   }
 }
 

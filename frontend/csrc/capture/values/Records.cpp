@@ -179,10 +179,8 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
   for (auto &[k, v] : kwargs)
     PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
-  if (!r)
-    throw Unsupported(BreakCategory::UserError,
-                      withPythonError(pyText(owner) + "." + name + " raised at capture time"),
-                      hint::kRaisesInEager);
+  if (!r) // a pure method on constants: eager raises the same (Exceptions.cpp)
+    raisePending(pyText(owner) + "." + name + " raised at capture time");
   keepAlive_.push_back(r);
   return makeConst(r);
 }

@@ -175,15 +175,22 @@ VarP Interpreter::objectAttr(const VarP &obj, PyObject *name, bool missingOk) {
   if (getattrHook && PyFunction_Check(getattrHook)) {
     std::vector<VarP> args{obj, makeConst(PyRef::borrow(name))};
     std::map<std::string, VarP> kwargs;
-    return inlineFunction(getattrHook, -1, args, kwargs);
+    try {
+      return inlineFunction(getattrHook, -1, args, kwargs);
+    } catch (const PyRaised &e) { // getattr(obj, name, default), hasattr
+      if (!missingOk || !PyErr_GivenExceptionMatches(e.exc.get(), PyExc_AttributeError))
+        throw;
+      return nullptr;
+    }
   }
   if (getattrHook)
     throw Unsupported(BreakCategory::PythonBuiltin, "the class's __getattr__ is not Python code");
   if (missingOk)
     return nullptr;
-  throw Unsupported(BreakCategory::UserError,
-                    "'" + std::string(cls->tp_name) + "' object has no attribute '" + attr + "'",
-                    hint::kRaisesInEager);
+  std::string message =
+      "'" + std::string(cls->tp_name) + "' object has no attribute '" + attr + "'";
+  raiseNew(PyExc_AttributeError, PyRef::steal(PyUnicode_FromString(message.c_str())).get(),
+           message); // a try/except of the frames may catch it (Exceptions.cpp)
 }
 
 void Interpreter::storeObjectAttr(const VarP &obj, PyObject *name, const VarP &value,

@@ -73,9 +73,8 @@ VarP dictPop(const VarP &d, const std::vector<VarP> &args,
     throw Unsupported("dict.pop takes one or two arguments");
   int at = dictFind(d, constObj(args[0], "dict key"));
   if (at < 0) {
-    if (args.size() == 1)
-      throw Unsupported(BreakCategory::UserError, "KeyError in a dict built by the compiled code",
-                        hint::kRaisesInEager);
+    if (args.size() == 1) // a try/except of the frames may catch it (Exceptions.cpp)
+      raiseNew(PyExc_KeyError, args[0]->obj.get(), "KeyError in a dict built by the compiled code");
     return args[1];
   }
   VarP v = d->items[at];
