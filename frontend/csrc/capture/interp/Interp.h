@@ -137,7 +137,14 @@ public:
   /// `bumps`: how many times eager advances the tensor's version counter
   /// (0 for a kernel writing through its data pointer: BatchNorm's stats).
   VarP assignInPlace(const VarP &target, mlir::Value result, const std::string &what,
-                     const Var *except = nullptr, int bumps = 1);
+                     const Var *except = nullptr, int bumps = 1, bool viewsRebuilt = false);
+  /// An in-place update of view `target` (its new value `result`) written
+  /// through to the tensor at the root of its view chain (a graph input, or
+  /// a tensor the graph computed), whose live views are all rebuilt from
+  /// the new root (ops/ViewWrites.cpp); `target` a root with live views:
+  /// rebound, its views rebuilt. Unsupported when a view cannot be rebuilt
+  /// exactly or the view's elements overlap. Returns `target`.
+  VarP writeThroughView(const VarP &target, mlir::Value result, const std::string &what, int bumps);
   /// In-place Tensor methods that are not an op's `name_` form:
   /// `copy_(src)`, `fill_(value)`, `zero_()`; nullptr for other names.
   VarP callInPlaceMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
@@ -171,6 +178,10 @@ public:
   /// the compiled code's, not eager's).
   VarP tensorLayout(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                     const std::map<std::string, VarP> &kwargs);
+  /// Eager's memory layout of `self` when kiln knows it (a graph input with
+  /// guarded strides, or a view of one): `(input sizes, input strides, view
+  /// steps)` as kiln._fallback replays it; null otherwise.
+  PyRef layoutRecipe(const VarP &self);
   /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
   /// a symbolic dim (noted in Capture::readSymbolicSize).
   VarP sizeVar(mlir::Value v, int64_t dim);
