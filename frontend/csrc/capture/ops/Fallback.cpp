@@ -394,7 +394,8 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     PyRef layouts = PyRef::steal(PyTuple_New((Py_ssize_t)conv.vars.size()));
     for (size_t i = 0; i < conv.vars.size(); ++i) {
       PyRef lay = layoutRecipe(conv.vars[i]);
-      PyTuple_SET_ITEM(layouts.get(), (Py_ssize_t)i, (lay ? lay : PyRef::borrow(Py_None)).release());
+      PyTuple_SET_ITEM(layouts.get(), (Py_ssize_t)i,
+                       (lay ? lay : PyRef::borrow(Py_None)).release());
     }
     probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(probe, callable.get(), metaArgs.get(),
                                                             metaKwargs.get(), tensors.get(),

@@ -134,10 +134,10 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
   int input = target->inputIndex;
   if (!viewsRebuilt && input < 0 && !target->fresh && !target->itemOf && target->viewBase &&
       !onlyHolderOfBases(*target))
-    return writeThroughView(target, result, what, bumps); // ViewWrites.cpp
+    return writeThroughView(*this, target, result, what, bumps); // ViewWrites.cpp
   if (!viewsRebuilt && !except && !target->viewBase && (input >= 0 || target->fresh) &&
       hasLiveViews(*target, nullptr))
-    return writeThroughView(target, result, what, bumps); // its views rebuilt
+    return writeThroughView(*this, target, result, what, bumps); // its views rebuilt
   if (!viewsRebuilt && hasLiveViews(*target, except))
     throw Unsupported(BreakCategory::SideEffect,
                       what + " on a tensor that a live view was taken of is not supported yet");
@@ -146,7 +146,7 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
     // update is assigned into its base (TensorSetItem.cpp). When the base
     // has other live views, it is written through and they are rebuilt.
     if (!viewsRebuilt && hasLiveViews(*target->itemOf, target.get()))
-      return writeThroughView(target, result, what, bumps); // ViewWrites.cpp
+      return writeThroughView(*this, target, result, what, bumps); // ViewWrites.cpp
     Value before = target->value;
     target->value = result;
     try {

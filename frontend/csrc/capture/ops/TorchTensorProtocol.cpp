@@ -478,9 +478,9 @@ PyRef Interpreter::layoutRecipe(const VarP &self) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(steps.get()); ++i) {
     const Var::ViewStep &st = self->viewSteps[i];
     PyRef name = PyRef::steal(PyUnicode_FromString(st.first.c_str()));
-    PyTuple_SET_ITEM(steps.get(), i,
-                     PyTuple_Pack(3, name.get(), st.second.get(),
-                                  st.kwargs ? st.kwargs.get() : Py_None));
+    PyTuple_SET_ITEM(
+        steps.get(), i,
+        PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs ? st.kwargs.get() : Py_None));
   }
   PyRef sizes = PyRef::steal(intTuple(tg->sizes));
   PyRef strides = PyRef::steal(intTuple(tg->strides));

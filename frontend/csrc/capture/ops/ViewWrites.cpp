@@ -55,8 +55,8 @@ Value gatherFlat(Emit &e, Value v, const std::vector<double> &positions,
 
 } // namespace
 
-VarP Interpreter::writeThroughView(const VarP &target, Value result, const std::string &what,
-                                   int bumps) {
+VarP writeThroughView(Interpreter &I, const VarP &target, Value result, const std::string &what,
+                      int bumps) {
   auto refuse = [&](const std::string &why) {
     throw Unsupported(BreakCategory::SideEffect,
                       what + " on a view (of a graph input or a computed tensor): " + why);
@@ -85,7 +85,7 @@ VarP Interpreter::writeThroughView(const VarP &target, Value result, const std::
   for (const VarP &v : views)
     if (!replayable(*v))
       refuse("a view of its base cannot be rebuilt from it (an op kiln cannot replay)");
-  PyRef layout = computed ? PyRef::borrow(Py_None) : layoutRecipe(root);
+  PyRef layout = computed ? PyRef::borrow(Py_None) : I.layoutRecipe(root);
   if (!layout)
     refuse("the input's memory layout is not known");
   PyRef steps = PyRef::steal(PyTuple_New((Py_ssize_t)views.size()));
@@ -94,9 +94,9 @@ VarP Interpreter::writeThroughView(const VarP &target, Value result, const std::
     for (size_t k = 0; k < views[i]->viewSteps.size(); ++k) {
       const Var::ViewStep &st = views[i]->viewSteps[k];
       PyRef name = PyRef::steal(PyUnicode_FromString(st.first.c_str()));
-      PyTuple_SET_ITEM(one.get(), (Py_ssize_t)k,
-                       PyTuple_Pack(3, name.get(), st.second.get(),
-                                    st.kwargs ? st.kwargs.get() : Py_None));
+      PyTuple_SET_ITEM(
+          one.get(), (Py_ssize_t)k,
+          PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs ? st.kwargs.get() : Py_None));
     }
     PyTuple_SET_ITEM(steps.get(), (Py_ssize_t)i, one.release());
   }
@@ -135,7 +135,7 @@ VarP Interpreter::writeThroughView(const VarP &target, Value result, const std::
     covered[p] = 1;
     inverse[p] = (double)k;
   }
-  Emit e(*this);
+  Emit e(I);
   Value newRoot = isView ? root->value : result;
   if (isView && !positions[0].empty()) {
     Value update = gatherFlat(e, result, inverse, {n});
@@ -143,7 +143,7 @@ VarP Interpreter::writeThroughView(const VarP &target, Value result, const std::
     newRoot = e.reshape(e.select(mask, update, e.reshape(root->value, {n})), rootShape);
   }
   // The root rebound (a graph input: written back after the graph).
-  assignInPlace(root, newRoot, what, nullptr, bumps, /*viewsRebuilt=*/true);
+  I.assignInPlace(root, newRoot, what, nullptr, bumps, /*viewsRebuilt=*/true);
   target->value = result;
   for (size_t i = isView ? 1 : 0; i < views.size(); ++i)
     views[i]->value = gatherFlat(e, root->value, positions[i], ttype(views[i]->value).getShape());
