@@ -292,7 +292,8 @@ PyObject *replayView(PyObject *base, PyObject *steps) {
     PyObject *step = PyTuple_GET_ITEM(steps, i);
     PyRef method = PyRef::steal(PyObject_GetAttr(t, PyTuple_GET_ITEM(step, 0)));
     Py_DECREF(t);
-    t = method ? PyObject_Call(method.get(), PyTuple_GET_ITEM(step, 1), nullptr) : nullptr;
+    PyObject *kwargs = PyTuple_GET_SIZE(step) > 2 ? PyTuple_GET_ITEM(step, 2) : nullptr;
+    t = method ? PyObject_Call(method.get(), PyTuple_GET_ITEM(step, 1), kwargs) : nullptr;
   }
   return t;
 }

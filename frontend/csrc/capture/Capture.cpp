@@ -68,7 +68,10 @@ PyRef viewStepsTuple(const Var &v) {
   PyRef steps = PyRef::steal(PyTuple_New(v.viewSteps.size()));
   for (size_t i = 0; i < v.viewSteps.size(); ++i) {
     PyRef name = PyRef::steal(PyUnicode_FromString(v.viewSteps[i].first.c_str()));
-    PyTuple_SET_ITEM(steps.get(), i, PyTuple_Pack(2, name.get(), v.viewSteps[i].second.get()));
+    const Var::ViewStep &st = v.viewSteps[i];
+    PyTuple_SET_ITEM(steps.get(), i,
+                     st.kwargs ? PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs.get())
+                               : PyTuple_Pack(2, name.get(), st.second.get()));
   }
   return steps;
 }

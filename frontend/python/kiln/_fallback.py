@@ -19,11 +19,21 @@ reaches; it is accepted only when
   indexing). Ops tagged ``dynamic_output_shape`` are judged by that meta run
   (``aten.index`` with integer index tensors has a shape known from the
   sizes); every call's results are checked against the meta sizes anyway;
-- it mutates none of its tensor arguments (their version counters) and none
-  of its results aliases an argument (views keep kiln's value semantics
-  simple: kiln maps the common view ops itself).
+- it mutates none of its tensor arguments (their version counters).
 
-Returns ``(is_tuple, ((sizes, dtype), ...))`` or a Refusal: why not.
+A call whose results are views of its arguments (``unfold``, ``as_strided``,
+``meshgrid``, ``diagonal`` ...) is kept in the graph as gathers: the call runs
+once more on CPU stand-ins of the arguments whose elements hold their own
+flat positions (``_stand_in``), so each result's elements say which argument
+element it reads (``view_plan``). An argument whose eager memory layout kiln
+knows (a graph input or a view of one: ``layouts``) gets a stand-in with that
+layout, so a storage-dependent op (``as_strided``) reads what eager reads; an
+op that reads the storage of a tensor the graph computed (eager's layout
+unknown), reads storage the argument does not cover, changes the dtype
+(``view_as_complex``, ``view(dtype)``) or is too large to index is refused.
+
+Returns ``(is_tuple, ((sizes, dtype), ...), views)`` (``views``: None, or per
+result ``(argument tensor index, flat gather indices)``) or a Refusal.
 """
 from __future__ import annotations
 
@@ -52,8 +62,10 @@ class _Recorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.refused = None
+        self.seen = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.add(str(getattr(func, "overloadpacket", func)))
         if self.refused is None:  # False: random ops accepted, nothing refused
             for tag in getattr(func, "tags", ()):
                 if tag in _REFUSED_TAGS:
@@ -67,11 +79,12 @@ def _unsupported(reason: str) -> Refusal:
     return Refusal("unsupported-op", reason)
 
 
-def probe(fn, args, kwargs, tensors):
+def probe(fn, args, kwargs, tensors, layouts=None):
     """Runs ``fn(*args, **kwargs)`` on meta tensors (``tensors``: those among
-    the arguments). Returns (True, the class of a torch.return_types result,
-    or False for one tensor; the outputs' (shape, dtype)) or the reason to
-    refuse."""
+    the arguments; ``layouts``: per tensor, None or the eager layout recipe
+    ``(input sizes, input strides, view steps)``). Returns (True, the class
+    of a torch.return_types result, or False for one tensor; the outputs'
+    (shape, dtype); the view plan or None) or the reason to refuse."""
     versions = [t._version for t in tensors]
     recorder = _Recorder()
     if getattr(fn, "kiln_random", False):  # kiln._random.seeded: random by design
@@ -94,17 +107,111 @@ def probe(fn, args, kwargs, tensors):
     if not outs:
         return _unsupported("it returns an empty tuple")
     meta = []
+    aliases = 0
     for o in outs:
         if type(o) is not torch.Tensor:
             return _unsupported(f"it returns a {type(o).__name__}, not a tensor or a tuple of tensors")
         if o.device.type != "meta":
             return _unsupported(f"its result is on {o.device}, not on the inputs' device")
-        if any(torch._C._is_alias_of(o, t) for t in tensors):
-            return _unsupported("its result is a view of an argument")
+        aliases += any(torch._C._is_alias_of(o, t) for t in tensors)
         meta.append((tuple(o.shape), o.dtype))
     # A torch.return_types result keeps its class (values/indices fields).
     structseq = type(out) if is_tuple and type(out) is not tuple else is_tuple
-    return structseq, tuple(meta)
+    if not aliases:
+        return structseq, tuple(meta), None
+    if aliases != len(outs):
+        return _unsupported("some of its results are views of an argument and some are not")
+    plan = view_plan(fn, args, kwargs, tensors, layouts or [None] * len(tensors), outs,
+                     "aten.as_strided" in recorder.seen)
+    if isinstance(plan, Refusal):
+        return plan
+    return structseq, tuple(meta), plan
+
+
+_MAX_VIEW_ELEMENTS = 1 << 22
+
+
+def _replay(t, step):
+    name, a = step[0], step[1]
+    kw = step[2] if len(step) > 2 and step[2] is not None else {}
+    return getattr(t, name)(*a, **kw)
+
+
+def _stand_in(meta, base, layout):
+    """A CPU tensor with ``meta``'s sizes whose elements are ``base`` plus
+    their flat (row-major) position; with ``layout``, laid out in a storage
+    as eager lays the argument out (storage not covered holds -1)."""
+    dt = torch.float64 if meta.dtype.is_floating_point else torch.int64
+    n = meta.numel()
+    values = torch.arange(base, base + n, dtype=dt).view(meta.shape)
+    if layout is None:
+        return values
+    sizes, strides, steps = layout
+    m = torch.empty_strided(sizes, strides, dtype=meta.dtype, device="meta")
+    for step in steps:
+        m = _replay(m, step)
+    if tuple(m.shape) != tuple(meta.shape):
+        raise ValueError("the layout recipe does not give the argument's sizes")
+    extent = m.untyped_storage().nbytes() // max(m.element_size(), 1)
+    storage = torch.full((extent,), -1, dtype=dt)
+    t = storage.as_strided(m.shape, m.stride(), m.storage_offset())
+    t.copy_(values)  # raises where the argument's elements overlap in memory
+    return t
+
+
+def _substitute(obj, stand_ins):
+    if isinstance(obj, torch.Tensor):
+        return stand_ins.get(id(obj), obj)
+    if type(obj) in (tuple, list):
+        return type(obj)(_substitute(o, stand_ins) for o in obj)
+    if type(obj) is dict:
+        return {k: _substitute(v, stand_ins) for k, v in obj.items()}
+    return obj
+
+
+def view_plan(fn, args, kwargs, tensors, layouts, outs, reads_storage):
+    """Per result of a view op: (index of the argument tensor it views, the
+    flat positions in that argument it reads, row-major), or a Refusal."""
+    for t, o in ((t, o) for o in outs for t in tensors if torch._C._is_alias_of(o, t)):
+        if o.dtype != t.dtype:
+            return _unsupported(f"its result reinterprets {t.dtype} as {o.dtype} "
+                                "(a view with another dtype; kiln has no complex dtypes)")
+    if any(t.dtype == torch.bool or t.dtype.is_complex for t in tensors):
+        return _unsupported("it views a bool or complex tensor")
+    if reads_storage and any(lay is None for lay in layouts):
+        return _unsupported("it reads the storage of a tensor the graph computed (as_strided: "
+                            "eager's memory layout of that tensor is not known to kiln)")
+    if sum(o.numel() for o in outs) > _MAX_VIEW_ELEMENTS:
+        return _unsupported("its view is too large to capture as a gather")
+    bases, stand_ins, base = [], {}, 0
+    try:
+        for t, lay in zip(tensors, layouts):
+            bases.append(base)
+            stand_ins[id(t)] = _stand_in(t, base, lay)
+            base += t.numel()
+        with torch.no_grad():
+            real = fn(*_substitute(args, stand_ins), **_substitute(kwargs or {}, stand_ins))
+    except Exception as e:  # noqa: BLE001 - any failure: not captured
+        first = str(e).splitlines()[0] if str(e) else ""
+        return _unsupported(f"its view could not be indexed ({type(e).__name__}: {first})")
+    reals = real if isinstance(real, tuple) else (real,)
+    plan = []
+    for o, r in zip(outs, reals):
+        if not isinstance(r, torch.Tensor) or tuple(r.shape) != tuple(o.shape):
+            return _unsupported("its view could not be indexed (another result on CPU)")
+        flat = r.reshape(-1).to(torch.int64)
+        if flat.numel() == 0:
+            which = next(i for i, t in enumerate(tensors) if torch._C._is_alias_of(o, t))
+            plan.append((which, ()))
+            continue
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0:
+            return _unsupported("its view reads storage the argument does not cover")
+        which = next(i for i, b in enumerate(bases) if b <= lo < b + tensors[i].numel())
+        if hi >= bases[which] + tensors[which].numel():
+            return _unsupported("its view reads more than one argument")
+        plan.append((which, tuple((flat - bases[which]).tolist())))
+    return tuple(plan)
 
 
 _PUBLIC = {"torch._C._special": "special", "torch._C._fft": "fft",
@@ -120,3 +227,31 @@ def qualified_name(fn) -> str:
         pub = _PUBLIC[mod]
         return f"torch.{pub}.{name.removeprefix(pub + '_')}"
     return f"{mod}.{name}" if mod else name
+
+
+def view_positions(sizes, layout, views, computed):
+    """Per view (a tuple of view steps from a root of ``sizes``), the root's
+    flat positions its elements are, row-major; or a str: why not. ``layout``:
+    the root's eager layout recipe (None: contiguous assumed, ``computed``
+    then says the root is a tensor the graph computed, whose eager layout is
+    not known, so steps that copy or not by layout are refused)."""
+    meta = torch.empty(sizes, dtype=torch.int64, device="meta")
+    try:
+        root = _stand_in(meta, 0, layout) if layout is not None else \
+            torch.arange(meta.numel()).view(sizes)
+        out = []
+        for steps in views:
+            t = root
+            for step in steps:
+                if computed and step[0] in ("reshape", "view", "contiguous", "flatten"):
+                    return f"a {step[0]} step on a tensor the graph computed"
+                t = _replay(t, step)
+            if not torch._C._is_alias_of(t, root):
+                return "a step of the view copies in eager"
+            flat = t.reshape(-1)
+            if flat.numel() and int(flat.min()) < 0:
+                return "the view covers storage the base does not"
+            out.append(tuple(flat.tolist()))
+        return tuple(out)
+    except Exception as e:  # noqa: BLE001 - any failure: not captured
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

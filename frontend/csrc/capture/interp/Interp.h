@@ -86,16 +86,15 @@ public:
   // --- in-place updates (ops/InPlace.cpp) ---
   /// Makes `result` the new value of tensor `target`, as the in-place op
   /// `what` ("Tensor.add_", "+=") does in eager: a tensor the graph computed
-  /// that nothing views is rebound; the caller's tensor (a graph input that
-  /// nothing views, aliasing no other input) is rebound and copied back
-  /// into the caller's storage after the graph; anything else throws
-  /// Unsupported. Returns `target`.
+  /// is rebound; the caller's tensor (a graph input aliasing no other input)
+  /// is rebound and copied back into the caller's storage after the graph;
+  /// views (and tensors with live views) are written through (ViewWrites.cpp).
   /// `except`: a view of `target` the update is made through (it receives
-  /// the new value itself), which does not count as a view that would miss it.
+  /// the new value). `viewsRebuilt`: ViewWrites.cpp rebuilds the views.
   /// `bumps`: how many times eager advances the tensor's version counter
   /// (0 for a kernel writing through its data pointer: BatchNorm's stats).
   VarP assignInPlace(const VarP &target, mlir::Value result, const std::string &what,
-                     const Var *except = nullptr, int bumps = 1);
+                     const Var *except = nullptr, int bumps = 1, bool viewsRebuilt = false);
   /// In-place Tensor methods that are not an op's `name_` form:
   /// `copy_(src)`, `fill_(value)`, `zero_()`; nullptr for other names.
   VarP callInPlaceMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
@@ -124,11 +123,12 @@ public:
   VarP tensorQuery(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                    const std::map<std::string, VarP> &kwargs);
   /// `self.stride([dim])`, `self.is_contiguous([memory_format])`: eager's
-  /// answer for a graph input (guarded by its Tensor guard) or a view of one
-  /// (replayed on a meta tensor); nullptr for other tensors (their layout is
-  /// the compiled code's, not eager's).
+  /// answer for a graph input (guarded) or a view of one (replayed on a meta
+  /// tensor); nullptr for others (their layout is the compiled code's).
   VarP tensorLayout(const VarP &self, const std::string &name, const std::vector<VarP> &args,
                     const std::map<std::string, VarP> &kwargs);
+  /// Eager's layout of an input (view): (sizes, strides, view steps), or null.
+  PyRef layoutRecipe(const VarP &self);
   /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
   /// a symbolic dim (noted in Capture::readSymbolicSize).
   VarP sizeVar(mlir::Value v, int64_t dim);

@@ -15,6 +15,7 @@
 #include "capture/interp/Interp.h"
 #include "capture/ops/TorchOpsImpl.h"
 #include "GilOnce.h"
+#include "ir/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -104,11 +105,12 @@ struct ArgConverter {
   Interpreter &I;
   std::vector<mlir::Value> operands;
   std::vector<PyRef> metas; ///< per operand
+  std::vector<VarP> vars;   ///< per operand: the first Var passed as it
 
   /// New reference to `v` as the probe sees it; fills `arg`.
   PyObject *convert(const VarP &v, FallbackArg &arg, int depth = 0) {
     if (v->isTensor())
-      return operand(v->value, arg);
+      return operand(v, arg);
     if (v->isConst()) {
       if (!isPlainConstant(v->obj.get()))
         throw Refused{"an argument is a " + std::string(Py_TYPE(v->obj.get())->tp_name)};
@@ -137,7 +139,8 @@ struct ArgConverter {
     throw Refused{"an argument is neither a tensor of the graph nor a Python constant"};
   }
 
-  PyObject *operand(mlir::Value value, FallbackArg &arg) {
+  PyObject *operand(const VarP &v, FallbackArg &arg) {
+    mlir::Value value = v->value;
     arg.kind = FallbackArg::Kind::Operand;
     for (size_t i = 0; i < operands.size(); ++i)
       if (operands[i] == value) { // the same tensor passed twice stays one object
@@ -154,6 +157,7 @@ struct ArgConverter {
     arg.operand = (int)operands.size();
     operands.push_back(value);
     metas.push_back(meta);
+    vars.push_back(v);
     Py_INCREF(meta.get());
     return meta.get();
   }
@@ -183,6 +187,114 @@ bool holdsVmapBatched(const VarP &v, int depth = 0) {
       if (holdsVmapBatched(item, depth + 1))
         return true;
   return false;
+}
+
+/// A fallback argument without tensors as a new Python object; null when
+/// it holds an operand.
+PyRef constantOf(const FallbackArg &a) {
+  if (a.kind == FallbackArg::Kind::Constant)
+    return copyLists(a.constant.get());
+  if (a.kind == FallbackArg::Kind::Operand)
+    return PyRef();
+  bool tuple = a.kind == FallbackArg::Kind::Tuple;
+  Py_ssize_t n = (Py_ssize_t)a.items.size();
+  PyRef seq = PyRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyRef item = constantOf(a.items[i]);
+    if (!item)
+      return PyRef();
+    if (tuple)
+      PyTuple_SET_ITEM(seq.get(), i, item.release());
+    else
+      PyList_SET_ITEM(seq.get(), i, item.release());
+  }
+  return seq;
+}
+
+/// Makes `r` (a view of `in` made by `step`) rebuildable from the graph
+/// input or computed tensor `in` views, as OpTracking's recordView does.
+void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step) {
+  int base = in->viewInput;
+  mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
+  if (base < 0 && !root) {
+    base = in->inputIndex;
+    if (base < 0 && in->fresh)
+      root = in->value;
+  }
+  if (base < 0 && !root)
+    return;
+  r->viewSteps = in->viewSteps;
+  r->viewSteps.push_back(std::move(step));
+  r->viewInput = base;
+  r->viewRoot = base < 0 ? root : mlir::Value();
+}
+
+/// The results of a view op (kiln._fallback.view_plan: per result, the
+/// operand it views and the flat positions it reads) as constant-index
+/// gathers of the operands, each result a view of its operand's Var. A
+/// Tensor method whose other arguments are constants also records the call
+/// as a view step, so a returned view is rebuilt from (and aliases) its
+/// base as in eager; other views are returned as copies (opaqueViews).
+VarP viewsAsGathers(Interpreter &I, const FallbackCall &call, const ArgConverter &conv,
+                    PyObject *views, const std::string &method, const std::vector<VarP> &args,
+                    const std::map<std::string, VarP> &kwargs, PyObject *kind) {
+  Emit e(I);
+  std::vector<VarP> results;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(views); ++i) {
+    PyObject *plan = PyTuple_GET_ITEM(views, i);
+    int which = (int)PyLong_AsLong(PyTuple_GET_ITEM(plan, 0));
+    PyObject *index = PyTuple_GET_ITEM(plan, 1);
+    const VarP &in = conv.vars[which];
+    Value src = conv.operands[which];
+    DType dt = dtypeOf(ttype(src).getElementType());
+    const std::vector<int64_t> &sizes = call.sizes[i];
+    Value v;
+    if (PyTuple_GET_SIZE(index) == 0) {
+      v = e.splat(sizes, dt, 0);
+    } else {
+      std::vector<double> idx;
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(index); ++k)
+        idx.push_back((double)PyLong_AsLongLong(PyTuple_GET_ITEM(index, k)));
+      int64_t n = ttype(src).getNumElements();
+      Value flat = e.reshape(src, {n});
+      Value ix = e.dense({(int64_t)idx.size()}, DType::I64, idx);
+      auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(0))};
+      v = e.reshape(e.checked<mlir::kiln::GatherOp>({flat, ix}, attrs, call.name), sizes);
+    }
+    VarP r = makeTensor(v);
+    r->fresh = false;
+    bool methodStep = !method.empty() && PyTuple_GET_SIZE(views) == 1 && which == 0 &&
+                      !args.empty() && args[0] == in;
+    PyRef pos = PyRef::steal(PyTuple_New(methodStep ? (Py_ssize_t)call.args.size() - 1 : 0));
+    for (size_t k = 1; methodStep && k < call.args.size(); ++k) {
+      PyRef c = constantOf(call.args[k]);
+      methodStep = (bool)c;
+      if (c)
+        PyTuple_SET_ITEM(pos.get(), (Py_ssize_t)k - 1, c.release());
+    }
+    PyRef kw = call.kwargs.empty() ? PyRef() : PyRef::steal(PyDict_New());
+    for (const auto &[key, a] : call.kwargs) {
+      PyRef c = constantOf(a);
+      methodStep = methodStep && c;
+      if (c)
+        PyDict_SetItem(kw.get(), key.get(), c.get());
+    }
+    if (methodStep)
+      recordViewStep(in, r, {method, pos, kw});
+    in->viewed = true;
+    if (r->viewInput < 0 && !r->viewRoot)
+      in->opaqueViews = true;
+    r->viewBase = in;
+    in->views.push_back(r);
+    results.push_back(r);
+  }
+  (void)kwargs;
+  if (!call.tupleResult)
+    return results[0];
+  VarP tuple = makeSeq(Var::Kind::Tuple, results);
+  if (PyType_Check(kind))
+    tuple->obj = PyRef::borrow(kind);
+  return tuple;
 }
 
 } // namespace
@@ -282,8 +394,15 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     PyObject *probe = probeOnce.get([] { return fallbackHelper("probe"); });
     if (!probe)
       throw Refused{"kiln._fallback is missing"};
-    probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(
-        probe, callable.get(), metaArgs.get(), metaKwargs.get(), tensors.get(), nullptr));
+    PyRef layouts = PyRef::steal(PyTuple_New((Py_ssize_t)conv.vars.size()));
+    for (size_t i = 0; i < conv.vars.size(); ++i) {
+      PyRef lay = layoutRecipe(conv.vars[i]);
+      PyTuple_SET_ITEM(layouts.get(), (Py_ssize_t)i,
+                       (lay ? lay : PyRef::borrow(Py_None)).release());
+    }
+    probeResult = PyRef::steal(PyObject_CallFunctionObjArgs(probe, callable.get(), metaArgs.get(),
+                                                            metaKwargs.get(), tensors.get(),
+                                                            layouts.get(), nullptr));
     if (!probeResult)
       throw Refused{withPythonError("the meta run failed")};
     if (!PyTuple_CheckExact(probeResult.get())) // a kiln._fallback.Refusal
@@ -317,6 +436,10 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
                       original ? std::string(original->what()) + " (" + msg + ")" : msg,
                       original ? original->hint : "");
   }
+  PyObject *views = PyTuple_GET_ITEM(probeResult.get(), 2);
+  if (views != Py_None)
+    return viewsAsGathers(*this, call, conv, views, method, args, kwargs,
+                          PyTuple_GET_ITEM(probeResult.get(), 0));
   // The IR: a declaration per call, called with the tensor operands.
   std::string callee = "kiln_fallback_" + std::to_string(out_.fallbacks.size());
   llvm::SmallVector<mlir::Type> operandTypes, resultTypes;

@@ -11,8 +11,10 @@
 // Entry.cpp before the frame returns or a break resumes), and its version
 // counter is advanced by the number of in-place ops, as eager would.
 //
-// Refused (a graph break, so eager does it): updates of views (of inputs, or
-// of computed tensors something else still holds) and of tensors something
+// An update of a view (of an input, or of a computed tensor something else
+// still holds) is written through to the root of its view chain and every
+// live view of it is rebuilt (ViewWrites.cpp).
+// Refused (a graph break, so eager does it): updates of tensors something
 // views, of an input sharing storage with another input (checked at capture
 // and guarded per call), of an input that requires grad in grad mode, and
 // updates that would change the shape or cast a float result into an
@@ -119,7 +121,7 @@ int Interpreter::checkWriteBacks() {
 }
 
 VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::string &what,
-                                const Var *except, int bumps) {
+                                const Var *except, int bumps, bool viewsRebuilt) {
   if (!target->isTensor())
     throw Unsupported(BreakCategory::UserError, what + " expects a tensor");
   if (target->vmapLevels > 0)
@@ -134,15 +136,30 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
     throw Unsupported(BreakCategory::UserError, what + ": result type " + dtypeName(fromDt) +
                                                     " can't be cast to " + dtypeName(toDt));
   result = Emit(*this).cast(result, toDt);
-  if (hasLiveViews(*target, except))
+  int input = target->inputIndex;
+  if (!viewsRebuilt && input < 0 && !target->fresh && !target->itemOf && target->viewBase &&
+      !onlyHolderOfBases(*target))
+    return writeThroughView(*this, target, result, what, bumps); // ViewWrites.cpp
+  if (!viewsRebuilt && !except && !target->viewBase && (input >= 0 || target->fresh) &&
+      hasLiveViews(*target, nullptr))
+    return writeThroughView(*this, target, result, what, bumps); // its views rebuilt
+  if (!viewsRebuilt && hasLiveViews(*target, except))
     throw Unsupported(BreakCategory::SideEffect,
                       what + " on a tensor that a live view was taken of is not supported yet");
-  int input = target->inputIndex;
   if (input < 0 && !target->fresh && target->itemOf) {
     // `x[i] += v`, `x[i].add_(v)`: the view takes the new value and the
-    // update is assigned into its base (TensorSetItem.cpp).
+    // update is assigned into its base (TensorSetItem.cpp). When the base
+    // has other live views, it is written through and they are rebuilt.
+    if (!viewsRebuilt && hasLiveViews(*target->itemOf, target.get()))
+      return writeThroughView(*this, target, result, what, bumps); // ViewWrites.cpp
+    Value before = target->value;
     target->value = result;
-    tensorSetItem(target->itemOf, makeConst(target->itemIndex), target);
+    try {
+      tensorSetItem(target->itemOf, makeConst(target->itemIndex), target);
+    } catch (...) {
+      target->value = before; // a break: nothing was updated
+      throw;
+    }
     return target;
   }
   if (input < 0) {

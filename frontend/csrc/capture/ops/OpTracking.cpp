@@ -22,7 +22,7 @@ namespace {
 void recordView(const VarP &in, const VarP &r, const OpDef &op) {
   int base = in->viewInput;
   mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
-  std::vector<std::pair<std::string, PyRef>> steps = in->viewSteps;
+  std::vector<Var::ViewStep> steps = in->viewSteps;
   if (base < 0 && !root) {
     // The caller's tensor itself (its value may be an in-place update's),
     // or a tensor the graph computed.

@@ -57,6 +57,14 @@ std::vector<int64_t> shapeArg(const VarP &v, const char *what);
 /// reference); null, with no Python error set, for a symbolic shape or when
 /// torch cannot make one (Fallback.cpp).
 PyRef metaTensorOf(mlir::Value value);
+/// An in-place update of view `target` (its new value `result`) written
+/// through to the tensor at the root of its view chain (a graph input, or
+/// a tensor the graph computed), whose live views are all rebuilt from
+/// the new root (ViewWrites.cpp); `target` a root with live views:
+/// rebound, its views rebuilt. Unsupported when a view cannot be rebuilt
+/// exactly or the view's elements overlap. Returns `target`.
+VarP writeThroughView(Interpreter &I, const VarP &target, mlir::Value result,
+                      const std::string &what, int bumps);
 bool hasSymInt(const VarP &v);
 /// Whether `v` (an int or a sequence) holds any SymInt.
 bool anySymInt(const VarP &v);

@@ -445,7 +445,8 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
   PyRef t = PyRef::steal(PyObject_Call(emptyStrided, shapeArgs.get(), kw.get()));
   for (size_t i = 0; t && self->viewInput >= 0 && i < self->viewSteps.size(); ++i) {
     PyRef method = PyRef::steal(PyObject_GetAttrString(t.get(), self->viewSteps[i].first.c_str()));
-    t = method ? PyRef::steal(PyObject_Call(method.get(), self->viewSteps[i].second.get(), nullptr))
+    t = method ? PyRef::steal(PyObject_Call(method.get(), self->viewSteps[i].second.get(),
+                                            self->viewSteps[i].kwargs.get()))
                : PyRef();
   }
   PyRef callArgs = PyRef::steal(PyTuple_New(args.size()));
@@ -462,6 +463,31 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
     throw Unsupported(BreakCategory::UnsupportedOp,
                       withPythonError("Tensor." + name + "() of a view of an input"));
   return makeConst(answer);
+}
+
+PyRef Interpreter::layoutRecipe(const VarP &self) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value);
+  int input = self->viewInput >= 0 ? self->viewInput : arg ? (int)arg.getArgNumber() : -1;
+  if (input < 0 || input >= (int)out_.inputs.size() || (self->viewInput < 0 && !arg) ||
+      self->vmapLevels > 0)
+    return PyRef();
+  const Guard *tg = nullptr;
+  for (const Guard &g : out_.guards)
+    if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
+      tg = &g;
+  if (!tg || tg->strides.size() != tg->sizes.size())
+    return PyRef();
+  PyRef steps = PyRef::steal(PyTuple_New(self->viewInput >= 0 ? self->viewSteps.size() : 0));
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(steps.get()); ++i) {
+    const Var::ViewStep &st = self->viewSteps[i];
+    PyRef name = PyRef::steal(PyUnicode_FromString(st.first.c_str()));
+    PyTuple_SET_ITEM(
+        steps.get(), i,
+        PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs ? st.kwargs.get() : Py_None));
+  }
+  PyRef sizes = PyRef::steal(intTuple(tg->sizes));
+  PyRef strides = PyRef::steal(intTuple(tg->strides));
+  return PyRef::steal(PyTuple_Pack(3, sizes.get(), strides.get(), steps.get()));
 }
 
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,

@@ -103,7 +103,14 @@ struct Var {
   /// rebuilt by replaying `viewSteps` (method name, argument tuple) on the
   /// caller's tensor so that it aliases the input as in eager.
   int viewInput = -1;
-  std::vector<std::pair<std::string, PyRef>> viewSteps;
+  /// One replayed call: method `first` with positional `second` (a tuple)
+  /// and keywords `kwargs` (a dict, or null).
+  struct ViewStep {
+    std::string first;
+    PyRef second;
+    PyRef kwargs;
+  };
+  std::vector<ViewStep> viewSteps;
   /// Tensor: a view (chain) of a tensor the graph computed, whose value is
   /// `viewRoot` (set only when `viewInput` is not): returned, it is rebuilt
   /// by replaying `viewSteps` on that graph result, so that it aliases the
