@@ -300,3 +300,18 @@ def test_broadcast_shapes_is_a_constant():
         return x + 1, torch.broadcast_shapes(x.shape, (1, 8)), torch.Size([2, 3])
 
     whole_graph(f, torch.randn(4, 8))
+
+
+def test_keyword_order_is_the_call_order():
+    # kwargs are kept in sorted maps inside the capture: dict(b=..., a=...)
+    # and a function's **kwargs must still iterate in the call's order.
+    def collect(**kw):
+        return kw
+
+    def f(x):
+        d = dict(b=x, a=x + 1)
+        kw = collect(c=1, b=x, a=2)
+        return list(d), list(kw), list(collect(**kw)), d["b"] + kw["b"]
+
+    whole_graph(f, torch.ones(2))
+    assert kiln.compile(f)(torch.ones(2))[:3] == (["b", "a"], ["c", "b", "a"], ["c", "b", "a"])

@@ -30,10 +30,14 @@ void OpcodeHandlers::call(Interpreter &interp, Frame &f, const Instr &in, StepCo
   if (a->kind != Var::Kind::Null)
     args.insert(args.begin(), b);
   std::map<std::string, VarP> kwargs;
+  interp.kwOrder_.clear();
   if (f.kwNames) {
     Py_ssize_t nk = PyTuple_GET_SIZE(f.kwNames.get());
-    for (Py_ssize_t i = 0; i < nk; ++i)
-      kwargs[PyUnicode_AsUTF8(PyTuple_GET_ITEM(f.kwNames.get(), i))] = args[args.size() - nk + i];
+    for (Py_ssize_t i = 0; i < nk; ++i) {
+      const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(f.kwNames.get(), i));
+      kwargs[k] = args[args.size() - nk + i];
+      interp.kwOrder_.push_back(k);
+    }
     args.resize(args.size() - nk);
     f.kwNames = PyRef();
   }
@@ -52,12 +56,15 @@ void OpcodeHandlers::callFunctionEx(Interpreter &interp, Frame &f, const Instr &
     popValue(f);
   std::vector<VarP> args = interp.iterItems(argsVar);
   std::map<std::string, VarP> kwargs;
+  std::vector<std::string> order;
   if (kwVar)
     for (auto &[k, v] : interp.dictItems(kwVar)) {
       if (!PyUnicode_Check(k.get()))
         throw Unsupported(BreakCategory::UserError, "keywords must be strings");
       kwargs[PyUnicode_AsUTF8(k.get())] = v;
+      order.push_back(PyUnicode_AsUTF8(k.get()));
     }
+  interp.kwOrder_ = std::move(order);
   f.stack.push_back(interp.call(callee, args, kwargs));
 }
 
@@ -393,6 +400,23 @@ VarP Interpreter::callPythonFunction(const VarP &callee, PyObject *fn, std::vect
     return withFallback(fn, "", args, kwargs,
                         [&] { return inlineFunction(fn, callee->source, args, kwargs); });
   return inlineFunction(fn, callee->source, args, kwargs);
+}
+
+std::vector<std::string> Interpreter::callOrder(std::vector<std::string> keys,
+                                                const std::string &what) const {
+  // kwargs maps are sorted; a dict built from them (`dict(b=x, a=y)`, a
+  // function's **kwargs) must keep the call's order, which kwOrder_ holds
+  // unless another call was dispatched in between.
+  if (keys.size() < 2)
+    return keys;
+  std::vector<std::string> ordered;
+  for (const std::string &k : kwOrder_)
+    if (std::binary_search(keys.begin(), keys.end(), k))
+      ordered.push_back(k);
+  if (ordered.size() != keys.size())
+    throw Unsupported(BreakCategory::Other,
+                      what + ": the order of its keyword arguments is not known here");
+  return ordered;
 }
 
 } // namespace kiln

@@ -73,9 +73,12 @@ VarP Interpreter::builtinDict(std::vector<VarP> &args, std::map<std::string, Var
       }
     }
   }
-  for (auto &[k, v] : kwargs) {
+  std::vector<std::string> keys;
+  for (auto &[k, v] : kwargs)
+    keys.push_back(k);
+  for (const std::string &k : callOrder(keys, "dict(**kwargs)")) {
     PyRef key = PyRef::steal(PyUnicode_FromString(k.c_str()));
-    dictSet(d, key.get(), v);
+    dictSet(d, key.get(), kwargs[k]);
   }
   return d;
 }

@@ -138,18 +138,22 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   auto extra = std::make_shared<Var>(); // **kwargs: the unmatched keywords
   extra->kind = Var::Kind::Dict;
   int posOnly = code->co_posonlyargcount;
+  std::vector<std::string> unmatched; // sorted, as kwargs
   for (auto &[k, v] : kwargs) {
     auto it = std::find(names.begin() + posOnly, names.begin() + npos + nkw, k);
     if (it == names.begin() + npos + nkw) {
       if (!varkw)
         throw Unsupported(BreakCategory::UserError, "unexpected keyword argument '" + k + "'");
-      extra->keys.push_back(PyRef::steal(PyUnicode_FromString(k.c_str())));
-      extra->items.push_back(v);
+      unmatched.push_back(k);
       continue;
     }
     if (f.locals[it - names.begin()])
       throw Unsupported(BreakCategory::UserError, "multiple values for argument '" + k + "'");
     f.locals[it - names.begin()] = v;
+  }
+  for (const std::string &k : callOrder(unmatched, "**kwargs of " + pyText(func->func_qualname))) {
+    extra->keys.push_back(PyRef::steal(PyUnicode_FromString(k.c_str())));
+    extra->items.push_back(kwargs.at(k));
   }
   if (varkw)
     f.locals[npos + nkw + (varargs ? 1 : 0)] = extra;

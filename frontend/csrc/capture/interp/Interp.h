@@ -578,6 +578,10 @@ private:
   VarP builtinFrozenset(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// dict(...)/OrderedDict(...)/defaultdict(factory, ...) as a Dict Var (Collections.cpp).
   VarP builtinDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// `keys` (of a sorted kwargs map) in the order the dispatching call passed
+  /// them (kwOrder_); throws Unsupported when that order is not known.
+  std::vector<std::string> callOrder(std::vector<std::string> keys, const std::string &what) const;
+  std::vector<std::string> kwOrder_; ///< keywords of the last CALL/CALL_FUNCTION_EX, in order
   VarP makeOrderedDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   VarP makeDefaultDict(std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
   /// update/setdefault/clear/copy of a Dict Var built here, clear of a
