@@ -173,17 +173,8 @@ def test_list_of_sizes_mutated_longformer_chunk():
         return x[..., : dims[1]].reshape(dims[:2]), tuple(dims), alias
 
     whole_graph(f, torch.randn(4, 8))
-
-    def chunk(h, w=4):
-        h = h.view(h.size(0), h.size(1) // (w * 2), w * 2, h.size(2))
-        size = list(h.size())
-        size[1] = size[1] * 2 - 1
-        stride = list(h.stride())
-        stride[1] = stride[1] // 2
-        return h.as_strided(size=size, stride=stride)
-
-    x = torch.randn(1, 64, 1)
-    assert kiln.compile(chunk)(x).shape == chunk(x).shape == (1, 15, 8, 1)
+    # Lists of sizes/strides edited in place then read back by a tensor op:
+    # test_views_capture.py's longformer_chunk.
 
 
 def test_caller_kwargs_pop_is_replayed_and_guarded():
@@ -255,7 +246,9 @@ def test_unreplayed_mutations_of_the_callers_containers_break():
         assert stats()["graph_breaks"] >= 1
 
 
-def test_mutable_default_argument_of_inlined_function_breaks():
+def test_mutable_default_argument_of_inlined_function_is_updated():
+    # The default list is read through `inner.__defaults__`: its mutation is
+    # replayed on the real list after the graph, as eager mutates it.
     def inner(acc=[]):
         acc += [1]
         return len(acc)
@@ -267,7 +260,7 @@ def test_mutable_default_argument_of_inlined_function_breaks():
     assert_close(compiled(torch.ones(2)), torch.ones(2))
     assert_close(compiled(torch.ones(2)), torch.ones(2) * 2)
     assert inner.__defaults__ == ([1, 1],)
-    assert stats()["graph_breaks"] >= 1
+    assert stats()["graph_breaks"] == 0
 
 
 class Loud:

@@ -197,24 +197,6 @@ def test_submodule_over_base_class_method_follows_python_lookup():
     assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0, s
 
 
-def longformer_chunk(h, w=4):
-    h = h.view(h.size(0), h.size(1) // (w * 2), w * 2, h.size(2))
-    size = list(h.size())
-    size[1] = size[1] * 2 - 1
-    stride = list(h.stride())
-    stride[1] = stride[1] // 2
-    return h.as_strided(size=size, stride=stride)
-
-
-def test_longformer_chunk_matches_eager():
-    x = torch.randn(1, 64, 1)
-    out = kiln.compile(longformer_chunk)(x)
-    expected = longformer_chunk(x)
-    assert out.shape == expected.shape == (1, 15, 8, 1)
-    assert out.stride() == expected.stride()
-    assert_close(out, expected)
-
-
 def test_list_aliased_by_local_and_stack_across_break():
     def f(x):
         size = list(x.shape)

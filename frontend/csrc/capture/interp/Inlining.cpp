@@ -122,6 +122,17 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
   // its frame to the next yield when the consumer asks (Iterators.cpp).
   f.generator = code->co_flags & CO_GENERATOR;
   f.code = &codeInfo(func->func_code);
+  // The function object's code, defaults and keyword defaults can be
+  // reassigned after compiling (Jupyter's autoreload patches `__code__` in
+  // place): guard them unless the frame itself made the function.
+  auto fnAttr = [&](const char *attr) {
+    if (fnSource < 0)
+      fnSource = out_.sources.add(Source::Kind::Constant, -1, 0, fn);
+    return out_.sources.add(Source::Kind::Attr, fnSource, 0,
+                            PyRef::steal(PyUnicode_InternFromString(attr)).get());
+  };
+  if (!made)
+    fromSource(func->func_code, fnAttr("__code__"), false);
   std::vector<std::string> names = localNames(code);
   f.locals.resize(names.size());
   int npos = code->co_argcount, nkw = code->co_kwonlyargcount;
@@ -174,16 +185,12 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
         f.locals[i] = (*varDefaults)[d];
         continue;
       }
+      // A default is read through `__defaults__` (a tensor is a graph input,
+      // anything else a guarded value).
       PyObject *dv = PyTuple_GET_ITEM(defaults, d);
-      if (isTensor(dv)) {
-        // A tensor default is a graph input (read through __defaults__).
-        int fs = fnSource >= 0 ? fnSource : out_.sources.add(Source::Kind::Constant, -1, 0, fn);
-        PyRef key = PyRef::steal(PyUnicode_FromString("__defaults__"));
-        int ds = out_.sources.add(Source::Kind::Attr, fs, 0, key.get());
-        f.locals[i] = fromSource(dv, out_.sources.add(Source::Kind::TupleItem, ds, d, nullptr));
-      } else {
-        f.locals[i] = makeConst(PyRef::borrow(dv));
-      }
+      int ds = fnAttr("__defaults__");
+      guardLength(ds, PyTuple_GET_SIZE(defaults));
+      f.locals[i] = fromSource(dv, out_.sources.add(Source::Kind::TupleItem, ds, d, nullptr));
     }
   for (int i = npos; i < npos + nkw; ++i)
     if (!f.locals[i]) {
@@ -193,12 +200,12 @@ VarP Interpreter::inlineFunction(PyObject *fn, int fnSource, std::vector<VarP> &
         f.locals[i] = made->fnKwDefaults->items[at];
         continue;
       }
-      PyObject *v = func->func_kwdefaults
-                        ? PyDict_GetItemString(func->func_kwdefaults, names[i].c_str())
-                        : nullptr;
+      PyObject *v =
+          func->func_kwdefaults ? PyDict_GetItem(func->func_kwdefaults, key.get()) : nullptr;
       if (!v)
         throw Unsupported(BreakCategory::UserError, "missing keyword argument '" + names[i] + "'");
-      f.locals[i] = makeConst(PyRef::borrow(v));
+      f.locals[i] = fromSource(
+          v, out_.sources.add(Source::Kind::DictItem, fnAttr("__kwdefaults__"), 0, key.get()));
     }
   f.globals = PyRef::borrow(func->func_globals);
   f.globalsSource = fnSource >= 0

@@ -211,24 +211,6 @@ PyRef constantOf(const FallbackArg &a) {
   return seq;
 }
 
-/// Makes `r` (a view of `in` made by `step`) rebuildable from the graph
-/// input or computed tensor `in` views, as OpTracking's recordView does.
-void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step) {
-  int base = in->viewInput;
-  mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
-  if (base < 0 && !root) {
-    base = in->inputIndex;
-    if (base < 0 && in->fresh)
-      root = in->value;
-  }
-  if (base < 0 && !root)
-    return;
-  r->viewSteps = in->viewSteps;
-  r->viewSteps.push_back(std::move(step));
-  r->viewInput = base;
-  r->viewRoot = base < 0 ? root : mlir::Value();
-}
-
 /// The results of a view op (kiln._fallback.view_plan: per result, the
 /// operand it views and the flat positions it reads) as constant-index
 /// gathers of the operands, each result a view of its operand's Var. A

@@ -20,18 +20,6 @@ namespace {
 /// or a tensor the graph computed, with the torch calls that rebuild it
 /// from that base.
 void recordView(const VarP &in, const VarP &r, const OpDef &op) {
-  int base = in->viewInput;
-  mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
-  std::vector<Var::ViewStep> steps = in->viewSteps;
-  if (base < 0 && !root) {
-    // The caller's tensor itself (its value may be an in-place update's),
-    // or a tensor the graph computed.
-    base = in->inputIndex;
-    if (base < 0 && in->fresh)
-      root = in->value;
-  }
-  if (base < 0 && !root)
-    return;
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
     // A symbolic size replays as -1 (reshape infers it, expand keeps it).
@@ -42,23 +30,24 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
   };
   mlir::Operation *def = r->value.getDefiningOp();
   if (op.is(ReplaysAsContiguous)) {
-    steps.push_back({"contiguous", PyRef::steal(PyTuple_New(0))});
+    recordViewStep(in, r, {"contiguous", PyRef::steal(PyTuple_New(0))});
   } else if (op.is(Detaches)) {
-    steps.push_back({"detach", PyRef::steal(PyTuple_New(0))});
+    recordViewStep(in, r, {"detach", PyRef::steal(PyTuple_New(0))});
   } else if (r->value == in->value) {
     // A no-op view (same shape/dtype; casts returned the input itself
     // before): eager returns a new view object of the input, `t[...]`
     // (valid for any number of symbolic dims, unlike view(-1, -1)).
-    steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
+    recordViewStep(in, r, {"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
   } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
-    steps.push_back({"permute", ints(p.getDims())});
+    recordViewStep(in, r, {"permute", ints(p.getDims())});
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) &&
              llvm::count_if(ttype(r->value).getShape(), mlir::ShapedType::isDynamic) > 1) {
     return; // reshape(-1, -1): only one size can be inferred; returned as a copy
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
              llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
-    steps.push_back({llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
-                     ints(ttype(r->value).getShape())});
+    recordViewStep(in, r,
+                   {llvm::isa<mlir::kiln::ReshapeOp>(def) ? "reshape" : "expand",
+                    ints(ttype(r->value).getShape())});
   } else if (auto sl = llvm::dyn_cast_or_null<mlir::kiln::SliceOp>(def)) {
     PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
     for (size_t i = 0; i < sl.getStart().size(); ++i) {
@@ -69,19 +58,32 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
       PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
       PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
     }
-    steps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, index.get()))});
+    recordViewStep(in, r, {"__getitem__", PyRef::steal(PyTuple_Pack(1, index.get()))});
   } else if (llvm::isa_and_nonnull<mlir::kiln::CastOp>(def)) {
     PyObject *dt = dtypeObject(dtypeOf(ttype(r->value).getElementType()));
-    steps.push_back({"to", PyRef::steal(PyTuple_Pack(1, dt))});
-  } else {
-    return; // not a replayable view: returned as a copy
-  }
-  r->viewInput = base;
-  r->viewRoot = base < 0 ? root : mlir::Value();
-  r->viewSteps = std::move(steps);
+    recordViewStep(in, r, {"to", PyRef::steal(PyTuple_Pack(1, dt))});
+  } // else not a replayable view: returned as a copy
 }
 
 } // namespace
+
+void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step) {
+  int base = in->viewInput;
+  mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
+  if (base < 0 && !root) {
+    // The caller's tensor itself (its value may be an in-place update's),
+    // or a tensor the graph computed.
+    base = in->inputIndex;
+    if (base < 0 && in->fresh)
+      root = in->value;
+  }
+  if (base < 0 && !root)
+    return;
+  r->viewSteps = in->viewSteps;
+  r->viewSteps.push_back(std::move(step));
+  r->viewInput = base;
+  r->viewRoot = base < 0 ? root : mlir::Value();
+}
 
 VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &what) {
   VarP in = a.get("input");

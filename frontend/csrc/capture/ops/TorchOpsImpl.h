@@ -91,6 +91,11 @@ DType dtypeOfScalar(const VarP &v);
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a);
 /// Applies registered op `op` (by its kiln-level name) through applyTracked.
 VarP applyTracked(Interpreter &I, const std::string &op, Args &a);
+/// Makes `r`, a view of `in` made by torch call `step`, rebuildable from
+/// the graph input or graph-computed tensor `in` views (or is itself): the
+/// steps that rebuild `in` plus `step`. A view of anything else keeps no
+/// steps (it is returned as a copy) (OpTracking.cpp).
+void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step);
 /// Applies `op` as an in-place update of its `input` (`what` names the call
 /// in errors): only a graph-computed tensor nothing views may be updated.
 VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &what);
