@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import kiln
-from conftest import assert_close, stats
+from conftest import assert_close, stats, whole_graph
 
 
 def counts():
@@ -255,3 +255,45 @@ def test_vmap_result_updated_in_place_is_not_captured_wrongly():
     x = torch.randn(4)
     report = kiln.explain(f)(x)
     assert_close(report.out, f(x))
+
+
+# --- torch.inference_mode: a grad-mode region like no_grad ----------------
+
+def test_inference_mode_block_is_one_graph():
+    lin = nn.Linear(4, 4)
+
+    def f(x):
+        with torch.inference_mode():
+            y = lin(x)
+        return y * 2, torch.is_grad_enabled()
+
+    x = torch.randn(2, 4)
+    out, grad_on = whole_graph(f, x)
+    assert grad_on is True  # the caller's mode after the block, as eager
+    assert not out.requires_grad
+
+
+def test_inference_mode_false_is_enable_grad():
+    lin = nn.Linear(4, 4)
+
+    def f(x):
+        with torch.no_grad():
+            with torch.inference_mode(mode=False):
+                y = lin(x)
+        return y
+
+    x = torch.randn(2, 4)
+    out = kiln.compile(f)(x)
+    assert out.requires_grad == f(x).requires_grad == True  # noqa: E712
+    assert_close(out, f(x))
+
+
+def test_inference_mode_decorated_helper_is_inlined():
+    @torch.inference_mode()
+    def helper(x):
+        return torch.tanh(x) + 1
+
+    def f(x):
+        return helper(x) * 3
+
+    whole_graph(f, torch.randn(5))

@@ -2,8 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // `BEFORE_WITH` on a context manager, in three ways:
-//  - torch.no_grad()/enable_grad(): the grad mode of the region is tracked
-//    (its `__exit__` call restores it, Calls.cpp's Interpreter::call);
+//  - torch.no_grad()/enable_grad()/inference_mode(mode): the grad mode of
+//    the region is tracked (its `__exit__` call restores it, Calls.cpp's
+//    Interpreter::call);
 //  - a context manager whose type defines `__enter__` and `__exit__` as
 //    Python functions: both are inlined like any method (`__enter__` now,
 //    `__exit__(None, None, None)` when the body ends: exceptions never
@@ -55,6 +56,16 @@ PyRef pythonMethodOfType(PyObject *obj, const char *name) {
   PyRef fn = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(obj)), name));
   PyErr_Clear();
   return fn && PyFunction_Check(fn.get()) ? fn : PyRef();
+}
+
+/// torch.inference_mode (borrowed; null when this torch lacks it).
+PyObject *inferenceModeType() {
+  static PyOnce inferenceOnce;
+  return inferenceOnce.get([] {
+    PyObject *t = PyObject_GetAttrString(torchModule(), "inference_mode");
+    PyErr_Clear();
+    return t;
+  });
 }
 
 /// torch._C._set_grad_enabled (borrowed; null when this torch lacks it).
@@ -120,10 +131,21 @@ VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
     return ctx;
   if (!transparentContextType(cls) && !isGradContextType(cls))
     return nullptr;
-  if (!args.empty() || !kwargs.empty())
+  // torch.inference_mode(mode=True) takes its mode; the others no arguments.
+  VarP mode = args.size() == 1 && kwargs.empty()                           ? args[0]
+              : args.empty() && kwargs.size() == 1 && kwargs.count("mode") ? kwargs["mode"]
+                                                                           : nullptr;
+  PyObject *m = mode && mode->isConst() ? mode->obj.get() : nullptr;
+  if (cls == inferenceModeType() && m && !PyBool_Check(m))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "torch.inference_mode with a " +
+                          pyText(reinterpret_cast<PyObject *>(Py_TYPE(m))) +
+                          " (a function to decorate) inside a compiled region");
+  if ((!args.empty() || !kwargs.empty()) && !(cls == inferenceModeType() && m))
     throw Unsupported(BreakCategory::PythonBuiltin,
                       "context manager " + pyText(cls) + " with arguments");
-  PyRef ctx = PyRef::steal(PyObject_CallNoArgs(cls)); // no side effects (see above)
+  // No side effects (see above; inference_mode's __init__ stores its mode).
+  PyRef ctx = PyRef::steal(m ? PyObject_CallOneArg(cls, m) : PyObject_CallNoArgs(cls));
   if (!ctx)
     throw Unsupported(BreakCategory::PythonBuiltin,
                       withPythonError("cannot create the context manager " + pyText(cls)));
@@ -209,7 +231,7 @@ bool Interpreter::isGradContextType(PyObject *t) {
   static PyOnce enableGradOnce;
   PyObject *enableGrad =
       enableGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "enable_grad"); });
-  return t && (t == noGrad || t == enableGrad);
+  return t && (t == noGrad || t == enableGrad || t == inferenceModeType());
 }
 
 int Interpreter::gradContextMode(const VarP &ctx) {
@@ -221,6 +243,15 @@ int Interpreter::gradContextMode(const VarP &ctx) {
   static PyOnce enableGradOnce;
   PyObject *enableGrad =
       enableGradOnce.get([] { return PyObject_GetAttrString(torchModule(), "enable_grad"); });
+  if (t == inferenceModeType()) {
+    // c10::InferenceMode(enabled) sets grad mode to !enabled: in a captured
+    // region inference_mode() is no_grad() and inference_mode(False) is
+    // enable_grad(). Results are normal tensors, not inference tensors
+    // (docs/status.md).
+    PyRef m = PyRef::steal(PyObject_GetAttrString(ctx->obj.get(), "mode"));
+    PyErr_Clear();
+    return m.get() == Py_False ? 1 : 0;
+  }
   return t == enableGrad ? 1 : 0;
 }
 
