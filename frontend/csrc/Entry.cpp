@@ -211,7 +211,37 @@ std::string describeSymbol(const Entry &entry, size_t i) {
          " at capture)";
 }
 
-bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results) {
+namespace {
+
+/// Raises eager's IndexError when the graph's index check (Capture::
+/// indexCheck, a 0-d i64 result) flagged an out-of-range index. Graphs on
+/// other devices keep the clamped reads: reading the flag would wait for
+/// the device on every call (docs/status.md).
+bool checkIndices(const Entry &entry, const std::vector<PyRef> &results) {
+  if (entry.indexCheck < 0 || entry.indexCheck >= (int)results.size())
+    return true;
+  PyObject *flag = results[entry.indexCheck].get();
+  PyRef onCpu = PyRef::steal(PyObject_GetAttrString(flag, "is_cpu"));
+  if (!onCpu)
+    return false;
+  if (onCpu.get() != Py_True)
+    return true;
+  const void *p = tensorDataPtr(flag);
+  if (!p)
+    return !PyErr_Occurred();
+  int64_t bad;
+  std::memcpy(&bad, p, sizeof(bad));
+  if (!bad)
+    return true;
+  PyErr_SetString(PyExc_IndexError,
+                  "index out of range in self (an index tensor given to indexing, "
+                  "index_select, gather, embedding or a loss target was outside the dim it "
+                  "reads; kiln checked it after the graph ran, eager raises at that op)");
+  return false;
+}
+
+bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
+                       std::vector<PyRef> &results) {
   if (entry.program)
     return runProgram(*entry.program, inputs, results);
   if (entry.cudaRunner)
@@ -279,6 +309,12 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector
     Py_END_ALLOW_THREADS
   }
   return true;
+}
+
+} // namespace
+
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results) {
+  return runGraphUnchecked(entry, inputs, results) && checkIndices(entry, results);
 }
 
 namespace {

@@ -40,6 +40,8 @@ struct Entry {
   /// the symbols, see checkSymbols).
   std::vector<SizeGuard> sizeGuards;
   std::vector<OutputSlot> outputs;
+  /// Result that flags an out-of-range data index (Capture::indexCheck).
+  int indexCheck = -1;
   /// Side effects replayed after the graph runs (Capture::effects).
   std::vector<SideEffect> effects;
   std::vector<OutputSlot> effectValues;
@@ -96,7 +98,8 @@ std::string describeSymbol(const Entry &entry, size_t i);
 
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
 /// returns the graph results as new references, or false with a Python
-/// error set.
+/// error set (eager's IndexError when the graph's index check flagged an
+/// out-of-range index, Entry::indexCheck).
 bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results);
 
 /// Rebuilds the Python return value from graph results and inputs

@@ -361,6 +361,10 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                                   " is an expression of symbolic sizes, not one of them",
                               hint::kSpecializeSizes);
       }
+    if (mlir::Value check = indexRangeCheck(interp, entry)) {
+      out.indexCheck = (int)results.size();
+      results.push_back(check);
+    }
     b.create<mlir::func::ReturnOp>(interp.loc(), results);
     llvm::SmallVector<mlir::Type> resultTypes;
     for (mlir::Value r : results) {

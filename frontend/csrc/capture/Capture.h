@@ -257,6 +257,10 @@ struct Capture {
   /// `steps` (empty when there is no fallback: one compiled function).
   std::vector<FallbackCall> fallbacks;
   std::vector<CaptureStep> steps;
+  /// Graph result that is a 0-d i64, non-zero when an index that data
+  /// gave a gather/embedding was out of range: the runtime raises eager's
+  /// IndexError (ops/IndexChecks.cpp); -1 when the graph has none.
+  int indexCheck = -1;
   int numValues = 0;            ///< value slots of the program
   std::vector<int> resultSlots; ///< graph results as value slots
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -295,6 +299,12 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
 /// Splits `out.module` at its fallback calls into `out.steps` (after the
 /// results are known); throws nothing, returns false with `error` set.
 bool partitionProgram(Capture &out, std::string &error);
+
+class Interpreter;
+/// Appends to `entry` (the graph's block, before its return) the 0-d i64
+/// that flags an out-of-range data index of its gathers/embeddings; null
+/// when none needs a check (ops/IndexChecks.cpp, Capture::indexCheck).
+mlir::Value indexRangeCheck(Interpreter &I, mlir::Block &entry);
 
 /// Names of the locals of `code` (for guard descriptions).
 std::vector<std::string> localNames(PyCodeObject *code);

@@ -189,6 +189,7 @@ void takeCapture(Capture &cap, Entry &entry) {
   entry.symbols = std::move(cap.symbols);
   entry.sizeGuards = std::move(cap.sizeGuards);
   entry.outputs = std::move(cap.outputs);
+  entry.indexCheck = cap.indexCheck;
   entry.effects = std::move(cap.effects);
   entry.effectValues = std::move(cap.effectValues);
   for (const GraphInput &in : entry.inputs)

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Out-of-range indices that come from data (ops/IndexChecks.cpp): kiln's
+gathers clamp so no read leaves the tensor, and the compiled call raises
+eager's IndexError instead of returning the clamped values. In-range
+indices (negative ones where eager wraps them) give eager's results from
+one graph, and a failed call leaves the compiled code usable."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kiln
+from conftest import assert_close, assert_compiled
+
+
+def index(x, i):
+    return x[i] * 2
+
+
+def index_select(x, i):
+    return torch.index_select(x, 0, i) + 1
+
+
+def gather(x, i):
+    return torch.gather(x, 1, i) - 1
+
+
+def embedding(w, i):
+    return F.embedding(i, w) * 3
+
+
+def cross_entropy(logits, target):
+    return F.cross_entropy(logits, target)
+
+
+CASES = [
+    # fn, args in range, a bad index, eager's exception
+    (index, (torch.randn(5, 3), torch.tensor([4, -5, 0])), torch.tensor([4, 5, 0]), IndexError),
+    (index, (torch.randn(5, 3), torch.tensor([1])), torch.tensor([-6]), IndexError),
+    (index_select, (torch.randn(5, 3), torch.tensor([0, 4])), torch.tensor([-1, 0]), IndexError),
+    (gather, (torch.randn(4, 6), torch.tensor([[0], [5], [2], [1]])),
+     torch.tensor([[0], [6], [2], [1]]), RuntimeError),
+    (embedding, (torch.randn(10, 4), torch.tensor([[1, 9], [0, 3]])),
+     torch.tensor([[1, 10], [0, 3]]), IndexError),
+    (cross_entropy, (torch.randn(3, 5), torch.tensor([0, 4, 2])), torch.tensor([0, 5, 2]),
+     IndexError),
+]
+
+
+@pytest.mark.parametrize("fn,args,bad,eager_error", CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_out_of_range_index_raises_like_eager(fn, args, bad, eager_error):
+    compiled = kiln.compile(fn)
+    assert_close(compiled(*args), fn(*args))
+    with pytest.raises(eager_error):
+        fn(args[0], bad)
+    # torch.gather raises RuntimeError; kiln's one check raises IndexError.
+    with pytest.raises(IndexError, match="index out of range"):
+        compiled(args[0], bad)
+    assert_close(compiled(*args), fn(*args))  # still usable after the error
+    assert_compiled(graphs=1, eager_calls=0)
+
+
+def test_index_from_a_computation_is_checked():
+    def f(x, i):
+        return x[(i * 3) % 7]  # 6 is out of range for 5 rows
+
+    compiled = kiln.compile(f)
+    x = torch.randn(5, 2)
+    ok = torch.tensor([0, 1])  # 0, 3
+    assert_close(compiled(x, ok), f(x, ok))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([2]))
+
+
+def test_error_comes_before_in_place_write_back_of_outputs():
+    # The flag is read before results are returned: nothing of the failed
+    # call reaches the caller.
+    def f(x, i):
+        return x[i].sum(), x * 2
+
+    compiled = kiln.compile(f)
+    x = torch.randn(4)
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([7]))
+    assert_close(compiled(x, torch.tensor([3])), f(x, torch.tensor([3])))
+
+
+def test_constant_indices_need_no_check():
+    # flip's reversed index is a constant: in range by construction.
+    def f(x):
+        return torch.flip(x, [0]) + 1
+
+    x = torch.randn(6, 2)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert_compiled(graphs=1)
+
+
+def test_transformer_embedding_in_range_is_unchanged():
+    emb = torch.nn.Embedding(50, 8)
+
+    def f(ids):
+        return emb(ids).mean(1)
+
+    compiled = kiln.compile(f)
+    ids = torch.randint(0, 50, (2, 7))
+    with torch.no_grad():
+        assert_close(compiled(ids), f(ids))
+        with pytest.raises(IndexError):
+            compiled(torch.full((2, 7), 50))
