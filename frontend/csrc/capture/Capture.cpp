@@ -247,6 +247,22 @@ void addWriteBack(Capture &out, std::vector<mlir::Value> &results,
   out.effectValues.push_back({OutputSlot::Kind::Graph, (int)(found - results.begin()), {}});
 }
 
+/// A `?` result dim must be one symbolic input size passed through: the
+/// entry allocates it from that size. An expression of sizes (2*s from a
+/// concat) whose captured value happens to equal another symbol's would
+/// otherwise be matched to it by value and allocated wrongly.
+void checkSymbolicResults(Interpreter &interp, llvm::ArrayRef<mlir::Value> results) {
+  for (mlir::Value r : results) {
+    auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (t.isDynamicDim(d) && interp.symbolOfDim(r, d) < 0)
+        throw Unsupported(BreakCategory::DynamicShape,
+                          "result dim " + std::to_string(d) +
+                              " is an expression of symbolic sizes, not one of them",
+                          hint::kSpecializeSizes);
+  }
+}
+
 } // namespace
 
 bool recomputesForAutograd(const Capture &out) {
@@ -347,20 +363,8 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
-    // A `?` result dim must be one symbolic input size passed through: the
-    // entry allocates it from that size. An expression of sizes (2*s from a
-    // concat) whose captured value happens to equal another symbol's would
-    // otherwise be matched to it by value and allocated wrongly.
     if (!out.symbols.empty() && !out.dynamic.shadow)
-      for (mlir::Value r : results) {
-        auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
-        for (int64_t d = 0; d < t.getRank(); ++d)
-          if (t.isDynamicDim(d) && interp.symbolOfDim(r, d) < 0)
-            throw Unsupported(BreakCategory::DynamicShape,
-                              "result dim " + std::to_string(d) +
-                                  " is an expression of symbolic sizes, not one of them",
-                              hint::kSpecializeSizes);
-      }
+      checkSymbolicResults(interp, results);
     if (mlir::Value check = indexRangeCheck(interp, entry)) {
       out.indexCheck = (int)results.size();
       results.push_back(check);
