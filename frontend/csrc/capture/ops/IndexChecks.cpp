@@ -54,8 +54,8 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     } else {
       continue;
     }
-    if (!mlir::ShapedType::isDynamic(size) && ttype(index).getNumElements() != 0 &&
-        !constant.contains(index))
+    bool empty = ttype(index).hasStaticShape() && ttype(index).getNumElements() == 0;
+    if (!mlir::ShapedType::isDynamic(size) && !empty && !constant.contains(index))
       checks.push_back({index, size});
   }
   if (checks.empty())
