@@ -5,7 +5,7 @@ kiln.compile, then kiln.stats() (graphs, breaks, recompiles, eager calls,
 fallback ops), whether the output matches eager, and the graph-break reasons
 grouped by category (kiln.explain on a third, fresh run).
 
-    .venv/bin/python tools/probe_transformers.py [--cache] [--verbose] [NAME ...]
+    .venv/bin/python tools/probe_transformers.py [--cache] [--no-mask] [--verbose] [NAME ...]
 
 NAME is one of the keys of MODELS (default: all). --cache runs with
 use_cache=True (the default DynamicCache path) instead of use_cache=False.
@@ -91,12 +91,15 @@ def tensors(out):
     return []  # caches and other objects: not compared
 
 
-def probe(name, cache, verbose):
+def probe(name, cache, verbose, mask=True):
     torch.manual_seed(0)
     model, extra = MODELS[name](cache)
     model.eval()
     ids = torch.randint(0, 128, (2, 8))
-    kw = dict(attention_mask=torch.ones(2, 8, dtype=torch.long), **extra)
+    kw = dict(extra)
+    if mask:  # left padding on the second row
+        kw["attention_mask"] = torch.ones(2, 8, dtype=torch.long)
+        kw["attention_mask"][1, :2] = 0
     kiln.reset()
     compiled = kiln.compile(model)
     with torch.no_grad():
@@ -130,9 +133,10 @@ def main(argv):
     ap.add_argument("names", nargs="*", default=list(MODELS))
     ap.add_argument("--cache", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--no-mask", action="store_true", help="no attention_mask argument")
     args = ap.parse_args(argv)
     for name in args.names:
-        probe(name, args.cache, args.verbose)
+        probe(name, args.cache, args.verbose, mask=not args.no_mask)
 
 
 if __name__ == "__main__":
