@@ -115,6 +115,8 @@ std::string SourceTable::describe(int i, const std::vector<std::string> &localNa
     return describe(s.parent, localNames) + "[" + std::to_string(s.index) + "]";
   case Source::Kind::FromNumpy:
     return "torch.from_numpy(" + describe(s.parent, localNames) + ")";
+  case Source::Kind::Item:
+    return describe(s.parent, localNames) + "[" + keyStr() + "]";
   }
   return "?";
 }
@@ -180,6 +182,13 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
       break;
     case Source::Kind::Attr:
       out.push_back(PyRef::steal(parent ? PyObject_GetAttr(parent, s.key.get()) : nullptr));
+      if (!out.back()) {
+        PyErr_Clear();
+        return static_cast<int>(i);
+      }
+      continue;
+    case Source::Kind::Item:
+      out.push_back(PyRef::steal(parent ? PyObject_GetItem(parent, s.key.get()) : nullptr));
       if (!out.back()) {
         PyErr_Clear();
         return static_cast<int>(i);

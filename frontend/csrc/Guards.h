@@ -46,11 +46,15 @@ struct Source {
     /// `torch.from_numpy(parent)` where parent is exactly a numpy.ndarray
     /// (a NumPy array graph input: its tensor shares the array's memory).
     FromNumpy,
+    /// `parent[key]` through type(parent).__getitem__ (a new object per
+    /// call: `self.layers[:n]`, a slice of a ModuleList or Sequential).
+    Item,
   };
   Kind kind;
   int parent = -1;
   int index = 0;
-  /// str for Builtin/DictItem/Attr/TypeLookup; for Constant the object, or
+  /// str for Builtin/DictItem/Attr/TypeLookup, the index for Item; for
+  /// Constant the object, or
   /// (`weak`) a weak reference to it.
   PyRef key;
   /// Constant: `key` is a weakref; the source cannot be resolved once its

@@ -261,3 +261,40 @@ def test_bool_of_containers_built_in_the_frame():
 
     got = whole_graph(f, torch.randn(3))
     assert got[1] is True
+
+
+def test_type_of_tensors_and_values_built_in_the_frame():
+    # HF DistilBERT: `if type(sa_output) is not tuple: raise TypeError(...)`
+    # on the tuple a submodule returned.
+    def f(x):
+        pair, rows = (x * 2, x), [x]
+        assert type(pair) is tuple and type(rows) is list and type({"a": x}) is dict
+        y = x + 1
+        return y if type(y) is torch.Tensor and type(x) is torch.Tensor else x
+
+    whole_graph(f, torch.randn(3))
+
+
+def test_type_of_a_parameter_input_and_of_ops_on_it():
+    lin = nn.Linear(3, 3)
+
+    def f(x):
+        w = lin.weight
+        return (x @ w) * (2 if type(w) is nn.Parameter and type(w * 1) is torch.Tensor else 3)
+
+    with torch.no_grad():
+        whole_graph(f, torch.randn(2, 3))
+
+
+def test_type_of_ops_on_a_tensor_subclass_is_not_assumed_plain():
+    class Tagged(torch.Tensor):
+        pass
+
+    def f(x):
+        y = x * 2
+        return y + (1 if type(y) is torch.Tensor else 5)
+
+    x = torch.randn(3).as_subclass(Tagged)
+    expected = f(x)
+    got = kiln.compile(f)(x)
+    assert_close(got.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))

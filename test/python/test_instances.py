@@ -270,3 +270,39 @@ def test_an_entry_pinned_to_a_dead_module_is_dropped():
             del m
     s = stats()
     assert s["compiled_calls"] == 12 and s["eager_calls"] == 0, s
+
+
+class Sliced(nn.Module):
+    """`for layer in self.layers[:n]` (HF LLaMA's decoder loop) and a
+    Sequential slice called as a module (timm/torchvision feature stages)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+
+    def forward(self, x):
+        for layer in self.layers[: self.n]:
+            x = layer(x)
+        return self.seq[1:](x) + len(self.layers[1:])
+
+
+def test_slices_of_module_containers_are_one_graph_and_read_per_call():
+    # A slice is a new container per call: read again through its source,
+    # not held (weakly) as the temporary of the capture, which dies.
+    m, x = Sliced(2), torch.randn(2, 4)
+    compiled = kiln.compile(m)
+    with torch.no_grad():
+        for _ in range(2):
+            assert_close(compiled(x), m(x))
+        assert stats()["graphs_compiled"] == 1 and stats()["graph_breaks"] == 0, stats()
+        assert stats()["eager_calls"] == 0 and stats()["recompiles"] == 0, stats()
+        m.layers[1] = nn.Linear(4, 4)  # a layer inside the slice replaced
+        m.seq[2] = nn.Linear(4, 4)
+        assert_close(compiled(x), m(x))
+        m.layers[0] = nn.Sequential(nn.Linear(4, 4), nn.Tanh())  # structure changed
+        assert_close(compiled(x), m(x))
+        m.n = 3
+        assert_close(compiled(x), m(x))
+    assert stats()["graph_breaks"] == 0 and stats()["eager_calls"] == 0, stats()

@@ -345,3 +345,65 @@ def test_generator_expressions_and_fstrings():
         layers[1].register_forward_hook(lambda *a: None)
         with pytest.raises(RuntimeError, match="hooks"):
             kiln.compile(f)(x)
+
+
+# LLaMA-family decoders (RMSNorm, rotary embeddings under @torch.no_grad()
+# and dynamic_rope_update, grouped-query attention, the decoder loop over
+# `self.layers[:num_hidden_layers]`), encoder-decoders with
+# decoder_input_ids, DistilBERT (`type(out) is not tuple`): one graph each.
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=128, vocab_size=128)
+
+
+def small_model(name, use_cache=False):
+    tf = transformers
+    if name == "t5":
+        return tf.T5Model(tf.T5Config(vocab_size=128, d_model=64, d_kv=16, d_ff=128,
+                                      num_layers=2, num_heads=4, use_cache=use_cache))
+    if name == "bart":
+        return tf.BartModel(tf.BartConfig(
+            vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=2,
+            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+            decoder_ffn_dim=128, max_position_embeddings=64, use_cache=use_cache))
+    if name == "distilbert":
+        return tf.DistilBertModel(tf.DistilBertConfig(
+            vocab_size=128, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+            max_position_embeddings=64))
+    cls, cfg = {"llama": (tf.LlamaForCausalLM, tf.LlamaConfig),
+                "qwen2": (tf.Qwen2ForCausalLM, tf.Qwen2Config),
+                "mistral": (tf.MistralForCausalLM, tf.MistralConfig)}[name]
+    kv = {} if name == "llama" else {"num_key_value_heads": 2}
+    return cls(cfg(**SMALL, use_cache=use_cache, **kv))
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "t5", "bart", "distilbert"])
+def test_small_hf_model_is_one_graph(name):
+    torch.manual_seed(0)
+    model = small_model(name)
+    ids = torch.randint(0, 128, (2, 8))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0  # left padding
+    kw = {"attention_mask": mask}
+    if name in ("t5", "bart"):
+        kw["decoder_input_ids"] = torch.randint(0, 128, (2, 5))
+    s = run_hf(model, ids, **kw)
+    assert counts() == (1, 0, 0), s
+    assert s["compiled_calls"] == 2 and s["eager_calls"] == 0, s
+
+
+def test_llama_with_kv_cache_prefill_is_one_graph():
+    # use_cache=True: the prefill builds a DynamicCache in the graph and
+    # returns it (rebuilt after the graph); its keys/values match eager's.
+    torch.manual_seed(0)
+    model = small_model("llama", use_cache=True).eval()
+    ids = torch.randint(0, 128, (2, 8))
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        expected = model(ids)
+        got = compiled(ids)
+        got = compiled(ids)
+    assert counts() == (1, 0, 0), stats()
+    assert isinstance(got.past_key_values, transformers.DynamicCache)
+    assert_close(got.logits, expected.logits, **TOL)
+    for g, e in zip(got.past_key_values.layers, expected.past_key_values.layers):
+        assert_close((g.keys, g.values), (e.keys, e.values), **TOL)

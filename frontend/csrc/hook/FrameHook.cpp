@@ -131,9 +131,21 @@ std::string describeMiss(const Entry &e, const EntryCheck &check) {
   return "";
 }
 
-/// Whether a new entry's sources resolve and its guards hold for this call.
-bool holdsNow(const Entry &e, FrameCall &call) {
-  return e.sources.resolve(call.view, call.values) < 0 && checkGuards(e.guards, call.values) < 0;
+/// Whether a new entry's sources resolve and its guards hold for this call;
+/// if not, `why` (when given) says which source or guard failed.
+bool holdsNow(const Entry &e, FrameCall &call, std::string *why = nullptr) {
+  EntryCheck check;
+  check.index = e.sources.resolve(call.view, call.values);
+  check.miss = Miss::MissingSource;
+  if (check.index < 0) {
+    check.index = checkGuards(e.guards, call.values);
+    check.miss = Miss::Guard;
+  }
+  if (check.index < 0)
+    return true;
+  if (why)
+    *why = describeMiss(e, check);
+  return false;
 }
 
 /// Runs a hit entry. New reference or null with a Python error.
@@ -272,8 +284,10 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
     entry = compileBreak(call.code, call.func, call.view, failure);
     // A prefix whose guards fail at once (an assumption that cannot be
     // re-checked) is no use: the frame then runs eagerly as below.
-    if (entry && !holdsNow(*entry, call)) {
-      failure.reason += "; cannot resume after it: guards do not hold right after capture";
+    std::string why;
+    if (entry && !holdsNow(*entry, call, &why)) {
+      failure.reason +=
+          "; cannot resume after it: guards do not hold right after capture (" + why + ")";
       entry = nullptr;
     }
     if (!entry && failure.madeScalars)
@@ -283,9 +297,10 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
   }
   if (!entry)
     return runEagerAfterFailure(call, failure, std::move(failed));
-  if (!holdsNow(*entry, call)) {
+  std::string why;
+  if (!holdsNow(*entry, call, &why)) {
     CaptureFailure stale;
-    stale.reason = "guards do not hold right after capture";
+    stale.reason = "guards do not hold right after capture (" + why + ")";
     reportBreak(breakFromFailure(codeName(call.code), stale, /*resumed=*/false));
     ++counters().eagerCalls;
     return nullptr;

@@ -9,7 +9,8 @@
 // on every call, each with its own guard: parameters and buffers are graph
 // inputs (tensor guards on dtype, device, shape, requires_grad), plain
 // attributes (`training`, sizes, flags) are guarded by value, submodules by
-// type, hook dicts by length, methods through the class. Where the capture
+// type, hook dicts by length, methods through the class; a slice of a
+// container is read again per call through an Item source. Where the capture
 // used a module in a way no source replays (a Constant source for a module
 // reached by a call at capture, a builtin evaluated on a module, `a is b`
 // between modules, a capture that failed part-way) the module guards of
@@ -149,12 +150,18 @@ VarP Interpreter::moduleContainerItem(const VarP &v, PyObject *index, PyObject *
   // through a source, so it keeps a source (and guards) of its own. An int
   // index names the child by position (Sequential) or by str(i)
   // (ModuleList); whichever key holds `child` is the source's.
+  // A slice (`self.layers[:n]`) is a new container per call, built by the
+  // container's own __getitem__ (guarded): read again through an Item
+  // source, so its children keep sources too.
   PyObject *modules = nullptr;
-  if (!isModule(child) || (!PyLong_CheckExact(index) && !PyUnicode_CheckExact(index)))
+  bool slice = PySlice_Check(index);
+  if (!isModule(child) || (!PyLong_CheckExact(index) && !PyUnicode_CheckExact(index) && !slice))
     return nullptr;
   int modSrc = containerModulesSource(v, 1, &modules);
   if (modSrc < 0)
     return nullptr;
+  if (slice)
+    return fromSource(child, out_.sources.add(Source::Kind::Item, v->source, 0, index));
   PyObject *key = nullptr;
   if (PyUnicode_CheckExact(index)) {
     key = PyDict_GetItemWithError(modules, index) == child ? index : nullptr;

@@ -29,6 +29,68 @@ bool isPureBuiltin(const std::string &name) {
   return pure.count(name) > 0;
 }
 
+/// The exact Python type of a value built in the frame that is not a tensor
+/// (borrowed; null when unknown): a container built here or a ModelOutput
+/// record, a user object or namedtuple (UserObjects.cpp), a Python number
+/// read from a tensor.
+PyObject *containerType(const VarP &v) {
+  switch (v->kind) {
+  case Var::Kind::Dict:
+    return v->obj        ? v->obj.get()
+           : v->dictType ? v->dictType.get() // OrderedDict/defaultdict (Collections.cpp)
+                         : (PyObject *)&PyDict_Type;
+  case Var::Kind::Object:
+  case Var::Kind::Scalar:
+    return v->obj.get();
+  case Var::Kind::Tuple:
+    return v->obj ? v->obj.get() : (PyObject *)&PyTuple_Type;
+  case Var::Kind::List:
+    return (PyObject *)&PyList_Type;
+  default:
+    return nullptr;
+  }
+}
+
+/// Whether ops on the tensors `inputs` return plain torch.Tensors: each is
+/// one, or of a subclass whose __torch_function__ is disabled (Parameter);
+/// other subclasses keep their type through Tensor.__torch_function__.
+bool opsReturnPlainTensors(const std::vector<PyRef> &inputs) {
+  PyRef tensor = PyRef::steal(PyObject_GetAttrString(torchModule(), "Tensor"));
+  PyRef c = PyRef::steal(PyObject_GetAttrString(torchModule(), "_C"));
+  PyRef disabled =
+      PyRef::steal(c ? PyObject_GetAttrString(c.get(), "_disabled_torch_function_impl") : nullptr);
+  PyErr_Clear();
+  for (const PyRef &o : inputs) {
+    auto *t = reinterpret_cast<PyObject *>(Py_TYPE(o.get()));
+    if (!isTensor(o.get()) || t == tensor.get())
+      continue;
+    PyRef fn = PyRef::steal(PyObject_GetAttrString(t, "__torch_function__"));
+    PyErr_Clear();
+    if (!fn || !disabled || fn.get() != disabled.get())
+      return false;
+  }
+  return static_cast<bool>(tensor);
+}
+
+/// `type(v)` of a value that is not a constant (null: not answered here): a
+/// graph input tensor's exact type (guarded with its metadata), torch.Tensor
+/// for a tensor computed in the graph from plain tensors, containerType
+/// otherwise.
+VarP typeOf(const VarP &v, const std::vector<PyRef> &inputObjects) {
+  if (v->isConst() || v->kind == Var::Kind::Null)
+    return nullptr;
+  if (v->isTensor()) {
+    if (v->inputIndex >= 0 && v->inputIndex < static_cast<int>(inputObjects.size()))
+      return makeConst(
+          PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(inputObjects[v->inputIndex].get()))));
+    if (!opsReturnPlainTensors(inputObjects))
+      return nullptr;
+    return makeConst(PyRef::steal(PyObject_GetAttrString(torchModule(), "Tensor")));
+  }
+  PyObject *type = containerType(v);
+  return type ? makeConst(PyRef::borrow(type)) : nullptr;
+}
+
 /// Whether tensor Vars `a` and `b` are one Python object (Operators.cpp's
 /// `is`): the same Var, or Vars of one IR value none of which is a view, a
 /// copy or a contiguous() (unknown: nullopt).
@@ -275,6 +337,9 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
       (args[0]->kind == Var::Kind::Tuple || args[0]->kind == Var::Kind::List ||
        args[0]->kind == Var::Kind::Dict))
     return makeConst(PyRef::borrow(args[0]->items.empty() ? Py_False : Py_True));
+  if (name == "type" && args.size() == 1 && kwargs.empty())
+    if (VarP t = typeOf(args[0], inputObjects_))
+      return t;
   auto handler = handlers.find(name);
   if (handler != handlers.end())
     if (VarP r = (this->*handler->second)(name, args, kwargs))
@@ -383,23 +448,11 @@ VarP Interpreter::builtinIsinstance(const std::string &, std::vector<VarP> &args
   // an nn.Parameter is one); a tensor computed here as an empty plain tensor
   // would; a container built here (or a ModelOutput record) as its type.
   PyRef probe;
-  PyObject *type = nullptr;
+  PyObject *type = containerType(v);
   if (v->isTensor() && v->inputIndex >= 0 && v->inputIndex < static_cast<int>(inputObjects_.size()))
     probe = inputObjects_[v->inputIndex];
   else if (v->isTensor())
     probe = PyRef::steal(PyObject_CallMethod(torchModule(), "empty", "i", 0));
-  else if (v->kind == Var::Kind::Dict)
-    type = v->obj        ? v->obj.get()
-           : v->dictType ? v->dictType.get() // OrderedDict/defaultdict (Collections.cpp)
-                         : (PyObject *)&PyDict_Type;
-  else if (v->kind == Var::Kind::Object || (v->kind == Var::Kind::Tuple && v->obj))
-    type = v->obj.get(); // a user object or namedtuple (UserObjects.cpp)
-  else if (v->kind == Var::Kind::Tuple)
-    type = (PyObject *)&PyTuple_Type;
-  else if (v->kind == Var::Kind::Scalar) // a Python number of this type
-    type = v->obj.get();
-  else if (v->kind == Var::Kind::List)
-    type = (PyObject *)&PyList_Type;
   if (!probe && !type)
     return nullptr;
   PyRef cls = seqAsConst(args[1]);
