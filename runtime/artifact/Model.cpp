@@ -98,6 +98,8 @@ std::vector<int64_t> specDims(const TensorSpec &t) {
 Model::~Model() {
   if (library_)
     dlclose(library_);
+  if (codeFd_ >= 0)
+    close(codeFd_);
 }
 
 std::unique_ptr<Model> Model::load(const std::string &path, const std::string &device,
@@ -130,9 +132,12 @@ Error Model::loadCode() {
   int fd = codeFile(artifact_->code(), why);
   if (fd < 0)
     return fail(KILN_ERROR_CODE, why);
+  // The descriptor stays open while the library is loaded: glibc reuses an
+  // already loaded library of the same path name, and a closed descriptor's
+  // number (hence "/proc/self/fd/N") would come back for the next model.
+  codeFd_ = fd;
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd); // the mapping keeps the code
   if (!library_)
     return fail(KILN_ERROR_CODE, std::string("cannot load the code: ") + dlerror());
   const Plan &p = plan();
@@ -142,8 +147,7 @@ Error Model::loadCode() {
   Dl_info info;
   bool found = entry_ && table && dladdr1(table, &info, &symEntry, RTLD_DL_SYMENT) && symEntry;
   const auto *sym = static_cast<const ElfW(Sym) *>(symEntry);
-  if (!found ||
-      sym->st_size != sizeof(void *) * std::max<size_t>(p.imports.size(), 1))
+  if (!found || sym->st_size != sizeof(void *) * std::max<size_t>(p.imports.size(), 1))
     return fail(KILN_ERROR_CODE, "the code lacks its entry " + p.entry + " or an import table of " +
                                      std::to_string(p.imports.size()) + " entries");
   auto **slots = static_cast<void **>(table);

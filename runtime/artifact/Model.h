@@ -51,6 +51,7 @@ private:
 
   std::unique_ptr<Artifact> artifact_;
   void *library_ = nullptr;
+  int codeFd_ = -1; ///< the memory file holding the library (see loadCode)
   void (*entry_)(void **) = nullptr;
   std::vector<std::vector<int64_t>> inputDims_, outputDims_;
 };
