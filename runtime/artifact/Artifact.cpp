@@ -117,6 +117,9 @@ Error Artifact::validate() {
     return fail(KILN_ERROR_FORMAT, "the header says " + std::to_string(declared) +
                                        " bytes but the file has " + std::to_string(size_) +
                                        " (truncated or appended to)");
+  for (uint64_t i = 28; i < kHeaderSize; ++i)
+    if (base[i] != 0)
+      return fail(KILN_ERROR_FORMAT, "nonzero flags or reserved header bytes (a newer format?)");
   if (count == 0 || count > kMaxSections)
     return fail(KILN_ERROR_FORMAT, "bad section count " + std::to_string(count));
   uint64_t tableEnd = kHeaderSize + count * kSectionEntrySize;
@@ -132,6 +135,8 @@ Error Artifact::validate() {
     const uint8_t *e = base + kHeaderSize + i * kSectionEntrySize;
     SectionEntry s{readLE<uint32_t>(e), readLE<uint32_t>(e + 4), readLE<uint64_t>(e + 8),
                    readLE<uint64_t>(e + 16)};
+    if (readLE<uint64_t>(e + 24) != 0)
+      return fail(KILN_ERROR_FORMAT, "section " + std::to_string(i) + ": nonzero reserved field");
     if (Error err = checkSection(base, size_, tableEnd, s, i))
       return err;
     if (found[s.kind])

@@ -171,6 +171,18 @@ std::string inputName(size_t k, const TensorSpec &s) {
   return "input " + std::to_string(k) + " ('" + s.name + "')";
 }
 
+/// The plan's name of a DLPack dtype ("f64"), or its code and bits.
+std::string dlpackName(kiln_dtype d) {
+  for (int i = 0; i <= (int)DType::Bool; ++i) {
+    uint8_t code, bits;
+    dtypeToDLPack((DType)i, code, bits);
+    if (d.code == code && d.bits == bits && d.lanes == 1)
+      return dtypeName((DType)i);
+  }
+  return "(code " + std::to_string(d.code) + ", " + std::to_string(d.bits) + " bits, " +
+         std::to_string(d.lanes) + " lanes)";
+}
+
 /// Checks a tensor's device, dtype, rank, data pointer and contiguity.
 Error checkTensor(const kiln_tensor &t, const TensorSpec &s, const std::string &name) {
   if (t.device.device_type != 1)
@@ -180,9 +192,8 @@ Error checkTensor(const kiln_tensor &t, const TensorSpec &s, const std::string &
   uint8_t code, bits;
   dtypeToDLPack(s.dtype, code, bits);
   if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
-    return fail(KILN_ERROR_DTYPE, name + ": dtype (code " + std::to_string(t.dtype.code) + ", " +
-                                      std::to_string(t.dtype.bits) + " bits) but the model takes " +
-                                      dtypeName(s.dtype));
+    return fail(KILN_ERROR_DTYPE, name + ": dtype " + dlpackName(t.dtype) +
+                                      " but the model takes " + dtypeName(s.dtype));
   if (t.ndim != (int32_t)s.dims.size())
     return fail(KILN_ERROR_SHAPE, name + ": " + std::to_string(t.ndim) +
                                       " dims but the model takes " + std::to_string(s.dims.size()));
