@@ -19,6 +19,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import types
 import warnings
@@ -27,7 +28,7 @@ import torch
 
 from kiln import _C, _autograd, _blas
 from kiln._artifact_file import build_weights, write_artifact
-from kiln.config import _push_to_native
+from kiln.config import _push_to_native, config
 
 __all__ = ["export", "ExportError"]
 
@@ -96,14 +97,27 @@ def _record(model, args):
     else:
         raise ExportError(f"kiln.export expects an nn.Module or a Python function, got "
                           f"{type(model).__name__}")
-    with torch.no_grad():
-        _C.export_begin()
-        try:
-            out = _C.call(fn, call_args, {}, True, _autograd.apply, 0)
-        except RuntimeError as e:
-            _C.export_end()
-            raise ExportError(f"kiln.export: the model is not one graph: {e}") from e
-        rec = _C.export_end()
+    user_logs, dynamic_log = set(config.logs), []
+
+    def sink(channel, message):  # keeps why symbolic sizes were dropped
+        if channel == "dynamic":
+            dynamic_log.append(message)
+        if channel in user_logs or "all" in user_logs:
+            sys.stderr.write(f"[kiln:{channel}] {message}\n")
+
+    _C.set_log_sink(sink)
+    try:
+        with torch.no_grad(), config.patch(logs=config.logs | {"dynamic"}):
+            _C.export_begin()
+            try:
+                out = _C.call(fn, call_args, {}, True, _autograd.apply, 0)
+            except RuntimeError as e:
+                _C.export_end()
+                raise ExportError(f"kiln.export: the model is not one graph: {e}") from e
+            rec = _C.export_end()
+    finally:
+        _C.set_log_sink(None)
+    rec["dynamic_log"] = dynamic_log
     return rec, out
 
 
@@ -218,9 +232,10 @@ def _symbols(rec, kinds, wanted):
     graph_of = {k[1]: i for i, k in enumerate(kinds) if k[0] == "user"}
     for (k, d), (name, _, _) in wanted.items():
         if (graph_of[k], d) not in dims:
+            why = "; ".join(rec["dynamic_log"]) or ("it equals a static size the graph uses, or "
+                                                    "the graph needs its value")
             raise ExportError(f"kiln.export: dynamic dim '{name}' (input {k} dim {d}) was "
-                              "specialized by kiln's capture (it equals a static size the graph "
-                              "uses, or the graph needs its value; KILN_LOGS=dynamic says why)")
+                              f"specialized by kiln's capture: {why}")
     return symbols, dims
 
 
