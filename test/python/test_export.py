@@ -113,6 +113,13 @@ def test_spec_violations_name_input_and_dim(tmp_path):
     assert_close(loaded(x), loaded(x.contiguous()), rtol=0, atol=0)
 
 
+def test_profiler_range(tmp_path):
+    loaded, _ = _roundtrip(tmp_path, mlp().eval(), (torch.randn(8, 64),), name="mlp.kiln")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        loaded(torch.randn(8, 64))
+    assert any(e.name == "kiln::mlp.kiln" for e in prof.events())
+
+
 def test_weights_are_safetensors(tmp_path):
     safetensors = pytest.importorskip("safetensors.torch")
     model = mlp().eval()

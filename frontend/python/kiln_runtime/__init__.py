@@ -75,7 +75,8 @@ def _library():
                     "kiln_model_output_shape": ([p, ctypes.POINTER(_Tensor), sz, sz,
                                                  ctypes.POINTER(ctypes.c_int64)], st),
                     "kiln_model_run": ([p, ctypes.POINTER(_Tensor), sz,
-                                        ctypes.POINTER(_Tensor), sz], st)}
+                                        ctypes.POINTER(_Tensor), sz], st),
+                    "kiln_set_num_threads": ([ctypes.c_int], None)}
             for name, (args, res) in sigs.items():
                 f = getattr(lib, name)
                 f.argtypes, f.restype = args, res
@@ -107,6 +108,8 @@ class LoadedModel:
                                               ctypes.byref(ndim), None))
             self._outputs.append((_TORCH[(dtype.code, dtype.bits)], ndim.value))
         self.num_inputs = lib.kiln_model_num_inputs(handle)
+        self._threads = None
+        self._range = f"kiln::{os.path.basename(path)}"
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -114,6 +117,19 @@ class LoadedModel:
             self._handle = None
 
     def __call__(self, *inputs):
+        """Runs the model on `inputs` (CPU tensors; non-contiguous ones are
+        copied); returns fresh output tensors. Inside torch.profiler the call
+        is a ``kiln::<file name>`` range."""
+        threads = torch.get_num_threads()  # BLAS and parallel loops follow torch's count
+        if threads != self._threads:
+            self._lib.kiln_set_num_threads(threads)
+            self._threads = threads
+        if torch._C._autograd._profiler_enabled():
+            with torch.profiler.record_function(self._range):
+                return self._run(inputs)
+        return self._run(inputs)
+
+    def _run(self, inputs):
         keep, views = [], (_Tensor * max(len(inputs), 1))()
         for i, t in enumerate(inputs):
             if not isinstance(t, torch.Tensor):
