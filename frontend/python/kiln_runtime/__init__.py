@@ -71,7 +71,9 @@ def _library():
                     "kiln_model_num_inputs": ([p], sz), "kiln_model_num_outputs": ([p], sz),
                     "kiln_model_output_info": ([p, sz, ctypes.POINTER(ctypes.c_char_p),
                                                 ctypes.POINTER(_DType),
-                                                ctypes.POINTER(ctypes.c_int32), p], st),
+                                                ctypes.POINTER(ctypes.c_int32),
+                                                ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))],
+                                               st),
                     "kiln_model_output_shape": ([p, ctypes.POINTER(_Tensor), sz, sz,
                                                  ctypes.POINTER(ctypes.c_int64)], st),
                     "kiln_model_run": ([p, ctypes.POINTER(_Tensor), sz,
@@ -103,10 +105,12 @@ class LoadedModel:
         self.meta = dict(line.split(": ", 1) for line in meta.splitlines() if ": " in line)
         self._outputs = []
         for k in range(lib.kiln_model_num_outputs(handle)):
-            dtype, ndim = _DType(), ctypes.c_int32()
+            dtype, ndim, dims = _DType(), ctypes.c_int32(), ctypes.POINTER(ctypes.c_int64)()
             _check(lib.kiln_model_output_info(handle, k, None, ctypes.byref(dtype),
-                                              ctypes.byref(ndim), None))
-            self._outputs.append((_TORCH[(dtype.code, dtype.bits)], ndim.value))
+                                              ctypes.byref(ndim), ctypes.byref(dims)))
+            shape = [dims[d] for d in range(ndim.value)]
+            static = shape if all(s >= 0 for s in shape) else None  # no symbolic dim
+            self._outputs.append((_TORCH[(dtype.code, dtype.bits)], ndim.value, static))
         self.num_inputs = lib.kiln_model_num_inputs(handle)
         self._threads = None
         self._range = f"kiln::{os.path.basename(path)}"
@@ -140,10 +144,13 @@ class LoadedModel:
             keep.append(t)
             views[i] = self._view(t, keep)
         outs, out_views = [], (_Tensor * max(len(self._outputs), 1))()
-        for k, (dtype, ndim) in enumerate(self._outputs):
-            shape = (ctypes.c_int64 * max(ndim, 1))()
-            _check(self._lib.kiln_model_output_shape(self._handle, views, len(inputs), k, shape))
-            outs.append(torch.empty(list(shape[:ndim]), dtype=dtype))
+        for k, (dtype, ndim, static) in enumerate(self._outputs):
+            if static is None:
+                shape = (ctypes.c_int64 * max(ndim, 1))()
+                _check(self._lib.kiln_model_output_shape(self._handle, views, len(inputs), k,
+                                                         shape))
+                static = list(shape[:ndim])
+            outs.append(torch.empty(static, dtype=dtype))
             out_views[k] = self._view(outs[-1], keep)
         _check(self._lib.kiln_model_run(self._handle, views, len(inputs), out_views, len(outs)))
         structure = self.meta.get("output-structure", "tensor")
