@@ -1,7 +1,7 @@
 //===- Export.h - what kiln.export records of one compilation -----*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// kiln.export (kiln/export.py) calls the model once through kiln with
+// kiln.export (kiln/_export.py) calls the model once through kiln with
 // fullgraph=True while a record is open (`_C.export_begin`/`export_end`).
 // The compile driver hands the root frame's capture to the record, which
 // refuses what an artifact cannot hold (per-op fallbacks, side effects,

@@ -1,7 +1,7 @@
 //===- Format.h - the .kiln artifact's container format -----------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// The byte layout kiln.export writes (frontend/python/kiln/export.py) and
+// The byte layout kiln.export writes (frontend/python/kiln/_export.py) and
 // the runtime reads (Artifact.cpp); docs/deployment.md describes it. All
 // integers are little-endian. A 64-byte header, a table of sections right
 // after it, then the sections, each at a multiple of 4096 (so the weights

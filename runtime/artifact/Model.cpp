@@ -11,6 +11,7 @@
 
 #include "runtime/artifact/Imports.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -63,8 +64,7 @@ Error checkElf(std::string_view code) {
 int codeFile(std::string_view bytes, std::string &why) {
   int fd = memfd_create("kiln-model", MFD_CLOEXEC);
   if (fd < 0) {
-    const char *dir = std::getenv("TMPDIR");
-    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/kiln-model-XXXXXX";
+    std::string path = std::string(P_tmpdir) + "/kiln-model-XXXXXX";
     fd = mkostemp(path.data(), O_CLOEXEC);
     if (fd >= 0)
       unlink(path.c_str());

@@ -14,7 +14,7 @@ compiler (docs/deployment.md).
 """
 from kiln.api import compile, mark_dynamic, reset, stats  # noqa: A004
 from kiln.explain import explain
-from kiln.export import ExportError, export
+from kiln._export import ExportError, export
 from kiln_runtime import load
 from kiln.fx import backend, from_fx
 from kiln import config
