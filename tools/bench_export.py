@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """kiln.export numbers for docs/performance.md ("Exported artifacts").
 
-Per model (test/python/export_models.py: small, random init): latency of
+Per model (test/python/export_models.py: small, random init): p50 latency of
 eager PyTorch, the JIT path (kiln.compile), the artifact through kiln.load
-(ctypes + libkiln_runtime) -- interleaved in one process, median of rounds --
+(ctypes + libkiln_runtime) -- interleaved in one process --
 and through the kiln-run CLI (its own p50); the artifact's size against its
 weights' and code's; kiln.load's time with the file in the page cache (warm)
 and evicted from it with posix_fadvise(DONTNEED) (cold). One thread
@@ -37,21 +37,24 @@ MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64)),
           ("GPT-2 block, 2x16x64", GPT2Block, (2, 16, 64))]
 
 
-def per_call_ms(fn, x, calls):
-    t0 = time.perf_counter()
+def call_ms(fn, x, calls):
+    out = []
     for _ in range(calls):
+        t0 = time.perf_counter()
         fn(x)
-    return (time.perf_counter() - t0) * 1e3 / calls
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
 
 
 def latencies(variants, x, rounds, calls):
-    """Median over rounds of each variant's mean per-call time, interleaved."""
+    """Each variant's median single-call time (p50, as kiln-run reports),
+    rounds interleaved: preemption on a loaded machine hits outliers only."""
     times = {name: [] for name in variants}
     for fn in variants.values():
         fn(x)  # warm up (compiles the JIT path)
     for _ in range(rounds):
         for name, fn in variants.items():
-            times[name].append(per_call_ms(fn, x, calls))
+            times[name] += call_ms(fn, x, calls)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
