@@ -211,6 +211,19 @@ def test_export_refuses_what_an_artifact_cannot_hold(tmp_path):
     assert not os.path.exists(p)
 
 
+def test_exported_program_input(tmp_path):
+    """A torch.export.ExportedProgram is exported through its ATen graph; where
+    kiln's capture lacks an ATen op the error names it."""
+    model, x = mlp().eval(), torch.randn(8, 64)
+    ep = torch.export.export(model, (x,))
+    try:
+        loaded, _ = _roundtrip(tmp_path, ep, (x,))
+    except kiln.ExportError as e:
+        assert "aten." in str(e)
+        return
+    _check(loaded, model, (x,))
+
+
 def test_loader_process_has_no_compiler(tmp_path):
     """kiln_runtime alone: libMLIR/libLLVM and kiln._C never enter the process."""
     loaded, path = _roundtrip(tmp_path, mlp().eval(), (torch.randn(8, 64),))

@@ -41,8 +41,10 @@ class ExportError(RuntimeError):
 
 
 def export(model, example_inputs, path, dynamic_shapes=None) -> str:
-    """Writes `model` called on `example_inputs` (a tensor or a tuple of CPU
-    tensors, passed positionally) to the artifact `path`; returns `path`.
+    """Writes `model` (an nn.Module, a Python function or a
+    torch.export.ExportedProgram) called on `example_inputs` (a tensor or a
+    tuple of CPU tensors, passed positionally) to the artifact `path`;
+    returns `path`.
 
     ``dynamic_shapes``: per input (a tuple/list in input order, or a dict by
     forward's parameter name), None or a dict {dim: spec}; a spec is a
@@ -50,6 +52,8 @@ def export(model, example_inputs, path, dynamic_shapes=None) -> str:
     a name. Symbolic sizes are at least 2 (sizes 0 and 1 are specialized by
     kiln's capture); a dim kiln specializes anyway is an ExportError.
     """
+    if isinstance(model, torch.export.ExportedProgram):
+        model = _ProgramModule(model)
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor):
@@ -70,6 +74,42 @@ def export(model, example_inputs, path, dynamic_shapes=None) -> str:
     meta = _meta(rec, structure)
     write_artifact(path, meta, plan, code, weights, rec["ir"])
     return path
+
+
+class _ProgramModule(torch.nn.Module):
+    """An ExportedProgram as a module kiln captures: its graph module's
+    forward (ATen calls, no pytree handling) called with the lifted
+    parameters, buffers and constants as buffers of this module (so they
+    become weights) and the caller's tensors in between."""
+
+    def __init__(self, ep):
+        super().__init__()
+        from torch.export.graph_signature import InputKind, OutputKind
+        if any(o.kind != OutputKind.USER_OUTPUT for o in ep.graph_signature.output_specs):
+            raise ExportError("kiln.export: the ExportedProgram mutates buffers or inputs")
+        self.gm, self.slots = ep.graph_module, []
+        for i, spec in enumerate(ep.graph_signature.input_specs):
+            if spec.kind == InputKind.USER_INPUT:
+                self.slots.append(None)
+                continue
+            t = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+            if not isinstance(t, torch.Tensor):
+                raise ExportError(f"kiln.export: ExportedProgram input {spec.target} is not a "
+                                  "tensor")
+            self.register_buffer(f"lifted{i}", t.detach())
+            self.slots.append(f"lifted{i}")
+        self.single = len(ep.graph_signature.output_specs) == 1
+
+    def forward(self, *args):
+        flat, k = [], 0
+        for slot in self.slots:
+            if slot is None:
+                flat.append(args[k])
+                k += 1
+            else:
+                flat.append(getattr(self, slot))
+        out = type(self.gm).forward(self.gm, *flat)
+        return out[0] if self.single else tuple(out)
 
 
 def _fresh(fn):
