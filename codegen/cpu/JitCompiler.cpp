@@ -65,7 +65,7 @@ std::string cacheKey(ModuleOp module, PassManager &pm, const std::string &entry)
 /// collected by the caller's handler; the error says which stage failed.
 llvm::Expected<std::string>
 lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
-              const std::string &debugDir, bool pic = false,
+              const std::string &debugDir, bool pic = false, bool baseline = false,
               const std::function<llvm::Error(llvm::Module &)> &beforeEmit = {}) {
   if (failed(pm.run(module)))
     return llvm::createStringError("kiln: CPU lowering failed");
@@ -80,7 +80,7 @@ lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
   if (!cInterface)
     return llvm::createStringError("kiln: no C interface for @" + entry + " after lowering");
   addPackedWrapper(*cInterface, packedName(entry));
-  auto tm = hostTargetMachine(pic);
+  auto tm = hostTargetMachine(pic, baseline);
   if (!tm)
     return llvm::createStringError("kiln: no host target machine: " +
                                    llvm::toString(tm.takeError()));
@@ -136,7 +136,8 @@ void prepareCpuCompile(ModuleOp module) {
 } // namespace
 
 std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool parallelLoops,
-                                std::vector<std::string> &imports, std::string &error) {
+                                bool baseline, std::vector<std::string> &imports,
+                                std::string &error) {
   prepareCpuCompile(module);
   MLIRContext *ctx = module.getContext();
   std::string diagnostics;
@@ -149,7 +150,8 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm, CpuLoweringOptions{parallelLoops});
   auto rewrite = [&](llvm::Module &m) { return indirectRuntimeCalls(m, imports); };
-  llvm::Expected<std::string> object = lowerToObject(module, pm, entry, "", /*pic=*/true, rewrite);
+  llvm::Expected<std::string> object =
+      lowerToObject(module, pm, entry, "", /*pic=*/true, baseline, rewrite);
   if (!object) {
     error = llvm::toString(object.takeError()) + (diagnostics.empty() ? "" : ":\n" + diagnostics);
     return "";

@@ -80,10 +80,13 @@ std::string packedName(const std::string &entry);
 /// a position-independent relocatable object for the host CPU to be linked
 /// into a shared library. Calls of kiln's run-time functions go through the
 /// table `__kiln_imports` the object defines (ExportObject.h); `imports`
-/// receives their names in table order. On failure returns "" with `error`
-/// set. `module` is lowered in place.
+/// receives their names in table order. With `baseline`, for the
+/// architecture's baseline CPU (ObjectCode.h hostTargetMachine) instead of
+/// this one. On failure returns "" with `error` set. `module` is lowered in
+/// place.
 std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool parallelLoops,
-                                std::vector<std::string> &imports, std::string &error);
+                                bool baseline, std::vector<std::string> &imports,
+                                std::string &error);
 
 } // namespace mlir::kiln
 

@@ -98,12 +98,16 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic) {
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic, bool baseline) {
   auto builder = hostBuilder();
   if (!builder)
     return builder.takeError();
   if (pic)
     builder->setRelocationModel(llvm::Reloc::PIC_);
+  if (baseline) {
+    builder->setCPU(builder->getTargetTriple().isX86() ? "x86-64" : "generic");
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
   return builder->createTargetMachine();
 }
 

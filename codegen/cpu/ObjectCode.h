@@ -31,8 +31,11 @@ class Module;
 namespace mlir::kiln {
 
 /// A TargetMachine for the host CPU (its name and features) at O3; with
-/// `pic`, position-independent code (for a shared library, kiln.export).
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic = false);
+/// `pic`, position-independent code (for a shared library, kiln.export);
+/// with `baseline`, for the host architecture's baseline CPU instead
+/// (x86-64: no feature beyond SSE2; kiln.export's portable build).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic = false,
+                                                                       bool baseline = false);
 
 /// "triple cpu features" of the host, as the JIT compiles for it.
 const std::string &hostCpuIdentity();

@@ -26,6 +26,8 @@ struct ExportRecord {
   std::string error; ///< why the model cannot be exported (first reason)
   std::string ir;
   std::string object;
+  std::string baselineObject; ///< for the architecture's baseline CPU (when asked)
+  bool baseline = false;
   std::vector<std::string> imports;
   nb::dict info; ///< inputs' sources, results, symbols
   nb::tuple inputs, results;
@@ -120,14 +122,21 @@ void recordExportEntry(mlir::OwningOpRef<mlir::ModuleOp> copy, const Capture &ca
   r.ir = irText;
   r.info = describeEntry(entry);
   bool parallel = options().parallelLoops && torchNumThreads() > 1;
-  std::string error, object;
-  std::vector<std::string> imports;
+  std::string error, object, baselineObject;
+  std::vector<std::string> imports, baselineImports;
+  mlir::OwningOpRef<mlir::ModuleOp> second(r.baseline ? copy->clone() : nullptr);
   PyThreadState *saved = PyEval_SaveThread(); // LLVM runs without the GIL, as in the JIT
-  object = mlir::kiln::compileForCpuExport(*copy, "forward", parallel, imports, error);
+  object = mlir::kiln::compileForCpuExport(*copy, "forward", parallel, false, imports, error);
+  if (second && !object.empty())
+    baselineObject =
+        mlir::kiln::compileForCpuExport(*second, "forward", parallel, true, baselineImports, error);
   PyEval_RestoreThread(saved);
-  if (object.empty())
+  if (object.empty() || (second && baselineObject.empty()))
     r.error = "compiling the exported code failed: " + error;
+  else if (second && baselineImports != imports)
+    r.error = "the baseline build imports other run-time functions than the host build";
   r.object = std::move(object);
+  r.baselineObject = std::move(baselineObject);
   r.imports = std::move(imports);
 }
 
@@ -149,14 +158,17 @@ void recordExportRun(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
 void registerExportBindings(nb::module_ &m) {
   m.def(
       "export_begin",
-      [] {
+      [](bool baseline) {
         ExportRecord &r = record();
         if (r.active)
           throw nb::value_error("kiln.export: an export is already recording");
         r = ExportRecord();
         r.active = true;
+        r.baseline = baseline;
       },
-      "Starts recording the next compilation for kiln.export.");
+      nb::arg("baseline") = false,
+      "Starts recording the next compilation for kiln.export (baseline: also compile for the "
+      "architecture's baseline CPU).");
   m.def(
       "export_end",
       [] {
@@ -170,6 +182,7 @@ void registerExportBindings(nb::module_ &m) {
         d["host"] = mlir::kiln::hostCpuIdentity();
         d["build"] = mlir::kiln::kilnBuildIdentity();
         d["object"] = nb::bytes(r.object.data(), r.object.size());
+        d["baseline_object"] = nb::bytes(r.baselineObject.data(), r.baselineObject.size());
         nb::list imports;
         for (const std::string &i : r.imports)
           imports.append(i);
@@ -180,7 +193,7 @@ void registerExportBindings(nb::module_ &m) {
         return d;
       },
       "Stops recording; the recorded graph as a dict (error, entry, ir, host, build, object, "
-      "imports, inputs, results, symbols, graph_inputs, graph_results).");
+      "baseline_object, imports, inputs, results, symbols, graph_inputs, graph_results).");
 }
 
 } // namespace kiln

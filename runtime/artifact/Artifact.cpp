@@ -37,7 +37,7 @@ struct SectionEntry {
 Error checkSection(const uint8_t *base, uint64_t fileSize, uint64_t tableEnd, const SectionEntry &s,
                    unsigned index) {
   std::string which = "section " + std::to_string(index) + " (kind " + std::to_string(s.kind) + ")";
-  if (s.kind < (uint32_t)SectionKind::Meta || s.kind > (uint32_t)SectionKind::Program)
+  if (s.kind < (uint32_t)SectionKind::Meta || s.kind > (uint32_t)SectionKind::CpuCodeBaseline)
     return fail(KILN_ERROR_FORMAT, which + ": unknown kind");
   if (s.offset % kSectionAlign || s.offset < tableEnd || s.offset > fileSize ||
       s.size > fileSize - s.offset)
@@ -129,8 +129,8 @@ Error Artifact::validate() {
   crc = crc32(crc, base + kHeaderSize, (uInt)(count * kSectionEntrySize));
   if (crc != readLE<uint32_t>(base + 24))
     return fail(KILN_ERROR_CHECKSUM, "header checksum mismatch (the file is corrupt)");
-  const uint8_t *found[6] = {};
-  uint64_t sizes[6] = {};
+  const uint8_t *found[7] = {};
+  uint64_t sizes[7] = {};
   for (unsigned i = 0; i < count; ++i) {
     const uint8_t *e = base + kHeaderSize + i * kSectionEntrySize;
     SectionEntry s{readLE<uint32_t>(e), readLE<uint32_t>(e + 4), readLE<uint64_t>(e + 8),
@@ -150,16 +150,15 @@ Error Artifact::validate() {
       return fail(KILN_ERROR_FORMAT, std::string("no ") + names[k] + " section");
   meta_ = std::string_view(reinterpret_cast<const char *>(found[1]), sizes[1]);
   code_ = std::string_view(reinterpret_cast<const char *>(found[3]), sizes[3]);
+  if (found[6])
+    baselineCode_ = std::string_view(reinterpret_cast<const char *>(found[6]), sizes[6]);
   weights_ = found[4];
   weightsSize_ = sizes[4];
   std::string why;
   std::string_view planText(reinterpret_cast<const char *>(found[2]), sizes[2]);
   if (!parsePlan(planText, weightsSize_, plan_, why))
     return fail(KILN_ERROR_FORMAT, why);
-  std::string missing = missingCpuFeature(metaValue("cpu-features"));
-  if (!missing.empty())
-    return fail(KILN_ERROR_UNSUPPORTED, "the code was compiled for a CPU with " + missing +
-                                            ", which this CPU lacks (export on this machine)");
+  missingFeature_ = missingCpuFeature(metaValue("cpu-features"));
   return {};
 }
 

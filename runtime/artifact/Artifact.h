@@ -3,8 +3,9 @@
 //
 // Maps a .kiln artifact read-only and checks all of it before anything
 // uses it: magic, version, file size, the section table's CRC, every
-// section's bounds, alignment, kind and CRC, then the plan (Plan.h) and
-// the CPU features the code needs (Meta section) against this CPU. A bad
+// section's bounds, alignment, kind and CRC, then the plan (Plan.h); it
+// also compares the CPU features the code needs (Meta section) with this
+// CPU's (Model picks the baseline build, or refuses, when they miss). A bad
 // file is an Error with a code and a sentence, never a crash.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RUNTIME_ARTIFACT_ARTIFACT_H
@@ -39,7 +40,12 @@ public:
   static std::unique_ptr<Artifact> open(const std::string &path, Error &error);
 
   std::string_view meta() const { return meta_; }
+  /// The library for the exporting machine's CPU, and the baseline build
+  /// ("" when the artifact has none).
   std::string_view code() const { return code_; }
+  std::string_view baselineCode() const { return baselineCode_; }
+  /// A CPU feature code() needs that this CPU lacks ("" when it runs here).
+  const std::string &missingFeature() const { return missingFeature_; }
   const uint8_t *weights() const { return weights_; }
   uint64_t weightsSize() const { return weightsSize_; }
   const Plan &plan() const { return plan_; }
@@ -52,7 +58,8 @@ private:
 
   void *map_ = nullptr;
   uint64_t size_ = 0;
-  std::string_view meta_, code_;
+  std::string_view meta_, code_, baselineCode_;
+  std::string missingFeature_;
   const uint8_t *weights_ = nullptr;
   uint64_t weightsSize_ = 0;
   Plan plan_;

@@ -38,6 +38,9 @@ enum class SectionKind : uint32_t {
   CpuCode = 3, ///< an ELF shared library for the exporting machine's CPU
   Weights = 4, ///< a safetensors file (tensors at kWeightAlign)
   Program = 5, ///< the captured kiln IR, for inspection only
+  /// Optional: the same library for the architecture's baseline CPU
+  /// (x86-64 without AVX), used where the CPU lacks the exporter's features.
+  CpuCodeBaseline = 6,
 };
 
 } // namespace kiln::rt::artifact

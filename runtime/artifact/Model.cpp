@@ -104,15 +104,28 @@ Model::~Model() {
 
 std::unique_ptr<Model> Model::load(const std::string &path, const std::string &device,
                                    Error &error) {
-  if (device != "cpu") {
-    error = fail(KILN_ERROR_UNSUPPORTED,
-                 "device '" + device + "': this runtime runs artifacts on 'cpu' only");
+  if (device != "cpu" && device != "cpu-baseline") {
+    error = fail(KILN_ERROR_UNSUPPORTED, "device '" + device +
+                                             "': this runtime runs artifacts on 'cpu' (or "
+                                             "'cpu-baseline', the portable build) only");
     return nullptr;
   }
   std::unique_ptr<Model> m(new Model());
   m->artifact_ = Artifact::open(path, error);
   if (!m->artifact_)
     return nullptr;
+  const Artifact &a = *m->artifact_;
+  bool baseline = device == "cpu-baseline" || !a.missingFeature().empty();
+  if (baseline && a.baselineCode().empty()) {
+    error = fail(KILN_ERROR_UNSUPPORTED,
+                 path + ": " +
+                     (device == "cpu-baseline"
+                          ? std::string("the artifact has no baseline build")
+                          : "the code was compiled for a CPU with " + a.missingFeature() +
+                                ", which this CPU lacks, and the artifact has no baseline build"));
+    return nullptr;
+  }
+  m->baseline_ = baseline;
   if ((error = m->loadCode())) {
     error.message = path + ": " + error.message;
     return nullptr;
@@ -126,10 +139,11 @@ std::unique_ptr<Model> Model::load(const std::string &path, const std::string &d
 }
 
 Error Model::loadCode() {
-  if (Error err = checkElf(artifact_->code()))
+  std::string_view code = baseline_ ? artifact_->baselineCode() : artifact_->code();
+  if (Error err = checkElf(code))
     return err;
   std::string why;
-  int fd = codeFile(artifact_->code(), why);
+  int fd = codeFile(code, why);
   if (fd < 0)
     return fail(KILN_ERROR_CODE, why);
   // The descriptor stays open while the library is loaded: glibc reuses an

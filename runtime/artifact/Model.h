@@ -23,12 +23,16 @@ namespace kiln::rt::artifact {
 class Model {
 public:
   ~Model();
-  /// Validates `path` and loads its code for `device` ("cpu").
+  /// Validates `path` and loads its code for `device`: "cpu" (the host build,
+  /// or the baseline build where this CPU lacks a feature the host build
+  /// needs) or "cpu-baseline" (the baseline build).
   static std::unique_ptr<Model> load(const std::string &path, const std::string &device,
                                      Error &error);
 
   const Plan &plan() const { return artifact_->plan(); }
   std::string_view meta() const { return artifact_->meta(); }
+  /// Whether the baseline build runs (not the exporting CPU's).
+  bool baseline() const { return baseline_; }
   /// The caller's input k / output k as the C API describes it (dims with
   /// -1 for symbolic ones).
   const TensorSpec &inputSpec(size_t k) const;
@@ -51,7 +55,8 @@ private:
 
   std::unique_ptr<Artifact> artifact_;
   void *library_ = nullptr;
-  int codeFd_ = -1; ///< the memory file holding the library (see loadCode)
+  int codeFd_ = -1;       ///< the memory file holding the library (see loadCode)
+  bool baseline_ = false; ///< runs the baseline build
   void (*entry_)(void **) = nullptr;
   std::vector<std::vector<int64_t>> inputDims_, outputDims_;
 };

@@ -63,7 +63,9 @@ KILN_API const char *kiln_last_error(void);
 KILN_API const char *kiln_status_name(kiln_status status);
 
 /* Maps and validates the artifact at `path` and loads its code for
- * `device` ("cpu"; NULL means "cpu"). */
+ * `device`: "cpu" (NULL too) runs the build for the exporting machine's CPU,
+ * or the artifact's baseline build (x86-64 without AVX) where this CPU lacks
+ * one of its features; "cpu-baseline" always runs the baseline build. */
 KILN_API kiln_status kiln_model_load(const char *path, const char *device, kiln_model **model);
 KILN_API void kiln_model_free(kiln_model *model);
 

@@ -94,6 +94,20 @@ def test_dynamic_dim_kiln_specializes_is_an_error(tmp_path):
                     dynamic_shapes=({0: batch},))
 
 
+def test_baseline_build(tmp_path):
+    """The x86-64 baseline build (device 'cpu-baseline') gives the host build's results."""
+    model, x = BertBlock().eval(), torch.randn(2, 16, 64)
+    host, path = _roundtrip(tmp_path, model, (x,))
+    assert "cpu_code_baseline" in _artifact_file.sections(open(path, "rb").read())
+    assert_close(kiln.load(path, device="cpu-baseline")(x), host(x), rtol=1e-5, atol=1e-5)
+    p = str(tmp_path / "host-only.kiln")
+    kiln.export(model, (x,), p, baseline=False)
+    with pytest.raises(KilnRuntimeError, match="KILN_ERROR_UNSUPPORTED.*no baseline build"):
+        kiln.load(p, device="cpu-baseline")
+    with pytest.raises(KilnRuntimeError, match="KILN_ERROR_UNSUPPORTED.*'cuda'"):
+        kiln.load(p, device="cuda")
+
+
 def test_spec_violations_name_input_and_dim(tmp_path):
     loaded, _ = _roundtrip(tmp_path, mlp().eval(), (torch.randn(8, 64),))
     cases = [(torch.randn(8, 63), "KILN_ERROR_SHAPE: input 0 ('x') dim 1: size 63 but the model "

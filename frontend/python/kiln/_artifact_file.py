@@ -23,7 +23,8 @@ HEADER_SIZE = 64
 ENTRY_SIZE = 32
 SECTION_ALIGN = 4096
 WEIGHT_ALIGN = 64
-KINDS = {"meta": 1, "plan": 2, "cpu_code": 3, "weights": 4, "program": 5}
+KINDS = {"meta": 1, "plan": 2, "cpu_code": 3, "weights": 4, "program": 5,
+         "cpu_code_baseline": 6}
 
 _ST_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
               "int64": "I64", "int32": "I32", "bool": "BOOL"}
@@ -81,10 +82,14 @@ def pack(sections) -> bytes:
     return head + table + bytes(body)
 
 
-def write_artifact(path, meta: str, plan: str, code: bytes, weights: bytes, program: str):
+def write_artifact(path, meta: str, plan: str, code: bytes, weights: bytes, program: str,
+                   code_baseline: bytes | None = None):
     """Writes the artifact atomically (a temporary file renamed over `path`)."""
-    data = pack([("meta", meta.encode()), ("plan", plan.encode()), ("cpu_code", code),
-                 ("weights", weights), ("program", program.encode())])
+    sections = [("meta", meta.encode()), ("plan", plan.encode()), ("cpu_code", code),
+                ("weights", weights), ("program", program.encode())]
+    if code_baseline is not None:
+        sections.append(("cpu_code_baseline", code_baseline))
+    data = pack(sections)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "wb") as f:
         f.write(data)

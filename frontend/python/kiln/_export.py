@@ -40,7 +40,7 @@ class ExportError(RuntimeError):
     """The model cannot become an artifact; the message says why."""
 
 
-def export(model, example_inputs, path, dynamic_shapes=None) -> str:
+def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> str:
     """Writes `model` (an nn.Module, a Python function or a
     torch.export.ExportedProgram) called on `example_inputs` (a tensor or a
     tuple of CPU tensors, passed positionally) to the artifact `path`;
@@ -51,6 +51,9 @@ def export(model, example_inputs, path, dynamic_shapes=None) -> str:
     ``torch.export.Dim`` (its name, min and max), a (name, min, max) tuple or
     a name. Symbolic sizes are at least 2 (sizes 0 and 1 are specialized by
     kiln's capture); a dim kiln specializes anyway is an ExportError.
+    ``baseline``: also compile for the architecture's baseline CPU (x86-64
+    without AVX), which the runtime uses where the CPU lacks a feature of
+    this one (doubles the LLVM time of the export).
     """
     if isinstance(model, torch.export.ExportedProgram):
         model = _ProgramModule(model)
@@ -66,13 +69,14 @@ def export(model, example_inputs, path, dynamic_shapes=None) -> str:
     # from weights by identity, and marks never touch the caller's tensors.
     args = tuple(a.detach() for a in args)
     wanted = _mark_dynamic(model, args, dynamic_shapes)
-    rec, out = _record(model, args)
+    rec, out = _record(model, args, baseline)
     if rec["error"]:
         raise ExportError(f"kiln.export: {rec['error']}")
     plan, weights, structure = _plan(model, args, rec, out, wanted)
     code = _link(rec["object"])
+    code_baseline = _link(rec["baseline_object"]) if baseline else None
     meta = _meta(rec, structure)
-    write_artifact(path, meta, plan, code, weights, rec["ir"])
+    write_artifact(path, meta, plan, code, weights, rec["ir"], code_baseline)
     return path
 
 
@@ -122,7 +126,7 @@ def _fresh(fn):
     return f
 
 
-def _record(model, args):
+def _record(model, args, baseline):
     """Calls the model through kiln while the frontend records; returns the
     record and the call's result."""
     _push_to_native()
@@ -148,7 +152,7 @@ def _record(model, args):
     _C.set_log_sink(sink)
     try:
         with torch.no_grad(), config.patch(logs=config.logs | {"dynamic"}):
-            _C.export_begin()
+            _C.export_begin(baseline)
             try:
                 out = _C.call(fn, call_args, {}, True, _autograd.apply, 0)
             except RuntimeError as e:
