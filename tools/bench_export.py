@@ -3,7 +3,8 @@
 
 Per model (test/python/export_models.py: small, random init): p50 latency of
 eager PyTorch, the JIT path (kiln.compile), the artifact through kiln.load
-(ctypes + libkiln_runtime) -- interleaved in one process --
+(ctypes + libkiln_runtime; host and x86-64 baseline builds) -- interleaved
+in one process --
 and through the kiln-run CLI (its own p50); the artifact's size against its
 weights' and code's; kiln.load's time with the file in the page cache (warm)
 and evicted from it with posix_fadvise(DONTNEED) (cold). One thread
@@ -98,12 +99,15 @@ def bench_model(name, make, shape, tmp, rounds, calls):
         with torch.no_grad():
             return jit(t)
 
-    lat = latencies({"eager": eager, "jit": jit_call, "load": loaded}, x, rounds, calls)
+    baseline = kiln.load(path, device="cpu-baseline")
+    lat = latencies({"eager": eager, "jit": jit_call, "load": loaded, "baseline": baseline}, x,
+                    rounds, calls)
     data = open(path, "rb").read()
     sections = _artifact_file.sections(data)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     return {"name": name, **lat, "kiln-run": kiln_run_p50(path, x, tmp, calls),
             "size": len(data), "weights": weights, "code": sections["cpu_code"][1],
+            "code_baseline": sections["cpu_code_baseline"][1],
             "warm": load_ms(path, False), "cold": load_ms(path, True)}
 
 
@@ -117,13 +121,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kiln-bench-export-") as tmp:
         for name, make, shape in MODELS:
             rows.append(bench_model(name, make, shape, tmp, a.rounds, a.calls))
-    print("| model | eager ms | kiln JIT ms | kiln.load ms | kiln-run p50 ms | artifact KiB "
-          "| weights KiB | code KiB | load warm ms | load cold ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | eager ms | kiln JIT ms | kiln.load ms | kiln.load baseline ms "
+          "| kiln-run p50 ms | artifact KiB | weights KiB | code KiB (host + baseline) "
+          "| load warm ms | load cold ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['name']} | {r['eager']:.3f} | {r['jit']:.3f} | {r['load']:.3f} "
-              f"| {r['kiln-run']:.3f} | {r['size'] / 1024:.0f} | {r['weights'] / 1024:.0f} "
-              f"| {r['code'] / 1024:.0f} | {r['warm']:.2f} | {r['cold']:.2f} |")
+              f"| {r['baseline']:.3f} | {r['kiln-run']:.3f} | {r['size'] / 1024:.0f} "
+              f"| {r['weights'] / 1024:.0f} | {r['code'] / 1024:.0f} + "
+              f"{r['code_baseline'] / 1024:.0f} | {r['warm']:.2f} | {r['cold']:.2f} |")
 
 
 if __name__ == "__main__":
