@@ -77,7 +77,36 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> s
     code_baseline = _link(rec["baseline_object"]) if baseline else None
     meta = _meta(rec, structure)
     write_artifact(path, meta, plan, code, weights, rec["ir"], code_baseline)
+    try:
+        _self_check(path, args, out, "cpu")
+    except ExportError:
+        os.unlink(path)
+        raise
+    if baseline:
+        try:
+            _self_check(path, args, out, "cpu-baseline")
+        except ExportError as e:
+            warnings.warn(f"{e}; the artifact is written without a baseline build", stacklevel=2)
+            write_artifact(path, meta, plan, code, weights, rec["ir"])
     return path
+
+
+def _self_check(path, args, out, device):
+    """Loads the written artifact through libkiln_runtime and runs it on the
+    example inputs: its result must be the JIT path's (the same code)."""
+    from kiln_runtime import KilnRuntimeError, load
+    try:
+        got = load(path, device)(*args)
+    except KilnRuntimeError as e:
+        raise ExportError(f"kiln.export: the {device} build does not load or run: {e}") from e
+    want = list(out) if isinstance(out, (tuple, list)) else [out]
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    for j, (g, w) in enumerate(zip(got, want)):
+        tol = 1e-4 if w.dtype in (torch.float32, torch.float64) else 1e-2
+        if g.shape != w.shape or g.dtype != w.dtype or not torch.allclose(
+                g.float(), w.float(), rtol=tol, atol=tol, equal_nan=True):
+            raise ExportError(f"kiln.export: the {device} build's output {j} differs from the "
+                              "JIT path's on the example inputs")
 
 
 class _ProgramModule(torch.nn.Module):
@@ -252,7 +281,11 @@ def _outputs(out, results):
     structure = type(out).__name__ if isinstance(out, (tuple, list)) else "tensor"
     index = []
     for j, o in enumerate(items):
-        hit = [r for r, t in enumerate(results) if t is o]
+        # The result itself, or another tensor object over its memory (results
+        # are fresh allocations, so the same pointer, shape and strides are it).
+        hit = [r for r, t in enumerate(results) if t is o or (
+            isinstance(o, torch.Tensor) and t.data_ptr() == o.data_ptr() and t.numel() > 0
+            and t.shape == o.shape and t.stride() == o.stride() and t.dtype == o.dtype)]
         if not hit:
             raise ExportError(f"kiln.export: output {j} is not a tensor the graph computes "
                               f"({type(o).__name__}: an input, a view of one or a Python value)")
