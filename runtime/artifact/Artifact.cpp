@@ -49,6 +49,33 @@ Error checkSection(const uint8_t *base, uint64_t fileSize, uint64_t tableEnd, co
   return {};
 }
 
+/// The header's checks: size, magic, version, declared file size, flags and
+/// reserved bytes, section count. Sets `count`.
+Error checkHeader(const uint8_t *base, uint64_t size, uint32_t &count) {
+  if (size < kHeaderSize)
+    return fail(KILN_ERROR_FORMAT,
+                "truncated: " + std::to_string(size) + " bytes, less than the 64-byte header");
+  if (std::memcmp(base, kMagic, sizeof(kMagic)) != 0)
+    return fail(KILN_ERROR_FORMAT, "not a kiln artifact (bad magic)");
+  uint32_t version = readLE<uint32_t>(base + 8);
+  if (version != kVersion)
+    return fail(KILN_ERROR_VERSION, "artifact format version " + std::to_string(version) +
+                                        "; this runtime reads version " + std::to_string(kVersion) +
+                                        " (re-export the model)");
+  count = readLE<uint32_t>(base + 12);
+  uint64_t declared = readLE<uint64_t>(base + 16);
+  if (declared != size)
+    return fail(KILN_ERROR_FORMAT, "the header says " + std::to_string(declared) +
+                                       " bytes but the file has " + std::to_string(size) +
+                                       " (truncated or appended to)");
+  for (uint64_t i = 28; i < kHeaderSize; ++i)
+    if (base[i] != 0)
+      return fail(KILN_ERROR_FORMAT, "nonzero flags or reserved header bytes (a newer format?)");
+  if (count == 0 || count > kMaxSections)
+    return fail(KILN_ERROR_FORMAT, "bad section count " + std::to_string(count));
+  return {};
+}
+
 } // namespace
 
 uint32_t crc32Of(const void *data, uint64_t size) {
@@ -101,27 +128,9 @@ std::unique_ptr<Artifact> Artifact::open(const std::string &path, Error &error) 
 
 Error Artifact::validate() {
   const auto *base = static_cast<const uint8_t *>(map_);
-  if (size_ < kHeaderSize)
-    return fail(KILN_ERROR_FORMAT,
-                "truncated: " + std::to_string(size_) + " bytes, less than the 64-byte header");
-  if (std::memcmp(base, kMagic, sizeof(kMagic)) != 0)
-    return fail(KILN_ERROR_FORMAT, "not a kiln artifact (bad magic)");
-  uint32_t version = readLE<uint32_t>(base + 8);
-  if (version != kVersion)
-    return fail(KILN_ERROR_VERSION, "artifact format version " + std::to_string(version) +
-                                        "; this runtime reads version " + std::to_string(kVersion) +
-                                        " (re-export the model)");
-  uint32_t count = readLE<uint32_t>(base + 12);
-  uint64_t declared = readLE<uint64_t>(base + 16);
-  if (declared != size_)
-    return fail(KILN_ERROR_FORMAT, "the header says " + std::to_string(declared) +
-                                       " bytes but the file has " + std::to_string(size_) +
-                                       " (truncated or appended to)");
-  for (uint64_t i = 28; i < kHeaderSize; ++i)
-    if (base[i] != 0)
-      return fail(KILN_ERROR_FORMAT, "nonzero flags or reserved header bytes (a newer format?)");
-  if (count == 0 || count > kMaxSections)
-    return fail(KILN_ERROR_FORMAT, "bad section count " + std::to_string(count));
+  uint32_t count = 0;
+  if (Error err = checkHeader(base, size_, count))
+    return err;
   uint64_t tableEnd = kHeaderSize + count * kSectionEntrySize;
   if (tableEnd > size_)
     return fail(KILN_ERROR_FORMAT, "truncated section table");

@@ -307,18 +307,13 @@ int64_t numBytes(const std::vector<int64_t> &shape, DType dtype) {
 
 } // namespace
 
-Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
-                 size_t numOutputs) const {
+Error Model::checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
+                          const std::vector<int64_t> &symbols,
+                          std::vector<void *> &resultData) const {
   const Plan &p = plan();
-  std::vector<int64_t> symbols;
-  if (Error err = bindInputs(inputs, numInputs, symbols))
-    return err;
   if (numOutputs != p.outputs.size() || (numOutputs && !outputs))
     return fail(KILN_ERROR_INVALID_ARGUMENT, "the model has " + std::to_string(p.outputs.size()) +
                                                  " outputs, got " + std::to_string(numOutputs));
-  // Where each graph result goes: the first output returning it, else scratch.
-  std::vector<void *> resultData(p.results.size(), nullptr);
-  std::vector<std::unique_ptr<char[]>> scratch;
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor &t = outputs[k];
     std::string name = "output " + std::to_string(k) + " ('" + p.outputNames[k] + "')";
@@ -334,6 +329,20 @@ Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outpu
     if (!resultData[p.outputs[k]])
       resultData[p.outputs[k]] = data;
   }
+  return {};
+}
+
+Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
+                 size_t numOutputs) const {
+  const Plan &p = plan();
+  std::vector<int64_t> symbols;
+  if (Error err = bindInputs(inputs, numInputs, symbols))
+    return err;
+  // Where each graph result goes: the first output returning it, else scratch.
+  std::vector<void *> resultData(p.results.size(), nullptr);
+  std::vector<std::unique_ptr<char[]>> scratch;
+  if (Error err = checkOutputs(outputs, numOutputs, symbols, resultData))
+    return err;
   std::vector<int64_t> words;
   std::vector<size_t> offsets;
   for (const InputSpec &in : p.inputs) {

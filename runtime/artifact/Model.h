@@ -52,6 +52,10 @@ public:
 private:
   Model() = default;
   Error loadCode();
+  /// Checks the caller's outputs; `resultData[r]` becomes the memory of the
+  /// first output returning graph result r.
+  Error checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
+                     const std::vector<int64_t> &symbols, std::vector<void *> &resultData) const;
 
   std::unique_ptr<Artifact> artifact_;
   void *library_ = nullptr;
