@@ -8,6 +8,7 @@
 #include "runtime/artifact/Model.h"
 #include "runtime/artifact/kiln_runtime.h"
 
+#include "runtime/cpu/BlasShims.h"
 #include "runtime/cpu/Threads.h"
 
 #include <string>
@@ -152,5 +153,7 @@ kiln_status kiln_model_run(const kiln_model *m, const kiln_tensor *inputs, size_
 }
 
 void kiln_set_num_threads(int threads) { kilnSetNumThreads(threads); }
+
+int kiln_set_blas_library(const char *path) { return kilnSetBlasLibrary(path ? path : ""); }
 
 } // extern "C"

@@ -1,7 +1,7 @@
 //===- KilnRun.cpp - kiln-run: run a .kiln artifact from the shell -------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-//   kiln-run model.kiln --inputs a.npy b.npy [--bench N] [--threads N]
+//   kiln-run model.kiln --inputs a.npy b.npy [--bench N] [--threads N] [--blas MKL]
 //
 // Loads the artifact (printing the load time), runs it on the .npy inputs
 // and prints each output's name, shape, dtype and checksum (the sum of its
@@ -31,6 +31,7 @@ struct Args {
   std::vector<std::string> inputs;
   int bench = 0;
   int threads = 0;
+  std::string blas;
 };
 
 bool parseArgs(int argc, char **argv, Args &a) {
@@ -39,6 +40,8 @@ bool parseArgs(int argc, char **argv, Args &a) {
     if (s == "--inputs") {
       while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0)
         a.inputs.push_back(argv[++i]);
+    } else if (s == "--blas" && i + 1 < argc) {
+      a.blas = argv[++i];
     } else if ((s == "--bench" || s == "--threads") && i + 1 < argc) {
       (s == "--bench" ? a.bench : a.threads) = std::atoi(argv[++i]);
     } else if (a.model.empty() && s.rfind("--", 0) != 0) {
@@ -89,11 +92,13 @@ int main(int argc, char **argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr, "usage: kiln-run model.kiln --inputs a.npy ... [--bench N] "
-                         "[--threads N]\n");
+                         "[--threads N] [--blas path/to/libmkl_rt.so.2]\n");
     return 2;
   }
   if (args.threads > 0)
     kiln_set_num_threads(args.threads);
+  if (!args.blas.empty() && !kiln_set_blas_library(args.blas.c_str()))
+    std::fprintf(stderr, "kiln-run: cannot use BLAS %s; using OpenBLAS\n", args.blas.c_str());
   try {
     auto t0 = Clock::now();
     kiln::Model model(args.model);

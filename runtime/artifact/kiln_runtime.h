@@ -102,6 +102,9 @@ KILN_API kiln_status kiln_model_run(const kiln_model *model, const kiln_tensor *
 /* Threads of the BLAS calls and parallel loops of every model (<= 0: the
  * libraries' defaults). */
 KILN_API void kiln_set_num_threads(int threads);
+/* GEMMs of every model call oneMKL's libmkl_rt at `path` ("" or "openblas":
+ * the linked OpenBLAS, the default); nonzero when that library was taken. */
+KILN_API int kiln_set_blas_library(const char *path);
 
 #ifdef __cplusplus
 }
