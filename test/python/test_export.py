@@ -229,9 +229,14 @@ def test_export_refuses_what_an_artifact_cannot_hold(tmp_path):
     def returns_input(x):
         return x, x * 2
 
+    def fallback(x):
+        return torch.special.erfcx(x * 2) + 1
+
     p = str(tmp_path / "r.kiln")
     with pytest.raises(kiln.ExportError, match="not one graph"):
         kiln.export(breaks, (torch.randn(4),), p)
+    with pytest.raises(kiln.ExportError, match=r"torch.special.erfcx at .* \(per-op fallback"):
+        kiln.export(fallback, (torch.randn(4),), p)
     with pytest.raises(kiln.ExportError, match="random"):
         kiln.export(random, (torch.randn(4),), p)
     with pytest.raises(kiln.ExportError, match="output 0 is not a tensor the graph computes"):

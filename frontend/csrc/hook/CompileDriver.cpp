@@ -210,7 +210,7 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
     log(LogChannel::Graph,
         "captured " + entry->name + " (" + std::to_string(cap.numOps) + " kiln ops):\n" + irText);
   mlir::OwningOpRef<mlir::ModuleOp> exportCopy; // kiln.export's copy (compileGraph lowers cap's)
-  if (exportRecording())
+  if (exportRecording() && cap.module)
     exportCopy = cap.module->clone();
   if (!compileGraph(cap, irText, *entry, failure)) {
     failure.category = BreakCategory::Backend;
