@@ -59,10 +59,11 @@ Error checkElf(std::string_view code) {
   return {};
 }
 
-/// A file descriptor holding `bytes`: an anonymous memory file, or (where
-/// memfd_create is missing) an unlinked temporary file. -1 on failure.
-int codeFile(std::string_view bytes, std::string &why) {
-  int fd = memfd_create("kiln-model", MFD_CLOEXEC);
+/// A file descriptor holding `bytes`: an anonymous memory file (`memfd`),
+/// or (without it, or where memory files may not be executed) an unlinked
+/// temporary file. -1 on failure.
+int codeFile(std::string_view bytes, bool memfd, std::string &why) {
+  int fd = memfd ? memfd_create("kiln-model", MFD_CLOEXEC) : -1;
   if (fd < 0) {
     std::string path = std::string(P_tmpdir) + "/kiln-model-XXXXXX";
     fd = mkostemp(path.data(), O_CLOEXEC);
@@ -142,18 +143,28 @@ Error Model::loadCode() {
   std::string_view code = baseline_ ? artifact_->baselineCode() : artifact_->code();
   if (Error err = checkElf(code))
     return err;
-  std::string why;
-  int fd = codeFile(code, why);
-  if (fd < 0)
-    return fail(KILN_ERROR_CODE, why);
-  // The descriptor stays open while the library is loaded: glibc reuses an
-  // already loaded library of the same path name, and a closed descriptor's
-  // number (hence "/proc/self/fd/N") would come back for the next model.
-  codeFd_ = fd;
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
-  library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why, dlError;
+  // A memory file first; a temporary file where that fails (e.g. a kernel
+  // with vm.memfd_noexec set refuses to map memory files executable).
+  for (bool memfd : {true, false}) {
+    int fd = codeFile(code, memfd, why);
+    if (fd < 0)
+      continue;
+    // The descriptor stays open while the library is loaded: glibc reuses an
+    // already loaded library of the same path name, and a closed descriptor's
+    // number (hence "/proc/self/fd/N") would come back for the next model.
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    library_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library_) {
+      codeFd_ = fd;
+      break;
+    }
+    const char *e = dlerror();
+    dlError = e ? e : "dlopen failed";
+    close(fd);
+  }
   if (!library_)
-    return fail(KILN_ERROR_CODE, std::string("cannot load the code: ") + dlerror());
+    return fail(KILN_ERROR_CODE, "cannot load the code: " + (dlError.empty() ? why : dlError));
   const Plan &p = plan();
   entry_ = reinterpret_cast<void (*)(void **)>(dlsym(library_, p.entry.c_str()));
   void *table = dlsym(library_, "__kiln_imports");
