@@ -23,7 +23,7 @@ $(BUILD)/build.ninja: | setup
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
 build: setup $(BUILD)/build.ninja
-	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims
+	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims kiln-artifact-test
 
 test: build
 	$(MAKE) --no-print-directory check-house test-lit test-unit test-python
@@ -48,7 +48,7 @@ $(TSAN_BUILD)/build.ninja: | setup
 	  -DKILN_SANITIZE=thread
 
 build-asan: setup $(ASAN_BUILD)/build.ninja
-	ninja -C $(ASAN_BUILD) -j$(NPROC) kiln-opt kiln-translate kiln_runner_shims _C
+	ninja -C $(ASAN_BUILD) -j$(NPROC) kiln-opt kiln-translate kiln_runner_shims _C kiln-artifact-test
 
 build-tsan: setup $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD) -j$(NPROC) _C
@@ -85,6 +85,7 @@ demo: build
 # docs/performance.md (about 10 minutes on 2 cores).
 bench: build
 	$(PY) tools/bench.py
+	$(PY) tools/bench_export.py
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
           ccache lld libopenblas-dev libgtest-dev python3-venv clang-format-19
-          libssl-dev)
+          libssl-dev zlib1g-dev)
 # mkl: oneMKL's libmkl_rt for compiled GEMMs (the same 2024.2 MKL eager torch
 # links statically); kiln dlopens it from the venv's lib/ and falls back to
 # OpenBLAS without it. Its dependencies are pinned too (about 680 MB in all).
@@ -18,7 +18,9 @@ PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18
          "tbb==2021.13.1"
          # Test and benchmark models (no weights are downloaded: random init).
          # transformers stays on 4.x: 5.x needs packages PyPI's mirror lacks.
-         "torchvision==0.26.0" "timm==1.0.31" "transformers==4.57.6")
+         "torchvision==0.26.0" "timm==1.0.31" "transformers==4.57.6"
+         # kiln.export tests read the artifact's weights with the reference reader.
+         "safetensors==0.8.0")
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -48,6 +48,10 @@ case "$MODE" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     echo "[sanitize] lit suite on $BUILD"
     ninja -C "$BUILD" check-kiln
+    # The artifact loader (runtime/artifact) on an exported MLP and 600
+    # damaged copies of it (test/artifact/ArtifactTest.cpp).
+    echo "[sanitize] artifact loader test under ASan+UBSan"
+    (cd "$BUILD" && ctest -R '^artifact-' --output-on-failure)
     echo "[sanitize] pytest subset under ASan+UBSan: ${ASAN_PYTEST[*]}"
     # PYTHONMALLOC=malloc: Python objects come from malloc, so ASan sees a
     # use of a freed object (a missing reference) and LSan follows pointers

@@ -15,6 +15,7 @@
 #include "codegen/cpu/JitCompiler.h"
 
 #include "codegen/cpu/DebugDump.h"
+#include "codegen/cpu/ExportObject.h"
 #include "codegen/cpu/Diagnostics.h"
 #include "codegen/cpu/ObjectCode.h"
 #include "codegen/cpu/Passes.h"
@@ -33,10 +34,14 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <mutex>
 #include <optional>
 
 namespace mlir::kiln {
+
+std::string packedName(const std::string &entry) { return "_kiln_packed_" + entry; }
+
 namespace {
 
 /// The disk-cache key of compiling `module` with `pm`: everything the
@@ -54,15 +59,14 @@ std::string cacheKey(ModuleOp module, PassManager &pm, const std::string &entry)
   return key;
 }
 
-/// Name of the packed `void(void **)` wrapper of `entry`'s C interface.
-std::string packedName(const std::string &entry) { return "_kiln_packed_" + entry; }
-
 /// Runs `pm` on `module`, translates it to LLVM IR, adds the packed entry
 /// wrapper and emits a host object file (and, with a debug folder, the
 /// optimized LLVM IR as `llvm-optimized.ll` there). Diagnostics are
 /// collected by the caller's handler; the error says which stage failed.
-llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
-                                          const std::string &entry, const std::string &debugDir) {
+llvm::Expected<std::string>
+lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
+              const std::string &debugDir, bool pic = false, bool baseline = false,
+              const std::function<llvm::Error(llvm::Module &)> &beforeEmit = {}) {
   if (failed(pm.run(module)))
     return llvm::createStringError("kiln: CPU lowering failed");
   llvm::LLVMContext llvmContext;
@@ -76,12 +80,12 @@ llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
   if (!cInterface)
     return llvm::createStringError("kiln: no C interface for @" + entry + " after lowering");
   addPackedWrapper(*cInterface, packedName(entry));
-  auto tm = hostTargetMachine();
+  auto tm = hostTargetMachine(pic, baseline);
   if (!tm)
     return llvm::createStringError("kiln: no host target machine: " +
                                    llvm::toString(tm.takeError()));
-  auto compiled =
-      compileToObject(*llvmModule, **tm, debugDir.empty() ? "" : debugDir + "/llvm-optimized.ll");
+  auto compiled = compileToObject(
+      *llvmModule, **tm, debugDir.empty() ? "" : debugDir + "/llvm-optimized.ll", beforeEmit);
   if (!compiled)
     return llvm::createStringError("kiln: LLVM code generation failed: " +
                                    llvm::toString(compiled.takeError()));
@@ -116,22 +120,52 @@ llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
   return {};
 }
 
-} // namespace
-
-::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
-                                           const CpuCompileOptions &options, std::string &error,
-                                           CpuCompileInfo *infoOut) {
+/// Initializes LLVM's host target once and registers the dialects the CPU
+/// pipeline produces in `module`'s context.
+void prepareCpuCompile(ModuleOp module) {
   static std::once_flag initOnce;
   std::call_once(initOnce, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
+  DialectRegistry registry;
+  registerCpuDialects(registry);
+  module.getContext()->appendDialectRegistry(registry);
+}
+
+} // namespace
+
+std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool parallelLoops,
+                                bool baseline, std::vector<std::string> &imports,
+                                std::string &error) {
+  prepareCpuCompile(module);
+  MLIRContext *ctx = module.getContext();
+  std::string diagnostics;
+  llvm::raw_string_ostream diag(diagnostics);
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+    printDiagnostic(d, diag);
+    return success();
+  });
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  buildOptimizePipeline(pm);
+  buildCpuLoweringPipeline(pm, CpuLoweringOptions{parallelLoops});
+  auto rewrite = [&](llvm::Module &m) { return indirectRuntimeCalls(m, imports); };
+  llvm::Expected<std::string> object =
+      lowerToObject(module, pm, entry, "", /*pic=*/true, baseline, rewrite);
+  if (!object) {
+    error = llvm::toString(object.takeError()) + (diagnostics.empty() ? "" : ":\n" + diagnostics);
+    return "";
+  }
+  return std::move(*object);
+}
+
+::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
+                                           const CpuCompileOptions &options, std::string &error,
+                                           CpuCompileInfo *infoOut) {
+  prepareCpuCompile(module);
   CpuCompileInfo localInfo;
   CpuCompileInfo &info = infoOut ? *infoOut : localInfo;
   MLIRContext *ctx = module.getContext();
-  DialectRegistry registry;
-  registerCpuDialects(registry);
-  ctx->appendDialectRegistry(registry);
 
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);

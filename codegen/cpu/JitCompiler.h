@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class ModuleOp;
@@ -70,6 +71,22 @@ struct CpuCompileInfo {
 ::kiln::rt::CompiledFunction compileForCpu(ModuleOp module, const std::string &entry,
                                            const CpuCompileOptions &options, std::string &error,
                                            CpuCompileInfo *info = nullptr);
+
+/// Name of the packed `void(void **)` wrapper of `entry`'s C interface
+/// (ObjectCode.h addPackedWrapper), the symbol a compiled graph is called by.
+std::string packedName(const std::string &entry);
+
+/// kiln.export's compilation of `module` (as compileForCpu, never cached):
+/// a position-independent relocatable object for the host CPU to be linked
+/// into a shared library. Calls of kiln's run-time functions go through the
+/// table `__kiln_imports` the object defines (ExportObject.h); `imports`
+/// receives their names in table order. With `baseline`, for the
+/// architecture's baseline CPU (ObjectCode.h hostTargetMachine) instead of
+/// this one. On failure returns "" with `error` set. `module` is lowered in
+/// place.
+std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool parallelLoops,
+                                bool baseline, std::vector<std::string> &imports,
+                                std::string &error);
 
 } // namespace mlir::kiln
 

@@ -98,10 +98,16 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic, bool baseline) {
   auto builder = hostBuilder();
   if (!builder)
     return builder.takeError();
+  if (pic)
+    builder->setRelocationModel(llvm::Reloc::PIC_);
+  if (baseline) {
+    builder->setCPU(builder->getTargetTriple().isX86() ? "x86-64" : "generic");
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
   return builder->createTargetMachine();
 }
 
@@ -181,8 +187,9 @@ void keepOuterLoopsRolled(llvm::Module &module) {
   }
 }
 
-llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
-                                            const std::string &optimizedIRPath) {
+llvm::Expected<std::string>
+compileToObject(llvm::Module &module, llvm::TargetMachine &tm, const std::string &optimizedIRPath,
+                const std::function<llvm::Error(llvm::Module &)> &beforeEmit) {
   module.setDataLayout(tm.createDataLayout());
   module.setTargetTriple(tm.getTargetTriple().str());
   // Intel cores with AVX-512 default to 256-bit vectors; kiln's loops are
@@ -200,6 +207,9 @@ llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMa
     if (!ec)
       module.print(out, nullptr);
   }
+  if (beforeEmit)
+    if (llvm::Error err = beforeEmit(module))
+      return std::move(err);
 
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);

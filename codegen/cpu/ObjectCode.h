@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,8 +30,12 @@ class Module;
 
 namespace mlir::kiln {
 
-/// A TargetMachine for the host CPU (its name and features) at O3.
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine();
+/// A TargetMachine for the host CPU (its name and features) at O3; with
+/// `pic`, position-independent code (for a shared library, kiln.export);
+/// with `baseline`, for the host architecture's baseline CPU instead
+/// (x86-64: no feature beyond SSE2; kiln.export's portable build).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(bool pic = false,
+                                                                       bool baseline = false);
 
 /// "triple cpu features" of the host, as the JIT compiles for it.
 const std::string &hostCpuIdentity();
@@ -49,8 +54,12 @@ void addPackedWrapper(llvm::Function &fn, llvm::StringRef name);
 /// Runs LLVM's O3 pipeline for `tm` on `module` (full-width vectors on
 /// AVX-512 hosts, outer loops kept rolled) and emits a relocatable object
 /// file; with `optimizedIRPath`, also writes the optimized LLVM IR there.
-llvm::Expected<std::string> compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
-                                            const std::string &optimizedIRPath = "");
+/// `beforeEmit`, when given, rewrites the optimized module before code
+/// generation (kiln.export's import table, ExportObject.h).
+llvm::Expected<std::string>
+compileToObject(llvm::Module &module, llvm::TargetMachine &tm,
+                const std::string &optimizedIRPath = "",
+                const std::function<llvm::Error(llvm::Module &)> &beforeEmit = {});
 
 /// Checks that `object` is a well-formed relocatable ELF object for the host
 /// (machine, class, byte order) before anything links it: every section

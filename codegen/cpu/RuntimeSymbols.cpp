@@ -7,10 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/RuntimeSymbols.h"
 
-#include "runtime/cpu/BlasShims.h"
-#include "runtime/cpu/BufferPool.h"
-#include "runtime/cpu/Builtins.h"
-#include "runtime/cpu/MemrefCopy.h"
+#include "runtime/artifact/Imports.h"
 #include "runtime/cpu/OpenMPShim.h"
 
 #include "llvm/IR/Constants.h"
@@ -46,17 +43,7 @@ llvm::Error checkRuntimeCalls(const llvm::Module &module) {
 }
 
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
-  std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::blasShimSymbols();
-  symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
-  // f32 → bf16 on CPUs without AVX-512 BF16 (libgcc 12 lacks it).
-  symbols.emplace_back("__truncsfbf2", reinterpret_cast<void *>(&kilnTruncSfBf2));
-  // Intermediate buffers come from kiln's pool (runtime/cpu/BufferPool.h).
-  symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
-  symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));
-  // Parallel loops: OpenMP entry points on torch's libgomp.
-  for (auto symbol : ::kiln::rt::openMPShimSymbols())
-    symbols.push_back(symbol);
-  return symbols;
+  return ::kiln::rt::cpuRuntimeImports(); // one table for the JIT and exported code
 }
 
 } // namespace mlir::kiln

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaBindings.h"
 #include "Entry.h"
+#include "Export.h"
 #include "hook/Hook.h"
 #include "hook/Recompute.h"
 #include "Log.h"
@@ -188,4 +189,5 @@ NB_MODULE(_C, m) {
       "How many parallel loops compiled CPU code has run: on several threads "
       "(torch.get_num_threads() > 1) or inline on the calling thread.");
   registerCudaBindings(m);
+  registerExportBindings(m);
 }

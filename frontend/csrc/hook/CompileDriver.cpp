@@ -7,6 +7,7 @@
 #include "hook/CompileDriver.h"
 
 #include "CudaEntry.h"
+#include "Export.h"
 #include "Log.h"
 #include "ProgramCompile.h"
 #include "TensorInfo.h"
@@ -209,6 +210,9 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
   if (logEnabled(LogChannel::Graph))
     log(LogChannel::Graph,
         "captured " + entry->name + " (" + std::to_string(cap.numOps) + " kiln ops):\n" + irText);
+  mlir::OwningOpRef<mlir::ModuleOp> exportCopy; // kiln.export's copy (compileGraph lowers cap's)
+  if (exportRecording() && cap.module)
+    exportCopy = cap.module->clone();
   if (!compileGraph(cap, irText, *entry, failure)) {
     failure.category = BreakCategory::Backend;
     return nullptr;
@@ -224,6 +228,8 @@ std::unique_ptr<Entry> finishEntry(PyObject *code, Capture &cap, CaptureFailure 
                                    (call.location.empty() ? "" : " at " + call.location));
   }
   takeCapture(cap, *entry);
+  if (exportCopy)
+    recordExportEntry(std::move(exportCopy), cap, irText, *entry);
   c.dynamicGraphs += !entry->symbols.empty();
   double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   ++c.graphsCompiled;

@@ -16,6 +16,7 @@
 // and re-checks the cache when another thread compiled meanwhile.
 //===----------------------------------------------------------------------===//
 #include "hook/Hook.h"
+#include "Export.h"
 
 #include "Log.h"
 #include "TensorInfo.h"
@@ -162,6 +163,8 @@ PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
   std::vector<PyRef> results;
   if (!runGraph(entry, inputs, results))
     return nullptr;
+  if (exportRecording())
+    recordExportRun(entry, inputs, results);
   PyObject *r = assembleResult(entry, results, inputs);
   if (r && !entry.effects.empty() && !replaySideEffects(entry, results, inputs, call.values)) {
     Py_DECREF(r);
