@@ -98,6 +98,7 @@ nb::dict describeEntry(const Entry &entry) {
   d["inputs"] = inputs;
   d["results"] = results;
   d["symbols"] = symbols;
+  d["index_check"] = entry.indexCheck;
   return d;
 }
 

@@ -68,7 +68,8 @@ const char *kiln_status_name(kiln_status s) {
                                 "KILN_ERROR_INVALID_ARGUMENT",
                                 "KILN_ERROR_SHAPE",
                                 "KILN_ERROR_DTYPE",
-                                "KILN_ERROR_DEVICE"};
+                                "KILN_ERROR_DEVICE",
+                                "KILN_ERROR_INDEX"};
   unsigned i = (unsigned)s;
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "KILN_ERROR_UNKNOWN";
 }

@@ -380,6 +380,14 @@ Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outpu
     args[i] = &descriptors[i];
   }
   entry_(args.data());
+  if (p.indexCheck >= 0) { // the graph's flag for an out-of-range index input
+    int64_t bad;
+    std::memcpy(&bad, resultData[p.indexCheck], sizeof(bad));
+    if (bad)
+      return fail(KILN_ERROR_INDEX, "index out of range: an index input (indexing, "
+                                    "index_select, gather, embedding or a loss target) was "
+                                    "outside the dim it reads; eager raises IndexError");
+  }
   // An output returning the same result as an earlier one gets a copy.
   for (size_t k = 0; k < numOutputs; ++k) {
     char *data = static_cast<char *>(outputs[k].data) + outputs[k].byte_offset;

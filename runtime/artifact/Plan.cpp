@@ -272,7 +272,17 @@ bool parsePlan(std::string_view text, uint64_t weightsSize, Plan &plan, std::str
     plan.outputs.push_back((int)r);
     plan.outputNames.emplace_back(tok[2]);
   }
-  if (p.in.next() && !(p.in.tokens().size() == 1 && p.in.tokens()[0].empty()))
+  bool more = p.in.next() && !(p.in.tokens().size() == 1 && p.in.tokens()[0].empty());
+  if (more && p.in.tokens()[0] == "index_check") {
+    const auto &tok = p.in.tokens();
+    int64_t r;
+    if (tok.size() != 2 || !parseInt(tok[1], r) || r < 0 || (size_t)r >= plan.results.size() ||
+        plan.results[r].dtype != DType::I64 || !plan.results[r].dims.empty())
+      return p.fail("expected 'index_check <result>' naming a 0-d i64 result");
+    plan.indexCheck = (int)r;
+    more = p.in.next() && !(p.in.tokens().size() == 1 && p.in.tokens()[0].empty());
+  }
+  if (more)
     return p.fail("unexpected text after the outputs");
   return true;
 }

@@ -73,6 +73,10 @@ struct Plan {
   std::vector<int> outputs; ///< result number of each output
   std::vector<std::string> outputNames;
   std::vector<int> userInputs; ///< graph input number of caller input k
+  /// Result (a 0-d i64) non-zero when an index the inputs gave was out of
+  /// range: the run fails with KILN_ERROR_INDEX; -1: none (optional
+  /// "index_check <result>" line after the outputs).
+  int indexCheck = -1;
 };
 
 /// Parses and checks `text` against `weightsSize` (every weight inside the

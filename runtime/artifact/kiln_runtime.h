@@ -32,7 +32,8 @@ typedef enum kiln_status {
   KILN_ERROR_INVALID_ARGUMENT = 7, /* null pointers, wrong counts */
   KILN_ERROR_SHAPE = 8,            /* an input's or output's shape violates the spec */
   KILN_ERROR_DTYPE = 9,            /* an input's or output's dtype violates the spec */
-  KILN_ERROR_DEVICE = 10           /* a tensor on a device the model does not run on */
+  KILN_ERROR_DEVICE = 10,          /* a tensor on a device the model does not run on */
+  KILN_ERROR_INDEX = 11            /* an index input out of range (eager raises IndexError) */
 } kiln_status;
 
 /* DLPack's DLDevice, DLDataType and DLTensor, field for field. */

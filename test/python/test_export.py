@@ -57,6 +57,20 @@ def test_transformer_blocks(tmp_path, block):
     _check(loaded, model, (x,))
 
 
+def test_index_out_of_range_raises_like_eager(tmp_path):
+    # The graph's index flag travels in the plan: the runtime fails the run
+    # with KILN_ERROR_INDEX (an IndexError) instead of clamped rows.
+    model = torch.nn.Sequential(torch.nn.Embedding(20, 8), torch.nn.Linear(8, 4)).eval()
+    ids = torch.randint(0, 20, (2, 5))
+    loaded, _ = _roundtrip(tmp_path, model, (ids,))
+    _check(loaded, model, (ids,))
+    bad = ids.clone()
+    bad[1, 3] = 20
+    with pytest.raises(IndexError, match="KILN_ERROR_INDEX"):
+        loaded(bad)
+    _check(loaded, model, (ids,))
+
+
 def test_dynamic_batch(tmp_path):
     model, shape = mlp().eval(), (5, 64)
     batch = torch.export.Dim("batch", min=2, max=16)

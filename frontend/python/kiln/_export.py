@@ -349,6 +349,8 @@ def _plan(model, args, rec, out, wanted):
         lines.append(" ".join(["result", dtype, str(len(sizes)), *dims]))
     lines.append(f"outputs {len(outputs)}")
     lines += [f"output {r} output{j}" for j, r in enumerate(outputs)]
+    if rec.get("index_check", -1) >= 0:  # Entry::indexCheck: eager's IndexError
+        lines.append(f"index_check {rec['index_check']}")
     return "\n".join(lines) + "\n", weights, structure
 
 

@@ -86,11 +86,16 @@ def _library():
     return _lib
 
 
+class KilnIndexError(KilnRuntimeError, IndexError):
+    """KILN_ERROR_INDEX: an index input was out of range (eager's IndexError)."""
+
+
 def _check(status: int):
     if status != 0:
         lib = _library()
-        raise KilnRuntimeError(lib.kiln_status_name(status).decode(),
-                               lib.kiln_last_error().decode())
+        name = lib.kiln_status_name(status).decode()
+        error = KilnIndexError if name == "KILN_ERROR_INDEX" else KilnRuntimeError
+        raise error(name, lib.kiln_last_error().decode())
 
 
 class LoadedModel:
