@@ -1,0 +1,373 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Operator-level calls: ``torch.ops.<ns>.<op>[.<overload>](...)`` in captured code.
+
+The capture (frontend/csrc/capture/ops/AtenOps.cpp) meets an OpOverload or
+OpOverloadPacket object as a callee (a constant read through its attribute
+chain, so guarded by identity like any global) and asks ``plan`` what to do
+with it, once per overload:
+
+- ``("inline", target, drops)``: call ``target`` with the same arguments as a
+  torch-level call the capture already maps or inlines. Targets, in order:
+  the overload table below (``OVERLOADS``: overloads whose torch-level
+  spelling differs, each written once with the overload's exact schema
+  semantics), the torch builtin of the same name (``torch.X``,
+  ``torch._C._nn.X``, ``torch._C._special.X`` ...: Python's binding of the
+  very same ATen overloads, so the same arguments select the same kernel)
+  when kiln's op registry maps it, the Tensor method of the same name
+  (``("method", name, drops)``: ``view``, in-place ``add_``), then torch's decomposition
+  (``torch._decomp``) inlined as Python. ``drops``: keywords whose value is
+  the schema's default and that torch-level calls need not see
+  (``layout=torch.strided``, ``pin_memory=False`` ...). The C++ side checks
+  the result's sizes and dtypes against the overload's own meta kernel, and
+  runs the overload through the per-op fallback when the target breaks or
+  disagrees: never silently different.
+- ``("fallback", None, ())``: the overload itself through the per-op fallback
+  (kiln/_fallback.py: meta shapes; random, mutating and data-dependent
+  overloads are refused there, naming the overload).
+- ``("break", (category, reason), ())``: a graph break naming the overload
+  (a custom op with no fake kernel, a mutating custom op).
+
+``kind(op)`` classifies an overload for ``python -m kiln.coverage --aten``.
+"""
+from __future__ import annotations
+
+import types
+
+import torch
+
+_aten = torch.ops.aten
+_OPS_TYPES = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+
+# Keywords of factory/conversion schemas whose default values torch-level
+# calls may omit.
+_DROPPABLE = (("layout", None), ("layout", torch.strided), ("pin_memory", None),
+              ("pin_memory", False), ("memory_format", None), ("non_blocking", False),
+              ("device", None), ("dtype", None), ("implicit", False))
+
+# ---------------------------------------------------------------------------
+# The overload table: ATen overloads whose torch-level spelling differs.
+# ---------------------------------------------------------------------------
+
+
+def _softmax(self, dim, half_to_float):
+    if half_to_float:
+        return torch.softmax(self, dim, dtype=torch.float32)
+    return torch.softmax(self, dim)
+
+
+def _log_softmax(self, dim, half_to_float):
+    if half_to_float:
+        return torch.log_softmax(self, dim, dtype=torch.float32)
+    return torch.log_softmax(self, dim)
+
+
+def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    r = self.clone()
+    if dtype is not None:
+        r = r.to(dtype)
+    if device is not None:
+        r = r.to(device)
+    return r
+
+
+def _slice(self, dim=0, start=None, end=None, step=1):
+    if dim < 0:
+        dim = dim + self.dim()
+    index = [slice(None)] * dim
+    index.append(slice(start, end, step))
+    return self[tuple(index)]
+
+
+def _index(self, indices):
+    index = []
+    for i in indices:
+        if i is None:
+            index.append(slice(None))
+        else:
+            index.append(i)
+    return self[tuple(index)]
+
+
+def _alias(self):
+    return self.view(self.shape)
+
+
+def _copy(self, src, non_blocking=False):
+    return src.to(self.dtype).expand(self.shape).clone()
+
+
+def _expand(self, size, implicit=False):
+    return self.expand(size)
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                 groups):
+    n = weight.dim() - 2
+    if not transposed:
+        conv = (torch.conv1d, torch.conv2d, torch.conv3d)[n - 1]
+        return conv(input, weight, bias, stride, padding, dilation, groups)
+    conv = (torch.conv_transpose1d, torch.conv_transpose2d, torch.conv_transpose3d)[n - 1]
+    return conv(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _native_layer_norm(input, normalized_shape, weight, bias, eps):
+    axis = input.dim() - len(normalized_shape)
+    dims = list(range(axis, input.dim()))
+    var, mean = torch.var_mean(input, dims, correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    out = torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
+    return out, mean, rstd
+
+
+def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    out = torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, False,
+                                         momentum, eps)
+    empty = input.new_zeros((0,))
+    return out, empty, empty.clone()
+
+
+def _native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training:
+        raise NotImplementedError("native_batch_norm in training mode")
+    return _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+
+
+def _max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
+                             ceil_mode=False):
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding, dilation,
+                                          ceil_mode, True)
+
+
+def _adaptive_avg_pool2d(self, output_size):
+    return torch.nn.functional.adaptive_avg_pool2d(self, output_size)
+
+
+def _sym_size(self, dim):
+    return self.size(dim)
+
+
+def _sym_numel(self):
+    return self.numel()
+
+
+def _lift_fresh_copy(self):
+    return self.clone()
+
+
+def _unsafe_view(self, size):
+    return self.reshape(size)
+
+
+def _scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
+    return torch.tensor(s, dtype=torch.float32 if dtype is None else dtype)
+
+
+def _split_with_sizes(self, split_sizes, dim=0):
+    return tuple(torch.split(self, list(split_sizes), dim))
+
+
+def _split(self, split_size, dim=0):
+    return tuple(torch.split(self, split_size, dim))
+
+
+def _convert_element_type(a, dtype):
+    return a.to(dtype)
+
+
+def _broadcast_in_dim(a, shape, broadcast_dimensions):
+    s = list(shape)
+    v = a
+    for d in range(len(s)):
+        if d not in broadcast_dimensions:
+            v = v.unsqueeze(d)
+    return v.expand(s)
+
+
+OVERLOADS = {
+    "aten._softmax.default": _softmax,
+    "aten._log_softmax.default": _log_softmax,
+    "aten._to_copy.default": _to_copy,
+    "aten.slice.Tensor": _slice,
+    "aten.index.Tensor": _index,
+    "aten.alias.default": _alias,
+    "aten.copy.default": _copy,
+    "aten.expand.default": _expand,
+    "aten.convolution.default": _convolution,
+    "aten.native_layer_norm.default": _native_layer_norm,
+    "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
+    "aten.native_batch_norm.default": _native_batch_norm,
+    "aten.max_pool2d_with_indices.default": _max_pool2d_with_indices,
+    "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool2d,
+    "aten.sym_size.int": _sym_size,
+    "aten.sym_numel.default": _sym_numel,
+    "aten.lift_fresh_copy.default": _lift_fresh_copy,
+    "aten._unsafe_view.default": _unsafe_view,
+    "aten.scalar_tensor.default": _scalar_tensor,
+    "aten.split_with_sizes.default": _split_with_sizes,
+    "aten.split.Tensor": _split,
+    "prims.convert_element_type.default": _convert_element_type,
+    "prims.broadcast_in_dim.default": _broadcast_in_dim,
+}
+
+# prims whose torch builtin of the same name computes the same values for
+# every input the prim accepts (prims.div truncates integers: not listed).
+_PRIMS_SAME_NAME = {
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf",
+    "exp", "expm1", "floor", "ceil", "log", "log1p", "log2", "log10", "neg", "sin", "sinh",
+    "sqrt", "rsqrt", "tan", "tanh", "sign", "add", "sub", "mul", "maximum", "minimum", "eq", "ne",
+    "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "where",
+    "permute", "clone", "reciprocal", "round", "trunc", "digamma", "lgamma", "erfc", "exp2",
+    "sigmoid", "pow", "fmod", "hypot", "nextafter", "imag", "real", "isfinite", "signbit",
+}
+
+_MODULES = (torch, torch._C._nn, torch._C._special, torch._C._linalg, torch._C._fft)
+_mapped = None
+
+
+def _mapped_callables():
+    """ids of the torch callables and the Tensor method names kiln's op
+    registry maps (kiln._C.mapped_ops())."""
+    global _mapped
+    if _mapped is None:
+        from kiln import _C
+        raw = _C.mapped_ops()
+        ids = set()
+        for module, name, _ in raw["functions"]:
+            mod = __import__(module, fromlist=["_"])
+            obj = getattr(mod, name, None)
+            if obj is not None:
+                ids.add(id(obj))
+        methods = {n for n, _, _ in raw["methods"]}
+        methods |= {n + "_" for n, _, inplace in raw["methods"] if inplace}
+        _mapped = (ids, methods)
+    return _mapped
+
+
+def _same_name_function(op):
+    """The torch builtin binding ``op``'s ATen packet, or None."""
+    ns, name = op.namespace, op._schema.name.split("::")[-1]
+    if ns == "prims":
+        return getattr(torch, name, None) if name in _PRIMS_SAME_NAME else None
+    if ns != "aten":
+        return None
+    for mod in _MODULES:
+        fn = getattr(mod, name, None)
+        if isinstance(fn, types.BuiltinFunctionType):
+            return fn
+    return None
+
+
+def _decomposition(op):
+    try:
+        from torch._decomp import decomposition_table
+    except ImportError:  # pragma: no cover - torch without _decomp
+        return None
+    return decomposition_table.get(op)
+
+
+def _is_custom(op):
+    return op.namespace not in ("aten", "prims", "quantized_decomposed", "quantized")
+
+
+def _custom_plan(op):
+    name = op._schema.name
+    if op._schema.is_mutable:
+        return ("break", ("side-effect", f"custom op {op} mutates its arguments"), ())
+    has_meta = any(torch._C._dispatch_has_kernel_for_dispatch_key(name, k)
+                   for k in ("Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd"))
+    if not has_meta:
+        return ("break", ("unsupported-op",
+                          f"custom op {op} has no fake (meta) kernel: register one with "
+                          "torch.library.register_fake to run it inside compiled graphs"), ())
+    return ("fallback", None, ())
+
+
+_plans: dict = {}
+
+
+def plan(op):
+    """What the capture does with a call of OpOverload ``op`` (module doc)."""
+    p = _plans.get(op)
+    if p is None:
+        p = _plans[op] = _plan(op)
+    return p
+
+
+def _plan(op):
+    if _is_custom(op):
+        return _custom_plan(op)
+    key = str(op)
+    if key in OVERLOADS:
+        return ("inline", OVERLOADS[key], _DROPPABLE)
+    ids, methods = _mapped_callables()
+    fn = _same_name_function(op)
+    name = op._schema.name.split("::")[-1]
+    if fn is not None and id(fn) in ids:
+        return ("inline", fn, _DROPPABLE)
+    if op.namespace == "aten" and name in methods and _first_is_self(op):
+        return ("method", name, _DROPPABLE)
+    decomp = _decomposition(op)
+    if decomp is not None:
+        return ("inline", decomp, ())
+    return ("fallback", None, ())
+
+
+def _first_is_self(op):
+    args = op._schema.arguments
+    return bool(args) and args[0].name == "self" and not args[0].kwarg_only
+
+
+def resolve_packet(packet, args, kwargs):
+    """The overload of ``packet`` torch would pick for these arguments (meta
+    tensors standing in for graph tensors); None when none matches."""
+    try:
+        name = torch._C._jit_resolve_packet(packet._qualified_op_name, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - no overload accepts them
+        return None
+    return getattr(packet, name or "default", None)
+
+
+def meta_result(op, args, kwargs):
+    """((sizes, dtype) or None per result) of ``op`` run on meta tensors, or
+    None when it does not run there (the check is then skipped)."""
+    try:
+        with torch.no_grad():
+            out = op(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no meta kernel, data-dependent ...
+        return None
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return tuple((tuple(o.shape), o.dtype) if isinstance(o, torch.Tensor) else None
+                 for o in outs)
+
+
+def _custom_op_def_type():
+    try:
+        from torch._library.custom_ops import CustomOpDef
+    except ImportError:  # pragma: no cover - torch without torch.library.custom_op
+        return ()
+    return (CustomOpDef,)
+
+
+# What the capture treats as an operator object (AtenOps.cpp).
+OPERATOR_TYPES = _OPS_TYPES + _custom_op_def_type()
+
+
+def as_overload(obj):
+    """The OpOverload (or packet) behind operator object ``obj``."""
+    if isinstance(obj, _OPS_TYPES):
+        return obj
+    return getattr(obj, "_opoverload", None)
+
+
+def kind(op):
+    """'lowered', 'decomposed', 'fallback' or 'unsupported' (static: what
+    ``plan`` chose; the measured run is kiln.coverage --aten --measure)."""
+    how, target, _ = plan(op)
+    if how == "break":
+        return "unsupported"
+    if how == "fallback":
+        return "fallback"
+    if target is _decomposition(op) and str(op) not in OVERLOADS:
+        return "decomposed"
+    return "lowered"
