@@ -6,6 +6,10 @@ OpOverloadPacket object as a callee (a constant read through its attribute
 chain, so guarded by identity like any global) and asks ``plan`` what to do
 with it, once per overload:
 
+Each plan is ``(how, target, drops, returns_list)``; ``returns_list``: the
+overload returns a list (``Tensor[]``, ``int[]``: a list in eager;
+torch-level targets may return a tuple or a torch.Size).
+
 - ``("inline", target, drops)``: call ``target`` with the same arguments as a
   torch-level call the capture already maps or inlines. Targets, in order:
   the overload table below (``OVERLOADS``: overloads whose torch-level
@@ -21,6 +25,12 @@ with it, once per overload:
   the result's sizes and dtypes against the overload's own meta kernel, and
   runs the overload through the per-op fallback when the target breaks or
   disagrees: never silently different.
+- ``("trusted", target, drops)``: a table entry for an overload whose meta
+  kernel disagrees with eager's CPU kernel (batch norm's saved statistics in
+  eval mode): not checked, and a break rather than a fallback on failure.
+- ``("method", name, drops)``: Tensor method ``name`` on the first argument.
+- ``("out", functional, ())``: an ``out=`` overload: ``functional`` (the
+  overload with the same arguments but ``out``) computed, then stored.
 - ``("fallback", None, ())``: the overload itself through the per-op fallback
   (kiln/_fallback.py: meta shapes; random, mutating and data-dependent
   overloads are refused there, naming the overload).
@@ -120,17 +130,30 @@ def _native_layer_norm(input, normalized_shape, weight, bias, eps):
     return out, mean, rstd
 
 
+def _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """native_batch_norm / _native_batch_norm_legit: eager's CPU kernel gives
+    empty saved statistics in eval mode (the meta kernel says (C,))."""
+    out = torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias,
+                                         training, momentum, eps)
+    if not training:
+        empty = input.new_zeros((0,))
+        return out, empty, empty.clone()
+    dims = [0] + list(range(2, input.dim()))
+    var, mean = torch.var_mean(input, dims, correction=0)
+    return out, mean, torch.rsqrt(var + eps)
+
+
+def _batch_norm_functional(input, weight, bias, running_mean, running_var, training, momentum,
+                           eps):
+    """_native_batch_norm_legit_functional: the running statistics updated
+    out of place, returned after the saved ones."""
+    rm, rv = running_mean.clone(), running_var.clone()
+    out, mean, rstd = _batch_norm(input, weight, bias, rm, rv, training, momentum, eps)
+    return out, mean, rstd, rm, rv
+
+
 def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
-    out = torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, False,
-                                         momentum, eps)
-    empty = input.new_zeros((0,))
-    return out, empty, empty.clone()
-
-
-def _native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    if training:
-        raise NotImplementedError("native_batch_norm in training mode")
-    return _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+    return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
 def _max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
@@ -184,7 +207,171 @@ def _broadcast_in_dim(a, shape, broadcast_dimensions):
     return v.expand(s)
 
 
+def _elu(self, alpha=1, scale=1, input_scale=1):
+    if scale != 1 or input_scale != 1:
+        raise NotImplementedError("elu with scale or input_scale")
+    return torch.nn.functional.elu(self, alpha)
+
+
+def _hardtanh(self, min_val=-1, max_val=1):
+    return torch.nn.functional.hardtanh(self, min_val, max_val)
+
+
+def _leaky_relu(self, negative_slope=0.01):
+    return torch.nn.functional.leaky_relu(self, negative_slope)
+
+
+def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return torch.nn.functional.embedding(indices, weight)
+
+
+def _constant_pad_nd(self, pad, value=0):
+    return torch.nn.functional.pad(self, pad, "constant", value)
+
+
+def _upsample_nearest(self, output_size, scale_factors):
+    return torch.nn.functional.interpolate(self, output_size, scale_factors, "nearest")
+
+
+def _upsample_bilinear(self, output_size, align_corners, scale_factors):
+    return torch.nn.functional.interpolate(self, output_size, scale_factors, "bilinear",
+                                           align_corners)
+
+
+def _native_dropout(input, p, train):
+    if train:
+        raise NotImplementedError("native_dropout in training mode")
+    # eager's mask of an empty input has the input's dtype
+    mask_dtype = input.dtype if input.numel() == 0 else torch.bool
+    return input.clone(), torch.ones_like(input, dtype=mask_dtype)
+
+
+def _pad_mode(mode):
+    def pad(self, padding):
+        return torch.nn.functional.pad(self, padding, mode)
+    return pad
+
+
+def _native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    out = torch.nn.functional.group_norm(input, group, weight, bias, eps)
+    grouped = input.reshape(N, group, -1)
+    var, mean = torch.var_mean(grouped, [2], correction=0)
+    return out, mean, torch.rsqrt(var + eps)
+
+
+def _slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    if dim < 0:
+        dim = dim + self.dim()
+    index = [slice(None)] * dim
+    index.append(slice(start, end, step))
+    out = self.clone()
+    out[tuple(index)] = src
+    return out
+
+
+def _index_put(self, indices, values, accumulate=False):
+    if accumulate:
+        raise NotImplementedError("index_put with accumulate=True")
+    index = []
+    for i in indices:
+        if i is None:
+            index.append(slice(None))
+        else:
+            index.append(i)
+    out = self.clone()
+    out[tuple(index)] = values
+    return out
+
+
+def _sym_stride(self, dim):
+    return self.stride(dim)
+
+
+def _local_scalar_dense(self):
+    return self.item()
+
+
+def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    expected, step = [], 1
+    for n in reversed(list(size)):
+        expected.insert(0, step)
+        step = step * max(n, 1)
+    if list(stride) != expected:
+        raise NotImplementedError("empty_strided with non-contiguous strides")
+    return torch.empty(size, dtype=dtype)
+
+
+# Inverse trigonometric and hyperbolic functions in ops kiln lowers (atan,
+# log1p, sqrt), in forms accurate to float32 rounding over their domains.
+def _float(x):
+    """x in the dtype its math runs in (narrow floats in float32, integers in
+    the default dtype), and the dtype of the result."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return x.float(), x.dtype
+    if not x.is_floating_point():
+        return x.to(torch.get_default_dtype()), torch.get_default_dtype()
+    return x, x.dtype
+
+
+def _asin(self):
+    x, dtype = _float(self)
+    return torch.atan(x / torch.sqrt((1 - x) * (1 + x))).to(dtype)
+
+
+def _acos(self):
+    x, dtype = _float(self)
+    return (2 * torch.atan(torch.sqrt((1 - x) / (1 + x)))).to(dtype)
+
+
+def _atanh(self):
+    x, dtype = _float(self)
+    return (0.5 * torch.log1p(2 * x / (1 - x))).to(dtype)
+
+
+def _asinh(self):
+    x, dtype = _float(self)
+    a = x.abs()
+    big = a > 1e18
+    small = torch.where(big, torch.zeros_like(a), a)
+    r = torch.log1p(small + small * small / (1 + torch.sqrt(1 + small * small)))
+    r = torch.where(big, torch.log(a) + 0.6931471805599453, r)
+    return torch.where(x < 0, -r, r).to(dtype)
+
+
+def _acosh(self):
+    x, dtype = _float(self)
+    big = x > 1e18
+    y = torch.where(big, torch.ones_like(x), x)
+    r = torch.log1p((y - 1) + torch.sqrt((y - 1) * (y + 1)))
+    return torch.where(big, torch.log(x) + 0.6931471805599453, r).to(dtype)
+
+
 OVERLOADS = {
+    "aten.asin.default": _asin,
+    "aten.acos.default": _acos,
+    "aten.atanh.default": _atanh,
+    "aten.asinh.default": _asinh,
+    "aten.acosh.default": _acosh,
+    "aten.reflection_pad1d.default": _pad_mode("reflect"),
+    "aten.reflection_pad2d.default": _pad_mode("reflect"),
+    "aten.reflection_pad3d.default": _pad_mode("reflect"),
+    "aten.replication_pad1d.default": _pad_mode("replicate"),
+    "aten.replication_pad2d.default": _pad_mode("replicate"),
+    "aten.replication_pad3d.default": _pad_mode("replicate"),
+    "aten.native_group_norm.default": _native_group_norm,
+    "aten.slice_scatter.default": _slice_scatter,
+    "aten.index_put.default": _index_put,
+    "aten.sym_stride.int": _sym_stride,
+    "aten._local_scalar_dense.default": _local_scalar_dense,
+    "aten.empty_strided.default": _empty_strided,
+    "aten.elu.default": _elu,
+    "aten.hardtanh.default": _hardtanh,
+    "aten.leaky_relu.default": _leaky_relu,
+    "aten.embedding.default": _embedding,
+    "aten.constant_pad_nd.default": _constant_pad_nd,
+    "aten.upsample_nearest2d.vec": _upsample_nearest,
+    "aten.upsample_bilinear2d.vec": _upsample_bilinear,
+    "aten.native_dropout.default": _native_dropout,
     "aten._softmax.default": _softmax,
     "aten._log_softmax.default": _log_softmax,
     "aten._to_copy.default": _to_copy,
@@ -196,7 +383,9 @@ OVERLOADS = {
     "aten.convolution.default": _convolution,
     "aten.native_layer_norm.default": _native_layer_norm,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
-    "aten.native_batch_norm.default": _native_batch_norm,
+    "aten.native_batch_norm.default": _batch_norm,
+    "aten._native_batch_norm_legit.default": _batch_norm,
+    "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
     "aten.max_pool2d_with_indices.default": _max_pool2d_with_indices,
     "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool2d,
     "aten.sym_size.int": _sym_size,
@@ -263,7 +452,12 @@ def _decomposition(op):
         from torch._decomp import decomposition_table
     except ImportError:  # pragma: no cover - torch without _decomp
         return None
-    return decomposition_table.get(op)
+    d = decomposition_table.get(op)
+    # torch._refs entries sit behind a torch._dynamo.disable wrapper the
+    # capture cannot enter: not worth a failed trace before the fallback.
+    if d is None or (getattr(d, "__module__", "") or "").startswith("torch._refs"):
+        return None
+    return d
 
 
 def _is_custom(op):
@@ -290,19 +484,59 @@ def plan(op):
     """What the capture does with a call of OpOverload ``op`` (module doc)."""
     p = _plans.get(op)
     if p is None:
-        p = _plans[op] = _plan(op)
+        returns = op._schema.returns
+        as_list = len(returns) == 1 and str(returns[0].type).startswith("List[")
+        p = _plans[op] = _plan(op) + (as_list,)
     return p
+
+
+# Overloads whose meta kernel disagrees with eager's CPU kernel on result
+# sizes: their table entry is not checked against it and never falls back.
+_META_DIFFERS = {"aten.native_dropout.default",
+                 "aten._native_batch_norm_legit_no_training.default",
+                 "aten._native_batch_norm_legit.default", "aten.native_batch_norm.default",
+                 "aten._native_batch_norm_legit_functional.default"}
+# Overloads whose fallback would be wrong (meta result sizes differ from
+# eager's, data-dependent).
+_REFUSED = {"aten._embedding_bag.default": "its result sizes depend on the data",
+            "aten._embedding_bag_forward_only.default": "its result sizes depend on the data"}
+
+
+def _out_functional(op):
+    """The functional overload an ``out=`` overload computes into ``out``
+    (same arguments without the out ones), or None."""
+    args = op._schema.arguments
+    outs = [a for a in args if a.is_out]
+    if len(outs) != 1 or outs[0].name != "out":
+        return None
+    want = [(a.name, str(a.type)) for a in args if not a.is_out]
+    packet = getattr(torch.ops, op.namespace)
+    packet = getattr(packet, op._schema.name.split("::")[-1])
+    for name in packet.overloads():
+        other = getattr(packet, name)
+        if other is not op and [(a.name, str(a.type)) for a in other._schema.arguments] == want:
+            return other
+    return None
 
 
 def _plan(op):
     if _is_custom(op):
         return _custom_plan(op)
     key = str(op)
+    if key in _REFUSED:
+        return ("break", ("data-dependent", f"{op}: {_REFUSED[key]}"), ())
     if key in OVERLOADS:
-        return ("inline", OVERLOADS[key], _DROPPABLE)
+        return ("trusted" if key in _META_DIFFERS else "inline", OVERLOADS[key], _DROPPABLE)
+    if any(a.is_out for a in op._schema.arguments):
+        functional = _out_functional(op)
+        if functional is not None:
+            return ("out", functional, ())
+        return ("fallback", None, ())
+    name = op._schema.name.split("::")[-1]
+    if op._schema.is_mutable and not name.endswith("_"):
+        return ("break", ("side-effect", f"{op} mutates its arguments"), ())
     ids, methods = _mapped_callables()
     fn = _same_name_function(op)
-    name = op._schema.name.split("::")[-1]
     if fn is not None and id(fn) in ids:
         return ("inline", fn, _DROPPABLE)
     if op.namespace == "aten" and name in methods and _first_is_self(op):
@@ -363,11 +597,13 @@ def as_overload(obj):
 def kind(op):
     """'lowered', 'decomposed', 'fallback' or 'unsupported' (static: what
     ``plan`` chose; the measured run is kiln.coverage --aten --measure)."""
-    how, target, _ = plan(op)
+    how, target = plan(op)[:2]
     if how == "break":
         return "unsupported"
     if how == "fallback":
         return "fallback"
+    if how == "out":
+        return kind(target)
     if target is _decomposition(op) and str(op) not in OVERLOADS:
         return "decomposed"
     return "lowered"

@@ -275,6 +275,8 @@ def samples(op, limit=5):
         return []
     out = []
     for args, kwargs in _variants(*base):
+        # each tensor its own storage (a view's base would be read by as_strided)
+        args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
         try:
             with torch.no_grad():
                 op(*args, **kwargs)

@@ -6,6 +6,9 @@
 // tensors); "inline" calls the overload's torch-level target through the
 // interpreter (mapped ops, the overload table, torch._decomp) and checks
 // the result's sizes and dtypes against the overload's meta kernel;
+// "trusted" calls a table entry whose overload's meta kernel disagrees
+// with eager's CPU kernel (no check, no fallback); "out" computes an out=
+// overload's functional overload and stores it into `out`;
 // "method" calls a Tensor method of the same name on the first argument;
 // "fallback" runs the overload itself through the per-op fallback
 // (Fallback.cpp), as does an inline target that breaks or disagrees;
@@ -160,6 +163,20 @@ PyRef selectOverload(PyObject *fn, const std::vector<VarP> &args,
 
 } // namespace
 
+/// `name`(..., out=t), an out= overload: `functional` (its overload without
+/// `out`) applied, then stored into t as Tensor.copy_ would (InPlace.cpp).
+static VarP callOutVariant(Interpreter &I, const std::string &name, PyObject *functional,
+                           std::vector<VarP> &args, std::map<std::string, VarP> &kwargs,
+                           const CallTarget &callTarget) {
+  VarP out = Interpreter::takeOutArgument(kwargs);
+  VarP r = callTorchOp(I, functional, args, kwargs, callTarget);
+  if (!out)
+    return r;
+  if (!r || !r->isTensor())
+    throw Unsupported(BreakCategory::UnsupportedOp, name + " of several results");
+  return I.assignInPlace(out, r->value, name);
+}
+
 bool isOperatorObject(PyObject *fn) {
   static PyOnce typesOnce;
   PyObject *types = typesOnce.get([] { return atenHelper("OPERATOR_TYPES"); });
@@ -168,8 +185,37 @@ bool isOperatorObject(PyObject *fn) {
   return r == 1;
 }
 
+/// The torch-level target of an "inline", "trusted" or "method" plan applied
+/// (Tensor method `target` on the first argument for "method"); an inline
+/// result is checked against the overload's meta kernel (`expected`), and
+/// the overload runs through the fallback when the target breaks.
+static VarP callTarget(Interpreter &I, const std::string &how, const std::string &name,
+                       PyObject *op, PyObject *target, PyObject *drops, PyObject *expected,
+                       std::vector<VarP> &args, std::map<std::string, VarP> &kwargs,
+                       const CallTarget &call) {
+  auto attempt = [&] {
+    std::vector<VarP> targetArgs = args;
+    std::map<std::string, VarP> targetKwargs = kwargs;
+    dropDefaults(targetKwargs, drops);
+    if (how != "method")
+      return call(target, targetArgs, targetKwargs);
+    if (targetArgs.empty() || !targetArgs[0]->isTensor())
+      throw Unsupported(BreakCategory::UnsupportedOp, name + " without a tensor self");
+    VarP self = targetArgs[0];
+    targetArgs.erase(targetArgs.begin());
+    return I.callTensorMethod(self, pyText(target), targetArgs, targetKwargs);
+  };
+  if (how == "trusted") // its meta kernel disagrees with eager's: no check, no fallback
+    return attempt();
+  return I.withFallback(op, "", args, kwargs, [&] {
+    VarP r = attempt();
+    checkAgainstMeta(name, r, expected);
+    return r;
+  });
+}
+
 VarP callTorchOp(Interpreter &I, PyObject *fn, std::vector<VarP> &args,
-                 std::map<std::string, VarP> &kwargs, const CallTarget &callTarget) {
+                 std::map<std::string, VarP> &kwargs, const CallTarget &call) {
   if (!isOperatorObject(fn))
     return nullptr;
   PyRef metaArgs, metaKwargs;
@@ -180,7 +226,7 @@ VarP callTorchOp(Interpreter &I, PyObject *fn, std::vector<VarP> &args,
   static PyOnce planOnce, metaOnce;
   PyObject *planFn = planOnce.get([] { return atenHelper("plan"); });
   PyRef plan = planFn ? PyRef::steal(PyObject_CallOneArg(planFn, op.get())) : PyRef();
-  if (!plan || !PyTuple_Check(plan.get()))
+  if (!plan || !PyTuple_Check(plan.get()) || PyTuple_GET_SIZE(plan.get()) != 4)
     throw Unsupported(BreakCategory::UnsupportedOp,
                       withPythonError("kiln._aten.plan failed for " + name));
   std::string how = PyUnicode_AsUTF8(PyTuple_GET_ITEM(plan.get(), 0));
@@ -188,35 +234,37 @@ VarP callTorchOp(Interpreter &I, PyObject *fn, std::vector<VarP> &args,
   if (how == "break")
     throw Unsupported(breakCategoryFromName(pyText(PyTuple_GET_ITEM(target, 0))),
                       "call to " + name + ": " + pyText(PyTuple_GET_ITEM(target, 1)));
-  Unsupported unlowered(BreakCategory::UnsupportedOp, name + " has no kiln lowering");
+  if (how == "out") // aten.X.out(..., out=t): the functional overload, stored into t
+    return callOutVariant(I, name, target, args, kwargs, call);
+  VarP r;
   if (how == "fallback") {
-    if (VarP r = I.torchFallback(op.get(), "", args, kwargs, &unlowered))
-      return r;
-    throw unlowered;
+    Unsupported unlowered(BreakCategory::UnsupportedOp, name + " has no kiln lowering");
+    r = I.torchFallback(op.get(), "", args, kwargs, &unlowered);
+    if (!r)
+      throw unlowered;
+  } else {
+    PyObject *metaFn = metaOnce.get([] { return atenHelper("meta_result"); });
+    PyRef expected = haveMeta && metaFn && how == "inline"
+                         ? PyRef::steal(PyObject_CallFunctionObjArgs(
+                               metaFn, op.get(), metaArgs.get(), metaKwargs.get(), nullptr))
+                         : PyRef();
+    PyErr_Clear();
+    r = callTarget(I, how, name, op.get(), target, PyTuple_GET_ITEM(plan.get(), 2), expected.get(),
+                   args, kwargs, call);
   }
-  PyObject *metaFn = metaOnce.get([] { return atenHelper("meta_result"); });
-  PyRef expected = haveMeta && metaFn
-                       ? PyRef::steal(PyObject_CallFunctionObjArgs(metaFn, op.get(), metaArgs.get(),
-                                                                   metaKwargs.get(), nullptr))
-                       : PyRef();
-  PyErr_Clear();
-  return I.withFallback(op.get(), "", args, kwargs, [&] {
-    std::vector<VarP> targetArgs = args;
-    std::map<std::string, VarP> targetKwargs = kwargs;
-    dropDefaults(targetKwargs, PyTuple_GET_ITEM(plan.get(), 2));
-    VarP r;
-    if (how == "method" && !targetArgs.empty() && targetArgs[0]->isTensor()) {
-      VarP self = targetArgs[0];
-      targetArgs.erase(targetArgs.begin());
-      r = I.callTensorMethod(self, pyText(target), targetArgs, targetKwargs);
-    } else if (how == "method") {
-      throw Unsupported(BreakCategory::UnsupportedOp, name + " without a tensor self");
-    } else {
-      r = callTarget(target, targetArgs, targetKwargs);
-    }
-    checkAgainstMeta(name, r, expected.get());
+  // An overload returning Tensor[] or int[] gives a list in eager
+  // (torch.split a tuple, Tensor.size() a torch.Size).
+  if (!r || PyTuple_GET_ITEM(plan.get(), 3) != Py_True)
     return r;
-  });
+  if (r->kind == Var::Kind::Tuple)
+    return makeSeq(Var::Kind::List, r->items);
+  if (r->isConst() && PyTuple_Check(r->obj.get())) {
+    std::vector<VarP> items;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->obj.get()); ++i)
+      items.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(r->obj.get(), i))));
+    return makeSeq(Var::Kind::List, items);
+  }
+  return r;
 }
 
 } // namespace kiln
