@@ -6,13 +6,16 @@ original; its calls are captured from Python bytecode by a C++ frame hook,
 compiled through the ``kiln`` MLIR dialect and LLVM's ORC JIT, and run on the
 caller's tensors. Unsupported code runs eagerly, with the reason logged.
 ``torch.compile(model, backend=kiln.backend)`` and ``kiln.from_fx(gm)`` run
-torch.fx GraphModules the same way. ``kiln.explain(fn)(*args)`` reports the
+torch.fx GraphModules the same way, ``kiln.from_export(ep)`` (or
+``kiln.compile(ep)``) a torch.export ExportedProgram. ``kiln.explain(fn)(*args)`` reports the
 graphs, graph breaks and guards of one call.
 """
 from kiln.api import compile, mark_dynamic, reset, stats  # noqa: A004
 from kiln.explain import explain
 from kiln.fx import backend, from_fx
+from kiln.export import from_export
 from kiln import config
 
-__all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend", "from_fx"]
+__all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend", "from_fx",
+           "from_export"]
 __version__ = "0.1.0"

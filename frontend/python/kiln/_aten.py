@@ -17,7 +17,9 @@ torch-level targets may return a tuple or a torch.Size).
   semantics), the torch builtin of the same name (``torch.X``,
   ``torch._C._nn.X``, ``torch._C._special.X`` ...: Python's binding of the
   very same ATen overloads, so the same arguments select the same kernel)
-  when kiln's op registry maps it, the Tensor method of the same name
+  when kiln's op registry maps it, the canonical overload of an alias
+  (``divide`` → ``div``), the ``torch.nn.functional`` function of the same
+  name and parameters (``silu``, ``glu``), the Tensor method of the same name
   (``("method", name, drops)``: ``view``, in-place ``add_``), then torch's decomposition
   (``torch._decomp``) inlined as Python. ``drops``: keywords whose value is
   the schema's default and that torch-level calls need not see
@@ -150,6 +152,12 @@ def _batch_norm_functional(input, weight, bias, running_mean, running_var, train
     rm, rv = running_mean.clone(), running_var.clone()
     out, mean, rstd = _batch_norm(input, weight, bias, rm, rv, training, momentum, eps)
     return out, mean, rstd, rm, rv
+
+
+def _batch_norm_aten(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                     cudnn_enabled):
+    return torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias,
+                                          training, momentum, eps)
 
 
 def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
@@ -384,6 +392,7 @@ OVERLOADS = {
     "aten.native_layer_norm.default": _native_layer_norm,
     "aten._native_batch_norm_legit_no_training.default": _batch_norm_no_training,
     "aten.native_batch_norm.default": _batch_norm,
+    "aten.batch_norm.default": _batch_norm_aten,
     "aten._native_batch_norm_legit.default": _batch_norm,
     "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
     "aten.max_pool2d_with_indices.default": _max_pool2d_with_indices,
@@ -445,6 +454,53 @@ def _same_name_function(op):
         if isinstance(fn, types.BuiltinFunctionType):
             return fn
     return None
+
+
+# ATen alias packets (the same kernels under another name).
+_ALIASES = {"divide": "div", "multiply": "mul", "subtract": "sub", "true_divide": "div",
+            "absolute": "abs", "clip": "clamp", "greater": "gt", "greater_equal": "ge",
+            "less": "lt", "less_equal": "le", "not_equal": "ne", "negative": "neg",
+            "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2",
+            "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc",
+            "concat": "cat", "concatenate": "cat", "swapaxes": "transpose",
+            "swapdims": "transpose", "moveaxis": "movedim", "special_expit": "sigmoid",
+            "special_exp2": "exp2", "special_expm1": "expm1", "special_log1p": "log1p",
+            "special_round": "round", "special_sinc": "sinc", "special_logit": "logit",
+            "special_erf": "erf", "special_erfc": "erfc", "special_psi": "digamma",
+            "special_digamma": "digamma", "special_gammaln": "lgamma"}
+
+
+def _alias_of(op):
+    """The overload of the canonical packet an alias overload names (same
+    overload name and arguments), or None."""
+    name = op._schema.name.split("::")[-1]
+    canonical = _ALIASES.get(name)
+    if op.namespace != "aten" or canonical is None:
+        return None
+    other = getattr(getattr(_aten, canonical), op._overloadname, None)
+    if other is None:
+        return None
+    same = [(a.name, str(a.type)) for a in other._schema.arguments] == \
+        [(a.name, str(a.type)) for a in op._schema.arguments]
+    return other if same else None
+
+
+def _functional_twin(op, ids):
+    """``torch.nn.functional.<name>`` when kiln maps it and its positional
+    parameters are the overload's (``self`` as ``input``), else None."""
+    import inspect
+    name = op._schema.name.split("::")[-1]
+    fn = getattr(torch.nn.functional, name, None)
+    if op.namespace != "aten" or fn is None or id(fn) not in ids:
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    names = ["input" if a.name == "self" else a.name for a in op._schema.arguments]
+    if any(str(a.type) == "int" and a.name == "reduction" for a in op._schema.arguments):
+        return None  # ATen's reduction is an enum int, F's a string
+    return fn if params[:len(names)] == names else None
 
 
 def _decomposition(op):
@@ -539,6 +595,12 @@ def _plan(op):
     fn = _same_name_function(op)
     if fn is not None and id(fn) in ids:
         return ("inline", fn, _DROPPABLE)
+    alias = _alias_of(op)
+    if alias is not None:
+        return plan(alias)[:3]
+    twin = _functional_twin(op, ids)
+    if twin is not None:
+        return ("inline", twin, _DROPPABLE)
     if op.namespace == "aten" and name in methods and _first_is_self(op):
         return ("method", name, _DROPPABLE)
     decomp = _decomposition(op)
