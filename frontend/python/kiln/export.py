@@ -17,8 +17,11 @@ capture/ops/AtenOps.cpp). Around it, as the graph signature says:
   written back into the program's buffers, user-input mutations into the
   caller's tensors, the user outputs unflattened with the output spec.
 
-Sizes are specialized by kiln as usual (a new batch size recompiles, then
-the dim goes symbolic, ``kiln.compile``'s default).
+A dim the program exported as symbolic (``torch.export.Dim``) is marked
+dynamic for kiln (``kiln.mark_dynamic`` on an alias of the input): one
+graph with a ``?`` dim serves every size >= 2 in the range (0 and 1 are
+specialized, as kiln always does; a graph with a per-op fallback
+specializes).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 
+from kiln.api import mark_dynamic
 from kiln.fx import from_fx
 
 
@@ -89,6 +93,20 @@ def _check_inputs(checks, flat):
                                      f"program's range [{lo}, {hi}]")
 
 
+def _symbolic(value, want):
+    """``value``, or a same-storage alias of it whose dims the program
+    exported as symbolic (``Dim``) are marked dynamic for kiln (sizes >= 2:
+    0 and 1 stay specialized), so one graph serves the whole range."""
+    if want is None:
+        return value
+    dims = [d for d, size, _ in want[1] if size is None and value.shape[d] >= 2]
+    if not dims:
+        return value
+    alias = value.view(value.shape)
+    mark_dynamic(alias, dims)
+    return alias
+
+
 def from_export(ep, fullgraph: bool = False):
     """A callable running ExportedProgram ``ep`` through kiln, taking the
     inputs ``ep.module()`` takes and returning what it returns."""
@@ -112,8 +130,8 @@ def from_export(ep, fullgraph: bool = False):
                             f"got {spec}")
         _check_inputs(checks, flat)
         full = list(lifted)
-        for slot, value in zip(user_slots, flat):
-            full[slot] = value
+        for slot, value, (_, want) in zip(user_slots, flat, checks):
+            full[slot] = _symbolic(value, want)
         outs = run(*full)
         user_outs = []
         for spec_out, value in zip(sig.output_specs, outs):
