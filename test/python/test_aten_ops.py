@@ -153,3 +153,33 @@ def test_sym_size_and_arange(dtype):
                                                  dtype=dtype, layout=torch.strided,
                                                  device=torch.device("cpu"),
                                                  pin_memory=False) + a, x)
+
+
+_EDGES = [-1.0, -0.999, -0.5, -1e-6, -0.0, 0.0, 1e-6, 0.5, 0.999, 1.0, 1.5, 10.0, 1e20, -1e20,
+          float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "atanh", "asinh", "acosh"])
+def test_inverse_trig_compositions_at_edges(name):
+    # kiln has no asin/acos/...: the overload table composes them from atan,
+    # log1p and sqrt; values, NaNs, infinities and signed zeros as eager's.
+    v = torch.tensor(_EDGES)
+    op = getattr(aten, name).default
+    got = whole_graph(lambda a: op(a), v, compare=lambda g, e: None)
+    expected = getattr(torch, name)(v)
+    torch.testing.assert_close(got, expected, rtol=2e-6, atol=0, equal_nan=True)
+    finite = ~expected.isnan()
+    assert torch.equal(got[finite].signbit(), expected[finite].signbit())
+    _no_fallback()
+
+
+def test_atan2_quadrants_signed_zeros_and_infinities():
+    vals = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, float("inf"), float("-inf"),
+                         float("nan"), 1e-30, 1e30])
+    y, x = vals.repeat_interleave(len(vals)), vals.repeat(len(vals))
+    got = whole_graph(lambda a, b: aten.atan2.default(a, b), y, x, compare=lambda g, e: None)
+    expected = torch.atan2(y, x)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=0, equal_nan=True)
+    finite = ~expected.isnan()
+    assert torch.equal(got[finite].signbit(), expected[finite].signbit())
+    _no_fallback()

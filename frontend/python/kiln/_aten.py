@@ -321,6 +321,11 @@ def _float(x):
     return x, x.dtype
 
 
+def _negative(v):
+    """v < 0, -0.0 included (1 / -0.0 is -inf)."""
+    return (v < 0) | ((v == 0) & (1 / v < 0))
+
+
 def _asin(self):
     x, dtype = _float(self)
     return torch.atan(x / torch.sqrt((1 - x) * (1 + x))).to(dtype)
@@ -333,7 +338,9 @@ def _acos(self):
 
 def _atanh(self):
     x, dtype = _float(self)
-    return (0.5 * torch.log1p(2 * x / (1 - x))).to(dtype)
+    a = x.abs()  # odd: computed on |x|, where log1p's argument is >= 0
+    r = 0.5 * torch.log1p(2 * a / (1 - a))
+    return torch.where(_negative(x), -r, r).to(dtype)
 
 
 def _asinh(self):
@@ -343,7 +350,7 @@ def _asinh(self):
     small = torch.where(big, torch.zeros_like(a), a)
     r = torch.log1p(small + small * small / (1 + torch.sqrt(1 + small * small)))
     r = torch.where(big, torch.log(a) + 0.6931471805599453, r)
-    return torch.where(x < 0, -r, r).to(dtype)
+    return torch.where(_negative(x), -r, r).to(dtype)
 
 
 def _acosh(self):
@@ -351,10 +358,29 @@ def _acosh(self):
     big = x > 1e18
     y = torch.where(big, torch.ones_like(x), x)
     r = torch.log1p((y - 1) + torch.sqrt((y - 1) * (y + 1)))
-    return torch.where(big, torch.log(x) + 0.6931471805599453, r).to(dtype)
+    r = torch.where(big, torch.log(x) + 0.6931471805599453, r)
+    return torch.where(x < 1, torch.full_like(r, float("nan")), r).to(dtype)
+
+
+def _atan2(self, other):
+    """atan2 from atan on |y| / |x| in [0, pi/2], then the quadrant from the
+    signs (signed zeros as C's atan2: atan2(-0., -1.) = -pi); 0/0 and
+    inf/inf handled apart, NaNs propagate."""
+    dtype = (self + other).dtype  # torch.result_type (the unused sum is dead code)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    y, x = self.to(compute), other.to(compute)
+    a, b = y.abs(), x.abs()
+    t = torch.atan(a / b)
+    t = torch.where((a == 0) & (b == 0), torch.zeros_like(t), t)
+    t = torch.where(torch.isinf(a) & torch.isinf(b), torch.full_like(t, 0.7853981633974483), t)
+    r = torch.where(_negative(x), 3.141592653589793 - t, t)
+    return torch.where(_negative(y), -r, r).to(dtype)
 
 
 OVERLOADS = {
+    "aten.atan2.default": _atan2,
     "aten.asin.default": _asin,
     "aten.acos.default": _acos,
     "aten.atanh.default": _atanh,
