@@ -183,3 +183,28 @@ def test_atan2_quadrants_signed_zeros_and_infinities():
     finite = ~expected.isnan()
     assert torch.equal(got[finite].signbit(), expected[finite].signbit())
     _no_fallback()
+
+
+def test_quantized_decomposed_q_dq():
+    # PT2E's q/dq pairs: the Python kernels torch registers, traced into ops
+    # kiln lowers (round half to even, clamp, integer cast). kiln has no int8
+    # dtype yet (issue 19): int8 breaks naming it; int32 compiles whole.
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers the ops
+    qd = torch.ops.quantized_decomposed
+    x = torch.randn(4, 6) * 3
+
+    def f(a):
+        q = qd.quantize_per_tensor.default(a, 0.05, 3, -1000, 1000, torch.int32)
+        return q, qd.dequantize_per_tensor.default(q, 0.05, 3, -1000, 1000, torch.int32)
+
+    whole_graph(f, x, compare=lambda got, exp: [torch.testing.assert_close(g, e, rtol=0, atol=0)
+                                                 for g, e in zip(got, exp)])
+    _no_fallback()
+
+    def g(a):
+        q = qd.quantize_per_tensor.default(a, 0.05, 3, -128, 127, torch.int8)
+        return qd.dequantize_per_tensor.default(q, 0.05, 3, -128, 127, torch.int8)
+
+    out = kiln.explain(g)(x)
+    assert any("int8" in b for b in out.graph_breaks), out.graph_breaks
+    assert_close(kiln.compile(g)(x), g(x))

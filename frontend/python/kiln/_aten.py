@@ -33,6 +33,9 @@ torch-level targets may return a tuple or a torch.Size).
 - ``("method", name, drops)``: Tensor method ``name`` on the first argument.
 - ``("out", functional, ())``: an ``out=`` overload: ``functional`` (the
   overload with the same arguments but ``out``) computed, then stored.
+``quantized_decomposed`` overloads (PT2E's quantize/dequantize) inline the
+Python kernel torch registers for them (torch.ao.quantization.fx._decomposed).
+
 - ``("fallback", None, ())``: the overload itself through the per-op fallback
   (kiln/_fallback.py: meta shapes; random, mutating and data-dependent
   overloads are refused there, naming the overload).
@@ -542,6 +545,21 @@ def _decomposition(op):
     return d
 
 
+def _quantized_decomposed(op):
+    """The Python kernel torch registers for a ``quantized_decomposed``
+    overload (torch.ao.quantization.fx._decomposed: ``quantize_per_tensor``,
+    ``quantize_per_tensor_tensor`` ...: PT2E's q/dq ops), or None."""
+    try:
+        import torch.ao.quantization.fx._decomposed as qd
+    except ImportError:  # pragma: no cover - torch without torch.ao
+        return None
+    name = op._schema.name.split("::")[-1]
+    if op._overloadname != "default":
+        name = f"{name}_{op._overloadname}"
+    fn = getattr(qd, name, None)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
 def _is_custom(op):
     return op.namespace not in ("aten", "prims", "quantized_decomposed", "quantized")
 
@@ -609,6 +627,9 @@ def _plan(op):
         return ("break", ("data-dependent", f"{op}: {_REFUSED[key]}"), ())
     if key in OVERLOADS:
         return ("trusted" if key in _META_DIFFERS else "inline", OVERLOADS[key], _DROPPABLE)
+    if op.namespace == "quantized_decomposed":
+        fn = _quantized_decomposed(op)
+        return ("inline", fn, ()) if fn is not None else ("fallback", None, ())
     if any(a.is_out for a in op._schema.arguments):
         functional = _out_functional(op)
         if functional is not None:
