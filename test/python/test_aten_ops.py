@@ -208,3 +208,14 @@ def test_quantized_decomposed_q_dq():
     out = kiln.explain(g)(x)
     assert any("int8" in b for b in out.graph_breaks), out.graph_breaks
     assert_close(kiln.compile(g)(x), g(x))
+
+
+def test_backward_overloads():
+    g, x = torch.randn(3, 4), torch.randn(3, 4)
+    x[0, 0] = 0.0
+
+    def f(g, x):
+        return (aten.gelu_backward.default(g, x), aten.threshold_backward.default(g, x, 0.0))
+
+    whole_graph(f, g, x)
+    _no_fallback()

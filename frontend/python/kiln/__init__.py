@@ -12,10 +12,11 @@ graphs, graph breaks and guards of one call.
 """
 from kiln.api import compile, mark_dynamic, reset, stats  # noqa: A004
 from kiln.explain import explain
-from kiln.fx import backend, from_fx
+from kiln.fx import aot_backend, backend, from_fx
 from kiln.export import from_export
 from kiln import config
 
-__all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend", "from_fx",
+__all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend", "aot_backend",
+           "from_fx",
            "from_export"]
 __version__ = "0.1.0"

@@ -382,7 +382,44 @@ def _atan2(self, other):
     return torch.where(_negative(y), -r, r).to(dtype)
 
 
+def _flash_attention_cpu(query, key, value, dropout_p=0.0, is_causal=False, attn_mask=None,
+                         scale=None):
+    """_scaled_dot_product_flash_attention_for_cpu (AOTAutograd's SDPA):
+    (output, logsumexp of the scaled, masked scores over the keys)."""
+    if dropout_p != 0.0:
+        raise NotImplementedError("flash attention with dropout")
+    out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, 0.0,
+                                                           is_causal, scale=scale)
+    factor = scale if scale is not None else 1.0 / query.shape[-1] ** 0.5
+    scores = torch.matmul(query, key.transpose(-2, -1)) * factor
+    if is_causal:
+        n, m = scores.shape[-2], scores.shape[-1]
+        keep = torch.ones(n, m, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    return out, torch.logsumexp(scores.float(), -1)
+
+
+def _gelu_backward(grad_output, self, approximate="none"):
+    if approximate != "none":
+        raise NotImplementedError("gelu_backward with the tanh approximation")
+    cdf = 0.5 * (1 + torch.erf(self * 0.7071067811865476))
+    pdf = torch.exp(-0.5 * self * self) * 0.3989422804014327
+    return grad_output * (cdf + self * pdf)
+
+
+def _threshold_backward(grad_output, self, threshold):
+    return torch.where(self <= threshold, torch.zeros_like(grad_output), grad_output)
+
+
 OVERLOADS = {
+    "aten.gelu_backward.default": _gelu_backward,
+    "aten.threshold_backward.default": _threshold_backward,
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": _flash_attention_cpu,
     "aten.atan2.default": _atan2,
     "aten.asin.default": _asin,
     "aten.acos.default": _acos,
