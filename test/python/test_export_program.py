@@ -109,3 +109,22 @@ def test_buffer_mutation_written_back():
     assert_close(got, expected, rtol=1e-4, atol=1e-4)
     for name in ("bn1.running_mean", "bn1.running_var", "bn2.running_mean"):
         assert_close(ep.state_dict[name], ref.state_dict[name], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("core", [False, True], ids=["export-ir", "core-aten"])
+def test_exported_bert(core):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                     intermediate_size=64, vocab_size=100)
+    model = transformers.BertModel(config).eval()
+    ids = torch.randint(0, 100, (2, 10))
+    ep = torch.export.export(model, (ids,))
+    if core:
+        ep = ep.run_decompositions()
+    compiled = kiln.compile(ep)
+    for _ in range(2):
+        got = compiled(ids)
+    expected = model(ids)
+    assert_close(got["last_hidden_state"], expected.last_hidden_state, rtol=1e-4, atol=1e-4)
+    assert_close(got["pooler_output"], expected.pooler_output, rtol=1e-4, atol=1e-4)
+    assert _whole()["fallback_ops"] == 0

@@ -59,7 +59,10 @@ _OPS_TYPES = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)
 # calls may omit.
 _DROPPABLE = (("layout", None), ("layout", torch.strided), ("pin_memory", None),
               ("pin_memory", False), ("memory_format", None), ("non_blocking", False),
-              ("device", None), ("dtype", None), ("implicit", False))
+              ("device", None), ("dtype", None), ("implicit", False),
+              # kiln's results are laid out contiguously: these formats are its own
+              ("memory_format", torch.contiguous_format),
+              ("memory_format", torch.preserve_format))
 
 
 # prims whose torch builtin of the same name computes the same values for

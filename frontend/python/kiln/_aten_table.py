@@ -365,7 +365,40 @@ def _threshold_backward(grad_output, self, threshold):
     return torch.where(self <= threshold, torch.zeros_like(grad_output), grad_output)
 
 
+def _assert_tensor_metadata(a, size=None, stride=None, dtype=None, device=None, layout=None):
+    """torch.export's metadata assertion, checked at capture on the graph's
+    static sizes and dtype (strides are the compiled code's own)."""
+    if dtype is not None and a.dtype != dtype:
+        raise AssertionError(f"Tensor dtype mismatch: expected {dtype}, got {a.dtype}")
+    if size is not None and list(a.shape) != list(size):
+        raise AssertionError(f"Tensor size mismatch: expected {size}, got {a.shape}")
+    return None
+
+
+def _to_dtype_layout(self, dtype=None, layout=None, device=None, pin_memory=None,
+                     non_blocking=False, copy=False, memory_format=None):
+    if device is not None and torch.device(device) != self.device:
+        raise NotImplementedError("to(device=...) moving to another device")
+    r = self.to(dtype) if dtype is not None else self
+    return r.clone() if copy else r
+
+
+def _detach_(self):
+    """In-place detach: nothing to do on a tensor without gradients."""
+    if self.requires_grad:
+        raise NotImplementedError("detach_ of a tensor that requires grad")
+    return self
+
+
+def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    return torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
 OVERLOADS = {
+    "aten.layer_norm.default": _layer_norm,
+    "aten.to.dtype_layout": _to_dtype_layout,
+    "aten.detach_.default": _detach_,
+    "aten._assert_tensor_metadata.default": _assert_tensor_metadata,
     "aten.gelu_backward.default": _gelu_backward,
     "aten.threshold_backward.default": _threshold_backward,
     "aten._scaled_dot_product_flash_attention_for_cpu.default": _flash_attention_cpu,
