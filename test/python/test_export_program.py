@@ -6,8 +6,9 @@ lifted parameters and buffers as inputs) runs compiled by kiln with the
 parameters supplied as the graph signature says; results match the
 program's own module and eager; inputs outside the exported sizes or the
 dynamic dim's range raise a ValueError naming the input, the dim and the
-range. Models: a small MLP and a resnet-like basic block (conv, batch norm
-in eval, residual), with the core-ATen form (run_decompositions) too.
+range. Models: a small MLP, a resnet-like basic block (conv, batch norm in
+eval, residual), HF BertModel and torchvision resnet18 (random init), each
+in export IR and in the core-ATen form (run_decompositions).
 """
 import pytest
 import torch
@@ -128,3 +129,20 @@ def test_exported_bert(core):
     assert_close(got["last_hidden_state"], expected.last_hidden_state, rtol=1e-4, atol=1e-4)
     assert_close(got["pooler_output"], expected.pooler_output, rtol=1e-4, atol=1e-4)
     assert _whole()["fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("core", [False, True], ids=["export-ir", "core-aten"])
+def test_exported_resnet18(core):
+    torchvision = pytest.importorskip("torchvision")
+    model = _randomize_bn(torchvision.models.resnet18()).eval()
+    x = torch.randn(1, 3, 64, 64)  # small images: a test, not a benchmark
+    ep = torch.export.export(model, (x,))
+    if core:
+        ep = ep.run_decompositions()
+    compiled = kiln.compile(ep)
+    for _ in range(2):
+        got = compiled(x)
+    assert_close(got, model(x), rtol=1e-4, atol=1e-4)
+    # core ATen: max_pool2d_with_indices runs through torch (kiln has no
+    # lowering of the indices)
+    assert _whole()["fallback_ops"] == (1 if core else 0)
