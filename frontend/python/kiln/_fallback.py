@@ -221,6 +221,8 @@ _PUBLIC = {"torch._C._special": "special", "torch._C._fft": "fft",
 def qualified_name(fn) -> str:
     """``torch.special.erfcx``-style name of a torch function (for logs,
     kiln.explain and the compile-cache key)."""
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return str(fn)  # aten.add.Tensor
     mod = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__name__", None) or repr(fn)
     if mod in _PUBLIC:

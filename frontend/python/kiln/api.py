@@ -138,6 +138,7 @@ class CompiledModule(torch.nn.Module):
 
 def compile(model=None, **options):  # noqa: A001
     """Compiles a function or nn.Module with kiln; usable as a decorator.
+    A torch.export ExportedProgram is compiled by kiln.from_export.
 
     Options (torch.compile's names): ``backend`` ("cpu"), ``mode``,
     ``fullgraph`` (turn graph breaks into errors), ``dynamic``: False
@@ -153,6 +154,9 @@ def compile(model=None, **options):  # noqa: A001
     _blas.select()
     if config.disable:
         return model
+    if isinstance(model, torch.export.ExportedProgram):  # kiln/_exported_program.py
+        from kiln._exported_program import from_export
+        return from_export(model, fullgraph=opts["fullgraph"])
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, opts)
     if not (inspect.isfunction(model) or inspect.ismethod(model)):

@@ -5,7 +5,9 @@
 ``torch.Tensor`` methods (and their Python operators), the ``torch.*``
 functions and the ``torch.nn`` modules, how many are mapped and how many
 would fall back (run eagerly, with the reason logged). ``--list`` also
-names them; ``--json`` prints everything as JSON.
+names them; ``--json`` prints everything as JSON. ``--aten`` reports the Core
+ATen overloads instead (lowered / decomposed / fallback / unsupported,
+kiln/_aten_coverage.py; ``--measure`` runs each on samples).
 
 The mapped functions and methods come from the C++ op table itself
 (``kiln._C.mapped_ops()``, frontend/csrc/capture/ops/OpRegistry.h), so this
@@ -148,7 +150,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln.coverage", description=__doc__.split("\n")[0])
     parser.add_argument("--list", action="store_true", help="also name the mapped and unmapped callables")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument("--aten", action="store_true",
+                        help="report the Core ATen overloads instead (kiln/_aten_coverage.py)")
+    parser.add_argument("--measure", action="store_true",
+                        help="with --aten: run every overload's samples compiled and classify "
+                             "by what ran")
     args = parser.parse_args(argv)
+    if args.aten:
+        from kiln import _aten_coverage
+        return _aten_coverage.main(args.measure, args.list, args.json)
     rep = report()
     if args.json:
         json.dump({k: {"mapped": m, "unmapped": u} for k, (m, u) in rep.items()}, sys.stdout, indent=1)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""torch.fx entry points: ``kiln.backend`` for ``torch.compile`` and
-``kiln.from_fx`` for a GraphModule.
+"""torch.fx entry points: ``kiln.backend`` for ``torch.compile``,
+``kiln.aot_backend`` (AOTAutograd's forward and backward ATen graphs, each
+compiled by kiln) and ``kiln.from_fx`` for a GraphModule.
 
 A GraphModule's generated ``forward`` is ordinary Python that calls torch
 functions and operators, so kiln captures it like any other function (the
@@ -62,3 +63,20 @@ def backend(graph_module: torch.fx.GraphModule, example_inputs):
     specializes on the inputs' shapes as usual."""
     del example_inputs  # kiln captures from the first real call
     return from_fx(graph_module)
+
+
+def _aot_compiler(graph_module: torch.fx.GraphModule, example_inputs):
+    """AOTAutograd's forward/backward compiler: the ATen graph (``torch.ops.
+    aten.*`` calls, captured through capture/ops/AtenOps.cpp) run by kiln."""
+    del example_inputs
+    from torch._functorch.aot_autograd import make_boxed_func
+    return make_boxed_func(from_fx(graph_module))
+
+
+def aot_backend(graph_module: torch.fx.GraphModule, example_inputs):
+    """``torch.compile(model, backend=kiln.aot_backend)``: Dynamo's graph
+    through AOTAutograd, whose forward and backward ATen graphs kiln compiles
+    (a second route to compiled training beside kiln's own)."""
+    from torch._dynamo.backends.common import aot_autograd
+    return aot_autograd(fw_compiler=_aot_compiler, bw_compiler=_aot_compiler)(
+        graph_module, example_inputs)

@@ -10,6 +10,7 @@
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/ModuleHooks.h"
+#include "capture/ops/AtenOps.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
@@ -254,6 +255,12 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (VarP r = callAtCapture(fn, args, kwargs)) // PythonBuiltins.cpp
     return r;
   if (VarP r = callStateQuery(fn, args, kwargs))
+    return r;
+  if (VarP r =
+          callTorchOp(*this, fn, args, kwargs, // torch.ops.<ns>.<op> (ops/AtenOps.cpp)
+                      [this](PyObject *t, std::vector<VarP> &a, std::map<std::string, VarP> &k) {
+                        return call(makeConst(PyRef::borrow(t)), a, k);
+                      }))
     return r;
   if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops
     return inlineFunction(decomp, -1, args, kwargs);

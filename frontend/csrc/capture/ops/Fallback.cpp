@@ -13,6 +13,7 @@
 // (Program.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/ops/AtenOps.h"
 #include "capture/ops/TorchOpsImpl.h"
 #include "GilOnce.h"
 #include "ir/KilnOps.h"
@@ -300,6 +301,8 @@ PyRef metaTensorOf(mlir::Value value) {
 }
 
 bool Interpreter::isTorchOpFunction(PyObject *fn) {
+  if (isOperatorObject(fn)) // torch.ops.<ns>.<op>[.<overload>] (AtenOps.cpp)
+    return true;
   if (!PyCFunction_Check(fn) && !PyFunction_Check(fn))
     return false;
   PyRef mod = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
