@@ -59,11 +59,19 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCES = {"fp32": (1e-4, 1e-4), "bf16": (2e-2, 2e-2)}
 
 
-def make_inputs(name, dtype, device="cpu", seed=0):
+def small_shape(shape):
+    """`shape` with every size above 64 divided by 8 (the same size maps to
+    the same size, so the case's tensors still fit together): the small
+    artifact the CPU rehearsal of tools/gpu-check.sh emulates."""
+    return tuple(d // 8 if d > 64 else d for d in shape)
+
+
+def make_inputs(name, dtype, device="cpu", seed=0, small=False):
     """The inputs of case `name` (same values for a seed on any device)."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     for shape, role in CASES[name][1]:
+        shape = small_shape(shape) if small else shape
         t = torch.randn(shape, generator=gen, dtype=torch.float32)
         if role == "w":
             t = t / math.sqrt(shape[-1])

@@ -19,6 +19,8 @@ This module imports only torch and the standard library at import time
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 from . import _driver
@@ -44,7 +46,20 @@ class CudaGraph:
     use when kiln's extension is available.
     """
 
-    def __init__(self, emitted: dict, function: str = "forward", images: dict | None = None):
+    #: Executors: "plan" (default: the whole plan in one C call, GEMMs
+    #: through cuBLASLt) or "python" (kernel runs through ctypes, GEMMs
+    #: through torch; $KILN_CUDA_EXECUTOR=python, or where cuBLASLt is
+    #: missing). Modes: "default", "reduce-overhead" (CUDA graphs, plan.py).
+    MODES = ("default", "reduce-overhead")
+
+    def __init__(self, emitted: dict, function: str = "forward", images: dict | None = None,
+                 mode: str = "default"):
+        if mode not in self.MODES:
+            raise ValueError(f"kiln.cuda: unknown mode {mode!r} (known: {self.MODES})")
+        self.mode = mode
+        self.executor = os.environ.get("KILN_CUDA_EXECUTOR", "plan")
+        self.fallback_reason = None  # why the plan executor is not used, or None
+        self._executors = {}  # (device index, tf32) -> PlanExecutor / GraphExecutor
         plans = {f["name"]: f for f in emitted["functions"]}
         if function not in plans:
             missing = [u for u in emitted.get("unsupported", ()) if u["function"] == function]
@@ -205,10 +220,35 @@ class CudaGraph:
             raise ValueError(f"kiln.cuda: inputs must be CUDA tensors, got {device} "
                              "(use launches() for a dry run)")
         index = device.index if device.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device).cuda_stream
+        if index != torch.cuda.current_device():
+            with torch.cuda.device(index):
+                return self.run_on(inputs, device, index, stream)
+        return self.run_on(inputs, device, index, stream)
+
+    def run_on(self, inputs, device, index: int, stream: int):
+        """Runs on checked inputs of `device` (driver device `index`) on
+        `stream`; CPU tensors with the fake driver in host emulation."""
+        if self.executor == "plan":
+            tf32 = device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
+            ex = self._executors.get((index, tf32))
+            if ex is None:
+                ex = self._executors[(index, tf32)] = self._make_executor(device, index, tf32)
+            try:
+                return ex.run(inputs, stream)
+            except _driver.CudaDriverError as e:
+                if "cuBLASLt not found" not in str(e):
+                    raise
+                self.executor, self.fallback_reason = "python", str(e)
         bufs = self._allocate(inputs, device)
-        with torch.cuda.device(index):
-            self._execute(bufs, index, torch.cuda.current_stream(device).cuda_stream)
+        self._execute(bufs, index, stream)
         return self._results(bufs)
+
+    def _make_executor(self, device, index: int, tf32: bool):
+        from .plan import GraphExecutor, PlanExecutor
+        module, _ = self._load(index)
+        ex = PlanExecutor(self, module, device, DTYPES, tf32)
+        return GraphExecutor(ex) if self.mode == "reduce-overhead" else ex
 
 
 def _describe(function, unsupported):
