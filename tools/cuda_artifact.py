@@ -80,12 +80,13 @@ def main():
     p.add_argument("--small", action="store_true",
                    help="sizes > 64 divided by 8 (the artifact of the CPU rehearsal, "
                         "tools/gpu_check.py --emulate)")
+    p.add_argument("--only", help="comma-separated case names (default: every case)")
     args = p.parse_args()
     archs = args.arch or [80, 90]
     if not _C.nvrtc_available():
         sys.exit("kiln was built without NVRTC: cannot build the CUDA artifact")
     entries, skipped = {}, []
-    for name in CASES:
+    for name in (args.only.split(",") if args.only else CASES):
         for dtype in DTYPES:
             entry, why = build(name, dtype, archs, args.small)
             if entry is None:

@@ -18,6 +18,10 @@ def mlp(x, w1, b1, w2, b2):
     return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
 
 
+def mlp_relu(x, w1, b1, w2, b2):
+    return F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+
+
 def ffn_block(x, g, beta, w1, b1, w2, b2):
     h = F.layer_norm(x, (x.shape[-1],), g, beta)
     return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
@@ -45,6 +49,8 @@ def gelu_chain(x, b):
 CASES = {
     "mlp": (mlp, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
                   ((1024, 4096), "w"), ((1024,), "b")]),
+    "mlp_relu": (mlp_relu, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
+                            ((1024, 4096), "w"), ((1024,), "b")]),
     "ffn_block": (ffn_block, [((8, 128, 768), "x"), ((768,), "g"), ((768,), "b"),
                               ((3072, 768), "w"), ((3072,), "b"), ((768, 3072), "w"),
                               ((768,), "b")]),
