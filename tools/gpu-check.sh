@@ -59,7 +59,7 @@ if [ $REHEARSE = 1 ]; then
     "$ROOT/test/python/cuda_fake/fake_cublaslt.c" -ldl -lm
   "$PY" "$ROOT/tools/gpu_check.py" --emulate --fake-driver "$FAKE" --artifact "$ARTIFACT" \
     --out "$RESULTS/gpu-check.json" || status=$?
-  "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 2 --budget-s 0 \
+  "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 1 --budget-s 0 \
     --out "$RESULTS/gpu-models.json" || status=$?
   echo "gpu-check: rehearsal done (status $status)"
   exit $status

@@ -143,7 +143,7 @@ def test_plan_runs_a_whole_function_in_one_call(tmp_path):
         for _ in range(2):
             (got,) = g.run_on(inputs, inputs[0].device, 0, 0)
             torch.testing.assert_close(got, mlp_softmax_eager(*inputs), rtol=1e-5, atol=1e-6)
-        ex = g._executors[(0, False)]
+        ex = g._executors[(0, False, g.mode)]
         print(type(ex).__name__, g.executor, ex.plan.kernels, ex.plan.gemms, ex.arena_bytes)
     """, host_ir=MLP_SOFTMAX_IR)
     name, executor, kernels, gemms, arena = out.split()
@@ -178,7 +178,7 @@ def test_reduce_overhead_captures_replays_and_guards(tmp_path):
         b.mul_(3.0)
         r2 = call(x, w, b, w2)                  # replay sees the in-place change
         print(r1.data_ptr() == r2.data_ptr())   # static results
-        ex = g._executors[(0, False)]
+        ex = g._executors[(0, False, g.mode)]
         print(ex.replays, ex.plain_runs, len(ex.graphs), ex.graphs[0].stable)
         # A new graph copies the input that moved; the others stay guarded.
         # Each of these misses every graph so far (kept alive: new addresses).
@@ -251,3 +251,41 @@ def test_plan_on_gpu_matches_eager(mode):
     if mode == "reduce-overhead":
         ex = next(iter(g._executors.values()))
         assert ex.capture_error is None and ex.replays == 3
+
+
+def test_compile_mode_reduce_overhead_is_accepted_and_scoped():
+    """kiln.compile(mode="reduce-overhead"): CUDA graphs' calls see the
+    mode (kiln.cuda.graph.call_mode) only while the compiled callable runs;
+    CPU graphs are unaffected."""
+    import kiln
+    from kiln.cuda.graph import call_mode
+    seen = []
+
+    def f(x):
+        return x * 2 + 1
+
+    compiled = kiln.compile(f, mode="reduce-overhead")
+    torch.testing.assert_close(compiled(torch.ones(3)), torch.full((3,), 3.0))
+    module = kiln.compile(torch.nn.Linear(4, 2), mode="reduce-overhead")
+    assert type(module).__name__ == "_ReduceOverheadModule"
+    module(torch.ones(1, 4))
+    wrapped = kiln.api._reduce_overhead(lambda: seen.append(call_mode.get()))
+    wrapped()
+    assert seen == ["reduce-overhead"] and call_mode.get() is None
+    with pytest.raises(ValueError, match="unknown mode 'max-autotune'"):
+        kiln.compile(f, mode="max-autotune")
+
+
+@pytest.mark.cuda
+@gpu
+@requires_nvrtc
+def test_kiln_compile_reduce_overhead_on_gpu():
+    import kiln
+    import kiln.cuda._frontend as frontend
+    f = kiln.compile(mlp_softmax_eager, mode="reduce-overhead")
+    inputs = mlp_softmax_inputs("cuda")
+    for _ in range(4):
+        torch.testing.assert_close(f(*inputs), mlp_softmax_eager(*inputs), rtol=1e-4, atol=1e-5)
+    g = frontend.compiled[-1]
+    (ex,) = [e for key, e in g._executors.items() if key[2] == "reduce-overhead"]
+    assert ex.capture_error is None and ex.replays >= 2

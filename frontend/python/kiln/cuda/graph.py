@@ -19,6 +19,7 @@ This module imports only torch and the standard library at import time
 """
 from __future__ import annotations
 
+import contextvars
 import os
 
 import torch
@@ -31,6 +32,12 @@ DTYPES = {
     "double": torch.float64, "bool": torch.bool, "signed char": torch.int8,
     "short": torch.int16, "int": torch.int32, "long long": torch.int64,
 }
+
+
+#: The mode of the current call when the caller chose one
+#: (kiln.compile(mode="reduce-overhead") sets it around its calls);
+#: None: each CudaGraph's own mode.
+call_mode = contextvars.ContextVar("kiln_cuda_mode", default=None)
 
 
 class CudaUnsupportedError(NotImplementedError):
@@ -231,9 +238,11 @@ class CudaGraph:
         `stream`; CPU tensors with the fake driver in host emulation."""
         if self.executor == "plan":
             tf32 = device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
-            ex = self._executors.get((index, tf32))
+            mode = call_mode.get() or self.mode
+            ex = self._executors.get((index, tf32, mode))
             if ex is None:
-                ex = self._executors[(index, tf32)] = self._make_executor(device, index, tf32)
+                ex = self._executors[(index, tf32, mode)] = self._make_executor(
+                    device, index, tf32, mode)
             try:
                 return ex.run(inputs, stream)
             except _driver.CudaDriverError as e:
@@ -244,11 +253,11 @@ class CudaGraph:
         self._execute(bufs, index, stream)
         return self._results(bufs)
 
-    def _make_executor(self, device, index: int, tf32: bool):
+    def _make_executor(self, device, index: int, tf32: bool, mode: str):
         from .plan import GraphExecutor, PlanExecutor
         module, _ = self._load(index)
         ex = PlanExecutor(self, module, device, DTYPES, tf32)
-        return GraphExecutor(ex) if self.mode == "reduce-overhead" else ex
+        return GraphExecutor(ex) if mode == "reduce-overhead" else ex
 
 
 def _describe(function, unsupported):
