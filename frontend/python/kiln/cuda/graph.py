@@ -239,15 +239,20 @@ class CudaGraph:
         if self.executor == "plan":
             tf32 = device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
             mode = call_mode.get() or self.mode
-            ex = self._executors.get((index, tf32, mode))
-            if ex is None:
-                ex = self._executors[(index, tf32, mode)] = self._make_executor(
-                    device, index, tf32, mode)
+            key = (index, tf32, mode)
+            ex = self._executors.get(key)
+            first = ex is None
+            if first:
+                ex = self._executors[key] = self._make_executor(device, index, tf32, mode)
             try:
                 return ex.run(inputs, stream)
             except _driver.CudaDriverError as e:
-                if "cuBLASLt not found" not in str(e):
+                # A plan that cannot start here (no cuBLASLt, no algorithm
+                # for a GEMM) runs through the Python executor, with the
+                # reason kept; a later failure is an error.
+                if not first and "cuBLASLt not found" not in str(e):
                     raise
+                del self._executors[key]
                 self.executor, self.fallback_reason = "python", str(e)
         bufs = self._allocate(inputs, device)
         self._execute(bufs, index, stream)
