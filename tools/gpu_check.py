@@ -43,15 +43,20 @@ from kiln.cuda.graph import CudaGraph  # noqa: E402
 from cuda_cases import CASES, TOLERANCES, make_inputs  # noqa: E402
 
 
+def _sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def per_call_ms(fn, inputs, iters, repeats=5):
     """Median over `repeats` batches of `iters` calls, in ms per call."""
     times = []
     for _ in range(repeats):
-        torch.cuda.synchronize()
+        _sync()
         t0 = time.perf_counter()
         for _ in range(iters):
             fn(*inputs)
-        torch.cuda.synchronize()
+        _sync()
         times.append((time.perf_counter() - t0) * 1e3 / iters)
     return statistics.median(times)
 
@@ -110,16 +115,20 @@ def time_row(row, fn, runners, inputs, args, spent):
     for mode in ("default", "reduce-overhead"):
         if args.no_compile or spent[mode] >= args.compile_budget_s:
             continue
-        torch._dynamo.reset()
         t0 = time.perf_counter()
-        compiled = torch.compile(fn, mode=mode)
-        for _ in range(3):  # reduce-overhead records its graph on a later call
-            compiled(*inputs)
-        torch.cuda.synchronize()
-        took = time.perf_counter() - t0
+        try:
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, mode=mode)
+            for _ in range(3):  # reduce-overhead records its graph on a later call
+                compiled(*inputs)
+            _sync()
+            took = time.perf_counter() - t0
+            row[f"inductor_{mode}_compile_s"] = took
+            row[f"inductor_{mode}_ms"] = per_call_ms(compiled, inputs, args.iters)
+        except Exception as e:  # noqa: BLE001 - a torch.compile failure is a result too
+            took = time.perf_counter() - t0
+            row[f"inductor_{mode}_error"] = f"{type(e).__name__}: {e}"[:500]
         spent[mode] += took
-        row[f"inductor_{mode}_compile_s"] = took
-        row[f"inductor_{mode}_ms"] = per_call_ms(compiled, inputs, args.iters)
 
 
 def run_entry(name, entry, args, spent):
@@ -146,9 +155,13 @@ def run_entry(name, entry, args, spent):
         row["ok"], row["error"] = False, f"{type(e).__name__}: {e}"
     for mode, r in runners.items():
         row[f"kiln_{mode}"] = r.describe()
-    if row["ok"] and not args.emulate:
-        with torch.no_grad():
-            time_row(row, fn, runners, make_inputs(case, dtype, device, small=small), args, spent)
+    if row["ok"] and (not args.emulate or args.time_emulated):
+        try:
+            with torch.no_grad():
+                time_row(row, fn, runners, make_inputs(case, dtype, device, small=small), args,
+                         spent)
+        except Exception as e:  # noqa: BLE001 - keep the correctness result
+            row["timing_error"] = f"{type(e).__name__}: {e}"[:500]
     return row
 
 
@@ -203,6 +216,9 @@ def main():
                    help="per torch.compile mode: stop timing it once its compiles took this long")
     p.add_argument("--emulate", action="store_true", help="CPU rehearsal (see above)")
     p.add_argument("--fake-driver", help="--emulate: the fake libcuda + cuBLASLt library")
+    p.add_argument("--time-emulated", action="store_true",
+                   help="--emulate: run the timing code too (CPU numbers, meaningless; a "
+                        "rehearsal of the code path)")
     p.add_argument("--only", help="comma-separated graph names (case/dtype)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
