@@ -11,6 +11,10 @@ compute_90), and everything goes into one gzip'ed JSON file
 listed and left out.
 
     .venv/bin/python tools/cuda_artifact.py -o build/gpu-check/cases.json.gz
+
+With --small, sizes above 64 are divided by 8: the artifact the CPU
+rehearsal runs (tools/gpu_check.py --emulate, tools/gpu-check.sh
+--rehearse).
 """
 import argparse
 import os
@@ -29,10 +33,10 @@ from kiln.cuda import artifact, nvrtc  # noqa: E402
 from cuda_cases import CASES, DTYPES, TOLERANCES, make_inputs  # noqa: E402
 
 
-def capture(name, dtype):
+def capture(name, dtype, small=False):
     """The IR kiln captures for case `name` (checked against eager on the CPU)."""
     fn = CASES[name][0]
-    inputs = make_inputs(name, dtype)
+    inputs = make_inputs(name, dtype, small=small)
     with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
         kiln.reset()
         compiled = kiln.compile(fn, fullgraph=True)
@@ -47,8 +51,8 @@ def capture(name, dtype):
             return f.read(), inputs
 
 
-def build(name, dtype, archs):
-    ir, inputs = capture(name, dtype)
+def build(name, dtype, archs, small=False):
+    ir, inputs = capture(name, dtype, small)
     emitted = kiln.cuda.emit(ir, collect_unsupported=True)
     if emitted["unsupported"]:
         return None, "; ".join(f"{u['op']}: {u['reason']}" for u in emitted["unsupported"])
@@ -64,7 +68,7 @@ def build(name, dtype, archs):
     images = {a: nvrtc.compile_source(emitted["source"], a) for a in archs}
     images["ptx"] = nvrtc.compile_source(emitted["source"], max(archs), cubin=False)
     meta = {"case": name, "dtype": dtype, "kernels": len(emitted["kernels"]),
-            "gemms": len(emitted["externs"])}
+            "gemms": len(emitted["externs"]), "small": small}
     return {"emitted": emitted, "images": images, "meta": meta}, None
 
 
@@ -73,14 +77,18 @@ def main():
     p.add_argument("-o", "--output", default=os.path.join(ROOT, "build", "gpu-check",
                                                           "cases.json.gz"))
     p.add_argument("--arch", type=int, action="append", help="sm_ archs (default 80, 90)")
+    p.add_argument("--small", action="store_true",
+                   help="sizes > 64 divided by 8 (the artifact of the CPU rehearsal, "
+                        "tools/gpu_check.py --emulate)")
+    p.add_argument("--only", help="comma-separated case names (default: every case)")
     args = p.parse_args()
     archs = args.arch or [80, 90]
     if not _C.nvrtc_available():
         sys.exit("kiln was built without NVRTC: cannot build the CUDA artifact")
     entries, skipped = {}, []
-    for name in CASES:
+    for name in (args.only.split(",") if args.only else CASES):
         for dtype in DTYPES:
-            entry, why = build(name, dtype, archs)
+            entry, why = build(name, dtype, archs, args.small)
             if entry is None:
                 skipped.append(f"{name}/{dtype}: {why}")
                 continue

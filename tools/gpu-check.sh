@@ -7,17 +7,36 @@
 # then, on the GPU machine (the device tool: carry build/gpu-check):
 #   tools/gpu-check.sh [artifact]
 # It builds the MLIR-free runtime (runtime/cuda → libkiln_cuda.so, a few
-# seconds), runs every artifact graph through it and compares with eager,
-# times eager / torch.compile / kiln, times whole models (resnet50, ViT-B,
-# BERT-base, GPT-2; eager vs torch.compile, tools/gpu_models.py) and, where
-# kiln's extension is built too (a full dev machine with a GPU), runs the
-# `cuda`-marked pytest tests. Results (JSON) go to $OUT when it is set.
+# seconds), runs every artifact graph through it with both of kiln's
+# executors (the whole plan in one C call with cuBLASLt GEMMs, and its
+# CUDA graph: mode reduce-overhead), compares with eager, times eager /
+# torch.compile (default, reduce-overhead) / kiln, times whole models
+# (resnet50, ViT-B, BERT-base, GPT-2; eager vs torch.compile,
+# tools/gpu_models.py) and, where kiln's extension is built too (a full
+# dev machine with a GPU), runs the `cuda`-marked pytest tests. Results
+# (JSON, with date and device) go to $OUT when it is set.
+#
+#   tools/gpu-check.sh --rehearse
+# is the same script's CPU rehearsal on a machine without a GPU: a small
+# artifact (tools/cuda_artifact.py --small, built if missing), the fake
+# driver + cuBLASLt (test/python/cuda_fake) and host-compiled kernels run
+# tools/gpu_check.py --emulate; the models run tiny on the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-ARTIFACT="${1:-$ROOT/build/gpu-check/cases.json.gz}"
+REHEARSE=0
+if [ "${1:-}" = "--rehearse" ]; then
+  REHEARSE=1
+  shift
+fi
 PY="${PYTHON:-python3}"
 BUILD="${KILN_GPU_BUILD:-${TMPDIR:-/tmp}/kiln-gpu-runtime}"
 RESULTS="${OUT:-$BUILD}"
+if [ $REHEARSE = 1 ]; then
+  ARTIFACT="${1:-$ROOT/build/gpu-check/small.json.gz}"
+  [ -f "$ARTIFACT" ] || "$PY" "$ROOT/tools/cuda_artifact.py" --small -o "$ARTIFACT"
+else
+  ARTIFACT="${1:-$ROOT/build/gpu-check/cases.json.gz}"
+fi
 
 if [ ! -f "$ARTIFACT" ]; then
   echo "gpu-check: no artifact at $ARTIFACT (build it with tools/cuda_artifact.py)" >&2
@@ -27,12 +46,25 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
+mkdir -p "$BUILD" "$RESULTS"
 cmake -S "$ROOT/runtime/cuda" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" >/dev/null
 export KILN_CUDA_RUNTIME="$BUILD/libkiln_cuda.so"
 echo "gpu-check: runtime $KILN_CUDA_RUNTIME"
 
 status=0
+if [ $REHEARSE = 1 ]; then
+  FAKE="$BUILD/libfakecuda.so"
+  cc -shared -fPIC -O1 -o "$FAKE" "$ROOT/test/python/cuda_fake/fake_libcuda.c" \
+    "$ROOT/test/python/cuda_fake/fake_cublaslt.c" -ldl -lm
+  "$PY" "$ROOT/tools/gpu_check.py" --emulate --fake-driver "$FAKE" --artifact "$ARTIFACT" \
+    --out "$RESULTS/gpu-check.json" || status=$?
+  "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 1 --budget-s 0 \
+    --out "$RESULTS/gpu-models.json" || status=$?
+  echo "gpu-check: rehearsal done (status $status)"
+  exit $status
+fi
+
 "$PY" "$ROOT/tools/gpu_check.py" --artifact "$ARTIFACT" --out "$RESULTS/gpu-check.json" || status=$?
 "$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json" || status=$?
 

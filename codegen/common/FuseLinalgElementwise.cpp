@@ -66,17 +66,66 @@ unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
   return cost;
 }
 
+/// True for an all-parallel generic whose body only converts its inputs
+/// (extf, truncf, int/float casts): fusing it into a consumer that reads it
+/// broadcast repeats one conversion per element.
+bool isCastOnly(Operation *op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!g || g.getNumLoops() != g.getNumParallelLoops())
+    return false;
+  for (Operation &inner : g.getBody()->without_terminator())
+    if (!isa<CastOpInterface>(inner))
+      return false;
+  return true;
+}
+
+/// reshape(cast(x)) → cast(reshape(x)) for a tensor.collapse_shape or
+/// expand_shape of a cast-only generic with one input, identity maps,
+/// static shapes and one use (with fuse-broadcast-casts): the cast then
+/// fuses into the reshaped value's consumers, e.g. a 3-d bf16
+/// layer_norm's input cast joins the row reductions over the collapsed
+/// rows instead of being a kernel of its own.
+template <typename ReshapeOp> struct SwapReshapeWithCast : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern<ReshapeOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto g = op.getSrc().template getDefiningOp<linalg::GenericOp>();
+    RankedTensorType type = op.getResultType();
+    if (!g || !isCastOnly(g) || !g.hasPureTensorSemantics() || g.getNumDpsInputs() != 1 ||
+        g.getNumDpsInits() != 1 || !g->hasOneUse() || !type.hasStaticShape() ||
+        !g.getBody()->getArguments().back().use_empty() ||
+        !llvm::all_of(g.getIndexingMapsArray(), [](AffineMap m) { return m.isIdentity(); }))
+      return failure();
+    Location loc = op.getLoc();
+    Value in = g.getDpsInputs()[0];
+    auto inType = RankedTensorType::get(type.getShape(),
+                                        cast<RankedTensorType>(in.getType()).getElementType());
+    Value reshaped = rewriter.create<ReshapeOp>(loc, inType, in, op.getReassociationIndices());
+    Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(type.getRank()));
+    SmallVector<utils::IteratorType> iters(type.getRank(), utils::IteratorType::parallel);
+    auto moved = rewriter.create<linalg::GenericOp>(loc, type, ValueRange{reshaped},
+                                                    ValueRange{init}, maps, iters);
+    rewriter.inlineRegionBefore(g.getRegion(), moved.getRegion(), moved.getRegion().begin());
+    rewriter.replaceOp(op, moved.getResults());
+    rewriter.eraseOp(g);
+    return success();
+  }
+};
+
 struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
   using FuseLinalgElementwisePassBase::FuseLinalgElementwisePassBase;
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     unsigned maxProducer = maxProducerOps, maxBody = maxBodyOps, expCost = transcendentalCost;
+    bool broadcastCasts = fuseBroadcastCasts;
     linalg::ControlFusionFn control = [=](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
-      if (!producer || isFusionBarrier(producer) || isFusionBarrier(operand->getOwner()) ||
-          !readsEachElementOnce(operand))
+      if (!producer || isFusionBarrier(producer) || isFusionBarrier(operand->getOwner()))
         return false;
+      if (!readsEachElementOnce(operand))
+        return broadcastCasts && isCastOnly(producer) &&
+               isa<linalg::GenericOp>(operand->getOwner());
       if (producer->hasOneUse())
         return true;
       auto generic = dyn_cast<linalg::GenericOp>(producer);
@@ -116,6 +165,17 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
     GreedyRewriteConfig config;
     config.useTopDownTraversal = true;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
+    if (!broadcastCasts)
+      return;
+    // Then casts move below collapse_shapes and fuse into their consumers;
+    // a separate round: the reshape-by-expansion patterns above would move
+    // the collapse back above the cast.
+    RewritePatternSet casts(ctx);
+    casts.add<SwapReshapeWithCast<tensor::CollapseShapeOp>,
+              SwapReshapeWithCast<tensor::ExpandShapeOp>>(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(casts, control);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(casts), config)))
       signalPassFailure();
   }
 };

@@ -30,7 +30,8 @@ void buildFusedLinalgPipeline(OpPassManager &pm, const FusedLinalgOptions &optio
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
   addPassWithOptions(fn, createFuseLinalgElementwisePass(),
-                     "transcendental-cost=" + std::to_string(options.transcendentalCost));
+                     "transcendental-cost=" + std::to_string(options.transcendentalCost) +
+                         (options.fuseBroadcastCasts ? " fuse-broadcast-casts=true" : ""));
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
 }

@@ -37,6 +37,8 @@ struct FusedLinalgOptions {
   /// kiln-convert-to-linalg's `shared-lhs-gemm` (the CPU pipeline sets it:
   /// its BLAS calls read a broadcast left operand with batch stride 0).
   bool sharedLhsGemm = false;
+  /// kiln-fuse-linalg-elementwise's `fuse-broadcast-casts` (CUDA sets it).
+  bool fuseBroadcastCasts = false;
 };
 
 /// Appends the target-neutral codegen stages shared by the CPU and CUDA

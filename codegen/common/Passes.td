@@ -86,6 +86,12 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
            "15-45 instructions, so softmax's exp(x - max) is kept in a row "
            "buffer rather than recomputed); CUDA keeps 1 (its row groups "
            "recompute in registers)">,
+    Option<"fuseBroadcastCasts", "fuse-broadcast-casts", "bool", "false",
+           "Also fuse all-parallel producers whose body only converts (extf, "
+           "truncf, int/float casts) into consumers that read them broadcast "
+           "(a bf16 layer_norm weight cast to f32 is read by every row): one "
+           "conversion per element instead of a kernel and a buffer. The "
+           "CUDA pipeline sets it (row groups then stay one kernel in bf16)">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",

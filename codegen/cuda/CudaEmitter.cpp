@@ -30,7 +30,12 @@ using namespace detail;
 
 void buildCudaPreparePipeline(OpPassManager &pm) {
   buildOptimizePipeline(pm);
-  buildFusedLinalgPipeline(pm);
+  FusedLinalgOptions fused;
+  // A 16-bit parameter's cast to f32 (layer_norm's weight and bias) is
+  // read by every row: convert it where it is read, so the row group
+  // stays one kernel (as in f32).
+  fused.fuseBroadcastCasts = true;
+  buildFusedLinalgPipeline(pm, fused);
 }
 
 int64_t pointwiseGridSize(int64_t numElements) {

@@ -10,8 +10,9 @@
 // library computes C = A x B, it does not accumulate into C). A 2-d GEMM
 // whose only consumer is a pointwise `C + bias` or `relu(C + bias)` (bias a
 // row of N) carries that as its epilogue ("bias", "bias_relu": cuBLASLt's
-// bias/ReLU epilogues through torch.addmm / torch._addmm_activation) and
-// writes the consumer's result; the consumer gets no kernel.
+// bias/ReLU epilogues, runtime/cuda/Cublaslt.h) and writes the consumer's
+// result; the consumer gets no kernel. 16-bit GEMMs too, when the consumer
+// rounds their f32 accumulator (matchEpilogue).
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
@@ -36,16 +37,32 @@ static bool isFloatConst(Value v, double x) {
   return f && f.getValueAsDouble() == x;
 }
 
+/// `x` when `v` is `extf(truncf(x))` rounding through `t`, else null.
+static Value unround(Value v, Type t) {
+  auto ext = v.getDefiningOp<arith::ExtFOp>();
+  auto trunc = ext ? ext.getIn().getDefiningOp<arith::TruncFOp>() : arith::TruncFOp();
+  return trunc && trunc.getType() == t ? trunc.getIn() : Value();
+}
+
 /// The epilogue `g` applies to GEMM result `c` when `g` is a pointwise
 /// generic over c's (M, N) reading c (identity map) and a bias row [N]
 /// (map (d0, d1) -> (d1)) and yielding `c + bias` ("bias") or
 /// `max(c + bias, 0)` ("bias_relu"); sets `bias` to the bias tensor.
-static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Value &bias) {
+/// A 16-bit GEMM (`in` f16/bf16, c its f32 accumulator) matches when g
+/// rounds c to `in`, adds the `in` bias, optionally rounds and applies
+/// ReLU, and yields the result rounded to `in`: cuBLASLt then writes
+/// round(epilogue(acc + bias)) in `in` directly, rounding once where the
+/// chain rounded two or three times (what torch's CUDA F.linear computes;
+/// ReLU commutes with rounding).
+static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Type in,
+                                                Value &bias) {
   auto ct = cast<RankedTensorType>(c.getType());
+  bool sixteen = in != ct.getElementType();
+  auto rt = RankedTensorType::get(ct.getShape(), in);
   if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
       g.getNumParallelLoops() != 2 || g.getNumLoops() != 2 ||
       g.getStaticLoopRanges() != SmallVector<int64_t>(ct.getShape()) ||
-      g.getResult(0).getType() != ct)
+      g.getResult(0).getType() != rt)
     return std::nullopt;
   MLIRContext *ctx = g.getContext();
   AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
@@ -58,7 +75,7 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Va
     if (o->get() == c && map == id && !cArg) {
       cArg = block.getArgument(o->getOperandNumber());
     } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(1) &&
-               tt.getElementType() == ct.getElementType() && map == row) {
+               tt.getElementType() == in && map == row) {
       bArg = block.getArgument(o->getOperandNumber());
       bias = o->get();
     }
@@ -66,17 +83,31 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Va
   if (!cArg || !bArg || g.getMatchingIndexingMap(g.getDpsInitOperand(0)) != id ||
       !block.getArguments().back().use_empty())
     return std::nullopt;
-  Value y = cast<linalg::YieldOp>(block.getTerminator()).getOperand(0);
+  auto isC = [&](Value v) { return sixteen ? unround(v, in) == cArg : v == cArg; };
+  auto isB = [&](Value v) {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return sixteen ? ext && ext.getIn() == bArg : v == bArg;
+  };
   auto isBiasAdd = [&](Value v) {
     auto add = v.getDefiningOp<arith::AddFOp>();
-    return add && ((add.getLhs() == cArg && add.getRhs() == bArg) ||
-                   (add.getLhs() == bArg && add.getRhs() == cArg));
+    return add &&
+           ((isC(add.getLhs()) && isB(add.getRhs())) || (isB(add.getLhs()) && isC(add.getRhs())));
   };
+  Value y = cast<linalg::YieldOp>(block.getTerminator()).getOperand(0);
+  if (sixteen) { // the yielded value is rounded to `in` once more
+    auto trunc = y.getDefiningOp<arith::TruncFOp>();
+    if (!trunc)
+      return std::nullopt;
+    y = trunc.getIn();
+  }
   if (isBiasAdd(y))
     return std::string("bias");
+  auto isRoundedBiasAdd = [&](Value v) {
+    return isBiasAdd(v) || (sixteen && unround(v, in) && isBiasAdd(unround(v, in)));
+  };
   if (auto mx = y.getDefiningOp<arith::MaximumFOp>())
-    if ((isBiasAdd(mx.getLhs()) && isFloatConst(mx.getRhs(), 0.0)) ||
-        (isBiasAdd(mx.getRhs()) && isFloatConst(mx.getLhs(), 0.0)))
+    if ((isRoundedBiasAdd(mx.getLhs()) && isFloatConst(mx.getRhs(), 0.0)) ||
+        (isRoundedBiasAdd(mx.getRhs()) && isFloatConst(mx.getLhs(), 0.0)))
       return std::string("bias_relu");
   return std::nullopt;
 }
@@ -122,16 +153,22 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   Value result = op->getResult(0), bias;
   linalg::GenericOp consumer;
   std::optional<std::string> epilogue;
-  if (gemmEpilogues && !e.batched && in == outElt && result.hasOneUse()) {
+  bool sixteenAcc = (in.isF16() || in.isBF16()) && outElt.isF32();
+  if (gemmEpilogues && !e.batched && (in == outElt || sixteenAcc) && result.hasOneUse()) {
     consumer = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
     if (consumer && !groups.count(consumer) && !grouped.contains(consumer))
-      epilogue = matchEpilogue(consumer, result, bias);
+      epilogue = matchEpilogue(consumer, result, in, bias);
   }
   int biasBuffer = epilogue ? materialize(bias) : -1;
-  int out = newBuffer(ct, "temporary");
+  // With an epilogue the library writes the consumer's result (16-bit
+  // GEMMs: in the input type, rounding the f32 accumulator once).
+  bool fused = epilogue && biasBuffer >= 0;
+  int out = newBuffer(fused ? RankedTensorType::get(ct.getShape(), in) : ct, "temporary");
+  if (fused)
+    e.outputType = *storageType(in);
   tensors[result] = TensorInfo{out, std::nullopt, false};
   e.args = {buffers[ai.buffer].name, buffers[bi.buffer].name, buffers[out].name};
-  if (epilogue && biasBuffer >= 0) {
+  if (fused) {
     e.epilogue = *epilogue;
     e.args.push_back(buffers[biasBuffer].name);
     tensors[consumer.getResult(0)] = TensorInfo{out, std::nullopt, false};

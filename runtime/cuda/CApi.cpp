@@ -9,6 +9,7 @@
 // Handles are opaque pointers owned by the caller (module_unload frees).
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaRuntime.h"
+#include "runtime/cuda/Plan.h"
 
 #include <cstdint>
 #include <cstring>
@@ -130,6 +131,87 @@ __attribute__((visibility("default"))) int kiln_cuda_synchronize(void *stream, c
                                                                  size_t cap) {
   std::string e;
   return synchronize(static_cast<CUstream>(stream), e) ? 0 : fail(e, err, cap);
+}
+
+/// Sets the cuBLASLt library to open (path or soname; "" = the default
+/// sonames). kiln/cuda/_driver.py passes the copy torch loaded.
+__attribute__((visibility("default"))) void kiln_cuda_set_cublaslt_library(const char *name) {
+  setCublasLtLibraryName(name ? name : "");
+}
+
+/// The cuBLASLt call kiln makes for a row-major GEMM (Cublaslt.h), as text.
+__attribute__((visibility("default"))) int
+kiln_cuda_gemm_describe(int inType, int outType, int64_t batch, int64_t m, int64_t n, int64_t k,
+                        int transB, int tf32, int epilogue, char *out, size_t outCap, char *err,
+                        size_t cap) {
+  GemmDesc g;
+  g.inType = (DataType)inType;
+  g.outType = (DataType)outType;
+  g.batch = batch, g.m = m, g.n = n, g.k = k;
+  g.transB = transB, g.tf32 = tf32, g.epilogue = (Epilogue)epilogue;
+  LtCall call;
+  std::string e;
+  if (!lowerGemm(g, call, e))
+    return fail(e, err, cap);
+  fail(describe(call), out, outCap); // copies the text
+  return 0;
+}
+
+/// A Plan (Plan.h) over `module`'s kernels; counts: kernels, GEMMs.
+__attribute__((visibility("default"))) int kiln_cuda_plan_create(void *module, const char *spec,
+                                                                 void **plan, int32_t *counts,
+                                                                 char *err, size_t cap) {
+  std::string e;
+  std::unique_ptr<Plan> p = Plan::create(*static_cast<Module *>(module), spec, e);
+  if (!p)
+    return fail(e, err, cap);
+  counts[0] = p->numKernels();
+  counts[1] = p->numGemms();
+  *plan = p.release();
+  return 0;
+}
+
+__attribute__((visibility("default"))) void kiln_cuda_plan_destroy(void *plan) {
+  delete static_cast<Plan *>(plan);
+}
+
+/// Runs the whole plan on `stream` (one call per graph execution).
+__attribute__((visibility("default"))) int kiln_cuda_plan_run(void *plan, void *const *inputs,
+                                                              void *const *outputs, void *arena,
+                                                              void *stream, char *err, size_t cap) {
+  std::string e;
+  return static_cast<Plan *>(plan)->run(inputs, outputs, arena, static_cast<CUstream>(stream), e)
+             ? 0
+             : fail(e, err, cap);
+}
+
+/// Records one run of the plan into a CUDA graph with these addresses.
+__attribute__((visibility("default"))) int kiln_cuda_plan_capture(void *plan, void *const *inputs,
+                                                                  void *const *outputs, void *arena,
+                                                                  void **graph, char *err,
+                                                                  size_t cap) {
+  std::string e;
+  std::unique_ptr<CapturedPlan> g =
+      CapturedPlan::capture(*static_cast<Plan *>(plan), inputs, outputs, arena, e);
+  if (!g)
+    return fail(e, err, cap);
+  *graph = g.release();
+  return 0;
+}
+
+/// Copies `n` inputs into the graph's static buffers, then replays it.
+__attribute__((visibility("default"))) int
+kiln_cuda_graph_replay(void *graph, int n, void *const *dst, void *const *src, const size_t *bytes,
+                       void *stream, char *err, size_t cap) {
+  std::string e;
+  return static_cast<CapturedPlan *>(graph)->replay(n, dst, src, bytes,
+                                                    static_cast<CUstream>(stream), e)
+             ? 0
+             : fail(e, err, cap);
+}
+
+__attribute__((visibility("default"))) void kiln_cuda_graph_destroy(void *graph) {
+  delete static_cast<CapturedPlan *>(graph);
 }
 
 } // extern "C"

@@ -56,6 +56,15 @@ void load(Loaded &l) {
             resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, e) &&
             resolve(lib, "cuLaunchKernel", a.cuLaunchKernel, e) &&
             resolve(lib, "cuStreamSynchronize", a.cuStreamSynchronize, e) &&
+            resolve(lib, "cuStreamCreate", a.cuStreamCreate, e) &&
+            resolve(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, e) &&
+            resolve(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, e) &&
+            resolve(lib, "cuStreamEndCapture", a.cuStreamEndCapture, e) &&
+            resolve(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags, e) &&
+            resolve(lib, "cuGraphLaunch", a.cuGraphLaunch, e) &&
+            resolve(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, e) &&
+            resolve(lib, "cuGraphDestroy", a.cuGraphDestroy, e) &&
+            resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, e) &&
             resolve(lib, "cuGetErrorName", a.cuGetErrorName, e) &&
             resolve(lib, "cuGetErrorString", a.cuGetErrorString, e);
   if (!ok)

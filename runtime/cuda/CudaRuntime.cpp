@@ -101,6 +101,8 @@ bool launch(const Kernel &k, const LaunchDims &d, CUstream stream, void *const *
   params[numArgs] = nullptr;
   CUresult r = api->cuLaunchKernel(k.fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1],
                                    d.block[2], d.sharedBytes, stream, params, nullptr);
+  if (r == 0) // the message is built only on failure (launches are the hot path)
+    return true;
   return check(*api, r,
                "cuLaunchKernel(" + k.name + ", grid " + std::to_string(d.grid[0]) + ", block " +
                    std::to_string(d.block[0]) + ")",

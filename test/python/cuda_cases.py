@@ -18,6 +18,10 @@ def mlp(x, w1, b1, w2, b2):
     return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
 
 
+def mlp_relu(x, w1, b1, w2, b2):
+    return F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+
+
 def ffn_block(x, g, beta, w1, b1, w2, b2):
     h = F.layer_norm(x, (x.shape[-1],), g, beta)
     return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
@@ -45,6 +49,8 @@ def gelu_chain(x, b):
 CASES = {
     "mlp": (mlp, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
                   ((1024, 4096), "w"), ((1024,), "b")]),
+    "mlp_relu": (mlp_relu, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
+                            ((1024, 4096), "w"), ((1024,), "b")]),
     "ffn_block": (ffn_block, [((8, 128, 768), "x"), ((768,), "g"), ((768,), "b"),
                               ((3072, 768), "w"), ((3072,), "b"), ((768, 3072), "w"),
                               ((768,), "b")]),
@@ -59,11 +65,19 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCES = {"fp32": (1e-4, 1e-4), "bf16": (2e-2, 2e-2)}
 
 
-def make_inputs(name, dtype, device="cpu", seed=0):
+def small_shape(shape):
+    """`shape` with every size above 64 divided by 8 (the same size maps to
+    the same size, so the case's tensors still fit together): the small
+    artifact the CPU rehearsal of tools/gpu-check.sh emulates."""
+    return tuple(d // 8 if d > 64 else d for d in shape)
+
+
+def make_inputs(name, dtype, device="cpu", seed=0, small=False):
     """The inputs of case `name` (same values for a seed on any device)."""
     gen = torch.Generator().manual_seed(seed)
     out = []
     for shape, role in CASES[name][1]:
+        shape = small_shape(shape) if small else shape
         t = torch.randn(shape, generator=gen, dtype=torch.float32)
         if role == "w":
             t = t / math.sqrt(shape[-1])

@@ -35,8 +35,12 @@ def build_fake_driver(folder):
     if not cc:
         pytest.skip("no C compiler for the fake CUDA driver")
     out = os.path.join(str(folder), "libfakecuda.so")
+    # One library holds the fake driver and the fake cuBLASLt (they share
+    # stream capture): $KILN_CUDA_DRIVER and $KILN_CUBLASLT both name it.
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", out,
-                    os.path.join(HERE, "cuda_fake", "fake_libcuda.c")], check=True)
+                    os.path.join(HERE, "cuda_fake", "fake_libcuda.c"),
+                    os.path.join(HERE, "cuda_fake", "fake_cublaslt.c"), "-ldl", "-lm"],
+                   check=True)
     return out
 
 

@@ -102,7 +102,14 @@ def emulable(emitted) -> bool:
 
 
 def compile_host(emitted, folder):
-    """Builds the kernels + one `run_<kernel>(void **ptrs, grid, block)` launcher each."""
+    """Builds the kernels + one `run_<kernel>(void **ptrs, grid, block)`
+    launcher each and loads them (None without a C++ compiler)."""
+    lib = build_host_library(emitted, folder)
+    return ctypes.CDLL(lib) if lib else None
+
+
+def build_host_library(emitted, folder):
+    """The path of the host kernel library (see compile_host), or None."""
     cxx = shutil.which("c++") or shutil.which("g++")
     if not cxx:
         return None
@@ -130,7 +137,17 @@ def compile_host(emitted, folder):
     lib = os.path.join(str(folder), "kernels.so")
     subprocess.run([cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", "-o", lib,
                     src], check=True)
-    return ctypes.CDLL(lib)
+    return lib
+
+
+def emulation_env(fake_driver, host_library=None):
+    """Environment for a process that runs kiln's CUDA executors on the CPU:
+    the fake driver + cuBLASLt (cuda_fake/) and, optionally, the host
+    kernels of one module (CPU tensors stand in for device memory)."""
+    env = {"KILN_CUDA_DRIVER": fake_driver, "KILN_CUBLASLT": fake_driver}
+    if host_library:
+        env["KILN_FAKE_CUDA_HOST_LIB"] = host_library
+    return env
 
 
 def run(graph, lib, inputs):

@@ -25,13 +25,36 @@ def _check_options(options: dict) -> dict:
         raise ValueError(f"kiln.compile: backend {backend!r} is not available "
                          "(this build has 'cpu')")
     mode = options.get("mode")
-    if mode not in (None, "default"):
-        raise ValueError(f"kiln.compile: unknown mode {mode!r}")
+    if mode not in (None, "default", "reduce-overhead"):
+        raise ValueError(f"kiln.compile: unknown mode {mode!r} "
+                         "(known: 'default', 'reduce-overhead')")
     dynamic = options.get("dynamic")
     if dynamic not in (None, True, False):
         raise ValueError(f"kiln.compile: dynamic must be None, True or False, got {dynamic!r}")
     return {"fullgraph": bool(options.get("fullgraph", False)),
-            "dynamic": _DYNAMIC_CODES[dynamic]}
+            "dynamic": _DYNAMIC_CODES[dynamic], "mode": mode or "default"}
+
+
+def _cuda_mode():
+    """kiln.cuda.graph's per-call mode (imported only by reduce-overhead
+    callers: `import kiln` loads nothing of the CUDA backend)."""
+    from .cuda.graph import call_mode
+    return call_mode
+
+
+def _reduce_overhead(fn):
+    """`fn` with CUDA graphs on for the CUDA graphs it runs (mode
+    "reduce-overhead"; CPU graphs are unaffected)."""
+    call_mode = _cuda_mode()
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        token = call_mode.set("reduce-overhead")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            call_mode.reset(token)
+    return run
 
 
 # kiln._C.call's `dynamic`: False -> 0 (static sizes), True -> 1 (every
@@ -136,11 +159,27 @@ class CompiledModule(torch.nn.Module):
             return getattr(self._modules["_orig_mod"], name)
 
 
+class _ReduceOverheadModule(CompiledModule):
+    """CompiledModule with mode="reduce-overhead": its CUDA graphs replay
+    through CUDA graphs (kiln/cuda/plan.py)."""
+
+    def __call__(self, *args, **kwargs):
+        call_mode = _cuda_mode()
+        token = call_mode.set("reduce-overhead")
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            call_mode.reset(token)
+
+
 def compile(model=None, **options):  # noqa: A001
     """Compiles a function or nn.Module with kiln; usable as a decorator.
     A torch.export ExportedProgram is compiled by kiln.from_export.
 
-    Options (torch.compile's names): ``backend`` ("cpu"), ``mode``,
+    Options (torch.compile's names): ``backend`` ("cpu"), ``mode``
+    ("default", or "reduce-overhead": graphs on a CUDA device replay as CUDA
+    graphs, see kiln/cuda/plan.py; their results are overwritten by the
+    next call, as with torch.compile),
     ``fullgraph`` (turn graph breaks into errors), ``dynamic``: False
     specializes every size (a new size recompiles), True makes every input
     size >= 2 symbolic (one graph for all batch sizes), None (default)
@@ -158,6 +197,8 @@ def compile(model=None, **options):  # noqa: A001
         from kiln._exported_program import from_export
         return from_export(model, fullgraph=opts["fullgraph"])
     if isinstance(model, torch.nn.Module):
+        if opts["mode"] == "reduce-overhead":
+            return _ReduceOverheadModule(model, opts)
         return CompiledModule(model, opts)
     if not (inspect.isfunction(model) or inspect.ismethod(model)):
         raise TypeError(f"kiln.compile expects a Python function or nn.Module, "
@@ -175,6 +216,8 @@ def compile(model=None, **options):  # noqa: A001
         def compiled(*args, **kwargs):
             return call(fn, args, kwargs, fullgraph, apply, dynamic)
 
+    if opts["mode"] == "reduce-overhead":
+        compiled = _reduce_overhead(compiled)
     compiled._kiln_compiled = True
     return compiled
 

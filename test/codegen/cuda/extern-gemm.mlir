@@ -81,9 +81,12 @@ func.func @negative_two_uses(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: te
   return %0, %1 : tensor<8x64xf32>, tensor<8x64xf32>
 }
 
-// CHECK-LABEL: func @negative_f16: 1 kernel(s), 1 other step(s)
-// CHECK: negative_f16_gemm0: extern GEMM 8x64x32 (MxNxK)(arg0, arg1, [[C:buf[0-9]+]])
-func.func @negative_f16(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>) -> tensor<8x64xf16> {
+// A 16-bit GEMM (f32 accumulator) whose consumer rounds it, adds the bias
+// and rounds again: the library writes the f16 result, rounding once.
+// CHECK-LABEL: func @f16_bias: 0 kernel(s), 1 other step(s)
+// CHECK: buf0: __half[8x64], 1024 bytes, result 0
+// CHECK: f16_bias_gemm0: extern GEMM 8x64x32 (MxNxK, epilogue bias)(arg0, arg1, buf0, arg2)
+func.func @f16_bias(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>) -> tensor<8x64xf16> {
   %0 = kiln.matmul %x, %w : tensor<8x32xf16>, tensor<32x64xf16>
   %1 = kiln.add %0, %b : tensor<8x64xf16>, tensor<64xf16>
   return %1 : tensor<8x64xf16>

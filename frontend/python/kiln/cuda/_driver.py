@@ -31,6 +31,24 @@ def library_path() -> str:
 _lib = None
 
 
+def cublaslt_path() -> str:
+    """The cuBLASLt library kiln's GEMMs use: $KILN_CUBLASLT, else the copy
+    already loaded in this process (torch's, found in /proc/self/maps),
+    else "" (the runtime tries libcublasLt.so.13/.12/.11)."""
+    env = os.environ.get("KILN_CUBLASLT")
+    if env:
+        return env
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            for line in f:
+                path = line.rstrip().split(" ")[-1]
+                if "/libcublasLt.so" in path:
+                    return path
+    except OSError:
+        pass
+    return ""
+
+
 def _load():
     global _lib
     if _lib is not None:
@@ -54,13 +72,26 @@ def _load():
         "kiln_cuda_launch_many": [i32, ctypes.POINTER(vp), u32p, ctypes.POINTER(ctypes.c_int32),
                                   ctypes.POINTER(vp), vp, err, sz],
         "kiln_cuda_synchronize": [vp, err, sz],
+        "kiln_cuda_gemm_describe": [i32, i32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                    ctypes.c_int64, i32, i32, i32, err, sz, err, sz],
+        "kiln_cuda_plan_create": [vp, ctypes.c_char_p, ctypes.POINTER(vp),
+                                  ctypes.POINTER(ctypes.c_int32), err, sz],
+        "kiln_cuda_plan_run": [vp, ctypes.POINTER(vp), ctypes.POINTER(vp), vp, vp, err, sz],
+        "kiln_cuda_plan_capture": [vp, ctypes.POINTER(vp), ctypes.POINTER(vp), vp,
+                                   ctypes.POINTER(vp), err, sz],
+        "kiln_cuda_graph_replay": [vp, i32, ctypes.POINTER(vp), ctypes.POINTER(vp),
+                                   ctypes.POINTER(sz), vp, err, sz],
     }
     for name, argtypes in sig.items():
         f = getattr(lib, name)
         f.argtypes = argtypes
         f.restype = ctypes.c_int
-    lib.kiln_cuda_module_unload.argtypes = [vp]
-    lib.kiln_cuda_module_unload.restype = None
+    for name in ("kiln_cuda_module_unload", "kiln_cuda_plan_destroy", "kiln_cuda_graph_destroy"):
+        getattr(lib, name).argtypes = [vp]
+        getattr(lib, name).restype = None
+    lib.kiln_cuda_set_cublaslt_library.argtypes = [ctypes.c_char_p]
+    lib.kiln_cuda_set_cublaslt_library.restype = None
+    lib.kiln_cuda_set_cublaslt_library(cublaslt_path().encode())
     # $KILN_CUDA_DRIVER: the driver library to dlopen instead of libcuda.so.1
     # (tests point it at a fake or a missing file). C++ reads no environment.
     lib.kiln_cuda_set_driver_library.argtypes = [ctypes.c_char_p]
@@ -173,6 +204,63 @@ class LaunchSequence:
             raise ValueError(f"expected {self.total} pointers, got {len(ptrs)}")
         _call("kiln_cuda_launch_many", self.n, self.kernels, self.dims, self.counts,
               self._ptr_type(*ptrs), ctypes.c_void_p(stream))
+
+
+def gemm_call(in_type: int, out_type: int, batch: int, m: int, n: int, k: int,
+              trans_b: bool, tf32: bool, epilogue: int) -> str:
+    """The cuBLASLt call kiln makes for one row-major GEMM, as text
+    (runtime/cuda/Cublaslt.h's lowering; no driver or GPU needed)."""
+    out = ctypes.create_string_buffer(512)
+    _call("kiln_cuda_gemm_describe", in_type, out_type, batch, m, n, k, int(trans_b), int(tf32),
+          epilogue, out, 512)
+    return out.value.decode()
+
+
+class Plan:
+    """A whole launch plan in libkiln_cuda (runtime/cuda/Plan.h): one C
+    call runs every kernel and cuBLASLt GEMM of a function."""
+
+    def __init__(self, module: Module, spec: str):
+        h, counts = ctypes.c_void_p(), (ctypes.c_int32 * 2)()
+        _call("kiln_cuda_plan_create", module._handle, spec.encode(), ctypes.byref(h), counts)
+        self._handle, self._lib, self.module = h, _lib, module
+        self.kernels, self.gemms = counts[0], counts[1]
+        self._err = ctypes.create_string_buffer(_ERR_CAP)
+
+    def run(self, inputs, outputs, arena: int, stream: int) -> None:
+        """`inputs`/`outputs`: ctypes arrays of device pointers."""
+        if self._lib.kiln_cuda_plan_run(self._handle, inputs, outputs, arena, stream, self._err,
+                                        _ERR_CAP) != 0:
+            raise CudaDriverError(self._err.value.decode(errors="replace"))
+
+    def capture(self, inputs, outputs, arena: int) -> "CapturedPlan":
+        h = ctypes.c_void_p()
+        _call("kiln_cuda_plan_capture", self._handle, inputs, outputs, arena, ctypes.byref(h))
+        return CapturedPlan(h, self)
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and self._lib is not None:
+            self._lib.kiln_cuda_plan_destroy(self._handle)
+            self._handle = None
+
+
+class CapturedPlan:
+    """A plan recorded into a CUDA graph (fixed addresses); replay copies
+    the given inputs into its static buffers, then launches the graph."""
+
+    def __init__(self, handle, plan: Plan):
+        self._handle, self._lib, self.plan = handle, _lib, plan
+        self._err = ctypes.create_string_buffer(_ERR_CAP)
+
+    def replay(self, n: int, dst, src, sizes, stream: int) -> None:
+        if self._lib.kiln_cuda_graph_replay(self._handle, n, dst, src, sizes, stream, self._err,
+                                            _ERR_CAP) != 0:
+            raise CudaDriverError(self._err.value.decode(errors="replace"))
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and self._lib is not None:
+            self._lib.kiln_cuda_graph_destroy(self._handle)
+            self._handle = None
 
 
 def synchronize(stream: int = 0) -> None:

@@ -19,6 +19,9 @@ This module imports only torch and the standard library at import time
 """
 from __future__ import annotations
 
+import contextvars
+import os
+
 import torch
 
 from . import _driver
@@ -29,6 +32,12 @@ DTYPES = {
     "double": torch.float64, "bool": torch.bool, "signed char": torch.int8,
     "short": torch.int16, "int": torch.int32, "long long": torch.int64,
 }
+
+
+#: The mode of the current call when the caller chose one
+#: (kiln.compile(mode="reduce-overhead") sets it around its calls);
+#: None: each CudaGraph's own mode.
+call_mode = contextvars.ContextVar("kiln_cuda_mode", default=None)
 
 
 class CudaUnsupportedError(NotImplementedError):
@@ -44,7 +53,20 @@ class CudaGraph:
     use when kiln's extension is available.
     """
 
-    def __init__(self, emitted: dict, function: str = "forward", images: dict | None = None):
+    #: Executors: "plan" (default: the whole plan in one C call, GEMMs
+    #: through cuBLASLt) or "python" (kernel runs through ctypes, GEMMs
+    #: through torch; $KILN_CUDA_EXECUTOR=python, or where cuBLASLt is
+    #: missing). Modes: "default", "reduce-overhead" (CUDA graphs, plan.py).
+    MODES = ("default", "reduce-overhead")
+
+    def __init__(self, emitted: dict, function: str = "forward", images: dict | None = None,
+                 mode: str = "default"):
+        if mode not in self.MODES:
+            raise ValueError(f"kiln.cuda: unknown mode {mode!r} (known: {self.MODES})")
+        self.mode = mode
+        self.executor = os.environ.get("KILN_CUDA_EXECUTOR", "plan")
+        self.fallback_reason = None  # why the plan executor is not used, or None
+        self._executors = {}  # (device index, tf32) -> PlanExecutor / GraphExecutor
         plans = {f["name"]: f for f in emitted["functions"]}
         if function not in plans:
             missing = [u for u in emitted.get("unsupported", ()) if u["function"] == function]
@@ -205,10 +227,42 @@ class CudaGraph:
             raise ValueError(f"kiln.cuda: inputs must be CUDA tensors, got {device} "
                              "(use launches() for a dry run)")
         index = device.index if device.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(device).cuda_stream
+        if index != torch.cuda.current_device():
+            with torch.cuda.device(index):
+                return self.run_on(inputs, device, index, stream)
+        return self.run_on(inputs, device, index, stream)
+
+    def run_on(self, inputs, device, index: int, stream: int):
+        """Runs on checked inputs of `device` (driver device `index`) on
+        `stream`; CPU tensors with the fake driver in host emulation."""
+        if self.executor == "plan":
+            tf32 = device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
+            mode = call_mode.get() or self.mode
+            key = (index, tf32, mode)
+            ex = self._executors.get(key)
+            first = ex is None
+            if first:
+                ex = self._executors[key] = self._make_executor(device, index, tf32, mode)
+            try:
+                return ex.run(inputs, stream)
+            except _driver.CudaDriverError as e:
+                # A plan that cannot start here (no cuBLASLt, no algorithm
+                # for a GEMM) runs through the Python executor, with the
+                # reason kept; a later failure is an error.
+                if not first and "cuBLASLt not found" not in str(e):
+                    raise
+                del self._executors[key]
+                self.executor, self.fallback_reason = "python", str(e)
         bufs = self._allocate(inputs, device)
-        with torch.cuda.device(index):
-            self._execute(bufs, index, torch.cuda.current_stream(device).cuda_stream)
+        self._execute(bufs, index, stream)
         return self._results(bufs)
+
+    def _make_executor(self, device, index: int, tf32: bool, mode: str):
+        from .plan import GraphExecutor, PlanExecutor
+        module, _ = self._load(index)
+        ex = PlanExecutor(self, module, device, DTYPES, tf32)
+        return GraphExecutor(ex) if mode == "reduce-overhead" else ex
 
 
 def _describe(function, unsupported):
