@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Plan.h"
 
-#include <sstream>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 
 namespace kiln::rt::cuda {
 namespace {
@@ -22,14 +24,57 @@ bool driverCheck(const DriverApi &api, CUresult r, const char *what, std::string
 
 bool validBuffer(int b, size_t n) { return b >= 0 && (size_t)b < n; }
 
+/// The whitespace-separated fields of one spec line, read like an
+/// istream (`in >> word >> n`, false once a read failed). Not iostreams:
+/// this library runs inside other processes (Python, torch), and when the
+/// process's libstdc++ is older than the compiler that built it, stream
+/// extraction finds no locale facets (seen on the first GPU machine: a
+/// crash in Release, every number rejected in Debug).
+class Fields {
+public:
+  explicit Fields(const std::string &s) : s_(s) {}
+  Fields &operator>>(std::string &w) {
+    while (pos_ < s_.size() && std::isspace((unsigned char)s_[pos_]))
+      ++pos_;
+    size_t begin = pos_;
+    while (pos_ < s_.size() && !std::isspace((unsigned char)s_[pos_]))
+      ++pos_;
+    w = s_.substr(begin, pos_ - begin);
+    ok_ = ok_ && !w.empty();
+    return *this;
+  }
+  template <typename T> Fields &operator>>(T &v) {
+    std::string w;
+    if (!(*this >> w))
+      return *this;
+    errno = 0;
+    char *end = nullptr;
+    long long x = std::strtoll(w.c_str(), &end, 10);
+    if (*end || errno)
+      ok_ = false;
+    else
+      v = static_cast<T>(x);
+    return *this;
+  }
+  explicit operator bool() const { return ok_; }
+
+private:
+  const std::string &s_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
 } // namespace
 
 std::unique_ptr<Plan> Plan::create(Module &module, const std::string &spec, std::string &error) {
   std::unique_ptr<Plan> p(new Plan());
-  std::istringstream in(spec);
-  std::string line;
   int lineNo = 0;
-  while (std::getline(in, line)) {
+  for (size_t at = 0; at < spec.size();) {
+    size_t end = spec.find('\n', at);
+    if (end == std::string::npos)
+      end = spec.size();
+    std::string line = spec.substr(at, end - at);
+    at = end + 1;
     ++lineNo;
     if (line.empty())
       continue;
@@ -47,7 +92,7 @@ std::unique_ptr<Plan> Plan::create(Module &module, const std::string &spec, std:
 }
 
 bool Plan::parseLine(Module &module, const std::string &line, std::string &error) {
-  std::istringstream in(line);
+  Fields in(line);
   std::string word;
   in >> word;
   if (word == "kiln-plan") {
