@@ -344,6 +344,16 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     if (recomputesForAutograd(out)) {
       grad = interp.gradValues();
       interp.checkAutogradEffects(grad, effectOffset);
+      // An op whose float result eager computes without gradients although
+      // an operand has one (torch.no_grad(), running stats) stops the
+      // compiled backward's gradients there (transforms/Autodiff.h).
+      for (mlir::Operation &op : entry)
+        if (llvm::any_of(op.getOperands(), [&](mlir::Value v) { return grad.contains(v); }) &&
+            llvm::any_of(op.getResults(), [&](mlir::Value r) {
+              auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+              return t && llvm::isa<mlir::FloatType>(t.getElementType()) && !grad.contains(r);
+            }))
+          op.setAttr("kiln.no_grad", mlir::UnitAttr::get(&ctx));
     }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
