@@ -9,7 +9,8 @@
 // (transforms/autodiff/GradRules.h), applied in reverse program order to
 // build `@<fn>_bwd`; the forward values a rule reads become saved values
 // (policy: whatever the rules read — the inputs or results of nonlinear
-// ops; constants are re-materialized instead). `@<fn>_fwd` is `fn`
+// ops; constants and data movement (permute, reshape, broadcast_to) are
+// recomputed in the backward instead). `@<fn>_fwd` is `fn`
 // returning those values too.
 //===----------------------------------------------------------------------===//
 #include "transforms/Autodiff.h"
@@ -108,10 +109,17 @@ Value Differentiator::primal(Value v) {
   if (Value known = primals.lookup(v))
     return known;
   Value mapped;
-  if (Operation *def = v.getDefiningOp(); def && isa<ConstantOp>(def)) {
+  Operation *def = v.getDefiningOp();
+  if (def && isa<ConstantOp>(def)) {
     OpBuilder::InsertionGuard guard(*builder);
     builder->setInsertionPointToStart(bwdBlock);
     mapped = builder->clone(*def)->getResult(0);
+  } else if (def && isa<PermuteOp, ReshapeOp, BroadcastToOp>(def)) {
+    // Data movement is recomputed from its operand rather than saved (a
+    // transposed weight would otherwise be copied out of every forward).
+    IRMapping map;
+    map.map(def->getOperand(0), primal(def->getOperand(0)));
+    mapped = builder->clone(*def, map)->getResult(0);
   } else {
     Location loc = v.getLoc();
     unsigned numGrads = out.gradResults.size();

@@ -41,22 +41,44 @@ func.func @add_broadcast(%x: tensor<4x8xf32> {kiln.requires_grad}, %b: tensor<8x
 // -----
 
 // Tests that F.linear's weight gradient on a 3-d input is one GEMM over the
-// flattened rows (the input is saved; it needs no gradient itself), then
-// the transpose's inverse.
+// flattened rows (the input is saved; it needs no gradient itself), written
+// as (g^T @ x)^T so that the transpose's inverse cancels it (a later
+// canonicalize folds the two permutes: dW = g^T @ x).
 // CHECK-LABEL: func.func @linear_bwd
 // CHECK-SAME: (%[[G:.*]]: tensor<2x3x5xf32>, %[[X:.*]]: tensor<2x3x4xf32>) -> tensor<5x4xf32>
 // CHECK-SAME: kiln.grad_inputs = array<i64: 1>
 // CHECK-SAME: kiln.saved_inputs = array<i64: 0>
 // CHECK-DAG: %[[X2:.*]] = kiln.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
-// CHECK-DAG: %[[XT:.*]] = kiln.permute %[[X2]] {dims = array<i64: 1, 0>}
 // CHECK-DAG: %[[G2:.*]] = kiln.reshape %[[G]] : tensor<2x3x5xf32> -> tensor<6x5xf32>
-// CHECK: %[[M:.*]] = kiln.matmul %[[XT]], %[[G2]] : tensor<4x6xf32>, tensor<6x5xf32>
-// CHECK: %[[W:.*]] = kiln.permute %[[M]] {dims = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+// CHECK: %[[GT:.*]] = kiln.permute %[[G2]] {dims = array<i64: 1, 0>} : tensor<6x5xf32> -> tensor<5x6xf32>
+// CHECK: %[[M:.*]] = kiln.matmul %[[GT]], %[[X2]] : tensor<5x6xf32>, tensor<6x4xf32>
+// CHECK: %[[T:.*]] = kiln.permute %[[M]] {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+// CHECK: %[[W:.*]] = kiln.permute %[[T]] {dims = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
 // CHECK: return %[[W]]
 func.func @linear(%x: tensor<2x3x4xf32>, %w: tensor<5x4xf32> {kiln.requires_grad}) -> tensor<2x3x5xf32> {
   %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
   %0 = kiln.matmul %x, %t : tensor<2x3x4xf32>, tensor<4x5xf32>
   return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Tests that data movement the backward reads (the transposed weight of a
+// linear whose input needs a gradient) is recomputed from the saved weight,
+// not returned by the forward.
+// CHECK-LABEL: func.func @linear_input_fwd
+// CHECK: return %{{.*}} : tensor<3x5xf32>
+// CHECK-LABEL: func.func @linear_input_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<3x5xf32>, %[[W:.*]]: tensor<5x4xf32>) -> tensor<3x4xf32>
+// CHECK-SAME: kiln.num_saved = 0
+// CHECK: %[[WT:.*]] = kiln.permute %[[W]] {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+// CHECK: %[[WTT:.*]] = kiln.permute %[[WT]] {dims = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+// CHECK: %[[GX:.*]] = kiln.matmul %[[G]], %[[WTT]] : tensor<3x5xf32>, tensor<5x4xf32>
+// CHECK: return %[[GX]]
+func.func @linear_input(%x: tensor<3x4xf32> {kiln.requires_grad}, %w: tensor<5x4xf32>) -> tensor<3x5xf32> {
+  %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+  %0 = kiln.matmul %x, %t : tensor<3x4xf32>, tensor<4x5xf32>
+  return %0 : tensor<3x5xf32>
 }
 
 // -----

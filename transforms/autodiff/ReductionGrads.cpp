@@ -35,14 +35,22 @@ LogicalResult matmulGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImp
   if (!gb.needs(c))
     return success();
   RankedTensorType at = typeOf(a);
-  if (typeOf(c).getRank() == 2 && at.getRank() > 2 && at.hasStaticShape()) {
+  if (typeOf(c).getRank() == 2 && at.getRank() >= 2 && at.hasStaticShape()) {
     // A weight shared by every batch row (F.linear on [..., K]): one GEMM
     // over the flattened rows instead of a batched product summed after.
     int64_t k = at.getDimSize(at.getRank() - 1), rows = at.getNumElements() / k;
     int64_t n = typeOf(c).getDimSize(1);
-    Value a2t = transposeLast(gb, gb.reshape(gb.primal(a), {rows, k}));
+    Value a2 = gb.reshape(gb.primal(a), {rows, k});
     Value g2 = gb.reshape(g, {rows, n});
-    grads[1] = gb.b.create<MatmulOp>(gb.loc, a2t, g2);
+    auto perm = c.getDefiningOp<PermuteOp>();
+    if (perm && perm.getDims() == ArrayRef<int64_t>{1, 0}) {
+      // c = W^T (F.linear): dW = g^T @ a, written as (g^T @ a)^T so that
+      // the permute rule's transpose folds away (no [N, K] transpose).
+      Value gt = transposeLast(gb, g2);
+      grads[1] = transposeLast(gb, gb.b.create<MatmulOp>(gb.loc, gt, a2));
+      return success();
+    }
+    grads[1] = gb.b.create<MatmulOp>(gb.loc, transposeLast(gb, a2), g2);
     return success();
   }
   grads[1] = gb.b.create<MatmulOp>(gb.loc, transposeLast(gb, gb.primal(a)), g);
