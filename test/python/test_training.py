@@ -243,3 +243,41 @@ def test_gradcheck_embedding():
     fn = kiln.compile(lambda w: nn.functional.embedding(ids, w))
     assert torch.autograd.gradcheck(fn, (weight,))
     assert_compiled_backward()
+
+
+def test_graph_break_in_one_loss():
+    lin1, lin2 = nn.Linear(6, 6), nn.Linear(6, 3)
+
+    def f(x):
+        h = torch.tanh(lin1(x))
+        if h.sum() > 0:  # data-dependent: a graph break, two compiled regions
+            h = h * 2.0
+        return lin2(h).softmax(dim=-1)
+
+    x = torch.randn(4, 6, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    kiln.compile(f)(x).square().sum().backward()
+    got = [x.grad] + [p.grad.clone() for p in (*lin1.parameters(), *lin2.parameters())]
+    for p in (*lin1.parameters(), *lin2.parameters()):
+        p.grad = None
+    f(xr).square().sum().backward()
+    want = [xr.grad] + [p.grad for p in (*lin1.parameters(), *lin2.parameters())]
+    assert_close(got, want)
+    s = stats()
+    assert s["graph_breaks"] >= 1 and s["backward_calls"] >= 2, s
+
+
+def test_dropout_masks_agree_with_the_eager_backward_path():
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 3)).train()
+    x = torch.randn(16, 8)
+    grads = []
+    for compiled_backward in (True, False):
+        kiln.reset()
+        model.zero_grad(set_to_none=True)
+        with kiln.config.patch(compiled_backward=compiled_backward):
+            torch.manual_seed(1)
+            kiln.compile(model)(x).square().mean().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+        if compiled_backward:
+            assert_compiled_backward(backward_calls=1)
+    assert_close(grads[0], grads[1])
