@@ -142,6 +142,12 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
 bool compiledGradCallables(const std::shared_ptr<Entry> &entry, PyRef &forward, PyRef &backward,
                            PyRef &layout) {
   const CompiledGrad &g = *entry->grad;
+  if (g.layout) {
+    forward = g.forwardFn;
+    backward = g.backwardFn;
+    layout = g.layout;
+    return true;
+  }
   forward = bound(g.forward, "_run_entry");
   backward = bound(g.backward, "_run_backward");
   if (!forward || !backward)
@@ -154,7 +160,14 @@ bool compiledGradCallables(const std::shared_ptr<Entry> &entry, PyRef &forward, 
   layout = PyRef::steal(Py_BuildValue(
       "(nNNNNO)", (Py_ssize_t)entry->results.size(), indexTuple(g.gradResults),
       indexTuple(g.gradInputs), indexTuple(g.savedInputs), indexTuple(g.savedResults), deps.get()));
-  return static_cast<bool>(layout);
+  if (!layout)
+    return false;
+  if (!g.layout) {
+    g.forwardFn = forward;
+    g.backwardFn = backward;
+    g.layout = layout;
+  }
+  return true;
 }
 
 } // namespace kiln

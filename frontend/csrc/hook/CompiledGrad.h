@@ -29,6 +29,9 @@ struct CompiledGrad {
   std::vector<int64_t> gradResults, gradInputs, savedInputs, savedResults;
   int64_t numSaved = 0;
   std::vector<std::vector<int64_t>> inputDeps; ///< per gradInputs entry
+  /// compiledGradCallables' objects, built on the first call (with the GIL;
+  /// a racing second build is dropped).
+  mutable PyRef forwardFn, backwardFn, layout;
 };
 
 /// Compiles `cap`'s graph with its backward into `entry.grad` when kiln can
