@@ -85,6 +85,7 @@ demo: build
 # docs/performance.md (about 10 minutes on 2 cores).
 bench: build
 	$(PY) tools/bench.py
+	$(PY) tools/bench_training.py --inductor
 
 docs: build
 	ninja -C $(BUILD) kiln-docs
