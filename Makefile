@@ -86,6 +86,7 @@ demo: build
 bench: build
 	$(PY) tools/bench.py
 	$(PY) tools/bench_export.py
+	$(PY) tools/bench_training.py --inductor
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

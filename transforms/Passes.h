@@ -9,6 +9,7 @@
 
 #include "ir/KilnDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::kiln {

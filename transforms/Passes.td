@@ -74,4 +74,60 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
   let dependentDialects = ["::mlir::kiln::KilnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Differentiation
+//===----------------------------------------------------------------------===//
+
+def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds a forward and a backward function for training";
+  let description = [{
+    For each function with arguments marked `kiln.requires_grad`, adds
+    `@<name>_fwd` and `@<name>_bwd` after it (the function itself is left
+    unchanged). Precondition: verified kiln IR in one block. Gradients flow
+    from every result to the marked arguments through float values; ops
+    marked `kiln.no_grad` (computed under `torch.no_grad()`, running
+    statistics) stop them, and integer/bool values never carry one.
+
+    - `@<name>_bwd` takes the gradients of the results that depend on a
+      marked argument, then the saved values (inputs, results, then the
+      forward's extra results, in that order), and returns the gradients of
+      the marked arguments that some result depends on. Its attributes
+      `kiln.grad_results`, `kiln.grad_inputs`, `kiln.saved_inputs`,
+      `kiln.saved_results` and `kiln.num_saved` give that layout.
+    - `@<name>_fwd` is the function returning, after its results, the
+      intermediate values the backward reads.
+
+    Gradient rules live in one table, split by category in
+    `transforms/autodiff/` (ElementwiseGrads.cpp, ShapeGrads.cpp,
+    ReductionGrads.cpp); a rule may return a gradient of the broadcast
+    shape and the pass sums it back to the operand's shape and casts it to
+    the operand's element type. Saving policy: a rule reads the forward
+    values it needs (the inputs or results of nonlinear ops); constants are
+    re-materialized in the backward, and layer_norm recomputes its
+    statistics from its input. When an op on a gradient path has no rule
+    (max, conv2d, strided slices ...) nothing is built and a remark names
+    the op and the reason; the frontend then keeps the eager backward.
+
+    Example:
+    ```mlir
+    func.func @f(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+      %0 = kiln.tanh %x : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    ```
+    adds `@f_fwd` (returning `%0` once) and
+    ```mlir
+    func.func @f_bwd(%g: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+      %one = kiln.constant dense<1.0> : tensor<f32>
+      %0 = kiln.mul %y, %y : tensor<4xf32>, tensor<4xf32>
+      %1 = kiln.sub %one, %0 : tensor<f32>, tensor<4xf32>
+      %2 = kiln.mul %g, %1 : tensor<4xf32>, tensor<4xf32>
+      return %2 : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -22,6 +22,8 @@
 
 namespace kiln {
 
+struct CompiledGrad; // hook/CompiledGrad.h
+
 struct ResumePlan;
 
 /// A compiled graph plus everything needed to call it from a frame.
@@ -65,6 +67,9 @@ struct Entry {
   /// Set instead of `fn` when the graph holds torch calls kiln cannot lower
   /// (per-op fallback): compiled segments and torch calls run in order.
   std::shared_ptr<Program> program;
+  /// A graph that needs gradients compiled with its backward (set instead
+  /// of `fn`; null: the backward recomputes eagerly, Recompute.h).
+  std::shared_ptr<CompiledGrad> grad;
   std::vector<std::string> localNames;
   std::string name;
 

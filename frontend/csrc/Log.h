@@ -42,6 +42,9 @@ struct Options {
   bool parallelLoops = true;
   /// Register LLVM's perf JIT listener for compiled code.
   bool perfJitdump = false;
+  /// Graphs that need gradients compile their backward (kiln-autodiff);
+  /// false keeps the eager recompute backward (read at compile).
+  bool compiledBackward = true;
 };
 
 /// The process-wide options.

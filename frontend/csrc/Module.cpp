@@ -10,6 +10,7 @@
 #include "Export.h"
 #include "hook/Hook.h"
 #include "hook/Recompute.h"
+#include "hook/Stats.h"
 #include "Log.h"
 #include "capture/Coverage.h"
 #include "runtime/cpu/BlasShims.h"
@@ -35,7 +36,7 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
-                bool perfJitdump, uint64_t cacheMaxMb) {
+                bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -58,6 +59,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.cacheMaxBytes = cacheMaxMb << 20;
   o.parallelLoops = parallelLoops;
   o.perfJitdump = perfJitdump;
+  o.compiledBackward = compiledBackward;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -118,9 +120,17 @@ NB_MODULE(_C, m) {
       },
       "Calls fn(*args, **kwargs) eagerly (hook inactive).");
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
+  m.def(
+      "_run_backward",
+      [](nb::capsule entry, nb::args inputs) {
+        ++counters().backwardCalls; // kiln.stats()["backward_calls"]
+        return runEntryFromPython(entry, inputs);
+      },
+      "Runs a compiled backward (hook/CompiledGrad.h) on gradients and saved tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
-        nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0);
+        nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
+        nb::arg("compiled_backward") = true);
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

@@ -263,6 +263,20 @@ void checkSymbolicResults(Interpreter &interp, llvm::ArrayRef<mlir::Value> resul
   }
 }
 
+/// Marks `kiln.no_grad` each op whose float result eager computes without
+/// gradients although an operand has one (torch.no_grad(), running
+/// stats): the compiled backward's gradients stop there
+/// (transforms/Autodiff.h).
+void markNoGradOps(mlir::Block &entry, const llvm::DenseSet<mlir::Value> &grad) {
+  for (mlir::Operation &op : entry)
+    if (llvm::any_of(op.getOperands(), [&](mlir::Value v) { return grad.contains(v); }) &&
+        llvm::any_of(op.getResults(), [&](mlir::Value r) {
+          auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+          return t && llvm::isa<mlir::FloatType>(t.getElementType()) && !grad.contains(r);
+        }))
+      op.setAttr("kiln.no_grad", mlir::UnitAttr::get(op.getContext()));
+}
+
 } // namespace
 
 bool recomputesForAutograd(const Capture &out) {
@@ -360,6 +374,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     if (recomputesForAutograd(out)) {
       grad = interp.gradValues();
       interp.checkAutogradEffects(grad, effectOffset);
+      markNoGradOps(entry, grad);
     }
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);

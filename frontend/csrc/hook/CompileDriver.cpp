@@ -13,6 +13,7 @@
 #include "TensorInfo.h"
 #include "capture/breaks/Resume.h"
 #include "capture/values/DynamicShapes.h"
+#include "hook/CompiledGrad.h"
 #include "codegen/cpu/JitCompiler.h"
 #include "hook/CodeCache.h"
 #include "hook/FrontendState.h"
@@ -128,6 +129,20 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
   return false;
 }
 
+/// For a graph that needs gradients: compiles it with its backward
+/// (CompiledGrad.h) unless kiln.config.compiled_backward is off or
+/// kiln-autodiff cannot; logs why the eager backward stays (graph channel).
+bool compileGradOrSayWhy(Capture &cap, Entry &entry, const mlir::kiln::CpuCompileOptions &copts) {
+  std::string why = "kiln.config.compiled_backward is off";
+  if (options().compiledBackward && compileWithBackward(cap, entry, copts, why)) {
+    ++counters().compiledBackwards;
+    return true;
+  }
+  ++counters().eagerBackwards;
+  log(LogChannel::Graph, entry.name + ": backward recomputes eagerly: " + why);
+  return false;
+}
+
 /// Compiles the captured module for its device into `entry` (fn, program or
 /// cudaRunner); false with `failure.reason` set.
 bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, CaptureFailure &failure) {
@@ -154,6 +169,8 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   if (!cap.results.empty() && device != -1) // CUDA (or meta) inputs: CudaEntry.h
     return compileForCuda(irText, device, entry, failure.reason);
   if (cap.results.empty())
+    return true;
+  if (recomputesForAutograd(cap) && compileGradOrSayWhy(cap, entry, copts))
     return true;
   std::string error;
   mlir::kiln::CpuCompileInfo info;

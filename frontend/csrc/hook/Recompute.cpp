@@ -9,6 +9,7 @@
 #include "hook/Recompute.h"
 
 #include "capture/breaks/Resume.h"
+#include "hook/CompiledGrad.h"
 
 #include <functional>
 
@@ -195,6 +196,20 @@ bool replayWithoutGrad(const Entry &entry, const std::vector<PyRef> &results,
   return ok && back;
 }
 
+/// kiln._autograd.apply_compiled(forward, backward, recompute, inputs,
+/// layout, no_grad) for an entry compiled with its backward (new reference
+/// or null with a Python error set).
+PyRef applyCompiled(const std::shared_ptr<Entry> &entry, PyObject *recompute, PyObject *inputs,
+                    PyObject *noGrad) {
+  PyRef forward, backward, layout;
+  PyRef apply = autogradHelper("apply_compiled");
+  if (!apply || !compiledGradCallables(entry, forward, backward, layout))
+    return PyRef();
+  return PyRef::steal(PyObject_CallFunctionObjArgs(apply.get(), forward.get(), backward.get(),
+                                                   recompute, inputs, layout.get(), noGrad,
+                                                   nullptr));
+}
+
 } // namespace
 
 PyObject *entryCapsule(const std::shared_ptr<Entry> &entry) {
@@ -248,9 +263,10 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
   }
   if (!bound || !recompute || !noGrad || !mutated)
     return nullptr;
-  PyRef outs = PyRef::steal(PyObject_CallFunctionObjArgs(autogradApply, bound.get(),
-                                                         recompute.get(), inTuple.get(),
-                                                         noGrad.get(), mutated.get(), nullptr));
+  PyRef outs = entry.grad ? applyCompiled(shared, recompute.get(), inTuple.get(), noGrad.get())
+                          : PyRef::steal(PyObject_CallFunctionObjArgs(
+                                autogradApply, bound.get(), recompute.get(), inTuple.get(),
+                                noGrad.get(), mutated.get(), nullptr));
   if (!outs)
     return nullptr;
   std::vector<PyRef> results;

@@ -32,6 +32,9 @@ constexpr CounterName kCounterNames[] = {
     {"dynamic_specialized", &Counters::dynamicSpecialized},
     {"fallback_ops", &Counters::fallbackOps},
     {"fallback_calls", &Counters::fallbackCalls},
+    {"compiled_backwards", &Counters::compiledBackwards},
+    {"eager_backwards", &Counters::eagerBackwards},
+    {"backward_calls", &Counters::backwardCalls},
 };
 
 } // namespace

@@ -34,6 +34,9 @@ struct Counters {
   long dynamicSpecialized = 0; ///< symbolic captures given up for static sizes
   long fallbackOps = 0;        ///< torch calls compiled into graphs (per-op fallback)
   long fallbackCalls = 0;      ///< those calls run (Program.cpp)
+  long compiledBackwards = 0;  ///< graphs compiled with their backward (CompiledGrad.h)
+  long eagerBackwards = 0;     ///< graphs needing gradients that keep the eager backward
+  long backwardCalls = 0;      ///< compiled backwards run
 
   /// Zeroes every counter.
   void reset() { *this = Counters(); }

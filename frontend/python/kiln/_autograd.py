@@ -1,7 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Autograd glue for compiled graphs without a compiled backward.
+"""Autograd glue for compiled graphs.
 
-The forward runs kiln's compiled code; the backward recomputes the original
+A graph kiln-autodiff can differentiate (frontend/csrc/hook/CompiledGrad.h)
+runs as `_CompiledGrad`: its compiled forward returns the results and the
+tensors its compiled backward reads, which are kept with save_for_backward
+(so an in-place change of one raises eager's error when the backward runs).
+Otherwise (an op without a gradient rule, kiln.config.compiled_backward
+off) it runs as `_CompiledFunction`: the forward runs kiln's compiled code;
+the backward recomputes the original
 Python function eagerly (kiln's frame hook disabled) on the same inputs and
 differentiates that, so gradients are exactly eager's. The function must be
 deterministic for this to hold: a graph with random ops (dropout ...) gets a
@@ -171,3 +177,53 @@ def apply(run, recompute, inputs, no_grad=(), mutated=()):
     after the call."""
     return _CompiledFunction.apply(run, recompute, frozenset(no_grad), frozenset(mutated),
                                    *inputs)
+
+
+class _CompiledGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, fwd, bwd, recompute, layout, *inputs):
+        n, grad_results, grad_inputs, saved_inputs, saved_results, _ = layout
+        with torch.no_grad():
+            outs = fwd(*inputs)
+        results, extras = outs[:n], outs[n:]
+        ctx.save_for_backward(*[inputs[i] for i in saved_inputs],
+                              *[results[i] for i in saved_results], *extras)
+        ctx.bwd, ctx.layout, ctx.recompute, ctx.inputs = bwd, layout, recompute, inputs
+        # Shapes and dtypes of the results (zeros for a missing gradient).
+        ctx.result_like = [(results[i].shape, results[i].dtype) for i in grad_results]
+        wanted = set(grad_results)
+        ctx.mark_non_differentiable(*[o for i, o in enumerate(results) if i not in wanted])
+        # A result the loss does not use gets None (not zeros): the inputs
+        # only it reaches then get no gradient, as in eager.
+        ctx.set_materialize_grads(False)
+        return results
+
+    @staticmethod
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors  # raises eager's error if one was modified in place
+        if torch.is_grad_enabled():
+            # create_graph=True: the compiled backward is not differentiable;
+            # the gradients come from the eager recompute (double backward works).
+            wanted = [i for i, t in enumerate(ctx.inputs) if t.requires_grad]
+            return _differentiate(ctx, ctx.inputs, wanted, grads)
+        _, grad_results, grad_inputs, _, _, deps = ctx.layout
+        given = [grads[i] for i in grad_results]
+        result = [None] * len(ctx.inputs)
+        if any(g is not None for g in given):
+            gin = ctx.bwd(*[torch.zeros(like[0], dtype=like[1]) if g is None else g
+                            for g, like in zip(given, ctx.result_like)], *saved)
+            for i, g, d in zip(grad_inputs, gin, deps):
+                if any(given[k] is not None for k in d):
+                    result[i] = g
+        return (None, None, None, None, *result)
+
+
+def apply_compiled(fwd, bwd, recompute, inputs, layout, no_grad=()):
+    """Runs a graph compiled with its backward (kiln-autodiff): `fwd(*inputs)`
+    returns the results then the saved intermediates, `bwd(*grads, *saved)`
+    the gradients of the inputs at layout's grad_inputs. `layout` is
+    (number of results, grad_results, grad_inputs, saved_inputs,
+    saved_results); results outside grad_results (`no_grad` among them) are
+    non-differentiable."""
+    del no_grad  # a no_grad result is never in grad_results
+    return _CompiledGrad.apply(fwd, bwd, recompute, layout, *inputs)

@@ -84,6 +84,11 @@ class _Config:
     # with the arguments' values at the call instead of breaking it (Dynamo's
     # knob of the same name). Read at capture. Not in cache key.
     reorderable_logging_functions: set = field(default_factory=set)
+    # KILN_COMPILED_BACKWARD=0: graphs that need gradients keep the eager
+    # backward (the forward compiled, the backward recomputing the Python
+    # function eagerly) instead of a compiled one (kiln-autodiff). Read at
+    # compile (kiln.reset() applies it to compiled functions). Not in cache key.
+    compiled_backward: bool = os.environ.get("KILN_COMPILED_BACKWARD", "1") != "0"
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 
@@ -118,6 +123,7 @@ def _push_to_native() -> None:
         parallel_loops=config.parallel_loops,
         perf_jitdump=config.perf_jitdump,
         cache_max_mb=max(0, int(config.cache_max_mb)),
+        compiled_backward=bool(config.compiled_backward),
     )
 
 

@@ -1,0 +1,175 @@
+//===- CompiledGrad.cpp - graphs compiled with their backward ---------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements CompiledGrad.h. The forward and backward are sub-entries like
+// a fallback program's segments (ProgramCompile.cpp): inputs numbered
+// 0..n-1, a tensor guard each only so that runGraph's call plan knows the
+// sizes (never checked: the whole frame's guards are the entry's).
+// Ownership: every Python object built here is held by a PyRef.
+//===----------------------------------------------------------------------===//
+#include "hook/CompiledGrad.h"
+
+#include "ProgramCompile.h"
+#include "capture/interp/Interp.h"
+#include "hook/Recompute.h"
+#include "transforms/Autodiff.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+namespace {
+
+/// A sub-entry running `fn` (static shapes).
+std::shared_ptr<Entry> subEntry(mlir::func::FuncOp fn, const std::string &name,
+                                PyObject *defaultDtype) {
+  auto sub = std::make_shared<Entry>();
+  sub->name = name;
+  sub->defaultDtype = defaultDtype;
+  for (auto [k, type] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto t = llvm::cast<mlir::RankedTensorType>(type);
+    sub->inputs.push_back({(int)k});
+    Guard g{Guard::Kind::Tensor, (int)k};
+    g.sizes.assign(t.getShape().begin(), t.getShape().end());
+    sub->guards.push_back(std::move(g));
+  }
+  for (mlir::Type type : fn.getResultTypes()) {
+    auto t = llvm::cast<mlir::RankedTensorType>(type);
+    sub->results.push_back({std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
+                            dtypeOf(t.getElementType())});
+  }
+  return sub;
+}
+
+/// `fn` moved out of its module into a new one as @forward.
+mlir::OwningOpRef<mlir::ModuleOp> moduleOf(mlir::func::FuncOp fn) {
+  mlir::OwningOpRef<mlir::ModuleOp> m = mlir::ModuleOp::create(fn.getLoc());
+  fn->remove();
+  fn.setName("forward");
+  m->push_back(fn);
+  return m;
+}
+
+/// Compiles `module` into `sub->fn`; false with `why` set.
+bool compileSub(mlir::ModuleOp module, Entry &sub, mlir::kiln::CpuCompileOptions options,
+                const std::string &folder, std::string &why) {
+  if (!options.debugDir.empty())
+    options.debugDir += "/" + folder;
+  std::string error;
+  mlir::kiln::CpuCompileInfo info;
+  sub.fn = compileForCpuWithoutGil(module, options, error, &info);
+  if (!sub.fn.entry)
+    why = "compilation of the " + folder + " failed: " + error;
+  return sub.fn.entry != nullptr;
+}
+
+/// Why the graph cannot get a compiled backward before trying ("" if none).
+std::string unsupported(const Capture &cap) {
+  if (!cap.steps.empty())
+    return "torch calls run inside the graph (per-op fallback)";
+  if (!cap.symbols.empty())
+    return "the graph has symbolic sizes";
+  if (!cap.effects.empty())
+    return "the graph has side effects";
+  return "";
+}
+
+PyObject *indexTuple(llvm::ArrayRef<int64_t> values) {
+  PyObject *t = PyTuple_New(values.size());
+  for (size_t i = 0; t && i < values.size(); ++i)
+    PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(values[i]));
+  return t;
+}
+
+/// functools.partial(kiln._C.<runner>, capsule(entry)) (new reference).
+PyRef bound(const std::shared_ptr<Entry> &entry, const char *runner) {
+  PyRef capsule = PyRef::steal(entryCapsule(entry));
+  PyRef c = PyRef::steal(PyImport_ImportModule("kiln._C"));
+  PyRef fn = c ? PyRef::steal(PyObject_GetAttrString(c.get(), runner)) : PyRef();
+  PyRef functools = PyRef::steal(PyImport_ImportModule("functools"));
+  PyRef partial =
+      functools ? PyRef::steal(PyObject_GetAttrString(functools.get(), "partial")) : PyRef();
+  if (!capsule || !fn || !partial)
+    return PyRef();
+  return PyRef::steal(
+      PyObject_CallFunctionObjArgs(partial.get(), fn.get(), capsule.get(), nullptr));
+}
+
+} // namespace
+
+bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompileOptions &options,
+                         std::string &why) {
+  why = unsupported(cap);
+  if (!why.empty())
+    return false;
+  mlir::OwningOpRef<mlir::ModuleOp> work(cap.module->clone());
+  auto fn = work->lookupSymbol<mlir::func::FuncOp>("forward");
+  llvm::SmallVector<bool> diffInputs, diffResults;
+  for (const GraphInput &in : cap.inputs)
+    diffInputs.push_back(in.requiresGrad);
+  for (const GraphOutput &out : cap.results)
+    diffResults.push_back(!out.noGrad);
+  mlir::Operation *culprit = nullptr;
+  auto fns = mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit);
+  if (mlir::failed(fns))
+    return false;
+  if (fns->gradInputs.empty()) {
+    why = "no input gets a gradient from the results";
+    return false;
+  }
+  auto grad = std::make_shared<CompiledGrad>();
+  grad->gradResults.assign(fns->gradResults.begin(), fns->gradResults.end());
+  grad->gradInputs.assign(fns->gradInputs.begin(), fns->gradInputs.end());
+  grad->savedInputs.assign(fns->savedInputs.begin(), fns->savedInputs.end());
+  grad->savedResults.assign(fns->savedResults.begin(), fns->savedResults.end());
+  grad->numSaved = fns->numSaved;
+  for (const auto &deps : fns->inputDeps)
+    grad->inputDeps.emplace_back(deps.begin(), deps.end());
+  grad->forward = subEntry(fns->forward, entry.name + " forward", cap.defaultDtype);
+  for (size_t i = 0; i < cap.inputs.size(); ++i)
+    grad->forward->inputs[i].makeContiguous = cap.inputs[i].makeContiguous;
+  // The forward returns the graph's results first: its index flag too.
+  grad->forward->indexCheck = cap.indexCheck;
+  grad->backward = subEntry(fns->backward, entry.name + " backward", cap.defaultDtype);
+  for (GraphInput &in : grad->backward->inputs) // incoming gradients may be expanded
+    in.makeContiguous = true;
+  mlir::OwningOpRef<mlir::ModuleOp> fwdModule = moduleOf(fns->forward);
+  mlir::OwningOpRef<mlir::ModuleOp> bwdModule = moduleOf(fns->backward);
+  if (!compileSub(*fwdModule, *grad->forward, options, "forward", why) ||
+      !compileSub(*bwdModule, *grad->backward, options, "backward", why))
+    return false;
+  entry.grad = std::move(grad);
+  return true;
+}
+
+bool compiledGradCallables(const std::shared_ptr<Entry> &entry, PyRef &forward, PyRef &backward,
+                           PyRef &layout) {
+  const CompiledGrad &g = *entry->grad;
+  if (g.layout) {
+    forward = g.forwardFn;
+    backward = g.backwardFn;
+    layout = g.layout;
+    return true;
+  }
+  forward = bound(g.forward, "_run_entry");
+  backward = bound(g.backward, "_run_backward");
+  if (!forward || !backward)
+    return false;
+  PyRef deps = PyRef::steal(PyTuple_New(g.inputDeps.size()));
+  for (size_t i = 0; deps && i < g.inputDeps.size(); ++i)
+    PyTuple_SET_ITEM(deps.get(), i, indexTuple(g.inputDeps[i]));
+  if (!deps)
+    return false;
+  layout = PyRef::steal(Py_BuildValue(
+      "(nNNNNO)", (Py_ssize_t)entry->results.size(), indexTuple(g.gradResults),
+      indexTuple(g.gradInputs), indexTuple(g.savedInputs), indexTuple(g.savedResults), deps.get()));
+  if (!layout)
+    return false;
+  if (!g.layout) {
+    g.forwardFn = forward;
+    g.backwardFn = backward;
+    g.layout = layout;
+  }
+  return true;
+}
+
+} // namespace kiln

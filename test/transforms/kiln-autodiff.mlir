@@ -1,0 +1,259 @@
+// RUN: kiln-opt %s -split-input-file -kiln-autodiff -verify-diagnostics | FileCheck %s
+
+// kiln-autodiff adds @<f>_fwd (the results, then the values the backward
+// reads) and @<f>_bwd (result gradients, saved values → input gradients)
+// after each function with kiln.requires_grad arguments
+// (transforms/Autodiff.cpp, rules in transforms/autodiff/).
+
+// Tests that tanh's gradient reads its result (a saved result, no extra
+// forward output): g * (1 - y * y).
+// CHECK-LABEL: func.func @tanh_fwd
+// CHECK: return %{{.*}} : tensor<4xf32>
+// CHECK-LABEL: func.func @tanh_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME: kiln.grad_inputs = array<i64: 0>
+// CHECK-SAME: kiln.num_saved = 0
+// CHECK-SAME: kiln.saved_results = array<i64: 0>
+// CHECK: %[[YY:.*]] = kiln.mul %[[Y]], %[[Y]]
+// CHECK: %[[ONE:.*]] = kiln.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[D:.*]] = kiln.sub %[[ONE]], %[[YY]]
+// CHECK: %[[R:.*]] = kiln.mul %[[G]], %[[D]]
+// CHECK: return %[[R]]
+func.func @tanh(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.tanh %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a broadcast operand's gradient is summed over the broadcast
+// dim and reshaped to the operand's shape; add needs no saved value.
+// CHECK-LABEL: func.func @add_broadcast_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: %[[S:.*]] = kiln.sum %[[G]] {dims = array<i64: 0>, keepdim = true} : tensor<4x8xf32> -> tensor<1x8xf32>
+// CHECK: %[[B:.*]] = kiln.reshape %[[S]] : tensor<1x8xf32> -> tensor<8xf32>
+// CHECK: return %[[G]], %[[B]]
+func.func @add_broadcast(%x: tensor<4x8xf32> {kiln.requires_grad}, %b: tensor<8xf32> {kiln.requires_grad}) -> tensor<4x8xf32> {
+  %0 = kiln.add %x, %b : tensor<4x8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that F.linear's weight gradient on a 3-d input is one GEMM over the
+// flattened rows (the input is saved; it needs no gradient itself), written
+// as (g^T @ x)^T so that the transpose's inverse cancels it (a later
+// canonicalize folds the two permutes: dW = g^T @ x).
+// CHECK-LABEL: func.func @linear_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<2x3x5xf32>, %[[X:.*]]: tensor<2x3x4xf32>) -> tensor<5x4xf32>
+// CHECK-SAME: kiln.grad_inputs = array<i64: 1>
+// CHECK-SAME: kiln.saved_inputs = array<i64: 0>
+// CHECK-DAG: %[[X2:.*]] = kiln.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-DAG: %[[G2:.*]] = kiln.reshape %[[G]] : tensor<2x3x5xf32> -> tensor<6x5xf32>
+// CHECK: %[[GT:.*]] = kiln.permute %[[G2]] {dims = array<i64: 1, 0>} : tensor<6x5xf32> -> tensor<5x6xf32>
+// CHECK: %[[M:.*]] = kiln.matmul %[[GT]], %[[X2]] : tensor<5x6xf32>, tensor<6x4xf32>
+// CHECK: %[[T:.*]] = kiln.permute %[[M]] {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+// CHECK: %[[W:.*]] = kiln.permute %[[T]] {dims = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+// CHECK: return %[[W]]
+func.func @linear(%x: tensor<2x3x4xf32>, %w: tensor<5x4xf32> {kiln.requires_grad}) -> tensor<2x3x5xf32> {
+  %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+  %0 = kiln.matmul %x, %t : tensor<2x3x4xf32>, tensor<4x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Tests that data movement the backward reads (the transposed weight of a
+// linear whose input needs a gradient) is recomputed from the saved weight,
+// not returned by the forward.
+// CHECK-LABEL: func.func @linear_input_fwd
+// CHECK: return %{{.*}} : tensor<3x5xf32>
+// CHECK-LABEL: func.func @linear_input_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<3x5xf32>, %[[W:.*]]: tensor<5x4xf32>) -> tensor<3x4xf32>
+// CHECK-SAME: kiln.num_saved = 0
+// CHECK: %[[WT:.*]] = kiln.permute %[[W]] {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+// CHECK: %[[WTT:.*]] = kiln.permute %[[WT]] {dims = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+// CHECK: %[[GX:.*]] = kiln.matmul %[[G]], %[[WTT]] : tensor<3x5xf32>, tensor<5x4xf32>
+// CHECK: return %[[GX]]
+func.func @linear_input(%x: tensor<3x4xf32> {kiln.requires_grad}, %w: tensor<5x4xf32>) -> tensor<3x5xf32> {
+  %t = kiln.permute %w {dims = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+  %0 = kiln.matmul %x, %t : tensor<3x4xf32>, tensor<4x5xf32>
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+// Tests that an intermediate the backward reads (exp's result) becomes an
+// extra forward result, and that x's two uses accumulate.
+// CHECK-LABEL: func.func @mul_saves_operands_fwd
+// CHECK: %[[E:.*]] = kiln.exp
+// CHECK: %[[R:.*]] = kiln.add %[[E]]
+// CHECK: return %[[R]], %[[E]] : tensor<4xf32>, tensor<4xf32>
+// CHECK-LABEL: func.func @mul_saves_operands_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>, %[[E:.*]]: tensor<4xf32>)
+// CHECK-SAME: kiln.num_saved = 1
+// CHECK-SAME: kiln.saved_inputs = array<i64: 1, 0>
+// CHECK: %[[GE:.*]] = kiln.mul %[[G]], %[[E]]
+// CHECK: %[[GX:.*]] = kiln.mul %[[GE]], %[[Y]]
+// CHECK: %[[GY:.*]] = kiln.mul %[[GE]], %[[X]]
+// CHECK: %[[SUM:.*]] = kiln.add %[[G]], %[[GX]]
+// CHECK: return %[[SUM]], %[[GY]]
+func.func @mul_saves_operands(%x: tensor<4xf32> {kiln.requires_grad}, %y: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.mul %x, %y : tensor<4xf32>, tensor<4xf32>
+  %1 = kiln.exp %0 : tensor<4xf32>
+  %2 = kiln.add %1, %x : tensor<4xf32>, tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+
+// -----
+
+// Tests softmax's rule (y * (g - sum(g * y))) and relu's (the gradient
+// where the saved relu result is > 0).
+// CHECK-LABEL: func.func @relu_softmax_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<2x3xf32>, %[[R:.*]]: tensor<2x3xf32>)
+// CHECK: %[[GY:.*]] = kiln.mul %[[G]], %[[Y]]
+// CHECK: %[[DOT:.*]] = kiln.sum %[[GY]] {dims = array<i64: 1>, keepdim = true}
+// CHECK: %[[D:.*]] = kiln.sub %[[G]], %[[DOT]]
+// CHECK: %[[GS:.*]] = kiln.mul %[[Y]], %[[D]]
+// CHECK: %[[POS:.*]] = kiln.gt %[[R]], %{{.*}} : tensor<2x3xf32>, tensor<f32>
+// CHECK: %[[GR:.*]] = kiln.select %[[POS]], %[[GS]], %{{.*}}
+// CHECK: return %[[GR]]
+func.func @relu_softmax(%x: tensor<2x3xf32> {kiln.requires_grad}) -> tensor<2x3xf32> {
+  %0 = kiln.relu %x : tensor<2x3xf32>
+  %1 = kiln.softmax %0 {dim = 1 : i64} : tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests layer_norm's rule: statistics recomputed from the saved input
+// (nothing extra saved), weight and bias gradients summed over the rows.
+// CHECK-LABEL: func.func @layer_norm_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<2x8xf32>, %[[X:.*]]: tensor<2x8xf32>, %[[W:.*]]: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-SAME: kiln.num_saved = 0
+// CHECK: kiln.mean %[[X]] {dims = array<i64: 1>, keepdim = true}
+// CHECK: %[[RSTD:.*]] = kiln.rsqrt
+// CHECK: %[[XHAT:.*]] = kiln.mul %{{.*}}, %[[RSTD]]
+// CHECK: %[[GW:.*]] = kiln.mul %[[G]], %[[XHAT]]
+// CHECK: %[[GH:.*]] = kiln.mul %[[G]], %[[W]]
+// CHECK: %[[GX:.*]] = kiln.mul %[[RSTD]], %{{.*}} : tensor<2x1xf32>, tensor<2x8xf32>
+// CHECK: kiln.sum %[[GW]] {dims = array<i64: 0>, keepdim = true}
+// CHECK: kiln.sum %[[G]] {dims = array<i64: 0>, keepdim = true}
+// CHECK: return %[[GX]]
+func.func @layer_norm(%x: tensor<2x8xf32> {kiln.requires_grad}, %w: tensor<8xf32> {kiln.requires_grad}, %b: tensor<8xf32> {kiln.requires_grad}) -> tensor<2x8xf32> {
+  %0 = kiln.layer_norm %x weight %w bias %b {num_dims = 1 : i64, eps = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests embedding's rule (a one-hot matmul) and that integer indices get no
+// gradient even when marked.
+// CHECK-LABEL: func.func @embedding_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<3x2xf32>, %[[I:.*]]: tensor<3xi64>) -> tensor<5x2xf32>
+// CHECK-SAME: kiln.grad_inputs = array<i64: 0>
+// CHECK: %[[IOTA:.*]] = kiln.constant dense<{{\[\[}}0, 1, 2, 3, 4]]> : tensor<1x5xi64>
+// CHECK: %[[COL:.*]] = kiln.reshape %[[I]] : tensor<3xi64> -> tensor<3x1xi64>
+// CHECK: %[[HIT:.*]] = kiln.eq %[[COL]], %[[IOTA]]
+// CHECK: %[[ONEHOT:.*]] = kiln.cast %[[HIT]] : tensor<3x5xi1> -> tensor<3x5xf32>
+// CHECK: %[[T:.*]] = kiln.permute %[[ONEHOT]]
+// CHECK: %[[GW:.*]] = kiln.matmul %[[T]], %[[G]] : tensor<5x3xf32>, tensor<3x2xf32>
+// CHECK: return %[[GW]]
+func.func @embedding(%w: tensor<5x2xf32> {kiln.requires_grad}, %i: tensor<3xi64> {kiln.requires_grad}) -> tensor<3x2xf32> {
+  %0 = kiln.embedding %w, %i : tensor<5x2xf32>, tensor<3xi64> -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// Tests select's rule (the gradient where the condition holds) and a
+// cast's gradient cast back to the operand's type.
+// CHECK-LABEL: func.func @select_cast_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[C:.*]]: tensor<4xi1>) -> tensor<4xf16>
+// CHECK: %[[S:.*]] = kiln.select %[[C]], %[[G]], %{{.*}} : tensor<4xi1>, tensor<4xf32>, tensor<f32>
+// CHECK: %[[H:.*]] = kiln.cast %[[S]] : tensor<4xf32> -> tensor<4xf16>
+// CHECK: return %[[H]]
+func.func @select_cast(%x: tensor<4xf16> {kiln.requires_grad}, %c: tensor<4xi1>) -> tensor<4xf32> {
+  %0 = kiln.cast %x : tensor<4xf16> -> tensor<4xf32>
+  %z = kiln.constant dense<0.0> : tensor<f32>
+  %1 = kiln.select %c, %0, %z : tensor<4xi1>, tensor<4xf32>, tensor<f32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests a unit-step slice's rule (zeros concatenated around the gradient,
+// dim by dim) and concat's (one slice per operand).
+// CHECK-LABEL: func.func @slice_concat_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<2x5xf32>) -> (tensor<4x6xf32>, tensor<4x2xf32>)
+// CHECK: %[[R:.*]] = kiln.concat %{{.*}}, %[[G]], %{{.*}} {dim = 0 : i64} : tensor<1x5xf32>, tensor<2x5xf32>, tensor<1x5xf32> -> tensor<4x5xf32>
+// CHECK: %[[F:.*]] = kiln.concat %{{.*}}, %[[R]], %{{.*}} {dim = 1 : i64} : tensor<4x2xf32>, tensor<4x5xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+// CHECK: %[[A:.*]] = kiln.slice %[[F]] {end = array<i64: 4, 6>, start = array<i64: 0, 0>
+// CHECK: %[[B:.*]] = kiln.slice %[[F]] {end = array<i64: 4, 8>, start = array<i64: 0, 6>
+// CHECK: return %[[A]], %[[B]]
+func.func @slice_concat(%x: tensor<4x6xf32> {kiln.requires_grad}, %y: tensor<4x2xf32> {kiln.requires_grad}) -> tensor<2x5xf32> {
+  %0 = kiln.concat %x, %y {dim = 1 : i64} : tensor<4x6xf32>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %1 = kiln.slice %0 {start = array<i64: 1, 2>, end = array<i64: 3, 7>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<2x5xf32>
+  return %1 : tensor<2x5xf32>
+}
+
+// -----
+
+// Tests that an op marked kiln.no_grad (torch.no_grad() in the frame) is a
+// constant for the backward: x's gradient is g * exp(x) through the mul
+// only.
+// CHECK-LABEL: func.func @no_grad_stops_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[E:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[E]]
+// CHECK-NEXT: return %[[R]]
+func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.exp %x {kiln.no_grad} : tensor<4xf32>
+  %1 = kiln.mul %0, %x : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an op without a rule on a gradient path builds nothing and
+// names the op and the reason.
+// CHECK-LABEL: func.func @negative_max
+// CHECK-NOT: @negative_max_bwd
+func.func @negative_max(%x: tensor<4x8xf32> {kiln.requires_grad}) -> tensor<4x1xf32> {
+  // expected-remark @+1 {{not differentiable: no gradient rule for 'kiln.max'}}
+  %0 = kiln.max %x {dims = array<i64: 1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that a strided slice (no rule for steps > 1) builds nothing.
+// CHECK-LABEL: func.func @negative_strided_slice
+// CHECK-NOT: @negative_strided_slice_bwd
+func.func @negative_strided_slice(%x: tensor<8xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  // expected-remark @+1 {{not differentiable: the gradient of a strided or dynamic-shape 'kiln.slice' is not implemented}}
+  %0 = kiln.slice %x {start = array<i64: 0>, end = array<i64: 8>, step = array<i64: 2>} : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an integer input marked kiln.requires_grad gets no gradient:
+// with no float input to differentiate, nothing is built.
+// CHECK-LABEL: func.func @negative_integer_input
+// CHECK-NOT: @negative_integer_input_bwd
+// expected-remark @+1 {{not differentiable: no differentiable (float, marked) input reaches a differentiable result}}
+func.func @negative_integer_input(%x: tensor<4xf32>, %i: tensor<4xi64> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.cast %i : tensor<4xi64> -> tensor<4xf32>
+  %1 = kiln.mul %0, %x : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a function without kiln.requires_grad arguments is left alone.
+// CHECK-LABEL: func.func @negative_nothing_marked
+// CHECK-NOT: @negative_nothing_marked_bwd
+func.func @negative_nothing_marked(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Training-step benchmark: one forward + backward (loss = mean(out^2),
+gradients set to None before each step) of small models at 1 thread (and
+2 with --threads 2), eager vs kiln's compiled backward vs kiln's eager
+recompute backward (KILN_COMPILED_BACKWARD=0) vs torch.compile (inductor,
+with --inductor). Timed interleaved in this process: rounds of `--steps`
+steps per mode, the median per-step time over rounds. Sizes are small
+(CPU, seconds per run); random init. Part of `make bench`; prints a
+Markdown table (paste it into docs/performance.md's training section).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "frontend", "python")
+sys.path.insert(0, _PACKAGE)
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import kiln  # noqa: E402
+
+
+def mlp():
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(512, 512), nn.GELU()]
+    return nn.Sequential(*layers, nn.LayerNorm(512), nn.Linear(512, 10)), torch.randn(64, 512)
+
+
+def encoder_layer():
+    layer = nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, dropout=0.0,
+                                       batch_first=True)
+    return layer, torch.randn(8, 64, 256)
+
+
+MODELS = {"MLP 4x512 (batch 64)": mlp,
+          "TransformerEncoderLayer d256 (8x64 tokens)": encoder_layer}
+
+
+def step_fn(model, params=None):
+    params = list(model.parameters()) if params is None else params
+
+    def step(x):
+        for p in params:
+            p.grad = None
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss
+    return step
+
+
+def make_modes(build, inductor):
+    model, x = build()
+    model.train()
+    modes = {"eager": step_fn(model)}
+    compiled = copy.deepcopy(model)
+    modes["kiln"] = step_fn(kiln.compile(compiled))
+    modes["kiln"](x)  # compiled before the other mode's graph
+    recompute = copy.deepcopy(model)
+    # Instances of one class share an entry: the old path's graph is rooted
+    # in its own function so that it is a separate one.
+    with kiln.config.patch(compiled_backward=False):
+        old = step_fn(kiln.compile(lambda t: recompute(t)), list(recompute.parameters()))
+        old(x)  # compiled here, under the flag
+    modes["kiln (eager backward)"] = old
+    if inductor:
+        modes["torch.compile"] = step_fn(torch.compile(copy.deepcopy(model)))
+    for fn in modes.values():
+        fn(x)  # warm up / compile
+    return modes, x
+
+
+def bench(modes, x, rounds, steps):
+    times = {name: [] for name in modes}
+    for _ in range(rounds):
+        for name, fn in modes.items():
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                fn(x)
+            times[name].append((time.perf_counter() - t0) / steps)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--inductor", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    print(f"| model ({args.threads} thread{'s' if args.threads > 1 else ''}) | mode | "
+          "ms/step | vs eager |")
+    print("|---|---|---|---|")
+    for label, build in MODELS.items():
+        modes, x = make_modes(build, args.inductor)
+        med = bench(modes, x, args.rounds, args.steps)
+        for name, t in med.items():
+            print(f"| {label} | {name} | {t * 1e3:.2f} | {med['eager'] / t:.2f}x |")
+    s = kiln.stats()
+    print(f"\nkiln.stats(): compiled_backwards={s['compiled_backwards']} "
+          f"eager_backwards={s['eager_backwards']} backward_calls={s['backward_calls']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+//===- Autodiff.cpp - reverse-mode autodiff on kiln IR ---------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `kiln-autodiff` pass and buildGradientFunctions (Autodiff.h). The
+// function's single block is analysed twice: forward from the
+// differentiable inputs (`active`: float values computed from them, except
+// through ops marked kiln.no_grad) and backward from the differentiable
+// results (`useful`). Ops that are both get their rule from the one table
+// (transforms/autodiff/GradRules.h), applied in reverse program order to
+// build `@<fn>_bwd`; the forward values a rule reads become saved values
+// (policy: whatever the rules read — the inputs or results of nonlinear
+// ops; constants and data movement (permute, reshape, broadcast_to) are
+// recomputed in the backward instead). `@<fn>_fwd` is `fn`
+// returning those values too.
+//===----------------------------------------------------------------------===//
+#include "transforms/Autodiff.h"
+#include "transforms/Passes.h"
+#include "transforms/autodiff/GradRules.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "transforms/Passes.h.inc"
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && llvm::isa<FloatType>(t.getElementType());
+}
+
+class Differentiator {
+public:
+  Differentiator(func::FuncOp fn, ArrayRef<bool> diffInputs, ArrayRef<bool> diffResults)
+      : fn(fn), diffInputs(diffInputs), diffResults(diffResults) {}
+
+  FailureOr<GradientFunctions> run(std::string &why, Operation *&culprit);
+
+private:
+  void analyse();
+  LogicalResult checkRules(std::string &why, Operation *&culprit);
+  Value primal(Value v);
+  void accumulate(Value v, Value g);
+  LogicalResult buildBackward(std::string &why, Operation *&culprit);
+  void buildForward();
+  void findInputDeps();
+  bool needs(Value v) const { return active.contains(v) && useful.contains(v); }
+
+  func::FuncOp fn;
+  ArrayRef<bool> diffInputs, diffResults;
+  func::ReturnOp ret;
+  llvm::DenseSet<Value> active, useful;
+  GradientFunctions out;
+  Block *bwdBlock = nullptr;
+  std::unique_ptr<OpBuilder> builder;
+  llvm::DenseMap<Value, Value> primals, adjoints;
+  SmallVector<Value> extras; ///< forward values returned as extra results
+};
+
+void Differentiator::analyse() {
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (arg.getArgNumber() < diffInputs.size() && diffInputs[arg.getArgNumber()] &&
+        isFloatTensor(arg))
+      active.insert(arg);
+  for (Operation &op : body) {
+    if (op.hasAttr(kNoGradAttr) ||
+        llvm::none_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+      continue;
+    for (Value r : op.getResults())
+      if (isFloatTensor(r))
+        active.insert(r);
+  }
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (i < diffResults.size() && diffResults[i] && active.contains(v))
+      useful.insert(v);
+  for (Operation &op : llvm::reverse(body))
+    if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
+      for (Value v : op.getOperands())
+        if (active.contains(v))
+          useful.insert(v);
+}
+
+/// Every op on a gradient path (a needed result, an operand needing a
+/// gradient) must have a rule and one result.
+LogicalResult Differentiator::checkRules(std::string &why, Operation *&culprit) {
+  for (Operation &op : fn.getBody().front()) {
+    if (isa<func::ReturnOp>(op) ||
+        !llvm::any_of(op.getResults(), [&](Value r) { return needs(r); }))
+      continue;
+    if (!llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
+      continue;
+    if (op.getNumResults() != 1 || !lookupGradRule(&op)) {
+      why = nonDifferentiableReason(&op);
+      culprit = &op;
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// The forward value `v` in the backward: a constant is cloned, an input or
+/// result or intermediate becomes a backward argument (a saved value).
+Value Differentiator::primal(Value v) {
+  if (Value known = primals.lookup(v))
+    return known;
+  Value mapped;
+  Operation *def = v.getDefiningOp();
+  if (def && isa<ConstantOp>(def)) {
+    OpBuilder::InsertionGuard guard(*builder);
+    builder->setInsertionPointToStart(bwdBlock);
+    mapped = builder->clone(*def)->getResult(0);
+  } else if (def && isa<PermuteOp, ReshapeOp, BroadcastToOp>(def)) {
+    // Data movement is recomputed from its operand rather than saved (a
+    // transposed weight would otherwise be copied out of every forward).
+    IRMapping map;
+    map.map(def->getOperand(0), primal(def->getOperand(0)));
+    mapped = builder->clone(*def, map)->getResult(0);
+  } else {
+    Location loc = v.getLoc();
+    unsigned numGrads = out.gradResults.size();
+    auto results = ret.getOperands();
+    auto asResult = llvm::find(results, v);
+    if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+      unsigned at = numGrads + out.savedInputs.size();
+      out.savedInputs.push_back(arg.getArgNumber());
+      mapped = bwdBlock->insertArgument(at, v.getType(), loc);
+    } else if (asResult != results.end()) {
+      unsigned at = numGrads + out.savedInputs.size() + out.savedResults.size();
+      out.savedResults.push_back(asResult - results.begin());
+      mapped = bwdBlock->insertArgument(at, v.getType(), loc);
+    } else {
+      extras.push_back(v);
+      mapped = bwdBlock->addArgument(v.getType(), loc);
+    }
+  }
+  primals[v] = mapped;
+  return mapped;
+}
+
+void Differentiator::accumulate(Value v, Value g) {
+  Value &slot = adjoints[v];
+  slot = slot ? builder->create<AddOp>(v.getLoc(), slot, g).getResult() : g;
+}
+
+LogicalResult Differentiator::buildBackward(std::string &why, Operation *&culprit) {
+  Block &body = fn.getBody().front();
+  for (Operation &op : llvm::reverse(body)) {
+    if (isa<func::ReturnOp>(op) || op.getNumResults() != 1)
+      continue;
+    Value g = adjoints.lookup(op.getResult(0));
+    if (!g || !llvm::any_of(op.getOperands(), [&](Value v) { return needs(v); }))
+      continue;
+    GradBuilder gb(
+        *builder, op.getLoc(), [&](Value v) { return primal(v); },
+        [&](Value v) { return needs(v); });
+    SmallVector<Value> grads(op.getNumOperands());
+    if (failed((*lookupGradRule(&op))(gb, &op, g, grads, why))) {
+      culprit = &op;
+      return failure();
+    }
+    for (auto [operand, grad] : llvm::zip(op.getOperands(), grads))
+      if (grad && needs(operand)) {
+        auto type = llvm::cast<RankedTensorType>(operand.getType());
+        accumulate(operand, grad.getType() == type ? grad : gb.reduceTo(grad, type));
+      }
+  }
+  SmallVector<Value> results;
+  for (BlockArgument arg : body.getArguments())
+    if (Value g = needs(arg) ? adjoints.lookup(arg) : Value()) {
+      out.gradInputs.push_back(arg.getArgNumber());
+      results.push_back(g);
+    }
+  builder->create<func::ReturnOp>(fn.getLoc(), results);
+  return success();
+}
+
+void Differentiator::findInputDeps() {
+  Block &body = fn.getBody().front();
+  out.inputDeps.resize(out.gradInputs.size());
+  for (auto [k, i] : llvm::enumerate(out.gradResults)) {
+    llvm::DenseSet<Value> reach{ret.getOperand(i)};
+    for (Operation &op : llvm::reverse(body))
+      if (llvm::any_of(op.getResults(), [&](Value r) { return reach.contains(r); }))
+        for (Value v : op.getOperands())
+          if (needs(v))
+            reach.insert(v);
+    for (auto [j, arg] : llvm::enumerate(out.gradInputs))
+      if (reach.contains(body.getArgument(arg)))
+        out.inputDeps[j].push_back(static_cast<int64_t>(k));
+  }
+}
+
+void Differentiator::buildForward() {
+  IRMapping map;
+  func::FuncOp fwd = fn.clone(map);
+  fwd.setName((fn.getName() + "_fwd").str());
+  auto fwdRet = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
+  SmallVector<Value> results(fwdRet.getOperands());
+  for (Value v : extras)
+    results.push_back(map.lookup(v));
+  fwdRet->setOperands(results);
+  fwd.setType(
+      FunctionType::get(fn.getContext(), fn.getArgumentTypes(), ValueRange(results).getTypes()));
+  fn->getBlock()->getOperations().insert(std::next(Block::iterator(fn)), fwd);
+  out.forward = fwd;
+  out.numSaved = static_cast<int64_t>(extras.size());
+}
+
+FailureOr<GradientFunctions> Differentiator::run(std::string &why, Operation *&culprit) {
+  if (!fn.getBody().hasOneBlock()) {
+    why = "a function of several blocks";
+    culprit = fn;
+    return failure();
+  }
+  ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  analyse();
+  if (llvm::none_of(fn.getArguments(), [&](Value a) { return needs(a); })) {
+    why = "no differentiable (float, marked) input reaches a differentiable result";
+    culprit = fn;
+    return failure();
+  }
+  if (failed(checkRules(why, culprit)))
+    return failure();
+  OpBuilder top(fn);
+  top.setInsertionPointAfter(fn);
+  SmallVector<Type> gradTypes;
+  // A value returned twice gets both results' gradients.
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (useful.contains(v) && i < diffResults.size() && diffResults[i]) {
+      out.gradResults.push_back(i);
+      gradTypes.push_back(v.getType());
+    }
+  auto bwd = top.create<func::FuncOp>(fn.getLoc(), (fn.getName() + "_bwd").str(),
+                                      top.getFunctionType(gradTypes, {}));
+  bwdBlock = bwd.addEntryBlock();
+  builder = std::make_unique<OpBuilder>(bwdBlock, bwdBlock->end());
+  for (auto [k, i] : llvm::enumerate(out.gradResults))
+    accumulate(ret.getOperand(i), bwdBlock->getArgument(k));
+  if (failed(buildBackward(why, culprit))) {
+    bwd.erase();
+    return failure();
+  }
+  auto bwdRet = cast<func::ReturnOp>(bwdBlock->getTerminator());
+  bwd.setType(top.getFunctionType(bwdBlock->getArgumentTypes(), bwdRet.getOperandTypes()));
+  out.backward = bwd;
+  buildForward();
+  findInputDeps();
+  bwd->setAttr("kiln.grad_results", top.getDenseI64ArrayAttr(out.gradResults));
+  bwd->setAttr("kiln.grad_inputs", top.getDenseI64ArrayAttr(out.gradInputs));
+  bwd->setAttr("kiln.saved_inputs", top.getDenseI64ArrayAttr(out.savedInputs));
+  bwd->setAttr("kiln.saved_results", top.getDenseI64ArrayAttr(out.savedResults));
+  bwd->setAttr("kiln.num_saved", top.getI64IntegerAttr(out.numSaved));
+  return out;
+}
+
+struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> funcs(getOperation().getOps<func::FuncOp>());
+    for (func::FuncOp fn : funcs) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<bool> diffInputs;
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        diffInputs.push_back(fn.getArgAttr(i, kRequiresGradAttr) != nullptr);
+      if (llvm::none_of(diffInputs, [](bool b) { return b; }))
+        continue;
+      SmallVector<bool> diffResults(fn.getNumResults(), true);
+      std::string why;
+      Operation *culprit = nullptr;
+      if (failed(buildGradientFunctions(fn, diffInputs, diffResults, why, culprit)))
+        (culprit ? culprit : fn.getOperation())->emitRemark("not differentiable: ") << why;
+    }
+  }
+};
+
+} // namespace
+
+FailureOr<GradientFunctions> buildGradientFunctions(func::FuncOp fn, ArrayRef<bool> diffInputs,
+                                                    ArrayRef<bool> diffResults, std::string &why,
+                                                    Operation *&culprit) {
+  culprit = nullptr;
+  return Differentiator(fn, diffInputs, diffResults).run(why, culprit);
+}
+
+} // namespace mlir::kiln
