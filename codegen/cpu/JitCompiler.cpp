@@ -20,6 +20,7 @@
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/RuntimeSymbols.h"
 #include "runtime/CompileCache.h"
+#include "runtime/cpu/DnnlConv.h"
 #include "transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -149,6 +150,9 @@ llvm::Expected<std::string> lowerToObject(ModuleOp module, PassManager &pm,
     return fail("kiln: no function @" + entry + " to compile");
 
   PassManager pm(ctx, ModuleOp::getOperationName());
+  // Convolutions go to oneDNN before kiln-decompose would expand them.
+  if (options.dnnlConvs && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass());
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm, CpuLoweringOptions{options.parallelLoops});
   std::optional<::kiln::rt::DiskCache> cache;

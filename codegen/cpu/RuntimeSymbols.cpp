@@ -10,6 +10,7 @@
 #include "runtime/cpu/BlasShims.h"
 #include "runtime/cpu/BufferPool.h"
 #include "runtime/cpu/Builtins.h"
+#include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/MemrefCopy.h"
 #include "runtime/cpu/OpenMPShim.h"
 
@@ -47,6 +48,8 @@ llvm::Error checkRuntimeCalls(const llvm::Module &module) {
 
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::blasShimSymbols();
+  for (auto symbol : ::kiln::rt::dnnlShimSymbols())
+    symbols.push_back(symbol);
   symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
   // f32 → bf16 on CPUs without AVX-512 BF16 (libgcc 12 lacks it).
   symbols.emplace_back("__truncsfbf2", reinterpret_cast<void *>(&kilnTruncSfBf2));

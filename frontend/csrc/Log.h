@@ -42,6 +42,8 @@ struct Options {
   bool parallelLoops = true;
   /// Register LLVM's perf JIT listener for compiled code.
   bool perfJitdump = false;
+  /// f32 convolutions through oneDNN (CpuCompileOptions::dnnlConvs).
+  bool dnnlConvs = false;
 };
 
 /// The process-wide options.

@@ -34,7 +34,7 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
-                bool perfJitdump, uint64_t cacheMaxMb) {
+                bool perfJitdump, uint64_t cacheMaxMb, bool dnnlConvs) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -57,6 +57,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.cacheMaxBytes = cacheMaxMb << 20;
   o.parallelLoops = parallelLoops;
   o.perfJitdump = perfJitdump;
+  o.dnnlConvs = dnnlConvs;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -119,7 +120,8 @@ NB_MODULE(_C, m) {
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
-        nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0);
+        nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
+        nb::arg("dnnl_convs") = false);
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,
