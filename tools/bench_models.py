@@ -112,13 +112,26 @@ def _timm(name: str) -> Callable[[], nn.Module]:
     return make
 
 
+class LastHidden(nn.Module):
+    """A transformers model returning only its last hidden state (its
+    ModelOutput is not a tensor or tuple the benchmark can compare)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids).last_hidden_state
+
+
 def _hf_base(kind: str) -> Callable[[], nn.Module]:
     """BERT-base or GPT-2 (124M) at their default configs (random init)."""
     def make():
         import transformers as tf
         if kind == "gpt2":
-            return tf.GPT2Model(tf.GPT2Config(use_cache=False, attn_implementation="sdpa"))
-        return tf.BertModel(tf.BertConfig(attn_implementation="sdpa"))
+            return LastHidden(tf.GPT2Model(tf.GPT2Config(use_cache=False,
+                                                         attn_implementation="sdpa")))
+        return LastHidden(tf.BertModel(tf.BertConfig(attn_implementation="sdpa")))
     return make
 
 
