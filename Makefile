@@ -81,12 +81,17 @@ test-python:
 demo: build
 	$(PY) tools/demo.py
 
-# eager vs torch.compile vs kiln; rewrites the generated part of
-# docs/performance.md (about 10 minutes on 2 cores).
+# eager vs torch.compile vs kiln; rewrites the generated parts of
+# docs/performance.md: small shapes (tools/bench.py, about 10 minutes on 2
+# cores), then the real sizes (tools/bench_real.py: 224-px CNNs, BERT-base,
+# GPT-2; torch.compile takes minutes per model here, so select rows with
+# e.g. `make bench BENCH_REAL_ARGS="--only resnet50"`).
+BENCH_REAL_ARGS ?=
 bench: build
 	$(PY) tools/bench.py
 	$(PY) tools/bench_export.py
 	$(PY) tools/bench_training.py --inductor
+	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

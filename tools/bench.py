@@ -441,11 +441,13 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
     return "\n".join(out)
 
 
-def write_docs(section: str, path: str) -> None:
+def write_docs(section: str, path: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replaces the section between `begin` and `end` of `path` (or adds it
+    before the first `## ` heading)."""
     text = open(path).read() if os.path.exists(path) else "# kiln performance\n"
-    block = f"{BEGIN}\n{section}\n{END}"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text,
+    block = f"{begin}\n{section}\n{end}"
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text,
                       flags=re.S)
     else:
         head, sep, rest = text.partition("\n## ")

@@ -112,6 +112,42 @@ def _timm(name: str) -> Callable[[], nn.Module]:
     return make
 
 
+class LastHidden(nn.Module):
+    """A transformers model returning only its last hidden state (its
+    ModelOutput is not a tensor or tuple the benchmark can compare)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids).last_hidden_state
+
+
+def _hf_base(kind: str) -> Callable[[], nn.Module]:
+    """BERT-base or GPT-2 (124M) at their default configs (random init)."""
+    def make():
+        import transformers as tf
+        if kind == "gpt2":
+            return LastHidden(tf.GPT2Model(tf.GPT2Config(use_cache=False,
+                                                         attn_implementation="sdpa")))
+        return LastHidden(tf.BertModel(tf.BertConfig(attn_implementation="sdpa")))
+    return make
+
+
+def real_cases() -> list[Case]:
+    """The "real sizes" rows of tools/bench_real.py: what users deploy
+    (224-px torchvision CNNs, base-size transformers at sequence 128)."""
+    return [
+        Case("resnet50, 224 px", _tv("resnet50"), _randn(3, 224, 224)),
+        Case("mobilenet_v3_large, 224 px", _tv("mobilenet_v3_large"), _randn(3, 224, 224)),
+        Case("efficientnet_b0, 224 px", _tv("efficientnet_b0"), _randn(3, 224, 224)),
+        Case("convnext_tiny, 224 px", _tv("convnext_tiny"), _randn(3, 224, 224)),
+        Case("BERT-base, seq 128", _hf_base("bert"), _ids(128, 30522)),
+        Case("GPT-2 (124M), seq 128", _hf_base("gpt2"), _ids(128, 50257)),
+    ]
+
+
 def capture_cases() -> list[Case]:
     """The real models of the capture acceptance (batch 1 inputs)."""
     return [

@@ -7,9 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libdnnl-dev: oneDNN 2.6 (CPU, libgomp) for convolutions (runtime/cpu/
+# DnnlConv.cpp). PyPI's `onednn` wheel is the SYCL build: it pulls the DPC++
+# runtime and a newer intel-openmp/tbb than the pinned MKL wants.
 APT_PKGS=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools cmake ninja-build
           ccache lld libopenblas-dev libgtest-dev python3-venv clang-format-19
-          libssl-dev zlib1g-dev)
+          libssl-dev zlib1g-dev libdnnl-dev)
 # mkl: oneMKL's libmkl_rt for compiled GEMMs (the same 2024.2 MKL eager torch
 # links statically); kiln dlopens it from the venv's lib/ and falls back to
 # OpenBLAS without it. Its dependencies are pinned too (about 680 MB in all).

@@ -21,6 +21,7 @@
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/RuntimeSymbols.h"
 #include "runtime/CompileCache.h"
+#include "runtime/cpu/DnnlConv.h"
 #include "transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -183,6 +184,9 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
     return fail("kiln: no function @" + entry + " to compile");
 
   PassManager pm(ctx, ModuleOp::getOperationName());
+  // Convolutions go to oneDNN before kiln-decompose would expand them.
+  if (options.dnnlConvs && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass());
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm, CpuLoweringOptions{options.parallelLoops});
   std::optional<::kiln::rt::DiskCache> cache;

@@ -41,6 +41,12 @@ struct CpuCompileOptions {
   /// lose LLVM's alias facts about the arena's buffers). Recorded in the
   /// pipeline text, hence in the cache key.
   bool parallelLoops = true;
+  /// Run f32 kxk convolutions through oneDNN (kiln-cpu-convs-to-dnnl) when
+  /// kiln was built with it (kiln.config.dnnl_convs, KILN_DNNL_CONVS=1; off
+  /// by default: with the weights reordered on every call it does not beat
+  /// im2col + MKL yet, docs/performance.md). Recorded in the pipeline text,
+  /// hence in the cache key.
+  bool dnnlConvs = false;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
   /// KILN_PERF_JITDUMP=1). Not in the cache key.
   bool perfJitdump = false;

@@ -109,6 +109,57 @@ def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
+def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
+  let summary = "Runs f32 convolutions as oneDNN calls on channels-last buffers";
+  let description = [{
+    Runs on kiln IR, before `kiln-decompose` (the CPU compile driver adds it
+    when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and
+    `kiln.config.dnnl_convs` is on). Each `kiln.conv2d` with static shapes,
+    f32 operands and a kernel larger than 1x1 that is not depthwise becomes
+    the sequence below; 1x1 convolutions stay one GEMM on the NCHW layout
+    (MKL: as fast as oneDNN's 1x1 kernel without its weight reorder and
+    layout copies, measured on resnet50) and depthwise ones kiln's direct
+    loop nest:
+
+    - a copy of the input to NHWC (a permuting `linalg.generic`: a
+      `kiln.permute` would become a `linalg.transpose`, which does not fuse
+      with its producers), read through `bufferization.to_memref ...
+      read_only`;
+    - a 64-byte aligned `memref.alloc` of the NHWC result;
+    - a `func.call @kiln_dnnl_conv2d_f32` (declared with
+      `llvm.emit_c_interface`) on NCHW-shaped strided views of both
+      buffers and the weight, with strides, dilations, paddings, groups and
+      a ReLU flag as i64 constants;
+    - `bufferization.to_tensor ... restrict writable` of the result and a
+      `kiln.permute` back to NCHW.
+
+    The permutes are plain tensor ops, so elementwise fusion folds them into
+    the pointwise ops between convolutions (activations stay channels-last
+    from one convolution to the next). A `kiln.relu` that is the
+    convolution's only user becomes oneDNN's ReLU post-op. Other
+    convolutions (f16/bf16/f64, dynamic shapes, 1x1, depthwise) are left
+    alone.
+
+    Before:
+    ```mlir
+    %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+    ```
+    After (abridged):
+    ```mlir
+    %xt = linalg.generic {indexing_maps = [(n, h, w, c) -> (n, c, h, w), identity]} ins(%x) outs(...)
+    %xm = bufferization.to_memref %xt read_only : ...
+    %ym = memref.alloc() {alignment = 64 : i64} : memref<1x6x6x4xf32>
+    call @kiln_dnnl_conv2d_f32(%xv, %wv, %yv, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c0) : ...
+    %yt = bufferization.to_tensor %ym restrict writable : memref<1x6x6x4xf32>
+    %y = kiln.permute %yt {dims = array<i64: 0, 3, 1, 2>} : tensor<1x6x6x4xf32> -> tensor<1x4x6x6xf32>
+    ```
+  }];
+  // linalg and tensor are added by the pass (getDependentDialects).
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
+}
+
 def CpuCopiesToLoopsPass : Pass<"kiln-cpu-copies-to-loops", "ModuleOp"> {
   let summary = "Turns strided memref.copy ops into a parallel loop over rows";
   let description = [{

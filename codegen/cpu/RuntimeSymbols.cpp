@@ -8,6 +8,7 @@
 #include "codegen/cpu/RuntimeSymbols.h"
 
 #include "runtime/artifact/Imports.h"
+#include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/OpenMPShim.h"
 
 #include "llvm/IR/Constants.h"
@@ -43,7 +44,12 @@ llvm::Error checkRuntimeCalls(const llvm::Module &module) {
 }
 
 std::vector<std::pair<const char *, void *>> runtimeSymbols() {
-  return ::kiln::rt::cpuRuntimeImports(); // one table for the JIT and exported code
+  // One table for the JIT and exported code, plus the oneDNN convolution
+  // shims (JIT only: exported code does not call them, Model.cpp refuses it).
+  std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::cpuRuntimeImports();
+  for (auto symbol : ::kiln::rt::dnnlShimSymbols())
+    symbols.push_back(symbol);
+  return symbols;
 }
 
 } // namespace mlir::kiln

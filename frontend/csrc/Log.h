@@ -45,6 +45,8 @@ struct Options {
   /// Graphs that need gradients compile their backward (kiln-autodiff);
   /// false keeps the eager recompute backward (read at compile).
   bool compiledBackward = true;
+  /// f32 convolutions through oneDNN (CpuCompileOptions::dnnlConvs).
+  bool dnnlConvs = false;
 };
 
 /// The process-wide options.

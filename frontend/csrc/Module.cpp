@@ -36,7 +36,7 @@ nb::object checked(PyObject *r) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
-                bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward) {
+                bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward, bool dnnlConvs) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -60,6 +60,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.parallelLoops = parallelLoops;
   o.perfJitdump = perfJitdump;
   o.compiledBackward = compiledBackward;
+  o.dnnlConvs = dnnlConvs;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -130,7 +131,7 @@ NB_MODULE(_C, m) {
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
         nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
-        nb::arg("compiled_backward") = true);
+        nb::arg("compiled_backward") = true, nb::arg("dnnl_convs") = false);
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

@@ -107,3 +107,18 @@ def test_transformer_embedding_in_range_is_unchanged():
         assert_close(compiled(ids), f(ids))
         with pytest.raises(IndexError):
             compiled(torch.full((2, 7), 50))
+
+
+def test_training_graph_raises_too():
+    # The compiled forward of a training graph (kiln-autodiff) keeps the check.
+    model = torch.nn.Sequential(torch.nn.Embedding(30, 8), torch.nn.Linear(8, 2))
+    compiled = kiln.compile(model)
+    ids = torch.randint(0, 30, (3, 4))
+    compiled(ids).sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    model(ids).sum().backward()
+    for g, p in zip(got, model.parameters()):
+        assert_close(g, p.grad)
+    with pytest.raises(IndexError):
+        compiled(torch.full((3, 4), 30))

@@ -76,6 +76,13 @@ class _Config:
     # nests run on several threads when torch.get_num_threads() > 1 at compile
     # time. In cache key (the pipeline text records it).
     parallel_loops: bool = os.environ.get("KILN_PARALLEL_LOOPS", "1") != "0"
+    # KILN_DNNL_CONVS=1: f32 kxk convolutions (not 1x1, not depthwise) run
+    # as oneDNN calls on channels-last buffers (codegen/cpu/ConvsToDnnl.cpp)
+    # when kiln was built with oneDNN. Off by default: with the weights
+    # reordered to oneDNN's layout on every call it is not faster than
+    # im2col + MKL yet (docs/performance.md, "Real sizes"). In cache key (the
+    # pipeline text records it).
+    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "0") == "1"
     # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
     # records for `perf inject --jit`). Not in cache key.
     perf_jitdump: bool = os.environ.get("KILN_PERF_JITDUMP", "0") == "1"
@@ -124,6 +131,7 @@ def _push_to_native() -> None:
         perf_jitdump=config.perf_jitdump,
         cache_max_mb=max(0, int(config.cache_max_mb)),
         compiled_backward=bool(config.compiled_backward),
+        dnnl_convs=config.dnnl_convs,
     )
 
 

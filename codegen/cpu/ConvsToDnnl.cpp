@@ -1,0 +1,198 @@
+//===- ConvsToDnnl.cpp - f32 kiln.conv2d → oneDNN calls on NHWC buffers ------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements `kiln-cpu-convs-to-dnnl` (described in codegen/cpu/Passes.td):
+// before kiln-decompose, every static f32 `kiln.conv2d` with a kernel
+// larger than 1x1 that is not depthwise becomes a call of
+// runtime/cpu/DnnlConv.cpp on a channels-last copy of its input, writing a
+// channels-last result:
+//
+//   %xt = linalg.generic (NCHW → NHWC copy of %x)      // fused upstream
+//   %xm = bufferization.to_memref %xt read_only       // + NCHW-shaped views
+//   %ym = memref.alloc()                              // [N, OH, OW, F]
+//   func.call @kiln_dnnl_conv2d_f32(%xv, %wm, %yv, strides..., relu)
+//   %y  = kiln.permute (bufferization.to_tensor %ym restrict writable)
+//
+// The permutes are ordinary tensor ops: elementwise fusion merges them into
+// the pointwise ops between two convolutions (BatchNorm, ReLU, residual
+// adds), so activations between convolutions are written channels-last
+// once, not transposed twice. A `kiln.relu` that is the convolution's only
+// user is fused into the call (oneDNN post-op).
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/Passes.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_CPUCONVSTODNNLPASS
+#include "codegen/cpu/Passes.h.inc"
+
+namespace {
+
+constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
+
+/// memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>.
+MemRefType dynamicType(MLIRContext *ctx) {
+  SmallVector<int64_t> dyn(4, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
+  return MemRefType::get(dyn, Float32Type::get(ctx), layout);
+}
+
+func::FuncOp declareCallee(ModuleOp module) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kCallee))
+    return f;
+  MLIRContext *ctx = module.getContext();
+  MemRefType m = dynamicType(ctx);
+  SmallVector<Type> inputs = {m, m, m};
+  inputs.append(10, IntegerType::get(ctx, 64));
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
+  f.setPrivate();
+  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  return f;
+}
+
+/// `m` (any layout) as a fully dynamic strided memref whose dims are `m`'s
+/// dims taken in `order` (a view: no copy).
+Value permutedView(OpBuilder &b, Location loc, Value m, ArrayRef<int64_t> order) {
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t d : order) {
+    sizes.push_back(meta.getSizes()[d]);
+    strides.push_back(meta.getStrides()[d]);
+  }
+  return b.create<memref::ReinterpretCastOp>(loc, dynamicType(b.getContext()), meta.getBaseBuffer(),
+                                             meta.getOffset(), sizes, strides);
+}
+
+/// The tensor `t` as a strided memref, for reading only.
+Value readBuffer(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> dyn(type.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn);
+  auto memref = MemRefType::get(type.getShape(), type.getElementType(), layout);
+  auto op = b.create<bufferization::ToMemrefOp>(loc, memref, t);
+  op.setReadOnly(true);
+  return op;
+}
+
+/// `v` with dims permuted (result dim i = operand dim dims[i]) as a
+/// `linalg.generic` (not kiln.permute, whose linalg.transpose fuses only
+/// into generic consumers): elementwise fusion then merges the producers of
+/// a convolution's input into this copy, writing them channels-last.
+Value permuteGeneric(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  SmallVector<unsigned> inverse(dims.size());
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    shape.push_back(type.getDimSize(d));
+    inverse[d] = i;
+  }
+  Value init = b.create<tensor::EmptyOp>(loc, shape, type.getElementType());
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getPermutationMap(inverse, ctx),
+                                 AffineMap::getMultiDimIdentityMap(dims.size(), ctx)};
+  SmallVector<utils::IteratorType> iterators(dims.size(), utils::IteratorType::parallel);
+  return b
+      .create<linalg::GenericOp>(loc, init.getType(), v, init, maps, iterators,
+                                 [](OpBuilder &nb, Location nloc, ValueRange args) {
+                                   nb.create<linalg::YieldOp>(nloc, args[0]);
+                                 })
+      .getResult(0);
+}
+
+Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims)
+    shape.push_back(type.getDimSize(d));
+  return b.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
+                             b.getDenseI64ArrayAttr(dims));
+}
+
+/// Whether `op` goes to oneDNN: static f32, not depthwise (kiln's direct
+/// depthwise loop nest stays), not 1x1.
+bool qualifies(Conv2dOp op) {
+  auto in = cast<RankedTensorType>(op.getInput().getType());
+  auto wt = cast<RankedTensorType>(op.getWeight().getType());
+  if (!in.getElementType().isF32() || !in.hasStaticShape() || !wt.hasStaticShape() ||
+      !op.getType().hasStaticShape())
+    return false;
+  int64_t groups = op.getGroups();
+  if (groups > 1 && groups == in.getDimSize(1))
+    return false;
+  // 1x1: one GEMM on the NCHW layout already (MKL), as fast as oneDNN's
+  // 1x1 kernel without its weight reorder and layout copies.
+  return wt.getDimSize(2) * wt.getDimSize(3) > 1;
+}
+
+void rewrite(Conv2dOp op, func::FuncOp callee) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  // A ReLU that is the only user is applied by oneDNN.
+  Operation *relu = op->hasOneUse() ? *op->getUsers().begin() : nullptr;
+  if (relu && !isa<ReluOp>(relu))
+    relu = nullptr;
+  Value xm = readBuffer(b, loc, permuteGeneric(b, loc, op.getInput(), {0, 2, 3, 1}));
+  Value wm = readBuffer(b, loc, op.getWeight());
+  RankedTensorType type = op.getType();
+  auto nhwc = MemRefType::get(
+      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
+      type.getElementType());
+  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
+  SmallVector<Value> args = {permutedView(b, loc, xm, {0, 3, 1, 2}),
+                             b.create<memref::CastOp>(loc, dynamicType(b.getContext()), wm),
+                             permutedView(b, loc, ym, {0, 3, 1, 2})};
+  SmallVector<int64_t> params(op.getStride());
+  llvm::append_range(params, op.getDilation());
+  llvm::append_range(params, op.getPadding());
+  params.push_back(op.getGroups());
+  params.push_back(relu ? 1 : 0);
+  DenseMap<int64_t, Value> constants;
+  for (int64_t p : params) {
+    Value &c = constants[p];
+    if (!c)
+      c = b.create<arith::ConstantIntOp>(loc, p, 64);
+    args.push_back(c);
+  }
+  b.create<func::CallOp>(loc, callee, args);
+  auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
+                                                    /*writable=*/true);
+  Value result = permute(b, loc, tensor, {0, 3, 1, 2});
+  if (relu) {
+    relu->getResult(0).replaceAllUsesWith(result);
+    relu->erase();
+  }
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+}
+
+struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    CpuConvsToDnnlPassBase::getDependentDialects(registry);
+    registry.insert<linalg::LinalgDialect, tensor::TensorDialect>();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Conv2dOp> convs;
+    module.walk([&](Conv2dOp op) {
+      if (qualifies(op))
+        convs.push_back(op);
+    });
+    if (convs.empty())
+      return;
+    func::FuncOp callee = declareCallee(module);
+    for (Conv2dOp op : convs)
+      rewrite(op, callee);
+  }
+};
+
+} // namespace
+} // namespace mlir::kiln

@@ -1,0 +1,47 @@
+//===- DnnlConv.h - oneDNN convolutions called by JIT'd code ------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The `_mlir_ciface_kiln_dnnl_conv2d_f32` function that
+// `kiln-cpu-convs-to-dnnl` calls: a 2-D f32 convolution by oneDNN (Debian's
+// libdnnl 2.6) on strided memref descriptors, with an optional fused ReLU.
+// Operands are described by their logical NCHW / FCHW dims and their
+// strides, so one entry point takes NCHW and channels-last (NHWC) buffers;
+// oneDNN picks its fastest kernel for the layout (brgconv on NHWC with
+// AVX-512). Built only when CMake finds oneDNN (KILN_HAVE_DNNL).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RUNTIME_CPU_DNNLCONV_H
+#define KILN_RUNTIME_CPU_DNNLCONV_H
+
+#include "runtime/MemRefDescriptor.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+extern "C" {
+/// y[N, F, OH, OW] = conv2d(x[N, C, H, W], w[F, C / groups, KH, KW]) with
+/// the given strides, dilations (1: none), low/high paddings (zeros) and
+/// groups, then max(y, 0) when `relu` is set. Every operand may have any
+/// strides (NCHW or NHWC buffers); y must not alias x or w. The oneDNN
+/// primitive of a shape is created once per thread and reused; the weights
+/// are reordered to its layout on every call (they may change between calls).
+void _mlir_ciface_kiln_dnnl_conv2d_f32(kiln::rt::StridedMemRef<float, 4> *x,
+                                       kiln::rt::StridedMemRef<float, 4> *w,
+                                       kiln::rt::StridedMemRef<float, 4> *y, int64_t strideH,
+                                       int64_t strideW, int64_t dilationH, int64_t dilationW,
+                                       int64_t padTop, int64_t padBottom, int64_t padLeft,
+                                       int64_t padRight, int64_t groups, int64_t relu);
+/// Calls of the shim above so far (all threads), or -1 when kiln was built
+/// without oneDNN. For tests (through ctypes on kiln._C).
+int64_t kilnDnnlConvCalls();
+}
+
+namespace kiln::rt {
+/// Whether kiln was built with oneDNN (the shim above exists).
+bool haveDnnl();
+/// (symbol name, address) of the oneDNN shims, for the JIT's symbol table
+/// (empty without oneDNN).
+std::vector<std::pair<const char *, void *>> dnnlShimSymbols();
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_CPU_DNNLCONV_H

@@ -1,0 +1,18 @@
+//===- DnnlConvNone.cpp - DnnlConv.h without oneDNN ------------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Built instead of DnnlConv.cpp when CMake finds no oneDNN: reports that
+// the shims are missing, so kiln-cpu-convs-to-dnnl is never scheduled and
+// convolutions keep the im2col + GEMM lowering.
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/DnnlConv.h"
+
+extern "C" int64_t kilnDnnlConvCalls() { return -1; }
+
+namespace kiln::rt {
+
+bool haveDnnl() { return false; }
+
+std::vector<std::pair<const char *, void *>> dnnlShimSymbols() { return {}; }
+
+} // namespace kiln::rt

@@ -1,0 +1,96 @@
+// RUN: kiln-opt %s -split-input-file -kiln-cpu-convs-to-dnnl | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-cpu-convs-to-dnnl | FileCheck %s --check-prefix=MAP
+
+// Tests that a padded f32 3x3 convolution becomes one oneDNN call on an
+// NHWC copy of the input (a permuting linalg.generic) and an NHWC result buffer, seen by the call as
+// NCHW-shaped strided views, with its window as i64 constants (strides 1 1,
+// dilations 1 1, paddings 1 1 1 1, groups 1, no ReLU), and that the result
+// is permuted back to NCHW (test/pipelines/conv-dnnl.mlir lowers it to LLVM).
+// MAP: #[[IN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+// MAP: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK: func.func private @kiln_dnnl_conv2d_f32(memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @conv3x3
+// CHECK-SAME: (%[[X:.*]]: tensor<1x8x6x6xf32>, %[[W:.*]]: tensor<4x8x3x3xf32>)
+// CHECK: %[[XT:.*]] = linalg.generic {indexing_maps = [#[[IN:.*]], #[[OUT:.*]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[X]] : tensor<1x8x6x6xf32>) outs(%{{.*}} : tensor<1x6x6x8xf32>)
+// CHECK: %[[XM:.*]] = bufferization.to_memref %[[XT]] read_only
+// CHECK: %[[WM:.*]] = bufferization.to_memref %[[W]] read_only
+// CHECK: %[[YM:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x6x6x4xf32>
+// CHECK: %[[XV:.*]] = memref.reinterpret_cast
+// CHECK: %[[WV:.*]] = memref.cast %[[WM]]
+// CHECK: %[[YV:.*]] = memref.reinterpret_cast
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: call @kiln_dnnl_conv2d_f32(%[[XV]], %[[WV]], %[[YV]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ZERO]])
+// CHECK: %[[YT:.*]] = bufferization.to_tensor %[[YM]] restrict writable
+// CHECK: %[[Y:.*]] = kiln.permute %[[YT]] {dims = array<i64: 0, 3, 1, 2>} : tensor<1x6x6x4xf32> -> tensor<1x4x6x6xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: kiln.conv2d
+func.func @conv3x3(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Tests that a ReLU that is the convolution's only user becomes the call's
+// ReLU flag (the last argument) and disappears; stride 2, dilation 2,
+// asymmetric padding and 2 groups are passed through.
+// CHECK-LABEL: func.func @grouped_strided_relu
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
+// CHECK: call @kiln_dnnl_conv2d_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[C2]], %[[C2]], %[[C2]], %[[C2]], %[[C0]], %[[C1]], %[[C1]], %[[C1]], %[[C2]], %[[C1]])
+// CHECK-NOT: kiln.relu
+// CHECK: kiln.permute
+// CHECK-NOT: kiln.relu
+// CHECK: return
+func.func @grouped_strided_relu(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<1x6x3x4xf32> {
+  %y = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, dilation = array<i64: 2, 2>, padding = array<i64: 0, 1, 1, 1>, groups = 2 : i64} : tensor<1x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x3x4xf32>
+  %r = kiln.relu %y : tensor<1x6x3x4xf32>
+  return %r : tensor<1x6x3x4xf32>
+}
+
+// -----
+
+// Tests that a ReLU is not fused when the convolution has another user.
+// CHECK-LABEL: func.func @negative_relu_with_other_user
+// CHECK: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK: call @kiln_dnnl_conv2d_f32({{.*}}, %[[C0]])
+// CHECK: %[[Y:.*]] = kiln.permute
+// CHECK: kiln.relu %[[Y]]
+func.func @negative_relu_with_other_user(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) {
+  %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  %r = kiln.relu %y : tensor<1x4x6x6xf32>
+  return %y, %r : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Tests that 1x1 (a GEMM on NCHW already), depthwise, non-f32 and dynamic
+// convolutions are left alone (and no callee is declared).
+// CHECK-NOT: kiln_dnnl_conv2d_f32
+// CHECK-LABEL: func.func @negative_pointwise
+// CHECK: kiln.conv2d
+// CHECK-LABEL: func.func @negative_depthwise
+// CHECK: kiln.conv2d
+// CHECK-LABEL: func.func @negative_f64
+// CHECK: kiln.conv2d
+// CHECK-LABEL: func.func @negative_dynamic
+// CHECK: kiln.conv2d
+// CHECK-NOT: kiln_dnnl_conv2d_f32
+func.func @negative_pointwise(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32> {
+  %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32> -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+func.func @negative_depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32> {
+  %y = kiln.conv2d %x, %w {groups = 8 : i64} : tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x4x4xf32>
+  return %y : tensor<1x8x4x4xf32>
+}
+func.func @negative_f64(%x: tensor<1x8x6x6xf64>, %w: tensor<4x8x3x3xf64>) -> tensor<1x4x4x4xf64> {
+  %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf64>, tensor<4x8x3x3xf64> -> tensor<1x4x4x4xf64>
+  return %y : tensor<1x4x4x4xf64>
+}
+func.func @negative_dynamic(%x: tensor<?x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> tensor<?x4x4x4xf32> {
+  %y = kiln.conv2d %x, %w : tensor<?x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<?x4x4x4xf32>
+  return %y : tensor<?x4x4x4xf32>
+}

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: Apache-2.0
+"""f32 kxk convolutions through oneDNN (codegen/cpu/ConvsToDnnl.cpp,
+runtime/cpu/DnnlConv.cpp; opt-in: kiln.config.dnnl_convs, switched on by
+a fixture here) against eager: NCHW and channels-last inputs,
+groups, dilation, asymmetric and 'same' padding, padding modes, odd sizes,
+stride 2, batches; the ReLU post-op; a ResNet bottleneck block (BatchNorm,
+residual add, 1x1 convolutions left on the GEMM path); and an in-place
+weight update between calls. Each test also checks how many convolutions
+the oneDNN shim ran (its call counter, through ctypes on kiln._C: 1x1
+convolutions stay GEMMs) and that kiln compiled the whole function. Skipped when kiln was built without
+oneDNN (Debian libdnnl-dev, tools/bootstrap.sh).
+"""
+import ctypes
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import kiln
+from conftest import assert_close, whole_graph
+
+_LIB = ctypes.CDLL(kiln._C.__file__)
+_LIB.kilnDnnlConvCalls.restype = ctypes.c_int64
+
+pytestmark = pytest.mark.skipif(_LIB.kilnDnnlConvCalls() < 0, reason="built without oneDNN")
+
+
+@pytest.fixture(autouse=True)
+def dnnl_on():
+    with kiln.config.patch(dnnl_convs=True):
+        yield
+
+
+def dnnl_calls() -> int:
+    return _LIB.kilnDnnlConvCalls()
+
+
+def compare(got, want):
+    scale = max(want.abs().max().item(), 1.0)
+    assert_close(got, want, rtol=1e-4, atol=1e-4 * scale)
+
+
+def check(fn, *args, convs=1):
+    """fn compiled as one graph matches eager on two calls, and the two
+    calls ran `convs` oneDNN convolutions each."""
+    before = dnnl_calls()
+    got = whole_graph(fn, *args, compare=compare)
+    assert dnnl_calls() - before == 2 * convs
+    return got
+
+
+CASES = [
+    # (batch, C, F, H, W, kernel, stride, padding, dilation, groups)
+    (1, 3, 8, 17, 15, 3, 1, 1, 1, 1),
+    (2, 8, 16, 9, 11, 3, 2, 1, 1, 1),
+    (1, 16, 8, 10, 10, 1, 1, 0, 1, 1),
+    (1, 16, 8, 11, 11, 1, 2, 0, 1, 1),
+    (3, 3, 8, 23, 23, 7, 2, 3, 1, 1),
+    (1, 8, 8, 12, 13, 3, 1, 2, 2, 1),
+    (1, 8, 12, 9, 9, 3, 1, 1, 1, 2),
+    (2, 16, 16, 7, 7, (3, 1), (2, 1), (1, 0), 1, 4),
+    (1, 4, 6, 8, 8, 2, 1, "same", 1, 1),
+    (1, 5, 7, 6, 9, 3, 1, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("n,c,f,h,w,kernel,stride,padding,dilation,groups", CASES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_conv2d_matches_eager(n, c, f, h, w, kernel, stride, padding, dilation, groups,
+                              channels_last):
+    torch.manual_seed(0)
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    x = torch.randn(n, c, h, w)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    wt, b = torch.randn(f, c // groups, kh, kw), torch.randn(f)
+
+    def fn(x, wt, b):
+        return F.conv2d(x, wt, b, stride=stride, padding=padding, dilation=dilation,
+                        groups=groups)
+
+    kiln.reset()
+    check(fn, x, wt, b, convs=0 if kh * kw == 1 else 1)
+
+
+def test_relu_post_op():
+    torch.manual_seed(0)
+    x, wt = torch.randn(1, 8, 10, 10), torch.randn(16, 8, 3, 3)
+    kiln.reset()
+    check(lambda x, wt: F.relu(F.conv2d(x, wt, padding=1)), x, wt)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_padding_modes(mode):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(4, 6, 3, padding=1, padding_mode=mode).eval()
+    x = torch.randn(1, 4, 9, 7)
+    kiln.reset()
+    with torch.no_grad():
+        check(conv, x)
+
+
+class Bottleneck(nn.Module):
+    """torchvision's ResNet bottleneck (eval): three conv-BN pairs, ReLUs,
+    a downsampling 1x1 conv on the residual path."""
+
+    def __init__(self, c=16, mid=8, out=32, stride=2):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, mid, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c2, self.b2 = nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid)
+        self.c3, self.b3 = nn.Conv2d(mid, out, 1, bias=False), nn.BatchNorm2d(out)
+        self.down = nn.Sequential(nn.Conv2d(c, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+        for bn in (self.b1, self.b2, self.b3, self.down[1]):
+            nn.init.uniform_(bn.weight, 0.5, 1.5)
+            nn.init.uniform_(bn.bias, -0.5, 0.5)
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = F.relu(self.b2(self.c2(y)))
+        return F.relu(self.b3(self.c3(y)) + self.down(x))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_bottleneck_block(channels_last):
+    torch.manual_seed(0)
+    block = Bottleneck().eval()
+    x = torch.randn(2, 16, 15, 15)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    kiln.reset()
+    with torch.no_grad():
+        got = check(block, x, convs=1)  # the 3x3; the three 1x1 are GEMMs
+    assert got.is_contiguous()  # user-visible output in eager's default format
+
+
+def test_off_by_default_keeps_im2col():
+    """Without the knob, convolutions keep kiln's own lowering."""
+    torch.manual_seed(0)
+    x, wt = torch.randn(1, 8, 10, 10), torch.randn(16, 8, 3, 3)
+    kiln.reset()
+    before = dnnl_calls()
+    with kiln.config.patch(dnnl_convs=False):
+        whole_graph(lambda x, wt: F.conv2d(x, wt, padding=1), x, wt, compare=compare)
+    assert dnnl_calls() == before
+
+
+def test_inplace_weight_update_between_calls():
+    """The weights are read on every call: an in-place update of a
+    parameter (same tensor, new values) changes the next result."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(8, 8, 3, padding=1).eval()
+    x = torch.randn(1, 8, 12, 12)
+    kiln.reset()
+    compiled = kiln.compile(conv)
+    with torch.no_grad():
+        compare(compiled(x), conv(x))
+        conv.weight.mul_(-2.0)
+        conv.bias.add_(1.0)
+        compare(compiled(x), conv(x))
