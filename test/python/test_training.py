@@ -281,3 +281,24 @@ def test_dropout_masks_agree_with_the_eager_backward_path():
         if compiled_backward:
             assert_compiled_backward(backward_calls=1)
     assert_close(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("how", ["detach", "item"])
+def test_values_eager_sees_without_history_keep_the_eager_backward(how):
+    # detach() is the same IR value as its input and .item() a Python number
+    # read from a graph value: kiln-autodiff would differentiate through
+    # both, so such graphs keep the eager-recompute backward.
+    w = torch.randn(4, requires_grad=True)
+
+    def f(x):
+        h = torch.tanh(x * w)
+        k = h.detach() if how == "detach" else h.sum().item()
+        return (h * k).sum()
+
+    x = torch.randn(4)
+    kiln.compile(f)(x).backward()
+    got, w.grad = w.grad.clone(), None
+    f(x).backward()
+    assert_close(got, w.grad, rtol=1e-5, atol=1e-6)
+    s = kiln.stats()
+    assert s["compiled_backwards"] == 0 and s["eager_backwards"] == 1, s

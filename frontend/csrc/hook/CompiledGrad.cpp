@@ -70,6 +70,13 @@ std::string unsupported(const Capture &cap) {
     return "the graph has symbolic sizes";
   if (!cap.effects.empty())
     return "the graph has side effects";
+  // Values eager sees without autograd history but kiln's IR does not tell
+  // apart from the tensors they came from: a Python number read from a
+  // tensor (`.item()`, `float(t)`), and `detach()` (the same IR value).
+  if (cap.madeScalars)
+    return "the graph uses Python numbers read from tensors (.item(), float(t))";
+  if (cap.module && (*cap.module)->hasAttr("kiln.detaches"))
+    return "the graph detaches a tensor (x.detach())";
   return "";
 }
 

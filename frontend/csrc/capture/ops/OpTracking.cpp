@@ -113,6 +113,12 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
   VarP r = op.handler(I, op.name, a);
   VarP in = a.get("input");
   bool inputTensor = in && in->isTensor();
+  // `detach()` is the same IR value as its input: kiln-autodiff would
+  // differentiate through it, so the module says a backward must not be
+  // compiled from this graph (hook/CompiledGrad.cpp).
+  if (mlir::Block *block = I.builder().getInsertionBlock(); op.is(Detaches) && block)
+    if (auto module = block->getParentOp()->getParentOfType<mlir::ModuleOp>())
+      module->setAttr("kiln.detaches", mlir::UnitAttr::get(module.getContext()));
   if (!r || !r->isTensor())
     return r;
   if (op.is(View)) {
