@@ -340,7 +340,8 @@ PyObject *replayView(PyObject *base, PyObject *steps) {
 PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                      const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
                      const std::vector<PyRef> *values = nullptr) {
-  // The clone built for each copied slot (borrowed: the tree holds it).
+  // The clone (or replayed view) built for each copied or view slot
+  // (borrowed: the tree holds it).
   std::vector<PyObject *> clones(slots.size(), nullptr);
   std::function<PyObject *()> build = [&]() -> PyObject * {
     size_t at = pos;
@@ -433,10 +434,15 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
     }
     if (s.kind == OutputSlot::Kind::Scalar) // a float/int/bool, exactly eager's
       return PyObject_CallMethod(results[s.index].get(), "item", nullptr);
-    if (s.kind == OutputSlot::Kind::InputView)
-      return replayView(inputs[s.index], s.constant.get());
-    if (s.kind == OutputSlot::Kind::GraphView)
-      return replayView(results[s.index].get(), s.constant.get());
+    if (s.kind == OutputSlot::Kind::InputView || s.kind == OutputSlot::Kind::GraphView) {
+      if (s.sameAs >= 0 && clones[s.sameAs]) { // the same view placed before
+        Py_INCREF(clones[s.sameAs]);
+        return clones[s.sameAs];
+      }
+      PyObject *base =
+          s.kind == OutputSlot::Kind::InputView ? inputs[s.index] : results[s.index].get();
+      return clones[at] = replayView(base, s.constant.get());
+    }
     PyObject *o = s.kind == OutputSlot::Kind::Graph   ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "capture/values/IdTokens.h"
+#include "capture/values/ViewSteps.h" // viewStepsTuple
 #include "mlir/IR/Verifier.h"
 
 #include <map>
@@ -61,19 +62,6 @@ PyRef keysTuple(const Var &v) {
     PyTuple_SET_ITEM(keys.get(), i, v.keys[i].get());
   }
   return keys;
-}
-
-/// The view steps of `v` as a tuple of (method name, argument tuple) pairs.
-PyRef viewStepsTuple(const Var &v) {
-  PyRef steps = PyRef::steal(PyTuple_New(v.viewSteps.size()));
-  for (size_t i = 0; i < v.viewSteps.size(); ++i) {
-    PyRef name = PyRef::steal(PyUnicode_FromString(v.viewSteps[i].first.c_str()));
-    const Var::ViewStep &st = v.viewSteps[i];
-    PyTuple_SET_ITEM(steps.get(), i,
-                     st.kwargs ? PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs.get())
-                               : PyTuple_Pack(2, name.get(), st.second.get()));
-  }
-  return steps;
 }
 
 /// Counts in `seen` the user objects built in the frame (Object Vars,
@@ -155,7 +143,21 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
   }
-  if (v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied) {
+  bool inputView = v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied;
+  if (v->isTensor() && !v->viewSteps.empty() && !v->copied && clones &&
+      (inputView || v->viewRoot)) {
+    // One view held in several places (a local and the stack at a break,
+    // `return y, y`) is one object: a step that copies in eager (contiguous,
+    // reshape of a strided tensor) must not give each place its own copy.
+    auto found = clones->find(v.get());
+    if (found != clones->end()) {
+      outputs.push_back(outputs[found->second]);
+      outputs.back().sameAs = found->second;
+      return;
+    }
+    (*clones)[v.get()] = (int)outputs.size();
+  }
+  if (inputView) {
     // A view of an input is rebuilt from the caller's tensor (it aliases it).
     outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, viewStepsTuple(*v)});
     return;

@@ -70,9 +70,10 @@ struct OutputSlot {
                      ///< Tuple: cls(tuple) (a torch.return_types structseq), or
                      ///< tuple.__new__(cls, tuple) for a Python tuple subclass
                      ///< (namedtuple); Object: the class
-  /// Graph/Input with `copy`: >= 0 when the same Python tensor was already
-  /// placed at output slot `sameAs` (one clone() held in several places,
-  /// e.g. a local and the stack at a break): that object, not a new clone.
+  /// Graph/Input with `copy`, InputView/GraphView: >= 0 when the same Python
+  /// tensor was already placed at output slot `sameAs` (one clone() or view
+  /// held in several places, e.g. a local and the stack at a break): that
+  /// object, not a new clone or replay.
   int sameAs = -1;
 };
 

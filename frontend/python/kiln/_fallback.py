@@ -231,6 +231,18 @@ def qualified_name(fn) -> str:
     return f"{mod}.{name}" if mod else name
 
 
+def view_copies(layout, steps):
+    """Whether replaying view ``steps`` on an input laid out as ``layout``
+    (sizes, strides, ...) gives a copy in eager (a contiguous() or reshape
+    of a strided tensor) rather than a view of it."""
+    sizes, strides = layout[0], layout[1]
+    root = torch.empty_strided(sizes, strides, device="meta")
+    t = root
+    for step in steps:
+        t = _replay(t, step)
+    return not torch._C._is_alias_of(t, root)
+
+
 def view_positions(sizes, layout, views, computed):
     """Per view (a tuple of view steps from a root of ``sizes``), the root's
     flat positions its elements are, row-major; or a str: why not. ``layout``:

@@ -54,6 +54,13 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   case Var::Kind::Tensor: {
     if (llvm::isa<mlir::BlockArgument>(v->value) || v->viewInput >= 0 || v->inputIndex >= 0)
       return;
+    // A copy is rebuilt as its own clone, its views from the graph's value:
+    // they would not alias it after the break as they do in eager.
+    const Var *root = v.get();
+    while (root->viewBase)
+      root = root->viewBase.get();
+    if (root != v.get() && root->copied)
+      fail("a view of a copy (clone(), a contiguous() or reshape that copies) is live");
     // Views of a computed tensor are rebuilt from it after the break
     // (OutputSlot::GraphView), unless a view op could not be replayed.
     bool replayedView = st.viewsReplay && v->viewRoot && !v->viewSteps.empty();

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
+#include "capture/values/IdTokens.h"
 
 #include <unordered_map>
 
@@ -179,26 +180,6 @@ void OpcodeHandlers::unaryNot(Interpreter &interp, Frame &f, const Instr &, Step
   pushBool(f, !interp.truthy(popValue(f)));
 }
 
-namespace {
-
-/// `a is b` for two tensor Vars: the same Var is the same object; different
-/// IR values are different objects; of two Vars of one value, a view, a
-/// detached or a copied tensor is a new object (`x.view_as(x) is x` is
-/// False), `x.contiguous() is x` holds only where `x` is contiguous (not
-/// known here: the comparison breaks), anything else is the same object.
-bool sameTensorObject(const VarP &a, const VarP &b) {
-  if (a == b)
-    return true;
-  if (a->value != b->value)
-    return false;
-  if ((a->selfIfContiguous && a->viewBase == b) || (b->selfIfContiguous && b->viewBase == a))
-    throw Unsupported(BreakCategory::PythonBuiltin,
-                      "'is' between a tensor and its contiguous(): eager answers by its strides");
-  return !(a->viewBase || b->viewBase || a->copied || b->copied);
-}
-
-} // namespace
-
 void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool same;
@@ -208,7 +189,11 @@ void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepCo
     throw Unsupported(BreakCategory::DataDependent,
                       "'is' between a Python number read from a tensor and another value");
   if (lhs->isTensor() || rhs->isTensor()) {
-    same = lhs->isTensor() && rhs->isTensor() && sameTensorObject(lhs, rhs);
+    const char *why = "";
+    int answer = lhs->isTensor() && rhs->isTensor() ? sameTensorIdentity(lhs, rhs, &why) : 0;
+    if (answer < 0)
+      throw Unsupported(BreakCategory::PythonBuiltin, std::string("'is' between ") + why);
+    same = answer == 1;
   } else if (!lhs->isConst() || !rhs->isConst()) {
     same = lhs.get() == rhs.get(); // containers built here are new objects
   } else {
@@ -226,13 +211,22 @@ void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, 
     found = dictFind(rhs, constObj(lhs, "operand")) >= 0;
   } else if (rhs->kind == Var::Kind::Tuple || rhs->kind == Var::Kind::List ||
              rhs->kind == Var::Kind::Iter) {
-    // `x in [a, b]` built here: identity for tensors, == for constants.
+    // `x in [a, b]` built here: per item `item is x or item == x`, in order.
     for (const VarP &item : interp.iterItems(rhs)) {
+      if (found)
+        break;
       if (lhs->isTensor() || item->isTensor()) {
-        if (lhs->isTensor() && item->isTensor() && lhs->value == item->value)
-          found = true;
-        else if (lhs->isTensor() != item->isTensor())
+        if (lhs->isTensor() != item->isTensor())
           throw Unsupported("'in' comparing a tensor with a Python value");
+        const char *why = "";
+        int same = sameTensorIdentity(lhs, item, &why);
+        if (same < 0)
+          throw Unsupported(BreakCategory::PythonBuiltin, std::string("'in' between ") + why);
+        if (!same) // eager compares the two with ==: data-dependent or raising
+          throw Unsupported(BreakCategory::DataDependent,
+                            "'in' compares two different tensors with == (eager: bool() of the "
+                            "elementwise result)");
+        found = true;
         continue;
       }
       int eq = PyObject_RichCompareBool(constObj(lhs, "operand"), constObj(item, "item"), Py_EQ);

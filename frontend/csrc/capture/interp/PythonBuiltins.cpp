@@ -91,19 +91,6 @@ VarP typeOf(const VarP &v, const std::vector<PyRef> &inputObjects) {
   return type ? makeConst(PyRef::borrow(type)) : nullptr;
 }
 
-/// Whether tensor Vars `a` and `b` are one Python object (Operators.cpp's
-/// `is`): the same Var, or Vars of one IR value none of which is a view, a
-/// copy or a contiguous() (unknown: nullopt).
-int sameTensorIdentity(const VarP &a, const VarP &b) {
-  if (a == b)
-    return 1;
-  if (a->value != b->value)
-    return 0;
-  if (a->selfIfContiguous || b->selfIfContiguous)
-    return -1;
-  return !(a->viewBase || b->viewBase || a->copied || b->copied);
-}
-
 /// The id() tokens of one capture, (Var, token) pairs, in a capsule that
 /// the capture keeps alive (IdTokens.h).
 using IdTable = std::vector<std::pair<VarP, PyRef>>;
@@ -151,10 +138,10 @@ VarP idOf(const VarP &v, std::vector<PyRef> &keepAlive,
     keepAlive.push_back(cap);
   }
   for (const auto &[w, token] : *table) {
-    int same = v->isTensor() && w->isTensor() ? sameTensorIdentity(v, w) : v == w;
+    const char *why = "";
+    int same = v->isTensor() && w->isTensor() ? sameTensorIdentity(v, w, &why) : v == w;
     if (same < 0)
-      throw Unsupported(BreakCategory::PythonBuiltin,
-                        "id() of a tensor and of its contiguous(): eager answers by its strides");
+      throw Unsupported(BreakCategory::PythonBuiltin, std::string("id() of ") + why);
     if (same)
       return makeConst(token);
   }

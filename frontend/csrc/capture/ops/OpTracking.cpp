@@ -9,6 +9,7 @@
 // input as in eager.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/values/ViewSteps.h"
 
 #include "ir/KilnOps.h"
 
@@ -127,6 +128,18 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
       return in;
     if (inputTensor) {
       recordView(in, r, op);
+      // A step that copies in eager (x.t().contiguous(), a reshape of a
+      // strided input): a new tensor, not a view (ViewSteps.h).
+      bool mayCopy =
+          r->viewInput >= 0 && r != in && !r->viewSteps.empty() &&
+          (r->viewSteps.back().first == "contiguous" || r->viewSteps.back().first == "reshape");
+      if (mayCopy)
+        if (PyRef layout = I.layoutRecipe(in); layout && viewStepsCopy(layout.get(), *r)) {
+          r->viewSteps.clear();
+          r->viewInput = -1;
+          r->fresh = r->copied = r->contiguousCopy = true;
+          return r;
+        }
       in->viewed = true;
       if (r->viewInput < 0 && !r->viewRoot && r->value != in->value)
         in->opaqueViews = true;

@@ -7,6 +7,7 @@
 // go through the op registry (TorchCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/values/ViewSteps.h"
 #include "GilOnce.h"
 
 #include "ir/KilnOps.h"
@@ -412,10 +413,15 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
   // The strides of a graph input are guarded (its Tensor guard); a view of
   // one gets eager's layout by replaying its view steps on a meta tensor
   // with the input's sizes and strides. Anything else: nullptr (a break).
+  // A copy made by a view step (ViewSteps.h) is contiguous.
   auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value);
-  int input = self->viewInput >= 0 ? self->viewInput : arg ? (int)arg.getArgNumber() : -1;
+  int input = self->contiguousCopy    ? -1
+              : self->viewInput >= 0  ? self->viewInput
+              : self->inputIndex >= 0 ? self->inputIndex
+              : arg                   ? (int)arg.getArgNumber()
+                                      : -1;
   const char *kwName = name == "stride" ? "dim" : "memory_format";
-  if (input < 0 || input >= (int)out_.inputs.size() || (self->viewInput < 0 && !arg) ||
+  if ((input < 0 && !self->contiguousCopy) || input >= (int)out_.inputs.size() ||
       self->vmapLevels > 0 || kwargs.size() > (kwargs.count(kwName) ? 1u : 0u) ||
       args.size() + kwargs.size() > 1)
     return nullptr;
@@ -427,21 +433,24 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
       return nullptr;
   const Guard *tg = nullptr;
   for (const Guard &g : out_.guards)
-    if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
+    if (input >= 0 && g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
       tg = &g;
-  if (!tg || (tg->strides.empty() && !tg->sizes.empty())) // symbolic: strides not fixed
+  auto type = ttype(self->value);
+  if (self->contiguousCopy ? !type.hasStaticShape()
+                           : !tg || (tg->strides.empty() && !tg->sizes.empty())) // symbolic
     return nullptr;
-  auto ints = [](const std::vector<int64_t> &v) {
-    PyRef t = PyRef::steal(PyTuple_New(v.size()));
-    for (size_t i = 0; i < v.size(); ++i)
-      PyTuple_SET_ITEM(t.get(), i, PyLong_FromLongLong(v[i]));
-    return t;
-  };
+  std::vector<int64_t> sizes = tg ? tg->sizes : std::vector<int64_t>(type.getShape());
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int i = (int)sizes.size() - 2; i >= 0; --i) // contiguous
+    strides[i] = strides[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
   static PyOnce emptyStridedOnce;
   PyObject *emptyStrided =
       emptyStridedOnce.get([] { return PyObject_GetAttrString(torchModule(), "empty_strided"); });
-  PyRef kw = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype", tg->dtype, "device", "meta"));
-  PyRef shapeArgs = PyRef::steal(PyTuple_Pack(2, ints(tg->sizes).get(), ints(tg->strides).get()));
+  PyObject *dtype = tg ? tg->dtype : dtypeObject(dtypeOf(type.getElementType()));
+  PyRef kw = PyRef::steal(Py_BuildValue("{s:O,s:s}", "dtype", dtype, "device", "meta"));
+  PyRef shapeArgs =
+      PyRef::steal(PyTuple_Pack(2, PyRef::steal(intTuple(sizes)).get(),
+                                PyRef::steal(intTuple(tg ? tg->strides : strides)).get()));
   PyRef t = PyRef::steal(PyObject_Call(emptyStrided, shapeArgs.get(), kw.get()));
   for (size_t i = 0; t && self->viewInput >= 0 && i < self->viewSteps.size(); ++i) {
     PyRef method = PyRef::steal(PyObject_GetAttrString(t.get(), self->viewSteps[i].first.c_str()));
@@ -466,28 +475,15 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
 }
 
 PyRef Interpreter::layoutRecipe(const VarP &self) {
+  // An input keeps its Var when in-place updates rebind its value.
   auto arg = llvm::dyn_cast<mlir::BlockArgument>(self->value);
-  int input = self->viewInput >= 0 ? self->viewInput : arg ? (int)arg.getArgNumber() : -1;
-  if (input < 0 || input >= (int)out_.inputs.size() || (self->viewInput < 0 && !arg) ||
-      self->vmapLevels > 0)
+  int input = self->viewInput >= 0    ? self->viewInput
+              : self->inputIndex >= 0 ? self->inputIndex
+              : arg                   ? (int)arg.getArgNumber()
+                                      : -1;
+  if (self->vmapLevels > 0)
     return PyRef();
-  const Guard *tg = nullptr;
-  for (const Guard &g : out_.guards)
-    if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[input].source)
-      tg = &g;
-  if (!tg || tg->strides.size() != tg->sizes.size())
-    return PyRef();
-  PyRef steps = PyRef::steal(PyTuple_New(self->viewInput >= 0 ? self->viewSteps.size() : 0));
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(steps.get()); ++i) {
-    const Var::ViewStep &st = self->viewSteps[i];
-    PyRef name = PyRef::steal(PyUnicode_FromString(st.first.c_str()));
-    PyTuple_SET_ITEM(
-        steps.get(), i,
-        PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs ? st.kwargs.get() : Py_None));
-  }
-  PyRef sizes = PyRef::steal(intTuple(tg->sizes));
-  PyRef strides = PyRef::steal(intTuple(tg->strides));
-  return PyRef::steal(PyTuple_Pack(3, sizes.get(), strides.get(), steps.get()));
+  return inputLayout(out_, input, self->viewInput >= 0 ? self.get() : nullptr);
 }
 
 VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,

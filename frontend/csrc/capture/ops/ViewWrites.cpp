@@ -21,7 +21,7 @@
 // views whose elements overlap (eager raises), symbolic sizes.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
-#include "GilOnce.h"
+#include "capture/values/ViewSteps.h"
 
 #include "ir/KilnOps.h"
 
@@ -89,24 +89,9 @@ VarP writeThroughView(Interpreter &I, const VarP &target, Value result, const st
   if (!layout)
     refuse("the input's memory layout is not known");
   PyRef steps = PyRef::steal(PyTuple_New((Py_ssize_t)views.size()));
-  for (size_t i = 0; i < views.size(); ++i) {
-    PyRef one = PyRef::steal(PyTuple_New((Py_ssize_t)views[i]->viewSteps.size()));
-    for (size_t k = 0; k < views[i]->viewSteps.size(); ++k) {
-      const Var::ViewStep &st = views[i]->viewSteps[k];
-      PyRef name = PyRef::steal(PyUnicode_FromString(st.first.c_str()));
-      PyTuple_SET_ITEM(
-          one.get(), (Py_ssize_t)k,
-          PyTuple_Pack(3, name.get(), st.second.get(), st.kwargs ? st.kwargs.get() : Py_None));
-    }
-    PyTuple_SET_ITEM(steps.get(), (Py_ssize_t)i, one.release());
-  }
-  static PyOnce helperOnce;
-  PyObject *helper = helperOnce.get([] {
-    PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._fallback"));
-    PyObject *fn = mod ? PyObject_GetAttrString(mod.get(), "view_positions") : nullptr;
-    PyErr_Clear();
-    return fn;
-  });
+  for (size_t i = 0; i < views.size(); ++i)
+    PyTuple_SET_ITEM(steps.get(), (Py_ssize_t)i, viewStepsTuple(*views[i]).release());
+  PyObject *helper = viewPositionsFunction();
   auto rootShape = ttype(root->value).getShape();
   PyRef sizes = PyRef::steal(intTuple({rootShape.begin(), rootShape.end()}));
   PyRef answer = helper ? PyRef::steal(PyObject_CallFunctionObjArgs(

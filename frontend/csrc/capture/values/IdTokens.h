@@ -18,10 +18,17 @@
 
 #include "PyRef.h"
 #include "GilOnce.h"
+#include "capture/values/Value.h"
 
 #include <Python.h>
 
 namespace kiln {
+
+/// Whether tensor Vars `a` and `b` are one Python object (`is`, id() tokens,
+/// identity in containers): 1 the same Var, or Vars of one IR value none of
+/// which is a view, a copy or a contiguous(); 0 different objects; -1 eager's
+/// answer is not known at capture (`why` says why: the caller breaks).
+int sameTensorIdentity(const VarP &a, const VarP &b, const char **why);
 
 /// The private token class (made once; process lifetime).
 inline PyObject *idTokenType() {

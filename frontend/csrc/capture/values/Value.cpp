@@ -102,4 +102,22 @@ PyRef seqAsConst(const VarP &v, int depth) {
   return out;
 }
 
+int sameTensorIdentity(const VarP &a, const VarP &b, const char **why) {
+  if (a == b)
+    return 1;
+  if (a->inputIndex >= 0 && b->inputIndex >= 0 && a->inputIndex != b->inputIndex) {
+    // Two tensors the caller passed (or kiln read from the frame): one
+    // object or two is the caller's choice per call (f(t, t)).
+    *why = "two input tensors: whether they are one object is the caller's choice per call";
+    return -1;
+  }
+  if (a->value != b->value)
+    return 0;
+  if (a->selfIfContiguous || b->selfIfContiguous) {
+    *why = "a tensor and its contiguous(): eager answers by its strides";
+    return -1;
+  }
+  return !(a->viewBase || b->viewBase || a->copied || b->copied);
+}
+
 } // namespace kiln

@@ -96,6 +96,9 @@ struct Var {
   /// Tensor: a copy (`clone()`) in eager: it must not be returned as the same
   /// tensor object as an input or another result.
   bool copied = false;
+  /// Tensor: a view step of an input that copies in eager (ViewSteps.h): a
+  /// new contiguous tensor (fresh and copied; layout queries answer so).
+  bool contiguousCopy = false;
   /// Tensor: `viewBase.contiguous()`: in eager the base itself where the base
   /// is contiguous, else a copy (`is` between the two cannot be answered).
   bool selfIfContiguous = false;
