@@ -76,6 +76,42 @@ void countObjects(const VarP &v, std::map<const Var *, int> &seen, int depth = 0
     countObjects(item, seen, depth + 1);
 }
 
+/// A view of an input or of a computed tensor as a slot that replays it
+/// (so it aliases its base as in eager); false for other values.
+bool addViewSlot(Capture &out, std::vector<mlir::Value> &results, const VarP &v,
+                 std::vector<OutputSlot> &outputs, std::map<const Var *, int> *clones) {
+  bool inputView = v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied;
+  if (v->isTensor() && !v->viewSteps.empty() && !v->copied && clones &&
+      (inputView || v->viewRoot)) {
+    // One view held in several places (a local and the stack at a break,
+    // `return y, y`) is one object.
+    auto found = clones->find(v.get());
+    if (found != clones->end()) {
+      outputs.push_back(outputs[found->second]);
+      outputs.back().sameAs = found->second;
+      return true;
+    }
+    (*clones)[v.get()] = (int)outputs.size();
+  }
+  if (inputView) {
+    // A view of an input is rebuilt from the caller's tensor (it aliases it).
+    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, viewStepsTuple(*v)});
+    return true;
+  }
+  if (v->isTensor() && v->viewRoot && !v->viewSteps.empty() && !v->copied &&
+      !recomputesForAutograd(out)) {
+    // A view of a computed tensor is rebuilt from that tensor, so that it
+    // aliases it (and its other views) as in eager.
+    auto found = std::find(results.begin(), results.end(), v->viewRoot);
+    if (found == results.end())
+      found = results.insert(results.end(), v->viewRoot);
+    outputs.push_back(
+        {OutputSlot::Kind::GraphView, (int)(found - results.begin()), viewStepsTuple(*v)});
+    return true;
+  }
+  return false;
+}
+
 /// Adds the Python result `v` (and, for a tuple/list, its items after it)
 /// to the result tree. `clones` (result tree only) maps each copied tensor
 /// Var already placed to its slot, so a Var held twice is one object
@@ -143,36 +179,8 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
       addOutput(out, results, inputs, item, depth + 1, &outputs, clones);
     return;
   }
-  bool inputView = v->isTensor() && v->viewInput >= 0 && !v->viewSteps.empty() && !v->copied;
-  if (v->isTensor() && !v->viewSteps.empty() && !v->copied && clones &&
-      (inputView || v->viewRoot)) {
-    // One view held in several places (a local and the stack at a break,
-    // `return y, y`) is one object: a step that copies in eager (contiguous,
-    // reshape of a strided tensor) must not give each place its own copy.
-    auto found = clones->find(v.get());
-    if (found != clones->end()) {
-      outputs.push_back(outputs[found->second]);
-      outputs.back().sameAs = found->second;
-      return;
-    }
-    (*clones)[v.get()] = (int)outputs.size();
-  }
-  if (inputView) {
-    // A view of an input is rebuilt from the caller's tensor (it aliases it).
-    outputs.push_back({OutputSlot::Kind::InputView, v->viewInput, viewStepsTuple(*v)});
+  if (addViewSlot(out, results, v, outputs, clones))
     return;
-  }
-  if (v->isTensor() && v->viewRoot && !v->viewSteps.empty() && !v->copied &&
-      !recomputesForAutograd(out)) {
-    // A view of a computed tensor is rebuilt from that tensor, so that it
-    // aliases it (and its other views) as in eager.
-    auto found = std::find(results.begin(), results.end(), v->viewRoot);
-    if (found == results.end())
-      found = results.insert(results.end(), v->viewRoot);
-    outputs.push_back(
-        {OutputSlot::Kind::GraphView, (int)(found - results.begin()), viewStepsTuple(*v)});
-    return;
-  }
   if (v->isTensor() && v->inputIndex >= 0) {
     // The caller's tensor itself (after in-place updates, their write-back).
     outputs.push_back({OutputSlot::Kind::Input, v->inputIndex, {}, v->copied});
