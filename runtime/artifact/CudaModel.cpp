@@ -53,7 +53,7 @@ std::unique_ptr<CudaModel> CudaModel::load(const Artifact &a, int device, Error 
   std::string why;
   int count = 0, major = 0, minor = 0;
   if (!cuda::deviceCount(count, why)) {
-    error = driverError("no CUDA", why);
+    error = fail(KILN_ERROR_DRIVER, why);
     return nullptr;
   }
   if (device >= count) {
