@@ -11,6 +11,7 @@ corrupted CUDA sections are errors. On a GPU machine the same tests
 """
 import os
 import re
+import subprocess
 import textwrap
 
 import pytest
@@ -202,3 +203,12 @@ def test_cuda_artifact_runs_in_host_emulation(tmp_path, make, shape):
     r = run_python(EMULATE.format(data=data, path=path), env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ok"), r.stdout
+    # kiln-run (no Python): host .npy inputs copied in and out.
+    tool = os.path.join(HERE, "..", "..", "build", "bin", "kiln-run")
+    np = pytest.importorskip("numpy")
+    if make is mlp and os.path.exists(tool):
+        np.save(tmp_path / "x.npy", x.numpy())
+        out = subprocess.run([tool, path, "--inputs", str(tmp_path / "x.npy"), "--device", "cuda",
+                              "--bench", "3"], capture_output=True, text=True,
+                             env={**os.environ, **env}, check=True).stdout
+        assert abs(float(out.split(" sum ")[1].split()[0]) - want.sum().item()) < 1e-3, out
