@@ -97,7 +97,9 @@ std::unique_ptr<Artifact> Artifact::open(const std::string &path, Error &error) 
   }
   a->size_ = (uint64_t)st.st_size;
   if (a->size_ > 0) {
-    void *m = mmap(nullptr, a->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: every page is read next (checksums), and mapping them in
+    // one call costs a fraction of one page fault each.
+    void *m = mmap(nullptr, a->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     a->map_ = m == MAP_FAILED ? nullptr : m;
   }
   ::close(fd);
