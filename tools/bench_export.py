@@ -74,6 +74,7 @@ def load_ms(path, cold, repeats=5):
     for _ in range(repeats):
         if cold:
             fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)  # dirty pages (a fresh export) cannot be dropped
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
         t0 = time.perf_counter()

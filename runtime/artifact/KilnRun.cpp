@@ -3,6 +3,7 @@
 //
 //   kiln-run model.kiln --inputs a.npy b.npy [--bench N] [--threads N] [--blas MKL]
 //            [--device cpu|cpu-baseline|cuda:N]   (CUDA: host inputs copied in and out)
+//            [--cuda-driver PATH] [--cublaslt PATH] (other libraries than libcuda.so.1, ...)
 //
 // Loads the artifact (printing the load time), runs it on the .npy inputs
 // and prints each output's name, shape, dtype and checksum (the sum of its
@@ -34,6 +35,7 @@ struct Args {
   int threads = 0;
   std::string blas;
   std::string device = "cpu";
+  std::string cudaDriver, cublasLt; ///< "" : libcuda.so.1, libcublasLt.so.N
 };
 
 bool parseArgs(int argc, char **argv, Args &a) {
@@ -46,6 +48,10 @@ bool parseArgs(int argc, char **argv, Args &a) {
       a.blas = argv[++i];
     } else if (s == "--device" && i + 1 < argc) {
       a.device = argv[++i];
+    } else if (s == "--cuda-driver" && i + 1 < argc) {
+      a.cudaDriver = argv[++i];
+    } else if (s == "--cublaslt" && i + 1 < argc) {
+      a.cublasLt = argv[++i];
     } else if ((s == "--bench" || s == "--threads") && i + 1 < argc) {
       (s == "--bench" ? a.bench : a.threads) = std::atoi(argv[++i]);
     } else if (a.model.empty() && s.rfind("--", 0) != 0) {
@@ -96,14 +102,13 @@ int main(int argc, char **argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr, "usage: kiln-run model.kiln --inputs a.npy ... [--bench N] "
-                         "[--threads N] [--blas path/to/libmkl_rt.so.2] [--device cpu|cuda:N]\n");
+                         "[--threads N] [--blas path/to/libmkl_rt.so.2] [--device cpu|cuda:N] "
+                         "[--cuda-driver libcuda.so.1] [--cublaslt PATH]\n");
     return 2;
   }
   if (args.threads > 0)
     kiln_set_num_threads(args.threads);
-  // As kiln_runtime (Python) does: the driver and cuBLASLt tests or odd
-  // installs name (NULL: the default sonames).
-  kiln_set_cuda_libraries(std::getenv("KILN_CUDA_DRIVER"), std::getenv("KILN_CUBLASLT"));
+  kiln_set_cuda_libraries(args.cudaDriver.c_str(), args.cublasLt.c_str());
   if (!args.blas.empty() && !kiln_set_blas_library(args.blas.c_str()))
     std::fprintf(stderr, "kiln-run: cannot use BLAS %s; using OpenBLAS\n", args.blas.c_str());
   try {

@@ -209,6 +209,7 @@ def test_cuda_artifact_runs_in_host_emulation(tmp_path, make, shape):
     if make is mlp and os.path.exists(tool):
         np.save(tmp_path / "x.npy", x.numpy())
         out = subprocess.run([tool, path, "--inputs", str(tmp_path / "x.npy"), "--device", "cuda",
-                              "--bench", "3"], capture_output=True, text=True,
-                             env={**os.environ, **env}, check=True).stdout
+                              "--bench", "3", "--cuda-driver", env["KILN_CUDA_DRIVER"],
+                              "--cublaslt", env["KILN_CUBLASLT"]], capture_output=True,
+                             text=True, env={**os.environ, **env}, check=True).stdout
         assert abs(float(out.split(" sum ")[1].split()[0]) - want.sum().item()) < 1e-3, out
