@@ -146,7 +146,9 @@ Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t num
   }
   if (!plan_->run(in.data(), out.data(), arena_.data(), nullptr, why) ||
       !cuda::synchronize(nullptr, why))
-    return fail(KILN_ERROR_CODE, "running the CUDA plan: " + why);
+    return fail(why.find("cuBLASLt not found") != std::string::npos ? KILN_ERROR_DRIVER
+                                                                    : KILN_ERROR_CODE,
+                "running the CUDA plan: " + why);
   if (p.indexCheck >= 0) {
     int64_t bad = 0;
     if (!cuda::copyToHost(device_, &bad, out[c.resultOutput[p.indexCheck]], sizeof(bad), why))

@@ -78,6 +78,19 @@ def test_cuda_artifact_sections_and_load_without_driver(tmp_path):
     """), env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("KILN_ERROR_DRIVER: ") and "CUDA driver not found" in r.stdout
+    # A driver but no cuBLASLt: the MLP's GEMMs say so.
+    env = {"KILN_CUDA_DRIVER": build_fake_driver(tmp_path),
+           "KILN_CUBLASLT": str(tmp_path / "no-cublaslt.so")}
+    r = run_python(textwrap.dedent(f"""
+        import torch, kiln_runtime
+        m = kiln_runtime.load({both!r}, "cuda")
+        try:
+            m(torch.randn(8, 64))
+        except kiln_runtime.KilnRuntimeError as e:
+            print(e)
+    """), env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("KILN_ERROR_DRIVER: running the CUDA plan: cuBLASLt not found")
     only = _export(tmp_path, model, x, target="cuda", name="cuda.kiln")
     assert "cpu_code" not in _artifact_file.sections(open(only, "rb").read())
     with pytest.raises(KilnRuntimeError, match="KILN_ERROR_UNSUPPORTED: .*no CPU build"):
