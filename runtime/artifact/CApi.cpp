@@ -156,6 +156,15 @@ kiln_status kiln_model_run(const kiln_model *m, const kiln_tensor *inputs, size_
   return KILN_OK;
 }
 
+kiln_status kiln_model_run_async(const kiln_model *m, const kiln_tensor *inputs, size_t numInputs,
+                                 kiln_tensor *outputs, size_t numOutputs, void *stream) {
+  if (!m)
+    return invalid("kiln_model_run_async: null model");
+  if (Error err = m->model->run(inputs, numInputs, outputs, numOutputs, stream, true))
+    return report(err);
+  return KILN_OK;
+}
+
 void kiln_set_num_threads(int threads) { kilnSetNumThreads(threads); }
 
 int kiln_set_blas_library(const char *path) { return kilnSetBlasLibrary(path ? path : ""); }

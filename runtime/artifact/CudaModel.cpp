@@ -95,32 +95,59 @@ Error CudaModel::upload(const Artifact &a) {
   const CudaSection &c = *a.cuda();
   std::string why;
   if (!weights_.allocate(device_, a.weightsSize(), why) ||
-      !weights_.upload(0, a.weights(), a.weightsSize(), why) ||
-      !arena_.allocate(device_, c.arenaBytes, why))
-    return driverError("device memory for the weights and the arena", why);
-  for (int g : p.userInputs) {
+      !weights_.upload(0, a.weights(), a.weightsSize(), why))
+    return driverError("device memory for the weights", why);
+  for (int g : p.userInputs)
     inputBytes_.push_back(staticBytes(p.inputs[g]));
-    inputStage_.push_back(std::make_unique<cuda::DeviceBuffer>());
-    if (!inputStage_.back()->allocate(device_, inputBytes_.back(), why))
-      return driverError("device memory for an input", why);
-  }
   outputBytes_.assign(c.numPlanOutputs, 0);
   for (size_t r = 0; r < p.results.size(); ++r)
     outputBytes_[c.resultOutput[r]] = staticBytes(p.results[r]);
-  for (size_t bytes : outputBytes_) {
-    outputStage_.push_back(std::make_unique<cuda::DeviceBuffer>());
-    if (!outputStage_.back()->allocate(device_, bytes, why))
-      return driverError("device memory for an output", why);
-  }
-  return {};
+  Error error;
+  scratchFor(nullptr, error); // the default stream's, allocated at load
+  return error;
 }
 
-Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t numOutputs) {
+CudaModel::Scratch *CudaModel::scratchFor(cuda::CUstream stream, Error &error) {
+  std::unique_ptr<Scratch> &slot = scratch_[stream];
+  if (slot)
+    return slot.get();
+  auto s = std::make_unique<Scratch>();
+  std::string why;
+  bool ok = s->arena.allocate(device_, artifact_->cuda()->arenaBytes, why);
+  for (auto *sizes : {&inputBytes_, &outputBytes_})
+    for (size_t bytes : *sizes) {
+      auto &list = sizes == &inputBytes_ ? s->inputs : s->outputs;
+      list.push_back(std::make_unique<cuda::DeviceBuffer>());
+      ok = ok && list.back()->allocate(device_, bytes, why);
+    }
+  if (!ok) {
+    scratch_.erase(stream);
+    error = driverError("device memory for the arena and staging buffers", why);
+    return nullptr;
+  }
+  slot = std::move(s);
+  return slot.get();
+}
+
+Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t numOutputs,
+                     cuda::CUstream stream, bool async) {
   const Plan &p = artifact_->plan();
   const CudaSection &c = *artifact_->cuda();
   std::lock_guard<std::mutex> hold(lock_);
+  Error error;
+  Scratch *scratch = scratchFor(stream, error);
+  if (!scratch)
+    return error;
   std::string why;
-  std::vector<void *> in(p.inputs.size()), out(outputStage_.size());
+  bool onHost = false; // a host tensor: synchronous copies, and wait
+  for (size_t k = 0; k < p.userInputs.size(); ++k)
+    onHost = onHost || inputs[k].device.device_type != KILN_DEVICE_CUDA;
+  for (size_t k = 0; k < numOutputs; ++k)
+    onHost = onHost || outputs[k].device.device_type != KILN_DEVICE_CUDA;
+  // Staging buffers may still be read by this stream's previous run.
+  if (onHost && !cuda::synchronize(stream, why))
+    return fail(KILN_ERROR_CODE, "waiting for the previous run: " + why);
+  std::vector<void *> in(p.inputs.size()), out(scratch->outputs.size());
   for (size_t g = 0; g < p.inputs.size(); ++g) {
     const InputSpec &s = p.inputs[g];
     if (s.weight) {
@@ -128,13 +155,14 @@ Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t num
       continue;
     }
     const kiln_tensor &t = inputs[s.user];
-    in[g] = t.device.device_type == KILN_DEVICE_CUDA ? at(t) : inputStage_[s.user]->data();
+    cuda::DeviceBuffer &stage = *scratch->inputs[s.user];
+    in[g] = t.device.device_type == KILN_DEVICE_CUDA ? at(t) : stage.data();
     if (t.device.device_type != KILN_DEVICE_CUDA &&
-        !inputStage_[s.user]->upload(0, at(t), inputBytes_[s.user], why))
+        !stage.upload(0, at(t), inputBytes_[s.user], why))
       return driverError("copying input " + std::to_string(s.user) + " to the device", why);
   }
   for (size_t j = 0; j < out.size(); ++j)
-    out[j] = outputStage_[j]->data();
+    out[j] = scratch->outputs[j]->data();
   // A caller's device output receives its result directly (the first one).
   std::vector<bool> direct(out.size(), false);
   for (size_t k = 0; k < numOutputs; ++k) {
@@ -144,11 +172,14 @@ Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t num
       direct[j] = true;
     }
   }
-  if (!plan_->run(in.data(), out.data(), arena_.data(), nullptr, why) ||
-      !cuda::synchronize(nullptr, why))
+  if (!plan_->run(in.data(), out.data(), scratch->arena.data(), stream, why))
     return fail(why.find("cuBLASLt not found") != std::string::npos ? KILN_ERROR_DRIVER
                                                                     : KILN_ERROR_CODE,
                 "running the CUDA plan: " + why);
+  if ((error = deliver(outputs, numOutputs, out, stream)))
+    return error;
+  if ((!async || onHost || p.indexCheck >= 0) && !cuda::synchronize(stream, why))
+    return fail(KILN_ERROR_CODE, "running the CUDA plan: " + why);
   if (p.indexCheck >= 0) {
     int64_t bad = 0;
     if (!cuda::copyToHost(device_, &bad, out[c.resultOutput[p.indexCheck]], sizeof(bad), why))
@@ -157,21 +188,27 @@ Error CudaModel::run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t num
       return fail(KILN_ERROR_INDEX, "index out of range: an index input was outside the dim it "
                                     "reads; eager raises IndexError");
   }
-  return deliver(outputs, numOutputs, out);
+  return {};
 }
 
-Error CudaModel::deliver(kiln_tensor *outputs, size_t numOutputs, const std::vector<void *> &out) {
+Error CudaModel::deliver(kiln_tensor *outputs, size_t numOutputs, const std::vector<void *> &out,
+                         cuda::CUstream stream) {
   const Plan &p = artifact_->plan();
   const CudaSection &c = *artifact_->cuda();
   std::string why;
+  bool waited = false;
   for (size_t k = 0; k < numOutputs; ++k) {
     int j = c.resultOutput[p.outputs[k]];
     void *dst = at(outputs[k]);
     if (dst == out[j])
       continue;
-    bool ok = outputs[k].device.device_type == KILN_DEVICE_CUDA
-                  ? cuda::copyOnDevice(device_, dst, out[j], outputBytes_[j], why)
-                  : cuda::copyToHost(device_, dst, out[j], outputBytes_[j], why);
+    bool ok;
+    if (outputs[k].device.device_type == KILN_DEVICE_CUDA) {
+      ok = cuda::copyOnDevice(device_, dst, out[j], outputBytes_[j], stream, why);
+    } else {
+      ok = (waited || (waited = cuda::synchronize(stream, why))) &&
+           cuda::copyToHost(device_, dst, out[j], outputBytes_[j], why);
+    }
     if (!ok)
       return driverError("copying output " + std::to_string(k) + " from the device", why);
   }

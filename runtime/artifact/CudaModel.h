@@ -6,11 +6,14 @@
 // driver compiles) loaded through runtime/cuda (libcuda by dlopen), the
 // launch plan created on it (runtime/cuda/Plan.h: kernels and cuBLASLt
 // GEMMs), the weights copied to device memory once, one scratch arena and
-// staging buffers for host tensors. A call takes device tensors (kDLCUDA,
-// used in place) or host tensors (copied to the device and back), runs the
-// plan on the null stream and waits for it. Calls of one model are
-// serialized (the plan and the arena are shared); Model has checked the
-// tensors' shapes and dtypes before.
+// per stream one arena and staging buffers. A call takes device tensors
+// (kDLCUDA, used in place) or host tensors (copied to the device and
+// back), launches the plan on the caller's stream (the legacy default
+// stream for kiln_model_run) and waits for it, unless asked not to and
+// every tensor is on the device and no index check needs reading. Launches
+// of one model are serialized (the plan object is shared); the GPU work of
+// runs on different streams may overlap (their scratch memory is their
+// stream's). Model has checked the tensors' shapes and dtypes before.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RUNTIME_ARTIFACT_CUDAMODEL_H
 #define KILN_RUNTIME_ARTIFACT_CUDAMODEL_H
@@ -19,6 +22,7 @@
 #include "runtime/cuda/DeviceMemory.h"
 #include "runtime/cuda/Plan.h"
 
+#include <map>
 #include <mutex>
 
 namespace kiln::rt::artifact {
@@ -30,22 +34,33 @@ public:
   static std::unique_ptr<CudaModel> load(const Artifact &a, int device, Error &error);
 
   int device() const { return device_; }
-  /// Runs on checked tensors (caller order; `symbols` bound by Model).
-  Error run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t numOutputs);
+  /// Runs on checked tensors (caller order) on `stream`; waits for the
+  /// GPU unless `async` (see the file comment).
+  Error run(const kiln_tensor *inputs, kiln_tensor *outputs, size_t numOutputs,
+            cuda::CUstream stream, bool async);
 
 private:
+  /// One stream's scratch memory: the arena and staging buffers for host
+  /// inputs and for plan outputs the caller does not receive on the device.
+  struct Scratch {
+    cuda::DeviceBuffer arena;
+    std::vector<std::unique_ptr<cuda::DeviceBuffer>> inputs, outputs;
+  };
   CudaModel() = default;
   Error upload(const Artifact &a);
+  /// `stream`'s scratch memory, allocated on its first run.
+  Scratch *scratchFor(cuda::CUstream stream, Error &error);
   /// Gives each caller output its value from plan output `from` (device
   /// pointer), copying unless it is that memory.
-  Error deliver(kiln_tensor *outputs, size_t numOutputs, const std::vector<void *> &out);
+  Error deliver(kiln_tensor *outputs, size_t numOutputs, const std::vector<void *> &out,
+                cuda::CUstream stream);
 
   const Artifact *artifact_ = nullptr;
   int device_ = 0;
   std::unique_ptr<cuda::Module> module_;
   std::unique_ptr<cuda::Plan> plan_;
-  cuda::DeviceBuffer weights_, arena_;
-  std::vector<std::unique_ptr<cuda::DeviceBuffer>> inputStage_, outputStage_;
+  cuda::DeviceBuffer weights_;
+  std::map<cuda::CUstream, std::unique_ptr<Scratch>> scratch_;
   std::vector<size_t> inputBytes_, outputBytes_; ///< per caller input / plan output
   std::mutex lock_;
 };

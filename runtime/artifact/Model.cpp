@@ -368,7 +368,7 @@ Error Model::checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
 }
 
 Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
-                 size_t numOutputs) const {
+                 size_t numOutputs, void *stream, bool async) const {
   const Plan &p = plan();
   std::vector<int64_t> symbols;
   if (Error err = bindInputs(inputs, numInputs, symbols))
@@ -379,7 +379,7 @@ Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outpu
   if (Error err = checkOutputs(outputs, numOutputs, symbols, resultData))
     return err;
   if (cuda_)
-    return cuda_->run(inputs, outputs, numOutputs);
+    return cuda_->run(inputs, outputs, numOutputs, static_cast<cuda::CUstream>(stream), async);
   std::vector<int64_t> words;
   std::vector<size_t> offsets;
   for (const InputSpec &in : p.inputs) {

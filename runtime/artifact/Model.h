@@ -47,9 +47,10 @@ public:
   Error bindInputs(const kiln_tensor *inputs, size_t n, std::vector<int64_t> &symbols) const;
   /// Output k's shape under `symbols`.
   std::vector<int64_t> outputShape(size_t k, const std::vector<int64_t> &symbols) const;
-  /// Checks inputs and outputs and runs the compiled code.
-  Error run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
-            size_t numOutputs) const;
+  /// Checks inputs and outputs and runs the compiled code (a CUDA model
+  /// on `stream`, waiting for it unless `async`: CudaModel::run).
+  Error run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs, size_t numOutputs,
+            void *stream = nullptr, bool async = false) const;
 
 private:
   Model() = default;

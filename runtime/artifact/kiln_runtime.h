@@ -116,6 +116,17 @@ KILN_API kiln_status kiln_model_run(const kiln_model *model, const kiln_tensor *
  * before the first CUDA load only. */
 KILN_API void kiln_set_cuda_libraries(const char *driver, const char *cublaslt);
 
+/* kiln_model_run for a CUDA model on `stream` (a CUstream; NULL: the
+ * legacy default stream), returning without waiting when every tensor is on
+ * the GPU: the outputs are ready when the stream gets there (torch: pass
+ * torch.cuda.current_stream().cuda_stream). Host tensors, and a model that
+ * checks index inputs, make it wait as kiln_model_run does. Each stream
+ * gets its own scratch memory (allocated on its first run). For a CPU
+ * model it is kiln_model_run. */
+KILN_API kiln_status kiln_model_run_async(const kiln_model *model, const kiln_tensor *inputs,
+                                          size_t num_inputs, kiln_tensor *outputs,
+                                          size_t num_outputs, void *stream);
+
 /* Threads of the BLAS calls and parallel loops of every model (<= 0: the
  * libraries' defaults). */
 KILN_API void kiln_set_num_threads(int threads);

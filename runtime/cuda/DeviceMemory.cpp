@@ -121,14 +121,14 @@ bool copyToHost(int device, void *dst, const void *src, size_t bytes, std::strin
           check(*api, mem->dtoh(dst, (CUdeviceptr)src, bytes), "cuMemcpyDtoH", error));
 }
 
-bool copyOnDevice(int device, void *dst, const void *src, size_t bytes, std::string &error) {
+bool copyOnDevice(int device, void *dst, const void *src, size_t bytes, CUstream stream,
+                  std::string &error) {
   const DriverApi *api = nullptr;
   const MemoryApi *mem = memoryApi(api, error);
   return mem && useDevice(device, error) &&
          (bytes == 0 ||
-          (check(*api, api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, nullptr),
-                 "cuMemcpyDtoDAsync", error) &&
-           check(*api, api->cuStreamSynchronize(nullptr), "cuStreamSynchronize", error)));
+          check(*api, api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, stream),
+                "cuMemcpyDtoDAsync", error));
 }
 
 bool DeviceBuffer::upload(size_t offset, const void *src, size_t bytes, std::string &error) {

@@ -47,11 +47,12 @@ private:
 bool useDevice(int device, std::string &error);
 
 /// Synchronous copies on device ordinal `device` (any device pointers,
-/// e.g. a caller's tensors; device to device goes through the null stream
-/// and waits).
+/// e.g. a caller's tensors).
 bool copyToDevice(int device, void *dst, const void *src, size_t bytes, std::string &error);
 bool copyToHost(int device, void *dst, const void *src, size_t bytes, std::string &error);
-bool copyOnDevice(int device, void *dst, const void *src, size_t bytes, std::string &error);
+/// A device-to-device copy queued on `stream` (not waited for).
+bool copyOnDevice(int device, void *dst, const void *src, size_t bytes, CUstream stream,
+                  std::string &error);
 
 } // namespace kiln::rt::cuda
 

@@ -173,6 +173,13 @@ for arr in (views, out_views):
 kiln_runtime._check(lib.kiln_model_run(m._handle, views, len(inputs), out_views, len(outs)))
 for g, w in zip(outs, want):
     torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+    g.zero_()
+# On another stream, not waited for (the fake runs launches at once): its
+# own scratch memory.
+kiln_runtime._check(lib.kiln_model_run_async(m._handle, views, len(inputs), out_views, len(outs),
+                                             0x5000))
+for g, w in zip(outs, want):
+    torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 # Four threads at once (runs of one CUDA model are serialized): all equal.
 import threading
 results = []

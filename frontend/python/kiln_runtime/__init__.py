@@ -14,8 +14,9 @@ Calls release the GIL (ctypes), so threads run one model concurrently.
 ``target="cuda:..."``) on CUDA tensors (outputs on the inputs' GPU) or CPU
 tensors (copied to the GPU and back); ``$KILN_CUDA_DRIVER`` and
 ``$KILN_CUBLASLT`` name the driver and cuBLASLt libraries (as for
-kiln.cuda; tests point them at a fake). Runs go on the legacy default
-stream and wait for the GPU.
+kiln.cuda; tests point them at a fake). Calls on CUDA tensors run on
+torch's current stream without waiting (kiln_model_run_async); calls on
+CPU tensors copy and wait.
 """
 from __future__ import annotations
 
@@ -85,6 +86,8 @@ def _library():
                                                  ctypes.POINTER(ctypes.c_int64)], st),
                     "kiln_model_run": ([p, ctypes.POINTER(_Tensor), sz,
                                         ctypes.POINTER(_Tensor), sz], st),
+                    "kiln_model_run_async": ([p, ctypes.POINTER(_Tensor), sz,
+                                              ctypes.POINTER(_Tensor), sz, p], st),
                     "kiln_set_num_threads": ([ctypes.c_int], None),
                     "kiln_set_cuda_libraries": ([ctypes.c_char_p, ctypes.c_char_p], None)}
             for name, (args, res) in sigs.items():
@@ -170,7 +173,13 @@ class LoadedModel:
                 static = list(shape[:ndim])
             outs.append(torch.empty(static, dtype=dtype, device=device))
             out_views[k] = self._view(outs[-1], keep)
-        _check(self._lib.kiln_model_run(self._handle, views, len(inputs), out_views, len(outs)))
+        if device.type == "cuda":  # on torch's current stream, not waited for
+            stream = torch.cuda.current_stream(device).cuda_stream
+            _check(self._lib.kiln_model_run_async(self._handle, views, len(inputs), out_views,
+                                                  len(outs), stream))
+        else:
+            _check(self._lib.kiln_model_run(self._handle, views, len(inputs), out_views,
+                                            len(outs)))
         structure = self.meta.get("output-structure", "tensor")
         if structure == "tensor":
             return outs[0]
