@@ -76,7 +76,8 @@ fi
 "$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json" || status=$?
 # Exported CUDA artifacts (kiln.export target cuda): libkiln_runtime.so built
 # here and carried along ($KILN_RUNTIME_LIB, else the source tree's copy).
-if [ -d "$EXPORTS" ] && "$PY" -c "import ctypes, kiln_runtime; ctypes.CDLL(kiln_runtime._library_path())" 2>/dev/null; then
+if [ -d "$EXPORTS" ] && PYTHONPATH="$ROOT/frontend/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
+    "import ctypes, kiln_runtime; ctypes.CDLL(kiln_runtime._library_path())" 2>/dev/null; then
   "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" --out "$RESULTS/gpu-exports.json" || status=$?
 else
   echo "gpu-check: no exported artifacts at $EXPORTS or no loadable libkiln_runtime: skipped"
