@@ -5,12 +5,13 @@ Per model (test/python/export_models.py: small, random init): p50 latency of
 eager PyTorch, the JIT path (kiln.compile), the artifact through kiln.load
 (ctypes + libkiln_runtime; host and x86-64 baseline builds) -- interleaved
 in one process --
-and through the kiln-run CLI (its own p50); the artifact's size against its
+and through the kiln-run CLI (its own p50; oneMKL GEMMs when the venv has
+libmkl_rt, like torch); the artifact's size against its
 weights' and code's; kiln.load's time with the file in the page cache (warm)
 and evicted from it with posix_fadvise(DONTNEED) (cold). One thread
 everywhere (a shared 2-core machine). Prints a markdown table.
 
-    .venv/bin/python tools/bench_export.py [--rounds 7] [--calls 50]
+    .venv/bin/python tools/bench_export.py [--rounds 7] [--calls 50] [--resnet18]
 """
 from __future__ import annotations
 
@@ -32,10 +33,19 @@ import kiln  # noqa: E402
 from export_models import CNN, BertBlock, GPT2Block, mlp  # noqa: E402
 from kiln import _artifact_file  # noqa: E402
 
-MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64)),
-          ("ResNet-like CNN, 4x3x32x32", CNN, (4, 3, 32, 32)),
-          ("BERT block, 2x16x64", BertBlock, (2, 16, 64)),
-          ("GPT-2 block, 2x16x64", GPT2Block, (2, 16, 64))]
+MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64), None),
+          ("MLP, dynamic batch [2, 64], run at 8", mlp, (8, 64), ({0: ("batch", 2, 64)},)),
+          ("ResNet-like CNN, 4x3x32x32", CNN, (4, 3, 32, 32), None),
+          ("BERT block, 2x16x64", BertBlock, (2, 16, 64), None),
+          ("GPT-2 block, 2x16x64", GPT2Block, (2, 16, 64), None)]
+
+
+def resnet18():
+    import torchvision
+    return torchvision.models.resnet18()
+
+
+RESNET18 = ("torchvision resnet18, 2x3x64x64", resnet18, (2, 3, 64, 64), None)
 
 
 def call_ms(fn, x, calls):
@@ -64,6 +74,7 @@ def load_ms(path, cold, repeats=5):
     for _ in range(repeats):
         if cold:
             fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)  # dirty pages (a fresh export) cannot be dropped
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
         t0 = time.perf_counter()
@@ -74,20 +85,24 @@ def load_ms(path, cold, repeats=5):
 
 
 def kiln_run_p50(path, x, tmp, calls):
+    """kiln-run's p50, with oneMKL for GEMMs when the venv has it (as torch
+    and the JIT path in this process)."""
     tool = os.path.join(ROOT, "build", "bin", "kiln-run")
     npy = os.path.join(tmp, "x.npy")
     np.save(npy, x.numpy())
+    mkl = os.path.join(ROOT, ".venv", "lib", "libmkl_rt.so.2")
+    blas = ["--blas", mkl] if os.path.exists(mkl) else []
     out = subprocess.run([tool, path, "--inputs", npy, "--bench", str(calls * 4), "--threads",
-                          "1"], capture_output=True, text=True, check=True).stdout
+                          "1", *blas], capture_output=True, text=True, check=True).stdout
     return float(out.split(" p50 ")[1].split()[0])
 
 
-def bench_model(name, make, shape, tmp, rounds, calls):
+def bench_model(name, make, shape, dynamic, tmp, rounds, calls):
     torch.manual_seed(0)
     model = make().eval()
     x = torch.randn(shape)
     path = os.path.join(tmp, "model.kiln")
-    kiln.export(model, (x,), path)
+    kiln.export(model, (x,), path, dynamic_shapes=dynamic)
     loaded = kiln.load(path)
     jit = kiln.compile(model)
 
@@ -115,12 +130,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--resnet18", action="store_true",
+                    help="also torchvision's resnet18 (random init; ~45 MiB of weights)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kiln-bench-export-") as tmp:
-        for name, make, shape in MODELS:
-            rows.append(bench_model(name, make, shape, tmp, a.rounds, a.calls))
+        for name, make, shape, dynamic in MODELS + ([RESNET18] if a.resnet18 else []):
+            rows.append(bench_model(name, make, shape, dynamic, tmp, a.rounds, a.calls))
     print("| model | eager ms | kiln JIT ms | kiln.load ms | kiln.load baseline ms "
           "| kiln-run p50 ms | artifact KiB | weights KiB | code KiB (host + baseline) "
           "| load warm ms | load cold ms |")

@@ -20,7 +20,9 @@
 # is the same script's CPU rehearsal on a machine without a GPU: a small
 # artifact (tools/cuda_artifact.py --small, built if missing), the fake
 # driver + cuBLASLt (test/python/cuda_fake) and host-compiled kernels run
-# tools/gpu_check.py --emulate; the models run tiny on the CPU.
+# tools/gpu_check.py --emulate; the models run tiny on the CPU; exported
+# CUDA artifacts (tools/gpu_check_export.py, built if missing) run on the fake
+# driver through libkiln_runtime.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 REHEARSE=0
@@ -30,6 +32,8 @@ if [ "${1:-}" = "--rehearse" ]; then
 fi
 PY="${PYTHON:-python3}"
 BUILD="${KILN_GPU_BUILD:-${TMPDIR:-/tmp}/kiln-gpu-runtime}"
+# Exported CUDA artifacts: tools/gpu_check_export.py --build build/gpu-check/exports
+EXPORTS="${KILN_GPU_EXPORTS:-$ROOT/build/gpu-check/exports}"
 RESULTS="${OUT:-$BUILD}"
 if [ $REHEARSE = 1 ]; then
   ARTIFACT="${1:-$ROOT/build/gpu-check/small.json.gz}"
@@ -61,12 +65,23 @@ if [ $REHEARSE = 1 ]; then
     --out "$RESULTS/gpu-check.json" || status=$?
   "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 1 --budget-s 0 \
     --out "$RESULTS/gpu-models.json" || status=$?
+  [ -d "$EXPORTS" ] || "$PY" "$ROOT/tools/gpu_check_export.py" --build "$EXPORTS"
+  "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" --emulate --fake-driver "$FAKE" \
+    --out "$RESULTS/gpu-exports.json" || status=$?
   echo "gpu-check: rehearsal done (status $status)"
   exit $status
 fi
 
 "$PY" "$ROOT/tools/gpu_check.py" --artifact "$ARTIFACT" --out "$RESULTS/gpu-check.json" || status=$?
 "$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json" || status=$?
+# Exported CUDA artifacts (kiln.export target cuda): libkiln_runtime.so built
+# here and carried along ($KILN_RUNTIME_LIB, else the source tree's copy).
+if [ -d "$EXPORTS" ] && PYTHONPATH="$ROOT/frontend/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
+    "import ctypes, kiln_runtime; ctypes.CDLL(kiln_runtime._library_path())" 2>/dev/null; then
+  "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" --out "$RESULTS/gpu-exports.json" || status=$?
+else
+  echo "gpu-check: no exported artifacts at $EXPORTS or no loadable libkiln_runtime: skipped"
+fi
 
 if "$PY" -c "import kiln._C" 2>/dev/null; then
   "$PY" -m pytest -q -m cuda "$ROOT/test/python" || status=$?

@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 namespace kiln::rt::artifact {
 namespace {
@@ -37,7 +36,7 @@ struct SectionEntry {
 Error checkSection(const uint8_t *base, uint64_t fileSize, uint64_t tableEnd, const SectionEntry &s,
                    unsigned index) {
   std::string which = "section " + std::to_string(index) + " (kind " + std::to_string(s.kind) + ")";
-  if (s.kind < (uint32_t)SectionKind::Meta || s.kind > (uint32_t)SectionKind::CpuCodeBaseline)
+  if (s.kind < (uint32_t)SectionKind::Meta || s.kind > kLastSectionKind)
     return fail(KILN_ERROR_FORMAT, which + ": unknown kind");
   if (s.offset % kSectionAlign || s.offset < tableEnd || s.offset > fileSize ||
       s.size > fileSize - s.offset)
@@ -78,18 +77,6 @@ Error checkHeader(const uint8_t *base, uint64_t size, uint32_t &count) {
 
 } // namespace
 
-uint32_t crc32Of(const void *data, uint64_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto *p = static_cast<const Bytef *>(data);
-  while (size > 0) {
-    uInt chunk = size > (1u << 30) ? (1u << 30) : (uInt)size;
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    size -= chunk;
-  }
-  return (uint32_t)crc;
-}
-
 Artifact::~Artifact() {
   if (map_)
     munmap(map_, size_);
@@ -110,7 +97,9 @@ std::unique_ptr<Artifact> Artifact::open(const std::string &path, Error &error) 
   }
   a->size_ = (uint64_t)st.st_size;
   if (a->size_ > 0) {
-    void *m = mmap(nullptr, a->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: every page is read next (checksums), and mapping them in
+    // one call costs a fraction of one page fault each.
+    void *m = mmap(nullptr, a->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     a->map_ = m == MAP_FAILED ? nullptr : m;
   }
   ::close(fd);
@@ -134,12 +123,11 @@ Error Artifact::validate() {
   uint64_t tableEnd = kHeaderSize + count * kSectionEntrySize;
   if (tableEnd > size_)
     return fail(KILN_ERROR_FORMAT, "truncated section table");
-  uint32_t crc = crc32(crc32(0L, Z_NULL, 0), base, 24);
-  crc = crc32(crc, base + kHeaderSize, (uInt)(count * kSectionEntrySize));
+  uint32_t crc = crc32Update(crc32Of(base, 24), base + kHeaderSize, count * kSectionEntrySize);
   if (crc != readLE<uint32_t>(base + 24))
     return fail(KILN_ERROR_CHECKSUM, "header checksum mismatch (the file is corrupt)");
-  const uint8_t *found[7] = {};
-  uint64_t sizes[7] = {};
+  const uint8_t *found[kLastSectionKind + 1] = {};
+  uint64_t sizes[kLastSectionKind + 1] = {};
   for (unsigned i = 0; i < count; ++i) {
     const uint8_t *e = base + kHeaderSize + i * kSectionEntrySize;
     SectionEntry s{readLE<uint32_t>(e), readLE<uint32_t>(e + 4), readLE<uint64_t>(e + 8),
@@ -154,11 +142,15 @@ Error Artifact::validate() {
     sizes[s.kind] = s.size;
   }
   const char *names[] = {"", "meta", "plan", "CPU code", "weights"};
+  bool cuda = found[(int)SectionKind::CudaPlan] || found[(int)SectionKind::CudaImages];
   for (unsigned k = 1; k <= 4; ++k)
-    if (!found[k])
+    if (!found[k] && !(k == (unsigned)SectionKind::CpuCode && cuda))
       return fail(KILN_ERROR_FORMAT, std::string("no ") + names[k] + " section");
+  if (cuda && !(found[(int)SectionKind::CudaPlan] && found[(int)SectionKind::CudaImages]))
+    return fail(KILN_ERROR_FORMAT, "a CUDA plan without CUDA images or the reverse");
   meta_ = std::string_view(reinterpret_cast<const char *>(found[1]), sizes[1]);
-  code_ = std::string_view(reinterpret_cast<const char *>(found[3]), sizes[3]);
+  if (found[3])
+    code_ = std::string_view(reinterpret_cast<const char *>(found[3]), sizes[3]);
   if (found[6])
     baselineCode_ = std::string_view(reinterpret_cast<const char *>(found[6]), sizes[6]);
   weights_ = found[4];
@@ -167,6 +159,15 @@ Error Artifact::validate() {
   std::string_view planText(reinterpret_cast<const char *>(found[2]), sizes[2]);
   if (!parsePlan(planText, weightsSize_, plan_, why))
     return fail(KILN_ERROR_FORMAT, why);
+  if (cuda) {
+    auto text = [&](SectionKind k) {
+      return std::string_view(reinterpret_cast<const char *>(found[(int)k]), sizes[(int)k]);
+    };
+    if (!parseCudaSection(text(SectionKind::CudaPlan), text(SectionKind::CudaImages), plan_, cuda_,
+                          why))
+      return fail(KILN_ERROR_FORMAT, why);
+    hasCuda_ = true;
+  }
   missingFeature_ = missingCpuFeature(metaValue("cpu-features"));
   return {};
 }

@@ -11,6 +11,7 @@
 #ifndef KILN_RUNTIME_ARTIFACT_ARTIFACT_H
 #define KILN_RUNTIME_ARTIFACT_ARTIFACT_H
 
+#include "runtime/artifact/CudaSection.h"
 #include "runtime/artifact/Plan.h"
 #include "runtime/artifact/kiln_runtime.h"
 
@@ -49,6 +50,8 @@ public:
   const uint8_t *weights() const { return weights_; }
   uint64_t weightsSize() const { return weightsSize_; }
   const Plan &plan() const { return plan_; }
+  /// The CUDA plan and images (target "cuda:..."), or null.
+  const CudaSection *cuda() const { return hasCuda_ ? &cuda_ : nullptr; }
   /// The value of `key` in the Meta section ("" when absent).
   std::string metaValue(std::string_view key) const;
 
@@ -63,10 +66,15 @@ private:
   const uint8_t *weights_ = nullptr;
   uint64_t weightsSize_ = 0;
   Plan plan_;
+  bool hasCuda_ = false;
+  CudaSection cuda_;
 };
 
-/// CRC-32 (zlib's polynomial) of `size` bytes at `data`.
+/// CRC-32 (zlib's polynomial) of `size` bytes at `data`, and `crc`
+/// continued over them (Crc32.cpp: folded with PCLMULQDQ where the CPU
+/// has it).
 uint32_t crc32Of(const void *data, uint64_t size);
+uint32_t crc32Update(uint32_t crc, const void *data, uint64_t size);
 
 /// The first CPU feature in `features` ("+avx2,+fma,-avx512f,...": the
 /// exporting machine's LLVM target features) that this CPU lacks, or "".

@@ -10,6 +10,8 @@
 
 #include "runtime/cpu/BlasShims.h"
 #include "runtime/cpu/Threads.h"
+#include "runtime/cuda/Cublaslt.h"
+#include "runtime/cuda/CudaDriver.h"
 
 #include <string>
 
@@ -69,7 +71,8 @@ const char *kiln_status_name(kiln_status s) {
                                 "KILN_ERROR_SHAPE",
                                 "KILN_ERROR_DTYPE",
                                 "KILN_ERROR_DEVICE",
-                                "KILN_ERROR_INDEX"};
+                                "KILN_ERROR_INDEX",
+                                "KILN_ERROR_DRIVER"};
   unsigned i = (unsigned)s;
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "KILN_ERROR_UNKNOWN";
 }
@@ -153,8 +156,22 @@ kiln_status kiln_model_run(const kiln_model *m, const kiln_tensor *inputs, size_
   return KILN_OK;
 }
 
+kiln_status kiln_model_run_async(const kiln_model *m, const kiln_tensor *inputs, size_t numInputs,
+                                 kiln_tensor *outputs, size_t numOutputs, void *stream) {
+  if (!m)
+    return invalid("kiln_model_run_async: null model");
+  if (Error err = m->model->run(inputs, numInputs, outputs, numOutputs, stream, true))
+    return report(err);
+  return KILN_OK;
+}
+
 void kiln_set_num_threads(int threads) { kilnSetNumThreads(threads); }
 
 int kiln_set_blas_library(const char *path) { return kilnSetBlasLibrary(path ? path : ""); }
+
+void kiln_set_cuda_libraries(const char *driver, const char *cublaslt) {
+  kiln::rt::cuda::setDriverLibraryName(driver ? driver : "");
+  kiln::rt::cuda::setCublasLtLibraryName(cublaslt ? cublaslt : "");
+}
 
 } // extern "C"

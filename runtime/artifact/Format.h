@@ -41,7 +41,13 @@ enum class SectionKind : uint32_t {
   /// Optional: the same library for the architecture's baseline CPU
   /// (x86-64 without AVX), used where the CPU lacks the exporter's features.
   CpuCodeBaseline = 6,
+  /// Optional (target "cuda:..."): the CUDA launch plan (CudaSection.h) and
+  /// the images it loads (cubins per arch, PTX, the CUDA source), always
+  /// both. An artifact has CPU code, CUDA sections or both.
+  CudaPlan = 7,
+  CudaImages = 8,
 };
+inline constexpr uint32_t kLastSectionKind = 8;
 
 } // namespace kiln::rt::artifact
 

@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 //   kiln-run model.kiln --inputs a.npy b.npy [--bench N] [--threads N] [--blas MKL]
+//            [--device cpu|cpu-baseline|cuda:N]   (CUDA: host inputs copied in and out)
+//            [--cuda-driver PATH] [--cublaslt PATH] (other libraries than libcuda.so.1, ...)
 //
 // Loads the artifact (printing the load time), runs it on the .npy inputs
 // and prints each output's name, shape, dtype and checksum (the sum of its
@@ -32,6 +34,8 @@ struct Args {
   int bench = 0;
   int threads = 0;
   std::string blas;
+  std::string device = "cpu";
+  std::string cudaDriver, cublasLt; ///< "" : libcuda.so.1, libcublasLt.so.N
 };
 
 bool parseArgs(int argc, char **argv, Args &a) {
@@ -42,6 +46,12 @@ bool parseArgs(int argc, char **argv, Args &a) {
         a.inputs.push_back(argv[++i]);
     } else if (s == "--blas" && i + 1 < argc) {
       a.blas = argv[++i];
+    } else if (s == "--device" && i + 1 < argc) {
+      a.device = argv[++i];
+    } else if (s == "--cuda-driver" && i + 1 < argc) {
+      a.cudaDriver = argv[++i];
+    } else if (s == "--cublaslt" && i + 1 < argc) {
+      a.cublasLt = argv[++i];
     } else if ((s == "--bench" || s == "--threads") && i + 1 < argc) {
       (s == "--bench" ? a.bench : a.threads) = std::atoi(argv[++i]);
     } else if (a.model.empty() && s.rfind("--", 0) != 0) {
@@ -92,16 +102,18 @@ int main(int argc, char **argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr, "usage: kiln-run model.kiln --inputs a.npy ... [--bench N] "
-                         "[--threads N] [--blas path/to/libmkl_rt.so.2]\n");
+                         "[--threads N] [--blas path/to/libmkl_rt.so.2] [--device cpu|cuda:N] "
+                         "[--cuda-driver libcuda.so.1] [--cublaslt PATH]\n");
     return 2;
   }
   if (args.threads > 0)
     kiln_set_num_threads(args.threads);
+  kiln_set_cuda_libraries(args.cudaDriver.c_str(), args.cublasLt.c_str());
   if (!args.blas.empty() && !kiln_set_blas_library(args.blas.c_str()))
     std::fprintf(stderr, "kiln-run: cannot use BLAS %s; using OpenBLAS\n", args.blas.c_str());
   try {
     auto t0 = Clock::now();
-    kiln::Model model(args.model);
+    kiln::Model model(args.model, args.device);
     std::printf("loaded %s in %.2f ms\n", args.model.c_str(), ms(Clock::now() - t0));
     std::vector<NpyArray> ins(args.inputs.size());
     std::vector<kiln::TensorView> views;

@@ -105,10 +105,11 @@ Model::~Model() {
 
 std::unique_ptr<Model> Model::load(const std::string &path, const std::string &device,
                                    Error &error) {
-  if (device != "cpu" && device != "cpu-baseline") {
+  int gpu = -1;
+  if (device != "cpu" && device != "cpu-baseline" && !parseCudaDevice(device, gpu)) {
     error = fail(KILN_ERROR_UNSUPPORTED, "device '" + device +
-                                             "': this runtime runs artifacts on 'cpu' (or "
-                                             "'cpu-baseline', the portable build) only");
+                                             "': this runtime runs artifacts on 'cpu', "
+                                             "'cpu-baseline' (the portable build) or 'cuda[:N]'");
     return nullptr;
   }
   std::unique_ptr<Model> m(new Model());
@@ -116,6 +117,19 @@ std::unique_ptr<Model> Model::load(const std::string &path, const std::string &d
   if (!m->artifact_)
     return nullptr;
   const Artifact &a = *m->artifact_;
+  if (gpu >= 0 || a.code().empty()) {
+    if (gpu >= 0)
+      m->cuda_ = CudaModel::load(a, gpu, error);
+    else
+      error = fail(KILN_ERROR_UNSUPPORTED, "the artifact has no CPU build (exported for CUDA "
+                                           "only); load it on 'cuda'");
+    if (!m->cuda_) {
+      error.message = path + ": " + error.message;
+      return nullptr;
+    }
+    m->describe();
+    return m;
+  }
   bool baseline = device == "cpu-baseline" || !a.missingFeature().empty();
   if (baseline && a.baselineCode().empty()) {
     error = fail(KILN_ERROR_UNSUPPORTED,
@@ -131,12 +145,16 @@ std::unique_ptr<Model> Model::load(const std::string &path, const std::string &d
     error.message = path + ": " + error.message;
     return nullptr;
   }
-  const Plan &p = m->plan();
-  for (int g : p.userInputs)
-    m->inputDims_.push_back(specDims(p.inputs[g]));
-  for (int r : p.outputs)
-    m->outputDims_.push_back(specDims(p.results[r]));
+  m->describe();
   return m;
+}
+
+void Model::describe() {
+  const Plan &p = plan();
+  for (int g : p.userInputs)
+    inputDims_.push_back(specDims(p.inputs[g]));
+  for (int r : p.outputs)
+    outputDims_.push_back(specDims(p.results[r]));
 }
 
 Error Model::loadCode() {
@@ -208,12 +226,18 @@ std::string dlpackName(kiln_dtype d) {
          std::to_string(d.lanes) + " lanes)";
 }
 
-/// Checks a tensor's device, dtype, rank, data pointer and contiguity.
-Error checkTensor(const kiln_tensor &t, const TensorSpec &s, const std::string &name) {
-  if (t.device.device_type != 1)
+/// Checks a tensor's device (the host's, or `gpu`: a CUDA model's
+/// device, -1 for a CPU model), dtype, rank, data pointer and contiguity.
+Error checkTensor(const kiln_tensor &t, const TensorSpec &s, const std::string &name, int gpu) {
+  bool onGpu = gpu >= 0 && t.device.device_type == KILN_DEVICE_CUDA;
+  if (t.device.device_type != KILN_DEVICE_CPU && !onGpu)
     return fail(KILN_ERROR_DEVICE, name + " is on device type " +
                                        std::to_string(t.device.device_type) +
-                                       "; the model runs on the CPU (device type 1)");
+                                       (gpu < 0 ? "; the model runs on the CPU (device type 1)"
+                                                : "; the model takes CPU or CUDA tensors"));
+  if (onGpu && t.device.device_id != gpu)
+    return fail(KILN_ERROR_DEVICE, name + " is on cuda:" + std::to_string(t.device.device_id) +
+                                       "; the model is loaded on cuda:" + std::to_string(gpu));
   uint8_t code, bits;
   dtypeToDLPack(s.dtype, code, bits);
   if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
@@ -253,7 +277,7 @@ Error Model::bindInputs(const kiln_tensor *inputs, size_t n, std::vector<int64_t
   for (size_t k = 0; k < n; ++k) {
     const TensorSpec &s = inputSpec(k);
     std::string name = inputName(k, s);
-    if (Error err = checkTensor(inputs[k], s, name))
+    if (Error err = checkTensor(inputs[k], s, name, cuda_ ? cuda_->device() : -1))
       return err;
     for (size_t d = 0; d < s.dims.size(); ++d) {
       int64_t v = inputs[k].shape[d];
@@ -328,7 +352,7 @@ Error Model::checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
   for (size_t k = 0; k < numOutputs; ++k) {
     const kiln_tensor &t = outputs[k];
     std::string name = "output " + std::to_string(k) + " ('" + p.outputNames[k] + "')";
-    if (Error err = checkTensor(t, outputSpec(k), name))
+    if (Error err = checkTensor(t, outputSpec(k), name, cuda_ ? cuda_->device() : -1))
       return err;
     std::vector<int64_t> shape = outputShape(k, symbols);
     for (size_t d = 0; d < shape.size(); ++d)
@@ -344,7 +368,7 @@ Error Model::checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
 }
 
 Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
-                 size_t numOutputs) const {
+                 size_t numOutputs, void *stream, bool async) const {
   const Plan &p = plan();
   std::vector<int64_t> symbols;
   if (Error err = bindInputs(inputs, numInputs, symbols))
@@ -354,6 +378,8 @@ Error Model::run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outpu
   std::vector<std::unique_ptr<char[]>> scratch;
   if (Error err = checkOutputs(outputs, numOutputs, symbols, resultData))
     return err;
+  if (cuda_)
+    return cuda_->run(inputs, outputs, numOutputs, static_cast<cuda::CUstream>(stream), async);
   std::vector<int64_t> words;
   std::vector<size_t> offsets;
   for (const InputSpec &in : p.inputs) {

@@ -15,6 +15,7 @@
 #define KILN_RUNTIME_ARTIFACT_MODEL_H
 
 #include "runtime/artifact/Artifact.h"
+#include "runtime/artifact/CudaModel.h"
 
 #include <vector>
 
@@ -25,7 +26,8 @@ public:
   ~Model();
   /// Validates `path` and loads its code for `device`: "cpu" (the host build,
   /// or the baseline build where this CPU lacks a feature the host build
-  /// needs) or "cpu-baseline" (the baseline build).
+  /// needs), "cpu-baseline" (the baseline build), "cuda" or "cuda:N" (the
+  /// CUDA build on GPU N: CudaModel).
   static std::unique_ptr<Model> load(const std::string &path, const std::string &device,
                                      Error &error);
 
@@ -45,13 +47,16 @@ public:
   Error bindInputs(const kiln_tensor *inputs, size_t n, std::vector<int64_t> &symbols) const;
   /// Output k's shape under `symbols`.
   std::vector<int64_t> outputShape(size_t k, const std::vector<int64_t> &symbols) const;
-  /// Checks inputs and outputs and runs the compiled code.
-  Error run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs,
-            size_t numOutputs) const;
+  /// Checks inputs and outputs and runs the compiled code (a CUDA model
+  /// on `stream`, waiting for it unless `async`: CudaModel::run).
+  Error run(const kiln_tensor *inputs, size_t numInputs, kiln_tensor *outputs, size_t numOutputs,
+            void *stream = nullptr, bool async = false) const;
 
 private:
   Model() = default;
   Error loadCode();
+  /// Fills inputDims_ and outputDims_ from the plan.
+  void describe();
   /// Checks the caller's outputs; `resultData[r]` becomes the memory of the
   /// first output returning graph result r.
   Error checkOutputs(const kiln_tensor *outputs, size_t numOutputs,
@@ -62,6 +67,7 @@ private:
   int codeFd_ = -1;       ///< the memory file holding the library (see loadCode)
   bool baseline_ = false; ///< runs the baseline build
   void (*entry_)(void **) = nullptr;
+  std::unique_ptr<CudaModel> cuda_; ///< the CUDA build, for a CUDA device
   std::vector<std::vector<int64_t>> inputDims_, outputDims_;
 };
 

@@ -33,12 +33,17 @@ typedef enum kiln_status {
   KILN_ERROR_SHAPE = 8,            /* an input's or output's shape violates the spec */
   KILN_ERROR_DTYPE = 9,            /* an input's or output's dtype violates the spec */
   KILN_ERROR_DEVICE = 10,          /* a tensor on a device the model does not run on */
-  KILN_ERROR_INDEX = 11            /* an index input out of range (eager raises IndexError) */
+  KILN_ERROR_INDEX = 11,           /* an index input out of range (eager raises IndexError) */
+  KILN_ERROR_DRIVER = 12 /* no usable CUDA driver, device or cuBLASLt; a failed CUDA call */
 } kiln_status;
+
+/* DLPack device types kiln runs on (DLDevice.device_type). */
+#define KILN_DEVICE_CPU 1  /* kDLCPU */
+#define KILN_DEVICE_CUDA 2 /* kDLCUDA */
 
 /* DLPack's DLDevice, DLDataType and DLTensor, field for field. */
 typedef struct kiln_device {
-  int32_t device_type; /* 1: CPU (kDLCPU) */
+  int32_t device_type; /* KILN_DEVICE_CPU or KILN_DEVICE_CUDA */
   int32_t device_id;
 } kiln_device;
 typedef struct kiln_dtype {
@@ -66,7 +71,13 @@ KILN_API const char *kiln_status_name(kiln_status status);
 /* Maps and validates the artifact at `path` and loads its code for
  * `device`: "cpu" (NULL too) runs the build for the exporting machine's CPU,
  * or the artifact's baseline build (x86-64 without AVX) where this CPU lacks
- * one of its features; "cpu-baseline" always runs the baseline build. */
+ * one of its features; "cpu-baseline" always runs the baseline build;
+ * "cuda" or "cuda:N" loads the CUDA build (kiln.export target "cuda:...":
+ * the cubin for the GPU's arch, else the PTX) on GPU N through the driver
+ * (libcuda.so.1, opened with dlopen: without one the load is
+ * KILN_ERROR_DRIVER) and copies the weights to the GPU. A CUDA model takes
+ * tensors on its GPU (used in place) or on the host (copied there and
+ * back); its runs are serialized and wait for the GPU before returning. */
 KILN_API kiln_status kiln_model_load(const char *path, const char *device, kiln_model **model);
 KILN_API void kiln_model_free(kiln_model *model);
 
@@ -99,6 +110,22 @@ KILN_API kiln_status kiln_model_output_shape(const kiln_model *model, const kiln
  * Thread-safe. */
 KILN_API kiln_status kiln_model_run(const kiln_model *model, const kiln_tensor *inputs,
                                     size_t num_inputs, kiln_tensor *outputs, size_t num_outputs);
+
+/* The CUDA driver and cuBLASLt libraries (paths or sonames; NULL or "":
+ * libcuda.so.1, libcublasLt.so.13/.12/.11) CUDA models open; effective
+ * before the first CUDA load only. */
+KILN_API void kiln_set_cuda_libraries(const char *driver, const char *cublaslt);
+
+/* kiln_model_run for a CUDA model on `stream` (a CUstream; NULL: the
+ * legacy default stream), returning without waiting when every tensor is on
+ * the GPU: the outputs are ready when the stream gets there (torch: pass
+ * torch.cuda.current_stream().cuda_stream). Host tensors, and a model that
+ * checks index inputs, make it wait as kiln_model_run does. Each stream
+ * gets its own scratch memory (allocated on its first run). For a CPU
+ * model it is kiln_model_run. */
+KILN_API kiln_status kiln_model_run_async(const kiln_model *model, const kiln_tensor *inputs,
+                                          size_t num_inputs, kiln_tensor *outputs,
+                                          size_t num_outputs, void *stream);
 
 /* Threads of the BLAS calls and parallel loops of every model (<= 0: the
  * libraries' defaults). */

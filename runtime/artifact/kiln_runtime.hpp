@@ -98,6 +98,13 @@ public:
     std::vector<kiln_tensor> in = raw(inputs), out = raw(outputs);
     check(kiln_model_run(model_, in.data(), in.size(), out.data(), out.size()));
   }
+  /// A CUDA model on `stream` (a CUstream), not waited for when every
+  /// tensor is on the GPU (kiln_model_run_async).
+  void runAsync(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs,
+                void *stream) const {
+    std::vector<kiln_tensor> in = raw(inputs), out = raw(outputs);
+    check(kiln_model_run_async(model_, in.data(), in.size(), out.data(), out.size(), stream));
+  }
   const kiln_model *get() const { return model_; }
 
 private:

@@ -10,7 +10,9 @@
 // the header, the section table and every section, wrong versions, random
 // byte overwrites): each must fail with an error or, when the damage lies in
 // bytes nothing reads (padding between sections), still give the exact
-// result. Exits nonzero on the first failure.
+// result; then, when the fixture has a CUDA artifact (mlp_cuda.kiln), 300
+// damaged copies of it loaded on "cuda" without a driver (validation must
+// reject them before the driver is needed). Exits nonzero on failures.
 //===----------------------------------------------------------------------===//
 #include "runtime/artifact/Npy.h"
 #include "runtime/artifact/kiln_runtime.hpp"
@@ -128,32 +130,46 @@ bool loadFails(const std::string &bytes, const std::string &path, NpyArray &x,
   return false;
 }
 
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// Damaged copy i of `good` (kind i % 6): a truncation, a bit flip in the
+/// header, the section table or a section (each in turn), a wrong version,
+/// a random byte anywhere.
+std::string mutate(const std::string &good, const std::vector<Section> &sections, int i,
+                   std::mt19937_64 &rng) {
+  std::string bad = good;
+  int kind = i % 6;
+  auto flip = [&](uint64_t begin, uint64_t size) {
+    uint64_t at = begin + rng() % std::max<uint64_t>(size, 1);
+    bad[at] = (char)(bad[at] ^ (1 << (rng() % 8)));
+  };
+  if (kind == 0)
+    bad.resize(rng() % good.size());
+  else if (kind == 1)
+    flip(0, 64);
+  else if (kind == 2)
+    flip(64, 32 * sections.size());
+  else if (kind == 3)
+    flip(sections[(i / 6) % sections.size()].offset, sections[(i / 6) % sections.size()].size);
+  else if (kind == 4)
+    bad[8] = (char)(2 + rng() % 200);
+  else
+    bad[rng() % bad.size()] = (char)rng();
+  return bad;
+}
+
 void fuzz(const std::string &path, NpyArray &x, const std::vector<float> &base,
           const std::string &tmp) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string good = readFile(path);
   std::vector<Section> sections = sectionsOf(good);
   std::mt19937_64 rng(20);
   int loaded = 0;
   for (int i = 0; i < 600; ++i) {
-    std::string bad = good;
     int kind = i % 6;
-    auto flip = [&](uint64_t begin, uint64_t size) {
-      uint64_t at = begin + rng() % std::max<uint64_t>(size, 1);
-      bad[at] = (char)(bad[at] ^ (1 << (rng() % 8)));
-    };
-    if (kind == 0)
-      bad.resize(rng() % good.size());
-    else if (kind == 1)
-      flip(0, 64);
-    else if (kind == 2)
-      flip(64, 32 * sections.size());
-    else if (kind == 3)
-      flip(sections[(i / 6) % sections.size()].offset, sections[(i / 6) % sections.size()].size);
-    else if (kind == 4)
-      bad[8] = (char)(2 + rng() % 200);
-    else
-      bad[rng() % bad.size()] = (char)rng();
+    std::string bad = mutate(good, sections, i, rng);
     kiln_status status;
     bool failed = loadFails(bad, tmp, x, base, status);
     loaded += !failed;
@@ -168,6 +184,36 @@ void fuzz(const std::string &path, NpyArray &x, const std::vector<float> &base,
   std::printf("fuzz: 600 damaged artifacts, %d still loaded (damage in unread padding) and "
               "gave the exact result\n",
               loaded);
+}
+
+/// The CUDA artifact (CPU + CUDA builds, mlp_cuda.kiln) loaded on "cuda"
+/// with no driver: the intact file validates and stops at
+/// KILN_ERROR_DRIVER; 300 damaged copies must fail validation first.
+void fuzzCuda(const std::string &path, const std::string &tmp) {
+  kiln_set_cuda_libraries("/nonexistent/libcuda.so.1", "");
+  const std::string good = readFile(path);
+  std::vector<Section> sections = sectionsOf(good);
+  kiln_model *m = nullptr;
+  kiln_status status = kiln_model_load(path.c_str(), "cuda", &m);
+  expect(status == KILN_ERROR_DRIVER && std::strstr(kiln_last_error(), "CUDA driver not found"),
+         std::string("the CUDA artifact without a driver: ") + kiln_last_error());
+  std::mt19937_64 rng(21);
+  int unread = 0;
+  for (int i = 0; i < 300; ++i) {
+    int kind = i % 6;
+    std::string bad = mutate(good, sections, i, rng);
+    std::ofstream(tmp, std::ios::binary | std::ios::trunc).write(bad.data(), bad.size());
+    status = kiln_model_load(tmp.c_str(), "cuda", &m);
+    expect(status != KILN_OK && !m, "a damaged CUDA artifact loaded without a driver");
+    unread += status == KILN_ERROR_DRIVER;
+    if (kind != 5)
+      expect(status != KILN_ERROR_DRIVER, "CUDA mutation " + std::to_string(i) + " (kind " +
+                                              std::to_string(kind) + ") was not detected");
+    if (kind == 3)
+      expect(status == KILN_ERROR_CHECKSUM, "a flipped CUDA artifact byte is not a checksum error");
+  }
+  std::printf("fuzz: 300 damaged CUDA artifacts, %d validated (damage in unread padding)\n",
+              unread);
 }
 
 } // namespace
@@ -191,6 +237,8 @@ int main(int argc, char **argv) {
     checkThreads(model, x);
     checkSpecErrors(model, x);
     fuzz(dir + "/mlp.kiln", x, runOnce(model, x), dir + "/damaged.kiln");
+    if (std::ifstream(dir + "/mlp_cuda.kiln").good()) // exported where NVRTC is built
+      fuzzCuda(dir + "/mlp_cuda.kiln", dir + "/damaged_cuda.kiln");
   } catch (const kiln::Error &e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;

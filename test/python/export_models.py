@@ -59,14 +59,24 @@ class CNN(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, d=64, heads=4, causal=False):
+    """Multi-head attention; `fused_qkv=False`: three projections instead of
+    one split (the CUDA emitter has no slices yet: test_export_cuda.py)."""
+
+    def __init__(self, d=64, heads=4, causal=False, fused_qkv=True):
         super().__init__()
         self.heads, self.causal = heads, causal
-        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.out = nn.Linear(d, d)
+        if fused_qkv:
+            self.qkv = nn.Linear(d, 3 * d)
+        else:
+            self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
 
     def forward(self, x):
         b, t, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=-1)
+        if hasattr(self, "qkv"):
+            q, k, v = self.qkv(x).split(d, dim=-1)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
         q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
         scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
         if self.causal:
@@ -79,9 +89,9 @@ class Attention(nn.Module):
 class BertBlock(nn.Module):
     """Post-norm encoder layer (BERT): attention, add & norm, GELU MLP, add & norm."""
 
-    def __init__(self, d=64, heads=4):
+    def __init__(self, d=64, heads=4, fused_qkv=True):
         super().__init__()
-        self.attn = Attention(d, heads)
+        self.attn = Attention(d, heads, fused_qkv=fused_qkv)
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
@@ -93,9 +103,9 @@ class BertBlock(nn.Module):
 class GPT2Block(nn.Module):
     """Pre-norm decoder layer (GPT-2): causal attention, tanh-GELU MLP."""
 
-    def __init__(self, d=64, heads=4):
+    def __init__(self, d=64, heads=4, fused_qkv=True):
         super().__init__()
-        self.attn = Attention(d, heads, causal=True)
+        self.attn = Attention(d, heads, causal=True, fused_qkv=fused_qkv)
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 

@@ -24,7 +24,7 @@ ENTRY_SIZE = 32
 SECTION_ALIGN = 4096
 WEIGHT_ALIGN = 64
 KINDS = {"meta": 1, "plan": 2, "cpu_code": 3, "weights": 4, "program": 5,
-         "cpu_code_baseline": 6}
+         "cpu_code_baseline": 6, "cuda_plan": 7, "cuda_images": 8}
 
 _ST_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
               "int64": "I64", "int32": "I32", "bool": "BOOL"}
@@ -82,13 +82,18 @@ def pack(sections) -> bytes:
     return head + table + bytes(body)
 
 
-def write_artifact(path, meta: str, plan: str, code: bytes, weights: bytes, program: str,
-                   code_baseline: bytes | None = None):
-    """Writes the artifact atomically (a temporary file renamed over `path`)."""
-    sections = [("meta", meta.encode()), ("plan", plan.encode()), ("cpu_code", code),
-                ("weights", weights), ("program", program.encode())]
+def write_artifact(path, meta: str, plan: str, code: bytes | None, weights: bytes, program: str,
+                   code_baseline: bytes | None = None, cuda: tuple | None = None):
+    """Writes the artifact atomically (a temporary file renamed over `path`).
+    `code` None: no CPU build; `cuda`: (CUDA plan text, images bytes)."""
+    sections = [("meta", meta.encode()), ("plan", plan.encode())]
+    if code is not None:
+        sections.append(("cpu_code", code))
+    sections += [("weights", weights), ("program", program.encode())]
     if code_baseline is not None:
         sections.append(("cpu_code_baseline", code_baseline))
+    if cuda is not None:
+        sections += [("cuda_plan", cuda[0].encode()), ("cuda_images", cuda[1])]
     data = pack(sections)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "wb") as f:

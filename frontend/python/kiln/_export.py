@@ -28,6 +28,8 @@ import torch
 
 from kiln import _C, _autograd, _blas
 from kiln._artifact_file import build_weights, write_artifact
+from kiln._export_cuda import CudaExportError, parse_target
+from kiln._export_cuda import build as build_cuda
 from kiln.config import _push_to_native, config
 
 __all__ = ["export", "ExportError"]
@@ -40,7 +42,8 @@ class ExportError(RuntimeError):
     """The model cannot become an artifact; the message says why."""
 
 
-def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> str:
+def export(model, example_inputs, path, dynamic_shapes=None, baseline=True,
+           target="cpu") -> str:
     """Writes `model` (an nn.Module, a Python function or a
     torch.export.ExportedProgram) called on `example_inputs` (a tensor or a
     tuple of CPU tensors, passed positionally) to the artifact `path`;
@@ -54,7 +57,15 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> s
     ``baseline``: also compile for the architecture's baseline CPU (x86-64
     without AVX), which the runtime uses where the CPU lacks a feature of
     this one (doubles the LLVM time of the export).
+    ``target``: "cpu", "cuda:sm_80,sm_90" ("cuda": sm_80 and sm_90) or a
+    list of both: the CUDA build (kernels compiled with NVRTC, no GPU
+    needed: cubins per arch plus PTX, the launch plan) is what
+    ``kiln_model_load(path, "cuda")`` runs; static shapes only.
     """
+    try:
+        want_cpu, archs = parse_target(target)
+    except CudaExportError as e:
+        raise ExportError(str(e)) from None
     if isinstance(model, torch.export.ExportedProgram):
         model = _ProgramModule(model)
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
@@ -63,8 +74,8 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> s
             raise ExportError(f"kiln.export: example input {i} is a {type(a).__name__}; "
                               "only tensors are supported")
         if a.device.type != "cpu":
-            raise ExportError(f"kiln.export: example input {i} is on {a.device}; CUDA artifacts "
-                              "are not supported yet")
+            raise ExportError(f"kiln.export: example input {i} is on {a.device}; export a CPU "
+                              "model with CPU inputs (target='cuda:...' compiles it for GPUs)")
     # Fresh tensor objects (sharing storage): graph inputs are told apart
     # from weights by identity, and marks never touch the caller's tensors.
     args = tuple(a.detach() for a in args)
@@ -73,12 +84,23 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> s
     if rec["error"]:
         raise ExportError(f"kiln.export: {rec['error']}")
     plan, weights, structure = _plan(model, args, rec, out, wanted)
-    code = _link(rec["object"])
+    baseline = baseline and want_cpu
+    code = _link(rec["object"]) if want_cpu else None
     code_baseline = _link(rec["baseline_object"]) if baseline else None
-    meta = _meta(rec, structure)
-    write_artifact(path, meta, plan, code, weights, rec["ir"], code_baseline)
+    cuda, cuda_meta = None, {}
+    if archs:
+        try:
+            text, images, cuda_meta = build_cuda(rec, archs)
+        except CudaExportError as e:
+            raise ExportError(str(e)) from None
+        cuda = (text, images)
+    meta = _meta(rec, structure, cuda_meta)
+    write_artifact(path, meta, plan, code, weights, rec["ir"], code_baseline, cuda)
     try:
-        _self_check(path, args, out, "cpu")
+        if want_cpu:
+            _self_check(path, args, out, "cpu")
+        if archs:
+            _self_check_cuda(path, args, out)
     except ExportError:
         os.unlink(path)
         raise
@@ -87,7 +109,7 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True) -> s
             _self_check(path, args, out, "cpu-baseline")
         except ExportError as e:
             warnings.warn(f"{e}; the artifact is written without a baseline build", stacklevel=2)
-            write_artifact(path, meta, plan, code, weights, rec["ir"])
+            write_artifact(path, meta, plan, code, weights, rec["ir"], None, cuda)
     return path
 
 
@@ -99,10 +121,35 @@ def _self_check(path, args, out, device):
         got = load(path, device)(*args)
     except KilnRuntimeError as e:
         raise ExportError(f"kiln.export: the {device} build does not load or run: {e}") from e
+    _compare(got, out, device)
+
+
+def _self_check_cuda(path, args, out):
+    """With a GPU: runs the CUDA build like the CPU one. Without: loads it,
+    which validates every section before it needs the driver (the load
+    then stops at KILN_ERROR_DRIVER)."""
+    import torch.cuda
+    from kiln_runtime import KilnRuntimeError, load
+    if torch.cuda.is_available():
+        try:
+            got = load(path, "cuda")(*[a.cuda() for a in args])
+        except KilnRuntimeError as e:
+            raise ExportError(f"kiln.export: the CUDA build does not load or run: {e}") from e
+        got = [g.cpu() for g in got] if isinstance(got, (tuple, list)) else got.cpu()
+        _compare(got, out, "cuda", 1e-3)  # other kernels: other rounding
+        return
+    try:
+        load(path, "cuda")
+    except KilnRuntimeError as e:
+        if e.status != "KILN_ERROR_DRIVER":
+            raise ExportError(f"kiln.export: the CUDA build does not load: {e}") from e
+
+
+def _compare(got, out, device, tol32=1e-4):
     want = list(out) if isinstance(out, (tuple, list)) else [out]
     got = list(got) if isinstance(got, (tuple, list)) else [got]
     for j, (g, w) in enumerate(zip(got, want)):
-        tol = 1e-4 if w.dtype in (torch.float32, torch.float64) else 1e-2
+        tol = tol32 if w.dtype in (torch.float32, torch.float64) else 1e-2
         if g.shape != w.shape or g.dtype != w.dtype or not torch.allclose(
                 g.float(), w.float(), rtol=tol, atol=tol, equal_nan=True):
             raise ExportError(f"kiln.export: the {device} build's output {j} differs from the "
@@ -386,7 +433,7 @@ def _link(obj: bytes) -> bytes:
             return f.read()
 
 
-def _meta(rec, structure) -> str:
+def _meta(rec, structure, extra) -> str:
     """The Meta section: who made the artifact and for which CPU."""
     host = rec["host"].split(" ")
     from kiln import __version__
@@ -395,5 +442,5 @@ def _meta(rec, structure) -> str:
              "cpu-features": host[2] if len(host) > 2 else "",
              "torch": torch.__version__, "python": platform.python_version(),
              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-             "output-structure": structure}
+             "output-structure": structure, **extra}
     return "".join(f"{k}: {v}\n" for k, v in lines.items())

@@ -9,6 +9,14 @@ LLVM in the process. ``kiln.load`` is this package's ``load``.
 The library is found through ``$KILN_RUNTIME_LIB``, else next to kiln's
 extension (``frontend/python/kiln/libkiln_runtime.so`` in a source tree).
 Calls release the GIL (ctypes), so threads run one model concurrently.
+
+``load(path, "cuda")`` runs an artifact's CUDA build (kiln.export
+``target="cuda:..."``) on CUDA tensors (outputs on the inputs' GPU) or CPU
+tensors (copied to the GPU and back); ``$KILN_CUDA_DRIVER`` and
+``$KILN_CUBLASLT`` name the driver and cuBLASLt libraries (as for
+kiln.cuda; tests point them at a fake). Calls on CUDA tensors run on
+torch's current stream without waiting (kiln_model_run_async); calls on
+CPU tensors copy and wait.
 """
 from __future__ import annotations
 
@@ -78,10 +86,15 @@ def _library():
                                                  ctypes.POINTER(ctypes.c_int64)], st),
                     "kiln_model_run": ([p, ctypes.POINTER(_Tensor), sz,
                                         ctypes.POINTER(_Tensor), sz], st),
-                    "kiln_set_num_threads": ([ctypes.c_int], None)}
+                    "kiln_model_run_async": ([p, ctypes.POINTER(_Tensor), sz,
+                                              ctypes.POINTER(_Tensor), sz, p], st),
+                    "kiln_set_num_threads": ([ctypes.c_int], None),
+                    "kiln_set_cuda_libraries": ([ctypes.c_char_p, ctypes.c_char_p], None)}
             for name, (args, res) in sigs.items():
                 f = getattr(lib, name)
                 f.argtypes, f.restype = args, res
+            lib.kiln_set_cuda_libraries(os.environ.get("KILN_CUDA_DRIVER", "").encode(),
+                                        os.environ.get("KILN_CUBLASLT", "").encode())
             _lib = lib
     return _lib
 
@@ -105,7 +118,7 @@ class LoadedModel:
         lib = _library()
         handle = ctypes.c_void_p()
         _check(lib.kiln_model_load(os.fsencode(path), device.encode(), ctypes.byref(handle)))
-        self._lib, self._handle, self.path = lib, handle, path
+        self._lib, self._handle, self.path, self.device = lib, handle, path, device
         meta = lib.kiln_model_meta(handle).decode()
         self.meta = dict(line.split(": ", 1) for line in meta.splitlines() if ": " in line)
         self._outputs = []
@@ -126,8 +139,9 @@ class LoadedModel:
             self._handle = None
 
     def __call__(self, *inputs):
-        """Runs the model on `inputs` (CPU tensors; non-contiguous ones are
-        copied); returns fresh output tensors. Inside torch.profiler the call
+        """Runs the model on `inputs` (CPU tensors, or CUDA tensors for a
+        model loaded on "cuda"; non-contiguous ones are copied); returns
+        fresh output tensors on the inputs' device. Inside torch.profiler the call
         is a ``kiln::<file name>`` range."""
         threads = torch.get_num_threads()  # BLAS and parallel loops follow torch's count
         if threads != self._threads:
@@ -144,10 +158,12 @@ class LoadedModel:
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"kiln_runtime: input {i} is a {type(t).__name__}, not a tensor")
             t = t.detach()
-            if t.device.type == "cpu" and not t.is_contiguous():
+            if not t.is_contiguous():
                 t = t.contiguous()
             keep.append(t)
             views[i] = self._view(t, keep)
+        # Outputs on the inputs' device (a CUDA model also takes CPU tensors).
+        device = keep[0].device if keep else torch.device("cpu")
         outs, out_views = [], (_Tensor * max(len(self._outputs), 1))()
         for k, (dtype, ndim, static) in enumerate(self._outputs):
             if static is None:
@@ -155,9 +171,15 @@ class LoadedModel:
                 _check(self._lib.kiln_model_output_shape(self._handle, views, len(inputs), k,
                                                          shape))
                 static = list(shape[:ndim])
-            outs.append(torch.empty(static, dtype=dtype))
+            outs.append(torch.empty(static, dtype=dtype, device=device))
             out_views[k] = self._view(outs[-1], keep)
-        _check(self._lib.kiln_model_run(self._handle, views, len(inputs), out_views, len(outs)))
+        if device.type == "cuda":  # on torch's current stream, not waited for
+            stream = torch.cuda.current_stream(device).cuda_stream
+            _check(self._lib.kiln_model_run_async(self._handle, views, len(inputs), out_views,
+                                                  len(outs), stream))
+        else:
+            _check(self._lib.kiln_model_run(self._handle, views, len(inputs), out_views,
+                                            len(outs)))
         structure = self.meta.get("output-structure", "tensor")
         if structure == "tensor":
             return outs[0]
@@ -168,8 +190,9 @@ class LoadedModel:
         shape = (ctypes.c_int64 * max(t.dim(), 1))(*t.shape)
         keep.append(shape)
         code, bits = _CODES.get(t.dtype, (255, 0))
-        device = 1 if t.device.type == "cpu" else 2
-        return _Tensor(t.data_ptr(), device, 0, t.dim(), code, bits, 1, shape, None, 0)
+        device = 1 if t.device.type == "cpu" else 2 if t.device.type == "cuda" else 0
+        return _Tensor(t.data_ptr(), device, t.device.index or 0, t.dim(), code, bits, 1, shape,
+                       None, 0)
 
 
 def load(path: str, device: str = "cpu") -> LoadedModel:

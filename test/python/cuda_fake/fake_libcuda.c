@@ -177,6 +177,26 @@ CUresult cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, si
   return 0;
 }
 
+// Device memory (runtime/cuda/DeviceMemory.cpp, used by libkiln_runtime's
+// CUDA artifacts): host memory, copies are memcpy.
+CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
+  void *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  *ptr = (unsigned long long)p;
+  return p ? 0 : 2; // CUDA_ERROR_OUT_OF_MEMORY
+}
+CUresult cuMemFree_v2(unsigned long long ptr) {
+  free((void *)ptr);
+  return 0;
+}
+CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) {
+  memcpy((void *)dst, src, bytes);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
+  memcpy(dst, (const void *)src, bytes);
+  return 0;
+}
+
 // Streams and graphs: a stream is a heap token; a capturing stream
 // appends nodes to its graph instead of running them.
 typedef struct Node {
