@@ -16,6 +16,7 @@
 #include "runtime/cpu/Int8Gemm.h"
 
 #include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/Int8Simd.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -30,6 +31,8 @@
 #include <vector>
 
 namespace {
+
+namespace int8 = kiln::rt::int8;
 
 using Mkl = void (*)(int, int, int, int, int, int, int, float, const void *, int, int8_t,
                      const void *, int, int8_t, float, int32_t *, int, const int32_t *);
@@ -52,9 +55,8 @@ Mkl mklGemm() {
 /// Per-call scratch (one per thread: compiled functions may run concurrently).
 struct Scratch {
   std::vector<uint8_t> a;
-  std::vector<float> rowScale;
-  std::vector<int32_t> acc, rowSum;
-  std::vector<float> weight;
+  std::vector<float> rowScale, row, wScale, bias, weight;
+  std::vector<int32_t> acc, comp;
 };
 Scratch &scratch() {
   thread_local Scratch s;
@@ -63,44 +65,43 @@ Scratch &scratch() {
 
 float scaleOf(float absMax) { return absMax > 0.0f ? absMax / 127.0f : 1.0f; }
 
-float rowAbsMax(const float *x, int64_t k, int64_t stride) {
-  float m = 0.0f;
+/// Row `i` of `x` as contiguous floats (copied into `buf` when strided).
+const float *rowOf(const kiln::rt::StridedMemRef<float, 2> &x, int64_t i, std::vector<float> &buf) {
+  const float *p = x.data + x.offset + i * x.strides[0];
+  int64_t k = x.sizes[1];
+  if (x.strides[1] == 1 || k <= 1)
+    return p;
+  buf.resize(k);
   for (int64_t j = 0; j < k; ++j)
-    m = std::max(m, std::fabs(x[j * stride]));
-  return m;
+    buf[j] = p[j * x.strides[1]];
+  return buf.data();
 }
 
 /// Quantizes x into s.a (u8, q + 128) and s.rowScale; `perTensor` shares one scale.
 void quantizeInput(const kiln::rt::StridedMemRef<float, 2> &x, bool perTensor, Scratch &s) {
   int64_t m = x.sizes[0], k = x.sizes[1];
-  const float *base = x.data + x.offset;
   s.a.resize(m * k);
   s.rowScale.resize(m);
   float shared = 0.0f;
   if (perTensor)
     for (int64_t i = 0; i < m; ++i)
-      shared = std::max(shared, rowAbsMax(base + i * x.strides[0], k, x.strides[1]));
+      shared = std::max(shared, int8::absMax(rowOf(x, i, s.row), k));
   for (int64_t i = 0; i < m; ++i) {
-    const float *row = base + i * x.strides[0];
-    float scale = scaleOf(perTensor ? shared : rowAbsMax(row, k, x.strides[1]));
+    const float *row = rowOf(x, i, s.row);
+    float scale = scaleOf(perTensor ? shared : int8::absMax(row, k));
     s.rowScale[i] = scale;
-    uint8_t *out = s.a.data() + i * k;
-    for (int64_t j = 0; j < k; ++j) {
-      float q = std::nearbyint(row[j * x.strides[1]] / scale);
-      out[j] = static_cast<uint8_t>(std::clamp(q, -127.0f, 127.0f) + 128.0f);
-    }
+    int8::quantizeRow(row, k, scale, s.a.data() + i * k);
   }
 }
 
-void rowSums(const int8_t *w, int64_t n, int64_t k, int64_t ld, std::vector<int32_t> &sums) {
-  sums.resize(n);
-  for (int64_t r = 0; r < n; ++r) {
-    const int8_t *row = w + r * ld;
-    int32_t total = 0;
-    for (int64_t j = 0; j < k; ++j)
-      total += row[j];
-    sums[r] = total;
-  }
+/// `count` floats `stride` apart as a contiguous vector in `buf`.
+const float *contiguous(const float *p, int64_t count, int64_t stride, std::vector<float> &buf) {
+  if (stride == 1 || count <= 1)
+    return p;
+  buf.resize(count);
+  for (int64_t i = 0; i < count; ++i)
+    buf[i] = p[i * stride];
+  return buf.data();
 }
 
 /// C[M, N] = A_u8[M, K] x W_s8[N, K]^T in int32.
@@ -165,25 +166,27 @@ void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t
                                    kiln::rt::StridedMemRef<float, 2> *y, int64_t mode) {
   const auto *w = reinterpret_cast<const int8_t *>(weight);
   int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
-  float *out = y->data + y->offset;
+  Scratch &s = scratch();
+  const float *b = contiguous(bias->data + bias->offset, n, bias->strides[0], s.bias);
+  float *out = y->data + y->offset; // kiln's own [M, N] buffer: contiguous rows
   if (mode == 2) {
     weightOnly(x, w, weightRowBytes, weightScale, y);
-  } else {
-    Scratch &s = scratch();
-    quantizeInput(*x, mode == 1, s);
-    rowSums(w, n, k, weightRowBytes, s.rowSum);
-    s.acc.resize(m * n);
-    gemmU8S8(m, n, k, s.a.data(), w, weightRowBytes, s.acc.data());
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t r = 0; r < n; ++r) {
-        float acc = float(s.acc[i * n + r] - 128 * s.rowSum[r]);
-        out[i * y->strides[0] + r * y->strides[1]] = acc * (s.rowScale[i] * at(*weightScale, r, 0));
-      }
+      for (int64_t r = 0; r < n; ++r)
+        out[i * y->strides[0] + r] += b[r];
+    return;
   }
-  const float *b = bias->data + bias->offset;
+  const float *ws =
+      contiguous(weightScale->data + weightScale->offset, n, weightScale->strides[0], s.wScale);
+  quantizeInput(*x, mode == 1, s);
+  s.comp.resize(n);
+  for (int64_t r = 0; r < n; ++r) // undoes the +128 of the u8 input
+    s.comp[r] = 128 * int8::rowSum(w + r * weightRowBytes, k);
+  s.acc.resize(m * n);
+  gemmU8S8(m, n, k, s.a.data(), w, weightRowBytes, s.acc.data());
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      out[i * y->strides[0] + r * y->strides[1]] += b[r * bias->strides[0]];
+    int8::epilogueRow(s.acc.data() + i * n, s.comp.data(), s.rowScale[i], ws, b, n,
+                      out + i * y->strides[0]);
 }
 
 } // extern "C"
