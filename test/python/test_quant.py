@@ -208,3 +208,35 @@ def test_digits_accuracy_within_one_point_of_fp32(config):
     # torch.ao's dynamic int8 on the same model, for scale: also within a point.
     ao = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
     assert abs(accuracy(ao, xte, yte) - fp32) <= 1.0
+
+
+def test_export_of_quantized_layers_is_a_clear_error(tmp_path):
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.dynamic_int8())
+    with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
+        kiln.export(prepared, (torch.randn(4, 64),), str(tmp_path / "q.kiln"))
+
+
+def test_batch_sizes_recompile_or_share_a_graph_correctly():
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.dynamic_int8())
+    fast = kiln.compile(prepared, dynamic=True)
+    with torch.no_grad():
+        for b in (3, 5, 9):
+            x = torch.randn(b, 64)
+            torch.testing.assert_close(fast(x), prepared(x), rtol=1e-5, atol=1e-5)
+    assert kiln.stats()["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_models_quantized_by_torch_ao_keep_their_int8_weights(per_channel):
+    model = mlp()
+    qconfig = (torch.ao.quantization.per_channel_dynamic_qconfig if per_channel
+               else torch.ao.quantization.default_dynamic_qconfig)
+    ao = torch.ao.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, dtype=torch.qint8)
+    prepared = kiln.quant.prepare(ao, kiln.quant.dynamic_int8(activations="per_tensor"))
+    for i in (0, 2, 4):
+        assert torch.equal(prepared[i].int8_weight(), ao[i].weight().int_repr())
+    x = torch.randn(16, 64)
+    got = compiled_matches_eager(prepared, x)
+    with torch.no_grad():
+        # torch.ao quantizes activations asymmetrically (u8); kiln symmetric.
+        assert sqnr(ao(x), got) > 30 and sqnr(model(x), got) > 25

@@ -34,9 +34,10 @@ class QuantConfig:
     include: tuple | None
     exclude: tuple
 
-    def selects(self, name: str, module: nn.Module) -> bool:
-        """Whether ``module`` (qualified name ``name``) is quantized."""
-        if type(module) not in self.module_types:
+    def selects(self, name: str, module: nn.Module, as_type=None) -> bool:
+        """Whether ``module`` (qualified name ``name``; of type ``as_type``
+        when given) is quantized."""
+        if (as_type or type(module)) not in self.module_types:
             return False
         if self.include is not None and not any(fnmatch.fnmatchcase(name, p) for p in self.include):
             return False

@@ -4,7 +4,8 @@
 Each selected ``nn.Linear`` becomes a ``QuantizedLinear`` holding its weight
 as int8 values (one symmetric scale per output channel, ``max|w| / 127``)
 viewed as int32 (kiln's capture has no int8 dtype yet; the IR reads them
-back through ``kiln.int8_view``), the scales and the bias. Its forward calls
+back through ``kiln.int8_view``), the scales and the bias (layers torch.ao's ``quantize_dynamic`` already
+quantized keep their int8 weights and scales). Its forward calls
 ``kiln.quant._ops.linear_int8``: eagerly the torch reference, under
 ``kiln.compile`` kiln's q/dq IR and int8 GEMM.
 """
@@ -50,6 +51,32 @@ class QuantizedLinear(nn.Module):
             q.bias = linear.bias.detach().to(torch.float32).clone()
         return q
 
+    @classmethod
+    def from_torch_ao(cls, module, activations="per_token"):
+        """The layer with the int8 weights, scales and bias of a torch.ao
+        dynamic quantized Linear (``quantize_dynamic``: qint8, zero points 0,
+        per tensor or per channel); activations then follow kiln's scheme."""
+        weight = module.weight()
+        if module._packed_params.dtype != torch.qint8:
+            raise ValueError(f"kiln.quant: torch.ao dynamic Linear with "
+                             f"{module._packed_params.dtype} weights (qint8 only)")
+        n, k = weight.shape
+        if weight.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            zero = weight.q_zero_point() == 0
+            scale = torch.full((n, 1), weight.q_scale(), dtype=torch.float32)
+        else:
+            zero = bool((weight.q_per_channel_zero_points() == 0).all())
+            scale = weight.q_per_channel_scales().to(torch.float32).reshape(n, 1)
+        if not zero:
+            raise ValueError("kiln.quant: torch.ao weights with nonzero zero points "
+                             "(kiln's weights are symmetric)")
+        q = cls(k, n, activations)
+        q.qweight = weight.int_repr().contiguous().view(torch.int32)
+        q.weight_scale = scale.contiguous()
+        if module.bias() is not None:
+            q.bias = module.bias().detach().to(torch.float32).clone()
+        return q
+
     def int8_weight(self) -> torch.Tensor:
         """The int8 weight values ``[N, K]`` (a view)."""
         return self.qweight.view(torch.int8)
@@ -63,7 +90,14 @@ class QuantizedLinear(nn.Module):
                 f"activations={self.activations!r}")
 
 
+def _is_ao_linear(module) -> bool:
+    return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
+
+
 def _why_not(name, module):
+    if _is_ao_linear(module):
+        return None if module.in_features % 4 == 0 else (
+            f"in_features={module.in_features} is not a multiple of 4")
     if module.weight.dtype != torch.float32:
         return f"weight dtype {module.weight.dtype} (float32 only)"
     if module.weight.device.type != "cpu":
@@ -87,6 +121,10 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
     if config.selects("", model):
         raise ValueError("kiln.quant.prepare: the root module itself is a Linear; wrap it")
     chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
+    # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
+    if nn.Linear in config.module_types:
+        chosen += [(n, m) for n, m in model.named_modules()
+                   if n and _is_ao_linear(m) and config.selects(n, m, as_type=nn.Linear)]
     for name, module in chosen:
         why = _why_not(name, module)
         if why:
@@ -94,5 +132,6 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
     for name, module in chosen:
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, attr, QuantizedLinear.from_float(module, config.activations))
+        make = QuantizedLinear.from_torch_ao if _is_ao_linear(module) else QuantizedLinear.from_float
+        setattr(parent, attr, make(module, config.activations))
     return model.eval()
