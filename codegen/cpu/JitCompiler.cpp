@@ -190,8 +190,10 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   if (options.dnnlConvs && ::kiln::rt::haveDnnl())
     pm.addPass(createCpuConvsToDnnlPass());
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
-  pm.addNestedPass<func::FuncOp>(createFoldQuantPass());
-  pm.addPass(createCpuQuantToCallsPass());
+  if (containsQuantOps(module)) {
+    pm.addNestedPass<func::FuncOp>(createFoldQuantPass());
+    pm.addPass(createCpuQuantToCallsPass());
+  }
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm, CpuLoweringOptions{options.parallelLoops});
   std::optional<::kiln::rt::DiskCache> cache;

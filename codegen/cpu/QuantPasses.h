@@ -23,6 +23,11 @@ namespace mlir::kiln {
 #define GEN_PASS_REGISTRATION
 #include "codegen/cpu/QuantPasses.h.inc"
 
+/// Whether `module` holds a quantization op (ir/KilnQuantOps.td): the CPU
+/// compile driver schedules kiln-fold-quant and kiln-cpu-quant-to-calls
+/// only then, so other graphs keep their pipeline (and cache keys).
+bool containsQuantOps(ModuleOp module);
+
 } // namespace mlir::kiln
 
 #endif // KILN_CODEGEN_CPU_QUANTPASSES_H

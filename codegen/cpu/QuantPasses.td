@@ -14,7 +14,7 @@ def CpuQuantToCallsPass : Pass<"kiln-cpu-quant-to-calls", "ModuleOp"> {
   let summary = "Runs kiln.qlinear as calls of kiln's int8 GEMM (runtime/cpu/Int8Gemm.cpp)";
   let description = [{
     Runs on kiln IR after `kiln-fold-quant`, before `kiln-optimize` (the CPU
-    compile driver adds both). Each `kiln.qlinear` becomes:
+    compile driver adds both when the graph holds a quantization op). Each `kiln.qlinear` becomes:
 
     - its input collapsed to `[M, K]` (`tensor.collapse_shape`) and read
       through `bufferization.to_memref ... read_only`;

@@ -159,6 +159,8 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
     view.erase();
 }
 
+bool isQuantOp(Operation *op) { return isa<QuantizeOp, DequantizeOp, Int8ViewOp, QLinearOp>(op); }
+
 struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -182,4 +184,13 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
 };
 
 } // namespace
+
+bool containsQuantOps(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return isQuantOp(op) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 } // namespace mlir::kiln

@@ -128,21 +128,31 @@ void gemmU8S8(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *w
     }
 }
 
-float at(const kiln::rt::StridedMemRef<float, 2> &m, int64_t i, int64_t j) {
-  return m.data[m.offset + i * m.strides[0] + j * m.strides[1]];
-}
+/// Inputs of at most this many rows use the weight-only row kernel (int8
+/// weights read once per row); larger ones dequantize the weight once and
+/// call kiln's sgemm shim.
+constexpr int64_t kMaxWeightOnlyRows = 8;
 
-/// Weight-only: y = x @ dequantize(w)^T + bias through kiln's sgemm shim.
-void weightOnly(kiln::rt::StridedMemRef<float, 2> *x, const int8_t *w, int64_t ldw,
-                kiln::rt::StridedMemRef<float, 2> *ws, kiln::rt::StridedMemRef<float, 2> *y) {
-  int64_t n = y->sizes[1], k = x->sizes[1];
-  Scratch &s = scratch();
+/// Weight-only: y = x @ dequantize(w)^T + bias.
+void weightOnly(const kiln::rt::StridedMemRef<float, 2> &x, const int8_t *w, int64_t ldw,
+                const float *ws, const float *b, kiln::rt::StridedMemRef<float, 2> *y, Scratch &s) {
+  int64_t m = x.sizes[0], k = x.sizes[1], n = y->sizes[1];
+  float *out = y->data + y->offset;
+  if (m <= kMaxWeightOnlyRows) {
+    for (int64_t i = 0; i < m; ++i)
+      int8::weightOnlyRow(rowOf(x, i, s.row), w, ldw, n, k, ws, b, out + i * y->strides[0]);
+    return;
+  }
   s.weight.resize(n * k);
   for (int64_t r = 0; r < n; ++r)
     for (int64_t j = 0; j < k; ++j)
-      s.weight[r * k + j] = float(w[r * ldw + j]) * at(*ws, r, 0);
-  kiln::rt::StridedMemRef<float, 2> b{s.weight.data(), s.weight.data(), 0, {n, k}, {k, 1}};
-  _mlir_ciface_kiln_blas_sgemm(x, &b, y, /*transB=*/1, 0.0f);
+      s.weight[r * k + j] = float(w[r * ldw + j]) * ws[r];
+  kiln::rt::StridedMemRef<float, 2> bm{s.weight.data(), s.weight.data(), 0, {n, k}, {k, 1}};
+  auto xm = x;
+  _mlir_ciface_kiln_blas_sgemm(&xm, &bm, y, /*transB=*/1, 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < n; ++r)
+      out[i * y->strides[0] + r] += b[r];
 }
 
 } // namespace
@@ -168,16 +178,11 @@ void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t
   int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
   Scratch &s = scratch();
   const float *b = contiguous(bias->data + bias->offset, n, bias->strides[0], s.bias);
-  float *out = y->data + y->offset; // kiln's own [M, N] buffer: contiguous rows
-  if (mode == 2) {
-    weightOnly(x, w, weightRowBytes, weightScale, y);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t r = 0; r < n; ++r)
-        out[i * y->strides[0] + r] += b[r];
-    return;
-  }
   const float *ws =
       contiguous(weightScale->data + weightScale->offset, n, weightScale->strides[0], s.wScale);
+  if (mode == 2)
+    return weightOnly(*x, w, weightRowBytes, ws, b, y, s);
+  float *out = y->data + y->offset; // kiln's own [M, N] buffer: contiguous rows
   quantizeInput(*x, mode == 1, s);
   s.comp.resize(n);
   for (int64_t r = 0; r < n; ++r) // undoes the +128 of the u8 input

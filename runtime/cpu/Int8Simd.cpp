@@ -89,9 +89,44 @@ KILN_AVX512 void epilogue512(const int32_t *acc, const int32_t *comp, float xSca
   for (; r < n; ++r)
     y[r] = float(acc[r] - comp[r]) * (xScale * wScale[r]) + bias[r];
 }
+
+KILN_AVX512 float dequantDot512(const float *x, const int8_t *w, int64_t k, float scale) {
+  const __m512 s = _mm512_set1_ps(scale);
+  __m512 acc = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + j));
+    __m512 wf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), s);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), wf, acc);
+  }
+  float total = _mm512_reduce_add_ps(acc);
+  for (; j < k; ++j)
+    total += x[j] * (float(w[j]) * scale);
+  return total;
+}
 #endif
 
+float dequantDotScalar(const float *x, const int8_t *w, int64_t k, float scale) {
+  float total = 0.0f;
+  for (int64_t j = 0; j < k; ++j)
+    total += x[j] * (float(w[j]) * scale);
+  return total;
+}
+
 } // namespace
+
+void weightOnlyRow(const float *x, const int8_t *w, int64_t ldw, int64_t n, int64_t k,
+                   const float *wScale, const float *bias, float *y) {
+#ifdef KILN_INT8_AVX512
+  if (haveAvx512()) {
+    for (int64_t r = 0; r < n; ++r)
+      y[r] = dequantDot512(x, w + r * ldw, k, wScale[r]) + bias[r];
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < n; ++r)
+    y[r] = dequantDotScalar(x, w + r * ldw, k, wScale[r]) + bias[r];
+}
 
 float absMax(const float *x, int64_t k) {
 #ifdef KILN_INT8_AVX512

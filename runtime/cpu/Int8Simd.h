@@ -25,6 +25,12 @@ int32_t rowSum(const int8_t *w, int64_t k);
 void epilogueRow(const int32_t *acc, const int32_t *comp, float xScale, const float *wScale,
                  const float *bias, int64_t n, float *y);
 
+/// y[r] = sum_j x[j] * (float(w[r * ldw + j]) * wScale[r]) + bias[r], r < n:
+/// one row of the weight-only layer straight from the int8 weight (small M,
+/// where reading 1-byte weights once beats dequantizing them first).
+void weightOnlyRow(const float *x, const int8_t *w, int64_t ldw, int64_t n, int64_t k,
+                   const float *wScale, const float *bias, float *y);
+
 } // namespace kiln::rt::int8
 
 #endif // KILN_RUNTIME_CPU_INT8SIMD_H

@@ -94,9 +94,10 @@ def test_dynamic_int8_compiles_to_one_graph(act):
     compiled_matches_eager(prepared, torch.randn(32, 64))
 
 
-def test_weight_only_int8_compiles_to_one_graph():
+@pytest.mark.parametrize("rows", [1, 32])  # the row kernel, then dequantize + sgemm
+def test_weight_only_int8_compiles_to_one_graph(rows):
     prepared = kiln.quant.prepare(mlp(), kiln.quant.weight_only_int8())
-    compiled_matches_eager(prepared, torch.randn(32, 64))
+    compiled_matches_eager(prepared, torch.randn(rows, 64))
 
 
 @pytest.mark.parametrize("shape", [(2, 7, 64), (64,)])
