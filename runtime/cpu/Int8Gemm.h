@@ -20,9 +20,9 @@ extern "C" {
 /// y[M, N] = dequantize(quantize(x[M, K]) x w^T) + bias, w int8 [N, K] at
 /// address `weight` with rows `weightRowBytes` apart, per-row scales
 /// `weightScale` [N, 1]. `mode`: 0 per-token (per-row) symmetric input
-/// scales, 1 one per-tensor scale, 2 weight-only (f32 GEMM on the
-/// dequantized weight). Input scales are `max|x| / 127` (1 for all-zero
-/// groups), values `round_half_even(x / scale)` clamped to [-127, 127].
+/// scales, 1 one per-tensor scale, 2 weight-only (a row kernel on the int8
+/// weight up to 8 rows, else an f32 GEMM on the dequantized weight). Input scales are `max|x| /
+/// 127` (1 for all-zero groups), values `round_half_even(x / scale)` clamped to [-127, 127].
 void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t weight,
                                    int64_t weightRowBytes,
                                    kiln::rt::StridedMemRef<float, 2> *weightScale,
