@@ -92,6 +92,7 @@ bench: build
 	$(PY) tools/bench_export.py
 	$(PY) tools/bench_training.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
+	$(PY) tools/bench_quant.py
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
+#include "ir/KilnQuantOps.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -15,6 +16,11 @@ void KilnDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ir/KilnOps.cpp.inc"
+      >();
+  // The quantization ops live in their own ODS file (ir/KilnQuantOps.td).
+  addOperations<
+#define GET_OP_LIST
+#include "ir/KilnQuantOps.cpp.inc"
       >();
 }
 

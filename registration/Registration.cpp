@@ -9,7 +9,9 @@
 
 #include "codegen/common/Passes.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/QuantPasses.h"
 #include "transforms/Passes.h"
+#include "transforms/QuantPasses.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/Passes.h"
@@ -38,9 +40,11 @@ void registerAllPasses() {
     registerLinalgPasses();
     memref::registerMemRefPasses();
     registerKilnPasses();
+    registerKilnQuantPasses();
     registerKilnPipelines();
     registerKilnCodegenCommonPasses();
     registerKilnCpuPasses();
+    registerKilnCpuQuantPasses();
     registerCpuPipelines();
     return true;
   }();

@@ -23,7 +23,9 @@ PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18
          # transformers stays on 4.x: 5.x needs packages PyPI's mirror lacks.
          "torchvision==0.26.0" "timm==1.0.31" "transformers==4.57.6"
          # kiln.export tests read the artifact's weights with the reference reader.
-         "safetensors==0.8.0")
+         "safetensors==0.8.0"
+         # kiln.quant's accuracy tests train on its bundled digits (load_digits).
+         "scikit-learn==1.9.1")
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

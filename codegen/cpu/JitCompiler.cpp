@@ -19,6 +19,8 @@
 #include "codegen/cpu/Diagnostics.h"
 #include "codegen/cpu/ObjectCode.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/QuantPasses.h"
+#include "transforms/QuantPasses.h"
 #include "codegen/cpu/RuntimeSymbols.h"
 #include "runtime/CompileCache.h"
 #include "runtime/cpu/DnnlConv.h"
@@ -187,6 +189,11 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   // Convolutions go to oneDNN before kiln-decompose would expand them.
   if (options.dnnlConvs && ::kiln::rt::haveDnnl())
     pm.addPass(createCpuConvsToDnnlPass());
+  // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
+  if (containsQuantOps(module)) {
+    pm.addNestedPass<func::FuncOp>(createFoldQuantPass());
+    pm.addPass(createCpuQuantToCallsPass());
+  }
   buildOptimizePipeline(pm);
   buildCpuLoweringPipeline(pm, CpuLoweringOptions{options.parallelLoops});
   std::optional<::kiln::rt::DiskCache> cache;

@@ -9,6 +9,7 @@
 
 #include "runtime/artifact/Imports.h"
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/Int8Gemm.h"
 #include "runtime/cpu/OpenMPShim.h"
 
 #include "llvm/IR/Constants.h"
@@ -48,6 +49,8 @@ std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   // shims (JIT only: exported code does not call them, Model.cpp refuses it).
   std::vector<std::pair<const char *, void *>> symbols = ::kiln::rt::cpuRuntimeImports();
   for (auto symbol : ::kiln::rt::dnnlShimSymbols())
+    symbols.push_back(symbol);
+  for (auto symbol : ::kiln::rt::int8GemmSymbols()) // kiln.qlinear (JIT only too)
     symbols.push_back(symbol);
   return symbols;
 }

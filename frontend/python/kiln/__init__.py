@@ -20,7 +20,8 @@ from kiln._exported_program import from_export
 from kiln_runtime import load
 from kiln.fx import aot_backend, backend, from_fx
 from kiln import config
+from kiln import quant
 
 __all__ = ["compile", "mark_dynamic", "reset", "stats", "config", "explain", "backend",
-           "aot_backend", "from_fx", "from_export", "export", "ExportError", "load"]
+           "aot_backend", "from_fx", "from_export", "export", "ExportError", "load", "quant"]
 __version__ = "0.1.0"

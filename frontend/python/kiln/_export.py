@@ -68,6 +68,11 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True,
         raise ExportError(str(e)) from None
     if isinstance(model, torch.export.ExportedProgram):
         model = _ProgramModule(model)
+    if isinstance(model, torch.nn.Module) and any(
+            type(m).__name__ == "QuantizedLinear" and type(m).__module__.startswith("kiln.quant")
+            for m in model.modules()):
+        raise ExportError("kiln.export: kiln.quant layers (int8 GEMMs) are not exportable yet; "
+                          "export the float model")
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     for i, a in enumerate(args):
         if not isinstance(a, torch.Tensor):

@@ -120,6 +120,10 @@ const OperatorFunction *OpRegistry::operatorFunction(PyObject *callee) const {
   return it == operatorFunctions.end() ? nullptr : &it->second;
 }
 
+// kiln.quant's layers (QuantOps.cpp); declared here, not in OpRegistry.h,
+// which most of the capture includes.
+void registerQuantOps(OpRegistry &r);
+
 const OpRegistry &opRegistry() {
   // Built on first use by a GIL holder (the names are resolved through
   // Python imports): GilOnce.h, never a function-local static.
@@ -137,6 +141,7 @@ const OpRegistry &opRegistry() {
     registerNNOps(r);
     registerLossOps(r);
     registerRandomOps(r);
+    registerQuantOps(r);
     return r;
   });
 }

@@ -1,0 +1,196 @@
+//===- QuantToCalls.cpp - kiln.qlinear → kiln's int8 GEMM calls -------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements `kiln-cpu-quant-to-calls` (described in codegen/cpu/QuantPasses.td):
+// before kiln-optimize, every kiln.qlinear becomes a call of
+// runtime/cpu/Int8Gemm.cpp on its [M, K] input, the int8 weight's address,
+// its scales and bias, writing a fresh [M, N] buffer:
+//
+//   %xm = bufferization.to_memref (tensor.collapse_shape %x) read_only
+//   %wp = memref.extract_aligned_pointer_as_index %wm (+ offset in bytes)
+//   %ym = memref.alloc(%m)
+//   func.call @kiln_int8_linear(%xm, %wp, %wrow, %sm, %bm, %ym, %mode)
+//   %y  = tensor.expand_shape (bufferization.to_tensor %ym restrict writable)
+//
+// Quantization ops that did not fold into a qlinear have no CPU lowering;
+// the pass fails naming the first one.
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/QuantPasses.h"
+
+#include "ir/KilnOps.h"
+#include "ir/KilnQuantOps.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DEF_CPUQUANTTOCALLSPASS
+#include "codegen/cpu/QuantPasses.h.inc"
+
+namespace {
+
+constexpr const char *kCallee = "kiln_int8_linear";
+
+/// memref<?...xT, strided<[?...], offset: ?>> of rank `rank`.
+MemRefType dynamicType(Type elt, int64_t rank) {
+  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(elt.getContext(), ShapedType::kDynamic, dyn);
+  return MemRefType::get(dyn, elt, layout);
+}
+
+func::FuncOp declareCallee(ModuleOp module) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kCallee))
+    return f;
+  MLIRContext *ctx = module.getContext();
+  Type f32 = Float32Type::get(ctx), i64 = IntegerType::get(ctx, 64);
+  MemRefType m2 = dynamicType(f32, 2), m1 = dynamicType(f32, 1);
+  SmallVector<Type> inputs = {m2, i64, i64, m2, m1, m2, i64};
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
+  f.setPrivate();
+  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  return f;
+}
+
+/// The tensor `t` as a fully dynamic strided memref, for reading only.
+Value readBuffer(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> dyn(type.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn);
+  auto memref = MemRefType::get(type.getShape(), type.getElementType(), layout);
+  auto op = b.create<bufferization::ToMemrefOp>(loc, memref, t);
+  op.setReadOnly(true);
+  return b.create<memref::CastOp>(loc, dynamicType(type.getElementType(), type.getRank()), op);
+}
+
+/// (address of element [0, 0], row stride in bytes) of the int8 weight, read
+/// from the i32 words behind a kiln.int8_view when there is one.
+std::pair<Value, Value> weightAddress(OpBuilder &b, Location loc, Value weight) {
+  Value source = weight;
+  int64_t bytes = 1;
+  if (auto view = weight.getDefiningOp<Int8ViewOp>()) {
+    source = view.getInput();
+    bytes = 4;
+  }
+  Value m = readBuffer(b, loc, source);
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
+  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m);
+  Value size = b.create<arith::ConstantIndexOp>(loc, bytes);
+  Value offset = b.create<arith::MulIOp>(loc, meta.getOffset(), size);
+  Value address = b.create<arith::AddIOp>(loc, base, offset);
+  Value row = b.create<arith::MulIOp>(loc, meta.getStrides()[0], size);
+  Type i64 = b.getI64Type();
+  return {b.create<arith::IndexCastOp>(loc, i64, address),
+          b.create<arith::IndexCastOp>(loc, i64, row)};
+}
+
+int64_t modeOf(StringRef activations) {
+  return activations == "per_token" ? 0 : activations == "per_tensor" ? 1 : 2;
+}
+
+/// `x` as [M, K] and the sizes of its leading dims (for the expand back).
+Value collapseInput(OpBuilder &b, Location loc, Value x, SmallVectorImpl<OpFoldResult> &lead) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    lead.push_back(type.isDynamicDim(d) ? OpFoldResult(b.create<tensor::DimOp>(loc, x, d))
+                                        : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+  if (rank == 2)
+    return x;
+  ReassociationIndices rows;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows.push_back(d);
+  SmallVector<ReassociationIndices> groups;
+  if (rank > 1)
+    groups.push_back(rows);
+  groups.push_back({rank - 1});
+  if (rank == 1) // a single row
+    return b.create<tensor::ExpandShapeOp>(
+        loc, RankedTensorType::get({1, type.getDimSize(0)}, type.getElementType()), x,
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  return b.create<tensor::CollapseShapeOp>(loc, x, groups);
+}
+
+void rewrite(QLinearOp op, func::FuncOp callee) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  SmallVector<OpFoldResult> lead;
+  Value x2 = collapseInput(b, loc, op.getInput(), lead);
+  auto xType = cast<RankedTensorType>(x2.getType());
+  int64_t n = cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
+  Value bias = op.getBias();
+  if (!bias) {
+    auto type = RankedTensorType::get({n}, b.getF32Type());
+    bias = b.create<ConstantOp>(loc, cast<ElementsAttr>(DenseElementsAttr::get(type, 0.0f)));
+  }
+  auto [address, rowBytes] = weightAddress(b, loc, op.getWeight());
+  SmallVector<Value> dyn;
+  if (xType.isDynamicDim(0))
+    dyn.push_back(b.create<tensor::DimOp>(loc, x2, 0));
+  auto yType = MemRefType::get({xType.getDimSize(0), n}, b.getF32Type());
+  Value ym = b.create<memref::AllocOp>(loc, yType, dyn, b.getI64IntegerAttr(64));
+  Value mode = b.create<arith::ConstantIntOp>(loc, modeOf(op.getActivations()), 64);
+  SmallVector<Value> args = {readBuffer(b, loc, x2),
+                             address,
+                             rowBytes,
+                             readBuffer(b, loc, op.getWeightScale()),
+                             readBuffer(b, loc, bias),
+                             b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym),
+                             mode};
+  b.create<func::CallOp>(loc, callee, args);
+  Value y = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true, /*writable=*/true);
+  auto outType = cast<RankedTensorType>(op.getType());
+  if (outType.getRank() != 2) {
+    SmallVector<OpFoldResult> shape(lead);
+    shape.push_back(b.getIndexAttr(n));
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices rows;
+    for (int64_t d = 0; d + 1 < std::max<int64_t>(outType.getRank(), 2); ++d)
+      rows.push_back(d);
+    groups.push_back(rows);
+    groups.push_back({std::max<int64_t>(outType.getRank(), 2) - 1});
+    if (outType.getRank() == 1)
+      y = b.create<tensor::CollapseShapeOp>(loc, y, ArrayRef<ReassociationIndices>{{0, 1}});
+    else
+      y = b.create<tensor::ExpandShapeOp>(loc, outType, y, groups, shape);
+  }
+  Value weight = op.getWeight();
+  op.getResult().replaceAllUsesWith(y);
+  op.erase();
+  if (auto view = weight.getDefiningOp<Int8ViewOp>(); view && view->use_empty())
+    view.erase();
+}
+
+bool isQuantOp(Operation *op) { return isa<QuantizeOp, DequantizeOp, Int8ViewOp, QLinearOp>(op); }
+
+struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<QLinearOp> ops;
+    module.walk([&](QLinearOp op) { ops.push_back(op); });
+    if (!ops.empty()) {
+      func::FuncOp callee = declareCallee(module);
+      for (QLinearOp op : ops)
+        rewrite(op, callee);
+    }
+    WalkResult left = module.walk([&](Operation *op) {
+      if (!isa<QuantizeOp, DequantizeOp, Int8ViewOp>(op))
+        return WalkResult::advance();
+      op->emitError() << op->getName()
+                      << " has no CPU lowering outside an integer GEMM (kiln.qlinear)";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+bool containsQuantOps(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return isQuantOp(op) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+} // namespace mlir::kiln

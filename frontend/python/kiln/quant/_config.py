@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Quantization configs: what ``kiln.quant.prepare`` quantizes and how.
+
+A config names a scheme (``dynamic_int8``: int8 weights and activations
+quantized per call; ``weight_only_int8``: int8 weights, float activations),
+the activation granularity, and which modules it applies to: by type
+(``module_types``, only ``torch.nn.Linear`` today) and by qualified name
+(``include``/``exclude``: ``fnmatch`` patterns such as ``"encoder.*"``; a
+module is quantized when it matches a type, matches ``include`` if given,
+and matches no ``exclude``). Configs kiln does not implement yet raise
+``NotImplementedError`` naming themselves; bad arguments raise
+``ValueError``/``TypeError`` naming the argument.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from kiln.quant._ops import ACTIVATIONS
+
+SUPPORTED_MODULES = (nn.Linear,)
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """One quantization scheme and the modules it applies to."""
+
+    scheme: str
+    activations: str
+    module_types: tuple
+    include: tuple | None
+    exclude: tuple
+
+    def selects(self, name: str, module: nn.Module, as_type=None) -> bool:
+        """Whether ``module`` (qualified name ``name``; of type ``as_type``
+        when given) is quantized."""
+        if (as_type or type(module)) not in self.module_types:
+            return False
+        if self.include is not None and not any(fnmatch.fnmatchcase(name, p) for p in self.include):
+            return False
+        return not any(fnmatch.fnmatchcase(name, p) for p in self.exclude)
+
+
+def _patterns(what, value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    value = tuple(value)
+    if not all(isinstance(p, str) for p in value):
+        raise TypeError(f"kiln.quant: {what} must be a str or a sequence of str patterns")
+    return value
+
+
+def _module_types(scheme, types):
+    types = tuple(types)
+    for t in types:
+        if not (isinstance(t, type) and issubclass(t, nn.Module)):
+            raise TypeError(f"kiln.quant.{scheme}: module_types holds {t!r}, not an nn.Module type")
+        if t not in SUPPORTED_MODULES:
+            raise NotImplementedError(
+                f"kiln.quant.{scheme}: quantizing {t.__module__}.{t.__qualname__} is not "
+                "supported yet (only torch.nn.Linear)")
+    return types
+
+
+def _config(scheme, activations, module_types, include, exclude):
+    if activations not in ACTIVATIONS:
+        raise ValueError(f"kiln.quant.{scheme}: activations={activations!r} is not one of "
+                         f"{ACTIVATIONS[:2]}")
+    return QuantConfig(scheme, activations, _module_types(scheme, module_types),
+                       _patterns("include", include), _patterns("exclude", exclude) or ())
+
+
+def dynamic_int8(activations="per_token", module_types=(nn.Linear,), include=None, exclude=(),
+                 dtype=torch.qint8):
+    """Dynamic int8: per-channel symmetric int8 weights, activations
+    quantized per call (``"per_token"``: a scale per row; ``"per_tensor"``).
+    ``dtype`` as in ``torch.ao.quantization.quantize_dynamic`` (only
+    ``torch.qint8``/``torch.int8``)."""
+    if dtype not in (torch.qint8, torch.int8):
+        raise ValueError(f"kiln.quant.dynamic_int8: dtype {dtype} is not supported "
+                         "(int8 only: torch.qint8)")
+    if activations == "none":
+        raise ValueError("kiln.quant.dynamic_int8: activations='none' is weight-only: "
+                         "use kiln.quant.weight_only_int8()")
+    return _config("dynamic_int8", activations, module_types, include, exclude)
+
+
+def weight_only_int8(module_types=(nn.Linear,), include=None, exclude=()):
+    """Weight-only int8: per-channel symmetric int8 weights, float activations."""
+    return _config("weight_only_int8", "none", module_types, include, exclude)
+
+
+def _not_yet(name, what):
+    def config(*args, **kwargs):
+        raise NotImplementedError(f"kiln.quant.{name}: {what} is not implemented yet (issue 19); "
+                                  "kiln.quant supports dynamic_int8() and weight_only_int8()")
+    config.__name__ = name
+    config.__doc__ = f"Not implemented yet: {what} (raises NotImplementedError)."
+    return config
+
+
+static_int8 = _not_yet("static_int8", "static int8 with calibration")
+weight_only_int4 = _not_yet("weight_only_int4", "int4 weight-only quantization")
+fp8 = _not_yet("fp8", "fp8 quantization (sm_90)")
+prepare_qat = _not_yet("prepare_qat", "quantization-aware training")

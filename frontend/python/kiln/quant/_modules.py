@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``kiln.quant.prepare``: swaps selected layers for int8 ones.
+
+Each selected ``nn.Linear`` becomes a ``QuantizedLinear`` holding its weight
+as int8 values (one symmetric scale per output channel, ``max|w| / 127``)
+viewed as int32 (kiln's capture has no int8 dtype yet; the IR reads them
+back through ``kiln.int8_view``), the scales and the bias (layers torch.ao's ``quantize_dynamic`` already
+quantized keep their int8 weights and scales). Its forward calls
+``kiln.quant._ops.linear_int8``: eagerly the torch reference, under
+``kiln.compile`` kiln's q/dq IR and int8 GEMM.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from kiln.quant import _ops
+from kiln.quant._config import QuantConfig
+
+
+def quantize_weight(weight: torch.Tensor):
+    """(int8 values [N, K], float32 scales [N, 1]) of a float weight, per
+    output channel, symmetric."""
+    w = weight.detach().to(torch.float32)
+    scale = _ops.symmetric_scale(w.abs().amax(dim=1, keepdim=True))
+    return _ops.quantize_symmetric(w, scale).to(torch.int8), scale
+
+
+class QuantizedLinear(nn.Module):
+    """An int8 ``nn.Linear`` (inference only): see the module doc."""
+
+    def __init__(self, in_features, out_features, activations="per_token"):
+        super().__init__()
+        if in_features % 4:
+            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of 4")
+        self.in_features, self.out_features, self.activations = in_features, out_features, activations
+        self.register_buffer("qweight", torch.zeros(out_features, in_features // 4,
+                                                    dtype=torch.int32))
+        self.register_buffer("weight_scale", torch.ones(out_features, 1))
+        self.register_buffer("bias", None)
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, activations="per_token"):
+        q = cls(linear.in_features, linear.out_features, activations)
+        values, scale = quantize_weight(linear.weight)
+        q.qweight = values.contiguous().view(torch.int32)
+        q.weight_scale = scale.contiguous()
+        if linear.bias is not None:
+            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return q
+
+    @classmethod
+    def from_torch_ao(cls, module, activations="per_token"):
+        """The layer with the int8 weights, scales and bias of a torch.ao
+        dynamic quantized Linear (``quantize_dynamic``: qint8, zero points 0,
+        per tensor or per channel); activations then follow kiln's scheme."""
+        weight = module.weight()
+        if module._packed_params.dtype != torch.qint8:
+            raise ValueError(f"kiln.quant: torch.ao dynamic Linear with "
+                             f"{module._packed_params.dtype} weights (qint8 only)")
+        n, k = weight.shape
+        if weight.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            zero = weight.q_zero_point() == 0
+            scale = torch.full((n, 1), weight.q_scale(), dtype=torch.float32)
+        else:
+            zero = bool((weight.q_per_channel_zero_points() == 0).all())
+            scale = weight.q_per_channel_scales().to(torch.float32).reshape(n, 1)
+        if not zero:
+            raise ValueError("kiln.quant: torch.ao weights with nonzero zero points "
+                             "(kiln's weights are symmetric)")
+        q = cls(k, n, activations)
+        q.qweight = weight.int_repr().contiguous().view(torch.int32)
+        q.weight_scale = scale.contiguous()
+        if module.bias() is not None:
+            q.bias = module.bias().detach().to(torch.float32).clone()
+        return q
+
+    def int8_weight(self) -> torch.Tensor:
+        """The int8 weight values ``[N, K]`` (a view)."""
+        return self.qweight.view(torch.int8)
+
+    def forward(self, input):
+        return _ops.linear_int8(input, self.qweight, self.weight_scale, self.bias,
+                                self.activations)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"activations={self.activations!r}")
+
+
+def _is_ao_linear(module) -> bool:
+    return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
+
+
+def _why_not(name, module):
+    if _is_ao_linear(module):
+        return None if module.in_features % 4 == 0 else (
+            f"in_features={module.in_features} is not a multiple of 4")
+    if module.weight.dtype != torch.float32:
+        return f"weight dtype {module.weight.dtype} (float32 only)"
+    if module.weight.device.type != "cpu":
+        return f"device {module.weight.device} (CPU only)"
+    if module.in_features % 4:
+        return f"in_features={module.in_features} is not a multiple of 4"
+    return None
+
+
+def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.Module:
+    """``model`` (a copy unless ``inplace``) with every module ``config``
+    selects replaced by its int8 version, in eval mode. A selected module
+    kiln cannot quantize raises ValueError naming it and why."""
+    if not isinstance(config, QuantConfig):
+        raise TypeError("kiln.quant.prepare: config must come from kiln.quant.dynamic_int8() or "
+                        f"weight_only_int8(), got {type(config).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"kiln.quant.prepare: expected an nn.Module, got {type(model).__name__}")
+    if not inplace:
+        model = copy.deepcopy(model)
+    if config.selects("", model):
+        raise ValueError("kiln.quant.prepare: the root module itself is a Linear; wrap it")
+    chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
+    # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
+    if nn.Linear in config.module_types:
+        chosen += [(n, m) for n, m in model.named_modules()
+                   if n and _is_ao_linear(m) and config.selects(n, m, as_type=nn.Linear)]
+    for name, module in chosen:
+        why = _why_not(name, module)
+        if why:
+            raise ValueError(f"kiln.quant.prepare: cannot quantize {name!r}: {why}")
+    for name, module in chosen:
+        parent_name, _, attr = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        make = QuantizedLinear.from_torch_ao if _is_ao_linear(module) else QuantizedLinear.from_float
+        setattr(parent, attr, make(module, config.activations))
+    return model.eval()

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The eager reference of kiln's int8 linear layer.
+
+``linear_int8`` is what a ``kiln.quant.prepare``'d layer calls. Run eagerly
+it computes, with torch ops, exactly what kiln's compiled kernel computes
+(runtime/cpu/Int8Gemm.cpp); inside ``kiln.compile`` the capture maps this
+function by identity (frontend/csrc/capture/ops/QuantOps.cpp) to kiln's
+q/dq IR, which ``kiln-fold-quant`` turns into one integer GEMM.
+
+Scheme (docs/quantization.md): int8 weights ``[N, K]`` with one symmetric
+scale per output channel; activations (unless ``"none"``) quantized per
+call, symmetric, one scale per row (``"per_token"``) or per tensor
+(``"per_tensor"``): ``scale = max|x| / 127`` (1 for an all-zero group),
+``q = clamp(round_half_even(x / scale), -127, 127)``; the int32 product
+is dequantized by ``x_scale * w_scale`` and the bias added.
+"""
+from __future__ import annotations
+
+import torch
+
+ACTIVATIONS = ("per_token", "per_tensor", "none")
+
+
+def symmetric_scale(amax: torch.Tensor) -> torch.Tensor:
+    """``amax / 127`` where positive, else 1 (an all-zero group)."""
+    return torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+
+
+def quantize_symmetric(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``clamp(round_half_even(x / scale), -127, 127)`` as float values."""
+    return torch.clamp(torch.round(x / scale), -127.0, 127.0)
+
+
+def linear_int8(input, qweight, weight_scale, bias=None, activations="per_token"):
+    """``input [..., K] @ dequantize(qweight)^T + bias`` as kiln computes it.
+
+    ``qweight``: int8 values ``[N, K]`` viewed as int32 ``[N, K / 4]``;
+    ``weight_scale``: float32 ``[N, 1]``; ``bias``: float32 ``[N]`` or None.
+    """
+    w = qweight.view(torch.int8)
+    k = w.shape[1]
+    x = input.reshape(-1, k)
+    if activations == "none":
+        y = x @ (w.to(torch.float32) * weight_scale).t()
+    elif activations in ("per_token", "per_tensor"):
+        amax = x.abs().amax(dim=-1, keepdim=True)
+        if activations == "per_tensor":
+            amax = amax.amax().reshape(1, 1)
+        scale = symmetric_scale(amax)
+        q = quantize_symmetric(x, scale)
+        # Exact integer products (|sum| < 2^53) in float64, then f32 as the kernel.
+        acc = (q.to(torch.float64) @ w.to(torch.float64).t()).to(torch.float32)
+        y = acc * (scale * weight_scale.t())
+    else:
+        raise ValueError(f"kiln.quant: activations={activations!r} is not one of {ACTIVATIONS}")
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*input.shape[:-1], w.shape[0])

@@ -1,0 +1,103 @@
+//===- KilnQuantOps.cpp - shape inference of the quantization ops -----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Result-type inference (which also checks operands and attributes) of
+// kiln.quantize, kiln.dequantize, kiln.int8_view and kiln.qlinear (the dialect registers
+// them in KilnDialect.cpp). Each diagnostic has a case in
+// test/ir/invalid-quant.mlir.
+//===----------------------------------------------------------------------===//
+#include "ir/KilnQuantOps.h"
+#include "ir/ShapeUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+RankedTensorType rankedOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+bool isGranularity(StringRef g) { return g == "per_token" || g == "per_tensor"; }
+
+} // namespace
+
+LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                           ValueRange operands, DictionaryAttr attrs,
+                                           OpaqueProperties props, RegionRange regions,
+                                           SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto in = rankedOf(adaptor.getInput());
+  StringRef g = adaptor.getGranularity();
+  if (!isGranularity(g))
+    return emitOptionalError(loc, "granularity must be \"per_token\" or \"per_tensor\", got \"", g,
+                             "\"");
+  if (g == "per_token" && in.getRank() == 0)
+    return emitOptionalError(loc, "per_token quantization needs rank >= 1");
+  SmallVector<int64_t> scale(in.getShape());
+  if (g == "per_tensor")
+    std::fill(scale.begin(), scale.end(), 1);
+  else
+    scale.back() = 1;
+  inferred.push_back(in.clone(IntegerType::get(ctx, 8)));
+  inferred.push_back(RankedTensorType::get(scale, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult DequantizeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                             ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                             RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(operands[0]);
+  auto scale = rankedOf(operands[1]);
+  if (!isBroadcastableTo(scale.getShape(), in.getShape()))
+    return emitOptionalError(loc, "scale ", scale, " does not broadcast to ", in);
+  inferred.push_back(in.clone(Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult Int8ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                           ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                           RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(operands[0]);
+  if (in.getRank() == 0)
+    return emitOptionalError(loc, "int8_view needs rank >= 1");
+  SmallVector<int64_t> shape(in.getShape());
+  if (!ShapedType::isDynamic(shape.back()))
+    shape.back() *= 4;
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 8)));
+  return success();
+}
+
+LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          ValueRange operands, DictionaryAttr attrs,
+                                          OpaqueProperties props, RegionRange regions,
+                                          SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto in = rankedOf(adaptor.getInput());
+  auto w = rankedOf(adaptor.getWeight());
+  auto scale = rankedOf(adaptor.getWeightScale());
+  StringRef act = adaptor.getActivations();
+  if (!isGranularity(act) && act != "none")
+    return emitOptionalError(loc,
+                             "activations must be \"per_token\", \"per_tensor\" or \"none\", "
+                             "got \"",
+                             act, "\"");
+  if (in.getRank() < 1 || w.getRank() != 2)
+    return emitOptionalError(loc, "needs an input of rank >= 1 and a 2-D weight, got ", in, " and ",
+                             w);
+  int64_t n = w.getDimSize(0), k = w.getDimSize(1), kIn = in.getShape().back();
+  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(kIn) && k != kIn)
+    return emitOptionalError(loc, "input has K = ", kIn, ", weight has K = ", k);
+  if (scale.getRank() != 2 || scale.getDimSize(0) != n || scale.getDimSize(1) != 1)
+    return emitOptionalError(loc, "weight_scale must be [N, 1] = [", n, ", 1], got ", scale);
+  if (Value bias = adaptor.getBias()) {
+    auto b = rankedOf(bias);
+    if (b.getRank() != 1 || b.getDimSize(0) != n)
+      return emitOptionalError(loc, "bias must be [N] = [", n, "], got ", b);
+  }
+  SmallVector<int64_t> shape(in.getShape());
+  shape.back() = n;
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/KilnQuantOps.cpp.inc"

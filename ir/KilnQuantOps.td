@@ -1,0 +1,121 @@
+//===- KilnQuantOps.td - int8 quantization ops ----------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// kiln's one representation of quantized computation (docs/quantization.md):
+// explicit `kiln.quantize` / `kiln.dequantize` ops on plain integer tensors
+// (i8 values, f32 scales, symmetric: zero points are 0), the frontend's
+// carrier for int8 data (`kiln.int8_view`), and the integer GEMM
+// `kiln.qlinear` that `kiln-fold-quant` builds from q/dq around a matmul.
+// A separate ODS file (KilnQuantOps.h.inc) so that these ops do not rebuild
+// every user of KilnOps.h; the dialect registers both lists.
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_QUANT_OPS_TD
+#define KILN_QUANT_OPS_TD
+
+include "ir/KilnBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Kiln_F32Tensor : RankedTensorOf<[F32]>;
+def Kiln_I8Tensor : RankedTensorOf<[I8]>;
+
+def Kiln_QuantizeOp : Kiln_Op<"quantize", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "dynamic symmetric int8 quantization (scales computed from the data)";
+  let description = [{
+    Quantizes an f32 tensor to int8 with scales computed from its values:
+    `scale = max(|x|) / 127` over each group (a tiny positive scale when the
+    group is all zeros) and `q = clamp(round_half_even(x / scale), -127,
+    127)`; the zero point is 0. `granularity` chooses the groups:
+    `"per_token"` (each row: every index of the leading dims, over the last
+    dim; `scale` has the input's shape with the last dim 1) or
+    `"per_tensor"` (one scale; `scale` has the input's rank, all dims 1).
+    `kiln.dequantize %q, %scale` gives back `q * scale`.
+
+    Example:
+    ```mlir
+    %q, %s = kiln.quantize %x {granularity = "per_token"} : tensor<4x8xf32> -> tensor<4x8xi8>, tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input,
+                   DefaultValuedAttr<StrAttr, "\"per_token\"">:$granularity);
+  let results = (outs Kiln_I8Tensor:$result, Kiln_F32Tensor:$scale);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result) `,` type($scale)
+  }];
+}
+
+def Kiln_DequantizeOp : Kiln_Op<"dequantize", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "int8 (or i32 accumulator) values times broadcast f32 scales";
+  let description = [{
+    `result = f32(input) * scale`, with `scale` broadcast to the input's
+    shape (numpy rules; it must not grow the input). Symmetric: no zero
+    point. Per-channel weights use a scale of shape `[N, 1]` (axis 0),
+    per-token activations `[..., 1]`, per-tensor ones all-1 dims.
+
+    Example:
+    ```mlir
+    %w = kiln.dequantize %q, %s : tensor<16x8xi8>, tensor<16x1xf32> -> tensor<16x8xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8, I32]>:$input, Kiln_F32Tensor:$scale);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)
+  }];
+}
+
+def Kiln_Int8ViewOp : Kiln_Op<"int8_view", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "int8 values stored four per i32 word (the frontend's int8 carrier)";
+  let description = [{
+    Reinterprets `[..., W]` i32 words as `[..., 4 W]` int8 values (byte `j`
+    of word `i` is value `4 i + j`, little-endian), as torch's
+    `t.view(torch.int8)` of an int32 tensor. kiln's capture has no int8
+    dtype yet, so `kiln.quant.prepare` stores int8 weights as int32 views
+    and the capture reads them through this op. It has no lowering of its
+    own: `kiln-cpu-quant-to-calls` reads the words' buffer directly when
+    the view feeds a `kiln.qlinear`.
+
+    Example:
+    ```mlir
+    %w = kiln.int8_view %words : tensor<16x2xi32> -> tensor<16x8xi8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$input);
+  let results = (outs Kiln_I8Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_QLinearOp : Kiln_Op<"qlinear", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "int8-weight linear layer: integer GEMM + dequantize + bias epilogue";
+  let description = [{
+    `input: [..., K]` f32, `weight: [N, K]` int8 with per-output-channel f32
+    `weight_scale: [N, 1]`, optional f32 `bias: [N]` → `[..., N]` f32:
+
+    - `activations = "per_token"` / `"per_tensor"`: the input is quantized
+      as `kiln.quantize` with that granularity, multiplied with the int8
+      weight in 32-bit integers, and the accumulator dequantized by
+      `x_scale * weight_scale` with the bias added in the same pass;
+    - `activations = "none"` (weight-only): `input @ dequantize(weight)^T + bias`
+      in f32.
+
+    Built by `kiln-fold-quant`; lowered on CPU by `kiln-cpu-quant-to-calls`.
+
+    Example:
+    ```mlir
+    %y = kiln.qlinear %x, %w, %s, %b {activations = "per_token"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, Kiln_I8Tensor:$weight,
+                   Kiln_F32Tensor:$weight_scale, Optional<Kiln_F32Tensor>:$bias,
+                   DefaultValuedAttr<StrAttr, "\"per_token\"">:$activations);
+  let results = (outs Kiln_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $weight_scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // KILN_QUANT_OPS_TD

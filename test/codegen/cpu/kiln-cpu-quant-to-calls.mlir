@@ -1,0 +1,60 @@
+// RUN: kiln-opt %s -split-input-file -kiln-cpu-quant-to-calls -verify-diagnostics | FileCheck %s
+
+// kiln-cpu-quant-to-calls runs each kiln.qlinear as a call of kiln's int8
+// GEMM (codegen/cpu/QuantToCalls.cpp, runtime/cpu/Int8Gemm.cpp).
+
+// Tests a 3-D per-token qlinear with bias on int8_view'ed words: the input
+// collapsed to [M, K], the weight's address taken from the i32 words (byte
+// offset = element offset x 4, row stride in bytes), a [M, N] result
+// buffer, mode 0, and the result expanded back to [2, 4, 16].
+// CHECK: func.func private @kiln_int8_linear(memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @per_token_3d
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[WORDS:.*]]: tensor<16x2xi32>, %[[S:.*]]: tensor<16x1xf32>, %[[B:.*]]: tensor<16xf32>)
+// CHECK: %[[X2:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+// CHECK: %[[WM:.*]] = bufferization.to_memref %[[WORDS]] read_only : memref<16x2xi32, strided<[?, ?], offset: ?>>
+// CHECK: %[[WC:.*]] = memref.cast %[[WM]]
+// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %[[ST:.*]]:2 = memref.extract_strided_metadata %[[WC]]
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[WC]]
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[OFFB:.*]] = arith.muli %[[OFF]], %[[C4]] : index
+// CHECK: %[[PTR:.*]] = arith.addi %[[BASE]], %[[OFFB]] : index
+// CHECK: %[[ROW:.*]] = arith.muli %[[ST]]#0, %[[C4]] : index
+// CHECK: %[[P64:.*]] = arith.index_cast %[[PTR]] : index to i64
+// CHECK: %[[R64:.*]] = arith.index_cast %[[ROW]] : index to i64
+// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x16xf32>
+// CHECK: %[[MODE:.*]] = arith.constant 0 : i64
+// CHECK: call @kiln_int8_linear(%{{.*}}, %[[P64]], %[[R64]], %{{.*}}, %{{.*}}, %{{.*}}, %[[MODE]])
+// CHECK: %[[YT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<8x16xf32>
+// CHECK: %[[OUT:.*]] = tensor.expand_shape %[[YT]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 16] : tensor<8x16xf32> into tensor<2x4x16xf32>
+// CHECK: return %[[OUT]]
+// CHECK-NOT: kiln.int8_view
+func.func @per_token_3d(%x: tensor<2x4x8xf32>, %words: tensor<16x2xi32>, %ws: tensor<16x1xf32>, %b: tensor<16xf32>) -> tensor<2x4x16xf32> {
+  %w = kiln.int8_view %words : tensor<16x2xi32> -> tensor<16x8xi8>
+  %y = kiln.qlinear %x, %w, %ws, %b {activations = "per_token"} : (tensor<2x4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
+}
+
+// -----
+
+// Tests weight-only without a bias on an i8 weight: a zero bias constant,
+// element size 1, mode 2, no reshapes for a 2-D input.
+// CHECK-LABEL: func.func @weight_only_no_bias
+// CHECK: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<16xf32>
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[MODE:.*]] = arith.constant 2 : i64
+// CHECK: call @kiln_int8_linear
+// CHECK-NOT: tensor.expand_shape
+func.func @weight_only_no_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %ws: tensor<16x1xf32>) -> tensor<4x16xf32> {
+  %y = kiln.qlinear %x, %w, %ws {activations = "none"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Negative: a dequantize that did not fold has no CPU lowering; the pass
+// fails naming it.
+func.func @unfolded_dequantize(%q: tensor<4x8xi8>, %s: tensor<4x1xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{kiln.dequantize has no CPU lowering outside an integer GEMM (kiln.qlinear)}}
+  %d = kiln.dequantize %q, %s : tensor<4x8xi8>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}

@@ -1,0 +1,82 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+// One case per diagnostic of the quantization ops (ir/KilnQuantOps.cpp),
+// written in generic form so the error comes from the verifier.
+
+func.func @bad_granularity(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{granularity must be "per_token" or "per_tensor", got "per_channel"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %q:2 = "kiln.quantize"(%x) {granularity = "per_channel"} : (tensor<4x8xf32>) -> (tensor<4x8xi8>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @per_token_0d(%x: tensor<f32>) {
+  // expected-error @+2 {{per_token quantization needs rank >= 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %q:2 = "kiln.quantize"(%x) {granularity = "per_token"} : (tensor<f32>) -> (tensor<i8>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @quantize_f64(%x: tensor<4x8xf64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float values}}
+  %q:2 = "kiln.quantize"(%x) : (tensor<4x8xf64>) -> (tensor<4x8xi8>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @dequantize_scale_grows(%q: tensor<4x8xi8>, %s: tensor<4x8x2xf32>) {
+  // expected-error @+2 {{does not broadcast to}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %d = "kiln.dequantize"(%q, %s) : (tensor<4x8xi8>, tensor<4x8x2xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @int8_view_0d(%w: tensor<i32>) {
+  // expected-error @+2 {{int8_view needs rank >= 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v = "kiln.int8_view"(%w) : (tensor<i32>) -> tensor<i8>
+  return
+}
+
+// -----
+
+func.func @qlinear_bad_mode(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>) {
+  // expected-error @+2 {{activations must be "per_token", "per_tensor" or "none", got "static"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "static"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_k_mismatch(%x: tensor<4x6xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>) {
+  // expected-error @+2 {{input has K = 6, weight has K = 8}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) : (tensor<4x6xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_scale_axis(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<1x8xf32>) {
+  // expected-error @+2 {{weight_scale must be [N, 1] = [16, 1], got 'tensor<1x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<1x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>, %b: tensor<4x16xf32>) {
+  // expected-error @+2 {{bias must be [N] = [16], got 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s, %b) : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return
+}

@@ -1,0 +1,53 @@
+//===- QuantPasses.td - kiln quantization passes --------------*- tablegen -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Target-neutral passes on the quantization ops of ir/KilnQuantOps.td. A
+// separate file (QuantPasses.h.inc) so that they rebuild only their own users.
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_QUANTPASSES_TD
+#define KILN_TRANSFORMS_QUANTPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FoldQuantPass : Pass<"kiln-fold-quant", "func::FuncOp"> {
+  let summary = "Folds q/dq around a matmul into an integer GEMM (kiln.qlinear)";
+  let description = [{
+    Precondition: kiln IR with `kiln.quantize` / `kiln.dequantize` as
+    `kiln.quant.prepare`'d layers capture them (docs/quantization.md).
+    Each `kiln.matmul` whose right operand is
+    `kiln.permute {dims = [1, 0]} (kiln.dequantize %w, %ws)` of a 2-D int8
+    weight `%w: [N, K]` with per-output-channel scales `%ws: [N, 1]`
+    becomes one `kiln.qlinear`:
+
+    - left operand `kiln.dequantize(kiln.quantize %x {granularity = g})`
+      (both results of one quantize): `activations = g`, the input `%x`
+      (integer GEMM, dequantize epilogue);
+    - any other f32 left operand: `activations = "none"` (weight-only);
+    - a `kiln.add` of a `[N]` f32 bias that is the matmul's only user is
+      folded in as the bias (the epilogue adds it).
+
+    Left alone (they stay float, and the CPU backend rejects a q/dq it
+    cannot run): a dequantized weight whose scales are not `[N, 1]` (a
+    per-input-channel scale, or a permute other than the transpose), a
+    dequantize feeding anything but such a matmul, matmuls of other element
+    types, an add whose other operand is not a `[N]` vector (kept after the
+    qlinear). Dead q/dq ops are erased.
+
+    Before:
+    ```mlir
+    %q, %s = kiln.quantize %x {granularity = "per_token"} : tensor<4x8xf32> -> tensor<4x8xi8>, tensor<4x1xf32>
+    %xd = kiln.dequantize %q, %s : tensor<4x8xi8>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %wd = kiln.dequantize %w, %ws : tensor<16x8xi8>, tensor<16x1xf32> -> tensor<16x8xf32>
+    %wt = kiln.permute %wd {dims = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+    %y = kiln.matmul %xd, %wt : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    %z = kiln.add %y, %b : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %z = kiln.qlinear %x, %w, %ws, %b {activations = "per_token"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+}
+
+#endif // KILN_TRANSFORMS_QUANTPASSES_TD
