@@ -197,6 +197,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
         return emitGeneric(g);
       })
       .Case<linalg::TransposeOp>([&](linalg::TransposeOp t) { return emitTranspose(t); })
+      .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp s) { return emitExtractSlice(s); })
+      .Case<tensor::InsertSliceOp>([&](tensor::InsertSliceOp s) { return emitInsertSlice(s); })
       .Case<linalg::MatmulOp, linalg::BatchMatmulOp>(
           [&](auto m) { return emitGemm(m, /*transB=*/false); })
       .Case<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(
