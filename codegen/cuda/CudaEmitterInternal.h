@@ -285,6 +285,14 @@ private:
     llvm::DenseMap<int, std::string> paramOfBuffer;
   };
   Gathers *gathers = nullptr;
+  /// Slices whose only use is inserting them (im2col taps): read by the
+  /// insert's copy kernel straight from the source (buffer, offset, strides).
+  struct SliceView {
+    int buffer;
+    int64_t offset;
+    SmallVector<int64_t> strides;
+  };
+  llvm::DenseMap<Value, SliceView> sliceViews;
   /// Buffers created for an insert_slice chain: written in place by the
   /// next insert_slice when its destination has no other use.
   llvm::DenseSet<int> ownedBuffers;

@@ -109,6 +109,30 @@ int FunctionEmitter::copyToFreshBuffer(Value v, RankedTensorType t, Location loc
   return fresh;
 }
 
+/// The non-unit dims of `t`.
+static SmallVector<int64_t> nonUnitDims(Type t) {
+  SmallVector<int64_t> dims;
+  for (int64_t d : cast<RankedTensorType>(t).getShape())
+    if (d != 1)
+      dims.push_back(d);
+  return dims;
+}
+
+/// `v`, or the reshape of it that adds or drops unit dims, when its only
+/// use is as the source of a tensor.insert_slice; null otherwise.
+static Value insertedOnly(Value v) {
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (auto ins = dyn_cast<tensor::InsertSliceOp>(user))
+      return ins.getSource() == v && ins.getDest() != v ? v : Value();
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) ||
+        nonUnitDims(user->getResult(0).getType()) != nonUnitDims(v.getType()))
+      return Value();
+    v = user->getResult(0);
+  }
+  return Value();
+}
+
 LogicalResult FunctionEmitter::emitExtractSlice(tensor::ExtractSliceOp op) {
   RankedTensorType st = op.getSourceType(), rt = op.getResultType();
   if (!st.hasStaticShape() || !rt.hasStaticShape() || !isStatic(op.getStaticOffsets()) ||
@@ -134,6 +158,19 @@ LogicalResult FunctionEmitter::emitExtractSlice(tensor::ExtractSliceOp op) {
   }
   if (int64_t(strides.size()) != rt.getRank())
     return op.emitError("CUDA emitter: unexpected rank-reducing slice");
+  // Only inserted somewhere (an im2col tap), maybe after reshapes that add
+  // or drop unit dims: the insert copies it directly.
+  if (Value inserted = insertedOnly(op.getResult())) {
+    SmallVector<int64_t> viewStrides;
+    auto it = strides.begin();
+    for (int64_t d : cast<RankedTensorType>(inserted.getType()).getShape()) {
+      while (d != 1 && it != strides.end() && rt.getDimSize(it - strides.begin()) == 1)
+        ++it;
+      viewStrides.push_back(d == 1 || it == strides.end() ? 0 : *it++);
+    }
+    sliceViews[inserted] = SliceView{in.buffer, offset, viewStrides};
+    return success();
+  }
   int out = newBuffer(rt, "temporary");
   tensors[op.getResult()] = TensorInfo{out, std::nullopt, false};
   printStridedCopy(in.buffer, "", offset, strides, out, 0, rowMajorStrides(rt.getShape()),
@@ -152,7 +189,8 @@ LogicalResult FunctionEmitter::emitInsertSlice(tensor::InsertSliceOp op) {
   if (!mask)
     return op.emitError("CUDA emitter: unexpected rank-reducing insert_slice");
   TensorInfo src = tensors.lookup(op.getSource());
-  if (src.buffer < 0 && !src.fill && !src.empty)
+  auto view = sliceViews.find(op.getSource());
+  if (src.buffer < 0 && !src.fill && !src.empty && view == sliceViews.end())
     return op.emitError("CUDA emitter: an inserted tensor that is not backed by a buffer");
   // The destination: written in place only when it is the previous link
   // of this chain (its owned buffer) and nothing else reads it.
@@ -176,6 +214,12 @@ LogicalResult FunctionEmitter::emitInsertSlice(tensor::InsertSliceOp op) {
     offset += op.getStaticOffsets()[k] * base[k];
     if (!mask->contains(k))
       strides.push_back(base[k] * op.getStaticStrides()[k]);
+  }
+  if (view != sliceViews.end()) {
+    printStridedCopy(view->second.buffer, "", view->second.offset, view->second.strides, dst,
+                     offset, strides, st.getShape(), dt.getElementType(), "slice into a concat",
+                     op.getLoc());
+    return success();
   }
   if (src.empty && src.buffer < 0)
     return success(); // undefined contents: nothing to copy
