@@ -14,6 +14,7 @@
 
 #include "codegen/cuda/CudaEmitter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -212,6 +213,9 @@ private:
   /// `tensor.extract %t[...]` in a generic body (embedding, gather): `t`
   /// becomes a kernel parameter of the kernel being built (`gathers`).
   std::optional<std::string> translateExtract(tensor::ExtractOp op);
+  /// A non-splat constant tensor (upsampling's index tables): a
+  /// `__device__` array in the source copied into a buffer by one kernel.
+  LogicalResult emitConstantTable(arith::ConstantOp c);
   /// The buffer of tensor `v`; a splat constant or linalg.fill without one
   /// gets it from a fill kernel emitted here (-1 if `v` has neither).
   int materialize(Value v);

@@ -58,3 +58,14 @@ func.func @conv3x3(%x: tensor<1x3x7x5xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1
   %0 = kiln.conv2d %x, %w {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : tensor<1x3x7x5xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x5xf32>
   return %0 : tensor<1x4x7x5xf32>
 }
+
+// A non-splat constant (upsampling's index tables): a __device__ array in
+// the source, copied into its buffer by one kernel.
+// CHECK-LABEL: func @constant_table: 2 kernel(s)
+// CHECK: __device__ const float constant_table_c{{[0-9]+}}[4] = {1.0f, 2.0f, 3.0f, -0.5f};
+// CHECK: out0[i] = constant_table_c{{[0-9]+}}[i];
+func.func @constant_table(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %c = kiln.constant dense<[1.0, 2.0, 3.0, -0.5]> : tensor<4xf32>
+  %0 = kiln.mul %x, %c : tensor<2x4xf32>, tensor<4xf32>
+  return %0 : tensor<2x4xf32>
+}
