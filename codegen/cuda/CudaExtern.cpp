@@ -123,14 +123,15 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Ty
   auto ct = cast<RankedTensorType>(c.getType());
   bool sixteen = in != ct.getElementType();
   auto rt = RankedTensorType::get(ct.getShape(), in);
+  unsigned rank = ct.getRank();
   if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-      g.getNumParallelLoops() != 2 || g.getNumLoops() != 2 ||
+      rank < 2 || g.getNumParallelLoops() != rank || g.getNumLoops() != rank ||
       g.getStaticLoopRanges() != SmallVector<int64_t>(ct.getShape()) ||
       g.getResult(0).getType() != rt)
     return std::nullopt;
   MLIRContext *ctx = g.getContext();
-  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
-  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap row = AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, ctx)}, ctx);
   Block &block = g.getRegion().front();
   Value cArg, bArg;
   for (OpOperand *o : g.getDpsInputOperands()) {
@@ -138,7 +139,7 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Ty
     auto tt = dyn_cast<RankedTensorType>(o->get().getType());
     if (o->get() == c && map == id && !cArg) {
       cArg = block.getArgument(o->getOperandNumber());
-    } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(1) &&
+    } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(rank - 1) &&
                tt.getElementType() == in && map == row) {
       bArg = block.getArgument(o->getOperandNumber());
       bias = o->get();
@@ -224,9 +225,17 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   std::optional<std::string> epilogue;
   bool sixteenAcc = (in.isF16() || in.isBF16()) && outElt.isF32();
   if (gemmEpilogues && !e.batched && (in == outElt || sixteenAcc) && result.hasOneUse()) {
-    consumer = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
-    if (consumer && !groups.count(consumer) && !grouped.contains(consumer))
-      epilogue = matchEpilogue(consumer, result, in, bias);
+    // The consumer may read C through reshapes that keep N innermost (a
+    // Linear on [B, S, K] inputs: [B*S, N] viewed as [B, S, N]).
+    Value viewed = result;
+    while (viewed.hasOneUse() &&
+           isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(*viewed.getUsers().begin()))
+      viewed = viewed.getUsers().begin()->getResult(0);
+    consumer = viewed.hasOneUse() ? dyn_cast<linalg::GenericOp>(*viewed.getUsers().begin())
+                                  : linalg::GenericOp();
+    if (consumer && !groups.count(consumer) && !grouped.contains(consumer) &&
+        cast<RankedTensorType>(viewed.getType()).getShape().back() == e.n)
+      epilogue = matchEpilogue(consumer, viewed, in, bias);
   }
   int biasBuffer = epilogue ? materialize(bias) : -1;
   // With an epilogue the library writes the consumer's result (16-bit

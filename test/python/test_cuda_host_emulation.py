@@ -57,6 +57,9 @@ CASES = {
     # GPT-2's NewGELUActivation (tanh GELU spelled out): cuBLASLt's GELU_BIAS.
     "linear_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
                         [(8, 16), (16, 12), (12,)]),
+    "linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b), [(2, 5, 16), (16, 12), (12,)]),
+    "linear3d_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b),
+                      [(3, 4, 16), (12, 16), (12,)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -118,6 +121,7 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     epilogues = [item["epilogue"] for kind, item in graph.steps if kind == "gemm"]
     expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
                          "linear_gelu_new": ["bias_gelu_tanh"],
+                         "linear3d_gelu_new": ["bias_gelu_tanh"], "linear3d_bias": ["bias"],
                          "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
     if name in expected_epilogue:
         assert epilogues == expected_epilogue[name]

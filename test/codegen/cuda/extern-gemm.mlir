@@ -91,6 +91,19 @@ func.func @linear_new_gelu(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tens
   return %9 : tensor<8x64xf32>
 }
 
+// A Linear on a [B, S, K] input (GPT-2's Conv1D: addmm on the [B*S, K]
+// view, result viewed back): the consumer reads C through the reshape.
+// CHECK-LABEL: func @linear3d_gelu_tanh: 0 kernel(s), 1 other step(s)
+// CHECK: extern GEMM 6x64x32 (MxNxK, epilogue bias_gelu_tanh)
+func.func @linear3d_gelu_tanh(%x: tensor<2x3x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<2x3x64xf32> {
+  %0 = kiln.reshape %x : tensor<2x3x32xf32> -> tensor<6x32xf32>
+  %1 = kiln.matmul %0, %w : tensor<6x32xf32>, tensor<32x64xf32>
+  %2 = kiln.reshape %1 : tensor<6x64xf32> -> tensor<2x3x64xf32>
+  %3 = kiln.add %2, %b : tensor<2x3x64xf32>, tensor<64xf32>
+  %4 = kiln.gelu %3 {approximate = "tanh"} : tensor<2x3x64xf32>
+  return %4 : tensor<2x3x64xf32>
+}
+
 // CHECK-LABEL: func @negative_gelu_erf: 1 kernel(s), 1 other step(s)
 func.func @negative_gelu_erf(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
   %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
