@@ -76,6 +76,51 @@ LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
   return success();
 }
 
+/// Elements of a constant table: at most this many (index tables, small
+/// lookup constants; large weights are graph inputs, not constants).
+static constexpr int64_t kMaxConstantTable = 1 << 16;
+
+LogicalResult FunctionEmitter::emitConstantTable(arith::ConstantOp c) {
+  auto tt = cast<RankedTensorType>(c.getType());
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  auto elt = storageType(tt.getElementType());
+  if (!dense || !tt.hasStaticShape() || !elt)
+    return c.emitError("CUDA emitter: unsupported constant tensor ") << tt;
+  if (tt.getNumElements() > kMaxConstantTable)
+    return c.emitError("CUDA emitter: a constant tensor of ")
+           << tt.getNumElements() << " elements (more than " << kMaxConstantTable << ")";
+  std::vector<std::string> values;
+  for (Attribute a : dense.getValues<Attribute>()) {
+    auto lit = attrLiteral(cast<TypedAttr>(a));
+    // Bit-pattern literals (inf, NaN) call device functions: not a constant initializer.
+    if (!lit || lit->find("__") != std::string::npos)
+      return c.emitError("CUDA emitter: a constant tensor with non-finite or unsupported "
+                         "elements");
+    values.push_back(*lit);
+  }
+  int out = newBuffer(tt, "temporary");
+  tensors[c.getResult()] = TensorInfo{out, std::nullopt, false};
+  std::string table = func.getSymName().str() + "_c" + std::to_string(out);
+  os << "// " << table << ": constant " << tt << ", " << locationString(c.getLoc()) << "\n";
+  os << "__device__ const " << *valueType(tt.getElementType()) << " " << table << "["
+     << values.size() << "] = {" << llvm::join(values, ", ") << "};\n";
+  int64_t total = tt.getNumElements();
+  KernelInfo k;
+  k.name = nextKernelName();
+  k.function = func.getSymName().str();
+  k.kind = KernelInfo::Pointwise;
+  k.blockX = kPointwiseBlock;
+  k.gridX = pointwiseGridSize(total);
+  k.args = {buffers[out].name};
+  os << "// " << k.name << ": copy " << table << " (" << total << " elements)\n";
+  openKernel(k, {*elt + " *__restrict__ out0"});
+  os << "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < " << total
+     << "; i += gridDim.x * blockDim.x)\n";
+  os << "    out0[i] = " << storeValue(table + "[i]", tt.getElementType()) << ";\n}\n\n";
+  addKernel(std::move(k));
+  return success();
+}
+
 int FunctionEmitter::materialize(Value v) {
   TensorInfo info = tensors.lookup(v);
   auto tt = dyn_cast<RankedTensorType>(v.getType());

@@ -167,9 +167,12 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
         if (isa<RankedTensorType>(c.getType())) {
           auto dense = dyn_cast<SplatElementsAttr>(c.getValue());
-          if (dense)
+          if (dense) {
             if (auto lit = attrLiteral(dense.getSplatValue<TypedAttr>()))
               tensors[c.getResult()] = TensorInfo{-1, *lit, false};
+          } else if (!c.getResult().use_empty()) {
+            return emitConstantTable(c);
+          }
         }
         return success();
       })
@@ -197,6 +200,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
         return emitGeneric(g);
       })
       .Case<linalg::TransposeOp>([&](linalg::TransposeOp t) { return emitTranspose(t); })
+      .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp s) { return emitExtractSlice(s); })
+      .Case<tensor::InsertSliceOp>([&](tensor::InsertSliceOp s) { return emitInsertSlice(s); })
       .Case<linalg::MatmulOp, linalg::BatchMatmulOp>(
           [&](auto m) { return emitGemm(m, /*transB=*/false); })
       .Case<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(

@@ -54,8 +54,8 @@ struct ExternCall {
   bool batched = false;                   // linalg.batch_matmul{,_transpose_b}
   std::string inputType, outputType;      // storage types of A/B and of C
   /// "none", or what the library applies after the product: "bias"
-  /// (C + bias row) or "bias_relu" (max(C + bias, 0)); the bias buffer is
-  /// then args[3].
+  /// (C + bias row), "bias_relu" (max(C + bias, 0)) or "bias_gelu_tanh"
+  /// (the tanh GELU of C + bias); the bias buffer is then args[3].
   std::string epilogue = "none";
   std::vector<std::string> args; // buffer names: A, B, C[, bias]
   std::string location;

@@ -14,8 +14,10 @@
 
 #include "codegen/cuda/CudaEmitter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -191,6 +193,29 @@ private:
   /// linalg.transpose: a pointwise kernel over the output reading the
   /// input through the permutation.
   LogicalResult emitTranspose(linalg::TransposeOp op);
+  // CudaSlices.cpp
+  /// tensor.extract_slice: a strided copy into a fresh contiguous buffer
+  /// (a slice of a splat constant stays that constant).
+  LogicalResult emitExtractSlice(tensor::ExtractSliceOp op);
+  /// tensor.insert_slice (concat, padding): the source copied into the
+  /// destination's region, in place when the destination is a buffer this
+  /// chain owns and nothing else reads it, else into a copy of it.
+  LogicalResult emitInsertSlice(tensor::InsertSliceOp op);
+  /// A copy kernel over `shape`: out[dst] = in[src] (or = `literal` when
+  /// `src` < 0); each side addressed as offset + sum(d_k * stride_k).
+  void printStridedCopy(int src, const std::string &literal, int64_t srcOffset,
+                        ArrayRef<int64_t> srcStrides, int dst, int64_t dstOffset,
+                        ArrayRef<int64_t> dstStrides, ArrayRef<int64_t> shape, Type elt,
+                        const std::string &what, Location loc);
+  /// A fresh buffer of type `t` holding a copy of tensor `v` (a buffer or a
+  /// fill), for insert_slice destinations that cannot be written in place.
+  int copyToFreshBuffer(Value v, RankedTensorType t, Location loc);
+  /// `tensor.extract %t[...]` in a generic body (embedding, gather): `t`
+  /// becomes a kernel parameter of the kernel being built (`gathers`).
+  std::optional<std::string> translateExtract(tensor::ExtractOp op);
+  /// A non-splat constant tensor (upsampling's index tables): a
+  /// `__device__` array in the source copied into a buffer by one kernel.
+  LogicalResult emitConstantTable(arith::ConstantOp c);
   /// The buffer of tensor `v`; a splat constant or linalg.fill without one
   /// gets it from a fill kernel emitted here (-1 if `v` has neither).
   int materialize(Value v);
@@ -257,6 +282,24 @@ private:
   bool onePassRows;
   bool vectorize;
   bool gemmEpilogues;
+  /// Tensors read by tensor.extract in the body of the kernel being built:
+  /// extra parameters (non-null only while a kernel accepts them).
+  struct Gathers {
+    std::vector<std::string> params, args;
+    llvm::DenseMap<int, std::string> paramOfBuffer;
+  };
+  Gathers *gathers = nullptr;
+  /// Slices whose only use is inserting them (im2col taps): read by the
+  /// insert's copy kernel straight from the source (buffer, offset, strides).
+  struct SliceView {
+    int buffer;
+    int64_t offset;
+    SmallVector<int64_t> strides;
+  };
+  llvm::DenseMap<Value, SliceView> sliceViews;
+  /// Buffers created for an insert_slice chain: written in place by the
+  /// next insert_slice when its destination has no other use.
+  llvm::DenseSet<int> ownedBuffers;
   /// Generics folded into a GEMM's epilogue: no kernel when reached.
   llvm::DenseSet<Operation *> absorbed;
   std::string *lastError;

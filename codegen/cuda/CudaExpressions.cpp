@@ -399,6 +399,11 @@ LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *sk
     std::string expr;
     if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
       expr = "(long long)d" + std::to_string(idx.getDim());
+    } else if (auto ex = dyn_cast<tensor::ExtractOp>(inner)) {
+      auto e = translateExtract(ex);
+      if (!e)
+        return failure();
+      expr = *e;
     } else if (auto c = dyn_cast<arith::ConstantOp>(inner)) {
       auto lit = attrLiteral(c.getValue());
       if (!lit)

@@ -11,13 +11,17 @@
 // whose only consumer is a pointwise `C + bias` or `relu(C + bias)` (bias a
 // row of N) carries that as its epilogue ("bias", "bias_relu": cuBLASLt's
 // bias/ReLU epilogues, runtime/cuda/Cublaslt.h) and writes the consumer's
-// result; the consumer gets no kernel. 16-bit GEMMs too, when the consumer
-// rounds their f32 accumulator (matchEpilogue).
+// result; the consumer gets no kernel. An f32 `gelu_tanh(C + bias)` (GPT-2's
+// MLP) becomes cuBLASLt's GELU_BIAS epilogue ("bias_gelu_tanh"). 16-bit GEMMs too, when the
+// consumer rounds their f32 accumulator (matchEpilogue).
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
+
+#include <cmath>
 
 namespace mlir::kiln::cuda::detail {
 
@@ -35,6 +39,66 @@ static bool isFloatConst(Value v, double x) {
   auto c = v.getDefiningOp<arith::ConstantOp>();
   auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
   return f && f.getValueAsDouble() == x;
+}
+
+/// Whether `v` is a float constant within 1e-6 (relative) of `x`.
+static bool isNearConst(Value v, double x) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && std::abs(f.getValueAsDouble() - x) <= 1e-6 * std::abs(x);
+}
+
+/// The operands of `v`'s defining binary op `Op` as (the one `first`
+/// accepts, the other), trying both orders; nullopt when none fits.
+template <typename Op, typename Pred>
+static std::optional<std::pair<Value, Value>> operandsOf(Value v, Pred first) {
+  auto op = v.getDefiningOp<Op>();
+  if (!op)
+    return std::nullopt;
+  if (first(op.getLhs()))
+    return std::make_pair(op.getLhs(), op.getRhs());
+  if (first(op.getRhs()))
+    return std::make_pair(op.getRhs(), op.getLhs());
+  return std::nullopt;
+}
+
+/// Whether `c` is x^3: `powf(x, 3)`, `(x * x) * x` or `x * (x * x)`.
+static bool isCube(Value c, Value x) {
+  if (auto p = c.getDefiningOp<math::PowFOp>())
+    return p.getLhs() == x && isNearConst(p.getRhs(), 3.0);
+  auto sq = [&](Value s) {
+    auto m = s.getDefiningOp<arith::MulFOp>();
+    return m && m.getLhs() == x && m.getRhs() == x;
+  };
+  return operandsOf<arith::MulFOp>(c, sq).has_value() &&
+         operandsOf<arith::MulFOp>(c, sq)->second == x;
+}
+
+/// The `x` of `y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (the
+/// tanh GELU: kiln.gelu's tanh form, HF's NewGELUActivation), operands of
+/// each product and sum in either order; null when `y` is not one.
+static Value tanhGeluInput(Value y) {
+  auto isHalfX = [](Value v) {
+    return operandsOf<arith::MulFOp>(v, [](Value c) { return isNearConst(c, 0.5); }).has_value();
+  };
+  auto outer = operandsOf<arith::MulFOp>(y, isHalfX);
+  if (!outer)
+    return Value();
+  Value x =
+      operandsOf<arith::MulFOp>(outer->first, [](Value c) { return isNearConst(c, 0.5); })->second;
+  auto onePlus =
+      operandsOf<arith::AddFOp>(outer->second, [](Value c) { return isNearConst(c, 1.0); });
+  auto tanh = onePlus ? onePlus->second.getDefiningOp<math::TanhOp>() : math::TanhOp();
+  if (!tanh)
+    return Value();
+  auto scaled = operandsOf<arith::MulFOp>(
+      tanh.getOperand(), [](Value c) { return isNearConst(c, std::sqrt(2.0 / M_PI)); });
+  auto poly = scaled ? operandsOf<arith::AddFOp>(scaled->second, [&](Value v) { return v == x; })
+                     : std::nullopt;
+  auto cubic = poly ? operandsOf<arith::MulFOp>(poly->second,
+                                                [](Value c) { return isNearConst(c, 0.044715); })
+                    : std::nullopt;
+  return cubic && isCube(cubic->second, x) ? x : Value();
 }
 
 /// `x` when `v` is `extf(truncf(x))` rounding through `t`, else null.
@@ -59,14 +123,15 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Ty
   auto ct = cast<RankedTensorType>(c.getType());
   bool sixteen = in != ct.getElementType();
   auto rt = RankedTensorType::get(ct.getShape(), in);
+  unsigned rank = ct.getRank();
   if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
-      g.getNumParallelLoops() != 2 || g.getNumLoops() != 2 ||
+      rank < 2 || g.getNumParallelLoops() != rank || g.getNumLoops() != rank ||
       g.getStaticLoopRanges() != SmallVector<int64_t>(ct.getShape()) ||
       g.getResult(0).getType() != rt)
     return std::nullopt;
   MLIRContext *ctx = g.getContext();
-  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
-  AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap row = AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, ctx)}, ctx);
   Block &block = g.getRegion().front();
   Value cArg, bArg;
   for (OpOperand *o : g.getDpsInputOperands()) {
@@ -74,7 +139,7 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Ty
     auto tt = dyn_cast<RankedTensorType>(o->get().getType());
     if (o->get() == c && map == id && !cArg) {
       cArg = block.getArgument(o->getOperandNumber());
-    } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(1) &&
+    } else if (tt && tt.getRank() == 1 && tt.getDimSize(0) == ct.getDimSize(rank - 1) &&
                tt.getElementType() == in && map == row) {
       bArg = block.getArgument(o->getOperandNumber());
       bias = o->get();
@@ -102,6 +167,11 @@ static std::optional<std::string> matchEpilogue(linalg::GenericOp g, Value c, Ty
   }
   if (isBiasAdd(y))
     return std::string("bias");
+  // cuBLASLt's GELU epilogue is the tanh form (f32 GEMMs only: the 16-bit
+  // chains round between the steps).
+  if (!sixteen)
+    if (Value x = tanhGeluInput(y); x && isBiasAdd(x))
+      return std::string("bias_gelu_tanh");
   auto isRoundedBiasAdd = [&](Value v) {
     return isBiasAdd(v) || (sixteen && unround(v, in) && isBiasAdd(unround(v, in)));
   };
@@ -155,9 +225,17 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   std::optional<std::string> epilogue;
   bool sixteenAcc = (in.isF16() || in.isBF16()) && outElt.isF32();
   if (gemmEpilogues && !e.batched && (in == outElt || sixteenAcc) && result.hasOneUse()) {
-    consumer = dyn_cast<linalg::GenericOp>(*result.getUsers().begin());
-    if (consumer && !groups.count(consumer) && !grouped.contains(consumer))
-      epilogue = matchEpilogue(consumer, result, in, bias);
+    // The consumer may read C through reshapes that keep N innermost (a
+    // Linear on [B, S, K] inputs: [B*S, N] viewed as [B, S, N]).
+    Value viewed = result;
+    while (viewed.hasOneUse() &&
+           isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(*viewed.getUsers().begin()))
+      viewed = viewed.getUsers().begin()->getResult(0);
+    consumer = viewed.hasOneUse() ? dyn_cast<linalg::GenericOp>(*viewed.getUsers().begin())
+                                  : linalg::GenericOp();
+    if (consumer && !groups.count(consumer) && !grouped.contains(consumer) &&
+        cast<RankedTensorType>(viewed.getType()).getShape().back() == e.n)
+      epilogue = matchEpilogue(consumer, viewed, in, bias);
   }
   int biasBuffer = epilogue ? materialize(bias) : -1;
   // With an epilogue the library writes the consumer's result (16-bit

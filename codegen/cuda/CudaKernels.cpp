@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 
 namespace mlir::kiln::cuda::detail {
@@ -68,6 +69,10 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   if (failed(collectGenericInputs(op, parts)) || failed(collectGenericOutputs(op, parts)))
     return failure();
   llvm::raw_string_ostream bs(parts.body);
+  // Tensors the body reads with tensor.extract become extra parameters.
+  Gathers gathered;
+  gathers = &gathered;
+  auto noGathers = llvm::make_scope_exit([&] { gathers = nullptr; });
   if (parts.isReduction) {
     FailureOr<ReductionBody> red = translateReductionBody(op, bs, parts.indent);
     if (failed(red))
@@ -78,6 +83,10 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     return failure();
   }
   bs.flush();
+  parts.params.insert(parts.params.end(), gathered.params.begin(), gathered.params.end());
+  parts.args.insert(parts.args.end(), gathered.args.begin(), gathered.args.end());
+  // Gathered reads are scalar: keep the scalar kernel.
+  parts.usesIndex |= !gathered.params.empty();
   if (failed(collectGenericStores(op, parts)))
     return failure();
 

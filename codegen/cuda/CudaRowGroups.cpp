@@ -47,6 +47,9 @@ enum RowKind { NotRow, FullRow, PerRow, RowReduce };
 static RowKind classifyRow(linalg::GenericOp g, ArrayRef<int64_t> rows, int64_t length) {
   if (!g.hasPureTensorSemantics() || g.getNumDpsInits() != 1 || g.getNumResults() != 1)
     return NotRow;
+  // Gathers (tensor.extract in the body) are kernels of their own.
+  if (!g.getRegion().front().getOps<tensor::ExtractOp>().empty())
+    return NotRow;
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
     return NotRow;

@@ -69,11 +69,12 @@ def mlp_softmax_eager(x, w, b, w2):
     return torch.softmax(torch.nn.functional.gelu(x @ w.T + b) @ w2, dim=1)
 
 
-# A slice (tensor.extract_slice): the emitter has no kernel for it.
-SLICE_IR = """
-func.func @forward(%x: tensor<8x16xf32>) -> tensor<8x4xf32> {
-  %0 = kiln.slice %x {end = array<i64: 8, 6>, start = array<i64: 0, 2>, step = array<i64: 1, 1>} : tensor<8x16xf32> -> tensor<8x4xf32>
-  %1 = kiln.relu %0 : tensor<8x4xf32>
-  return %1 : tensor<8x4xf32>
+# argmax (a reduction with two outputs, value and index): the emitter has
+# no kernel for it.
+ARGMAX_IR = """
+func.func @forward(%x: tensor<8x16xf32>) -> tensor<8xf32> {
+  %0 = kiln.argmax %x {dim = 1 : i64} : tensor<8x16xf32> -> tensor<8xi64>
+  %1 = kiln.cast %0 : tensor<8xi64> -> tensor<8xf32>
+  return %1 : tensor<8xf32>
 }
 """

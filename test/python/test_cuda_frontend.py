@@ -56,10 +56,10 @@ def test_device_is_guarded_cpu_and_meta_get_their_own_entries():
     f = kiln.compile(lambda x: (x + 1.0).relu())
     x = torch.randn(4, 8)
     torch.testing.assert_close(f(x), (x + 1.0).relu())
-    n = len(frontend.compiled)
+    frontend.compiled.clear()  # a bounded deque: count from empty
     y = f(torch.empty(4, 8, device="meta"))  # same dtype/shape/strides, other device
     assert y.device.type == "meta"
-    assert len(frontend.compiled) == n + 1
+    assert len(frontend.compiled) == 1
     torch.testing.assert_close(f(x), (x + 1.0).relu())  # the CPU entry again
     s = stats()
     assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["graph_breaks"] == 0
@@ -90,13 +90,13 @@ def test_mixed_devices_run_eagerly_like_eager():
 @requires_nvrtc
 def test_op_without_cuda_kernel_falls_back_with_reason(capfd):
     with kiln.config.patch(logs=frozenset({"graph_breaks"})):
-        f = kiln.compile(lambda x: x[:, 2:6].relu() * 2.0)
+        f = kiln.compile(lambda x: x.argmax(-1).float() * 2.0)
         y = f(torch.empty(8, 100, device="meta"))
-    assert y.shape == (8, 4) and y.device.type == "meta"
+    assert y.shape == (8,) and y.device.type == "meta"
     assert stats()["graphs_compiled"] == 0 and stats()["graph_breaks"] >= 1
     err = capfd.readouterr().err
     assert "CUDA backend: CudaUnsupportedError" in err
-    assert "tensor.extract_slice" in err
+    assert "a reduction with several outputs is not supported" in err
 
 
 @pytest.mark.cuda

@@ -4,6 +4,8 @@ chains with broadcasting, transposes, fills, column/multi-dim reductions,
 row reductions and the fused softmax / layer_norm row groups with their
 warp shuffles and barriers) are emulated on the CPU (cuda_host.py)
 through their launch plan, GEMM steps included, and compared with eager."""
+import math
+
 import pytest
 import torch
 
@@ -52,9 +54,19 @@ CASES = {
     "linear_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b), [(8, 16), (12, 16), (12,)]),
     "linear_relu": (lambda x, w, b: torch.relu(x @ w.T + b), [(8, 16), (12, 16), (12,)]),
     "linear_gelu": (lambda x, w, b: torch.nn.functional.gelu(x @ w + b), [(8, 16), (16, 12), (12,)]),
+    # GPT-2's NewGELUActivation (tanh GELU spelled out): cuBLASLt's GELU_BIAS.
+    "linear_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
+                        [(8, 16), (16, 12), (12,)]),
+    "linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b), [(2, 5, 16), (16, 12), (12,)]),
+    "linear3d_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b),
+                      [(3, 4, 16), (12, 16), (12,)]),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
+
+
+def _gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3.0))))
 
 
 def _masked(x):
@@ -108,6 +120,8 @@ def test_emulated_kernels_match_eager(name, tmp_path):
         assert "per thread (128-bit accesses)" in graph.source
     epilogues = [item["epilogue"] for kind, item in graph.steps if kind == "gemm"]
     expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
+                         "linear_gelu_new": ["bias_gelu_tanh"],
+                         "linear3d_gelu_new": ["bias_gelu_tanh"], "linear3d_bias": ["bias"],
                          "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
     if name in expected_epilogue:
         assert epilogues == expected_epilogue[name]

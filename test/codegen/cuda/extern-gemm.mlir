@@ -59,6 +59,59 @@ func.func @linear_relu(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<6
   return %2 : tensor<8x64xf32>
 }
 
+// The tanh GELU (kiln.gelu's tanh form, and GPT-2's NewGELUActivation
+// spelled out with pow) is cuBLASLt's GELU_BIAS epilogue; the erf GELU is not.
+// CHECK-LABEL: func @linear_gelu_tanh: 0 kernel(s), 1 other step(s)
+// CHECK: extern GEMM 8x64x32 (MxNxK, epilogue bias_gelu_tanh)(arg0, arg1, {{buf[0-9]+}}, arg2)
+func.func @linear_gelu_tanh(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %0, %b : tensor<8x64xf32>, tensor<64xf32>
+  %2 = kiln.gelu %1 {approximate = "tanh"} : tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func @linear_new_gelu: 0 kernel(s), 1 other step(s)
+// CHECK: epilogue bias_gelu_tanh
+func.func @linear_new_gelu(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %b, %0 : tensor<64xf32>, tensor<8x64xf32>
+  %c3 = kiln.constant dense<3.0> : tensor<f32>
+  %2 = kiln.pow %1, %c3 : tensor<8x64xf32>, tensor<f32>
+  %k = kiln.constant dense<0.044715> : tensor<f32>
+  %3 = kiln.mul %k, %2 : tensor<f32>, tensor<8x64xf32>
+  %4 = kiln.add %1, %3 : tensor<8x64xf32>, tensor<8x64xf32>
+  %s = kiln.constant dense<0.7978845608028654> : tensor<f32>
+  %5 = kiln.mul %s, %4 : tensor<f32>, tensor<8x64xf32>
+  %6 = kiln.tanh %5 : tensor<8x64xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %7 = kiln.add %one, %6 : tensor<f32>, tensor<8x64xf32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %8 = kiln.mul %half, %1 : tensor<f32>, tensor<8x64xf32>
+  %9 = kiln.mul %8, %7 : tensor<8x64xf32>, tensor<8x64xf32>
+  return %9 : tensor<8x64xf32>
+}
+
+// A Linear on a [B, S, K] input (GPT-2's Conv1D: addmm on the [B*S, K]
+// view, result viewed back): the consumer reads C through the reshape.
+// CHECK-LABEL: func @linear3d_gelu_tanh: 0 kernel(s), 1 other step(s)
+// CHECK: extern GEMM 6x64x32 (MxNxK, epilogue bias_gelu_tanh)
+func.func @linear3d_gelu_tanh(%x: tensor<2x3x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<2x3x64xf32> {
+  %0 = kiln.reshape %x : tensor<2x3x32xf32> -> tensor<6x32xf32>
+  %1 = kiln.matmul %0, %w : tensor<6x32xf32>, tensor<32x64xf32>
+  %2 = kiln.reshape %1 : tensor<6x64xf32> -> tensor<2x3x64xf32>
+  %3 = kiln.add %2, %b : tensor<2x3x64xf32>, tensor<64xf32>
+  %4 = kiln.gelu %3 {approximate = "tanh"} : tensor<2x3x64xf32>
+  return %4 : tensor<2x3x64xf32>
+}
+
+// CHECK-LABEL: func @negative_gelu_erf: 1 kernel(s), 1 other step(s)
+func.func @negative_gelu_erf(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
+  %1 = kiln.add %0, %b : tensor<8x64xf32>, tensor<64xf32>
+  %2 = kiln.gelu %1 : tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
+}
+
 // Tests that an activation without a library epilogue (sigmoid), a GEMM
 // result used twice, and 16-bit inputs (f32 accumulator, rounding kernel)
 // keep the GEMM + kernel form.

@@ -149,6 +149,9 @@ class CudaGraph:
             bias = bufs[g["args"][3]]
             if epilogue == "bias_relu":
                 torch._addmm_activation(bias, a, b, use_gelu=False, out=c)
+            elif epilogue == "bias_gelu_tanh":  # _addmm_activation's GELU is erf on the CPU
+                torch.addmm(bias, a, b, out=c)
+                c.copy_(torch.nn.functional.gelu(c, approximate="tanh"))
             else:
                 torch.addmm(bias, a, b, out=c)
             return
