@@ -13,6 +13,9 @@ not checked against the meta kernel (it disagrees with eager's CPU kernel);
 """
 import torch
 
+from kiln._aten_scatter import OVERLOADS as _SCATTER
+
+
 def _softmax(self, dim, half_to_float):
     if half_to_float:
         return torch.softmax(self, dim, dtype=torch.float32)
@@ -235,14 +238,6 @@ def _slice_scatter(self, src, dim=0, start=None, end=None, step=1):
     return out
 
 
-def _index_put(self, indices, values, accumulate=False):
-    if accumulate:
-        raise NotImplementedError("index_put with accumulate=True")
-    out = self.clone()
-    out[_index_tuple(indices)] = values
-    return out
-
-
 def _sym_stride(self, dim):
     return self.stride(dim)
 
@@ -416,7 +411,6 @@ OVERLOADS = {
     "aten.replication_pad3d.default": _pad_mode("replicate"),
     "aten.native_group_norm.default": _native_group_norm,
     "aten.slice_scatter.default": _slice_scatter,
-    "aten.index_put.default": _index_put,
     "aten.sym_stride.int": _sym_stride,
     "aten._local_scalar_dense.default": _local_scalar_dense,
     "aten.empty_strided.default": _empty_strided,
@@ -456,6 +450,9 @@ OVERLOADS = {
     "prims.broadcast_in_dim.default": _broadcast_in_dim,
 }
 
+
+# Overload families written in their own modules.
+OVERLOADS.update(_SCATTER)
 
 # Overloads whose meta kernel disagrees with eager's CPU kernel on result
 # sizes: their table entry is not checked against it and never falls back.
