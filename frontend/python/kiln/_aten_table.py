@@ -14,6 +14,7 @@ not checked against the meta kernel (it disagrees with eager's CPU kernel);
 import torch
 
 from kiln._aten_scatter import OVERLOADS as _SCATTER
+from kiln._aten_sort import OVERLOADS as _SORT
 
 
 def _softmax(self, dim, half_to_float):
@@ -453,6 +454,7 @@ OVERLOADS = {
 
 # Overload families written in their own modules.
 OVERLOADS.update(_SCATTER)
+OVERLOADS.update(_SORT)
 
 # Overloads whose meta kernel disagrees with eager's CPU kernel on result
 # sizes: their table entry is not checked against it and never falls back.
