@@ -235,9 +235,19 @@ OVERRIDES = {
     "aten._adaptive_avg_pool2d_backward.default": lambda: ((_t(1, 2, 2, 2), _img()), {}),
     "aten.avg_pool2d_backward.default": lambda: (
         (_t(1, 2, 3, 3), _img(), [2, 2], [2, 2], [0, 0], False, True, None), {}),
+    "aten.max_pool2d_with_indices_backward.default": lambda: _max_pool_backward(),
+    "aten.convolution_backward.default": lambda: (
+        (_t(1, 3, 6, 6), _img(), _t(3, 2, 3, 3), [3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+         [True, True, True]), {}),
     "aten._embedding_bag.default": lambda: (
         (_t(10, 4), torch.tensor([1, 2, 4, 9]), torch.tensor([0, 2])), {}),
 }
+
+
+def _max_pool_backward():
+    x = _img()
+    _, indices = torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [2, 2])
+    return (_t(1, 2, 3, 3), x, [2, 2], [2, 2], [0, 0], [1, 1], False, indices), {}
 
 
 def first_sample(op):

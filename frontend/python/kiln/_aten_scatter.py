@@ -9,7 +9,8 @@ the index with an ``arange`` of the written dim (a one-hot match of shape
 index x dim), then selected (``where``) or reduced (``sum``/``prod``/
 ``amax``/``amin``) over the index positions. Exact, with eager's rules:
 the last write wins where an index repeats (eager's CPU order), NaNs
-propagate through ``amax``/``amin``, integer ``mean`` rounds down, and an
+propagate through ``amax``/``amin``, integer ``mean`` goes to the per-op
+fallback (kiln divides integers by constants only), and an
 index out of range raises eager's error (an unused ``gather`` on the index
 makes the graph check it, capture/ops/IndexChecks.cpp). The match costs
 index x dim elements (times the trailing size for accumulations): above
@@ -116,6 +117,9 @@ def _identity(reduce, dtype):
 def _scatter_reduce(self, dim, index, src, reduce, include_self=True):
     if index.numel() == 0:
         return self.clone()
+    if reduce == "mean" and not self.dtype.is_floating_point:
+        raise NotImplementedError("integer scatter_reduce mean (kiln's integer division "
+                                  "by a tensor runs through torch)")
     s, sub, match = _match(self, dim, index)
     _check_size(match.numel(), 1)
     source = _prefix(src.movedim(dim, -1), index.movedim(dim, -1).shape).to(self.dtype)
@@ -138,10 +142,7 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self=True):
     if reduce == "mean":
         count = match.sum(-2) + (1 if include_self else 0)
         count = count.clamp(1).to(self.dtype)
-        if self.dtype.is_floating_point:
-            total = total / count
-        else:
-            total = torch.div(total, count, rounding_mode="floor")
+        total = total / count
     return _finish(self, dim, s, torch.where(hit, total.to(self.dtype), sub))
 
 

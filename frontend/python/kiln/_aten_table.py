@@ -13,6 +13,7 @@ not checked against the meta kernel (it disagrees with eager's CPU kernel);
 """
 import torch
 
+from kiln._aten_pool import OVERLOADS as _POOL
 from kiln._aten_scatter import OVERLOADS as _SCATTER
 from kiln._aten_sort import OVERLOADS as _SORT
 
@@ -130,12 +131,6 @@ def _batch_norm_no_training(input, weight, bias, running_mean, running_var, mome
     return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
-def _max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
-                             ceil_mode=False):
-    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding, dilation,
-                                          ceil_mode, True)
-
-
 def _adaptive_avg_pool2d(self, output_size):
     return torch.nn.functional.adaptive_avg_pool2d(self, output_size)
 
@@ -205,11 +200,6 @@ def _constant_pad_nd(self, pad, value=0):
 
 def _upsample_nearest(self, output_size, scale_factors):
     return torch.nn.functional.interpolate(self, output_size, scale_factors, "nearest")
-
-
-def _upsample_bilinear(self, output_size, align_corners, scale_factors):
-    return torch.nn.functional.interpolate(self, output_size, scale_factors, "bilinear",
-                                           align_corners)
 
 
 def _native_dropout(input, p, train):
@@ -421,7 +411,6 @@ OVERLOADS = {
     "aten.embedding.default": _embedding,
     "aten.constant_pad_nd.default": _constant_pad_nd,
     "aten.upsample_nearest2d.vec": _upsample_nearest,
-    "aten.upsample_bilinear2d.vec": _upsample_bilinear,
     "aten.native_dropout.default": _native_dropout,
     "aten._softmax.default": _softmax,
     "aten._log_softmax.default": _log_softmax,
@@ -438,7 +427,6 @@ OVERLOADS = {
     "aten.batch_norm.default": _batch_norm_aten,
     "aten._native_batch_norm_legit.default": _batch_norm,
     "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
-    "aten.max_pool2d_with_indices.default": _max_pool2d_with_indices,
     "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool2d,
     "aten.sym_size.int": _sym_size,
     "aten.sym_numel.default": _sym_numel,
@@ -453,6 +441,7 @@ OVERLOADS = {
 
 
 # Overload families written in their own modules.
+OVERLOADS.update(_POOL)
 OVERLOADS.update(_SCATTER)
 OVERLOADS.update(_SORT)
 

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ATen overloads composed from ops kiln lowers (issue 16, part 1).
+
+Sorting and integer bitwise ops (kiln/_aten_sort.py), the scatter family
+(kiln/_aten_scatter.py) and pooling, its backward overloads, col2im and
+bilinear upsampling (kiln/_aten_pool.py), each called as
+``torch.ops.aten.<op>.<overload>`` on the arguments that stress eager's
+rules (ties, NaNs, repeated indices, padding, ceil mode, dilation, 0-d,
+empty and non-contiguous inputs), compiled whole by kiln (no break, no
+per-op fallback) and compared with eager.
+"""
+import pytest
+import torch
+
+import kiln
+from conftest import stats, whole_graph
+
+aten = torch.ops.aten
+NAN, INF = float("nan"), float("inf")
+
+
+def _lowered(fn, *args):
+    kiln.reset()
+    whole_graph(fn, *args, calls=1)
+    assert stats()["fallback_ops"] == 0, stats()
+
+
+def _ties():
+    x = torch.tensor([[3.0, NAN, -0.0, 1.0, 0.0, NAN, 1.0, -INF],
+                      [2.0, 2.0, 2.0, INF, -1.0, 5.0, NAN, 0.0]])
+    return x
+
+
+SORTS = [
+    ("ties-nan", lambda x: aten.sort.default(x), (_ties(),)),
+    ("descending", lambda x: aten.sort.default(x, 1, True), (_ties(),)),
+    ("dim0", lambda x: aten.sort.default(x, 0), (_ties(),)),
+    ("float64", lambda x: aten.sort.default(x, -1, True), (_ties().double(),)),
+    ("int", lambda x: aten.sort.default(x, 1), (torch.randint(-3, 3, (4, 9)),)),
+    ("bool", lambda x: aten.sort.default(x, 1, True), (torch.rand(3, 7) > 0.5,)),
+    ("non-contiguous", lambda x: aten.sort.default(x, 0), (torch.randn(5, 4).t(),)),
+    ("empty", lambda x: aten.sort.default(x, 1), (torch.randn(0, 4),)),
+    ("0-d", lambda x: aten.sort.default(x, 0), (torch.tensor(2.5),)),
+    ("topk", lambda x: aten.topk.default(x, 3), (torch.randn(4, 10),)),
+    ("topk-smallest-dim0", lambda x: aten.topk.default(x, 2, 0, False), (torch.randn(6, 3),)),
+    ("topk-nan", lambda x: aten.topk.default(x, 2), (torch.tensor([1.0, NAN, 3.0, 2.0]),)),
+    ("topk-k0", lambda x: aten.topk.default(x, 0), (torch.randn(3, 4),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in SORTS], ids=[c[0] for c in SORTS])
+def test_sort_and_topk(fn, args):
+    _lowered(fn, *args)
+
+
+def test_randperm_is_a_permutation():
+    compiled = kiln.compile(lambda: aten.randperm.default(50, dtype=torch.int32))
+    p = compiled()
+    assert p.dtype == torch.int32 and torch.equal(p.sort().values, torch.arange(50, dtype=torch.int32))
+    assert stats()["fallback_ops"] == 0 and stats()["graph_breaks"] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])  # kiln has no int8/16 yet
+def test_bitwise_integers(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (6, 5), dtype=dtype)
+    b = torch.randint(info.min, info.max, (5,), dtype=dtype)
+    a[0, 0], a[0, 1], b[0] = info.min, info.max, info.max
+    c = -3 if info.min < 0 else 200
+
+    def f(x, y):
+        return (aten.bitwise_and.Tensor(x, y), aten.bitwise_or.Tensor(x, y),
+                aten.bitwise_xor.Tensor(x, y), aten.bitwise_and.Scalar(x, c),
+                aten.bitwise_or.Scalar(x, c), aten.bitwise_xor.Scalar(x, 0x55),
+                aten.bitwise_not.default(x))
+    _lowered(f, a, b)
+    _lowered(f, a.t().contiguous().t()[:, :5], b)  # non-contiguous
+    _lowered(f, a[0, 0].clone(), b[0].clone())  # 0-d
+    _lowered(f, a[:0], b)  # empty
+
+
+def test_bitwise_bool_and_promotion():
+    a, b = torch.rand(3, 4) > 0.5, torch.randint(-9, 9, (3, 4), dtype=torch.int32)
+    _lowered(lambda x, y: (aten.bitwise_and.Tensor(x, y), aten.bitwise_xor.Tensor(x, x),
+                           aten.bitwise_not.default(x), aten.bitwise_or.Scalar(x, 6)), a, b)
+
+
+def _idx(*rows):
+    return torch.tensor(rows)
+
+
+SCATTERS = [
+    ("src-dup", lambda x, i, s: aten.scatter.src(x, 1, i, s),
+     (torch.randn(3, 5), _idx([0, 0, 4], [2, 3, 2]), torch.randn(3, 4))),
+    ("src-dim0-partial", lambda x, i, s: aten.scatter.src(x, 0, i, s),
+     (torch.randn(4, 5), _idx([3, 0], [1, 1]), torch.randn(3, 3))),
+    ("value-int", lambda x, i: aten.scatter.value(x, 1, i, 7),
+     (torch.randint(0, 5, (3, 4)), _idx([0, 1], [2, 3], [1, 0]))),
+    ("add-dup", lambda x, i, s: aten.scatter_add.default(x, 1, i, s),
+     (torch.randn(3, 5), _idx([1, 1, 1], [0, 4, 0]), torch.randn(3, 3))),
+    ("add-0d", lambda x, i, s: aten.scatter_add.default(x, 0, i, s),
+     (torch.tensor(1.5), torch.tensor(0), torch.tensor(2.0))),
+    ("add-empty-index", lambda x, i, s: aten.scatter_add.default(x, 1, i, s),
+     (torch.randn(3, 5), torch.zeros(3, 0, dtype=torch.long), torch.randn(3, 0))),
+]
+for _reduce in ("sum", "prod", "mean", "amax", "amin"):
+    for _self in (True, False):
+        SCATTERS.append((f"reduce-{_reduce}-{_self}",
+                         lambda x, i, s, r=_reduce, inc=_self: aten.scatter_reduce.two(
+                             x, 1, i, s, r, include_self=inc),
+                         (torch.tensor([[1.0, NAN, 3.0, -2.0], [0.5, 2.0, -1.0, 4.0]]),
+                          _idx([0, 0, 2], [3, 1, 3]), torch.tensor([[2.0, -1.0, NAN],
+                                                                     [1.0, 3.0, 5.0]]))))
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in SCATTERS], ids=[c[0] for c in SCATTERS])
+def test_scatter_family(fn, args):
+    _lowered(fn, *args)
+
+
+def test_scatter_reduce_integer_mean_falls_back():
+    args = (torch.randint(-9, 9, (4, 2)), _idx([1, 1], [3, 1], [1, 0]), torch.randint(-9, 9, (3, 2)))
+    fn = lambda x, i, s: aten.scatter_reduce.two(x, 0, i, s, "mean")  # noqa: E731
+    assert torch.equal(kiln.compile(fn)(*args), fn(*args))
+    assert stats()["fallback_ops"] == 1
+
+
+def test_scatter_index_out_of_range_raises():
+    compiled = kiln.compile(lambda x, i, s: aten.scatter.src(x, 1, i, s))
+    with pytest.raises((IndexError, RuntimeError)):
+        compiled(torch.randn(2, 3), _idx([0, 3], [1, 1]), torch.randn(2, 2))
+
+
+INDEX_PUTS = [
+    ("rows", lambda x, i, v: aten.index_put.default(x, [i], v),
+     (torch.randn(5, 3), _idx(4, -1, 0), torch.randn(3, 3))),
+    ("accumulate-dup", lambda x, i, v: aten.index_put.default(x, [i], v, True),
+     (torch.randn(5, 3), _idx(1, 1, -4, 2), torch.randn(4, 3))),
+    ("two-indices", lambda x, i, j, v: aten.index_put.default(x, [i, j], v),
+     (torch.randn(4, 5, 2), _idx(0, 3), _idx(4, 1), torch.randn(2, 2))),
+    ("middle-dim", lambda x, i, v: aten.index_put.default(x, [None, i], v),
+     (torch.randn(2, 6, 3), _idx([1, 5], [0, 2]), torch.randn(3))),
+    ("int-broadcast", lambda x, i, v: aten.index_put.default(x, [i], v, True),
+     (torch.randint(0, 9, (4, 3)), _idx(0, 0, 3), torch.tensor(2))),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in INDEX_PUTS], ids=[c[0] for c in INDEX_PUTS])
+def test_index_put(fn, args):
+    _lowered(fn, *args)
+
+
+def test_masked_select_scatter_and_embedding_backward():
+    x, m, s = torch.randn(3, 4), torch.rand(4) > 0.4, torch.randn(20)
+    _lowered(lambda a, b, c: aten.masked_scatter.default(a, b, c), x, m, s)
+    _lowered(lambda a, b: aten.select_scatter.default(a, b, 1, -1), x, torch.randn(3))
+    g, i = torch.randn(2, 5, 4), torch.tensor([[1, 2, 1, 0, 6], [6, 6, 3, 2, 1]])
+    _lowered(lambda a, b: aten.embedding_dense_backward.default(a, b, 7, 6, False), g, i)
+    _lowered(lambda a, b: aten.embedding_dense_backward.default(a, b, 7, -1, True), g, i)
+
+
+POOLS = [
+    ("max2d-pad-stride", lambda x: aten.max_pool2d_with_indices.default(x, [3, 3], [2, 2], [1, 1]),
+     (torch.randn(2, 3, 9, 8),)),
+    ("max2d-dilation-ceil", lambda x: aten.max_pool2d_with_indices.default(
+        x, [2, 3], [2, 1], [1, 0], [2, 1], True), (torch.randn(1, 2, 7, 6),)),
+    ("max2d-nan-inf-ties", lambda x: aten.max_pool2d_with_indices.default(x, [2, 2], [1, 1]),
+     (torch.tensor([[[NAN, 1.0, 1.0], [-INF, NAN, 1.0], [-INF, -INF, 2.0]]]),)),
+    ("max2d-non-contiguous", lambda x: aten.max_pool2d_with_indices.default(x, [2, 2]),
+     (torch.randn(1, 2, 6, 6).transpose(2, 3),)),
+    ("max3d", lambda x: aten.max_pool3d_with_indices.default(x, [2, 3, 2], [2, 2, 1], [1, 1, 0]),
+     (torch.randn(1, 2, 5, 6, 4).double(),)),
+    ("avg3d", lambda x: aten.avg_pool3d.default(x, [3, 3, 2], [2, 2, 2], [1, 1, 1], True, False),
+     (torch.randn(2, 2, 5, 6, 5),)),
+    ("avg3d-divisor", lambda x: aten.avg_pool3d.default(x, [2, 2, 2], [], 0, False, True, 3),
+     (torch.randn(2, 4, 4, 4),)),
+    ("adaptive3d", lambda x: aten._adaptive_avg_pool3d.default(x, [3, 2, 4]),
+     (torch.randn(1, 2, 5, 7, 4),)),
+    ("avg2d-backward", lambda g, x: aten.avg_pool2d_backward.default(
+        g, x, [3, 3], [2, 2], [1, 1], True, False, None),
+     (torch.randn(1, 2, 4, 4), torch.randn(1, 2, 7, 7))),
+    ("adaptive2d-backward", lambda g, x: aten._adaptive_avg_pool2d_backward.default(g, x),
+     (torch.randn(2, 3, 3, 2), torch.randn(2, 3, 7, 5))),
+    ("col2im", lambda x: aten.col2im.default(x, [7, 6], [2, 3], [2, 1], [1, 1], [2, 2]),
+     (torch.randn(2, 12, 12),)),
+    ("bilinear", lambda x: aten.upsample_bilinear2d.vec(x, [11, 7], False, None),
+     (torch.randn(1, 2, 5, 4),)),
+    ("bilinear-corners", lambda x: aten.upsample_bilinear2d.vec(x, [3, 9], True, None),
+     (torch.randn(1, 2, 5, 4),)),
+    ("bilinear-scales", lambda x: aten.upsample_bilinear2d.vec(x, None, False, [1.5, 2.5]),
+     (torch.randn(2, 1, 4, 3),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in POOLS], ids=[c[0] for c in POOLS])
+def test_pooling(fn, args):
+    _lowered(fn, *args)
+
+
+def test_max_pool_backward_with_overlaps_and_padding():
+    x = torch.randn(2, 2, 7, 6)
+    _, idx = aten.max_pool2d_with_indices.default(x, [3, 3], [1, 2], [1, 1])
+    g = torch.randn(idx.shape)
+    _lowered(lambda a, b, c: aten.max_pool2d_with_indices_backward.default(
+        a, b, [3, 3], [1, 2], [1, 1], [1, 1], False, c), g, x, idx)
