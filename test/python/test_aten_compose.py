@@ -203,3 +203,62 @@ def test_max_pool_backward_with_overlaps_and_padding():
     g = torch.randn(idx.shape)
     _lowered(lambda a, b, c: aten.max_pool2d_with_indices_backward.default(
         a, b, [3, 3], [1, 2], [1, 1], [1, 1], False, c), g, x, idx)
+
+
+def _conv_case(x, w, stride, padding, dilation, groups, mask=(True, True, True)):
+    out = torch.nn.functional.conv2d if w.dim() == 4 else (
+        torch.nn.functional.conv1d if w.dim() == 3 else torch.nn.functional.conv3d)
+    g = torch.randn(out(x, w, None, stride, padding, dilation, groups).shape)
+    n = w.dim() - 2
+
+    def fn(a, b, c):
+        return aten.convolution_backward.default(a, b, c, [w.shape[0]], [stride] * n,
+                                                 [padding] * n, [dilation] * n, False, [0] * n,
+                                                 groups, list(mask))
+    return fn, (g, x, w)
+
+
+CONVS = [
+    ("plain", _conv_case(torch.randn(2, 3, 7, 6), torch.randn(4, 3, 3, 3), 1, 1, 1, 1)),
+    ("stride-uneven", _conv_case(torch.randn(1, 2, 8, 7), torch.randn(3, 2, 3, 2), 2, 0, 1, 1)),
+    ("dilation-groups", _conv_case(torch.randn(2, 4, 9, 9), torch.randn(6, 2, 3, 3), 2, 2, 2, 2)),
+    ("big-padding", _conv_case(torch.randn(1, 1, 5, 5), torch.randn(1, 1, 2, 2), 1, 2, 1, 1)),
+    ("conv1d", _conv_case(torch.randn(2, 3, 10), torch.randn(4, 3, 3), 3, 1, 1, 1)),
+    ("mask", _conv_case(torch.randn(2, 3, 6, 6), torch.randn(4, 3, 3, 3), 1, 0, 1, 1,
+                        (False, True, False))),
+]
+
+
+@pytest.mark.parametrize("case", [c[1] for c in CONVS], ids=[c[0] for c in CONVS])
+def test_convolution_backward(case):
+    fn, args = case
+    kiln.reset()
+    whole_graph(fn, *args, calls=1, compare=lambda a, e: [
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4) if y is not None else None
+        for x, y in zip(a, e)])
+    assert stats()["fallback_ops"] == 0, stats()
+
+
+DISTS = [
+    ("cdist-2", lambda a, b: aten._cdist_forward.default(a, b, 2.0, None),
+     (torch.randn(2, 3, 4), torch.randn(2, 5, 4))),
+    ("cdist-2-mm", lambda a, b: aten._cdist_forward.default(a, b, 2.0, None),
+     (torch.randn(30, 4).double(), torch.randn(6, 4).double())),
+    ("cdist-p", lambda a, b: (aten._cdist_forward.default(a, b, 0.0, None),
+                              aten._cdist_forward.default(a, b, 1.0, None),
+                              aten._cdist_forward.default(a, b, 3.0, None),
+                              aten._cdist_forward.default(a, b, INF, None)),
+     (torch.randn(3, 4), torch.randn(5, 4))),
+    ("pdist", lambda a: (aten._pdist_forward.default(a, 2.0), aten._pdist_forward.default(a, INF),
+                         aten._pdist_forward.default(a, 1.5)), (torch.randn(5, 3),)),
+    ("grid-bilinear", lambda a, g: aten.grid_sampler_2d.default(a, g, 0, 0, False),
+     (torch.randn(2, 3, 5, 6), torch.rand(2, 4, 3, 2) * 2.4 - 1.2)),
+    ("grid-nearest-border-corners", lambda a, g: (aten.grid_sampler_2d.default(a, g, 1, 1, True),
+                                                 aten.grid_sampler_2d.default(a, g, 0, 1, True)),
+     (torch.randn(1, 2, 4, 4), torch.rand(1, 5, 5, 2) * 2.4 - 1.2)),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in DISTS], ids=[c[0] for c in DISTS])
+def test_distances_and_grid_sampler(fn, args):
+    _lowered(fn, *args)

@@ -13,6 +13,7 @@ not checked against the meta kernel (it disagrees with eager's CPU kernel);
 """
 import torch
 
+from kiln._aten_nn import OVERLOADS as _NN
 from kiln._aten_pool import OVERLOADS as _POOL
 from kiln._aten_scatter import OVERLOADS as _SCATTER
 from kiln._aten_sort import OVERLOADS as _SORT
@@ -441,6 +442,7 @@ OVERLOADS = {
 
 
 # Overload families written in their own modules.
+OVERLOADS.update(_NN)
 OVERLOADS.update(_POOL)
 OVERLOADS.update(_SCATTER)
 OVERLOADS.update(_SORT)
