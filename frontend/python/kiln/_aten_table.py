@@ -377,12 +377,25 @@ def _detach_(self):
     return self
 
 
+def _diff(self, n=1, dim=-1, prepend=None, append=None):
+    parts = [t for t in (prepend, self, append) if t is not None]
+    x = torch.cat(parts, dim) if len(parts) > 1 else self
+    for _ in range(n):
+        length = x.shape[dim] - 1
+        if length < 0:
+            break
+        a, b = x.narrow(dim, 1, length), x.narrow(dim, 0, length)
+        x = torch.logical_xor(a, b) if x.dtype == torch.bool else a - b
+    return x
+
+
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     return torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 OVERLOADS = {
     "aten.layer_norm.default": _layer_norm,
+    "aten.diff.default": _diff,
     "aten.to.dtype_layout": _to_dtype_layout,
     "aten.detach_.default": _detach_,
     "aten._assert_tensor_metadata.default": _assert_tensor_metadata,
