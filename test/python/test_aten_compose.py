@@ -262,3 +262,20 @@ DISTS = [
 @pytest.mark.parametrize("fn,args", [c[1:] for c in DISTS], ids=[c[0] for c in DISTS])
 def test_distances_and_grid_sampler(fn, args):
     _lowered(fn, *args)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5, 20])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ties_and_nans(k, largest):
+    """Values as eager's; indices of equal values may come in another order
+    (eager's order of ties is unspecified), so they are checked by what
+    they point at."""
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0, -INF, NAN, 0.0] * 3,
+                      [NAN, 1.0, NAN, -INF, -INF, 5.0, 5.0, INF] * 3])
+    compiled = kiln.compile(lambda a: aten.topk.default(a, k, 1, largest))
+    values, index = compiled(x)
+    expected = aten.topk.default(x, k, 1, largest)
+    torch.testing.assert_close(values, expected[0], equal_nan=True)
+    torch.testing.assert_close(x.gather(1, index), values, equal_nan=True)
+    assert all(len(set(row)) == k for row in index.tolist())
+    assert stats()["fallback_ops"] == 0 and stats()["graph_breaks"] == 0

@@ -6,7 +6,10 @@ the number of elements ordered before it (a pairwise comparison, dim x dim
 per row), which gives eager's stable order exactly: ties keep their index
 order, NaNs sort after every number (before, descending) and among
 themselves by index, ``-0.0`` ties ``0.0``. The permutation is read back
-by matching ranks with positions, then the values gathered. Rows longer
+by matching ranks with positions, then the values gathered. ``topk`` with a
+small k selects instead: k rounds of the greatest element not yet taken.
+Equal values in ``topk`` may come in another index order than eager's (its
+order of ties is unspecified and differs between its kernels). Rows longer
 than ``_SORT_LIMIT`` raise NotImplementedError (the per-op fallback runs
 them: the comparison grows with the square of the row).
 
@@ -19,6 +22,8 @@ go to the torch-level ops kiln maps.
 import torch
 
 _SORT_LIMIT = 2048
+# topk with k up to this many rounds of selection (k x dim) instead of a sort
+_SELECT_K = 16
 
 
 def _before(a, descending):
@@ -54,13 +59,49 @@ def sort(self, dim=-1, descending=False):
     return values.movedim(-1, dim), order.movedim(-1, dim)
 
 
+def _select_last(a, k, largest):
+    """topk of ``a`` along its last dim by k rounds of selection (the
+    greatest element not yet taken, NaN greatest, the first of equals)."""
+    n = a.shape[-1]
+    pos = torch.arange(n)
+    taken = torch.zeros(a.shape, dtype=torch.bool)
+    bound = float("-inf") if largest else float("inf")
+    if not a.is_floating_point():
+        info = torch.iinfo(a.dtype)
+        bound = info.min if largest else info.max
+    values, order = [], []
+    nan = torch.isnan(a) if a.is_floating_point() else None
+    for _ in range(k):
+        if largest:  # amax propagates NaN: NaN is the greatest
+            best = torch.where(taken, bound, a).amax(-1, keepdim=True)
+        else:  # the least number left; NaN only when nothing else is left
+            best = torch.where(taken | nan, bound, a).amin(-1, keepdim=True) \
+                if nan is not None else torch.where(taken, bound, a).amin(-1, keepdim=True)
+            if nan is not None:
+                numbers = (~taken & ~nan).any(-1, keepdim=True)
+                best = torch.where(numbers, best, float("nan"))
+        same = a == best
+        if nan is not None:
+            same = same | (nan & torch.isnan(best))
+        first = torch.where(same & ~taken, pos, n).amin(-1, keepdim=True)
+        values.append(best)
+        order.append(first)
+        taken = taken | (pos == first)
+    return torch.cat(values, -1), torch.cat(order, -1)
+
+
 def topk(self, k, dim=-1, largest=True, sorted=True):
     if not sorted:
         raise NotImplementedError("topk(sorted=False): eager's order is unspecified")
-    values, order = sort(self, dim, largest)
     if self.dim() == 0:
-        return values, order
-    return values.narrow(dim, 0, k), order.narrow(dim, 0, k)
+        return sort(self, dim, largest)
+    a = self.movedim(dim, -1)
+    if 0 < k <= _SELECT_K and a.shape[-1] > 0 and a.dtype != torch.bool:
+        values, order = _select_last(a, k, largest)
+    else:
+        values, order = _sorted_last(a, largest)
+        values, order = values.narrow(-1, 0, k), order.narrow(-1, 0, k)
+    return values.movedim(-1, dim), order.movedim(-1, dim)
 
 
 def randperm(n, dtype=torch.int64, layout=None, device=None, pin_memory=None):
