@@ -259,6 +259,17 @@ DISTS = [
 ]
 
 
+def _far_grid():
+    g = torch.rand(1, 3, 4, 2) * 3 - 1.5
+    g[0, 0, 0, 0], g[0, 0, 1, 1], g[0, 1, 2, 0] = NAN, 1e30, -1e30
+    return g
+
+
+DISTS.append(("grid-nan-far", lambda a, g: (aten.grid_sampler_2d.default(a, g, 0, 0, False),
+                                            aten.grid_sampler_2d.default(a, g, 1, 0, True)),
+              (torch.randn(1, 2, 4, 5), _far_grid())))
+
+
 @pytest.mark.parametrize("fn,args", [c[1:] for c in DISTS], ids=[c[0] for c in DISTS])
 def test_distances_and_grid_sampler(fn, args):
     _lowered(fn, *args)

@@ -151,6 +151,12 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     y = _unnormalize(grid[..., 1], h, align_corners)
     if padding_mode == 1:
         x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
+    # far-off and NaN coordinates to just outside (every tap then reads 0, as
+    # eager's bounds checks give; bilinear NaN is NaN below), so the integer
+    # conversion stays defined
+    nan = torch.isnan(x) | torch.isnan(y)
+    x = torch.where(nan, -2.0, x.clamp(-2.0, w + 1.0))
+    y = torch.where(nan, -2.0, y.clamp(-2.0, h + 1.0))
     flat = input.reshape(input.shape[0], input.shape[1], h * w)
     if interpolation_mode == 1:
         ix, iy = torch.round(x).to(torch.int64), torch.round(y).to(torch.int64)
@@ -161,7 +167,8 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     out = _tap(flat, iy, ix, h, w, (1 - dx) * (1 - dy))
     out = out + _tap(flat, iy, ix + 1, h, w, dx * (1 - dy))
     out = out + _tap(flat, iy + 1, ix, h, w, (1 - dx) * dy)
-    return out + _tap(flat, iy + 1, ix + 1, h, w, dx * dy)
+    out = out + _tap(flat, iy + 1, ix + 1, h, w, dx * dy)
+    return torch.where(nan.unsqueeze(1), float("nan"), out)  # eager's NaN weights
 
 
 OVERLOADS = {

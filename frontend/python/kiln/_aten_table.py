@@ -7,7 +7,12 @@ from torch-level calls kiln maps (or composes them, as ``asin`` from
 ``atan``); the capture inlines it (kiln/_aten.py plans, capture/ops/
 AtenOps.cpp applies and checks it against the overload's meta kernel).
 Anything outside what an entry covers raises NotImplementedError, and the
-overload then runs through the per-op fallback. ``META_DIFFERS``: entries
+overload then runs through the per-op fallback. Families of overloads
+composed from kiln's ops live in their own modules and join the table at
+the end: sorting and integer bitwise ops (kiln/_aten_sort.py), scatters
+(kiln/_aten_scatter.py), pooling and its backward (kiln/_aten_pool.py),
+convolution backward, distances and grid sampling (kiln/_aten_nn.py).
+``META_DIFFERS``: entries
 not checked against the meta kernel (it disagrees with eager's CPU kernel);
 ``REFUSED``: overloads that must neither be lowered nor fall back.
 """
