@@ -290,3 +290,42 @@ def test_topk_ties_and_nans(k, largest):
     torch.testing.assert_close(x.gather(1, index), values, equal_nan=True)
     assert all(len(set(row)) == k for row in index.tolist())
     assert stats()["fallback_ops"] == 0 and stats()["graph_breaks"] == 0
+
+
+def _non_contiguous(t):
+    """``t`` with the same values and shape laid out in reversed dim order."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2:
+        return t
+    dims = list(range(t.dim()))[::-1]
+    return t.permute(dims).contiguous().permute(dims)
+
+
+def _composed():
+    from kiln import _aten_nn, _aten_pool, _aten_scatter, _aten_sort
+    names = []
+    for module in (_aten_nn, _aten_pool, _aten_scatter, _aten_sort):
+        names += sorted(module.OVERLOADS)
+    return names
+
+
+@pytest.mark.parametrize("name", _composed())
+@pytest.mark.parametrize("variant", ["non-contiguous", "float64"])
+def test_composed_overload_variants(name, variant):
+    """Every composed overload on its coverage sample with each tensor
+    argument non-contiguous, or with float tensors in float64."""
+    from kiln import _aten_coverage, _aten_samples
+    ns, packet, overload = name.split(".")
+    op = getattr(getattr(torch.ops.aten, packet), overload)
+    cases = _aten_samples.samples(op, limit=1)
+    if not cases:
+        pytest.skip(f"no sample for {name}")
+    args, kwargs = cases[0]
+    change = _non_contiguous if variant == "non-contiguous" else (
+        lambda t: t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t)
+    args = tuple(change(a) for a in args)
+    try:
+        op(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - eager rejects the variant
+        pytest.skip("eager rejects this variant")
+    how, same = _aten_coverage.run_sample(op, args, kwargs)
+    assert same and how == "lowered", (name, how)
