@@ -26,17 +26,26 @@ _SORT_LIMIT = 2048
 _SELECT_K = 16
 
 
-def _before(a, descending):
-    """before[..., i, j]: element j is ordered before element i."""
+def _ranks(a, descending):
+    """Each element's position in the stable order along the last dim: the
+    numbers before it (greater or less, then equal at a lower index) by
+    pairwise comparison; NaN compares false there, so NaNs (after the
+    numbers, before them descending, in index order) are ranked apart
+    with a running count."""
+    n = a.shape[-1]
+    pos = torch.arange(n)
     ai, aj = a.unsqueeze(-1), a.unsqueeze(-2)
-    before = aj > ai if descending else aj < ai
-    tie = aj == ai
-    if a.is_floating_point():
-        ni, nj = torch.isnan(ai), torch.isnan(aj)
-        before = before | ((nj & ~ni) if descending else (ni & ~nj))
-        tie = tie | (ni & nj)
-    pos = torch.arange(a.shape[-1])
-    return before | (tie & (pos.unsqueeze(-2) < pos.unsqueeze(-1)))
+    earlier = pos.unsqueeze(-2) < pos.unsqueeze(-1)  # [i, j]: j < i
+    before = (aj > ai) if descending else (aj < ai)
+    rank = (before | ((aj == ai) & earlier)).sum(-1)
+    if not a.is_floating_point():
+        return rank
+    nan = torch.isnan(a)
+    nans_before = torch.cumsum(nan.to(torch.int64), -1) - 1
+    count = nan.sum(-1, keepdim=True)
+    if descending:
+        return torch.where(nan, nans_before, rank + count)
+    return torch.where(nan, (n - count) + nans_before, rank)
 
 
 def _sorted_last(a, descending):
@@ -45,7 +54,7 @@ def _sorted_last(a, descending):
     if n > _SORT_LIMIT:
         raise NotImplementedError(f"sort of rows longer than {_SORT_LIMIT}")
     keys = a.to(torch.int32) if a.dtype == torch.bool else a
-    rank = _before(keys, descending).sum(-1)
+    rank = _ranks(keys, descending)
     pos = torch.arange(n)
     at = rank.unsqueeze(-2) == pos.unsqueeze(-1)  # at[..., k, i]: element i goes to k
     order = torch.where(at, pos, 0).sum(-1)
