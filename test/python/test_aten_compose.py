@@ -145,9 +145,28 @@ INDEX_PUTS = [
 ]
 
 
+_MASK = torch.tensor([[True, False, True, True, False], [False, False, True, False, True]])
+INDEX_PUTS += [
+    ("mask-scalar", lambda x, m: aten.index_put.default(x, [m], torch.tensor(2.0)),
+     (torch.randn(2, 5, 3), _MASK)),
+    ("mask-row-value", lambda x, m, v: aten.index_put.default(x, [m], v, True),
+     (torch.randn(2, 5, 3), _MASK, torch.randn(3))),
+    ("mask-per-element", lambda x, m, v: aten.index_put.default(x, [m], v),
+     (torch.randn(2, 5, 3), _MASK, torch.randn(5, 3))),
+    ("mask-after-dim", lambda x, m: aten.index_put.default(x, [None, m[0]], torch.tensor(-1.0)),
+     (torch.randn(2, 5, 3), _MASK)),
+]
+
+
 @pytest.mark.parametrize("fn,args", [c[1:] for c in INDEX_PUTS], ids=[c[0] for c in INDEX_PUTS])
 def test_index_put(fn, args):
     _lowered(fn, *args)
+
+
+def test_index_put_mask_count_mismatch_raises():
+    compiled = kiln.compile(lambda x, m, v: aten.index_put.default(x, [m], v))
+    with pytest.raises((IndexError, RuntimeError)):
+        compiled(torch.randn(2, 5, 3), _MASK, torch.randn(6, 3))  # 5 true elements
 
 
 def test_masked_select_scatter_and_embedding_backward():

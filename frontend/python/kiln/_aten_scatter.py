@@ -2,7 +2,8 @@
 """Scatter-style ATen overloads composed from ops kiln lowers.
 
 ``scatter`` (``.src``/``.value``), ``scatter_add``, ``scatter_reduce.two``,
-``index_put`` (with and without ``accumulate``), ``select_scatter``,
+``index_put`` (with and without ``accumulate``; integer index tensors, or
+one bool mask), ``select_scatter``,
 ``masked_scatter`` and ``embedding_dense_backward`` written as entries of
 the overload table (kiln/_aten_table.py): each write is found by comparing
 the index with an ``arange`` of the written dim (a one-hot match of shape
@@ -181,8 +182,36 @@ def _flat_index(self, indices):
     return first, count, linear
 
 
+def _mask_put(self, first, mask, values, accumulate):
+    """index_put with one bool mask over dims [first, first + mask.dim()):
+    a broadcast value as a ``where``; one value per true element (``self``'s
+    leading dims only) read in order through a running count, the count
+    checked against the values' length (eager's shape error) by a gather."""
+    span = mask.dim()
+    rest = tuple(self.shape[first + span:])
+    m = mask.reshape(mask.shape + (1,) * len(rest))
+    v = values.to(self.dtype)
+    if v.dim() > len(rest) and not (first == 0 and v.dim() == len(rest) + 1):
+        raise NotImplementedError("index_put: values for a mask after other dims")
+    if v.dim() == len(rest) + 1 and v.shape[0] != 1:
+        flat = mask.reshape(-1)
+        pos = torch.cumsum(flat.to(torch.int64), 0)
+        torch.gather(torch.zeros(1), 0, (v.shape[0] - pos[-1:]))  # count == len(values)
+        pos = torch.where(flat, pos - 1, 0)
+        v = v.reshape((v.shape[0], -1)).index_select(0, pos).reshape(self.shape)
+    else:
+        v = v.reshape(v.shape[1:]) if v.dim() == len(rest) + 1 else v
+    if accumulate:
+        return self + torch.where(m, v, 0)
+    return torch.where(m, v, self)
+
+
 def index_put(self, indices, values, accumulate=False):
-    first, count, linear = _flat_index(self, list(indices))
+    indices = list(indices)
+    used = [i for i, t in enumerate(indices) if t is not None]
+    if len(used) == 1 and indices[used[0]].dtype == torch.bool and indices[used[0]].dim() > 0:
+        return _mask_put(self, used[0], indices[used[0]], values, accumulate)
+    first, count, linear = _flat_index(self, indices)
     rows = 1
     for d in self.shape[first:first + count]:
         rows *= d
