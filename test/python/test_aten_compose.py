@@ -348,3 +348,35 @@ def test_composed_overload_variants(name, variant):
         pytest.skip("eager rejects this variant")
     how, same = _aten_coverage.run_sample(op, args, kwargs)
     assert same and how == "lowered", (name, how)
+
+
+INDEXES = [
+    ("after-dim", lambda x, i: aten.index.Tensor(x, [None, i]),
+     (torch.randn(4, 6, 5), torch.tensor([[0, 5], [-1, 2]]))),
+    ("two-after-dim", lambda x, i, j: aten.index.Tensor(x, [None, i, j]),
+     (torch.randn(4, 6, 5), torch.tensor([1, 4]), torch.tensor([0, 3]))),
+    ("first-dim", lambda x, i: aten.index.Tensor(x, [i]), (torch.randn(4, 6), torch.tensor([3, 0]))),
+]
+
+
+@pytest.mark.parametrize("fn,args", [c[1:] for c in INDEXES], ids=[c[0] for c in INDEXES])
+def test_index_tensor(fn, args):
+    _lowered(fn, *args)
+
+
+def test_exported_setitem_and_topk_module():
+    """Export IR keeps ``y[mask] = 0`` and ``y[:, i] += 1`` as index/index_put_
+    calls: lowered with the sort, topk and scatter_add around them."""
+    class M(torch.nn.Module):
+        def forward(self, x, i):
+            y = x.clone()
+            y[x < 0] = 0.0
+            y[:, i] += 1.0
+            v, idx = y.topk(3, dim=-1)
+            return torch.sort(y, dim=0).values + y.scatter_add(1, idx, v).cumsum(-1)[:, :1], v
+    x, i = torch.randn(4, 6), torch.tensor([0, 2, 2])
+    compiled = kiln.from_export(torch.export.export(M(), (x, i)))
+    for got, expected in zip(compiled(x, i), M()(x, i)):
+        torch.testing.assert_close(got, expected)
+    s = stats()
+    assert s["fallback_ops"] == 0 and s["graph_breaks"] == 0 and s["eager_calls"] == 0, s

@@ -236,6 +236,31 @@ def index_put(self, indices, values, accumulate=False):
     return out.movedim(0, first).reshape(self.shape)
 
 
+def index(self, indices):
+    """aten.index.Tensor: one run of integer index tensors after other dims
+    (``x[:, i]``) as an ``index_select`` on the run's linear index; other
+    forms as Python indexing (kiln's getitem)."""
+    indices = list(indices)
+    used = [i for i, t in enumerate(indices) if t is not None]
+    simple = used and used[0] > 0 and used == list(range(used[0], used[-1] + 1)) and all(
+        indices[i].dtype not in (torch.bool, torch.uint8) for i in used)
+    if not simple:
+        return self[tuple(slice(None) if t is None else t for t in indices)]
+    first, count, linear = _flat_index(self, indices)
+    rows = 1
+    for d in self.shape[first:first + count]:
+        rows *= d
+    rest = tuple(self.shape[first + count:])
+    flat = self.reshape(self.shape[:first] + (rows,) + rest)
+    picked = flat.index_select(first, linear.reshape(-1))
+    return picked.reshape(self.shape[:first] + tuple(linear.shape) + rest)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """In place (``x[mask] = v`` in export IR): computed, then copied in."""
+    return self.copy_(index_put(self, indices, values, accumulate))
+
+
 def masked_scatter(self, mask, source):
     m = mask.expand(self.shape) if mask.dim() <= self.dim() else mask
     shape = m.shape
@@ -271,7 +296,9 @@ OVERLOADS = {
     "aten.scatter_add.default": scatter_add,
     "aten.scatter_reduce.two": scatter_reduce,
     "aten.select_scatter.default": select_scatter,
+    "aten.index.Tensor": index,
     "aten.index_put.default": index_put,
+    "aten.index_put_.default": index_put_,
     "aten.masked_scatter.default": masked_scatter,
     "aten.embedding_dense_backward.default": embedding_dense_backward,
 }

@@ -59,21 +59,6 @@ def _slice(self, dim=0, start=None, end=None, step=1):
     return self[_slice_index(self, dim, start, end, step)]
 
 
-def _index_tuple(indices):
-    """aten.index's Tensor?[] as a Python index (None: the whole dim)."""
-    index = []
-    for i in indices:
-        if i is None:
-            index.append(slice(None))
-        else:
-            index.append(i)
-    return tuple(index)
-
-
-def _index(self, indices):
-    return self[_index_tuple(indices)]
-
-
 def _alias(self):
     return self.view(self.shape)
 
@@ -435,7 +420,6 @@ OVERLOADS = {
     "aten._log_softmax.default": _log_softmax,
     "aten._to_copy.default": _to_copy,
     "aten.slice.Tensor": _slice,
-    "aten.index.Tensor": _index,
     "aten.alias.default": _alias,
     "aten.copy.default": _copy,
     "aten.expand.default": _expand,
