@@ -90,6 +90,7 @@ BENCH_REAL_ARGS ?=
 bench: build
 	$(PY) tools/bench.py
 	$(PY) tools/bench_export.py
+	$(PY) tools/bench_aten.py
 	$(PY) tools/bench_training.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
 	$(PY) tools/bench_quant.py

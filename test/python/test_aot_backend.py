@@ -4,7 +4,8 @@
 AOTAutograd hands over a forward and a backward graph of ATen overloads
 (``torch.ops.aten.mm.default`` ...); kiln compiles both (their calls go
 through capture/ops/AtenOps.cpp). Outputs and every parameter's gradient
-match eager for an MLP and a transformer-style block.
+match eager for an MLP, a transformer-style block and a small CNN (its
+backward overloads lowered by kiln, no per-op fallback).
 """
 import torch
 import torch.nn as nn
@@ -50,3 +51,14 @@ def test_aot_mlp_forward_and_backward():
 
 def test_aot_transformer_block_forward_and_backward():
     _check(Block(), torch.randn(2, 6, 16), rtol=1e-4, atol=1e-4)
+
+
+def test_aot_cnn_backward_overloads_lowered():
+    """convolution_backward (stride, groups), max_pool2d_with_indices(_backward)
+    and _adaptive_avg_pool2d_backward in the backward graph: kiln lowers them
+    (kiln/_aten_nn.py, _aten_pool.py), no per-op fallback."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.MaxPool2d(3, 2, 1), nn.Conv2d(8, 8, 3, padding=1, groups=2),
+                          nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(32, 4))
+    _check(model, torch.randn(2, 3, 16, 16), rtol=1e-4, atol=1e-4)
+    assert stats()["fallback_ops"] == 0, stats()

@@ -143,6 +143,39 @@ def test_exported_resnet18(core):
     for _ in range(2):
         got = compiled(x)
     assert_close(got, model(x), rtol=1e-4, atol=1e-4)
-    # core ATen: max_pool2d_with_indices runs through torch (kiln has no
-    # lowering of the indices)
-    assert _whole()["fallback_ops"] == (1 if core else 0)
+    # core ATen's max_pool2d_with_indices too (kiln/_aten_pool.py)
+    assert _whole()["fallback_ops"] == 0
+
+
+def _gpt2():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000,
+                                  n_positions=64, use_cache=False)
+    return transformers.GPT2LMHeadModel(cfg).eval()
+
+
+def test_exported_gpt2_whole_graph():
+    """GPT-2's export IR builds its attention mask with pre-dispatch vmap
+    calls: from_export lowers them to plain ATen first (one graph, 0
+    fallbacks)."""
+    model = _gpt2()
+    ids = torch.randint(0, 1000, (2, 10))
+    compiled = kiln.from_export(torch.export.export(model, (ids,)))
+    for _ in range(2):
+        got = compiled(ids)
+    assert_close(got["logits"], model(ids).logits, rtol=1e-4, atol=1e-4)
+    assert _whole()["fallback_ops"] == 0
+
+
+def test_exported_gpt2_dynamic_batch_and_sequence():
+    model = _gpt2()
+    ids = torch.randint(0, 1000, (2, 10))
+    dims = {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=2, max=32)}
+    compiled = kiln.from_export(torch.export.export(model, (ids,), dynamic_shapes=(dims,)))
+    for shape in [(2, 10), (3, 7)]:
+        x = torch.randint(0, 1000, shape)
+        assert_close(compiled(x)["logits"], model(x).logits, rtol=1e-4, atol=1e-4)
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["fallback_ops"] == 0 and s["eager_calls"] == 0, s
+    with pytest.raises(ValueError, match="dim 1 is 40"):
+        compiled(torch.randint(0, 1000, (2, 40)))

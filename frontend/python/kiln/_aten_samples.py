@@ -235,9 +235,19 @@ OVERRIDES = {
     "aten._adaptive_avg_pool2d_backward.default": lambda: ((_t(1, 2, 2, 2), _img()), {}),
     "aten.avg_pool2d_backward.default": lambda: (
         (_t(1, 2, 3, 3), _img(), [2, 2], [2, 2], [0, 0], False, True, None), {}),
+    "aten.max_pool2d_with_indices_backward.default": lambda: _max_pool_backward(),
+    "aten.convolution_backward.default": lambda: (
+        (_t(1, 3, 6, 6), _img(), _t(3, 2, 3, 3), [3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+         [True, True, True]), {}),
     "aten._embedding_bag.default": lambda: (
         (_t(10, 4), torch.tensor([1, 2, 4, 9]), torch.tensor([0, 2])), {}),
 }
+
+
+def _max_pool_backward():
+    x = _img()
+    _, indices = torch.ops.aten.max_pool2d_with_indices(x, [2, 2], [2, 2])
+    return (_t(1, 2, 3, 3), x, [2, 2], [2, 2], [0, 0], [1, 1], False, indices), {}
 
 
 def first_sample(op):
@@ -254,16 +264,21 @@ def _variants(args, kwargs):
         return
     same = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.shape == (3, 4)]
 
+    # an ``out=`` tensor follows the inputs (eager's resizing of a mismatched
+    # one is deprecated)
+    outs = [k for k, v in kwargs.items()
+            if k == "out" and isinstance(v, torch.Tensor) and v.shape == (3, 4)]
+
     def replace(fn):
         out = list(args)
         for i in same:
             out[i] = fn(args[i])
-        return tuple(out)
+        return tuple(out), {**kwargs, **{k: fn(kwargs[k]) for k in outs}}
 
-    yield replace(lambda t: t.t().contiguous().t()), kwargs  # non-contiguous (4, 3)^T
-    yield replace(lambda t: t[1:2, 2:3].reshape(())), kwargs  # 0-d
-    yield replace(lambda t: t[:0]), kwargs  # empty
-    yield replace(lambda t: t.double() if t.is_floating_point() else t), kwargs
+    yield replace(lambda t: t.t().contiguous().t())  # non-contiguous (4, 3)^T
+    yield replace(lambda t: t[1:2, 2:3].reshape(()))  # 0-d
+    yield replace(lambda t: t[:0])  # empty
+    yield replace(lambda t: t.double() if t.is_floating_point() else t)
 
 
 def samples(op, limit=5):
@@ -277,6 +292,7 @@ def samples(op, limit=5):
     for args, kwargs in _variants(*base):
         # each tensor its own storage (a view's base would be read by as_strided)
         args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        kwargs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
         try:
             with torch.no_grad():
                 op(*args, **kwargs)

@@ -7,11 +7,22 @@ from torch-level calls kiln maps (or composes them, as ``asin`` from
 ``atan``); the capture inlines it (kiln/_aten.py plans, capture/ops/
 AtenOps.cpp applies and checks it against the overload's meta kernel).
 Anything outside what an entry covers raises NotImplementedError, and the
-overload then runs through the per-op fallback. ``META_DIFFERS``: entries
+overload then runs through the per-op fallback. Families of overloads
+composed from kiln's ops live in their own modules and join the table at
+the end: sorting and integer bitwise ops (kiln/_aten_sort.py), scatters
+(kiln/_aten_scatter.py), pooling and its backward (kiln/_aten_pool.py),
+convolution backward, distances and grid sampling (kiln/_aten_nn.py).
+``META_DIFFERS``: entries
 not checked against the meta kernel (it disagrees with eager's CPU kernel);
 ``REFUSED``: overloads that must neither be lowered nor fall back.
 """
 import torch
+
+from kiln._aten_nn import OVERLOADS as _NN
+from kiln._aten_pool import OVERLOADS as _POOL
+from kiln._aten_scatter import OVERLOADS as _SCATTER
+from kiln._aten_sort import OVERLOADS as _SORT
+
 
 def _softmax(self, dim, half_to_float):
     if half_to_float:
@@ -46,21 +57,6 @@ def _slice_index(self, dim, start, end, step):
 
 def _slice(self, dim=0, start=None, end=None, step=1):
     return self[_slice_index(self, dim, start, end, step)]
-
-
-def _index_tuple(indices):
-    """aten.index's Tensor?[] as a Python index (None: the whole dim)."""
-    index = []
-    for i in indices:
-        if i is None:
-            index.append(slice(None))
-        else:
-            index.append(i)
-    return tuple(index)
-
-
-def _index(self, indices):
-    return self[_index_tuple(indices)]
 
 
 def _alias(self):
@@ -124,12 +120,6 @@ def _batch_norm_aten(input, weight, bias, running_mean, running_var, training, m
 
 def _batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
     return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
-
-
-def _max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
-                             ceil_mode=False):
-    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding, dilation,
-                                          ceil_mode, True)
 
 
 def _adaptive_avg_pool2d(self, output_size):
@@ -203,11 +193,6 @@ def _upsample_nearest(self, output_size, scale_factors):
     return torch.nn.functional.interpolate(self, output_size, scale_factors, "nearest")
 
 
-def _upsample_bilinear(self, output_size, align_corners, scale_factors):
-    return torch.nn.functional.interpolate(self, output_size, scale_factors, "bilinear",
-                                           align_corners)
-
-
 def _native_dropout(input, p, train):
     if train:
         raise NotImplementedError("native_dropout in training mode")
@@ -232,14 +217,6 @@ def _native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 def _slice_scatter(self, src, dim=0, start=None, end=None, step=1):
     out = self.clone()
     out[_slice_index(self, dim, start, end, step)] = src
-    return out
-
-
-def _index_put(self, indices, values, accumulate=False):
-    if accumulate:
-        raise NotImplementedError("index_put with accumulate=True")
-    out = self.clone()
-    out[_index_tuple(indices)] = values
     return out
 
 
@@ -390,12 +367,25 @@ def _detach_(self):
     return self
 
 
+def _diff(self, n=1, dim=-1, prepend=None, append=None):
+    parts = [t for t in (prepend, self, append) if t is not None]
+    x = torch.cat(parts, dim) if len(parts) > 1 else self
+    for _ in range(n):
+        length = x.shape[dim] - 1
+        if length < 0:
+            break
+        a, b = x.narrow(dim, 1, length), x.narrow(dim, 0, length)
+        x = torch.logical_xor(a, b) if x.dtype == torch.bool else a - b
+    return x
+
+
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     return torch.nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 OVERLOADS = {
     "aten.layer_norm.default": _layer_norm,
+    "aten.diff.default": _diff,
     "aten.to.dtype_layout": _to_dtype_layout,
     "aten.detach_.default": _detach_,
     "aten._assert_tensor_metadata.default": _assert_tensor_metadata,
@@ -416,7 +406,6 @@ OVERLOADS = {
     "aten.replication_pad3d.default": _pad_mode("replicate"),
     "aten.native_group_norm.default": _native_group_norm,
     "aten.slice_scatter.default": _slice_scatter,
-    "aten.index_put.default": _index_put,
     "aten.sym_stride.int": _sym_stride,
     "aten._local_scalar_dense.default": _local_scalar_dense,
     "aten.empty_strided.default": _empty_strided,
@@ -426,13 +415,11 @@ OVERLOADS = {
     "aten.embedding.default": _embedding,
     "aten.constant_pad_nd.default": _constant_pad_nd,
     "aten.upsample_nearest2d.vec": _upsample_nearest,
-    "aten.upsample_bilinear2d.vec": _upsample_bilinear,
     "aten.native_dropout.default": _native_dropout,
     "aten._softmax.default": _softmax,
     "aten._log_softmax.default": _log_softmax,
     "aten._to_copy.default": _to_copy,
     "aten.slice.Tensor": _slice,
-    "aten.index.Tensor": _index,
     "aten.alias.default": _alias,
     "aten.copy.default": _copy,
     "aten.expand.default": _expand,
@@ -443,7 +430,6 @@ OVERLOADS = {
     "aten.batch_norm.default": _batch_norm_aten,
     "aten._native_batch_norm_legit.default": _batch_norm,
     "aten._native_batch_norm_legit_functional.default": _batch_norm_functional,
-    "aten.max_pool2d_with_indices.default": _max_pool2d_with_indices,
     "aten._adaptive_avg_pool2d.default": _adaptive_avg_pool2d,
     "aten.sym_size.int": _sym_size,
     "aten.sym_numel.default": _sym_numel,
@@ -456,6 +442,12 @@ OVERLOADS = {
     "prims.broadcast_in_dim.default": _broadcast_in_dim,
 }
 
+
+# Overload families written in their own modules.
+OVERLOADS.update(_NN)
+OVERLOADS.update(_POOL)
+OVERLOADS.update(_SCATTER)
+OVERLOADS.update(_SORT)
 
 # Overloads whose meta kernel disagrees with eager's CPU kernel on result
 # sizes: their table entry is not checked against it and never falls back.

@@ -17,6 +17,10 @@ capture/ops/AtenOps.cpp). Around it, as the graph signature says:
   written back into the program's buffers, user-input mutations into the
   caller's tensors, the user outputs unflattened with the output spec.
 
+An export IR with pre-dispatch ``torch.vmap`` calls (GPT-2's attention mask
+in transformers) is first lowered to plain ATen by torch
+(``run_decompositions({})``, which decomposes no ATen op).
+
 A dim the program exported as symbolic (``torch.export.Dim``) is marked
 dynamic for kiln (``kiln.mark_dynamic`` on an alias of the input): one
 graph with a ``?`` dim serves every size >= 2 in the range (0 and 1 are
@@ -107,12 +111,26 @@ def _symbolic(value, want):
     return alias
 
 
+def _without_predispatch(ep):
+    """``ep``, or ``ep`` lowered to plain ATen by torch (``run_decompositions``
+    with an empty table: no ATen op decomposed) when its export IR holds
+    pre-dispatch functorch calls kiln does not capture (``torch.vmap``'s
+    ``_add_batch_dim``/``_vmap_increment_nesting``: transformers' attention
+    masks in GPT-2's export IR); torch applies vmap's batching rules then."""
+    for node in ep.graph.nodes:
+        module = getattr(node.target, "__module__", None) or ""
+        if node.op == "call_function" and module.startswith("torch._functorch.predispatch"):
+            return ep.run_decompositions({})
+    return ep
+
+
 def from_export(ep, fullgraph: bool = False):
     """A callable running ExportedProgram ``ep`` through kiln, taking the
     inputs ``ep.module()`` takes and returning what it returns."""
     if not isinstance(ep, torch.export.ExportedProgram):
         raise TypeError(f"kiln.from_export expects a torch.export.ExportedProgram, "
                         f"got {type(ep).__name__}")
+    ep = _without_predispatch(ep)
     sig = ep.graph_signature
     lifted = [None if s.kind == InputKind.USER_INPUT else _lifted_value(ep, s)
               for s in sig.input_specs]
