@@ -122,3 +122,34 @@ def test_training_graph_raises_too():
         assert_close(g, p.grad)
     with pytest.raises(IndexError):
         compiled(torch.full((3, 4), 30))
+
+
+LITERAL_CASES = [
+    # index tensors written in the function: checked at capture
+    lambda x: x[torch.tensor([6])],
+    lambda x: x[torch.tensor([-6])],
+    lambda x: torch.index_select(x, 0, torch.tensor([7])),
+    lambda x: torch.index_select(x, 0, torch.tensor([-1])),
+    lambda x: torch.gather(x, 1, torch.tensor([[5]])),
+    lambda x: F.embedding(torch.tensor([9]), x),
+]
+
+
+@pytest.mark.parametrize("fn", LITERAL_CASES)
+def test_a_literal_index_out_of_range_raises_as_in_eager(fn):
+    x = torch.randn(5, 3)
+    with pytest.raises(Exception) as eager:
+        fn(x)
+    with pytest.raises(type(eager.value)):
+        kiln.compile(fn)(x)
+
+
+def test_literal_indices_in_range_compile_without_a_check():
+    def f(x):
+        return x[torch.tensor([4, -5, 0])] + torch.index_select(x, 0, torch.tensor([2]))
+
+    x = torch.randn(5, 3)
+    compiled = kiln.compile(f)
+    for _ in range(2):
+        assert_close(compiled(x), f(x))
+    assert_compiled(graphs=1, eager_calls=0)

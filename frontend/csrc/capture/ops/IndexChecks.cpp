@@ -8,39 +8,37 @@
 // be guarded, so the graph computes one extra 0-d i64 result, non-zero when
 // any such index was out of range, and the runtime raises eager's error
 // from it before the results reach the caller (Entry.cpp's runGraph, before
-// side effects and in-place write-backs are replayed). Indices built from
-// constants only (flip, views, as_strided) are in range by construction
-// and get no check; a gather along a symbolic dim is built by kiln from
-// that size (SymbolicIndexing.cpp) and gets none either.
+// side effects and in-place write-backs are replayed). Literal indices
+// (kiln's own positions for flips, views, as_strided and resizes, and a
+// user's `x[torch.tensor([6])]`) are checked at capture: out of range, the
+// capture fails as a user error and eager raises. A gather along a
+// symbolic dim is built by kiln from that size (SymbolicIndexing.cpp) and
+// gets no check.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
 #include "ir/KilnOps.h"
 
-#include "llvm/ADT/DenseSet.h"
-
 namespace kiln {
 namespace {
 
-/// The values of `entry` computed from constants only (kiln ops without
-/// randomness whose operands are such values), in one pass in order.
-llvm::DenseSet<Value> constantValues(mlir::Block &entry) {
-  llvm::DenseSet<Value> constant;
-  for (mlir::Operation &op : entry) {
-    bool c = op.getDialect() && op.getDialect()->getNamespace() == "kiln" &&
-             op.getNumRegions() == 0 && !llvm::isa<mlir::kiln::RandomOp>(op);
-    for (Value operand : op.getOperands())
-      c = c && constant.contains(operand);
-    if (c)
-      constant.insert(op.getResults().begin(), op.getResults().end());
+/// The elements of `index` when it is a kiln.constant seen through shape
+/// ops and casts (the positions kiln builds for views, flips, resizes; a
+/// user's `torch.tensor([...])`); null otherwise.
+mlir::DenseElementsAttr literalIndex(Value index) {
+  while (mlir::Operation *def = index.getDefiningOp()) {
+    if (auto c = llvm::dyn_cast<mlir::kiln::ConstantOp>(def))
+      return llvm::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
+    if (!llvm::isa<mlir::kiln::BroadcastToOp, mlir::kiln::ReshapeOp, mlir::kiln::CastOp>(def))
+      return {};
+    index = def->getOperand(0);
   }
-  return constant;
+  return {};
 }
 
 } // namespace
 
 Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
-  llvm::DenseSet<Value> constant = constantValues(entry);
   llvm::SmallVector<std::pair<Value, int64_t>> checks; // (index, size of the dim it reads)
   for (mlir::Operation &op : entry) {
     Value index;
@@ -55,8 +53,20 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
       continue;
     }
     bool empty = ttype(index).hasStaticShape() && ttype(index).getNumElements() == 0;
-    if (!mlir::ShapedType::isDynamic(size) && !empty && !constant.contains(index))
-      checks.push_back({index, size});
+    if (mlir::ShapedType::isDynamic(size) || empty)
+      continue;
+    // Literal positions are checked now; other constant-derived ones (a
+    // negative literal made positive) are checked per call like data.
+    if (auto literal = literalIndex(index);
+        literal && llvm::isa<mlir::IntegerType>(literal.getElementType())) {
+      for (const llvm::APInt &i : literal.getValues<llvm::APInt>())
+        if (i.isNegative() || i.sge(size))
+          throw Unsupported(BreakCategory::UserError, "an index out of range of a dim of size " +
+                                                          std::to_string(size) +
+                                                          " (eager raises IndexError)");
+      continue;
+    }
+    checks.push_back({index, size});
   }
   if (checks.empty())
     return Value();
