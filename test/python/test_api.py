@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import kiln
-from conftest import COUNTERS, assert_close, run_python, stats
+from conftest import COUNTERS, assert_close, assert_compiled, run_python, stats
 
 
 def test_compile_rejects_non_callables():
@@ -240,3 +240,23 @@ def test_decorated_forward_method():
     with torch.no_grad():
         assert_close(net(x), net.lin(x).relu())
     assert stats()["compiled_calls"] == 1
+
+
+def test_compile_accepts_builtins_and_other_callables():
+    # As torch.compile: a builtin, a functools.partial, an object with __call__.
+    import functools
+
+    class Scale:
+        def __call__(self, x):
+            return x * 3 + 1
+
+    x = torch.randn(5)
+    for fn, args in ((torch.maximum, (x, x.flip(0))), (functools.partial(torch.add, alpha=2), (x, x)),
+                     (Scale(), (x,))):
+        kiln.reset()
+        compiled = kiln.compile(fn)
+        for _ in range(2):
+            assert_close(compiled(*args), fn(*args))
+        assert_compiled(graphs=1, eager_calls=0)
+    with pytest.raises(TypeError, match="callable"):
+        kiln.compile(3)

@@ -2,6 +2,7 @@
 """The user-facing entry points: kiln.compile, kiln.stats, kiln.reset."""
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 from types import FunctionType as _FunctionType
@@ -200,8 +201,11 @@ def compile(model=None, **options):  # noqa: A001
         if opts["mode"] == "reduce-overhead":
             return _ReduceOverheadModule(model, opts)
         return CompiledModule(model, opts)
+    if callable(model) and not isinstance(model, type) and not (
+            inspect.isfunction(model) or inspect.ismethod(model)):
+        model = _calling_function(model)
     if not (inspect.isfunction(model) or inspect.ismethod(model)):
-        raise TypeError(f"kiln.compile expects a Python function or nn.Module, "
+        raise TypeError(f"kiln.compile expects a Python function, callable or nn.Module, "
                         f"got {type(model).__name__}")
     fn = model.__func__ if inspect.ismethod(model) else model
     bound = (model.__self__,) if inspect.ismethod(model) else ()
@@ -220,6 +224,19 @@ def compile(model=None, **options):  # noqa: A001
         compiled = _reduce_overhead(compiled)
     compiled._kiln_compiled = True
     return compiled
+
+
+def _calling_function(target):
+    """A Python function calling ``target`` (a builtin such as torch.sin, a
+    functools.partial, an object with __call__), for kiln.compile of any
+    callable as torch.compile accepts. Its code is not kiln's own file (whose
+    frames kiln never captures), and is made per call: each compiled
+    callable has its own code object and so its own compiled entries."""
+    code = builtins.compile("def call(*args, **kwargs):\n    return target(*args, **kwargs)\n",
+                            f"<kiln.compile of {type(target).__name__}>", "exec")
+    namespace = {"target": target}
+    exec(code, namespace)  # noqa: S102 - a fixed, kiln-written body
+    return namespace["call"]
 
 
 def stats() -> dict:

@@ -17,6 +17,14 @@ using namespace mlir::kiln;
 
 namespace {
 
+/// Eager raises on subtraction where either operand is a bool tensor or a
+/// Python bool.
+void refuseBoolSubtraction(const VarP &x, const VarP &other) {
+  if (resultType({x}) == DType::Bool || resultType({other}) == DType::Bool)
+    throw Unsupported(BreakCategory::UserError, "subtraction with a bool operand (eager raises)",
+                      hint::kRaisesInEager);
+}
+
 /// add/sub: `input ± alpha * other`.
 template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Args &a) {
   VarP x = inputArg(a, op);
@@ -27,9 +35,8 @@ template <typename OpT> VarP addOrSub(Interpreter &I, const std::string &op, Arg
   if (!x->isTensor() && !other->isTensor())
     throw Unsupported(op + " on scalars");
   DType d = resultType({x, other});
-  if (std::is_same_v<OpT, SubOp> && d == DType::Bool)
-    throw Unsupported(BreakCategory::UserError, "subtraction of bool tensors (eager raises)",
-                      hint::kRaisesInEager);
+  if (std::is_same_v<OpT, SubOp>)
+    refuseBoolSubtraction(x, other);
   if (a.isNone("alpha"))
     return T(e.binary<OpT>(x, other));
   if (d != DType::F16 && d != DType::BF16)

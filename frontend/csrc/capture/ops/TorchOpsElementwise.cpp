@@ -171,11 +171,11 @@ template <Logic L, bool Bitwise> VarP logical(Interpreter &I, const std::string 
 }
 
 VarP rsub(Interpreter &I, const std::string &op, Args &a) {
-  Emit e(I);
-  VarP x = a.get("input"), other = a.get("other");
-  VarP scaled = a.isNone("alpha") ? x : T(e.binary<MulOp>(x, a.get("alpha")));
-  DType d = resultType({x, other});
-  return T(e.bin<SubOp>(e.operand(other, d), e.operand(scaled, d)));
+  // torch.rsub(x, other, alpha) is torch.sub(other, x, alpha).
+  if (a.isNone("alpha"))
+    return callOp(I, "sub", {{"input", a.get("other")}, {"other", a.get("input")}});
+  return callOp(I, "sub",
+                {{"input", a.get("other")}, {"other", a.get("input")}, {"alpha", a.get("alpha")}});
 }
 
 /// clamp_min (`Bound` "min") and clamp_max ("max") through clamp.
