@@ -43,7 +43,8 @@ PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
 class Interpreter {
   /// The instruction handlers of the opcode table are its semantics.
   friend struct OpcodeHandlers;
-  friend struct NumpyInterop; // interp/NumpyInterop.h
+  friend struct NumpyInterop;     // interp/NumpyInterop.h
+  friend struct CaptureTimeCalls; // interp/CaptureTimeCalls.h
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
   ~Interpreter();
