@@ -10,6 +10,7 @@
 #include "TensorInfo.h"
 
 #include <sstream>
+#include <utility>
 
 namespace kiln {
 
@@ -95,18 +96,21 @@ PyRef resolveItem(const Source &s, PyObject *parent) {
   PyObject *modules = modulesDict(parent), *sliceModules = r ? modulesDict(r.get()) : nullptr;
   if (!c || !modules || !sliceModules)
     return r;
-  *c = ItemCache{PyRef::steal(PyWeakref_NewRef(parent, nullptr)), {}, {}, r, {}};
+  // Filled aside and swapped in: releasing the old slice may run Python
+  // (another thread could resolve this source meanwhile).
+  ItemCache fresh{PyRef::steal(PyWeakref_NewRef(parent, nullptr)), {}, {}, r, {}};
   PyErr_Clear(); // a container without weak references: never reused
   PyObject *k, *v;
   Py_ssize_t pos = 0;
   while (PyDict_Next(modules, &pos, &k, &v)) {
-    c->keys.push_back(PyRef::borrow(k));
-    c->values.push_back(v);
+    fresh.keys.push_back(PyRef::borrow(k));
+    fresh.values.push_back(v);
   }
   for (pos = 0; PyDict_Next(sliceModules, &pos, &k, &v);)
-    c->resultItems.push_back(v);
-  if (!c->parent)
-    c->result = PyRef();
+    fresh.resultItems.push_back(v);
+  if (!fresh.parent)
+    fresh.result = PyRef();
+  std::swap(*c, fresh);
   return r;
 }
 
