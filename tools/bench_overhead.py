@@ -5,7 +5,10 @@
 Cases: a 1-input trivial function (`x + 1` on 4 floats), the sum of 10
 4-float inputs (a 10-input graph whose kernel is negligible: nearly all of
 its time is per-call overhead), a Sequential of 5 Linear(8, 8) (10
-parameter inputs + x), and the batch-1 MLP of tools/demo.py.
+parameter inputs + x), the batch-1 MLP of tools/demo.py, and a ModuleList
+of 4 / 32 ReLUs looped over whole and through a slice
+(`self.layers[:n]`, HF LLaMA's decoder loop): the difference is what the
+slice's guard costs per call.
 All variants are timed interleaved in one process, 1 thread, under
 torch.no_grad(); each reported number is the median over `--rounds` of the
 median per-call time of a batch of `--calls` calls (µs).
@@ -36,6 +39,20 @@ def sum10(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
     return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9
 
 
+class Layers(nn.Module):
+    """`n` ReLUs in a ModuleList, looped over whole or as `layers[:n]`."""
+
+    def __init__(self, n, sliced):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.ReLU() for _ in range(n))
+        self.n, self.sliced = n, sliced
+
+    def forward(self, x):
+        for layer in (self.layers[: self.n] if self.sliced else self.layers):
+            x = layer(x) + 1
+        return x
+
+
 def cases():
     torch.manual_seed(0)
     seq = nn.Sequential(*[nn.Linear(8, 8) for _ in range(5)]).eval()
@@ -46,7 +63,9 @@ def cases():
          tuple(torch.randn(4) for _ in range(10))),
         ("Sequential 5x Linear(8,8), batch 1 (11 inputs)", seq, (torch.randn(1, 8),)),
         ("MLP 256-512-512-10, batch 1 (7 inputs)", mlp, (torch.randn(1, 256),)),
-    ]
+    ] + [(f"ModuleList of {n} ReLU, {'layers[:n]' if sliced else 'whole'} (1 input)",
+          Layers(n, sliced).eval(), (torch.randn(4),))
+         for n in (4, 32) for sliced in (False, True)]
 
 
 def time_batch(fn, args, calls):
@@ -65,11 +84,14 @@ def main():
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
+    ap.add_argument("--only", default="", help="run the cases whose name contains this")
     args = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
     with torch.no_grad():
         for name, model, inputs in cases():
+            if args.only not in name:
+                continue
             variants = {"eager": model}
             variants["kiln"] = kiln.compile(model)
             ref = model(*inputs)

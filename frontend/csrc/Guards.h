@@ -14,10 +14,13 @@
 #include "TensorInfo.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+struct ItemCache; // Guards.cpp: the last slice an Item source built
 
 /// The parts of a frame sources are resolved against (all borrowed).
 struct FrameView {
@@ -49,6 +52,9 @@ struct Source {
     /// `parent[key]` through type(parent).__getitem__ (a new object per
     /// call: `self.layers[:n]`, a slice of a ModuleList or Sequential).
     Item,
+    /// `parent.<key>()`, a method without arguments (`x.storage_offset()`
+    /// of a tensor input, compared by value).
+    MethodCall,
   };
   Kind kind;
   int parent = -1;
@@ -60,6 +66,9 @@ struct Source {
   /// Constant: `key` is a weakref; the source cannot be resolved once its
   /// object died (an nn.Module: entries must not keep user modules alive).
   bool weak = false;
+  /// Item of a module container: the slice built by the last resolve,
+  /// reused while the parent and its `_modules` are unchanged.
+  std::shared_ptr<ItemCache> itemCache;
 };
 
 /// The sources of one entry; identical sources are stored once.

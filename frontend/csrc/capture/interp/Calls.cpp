@@ -9,6 +9,7 @@
 // function to inline (Inlining.cpp), or a torch op run through torch
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/ModuleHooks.h"
 #include "capture/ops/AtenOps.h"
 #include "capture/interp/OpcodeHandlers.h"
@@ -189,6 +190,8 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
       kwargs.empty() && args[0]->isConst() && PyUnicode_Check(args[0]->obj.get()))
     return genericAttr(callee->self, args[0]->obj.get()); // SuperAttr.cpp
   if (VarP r = callReorderableLogging(callee->obj.get(), callee->self, args, kwargs))
+    return r;
+  if (VarP r = CaptureTimeCalls::boundMethod(*this, callee, args, kwargs))
     return r;
   args.insert(args.begin(), callee->self);
   if (!PyFunction_Check(callee->obj.get())) { // object's slot via super() (UserObjects.cpp)

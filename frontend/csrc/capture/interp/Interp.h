@@ -43,7 +43,8 @@ PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
 class Interpreter {
   /// The instruction handlers of the opcode table are its semantics.
   friend struct OpcodeHandlers;
-  friend struct NumpyInterop; // interp/NumpyInterop.h
+  friend struct NumpyInterop;     // interp/NumpyInterop.h
+  friend struct CaptureTimeCalls; // interp/CaptureTimeCalls.h
 public:
   Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out);
   ~Interpreter();
@@ -435,8 +436,8 @@ private:
   /// `obj.name = value` on an Object Var: a Python __setattr__ or property
   /// setter inlined, else the attribute (or slot) set.
   void storeObjectAttr(const VarP &obj, PyObject *name, const VarP &value, bool viaObject = false);
-  /// bool(obj) of an Object Var: true unless its class defines __bool__ or
-  /// __len__ (then Unsupported).
+  /// bool(obj) of an Object Var: its class's Python __bool__, else __len__
+  /// != 0 (inlined, CaptureTimeCalls.cpp), else true.
   bool objectTruthy(const VarP &obj);
   /// Calls an Object Var (its class's Python __call__ inlined).
   VarP callObject(const VarP &obj, std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);

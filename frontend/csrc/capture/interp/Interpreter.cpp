@@ -22,6 +22,14 @@
 namespace kiln {
 
 PyObject *constObj(const VarP &v, const char *what) {
+  if (v && v->kind == Var::Kind::Scalar) // .item(), int(t) ... (ops/Scalars.cpp)
+    throw Unsupported(BreakCategory::DataDependent,
+                      std::string(what) +
+                          " is a Python number read from a tensor (.item(), int(t) ...), known "
+                          "only when the graph runs; kiln does not specialize on its value",
+                      "the graph breaks at this use and the rest resumes with the number as a "
+                      "guarded constant (each new value recompiles); keep it a tensor (masks, "
+                      "torch.where) or pass it as a Python int to stay in one graph");
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
   if (gMutatedContainers && gMutatedContainers->count(v->obj.get()))

@@ -7,6 +7,7 @@
 // depends only on the kind of a value, not on tensor data: `callable(x)` of
 // a function made in the frame, a tensor, a container built here.
 //===----------------------------------------------------------------------===//
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 #include "capture/values/IdTokens.h"
@@ -423,6 +424,8 @@ VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return makeConst(PyRef::steal(PyLong_FromSize_t(v->items.size())));
+  if (v->kind == Var::Kind::Object) // an object built in the frame: its __len__
+    return CaptureTimeCalls::objectLen(*this, v);
   return moduleContainerLen(v); // ModuleGuards.cpp
 }
 

@@ -407,6 +407,30 @@ PyObject *dtypeType() {
 }
 } // namespace
 
+/// The storage offset of graph input `input` plus `relative` (a view's
+/// offset from it), with an Equals guard on the input's
+/// `storage_offset()` (its Tensor guard does not cover the offset).
+static PyRef inputStorageOffset(Capture &out, const std::vector<PyRef> &objects, int input,
+                                PyObject *relative) {
+  PyObject *t = input < (int)objects.size() ? objects[input].get() : nullptr;
+  PyRef base = t ? PyRef::steal(PyObject_CallMethod(t, "storage_offset", nullptr)) : PyRef();
+  PyRef total = base ? PyRef::steal(PyNumber_Add(base.get(), relative)) : PyRef();
+  if (!total)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      withPythonError("Tensor.storage_offset() of an input"));
+  PyRef key = PyRef::steal(PyUnicode_InternFromString("storage_offset"));
+  Guard g;
+  g.kind = Guard::Kind::Equals;
+  g.source = out.sources.add(Source::Kind::MethodCall, out.inputs[input].source, 0, key.get());
+  g.expected = base;
+  bool seen = false;
+  for (const Guard &e : out.guards)
+    seen = seen || (e.source == g.source && e.kind == g.kind);
+  if (!seen)
+    out.guards.push_back(std::move(g));
+  return total;
+}
+
 VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
                                const std::vector<VarP> &args,
                                const std::map<std::string, VarP> &kwargs) {
@@ -423,7 +447,7 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
   const char *kwName = name == "stride" ? "dim" : "memory_format";
   if ((input < 0 && !self->contiguousCopy) || input >= (int)out_.inputs.size() ||
       self->vmapLevels > 0 || kwargs.size() > (kwargs.count(kwName) ? 1u : 0u) ||
-      args.size() + kwargs.size() > 1)
+      args.size() + kwargs.size() > (name == "storage_offset" ? 0u : 1u))
     return nullptr;
   for (const VarP &v : args)
     if (!v->isConst())
@@ -471,6 +495,8 @@ VarP Interpreter::tensorLayout(const VarP &self, const std::string &name,
   if (!answer)
     throw Unsupported(BreakCategory::UnsupportedOp,
                       withPythonError("Tensor." + name + "() of a view of an input"));
+  if (name == "storage_offset") // the meta base starts at 0: add the input's, guarded
+    answer = inputStorageOffset(out_, inputObjects_, input, answer.get());
   return makeConst(answer);
 }
 
@@ -536,7 +562,7 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
       return self;
     return callTensorMethod(self, "to", rest, kw);
   }
-  if (name == "stride" || name == "is_contiguous") {
+  if (name == "stride" || name == "is_contiguous" || name == "storage_offset") {
     if (VarP r = tensorLayout(self, name, args, kwargs))
       return r;
     bool callers = llvm::isa<mlir::BlockArgument>(self->value) || self->viewInput >= 0 ||

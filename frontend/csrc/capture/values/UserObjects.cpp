@@ -17,6 +17,7 @@
 // effects on the class (SideEffects.cpp). Classes whose construction or
 // attribute protocol is not plain Python are a categorized break.
 //===----------------------------------------------------------------------===//
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 
@@ -360,11 +361,16 @@ VarP Interpreter::callObject(const VarP &obj, std::vector<VarP> &args,
 }
 
 bool Interpreter::objectTruthy(const VarP &obj) {
-  auto *t = classOf(obj);
-  if (_PyType_Lookup(t, interned("__bool__")) || _PyType_Lookup(t, interned("__len__")))
-    throw Unsupported(BreakCategory::PythonBuiltin,
-                      "truth value of an object whose class defines __bool__/__len__");
-  return true;
+  // Python's truth test: __bool__ (a bool), else __len__ != 0, else true.
+  if (VarP r = CaptureTimeCalls::objectDunder(*this, obj, "__bool__")) {
+    if (!r->isConst() || !PyBool_Check(r->obj.get()))
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        "__bool__ returned a value that is not a bool known at capture");
+    return r->obj.get() == Py_True;
+  }
+  if (!_PyType_Lookup(classOf(obj), interned("__len__")))
+    return true;
+  return PyObject_IsTrue(CaptureTimeCalls::objectLen(*this, obj)->obj.get()) == 1;
 }
 
 } // namespace kiln

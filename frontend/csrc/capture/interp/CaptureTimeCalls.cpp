@@ -1,0 +1,150 @@
+//===- CaptureTimeCalls.cpp - library methods evaluated at capture ----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Some library methods are pure functions of their receiver's state whose
+// Python the capture should not trace (a deepcopy and delattr loop per
+// forward in HuggingFace's get_text_config for T5/BART caches). The table
+// of them is kiln._capture_time.CAPTURE_TIME (module, qualname) pairs; a
+// call of one with a constant receiver and constant arguments is made now.
+// Guards: the receiver's identity and `receiver.__dict__ == snapshot`, a
+// deep copy taken before the call (any change of the state recompiles).
+//===----------------------------------------------------------------------===//
+#include "capture/interp/CaptureTimeCalls.h"
+#include "GilOnce.h"
+
+namespace kiln {
+
+namespace {
+
+/// kiln._capture_time.CAPTURE_TIME (borrowed, process lifetime), or null.
+PyObject *captureTimeTable() {
+  static PyOnce tableOnce;
+  return tableOnce.get([] {
+    PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._capture_time"));
+    PyObject *t = mod ? PyObject_GetAttrString(mod.get(), "CAPTURE_TIME") : nullptr;
+    PyErr_Clear();
+    return t; // leaked: process lifetime
+  });
+}
+
+/// Whether Python function `fn` is listed in the table.
+bool listed(PyObject *fn) {
+  PyObject *table = captureTimeTable();
+  if (!table || !PyFunction_Check(fn))
+    return false;
+  auto *f = reinterpret_cast<PyFunctionObject *>(fn);
+  if (!f->func_module || !f->func_qualname)
+    return false;
+  PyRef key = PyRef::steal(PyTuple_Pack(2, f->func_module, f->func_qualname));
+  int r = key ? PySet_Contains(table, key.get()) : -1;
+  PyErr_Clear();
+  return r == 1;
+}
+
+/// A deep copy of `o` (copy.deepcopy), or null.
+PyRef deepCopy(PyObject *o) {
+  static PyOnce deepcopyOnce;
+  PyObject *deepcopy = deepcopyOnce.get([] {
+    PyRef m = PyRef::steal(PyImport_ImportModule("copy"));
+    PyObject *f = m ? PyObject_GetAttrString(m.get(), "deepcopy") : nullptr;
+    PyErr_Clear();
+    return f; // leaked: process lifetime
+  });
+  PyRef copy = deepcopy ? PyRef::steal(PyObject_CallOneArg(deepcopy, o)) : PyRef();
+  PyErr_Clear();
+  return copy;
+}
+
+} // namespace
+
+void CaptureTimeCalls::guardState(Interpreter &I, int dictSource, PyRef snapshot) {
+  for (const Guard &e : I.out_.guards)
+    if (e.source == dictSource && e.kind == Guard::Kind::Equals)
+      return; // the same receiver's state, guarded by an earlier call
+  Guard g;
+  g.kind = Guard::Kind::Equals;
+  g.source = dictSource;
+  g.expected = std::move(snapshot);
+  I.out_.guards.push_back(std::move(g));
+}
+
+VarP CaptureTimeCalls::boundMethod(Interpreter &I, const VarP &callee, std::vector<VarP> &args,
+                                   std::map<std::string, VarP> &kwargs) {
+  const VarP &self = callee->self;
+  if (!self || !self->isConst() || !listed(callee->obj.get()))
+    return nullptr;
+  for (const VarP &a : args)
+    if (!a->isConst())
+      return nullptr;
+  for (auto &[k, v] : kwargs)
+    if (!v->isConst())
+      return nullptr;
+  PyObject *receiver = self->obj.get();
+  PyObject **dictPtr = _PyObject_GetDictPtr(receiver);
+  if (!dictPtr || !*dictPtr || !PyDict_CheckExact(*dictPtr))
+    return nullptr;
+  PyRef snapshot = deepCopy(*dictPtr);
+  if (!snapshot)
+    return nullptr;
+  PyRef callArgs = PyRef::steal(PyTuple_New(args.size() + 1));
+  PyRef callKw = PyRef::steal(PyDict_New());
+  PyTuple_SET_ITEM(callArgs.get(), 0, Py_NewRef(receiver));
+  for (size_t i = 0; i < args.size(); ++i)
+    PyTuple_SET_ITEM(callArgs.get(), i + 1, Py_NewRef(args[i]->obj.get()));
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(callKw.get(), k.c_str(), v->obj.get());
+  PyRef result = PyRef::steal(PyObject_Call(callee->obj.get(), callArgs.get(), callKw.get()));
+  if (!result) // eager raises the same: let the inlined call reach it
+    return PyErr_Clear(), nullptr;
+  for (const VarP &a : args)
+    I.guardValue(a);
+  for (auto &[k, v] : kwargs)
+    I.guardValue(v);
+  if (int src = I.sourceOf(self); src >= 0) {
+    I.guardValue(self); // identity
+    guardState(I, I.out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), snapshot);
+  }
+  if (result.get() == receiver)
+    return self;
+  I.keepAlive_.push_back(result);
+  return makeConst(result);
+}
+
+VarP CaptureTimeCalls::objectDunder(Interpreter &I, const VarP &obj, const char *name) {
+  auto *t = reinterpret_cast<PyTypeObject *>(obj->obj.get());
+  PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
+  PyObject *fn = _PyType_Lookup(t, key.get());
+  if (!fn)
+    return nullptr;
+  if (!PyFunction_Check(fn))
+    throw Unsupported(BreakCategory::PythonBuiltin, std::string(name) +
+                                                        " of an object whose class's " + name +
+                                                        " is not Python code");
+  int typeSrc = I.out_.sources.add(Source::Kind::Constant, -1, 0, reinterpret_cast<PyObject *>(t));
+  I.guardValue(makeConst(PyRef::borrow(fn),
+                         I.out_.sources.add(Source::Kind::TypeLookup, typeSrc, 0, key.get())));
+  std::vector<VarP> args{obj};
+  std::map<std::string, VarP> kwargs;
+  VarP r = I.inlineFunction(fn, -1, args, kwargs);
+  I.materialize(r);
+  return r;
+}
+
+VarP CaptureTimeCalls::objectLen(Interpreter &I, const VarP &obj) {
+  VarP r = objectDunder(I, obj, "__len__");
+  std::string type = reinterpret_cast<PyTypeObject *>(obj->obj.get())->tp_name;
+  if (!r)
+    throw Unsupported(BreakCategory::UserError, "object of type '" + type + "' has no len()",
+                      hint::kRaisesInEager);
+  PyObject *o = r->isConst() ? r->obj.get() : nullptr;
+  if (!o || !PyLong_Check(o))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "__len__ of '" + type +
+                          "' returned a value that is not an int known at capture");
+  if (PyLong_AsLongLong(o) < 0)
+    throw Unsupported(BreakCategory::UserError, "__len__() should return >= 0",
+                      hint::kRaisesInEager);
+  return r;
+}
+
+} // namespace kiln

@@ -1,0 +1,38 @@
+//===- CaptureTimeCalls.h - library methods evaluated at capture -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private to capture/interp: calls the capture resolves itself. Methods
+// listed in kiln/_capture_time.py (HuggingFace's
+// PretrainedConfig.get_text_config) are called at capture on a constant
+// receiver instead of being inlined; the receiver is guarded by identity
+// and its __dict__ by value. The Python dunders len() and truth tests run
+// on an object built in the frame (its class's __len__/__bool__ inlined).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H
+#define KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H
+
+#include "capture/interp/Interp.h"
+
+namespace kiln {
+
+/// A friend of Interpreter (it adds guards and sources).
+struct CaptureTimeCalls {
+  /// `callee(*args, **kwargs)`, callee a BoundMethod: the method's result
+  /// now, as a constant, when the method is listed and the receiver and
+  /// arguments are constants; nullptr otherwise (the caller inlines it).
+  static VarP boundMethod(Interpreter &I, const VarP &callee, std::vector<VarP> &args,
+                          std::map<std::string, VarP> &kwargs);
+  /// type(obj).<name>(obj) for an Object Var whose class defines `name`
+  /// in Python (inlined; the class attribute guarded); nullptr when the
+  /// class does not define it.
+  static VarP objectDunder(Interpreter &I, const VarP &obj, const char *name);
+  /// len(obj) of an Object Var: its __len__, a Const int >= 0 (else
+  /// Unsupported, a UserError where eager raises).
+  static VarP objectLen(Interpreter &I, const VarP &obj);
+  /// Guards `value of dictSource == snapshot` (once per source).
+  static void guardState(Interpreter &I, int dictSource, PyRef snapshot);
+};
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H

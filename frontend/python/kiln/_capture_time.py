@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Methods the capture evaluates at capture time instead of inlining.
+
+Some library methods are pure functions of their receiver's state but are
+written in Python the capture should not trace: HuggingFace's
+``PretrainedConfig.get_text_config(decoder=True)`` deep-copies a legacy
+encoder-decoder config (T5, BART) and ``delattr``s the keys of the other
+half, once per forward (``DynamicCache(config=...)``), which made ~65
+graph breaks. When the interpreter calls one of the methods named in
+CAPTURE_TIME with a receiver it holds as a constant (read through a
+source, or made at capture) and constant arguments, it calls the method
+now and uses the result as a constant. The receiver is guarded by
+identity and its ``__dict__`` by value against a deep copy (any change of
+the config's state recompiles); a result that is the receiver itself keeps
+its source. The result must not escape the frame as a new object per call:
+the listed methods return objects the callers only read.
+(frontend/csrc/capture/interp/CaptureTimeCalls.cpp.)
+"""
+
+# (function __module__, function __qualname__) of each method.
+CAPTURE_TIME = frozenset({
+    ("transformers.configuration_utils", "PretrainedConfig.get_text_config"),
+})
