@@ -281,6 +281,19 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   }
   if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) // an unmapped torch op
     return r;
+  if (!PyType_Check(fn)) {
+    // An instance whose class defines __call__ in Python: inlined with the
+    // instance as self, the class attribute guarded (patching recompiles).
+    static PyOnce callNameOnce;
+    PyObject *callName = callNameOnce.get([] { return PyUnicode_InternFromString("__call__"); });
+    PyObject *own = _PyType_Lookup(Py_TYPE(fn), callName); // borrowed
+    if (own && PyFunction_Check(own)) {
+      guardClassAttr(callee, callName, own, /*notShadowed=*/false);
+      keepAlive_.push_back(PyRef::borrow(own));
+      args.insert(args.begin(), callee);
+      return inlineFunction(own, -1, args, kwargs);
+    }
+  }
   if (VarP r = constructObject(callee, fn, args, kwargs)) // UserObjects.cpp
     return r;
   return callBuiltin(fn, args, kwargs);
