@@ -4,12 +4,15 @@
 // Implements DnnlConv.h. A call describes x, w and y to oneDNN with their
 // memref sizes and strides (no copy), looks up (or creates) the
 // convolution primitive of that exact shape in a per-thread cache, reorders
-// the weights into the primitive's blocked layout when it wants one, and
+// the weights into the primitive's blocked layout when it wants one (once
+// per weight tensor and version when the frontend stamped the weight as an
+// unchanged graph input, WeightStamps.h; on every call otherwise), and
 // runs it on the calling thread's OpenMP team with kilnGetNumThreads()
 // threads (Debian's libdnnl uses libgomp, the one torch loads: one pool).
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Threads.h"
+#include "runtime/cpu/WeightStamps.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace {
 
@@ -31,8 +35,10 @@ std::atomic<int64_t> calls{0};
 struct Entry {
   dnnl::convolution_forward conv;
   dnnl::memory::desc userWeights;
-  dnnl::memory packedWeights; ///< empty when the caller's layout is used as is
+  bool pack = false; ///< the primitive wants another weight layout
+  dnnl::memory::desc packedDesc;
   dnnl::reorder packWeights;
+  dnnl::memory scratch; ///< packed weights of unstamped calls (made on first use)
 };
 
 dnnl::engine &engine() {
@@ -75,7 +81,8 @@ std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMem
   entry->conv = dnnl::convolution_forward(pd);
   entry->userWeights = anyWeights;
   if (pd.weights_desc() != anyWeights) {
-    entry->packedWeights = dnnl::memory(pd.weights_desc(), engine());
+    entry->pack = true;
+    entry->packedDesc = pd.weights_desc();
     entry->packWeights = dnnl::reorder(
         dnnl::reorder::primitive_desc(engine(), anyWeights, engine(), pd.weights_desc()));
   }
@@ -91,6 +98,55 @@ void applyThreads() {
   int want = std::max(1, kilnGetNumThreads());
   if (set && get && get() != want)
     set(want);
+}
+
+/// Weights packed once per weight tensor: keyed by the frontend's stamp
+/// serial of the tensor and the call's shape key, valid while the stamp's
+/// version and data pointer are the ones packed from. Shared by all
+/// threads (a repack replaces the memory; callers hold their own
+/// reference while they run).
+struct Packed {
+  int64_t version = 0;
+  const void *data = nullptr;
+  std::shared_ptr<dnnl::memory> memory;
+  size_t bytes = 0;
+};
+
+std::mutex packedMutex;
+std::map<std::pair<uint64_t, std::vector<int64_t>>, Packed> packedCache;
+std::atomic<int64_t> packedBytes{0}, packs{0};
+
+/// The entry's packed weights for `w`: from the cache when the frontend
+/// stamped w's tensor (an unchanged graph input) and it was packed at this
+/// version, else reordered now (and cached when stamped).
+dnnl::memory weightsFor(Entry &entry, const std::vector<int64_t> &key,
+                        const StridedMemRef<float, 4> *w, dnnl::stream &stream,
+                        std::shared_ptr<dnnl::memory> &hold) {
+  const void *data = w->data + w->offset;
+  dnnl::memory user(entry.userWeights, engine(), const_cast<void *>(data));
+  const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
+  if (!stamp) {
+    packs.fetch_add(1, std::memory_order_relaxed);
+    if (!entry.scratch)
+      entry.scratch = dnnl::memory(entry.packedDesc, engine());
+    entry.packWeights.execute(stream, user, entry.scratch);
+    return entry.scratch;
+  }
+  std::lock_guard<std::mutex> lock(packedMutex);
+  std::vector<int64_t> at = key;
+  at.push_back(w->offset); // two views of one input differ in offset only
+  Packed &p = packedCache[{stamp->serial, std::move(at)}];
+  if (!p.memory || p.version != stamp->version || p.data != data) {
+    auto fresh = std::make_shared<dnnl::memory>(entry.packedDesc, engine());
+    entry.packWeights.execute(stream, user, *fresh);
+    stream.wait();
+    size_t bytes = fresh->get_desc().get_size();
+    packedBytes.fetch_add(int64_t(bytes) - int64_t(p.bytes), std::memory_order_relaxed);
+    packs.fetch_add(1, std::memory_order_relaxed);
+    p = {stamp->version, data, std::move(fresh), bytes};
+  }
+  hold = p.memory;
+  return *hold;
 }
 
 } // namespace
@@ -115,16 +171,27 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
   thread_local dnnl::stream stream(engine());
   dnnl::memory src(describe(x), engine(), x->data + x->offset);
   dnnl::memory dst(describe(y), engine(), y->data + y->offset);
-  dnnl::memory user(entry->userWeights, engine(), w->data + w->offset);
-  dnnl::memory weights = user;
-  if (entry->packedWeights) {
-    entry->packWeights.execute(stream, user, entry->packedWeights);
-    weights = entry->packedWeights;
-  }
+  std::shared_ptr<dnnl::memory> hold;
+  dnnl::memory weights = entry->pack
+                             ? weightsFor(*entry, key, w, stream, hold)
+                             : dnnl::memory(entry->userWeights, engine(), w->data + w->offset);
   entry->conv.execute(stream,
                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
   stream.wait();
 }
+
+extern "C" void kilnDnnlForgetWeights(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(packedMutex);
+  auto first = packedCache.lower_bound({serial, {}});
+  auto last = packedCache.lower_bound({serial + 1, {}});
+  for (auto it = first; it != last; ++it)
+    packedBytes.fetch_sub(int64_t(it->second.bytes), std::memory_order_relaxed);
+  packedCache.erase(first, last);
+}
+
+extern "C" int64_t kilnDnnlPackedBytes() { return packedBytes.load(std::memory_order_relaxed); }
+
+extern "C" int64_t kilnDnnlWeightPacks() { return packs.load(std::memory_order_relaxed); }
 
 extern "C" int64_t kilnDnnlConvCalls() { return calls.load(std::memory_order_relaxed); }
 

@@ -24,7 +24,8 @@ extern "C" {
 /// groups, then max(y, 0) when `relu` is set. Every operand may have any
 /// strides (NCHW or NHWC buffers); y must not alias x or w. The oneDNN
 /// primitive of a shape is created once per thread and reused; the weights
-/// are reordered to its layout on every call (they may change between calls).
+/// are reordered to its layout once per weight tensor and version when the
+/// frontend stamped them (WeightStamps.h), else on every call.
 void _mlir_ciface_kiln_dnnl_conv2d_f32(kiln::rt::StridedMemRef<float, 4> *x,
                                        kiln::rt::StridedMemRef<float, 4> *w,
                                        kiln::rt::StridedMemRef<float, 4> *y, int64_t strideH,
@@ -34,6 +35,10 @@ void _mlir_ciface_kiln_dnnl_conv2d_f32(kiln::rt::StridedMemRef<float, 4> *x,
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();
+/// Bytes of packed weights cached now (stamped weights), -1 without oneDNN.
+int64_t kilnDnnlPackedBytes();
+/// Weight reorders run so far (cached or per call), -1 without oneDNN.
+int64_t kilnDnnlWeightPacks();
 }
 
 namespace kiln::rt {
