@@ -20,6 +20,7 @@
 // user is fused into the call (oneDNN post-op).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/DnnlConvEpilogue.h"
 
 #include "ir/KilnOps.h"
 
@@ -38,8 +39,8 @@ namespace {
 constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
 
 /// memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>.
-MemRefType dynamicType(MLIRContext *ctx) {
-  SmallVector<int64_t> dyn(4, ShapedType::kDynamic);
+MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4) {
+  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
   auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
   return MemRefType::get(dyn, Float32Type::get(ctx), layout);
 }
@@ -49,7 +50,8 @@ func::FuncOp declareCallee(ModuleOp module) {
     return f;
   MLIRContext *ctx = module.getContext();
   MemRefType m = dynamicType(ctx);
-  SmallVector<Type> inputs = {m, m, m};
+  MemRefType v = dynamicType(ctx, 1);
+  SmallVector<Type> inputs = {m, m, m, v, v};
   inputs.append(10, IntegerType::get(ctx, 64));
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
@@ -132,44 +134,63 @@ bool qualifies(Conv2dOp op) {
   return wt.getDimSize(2) * wt.getDimSize(3) > 1;
 }
 
-void rewrite(Conv2dOp op, func::FuncOp callee) {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  // A ReLU that is the only user is applied by oneDNN.
-  Operation *relu = op->hasOneUse() ? *op->getUsers().begin() : nullptr;
-  if (relu && !isa<ReluOp>(relu))
-    relu = nullptr;
-  Value xm = readBuffer(b, loc, permuteGeneric(b, loc, op.getInput(), {0, 2, 3, 1}));
-  Value wm = readBuffer(b, loc, op.getWeight());
-  RankedTensorType type = op.getType();
-  auto nhwc = MemRefType::get(
-      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
-      type.getElementType());
-  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
-  SmallVector<Value> args = {permutedView(b, loc, xm, {0, 3, 1, 2}),
-                             b.create<memref::CastOp>(loc, dynamicType(b.getContext()), wm),
-                             permutedView(b, loc, ym, {0, 3, 1, 2})};
+/// The convolution's input as an NHWC tensor: the NHWC result of an
+/// earlier oneDNN call when the input is its permute back to NCHW (the two
+/// permutes cancel), else a permuting copy.
+Value nhwcInput(OpBuilder &b, Location loc, Value x) {
+  if (auto p = x.getDefiningOp<PermuteOp>())
+    if (p.getDims() == ArrayRef<int64_t>{0, 3, 1, 2})
+      return p.getInput();
+  return permuteGeneric(b, loc, x, {0, 2, 3, 1});
+}
+
+/// The call's i64 operands: strides, dilations, paddings, groups, activation.
+SmallVector<Value> intArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t activation) {
   SmallVector<int64_t> params(op.getStride());
   llvm::append_range(params, op.getDilation());
   llvm::append_range(params, op.getPadding());
   params.push_back(op.getGroups());
-  params.push_back(relu ? 1 : 0);
+  params.push_back(activation);
   DenseMap<int64_t, Value> constants;
+  SmallVector<Value> args;
   for (int64_t p : params) {
     Value &c = constants[p];
     if (!c)
       c = b.create<arith::ConstantIntOp>(loc, p, 64);
     args.push_back(c);
   }
+  return args;
+}
+
+void rewrite(Conv2dOp op, func::FuncOp callee) {
+  // The per-channel affine ops (bias, eval BatchNorm) and activation after
+  // the convolution are done by the call; it goes where the last of them was.
+  ConvEpilogue epilogue = matchConvEpilogue(op);
+  Operation *at = epilogue.ops.empty() ? op.getOperation() : epilogue.ops.back();
+  OpBuilder b(at);
+  Location loc = op.getLoc();
+  auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
+  Value xm = readBuffer(b, loc, nhwcInput(b, loc, op.getInput()));
+  Value wm = readBuffer(b, loc, op.getWeight());
+  RankedTensorType type = op.getType();
+  auto nhwc = MemRefType::get(
+      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
+      type.getElementType());
+  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> args = {
+      permutedView(b, loc, xm, {0, 3, 1, 2}), b.create<memref::CastOp>(loc, dynamicType(ctx), wm),
+      permutedView(b, loc, ym, {0, 3, 1, 2}),
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
+  llvm::append_range(args, intArgs(b, loc, op, epilogue.activation));
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
   Value result = permute(b, loc, tensor, {0, 3, 1, 2});
-  if (relu) {
-    relu->getResult(0).replaceAllUsesWith(result);
-    relu->erase();
-  }
-  op.getResult().replaceAllUsesWith(result);
+  epilogue.replaced.replaceAllUsesWith(result);
+  for (Operation *dead : llvm::reverse(epilogue.ops))
+    dead->erase();
   op.erase();
 }
 
