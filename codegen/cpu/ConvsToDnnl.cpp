@@ -20,6 +20,7 @@
 // user is fused into the call (oneDNN post-op).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/CallAttrs.h"
 #include "codegen/cpu/DnnlConvEpilogue.h"
 
 #include "ir/KilnOps.h"
@@ -57,6 +58,7 @@ func::FuncOp declareCallee(ModuleOp module) {
   auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
   f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
   return f;
 }
 
