@@ -120,19 +120,19 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
                              b.getDenseI64ArrayAttr(dims));
 }
 
-/// Whether `op` goes to oneDNN: static f32, not depthwise (kiln's direct
-/// depthwise loop nest stays), not 1x1.
+/// Whether `op` goes to oneDNN: static f32 with a kernel larger than 1x1
+/// (depthwise included: oneDNN's NHWC depthwise kernel, and the layout stays
+/// channels-last between the 1x1 GEMMs' neighbours; measured on
+/// mobilenet_v3_large and convnext_tiny). A 1x1 convolution stays one MKL
+/// GEMM on the NCHW layout: sending it to oneDNN too moved resnet50's
+/// residual stream to NHWC copies (slower, peak memory above eager's;
+/// docs/performance.md).
 bool qualifies(Conv2dOp op) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto wt = cast<RankedTensorType>(op.getWeight().getType());
   if (!in.getElementType().isF32() || !in.hasStaticShape() || !wt.hasStaticShape() ||
       !op.getType().hasStaticShape())
     return false;
-  int64_t groups = op.getGroups();
-  if (groups > 1 && groups == in.getDimSize(1))
-    return false;
-  // 1x1: one GEMM on the NCHW layout already (MKL), as fast as oneDNN's
-  // 1x1 kernel without its weight reorder and layout copies.
   return wt.getDimSize(2) * wt.getDimSize(3) > 1;
 }
 

@@ -49,9 +49,12 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
     `memref<Nxi8>` arena allocated at the function's entry (the
     deallocation pipeline frees it once, at the end). Followed: views and
     casts (`ViewLikeOpInterface`: subview, collapse/expand_shape, cast,
-    reinterpret_cast, view) and ops that only read or write the buffer,
-    also nested in loops/ifs. Not followed (the buffer keeps its own
-    alloc): a call, return, yield, region operand (scf.for iter_args),
+    reinterpret_cast, view; also `memref.extract_strided_metadata`'s base
+    buffer), ops that only read or write the buffer, also nested in
+    loops/ifs, and calls of functions declared `kiln.buffer_args_only`
+    (they access their memref arguments only while they run: the oneDNN
+    shim of `kiln-cpu-convs-to-dnnl`). Not followed (the buffer keeps its
+    own alloc): any other call, return, yield, region operand (scf.for iter_args),
     dealloc, or any op with a memref/tensor result that is not a view.
 
     Live range: first to last top-level op that reads or writes the

@@ -76,13 +76,14 @@ class _Config:
     # nests run on several threads when torch.get_num_threads() > 1 at compile
     # time. In cache key (the pipeline text records it).
     parallel_loops: bool = os.environ.get("KILN_PARALLEL_LOOPS", "1") != "0"
-    # KILN_DNNL_CONVS=1: f32 kxk convolutions (not 1x1, not depthwise) run
-    # as oneDNN calls on channels-last buffers (codegen/cpu/ConvsToDnnl.cpp)
-    # when kiln was built with oneDNN. Off by default: with the weights
-    # reordered to oneDNN's layout on every call it is not faster than
-    # im2col + MKL yet (docs/performance.md, "Real sizes"). In cache key (the
+    # KILN_DNNL_CONVS=0 opts out: f32 convolutions with a kernel larger than
+    # 1x1 (depthwise included) run as oneDNN calls on channels-last buffers
+    # (codegen/cpu/ConvsToDnnl.cpp) when kiln was built with oneDNN, with
+    # the weights packed once (freeze_weights), BatchNorm folded and
+    # ReLU/SiLU fused; off, they use kiln's im2col + MKL / direct depthwise
+    # lowering (docs/performance.md, "Real sizes"). In cache key (the
     # pipeline text records it).
-    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "0") == "1"
+    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "1") != "0"
     # KILN_FREEZE_WEIGHTS=0: oneDNN convolutions reorder their weights on
     # every call. On (default): once per weight tensor and version
     # (`t._version`; in-place updates through torch bump it, a new tensor

@@ -158,12 +158,23 @@ func.func @chained_convs_cancel_permutes(%x: tensor<1x8x6x6xf32>, %w1: tensor<8x
 
 // -----
 
-// Tests that 1x1 (a GEMM on NCHW already), depthwise, non-f32 and dynamic
+// Tests that a depthwise convolution (groups == C) is a oneDNN call too,
+// with its groups as the ninth i64 operand.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: %[[C8:.*]] = arith.constant 8 : i64
+// CHECK: call @kiln_dnnl_conv2d_f32({{.*}}, %[[C8]], %{{.*}})
+// CHECK-NOT: kiln.conv2d
+func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32> {
+  %y = kiln.conv2d %x, %w {groups = 8 : i64} : tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x4x4xf32>
+  return %y : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Tests that 1x1 (a GEMM on NCHW already), non-f32 and dynamic
 // convolutions are left alone (and no callee is declared).
 // CHECK-NOT: kiln_dnnl_conv2d_f32
 // CHECK-LABEL: func.func @negative_pointwise
-// CHECK: kiln.conv2d
-// CHECK-LABEL: func.func @negative_depthwise
 // CHECK: kiln.conv2d
 // CHECK-LABEL: func.func @negative_f64
 // CHECK: kiln.conv2d
@@ -173,10 +184,6 @@ func.func @chained_convs_cancel_permutes(%x: tensor<1x8x6x6xf32>, %w1: tensor<8x
 func.func @negative_pointwise(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32> {
   %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32> -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
-}
-func.func @negative_depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x4x4xf32> {
-  %y = kiln.conv2d %x, %w {groups = 8 : i64} : tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x4x4xf32>
-  return %y : tensor<1x8x4x4xf32>
 }
 func.func @negative_f64(%x: tensor<1x8x6x6xf64>, %w: tensor<4x8x3x3xf64>) -> tensor<1x4x4x4xf64> {
   %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf64>, tensor<4x8x3x3xf64> -> tensor<1x4x4x4xf64>
