@@ -120,20 +120,14 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
                              b.getDenseI64ArrayAttr(dims));
 }
 
-/// Whether `op` goes to oneDNN: static f32 with a kernel larger than 1x1
-/// (depthwise included: oneDNN's NHWC depthwise kernel, and the layout stays
-/// channels-last between the 1x1 GEMMs' neighbours; measured on
-/// mobilenet_v3_large and convnext_tiny). A 1x1 convolution stays one MKL
-/// GEMM on the NCHW layout: sending it to oneDNN too moved resnet50's
-/// residual stream to NHWC copies (slower, peak memory above eager's;
-/// docs/performance.md).
+/// Whether `op` goes to oneDNN: static f32 (1x1 and depthwise included:
+/// with the permutes sunk below elementwise ops, whole networks stay
+/// channels-last; per-shape-class measurements in docs/performance.md).
 bool qualifies(Conv2dOp op) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto wt = cast<RankedTensorType>(op.getWeight().getType());
-  if (!in.getElementType().isF32() || !in.hasStaticShape() || !wt.hasStaticShape() ||
-      !op.getType().hasStaticShape())
-    return false;
-  return wt.getDimSize(2) * wt.getDimSize(3) > 1;
+  return in.getElementType().isF32() && in.hasStaticShape() && wt.hasStaticShape() &&
+         op.getType().hasStaticShape();
 }
 
 /// The convolution's input as an NHWC tensor: the NHWC result of an
@@ -162,6 +156,53 @@ SmallVector<Value> intArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t acti
     args.push_back(c);
   }
   return args;
+}
+
+/// Whether `v` is the permute of an NHWC tensor back to NCHW.
+PermuteOp toNchw(Value v) {
+  auto p = v.getDefiningOp<PermuteOp>();
+  return p && p.getDims() == ArrayRef<int64_t>{0, 3, 1, 2} ? p : PermuteOp();
+}
+
+/// Moves the permute back to NCHW of `v` below the elementwise ops using it
+/// whose other operands are such permutes of the same shape too, or
+/// scalars: op(permute(a), permute(b)) becomes permute(op(a, b)), so the
+/// NHWC values flow on (a later oneDNN convolution reads them without a
+/// copy, and a residual stream stays channels-last). Repeats on the new
+/// permutes.
+void sinkPermutes(Value v) {
+  SmallVector<Value> worklist{v};
+  while (!worklist.empty()) {
+    Value p = worklist.pop_back_val();
+    for (Operation *user : llvm::make_early_inc_range(p.getUsers())) {
+      if (!isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, ReluOp, SiluOp, SigmoidOp, NegOp>(
+              user) ||
+          user->getNumResults() != 1 || user->getResult(0).getType() != p.getType())
+        continue;
+      SmallVector<Value> operands;
+      for (Value o : user->getOperands()) {
+        auto t = cast<RankedTensorType>(o.getType());
+        if (t.getRank() == 0)
+          operands.push_back(o);
+        else if (PermuteOp q = toNchw(o); q && o.getType() == p.getType())
+          operands.push_back(q.getInput());
+        else
+          break;
+      }
+      if (operands.size() != user->getNumOperands())
+        continue;
+      OpBuilder b(user);
+      // The NHWC type: the operand `p` is the permute of.
+      Type nhwc = toNchw(p).getInput().getType();
+      OperationState state(user->getLoc(), user->getName().getStringRef(), operands, {nhwc},
+                           user->getAttrs());
+      Operation *moved = b.create(state);
+      Value back = permute(b, user->getLoc(), moved->getResult(0), {0, 3, 1, 2});
+      user->getResult(0).replaceAllUsesWith(back);
+      user->erase();
+      worklist.push_back(back);
+    }
+  }
 }
 
 void rewrite(Conv2dOp op, func::FuncOp callee) {
@@ -194,6 +235,7 @@ void rewrite(Conv2dOp op, func::FuncOp callee) {
   for (Operation *dead : llvm::reverse(epilogue.ops))
     dead->erase();
   op.erase();
+  sinkPermutes(result);
 }
 
 struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {

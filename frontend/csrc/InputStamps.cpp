@@ -8,6 +8,7 @@
 // serial. All state here is used with the GIL held.
 //===----------------------------------------------------------------------===//
 #include "InputStamps.h"
+#include "GilOnce.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -57,7 +58,8 @@ uint64_t serialOf(PyObject *t) {
   auto it = rows().find(t);
   if (it != rows().end())
     return it->second.serial;
-  static PyObject *callback = PyCFunction_New(&diedDef, nullptr);
+  static PyOnce died;
+  PyObject *callback = died.get([] { return PyCFunction_New(&diedDef, nullptr); });
   PyObject *weak = callback ? PyWeakref_NewRef(t, callback) : nullptr;
   if (!weak) {
     PyErr_Clear();

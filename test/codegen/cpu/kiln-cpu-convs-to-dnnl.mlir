@@ -59,12 +59,16 @@ func.func @grouped_strided_relu(%x: tensor<1x4x9x9xf32>, %w: tensor<6x2x3x3xf32>
 
 // -----
 
-// Tests that a ReLU is not fused when the convolution has another user.
+// Tests that a ReLU is not fused when the convolution has another user: it
+// stays a kiln op (run on the NHWC result, the permute sunk below it).
 // CHECK-LABEL: func.func @negative_relu_with_other_user
 // CHECK: %[[C0:.*]] = arith.constant 0 : i64
 // CHECK: call @kiln_dnnl_conv2d_f32({{.*}}, %[[C0]])
-// CHECK: %[[Y:.*]] = kiln.permute
-// CHECK: kiln.relu %[[Y]]
+// CHECK: %[[YT:.*]] = bufferization.to_tensor
+// CHECK: %[[Y:.*]] = kiln.permute %[[YT]]
+// CHECK: %[[R:.*]] = kiln.relu %[[YT]]
+// CHECK: %[[RP:.*]] = kiln.permute %[[R]]
+// CHECK: return %[[Y]], %[[RP]]
 func.func @negative_relu_with_other_user(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) {
   %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
   %r = kiln.relu %y : tensor<1x4x6x6xf32>
@@ -171,20 +175,41 @@ func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor
 
 // -----
 
-// Tests that 1x1 (a GEMM on NCHW already), non-f32 and dynamic
-// convolutions are left alone (and no callee is declared).
+// Tests that the permutes back to NCHW of two calls sink below the
+// elementwise ops that combine them (a residual add and a ReLU, with a
+// scalar operand allowed): the ops run on the NHWC values, one permute
+// follows them, and a 1x1 convolution reading the result takes the NHWC
+// value without a copy.
+// CHECK-LABEL: func.func @residual_stays_nhwc
+// CHECK: %[[A:.*]] = bufferization.to_tensor
+// CHECK: call @kiln_dnnl_conv2d_f32
+// CHECK: %[[B:.*]] = bufferization.to_tensor
+// CHECK: %[[S:.*]] = kiln.add %[[A]], %[[B]] : tensor<1x6x6x8xf32>, tensor<1x6x6x8xf32>
+// CHECK: %[[M:.*]] = kiln.maximum %[[S]], %{{.*}} : tensor<1x6x6x8xf32>, tensor<f32>
+// CHECK-NOT: linalg.generic
+// CHECK: bufferization.to_memref %[[M]] read_only
+// CHECK: call @kiln_dnnl_conv2d_f32
+// CHECK: return
+func.func @residual_stays_nhwc(%x: tensor<1x8x6x6xf32>, %w1: tensor<8x8x3x3xf32>, %w2: tensor<8x8x3x3xf32>, %w3: tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32> {
+  %a = kiln.conv2d %x, %w1 {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32> -> tensor<1x8x6x6xf32>
+  %b = kiln.conv2d %x, %w2 {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32> -> tensor<1x8x6x6xf32>
+  %s = kiln.add %a, %b : tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %m = kiln.maximum %s, %zero : tensor<1x8x6x6xf32>, tensor<f32>
+  %y = kiln.conv2d %m, %w3 : tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32> -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Tests that non-f32 and dynamic convolutions are left alone (and no
+// callee is declared).
 // CHECK-NOT: kiln_dnnl_conv2d_f32
-// CHECK-LABEL: func.func @negative_pointwise
-// CHECK: kiln.conv2d
 // CHECK-LABEL: func.func @negative_f64
 // CHECK: kiln.conv2d
 // CHECK-LABEL: func.func @negative_dynamic
 // CHECK: kiln.conv2d
 // CHECK-NOT: kiln_dnnl_conv2d_f32
-func.func @negative_pointwise(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x1x1xf32>) -> tensor<1x4x6x6xf32> {
-  %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf32>, tensor<4x8x1x1xf32> -> tensor<1x4x6x6xf32>
-  return %y : tensor<1x4x6x6xf32>
-}
 func.func @negative_f64(%x: tensor<1x8x6x6xf64>, %w: tensor<4x8x3x3xf64>) -> tensor<1x4x4x4xf64> {
   %y = kiln.conv2d %x, %w : tensor<1x8x6x6xf64>, tensor<4x8x3x3xf64> -> tensor<1x4x4x4xf64>
   return %y : tensor<1x4x4x4xf64>
