@@ -20,6 +20,8 @@
 // user is fused into the call (oneDNN post-op).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/CallAttrs.h"
+#include "codegen/cpu/DnnlConvEpilogue.h"
 
 #include "ir/KilnOps.h"
 
@@ -38,8 +40,8 @@ namespace {
 constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
 
 /// memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>.
-MemRefType dynamicType(MLIRContext *ctx) {
-  SmallVector<int64_t> dyn(4, ShapedType::kDynamic);
+MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4) {
+  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
   auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
   return MemRefType::get(dyn, Float32Type::get(ctx), layout);
 }
@@ -49,12 +51,14 @@ func::FuncOp declareCallee(ModuleOp module) {
     return f;
   MLIRContext *ctx = module.getContext();
   MemRefType m = dynamicType(ctx);
-  SmallVector<Type> inputs = {m, m, m};
+  MemRefType v = dynamicType(ctx, 1);
+  SmallVector<Type> inputs = {m, m, m, v, v};
   inputs.append(10, IntegerType::get(ctx, 64));
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
   f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
   return f;
 }
 
@@ -116,61 +120,122 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
                              b.getDenseI64ArrayAttr(dims));
 }
 
-/// Whether `op` goes to oneDNN: static f32, not depthwise (kiln's direct
-/// depthwise loop nest stays), not 1x1.
+/// Whether `op` goes to oneDNN: static f32 (1x1 and depthwise included:
+/// with the permutes sunk below elementwise ops, whole networks stay
+/// channels-last; per-shape-class measurements in docs/performance.md).
 bool qualifies(Conv2dOp op) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto wt = cast<RankedTensorType>(op.getWeight().getType());
-  if (!in.getElementType().isF32() || !in.hasStaticShape() || !wt.hasStaticShape() ||
-      !op.getType().hasStaticShape())
-    return false;
-  int64_t groups = op.getGroups();
-  if (groups > 1 && groups == in.getDimSize(1))
-    return false;
-  // 1x1: one GEMM on the NCHW layout already (MKL), as fast as oneDNN's
-  // 1x1 kernel without its weight reorder and layout copies.
-  return wt.getDimSize(2) * wt.getDimSize(3) > 1;
+  return in.getElementType().isF32() && in.hasStaticShape() && wt.hasStaticShape() &&
+         op.getType().hasStaticShape();
 }
 
-void rewrite(Conv2dOp op, func::FuncOp callee) {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  // A ReLU that is the only user is applied by oneDNN.
-  Operation *relu = op->hasOneUse() ? *op->getUsers().begin() : nullptr;
-  if (relu && !isa<ReluOp>(relu))
-    relu = nullptr;
-  Value xm = readBuffer(b, loc, permuteGeneric(b, loc, op.getInput(), {0, 2, 3, 1}));
-  Value wm = readBuffer(b, loc, op.getWeight());
-  RankedTensorType type = op.getType();
-  auto nhwc = MemRefType::get(
-      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
-      type.getElementType());
-  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
-  SmallVector<Value> args = {permutedView(b, loc, xm, {0, 3, 1, 2}),
-                             b.create<memref::CastOp>(loc, dynamicType(b.getContext()), wm),
-                             permutedView(b, loc, ym, {0, 3, 1, 2})};
+/// The convolution's input as an NHWC tensor: the NHWC result of an
+/// earlier oneDNN call when the input is its permute back to NCHW (the two
+/// permutes cancel), else a permuting copy.
+Value nhwcInput(OpBuilder &b, Location loc, Value x) {
+  if (auto p = x.getDefiningOp<PermuteOp>())
+    if (p.getDims() == ArrayRef<int64_t>{0, 3, 1, 2})
+      return p.getInput();
+  return permuteGeneric(b, loc, x, {0, 2, 3, 1});
+}
+
+/// The call's i64 operands: strides, dilations, paddings, groups, activation.
+SmallVector<Value> intArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t activation) {
   SmallVector<int64_t> params(op.getStride());
   llvm::append_range(params, op.getDilation());
   llvm::append_range(params, op.getPadding());
   params.push_back(op.getGroups());
-  params.push_back(relu ? 1 : 0);
+  params.push_back(activation);
   DenseMap<int64_t, Value> constants;
+  SmallVector<Value> args;
   for (int64_t p : params) {
     Value &c = constants[p];
     if (!c)
       c = b.create<arith::ConstantIntOp>(loc, p, 64);
     args.push_back(c);
   }
+  return args;
+}
+
+/// Whether `v` is the permute of an NHWC tensor back to NCHW.
+PermuteOp toNchw(Value v) {
+  auto p = v.getDefiningOp<PermuteOp>();
+  return p && p.getDims() == ArrayRef<int64_t>{0, 3, 1, 2} ? p : PermuteOp();
+}
+
+/// Moves the permute back to NCHW of `v` below the elementwise ops using it
+/// whose other operands are such permutes of the same shape too, or
+/// scalars: op(permute(a), permute(b)) becomes permute(op(a, b)), so the
+/// NHWC values flow on (a later oneDNN convolution reads them without a
+/// copy, and a residual stream stays channels-last). Repeats on the new
+/// permutes.
+void sinkPermutes(Value v) {
+  SmallVector<Value> worklist{v};
+  while (!worklist.empty()) {
+    Value p = worklist.pop_back_val();
+    for (Operation *user : llvm::make_early_inc_range(p.getUsers())) {
+      if (!isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, ReluOp, SiluOp, SigmoidOp, NegOp>(
+              user) ||
+          user->getNumResults() != 1 || user->getResult(0).getType() != p.getType())
+        continue;
+      SmallVector<Value> operands;
+      for (Value o : user->getOperands()) {
+        auto t = cast<RankedTensorType>(o.getType());
+        if (t.getRank() == 0)
+          operands.push_back(o);
+        else if (PermuteOp q = toNchw(o); q && o.getType() == p.getType())
+          operands.push_back(q.getInput());
+        else
+          break;
+      }
+      if (operands.size() != user->getNumOperands())
+        continue;
+      OpBuilder b(user);
+      // The NHWC type: the operand `p` is the permute of.
+      Type nhwc = toNchw(p).getInput().getType();
+      OperationState state(user->getLoc(), user->getName().getStringRef(), operands, {nhwc},
+                           user->getAttrs());
+      Operation *moved = b.create(state);
+      Value back = permute(b, user->getLoc(), moved->getResult(0), {0, 3, 1, 2});
+      user->getResult(0).replaceAllUsesWith(back);
+      user->erase();
+      worklist.push_back(back);
+    }
+  }
+}
+
+void rewrite(Conv2dOp op, func::FuncOp callee) {
+  // The per-channel affine ops (bias, eval BatchNorm) and activation after
+  // the convolution are done by the call; it goes where the last of them was.
+  ConvEpilogue epilogue = matchConvEpilogue(op);
+  Operation *at = epilogue.ops.empty() ? op.getOperation() : epilogue.ops.back();
+  OpBuilder b(at);
+  Location loc = op.getLoc();
+  auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
+  Value xm = readBuffer(b, loc, nhwcInput(b, loc, op.getInput()));
+  Value wm = readBuffer(b, loc, op.getWeight());
+  RankedTensorType type = op.getType();
+  auto nhwc = MemRefType::get(
+      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
+      type.getElementType());
+  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> args = {
+      permutedView(b, loc, xm, {0, 3, 1, 2}), b.create<memref::CastOp>(loc, dynamicType(ctx), wm),
+      permutedView(b, loc, ym, {0, 3, 1, 2}),
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
+  llvm::append_range(args, intArgs(b, loc, op, epilogue.activation));
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
   Value result = permute(b, loc, tensor, {0, 3, 1, 2});
-  if (relu) {
-    relu->getResult(0).replaceAllUsesWith(result);
-    relu->erase();
-  }
-  op.getResult().replaceAllUsesWith(result);
+  epilogue.replaced.replaceAllUsesWith(result);
+  for (Operation *dead : llvm::reverse(epilogue.ops))
+    dead->erase();
   op.erase();
+  sinkPermutes(result);
 }
 
 struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {

@@ -49,9 +49,12 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
     `memref<Nxi8>` arena allocated at the function's entry (the
     deallocation pipeline frees it once, at the end). Followed: views and
     casts (`ViewLikeOpInterface`: subview, collapse/expand_shape, cast,
-    reinterpret_cast, view) and ops that only read or write the buffer,
-    also nested in loops/ifs. Not followed (the buffer keeps its own
-    alloc): a call, return, yield, region operand (scf.for iter_args),
+    reinterpret_cast, view; also `memref.extract_strided_metadata`'s base
+    buffer), ops that only read or write the buffer, also nested in
+    loops/ifs, and calls of functions declared `kiln.buffer_args_only`
+    (they access their memref arguments only while they run: the oneDNN
+    shim of `kiln-cpu-convs-to-dnnl`). Not followed (the buffer keeps its
+    own alloc): any other call, return, yield, region operand (scf.for iter_args),
     dealloc, or any op with a memref/tensor result that is not a view.
 
     Live range: first to last top-level op that reads or writes the
@@ -114,31 +117,46 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   let description = [{
     Runs on kiln IR, before `kiln-decompose` (the CPU compile driver adds it
     when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and
-    `kiln.config.dnnl_convs` is on). Each `kiln.conv2d` with static shapes,
-    f32 operands and a kernel larger than 1x1 that is not depthwise becomes
-    the sequence below; 1x1 convolutions stay one GEMM on the NCHW layout
-    (MKL: as fast as oneDNN's 1x1 kernel without its weight reorder and
-    layout copies, measured on resnet50) and depthwise ones kiln's direct
-    loop nest:
+    `kiln.config.dnnl_convs` is on, the default). Each `kiln.conv2d` with
+    static shapes and f32 operands (1x1, depthwise and grouped included)
+    becomes the sequence below, in program order:
 
-    - a copy of the input to NHWC (a permuting `linalg.generic`: a
-      `kiln.permute` would become a `linalg.transpose`, which does not fuse
-      with its producers), read through `bufferization.to_memref ...
-      read_only`;
+    - the per-channel chain after the convolution (DnnlConvEpilogue.h):
+      `kiln.mul`/`kiln.add`/`kiln.sub` by [1, F, 1, 1] or [F, 1, 1] tensors
+      that do not depend on the convolution (a conv bias, an eval-mode
+      BatchNorm as captured), each the single user of the previous value,
+      then a `kiln.relu` or `kiln.silu`, is absorbed: the call computes
+      act(scale * conv + shift) with `scale` and `shift` [F] tensors built
+      by kiln ops (F elements per call; ones and zeros without a chain). A
+      training-mode BatchNorm normalizes with statistics of the
+      convolution's output and is never absorbed;
+    - the input as NHWC: when it is the `kiln.permute` back to NCHW of an
+      earlier call's result, that NHWC result itself (the two permutes
+      cancel); else a copy (a permuting `linalg.generic`: a `kiln.permute`
+      would become a `linalg.transpose`, which does not fuse with its
+      producers); read through `bufferization.to_memref ... read_only`;
     - a 64-byte aligned `memref.alloc` of the NHWC result;
     - a `func.call @kiln_dnnl_conv2d_f32` (declared with
-      `llvm.emit_c_interface`) on NCHW-shaped strided views of both
-      buffers and the weight, with strides, dilations, paddings, groups and
-      a ReLU flag as i64 constants;
+      `llvm.emit_c_interface` and `kiln.buffer_args_only`, so
+      `kiln-cpu-plan-memory` puts its buffers in the arena) on NCHW-shaped
+      strided views of both buffers and the weight, the scale and shift,
+      and strides, dilations, paddings, groups and the activation (0 none,
+      1 ReLU, 2 SiLU) as i64 constants; it is placed where the last
+      absorbed op was;
     - `bufferization.to_tensor ... restrict writable` of the result and a
-      `kiln.permute` back to NCHW.
+      `kiln.permute` back to NCHW, which replaces the last absorbed value;
+    - that permute sinks below the elementwise ops using it (`kiln.add`,
+      `sub`, `mul`, `div`, `maximum`, `minimum`, `relu`, `silu`, `sigmoid`,
+      `neg`) whose other operands are such permutes of the same shape or
+      0-d scalars: `op(permute(a), permute(b))` becomes
+      `permute(op(a, b))`, repeatedly, so residual streams and activations
+      stay NHWC and the next convolution takes them without a copy.
 
-    The permutes are plain tensor ops, so elementwise fusion folds them into
-    the pointwise ops between convolutions (activations stay channels-last
-    from one convolution to the next). A `kiln.relu` that is the
-    convolution's only user becomes oneDNN's ReLU post-op. Other
-    convolutions (f16/bf16/f64, dynamic shapes, 1x1, depthwise) are left
-    alone.
+    The shim folds `scale` into the weights when it packs them into
+    oneDNN's blocked layout, once per weight tensor and version
+    (runtime/cpu/WeightStamps.h). The permutes left are plain tensor ops,
+    which elementwise fusion folds into the remaining pointwise consumers.
+    Other convolutions (f16/bf16/f64, dynamic shapes) are left alone.
 
     Before:
     ```mlir
@@ -149,7 +167,7 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
     %xt = linalg.generic {indexing_maps = [(n, h, w, c) -> (n, c, h, w), identity]} ins(%x) outs(...)
     %xm = bufferization.to_memref %xt read_only : ...
     %ym = memref.alloc() {alignment = 64 : i64} : memref<1x6x6x4xf32>
-    call @kiln_dnnl_conv2d_f32(%xv, %wv, %yv, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c0) : ...
+    call @kiln_dnnl_conv2d_f32(%xv, %wv, %yv, %ones, %zeros, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c1, %c0) : ...
     %yt = bufferization.to_tensor %ym restrict writable : memref<1x6x6x4xf32>
     %y = kiln.permute %yt {dims = array<i64: 0, 3, 1, 2>} : tensor<1x6x6x4xf32> -> tensor<1x4x6x6xf32>
     ```

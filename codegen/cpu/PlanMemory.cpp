@@ -8,6 +8,7 @@
 // (CpuPlanMemoryPass; generated: docs/reference/KilnCpuPasses.md).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/CallAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -48,6 +49,13 @@ int64_t elementBytes(Type t) {
 /// Whether `user` only reads or writes the memref it is given (no new
 /// alias it does not declare as a view, no ownership transfer).
 bool isPlainUse(Operation *user) {
+  // A call of a run-time function declared to only access its buffer
+  // arguments during the call (kiln-cpu-convs-to-dnnl's oneDNN shim).
+  if (auto call = dyn_cast<func::CallOp>(user)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+    if (callee && callee->hasAttr(kBufferArgsOnlyAttr))
+      return true;
+  }
   if (isa<CallOpInterface, RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
           memref::DeallocOp, memref::ExtractStridedMetadataOp>(user) ||
       user->hasTrait<OpTrait::IsTerminator>())
@@ -73,7 +81,8 @@ LogicalResult liveRange(Value root, Block &entry, const DenseMap<Operation *, un
       if (!top)
         return failure();
       auto view = dyn_cast<ViewLikeOpInterface>(user);
-      if (view && view.getViewSource() == v) {
+      // extract_strided_metadata's base buffer aliases v like a view.
+      if ((view && view.getViewSource() == v) || isa<memref::ExtractStridedMetadataOp>(user)) {
         // Making a view touches no memory: its uses count, not it.
         for (Value r : user->getResults())
           if (isa<BaseMemRefType>(r.getType()))

@@ -9,6 +9,7 @@
 #include "GilOnce.h"
 
 #include "CudaEntry.h"
+#include "InputStamps.h"
 
 #include "runtime/cpu/Threads.h"
 #include "llvm/ADT/SmallVector.h"
@@ -267,6 +268,8 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   if (!entry.symbols.empty() && !bindSymbols(entry, inputs, words, dynamicSizes))
     return false;
   llvm::SmallVector<PyRef, 2> copies;
+  std::vector<PyObject *> stampTensors; // inputs passed as they are (not copies)
+  std::vector<void *> stampData;
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyObject *t = inputs[i];
     if (entry.inputs[i].makeContiguous) {
@@ -279,6 +282,10 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     if (!p && PyErr_Occurred())
       return false;
     setData(i, p);
+    if (t == inputs[i]) {
+      stampTensors.push_back(t);
+      stampData.push_back(p);
+    }
   }
   results.clear();
   results.reserve(entry.results.size());
@@ -304,9 +311,10 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     args[i] = &descPtrs[i];
   }
   if (!entry.results.empty()) {
-    kilnSetNumThreads(torchNumThreads()); // BLAS uses torch's thread count
+    kilnSetNumThreads(torchNumThreads());                // BLAS uses torch's thread count
+    InputStamps stamps(&entry, stampTensors, stampData); // oneDNN weights packed once
     Py_BEGIN_ALLOW_THREADS entry.fn(args.data());
-    Py_END_ALLOW_THREADS
+    Py_END_ALLOW_THREADS stamps.finish();
   }
   return true;
 }

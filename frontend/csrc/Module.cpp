@@ -8,6 +8,7 @@
 #include "CudaBindings.h"
 #include "Entry.h"
 #include "Export.h"
+#include "InputStamps.h"
 #include "hook/Hook.h"
 #include "hook/Recompute.h"
 #include "hook/Stats.h"
@@ -132,6 +133,9 @@ NB_MODULE(_C, m) {
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
         nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
         nb::arg("compiled_backward") = true, nb::arg("dnnl_convs") = false);
+  m.def("set_freeze_weights", &setFreezeWeights, nb::arg("on"),
+        "kiln.config.freeze_weights: oneDNN convolutions reorder a weight once per tensor "
+        "and version (input stamps) instead of on every call.");
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

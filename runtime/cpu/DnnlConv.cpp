@@ -4,12 +4,15 @@
 // Implements DnnlConv.h. A call describes x, w and y to oneDNN with their
 // memref sizes and strides (no copy), looks up (or creates) the
 // convolution primitive of that exact shape in a per-thread cache, reorders
-// the weights into the primitive's blocked layout when it wants one, and
+// the weights into the primitive's blocked layout when it wants one (once
+// per weight tensor and version when the frontend stamped the weight as an
+// unchanged graph input, WeightStamps.h; on every call otherwise), and
 // runs it on the calling thread's OpenMP team with kilnGetNumThreads()
 // threads (Debian's libdnnl uses libgomp, the one torch loads: one pool).
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Threads.h"
+#include "runtime/cpu/WeightStamps.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -19,20 +22,23 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace {
 
 using kiln::rt::StridedMemRef;
+using Vec = StridedMemRef<float, 1>;
 
 std::atomic<int64_t> calls{0};
 
-/// One convolution shape: its primitive and, when the primitive wants
-/// another weight layout than the caller's, the reorder and its buffer.
+/// One convolution shape: its primitive and the reorders of its weights
+/// from the caller's layout and from a plain (contiguous) scaled copy into
+/// the primitive's layout.
 struct Entry {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc userWeights;
-  dnnl::memory packedWeights; ///< empty when the caller's layout is used as is
-  dnnl::reorder packWeights;
+  dnnl::memory::desc userWeights, plainWeights, packedDesc;
+  dnnl::reorder fromUser, fromPlain;
+  dnnl::memory scratch; ///< packed weights of unstamped calls (made on first use)
 };
 
 dnnl::engine &engine() {
@@ -47,38 +53,47 @@ dnnl::memory::desc describe(const StridedMemRef<float, 4> *m) {
 }
 
 /// The weights [F, C/G, KH, KW] as oneDNN's grouped [G, F/G, C/G, KH, KW].
-dnnl::memory::desc describeWeights(const StridedMemRef<float, 4> *w, int64_t groups) {
+dnnl::memory::desc describeWeights(const int64_t *sizes, const int64_t *strides, int64_t groups) {
   if (groups == 1)
-    return describe(w);
-  dnnl::memory::dims dims = {groups, w->sizes[0] / groups, w->sizes[1], w->sizes[2], w->sizes[3]};
-  dnnl::memory::dims strides = {w->strides[0] * (w->sizes[0] / groups), w->strides[0],
-                                w->strides[1], w->strides[2], w->strides[3]};
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+    return dnnl::memory::desc(dnnl::memory::dims(sizes, sizes + 4), dnnl::memory::data_type::f32,
+                              dnnl::memory::dims(strides, strides + 4));
+  dnnl::memory::dims dims = {groups, sizes[0] / groups, sizes[1], sizes[2], sizes[3]};
+  dnnl::memory::dims st = {strides[0] * (sizes[0] / groups), strides[0], strides[1], strides[2],
+                           strides[3]};
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, st);
+}
+
+dnnl::post_ops activation(int64_t act) {
+  dnnl::post_ops ops;
+  if (act == 1)
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  else if (act == 2)
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+  return ops;
 }
 
 std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
                               const StridedMemRef<float, 4> *y, const int64_t *p) {
-  auto anyWeights = describeWeights(w, p[8]);
-  dnnl::memory::desc packed(anyWeights.dims(), dnnl::memory::data_type::f32,
-                            dnnl::memory::format_tag::any);
+  auto user = describeWeights(w->sizes, w->strides, p[8]);
+  const int64_t *s = w->sizes;
+  const int64_t plainStrides[4] = {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+  dnnl::memory::desc any(user.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+  dnnl::memory::desc bias({s[0]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
   dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, describe(x), packed,
-      describe(y), {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, describe(x), any,
+      bias, describe(y), {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
   dnnl::primitive_attr attr;
-  if (p[9]) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
+  attr.set_post_ops(activation(p[9]));
   dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
   auto entry = std::make_unique<Entry>();
   entry->conv = dnnl::convolution_forward(pd);
-  entry->userWeights = anyWeights;
-  if (pd.weights_desc() != anyWeights) {
-    entry->packedWeights = dnnl::memory(pd.weights_desc(), engine());
-    entry->packWeights = dnnl::reorder(
-        dnnl::reorder::primitive_desc(engine(), anyWeights, engine(), pd.weights_desc()));
-  }
+  entry->userWeights = user;
+  entry->plainWeights = describeWeights(s, plainStrides, p[8]);
+  entry->packedDesc = pd.weights_desc();
+  entry->fromUser =
+      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), entry->packedDesc));
+  entry->fromPlain = dnnl::reorder(
+      dnnl::reorder::primitive_desc(engine(), entry->plainWeights, engine(), entry->packedDesc));
   return entry;
 }
 
@@ -93,15 +108,98 @@ void applyThreads() {
     set(want);
 }
 
+/// `v` as a contiguous vector.
+std::vector<float> values(const Vec *v) {
+  std::vector<float> out(v->sizes[0]);
+  for (int64_t i = 0; i < v->sizes[0]; ++i)
+    out[i] = v->data[v->offset + i * v->strides[0]];
+  return out;
+}
+
+/// Reorders w (times scale[f] per output channel f unless all ones) into
+/// `packed`.
+void pack(Entry &entry, const StridedMemRef<float, 4> *w, const std::vector<float> &scale,
+          dnnl::stream &stream, dnnl::memory &packed) {
+  const float *data = w->data + w->offset;
+  if (std::all_of(scale.begin(), scale.end(), [](float s) { return s == 1.0f; })) {
+    dnnl::memory user(entry.userWeights, engine(), const_cast<float *>(data));
+    entry.fromUser.execute(stream, user, packed);
+    stream.wait();
+    return;
+  }
+  const int64_t *n = w->sizes, *st = w->strides;
+  std::vector<float> plain(n[0] * n[1] * n[2] * n[3]);
+  float *out = plain.data();
+  for (int64_t f = 0; f < n[0]; ++f)
+    for (int64_t c = 0; c < n[1]; ++c)
+      for (int64_t i = 0; i < n[2]; ++i)
+        for (int64_t j = 0; j < n[3]; ++j)
+          *out++ = data[f * st[0] + c * st[1] + i * st[2] + j * st[3]] * scale[f];
+  dnnl::memory src(entry.plainWeights, engine(), plain.data());
+  entry.fromPlain.execute(stream, src, packed);
+  stream.wait();
+}
+
+/// Weights packed once per weight tensor: keyed by the frontend's stamp
+/// serial of the tensor and the call's shape key, valid while the stamp's
+/// version, the data pointer and the scale are the ones packed from.
+/// Shared by all threads (a repack replaces the memory; callers hold their
+/// own reference while they run).
+struct Packed {
+  int64_t version = 0;
+  const void *data = nullptr;
+  std::vector<float> scale;
+  std::shared_ptr<dnnl::memory> memory;
+  size_t bytes = 0;
+};
+
+std::mutex packedMutex;
+std::map<std::pair<uint64_t, std::vector<int64_t>>, Packed> packedCache;
+std::atomic<int64_t> packedBytes{0}, packs{0};
+
+/// The entry's packed (and scaled) weights for `w`: from the cache when the
+/// frontend stamped w's tensor (an unchanged graph input) and it was packed
+/// at this version with this scale, else packed now (and cached when
+/// stamped).
+dnnl::memory weightsFor(Entry &entry, const std::vector<int64_t> &key,
+                        const StridedMemRef<float, 4> *w, const Vec *scaleRef, dnnl::stream &stream,
+                        std::shared_ptr<dnnl::memory> &hold) {
+  std::vector<float> scale = values(scaleRef);
+  const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
+  if (!stamp) {
+    if (!entry.scratch)
+      entry.scratch = dnnl::memory(entry.packedDesc, engine());
+    packs.fetch_add(1, std::memory_order_relaxed);
+    pack(entry, w, scale, stream, entry.scratch);
+    return entry.scratch;
+  }
+  const void *data = w->data + w->offset;
+  std::vector<int64_t> at = key;
+  at.push_back(w->offset); // two views of one input differ in offset only
+  std::lock_guard<std::mutex> lock(packedMutex);
+  Packed &p = packedCache[{stamp->serial, std::move(at)}];
+  if (!p.memory || p.version != stamp->version || p.data != data || p.scale != scale) {
+    auto fresh = std::make_shared<dnnl::memory>(entry.packedDesc, engine());
+    pack(entry, w, scale, stream, *fresh);
+    size_t bytes = entry.packedDesc.get_size();
+    packedBytes.fetch_add(int64_t(bytes) - int64_t(p.bytes), std::memory_order_relaxed);
+    packs.fetch_add(1, std::memory_order_relaxed);
+    p = {stamp->version, data, std::move(scale), std::move(fresh), bytes};
+  }
+  hold = p.memory;
+  return *hold;
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
-    StridedMemRef<float, 4> *x, StridedMemRef<float, 4> *w, StridedMemRef<float, 4> *y,
-    int64_t strideH, int64_t strideW, int64_t dilationH, int64_t dilationW, int64_t padTop,
-    int64_t padBottom, int64_t padLeft, int64_t padRight, int64_t groups, int64_t relu) {
+    StridedMemRef<float, 4> *x, StridedMemRef<float, 4> *w, StridedMemRef<float, 4> *y, Vec *scale,
+    Vec *shift, int64_t strideH, int64_t strideW, int64_t dilationH, int64_t dilationW,
+    int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight, int64_t groups,
+    int64_t activation) {
   calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,
-                              padBottom, padLeft, padRight,  groups,    relu};
+                              padBottom, padLeft, padRight,  groups,    activation};
   std::vector<int64_t> key(params, params + 10);
   for (const StridedMemRef<float, 4> *m : {x, w, y}) {
     key.insert(key.end(), m->sizes, m->sizes + 4);
@@ -115,16 +213,31 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
   thread_local dnnl::stream stream(engine());
   dnnl::memory src(describe(x), engine(), x->data + x->offset);
   dnnl::memory dst(describe(y), engine(), y->data + y->offset);
-  dnnl::memory user(entry->userWeights, engine(), w->data + w->offset);
-  dnnl::memory weights = user;
-  if (entry->packedWeights) {
-    entry->packWeights.execute(stream, user, entry->packedWeights);
-    weights = entry->packedWeights;
-  }
-  entry->conv.execute(stream,
-                      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+  std::vector<float> bias = values(shift);
+  dnnl::memory biasMem(
+      dnnl::memory::desc({w->sizes[0]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a),
+      engine(), bias.data());
+  std::shared_ptr<dnnl::memory> hold;
+  dnnl::memory weights = weightsFor(*entry, key, w, scale, stream, hold);
+  entry->conv.execute(stream, {{DNNL_ARG_SRC, src},
+                               {DNNL_ARG_WEIGHTS, weights},
+                               {DNNL_ARG_BIAS, biasMem},
+                               {DNNL_ARG_DST, dst}});
   stream.wait();
 }
+
+extern "C" void kilnDnnlForgetWeights(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(packedMutex);
+  auto first = packedCache.lower_bound({serial, {}});
+  auto last = packedCache.lower_bound({serial + 1, {}});
+  for (auto it = first; it != last; ++it)
+    packedBytes.fetch_sub(int64_t(it->second.bytes), std::memory_order_relaxed);
+  packedCache.erase(first, last);
+}
+
+extern "C" int64_t kilnDnnlPackedBytes() { return packedBytes.load(std::memory_order_relaxed); }
+
+extern "C" int64_t kilnDnnlWeightPacks() { return packs.load(std::memory_order_relaxed); }
 
 extern "C" int64_t kilnDnnlConvCalls() { return calls.load(std::memory_order_relaxed); }
 

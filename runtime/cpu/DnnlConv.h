@@ -3,7 +3,8 @@
 //
 // The `_mlir_ciface_kiln_dnnl_conv2d_f32` function that
 // `kiln-cpu-convs-to-dnnl` calls: a 2-D f32 convolution by oneDNN (Debian's
-// libdnnl 2.6) on strided memref descriptors, with an optional fused ReLU.
+// libdnnl 2.6) on strided memref descriptors, with a per-channel affine
+// epilogue (a folded bias / eval BatchNorm) and an optional ReLU or SiLU.
 // Operands are described by their logical NCHW / FCHW dims and their
 // strides, so one entry point takes NCHW and channels-last (NHWC) buffers;
 // oneDNN picks its fastest kernel for the layout (brgconv on NHWC with
@@ -21,19 +22,28 @@
 extern "C" {
 /// y[N, F, OH, OW] = conv2d(x[N, C, H, W], w[F, C / groups, KH, KW]) with
 /// the given strides, dilations (1: none), low/high paddings (zeros) and
-/// groups, then max(y, 0) when `relu` is set. Every operand may have any
+/// groups, times scale[F] plus shift[F] per output channel (scale is folded
+/// into the packed weights), then ReLU (activation 1) or SiLU (2). Every
+/// operand may have any
 /// strides (NCHW or NHWC buffers); y must not alias x or w. The oneDNN
 /// primitive of a shape is created once per thread and reused; the weights
-/// are reordered to its layout on every call (they may change between calls).
+/// are reordered to its layout once per weight tensor and version when the
+/// frontend stamped them (WeightStamps.h), else on every call.
 void _mlir_ciface_kiln_dnnl_conv2d_f32(kiln::rt::StridedMemRef<float, 4> *x,
                                        kiln::rt::StridedMemRef<float, 4> *w,
-                                       kiln::rt::StridedMemRef<float, 4> *y, int64_t strideH,
+                                       kiln::rt::StridedMemRef<float, 4> *y,
+                                       kiln::rt::StridedMemRef<float, 1> *scale,
+                                       kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH,
                                        int64_t strideW, int64_t dilationH, int64_t dilationW,
                                        int64_t padTop, int64_t padBottom, int64_t padLeft,
-                                       int64_t padRight, int64_t groups, int64_t relu);
+                                       int64_t padRight, int64_t groups, int64_t activation);
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();
+/// Bytes of packed weights cached now (stamped weights), -1 without oneDNN.
+int64_t kilnDnnlPackedBytes();
+/// Weight reorders run so far (cached or per call), -1 without oneDNN.
+int64_t kilnDnnlWeightPacks();
 }
 
 namespace kiln::rt {

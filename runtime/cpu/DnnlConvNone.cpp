@@ -6,6 +6,7 @@
 // convolutions keep the im2col + GEMM lowering.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/WeightStamps.h"
 
 extern "C" int64_t kilnDnnlConvCalls() { return -1; }
 
@@ -16,3 +17,9 @@ bool haveDnnl() { return false; }
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols() { return {}; }
 
 } // namespace kiln::rt
+
+extern "C" void kilnDnnlForgetWeights(uint64_t) {}
+
+extern "C" int64_t kilnDnnlPackedBytes() { return -1; }
+
+extern "C" int64_t kilnDnnlWeightPacks() { return -1; }

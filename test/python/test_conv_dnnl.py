@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """f32 kxk convolutions through oneDNN (codegen/cpu/ConvsToDnnl.cpp,
-runtime/cpu/DnnlConv.cpp; opt-in: kiln.config.dnnl_convs, switched on by
-a fixture here) against eager: NCHW and channels-last inputs,
-groups, dilation, asymmetric and 'same' padding, padding modes, odd sizes,
-stride 2, batches; the ReLU post-op; a ResNet bottleneck block (BatchNorm,
-residual add, 1x1 convolutions left on the GEMM path); and an in-place
-weight update between calls. Each test also checks how many convolutions
-the oneDNN shim ran (its call counter, through ctypes on kiln._C: 1x1
-convolutions stay GEMMs) and that kiln compiled the whole function. Skipped when kiln was built without
+runtime/cpu/DnnlConv.cpp; on by default: kiln.config.dnnl_convs, also set
+by a fixture here) against eager: NCHW and channels-last inputs,
+groups, depthwise, dilation, asymmetric and 'same' padding, padding modes,
+odd sizes, stride 2, batches; the ReLU post-op; eval BatchNorm folded with
+a ReLU/SiLU (and a hardswish that is not absorbed), training-mode
+BatchNorm (not folded, running stats updated as eager); a ResNet bottleneck
+block (BatchNorm, residual add, 1x1 convolutions, the residual stream kept
+channels-last by the sunk permutes); a MobileNet-style inverted residual; and an in-place weight update between
+calls. Each test also checks how many convolutions
+the oneDNN shim ran (its call counter, through ctypes on kiln._C) and that kiln compiled the whole function. Skipped when kiln was built without
 oneDNN (Debian libdnnl-dev, tools/bootstrap.sh).
 """
 import ctypes
@@ -62,6 +64,9 @@ CASES = [
     (2, 16, 16, 7, 7, (3, 1), (2, 1), (1, 0), 1, 4),
     (1, 4, 6, 8, 8, 2, 1, "same", 1, 1),
     (1, 5, 7, 6, 9, 3, 1, 0, 1, 1),
+    (1, 8, 8, 10, 10, 3, 1, 1, 1, 8),  # depthwise
+    (2, 6, 12, 9, 11, 5, 2, 2, 1, 6),  # depthwise, channel multiplier 2
+    (1, 16, 16, 13, 12, 3, 1, 2, 2, 16),  # depthwise, dilated
 ]
 
 
@@ -81,7 +86,7 @@ def test_conv2d_matches_eager(n, c, f, h, w, kernel, stride, padding, dilation, 
                         groups=groups)
 
     kiln.reset()
-    check(fn, x, wt, b, convs=0 if kh * kw == 1 else 1)
+    check(fn, x, wt, b)
 
 
 def test_relu_post_op():
@@ -132,7 +137,7 @@ def test_bottleneck_block(channels_last):
         x = x.to(memory_format=torch.channels_last)
     kiln.reset()
     with torch.no_grad():
-        got = check(block, x, convs=1)  # the 3x3; the three 1x1 are GEMMs
+        got = check(block, x, convs=4)
     assert got.is_contiguous()  # user-visible output in eager's default format
 
 
@@ -160,3 +165,64 @@ def test_inplace_weight_update_between_calls():
         conv.weight.mul_(-2.0)
         conv.bias.add_(1.0)
         compare(compiled(x), conv(x))
+
+
+@pytest.mark.parametrize("act", [nn.ReLU, nn.SiLU, nn.Hardswish, nn.Identity])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_conv_batchnorm_activation(act, channels_last):
+    """Eval BatchNorm after a biased convolution is folded into the call
+    (ReLU/SiLU as post-ops; hardswish stays a kiln op after it)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(6, 10, 3, padding=1), nn.BatchNorm2d(10), act()).eval()
+    bn = model[1]
+    nn.init.uniform_(bn.weight, 0.5, 1.5)
+    nn.init.uniform_(bn.bias, -0.5, 0.5)
+    bn.running_mean.uniform_(-0.2, 0.2)
+    bn.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(1, 6, 11, 9)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    kiln.reset()
+    with torch.no_grad():
+        check(model, x)
+
+
+def test_training_batchnorm_not_folded():
+    """Training-mode BatchNorm normalizes with the batch's statistics (of
+    the convolution's output): results and running stats match eager."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).train()
+    ref = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(2, 4, 9, 9)
+    kiln.reset()
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        for _ in range(2):
+            compare(compiled(x), ref(x))
+    assert_close(model[1].running_mean, ref[1].running_mean)
+    assert_close(model[1].running_var, ref[1].running_var)
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expand, depthwise 3x3, 1x1 project (all
+    oneDNN), BatchNorms, ReLU6, residual add."""
+
+    def __init__(self, c=8, hidden=24):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(c, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(),
+            nn.Conv2d(hidden, hidden, 3, 1, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+            nn.ReLU6(), nn.Conv2d(hidden, c, 1, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+def test_inverted_residual_block():
+    torch.manual_seed(0)
+    block = InvertedResidual().eval()
+    x = torch.randn(1, 8, 13, 13)
+    kiln.reset()
+    with torch.no_grad():
+        check(block, x, convs=3)

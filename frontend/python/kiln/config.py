@@ -76,13 +76,21 @@ class _Config:
     # nests run on several threads when torch.get_num_threads() > 1 at compile
     # time. In cache key (the pipeline text records it).
     parallel_loops: bool = os.environ.get("KILN_PARALLEL_LOOPS", "1") != "0"
-    # KILN_DNNL_CONVS=1: f32 kxk convolutions (not 1x1, not depthwise) run
-    # as oneDNN calls on channels-last buffers (codegen/cpu/ConvsToDnnl.cpp)
-    # when kiln was built with oneDNN. Off by default: with the weights
-    # reordered to oneDNN's layout on every call it is not faster than
-    # im2col + MKL yet (docs/performance.md, "Real sizes"). In cache key (the
+    # KILN_DNNL_CONVS=0 opts out: f32 convolutions with a kernel larger than
+    # 1x1 (depthwise included) run as oneDNN calls on channels-last buffers
+    # (codegen/cpu/ConvsToDnnl.cpp) when kiln was built with oneDNN, with
+    # the weights packed once (freeze_weights), BatchNorm folded and
+    # ReLU/SiLU fused; off, they use kiln's im2col + MKL / direct depthwise
+    # lowering (docs/performance.md, "Real sizes"). In cache key (the
     # pipeline text records it).
-    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "0") == "1"
+    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "1") != "0"
+    # KILN_FREEZE_WEIGHTS=0: oneDNN convolutions reorder their weights on
+    # every call. On (default): once per weight tensor and version
+    # (`t._version`; in-place updates through torch bump it, a new tensor
+    # gets a new stamp), cached until the tensor dies. Writes that bypass
+    # the version counter (`p.data.copy_(...)`, numpy views) are not seen:
+    # turn this off for them. Not in cache key (a call-time choice).
+    freeze_weights: bool = os.environ.get("KILN_FREEZE_WEIGHTS", "1") != "0"
     # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
     # records for `perf inject --jit`). Not in cache key.
     perf_jitdump: bool = os.environ.get("KILN_PERF_JITDUMP", "0") == "1"
@@ -133,6 +141,7 @@ def _push_to_native() -> None:
         compiled_backward=bool(config.compiled_backward),
         dnnl_convs=config.dnnl_convs,
     )
+    _C.set_freeze_weights(bool(config.freeze_weights))
 
 
 def __getattr__(name):

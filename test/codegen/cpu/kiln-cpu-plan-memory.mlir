@@ -313,3 +313,46 @@ func.func @negative_in_place(%in: memref<4x4xf32>, %out: memref<4x4xf32>) {
   memref.copy %f, %out : memref<4x4xf32> to memref<4x4xf32>
   return
 }
+
+// -----
+
+// Tests that buffers passed to a callee marked kiln.buffer_args_only (the
+// oneDNN shim), also through extract_strided_metadata + reinterpret_cast,
+// are planned: live at the call only, the input and output of one call get
+// disjoint bytes, and the next call's output reuses the first input's
+// bytes. The same call to an unmarked callee keeps its allocs.
+// CHECK-LABEL: func.func @buffer_args_only_call
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}kiln.planned_buffers = 3 : i64{{.*}}} : memref<128xi8>
+// CHECK-NOT: memref.alloc()
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0]]][] : memref<128xi8> to memref<16xf32>
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[ARENA]][%[[C64]]][] : memref<128xi8> to memref<16xf32>
+// CHECK: %[[C0B:.*]] = arith.constant 0 : index
+// CHECK: memref.view %[[ARENA]][%[[C0B]]][] : memref<128xi8> to memref<16xf32>
+// CHECK-LABEL: func.func @negative_unmarked_call
+// CHECK-NOT: memref.view
+func.func private @shim(memref<?xf32, strided<[?], offset: ?>>, memref<16xf32>) attributes {kiln.buffer_args_only}
+func.func private @other(memref<?xf32, strided<[?], offset: ?>>, memref<16xf32>)
+func.func @buffer_args_only_call(%x: f32, %out: memref<16xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  %base, %off, %size, %stride = memref.extract_strided_metadata %a : memref<16xf32> -> memref<f32>, index, index, index
+  %av = memref.reinterpret_cast %base to offset: [%off], sizes: [%size], strides: [%stride] : memref<f32> to memref<?xf32, strided<[?], offset: ?>>
+  func.call @shim(%av, %b) : (memref<?xf32, strided<[?], offset: ?>>, memref<16xf32>) -> ()
+  %c = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  %bv = memref.cast %b : memref<16xf32> to memref<?xf32, strided<[?], offset: ?>>
+  func.call @shim(%bv, %c) : (memref<?xf32, strided<[?], offset: ?>>, memref<16xf32>) -> ()
+  memref.copy %c, %out : memref<16xf32> to memref<16xf32>
+  return
+}
+func.func @negative_unmarked_call(%x: f32, %out: memref<16xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  %av = memref.cast %a : memref<16xf32> to memref<?xf32, strided<[?], offset: ?>>
+  func.call @other(%av, %b) : (memref<?xf32, strided<[?], offset: ?>>, memref<16xf32>) -> ()
+  memref.copy %b, %out : memref<16xf32> to memref<16xf32>
+  return
+}
