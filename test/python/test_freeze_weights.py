@@ -157,3 +157,19 @@ def test_functional_weight_input():
     compare(compiled(x, w), F.relu(F.conv2d(x, w, padding=1)))
     w2 = torch.randn(6, 4, 3, 3)  # another tensor of the same shape
     compare(compiled(x, w2), F.relu(F.conv2d(x, w2, padding=1)))
+
+
+@pytest.mark.parametrize("write", ["weight", "bn_mean"])
+def test_default_sees_writes_that_bypass_the_version_counter(write):
+    # Freezing is opt-in: by default a write through `.data` (which torch's
+    # version counter does not see) gives eager's new answer.
+    m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).eval()
+    x = torch.randn(1, 3, 12, 12)
+    with kiln.config.patch(dnnl_convs=None, freeze_weights=False):
+        compiled = kiln.compile(m)
+        assert_close(compiled(x), m(x))
+        if write == "weight":
+            m[0].weight.data.mul_(2)
+        else:
+            m[1].running_mean.data.add_(1)
+        assert_close(compiled(x), m(x))

@@ -76,21 +76,24 @@ class _Config:
     # nests run on several threads when torch.get_num_threads() > 1 at compile
     # time. In cache key (the pipeline text records it).
     parallel_loops: bool = os.environ.get("KILN_PARALLEL_LOOPS", "1") != "0"
-    # KILN_DNNL_CONVS=0 opts out: f32 convolutions with a kernel larger than
-    # 1x1 (depthwise included) run as oneDNN calls on channels-last buffers
-    # (codegen/cpu/ConvsToDnnl.cpp) when kiln was built with oneDNN, with
-    # the weights packed once (freeze_weights), BatchNorm folded and
-    # ReLU/SiLU fused; off, they use kiln's im2col + MKL / direct depthwise
-    # lowering (docs/performance.md, "Real sizes"). In cache key (the
+    # KILN_DNNL_CONVS=1/0: f32 convolutions run as oneDNN calls on
+    # channels-last buffers (codegen/cpu/ConvsToDnnl.cpp) when kiln was
+    # built with oneDNN, BatchNorm folded and ReLU/SiLU fused; off, they use
+    # kiln's im2col + MKL / direct depthwise lowering (docs/performance.md,
+    # "Real sizes"). None (unset): on exactly when freeze_weights is, since
+    # oneDNN only wins with its weights packed once. In cache key (the
     # pipeline text records it).
-    dnnl_convs: bool = os.environ.get("KILN_DNNL_CONVS", "1") != "0"
-    # KILN_FREEZE_WEIGHTS=0: oneDNN convolutions reorder their weights on
-    # every call. On (default): once per weight tensor and version
-    # (`t._version`; in-place updates through torch bump it, a new tensor
-    # gets a new stamp), cached until the tensor dies. Writes that bypass
-    # the version counter (`p.data.copy_(...)`, numpy views) are not seen:
-    # turn this off for them. Not in cache key (a call-time choice).
-    freeze_weights: bool = os.environ.get("KILN_FREEZE_WEIGHTS", "1") != "0"
+    dnnl_convs: bool | None = (None if "KILN_DNNL_CONVS" not in os.environ
+                               else os.environ["KILN_DNNL_CONVS"] != "0")
+    # KILN_FREEZE_WEIGHTS=1 (opt-in, like torch.compile's
+    # `torch._inductor.config.freezing`): oneDNN convolutions pack their
+    # weights once per weight tensor and version (`t._version`: in-place
+    # updates through torch bump it, a new tensor gets a new stamp), cached
+    # until the tensor dies. Writes that bypass the version counter
+    # (`p.data.mul_(...)`, numpy views of a weight) are NOT seen: the packed
+    # copy goes stale. Off (default): weights are read on every call. Not in
+    # cache key (a call-time choice).
+    freeze_weights: bool = os.environ.get("KILN_FREEZE_WEIGHTS", "0") == "1"
     # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
     # records for `perf inject --jit`). Not in cache key.
     perf_jitdump: bool = os.environ.get("KILN_PERF_JITDUMP", "0") == "1"
@@ -139,7 +142,8 @@ def _push_to_native() -> None:
         perf_jitdump=config.perf_jitdump,
         cache_max_mb=max(0, int(config.cache_max_mb)),
         compiled_backward=bool(config.compiled_backward),
-        dnnl_convs=config.dnnl_convs,
+        dnnl_convs=(config.freeze_weights if config.dnnl_convs is None
+                    else config.dnnl_convs),
     )
     _C.set_freeze_weights(bool(config.freeze_weights))
 
