@@ -214,6 +214,39 @@ func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32
 
 // -----
 
+// Tests that a stop-gradient (x.detach(), .item(): an identity kiln.cast
+// marked kiln.no_grad) is a constant for the backward and is not saved:
+// the backward reads x itself, and x's gradient is g * x (one product, not
+// two).
+// CHECK-LABEL: func.func @stop_gradient_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_inputs = array<i64: 0>
+// CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[X]]
+// CHECK-NEXT: return %[[R]]
+func.func @stop_gradient(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.cast %x {kiln.no_grad} : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln.mul %x, %0 : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests (negative) that the same identity cast without kiln.no_grad is
+// differentiated through: both factors give x a gradient (two products
+// summed).
+// CHECK-LABEL: func.func @identity_cast_differentiated_bwd
+// CHECK: kiln.mul
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK: return
+func.func @identity_cast_differentiated(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.cast %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln.mul %x, %0 : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
 // Tests that an op without a rule on a gradient path builds nothing and
 // names the op and the reason.
 // CHECK-LABEL: func.func @negative_max

@@ -63,21 +63,32 @@ bool compileSub(mlir::ModuleOp module, Entry &sub, mlir::kiln::CpuCompileOptions
 }
 
 /// Why the graph cannot get a compiled backward before trying ("" if none).
+/// Values eager sees without history (`detach()`, `.item()`) are behind
+/// stop-gradients in the IR (capture/ops/StopGradient.h).
 std::string unsupported(const Capture &cap) {
   if (!cap.steps.empty())
     return "torch calls run inside the graph (per-op fallback)";
   if (!cap.symbols.empty())
     return "the graph has symbolic sizes";
-  if (!cap.effects.empty())
-    return "the graph has side effects";
-  // Values eager sees without autograd history but kiln's IR does not tell
-  // apart from the tensors they came from: a Python number read from a
-  // tensor (`.item()`, `float(t)`), and `detach()` (the same IR value).
-  if (cap.madeScalars)
-    return "the graph uses Python numbers read from tensors (.item(), float(t))";
-  if (cap.module && (*cap.module)->hasAttr("kiln.detaches"))
-    return "the graph detaches a tensor (x.detach())";
+  // Side effects the autograd glue replays after the forward (Recompute.cpp:
+  // attributes, items, write-backs such as BatchNorm's running stats; they
+  // store no value needing gradients, GradFlow.cpp) are fine.
+  for (const SideEffect &e : cap.effects)
+    if (e.kind != SideEffect::Kind::SetAttr && e.kind != SideEffect::Kind::SetItem &&
+        e.kind != SideEffect::Kind::CopyInto)
+      return "the graph has side effects other than attribute, item and tensor write-backs";
   return "";
+}
+
+/// Whether an input the backward reads is one the side effects update in
+/// place (its saved value would be stale: the version check would raise).
+bool savesMutatedInput(const Capture &cap, llvm::ArrayRef<int64_t> savedInputs) {
+  for (int64_t i : savedInputs)
+    for (const SideEffect &e : cap.effects)
+      if (e.kind == SideEffect::Kind::CopyInto && !cap.inputs[i].seed &&
+          cap.inputs[i].source == e.target)
+        return true;
+  return false;
 }
 
 PyObject *indexTuple(llvm::ArrayRef<int64_t> values) {
@@ -119,6 +130,10 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
   auto fns = mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit);
   if (mlir::failed(fns))
     return false;
+  if (savesMutatedInput(cap, fns->savedInputs)) {
+    why = "the backward reads an input the graph updates in place";
+    return false;
+  }
   if (fns->gradInputs.empty()) {
     why = "no input gets a gradient from the results";
     return false;
