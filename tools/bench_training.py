@@ -41,8 +41,14 @@ def encoder_layer():
     return layer, torch.randn(8, 64, 256)
 
 
+def resnet18():
+    import torchvision  # noqa: PLC0415 (optional: only this row needs it)
+    return torchvision.models.resnet18(num_classes=10), torch.randn(8, 3, 64, 64)
+
+
 MODELS = {"MLP 4x512 (batch 64)": mlp,
-          "TransformerEncoderLayer d256 (8x64 tokens)": encoder_layer}
+          "TransformerEncoderLayer d256 (8x64 tokens)": encoder_layer,
+          "resnet18 (8x3x64x64, BatchNorm train)": resnet18}
 
 
 def step_fn(model, params=None):
@@ -95,6 +101,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--inductor", action="store_true")
+    ap.add_argument("--models", default="", help="comma-separated substrings of row labels")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -102,6 +109,8 @@ def main():
           "ms/step | vs eager |")
     print("|---|---|---|---|")
     for label, build in MODELS.items():
+        if args.models and not any(k in label for k in args.models.split(",")):
+            continue
         modes, x = make_modes(build, args.inductor)
         med = bench(modes, x, args.rounds, args.steps)
         for name, t in med.items():

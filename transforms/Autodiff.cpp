@@ -4,7 +4,7 @@
 // The `kiln-autodiff` pass and buildGradientFunctions (Autodiff.h). The
 // function's single block is analysed twice: forward from the
 // differentiable inputs (`active`: float values computed from them, except
-// through ops marked kiln.no_grad) and backward from the differentiable
+// through ops marked kiln.no_grad, stop-gradients among them) and backward from the differentiable
 // results (`useful`). Ops that are both get their rule from the one table
 // (transforms/autodiff/GradRules.h), applied in reverse program order to
 // build `@<fn>_bwd`; the forward values a rule reads become saved values
@@ -114,6 +114,8 @@ Value Differentiator::primal(Value v) {
     OpBuilder::InsertionGuard guard(*builder);
     builder->setInsertionPointToStart(bwdBlock);
     mapped = builder->clone(*def)->getResult(0);
+  } else if (def && isStopGradient(def)) {
+    mapped = primal(def->getOperand(0)); // an identity: nothing to save
   } else if (def && isa<PermuteOp, ReshapeOp, BroadcastToOp>(def)) {
     // Data movement is recomputed from its operand rather than saved (a
     // transposed weight would otherwise be copied out of every forward).
@@ -279,6 +281,11 @@ struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
 };
 
 } // namespace
+
+bool isStopGradient(Operation *op) {
+  return isa<CastOp>(op) && op->hasAttr(kNoGradAttr) &&
+         op->getOperand(0).getType() == op->getResult(0).getType();
+}
 
 FailureOr<GradientFunctions> buildGradientFunctions(func::FuncOp fn, ArrayRef<bool> diffInputs,
                                                     ArrayRef<bool> diffResults, std::string &why,

@@ -18,6 +18,11 @@ namespace mlir::kiln {
 /// The attribute marking an op whose results carry no gradient although an
 /// operand does (computed under torch.no_grad(), a running statistic).
 inline constexpr const char *kNoGradAttr = "kiln.no_grad";
+/// Whether `op` is a stop-gradient: an identity `kiln.cast` (same type)
+/// marked kNoGradAttr, what the capture makes of `x.detach()` and of
+/// Python numbers read from tensors (`.item()`). Its result carries no
+/// gradient; the backward reads its operand instead of saving it.
+bool isStopGradient(Operation *op);
 /// The argument attribute marking a differentiable input (kiln-opt).
 inline constexpr const char *kRequiresGradAttr = "kiln.requires_grad";
 

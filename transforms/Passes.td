@@ -86,7 +86,10 @@ def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
     unchanged). Precondition: verified kiln IR in one block. Gradients flow
     from every result to the marked arguments through float values; ops
     marked `kiln.no_grad` (computed under `torch.no_grad()`, running
-    statistics) stop them, and integer/bool values never carry one.
+    statistics) stop them, and integer/bool values never carry one. A
+    stop-gradient is an identity `kiln.cast` (same type) marked
+    `kiln.no_grad` (`x.detach()`, numbers read with `.item()`): the
+    backward reads its operand where it needs the value.
 
     - `@<name>_bwd` takes the gradients of the results that depend on a
       marked argument, then the saved values (inputs, results, then the
@@ -99,13 +102,14 @@ def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
 
     Gradient rules live in one table, split by category in
     `transforms/autodiff/` (ElementwiseGrads.cpp, ShapeGrads.cpp,
-    ReductionGrads.cpp); a rule may return a gradient of the broadcast
+    ReductionGrads.cpp, NNGrads.cpp for conv2d/maximum/minimum,
+    PoolGrads.cpp for max_pool2d/avg_pool2d); a rule may return a gradient of the broadcast
     shape and the pass sums it back to the operand's shape and casts it to
     the operand's element type. Saving policy: a rule reads the forward
     values it needs (the inputs or results of nonlinear ops); constants are
     re-materialized in the backward, and layer_norm recomputes its
     statistics from its input. When an op on a gradient path has no rule
-    (max, conv2d, strided slices ...) nothing is built and a remark names
+    (max, argmax, strided slices, dynamic-shape conv2d ...) nothing is built and a remark names
     the op and the reason; the frontend then keeps the eager backward.
 
     Example:

@@ -214,6 +214,39 @@ func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32
 
 // -----
 
+// Tests that a stop-gradient (x.detach(), .item(): an identity kiln.cast
+// marked kiln.no_grad) is a constant for the backward and is not saved:
+// the backward reads x itself, and x's gradient is g * x (one product, not
+// two).
+// CHECK-LABEL: func.func @stop_gradient_bwd
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_inputs = array<i64: 0>
+// CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[X]]
+// CHECK-NEXT: return %[[R]]
+func.func @stop_gradient(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.cast %x {kiln.no_grad} : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln.mul %x, %0 : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Tests (negative) that the same identity cast without kiln.no_grad is
+// differentiated through: both factors give x a gradient (two products
+// summed).
+// CHECK-LABEL: func.func @identity_cast_differentiated_bwd
+// CHECK: kiln.mul
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK: return
+func.func @identity_cast_differentiated(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.cast %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = kiln.mul %x, %0 : tensor<4xf32>, tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
 // Tests that an op without a rule on a gradient path builds nothing and
 // names the op and the reason.
 // CHECK-LABEL: func.func @negative_max
@@ -256,4 +289,95 @@ func.func @negative_integer_input(%x: tensor<4xf32>, %i: tensor<4xi64> {kiln.req
 func.func @negative_nothing_marked(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = kiln.exp %x : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests conv2d's rule (stride 2, padding 1, groups 2): the input's gradient
+// is a stride-1 kiln.conv2d of the result gradient spread to the stride
+// (3 rows -> 7 with zeros) with the weight per group transposed and
+// flipped; the weight's gradient one grouped GEMM of the result gradient
+// [G, F/G, N*OH*OW] with the padded input's im2col columns.
+// CHECK-LABEL: func.func @conv_grouped_strided_bwd
+// CHECK: kiln.concat {{.*}} -> tensor<1x4x7x7xf32>
+// CHECK: kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<2x2x3x3xf32>
+// CHECK: kiln.conv2d {{.*}} {groups = 2 : i64} : tensor<1x4x7x7xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x5x5xf32>
+// CHECK: kiln.slice {{.*}} step = array<i64: 1, 1, 2, 2>
+// CHECK: kiln.matmul {{.*}} : tensor<2x2x9xf32>, tensor<2x9x9xf32>
+// CHECK: return {{.*}} : tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>
+func.func @conv_grouped_strided(%x: tensor<1x2x5x5xf32> {kiln.requires_grad}, %w: tensor<4x1x3x3xf32> {kiln.requires_grad}) -> tensor<1x4x3x3xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+// Tests max_pool2d's rule: each tap compared with the saved result; the
+// second tap only wins where the first did not (select on `taken`), so a
+// tie gives one gradient as eager's first-maximum index.
+// CHECK-LABEL: func.func @max_pool_bwd
+// CHECK-SAME: kiln.saved_inputs = array<i64: 0>, kiln.saved_results = array<i64: 0>
+// CHECK: %[[T0:.*]] = kiln.eq
+// CHECK: %[[T1:.*]] = kiln.eq
+// CHECK: kiln.select %[[T0]], %{{.*}}, %[[T1]] : tensor<1x1x2x2xi1>, tensor<i1>, tensor<1x1x2x2xi1>
+func.func @max_pool(%x: tensor<1x1x4x4xf32> {kiln.requires_grad}) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// Tests avg_pool2d's rule: the gradient scaled by the constant inverse
+// divisors, then placed at each of the 4 taps and summed; nothing saved.
+// CHECK-LABEL: func.func @avg_pool_bwd
+// CHECK-SAME: kiln.saved_inputs = array<i64>, kiln.saved_results = array<i64>
+// CHECK: kiln.constant dense<2.500000e-01> : tensor<2x2xf32>
+// CHECK-COUNT-3: kiln.add
+// CHECK-NOT: kiln.add
+// CHECK: return {{.*}} : tensor<1x1x3x3xf32>
+func.func @avg_pool(%x: tensor<1x1x3x3xf32> {kiln.requires_grad}) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.avg_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 1, 1>} : tensor<1x1x3x3xf32> -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// Tests maximum against a bound that needs no gradient (relu6, clamp):
+// strictly greater takes the gradient, a tie none (no kiln.eq).
+// CHECK-LABEL: func.func @clamp_low_bwd
+// CHECK-NOT: kiln.eq
+// CHECK: kiln.gt
+// CHECK: kiln.select
+// CHECK-NEXT: return
+func.func @clamp_low(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %c = kiln.constant dense<0.0> : tensor<f32>
+  %0 = kiln.maximum %x, %c : tensor<4xf32>, tensor<f32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests minimum of two differentiable operands: a tie splits the gradient
+// in halves (torch.minimum).
+// CHECK-LABEL: func.func @minimum_both_bwd
+// CHECK: kiln.eq
+// CHECK: kiln.constant dense<5.000000e-01>
+// CHECK: kiln.lt
+// CHECK: kiln.lt
+// CHECK: return {{.*}}, {{.*}} : tensor<4xf32>, tensor<4xf32>
+func.func @minimum_both(%x: tensor<4xf32> {kiln.requires_grad}, %y: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
+  %0 = kiln.minimum %x, %y : tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests (negative) that a conv2d of symbolic batch size builds nothing and
+// says why.
+// CHECK-LABEL: func.func @negative_dynamic_conv
+// CHECK-NOT: @negative_dynamic_conv_bwd
+func.func @negative_dynamic_conv(%x: tensor<?x2x5x5xf32> {kiln.requires_grad}, %w: tensor<3x2x3x3xf32>) -> tensor<?x3x3x3xf32> {
+  // expected-remark @+1 {{not differentiable: the gradient of a dynamic-shape 'kiln.conv2d' is not implemented}}
+  %0 = kiln.conv2d %x, %w : tensor<?x2x5x5xf32>, tensor<3x2x3x3xf32> -> tensor<?x3x3x3xf32>
+  return %0 : tensor<?x3x3x3xf32>
 }

@@ -56,6 +56,58 @@ Value GradBuilder::reduceTo(Value g, RankedTensorType target) {
   return cast(reshape(g, target.getShape()), target.getElementType());
 }
 
+Value GradBuilder::slice(Value v, ArrayRef<int64_t> start, ArrayRef<int64_t> end,
+                         ArrayRef<int64_t> step) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  bool whole = true;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    whole &= start[d] == 0 && end[d] == type.getDimSize(d) && step[d] == 1;
+  return whole ? v : b.create<SliceOp>(loc, v, start, end, step).getResult();
+}
+
+Value GradBuilder::pad(Value v, int64_t dim, int64_t before, int64_t after, double fill) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  auto block = [&](int64_t n) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = n;
+    return broadcast(scalar(type.getElementType(), fill), shape);
+  };
+  SmallVector<Value> parts;
+  if (before > 0)
+    parts.push_back(block(before));
+  parts.push_back(v);
+  if (after > 0)
+    parts.push_back(block(after));
+  return parts.size() == 1 ? v : b.create<ConcatOp>(loc, parts, dim).getResult();
+}
+
+Value GradBuilder::place(Value v, int64_t dim, int64_t start, int64_t step, int64_t size) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  int64_t n = type.getDimSize(dim);
+  if (step > 1) { // interleave: [.., n, 1, ..] ++ zeros [.., n, step - 1, ..]
+    SmallVector<int64_t> one(type.getShape());
+    one.insert(one.begin() + dim + 1, 1);
+    Value spread = pad(reshape(v, one), dim + 1, 0, step - 1);
+    SmallVector<int64_t> flat(type.getShape());
+    flat[dim] = n * step;
+    v = reshape(spread, flat);
+  }
+  auto vt = llvm::cast<RankedTensorType>(v.getType());
+  int64_t len = vt.getDimSize(dim);
+  int64_t from = std::max<int64_t>(0, -start), to = std::min(len, size - start);
+  SmallVector<int64_t> lo(vt.getRank(), 0), hi(vt.getShape()), st(vt.getRank(), 1);
+  lo[dim] = from;
+  hi[dim] = std::max(from, to);
+  if (hi[dim] == lo[dim]) {
+    SmallVector<int64_t> shape(vt.getShape());
+    shape[dim] = size;
+    return zeros(vt.clone(shape));
+  }
+  v = slice(v, lo, hi, st);
+  int64_t first = std::max<int64_t>(start, 0);
+  return pad(v, dim, first, size - first - (hi[dim] - lo[dim]));
+}
+
 Value GradBuilder::add(Value a, Value c) { return b.create<AddOp>(loc, a, c); }
 Value GradBuilder::sub(Value a, Value c) { return b.create<SubOp>(loc, a, c); }
 Value GradBuilder::mul(Value a, Value c) { return b.create<MulOp>(loc, a, c); }
@@ -69,6 +121,8 @@ GradRuleTable buildTable() {
   addElementwiseGradRules(table);
   addShapeGradRules(table);
   addReductionGradRules(table);
+  addNNGradRules(table);
+  addPoolGradRules(table);
   return table;
 }
 
@@ -82,13 +136,11 @@ const GradRule *lookupGradRule(Operation *op) {
 
 std::string nonDifferentiableReason(Operation *op) {
   StringRef name = op->getName().getStringRef();
-  if (isa<MaxOp, MinOp, MaximumOp, MinimumOp, ArgmaxOp, ArgminOp>(op))
+  if (isa<MaxOp, MinOp, ArgmaxOp, ArgminOp>(op))
     return "no gradient rule for '" + name.str() +
            "' (torch splits the gradient between ties; not implemented)";
   if (isa<FloorOp, CeilOp, RoundOp, TruncOp, FmodOp, FloorDivOp>(op))
     return "no gradient rule for '" + name.str() + "' (piecewise constant; not implemented)";
-  if (isa<Conv2dOp, MaxPool2dOp, AvgPool2dOp>(op))
-    return "no gradient rule for '" + name.str() + "' (convolutions and pooling not implemented)";
   if (op->getDialect() && op->getDialect()->getNamespace() != "kiln")
     return "'" + name.str() + "' is not a kiln op";
   return "no gradient rule for '" + name.str() + "'";

@@ -3,7 +3,8 @@
 //
 // The one mechanism for gradients (transforms/Autodiff.cpp): a table from op
 // name to a reverse-mode rule, filled by one file per category
-// (ElementwiseGrads.cpp, ShapeGrads.cpp, ReductionGrads.cpp). A rule sees
+// (ElementwiseGrads.cpp, ShapeGrads.cpp, ReductionGrads.cpp, NNGrads.cpp,
+// PoolGrads.cpp). A rule sees
 // the op, the gradient of its result and a GradBuilder that emits backward
 // IR; it returns one gradient per operand (null: none). The driver reduces
 // each gradient to its operand's shape (broadcasting) and element type, so
@@ -52,6 +53,14 @@ public:
   Value zeros(RankedTensorType type);
   /// `v` cast to element type `elt` (v itself when it has it).
   Value cast(Value v, Type elt);
+  /// `v[start:end:step]` in every dim (static shapes).
+  Value slice(Value v, ArrayRef<int64_t> start, ArrayRef<int64_t> end, ArrayRef<int64_t> step);
+  /// `v` with `before`/`after` cells of value `fill` added along `dim`.
+  Value pad(Value v, int64_t dim, int64_t before, int64_t after, double fill = 0.0);
+  /// The inverse of a strided slice along `dim`: a tensor of `size` cells
+  /// there with `v[i]` at `start + i * step` and zeros elsewhere (cells
+  /// before 0 or from `size` on are dropped). Static shapes.
+  Value place(Value v, int64_t dim, int64_t start, int64_t step, int64_t size);
   Value add(Value a, Value c);
   Value sub(Value a, Value c);
   Value mul(Value a, Value c);
@@ -79,6 +88,10 @@ void addElementwiseGradRules(GradRuleTable &table);
 void addShapeGradRules(GradRuleTable &table);
 /// Rules of matmul, reductions and normalizations.
 void addReductionGradRules(GradRuleTable &table);
+/// Rules of conv2d, maximum and minimum.
+void addNNGradRules(GradRuleTable &table);
+/// Rules of max_pool2d and avg_pool2d.
+void addPoolGradRules(GradRuleTable &table);
 
 /// The rule for `op`, or null.
 const GradRule *lookupGradRule(Operation *op);

@@ -63,20 +63,39 @@ bool compileSub(mlir::ModuleOp module, Entry &sub, mlir::kiln::CpuCompileOptions
 }
 
 /// Why the graph cannot get a compiled backward before trying ("" if none).
+/// Values eager sees without history (`detach()`, `.item()`) are behind
+/// stop-gradients in the IR (capture/ops/StopGradient.h).
 std::string unsupported(const Capture &cap) {
   if (!cap.steps.empty())
     return "torch calls run inside the graph (per-op fallback)";
   if (!cap.symbols.empty())
     return "the graph has symbolic sizes";
-  if (!cap.effects.empty())
-    return "the graph has side effects";
-  // Values eager sees without autograd history but kiln's IR does not tell
-  // apart from the tensors they came from: a Python number read from a
-  // tensor (`.item()`, `float(t)`), and `detach()` (the same IR value).
-  if (cap.madeScalars)
-    return "the graph uses Python numbers read from tensors (.item(), float(t))";
-  if (cap.module && (*cap.module)->hasAttr("kiln.detaches"))
-    return "the graph detaches a tensor (x.detach())";
+  // Side effects the autograd glue replays after the forward (Recompute.cpp:
+  // attributes, items, write-backs such as BatchNorm's running stats; they
+  // store no value needing gradients, GradFlow.cpp) are fine.
+  for (const SideEffect &e : cap.effects)
+    if (e.kind != SideEffect::Kind::SetAttr && e.kind != SideEffect::Kind::SetItem &&
+        e.kind != SideEffect::Kind::CopyInto)
+      return "the graph has side effects other than attribute, item and tensor write-backs";
+  return "";
+}
+
+/// Why an input the side effects update in place rules the compiled
+/// backward out ("" if none): the backward reads it (its saved value would
+/// be stale: the version check would raise), or it requires grad (eager's
+/// leaf, updated under no_grad, keeps its gradient through the new value;
+/// the IR's updated value is a new one marked kiln.no_grad).
+std::string mutatedInputProblem(const Capture &cap, llvm::ArrayRef<int64_t> savedInputs) {
+  for (size_t i = 0; i < cap.inputs.size(); ++i) {
+    bool mutated = llvm::any_of(cap.effects, [&](const SideEffect &e) {
+      return e.kind == SideEffect::Kind::CopyInto && !cap.inputs[i].seed &&
+             cap.inputs[i].source == e.target;
+    });
+    if (mutated && cap.inputs[i].requiresGrad)
+      return "the graph updates an input that requires grad in place";
+    if (mutated && llvm::is_contained(savedInputs, (int64_t)i))
+      return "the backward reads an input the graph updates in place";
+  }
   return "";
 }
 
@@ -118,6 +137,9 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
   mlir::Operation *culprit = nullptr;
   auto fns = mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit);
   if (mlir::failed(fns))
+    return false;
+  why = mutatedInputProblem(cap, fns->savedInputs);
+  if (!why.empty())
     return false;
   if (fns->gradInputs.empty()) {
     why = "no input gets a gradient from the results";

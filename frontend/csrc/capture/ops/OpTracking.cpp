@@ -9,6 +9,7 @@
 // input as in eager.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/ops/StopGradient.h"
 #include "capture/values/ViewSteps.h"
 
 #include "ir/KilnOps.h"
@@ -68,6 +69,16 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
 
 } // namespace
 
+mlir::Value stopGradient(Interpreter &I, mlir::Value v) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  if (!type || !llvm::isa<mlir::FloatType>(type.getElementType()))
+    return v;
+  auto cast = I.builder().create<mlir::kiln::CastOp>(I.loc(), type, v);
+  cast->setAttr("kiln.no_grad", mlir::UnitAttr::get(cast->getContext()));
+  I.markNoGrad(cast.getResult()); // eager's result has no requires_grad (GradFlow.cpp)
+  return cast.getResult();
+}
+
 void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step) {
   int base = in->viewInput;
   mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();
@@ -114,12 +125,10 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
   VarP r = op.handler(I, op.name, a);
   VarP in = a.get("input");
   bool inputTensor = in && in->isTensor();
-  // `detach()` is the same IR value as its input: kiln-autodiff would
-  // differentiate through it, so the module says a backward must not be
-  // compiled from this graph (hook/CompiledGrad.cpp).
-  if (mlir::Block *block = I.builder().getInsertionBlock(); op.is(Detaches) && block)
-    if (auto module = block->getParentOp()->getParentOfType<mlir::ModuleOp>())
-      module->setAttr("kiln.detaches", mlir::UnitAttr::get(module.getContext()));
+  // `detach()`: the same value behind a stop-gradient (StopGradient.h), a
+  // view of its input all the same (recordView replays "detach").
+  if (op.is(Detaches) && inputTensor && r && r->isTensor() && r != in && r->value == in->value)
+    r->value = stopGradient(I, in->value);
   if (!r || !r->isTensor())
     return r;
   if (op.is(View)) {

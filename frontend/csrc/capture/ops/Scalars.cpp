@@ -16,6 +16,7 @@
 // Known limit: int arithmetic is 64-bit (Python's ints do not overflow).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/ops/StopGradient.h"
 
 namespace kiln {
 
@@ -164,7 +165,8 @@ VarP Interpreter::scalarOfTensor(const VarP &t, PyObject *type) {
   if (t->vmapLevels > 0)
     throw Unsupported(BreakCategory::UnsupportedOp, std::string(what) + " inside torch.vmap");
   Emit e(*this);
-  Value v = oneElement(e, t->value, what);
+  // A Python number has no autograd history (StopGradient.h).
+  Value v = oneElement(e, stopGradient(*this, t->value), what);
   if (!type)
     type = typeForDType(dtypeOfValue(v));
   return convert(e, v, type, "tensor");
@@ -197,7 +199,7 @@ VarP Interpreter::scalarMethod(const VarP &self, const std::string &name,
     throw Unsupported(BreakCategory::UnsupportedOp, "Tensor.tolist() inside torch.vmap");
   Emit e(*this);
   PyObject *type = typeForDType(dtypeOfValue(v));
-  Value c = e.cast(v, dtypeForType(type));
+  Value c = e.cast(stopGradient(*this, v), dtypeForType(type));
   std::vector<int64_t> at;
   return nestedList(e, c, at, type);
 }

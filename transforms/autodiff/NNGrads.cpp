@@ -1,0 +1,155 @@
+//===- NNGrads.cpp - gradient rules of conv2d, maximum and minimum ----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reverse-mode rules (GradRules.h) for kiln.conv2d and the elementwise
+// kiln.maximum / kiln.minimum (clamp, relu6, hardtanh, hardswish).
+//
+// conv2d (any stride, padding, dilation, groups; static shapes): the input's
+// gradient is itself a kiln.conv2d (a transposed convolution): the result
+// gradient is spread to the stride (GradBuilder::place), offset by the
+// padding, and convolved at stride 1 with the weight's in/out channels
+// swapped per group and its taps flipped; it compiles like any forward
+// convolution. The weight's gradient is one (batched per group) GEMM of the
+// result gradient `[G, F/G, N*OH*OW]` with the input's im2col columns
+// `[G, C/G*KH*KW, N*OH*OW]` built from the padded input's strided slices.
+//
+// maximum/minimum: the larger (smaller) operand takes the gradient; a tie
+// between two differentiable operands splits it in halves (torch.maximum),
+// a tie with a bound that needs no gradient gives none (relu6, hardtanh,
+// hardsigmoid, hardswish's eager backward; torch.clamp gives the whole
+// gradient there: a difference only where an input equals the bound).
+//===----------------------------------------------------------------------===//
+#include "transforms/autodiff/GradRules.h"
+
+#include "ir/KilnOps.h"
+
+namespace mlir::kiln {
+namespace {
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// `w` ([F, C/G, KH, KW]) as the weight of the transposed convolution:
+/// [C, F/G, KH, KW] with the taps of both spatial dims reversed.
+Value transposedWeight(GradBuilder &gb, Value w, int64_t groups) {
+  ArrayRef<int64_t> s = typeOf(w).getShape();
+  int64_t f = s[0], cg = s[1], kh = s[2], kw = s[3], fg = f / groups;
+  Value v = gb.reshape(w, {groups, fg, cg, kh, kw});
+  v = gb.b.create<PermuteOp>(gb.loc, v, ArrayRef<int64_t>{0, 2, 1, 3, 4});
+  v = gb.reshape(v, {groups * cg, fg, kh, kw});
+  for (int64_t d : {2, 3}) {
+    auto t = typeOf(v);
+    if (t.getDimSize(d) == 1)
+      continue;
+    SmallVector<Value> taps;
+    for (int64_t k = t.getDimSize(d) - 1; k >= 0; --k) {
+      SmallVector<int64_t> lo(4, 0), hi(t.getShape()), st(4, 1);
+      lo[d] = k;
+      hi[d] = k + 1;
+      taps.push_back(gb.slice(v, lo, hi, st));
+    }
+    v = gb.b.create<ConcatOp>(gb.loc, taps, d);
+  }
+  return v;
+}
+
+/// The input's gradient of `conv` from the result gradient `g`.
+Value convInputGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
+  ArrayRef<int64_t> in = typeOf(conv.getInput()).getShape();
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> stride = conv.getStride(), pad = conv.getPadding(), dil = conv.getDilation();
+  int64_t groups = static_cast<int64_t>(conv.getGroups());
+  // Spread to the stride, placed where the flipped weight's taps read it:
+  // position oh*s + (K-1)*d - pad_before, in a map of H + (K-1)*d cells.
+  Value spread = g;
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t k = ws[2 + i], reach = (k - 1) * dil[i];
+    spread = gb.place(spread, 2 + i, reach - pad[2 * i], stride[i], in[2 + i] + reach);
+  }
+  Value w = transposedWeight(gb, gb.primal(conv.getWeight()), groups);
+  auto type = typeOf(conv.getInput());
+  return gb.b.create<Conv2dOp>(gb.loc, type, spread, w, ArrayRef<int64_t>{1, 1},
+                               ArrayRef<int64_t>{0, 0, 0, 0}, dil, groups);
+}
+
+/// The weight's gradient of `conv` from the result gradient `g`.
+Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> gs = typeOf(g).getShape();
+  ArrayRef<int64_t> stride = conv.getStride(), pad = conv.getPadding(), dil = conv.getDilation();
+  int64_t groups = static_cast<int64_t>(conv.getGroups());
+  int64_t f = ws[0], cg = ws[1], kh = ws[2], kw = ws[3], oh = gs[2], ow = gs[3];
+  int64_t n = gs[0], m = n * oh * ow, c = cg * groups;
+  // The input as [C, N, H, W], padded as the forward read it.
+  Value x =
+      gb.b.create<PermuteOp>(gb.loc, gb.primal(conv.getInput()), ArrayRef<int64_t>{1, 0, 2, 3});
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t size = typeOf(x).getDimSize(2 + i);
+    int64_t need = (gs[2 + i] - 1) * stride[i] + (ws[2 + i] - 1) * dil[i] + 1;
+    x = gb.pad(x, 2 + i, pad[2 * i], std::max<int64_t>(0, need - size - pad[2 * i]));
+  }
+  SmallVector<Value> taps;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t h0 = i * dil[0], w0 = j * dil[1];
+      Value tap = gb.slice(x, {0, 0, h0, w0},
+                           {c, n, h0 + (oh - 1) * stride[0] + 1, w0 + (ow - 1) * stride[1] + 1},
+                           {1, 1, stride[0], stride[1]});
+      taps.push_back(gb.reshape(tap, {c, 1, m}));
+    }
+  Value cols = taps.size() == 1 ? taps[0] : gb.b.create<ConcatOp>(gb.loc, taps, 1).getResult();
+  cols = gb.reshape(cols, {groups, cg * kh * kw, m});
+  cols = gb.b.create<PermuteOp>(gb.loc, cols, ArrayRef<int64_t>{0, 2, 1});
+  Value gt = gb.b.create<PermuteOp>(gb.loc, g, ArrayRef<int64_t>{1, 0, 2, 3});
+  gt = gb.reshape(gt, {groups, f / groups, m});
+  Value gw = gb.b.create<MatmulOp>(gb.loc, gt, cols); // [G, F/G, C/G*KH*KW]
+  return gb.reshape(gw, ws);
+}
+
+LogicalResult conv2dGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl<Value> &grads,
+                         std::string &why) {
+  auto conv = cast<Conv2dOp>(op);
+  if (!typeOf(conv.getInput()).hasStaticShape() || !typeOf(conv.getWeight()).hasStaticShape() ||
+      !typeOf(g).hasStaticShape()) {
+    why = "the gradient of a dynamic-shape 'kiln.conv2d' is not implemented";
+    return failure();
+  }
+  if (gb.needs(conv.getInput()))
+    grads[0] = convInputGrad(gb, conv, g);
+  if (gb.needs(conv.getWeight()))
+    grads[1] = convWeightGrad(gb, conv, g);
+  return success();
+}
+
+/// maximum (`Max`) or minimum: see the file header.
+template <bool Max>
+LogicalResult extremumGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl<Value> &grads,
+                           std::string &) {
+  Value a = op->getOperand(0), c = op->getOperand(1);
+  Value pa = gb.primal(a), pc = gb.primal(c);
+  bool both = gb.needs(a) && gb.needs(c);
+  Type elt = typeOf(g).getElementType();
+  Value zero = gb.scalar(elt, 0.0);
+  Value tie = both ? gb.b.create<EqOp>(gb.loc, pa, pc).getResult() : Value();
+  Value half = both ? gb.mul(g, gb.scalar(elt, 0.5)) : Value();
+  auto wins = [&](Value x, Value y) -> Value {
+    Value better = Max ? gb.b.create<GtOp>(gb.loc, x, y).getResult()
+                       : gb.b.create<LtOp>(gb.loc, x, y).getResult();
+    Value rest = both ? gb.b.create<SelectOp>(gb.loc, tie, half, zero).getResult() : zero;
+    return gb.b.create<SelectOp>(gb.loc, better, g, rest);
+  };
+  if (gb.needs(a))
+    grads[0] = wins(pa, pc);
+  if (gb.needs(c))
+    grads[1] = wins(pc, pa);
+  return success();
+}
+
+} // namespace
+
+void addNNGradRules(GradRuleTable &t) {
+  t[Conv2dOp::getOperationName()] = conv2dGrad;
+  t[MaximumOp::getOperationName()] = extremumGrad<true>;
+  t[MinimumOp::getOperationName()] = extremumGrad<false>;
+}
+
+} // namespace mlir::kiln

@@ -1,0 +1,164 @@
+//===- PoolGrads.cpp - gradient rules of max_pool2d and avg_pool2d ----------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reverse-mode rules (GradRules.h) for kiln.max_pool2d and kiln.avg_pool2d
+// (static shapes). Both walk the window's taps (kh, kw) in row-major order:
+// a tap is the strided slice of the padded input every window reads at that
+// offset (as the decomposition in DecomposeNN.cpp), and its gradient is put
+// back where the slice came from (GradBuilder::place) and summed.
+//
+// max_pool2d: a window's gradient goes to the first tap equal to its
+// maximum (eager's CPU kernel keeps the first maximum it meets, so ties get
+// one gradient, not one each); the input is padded with -inf, so padded
+// cells never win. A NaN maximum gets no gradient (eager gives it to the
+// NaN cell).
+// avg_pool2d: each window's gradient divided by its divisor (torch's rule:
+// divisor_override, else the window clipped to the padded input with
+// count_include_pad, else its real cells), a constant computed here, then
+// spread to every tap.
+//===----------------------------------------------------------------------===//
+#include "transforms/autodiff/GradRules.h"
+
+#include "ir/KilnOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <limits>
+
+namespace mlir::kiln {
+namespace {
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// The geometry of a 2-D pooling window (static shapes).
+struct Window {
+  int64_t k[2], s[2], p[2], d[2], in[2], out[2];
+  /// Cells of the padded input the taps read, per spatial dim.
+  int64_t padded(int i) const {
+    return std::max(in[i] + 2 * p[i], (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1);
+  }
+  /// The slice of the padded input read at tap (i, j).
+  Value tap(GradBuilder &gb, Value xp, int64_t i, int64_t j) const {
+    ArrayRef<int64_t> sh = typeOf(xp).getShape();
+    int64_t h0 = i * d[0], w0 = j * d[1];
+    return gb.slice(xp, {0, 0, h0, w0},
+                    {sh[0], sh[1], h0 + (out[0] - 1) * s[0] + 1, w0 + (out[1] - 1) * s[1] + 1},
+                    {1, 1, s[0], s[1]});
+  }
+  /// `g` ([N, C, OH, OW]) put back at tap (i, j) of the padded input.
+  Value place(GradBuilder &gb, Value g, int64_t i, int64_t j) const {
+    g = gb.place(g, 2, i * d[0], s[0], padded(0));
+    return gb.place(g, 3, j * d[1], s[1], padded(1));
+  }
+  /// The padded input's gradient `gp` cut back to the input.
+  Value unpad(GradBuilder &gb, Value gp) const {
+    ArrayRef<int64_t> sh = typeOf(gp).getShape();
+    return gb.slice(gp, {0, 0, p[0], p[1]}, {sh[0], sh[1], p[0] + in[0], p[1] + in[1]},
+                    {1, 1, 1, 1});
+  }
+};
+
+Window windowOf(Value input, Value result, ArrayRef<int64_t> k, ArrayRef<int64_t> s,
+                ArrayRef<int64_t> p, ArrayRef<int64_t> d) {
+  Window w;
+  for (int i = 0; i < 2; ++i) {
+    w.k[i] = k[i];
+    w.s[i] = s[i];
+    w.p[i] = p[i];
+    w.d[i] = d.empty() ? 1 : d[i];
+    w.in[i] = typeOf(input).getDimSize(2 + i);
+    w.out[i] = typeOf(result).getDimSize(2 + i);
+  }
+  return w;
+}
+
+bool staticShapes(Operation *op, std::string &why) {
+  if (typeOf(op->getOperand(0)).hasStaticShape() && typeOf(op->getResult(0)).hasStaticShape())
+    return true;
+  why = "the gradient of a dynamic-shape '" + op->getName().getStringRef().str() +
+        "' is not implemented";
+  return false;
+}
+
+LogicalResult maxPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl<Value> &grads,
+                          std::string &why) {
+  auto pool = cast<MaxPool2dOp>(op);
+  if (!staticShapes(op, why))
+    return failure();
+  Window w = windowOf(pool.getInput(), pool.getResult(), pool.getKernel(), pool.getStride(),
+                      pool.getPadding(), pool.getDilation());
+  Value xp = gb.primal(pool.getInput()), y = gb.primal(pool.getResult());
+  double inf = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 2; ++i)
+    xp = gb.pad(xp, 2 + i, w.p[i], w.padded(i) - w.in[i] - w.p[i], inf);
+  Type elt = typeOf(g).getElementType();
+  Value zero = gb.scalar(elt, 0.0);
+  auto boolType = RankedTensorType::get({}, gb.b.getI1Type());
+  Value no = gb.b.create<ConstantOp>(
+      gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, false)));
+  Value yes = gb.b.create<ConstantOp>(
+      gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, true)));
+  Value taken, sum;
+  for (int64_t i = 0; i < w.k[0]; ++i)
+    for (int64_t j = 0; j < w.k[1]; ++j) {
+      Value hit = gb.b.create<EqOp>(gb.loc, w.tap(gb, xp, i, j), y);
+      Value first = taken ? gb.b.create<SelectOp>(gb.loc, taken, no, hit).getResult() : hit;
+      taken = taken ? gb.b.create<SelectOp>(gb.loc, hit, yes, taken).getResult() : hit;
+      Value part = w.place(gb, gb.b.create<SelectOp>(gb.loc, first, g, zero), i, j);
+      sum = sum ? gb.add(sum, part) : part;
+    }
+  grads[0] = w.unpad(gb, sum);
+  return success();
+}
+
+/// 1 / torch's divisor of each window of `pool`, as an [OH, OW] constant.
+Value inverseDivisors(GradBuilder &gb, AvgPool2dOp pool, const Window &w, Type elt) {
+  SmallVector<double> inv;
+  for (int64_t oh = 0; oh < w.out[0]; ++oh)
+    for (int64_t ow = 0; ow < w.out[1]; ++ow) {
+      int64_t lo[2], hi[2], size = 1, real = 1;
+      for (int i = 0; i < 2; ++i) {
+        lo[i] = (i ? ow : oh) * w.s[i] - w.p[i];
+        hi[i] = std::min(lo[i] + w.k[i], w.in[i] + w.p[i]);
+        size *= hi[i] - lo[i];
+        real *= std::min(hi[i], w.in[i]) - std::max<int64_t>(lo[i], 0);
+      }
+      int64_t div = pool.getDivisorOverride()   ? static_cast<int64_t>(pool.getDivisorOverride())
+                    : pool.getCountIncludePad() ? size
+                                                : real;
+      inv.push_back(div > 0 ? 1.0 / static_cast<double>(div) : 0.0);
+    }
+  auto type = RankedTensorType::get({w.out[0], w.out[1]}, elt);
+  SmallVector<Attribute> attrs;
+  for (double v : inv)
+    attrs.push_back(gb.b.getFloatAttr(elt, v));
+  return gb.b.create<ConstantOp>(gb.loc,
+                                 llvm::cast<ElementsAttr>(DenseElementsAttr::get(type, attrs)));
+}
+
+LogicalResult avgPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl<Value> &grads,
+                          std::string &why) {
+  auto pool = cast<AvgPool2dOp>(op);
+  if (!staticShapes(op, why))
+    return failure();
+  Window w = windowOf(pool.getInput(), pool.getResult(), pool.getKernel(), pool.getStride(),
+                      pool.getPadding(), {});
+  Value scaled = gb.mul(g, inverseDivisors(gb, pool, w, typeOf(g).getElementType()));
+  Value sum;
+  for (int64_t i = 0; i < w.k[0]; ++i)
+    for (int64_t j = 0; j < w.k[1]; ++j) {
+      Value part = w.place(gb, scaled, i, j);
+      sum = sum ? gb.add(sum, part) : part;
+    }
+  grads[0] = w.unpad(gb, sum);
+  return success();
+}
+
+} // namespace
+
+void addPoolGradRules(GradRuleTable &t) {
+  t[MaxPool2dOp::getOperationName()] = maxPoolGrad;
+  t[AvgPool2dOp::getOperationName()] = avgPoolGrad;
+}
+
+} // namespace mlir::kiln
