@@ -119,13 +119,23 @@ def _torchvision_model(name, dropout=False):
 
 @pytest.mark.parametrize("name", [
     "resnet18",
-    pytest.param("mobilenet_v2", marks=pytest.mark.xfail(
-        reason="open: its first conv's weight gradient differs from eager's by up to 2.4e-3 "
-               "(2.7%) in 3% of the elements; cause not determined")),
-    "mobilenet_v3_small", "efficientnet_b0"])
+    "mobilenet_v3_small"])
 def test_torchvision_training_step_matches_eager(name):
     model = _torchvision_model(name)
     assert_step_matches_eager(model, torch.randn(2, 3, 64, 64), rtol=2e-3, atol=2e-4)
+    assert_compiled_backward()
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0"])
+def test_training_step_matches_eager_in_float64(name):
+    # In float32 a few weight-gradient elements differ from eager's by 1-3%
+    # (mobilenet_v2's first conv, efficientnet_b0's depthwise convs):
+    # gradients near 40-90 through BatchNorms over 8 values amplify the
+    # rounding of a different summation order. In float64 every gradient
+    # agrees to ~1e-11, so the rules are right.
+    model = _torchvision_model(name).double()
+    assert_step_matches_eager(model, torch.randn(2, 3, 64, 64, dtype=torch.float64),
+                              rtol=1e-7, atol=1e-9)
     assert_compiled_backward()
 
 
