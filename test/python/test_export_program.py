@@ -179,3 +179,32 @@ def test_exported_gpt2_dynamic_batch_and_sequence():
     assert s["graph_breaks"] == 0 and s["fallback_ops"] == 0 and s["eager_calls"] == 0, s
     with pytest.raises(ValueError, match="dim 1 is 40"):
         compiled(torch.randint(0, 1000, (2, 40)))
+
+
+def test_exported_resnet18_dynamic_batch():
+    torchvision = pytest.importorskip("torchvision")
+    model = _randomize_bn(torchvision.models.resnet18()).eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    ep = torch.export.export(model, (torch.randn(2, 3, 64, 64),), dynamic_shapes=({0: batch},))
+    compiled = kiln.from_export(ep)
+    for b in (2, 3, 1):
+        x = torch.randn(b, 3, 64, 64)
+        assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="dim 0 is 9"):
+        compiled(torch.randn(9, 3, 64, 64))
+    assert _whole()["fallback_ops"] == 0
+
+
+def test_exported_bert_dynamic_batch_and_sequence():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                     intermediate_size=64, vocab_size=100)
+    model = transformers.BertModel(config).eval()
+    dims = {0: torch.export.Dim("batch", min=1, max=8), 1: torch.export.Dim("seq", min=2, max=32)}
+    ep = torch.export.export(model, (torch.randint(0, 100, (2, 10)),), dynamic_shapes=(dims,))
+    compiled = kiln.from_export(ep)
+    for shape in [(2, 10), (3, 7), (1, 16)]:
+        ids = torch.randint(0, 100, shape)
+        assert_close(compiled(ids)["last_hidden_state"], model(ids).last_hidden_state,
+                     rtol=1e-4, atol=1e-4)
+    assert _whole()["fallback_ops"] == 0
