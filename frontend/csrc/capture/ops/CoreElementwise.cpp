@@ -20,7 +20,14 @@ namespace {
 /// Eager raises on subtraction where either operand is a bool tensor or a
 /// Python bool.
 void refuseBoolSubtraction(const VarP &x, const VarP &other) {
-  if (resultType({x}) == DType::Bool || resultType({other}) == DType::Bool)
+  auto isBool = [](const VarP &v) {
+    if (v->isTensor())
+      return dtypeOf(ttype(v->value).getElementType()) == DType::Bool;
+    if (v->kind == Var::Kind::Scalar)
+      return dtypeOfScalar(v) == DType::Bool;
+    return v->isConst() && PyBool_Check(v->obj.get());
+  };
+  if (isBool(x) || isBool(other))
     throw Unsupported(BreakCategory::UserError, "subtraction with a bool operand (eager raises)",
                       hint::kRaisesInEager);
 }
