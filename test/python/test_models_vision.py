@@ -173,6 +173,13 @@ def assert_same(got, expected, what):
                                atol=1e-4 * max(scale, 1.0), msg=lambda m: f"{what}: {m}")
 
 
+# Compiled backward (kiln-autodiff) sums in another order than eager: with
+# batch 1 at 64 px their last BatchNorms normalize over 4 values and the
+# weight gradients reach ~1e4, so float32 rounding differs by more than the
+# tolerance in a few elements. In float64 they agree to ~1e-10 (relative).
+FLOAT64_TRAIN = {"tv_efficientnet_b1", "regnet_y_400mf"}
+
+
 @pytest.mark.parametrize("name", list(TRAIN_MODELS))
 def test_training_mode(name):
     import copy
@@ -180,8 +187,10 @@ def test_training_mode(name):
     torch.manual_seed(0)
     model, shape = TRAIN_MODELS[name]()
     model.train()
+    dtype = torch.float64 if name in FLOAT64_TRAIN else torch.float32
+    model = model.to(dtype)
     ref = copy.deepcopy(model)
-    x = torch.randn(*shape)
+    x = torch.randn(*shape, dtype=dtype)
     compiled = kiln.compile(model, fullgraph=name in PENDING_TRAIN)
     for step in range(2):
         torch.manual_seed(100 + step)
