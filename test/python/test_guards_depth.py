@@ -97,6 +97,42 @@ def test_plain_object_method_patched_after_compiling():
     assert s["graphs_compiled"] == 2 and s["recompiles"] == 1 and s["graph_breaks"] == 0, s
 
 
+def test_object_class_reassigned_after_compiling():
+    # `obj.__class__ = Other` keeps the object (and its __dict__) but changes
+    # every method and __call__ lookup: the type is guarded with the method.
+    class Scale:
+        def __init__(self):
+            self.s = 2.0
+
+        def __call__(self, x):
+            return x * self.s
+
+        def go(self, x):
+            return x + self.s
+
+    class Shift:
+        def __call__(self, x):
+            return x + 100
+
+        def go(self, x):
+            return x - 100
+
+    a, b = Scale(), Scale()
+
+    def f(x):
+        return a(x) + b.go(x)
+
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    assert_close(cf(x), f(x))
+    a.__class__ = Shift
+    assert_close(cf(x), f(x))
+    b.__class__ = Shift
+    assert_close(cf(x), f(x))
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["graph_breaks"] == 0, s
+
+
 def test_global_forward_hook_fires_once_through_compiled_module():
     m = Net()
     c = kiln.compile(m)

@@ -518,7 +518,8 @@ void Interpreter::guardClassAttr(const VarP &obj, PyObject *name, PyObject *valu
   PyObject *o = obj->obj.get();
   int src = sourceOf(obj);
   if (src < 0 || isPrimitive(o))
-    return; // no source: derived from guarded values
+    return;          // no source: derived from guarded values
+  guardType(src, o); // `obj.__class__ = Other` after compiling changes the lookup
   int typeSrc =
       out_.sources.add(Source::Kind::Constant, -1, 0, reinterpret_cast<PyObject *>(Py_TYPE(o)));
   guardValue(makeConst(PyRef::borrow(value),
