@@ -8,6 +8,7 @@
 #include "Program.h"
 
 #include "Entry.h"
+#include "PySequence.h"
 #include "hook/Stats.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -28,21 +29,10 @@ PyObject *buildArg(const FallbackArg &arg, llvm::ArrayRef<PyObject *> operands) 
     return operands[arg.operand];
   case FallbackArg::Kind::Tuple:
   case FallbackArg::Kind::List: {
-    bool tuple = arg.kind == FallbackArg::Kind::Tuple;
-    Py_ssize_t n = (Py_ssize_t)arg.items.size();
-    PyObject *seq = tuple ? PyTuple_New(n) : PyList_New(n);
-    for (Py_ssize_t i = 0; seq && i < n; ++i) {
-      PyObject *item = buildArg(arg.items[i], operands);
-      if (!item) {
-        Py_DECREF(seq);
-        return nullptr;
-      }
-      if (tuple)
-        PyTuple_SET_ITEM(seq, i, item);
-      else
-        PyList_SET_ITEM(seq, i, item);
-    }
-    return seq;
+    return buildSequence(
+               arg.kind == FallbackArg::Kind::Tuple, (Py_ssize_t)arg.items.size(),
+               [&](Py_ssize_t i) { return PyRef::steal(buildArg(arg.items[i], operands)); })
+        .release();
   }
   }
   return nullptr;

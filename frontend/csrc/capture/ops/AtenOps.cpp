@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/ops/AtenOps.h"
 #include "GilOnce.h"
+#include "PySequence.h"
 #include "capture/ops/TorchOpsImpl.h"
 
 namespace kiln {
@@ -41,19 +42,8 @@ PyRef metaArgument(const VarP &v, int depth = 0) {
     return PyRef::steal(PyObject_CallOneArg(v->obj.get(), PyRef::steal(PyLong_FromLong(1)).get()));
   if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 4)
     return PyRef();
-  bool tuple = v->kind == Var::Kind::Tuple;
-  Py_ssize_t n = (Py_ssize_t)v->items.size();
-  PyRef seq = PyRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyRef item = metaArgument(v->items[i], depth + 1);
-    if (!item)
-      return PyRef();
-    if (tuple)
-      PyTuple_SET_ITEM(seq.get(), i, item.release());
-    else
-      PyList_SET_ITEM(seq.get(), i, item.release());
-  }
-  return seq;
+  return buildSequence(v->kind == Var::Kind::Tuple, (Py_ssize_t)v->items.size(),
+                       [&](Py_ssize_t i) { return metaArgument(v->items[i], depth + 1); });
 }
 
 /// The call's arguments on meta tensors; false when one cannot stand in.

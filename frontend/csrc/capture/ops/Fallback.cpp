@@ -16,6 +16,7 @@
 #include "capture/ops/AtenOps.h"
 #include "capture/ops/TorchOpsImpl.h"
 #include "GilOnce.h"
+#include "PySequence.h"
 #include "ir/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,16 +89,8 @@ bool isPlainConstant(PyObject *o, int depth = 0) {
 PyRef copyLists(PyObject *o) {
   if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o))
     return PyRef::borrow(o);
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  PyRef out = PyRef::steal(PyList_CheckExact(o) ? PyList_New(n) : PyTuple_New(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *item = copyLists(PySequence_Fast_ITEMS(o)[i]).release();
-    if (PyList_CheckExact(o))
-      PyList_SET_ITEM(out.get(), i, item);
-    else
-      PyTuple_SET_ITEM(out.get(), i, item);
-  }
-  return out;
+  return buildSequence(PyTuple_CheckExact(o), PySequence_Fast_GET_SIZE(o),
+                       [&](Py_ssize_t i) { return copyLists(PySequence_Fast_ITEMS(o)[i]); });
 }
 
 /// Turns the arguments of one call into FallbackArgs (operands numbered in
@@ -126,16 +119,11 @@ struct ArgConverter {
       bool tuple = v->kind == Var::Kind::Tuple;
       arg.kind = tuple ? FallbackArg::Kind::Tuple : FallbackArg::Kind::List;
       arg.items.resize(v->items.size());
-      Py_ssize_t n = (Py_ssize_t)v->items.size();
-      PyRef seq = PyRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *item = convert(v->items[i], arg.items[i], depth + 1);
-        if (tuple)
-          PyTuple_SET_ITEM(seq.get(), i, item);
-        else
-          PyList_SET_ITEM(seq.get(), i, item);
-      }
-      return seq.release();
+      return buildSequence(tuple, (Py_ssize_t)v->items.size(),
+                           [&](Py_ssize_t i) {
+                             return PyRef::steal(convert(v->items[i], arg.items[i], depth + 1));
+                           })
+          .release();
     }
     throw Refused{"an argument is neither a tensor of the graph nor a Python constant"};
   }
@@ -197,19 +185,8 @@ PyRef constantOf(const FallbackArg &a) {
     return copyLists(a.constant.get());
   if (a.kind == FallbackArg::Kind::Operand)
     return PyRef();
-  bool tuple = a.kind == FallbackArg::Kind::Tuple;
-  Py_ssize_t n = (Py_ssize_t)a.items.size();
-  PyRef seq = PyRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyRef item = constantOf(a.items[i]);
-    if (!item)
-      return PyRef();
-    if (tuple)
-      PyTuple_SET_ITEM(seq.get(), i, item.release());
-    else
-      PyList_SET_ITEM(seq.get(), i, item.release());
-  }
-  return seq;
+  return buildSequence(a.kind == FallbackArg::Kind::Tuple, (Py_ssize_t)a.items.size(),
+                       [&](Py_ssize_t i) { return constantOf(a.items[i]); });
 }
 
 /// The results of a view op (kiln._fallback.view_plan: per result, the

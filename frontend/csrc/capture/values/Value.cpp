@@ -9,6 +9,7 @@
 #include "capture/values/Value.h"
 
 #include "capture/breaks/GraphBreak.h"
+#include "PySequence.h"
 
 namespace kiln {
 
@@ -88,18 +89,8 @@ PyRef seqAsConst(const VarP &v, int depth) {
     return v->obj;
   if ((v->kind != Var::Kind::Tuple && v->kind != Var::Kind::List) || depth > 8)
     return PyRef();
-  PyRef out = PyRef::steal(v->kind == Var::Kind::Tuple ? PyTuple_New(v->items.size())
-                                                       : PyList_New(v->items.size()));
-  for (size_t i = 0; i < v->items.size(); ++i) {
-    PyRef item = seqAsConst(v->items[i], depth + 1);
-    if (!item)
-      return PyRef();
-    if (v->kind == Var::Kind::Tuple)
-      PyTuple_SET_ITEM(out.get(), i, item.release());
-    else
-      PyList_SET_ITEM(out.get(), i, item.release());
-  }
-  return out;
+  return buildSequence(v->kind == Var::Kind::Tuple, (Py_ssize_t)v->items.size(),
+                       [&](Py_ssize_t i) { return seqAsConst(v->items[i], depth + 1); });
 }
 
 int sameTensorIdentity(const VarP &a, const VarP &b, const char **why) {
