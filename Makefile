@@ -76,7 +76,7 @@ test-unit:
 	cd $(BUILD) && ctest --output-on-failure
 
 test-python:
-	$(PY) -m pytest -q test/python
+	$(PY) -m pytest -q --durations=30 test/python
 
 demo: build
 	$(PY) tools/demo.py
