@@ -205,6 +205,33 @@ def test_caller_dict_pop_and_del_mutate_the_callers_dict():
     assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
 
 
+def test_reading_methods_of_the_callers_list_without_break():
+    # torchvision's Swin: `shift_size = shift_size.copy()` of a module
+    # attribute, then items of the copy assigned; index/count read it.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shift = [2, 3]
+            self.sizes = [4, 4, 1]
+
+        def forward(self, x):
+            s = self.shift.copy()
+            if x.shape[0] < 5:
+                s[0] = 0
+            return x.roll(s, (0, 1)) * self.sizes.count(4) + self.sizes.index(1)
+
+    m = M()
+    compiled = kiln.compile(m)
+    x = torch.randn(4, 6)
+    assert_close(compiled(x), m(x))
+    assert m.shift == [2, 3]  # the copy's store did not reach the caller's list
+    s = stats()
+    assert (s["graphs_compiled"], s["graph_breaks"], s["eager_calls"]) == (1, 0, 0), s
+    m.shift[1] = 1  # items read through the copy are guarded
+    assert_close(compiled(x), m(x))
+    assert stats()["graphs_compiled"] == 2
+
+
 def test_caller_dict_values_read_without_break():
     def f(d):
         return sum(d.values()), sorted(d)

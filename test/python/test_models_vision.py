@@ -58,12 +58,22 @@ def regnet_y_400mf():
     return torchvision.models.regnet_y_400mf(), (1, 3, 64, 64)
 
 
+def swin_t():
+    # The class swin_t builds (SwinTransformer: shifted windows, relative
+    # position bias), two stages of width 32 and window 4 so that compiling
+    # stays fast: 8x8 tokens then 4x4, where the window covers the map and
+    # the shift is dropped (`shift_size.copy()` of a module attribute).
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4]), (1, 3, 32, 32)
+
+
 def timm_resnet18():
     return timm.create_model("resnet18", pretrained=False), (1, 3, 64, 64)
 
 
 MODELS = {f.__name__: f for f in (resnet18, mobilenet_v3_small, vit_b_16, timm_resnet18,
-                                  efficientnet_b0, convnext_tiny, regnet_y_400mf)}
+                                  efficientnet_b0, convnext_tiny, regnet_y_400mf, swin_t)}
 
 
 # Capture gaps that still break these models (the results above are checked

@@ -311,6 +311,20 @@ VarP Interpreter::dictMethod(const VarP &d, const std::string &name, std::vector
   return nullptr;
 }
 
+VarP Interpreter::callerListSnapshot(const VarP &c) {
+  PyObject *o = c->obj.get();
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::List;
+  Py_ssize_t n = PyList_GET_SIZE(o);
+  guardLength(c->source, n);
+  for (Py_ssize_t i = 0; i < n; ++i) // items read (and guarded) where used
+    v->items.push_back(
+        fromSource(PyList_GET_ITEM(o, i),
+                   out_.sources.add(Source::Kind::TupleItem, c->source, (int)i, nullptr)));
+  keepAlive_.push_back(c->obj);
+  return v;
+}
+
 VarP Interpreter::callerDictPop(const VarP &d, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs) {
   if (args.empty() || args.size() > 2 || !kwargs.empty())

@@ -607,6 +607,10 @@ private:
   /// other names.
   VarP listMethod(const VarP &list, const std::string &name, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
+  /// The caller's list `c` (a Const with a source) as a List Var of its
+  /// items read through their sources, for the methods that only read it
+  /// (`copy`/`index`/`count`): its length is guarded, not its identity.
+  VarP callerListSnapshot(const VarP &c);
   /// popitem/move_to_end of Dict Var `d` built here; nullptr for other names.
   VarP dictMethod(const VarP &d, const std::string &name, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);

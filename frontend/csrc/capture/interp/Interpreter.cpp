@@ -429,7 +429,12 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->name = attr;
     return m;
   }
-  if (obj->kind == Var::Kind::Dict && obj->obj) // a ModelOutput record
+  bool listRead = attr == "copy" || attr == "index" || attr == "count";
+  if (listRead && obj->isLazyList())
+    materialize(obj);
+  if (listRead && obj->isConst() && PyList_CheckExact(obj->obj.get()) && obj->source >= 0)
+    return containerMethodVar(callerListSnapshot(obj), attr); // `self.sizes.copy()`
+  if (obj->kind == Var::Kind::Dict && obj->obj)               // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Tuple && obj->obj) { // a torch.return_types result
     PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
