@@ -239,3 +239,42 @@ def test_frozen_weights_are_packed_per_instance():
         gc.collect()
         assert ref() is None and _LIB.kilnDnnlPackedBytes() < held
     assert counts() == (1, 0, 0, 0), stats()
+
+
+class Ordered(nn.Module):
+    """A Sequential whose names are the same in every instance, added in an
+    order given at construction: iteration follows `_modules`' order."""
+
+    def __init__(self, order):
+        super().__init__()
+        self.seq = nn.Sequential()
+        for name in order:
+            self.seq.add_module(name, nn.Linear(4, 4) if name == "p" else nn.Tanh())
+
+    def forward(self, x):
+        for m in self.seq:
+            x = m(x)
+        return x
+
+
+def test_submodules_in_another_order_do_not_share():
+    x = torch.randn(2, 4)
+    a, b = Ordered("pq"), Ordered("qp")
+    outs = run([a, b, a, b, Ordered("pq")], x)
+    assert not torch.allclose(outs[0], outs[1])
+    assert counts() == (2, 1, 0, 0), stats()
+
+
+def test_a_dict_of_tensors_in_another_order_recompiles():
+    def f(d, x):
+        for k, v in d.items():
+            x = x * v if k == "m" else x + v
+        return x
+
+    compiled = kiln.compile(f)
+    x = torch.randn(3)
+    first = {"m": torch.tensor(2.0), "a": torch.tensor(1.0)}
+    second = {"a": torch.tensor(1.0), "m": torch.tensor(2.0)}
+    for d in (first, second, first):
+        assert_close(compiled(d, x), f(d, x))
+    assert counts() == (2, 1, 0, 0), stats()
