@@ -5,8 +5,8 @@ Twelve instances compile once, each with its own results; anything read at
 capture that differs between two instances (a LayerNorm's eps, the class
 of an activation submodule, the hook set, the training flag, a class
 attribute shadowed on one instance, a bias that is None, a function held as
-an attribute, a plain attribute object's values) gives another entry, never
-the first instance's answer. The compiled backward, optimizer steps
+an attribute, a plain attribute object's values, submodules in another
+order) gives another entry, never the first instance's answer. The compiled backward, optimizer steps
 (in-place parameter updates) and the freezing path (packed weights keyed
 per tensor) stay per instance, and compiled code keeps no dropped instance
 alive on any of these paths."""
