@@ -306,6 +306,23 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
 
 namespace {
 
+/// A Length guard on a dict holds its keys in order (a tuple; set at the
+/// end of capture, Interpreter::orderDictLengthGuards): the dict must have
+/// exactly those keys in that order, since iterating it (a Sequential's
+/// `_modules`, a dict of tensors) unrolls in that order.
+bool sameKeys(PyObject *d, PyObject *keys) {
+  if (!PyDict_Check(d) || PyDict_GET_SIZE(d) != PyTuple_GET_SIZE(keys))
+    return false;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  for (Py_ssize_t i = 0; PyDict_Next(d, &pos, &k, &v); ++i) {
+    PyObject *want = PyTuple_GET_ITEM(keys, i);
+    if (k != want && PyObject_RichCompareBool(k, want, Py_EQ) != 1)
+      return PyErr_Clear(), false;
+  }
+  return true;
+}
+
 bool tensorMatches(const Guard &g, PyObject *v) {
   // Same checks as readTensorMeta + compare, without building vectors.
   return isTensor(v) && tensorMetaMatches(v, g.dtype, g.sizes, g.strides, g.requiresGrad, g.device);
@@ -335,6 +352,10 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
            tensorMatches(g, v);
       break;
     case Guard::Kind::Length: {
+      if (PyTuple_Check(g.expected.get())) {
+        ok = sameKeys(v, g.expected.get());
+        break;
+      }
       Py_ssize_t n = PyTuple_Check(v)  ? PyTuple_GET_SIZE(v)
                      : PyList_Check(v) ? PyList_GET_SIZE(v)
                      : PyDict_Check(v) ? PyDict_Size(v)
@@ -409,7 +430,10 @@ std::string Guard::describe(const SourceTable &sources,
     os << " == " << pyText(expected.get(), /*repr=*/true);
     break;
   case Kind::Length:
-    os << " has length " << pyText(expected.get(), /*repr=*/true);
+    if (PyTuple_Check(expected.get()))
+      os << " has the keys " << pyText(expected.get(), /*repr=*/true) << " in this order";
+    else
+      os << " has length " << pyText(expected.get(), /*repr=*/true);
     break;
   case Kind::Tensor: {
     auto dt = dtypeFromObject(dtype);

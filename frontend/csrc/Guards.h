@@ -103,7 +103,7 @@ struct Guard {
     Identity, ///< `value is expected`
     Equals,   ///< `type(value) is type(expected) and value == expected`
     Tensor,   ///< dtype, device, sizes, strides, requires_grad
-    Length,   ///< `len(value) == expected` (an int); value a tuple, list or dict
+    Length,   ///< `len(value) == expected` (an int); a dict: its keys in order (a tuple)
     /// Global state: `fn(*args) == result` with `expected` = (fn, args,
     /// result) (e.g. torch._C._is_any_autocast_enabled() == False);
     /// `source` is -1 (no frame value is read).

@@ -14,13 +14,47 @@
 // used a module in a way no source replays (a Constant source for a module
 // reached by a call at capture, a builtin evaluated on a module, `a is b`
 // between modules, a capture that failed part-way) the module guards of
-// the capture fall back to identity (weakly held, Guards.h).
+// the capture fall back to identity (weakly held, Guards.h). Sharing also
+// needs dicts iterated in one order: the length guard of every dict the
+// capture read becomes a guard on its keys in order.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 #include "Log.h"
 
 namespace kiln {
+
+namespace {
+
+/// Turns every Length guard on a dict into a guard on its keys in order
+/// (Guards.cpp: `sameKeys`). The capture unrolls iteration over a dict
+/// (`for m in self.seq`, `for k, v in d.items()`) in its order and reads
+/// each item through a source by key, so two instances whose Sequential
+/// holds the same names in another order, or a dict of tensors built in
+/// another order, must not share the entry. Resolved once here (every
+/// source is resolved again on each call anyway).
+void orderDictLengthGuards(const FrameView &frame, Capture &out) {
+  std::vector<PyRef> values;
+  int failed = out.sources.resolve(frame, values);
+  for (Guard &g : out.guards) {
+    if (g.kind != Guard::Kind::Length || g.source < 0 || (failed >= 0 && g.source >= failed))
+      continue;
+    PyObject *d = values[g.source].get();
+    if (!d || !PyDict_Check(d) || !PyLong_Check(g.expected.get()) ||
+        PyDict_GET_SIZE(d) != PyLong_AsSsize_t(g.expected.get()))
+      continue;
+    PyRef keys = PyRef::steal(PyTuple_New(PyDict_GET_SIZE(d)));
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; keys && PyDict_Next(d, &pos, &k, &v); ++i)
+      PyTuple_SET_ITEM(keys.get(), i, Py_NewRef(k));
+    if (keys)
+      g.expected = keys;
+  }
+  PyErr_Clear();
+}
+
+} // namespace
 
 void Interpreter::guardModule(const VarP &v) {
   PyObject *o = v->obj.get();
@@ -54,6 +88,7 @@ void Interpreter::pinModulesIn(const std::vector<VarP> &args, const std::string 
 }
 
 void Interpreter::finishModuleGuards(bool captured) {
+  orderDictLengthGuards(frame_, out_);
   if (!captured)
     pinModuleIdentity("the capture failed (what made it fail may be the instance's own)");
   if (out_.sources.holdsModuleConstant())
