@@ -162,8 +162,8 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input, shape);
       return success();
     }
-    // Dynamic dims kept, static ones split or merged around them.
-    if (keepsDynamicDims(from.getShape(), to.getShape())) {
+    // Several dynamic dims kept, static ones split or merged around them.
+    if (from.getNumDynamicDims() > 1 && keepsDynamicDims(from.getShape(), to.getShape())) {
       rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input,
                                                      keptDynamicShape(rewriter, loc, input, to));
       return success();
