@@ -5,7 +5,8 @@ BERT and GPT-2 blocks (export_models.py: fused QKV split, head reshapes
 [b, t, 64] -> [b, t, 4, 16], batched matmuls over symbolic batch dims,
 softmax over a symbolic dim, GPT-2's causal mask built from t) exported
 with `batch` and `seq` symbolic: the artifact run at sizes other than the
-example's equals the JIT path (one dynamic graph, no recompile) and eager;
+example's equals the JIT path (one dynamic graph, no recompile; also
+kiln.compile's default mode after the first size change) and eager;
 sizes outside a dim's range are errors naming the input and the dim; a
 reshape kiln cannot keep symbolic, or two Dims with one example size, are
 export errors naming them.
@@ -92,3 +93,19 @@ def test_two_dims_with_one_example_size(tmp_path):
                                                "example size 5"):
         kiln.export(BertBlock().eval(), (torch.randn(5, 5, 64),), str(tmp_path / "b.kiln"),
                     dynamic_shapes=_dims())
+
+
+@pytest.mark.parametrize("block", [BertBlock, GPT2Block])
+def test_jit_default_mode_one_recompile(block):
+    """kiln.compile's default (dynamic=None): the first size change makes batch
+    and sequence symbolic; the next sizes reuse that graph (before, each new
+    size specialized a new graph)."""
+    model = block().eval()
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        for b, t in [(3, 10), (2, 7), (8, 33), (5, 20), (16, 100)]:
+            x = torch.randn(b, t, 64)
+            assert_close(compiled(x), model(x))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["dynamic_graphs"] == 1 and s["recompiles"] == 1, s
+    assert s["eager_calls"] == 0 and s["dynamic_specialized"] == 0, s
