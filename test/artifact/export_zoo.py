@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fixture of the artifact-models ctest: exports test/python/export_models.py's
 MLP, ResNet-like CNN, BERT and GPT-2 blocks (random init) to <dir>, each
-with static shapes and (but the CNN: kiln's convolutions take static
-shapes) with a dynamic batch -- the blocks a dynamic sequence too --, and
+with static shapes and with a dynamic batch -- the blocks a dynamic
+sequence too --, and
 writes for each artifact inputs at several sizes (others than the example's
 for dynamic ones) with the JIT path's outputs as .npy files, listed in
 <dir>/manifest.txt as `artifact input output` lines for kiln-artifact-models."""
@@ -28,6 +28,8 @@ def _cases():
     yield "mlp", mlp(), (8, 64), None, [(8, 64)]
     yield "mlp_dyn", mlp(), (5, 64), ({0: batch},), [(5, 64), (2, 64), (16, 64)]
     yield "cnn", CNN(), (4, 3, 32, 32), None, [(4, 3, 32, 32)]
+    yield "cnn_dyn", CNN(), (5, 3, 32, 32), ({0: batch},), [(5, 3, 32, 32), (2, 3, 32, 32),
+                                                            (9, 3, 32, 32)]
     for name, make in blocks:
         yield name, make(), (2, 16, 64), None, [(2, 16, 64)]
         yield name + "_dyn", make(), (3, 10, 64), ({0: batch, 1: seq},), [

@@ -17,7 +17,7 @@ import torch
 import kiln
 from conftest import assert_close, stats
 from kiln_runtime import KilnRuntimeError
-from export_models import BertBlock, GPT2Block
+from export_models import CNN, BertBlock, GPT2Block
 
 SIZES = [(3, 10), (2, 7), (8, 33), (5, 64), (2, 2)]
 
@@ -109,3 +109,31 @@ def test_jit_default_mode_one_recompile(block):
     s = stats()
     assert s["graphs_compiled"] == 2 and s["dynamic_graphs"] == 1 and s["recompiles"] == 1, s
     assert s["eager_calls"] == 0 and s["dynamic_specialized"] == 0, s
+
+
+def test_cnn_dynamic_batch(tmp_path):
+    """Convolutions, BatchNorm, pooling over a symbolic batch (per-image conv
+    GEMMs, padding broadcast to the batch): one artifact for every batch."""
+    model = CNN().eval()
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    path = str(tmp_path / "cnn.kiln")
+    batch = torch.export.Dim("batch", min=2, max=16)
+    kiln.export(model, (torch.randn(5, 3, 32, 32),), path, dynamic_shapes=({0: batch},))
+    loaded = kiln.load(path)
+    kiln.reset()
+    jit = kiln.compile(model)
+    with torch.no_grad():
+        for b in (5, 2, 9, 16):
+            x = torch.randn(b, 3, 32, 32)
+            kiln.mark_dynamic(x, 0)
+            got = loaded(x)
+            assert_close(got, jit(x), rtol=1e-5, atol=1e-5)
+            assert_close(got, model(x))
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["dynamic_graphs"] == 1 and s["eager_calls"] == 0, s
+    with pytest.raises(KilnRuntimeError, match=r"input 0 \('x'\) dim 0 \(symbolic 'batch'\): "
+                                               r"size 17 outside its range \[2, 16\]"):
+        loaded(torch.randn(17, 3, 32, 32))
