@@ -137,3 +137,18 @@ def test_cnn_dynamic_batch(tmp_path):
     with pytest.raises(KilnRuntimeError, match=r"input 0 \('x'\) dim 0 \(symbolic 'batch'\): "
                                                r"size 17 outside its range \[2, 16\]"):
         loaded(torch.randn(17, 3, 32, 32))
+
+
+def test_jit_auto_mode_specializes_conv_batch():
+    """kiln.compile's default mode does not make a convolution's batch
+    symbolic by itself (per-image GEMMs run ~2x slower than the static
+    form): a new batch size specializes, as before; results stay right."""
+    model = CNN().eval()
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        for b in (4, 6, 8):
+            x = torch.randn(b, 3, 32, 32)
+            assert_close(compiled(x), model(x))
+    s = stats()
+    assert s["graphs_compiled"] == 3 and s["dynamic_graphs"] == 0, s
+    assert s["dynamic_specialized"] >= 1 and s["eager_calls"] == 0, s

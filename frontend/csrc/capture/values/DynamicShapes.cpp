@@ -130,6 +130,15 @@ std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int
   return target;
 }
 
+bool convolvesSymbolicBatch(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::Operation *op) {
+    if (op->getName().getStringRef() == "kiln.conv2d")
+      found |= llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType()).isDynamicDim(0);
+  });
+  return found;
+}
+
 std::vector<int64_t> segmentReshape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int> inSymbols,
                                     std::vector<int64_t> target,
                                     llvm::ArrayRef<int> targetSymbols) {

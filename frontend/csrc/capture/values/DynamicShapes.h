@@ -43,6 +43,12 @@ void addSymbolicDims(Capture &cap, int input, const std::vector<int64_t> &sizes,
 /// frame is compiled with static sizes).
 std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int64_t> target);
 
+/// True when `module` convolves a batch of symbolic size (kiln.conv2d with
+/// a dynamic dim 0): kiln.compile's automatic dims then specialize (the
+/// per-image GEMMs of a symbolic batch run ~2x slower than the static
+/// channel-major form); kiln.export and kiln.mark_dynamic keep it.
+bool convolvesSymbolicBatch(mlir::ModuleOp module);
+
 /// The shape of a reshape of `in` with several symbolic dims (a [b, t, 64]
 /// -> [b, t, 4, 16] head split): `inSymbols` holds each input dim's symbol
 /// (-1 for a static dim, -2 for a `?` kiln does not track), `targetSymbols`
