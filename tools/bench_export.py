@@ -38,6 +38,8 @@ SEQ = ({0: ("batch", 2, 16), 1: ("seq", 2, 128)},)
 MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64), None, None),
           ("MLP, dynamic batch [2, 64], run at 8", mlp, (8, 64), ({0: ("batch", 2, 64)},), None),
           ("ResNet-like CNN, 4x3x32x32", CNN, (4, 3, 32, 32), None, None),
+          ("ResNet-like CNN, dynamic batch [2, 16] (example 5), run at 4", CNN, (5, 3, 32, 32),
+           ({0: ("batch", 2, 16)},), (4, 3, 32, 32)),
           ("BERT block, 2x16x64", BertBlock, (2, 16, 64), None, None),
           ("BERT block, dynamic batch [2, 16] and seq [2, 128] (example 3x10), run at 2x16",
            BertBlock, (3, 10, 64), SEQ, (2, 16, 64)),
@@ -54,7 +56,9 @@ def resnet18():
     return torchvision.models.resnet18()
 
 
-RESNET18 = ("torchvision resnet18, 2x3x64x64", resnet18, (2, 3, 64, 64), None, None)
+RESNET18 = [("torchvision resnet18, 2x3x64x64", resnet18, (2, 3, 64, 64), None, None),
+            ("torchvision resnet18, dynamic batch [2, 16] (example 5), run at 2", resnet18,
+             (5, 3, 64, 64), ({0: ("batch", 2, 16)},), (2, 3, 64, 64))]
 
 
 def call_ms(fn, x, calls):
@@ -152,7 +156,7 @@ def main():
     torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kiln-bench-export-") as tmp:
-        for name, make, shape, dynamic, run in MODELS + ([RESNET18] if a.resnet18 else []):
+        for name, make, shape, dynamic, run in MODELS + (RESNET18 if a.resnet18 else []):
             if a.only in name:
                 rows.append(bench_model(name, make, shape, dynamic, run, tmp, a.rounds, a.calls))
     print("| model | eager ms | kiln JIT ms | kiln.load ms | kiln.load baseline ms "
