@@ -23,7 +23,8 @@ $(BUILD)/build.ninja: | setup
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
 build: setup $(BUILD)/build.ninja
-	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims kiln-artifact-test
+	ninja -C $(BUILD) -j$(NPROC) kiln-opt _C kiln-unit-tests kiln_runner_shims kiln-artifact-test \
+	  kiln-artifact-models
 
 test: build
 	$(MAKE) --no-print-directory check-house test-lit test-unit test-python

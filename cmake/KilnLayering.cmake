@@ -70,6 +70,7 @@ endfunction()
 function(kiln_check_layering)
   set(mlir "^(MLIR|LLVM)|libMLIR|libLLVM")
   foreach(t KilnRuntime KilnRuntimeCpu KilnRuntimeImports kiln_runtime kiln-run kiln-artifact-test
+           kiln-artifact-models
            kiln_runner_shims kiln_cuda KilnRuntimeCuda)
     kiln_forbid_links(${t} "${mlir}|^Kiln(IR|Transforms|Codegen|Cpu|Cuda|Registration)"
                       "the runtime links no MLIR or compiler library")

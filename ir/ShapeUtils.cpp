@@ -72,6 +72,28 @@ std::optional<int64_t> staticElementCount(llvm::ArrayRef<int64_t> shape) {
   return count;
 }
 
+namespace {
+
+/// The static products of the segments of `shape` between its dynamic dims
+/// (one more segment than dynamic dims); empty on overflow.
+llvm::SmallVector<int64_t> staticSegments(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> segments(1, 1);
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      segments.push_back(1);
+    else if (d < 0 || llvm::MulOverflow(segments.back(), d, segments.back()))
+      return {};
+  }
+  return segments;
+}
+
+} // namespace
+
+bool keepsDynamicDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
+  llvm::SmallVector<int64_t> a = staticSegments(from), b = staticSegments(to);
+  return !a.empty() && a == b;
+}
+
 std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
                                         int64_t padHigh, int64_t dilation, bool ceilMode) {
   if (ShapedType::isDynamic(in))

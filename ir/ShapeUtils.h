@@ -33,6 +33,14 @@ llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape, llvm::Arr
 /// product does not fit in int64_t.
 std::optional<int64_t> staticElementCount(llvm::ArrayRef<int64_t> shape);
 
+/// True when a reshape `from` -> `to` keeps its dynamic dims: both have the
+/// same number of them, the k-th of `to` standing for the k-th of `from`,
+/// and the static dims before, between and after them multiply to the same
+/// products on both sides (a [?, ?, 64] -> [?, ?, 4, 16] head split). The
+/// caller guarantees the pairing (kiln's capture emits such a reshape only
+/// when the dims carry the same symbols in order).
+bool keepsDynamicDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+
 /// torch's output size of a sliding window (convolution or pooling) along
 /// one dim of size `in` (ATen's pooling_output_shape_pad_lr): windows of
 /// `kernel` taps `dilation` apart, `stride` apart, over the input padded by

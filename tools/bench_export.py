@@ -11,7 +11,7 @@ weights' and code's; kiln.load's time with the file in the page cache (warm)
 and evicted from it with posix_fadvise(DONTNEED) (cold). One thread
 everywhere (a shared 2-core machine). Prints a markdown table.
 
-    .venv/bin/python tools/bench_export.py [--rounds 7] [--calls 50] [--resnet18]
+    .venv/bin/python tools/bench_export.py [--rounds 7] [--calls 50] [--resnet18] [--only TEXT]
 """
 from __future__ import annotations
 
@@ -33,11 +33,22 @@ import kiln  # noqa: E402
 from export_models import CNN, BertBlock, GPT2Block, mlp  # noqa: E402
 from kiln import _artifact_file  # noqa: E402
 
-MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64), None),
-          ("MLP, dynamic batch [2, 64], run at 8", mlp, (8, 64), ({0: ("batch", 2, 64)},)),
-          ("ResNet-like CNN, 4x3x32x32", CNN, (4, 3, 32, 32), None),
-          ("BERT block, 2x16x64", BertBlock, (2, 16, 64), None),
-          ("GPT-2 block, 2x16x64", GPT2Block, (2, 16, 64), None)]
+# (row, model, example shape, dynamic_shapes, run shape when not the example's)
+SEQ = ({0: ("batch", 2, 16), 1: ("seq", 2, 128)},)
+MODELS = [("MLP 64-128-10, batch 8", mlp, (8, 64), None, None),
+          ("MLP, dynamic batch [2, 64], run at 8", mlp, (8, 64), ({0: ("batch", 2, 64)},), None),
+          ("ResNet-like CNN, 4x3x32x32", CNN, (4, 3, 32, 32), None, None),
+          ("ResNet-like CNN, dynamic batch [2, 16] (example 5), run at 4", CNN, (5, 3, 32, 32),
+           ({0: ("batch", 2, 16)},), (4, 3, 32, 32)),
+          ("BERT block, 2x16x64", BertBlock, (2, 16, 64), None, None),
+          ("BERT block, dynamic batch [2, 16] and seq [2, 128] (example 3x10), run at 2x16",
+           BertBlock, (3, 10, 64), SEQ, (2, 16, 64)),
+          ("BERT block, 8x64x64", BertBlock, (8, 64, 64), None, None),
+          ("BERT block, dynamic as above, run at 8x64", BertBlock, (3, 10, 64), SEQ, (8, 64, 64)),
+          ("GPT-2 block, 2x16x64", GPT2Block, (2, 16, 64), None, None),
+          ("GPT-2 block, dynamic as above, run at 2x16", GPT2Block, (3, 10, 64), SEQ, (2, 16, 64)),
+          ("GPT-2 block, 8x64x64", GPT2Block, (8, 64, 64), None, None),
+          ("GPT-2 block, dynamic as above, run at 8x64", GPT2Block, (3, 10, 64), SEQ, (8, 64, 64))]
 
 
 def resnet18():
@@ -45,7 +56,9 @@ def resnet18():
     return torchvision.models.resnet18()
 
 
-RESNET18 = ("torchvision resnet18, 2x3x64x64", resnet18, (2, 3, 64, 64), None)
+RESNET18 = [("torchvision resnet18, 2x3x64x64", resnet18, (2, 3, 64, 64), None, None),
+            ("torchvision resnet18, dynamic batch [2, 16] (example 5), run at 2", resnet18,
+             (5, 3, 64, 64), ({0: ("batch", 2, 16)},), (2, 3, 64, 64))]
 
 
 def call_ms(fn, x, calls):
@@ -97,7 +110,7 @@ def kiln_run_p50(path, x, tmp, calls):
     return float(out.split(" p50 ")[1].split()[0])
 
 
-def bench_model(name, make, shape, dynamic, tmp, rounds, calls):
+def bench_model(name, make, shape, dynamic, run_shape, tmp, rounds, calls):
     torch.manual_seed(0)
     model = make().eval()
     x = torch.randn(shape)
@@ -113,6 +126,12 @@ def bench_model(name, make, shape, dynamic, tmp, rounds, calls):
     def jit_call(t):
         with torch.no_grad():
             return jit(t)
+
+    if dynamic:  # the JIT path compiles the export's symbolic dims, at its example sizes
+        kiln.mark_dynamic(x, list(dynamic[0]))
+        jit_call(x)
+    if run_shape is not None:
+        x = torch.randn(run_shape)
 
     baseline = kiln.load(path, device="cpu-baseline")
     lat = latencies({"eager": eager, "jit": jit_call, "load": loaded, "baseline": baseline}, x,
@@ -132,12 +151,14 @@ def main():
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--resnet18", action="store_true",
                     help="also torchvision's resnet18 (random init; ~45 MiB of weights)")
+    ap.add_argument("--only", default="", help="rows whose name contains this text")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kiln-bench-export-") as tmp:
-        for name, make, shape, dynamic in MODELS + ([RESNET18] if a.resnet18 else []):
-            rows.append(bench_model(name, make, shape, dynamic, tmp, a.rounds, a.calls))
+        for name, make, shape, dynamic, run in MODELS + (RESNET18 if a.resnet18 else []):
+            if a.only in name:
+                rows.append(bench_model(name, make, shape, dynamic, run, tmp, a.rounds, a.calls))
     print("| model | eager ms | kiln JIT ms | kiln.load ms | kiln.load baseline ms "
           "| kiln-run p50 ms | artifact KiB | weights KiB | code KiB (host + baseline) "
           "| load warm ms | load cold ms |")

@@ -48,12 +48,31 @@ Value splat(PatternRewriter &rewriter, Location loc, ArrayRef<int64_t> shape, Ty
   return rewriter.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(attr));
 }
 
+/// True when every dim but the first (a symbolic batch) is static.
+bool staticButBatch(RankedTensorType t) {
+  return t.getRank() > 0 && !llvm::any_of(t.getShape().drop_front(), ShapedType::isDynamic);
+}
+
+/// A [?, 1, ..., 1] bool tensor (all true or all false: only its shape is
+/// used) whose batch is `x`'s symbolic dim 0: broadcasting a constant
+/// against it gives the constant that batch (a constant has static sizes).
+Value batchCarrier(PatternRewriter &rewriter, Location loc, Value x) {
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> start(rank, 0), end(rank, 1), step(rank, 1);
+  end[0] = -1; // the whole dim
+  Value first = rewriter.create<SliceOp>(loc, x, rewriter.getDenseI64ArrayAttr(start),
+                                         rewriter.getDenseI64ArrayAttr(end),
+                                         rewriter.getDenseI64ArrayAttr(step));
+  return rewriter.create<EqOp>(loc, first, first);
+}
+
 /// `x` with `low` / `high` cells of `value` added on both ends of `dim`.
 Value padDim(PatternRewriter &rewriter, Location loc, Value x, int64_t dim, int64_t low,
              int64_t high, double value) {
   if (low == 0 && high == 0)
     return x;
   auto type = typeOf(x);
+  bool dynamicBatch = type.isDynamicDim(0);
   SmallVector<Value> parts;
   for (int64_t n : {low, int64_t(-1), high}) {
     if (n < 0) {
@@ -61,7 +80,12 @@ Value padDim(PatternRewriter &rewriter, Location loc, Value x, int64_t dim, int6
     } else if (n > 0) {
       SmallVector<int64_t> shape(type.getShape());
       shape[dim] = n;
-      parts.push_back(splat(rewriter, loc, shape, type.getElementType(), value));
+      if (dynamicBatch)
+        shape[0] = 1;
+      Value pad = splat(rewriter, loc, shape, type.getElementType(), value);
+      if (dynamicBatch) // the same value either way: broadcast to the batch
+        pad = rewriter.create<SelectOp>(loc, batchCarrier(rewriter, loc, x), pad, pad);
+      parts.push_back(pad);
     }
   }
   return rewriter.create<ConcatOp>(loc, parts, rewriter.getI64IntegerAttr(dim));
@@ -91,7 +115,8 @@ Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w
           int64_t kw) {
   auto shape = typeOf(padded).getShape();
   SmallVector<int64_t> start = {0, 0, kh * w.dilation[0], kw * w.dilation[1]};
-  SmallVector<int64_t> end = {shape[0], shape[1], 0, 0}, step = {1, 1, w.stride[0], w.stride[1]};
+  SmallVector<int64_t> end = {ShapedType::isDynamic(shape[0]) ? -1 : shape[0], shape[1], 0, 0};
+  SmallVector<int64_t> step = {1, 1, w.stride[0], w.stride[1]};
   for (int i = 0; i < 2; ++i)
     end[2 + i] = start[2 + i] + (w.out[i] - 1) * w.stride[i] + 1;
   return rewriter.create<SliceOp>(loc, padded, rewriter.getDenseI64ArrayAttr(start),
@@ -178,9 +203,10 @@ Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const W
   Value x = op.getInput();
   auto in = typeOf(x);
   if (in.getDimSize(2) != oh * kh || in.getDimSize(3) != ow * kw) // floor: drop the rest
-    x = rewriter.create<SliceOp>(loc, x, rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
-                                 rewriter.getDenseI64ArrayAttr({n, c, oh * kh, ow * kw}),
-                                 rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
+    x = rewriter.create<SliceOp>(
+        loc, x, rewriter.getDenseI64ArrayAttr({0, 0, 0, 0}),
+        rewriter.getDenseI64ArrayAttr({ShapedType::isDynamic(n) ? -1 : n, c, oh * kh, ow * kw}),
+        rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
   if (g == 1 && n > 1) {
     Value cols = reshape(rewriter, loc, x, {n, c, oh, kh, ow, kw});
     cols = permute(rewriter, loc, cols, {1, 3, 5, 0, 2, 4}); // [C, kh, kw, N, OH, OW]
@@ -272,8 +298,10 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
   LogicalResult matchAndRewrite(Conv2dOp op, PatternRewriter &rewriter) const override {
     auto in = typeOf(op.getInput()), wt = typeOf(op.getWeight());
     RankedTensorType type = op.getType();
-    if (!in.hasStaticShape() || !wt.hasStaticShape() || !type.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    // A symbolic batch N (kDynamic in `n`) takes the per-image GEMM below:
+    // channel-major columns would merge N into a dim.
+    if (!staticButBatch(in) || !wt.hasStaticShape() || !staticButBatch(type))
+      return rewriter.notifyMatchFailure(op, "dynamic shapes other than the batch");
     Location loc = op.getLoc();
     int64_t n = in.getDimSize(0), c = in.getDimSize(1), f = wt.getDimSize(0);
     int64_t g = op.getGroups(), kh = wt.getDimSize(2), kw = wt.getDimSize(3);
@@ -341,8 +369,8 @@ struct DecomposeMaxPool2d : OpRewritePattern<MaxPool2dOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MaxPool2dOp op, PatternRewriter &rewriter) const override {
-    if (!typeOf(op.getInput()).hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    if (!staticButBatch(typeOf(op.getInput())))
+      return rewriter.notifyMatchFailure(op, "dynamic shapes other than the batch");
     Location loc = op.getLoc();
     Window w = poolWindow(op, op.getDilation());
     Value padded = padForWindow(rewriter, loc, op.getInput(), w, -INFINITY);
@@ -366,8 +394,8 @@ struct DecomposeAvgPool2d : OpRewritePattern<AvgPool2dOp> {
 
   LogicalResult matchAndRewrite(AvgPool2dOp op, PatternRewriter &rewriter) const override {
     auto in = typeOf(op.getInput());
-    if (!in.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    if (!staticButBatch(in))
+      return rewriter.notifyMatchFailure(op, "dynamic shapes other than the batch");
     Location loc = op.getLoc();
     int64_t one[2] = {1, 1};
     Window w = poolWindow(op, one);

@@ -13,7 +13,9 @@
 // broadcast (copied) but read by a contraction generic that
 // kiln-cpu-linalg-to-blas turns into a batched GEMM with batch stride 0 (a 1x1
 // convolution's weight times a batch of images). f16/bf16 products
-// accumulate in f32 and are rounded once at the end, as torch does.
+// accumulate in f32 and are rounded once at the end, as torch does. Batch
+// dims may be symbolic (dynamic): a symbolic size is >= 2, so it broadcasts
+// only against a static 1 and two symbolic batch dims that meet are equal.
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Patterns.h"
 
@@ -21,6 +23,7 @@
 #include "ir/ShapeUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -81,7 +84,17 @@ Value expandTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
     reassoc[0].push_back(i);
   for (int64_t i = type.getRank() - tail; i < type.getRank(); ++i)
     reassoc.push_back({i});
-  return b.create<tensor::ExpandShapeOp>(loc, type, v, reassoc, sizes);
+  if (llvm::count_if(reassoc[0], [&](int64_t d) { return type.isDynamicDim(d); }) <= 1)
+    return b.create<tensor::ExpandShapeOp>(loc, type, v, reassoc, sizes);
+  // Several dynamic dims in one group ([b * t, n] -> [b, t, n]): MLIR 19's
+  // bufferization of such an expand_shape infers its sizes and cannot, so
+  // the sizes go in as the shape of a tensor.reshape (v is a fresh result).
+  SmallVector<Value> dims;
+  for (OpFoldResult size : sizes)
+    dims.push_back(b.create<arith::IndexCastOp>(loc, b.getI64Type(),
+                                                getValueOrCreateConstantIndexOp(b, loc, size)));
+  Value shape = b.create<tensor::FromElementsOp>(loc, dims);
+  return b.create<tensor::ReshapeOp>(loc, type, v, shape);
 }
 
 /// Broadcasts `v` ([b..., x, y]) to `batch` ++ [x, y] (a copy, only when
@@ -95,6 +108,39 @@ Value broadcastBatch(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> batc
   auto target = RankedTensorType::get(shape, type.getElementType());
   return buildBroadcastingGeneric(b, loc, target, v,
                                   [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
+/// The size of `batch` collapsed into one dim (dynamic when one of them is).
+int64_t collapsedSize(ArrayRef<int64_t> batch) {
+  return ShapedType::isDynamicShape(batch) ? ShapedType::kDynamic
+                                           : ShapedType::getNumElements(batch);
+}
+
+/// True when every dim of `batch` is a static 1 (a symbolic size is >= 2).
+bool isUnitBatch(ArrayRef<int64_t> batch) {
+  return llvm::all_of(batch, [](int64_t s) { return s == 1; });
+}
+
+/// The sizes of the result's batch dims: static ones as attributes, a
+/// symbolic one read from an operand whose aligned dim is not a static 1
+/// (symbolic sizes are >= 2, so a symbolic dim only broadcasts against 1).
+SmallVector<OpFoldResult> batchSizes(OpBuilder &b, Location loc, RankedTensorType resultType,
+                                     Value lhs, Value rhs) {
+  int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    OpFoldResult size = b.getIndexAttr(resultType.getDimSize(d));
+    for (Value v : {lhs, rhs}) {
+      auto t = cast<RankedTensorType>(v.getType());
+      int64_t id = d - (rank - t.getRank());
+      if (!resultType.isDynamicDim(d) || id < 0 || t.getDimSize(id) == 1)
+        continue;
+      size = tensor::getMixedSize(b, loc, v, id);
+      break;
+    }
+    sizes.push_back(size);
+  }
+  return sizes;
 }
 
 /// A zero-filled accumulator of `type`.
@@ -144,12 +190,12 @@ Value lowerAsBatchGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, bool tr
   ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
   Value x = collapseLeading(b, loc, broadcastBatch(b, loc, lhs, batch), 2);
   Value y = collapseLeading(b, loc, broadcastBatch(b, loc, rhs, batch), 2);
-  auto cType = RankedTensorType::get({ShapedType::getNumElements(batch),
-                                      resultType.getDimSize(resultType.getRank() - 2),
-                                      resultType.getShape().back()},
-                                     accumulatorType(resultType.getElementType()));
+  auto cType =
+      RankedTensorType::get({collapsedSize(batch), resultType.getDimSize(resultType.getRank() - 2),
+                             resultType.getShape().back()},
+                            accumulatorType(resultType.getElementType()));
   Value init = zeroInit(
-      b, loc, cType, {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2], sizes.back()});
+      b, loc, cType, {tensor::getMixedSize(b, loc, x, 0), sizes[sizes.size() - 2], sizes.back()});
   Value c =
       transB ? b.create<linalg::BatchMatmulTransposeBOp>(loc, ValueRange{x, y}, init).getResult(0)
              : b.create<linalg::BatchMatmulOp>(loc, ValueRange{x, y}, init).getResult(0);
@@ -175,12 +221,12 @@ Value lowerAsSharedLhsGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
   Value x = dropUnitBatch(b, loc, lhs);
   // The left batch is all ones: the result's batch has the right one's elements.
   Value y = collapseLeading(b, loc, rhs, 2);
-  auto cType = RankedTensorType::get({ShapedType::getNumElements(batch),
-                                      resultType.getDimSize(resultType.getRank() - 2),
-                                      resultType.getShape().back()},
-                                     resultType.getElementType());
+  auto cType =
+      RankedTensorType::get({collapsedSize(batch), resultType.getDimSize(resultType.getRank() - 2),
+                             resultType.getShape().back()},
+                            resultType.getElementType());
   Value init = zeroInit(
-      b, loc, cType, {b.getIndexAttr(cType.getDimSize(0)), sizes[sizes.size() - 2], sizes.back()});
+      b, loc, cType, {tensor::getMixedSize(b, loc, y, 0), sizes[sizes.size() - 2], sizes.back()});
   SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
   Value c =
@@ -217,23 +263,19 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     auto lhsType = cast<RankedTensorType>(lhs.getType());
     auto rhsType = cast<RankedTensorType>(rhs.getType());
     ArrayRef<int64_t> rhsBatch = rhsType.getShape().drop_back(2);
-    if (ShapedType::isDynamicShape(lhsType.getShape().drop_back(2)) ||
-        ShapedType::isDynamicShape(rhsBatch))
-      return rewriter.notifyMatchFailure(op, "dynamic batch dims");
 
-    // Result sizes: batch dims are static, M from lhs, N from rhs.
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t d : resultType.getShape().drop_back(2))
-      sizes.push_back(rewriter.getIndexAttr(d));
+    // Result sizes: batch dims broadcast from both operands, M from lhs, N
+    // from rhs.
+    SmallVector<OpFoldResult> sizes = batchSizes(rewriter, loc, resultType, lhs, rhs);
     sizes.push_back(tensor::getMixedSize(rewriter, loc, lhs, lhsType.getRank() - 2));
     sizes.push_back(tensor::getMixedSize(rewriter, loc, rhs, rhsType.getRank() - (transB ? 2 : 1)));
 
     Type elem = resultType.getElementType();
     Value result;
-    if (ShapedType::getNumElements(rhsBatch) == 1)
+    if (isUnitBatch(rhsBatch))
       result = lowerAsGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);
     else if (sharedLhs && !transB && (elem.isF32() || elem.isF64()) &&
-             ShapedType::getNumElements(lhsType.getShape().drop_back(2)) == 1)
+             isUnitBatch(lhsType.getShape().drop_back(2)))
       result = lowerAsSharedLhsGemm(rewriter, loc, lhs, rhs, resultType, sizes);
     else
       result = lowerAsBatchGemm(rewriter, loc, lhs, rhs, transB, resultType, sizes);

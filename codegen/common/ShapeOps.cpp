@@ -16,6 +16,7 @@
 #include "codegen/common/Patterns.h"
 
 #include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -86,6 +87,28 @@ Value dynamicReshapeShape(OpBuilder &b, Location loc, Value input, RankedTensorT
   return b.create<tensor::FromElementsOp>(loc, dims);
 }
 
+/// The i64 shape operand of a tensor.reshape of `input` to `to` that keeps
+/// its dynamic dims (keepsDynamicDims): the k-th dynamic dim of `to` is the
+/// input's k-th.
+Value keptDynamicShape(OpBuilder &b, Location loc, Value input, RankedTensorType to) {
+  auto from = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> dynamicDims;
+  for (int64_t d = 0; d < from.getRank(); ++d)
+    if (from.isDynamicDim(d))
+      dynamicDims.push_back(d);
+  SmallVector<Value> dims;
+  size_t next = 0;
+  for (int64_t s : to.getShape()) {
+    if (!ShapedType::isDynamic(s)) {
+      dims.push_back(b.create<arith::ConstantIntOp>(loc, s, 64));
+      continue;
+    }
+    Value size = b.create<tensor::DimOp>(loc, input, dynamicDims[next++]);
+    dims.push_back(b.create<arith::IndexCastOp>(loc, b.getI64Type(), size));
+  }
+  return b.create<tensor::FromElementsOp>(loc, dims);
+}
+
 struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
@@ -137,6 +160,12 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
       Value shape = rewriter.create<arith::ConstantOp>(
           loc, DenseIntElementsAttr::get(shapeType, to.getShape()));
       rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input, shape);
+      return success();
+    }
+    // Several dynamic dims kept, static ones split or merged around them.
+    if (from.getNumDynamicDims() > 1 && keepsDynamicDims(from.getShape(), to.getShape())) {
+      rewriter.replaceOpWithNewOp<tensor::ReshapeOp>(op, to, input,
+                                                     keptDynamicShape(rewriter, loc, input, to));
       return success();
     }
     // One dynamic target dim: the input's element count divided by the

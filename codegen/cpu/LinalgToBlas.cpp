@@ -76,10 +76,9 @@ func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem, int64_t ra
 
 /// The 2-D memref `a` ([M, K]) as a [batch, M, K] view with batch stride 0
 /// (every batch element reads the same matrix; no copy).
-Value broadcastView(OpBuilder &builder, Location loc, Value a, int64_t batch) {
+Value broadcastView(OpBuilder &builder, Location loc, Value a, OpFoldResult batch) {
   auto meta = builder.create<memref::ExtractStridedMetadataOp>(loc, a);
-  SmallVector<OpFoldResult> sizes = {builder.getIndexAttr(batch), meta.getSizes()[0],
-                                     meta.getSizes()[1]};
+  SmallVector<OpFoldResult> sizes = {batch, meta.getSizes()[0], meta.getSizes()[1]};
   SmallVector<OpFoldResult> strides = {builder.getIndexAttr(0), meta.getStrides()[0],
                                        meta.getStrides()[1]};
   auto type = getDynamicStridedMemRefType(3, cast<MemRefType>(a.getType()).getElementType());
@@ -120,7 +119,7 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   MemRefType dynType = getDynamicStridedMemRefType(rank, elem);
   SmallVector<Value> args;
   if (sharedLhs)
-    a = broadcastView(builder, loc, a, cast<MemRefType>(c.getType()).getDimSize(0));
+    a = broadcastView(builder, loc, a, memref::getMixedSize(builder, loc, c, 0));
   for (Value v : {a, b, c})
     args.push_back(v.getType() == dynType ? v : builder.create<memref::CastOp>(loc, dynType, v));
   args.push_back(builder.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32));

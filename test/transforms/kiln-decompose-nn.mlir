@@ -285,11 +285,30 @@ func.func @avg_pool2d_f16(%x: tensor<1x1x3x3xf16>) -> tensor<1x1x3x3xf16> {
 
 // -----
 
-// Tests that a convolution with dynamic dims is left for the converter to
-// report (the decomposition needs static shapes).
-// CHECK-LABEL: func.func @negative_conv2d_dynamic
-// CHECK: kiln.conv2d
-func.func @negative_conv2d_dynamic(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<?x4x6x6xf32> {
+// Tests that a convolution over a dynamic batch is decomposed per image
+// (the channel-major form would merge the batch into the columns): taps
+// slice the whole batch (end -1), the shared weight multiplies a batched
+// [?, 1, 27, 36] column tensor.
+// CHECK-LABEL: func.func @conv2d_dynamic_batch
+// CHECK-NOT: kiln.conv2d
+// CHECK: kiln.slice %{{.*}} {end = array<i64: -1, 3, 6, 6>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<1x4x27xf32>, tensor<?x1x27x36xf32>
+func.func @conv2d_dynamic_batch(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<?x4x6x6xf32> {
   %0 = kiln.conv2d %x, %w : tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<?x4x6x6xf32>
   return %0 : tensor<?x4x6x6xf32>
+}
+
+// -----
+
+// Tests that padding over a dynamic batch broadcasts the pad constant to
+// the batch through a select on a [?, 1, 1, 1] carrier (a constant has
+// static sizes).
+// CHECK-LABEL: func.func @max_pool2d_dynamic_batch
+// CHECK: %[[FIRST:.*]] = kiln.slice %{{.*}} {end = array<i64: -1, 1, 1, 1>
+// CHECK: %[[CARRIER:.*]] = kiln.eq %[[FIRST]], %[[FIRST]]
+// CHECK: kiln.select %[[CARRIER]], %{{.*}}, %{{.*}} : tensor<?x1x1x1xi1>, tensor<1x2x1x4xf32>, tensor<1x2x1x4xf32>
+// CHECK-NOT: kiln.max_pool2d
+func.func @max_pool2d_dynamic_batch(%x: tensor<?x2x4x4xf32>) -> tensor<?x2x2x2xf32> {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = false} : tensor<?x2x4x4xf32> -> tensor<?x2x2x2xf32>
+  return %0 : tensor<?x2x2x2xf32>
 }

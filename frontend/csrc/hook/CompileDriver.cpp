@@ -95,6 +95,14 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
   std::string why = captured ? ""
                              : "capture failed: " + failure.reason +
                                    (failure.location.empty() ? "" : " at " + failure.location);
+  if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDims.empty() &&
+      convolvesSymbolicBatch(*cap.module)) {
+    ++counters().dynamicSpecialized;
+    log(LogChannel::Dynamic, codeName(code) + ": sizes specialized: a convolution over a batch "
+                                              "that became symbolic by itself (kiln.mark_dynamic "
+                                              "keeps it: per-image GEMMs, ~2x slower)");
+    return false;
+  }
   Capture stat;
   stat.gradMode = cap.gradMode;
   stat.dynamic = cap.dynamic;

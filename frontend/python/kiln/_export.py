@@ -354,6 +354,11 @@ def _symbols(rec, kinds, wanted):
         if not specs:
             raise ExportError(f"kiln.export: the graph has a symbolic size no dynamic_shapes "
                               f"entry asked for: {text}")
+        names = sorted({repr(p[0]) for p in specs})
+        if len(names) > 1:  # one example size for two Dims: one symbol
+            raise ExportError(f"kiln.export: dynamic dims {' and '.join(names)} have the same "
+                              f"example size {_captured}, so kiln's capture makes them one size; "
+                              "export with example inputs where they differ")
         symbols.append((_sanitize(specs[0][0]), max(p[1] for p in specs),
                         min(p[2] for p in specs)))
         for i, d in where:

@@ -102,12 +102,53 @@ func.func @reshape_dynamic_to_static(%x: tensor<?x3xf32>) -> tensor<2x6xf32> {
 
 // -----
 
-// Tests that a matmul with a dynamic batch dim is not lowered (the pattern
-// needs static batch dims to collapse them) and is reported at the op.
-func.func @dynamic_batch_rejected(%a: tensor<?x4x8xf32>, %b: tensor<?x8x4xf32>) -> tensor<?x4x4xf32> {
-  // expected-error @+1 {{failed to legalize operation 'kiln.matmul'}}
-  %0 = kiln.matmul %a, %b : tensor<?x4x8xf32>, tensor<?x8x4xf32>
-  return %0 : tensor<?x4x4xf32>
+// Tests that a matmul with a dynamic batch dim (attention's scores over a
+// symbolic batch) collapses the batch dims into one dynamic dim, sizes the
+// accumulator from the collapsed operand and expands the product back.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4x?x8xf32>, %[[B:.*]]: tensor<?x4x8x?xf32>)
+// CHECK: %[[X:.*]] = tensor.collapse_shape %[[A]] {{\[\[}}0, 1], [2], [3]] : tensor<?x4x?x8xf32> into tensor<?x?x8xf32>
+// CHECK: %[[Y:.*]] = tensor.collapse_shape %[[B]] {{\[\[}}0, 1], [2], [3]] : tensor<?x4x8x?xf32> into tensor<?x8x?xf32>
+// CHECK: %[[INIT:.*]] = linalg.fill {{.*}} -> tensor<?x?x?xf32>
+// CHECK: %[[C:.*]] = linalg.batch_matmul ins(%[[X]], %[[Y]] : tensor<?x?x8xf32>, tensor<?x8x?xf32>) outs(%[[INIT]] : tensor<?x?x?xf32>)
+// CHECK: tensor.expand_shape %[[C]] {{\[\[}}0, 1], [2], [3]] output_shape
+func.func @dynamic_batch(%a: tensor<?x4x?x8xf32>, %b: tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32> {
+  %0 = kiln.matmul %a, %b : tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>
+  return %0 : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// Tests that a 3-D linear over a symbolic batch and sequence is one GEMM
+// over [b * t, k] whose product goes back to [b, t, n] through a
+// tensor.reshape sized by the input's dims (an expand_shape with two
+// dynamic dims in one group does not bufferize in MLIR 19).
+// CHECK-LABEL: func.func @linear_dynamic_batch_and_sequence
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x8xf32>, %[[W:.*]]: tensor<8x4xf32>)
+// CHECK: %[[D0:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?x8xf32>
+// CHECK: %[[X2:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: %[[C:.*]] = linalg.matmul ins(%[[X2]], %[[W]] : tensor<?x8xf32>, tensor<8x4xf32>)
+// CHECK: %[[SHAPE:.*]] = tensor.from_elements %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xi64>
+// CHECK: tensor.reshape %[[C]](%[[SHAPE]]) : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<?x?x4xf32>
+func.func @linear_dynamic_batch_and_sequence(%x: tensor<?x?x8xf32>, %w: tensor<8x4xf32>) -> tensor<?x?x4xf32> {
+  %0 = kiln.matmul %x, %w : tensor<?x?x8xf32>, tensor<8x4xf32>
+  return %0 : tensor<?x?x4xf32>
+}
+
+// -----
+
+// Tests that a reshape keeping two dynamic dims in order while splitting a
+// static one (attention's [b, t, 64] -> [b, t, 4, 16]) takes each dynamic
+// size from the input's dim.
+// CHECK-LABEL: func.func @reshape_keeps_dynamic_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x64xf32>)
+// CHECK: %[[D0:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?x64xf32>
+// CHECK: %[[D1:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?x64xf32>
+// CHECK: %[[SHAPE:.*]] = tensor.from_elements %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4xi64>
+// CHECK: tensor.reshape %[[X]](%[[SHAPE]]) : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+func.func @reshape_keeps_dynamic_dims(%x: tensor<?x?x64xf32>) -> tensor<?x?x4x16xf32> {
+  %0 = kiln.reshape %x : tensor<?x?x64xf32> -> tensor<?x?x4x16xf32>
+  return %0 : tensor<?x?x4x16xf32>
 }
 
 // -----

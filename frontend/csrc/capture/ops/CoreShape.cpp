@@ -121,12 +121,41 @@ std::vector<int64_t> staticReshapeTarget(llvm::ArrayRef<int64_t> shape, const Va
   return ns;
 }
 
+/// The symbol of each entry of a reshape target: -1 for an int, -2 for a
+/// symbolic size that is not one symbol (an expression, or untracked).
+std::vector<int> targetSymbols(const VarP &target) {
+  std::vector<VarP> items = target->kind == Var::Kind::Tuple || target->kind == Var::Kind::List
+                                ? target->items
+                                : std::vector<VarP>{target};
+  std::vector<int> out;
+  for (const VarP &i : items) {
+    bool sym = i->kind == Var::Kind::SymInt && !i->staticSym;
+    out.push_back(!sym ? -1 : i->sym && i->sym->op == SizeExpr::Op::Sym ? (int)i->sym->value : -2);
+  }
+  return out;
+}
+
+/// A reshape with symbolic sizes: one `?` on each side (symbolicReshape) or
+/// several kept in order (segmentReshape).
+std::vector<int64_t> dynamicReshapeTarget(Interpreter &I, Value v, const VarP &target) {
+  auto shape = ttype(v).getShape();
+  std::vector<int64_t> t = shapeArg(target, "shape");
+  auto dyn = [](int64_t s) { return mlir::ShapedType::isDynamic(s); };
+  if (std::count_if(shape.begin(), shape.end(), dyn) <= 1 &&
+      std::count_if(t.begin(), t.end(), dyn) <= 1)
+    return symbolicReshape(shape, t);
+  std::vector<int> inSymbols;
+  for (int64_t e = 0; e < (int64_t)shape.size(); ++e)
+    inSymbols.push_back(dyn(shape[e]) ? std::max(I.symbolOfDim(v, e), -2) : -1);
+  return segmentReshape(shape, inSymbols, t, targetSymbols(target));
+}
+
 VarP reshape(Interpreter &I, const std::string &op, Args &a) {
   Value v = shapeInput(a, op);
   auto shape = ttype(v).getShape();
   VarP target = a.get("shape");
   std::vector<int64_t> ns = !ttype(v).hasStaticShape() || hasSymInt(target)
-                                ? symbolicReshape(shape, shapeArg(target, "shape"))
+                                ? dynamicReshapeTarget(I, v, target)
                                 : staticReshapeTarget(shape, target);
   return T(Emit(I).reshape(v, ns));
 }

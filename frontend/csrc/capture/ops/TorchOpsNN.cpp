@@ -31,6 +31,16 @@ std::vector<int64_t> shapeOf(Value v) {
   return {s.begin(), s.end()};
 }
 
+/// The shape of a batched [N, C, *spatial] conv or pool operand: static but
+/// for a symbolic batch N (kDynamic in the result).
+std::vector<int64_t> batchShapeOf(Value v) {
+  auto s = ttype(v).getShape();
+  for (size_t d = 1; d < s.size(); ++d)
+    if (mlir::ShapedType::isDynamic(s[d]))
+      throw Unsupported("a tensor with dynamic dims other than the batch");
+  return {s.begin(), s.end()};
+}
+
 Value floatTensor(const VarP &v, const std::string &op) {
   Value t = tensorArg(v, op);
   if (!isFloatingDType(dtypeOfValue(t)))
@@ -58,12 +68,12 @@ mlir::NamedAttribute arr(Emit &e, const char *name, llvm::ArrayRef<int64_t> v) {
 /// [N, C, H, W] for `spatialDims` (1 or 2) spatial dims; `restore` gets the
 /// shape the result goes back to (with the op's output sizes filled later).
 Value to4d(Emit &e, Value v, int spatialDims, bool &unbatched, const std::string &op) {
-  auto s = shapeOf(v);
-  int64_t rank = s.size();
+  int64_t rank = ttype(v).getRank();
   if (rank != spatialDims + 1 && rank != spatialDims + 2)
     throw Unsupported(op + " expects a " + std::to_string(spatialDims + 1) + "-D or " +
                       std::to_string(spatialDims + 2) + "-D input (eager raises)");
   unbatched = rank == spatialDims + 1;
+  auto s = unbatched ? shapeOf(v) : batchShapeOf(v); // a symbolic batch N only
   if (unbatched)
     s.insert(s.begin(), 1);
   if (spatialDims == 1)
@@ -73,7 +83,7 @@ Value to4d(Emit &e, Value v, int spatialDims, bool &unbatched, const std::string
 
 /// The inverse of to4d for a [N, C, OH, OW] result.
 Value from4d(Emit &e, Value r, int spatialDims, bool unbatched) {
-  auto s = shapeOf(r);
+  auto s = batchShapeOf(r);
   if (spatialDims == 1)
     s.erase(s.begin() + 2);
   if (unbatched)
@@ -190,7 +200,7 @@ template <int SD, bool Max> VarP adaptivePool(Interpreter &I, const std::string 
   Value x = floatTensor(a.get("input"), op);
   bool unbatched;
   Value v = to4d(e, x, sd, unbatched, op);
-  auto s = shapeOf(v);
+  auto s = batchShapeOf(v);
   std::vector<int64_t> out;
   VarP os = a.get("output_size");
   if (!os)
@@ -228,7 +238,8 @@ template <int SD, bool Max> VarP adaptivePool(Interpreter &I, const std::string 
     if (o == n)
       continue;
     std::vector<Value> parts;
-    auto cur = shapeOf(w);
+    auto cur = batchShapeOf(w);
+    cur[0] = -1; // the whole batch (SliceOp), symbolic or not: one graph for both
     for (int64_t k = 0; k < o; ++k) {
       int64_t lo = (k * n) / o, hi = ((k + 1) * n + o - 1) / o;
       std::vector<int64_t> st(4, 0), en = cur, step(4, 1);

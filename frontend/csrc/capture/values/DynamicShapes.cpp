@@ -130,6 +130,62 @@ std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int
   return target;
 }
 
+bool convolvesSymbolicBatch(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::Operation *op) {
+    if (op->getName().getStringRef() == "kiln.conv2d")
+      found |= llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType()).isDynamicDim(0);
+  });
+  return found;
+}
+
+std::vector<int64_t> segmentReshape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int> inSymbols,
+                                    std::vector<int64_t> target,
+                                    llvm::ArrayRef<int> targetSymbols) {
+  auto fail = [](const char *why) {
+    throw Unsupported(BreakCategory::DynamicShape, std::string("reshape ") + why,
+                      hint::kSpecializeSizes);
+  };
+  std::vector<int> a, b; // the symbols in order
+  std::vector<int64_t> inSeg(1, 1), tSeg(1, 1);
+  for (size_t e = 0; e < in.size(); ++e) {
+    if (!ShapedType::isDynamic(in[e])) {
+      inSeg.back() *= in[e];
+      continue;
+    }
+    a.push_back(inSymbols[e]);
+    inSeg.push_back(1);
+  }
+  int infer = -1, inferSeg = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (ShapedType::isDynamic(target[i])) {
+      b.push_back(targetSymbols[i]);
+      tSeg.push_back(1);
+    } else if (target[i] == -1) {
+      if (infer >= 0)
+        throw Unsupported(BreakCategory::UserError, "reshape with two -1");
+      infer = (int)i;
+      inferSeg = (int)tSeg.size() - 1;
+    } else if (target[i] < 0) {
+      throw Unsupported(BreakCategory::UserError, "reshape: negative size");
+    } else {
+      tSeg.back() *= target[i];
+    }
+  }
+  if (a != b || std::count_if(a.begin(), a.end(), [](int s) { return s < 0; }))
+    fail("that moves, merges or splits symbolic sizes (only static dims may change around them)");
+  for (size_t k = 0; k < inSeg.size(); ++k) {
+    if ((int)k == inferSeg) {
+      if (tSeg[k] == 0 || inSeg[k] % tSeg[k])
+        fail("with a -1 that does not divide its static dims");
+      target[infer] = inSeg[k] / tSeg[k];
+    } else if (inSeg[k] != tSeg[k]) {
+      fail("changing the static sizes between symbolic ones");
+    }
+  }
+  return target;
+}
+
 namespace {
 
 /// Compares two types: equal, except that `dyn` may hold `?` where `stat`

@@ -43,6 +43,23 @@ void addSymbolicDims(Capture &cap, int input, const std::vector<int64_t> &sizes,
 /// frame is compiled with static sizes).
 std::vector<int64_t> symbolicReshape(llvm::ArrayRef<int64_t> in, std::vector<int64_t> target);
 
+/// True when `module` convolves a batch of symbolic size (kiln.conv2d with
+/// a dynamic dim 0): kiln.compile's automatic dims then specialize (the
+/// per-image GEMMs of a symbolic batch run ~2x slower than the static
+/// channel-major form); kiln.export and kiln.mark_dynamic keep it.
+bool convolvesSymbolicBatch(mlir::ModuleOp module);
+
+/// The shape of a reshape of `in` with several symbolic dims (a [b, t, 64]
+/// -> [b, t, 4, 16] head split): `inSymbols` holds each input dim's symbol
+/// (-1 for a static dim, -2 for a `?` kiln does not track), `targetSymbols`
+/// each target entry's (-1 for an int of `target`, which may be one -1 to
+/// infer). Valid when the symbols appear in the same order on both sides
+/// and the static sizes between them multiply to the same products (the
+/// -1 takes its segment's rest); the result keeps `?` there
+/// (mlir::kiln::keepsDynamicDims). Throws Unsupported otherwise.
+std::vector<int64_t> segmentReshape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int> inSymbols,
+                                    std::vector<int64_t> target, llvm::ArrayRef<int> targetSymbols);
+
 /// Checks dynamic capture `dyn` against static capture `stat` of the same
 /// frame (see the file comment) and fills `dyn.results[i].symbolOf`;
 /// false with the difference in `why`, and in `collide` the captured

@@ -14,7 +14,9 @@
 #include "capture/ops/TorchOpsImpl.h"
 
 #include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
 
+#include <functional>
 #include <set>
 
 namespace kiln {
@@ -167,6 +169,32 @@ const std::set<std::string> &elementwiseOps() {
   return ops;
 }
 
+/// The symbol of dim `d` of a reshape's result `out` from input shape `is`
+/// with several symbolic dims (`symbolOf` answers for an input dim).
+int reshapeSymbol(llvm::ArrayRef<int64_t> is, RankedTensorType out, int64_t d,
+                  const std::function<int(int64_t)> &symbolOf) {
+  auto os = out.getShape();
+  if (!out.isDynamicDim(d)) {
+    // The shadow capture (static sizes): the input dim of this size that
+    // the same number of elements precedes.
+    int64_t before = 1, at = 1;
+    for (int64_t i = 0; i < d; ++i)
+      before *= os[i];
+    for (int64_t e = 0; e < (int64_t)is.size(); at *= is[e], ++e)
+      if (at == before && is[e] == os[d])
+        return symbolOf(e);
+    return -1;
+  }
+  // Dynamic dims kept in order (segmentReshape): the k-th is the input's.
+  if (!mlir::kiln::keepsDynamicDims(is, os))
+    return -2;
+  int64_t k = std::count_if(os.begin(), os.begin() + d, mlir::ShapedType::isDynamic);
+  for (int64_t e = 0; e < (int64_t)is.size(); ++e)
+    if (mlir::ShapedType::isDynamic(is[e]) && k-- == 0)
+      return symbolOf(e);
+  return -2;
+}
+
 } // namespace
 
 int Interpreter::symbolOfDim(Value v, int64_t d) {
@@ -201,6 +229,11 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
       for (Value o : op->getOperands())
         if (sym < 0 && llvm::isa<RankedTensorType>(o.getType()))
           sym = from(o, ttype(o).getRank() - (rank - d));
+    } else if (name == "kiln.conv2d" || name == "kiln.max_pool2d" || name == "kiln.avg_pool2d") {
+      sym = d == 0 ? from(op->getOperand(0), 0) : -1; // the batch
+    } else if (name == "kiln.concat") {
+      auto cat = op->getAttrOfType<mlir::IntegerAttr>("dim");
+      sym = cat && cat.getInt() != d ? from(op->getOperand(0), d) : -1;
     } else if (name == "kiln.permute") {
       sym = from(op->getOperand(0), attr("dims")[d]);
     } else if (name == "kiln.embedding") {
@@ -273,6 +306,8 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
           sym = found;
         else
           sym = -2;
+      } else if (count > 1) {
+        sym = reshapeSymbol(it.getShape(), type, d, [&](int64_t e) { return symbolOfDim(in, e); });
       } else {
         sym = count == 0 ? -1 : -2;
       }
