@@ -7,6 +7,7 @@
 // test/ir/invalid-quant.mlir.
 //===----------------------------------------------------------------------===//
 #include "ir/KilnQuantOps.h"
+#include "ir/KilnOps.h"
 #include "ir/ShapeUtils.h"
 
 #include <cmath>
@@ -128,6 +129,19 @@ LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   shape.back() = n;
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
+}
+
+QuantizeStaticOp mlir::kiln::staticallyQuantized(Value v) {
+  auto dq = v.getDefiningOp<DequantizeOp>();
+  auto q = dq ? dq.getInput().getDefiningOp<QuantizeStaticOp>() : QuantizeStaticOp();
+  if (!q || dq.getZeroPoint() != q.getZeroPoint())
+    return {};
+  auto c = dq.getScale().getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (dense && dense.isSplat() && dense.getElementType().isF32() &&
+      dense.getSplatValue<APFloat>() == q.getScaleAttr().getValue())
+    return q;
+  return {};
 }
 
 #define GET_OP_CLASSES

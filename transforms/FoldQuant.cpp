@@ -51,14 +51,6 @@ struct InputMatch {
   IntegerAttr zeroPoint; // static only
 };
 
-/// Whether `scale` is a constant splat equal to `value` (static dequantize).
-bool isSplatOf(Value scale, FloatAttr value) {
-  auto c = scale.getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-  return dense && dense.isSplat() && dense.getElementType().isF32() &&
-         dense.getSplatValue<APFloat>() == value.getValue();
-}
-
 /// The input of `lhs` = dequantize(quantize(x)) (both results of one
 /// quantize), or = dequantize(quantize_static(x)) with the same scale and
 /// zero point; else `lhs` itself, weight-only ("none"). A dequantize that
@@ -73,11 +65,8 @@ std::optional<InputMatch> matchInput(Value lhs) {
       return InputMatch{q.getInput(), q.getGranularity(), {}, {}};
     return std::nullopt;
   }
-  if (auto q = dq.getInput().getDefiningOp<QuantizeStaticOp>()) {
-    if (dq.getZeroPoint() == q.getZeroPoint() && isSplatOf(dq.getScale(), q.getScaleAttr()))
-      return InputMatch{q.getInput(), "static", q.getScaleAttr(), q.getZeroPointAttr()};
-    return std::nullopt;
-  }
+  if (QuantizeStaticOp q = staticallyQuantized(lhs))
+    return InputMatch{q.getInput(), "static", q.getScaleAttr(), q.getZeroPointAttr()};
   return std::nullopt;
 }
 

@@ -8,7 +8,8 @@ In torch.ao's shape::
 
 ``dynamic_int8(activations="per_token" | "per_tensor")``,
 ``static_int8(observer="minmax" | "histogram")`` and ``weight_only_int8()``
-quantize ``nn.Linear`` layers (per-channel symmetric int8 weights),
+quantize ``nn.Linear`` layers (static int8 also ``nn.Conv2d``;
+per-channel symmetric int8 weights),
 filtered by ``module_types`` and ``include``/``exclude`` name patterns.
 Static int8 calibrates first::
 
@@ -24,8 +25,10 @@ implemented yet and raise NotImplementedError.
 from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, prepare_qat, static_int8,
                                 weight_only_int4, weight_only_int8)
 from kiln.quant._modules import QuantizedLinear, prepare
-from kiln.quant._static import ObservedLinear, StaticQuantizedLinear, convert
+from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
+                                StaticQuantizedLinear, convert)
 
-__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "StaticQuantizedLinear",
+__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "ObservedConv2d",
+           "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
            "prepare_qat", "prepare", "convert"]

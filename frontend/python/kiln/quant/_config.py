@@ -24,6 +24,7 @@ from torch import nn
 from kiln.quant._ops import ACTIVATIONS
 
 SUPPORTED_MODULES = (nn.Linear,)
+STATIC_MODULES = (nn.Linear, nn.Conv2d)
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,15 @@ def _patterns(what, value):
 
 def _module_types(scheme, types):
     types = tuple(types)
+    supported = STATIC_MODULES if scheme == "static_int8" else SUPPORTED_MODULES
     for t in types:
         if not (isinstance(t, type) and issubclass(t, nn.Module)):
             raise TypeError(f"kiln.quant.{scheme}: module_types holds {t!r}, not an nn.Module type")
-        if t not in SUPPORTED_MODULES:
+        if t not in supported:
+            names = " and ".join(f"torch.nn.{s.__name__}" for s in supported)
             raise NotImplementedError(
                 f"kiln.quant.{scheme}: quantizing {t.__module__}.{t.__qualname__} is not "
-                "supported yet (only torch.nn.Linear)")
+                f"supported yet (only {names})")
     return types
 
 
@@ -109,7 +112,7 @@ def _not_yet(name, what):
     return config
 
 
-def static_int8(observer="minmax", module_types=(nn.Linear,), include=None, exclude=(),
+def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=None, exclude=(),
                 dtype=torch.quint8):
     """Static int8 with calibration: per-channel symmetric int8 weights,
     activations per-tensor affine uint8 with a scale and zero point fixed by

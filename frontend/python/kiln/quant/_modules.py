@@ -94,6 +94,14 @@ def _is_ao_linear(module) -> bool:
     return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
 
 
+def _why_not_conv(module):
+    if module.padding_mode != "zeros":
+        return f"padding_mode={module.padding_mode!r} (zeros only)"
+    if isinstance(module.padding, str):
+        return f"padding={module.padding!r} (give the padding as numbers)"
+    return None
+
+
 def _why_not(name, module):
     if _is_ao_linear(module):
         return None if module.in_features % 4 == 0 else (
@@ -102,6 +110,8 @@ def _why_not(name, module):
         return f"weight dtype {module.weight.dtype} (float32 only)"
     if module.weight.device.type != "cpu":
         return f"device {module.weight.device} (CPU only)"
+    if isinstance(module, nn.Conv2d):
+        return _why_not_conv(module)
     if module.in_features % 4:
         return f"in_features={module.in_features} is not a multiple of 4"
     return None

@@ -78,3 +78,18 @@ def linear_static_int8(input, qweight, weight_scale, bias, input_scale, input_ze
     if bias is not None:
         y = y + bias
     return y.reshape(*input.shape[:-1], w.shape[0])
+
+
+def conv2d_static_int8(input, qweight, weight_scale, bias, stride, padding, dilation, groups,
+                       input_scale, input_zero_point):
+    """A static int8 ``Conv2d`` as torch's reference quantized ops compute
+    it: the input through ``quantized_decomposed.quantize_per_tensor`` /
+    ``dequantize_per_tensor`` (uint8, the calibrated scale and zero point),
+    the weight int8 values (held in int32 ``[F, C / groups, KH, KW]``)
+    times per-channel scales ``[F, 1, 1, 1]``, a float convolution. kiln's
+    compiled oneDNN call computes the same sum in int32."""
+    qd = torch.ops.quantized_decomposed
+    q = qd.quantize_per_tensor(input, input_scale, input_zero_point, 0, 255, torch.uint8)
+    x = qd.dequantize_per_tensor(q, input_scale, input_zero_point, 0, 255, torch.uint8)
+    w = qweight.to(torch.float32) * weight_scale
+    return torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups)
