@@ -11,7 +11,9 @@ torch.no_grad), timed interleaved in this one process:
   convolutions, int8 GEMM for the classifier), weights frozen;
 * PT2E + Inductor with X86InductorQuantizer when its flow is importable
   (torch 2.11 removed `torch.ao.quantization.quantize_pt2e`; torchao's
-  `torchao.quantization.pt2e` is tried next), else the reason.
+  `torchao.quantization.pt2e` is used: `pip install torchao`, not in
+  tools/bootstrap.sh), else the reason; `torch.compile` with Inductor's
+  `freezing` (its int8 convolutions need the constant weights folded).
 
 Output SQNR of each against fp32 eager. Writes the section of
 docs/performance.md between its markers (`--no-write` prints only).
@@ -50,11 +52,16 @@ def pt2e_inductor(model, x, calibration):
                       f"torch.ao.quantization.quantize_pt2e and torchao is not installed ({e})")
     quantizer = xiq.X86InductorQuantizer().set_global(
         xiq.get_default_x86_inductor_quantization_config())
-    exported = torch.export.export(model, (x,)).module()
+    # strict export: torch 2.11's default (non-strict) export leaves no
+    # `source_fn_stack` in node meta, so X86InductorQuantizer's pattern
+    # matching (get_source_partitions) finds nothing and quantizes nothing.
+    exported = torch.export.export(model, (x,), strict=True).module()
     prepared = prepare_pt2e(exported, quantizer)
     for batch in calibration:
         prepared(batch)
     converted = convert_pt2e(prepared)
+    import torch._inductor.config as inductor_config
+    inductor_config.freezing = True
     compiled = torch.compile(converted)
     compiled(x)
     return compiled, ""
