@@ -193,3 +193,11 @@ def test_digits_cnn_static_within_one_point_of_fp32():
     quantized = accuracy(kiln.compile(prepared), xte, yte)
     assert abs(quantized - fp32) <= 1.0, (fp32, quantized)
     assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+
+
+def test_export_of_static_layers_is_a_clear_error(tmp_path):
+    prepared = calibrate(kiln.quant.prepare(small_cnn(), kiln.quant.static_int8()),
+                         [torch.randn(2, 3, 8, 8)])
+    kiln.quant.convert(prepared)
+    with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
+        kiln.export(prepared, (torch.randn(2, 3, 8, 8),), str(tmp_path / "q.kiln"))
