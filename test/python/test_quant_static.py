@@ -201,3 +201,30 @@ def test_export_of_static_layers_is_a_clear_error(tmp_path):
     kiln.quant.convert(prepared)
     with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
         kiln.export(prepared, (torch.randn(2, 3, 8, 8),), str(tmp_path / "q.kiln"))
+
+
+def test_histogram_qparams_equal_pt2e_x86_inductor_quantizer():
+    """observer="histogram" picks exactly the input scales and zero points of
+    PT2E's X86InductorQuantizer (torchao's copy; skipped without torchao)."""
+    pt2e = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e")
+    xiq = pytest.importorskip("torchao.quantization.pt2e.quantizer.x86_inductor_quantizer")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3)).eval()
+    batches = [torch.randn(2, 3, 10, 10) for _ in range(3)]
+    quantizer = xiq.X86InductorQuantizer().set_global(
+        xiq.get_default_x86_inductor_quantization_config())
+    # strict export: the non-strict default leaves the quantizer nothing to match.
+    observed = pt2e.prepare_pt2e(torch.export.export(model, (batches[0],), strict=True).module(),
+                                 quantizer)
+    calibrate(observed, batches)
+    converted = pt2e.convert_pt2e(observed, fold_quantize=False)
+    theirs = [tuple(n.args[1:3]) for n in converted.graph.nodes
+              if n.target == qd.quantize_per_tensor.default]
+    prepared = kiln.quant.prepare(model, kiln.quant.static_int8(observer="histogram"))
+    calibrate(prepared, batches)
+    with torch.no_grad():
+        got = kiln.compile(prepared)(batches[0])
+        want = converted(batches[0])
+    ours = [(m.input_scale, m.input_zero_point) for m in prepared if hasattr(m, "input_scale")]
+    assert ours == theirs[:len(ours)] and len(ours) == 2
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
