@@ -95,6 +95,7 @@ bench: build
 	$(PY) tools/bench_training.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
 	$(PY) tools/bench_quant.py
+	$(PY) tools/bench_quant_static.py
 
 docs: build
 	ninja -C $(BUILD) kiln-docs

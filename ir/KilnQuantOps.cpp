@@ -2,12 +2,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Result-type inference (which also checks operands and attributes) of
-// kiln.quantize, kiln.dequantize, kiln.int8_view and kiln.qlinear (the dialect registers
-// them in KilnDialect.cpp). Each diagnostic has a case in
+// kiln.quantize, kiln.quantize_static, kiln.dequantize, kiln.int8_view and kiln.qlinear (the
+// dialect registers them in KilnDialect.cpp). Each diagnostic has a case in
 // test/ir/invalid-quant.mlir.
 //===----------------------------------------------------------------------===//
 #include "ir/KilnQuantOps.h"
+#include "ir/KilnOps.h"
 #include "ir/ShapeUtils.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -17,6 +20,19 @@ namespace {
 RankedTensorType rankedOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
 bool isGranularity(StringRef g) { return g == "per_token" || g == "per_tensor"; }
+
+/// A static activation scale must be positive and finite, its uint8 zero
+/// point in [0, 255].
+LogicalResult checkStaticParams(std::optional<Location> loc, FloatAttr scale, IntegerAttr zero) {
+  if (!scale || !zero)
+    return emitOptionalError(loc, "static activations need a scale and a zero point");
+  double s = scale.getValueAsDouble();
+  if (!(s > 0.0) || !std::isfinite(s))
+    return emitOptionalError(loc, "static scale must be positive and finite, got ", s);
+  if (zero.getInt() < 0 || zero.getInt() > 255)
+    return emitOptionalError(loc, "static zero point must be in [0, 255], got ", zero.getInt());
+  return success();
+}
 
 } // namespace
 
@@ -39,6 +55,19 @@ LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locat
     scale.back() = 1;
   inferred.push_back(in.clone(IntegerType::get(ctx, 8)));
   inferred.push_back(RankedTensorType::get(scale, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult QuantizeStaticOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                 ValueRange operands, DictionaryAttr attrs,
+                                                 OpaqueProperties props, RegionRange regions,
+                                                 SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  if (LogicalResult ok = checkStaticParams(loc, adaptor.getScaleAttr(), adaptor.getZeroPointAttr());
+      failed(ok))
+    return ok;
+  inferred.push_back(
+      rankedOf(adaptor.getInput()).clone(IntegerType::get(ctx, 8, IntegerType::Unsigned)));
   return success();
 }
 
@@ -75,11 +104,14 @@ LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   auto w = rankedOf(adaptor.getWeight());
   auto scale = rankedOf(adaptor.getWeightScale());
   StringRef act = adaptor.getActivations();
-  if (!isGranularity(act) && act != "none")
+  if (!isGranularity(act) && act != "none" && act != "static")
     return emitOptionalError(loc,
-                             "activations must be \"per_token\", \"per_tensor\" or \"none\", "
-                             "got \"",
+                             "activations must be \"per_token\", \"per_tensor\", \"static\" or "
+                             "\"none\", got \"",
                              act, "\"");
+  if (act == "static" &&
+      failed(checkStaticParams(loc, adaptor.getInputScaleAttr(), adaptor.getInputZeroPointAttr())))
+    return failure();
   if (in.getRank() < 1 || w.getRank() != 2)
     return emitOptionalError(loc, "needs an input of rank >= 1 and a 2-D weight, got ", in, " and ",
                              w);
@@ -97,6 +129,19 @@ LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   shape.back() = n;
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
+}
+
+QuantizeStaticOp mlir::kiln::staticallyQuantized(Value v) {
+  auto dq = v.getDefiningOp<DequantizeOp>();
+  auto q = dq ? dq.getInput().getDefiningOp<QuantizeStaticOp>() : QuantizeStaticOp();
+  if (!q || dq.getZeroPoint() != q.getZeroPoint())
+    return {};
+  auto c = dq.getScale().getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (dense && dense.isSplat() && dense.getElementType().isF32() &&
+      dense.getSplatValue<APFloat>() == q.getScaleAttr().getValue())
+    return q;
+  return {};
 }
 
 #define GET_OP_CLASSES

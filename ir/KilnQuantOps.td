@@ -18,6 +18,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def Kiln_F32Tensor : RankedTensorOf<[F32]>;
 def Kiln_I8Tensor : RankedTensorOf<[I8]>;
+def Kiln_U8Tensor : RankedTensorOf<[UI8]>;
 
 def Kiln_QuantizeOp : Kiln_Op<"quantize", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
@@ -45,13 +46,36 @@ def Kiln_QuantizeOp : Kiln_Op<"quantize", [
   }];
 }
 
+def Kiln_QuantizeStaticOp : Kiln_Op<"quantize_static", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "static (calibrated) affine uint8 quantization with a fixed scale and zero point";
+  let description = [{
+    Quantizes an f32 tensor to uint8 with the per-tensor `scale` and
+    `zero_point` a calibration chose (torch's `quint8` activations):
+    `q = clamp(round_half_even(x * (1 / scale)) + zero_point, 0, 255)`,
+    exactly `torch.ops.quantized_decomposed.quantize_per_tensor(x, scale,
+    zero_point, 0, 255, torch.uint8)` (the reciprocal rounded to f32, the
+    product in f32). `kiln.dequantize %q, %s {zero_point = zp}` with the
+    same scale as a `[1, ...]` tensor gives back `(q - zp) * scale`.
+
+    Example:
+    ```mlir
+    %q = kiln.quantize_static %x {scale = 0.05 : f32, zero_point = 128 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+    ```
+  }];
+  let arguments = (ins Kiln_F32Tensor:$input, F32Attr:$scale, I64Attr:$zero_point);
+  let results = (outs Kiln_U8Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Kiln_DequantizeOp : Kiln_Op<"dequantize", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "int8 (or i32 accumulator) values times broadcast f32 scales";
   let description = [{
-    `result = f32(input) * scale`, with `scale` broadcast to the input's
-    shape (numpy rules; it must not grow the input). Symmetric: no zero
-    point. Per-channel weights use a scale of shape `[N, 1]` (axis 0),
+    `result = f32(input - zero_point) * scale`, with `scale` broadcast to
+    the input's shape (numpy rules; it must not grow the input).
+    `zero_point` (default 0: symmetric int8) is the uint8 zero point of
+    static activations (`kiln.quantize_static`). Per-channel weights use a scale of shape `[N, 1]` (axis 0),
     per-token activations `[..., 1]`, per-tensor ones all-1 dims.
 
     Example:
@@ -59,7 +83,8 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize", [
     %w = kiln.dequantize %q, %s : tensor<16x8xi8>, tensor<16x1xf32> -> tensor<16x8xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[I8, I32]>:$input, Kiln_F32Tensor:$scale);
+  let arguments = (ins RankedTensorOf<[I8, UI8, I32]>:$input, Kiln_F32Tensor:$scale,
+                   DefaultValuedAttr<I64Attr, "0">:$zero_point);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
     $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)
@@ -99,6 +124,11 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
       as `kiln.quantize` with that granularity, multiplied with the int8
       weight in 32-bit integers, and the accumulator dequantized by
       `x_scale * weight_scale` with the bias added in the same pass;
+    - `activations = "static"`: the input is quantized as
+      `kiln.quantize_static` with the `input_scale` and `input_zero_point`
+      attributes (both required), the integer product taken with the zero
+      point subtracted, and dequantized by `input_scale * weight_scale`
+      with the bias;
     - `activations = "none"` (weight-only): `input @ dequantize(weight)^T + bias`
       in f32.
 
@@ -111,7 +141,9 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
   }];
   let arguments = (ins Kiln_F32Tensor:$input, Kiln_I8Tensor:$weight,
                    Kiln_F32Tensor:$weight_scale, Optional<Kiln_F32Tensor>:$bias,
-                   DefaultValuedAttr<StrAttr, "\"per_token\"">:$activations);
+                   DefaultValuedAttr<StrAttr, "\"per_token\"">:$activations,
+                   OptionalAttr<F32Attr>:$input_scale,
+                   OptionalAttr<I64Attr>:$input_zero_point);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $weight_scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)

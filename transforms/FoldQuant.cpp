@@ -5,8 +5,9 @@
 // q/dq pattern `kiln.quant.prepare`'d linear layers capture (a dequantized,
 // transposed int8 weight on the right of a kiln.matmul, optionally a
 // dynamically quantized input on the left, optionally a bias add after)
-// becomes one kiln.qlinear, the integer GEMM with a dequantize + bias
-// epilogue. Anything that does not match exactly stays as it is (float).
+// becomes one kiln.qlinear (a statically quantized input: kiln.quantize_static
+// and its inverse dequantize, the scale and zero point carried over), the integer GEMM with a
+// dequantize + bias epilogue. Anything that does not match exactly stays as it is (float).
 //===----------------------------------------------------------------------===//
 #include "transforms/QuantPasses.h"
 
@@ -35,22 +36,38 @@ std::optional<std::pair<Value, Value>> matchWeight(Value rhs) {
   if (!dq)
     return std::nullopt;
   auto w = rankedOf(dq.getInput()), s = rankedOf(dq.getScale());
-  if (!w.getElementType().isInteger(8) || w.getRank() != 2 || s.getRank() != 2 ||
-      s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != 1 ||
+  if (!w.getElementType().isSignlessInteger(8) || dq.getZeroPoint() != 0 || w.getRank() != 2 ||
+      s.getRank() != 2 || s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != 1 ||
       ShapedType::isDynamic(w.getDimSize(0)))
     return std::nullopt;
   return std::make_pair(dq.getInput(), dq.getScale());
 }
 
-/// The input and granularity of `lhs` = dequantize(quantize(x)) (both
-/// results of one quantize); else `lhs` itself, weight-only ("none").
-std::pair<Value, StringRef> matchInput(Value lhs) {
-  if (auto dq = lhs.getDefiningOp<DequantizeOp>()) {
-    auto q = dq.getInput().getDefiningOp<QuantizeOp>();
-    if (q && dq.getInput() == q.getResult() && dq.getScale() == q.getScale())
-      return {q.getInput(), q.getGranularity()};
+/// How the matmul's left operand was quantized.
+struct InputMatch {
+  Value input;
+  StringRef activations; // per_token, per_tensor, static or none
+  FloatAttr scale;       // static only
+  IntegerAttr zeroPoint; // static only
+};
+
+/// The input of `lhs` = dequantize(quantize(x)) (both results of one
+/// quantize), or = dequantize(quantize_static(x)) with the same scale and
+/// zero point; else `lhs` itself, weight-only ("none"). A dequantize that
+/// does not invert its quantize (another scale or zero point) is not
+/// matched: the pattern then stays float and the compile reports it.
+std::optional<InputMatch> matchInput(Value lhs) {
+  auto dq = lhs.getDefiningOp<DequantizeOp>();
+  if (!dq)
+    return InputMatch{lhs, "none", {}, {}};
+  if (auto q = dq.getInput().getDefiningOp<QuantizeOp>()) {
+    if (dq.getScale() == q.getScale() && dq.getZeroPoint() == 0)
+      return InputMatch{q.getInput(), q.getGranularity(), {}, {}};
+    return std::nullopt;
   }
-  return {lhs, "none"};
+  if (QuantizeStaticOp q = staticallyQuantized(lhs))
+    return InputMatch{q.getInput(), "static", q.getScaleAttr(), q.getZeroPointAttr()};
+  return std::nullopt;
 }
 
 /// The bias of `add`, the matmul's only user, when it is a [N] f32 vector
@@ -71,7 +88,8 @@ Value matchBias(MatmulOp mm, int64_t n) {
 
 /// Erases `op` when dead and a q/dq-side op, then its now-dead producers.
 void eraseDead(Operation *op) {
-  if (!op || !op->use_empty() || !isa<PermuteOp, DequantizeOp, QuantizeOp>(op))
+  if (!op || !op->use_empty() ||
+      !isa<PermuteOp, DequantizeOp, QuantizeOp, QuantizeStaticOp, ConstantOp>(op))
     return;
   llvm::SetVector<Operation *> producers;
   for (Value o : op->getOperands())
@@ -87,14 +105,16 @@ void fold(MatmulOp mm) {
   auto lhs = rankedOf(mm.getLhs());
   if (!weight || !lhs.getElementType().isF32() || rankedOf(mm.getRhs()).getRank() != 2)
     return;
-  auto [input, granularity] = matchInput(mm.getLhs());
+  std::optional<InputMatch> in = matchInput(mm.getLhs());
+  if (!in)
+    return;
   int64_t n = rankedOf(weight->first).getDimSize(0);
   Value bias = matchBias(mm, n);
   OpBuilder b(mm);
   Operation *replaced = bias ? *mm->getUsers().begin() : mm.getOperation();
   b.setInsertionPoint(replaced);
-  auto q = b.create<QLinearOp>(mm.getLoc(), input, weight->first, weight->second, bias,
-                               b.getStringAttr(granularity));
+  auto q = b.create<QLinearOp>(mm.getLoc(), in->input, weight->first, weight->second, bias,
+                               b.getStringAttr(in->activations), in->scale, in->zeroPoint);
   Value rhs = mm.getRhs(), oldLhs = mm.getLhs();
   replaced->getResult(0).replaceAllUsesWith(q.getResult());
   if (bias)

@@ -23,6 +23,10 @@ def FoldQuantPass : Pass<"kiln-fold-quant", "func::FuncOp"> {
     - left operand `kiln.dequantize(kiln.quantize %x {granularity = g})`
       (both results of one quantize): `activations = g`, the input `%x`
       (integer GEMM, dequantize epilogue);
+    - left operand `kiln.dequantize(kiln.quantize_static %x)` with the
+      quantize's zero point and its scale as a constant splat (static
+      int8): `activations = "static"` with `input_scale` and
+      `input_zero_point` copied from the quantize;
     - any other f32 left operand: `activations = "none"` (weight-only);
     - a `kiln.add` of a `[N]` f32 bias that is the matmul's only user is
       folded in as the bias (the epilogue adds it).
@@ -30,7 +34,8 @@ def FoldQuantPass : Pass<"kiln-fold-quant", "func::FuncOp"> {
     Left alone (they stay float, and the CPU backend rejects a q/dq it
     cannot run): a dequantized weight whose scales are not `[N, 1]` (a
     per-input-channel scale, or a permute other than the transpose), a
-    dequantize feeding anything but such a matmul, matmuls of other element
+    dequantize feeding anything but such a matmul, an input dequantize that
+    does not invert its quantize (another scale or zero point), matmuls of other element
     types, an add whose other operand is not a `[N]` vector (kept after the
     qlinear). Dead q/dq ops are erased.
 

@@ -18,12 +18,19 @@
 // adds), so activations between convolutions are written channels-last
 // once, not transposed twice. A `kiln.relu` that is the convolution's only
 // user is fused into the call (oneDNN post-op).
+//
+// A statically quantized convolution (kiln.quant's capture: the input
+// `dequantize(quantize_static(x))`, the weight `dequantize(w_i32, s[F,1,1,1])`)
+// becomes a call of the int8 shim instead (DnnlQConv.cpp): u8 x s8 with the
+// input's scale and zero point, the weight scales joining the epilogue's
+// per-channel scale; its q/dq ops are erased.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/CallAttrs.h"
 #include "codegen/cpu/DnnlConvEpilogue.h"
 
 #include "ir/KilnOps.h"
+#include "ir/KilnQuantOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -38,24 +45,32 @@ namespace mlir::kiln {
 namespace {
 
 constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
+constexpr const char *kQuantCallee = "kiln_dnnl_qconv2d_u8s8";
 
-/// memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>.
-MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4) {
+/// memref<?x?x?x?xT, strided<[?, ?, ?, ?], offset: ?>> (T = f32 by default).
+MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4, Type elt = {}) {
   SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
   auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
-  return MemRefType::get(dyn, Float32Type::get(ctx), layout);
+  return MemRefType::get(dyn, elt ? elt : Float32Type::get(ctx), layout);
 }
 
-func::FuncOp declareCallee(ModuleOp module) {
-  if (auto f = module.lookupSymbol<func::FuncOp>(kCallee))
+/// The f32 shim, or (`quantized`) the int8 one: an i32 weight and the
+/// input's f32 scale and i64 zero point after the f32 one's operands.
+func::FuncOp declareCallee(ModuleOp module, bool quantized) {
+  const char *name = quantized ? kQuantCallee : kCallee;
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   MemRefType m = dynamicType(ctx);
   MemRefType v = dynamicType(ctx, 1);
-  SmallVector<Type> inputs = {m, m, m, v, v};
-  inputs.append(10, IntegerType::get(ctx, 64));
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> inputs = {m, quantized ? dynamicType(ctx, 4, IntegerType::get(ctx, 32)) : m, m,
+                              v, v};
+  inputs.append(10, i64);
+  if (quantized)
+    inputs.append({Float32Type::get(ctx), i64});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
+  auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
   f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
@@ -205,7 +220,37 @@ void sinkPermutes(Value v) {
   }
 }
 
-void rewrite(Conv2dOp op, func::FuncOp callee) {
+/// A statically quantized convolution's parts (see the file comment).
+struct QuantConv {
+  QuantizeStaticOp input;
+  DequantizeOp weight;
+};
+
+std::optional<QuantConv> matchQuantConv(Conv2dOp op) {
+  QuantizeStaticOp q = staticallyQuantized(op.getInput());
+  auto w = op.getWeight().getDefiningOp<DequantizeOp>();
+  if (!q || !w || w.getZeroPoint() != 0)
+    return std::nullopt;
+  auto wt = cast<RankedTensorType>(w.getInput().getType());
+  auto st = cast<RankedTensorType>(w.getScale().getType());
+  int64_t f = wt.getDimSize(0);
+  if (!wt.getElementType().isSignlessInteger(32) || st.getShape() != ArrayRef<int64_t>{f, 1, 1, 1})
+    return std::nullopt;
+  return QuantConv{q, w};
+}
+
+/// Erases `v`'s defining op and then its operands' when they are dead q/dq ops.
+void eraseDeadQuant(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !op->use_empty() || !isa<DequantizeOp, QuantizeStaticOp, ConstantOp>(op))
+    return;
+  SmallVector<Value> operands(op->getOperands());
+  op->erase();
+  for (Value o : operands)
+    eraseDeadQuant(o);
+}
+
+void rewrite(Conv2dOp op, ModuleOp module) {
   // The per-channel affine ops (bias, eval BatchNorm) and activation after
   // the convolution are done by the call; it goes where the last of them was.
   ConvEpilogue epilogue = matchConvEpilogue(op);
@@ -213,8 +258,15 @@ void rewrite(Conv2dOp op, func::FuncOp callee) {
   OpBuilder b(at);
   Location loc = op.getLoc();
   auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
-  Value xm = readBuffer(b, loc, nhwcInput(b, loc, op.getInput()));
-  Value wm = readBuffer(b, loc, op.getWeight());
+  std::optional<QuantConv> quant = matchQuantConv(op);
+  func::FuncOp callee = declareCallee(module, quant.has_value());
+  Value x = quant ? quant->input.getInput() : op.getInput();
+  Value w = quant ? quant->weight.getInput() : op.getWeight();
+  if (quant) // conv(x, w * s) = s * conv(x, w): the weight scales join `scale`.
+    scale = b.create<MulOp>(loc, scale.getType(), scale,
+                            b.create<ReshapeOp>(loc, scale.getType(), quant->weight.getScale()));
+  Value xm = readBuffer(b, loc, nhwcInput(b, loc, x));
+  Value wm = readBuffer(b, loc, w);
   RankedTensorType type = op.getType();
   auto nhwc = MemRefType::get(
       {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
@@ -222,11 +274,16 @@ void rewrite(Conv2dOp op, func::FuncOp callee) {
   Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
   MLIRContext *ctx = b.getContext();
   SmallVector<Value> args = {
-      permutedView(b, loc, xm, {0, 3, 1, 2}), b.create<memref::CastOp>(loc, dynamicType(ctx), wm),
+      permutedView(b, loc, xm, {0, 3, 1, 2}),
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm),
       permutedView(b, loc, ym, {0, 3, 1, 2}),
       b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
       b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
   llvm::append_range(args, intArgs(b, loc, op, epilogue.activation));
+  if (quant) {
+    args.push_back(b.create<arith::ConstantOp>(loc, quant->input.getScaleAttr()));
+    args.push_back(b.create<arith::ConstantOp>(loc, quant->input.getZeroPointAttr()));
+  }
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
@@ -234,11 +291,16 @@ void rewrite(Conv2dOp op, func::FuncOp callee) {
   epilogue.replaced.replaceAllUsesWith(result);
   for (Operation *dead : llvm::reverse(epilogue.ops))
     dead->erase();
+  Value oldInput = op.getInput(), oldWeight = op.getWeight();
   op.erase();
+  eraseDeadQuant(oldInput);
+  eraseDeadQuant(oldWeight);
   sinkPermutes(result);
 }
 
 struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
+  using CpuConvsToDnnlPassBase::CpuConvsToDnnlPassBase;
+
   void getDependentDialects(DialectRegistry &registry) const override {
     CpuConvsToDnnlPassBase::getDependentDialects(registry);
     registry.insert<linalg::LinalgDialect, tensor::TensorDialect>();
@@ -248,14 +310,11 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
     ModuleOp module = getOperation();
     SmallVector<Conv2dOp> convs;
     module.walk([&](Conv2dOp op) {
-      if (qualifies(op))
+      if (qualifies(op) && (!quantizedOnly || matchQuantConv(op)))
         convs.push_back(op);
     });
-    if (convs.empty())
-      return;
-    func::FuncOp callee = declareCallee(module);
     for (Conv2dOp op : convs)
-      rewrite(op, callee);
+      rewrite(op, module);
   }
 };
 

@@ -186,11 +186,13 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
     return fail("kiln: no function @" + entry + " to compile");
 
   PassManager pm(ctx, ModuleOp::getOperationName());
-  // Convolutions go to oneDNN before kiln-decompose would expand them.
-  if (options.dnnlConvs && ::kiln::rt::haveDnnl())
-    pm.addPass(createCpuConvsToDnnlPass());
+  // Convolutions go to oneDNN before kiln-decompose would expand them;
+  // statically quantized ones always (oneDNN's int8 convolution).
+  bool quantized = containsQuantOps(module);
+  if ((options.dnnlConvs || quantized) && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{!options.dnnlConvs}));
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
-  if (containsQuantOps(module)) {
+  if (quantized) {
     pm.addNestedPass<func::FuncOp>(createFoldQuantPass());
     pm.addPass(createCpuQuantToCallsPass());
   }

@@ -158,6 +158,16 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
     which elementwise fusion folds into the remaining pointwise consumers.
     Other convolutions (f16/bf16/f64, dynamic shapes) are left alone.
 
+    A statically quantized convolution (kiln.quant's capture: the input
+    `kiln.dequantize(kiln.quantize_static(x))` with the same scale and zero
+    point, the weight `kiln.dequantize(%w_i32, %s)` with `%s` [F, 1, 1, 1])
+    becomes a call of `@kiln_dnnl_qconv2d_u8s8` instead (DnnlQConv.cpp:
+    oneDNN's u8 x s8 convolution): `x` itself as the input, the i32 weight
+    values, `scale` times the weight scales, and the input's scale and zero
+    point as trailing f32 / i64 constants; the q/dq ops are erased. With
+    `quantized-only` (the driver's setting when `dnnl_convs` is off) only
+    these are rewritten.
+
     Before:
     ```mlir
     %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
@@ -176,6 +186,10 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::bufferization::BufferizationDialect"];
+  let options = [
+    Option<"quantizedOnly", "quantized-only", "bool", /*default=*/"false",
+           "Rewrite only statically quantized convolutions (int8)">
+  ];
 }
 
 def CpuCopiesToLoopsPass : Pass<"kiln-cpu-copies-to-loops", "ModuleOp"> {

@@ -25,14 +25,19 @@ def CpuQuantToCallsPass : Pass<"kiln-cpu-quant-to-calls", "ModuleOp"> {
     - a 64-byte aligned `memref.alloc` of the `[M, N]` result and a
       `func.call @kiln_int8_linear` (declared with `llvm.emit_c_interface`)
       with the scales, the bias (a zero vector when there is none) and the
-      activation mode (0 per-token, 1 per-tensor, 2 none = weight-only);
+      activation mode (0 per-token, 1 per-tensor, 2 none = weight-only,
+      3 static), then the static input scale (f32) and uint8 zero point
+      (i64) (1 and 0 for the other modes);
     - `bufferization.to_tensor ... restrict writable` of the result,
       expanded back to the input's leading dims.
 
     The call quantizes each input row in one pass, runs the u8 x s8 → s32
     GEMM (oneMKL `cblas_gemm_s8u8s32` when kiln uses MKL, else oneDNN's
     `dnnl_gemm_u8s8s32`) and dequantizes with the bias in one epilogue.
-    A `kiln.quantize`, `kiln.dequantize` or `kiln.int8_view` left after
+    A static input is quantized with the given scale and zero point as
+    torch's `quantize_per_tensor` and the zero point removed through the
+    weight row sums. A `kiln.quantize`, `kiln.quantize_static`,
+    `kiln.dequantize` or `kiln.int8_view` left after
     this pass has no CPU lowering: the pass fails naming it (the graph
     then runs eagerly, logged).
   }];

@@ -9,7 +9,8 @@
 //   %xm = bufferization.to_memref (tensor.collapse_shape %x) read_only
 //   %wp = memref.extract_aligned_pointer_as_index %wm (+ offset in bytes)
 //   %ym = memref.alloc(%m)
-//   func.call @kiln_int8_linear(%xm, %wp, %wrow, %sm, %bm, %ym, %mode)
+//   func.call @kiln_int8_linear(%xm, %wp, %wrow, %sm, %bm, %ym, %mode,
+//                               %x_scale, %x_zero_point)   (static only; else 1, 0)
 //   %y  = tensor.expand_shape (bufferization.to_tensor %ym restrict writable)
 //
 // Quantization ops that did not fold into a qlinear have no CPU lowering;
@@ -19,6 +20,8 @@
 
 #include "ir/KilnOps.h"
 #include "ir/KilnQuantOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::kiln {
 
@@ -42,7 +45,7 @@ func::FuncOp declareCallee(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   Type f32 = Float32Type::get(ctx), i64 = IntegerType::get(ctx, 64);
   MemRefType m2 = dynamicType(f32, 2), m1 = dynamicType(f32, 1);
-  SmallVector<Type> inputs = {m2, i64, i64, m2, m1, m2, i64};
+  SmallVector<Type> inputs = {m2, i64, i64, m2, m1, m2, i64, f32, i64};
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
@@ -83,7 +86,12 @@ std::pair<Value, Value> weightAddress(OpBuilder &b, Location loc, Value weight) 
 }
 
 int64_t modeOf(StringRef activations) {
-  return activations == "per_token" ? 0 : activations == "per_tensor" ? 1 : 2;
+  return llvm::StringSwitch<int64_t>(activations)
+      .Case("per_token", 0)
+      .Case("per_tensor", 1)
+      .Case("none", 2)
+      .Case("static", 3)
+      .Default(-1);
 }
 
 /// `x` as [M, K] and the sizes of its leading dims (for the expand back).
@@ -128,13 +136,18 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
   auto yType = MemRefType::get({xType.getDimSize(0), n}, b.getF32Type());
   Value ym = b.create<memref::AllocOp>(loc, yType, dyn, b.getI64IntegerAttr(64));
   Value mode = b.create<arith::ConstantIntOp>(loc, modeOf(op.getActivations()), 64);
+  auto scaleAttr = op.getInputScaleAttr() ? op.getInputScaleAttr() : b.getF32FloatAttr(1.0f);
+  Value xScale = b.create<arith::ConstantOp>(loc, scaleAttr);
+  Value xZero = b.create<arith::ConstantIntOp>(loc, op.getInputZeroPoint().value_or(0), 64);
   SmallVector<Value> args = {readBuffer(b, loc, x2),
                              address,
                              rowBytes,
                              readBuffer(b, loc, op.getWeightScale()),
                              readBuffer(b, loc, bias),
                              b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym),
-                             mode};
+                             mode,
+                             xScale,
+                             xZero};
   b.create<func::CallOp>(loc, callee, args);
   Value y = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true, /*writable=*/true);
   auto outType = cast<RankedTensorType>(op.getType());
@@ -159,7 +172,9 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
     view.erase();
 }
 
-bool isQuantOp(Operation *op) { return isa<QuantizeOp, DequantizeOp, Int8ViewOp, QLinearOp>(op); }
+bool isQuantOp(Operation *op) {
+  return isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, QLinearOp>(op);
+}
 
 struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> {
   void runOnOperation() override {
@@ -172,7 +187,7 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
         rewrite(op, callee);
     }
     WalkResult left = module.walk([&](Operation *op) {
-      if (!isa<QuantizeOp, DequantizeOp, Int8ViewOp>(op))
+      if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp>(op))
         return WalkResult::advance();
       op->emitError() << op->getName()
                       << " has no CPU lowering outside an integer GEMM (kiln.qlinear)";

@@ -11,6 +11,7 @@
 // threads (Debian's libdnnl uses libgomp, the one torch loads: one pool).
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/DnnlCommon.h"
 #include "runtime/cpu/Threads.h"
 #include "runtime/cpu/WeightStamps.h"
 
@@ -41,10 +42,7 @@ struct Entry {
   dnnl::memory scratch; ///< packed weights of unstamped calls (made on first use)
 };
 
-dnnl::engine &engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
+dnnl::engine &engine() { return kiln::rt::dnnlEngine(); }
 
 /// `m`'s sizes and strides as a oneDNN f32 desc.
 dnnl::memory::desc describe(const StridedMemRef<float, 4> *m) {
@@ -97,16 +95,7 @@ std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMem
   return entry;
 }
 
-/// Sets the OpenMP thread count of the calling thread to kiln's.
-void applyThreads() {
-  using Fn = void (*)(int);
-  using Get = int (*)();
-  static Fn set = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  static Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  int want = std::max(1, kilnGetNumThreads());
-  if (set && get && get() != want)
-    set(want);
-}
+void applyThreads() { kiln::rt::dnnlApplyThreads(); }
 
 /// `v` as a contiguous vector.
 std::vector<float> values(const Vec *v) {
@@ -245,9 +234,26 @@ namespace kiln::rt {
 
 bool haveDnnl() { return true; }
 
+dnnl::engine &dnnlEngine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+void dnnlApplyThreads() {
+  using Fn = void (*)(int);
+  using Get = int (*)();
+  static Fn set = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  static Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  int want = std::max(1, kilnGetNumThreads());
+  if (set && get && get() != want)
+    set(want);
+}
+
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols() {
   return {{"_mlir_ciface_kiln_dnnl_conv2d_f32",
-           reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_conv2d_f32)}};
+           reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_conv2d_f32)},
+          {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8",
+           reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8)}};
 }
 
 } // namespace kiln::rt

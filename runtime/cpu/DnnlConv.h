@@ -37,6 +37,16 @@ void _mlir_ciface_kiln_dnnl_conv2d_f32(kiln::rt::StridedMemRef<float, 4> *x,
                                        int64_t strideW, int64_t dilationH, int64_t dilationW,
                                        int64_t padTop, int64_t padBottom, int64_t padLeft,
                                        int64_t padRight, int64_t groups, int64_t activation);
+/// The static int8 convolution (runtime/cpu/DnnlQConv.cpp): x quantized to
+/// u8 as torch's quantize_per_tensor with `xScale` and `xZero`, w int8
+/// values held in i32, acc = conv(q - xZero, w) in int32, then
+/// y = act(xScale * scale[F] * acc + shift[F]); other operands as above.
+void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
+    kiln::rt::StridedMemRef<float, 4> *x, kiln::rt::StridedMemRef<int32_t, 4> *w,
+    kiln::rt::StridedMemRef<float, 4> *y, kiln::rt::StridedMemRef<float, 1> *scale,
+    kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
+    int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
+    int64_t groups, int64_t activation, float xScale, int64_t xZero);
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();

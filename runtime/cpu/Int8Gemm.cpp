@@ -3,14 +3,16 @@
 //
 // The run-time half of kiln.qlinear (runtime/cpu/Int8Gemm.h). One call:
 //   1. quantizes the f32 input rows in one pass each (per-row or one
-//      per-tensor max), storing q + 128 as u8 (VNNI multiplies u8 x s8);
+//      per-tensor max), storing q + 128 as u8 (VNNI multiplies u8 x s8),
+//      or (static) with the calibrated scale and uint8 zero point;
 //   2. runs C = A_u8 x W_s8^T in 32-bit integers: oneMKL's
 //      cblas_gemm_s8u8s32 (the libmkl_rt kiln's BLAS shims loaded), else
 //      oneDNN's dnnl_gemm_u8s8s32, else a plain loop. Measured at BERT-base
 //      shapes, 1 thread: MKL 0.14 ms vs oneDNN 0.47 ms for 128x768x768
 //      (docs/performance.md, "int8 GEMM provider");
-//   3. y = (C - 128 * rowsum(W)) * x_scale * w_scale + bias in one epilogue.
-// The +128 shift is undone exactly through the weight row sums (computed
+//   3. y = (C - zp * rowsum(W)) * x_scale * w_scale + bias in one epilogue
+//      (zp = 128 for dynamic inputs).
+// The zero point is undone exactly through the weight row sums (computed
 // per call, about 1/M of the GEMM's work).
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Int8Gemm.h"
@@ -94,6 +96,18 @@ void quantizeInput(const kiln::rt::StridedMemRef<float, 2> &x, bool perTensor, S
   }
 }
 
+/// Static: x into s.a as torch's quantize_per_tensor to uint8 with the
+/// calibrated scale and zero point (the reciprocal in f32, the product in f32).
+void quantizeStatic(const kiln::rt::StridedMemRef<float, 2> &x, float scale, int32_t zero,
+                    Scratch &s) {
+  int64_t m = x.sizes[0], k = x.sizes[1];
+  s.a.resize(m * k);
+  s.rowScale.assign(m, scale);
+  float inv = float(1.0 / double(scale));
+  for (int64_t i = 0; i < m; ++i)
+    int8::quantizeRowAffine(rowOf(x, i, s.row), k, inv, zero, s.a.data() + i * k);
+}
+
 /// `count` floats `stride` apart as a contiguous vector in `buf`.
 const float *contiguous(const float *p, int64_t count, int64_t stride, std::vector<float> &buf) {
   if (stride == 1 || count <= 1)
@@ -173,7 +187,8 @@ void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t
                                    int64_t weightRowBytes,
                                    kiln::rt::StridedMemRef<float, 2> *weightScale,
                                    kiln::rt::StridedMemRef<float, 1> *bias,
-                                   kiln::rt::StridedMemRef<float, 2> *y, int64_t mode) {
+                                   kiln::rt::StridedMemRef<float, 2> *y, int64_t mode,
+                                   float inputScale, int64_t inputZeroPoint) {
   const auto *w = reinterpret_cast<const int8_t *>(weight);
   int64_t m = x->sizes[0], k = x->sizes[1], n = y->sizes[1];
   Scratch &s = scratch();
@@ -183,10 +198,16 @@ void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t
   if (mode == 2)
     return weightOnly(*x, w, weightRowBytes, ws, b, y, s);
   float *out = y->data + y->offset; // kiln's own [M, N] buffer: contiguous rows
-  quantizeInput(*x, mode == 1, s);
+  // The u8 input's zero point: 128 for the shifted dynamic values, the
+  // calibrated one for static inputs; subtracted through the row sums.
+  int32_t zero = mode == 3 ? int32_t(inputZeroPoint) : 128;
+  if (mode == 3)
+    quantizeStatic(*x, inputScale, zero, s);
+  else
+    quantizeInput(*x, mode == 1, s);
   s.comp.resize(n);
-  for (int64_t r = 0; r < n; ++r) // undoes the +128 of the u8 input
-    s.comp[r] = 128 * int8::rowSum(w + r * weightRowBytes, k);
+  for (int64_t r = 0; r < n; ++r)
+    s.comp[r] = zero * int8::rowSum(w + r * weightRowBytes, k);
   s.acc.resize(m * n);
   gemmU8S8(m, n, k, s.a.data(), w, weightRowBytes, s.acc.data());
   for (int64_t i = 0; i < m; ++i)

@@ -21,13 +21,17 @@ extern "C" {
 /// address `weight` with rows `weightRowBytes` apart, per-row scales
 /// `weightScale` [N, 1]. `mode`: 0 per-token (per-row) symmetric input
 /// scales, 1 one per-tensor scale, 2 weight-only (a row kernel on the int8
-/// weight up to 8 rows, else an f32 GEMM on the dequantized weight). Input scales are `max|x| /
-/// 127` (1 for all-zero groups), values `round_half_even(x / scale)` clamped to [-127, 127].
+/// weight up to 8 rows, else an f32 GEMM on the dequantized weight), 3 static: the calibrated
+/// `inputScale` and uint8 `inputZeroPoint` (unused by the other modes). Dynamic input scales
+/// are `max|x| / 127` (1 for all-zero groups), values `round_half_even(x / scale)` clamped to
+/// [-127, 127]; static values `clamp(round_half_even(x * f32(1 / inputScale)) + zero point, 0,
+/// 255)`, as torch's quantize_per_tensor.
 void _mlir_ciface_kiln_int8_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t weight,
                                    int64_t weightRowBytes,
                                    kiln::rt::StridedMemRef<float, 2> *weightScale,
                                    kiln::rt::StridedMemRef<float, 1> *bias,
-                                   kiln::rt::StridedMemRef<float, 2> *y, int64_t mode);
+                                   kiln::rt::StridedMemRef<float, 2> *y, int64_t mode,
+                                   float inputScale, int64_t inputZeroPoint);
 /// Which int8 GEMM the calls use now: "mkl", "onednn" or "reference".
 const char *kilnInt8GemmProvider();
 }

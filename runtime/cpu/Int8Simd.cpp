@@ -34,6 +34,13 @@ void quantizeScalar(const float *x, int64_t k, float scale, uint8_t *out) {
   }
 }
 
+void quantizeAffineScalar(const float *x, int64_t k, float inv, int32_t zero, uint8_t *out) {
+  for (int64_t j = 0; j < k; ++j) {
+    float q = std::nearbyint(x[j] * inv) + float(zero);
+    out[j] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
+  }
+}
+
 #ifdef KILN_INT8_AVX512
 bool haveAvx512() {
   static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
@@ -60,6 +67,21 @@ KILN_AVX512 void quantize512(const float *x, int64_t k, float scale, uint8_t *ou
     _mm_storeu_si128(reinterpret_cast<__m128i *>(out + j), _mm512_cvtusepi32_epi8(u));
   }
   quantizeScalar(x + j, k - j, scale, out + j);
+}
+
+KILN_AVX512 void quantizeAffine512(const float *x, int64_t k, float inv, int32_t zero,
+                                   uint8_t *out) {
+  const __m512 s = _mm512_set1_ps(inv), z = _mm512_set1_ps(float(zero));
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + j), s),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    q = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(q, z), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + j),
+                     _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(q)));
+  }
+  quantizeAffineScalar(x + j, k - j, inv, zero, out + j);
 }
 
 KILN_AVX512 int32_t rowSum512(const int8_t *w, int64_t k) {
@@ -142,6 +164,14 @@ void quantizeRow(const float *x, int64_t k, float scale, uint8_t *out) {
     return quantize512(x, k, scale, out);
 #endif
   quantizeScalar(x, k, scale, out);
+}
+
+void quantizeRowAffine(const float *x, int64_t k, float invScale, int32_t zero, uint8_t *out) {
+#ifdef KILN_INT8_AVX512
+  if (haveAvx512())
+    return quantizeAffine512(x, k, invScale, zero, out);
+#endif
+  quantizeAffineScalar(x, k, invScale, zero, out);
 }
 
 int32_t rowSum(const int8_t *w, int64_t k) {

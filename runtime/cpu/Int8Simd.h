@@ -19,6 +19,9 @@ namespace kiln::rt::int8 {
 float absMax(const float *x, int64_t k);
 /// out[j] = clamp(round_half_even(x[j] / scale), -127, 127) + 128.
 void quantizeRow(const float *x, int64_t k, float scale, uint8_t *out);
+/// out[j] = clamp(round_half_even(x[j] * invScale) + zero, 0, 255) (static
+/// activations, torch's quantize_per_tensor to uint8).
+void quantizeRowAffine(const float *x, int64_t k, float invScale, int32_t zero, uint8_t *out);
 /// sum of k contiguous int8 values.
 int32_t rowSum(const int8_t *w, int64_t k);
 /// y[r] = float(acc[r] - comp[r]) * (xScale * wScale[r]) + bias[r], r < n.

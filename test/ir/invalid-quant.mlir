@@ -48,9 +48,36 @@ func.func @int8_view_0d(%w: tensor<i32>) {
 // -----
 
 func.func @qlinear_bad_mode(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>) {
-  // expected-error @+2 {{activations must be "per_token", "per_tensor" or "none", got "static"}}
+  // expected-error @+2 {{activations must be "per_token", "per_tensor", "static" or "none", got "calibrated"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "calibrated"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_static_no_scale(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>) {
+  // expected-error @+2 {{static activations need a scale and a zero point}}
   // expected-error @+1 {{failed to infer returned types}}
   %y = "kiln.qlinear"(%x, %w, %s) {activations = "static"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @quantize_static_bad_zero(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{static zero point must be in [0, 255], got 300}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %q = "kiln.quantize_static"(%x) {scale = 0.5 : f32, zero_point = 300 : i64} : (tensor<4x8xf32>) -> tensor<4x8xui8>
+  return
+}
+
+// -----
+
+func.func @quantize_static_bad_scale(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{static scale must be positive and finite, got 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %q = "kiln.quantize_static"(%x) {scale = 0.0 : f32, zero_point = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xui8>
   return
 }
 

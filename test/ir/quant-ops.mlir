@@ -25,6 +25,16 @@ func.func @dequantize(%q: tensor<16x8xi8>, %s: tensor<16x1xf32>, %acc: tensor<4x
   return %w, %a : tensor<16x8xf32>, tensor<4x16xf32>
 }
 
+// Tests static uint8 quantization and its dequantize with the zero point.
+// CHECK-LABEL: func.func @quantize_static
+// CHECK: %[[Q:.*]] = kiln.quantize_static %{{.*}} {scale = 5.000000e-02 : f32, zero_point = 128 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+// CHECK: kiln.dequantize %[[Q]], %{{.*}} {zero_point = 128 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+func.func @quantize_static(%x: tensor<4x8xf32>, %s: tensor<1x1xf32>) -> tensor<4x8xf32> {
+  %q = kiln.quantize_static %x {scale = 0.05 : f32, zero_point = 128 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  %d = kiln.dequantize %q, %s {zero_point = 128 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
 // Tests the i32 carrier of int8 data (last dim x 4).
 // CHECK-LABEL: func.func @int8_view
 // CHECK: kiln.int8_view %{{.*}} : tensor<16x2xi32> -> tensor<16x8xi8>
@@ -41,4 +51,12 @@ func.func @qlinear(%x: tensor<4x8xf32>, %x3: tensor<2x4x8xf32>, %w: tensor<16x8x
   %y = kiln.qlinear %x, %w, %s, %b {activations = "per_token"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %z = kiln.qlinear %x3, %w, %s {activations = "none"} : (tensor<2x4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<2x4x16xf32>
   return %y, %z : tensor<4x16xf32>, tensor<2x4x16xf32>
+}
+
+// Tests a static qlinear carrying the input's scale and zero point.
+// CHECK-LABEL: func.func @qlinear_static
+// CHECK: kiln.qlinear %{{.*}}, %{{.*}}, %{{.*}} {activations = "static", input_scale = 2.500000e-01 : f32, input_zero_point = 3 : i64}
+func.func @qlinear_static(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x1xf32>) -> tensor<4x16xf32> {
+  %y = kiln.qlinear %x, %w, %s {activations = "static", input_scale = 0.25 : f32, input_zero_point = 3 : i64} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
 }

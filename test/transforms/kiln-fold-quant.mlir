@@ -122,3 +122,45 @@ func.func @f64_stays(%x: tensor<4x8xf64>, %w: tensor<8x16xf64>) -> tensor<4x16xf
   %y = kiln.matmul %x, %w : tensor<4x8xf64>, tensor<8x16xf64>
   return %y : tensor<4x16xf64>
 }
+
+// -----
+
+// Tests a static (calibrated) input: quantize_static and the dequantize with
+// the same scale (a constant splat) and zero point fold into one qlinear
+// carrying them; the constant scale is erased with the q/dq.
+// CHECK-LABEL: func.func @static_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<16x8xi8>, %[[S:.*]]: tensor<16x1xf32>, %[[B:.*]]: tensor<16xf32>)
+// CHECK-NEXT: %[[Y:.*]] = kiln.qlinear %[[X]], %[[W]], %[[S]], %[[B]] {activations = "static", input_scale = 2.500000e-01 : f32, input_zero_point = 7 : i64}
+// CHECK-NEXT: return %[[Y]]
+func.func @static_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %ws: tensor<16x1xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %q = kiln.quantize_static %x {scale = 0.25 : f32, zero_point = 7 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  %s = kiln.constant dense<0.25> : tensor<1x1xf32>
+  %xd = kiln.dequantize %q, %s {zero_point = 7 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  %wd = kiln.dequantize %w, %ws : tensor<16x8xi8>, tensor<16x1xf32> -> tensor<16x8xf32>
+  %wt = kiln.permute %wd {dims = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %y = kiln.matmul %xd, %wt : tensor<4x8xf32>, tensor<8x16xf32>
+  %z = kiln.add %y, %b : tensor<4x16xf32>, tensor<16xf32>
+  return %z : tensor<4x16xf32>
+}
+
+// -----
+
+// Negative: a dequantize that does not invert its quantize_static (another
+// zero point, or another scale) is not an integer GEMM: all stays float.
+// CHECK-LABEL: func.func @static_mismatch_stays
+// CHECK-NOT: kiln.qlinear
+// CHECK: kiln.quantize_static
+// CHECK: kiln.matmul
+// CHECK: kiln.matmul
+func.func @static_mismatch_stays(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %ws: tensor<16x1xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %q = kiln.quantize_static %x {scale = 0.25 : f32, zero_point = 7 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  %s = kiln.constant dense<0.25> : tensor<1x1xf32>
+  %t = kiln.constant dense<0.5> : tensor<1x1xf32>
+  %xd = kiln.dequantize %q, %s {zero_point = 8 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  %xe = kiln.dequantize %q, %t {zero_point = 7 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  %wd = kiln.dequantize %w, %ws : tensor<16x8xi8>, tensor<16x1xf32> -> tensor<16x8xf32>
+  %wt = kiln.permute %wd {dims = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %y = kiln.matmul %xd, %wt : tensor<4x8xf32>, tensor<8x16xf32>
+  %z = kiln.matmul %xe, %wt : tensor<4x8xf32>, tensor<8x16xf32>
+  return %y, %z : tensor<4x16xf32>, tensor<4x16xf32>
+}

@@ -69,7 +69,7 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True,
     if isinstance(model, torch.export.ExportedProgram):
         model = _ProgramModule(model)
     if isinstance(model, torch.nn.Module) and any(
-            type(m).__name__ == "QuantizedLinear" and type(m).__module__.startswith("kiln.quant")
+            type(m).__module__.startswith("kiln.quant.")
             for m in model.modules()):
         raise ExportError("kiln.export: kiln.quant layers (int8 GEMMs) are not exportable yet; "
                           "export the float model")

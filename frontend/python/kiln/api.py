@@ -198,6 +198,7 @@ def compile(model=None, **options):  # noqa: A001
         from kiln._exported_program import from_export
         return from_export(model, fullgraph=opts["fullgraph"])
     if isinstance(model, torch.nn.Module):
+        _convert_calibrated(model)
         if opts["mode"] == "reduce-overhead":
             return _ReduceOverheadModule(model, opts)
         return CompiledModule(model, opts)
@@ -224,6 +225,15 @@ def compile(model=None, **options):  # noqa: A001
         compiled = _reduce_overhead(compiled)
     compiled._kiln_compiled = True
     return compiled
+
+
+def _convert_calibrated(model):
+    """A model ``kiln.quant.prepare`` observed for static int8 is converted
+    (in place) to its int8 layers before compiling (kiln/quant/_static.py)."""
+    import sys
+    static = sys.modules.get("kiln.quant._static")
+    if static is not None and static.has_observers(model):
+        static.convert(model)
 
 
 def _calling_function(target):

@@ -7,7 +7,7 @@
 // collapsed to [M, K], the weight's address taken from the i32 words (byte
 // offset = element offset x 4, row stride in bytes), a [M, N] result
 // buffer, mode 0, and the result expanded back to [2, 4, 16].
-// CHECK: func.func private @kiln_int8_linear(memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64) attributes {llvm.emit_c_interface}
+// CHECK: func.func private @kiln_int8_linear(memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, f32, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @per_token_3d
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[WORDS:.*]]: tensor<16x2xi32>, %[[S:.*]]: tensor<16x1xf32>, %[[B:.*]]: tensor<16xf32>)
 // CHECK: %[[X2:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
@@ -23,7 +23,7 @@
 // CHECK: %[[R64:.*]] = arith.index_cast %[[ROW]] : index to i64
 // CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x16xf32>
 // CHECK: %[[MODE:.*]] = arith.constant 0 : i64
-// CHECK: call @kiln_int8_linear(%{{.*}}, %[[P64]], %[[R64]], %{{.*}}, %{{.*}}, %{{.*}}, %[[MODE]])
+// CHECK: call @kiln_int8_linear(%{{.*}}, %[[P64]], %[[R64]], %{{.*}}, %{{.*}}, %{{.*}}, %[[MODE]], %{{.*}}, %{{.*}})
 // CHECK: %[[YT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<8x16xf32>
 // CHECK: %[[OUT:.*]] = tensor.expand_shape %[[YT]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 16] : tensor<8x16xf32> into tensor<2x4x16xf32>
 // CHECK: return %[[OUT]]
@@ -47,6 +47,29 @@ func.func @per_token_3d(%x: tensor<2x4x8xf32>, %words: tensor<16x2xi32>, %ws: te
 func.func @weight_only_no_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %ws: tensor<16x1xf32>) -> tensor<4x16xf32> {
   %y = kiln.qlinear %x, %w, %ws {activations = "none"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests a static qlinear: mode 3 with its input scale and zero point as
+// the call's last two arguments.
+// CHECK-LABEL: func.func @static_scale_zero
+// CHECK-DAG: %[[MODE:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[SC:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG: %[[ZP:.*]] = arith.constant 7 : i64
+// CHECK: call @kiln_int8_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MODE]], %[[SC]], %[[ZP]])
+func.func @static_scale_zero(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %ws: tensor<16x1xf32>) -> tensor<4x16xf32> {
+  %y = kiln.qlinear %x, %w, %ws {activations = "static", input_scale = 0.25 : f32, input_zero_point = 7 : i64} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Negative: a static quantize that did not fold fails the same way.
+func.func @unfolded_quantize_static(%x: tensor<4x8xf32>) -> tensor<4x8xui8> {
+  // expected-error @+1 {{kiln.quantize_static has no CPU lowering outside an integer GEMM (kiln.qlinear)}}
+  %q = kiln.quantize_static %x {scale = 0.5 : f32, zero_point = 0 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  return %q : tensor<4x8xui8>
 }
 
 // -----

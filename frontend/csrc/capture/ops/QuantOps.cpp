@@ -1,18 +1,24 @@
-//===- QuantOps.cpp - kiln.quant's quantized linear layers -------------------===//
+//===- QuantOps.cpp - kiln.quant's quantized layers -------------------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // Captures `kiln.quant._ops.linear_int8`, the forward of the layers
 // `kiln.quant.prepare` installs, as kiln's q/dq representation
 // (ir/KilnQuantOps.td, docs/quantization.md): the int32-viewed int8 weight
 // through kiln.int8_view, dequantized per output channel and transposed;
-// the input dynamically quantized and dequantized (unless weight-only); a
-// kiln.matmul and the bias add. kiln-fold-quant turns the pattern into one
-// kiln.qlinear. Arguments kiln.quant never produces are Unsupported (the
+// the input dynamically quantized and dequantized (unless weight-only), or
+// (`linear_static_int8`) statically through kiln.quantize_static with the
+// calibrated scale and zero point as attributes; a kiln.matmul and the bias
+// add. kiln-fold-quant turns the pattern into one kiln.qlinear.
+// `conv2d_static_int8` (static int8 Conv2d layers) is the same q/dq around a
+// kiln.conv2d, run as oneDNN's int8 convolution (codegen/cpu/ConvsToDnnl.cpp).
+// Arguments kiln.quant never produces are Unsupported (the
 // layer then runs its eager reference, with the reason logged).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
 #include "ir/KilnQuantOps.h"
+
+#include <cmath>
 
 namespace kiln {
 
@@ -38,14 +44,12 @@ void checkOperands(Value x, Value words, Value scale, Value bias) {
     throw Unsupported("kiln.quant linear_int8: bias must be float32 [N]");
 }
 
-VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
-  Value x = tensorArg(inputArg(a, op), op);
+/// The captured layer around `lhsOf(x)`, the (quantized, dequantized) input.
+template <typename LhsFn>
+VarP emitLinear(Interpreter &I, Value x, Args &a, const std::string &op, LhsFn lhsOf) {
   Value words = tensorArg(a.get("qweight"), op);
   Value scale = tensorArg(a.get("weight_scale"), op);
   Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
-  std::string act = strArg(a, "activations", "per_token");
-  if (act != "per_token" && act != "per_tensor" && act != "none")
-    throw Unsupported("kiln.quant linear_int8: activations \"" + act + "\"");
   checkOperands(x, words, scale, bias);
   Emit e(I);
   mlir::Location loc = I.loc();
@@ -54,16 +58,95 @@ VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
     x = e.reshape(x, {1, ttype(x).getDimSize(0)});
   Value w = e.b.create<Int8ViewOp>(loc, words);
   Value wt = e.permute(e.b.create<DequantizeOp>(loc, w, scale), {1, 0});
-  Value lhs = x;
-  if (act != "none") {
-    auto q = e.b.create<QuantizeOp>(loc, x, e.b.getStringAttr(act));
-    lhs = e.b.create<DequantizeOp>(loc, q.getResult(), q.getScale());
-  }
-  Value r = e.inferred<MatmulOp>({lhs, wt});
+  Value r = e.inferred<MatmulOp>({lhsOf(e, x), wt});
   if (bias)
     r = e.bin<AddOp>(r, bias);
   if (rank == 1)
     r = e.reshape(r, {ttype(r).getDimSize(1)});
+  return T(r);
+}
+
+VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  std::string act = strArg(a, "activations", "per_token");
+  if (act != "per_token" && act != "per_tensor" && act != "none")
+    throw Unsupported("kiln.quant linear_int8: activations \"" + act + "\"");
+  return emitLinear(I, x, a, op, [&](Emit &e, Value in) -> Value {
+    if (act == "none")
+      return in;
+    auto q = e.b.create<QuantizeOp>(I.loc(), in, e.b.getStringAttr(act));
+    return e.b.create<DequantizeOp>(I.loc(), q.getResult(), q.getScale());
+  });
+}
+
+/// The calibrated input scale and zero point of a static layer.
+std::pair<double, int64_t> staticParams(Args &a, const std::string &op) {
+  double scale = floatArg(a, "input_scale", 0.0);
+  int64_t zero = intArg(a, "input_zero_point", -1);
+  if (!(scale > 0.0) || !std::isfinite(scale) || zero < 0 || zero > 255)
+    throw Unsupported(op + ": input_scale must be positive and finite and input_zero_point in "
+                           "[0, 255]");
+  return {scale, zero};
+}
+
+/// dequantize(quantize_static(x)) with the calibrated scale and zero point.
+Value staticQdq(Emit &e, mlir::Location loc, Value x, double scale, int64_t zero) {
+  auto scaleAttr = e.b.getF32FloatAttr(float(scale));
+  auto zeroAttr = e.b.getI64IntegerAttr(zero);
+  Value q = e.b.create<QuantizeStaticOp>(loc, x, scaleAttr, zeroAttr);
+  auto one = mlir::RankedTensorType::get(llvm::SmallVector<int64_t>(ttype(x).getRank(), 1),
+                                         e.b.getF32Type());
+  Value s = e.b.create<ConstantOp>(
+      loc, mlir::cast<mlir::ElementsAttr>(mlir::DenseElementsAttr::get(one, float(scale))));
+  return e.b.create<DequantizeOp>(loc, q, s, zeroAttr);
+}
+
+/// `linear_static_int8`: the input quantized with its calibrated uint8
+/// scale and zero point (Python numbers, specialized as attributes).
+VarP linearStaticInt8(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  auto [scale, zero] = staticParams(a, op);
+  return emitLinear(I, x, a, op,
+                    [&](Emit &e, Value in) { return staticQdq(e, I.loc(), in, scale, zero); });
+}
+
+/// `conv2d_static_int8`: conv2d(dq(q_static(x)), dq(w_i32, s[F,1,1,1])) + bias,
+/// which kiln-cpu-convs-to-dnnl runs as oneDNN's u8 x s8 convolution.
+VarP conv2dStaticInt8(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  Value w = tensorArg(a.get("qweight"), op);
+  Value ws = tensorArg(a.get("weight_scale"), op);
+  auto xt = ttype(x), wt = ttype(w);
+  if (!xt.getElementType().isF32() || xt.getRank() != 4)
+    throw Unsupported(op + ": the input must be a 4-D float32 tensor");
+  if (!wt.getElementType().isInteger(32) || wt.getRank() != 4 || !wt.hasStaticShape())
+    throw Unsupported(op + ": qweight must be int8 values held in a 4-D int32 tensor");
+  int64_t f = wt.getDimSize(0);
+  if (!ttype(ws).getElementType().isF32() ||
+      ttype(ws).getShape() != llvm::ArrayRef<int64_t>{f, 1, 1, 1})
+    throw Unsupported(op + ": weight_scale must be float32 [F, 1, 1, 1]");
+  std::vector<int64_t> stride = asInts(a.get("stride"), "stride");
+  std::vector<int64_t> pad = asInts(a.get("padding"), "padding");
+  std::vector<int64_t> dilation = asInts(a.get("dilation"), "dilation");
+  if (stride.size() != 2 || pad.size() != 2 || dilation.size() != 2)
+    throw Unsupported(op + ": stride, padding and dilation must be pairs");
+  auto [scale, zero] = staticParams(a, op);
+  Emit e(I);
+  mlir::Location loc = I.loc();
+  Value xd = staticQdq(e, loc, x, scale, zero);
+  Value wd = e.b.create<DequantizeOp>(loc, w, ws);
+  std::vector<int64_t> pad4 = {pad[0], pad[0], pad[1], pad[1]};
+  auto attrs = {e.b.getNamedAttr("stride", e.b.getDenseI64ArrayAttr(stride)),
+                e.b.getNamedAttr("padding", e.b.getDenseI64ArrayAttr(pad4)),
+                e.b.getNamedAttr("dilation", e.b.getDenseI64ArrayAttr(dilation)),
+                e.b.getNamedAttr("groups", e.b.getI64IntegerAttr(intArg(a, "groups", 1)))};
+  Value r = e.checked<Conv2dOp>({xd, wd}, attrs, op);
+  if (!a.isNone("bias")) {
+    Value b = tensorArg(a.get("bias"), op);
+    if (!ttype(b).getElementType().isF32() || ttype(b).getShape() != llvm::ArrayRef<int64_t>{f})
+      throw Unsupported(op + ": bias must be float32 [F]");
+    r = e.bin<AddOp>(r, e.reshape(b, {f, 1, 1}));
+  }
   return T(r);
 }
 
@@ -73,6 +156,13 @@ void registerQuantOps(OpRegistry &r) {
   r.op("quant_linear_int8", linearInt8,
        Params{"input", "qweight", "weight_scale", "bias", "activations"})
       .function("kiln.quant._ops", "linear_int8");
+  r.op("quant_linear_static_int8", linearStaticInt8,
+       Params{"input", "qweight", "weight_scale", "bias", "input_scale", "input_zero_point"})
+      .function("kiln.quant._ops", "linear_static_int8");
+  r.op("quant_conv2d_static_int8", conv2dStaticInt8,
+       Params{"input", "qweight", "weight_scale", "bias", "stride", "padding", "dilation", "groups",
+              "input_scale", "input_zero_point"})
+      .function("kiln.quant._ops", "conv2d_static_int8");
 }
 
 } // namespace kiln

@@ -6,16 +6,29 @@ In torch.ao's shape::
     prepared = kiln.quant.prepare(model, kiln.quant.dynamic_int8())
     fast = kiln.compile(prepared)   # int8 GEMMs (oneMKL VNNI) inside kiln's graph
 
-``dynamic_int8(activations="per_token" | "per_tensor")`` and
-``weight_only_int8()`` quantize ``nn.Linear`` layers (per-channel symmetric
-int8 weights), filtered by ``module_types`` and ``include``/``exclude``
-name patterns. ``prepared`` runs eagerly too (the torch reference of the
-same arithmetic). ``static_int8``, ``weight_only_int4``, ``fp8`` and
-``prepare_qat`` are not implemented yet and raise NotImplementedError.
+``dynamic_int8(activations="per_token" | "per_tensor")``,
+``static_int8(observer="minmax" | "histogram")`` and ``weight_only_int8()``
+quantize ``nn.Linear`` layers (static int8 also ``nn.Conv2d``;
+per-channel symmetric int8 weights),
+filtered by ``module_types`` and ``include``/``exclude`` name patterns.
+Static int8 calibrates first::
+
+    prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
+    for x in calibration_batches:
+        prepared(x)                 # observers record activation ranges
+    fast = kiln.compile(prepared)   # converts (kiln.quant.convert), then compiles
+
+``prepared`` runs eagerly too (the torch reference of the same
+arithmetic). ``weight_only_int4``, ``fp8`` and ``prepare_qat`` are not
+implemented yet and raise NotImplementedError.
 """
 from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, prepare_qat, static_int8,
                                 weight_only_int4, weight_only_int8)
 from kiln.quant._modules import QuantizedLinear, prepare
+from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
+                                StaticQuantizedLinear, convert)
 
-__all__ = ["QuantConfig", "QuantizedLinear", "dynamic_int8", "weight_only_int8", "static_int8",
-           "weight_only_int4", "fp8", "prepare_qat", "prepare"]
+__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "ObservedConv2d",
+           "StaticQuantizedLinear", "StaticQuantizedConv2d",
+           "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
+           "prepare_qat", "prepare", "convert"]

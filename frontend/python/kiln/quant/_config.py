@@ -2,7 +2,9 @@
 """Quantization configs: what ``kiln.quant.prepare`` quantizes and how.
 
 A config names a scheme (``dynamic_int8``: int8 weights and activations
-quantized per call; ``weight_only_int8``: int8 weights, float activations),
+quantized per call; ``static_int8``: activations quantized with a scale and
+zero point calibrated beforehand; ``weight_only_int8``: int8 weights, float
+activations),
 the activation granularity, and which modules it applies to: by type
 (``module_types``, only ``torch.nn.Linear`` today) and by qualified name
 (``include``/``exclude``: ``fnmatch`` patterns such as ``"encoder.*"``; a
@@ -22,6 +24,7 @@ from torch import nn
 from kiln.quant._ops import ACTIVATIONS
 
 SUPPORTED_MODULES = (nn.Linear,)
+STATIC_MODULES = (nn.Linear, nn.Conv2d)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class QuantConfig:
     module_types: tuple
     include: tuple | None
     exclude: tuple
+    observer: str | None = None
 
     def selects(self, name: str, module: nn.Module, as_type=None) -> bool:
         """Whether ``module`` (qualified name ``name``; of type ``as_type``
@@ -57,22 +61,25 @@ def _patterns(what, value):
 
 def _module_types(scheme, types):
     types = tuple(types)
+    supported = STATIC_MODULES if scheme == "static_int8" else SUPPORTED_MODULES
     for t in types:
         if not (isinstance(t, type) and issubclass(t, nn.Module)):
             raise TypeError(f"kiln.quant.{scheme}: module_types holds {t!r}, not an nn.Module type")
-        if t not in SUPPORTED_MODULES:
+        if t not in supported:
+            names = " and ".join(f"torch.nn.{s.__name__}" for s in supported)
             raise NotImplementedError(
                 f"kiln.quant.{scheme}: quantizing {t.__module__}.{t.__qualname__} is not "
-                "supported yet (only torch.nn.Linear)")
+                f"supported yet (only {names})")
     return types
 
 
-def _config(scheme, activations, module_types, include, exclude):
-    if activations not in ACTIVATIONS:
+def _config(scheme, activations, module_types, include, exclude, observer=None):
+    if activations not in (*ACTIVATIONS, "static"):
         raise ValueError(f"kiln.quant.{scheme}: activations={activations!r} is not one of "
                          f"{ACTIVATIONS[:2]}")
     return QuantConfig(scheme, activations, _module_types(scheme, module_types),
-                       _patterns("include", include), _patterns("exclude", exclude) or ())
+                       _patterns("include", include), _patterns("exclude", exclude) or (),
+                       observer)
 
 
 def dynamic_int8(activations="per_token", module_types=(nn.Linear,), include=None, exclude=(),
@@ -98,13 +105,29 @@ def weight_only_int8(module_types=(nn.Linear,), include=None, exclude=()):
 def _not_yet(name, what):
     def config(*args, **kwargs):
         raise NotImplementedError(f"kiln.quant.{name}: {what} is not implemented yet (issue 19); "
-                                  "kiln.quant supports dynamic_int8() and weight_only_int8()")
+                                  "kiln.quant supports dynamic_int8(), static_int8() and "
+                                  "weight_only_int8()")
     config.__name__ = name
     config.__doc__ = f"Not implemented yet: {what} (raises NotImplementedError)."
     return config
 
 
-static_int8 = _not_yet("static_int8", "static int8 with calibration")
+def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=None, exclude=(),
+                dtype=torch.quint8):
+    """Static int8 with calibration: per-channel symmetric int8 weights,
+    activations per-tensor affine uint8 with a scale and zero point fixed by
+    the inputs calibration batches show (torch.ao's ``observer``:
+    ``"minmax"`` or ``"histogram"``), as PT2E's X86InductorQuantizer.
+    ``dtype``: the activations' (only ``torch.quint8``)."""
+    if observer not in ("minmax", "histogram"):
+        raise ValueError(f"kiln.quant.static_int8: observer={observer!r} is not one of "
+                         "('minmax', 'histogram')")
+    if dtype not in (torch.quint8, torch.uint8):
+        raise ValueError(f"kiln.quant.static_int8: activation dtype {dtype} is not supported "
+                         "(uint8 only: torch.quint8)")
+    return _config("static_int8", "static", module_types, include, exclude, observer)
+
+
 weight_only_int4 = _not_yet("weight_only_int4", "int4 weight-only quantization")
 fp8 = _not_yet("fp8", "fp8 quantization (sm_90)")
 prepare_qat = _not_yet("prepare_qat", "quantization-aware training")

@@ -16,7 +16,7 @@ import copy
 import torch
 from torch import nn
 
-from kiln.quant import _ops
+from kiln.quant import _ops, _static
 from kiln.quant._config import QuantConfig
 
 
@@ -94,6 +94,14 @@ def _is_ao_linear(module) -> bool:
     return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
 
 
+def _why_not_conv(module):
+    if module.padding_mode != "zeros":
+        return f"padding_mode={module.padding_mode!r} (zeros only)"
+    if isinstance(module.padding, str):
+        return f"padding={module.padding!r} (give the padding as numbers)"
+    return None
+
+
 def _why_not(name, module):
     if _is_ao_linear(module):
         return None if module.in_features % 4 == 0 else (
@@ -102,6 +110,8 @@ def _why_not(name, module):
         return f"weight dtype {module.weight.dtype} (float32 only)"
     if module.weight.device.type != "cpu":
         return f"device {module.weight.device} (CPU only)"
+    if isinstance(module, nn.Conv2d):
+        return _why_not_conv(module)
     if module.in_features % 4:
         return f"in_features={module.in_features} is not a multiple of 4"
     return None
@@ -109,11 +119,13 @@ def _why_not(name, module):
 
 def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.Module:
     """``model`` (a copy unless ``inplace``) with every module ``config``
-    selects replaced by its int8 version, in eval mode. A selected module
-    kiln cannot quantize raises ValueError naming it and why."""
+    selects replaced by its int8 version, in eval mode; for
+    ``static_int8()`` by an observed float layer, converted to int8 after
+    calibration (kiln/quant/_static.py). A selected module kiln cannot
+    quantize raises ValueError naming it and why."""
     if not isinstance(config, QuantConfig):
-        raise TypeError("kiln.quant.prepare: config must come from kiln.quant.dynamic_int8() or "
-                        f"weight_only_int8(), got {type(config).__name__}")
+        raise TypeError("kiln.quant.prepare: config must come from kiln.quant.dynamic_int8(), "
+                        f"static_int8() or weight_only_int8(), got {type(config).__name__}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"kiln.quant.prepare: expected an nn.Module, got {type(model).__name__}")
     if not inplace:
@@ -122,13 +134,16 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
         raise ValueError("kiln.quant.prepare: the root module itself is a Linear; wrap it")
     chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
     # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
-    if nn.Linear in config.module_types:
+    if nn.Linear in config.module_types and config.scheme != "static_int8":
         chosen += [(n, m) for n, m in model.named_modules()
                    if n and _is_ao_linear(m) and config.selects(n, m, as_type=nn.Linear)]
     for name, module in chosen:
         why = _why_not(name, module)
         if why:
             raise ValueError(f"kiln.quant.prepare: cannot quantize {name!r}: {why}")
+    if config.scheme == "static_int8":
+        _static.observe(model, chosen, config.observer)
+        return model.eval()
     for name, module in chosen:
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model

@@ -13,10 +13,13 @@ call, symmetric, one scale per row (``"per_token"``) or per tensor
 (``"per_tensor"``): ``scale = max|x| / 127`` (1 for an all-zero group),
 ``q = clamp(round_half_even(x / scale), -127, 127)``; the int32 product
 is dequantized by ``x_scale * w_scale`` and the bias added.
+``linear_static_int8`` is the static (calibrated) variant: uint8 inputs with a
+fixed scale and zero point (kiln/quant/_static.py).
 """
 from __future__ import annotations
 
 import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed ops)
 
 ACTIVATIONS = ("per_token", "per_tensor", "none")
 
@@ -56,3 +59,37 @@ def linear_int8(input, qweight, weight_scale, bias=None, activations="per_token"
     if bias is not None:
         y = y + bias
     return y.reshape(*input.shape[:-1], w.shape[0])
+
+
+def linear_static_int8(input, qweight, weight_scale, bias, input_scale, input_zero_point):
+    """``linear_int8`` with the input quantized statically: per tensor,
+    uint8, the calibrated ``input_scale`` (float) and ``input_zero_point``
+    (int in [0, 255]), as ``torch.ops.quantized_decomposed.quantize_per_tensor``
+    (kiln's kernel computes the same values); the int32 product of
+    ``q - zero_point`` and the weight is dequantized by
+    ``input_scale * weight_scale`` and the bias added."""
+    w = qweight.view(torch.int8)
+    k = w.shape[1]
+    x = input.reshape(-1, k)
+    q = torch.ops.quantized_decomposed.quantize_per_tensor(x, input_scale, input_zero_point, 0,
+                                                           255, torch.uint8)
+    acc = ((q.to(torch.float64) - input_zero_point) @ w.to(torch.float64).t()).to(torch.float32)
+    y = acc * (torch.tensor(input_scale, dtype=torch.float32) * weight_scale.t())
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*input.shape[:-1], w.shape[0])
+
+
+def conv2d_static_int8(input, qweight, weight_scale, bias, stride, padding, dilation, groups,
+                       input_scale, input_zero_point):
+    """A static int8 ``Conv2d`` as torch's reference quantized ops compute
+    it: the input through ``quantized_decomposed.quantize_per_tensor`` /
+    ``dequantize_per_tensor`` (uint8, the calibrated scale and zero point),
+    the weight int8 values (held in int32 ``[F, C / groups, KH, KW]``)
+    times per-channel scales ``[F, 1, 1, 1]``, a float convolution. kiln's
+    compiled oneDNN call computes the same sum in int32."""
+    qd = torch.ops.quantized_decomposed
+    q = qd.quantize_per_tensor(input, input_scale, input_zero_point, 0, 255, torch.uint8)
+    x = qd.dequantize_per_tensor(q, input_scale, input_zero_point, 0, 255, torch.uint8)
+    w = qweight.to(torch.float32) * weight_scale
+    return torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups)

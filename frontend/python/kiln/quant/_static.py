@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Static (calibrated) int8: observed layers, then int8 layers.
+
+``kiln.quant.prepare(model, static_int8())`` swaps each selected
+``nn.Linear`` / ``nn.Conv2d`` for an ``ObservedLinear`` / ``ObservedConv2d``:
+the float layer plus a torch.ao observer recording the inputs of
+calibration batches run through the prepared model. ``convert`` (which
+``kiln.compile`` calls on a model that still has observed layers) turns
+each into a ``StaticQuantizedLinear`` / ``StaticQuantizedConv2d`` with the
+parameters torch.ao's observers compute, as PT2E's ``X86InductorQuantizer``
+does:
+
+- activations: per-tensor affine uint8 in [0, 255] (``MinMaxObserver`` or
+  ``HistogramObserver``), applied as
+  ``torch.ops.quantized_decomposed.quantize_per_tensor``;
+- weights: per-output-channel symmetric int8 in [-128, 127]
+  (``PerChannelMinMaxObserver``, ``scale = max|w| / 127.5``), quantized
+  by ``quantize_per_channel``.
+
+The converted layers call ``kiln.quant._ops.linear_static_int8`` /
+``conv2d_static_int8``: eagerly the torch reference, under ``kiln.compile``
+kiln's q/dq IR, then the int8 GEMM / oneDNN's int8 convolution.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.ao.quantization import observer as ao_observer
+
+from kiln.quant import _ops
+
+OBSERVERS = {"minmax": ao_observer.MinMaxObserver, "histogram": ao_observer.HistogramObserver}
+
+
+def activation_observer(kind: str) -> nn.Module:
+    """torch.ao's observer for kiln's static activations (uint8 affine)."""
+    return OBSERVERS[kind](dtype=torch.quint8, qscheme=torch.per_tensor_affine, quant_min=0,
+                           quant_max=255, reduce_range=False)
+
+
+def quantize_weight_static(weight: torch.Tensor):
+    """(int8 values [N, ...], float32 scales [N, 1, ...]) as torch.ao's
+    per-channel symmetric int8 weight observer and quantize_per_channel."""
+    obs = ao_observer.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8,
+                                               qscheme=torch.per_channel_symmetric,
+                                               quant_min=-128, quant_max=127)
+    w = weight.detach().to(torch.float32)
+    obs(w)
+    scale, zero = obs.calculate_qparams()
+    values = torch.ops.quantized_decomposed.quantize_per_channel(
+        w, scale, zero, 0, -128, 127, torch.int8)
+    return values, scale.to(torch.float32).reshape(-1, *([1] * (w.dim() - 1)))
+
+
+class ObservedLinear(nn.Module):
+    """A float ``nn.Linear`` recording its inputs for calibration."""
+
+    def __init__(self, linear: nn.Module, observer: str):
+        super().__init__()
+        self.linear = linear
+        self.activation_post_process = activation_observer(observer)
+
+    def forward(self, input):
+        self.activation_post_process(input.detach())
+        return self.linear(input)
+
+    def input_qparams(self, name):
+        """(scale, zero point) of the observed inputs; ValueError before calibration."""
+        obs = self.activation_post_process
+        if not torch.isfinite(obs.min_val) or not torch.isfinite(obs.max_val):
+            raise ValueError(f"kiln.quant: {name!r} saw no calibration data: run calibration "
+                             "batches through the prepared model before kiln.compile / convert")
+        scale, zero = obs.calculate_qparams()
+        return float(scale), int(zero)
+
+
+class ObservedConv2d(ObservedLinear):
+    """A float ``nn.Conv2d`` recording its inputs for calibration."""
+
+
+class StaticQuantizedConv2d(nn.Module):
+    """An int8 ``nn.Conv2d`` with a calibrated input scale and zero point
+    (inference only; weights held as int32 values for kiln's capture)."""
+
+    def __init__(self, conv: nn.Conv2d, input_scale: float, input_zero_point: int):
+        super().__init__()
+        self.stride, self.padding = tuple(conv.stride), tuple(conv.padding)
+        self.dilation, self.groups = tuple(conv.dilation), conv.groups
+        self.input_scale, self.input_zero_point = input_scale, input_zero_point
+        values, scale = quantize_weight_static(conv.weight)
+        self.register_buffer("qweight", values.to(torch.int32).contiguous())
+        self.register_buffer("weight_scale", scale.contiguous())
+        bias = None if conv.bias is None else conv.bias.detach().to(torch.float32).clone()
+        self.register_buffer("bias", bias)
+
+    @classmethod
+    def from_observed(cls, name: str, observed: ObservedConv2d):
+        return cls(observed.linear, *observed.input_qparams(name))
+
+    def forward(self, input):
+        return _ops.conv2d_static_int8(input, self.qweight, self.weight_scale, self.bias,
+                                       self.stride, self.padding, self.dilation, self.groups,
+                                       self.input_scale, self.input_zero_point)
+
+    def extra_repr(self):
+        return (f"{tuple(self.qweight.shape)}, stride={self.stride}, padding={self.padding}, "
+                f"input_scale={self.input_scale!r}, input_zero_point={self.input_zero_point}")
+
+
+class StaticQuantizedLinear(nn.Module):
+    """An int8 ``nn.Linear`` with a calibrated input scale and zero point
+    (inference only): see the module doc."""
+
+    def __init__(self, in_features, out_features, input_scale=1.0, input_zero_point=0):
+        super().__init__()
+        if in_features % 4:
+            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of 4")
+        self.in_features, self.out_features = in_features, out_features
+        self.input_scale, self.input_zero_point = float(input_scale), int(input_zero_point)
+        self.register_buffer("qweight", torch.zeros(out_features, in_features // 4,
+                                                    dtype=torch.int32))
+        self.register_buffer("weight_scale", torch.ones(out_features, 1))
+        self.register_buffer("bias", None)
+
+    @classmethod
+    def from_observed(cls, name: str, observed: ObservedLinear):
+        linear = observed.linear
+        q = cls(linear.in_features, linear.out_features, *observed.input_qparams(name))
+        values, wscale = quantize_weight_static(linear.weight)
+        q.qweight = values.contiguous().view(torch.int32)
+        q.weight_scale = wscale.contiguous()
+        if linear.bias is not None:
+            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return q
+
+    def int8_weight(self) -> torch.Tensor:
+        """The int8 weight values ``[N, K]`` (a view)."""
+        return self.qweight.view(torch.int8)
+
+    def forward(self, input):
+        return _ops.linear_static_int8(input, self.qweight, self.weight_scale, self.bias,
+                                       self.input_scale, self.input_zero_point)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"input_scale={self.input_scale!r}, input_zero_point={self.input_zero_point}")
+
+
+def observe(model: nn.Module, chosen, observer: str) -> None:
+    """Swaps each (name, nn.Linear or nn.Conv2d) of ``chosen`` in ``model``
+    for its observed version."""
+    for name, module in chosen:
+        kind = ObservedConv2d if isinstance(module, nn.Conv2d) else ObservedLinear
+        _replace(model, name, kind(module, observer))
+
+
+def has_observers(model: nn.Module) -> bool:
+    """Whether ``model`` still has layers waiting for ``convert``."""
+    return any(isinstance(m, ObservedLinear) for m in model.modules())
+
+
+def convert(model: nn.Module) -> nn.Module:
+    """Replaces, in place, every observed layer of a model prepared with
+    ``static_int8()`` and calibrated by its int8 layer; returns the model.
+    ``kiln.compile`` calls it on a model that still has observed layers."""
+    observed = [(n, m) for n, m in model.named_modules() if isinstance(m, ObservedLinear)]
+    converted = [(n, (StaticQuantizedConv2d if isinstance(m, ObservedConv2d)
+                      else StaticQuantizedLinear).from_observed(n, m)) for n, m in observed]
+    for name, layer in converted:
+        _replace(model, name, layer)
+    return model
+
+
+def _replace(model, name, module):
+    parent_name, _, attr = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, attr, module)

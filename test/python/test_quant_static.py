@@ -1,0 +1,230 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kiln.quant.static_int8: calibration, conversion, compiled int8 Linear and Conv2d.
+
+The flow under test is ``prepare`` → calibration batches through the
+prepared model → ``kiln.compile``. Scales and zero points are checked
+against torch.ao's own observers and quantize ops on the same data; compiled
+results against the eager reference (kiln/quant/_ops.py, built from
+``torch.ops.quantized_decomposed`` q/dq) and, for accuracy, against the fp32
+model on scikit-learn's bundled digits (within 1 point).
+"""
+import functools
+
+import pytest
+import torch
+from torch import nn
+from torch.ao.quantization import observer as ao_observer
+
+import kiln
+from conftest import assert_compiled
+from test_quant import accuracy, digits, mlp, sqnr, train_digits_mlp
+
+qd = torch.ops.quantized_decomposed
+
+
+def calibrate(prepared, batches):
+    with torch.no_grad():
+        for x in batches:
+            prepared(x)
+    return prepared
+
+
+def compiled_matches_eager(prepared, x, tol=1e-5):
+    fast = kiln.compile(prepared)
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(fast(x), prepared(x), rtol=tol, atol=tol)
+    assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+    return fast
+
+
+def small_cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, padding=1, groups=32),  # depthwise
+        nn.Conv2d(32, 24, 1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(24, 10)).eval()
+
+
+# --- Linear ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("observer", ["minmax", "histogram"])
+def test_static_linear_compiles_to_one_graph(observer):
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.static_int8(observer=observer))
+    assert [type(m).__name__ for m in prepared][::2] == ["ObservedLinear"] * 3
+    calibrate(prepared, [torch.randn(32, 64) for _ in range(4)])
+    compiled_matches_eager(prepared, torch.randn(16, 64))
+    # kiln.compile converted the prepared model in place.
+    assert [type(m).__name__ for m in prepared][::2] == ["StaticQuantizedLinear"] * 3
+
+
+def test_static_qparams_are_torch_ao_observers_and_quantize_ops():
+    model = mlp()
+    batches = [torch.randn(32, 64) * 3 + 1 for _ in range(3)]
+    prepared = kiln.quant.convert(calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                                            batches))
+    obs = ao_observer.MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine)
+    for x in batches:
+        obs(x)
+    scale, zero = obs.calculate_qparams()
+    layer = prepared[0]
+    assert layer.input_scale == float(scale) and layer.input_zero_point == int(zero)
+    wobs = ao_observer.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8,
+                                                qscheme=torch.per_channel_symmetric)
+    wobs(model[0].weight.detach())
+    wscale, wzero = wobs.calculate_qparams()
+    qw = torch.quantize_per_channel(model[0].weight.detach(), wscale, wzero, 0, torch.qint8)
+    assert torch.equal(layer.int8_weight(), qw.int_repr())
+    assert torch.equal(layer.weight_scale.reshape(-1), wscale.float())
+    # The compiled layer against torch's reference q/dq + float linear.
+    x = torch.randn(16, 64) * 3 + 1
+    with torch.no_grad():
+        got = kiln.compile(nn.Sequential(layer))(x)
+    xd = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, float(scale), int(zero), 0, 255,
+                                                         torch.uint8),
+                                  float(scale), int(zero), 0, 255, torch.uint8)
+    ref = nn.functional.linear(xd, qw.dequantize(), model[0].bias.detach())
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_calibration_outside_the_range_clamps_like_torch():
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.static_int8())
+    calibrate(prepared, [torch.rand(8, 64)])  # [0, 1): zero point 0
+    x = torch.randn(8, 64) * 4  # negatives clamp to 0, large values to 255
+    compiled_matches_eager(prepared, x)
+
+
+def test_uncalibrated_model_is_a_clear_error():
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.static_int8())
+    with pytest.raises(ValueError, match="'0' saw no calibration data"):
+        kiln.compile(prepared)
+
+
+def test_ir_is_static_q_dq_folded_into_the_int8_gemm(tmp_path):
+    prepared = calibrate(kiln.quant.prepare(mlp(), kiln.quant.static_int8()),
+                         [torch.randn(8, 64)])
+    with kiln.config.patch(debug_dir=str(tmp_path)):
+        kiln.compile(prepared)(torch.randn(4, 64))
+    (folder,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    captured = (folder / "captured.mlir").read_text()
+    assert captured.count("kiln.quantize_static") == 3
+    dumps = sorted(p for p in folder.iterdir() if p.name[:2].isdigit() and p.suffix == ".mlir")
+    folded = next(p.read_text() for p in dumps if "fold-quant" in p.name)
+    assert folded.count('activations = "static"') == 3 and "quantize_static" not in folded
+
+
+# --- Conv2d ---------------------------------------------------------------------
+
+
+def test_static_conv_cnn_compiles_to_oneDNN_int8_calls():
+    torch.manual_seed(0)
+    model = small_cnn()
+    prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
+    assert sum(type(m).__name__ == "ObservedConv2d" for m in prepared) == 4
+    calibrate(prepared, [torch.randn(4, 3, 16, 16) for _ in range(3)])
+    x = torch.randn(2, 3, 16, 16)
+    compiled_matches_eager(prepared, x, tol=1e-4)
+    with torch.no_grad():
+        assert sqnr(model(x), prepared(x)) > 20
+
+
+def test_static_conv_layer_against_torch_reference_ops():
+    torch.manual_seed(1)
+    conv = nn.Conv2d(8, 16, 3, stride=2, padding=1).eval()
+    x = torch.randn(2, 8, 9, 9)
+    prepared = calibrate(kiln.quant.prepare(nn.Sequential(conv), kiln.quant.static_int8()), [x])
+    with torch.no_grad():
+        got = kiln.compile(prepared)(x)
+    layer = prepared[0]
+    obs = ao_observer.MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine)
+    obs(x)
+    scale, zero = obs.calculate_qparams()
+    assert (layer.input_scale, layer.input_zero_point) == (float(scale), int(zero))
+    xd = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, float(scale), int(zero), 0, 255,
+                                                         torch.uint8),
+                                  float(scale), int(zero), 0, 255, torch.uint8)
+    wd = layer.qweight.float() * layer.weight_scale
+    ref = nn.functional.conv2d(xd, wd, conv.bias.detach(), 2, 1)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+
+
+# --- accuracy on real data --------------------------------------------------------
+
+
+@pytest.mark.parametrize("observer", ["minmax", "histogram"])
+def test_digits_mlp_static_within_one_point_of_fp32(observer):
+    model, xte, yte = train_digits_mlp()
+    xtr = digits()[0]
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8(observer=observer)),
+                         xtr[:512].split(128))
+    fp32, quantized = accuracy(model, xte, yte), accuracy(kiln.compile(prepared), xte, yte)
+    assert abs(quantized - fp32) <= 1.0, (fp32, quantized)
+    assert_compiled(graphs=1, eager_calls=0)
+
+
+@functools.lru_cache(maxsize=1)
+def train_digits_cnn():
+    """A two-conv CNN on the 8x8 digits (a few seconds on one thread)."""
+    xtr, ytr, xte, yte = digits()
+    xtr, xte = xtr.reshape(-1, 1, 8, 8), xte.reshape(-1, 1, 8, 8)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(32 * 16, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(60):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(xtr), ytr).backward()
+        opt.step()
+    torch.set_num_threads(threads)
+    return model.eval(), xtr, xte, yte
+
+
+def test_digits_cnn_static_within_one_point_of_fp32():
+    model, xtr, xte, yte = train_digits_cnn()
+    fp32 = accuracy(model, xte, yte)
+    assert fp32 > 90, fp32
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         xtr[:512].split(128))
+    quantized = accuracy(kiln.compile(prepared), xte, yte)
+    assert abs(quantized - fp32) <= 1.0, (fp32, quantized)
+    assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+
+
+def test_export_of_static_layers_is_a_clear_error(tmp_path):
+    prepared = calibrate(kiln.quant.prepare(small_cnn(), kiln.quant.static_int8()),
+                         [torch.randn(2, 3, 8, 8)])
+    kiln.quant.convert(prepared)
+    with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
+        kiln.export(prepared, (torch.randn(2, 3, 8, 8),), str(tmp_path / "q.kiln"))
+
+
+def test_histogram_qparams_equal_pt2e_x86_inductor_quantizer():
+    """observer="histogram" picks exactly the input scales and zero points of
+    PT2E's X86InductorQuantizer (torchao's copy; skipped without torchao)."""
+    pt2e = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e")
+    xiq = pytest.importorskip("torchao.quantization.pt2e.quantizer.x86_inductor_quantizer")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3)).eval()
+    batches = [torch.randn(2, 3, 10, 10) for _ in range(3)]
+    quantizer = xiq.X86InductorQuantizer().set_global(
+        xiq.get_default_x86_inductor_quantization_config())
+    # strict export: the non-strict default leaves the quantizer nothing to match.
+    observed = pt2e.prepare_pt2e(torch.export.export(model, (batches[0],), strict=True).module(),
+                                 quantizer)
+    calibrate(observed, batches)
+    converted = pt2e.convert_pt2e(observed, fold_quantize=False)
+    theirs = [tuple(n.args[1:3]) for n in converted.graph.nodes
+              if n.target == qd.quantize_per_tensor.default]
+    prepared = kiln.quant.prepare(model, kiln.quant.static_int8(observer="histogram"))
+    calibrate(prepared, batches)
+    with torch.no_grad():
+        got = kiln.compile(prepared)(batches[0])
+        want = converted(batches[0])
+    ours = [(m.input_scale, m.input_zero_point) for m in prepared if hasattr(m, "input_scale")]
+    assert ours == theirs[:len(ours)] and len(ours) == 2
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
