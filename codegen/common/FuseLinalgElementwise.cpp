@@ -66,6 +66,43 @@ unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
   return cost;
 }
 
+/// Bytes of one element of `v`'s (shaped) type.
+unsigned elementBytes(Value v) {
+  Type t = getElementTypeOrSelf(v.getType());
+  return t.isIntOrFloat() ? llvm::divideCeil(t.getIntOrFloatBitWidth(), 8) : 8;
+}
+
+/// True when recomputing `producer` per element reads fewer bytes than
+/// loading its stored result: its inputs read element by element are
+/// narrower than its results (a bf16 → f32 cast) or there are none (only
+/// broadcasts: a bias, a mask from an index).
+bool recomputeReadsLess(linalg::GenericOp producer) {
+  unsigned in = 0, out = 0;
+  for (OpOperand *operand : producer.getDpsInputOperands())
+    if (readsEachElementOnce(operand))
+      in += elementBytes(operand->get());
+  for (Value r : producer->getResults())
+    out += elementBytes(r);
+  return in < out;
+}
+
+/// True when every use of `producer` is an input of a generic that may take
+/// it fused (element by element, within `maxBody` ops): fusing into all of
+/// them then removes the producer. When some use keeps it materialized (a
+/// library call, a GEMM, a reshape, the return), recomputing it in the
+/// other consumers only repeats work and keeps its inputs alive longer: a
+/// residual block's output, stored for the next convolution, was
+/// recomputed in every later residual add of the stage, holding each
+/// block's tensors until the stage's end.
+bool allUsesFuse(linalg::GenericOp producer, unsigned producerOps, unsigned maxBody,
+                 unsigned expCost) {
+  return llvm::all_of(producer->getUses(), [&](OpOperand &use) {
+    auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+    return consumer && !isFusionBarrier(consumer) && consumer.isDpsInput(&use) &&
+           readsEachElementOnce(&use) && producerOps + bodyOps(consumer, expCost) <= maxBody;
+  });
+}
+
 /// True for an all-parallel generic whose body only converts its inputs
 /// (extf, truncf, int/float casts): fusing it into a consumer that reads it
 /// broadcast repeats one conversion per element.
@@ -133,7 +170,8 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
       if (!generic || !consumer || generic.getNumLoops() != generic.getNumParallelLoops())
         return false;
       unsigned producerOps = bodyOps(generic, expCost);
-      return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody;
+      return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody &&
+             (recomputeReadsLess(generic) || allUsesFuse(generic, producerOps, maxBody, expCost));
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
