@@ -9,6 +9,7 @@
 // repeating a few arithmetic ops, so e.g. layer_norm's x - mean is
 // recomputed inside both the variance and the normalization instead of
 // being stored; transcendental ops count as several ops (see bodyOps).
+// Only where repeating moves fewer bytes than storing (recomputePays).
 // Transposes with elementwise consumers are generalized first so that they
 // fuse too.
 //===----------------------------------------------------------------------===//
@@ -72,28 +73,21 @@ unsigned elementBytes(Value v) {
   return t.isIntOrFloat() ? llvm::divideCeil(t.getIntOrFloatBitWidth(), 8) : 8;
 }
 
-/// True when recomputing `producer` per element reads fewer bytes than
-/// loading its stored result: its inputs read element by element are
-/// narrower than its results (a bf16 → f32 cast) or there are none (only
-/// broadcasts: a bias, a mask from an index).
-bool recomputeReadsLess(linalg::GenericOp producer) {
+/// Bytes per element that `producer` reads element by element (inputs read
+/// broadcast, once per row or channel, count nothing) and writes.
+std::pair<unsigned, unsigned> bytesPerElement(linalg::GenericOp producer) {
   unsigned in = 0, out = 0;
   for (OpOperand *operand : producer.getDpsInputOperands())
     if (readsEachElementOnce(operand))
       in += elementBytes(operand->get());
   for (Value r : producer->getResults())
     out += elementBytes(r);
-  return in < out;
+  return {in, out};
 }
 
 /// True when every use of `producer` is an input of a generic that may take
 /// it fused (element by element, within `maxBody` ops): fusing into all of
-/// them then removes the producer. When some use keeps it materialized (a
-/// library call, a GEMM, a reshape, the return), recomputing it in the
-/// other consumers only repeats work and keeps its inputs alive longer: a
-/// residual block's output, stored for the next convolution, was
-/// recomputed in every later residual add of the stage, holding each
-/// block's tensors until the stage's end.
+/// them then removes the producer.
 bool allUsesFuse(linalg::GenericOp producer, unsigned producerOps, unsigned maxBody,
                  unsigned expCost) {
   return llvm::all_of(producer->getUses(), [&](OpOperand &use) {
@@ -101,6 +95,25 @@ bool allUsesFuse(linalg::GenericOp producer, unsigned producerOps, unsigned maxB
     return consumer && !isFusionBarrier(consumer) && consumer.isDpsInput(&use) &&
            readsEachElementOnce(&use) && producerOps + bodyOps(consumer, expCost) <= maxBody;
   });
+}
+
+/// Whether repeating `producer` (small, all-parallel, several uses) in its
+/// consumers moves fewer bytes than storing it once and loading it in each
+/// of its n uses: n * in < (n + 1) * out when every use fuses (the
+/// producer then disappears: softmax's exp(x - max), layer_norm's
+/// x - mean), in < out when some use keeps it materialized anyway (a
+/// library call, a GEMM, a reshape, the return) and only the loads are
+/// saved (a bf16 → f32 cast, a broadcast bias). Repeating a residual add
+/// (two full inputs) never pays, and kept every block's tensors of a
+/// ResNet or ConvNeXt stage alive until the stage's last add, which
+/// recomputed them all.
+bool recomputePays(linalg::GenericOp producer, unsigned producerOps, unsigned maxBody,
+                   unsigned expCost) {
+  auto [in, out] = bytesPerElement(producer);
+  if (in < out)
+    return true;
+  auto n = static_cast<unsigned>(std::distance(producer->use_begin(), producer->use_end()));
+  return n * in < (n + 1) * out && allUsesFuse(producer, producerOps, maxBody, expCost);
 }
 
 /// True for an all-parallel generic whose body only converts its inputs
@@ -171,7 +184,7 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
         return false;
       unsigned producerOps = bodyOps(generic, expCost);
       return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody &&
-             (recomputeReadsLess(generic) || allUsesFuse(generic, producerOps, maxBody, expCost));
+             recomputePays(generic, producerOps, maxBody, expCost);
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();

@@ -34,7 +34,11 @@ def CpuFuseRowsPass : Pass<"kiln-cpu-fuse-rows", "func::FuncOp"> {
     dim 0) — a reduction over rows or any other access to a written buffer
     ends the run. Applied only to runs that contain a reduction (other
     elementwise chains are already fused on tensors). Ops using
-    `linalg.index` are left alone.
+    `linalg.index` are left alone. First, `linalg.fill`s of allocations
+    move down to the next op touching their buffer (as in
+    kiln-cpu-plan-memory): bufferization hoists GEMM-output zero fills,
+    which would otherwise join the first run of their row count and make
+    those outputs live from there on.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
 }
