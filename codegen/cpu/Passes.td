@@ -66,7 +66,9 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
     a buffer used in an `scf.for` is live for the whole loop; making a
     view is not an access). Top-level `linalg.fill`s of allocations first
     move down to just before their buffer's next access (bufferization
-    leaves GEMM zero fills and pad borders at the top). In place: an
+    leaves GEMM zero fills and pad borders at the top), and so do copies
+    of a constant `memref.global` into them (pad borders of splat
+    constants). In place: an
     all-parallel `linalg.generic` that is the last access of an input
     buffer and the first of a same-size output buffer, both seen with the
     same type and permutation map and touched by no other operand, writes
