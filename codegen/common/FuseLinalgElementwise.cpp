@@ -9,6 +9,7 @@
 // repeating a few arithmetic ops, so e.g. layer_norm's x - mean is
 // recomputed inside both the variance and the normalization instead of
 // being stored; transcendental ops count as several ops (see bodyOps).
+// Only where repeating moves fewer bytes than storing (recomputePays).
 // Transposes with elementwise consumers are generalized first so that they
 // fuse too.
 //===----------------------------------------------------------------------===//
@@ -64,6 +65,55 @@ unsigned bodyOps(linalg::GenericOp op, unsigned transcendentalCost) {
                 ? transcendentalCost
                 : 1;
   return cost;
+}
+
+/// Bytes of one element of `v`'s (shaped) type.
+unsigned elementBytes(Value v) {
+  Type t = getElementTypeOrSelf(v.getType());
+  return t.isIntOrFloat() ? llvm::divideCeil(t.getIntOrFloatBitWidth(), 8) : 8;
+}
+
+/// Bytes per element that `producer` reads element by element (inputs read
+/// broadcast, once per row or channel, count nothing) and writes.
+std::pair<unsigned, unsigned> bytesPerElement(linalg::GenericOp producer) {
+  unsigned in = 0, out = 0;
+  for (OpOperand *operand : producer.getDpsInputOperands())
+    if (readsEachElementOnce(operand))
+      in += elementBytes(operand->get());
+  for (Value r : producer->getResults())
+    out += elementBytes(r);
+  return {in, out};
+}
+
+/// True when every use of `producer` is an input of a generic that may take
+/// it fused (element by element, within `maxBody` ops): fusing into all of
+/// them then removes the producer.
+bool allUsesFuse(linalg::GenericOp producer, unsigned producerOps, unsigned maxBody,
+                 unsigned expCost) {
+  return llvm::all_of(producer->getUses(), [&](OpOperand &use) {
+    auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+    return consumer && !isFusionBarrier(consumer) && consumer.isDpsInput(&use) &&
+           readsEachElementOnce(&use) && producerOps + bodyOps(consumer, expCost) <= maxBody;
+  });
+}
+
+/// Whether repeating `producer` (small, all-parallel, several uses) in its
+/// consumers moves fewer bytes than storing it once and loading it in each
+/// of its n uses: n * in < (n + 1) * out when every use fuses (the
+/// producer then disappears: softmax's exp(x - max), layer_norm's
+/// x - mean), in < out when some use keeps it materialized anyway (a
+/// library call, a GEMM, a reshape, the return) and only the loads are
+/// saved (a bf16 → f32 cast, a broadcast bias). Repeating a residual add
+/// (two full inputs) never pays, and kept every block's tensors of a
+/// ResNet or ConvNeXt stage alive until the stage's last add, which
+/// recomputed them all.
+bool recomputePays(linalg::GenericOp producer, unsigned producerOps, unsigned maxBody,
+                   unsigned expCost) {
+  auto [in, out] = bytesPerElement(producer);
+  if (in < out)
+    return true;
+  auto n = static_cast<unsigned>(std::distance(producer->use_begin(), producer->use_end()));
+  return n * in < (n + 1) * out && allUsesFuse(producer, producerOps, maxBody, expCost);
 }
 
 /// True for an all-parallel generic whose body only converts its inputs
@@ -133,7 +183,8 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
       if (!generic || !consumer || generic.getNumLoops() != generic.getNumParallelLoops())
         return false;
       unsigned producerOps = bodyOps(generic, expCost);
-      return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody;
+      return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody &&
+             recomputePays(generic, producerOps, maxBody, expCost);
     };
     linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();

@@ -67,7 +67,13 @@ def FuseLinalgElementwisePass : Pass<"kiln-fuse-linalg-elementwise", "func::Func
     arithmetic ops per element for a round trip of the intermediate
     through memory. Softmax's `exp(x - max)` then feeds both the sum and
     the division without being stored (unless `transcendental-cost` makes
-    exp too expensive to repeat). Fusion stops once a fused body
+    exp too expensive to repeat). Only when repeating moves fewer bytes:
+    with n uses, all fusable, n * in < (n + 1) * out (in: bytes per element
+    of the inputs it reads element by element, out: of its results); when
+    some use keeps it stored anyway (a library call, a GEMM, the return),
+    in < out (a bf16 → f32 cast, a broadcast). A residual add is therefore
+    stored once, not recomputed in later adds with all its inputs kept
+    alive. Fusion stops once a fused body
     would exceed `max-body-ops` ops. A `linalg.transpose` with a
     `linalg.generic` user is generalized first so that it fuses like any
     producer. Also folds reshapes by expansion and constants, like upstream.

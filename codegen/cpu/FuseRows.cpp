@@ -15,6 +15,7 @@
 // (contractRowBuffers).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/SinkFills.h"
 #include "codegen/common/Patterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -270,6 +271,10 @@ bool isTransparent(Operation *op) {
 struct CpuFuseRowsPass : impl::CpuFuseRowsPassBase<CpuFuseRowsPass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
+      // Hoisted GEMM-output fills would join the first run of their row
+      // count (convnext's three MLP hidden buffers, zeroed in the first
+      // LayerNorm's row loop, were live from there on).
+      sinkFills(block);
       SmallVector<SmallVector<linalg::LinalgOp>> runs;
       SmallVector<int64_t> runRows;
       SmallVector<linalg::LinalgOp> run;

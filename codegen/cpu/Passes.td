@@ -34,7 +34,11 @@ def CpuFuseRowsPass : Pass<"kiln-cpu-fuse-rows", "func::FuncOp"> {
     dim 0) — a reduction over rows or any other access to a written buffer
     ends the run. Applied only to runs that contain a reduction (other
     elementwise chains are already fused on tensors). Ops using
-    `linalg.index` are left alone.
+    `linalg.index` are left alone. First, `linalg.fill`s of allocations
+    move down to the next op touching their buffer (as in
+    kiln-cpu-plan-memory): bufferization hoists GEMM-output zero fills,
+    which would otherwise join the first run of their row count and make
+    those outputs live from there on.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
 }
@@ -62,7 +66,9 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
     a buffer used in an `scf.for` is live for the whole loop; making a
     view is not an access). Top-level `linalg.fill`s of allocations first
     move down to just before their buffer's next access (bufferization
-    leaves GEMM zero fills and pad borders at the top). In place: an
+    leaves GEMM zero fills and pad borders at the top), and so do copies
+    of a constant `memref.global` into them (pad borders of splat
+    constants). In place: an
     all-parallel `linalg.generic` that is the last access of an input
     buffer and the first of a same-size output buffer, both seen with the
     same type and permutation map and touched by no other operand, writes

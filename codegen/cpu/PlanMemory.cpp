@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/CallAttrs.h"
+#include "codegen/cpu/SinkFills.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -115,56 +116,6 @@ std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
   if (failed(liveRange(alloc.getResult(), entry, position, b.first, b.last)))
     return std::nullopt;
   return b;
-}
-
-/// The values that alias `root`: itself and its views, transitively.
-llvm::SmallPtrSet<Value, 8> aliasesOf(Value root) {
-  llvm::SmallPtrSet<Value, 8> aliases{root};
-  SmallVector<Value> worklist{root};
-  while (!worklist.empty())
-    for (Operation *user : worklist.pop_back_val().getUsers())
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        for (Value r : user->getResults())
-          if (aliases.contains(view.getViewSource()) && aliases.insert(r).second)
-            worklist.push_back(r);
-  return aliases;
-}
-
-/// Moves each top-level `linalg.fill` of an allocation (or a view of it)
-/// down to just before the next op that touches that memory (making a view
-/// does not). Bufferization
-/// leaves the zero fills of GEMM outputs hoisted to the top of the function
-/// (kiln-cpu-linalg-to-blas later folds them into beta = 0); where they stand
-/// they would make every GEMM output live from the function's start. A
-/// fill reads only a scalar defined above it, so the move is legal as long
-/// as nothing in between reads or writes the buffer.
-void sinkFills(Block &entry) {
-  SmallVector<linalg::FillOp> fills(entry.getOps<linalg::FillOp>());
-  // Last first: fills of one buffer's pieces (a pad's borders) then move
-  // down together, each to just before the one after it.
-  for (linalg::FillOp fill : llvm::reverse(fills)) {
-    if (!fill.hasPureBufferSemantics())
-      continue;
-    Value root = fill.getDpsInits()[0];
-    while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-      root = view.getViewSource();
-    if (!root.getDefiningOp<memref::AllocOp>())
-      continue;
-    llvm::SmallPtrSet<Value, 8> aliases = aliasesOf(root);
-    Operation *next = nullptr;
-    for (Operation *op = fill->getNextNode(); op && !next; op = op->getNextNode()) {
-      if (isa<ViewLikeOpInterface>(op))
-        continue;
-      op->walk([&](Operation *inner) {
-        for (Value v : inner->getOperands())
-          if (aliases.contains(v))
-            next = op;
-        return next ? WalkResult::interrupt() : WalkResult::advance();
-      });
-    }
-    if (next && next != fill->getNextNode() && !next->hasTrait<OpTrait::IsTerminator>())
-      fill->moveBefore(next);
-  }
 }
 
 /// Assigns offsets (greedy by size, best fit); returns the arena's size.

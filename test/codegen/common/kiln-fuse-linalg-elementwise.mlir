@@ -154,3 +154,110 @@ func.func @transpose_fuses(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> tensor<8
   } -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Tests that a small producer that stays materialized for another user
+// (here the return; in a ResNet the next convolution) is not recomputed in
+// its elementwise consumer: the consumer reads the stored value, and the
+// producer's inputs die at the producer (a residual stage's block outputs
+// were recomputed in every later residual add, all of them kept alive).
+// CHECK-LABEL: func.func @negative_multi_use_materialized_anyway
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[P]], %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// CHECK-NOT: arith.addf
+// CHECK: arith.mulf
+// CHECK: return %[[P]],
+func.func @negative_multi_use_materialized_anyway(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%x, %y : tensor<8xf32>, tensor<8xf32>) outs(%e0 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %q = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %z : tensor<8xf32>, tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %p, %q : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+
+// Tests that a producer reading only broadcast values (cheaper to recompute
+// than to load) is still fused into its consumer when it stays
+// materialized for another user.
+// CHECK-LABEL: func.func @multi_use_broadcast_producer_recomputed
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: ins(%[[P]]
+// CHECK: arith.mulf
+// CHECK: return %[[P]],
+func.func @multi_use_broadcast_producer_recomputed(%s: tensor<f32>, %z: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel"]}
+      ins(%s : tensor<f32>) outs(%e0 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.negf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %q = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %z : tensor<8xf32>, tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %p, %q : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// Tests that a producer with two full-size inputs (a residual add) is not
+// recomputed even when all its uses are elementwise: each copy would read
+// 8 bytes per element where the stored sum costs 4 to write and 4 per use,
+// and both inputs would stay alive until the last consumer.
+// CHECK-LABEL: func.func @negative_multi_use_two_full_inputs
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[P]], %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[P]], %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+func.func @negative_multi_use_two_full_inputs(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e0 = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%x, %y : tensor<8xf32>, tensor<8xf32>) outs(%e0 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e1 = tensor.empty() : tensor<8xf32>
+  %q = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %z : tensor<8xf32>, tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%p, %z : tensor<8xf32>, tensor<8xf32>) outs(%e2 : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %q, %s : tensor<8xf32>, tensor<8xf32>
+}

@@ -235,6 +235,47 @@ func.func @views_do_not_start_range(%x: memref<16xf32>, %out0: memref<16xf32>, %
 
 // -----
 
+// Tests that a border copied from a constant global (a max pool's -inf
+// border, a pad kiln lowers from a splat constant), hoisted above %a's
+// uses by bufferization, moves down to %b's next use like a fill, so %a and
+// %b share offset 0; a copy from a global that is not constant stays.
+// CHECK-LABEL: func.func @sink_constant_border_copies
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, {{.*}}} : memref<64xi8>
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<16xf32> to memref<16xf32>
+// CHECK-NEXT: memref.copy %{{.*}}, %[[OUT0:.*]] : memref<16xf32> to memref<16xf32>
+// CHECK-NEXT: memref.copy %{{.*}}, %{{.*}} : memref<4xf32> to memref<4xf32, strided<[1]>>
+// CHECK-NEXT: linalg.add
+// CHECK-LABEL: func.func @negative_mutable_global_copy_stays
+// CHECK: memref.alloc() {{.*}} : memref<128xi8>
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<4xf32> to memref<4xf32, strided<[1]>>
+// CHECK-NEXT: memref.copy %{{.*}}, %{{.*}} : memref<16xf32> to memref<16xf32>
+memref.global "private" constant @border : memref<4xf32> = dense<0xFF800000>
+memref.global "private" @mutable : memref<4xf32> = dense<0.0>
+func.func @sink_constant_border_copies(%x: memref<16xf32>, %out0: memref<16xf32>, %out1: memref<16xf32>) {
+  %g = memref.get_global @border : memref<4xf32>
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %lo = memref.subview %b[0] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %g, %lo : memref<4xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  memref.copy %a, %out0 : memref<16xf32> to memref<16xf32>
+  linalg.add ins(%b, %x : memref<16xf32>, memref<16xf32>) outs(%out1 : memref<16xf32>)
+  return
+}
+func.func @negative_mutable_global_copy_stays(%x: memref<16xf32>, %out0: memref<16xf32>, %out1: memref<16xf32>) {
+  %g = memref.get_global @mutable : memref<4xf32>
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<16xf32>
+  %lo = memref.subview %b[0] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %g, %lo : memref<4xf32> to memref<4xf32, strided<[1]>>
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  memref.copy %a, %out0 : memref<16xf32> to memref<16xf32>
+  linalg.add ins(%b, %x : memref<16xf32>, memref<16xf32>) outs(%out1 : memref<16xf32>)
+  return
+}
+
+// -----
+
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
 
