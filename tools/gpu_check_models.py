@@ -115,8 +115,8 @@ def build(out_dir, names, dtypes, small):
             except Exception as e:  # noqa: BLE001 - report every model
                 report["models"][key] = {"ok": False, "error": f"{type(e).__name__}: {e}"[:2000]}
             print(key, json.dumps(report["models"][key]), flush=True)
-    with open(os.path.join(out_dir, "build.json"), "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1)
+            with open(os.path.join(out_dir, "build.json"), "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=1)  # after each model: a partial build is usable
 
 
 def filled_artifact(gz_path, model, folder):
