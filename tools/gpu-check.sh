@@ -32,9 +32,11 @@
 # through libkiln_runtime, are compared with eager and timed against eager and
 # torch.compile default/max-autotune (gpu-models.json); without them the
 # models are timed eager vs torch.compile only (tools/gpu_models.py). Each
-# step runs under `timeout` (KILN_GPU_STEP_S, default 300 s for the models,
-# 120 s for the others): a hung step is killed, named, and its JSON keeps
-# the rows done. The rehearsal does the same with --small models, emulated.
+# step runs under `timeout` (KILN_GPU_MODELS_S: 270 s for the models, with
+# a torch.compile budget of KILN_GPU_COMPILE_BUDGET_S=150 s; KILN_GPU_STEP_S:
+# 150 s for the others; under 8 min in all with the runtime build): a hung
+# step is killed and named, and its JSON keeps the rows done. The rehearsal
+# does the same with --small models, emulated (longer limits).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 REHEARSE=0
@@ -47,10 +49,13 @@ BUILD="${KILN_GPU_BUILD:-${TMPDIR:-/tmp}/kiln-gpu-runtime}"
 # Exported CUDA artifacts: tools/gpu_check_export.py --build build/gpu-check/exports
 EXPORTS="${KILN_GPU_EXPORTS:-$ROOT/build/gpu-check/exports}"
 MODELS="${KILN_GPU_MODELS:-$ROOT/build/gpu-check/models}"
-STEP_S="${KILN_GPU_STEP_S:-120}"
-MODELS_S="${KILN_GPU_MODELS_S:-300}"
+STEP_S="${KILN_GPU_STEP_S:-150}"
+MODELS_S="${KILN_GPU_MODELS_S:-270}"
 # The rehearsal's emulated models run on the CPU (fake cuBLASLt in double).
-[ $REHEARSE = 1 ] && MODELS_S="${KILN_GPU_MODELS_S:-1800}"
+if [ $REHEARSE = 1 ]; then
+  MODELS_S="${KILN_GPU_MODELS_S:-1800}"
+  STEP_S="${KILN_GPU_STEP_S:-900}"
+fi
 # step SECONDS NAME CMD...: CMD under a timeout (SIGTERM, then SIGKILL 10 s
 # later); a failure or timeout is reported by name and sets the status.
 step() {
@@ -110,7 +115,7 @@ fi
 # Whole models first: the rows that matter most if the machine's time runs out.
 if [ -f "$MODELS/build.json" ]; then
   step "$MODELS_S" gpu_check_models.py "$PY" "$ROOT/tools/gpu_check_models.py" --run "$MODELS" \
-    --budget-s "${KILN_GPU_COMPILE_BUDGET_S:-170}" --out "$RESULTS/gpu-models.json"
+    --budget-s "${KILN_GPU_COMPILE_BUDGET_S:-150}" --out "$RESULTS/gpu-models.json"
 else
   echo "gpu-check: no whole-model exports at $MODELS: eager vs torch.compile only"
   step "$MODELS_S" gpu_models.py "$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json"
