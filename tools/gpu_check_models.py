@@ -94,6 +94,12 @@ def build(out_dir, names, dtypes, small):
     af = _artifact_file()
     os.makedirs(out_dir, exist_ok=True)
     report = {"small": small, "models": {}}
+    previous = os.path.join(out_dir, "build.json")
+    if os.path.exists(previous):  # --only adds models to an earlier build of the same sizes
+        with open(previous, encoding="utf-8") as f:
+            old = json.load(f)
+        if old.get("small") == small:
+            report = old
     for name in names:
         for dt in dtypes:
             key, t0 = f"{name}-{dt}", time.perf_counter()
