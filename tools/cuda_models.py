@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 import time
 
@@ -95,6 +96,86 @@ def check_model(name, archs=(80, 90)):
                                           for u in out["unsupported"])
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+#: cudaDataType codes of the plan's GEMM lines → torch dtypes.
+_GEMM_DTYPES = {0: torch.float32, 1: torch.float64, 2: torch.float16, 14: torch.bfloat16}
+
+
+def gemm_plans(irs, tf32=False):
+    """Builds each graph's launch plan (kiln.cuda.plan.build_spec: every
+    GEMM step gets its cuBLASLt call, or CudaUnsupportedError names it).
+    Returns (plan specs, Counter of distinct GEMM calls as tuples
+    (in type, out type, batch, m, n, k, trans_b, tf32, epilogue))."""
+    from kiln import _C
+    from kiln.cuda import plan
+    from kiln.cuda.graph import DTYPES, CudaGraph
+    specs, gemms = [], collections.Counter()
+    for ir in irs:
+        emitted = _C.cuda_emit(ir, collect_unsupported=True, fuse_rows=True)
+        for fn in emitted["functions"]:
+            spec, _ = plan.build_spec(CudaGraph(emitted, fn["name"]), DTYPES, tf32)
+            specs.append(spec)
+            gemms.update(tuple(int(f) for f in line.split()[1:10])
+                         for line in spec.splitlines() if line.startswith("gemm "))
+    return specs, gemms
+
+
+def _gemm_reference(a, w, bias, trans_b, epilogue):
+    """The GEMM step's meaning (kiln's row-major C = A x B + epilogue) in
+    float64."""
+    ref = a.double() @ (w.double().transpose(-1, -2) if trans_b else w.double())
+    if epilogue:
+        ref = ref + bias.double()
+    if epilogue == 2:
+        ref = ref.relu()
+    if epilogue == 3:
+        ref = torch.nn.functional.gelu(ref, approximate="tanh")
+    return ref
+
+
+def validate_gemms(gemms, seed=0):
+    """Runs each GEMM call (a key of gemm_plans) as a one-step plan through
+    libkiln_cuda's cuBLASLt lowering on random data and compares it with
+    its float64 reference rounded to the result type. Runs in a process
+    whose $KILN_CUDA_DRIVER/$KILN_CUBLASLT are the fake driver + cuBLASLt
+    of test/python/cuda_fake (CPU tensors as device memory; the fake
+    computes the column-major call cuBLASLt would, so a wrong lowering
+    gives wrong numbers). Returns {key: max abs error}; raises
+    AssertionError on a mismatch."""
+    import ctypes
+    from kiln.cuda import _driver as d
+    d.init()
+    if not os.environ.get("KILN_CUBLASLT"):
+        raise RuntimeError("validate_gemms runs on the fake driver + cuBLASLt only")
+    device = "cpu"
+    module = d.Module(b"\x7fELF" + b"\0" * 80)  # the fake loads any image
+    gen = torch.Generator().manual_seed(seed)
+    errors = {}
+    for key in gemms:
+        it, ot, batch, m, n, k, trans_b, tf32, epi = key
+        scale = k ** -0.25  # results of magnitude ~1
+
+        def rand(*shape, dt):
+            return (torch.randn(*shape, generator=gen) * scale).to(dt).to(device)
+        a = rand(batch, m, k, dt=_GEMM_DTYPES[it])
+        w = rand(batch, *((n, k) if trans_b else (k, n)), dt=_GEMM_DTYPES[it])
+        bias = rand(n, dt=_GEMM_DTYPES[ot])
+        out = torch.empty(batch, m, n, dtype=_GEMM_DTYPES[ot], device=device)
+        spec = (f"kiln-plan 1 4 3 1\nbuf 0 in 0\nbuf 1 in 1\nbuf 2 in 2\nbuf 3 out 0\n"
+                f"ws 0 {1 << 20}\ngemm {it} {ot} {batch} {m} {n} {k} {trans_b} {tf32} {epi} "
+                f"0 1 3 {2 if epi else -1}\n")
+        p = d.Plan(module, spec)
+        arena = torch.empty(1 << 20, dtype=torch.uint8, device=device)
+        ptrs = (ctypes.c_void_p * 3)(a.data_ptr(), w.data_ptr(), bias.data_ptr())
+        p.run(ptrs, (ctypes.c_void_p * 1)(out.data_ptr()), arena.data_ptr(), 0)
+        ref = _gemm_reference(a.cpu(), w.cpu(), bias.cpu(), trans_b, epi)
+        tol = {0: 1e-5 if not tf32 else 5e-3, 1: 1e-12}.get(ot, 1e-2)
+        got = out.cpu().double()
+        torch.testing.assert_close(got, ref.to(out.dtype).double(), rtol=tol, atol=tol,
+                                   msg=lambda s, key=key: f"GEMM {key}: {s}")
+        errors[key] = float((got - ref).abs().max())
+    return errors
 
 
 def format_table(results):

@@ -23,6 +23,20 @@
 # tools/gpu_check.py --emulate; the models run tiny on the CPU; exported
 # CUDA artifacts (tools/gpu_check_export.py, built if missing) run on the fake
 # driver through libkiln_runtime.
+#
+# Whole models (issue 21): exported CUDA artifacts of resnet50, ViT-B/16,
+# BERT-base and GPT-2 in fp32 and bf16, weights zeroed and gzipped, built here:
+#   .venv/bin/python tools/gpu_check_models.py --build build/gpu-check/models
+# (carry build/gpu-check and frontend/python/kiln/libkiln_runtime.so). On the
+# GPU machine they get the weights of the same models built there, run
+# through libkiln_runtime, are compared with eager and timed against eager and
+# torch.compile default/max-autotune (gpu-models.json); without them the
+# models are timed eager vs torch.compile only (tools/gpu_models.py). Each
+# step runs under `timeout` (KILN_GPU_MODELS_S: 270 s for the models, with
+# a torch.compile budget of KILN_GPU_COMPILE_BUDGET_S=150 s; KILN_GPU_STEP_S:
+# 150 s for the others; under 8 min in all with the runtime build): a hung
+# step is killed and named, and its JSON keeps the rows done. The rehearsal
+# does the same with --small models, emulated (longer limits).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 REHEARSE=0
@@ -34,6 +48,27 @@ PY="${PYTHON:-python3}"
 BUILD="${KILN_GPU_BUILD:-${TMPDIR:-/tmp}/kiln-gpu-runtime}"
 # Exported CUDA artifacts: tools/gpu_check_export.py --build build/gpu-check/exports
 EXPORTS="${KILN_GPU_EXPORTS:-$ROOT/build/gpu-check/exports}"
+MODELS="${KILN_GPU_MODELS:-$ROOT/build/gpu-check/models}"
+STEP_S="${KILN_GPU_STEP_S:-150}"
+MODELS_S="${KILN_GPU_MODELS_S:-270}"
+# The rehearsal's emulated models run on the CPU (fake cuBLASLt in double).
+if [ $REHEARSE = 1 ]; then
+  MODELS_S="${KILN_GPU_MODELS_S:-1800}"
+  STEP_S="${KILN_GPU_STEP_S:-900}"
+fi
+# step SECONDS NAME CMD...: CMD under a timeout (SIGTERM, then SIGKILL 10 s
+# later); a failure or timeout is reported by name and sets the status.
+step() {
+  local secs=$1 name=$2 rc=0
+  shift 2
+  timeout -k 10 "$secs" "$@" || rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "gpu-check: $name timed out after $secs s (its JSON keeps the rows done)" >&2
+  elif [ $rc != 0 ]; then
+    echo "gpu-check: $name failed (status $rc)" >&2
+  fi
+  [ $rc = 0 ] || status=1
+}
 RESULTS="${OUT:-$BUILD}"
 if [ $REHEARSE = 1 ]; then
   ARTIFACT="${1:-$ROOT/build/gpu-check/small.json.gz}"
@@ -61,24 +96,38 @@ if [ $REHEARSE = 1 ]; then
   FAKE="$BUILD/libfakecuda.so"
   cc -shared -fPIC -O1 -o "$FAKE" "$ROOT/test/python/cuda_fake/fake_libcuda.c" \
     "$ROOT/test/python/cuda_fake/fake_cublaslt.c" -ldl -lm
-  "$PY" "$ROOT/tools/gpu_check.py" --emulate --fake-driver "$FAKE" --artifact "$ARTIFACT" \
-    --out "$RESULTS/gpu-check.json" || status=$?
-  "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 1 --budget-s 0 \
-    --out "$RESULTS/gpu-models.json" || status=$?
+  step "$STEP_S" gpu_check.py "$PY" "$ROOT/tools/gpu_check.py" --emulate --fake-driver "$FAKE" \
+    --artifact "$ARTIFACT" --out "$RESULTS/gpu-check.json"
+  step "$STEP_S" gpu_models.py "$PY" "$ROOT/tools/gpu_models.py" --device cpu --small --iters 1 \
+    --budget-s 0 --out "$RESULTS/gpu-models-eager.json"
   [ -d "$EXPORTS" ] || "$PY" "$ROOT/tools/gpu_check_export.py" --build "$EXPORTS"
-  "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" --emulate --fake-driver "$FAKE" \
-    --out "$RESULTS/gpu-exports.json" || status=$?
+  step "$STEP_S" gpu_check_export.py "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" \
+    --emulate --fake-driver "$FAKE" --out "$RESULTS/gpu-exports.json"
+  SMALL="${KILN_GPU_SMALL_MODELS:-$ROOT/build/gpu-check/models-small}"
+  [ -f "$SMALL/build.json" ] || "$PY" "$ROOT/tools/gpu_check_models.py" --build "$SMALL" --small \
+    --only "${KILN_GPU_REHEARSE_ONLY:-resnet50,bert_base,gpt2}" --dtypes fp32
+  step "$MODELS_S" gpu_check_models.py "$PY" "$ROOT/tools/gpu_check_models.py" --run "$SMALL" \
+    --emulate --fake-driver "$FAKE" --out "$RESULTS/gpu-models.json"
   echo "gpu-check: rehearsal done (status $status)"
   exit $status
 fi
 
-"$PY" "$ROOT/tools/gpu_check.py" --artifact "$ARTIFACT" --out "$RESULTS/gpu-check.json" || status=$?
-"$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json" || status=$?
+# Whole models first: the rows that matter most if the machine's time runs out.
+if [ -f "$MODELS/build.json" ]; then
+  step "$MODELS_S" gpu_check_models.py "$PY" "$ROOT/tools/gpu_check_models.py" --run "$MODELS" \
+    --budget-s "${KILN_GPU_COMPILE_BUDGET_S:-150}" --out "$RESULTS/gpu-models.json"
+else
+  echo "gpu-check: no whole-model exports at $MODELS: eager vs torch.compile only"
+  step "$MODELS_S" gpu_models.py "$PY" "$ROOT/tools/gpu_models.py" --out "$RESULTS/gpu-models.json"
+fi
+step "$STEP_S" gpu_check.py "$PY" "$ROOT/tools/gpu_check.py" --artifact "$ARTIFACT" \
+  --out "$RESULTS/gpu-check.json"
 # Exported CUDA artifacts (kiln.export target cuda): libkiln_runtime.so built
 # here and carried along ($KILN_RUNTIME_LIB, else the source tree's copy).
 if [ -d "$EXPORTS" ] && PYTHONPATH="$ROOT/frontend/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
     "import ctypes, kiln_runtime; ctypes.CDLL(kiln_runtime._library_path())" 2>/dev/null; then
-  "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" --out "$RESULTS/gpu-exports.json" || status=$?
+  step "$STEP_S" gpu_check_export.py "$PY" "$ROOT/tools/gpu_check_export.py" --run "$EXPORTS" \
+    --out "$RESULTS/gpu-exports.json"
 else
   echo "gpu-check: no exported artifacts at $EXPORTS or no loadable libkiln_runtime: skipped"
 fi

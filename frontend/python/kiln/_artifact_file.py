@@ -110,3 +110,38 @@ def sections(data: bytes):
         kind, _crc, off, size, _ = struct.unpack_from("<IIQQQ", data, HEADER_SIZE + ENTRY_SIZE * i)
         out[names.get(kind, str(kind))] = (off, size)
     return out
+
+
+def rewrite_weights(data: bytearray, fill) -> list[str]:
+    """Rewrites the weights of the well-formed artifact `data` in place:
+    each tensor of the weights section for which `fill(name, safetensors
+    dtype, shape)` returns bytes (exactly its size) gets them, and the
+    section's and the header's CRC-32 are updated. Returns the names
+    rewritten (tools/gpu_check_models.py ships artifacts with zeroed
+    weights and fills them on the GPU machine)."""
+    count = struct.unpack_from("<I", data, 12)[0]
+    for i in range(count):
+        at = HEADER_SIZE + ENTRY_SIZE * i
+        kind, _crc, off, size, _ = struct.unpack_from("<IIQQQ", data, at)
+        if kind != KINDS["weights"]:
+            continue
+        hlen = struct.unpack_from("<Q", data, off)[0]
+        header = json.loads(bytes(data[off + 8:off + 8 + hlen]))
+        base, done = off + 8 + hlen, []
+        for name, e in header.items():
+            if name == "__metadata__" or name.startswith("__kiln_pad"):
+                continue
+            new = fill(name, e["dtype"], e["shape"])
+            if new is None:
+                continue
+            begin, end = e["data_offsets"]
+            if len(new) != end - begin:
+                raise ValueError(f"weight {name}: {len(new)} bytes for {end - begin}")
+            data[base + begin:base + end] = new
+            done.append(name)
+        view = memoryview(data)
+        struct.pack_into("<I", data, at + 4, zlib.crc32(view[off:off + size]))
+        table = view[HEADER_SIZE:HEADER_SIZE + ENTRY_SIZE * count]
+        struct.pack_into("<I", data, 24, zlib.crc32(table, zlib.crc32(view[:24])))
+        return done
+    raise ValueError("the artifact has no weights section")

@@ -147,4 +147,11 @@ VarP CaptureTimeCalls::objectLen(Interpreter &I, const VarP &obj) {
   return r;
 }
 
+std::optional<int> CaptureTimeCalls::graphDevice(const Interpreter &I) {
+  for (const Guard &g : I.out_.guards)
+    if (g.kind == Guard::Kind::Tensor)
+      return I.graphDevice_;
+  return std::nullopt;
+}
+
 } // namespace kiln

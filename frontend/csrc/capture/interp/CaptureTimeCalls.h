@@ -7,6 +7,7 @@
 // receiver instead of being inlined; the receiver is guarded by identity
 // and its __dict__ by value. The Python dunders len() and truth tests run
 // on an object built in the frame (its class's __len__/__bool__ inlined).
+// Also the graph's device for capture/ops' tensor factories.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H
 #define KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H
@@ -31,6 +32,9 @@ struct CaptureTimeCalls {
   static VarP objectLen(Interpreter &I, const VarP &obj);
   /// Guards `value of dictSource == snapshot` (once per source).
   static void guardState(Interpreter &I, int dictSource, PyRef snapshot);
+  /// TensorMeta::device of the graph's tensor inputs read so far; nullopt
+  /// before the first one (the device is not known yet).
+  static std::optional<int> graphDevice(const Interpreter &I);
 };
 
 } // namespace kiln

@@ -4,10 +4,14 @@
 // Ops and torch names of the tensor factories: torch.zeros/ones/full, their
 // `_like` forms and torch.arange. Static sizes become one splat (or dense)
 // kiln.constant; symbolic sizes build the tensor from the input that
-// carries the size (SymbolicSizes.cpp). Only the defaults of the factory
-// keywords are supported (CPU, strided, no grad, no pinning).
+// carries the size (SymbolicSizes.cpp). `device=` must be the graph's
+// device (CPU, a CUDA device, or meta for a dry run; a torch.device, a
+// string or an index); the other factory keywords only at their defaults
+// (strided, no grad, no pinning).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "GilOnce.h"
+#include "capture/interp/CaptureTimeCalls.h"
 
 #include <cmath>
 
@@ -15,17 +19,81 @@ namespace kiln {
 
 using namespace mlir::kiln;
 
-/// Checks the factory keywords kiln supports only at their defaults and
-/// returns the `dtype=` argument, if any.
-std::optional<DType> factoryDType(const std::string &op, const Args &a) {
+namespace {
+
+/// torch.device (borrowed, process lifetime).
+PyObject *torchDeviceType() {
+  static PyOnce once;
+  return once.get([] { return PyObject_GetAttrString(torchModule(), "device"); });
+}
+
+/// TensorMeta::device of torch.device `dev`; a bare `cuda` (the current
+/// device, which no guard covers) is the graph's device only on a machine
+/// with one GPU.
+int deviceIndex(const std::string &op, PyObject *dev, int graph) {
+  PyRef type = PyRef::steal(PyObject_GetAttrString(dev, "type"));
+  PyRef index = PyRef::steal(PyObject_GetAttrString(dev, "index"));
+  if (!type || !index)
+    throw Unsupported(withPythonError(op + ": cannot read device="));
+  std::string t = pyText(type.get());
+  if (t == "cpu")
+    return TensorMeta::kCpuDevice;
+  if (t == "meta")
+    return TensorMeta::kMetaDevice;
+  if (t != "cuda")
+    return TensorMeta::kOtherDevice;
+  if (index.get() != Py_None)
+    return int(PyLong_AsLong(index.get()));
+  PyRef cuda = PyRef::steal(PyObject_GetAttrString(torchModule(), "cuda"));
+  PyRef count =
+      cuda ? PyRef::steal(PyObject_CallMethod(cuda.get(), "device_count", nullptr)) : PyRef();
+  if (graph >= 0 && count && PyLong_AsLong(count.get()) == 1)
+    return 0;
+  PyErr_Clear();
+  throw Unsupported(BreakCategory::UnsupportedOp,
+                    op + " on device 'cuda' without an index where it may not be the graph's (" +
+                        deviceName(graph) + ")",
+                    "pass the device of a graph tensor (device=x.device)");
+}
+
+} // namespace
+
+void checkFactoryDevice(Interpreter &I, const std::string &op, const Args &a, bool like) {
+  std::optional<int> graph = CaptureTimeCalls::graphDevice(I);
+  if (a.isNone("device") && like)
+    return; // the input's device: the graph's
+  PyRef dev;
+  if (a.isNone("device")) {
+    dev = PyRef::steal(PyObject_CallMethod(torchModule(), "get_default_device", nullptr));
+  } else {
+    PyObject *o = constObj(a.get("device"), "device");
+    dev = PyRef::steal(PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject *>(torchDeviceType()))
+                           ? Py_NewRef(o)
+                           : PyObject_CallOneArg(torchDeviceType(), o));
+  }
+  if (!dev) // torch.device("nonsense"): eager raises
+    throw Unsupported(BreakCategory::UserError, withPythonError(op + ": device="));
+  int mine = graph ? *graph : TensorMeta::kCpuDevice;
+  int d = deviceIndex(op, dev.get(), mine);
+  if (d == mine && (graph || d == TensorMeta::kCpuDevice))
+    return;
+  // A tensor on another device than the graph's would be a graph value on
+  // the graph's device: wrong wherever its device shows (eager raises when
+  // it meets a graph tensor, or returns it there).
+  std::string where = graph ? "the graph's device is " + deviceName(*graph)
+                            : "before any tensor input (the graph's device is not known yet)";
+  throw Unsupported(BreakCategory::UnsupportedOp, op + " on " + pyText(dev.get()) + "; " + where,
+                    "create it on the device of a graph tensor (device=x.device)");
+}
+
+std::optional<DType> factoryDType(Interpreter &I, const std::string &op, const Args &a, bool like) {
   auto isNoneOr = [&](const char *name, auto ok) {
     return a.isNone(name) || ok(constObj(a.get(name), name));
   };
   auto strIs = [](PyObject *o, const char *s) { return pyText(o) == s; };
   if (!a.isNone("out"))
     throw Unsupported(BreakCategory::UnsupportedOp, op + " with out=");
-  if (!isNoneOr("device", [&](PyObject *o) { return strIs(o, "cpu"); }))
-    throw Unsupported(BreakCategory::UnsupportedOp, op + " on a device other than the CPU");
+  checkFactoryDevice(I, op, a, like);
   if (!isNoneOr("layout", [&](PyObject *o) { return strIs(o, "torch.strided"); }) ||
       !isNoneOr("requires_grad", [](PyObject *o) { return o == Py_False; }) ||
       !isNoneOr("pin_memory", [](PyObject *o) { return o == Py_False; }) ||
@@ -106,7 +174,7 @@ enum class Fill { Zero, One, Value };
 /// symbolic-size fill).
 template <Fill F, bool Like> VarP filled(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
-  std::optional<DType> dtype = factoryDType(op, a);
+  std::optional<DType> dtype = factoryDType(I, op, a, Like);
   FactorySizes sizes;
   if (Like) {
     Value x = tensorArg(a.get("input"), op);
@@ -176,7 +244,7 @@ mlir::Attribute arangeValues(Emit &e, Type elt, int64_t n, double start, double 
 }
 
 VarP arange(Interpreter &I, const std::string &op, Args &a) {
-  std::optional<DType> dtype = factoryDType(op, a);
+  std::optional<DType> dtype = factoryDType(I, op, a, false);
   if (anySymInt(a.get("start")) || anySymInt(a.get("end")))
     return symbolicArange(I, a, dtype);
   std::vector<PyObject *> v;

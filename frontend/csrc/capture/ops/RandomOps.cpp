@@ -96,7 +96,7 @@ RankedTensorType factoryType(Emit &e, const std::string &op, const FactorySizes 
 template <bool Normal, bool Like> VarP randFloat(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   defaultGeneratorOnly(op, a);
-  std::optional<DType> dtype = factoryDType(op, a);
+  std::optional<DType> dtype = factoryDType(I, op, a, Like);
   Value like;
   RankedTensorType type;
   if (Like) {
@@ -125,7 +125,7 @@ std::pair<int64_t, int64_t> intBounds(const std::string &op, const VarP &first,
 VarP randint(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   defaultGeneratorOnly(op, a);
-  std::optional<DType> dtype = factoryDType(op, a);
+  std::optional<DType> dtype = factoryDType(I, op, a, false);
   VarP first = a.get("low"), second = a.get("high"), size = a.get("size");
   if (!size) { // randint(high, size): the size was bound to `high`
     size = second;
@@ -144,7 +144,7 @@ VarP randint(Interpreter &I, const std::string &op, Args &a) {
 VarP randintLike(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   defaultGeneratorOnly(op, a);
-  std::optional<DType> dtype = factoryDType(op, a);
+  std::optional<DType> dtype = factoryDType(I, op, a, true);
   Value x = tensorArg(a.get("input"), op);
   auto bounds = intBounds(op, a.get("low"), a.get("high"));
   DType d = dtype ? *dtype : dtypeOfValue(x);

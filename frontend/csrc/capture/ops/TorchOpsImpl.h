@@ -128,10 +128,14 @@ VarP freshResult(Value v);
 /// naming `op` when it is missing.
 VarP inputArg(const Args &a, const std::string &op);
 
-/// Checks the keywords of a tensor factory that kiln supports only at their
-/// defaults (out, device, layout, requires_grad, pin_memory,
-/// memory_format) and returns its `dtype=`, if any (Factories.cpp).
-std::optional<DType> factoryDType(const std::string &op, const Args &a);
+/// Checks that a tensor factory's `device=` (None: torch's default device,
+/// or the input's for `like` forms) is the graph's device; Unsupported
+/// naming both otherwise (Factories.cpp).
+void checkFactoryDevice(Interpreter &I, const std::string &op, const Args &a, bool like);
+/// checkFactoryDevice and the keywords kiln supports only at their
+/// defaults (out, layout, requires_grad, pin_memory, memory_format);
+/// returns the factory's `dtype=`, if any (Factories.cpp).
+std::optional<DType> factoryDType(Interpreter &I, const std::string &op, const Args &a, bool like);
 /// The sizes of a factory's result: `shape` when static, else `symDims`.
 struct FactorySizes {
   std::vector<int64_t> shape;

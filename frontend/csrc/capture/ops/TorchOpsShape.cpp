@@ -644,28 +644,29 @@ template <bool Like> VarP empty(Interpreter &I, const std::string &op, Args &a) 
 }
 
 /// x.new_zeros/new_ones/new_full/new_empty: the factory `Factory` with x's
-/// dtype unless `dtype=` is given.
+/// dtype and device unless `dtype=`/`device=` is given.
 template <const char *Factory> VarP newTensor(Interpreter &I, const std::string &op, Args &a) {
   Value v = tensorArg(a.get("input"), op);
   Args b = a;
   b.named.erase("input");
   if (b.isNone("dtype"))
     b.named["dtype"] = makeConst(PyRef::borrow(dtypeObject(dtypeOfValue(v))));
+  if (b.isNone("device"))
+    b.named["device"] = I.tensorAttribute(a.get("input"), "device");
   return applyTracked(I, Factory, b);
 }
 constexpr char kZeros[] = "zeros", kOnes[] = "ones", kFull[] = "full";
 
-/// The `dtype=` of eye/linspace (CPU only).
-std::optional<DType> creationDType(const std::string &op, const Args &a) {
-  if (!a.isNone("device") && pyText(constObj(a.get("device"), "device")) != "cpu")
-    throw Unsupported(BreakCategory::UnsupportedOp, op + " on a device other than the CPU");
+/// The `dtype=` of eye/linspace (on the graph's device).
+std::optional<DType> creationDType(Interpreter &I, const std::string &op, const Args &a) {
+  checkFactoryDevice(I, op, a, false);
   if (a.isNone("dtype"))
     return std::nullopt;
   return dtypeFromObject(constObj(a.get("dtype"), "dtype"));
 }
 
 VarP eye(Interpreter &I, const std::string &op, Args &a) {
-  std::optional<DType> dt = creationDType(op, a);
+  std::optional<DType> dt = creationDType(I, op, a);
   int64_t n = asInt(a.get("n"), "n"), m = intArg(a, "m", n);
   if (n < 0 || m < 0)
     throw Unsupported(BreakCategory::UserError, "eye with a negative size (eager raises)");
@@ -677,7 +678,7 @@ VarP eye(Interpreter &I, const std::string &op, Args &a) {
 }
 
 VarP linspace(Interpreter &I, const std::string &op, Args &a) {
-  std::optional<DType> dt = creationDType(op, a);
+  std::optional<DType> dt = creationDType(I, op, a);
   double start = asDouble(a.get("start"), "start"), end = asDouble(a.get("end"), "end");
   int64_t steps = asInt(a.get("steps"), "steps");
   if (steps < 0 || steps > (1 << 16))
