@@ -122,6 +122,9 @@ std::pair<Value, VarP> gatherSymbolicSlice(Interpreter &I, Value r, int64_t dim,
   idx = em.bin<mlir::kiln::AddOp>(idx, em.splat(full, DType::I64, 0));
   Value g = em.checked<mlir::kiln::GatherOp>(
       {r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))}, "indexing");
+  // In range by construction (guarded or shorter than the dim): no index
+  // check, in the `?` graph and in its static twin alike (IndexChecks.cpp).
+  g.getDefiningOp()->setAttr("kiln.in_range", em.b.getUnitAttr());
   return {g, len};
 }
 
@@ -203,8 +206,33 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         outDims.push_back(constInt(len));
       }
     } else { // SymSlice
-      if (dyn)
-        throw Unsupported("a slice of a symbolic dim with a symbolic bound");
+      if (dyn && isNone(it.start) && !isNone(it.stop)) {
+        // x[:n] of a symbolic dim s where n - s is a constant: the whole
+        // dim when >= 0 (the same expression, `mask[..., :k.shape[-2]]`),
+        // else a gather of n < s elements (a mask one longer than the
+        // keys); n is then a sum of sizes, never below 0.
+        VarP over = symIntBinary("-", it.stop, sizeVar(v, d));
+        if (over && over->kind != Var::Kind::SymInt) {
+          if (asInt(over, "slice stop") >= 0) {
+            outDims.push_back(sizeVar(v, d));
+          } else {
+            gathers.push_back({d, &it});
+            outDims.push_back(nullptr);
+          }
+          ++d;
+          continue;
+        }
+      }
+      if (dyn) {
+        VarP size = sizeVar(v, d);
+        auto text = [](const VarP &n) {
+          return n->kind == Var::Kind::SymInt && n->sym ? sizeExprText(*n->sym) : std::string("?");
+        };
+        throw Unsupported(BreakCategory::DynamicShape,
+                          "a slice of a symbolic dim (" + text(size) + ") with a symbolic bound (" +
+                              text(it.stop) + ")",
+                          hint::kSpecializeSizes);
+      }
       VarP s0 = isNone(it.start) ? constInt(0) : it.start;
       if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0 || isNone(it.stop))
         throw Unsupported(
