@@ -309,11 +309,15 @@ VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
   }
   if (!symbolic)
     return nullptr;
-  std::vector<VarP> target = size->kind == Var::Kind::Tuple || size->kind == Var::Kind::List
-                                 ? size->items
-                                 : std::vector<VarP>{size};
+  auto isSeq = [](const VarP &v) {
+    return v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List;
+  };
+  std::vector<VarP> target = isSeq(size) ? size->items : std::vector<VarP>{size};
+  if (target.size() == 1 && isSeq(target[0])) // x.expand((a, s, b)): one sequence
+    target = target[0]->items;
   if ((int64_t)target.size() < rank)
-    throw Unsupported("expand: too few sizes");
+    throw Unsupported("expand: too few sizes (" + std::to_string(target.size()) + " for rank " +
+                      std::to_string(rank) + ")");
   size_t off = target.size() - rank;
   for (size_t i = 0; i < target.size(); ++i) {
     VarP t = target[i];
