@@ -125,3 +125,21 @@ def test_derived_size_exported_is_refused(tmp_path):
     with pytest.raises(kiln.ExportError):
         kiln.export(_GrowByOne(), (torch.randn(2, 5),), str(tmp_path / "f.kiln"),
                     dynamic_shapes=({1: "n"},))
+
+
+def test_llama_second_sequence_length_is_dynamic():
+    # LLaMA (random init, small): a second sequence length recompiles once
+    # into a `?` graph that every later length reuses.
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, intermediate_size=128, vocab_size=128)
+    model = tf.LlamaForCausalLM(cfg).eval()
+    cf = kiln.compile(model)
+    with torch.no_grad():
+        for n in [8, 12, 16, 20]:
+            ids = torch.randint(0, 128, (2, n))
+            torch.testing.assert_close(cf(ids).logits, model(ids).logits, rtol=1e-4, atol=1e-4)
+    s = kiln.stats()
+    assert (s["graphs_compiled"], s["recompiles"], s["dynamic_graphs"]) == (2, 1, 1), s
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s

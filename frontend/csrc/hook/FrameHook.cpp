@@ -329,8 +329,7 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
     // A size change makes every changed dim of the entry's tensors
     // symbolic, not only the first guard's: a KV cache's keys and values
     // grow together, and one left static would equal the other's symbol.
-    if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager &&
-        e->guards[check.index].kind == Guard::Kind::Tensor)
+    if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
       for (const Guard &g : e->guards)
         markChangedSizes(call.cache, *e, g, call.values, call.code);
     if (firstMiss.empty())

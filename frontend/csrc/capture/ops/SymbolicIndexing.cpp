@@ -128,6 +128,26 @@ std::pair<Value, VarP> gatherSymbolicSlice(Interpreter &I, Value r, int64_t dim,
   return {g, len};
 }
 
+/// x[:n] of symbolic dim `d` of `v` where n - s is a constant: true for
+/// the whole dim when >= 0 (the same expression, `mask[..., :k.shape[-2]]`),
+/// false for a gather of n < s elements (a mask one longer than the keys;
+/// n is then a sum of sizes, never below 0); Unsupported otherwise.
+bool wholeSymbolicSlice(Interpreter &I, Value v, int64_t d, const Item &it) {
+  VarP size = I.sizeVar(v, d);
+  if (isNone(it.start) && !isNone(it.stop)) {
+    VarP over = I.symIntBinary("-", it.stop, size);
+    if (over && over->kind != Var::Kind::SymInt)
+      return asInt(over, "slice stop") >= 0;
+  }
+  auto text = [](const VarP &n) {
+    return n->kind == Var::Kind::SymInt && n->sym ? sizeExprText(*n->sym) : std::string("?");
+  };
+  throw Unsupported(BreakCategory::DynamicShape,
+                    "a slice of a symbolic dim (" + text(size) + ") with a symbolic bound (" +
+                        text(it.stop) + ")",
+                    hint::kSpecializeSizes);
+}
+
 } // namespace
 
 VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
@@ -206,32 +226,13 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         outDims.push_back(constInt(len));
       }
     } else { // SymSlice
-      if (dyn && isNone(it.start) && !isNone(it.stop)) {
-        // x[:n] of a symbolic dim s where n - s is a constant: the whole
-        // dim when >= 0 (the same expression, `mask[..., :k.shape[-2]]`),
-        // else a gather of n < s elements (a mask one longer than the
-        // keys); n is then a sum of sizes, never below 0.
-        VarP over = symIntBinary("-", it.stop, sizeVar(v, d));
-        if (over && over->kind != Var::Kind::SymInt) {
-          if (asInt(over, "slice stop") >= 0) {
-            outDims.push_back(sizeVar(v, d));
-          } else {
-            gathers.push_back({d, &it});
-            outDims.push_back(nullptr);
-          }
-          ++d;
-          continue;
-        }
-      }
       if (dyn) {
-        VarP size = sizeVar(v, d);
-        auto text = [](const VarP &n) {
-          return n->kind == Var::Kind::SymInt && n->sym ? sizeExprText(*n->sym) : std::string("?");
-        };
-        throw Unsupported(BreakCategory::DynamicShape,
-                          "a slice of a symbolic dim (" + text(size) + ") with a symbolic bound (" +
-                              text(it.stop) + ")",
-                          hint::kSpecializeSizes);
+        bool whole = wholeSymbolicSlice(*this, v, d, it);
+        if (!whole)
+          gathers.push_back({d, &it});
+        outDims.push_back(whole ? sizeVar(v, d) : nullptr);
+        ++d;
+        continue;
       }
       VarP s0 = isNone(it.start) ? constInt(0) : it.start;
       if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0 || isNone(it.stop))
