@@ -143,3 +143,20 @@ def test_llama_second_sequence_length_is_dynamic():
     s = kiln.stats()
     assert (s["graphs_compiled"], s["recompiles"], s["dynamic_graphs"]) == (2, 1, 1), s
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+def test_input_read_after_an_equal_derived_size_is_not_merged():
+    # `other` is read after `cache.shape[1] + 1` became a derived size of
+    # the same value: it must not be taken for that size (its own size is
+    # read per call); kiln specializes instead, and a later call where the
+    # two differ still matches eager.
+    def f(x, cache, other):
+        k = torch.cat([cache, x], 1)
+        m = torch.ones(2, k.shape[1])
+        return (k * m).sum(1) + other.sum(1)
+    cf = kiln.compile(f)
+    with torch.no_grad():
+        for c, o in [(3, 4), (5, 6), (7, 8), (7, 3), (9, 12)]:
+            args = (torch.randn(2, 1), torch.randn(2, c), torch.randn(2, o))
+            torch.testing.assert_close(cf(*args), f(*args))
+    assert kiln.stats()["eager_calls"] == 0, kiln.stats()

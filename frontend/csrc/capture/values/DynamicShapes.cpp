@@ -74,9 +74,17 @@ void addSymbolicDims(Capture &cap, int input, const std::vector<int64_t> &sizes,
     auto it = std::find_if(cap.symbols.begin(), cap.symbols.end(),
                            [&](const SymbolicSize &s) { return s.captured == sizes[d]; });
     if (it == cap.symbols.end()) {
-      cap.symbols.push_back({sizes[d], {}});
+      cap.symbols.push_back({sizes[d], {}, nullptr});
       it = cap.symbols.end() - 1;
     }
+    // An input read after a derived size of its value was made (a cache
+    // tensor of `past + 1`): the two cannot be told apart by value, and
+    // the derived one is computed, not read. The frame specializes.
+    if (it->def)
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "an input size equals a derived symbolic size (" + sizeExprText(*it->def) +
+                            ")",
+                        hint::kSpecializeSizes);
     it->dims.push_back({input, (int)d});
   }
 }
