@@ -100,6 +100,28 @@ void setShape(int64_t *at, int rank, const int64_t *sizes) {
   }
 }
 
+/// The value of every symbolic size of `entry` for this call: an input
+/// dim's read from its first input, a derived one's evaluated from the
+/// earlier ones. False with a Python error (or without one on a rank
+/// mismatch, which the caller treats as a failed guard).
+bool symbolValues(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
+                  llvm::SmallVectorImpl<int64_t> &values) {
+  for (const SymbolicSize &s : entry.symbols) {
+    int64_t v = 0;
+    if (s.def) {
+      if (!evalSizeExpr(*s.def, values, v))
+        return false;
+    } else {
+      PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
+      if (!shape || s.dims[0].second >= PyTuple_GET_SIZE(shape.get()))
+        return false;
+      v = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second));
+    }
+    values.push_back(v);
+  }
+  return true;
+}
+
 /// A dynamic entry's per-call shapes: the symbolic sizes read from the
 /// inputs, the inputs' descriptors resized, and each result's size tuple
 /// (`resultSizes`, null for static results). False with a Python error.
@@ -107,11 +129,10 @@ bool bindSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
                  llvm::SmallVectorImpl<int64_t> &words, std::vector<PyRef> &resultSizes) {
   const Entry::CallPlan &plan = entry.plan;
   llvm::SmallVector<int64_t, 8> values;
-  for (const SymbolicSize &s : entry.symbols) {
-    PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
-    if (!shape)
-      return false;
-    values.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second)));
+  if (!symbolValues(entry, inputs, values)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_RuntimeError, "kiln: a symbolic size could not be read");
+    return false;
   }
   llvm::SmallVector<int64_t, 8> sizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -170,13 +191,9 @@ int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
   if (entry.sizeGuards.empty())
     return -1;
   llvm::SmallVector<int64_t, 8> values;
-  for (const SymbolicSize &s : entry.symbols) {
-    PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
-    if (!shape || s.dims[0].second >= PyTuple_GET_SIZE(shape.get())) {
-      PyErr_Clear();
-      return 0;
-    }
-    values.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second)));
+  if (!symbolValues(entry, inputs, values)) {
+    PyErr_Clear();
+    return 0;
   }
   for (size_t g = 0; g < entry.sizeGuards.size(); ++g) {
     const SizeGuard &guard = entry.sizeGuards[g];
@@ -203,6 +220,9 @@ std::string describeSymbol(const Entry &entry, size_t i) {
            (g.expected ? "True" : "False");
   }
   const SymbolicSize &s = entry.symbols[i];
+  if (s.def)
+    return "s" + std::to_string(i) + " = " + sizeExprText(*s.def) + " (derived, " +
+           std::to_string(s.captured) + " at capture)";
   std::string text;
   for (auto [input, dim] : s.dims)
     text += (text.empty() ? "" : " == ") +

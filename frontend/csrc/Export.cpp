@@ -65,6 +65,10 @@ std::string refusal(const Capture &cap, const Entry &entry) {
   for (const GraphInput &in : entry.inputs)
     if (in.seed)
       return "the graph draws random numbers (an artifact has no torch generator)";
+  for (size_t i = 0; i < entry.symbols.size(); ++i)
+    if (entry.symbols[i].def)
+      return "the graph has a size computed from symbolic sizes: " + describeSymbol(entry, i) +
+             " (export with static shapes)";
   if (!entry.sizeGuards.empty())
     return "the graph depends on a condition on symbolic sizes: " +
            describeSymbol(entry, entry.symbols.size()) + " (export with static shapes)";

@@ -113,3 +113,24 @@ def test_config_change_recompiles():
     assert len(expected.past_key_values.self_attention_cache.layers) == 3
     s = stats()
     assert s["recompiles"] == 2 and s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_long_greedy_decode_keeps_one_dynamic_graph(name):
+    # 12 steps with a growing self-attention cache: torch.arange(past, past
+    # + n) with a symbolic start, masks of past + n and the cache concat's
+    # past + 1 are derived symbolic sizes (SymbolicSizes.cpp). Graphs: the
+    # prefill, the cache of length 1 (0/1 specialized), 2 (the first
+    # size), then one `?` graph for every later step.
+    model = small_seq2seq(name)
+    ids = torch.randint(0, 128, (2, 8))
+    start = torch.zeros(2, 1, dtype=torch.long)
+    compiled = kiln.compile(model)
+    with torch.no_grad():
+        expected = greedy(model, ids, start, steps=12)
+        got = greedy(compiled, ids, start, steps=12)
+    assert_close(got, expected, **TOL)
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+    assert s["graphs_compiled"] <= 4 and s["dynamic_graphs"] == 1, s
+    assert s["compiled_calls"] == 12, s

@@ -257,11 +257,24 @@ void addWriteBack(Capture &out, std::vector<mlir::Value> &results,
   out.effectValues.push_back({OutputSlot::Kind::Graph, (int)(found - results.begin()), {}});
 }
 
-/// A `?` result dim must be one symbolic input size passed through: the
-/// entry allocates it from that size. An expression of sizes (2*s from a
-/// concat) whose captured value happens to equal another symbol's would
-/// otherwise be matched to it by value and allocated wrongly.
-void checkSymbolicResults(Interpreter &interp, llvm::ArrayRef<mlir::Value> results) {
+/// A `?` result dim must be one symbolic size: an input's passed through,
+/// or a derived one (an affine expression of them, SymbolicSizes.cpp) whose
+/// captured value differs from every other symbol's; the entry allocates
+/// it from that size. An untracked expression whose captured value happens
+/// to equal a symbol's would otherwise be matched to it by value and
+/// allocated wrongly.
+void checkSymbolicResults(Interpreter &interp, mlir::Block &entry,
+                          llvm::ArrayRef<mlir::Value> results) {
+  // Every `?` dim of the graph that is an expression of symbols (a concat
+  // of a cache and a new token) gets its derived symbol, so the check
+  // against the static capture finds its size (DynamicShapes.cpp).
+  entry.walk([&](mlir::Operation *op) {
+    for (mlir::Value r : op->getResults())
+      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType()))
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          if (t.isDynamicDim(d))
+            interp.symbolOfDim(r, d);
+  });
   for (mlir::Value r : results) {
     auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
     for (int64_t d = 0; d < t.getRank(); ++d)
@@ -389,7 +402,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     mlir::OpBuilder b(&ctx);
     b.setInsertionPointToEnd(&entry);
     if (!out.symbols.empty() && !out.dynamic.shadow)
-      checkSymbolicResults(interp, results);
+      checkSymbolicResults(interp, entry, results);
     if (mlir::Value check = indexRangeCheck(interp, entry)) {
       out.indexCheck = (int)results.size();
       results.push_back(check);

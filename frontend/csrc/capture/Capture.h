@@ -101,15 +101,6 @@ struct GraphOutput {
   bool noGrad = false;
 };
 
-/// One symbolic size of a dynamic graph: every input dim listed has this
-/// size at run time (they had the same size at capture, `captured`, and the
-/// graph may rely on them being equal, so the entry guards that they are);
-/// the size is >= 2 (0 and 1 are specialized, as in Dynamo).
-struct SymbolicSize {
-  int64_t captured = 0;
-  std::vector<std::pair<int, int>> dims; ///< (graph input, dim), first one read per call
-};
-
 /// An integer expression over symbolic sizes (a Python int computed from
 /// `x.shape[i]` of a `?` dim: `s + 1`, `s // 4`, `2 * s`). Immutable, shared.
 struct SizeExpr {
@@ -119,6 +110,20 @@ struct SizeExpr {
   std::shared_ptr<const SizeExpr> lhs, rhs;
 };
 using SizeExprP = std::shared_ptr<const SizeExpr>;
+
+/// One symbolic size of a dynamic graph: every input dim listed has this
+/// size at run time (they had the same size at capture, `captured`, and the
+/// graph may rely on them being equal, so the entry guards that they are);
+/// the size is >= 2 (0 and 1 are specialized, as in Dynamo). A derived
+/// size (`def` set, no dims) is an affine expression of earlier symbols
+/// (a KV cache's `s0 + 1` after a concat, a mask of `past + n`): its value
+/// per call is `def` evaluated on theirs; its captured value differs from
+/// every other symbol's (SymbolicSizes.cpp).
+struct SymbolicSize {
+  int64_t captured = 0;
+  std::vector<std::pair<int, int>> dims; ///< (graph input, dim), first one read per call
+  SizeExprP def;                         ///< derived: the expression (else null)
+};
 
 /// Evaluates `e` with symbol `i` = `symbols[i]` (Python's floor // and %);
 /// false on a division by zero.

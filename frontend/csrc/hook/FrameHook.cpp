@@ -326,8 +326,12 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
     EntryCheck check = checkEntry(*e, call, grad, defDtype);
     if (check.miss == Miss::None)
       return e;
+    // A size change makes every changed dim of the entry's tensors
+    // symbolic, not only the first guard's: a KV cache's keys and values
+    // grow together, and one left static would equal the other's symbol.
     if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
-      markChangedSizes(call.cache, *e, e->guards[check.index], call.values, call.code);
+      for (const Guard &g : e->guards)
+        markChangedSizes(call.cache, *e, g, call.values, call.code);
     if (firstMiss.empty())
       firstMiss = describeMiss(*e, check);
   }

@@ -221,7 +221,8 @@ VarP expand(Interpreter &I, const std::string &op, Args &a) {
     return r;
   std::vector<int64_t> sizes = asInts(a.get("size"), "size");
   if ((int64_t)sizes.size() < rank)
-    throw Unsupported("expand: too few sizes");
+    throw Unsupported("expand: too few sizes (" + std::to_string(sizes.size()) + " for rank " +
+                      std::to_string(rank) + ")");
   size_t off = sizes.size() - rank;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] != -1)

@@ -14,6 +14,7 @@
 #include "capture/interp/CaptureTimeCalls.h"
 
 #include <cmath>
+#include <functional>
 
 namespace kiln {
 
@@ -205,27 +206,92 @@ template <Fill F, bool Like> VarP filled(Interpreter &I, const std::string &op, 
   return T(splat);
 }
 
-/// arange(s) / arange(c, c + s) of a symbolic length s: built from the
-/// input that carries s (SymbolicSizes.cpp).
+/// Symbolic size `v` (a SymInt or a Python int) as a 0-d i64 value of the
+/// graph: each symbol is the count of a line read from the input that
+/// carries it (SymbolicSizes.cpp), combined by the expression's + - *.
+Value symScalar(Interpreter &I, const VarP &v) {
+  Emit e(I);
+  if (v->kind != Var::Kind::SymInt)
+    return e.num((double)asInt(v, "arange bound"), DType::I64);
+  std::function<Value(const SizeExprP &)> build = [&](const SizeExprP &x) -> Value {
+    using Op = SizeExpr::Op;
+    if (!x)
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "arange bound: a symbolic size whose origin kiln does not track");
+    switch (x->op) {
+    case Op::Const:
+      return e.num((double)x->value, DType::I64);
+    case Op::Sym: {
+      auto leaf = std::make_shared<Var>();
+      leaf->kind = Var::Kind::SymInt;
+      leaf->sym = x;
+      Value line = e.cast(I.symTrueLine(leaf), DType::I64);
+      return e.reduce<SumOp>(line, {0}, false);
+    }
+    case Op::Add:
+      return e.bin<AddOp>(build(x->lhs), build(x->rhs));
+    case Op::Sub:
+      return e.bin<SubOp>(build(x->lhs), build(x->rhs));
+    case Op::Mul:
+      return e.bin<MulOp>(build(x->lhs), build(x->rhs));
+    default:
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "arange bound: a symbolic size with // or % (" + sizeExprText(*x) + ")",
+                        hint::kSpecializeSizes);
+    }
+  };
+  return build(v->sym);
+}
+
+/// arange(start, end, step) where a bound is a symbolic size: `start +
+/// step * iota(count)`, count = ceil((end - start) / step) for an int
+/// step > 0. A constant count (arange(past, past + n)) gives a static
+/// length; a symbolic one a line read from the input that carries it
+/// (SymbolicSizes.cpp). The start is computed in the graph.
 VarP symbolicArange(Interpreter &I, const Args &a, std::optional<DType> dtype) {
-  VarP step = a.get("step");
-  if (!a.isNone("step") &&
-      !(step->isConst() && PyLong_Check(step->obj.get()) && PyLong_AsLong(step->obj.get()) == 1))
+  VarP step = a.isNone("step") ? constInt(1) : a.get("step");
+  if (step->kind == Var::Kind::SymInt || !step->isConst() || !PyLong_Check(step->obj.get()) ||
+      asInt(step, "step") <= 0)
     throw Unsupported(BreakCategory::DynamicShape,
-                      "arange of a symbolic size with a step other than 1");
+                      "arange of a symbolic size needs a constant int step > 0");
+  int64_t k = asInt(step, "step");
   VarP start = a.isNone("end") ? constInt(0) : a.get("start");
   VarP end = a.isNone("end") ? a.get("start") : a.get("end");
-  if (start->kind == Var::Kind::SymInt || !start->isConst() || !PyLong_Check(start->obj.get()))
-    throw Unsupported(BreakCategory::DynamicShape, "arange of a symbolic size needs an int start");
-  VarP count = I.symIntBinary("-", end, start);
-  if (!count || count->kind != Var::Kind::SymInt)
-    throw Unsupported("arange bounds must be numbers");
-  I.symIntBinary(">=", count, constInt(0)); // guarded, as eager raises below 0
+  for (const VarP &b : {start, end})
+    if (b->kind != Var::Kind::SymInt && !(b->isConst() && PyLong_CheckExact(b->obj.get())))
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "arange with a symbolic bound and a bound that is not an int");
+  // + - // on SymInts or Python ints (symIntBinary takes SymInts only).
+  auto arith = [&](const char *op, const VarP &x, const VarP &y) {
+    if (VarP r = I.symIntBinary(op, x, y))
+      return r;
+    int64_t a = asInt(x, "arange bound"), b = asInt(y, "arange bound");
+    int64_t r = op[0] == '-' ? a - b : op[0] == '+' ? a + b : (a - ((a % b + b) % b)) / b;
+    return constInt(r);
+  };
+  VarP span = arith("-", end, start);
+  VarP count = k == 1 ? span : arith("//", arith("+", span, constInt(k - 1)), constInt(k));
   Emit e(I);
-  Value r = I.symIota(count);
-  long s0 = PyLong_AsLong(start->obj.get());
-  if (s0)
-    r = e.bin<AddOp>(r, e.num(s0, DType::I64));
+  Value r;
+  if (count->kind == Var::Kind::SymInt) {
+    I.symIntBinary(">=", count, constInt(0)); // guarded, as eager raises below 0
+    r = I.symIota(count);
+  } else {
+    int64_t n = asInt(count, "arange length");
+    if (n < 0)
+      throw Unsupported(BreakCategory::UserError, "arange: invalid bounds (eager raises)");
+    if (n > (1 << 16))
+      throw Unsupported("arange with more than 65536 elements");
+    std::vector<double> iota;
+    for (int64_t i = 0; i < n; ++i)
+      iota.push_back((double)i);
+    r = e.dense({n}, DType::I64, iota);
+  }
+  if (k != 1)
+    r = e.bin<MulOp>(r, e.num((double)k, DType::I64));
+  bool zeroStart = start->kind != Var::Kind::SymInt && asInt(start, "start") == 0;
+  if (!zeroStart)
+    r = e.bin<AddOp>(r, symScalar(I, start));
   return T(e.cast(r, dtype ? *dtype : DType::I64));
 }
 

@@ -12,8 +12,8 @@
 // (kiln's own positions for flips, views, as_strided and resizes, and a
 // user's `x[torch.tensor([6])]`) are checked at capture: out of range, the
 // capture fails as a user error and eager raises. A gather along a
-// symbolic dim is built by kiln from that size (SymbolicIndexing.cpp) and
-// gets no check.
+// symbolic dim, or marked `kiln.in_range` (a symbolic slice), is built by
+// kiln from that size (SymbolicIndexing.cpp) and gets no check.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -44,6 +44,8 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     Value index;
     int64_t size;
     if (auto g = llvm::dyn_cast<mlir::kiln::GatherOp>(op)) {
+      if (op.hasAttr("kiln.in_range")) // a symbolic slice (SymbolicIndexing.cpp)
+        continue;
       index = g.getIndex();
       size = ttype(g.getInput()).getRank() ? ttype(g.getInput()).getDimSize(g.getDim()) : 1;
     } else if (auto em = llvm::dyn_cast<mlir::kiln::EmbeddingOp>(op)) {

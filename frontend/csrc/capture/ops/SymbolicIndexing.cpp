@@ -122,7 +122,30 @@ std::pair<Value, VarP> gatherSymbolicSlice(Interpreter &I, Value r, int64_t dim,
   idx = em.bin<mlir::kiln::AddOp>(idx, em.splat(full, DType::I64, 0));
   Value g = em.checked<mlir::kiln::GatherOp>(
       {r, idx}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(dim))}, "indexing");
+  // In range by construction (guarded or shorter than the dim): no index
+  // check, in the `?` graph and in its static twin alike (IndexChecks.cpp).
+  g.getDefiningOp()->setAttr("kiln.in_range", em.b.getUnitAttr());
   return {g, len};
+}
+
+/// x[:n] of symbolic dim `d` of `v` where n - s is a constant: true for
+/// the whole dim when >= 0 (the same expression, `mask[..., :k.shape[-2]]`),
+/// false for a gather of n < s elements (a mask one longer than the keys;
+/// n is then a sum of sizes, never below 0); Unsupported otherwise.
+bool wholeSymbolicSlice(Interpreter &I, Value v, int64_t d, const Item &it) {
+  VarP size = I.sizeVar(v, d);
+  if (isNone(it.start) && !isNone(it.stop)) {
+    VarP over = I.symIntBinary("-", it.stop, size);
+    if (over && over->kind != Var::Kind::SymInt)
+      return asInt(over, "slice stop") >= 0;
+  }
+  auto text = [](const VarP &n) {
+    return n->kind == Var::Kind::SymInt && n->sym ? sizeExprText(*n->sym) : std::string("?");
+  };
+  throw Unsupported(BreakCategory::DynamicShape,
+                    "a slice of a symbolic dim (" + text(size) + ") with a symbolic bound (" +
+                        text(it.stop) + ")",
+                    hint::kSpecializeSizes);
 }
 
 } // namespace
@@ -203,8 +226,14 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
         outDims.push_back(constInt(len));
       }
     } else { // SymSlice
-      if (dyn)
-        throw Unsupported("a slice of a symbolic dim with a symbolic bound");
+      if (dyn) {
+        bool whole = wholeSymbolicSlice(*this, v, d, it);
+        if (!whole)
+          gathers.push_back({d, &it});
+        outDims.push_back(whole ? sizeVar(v, d) : nullptr);
+        ++d;
+        continue;
+      }
       VarP s0 = isNone(it.start) ? constInt(0) : it.start;
       if (s0->kind == Var::Kind::SymInt || asInt(s0, "slice start") < 0 || isNone(it.stop))
         throw Unsupported(
@@ -281,11 +310,15 @@ VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
   }
   if (!symbolic)
     return nullptr;
-  std::vector<VarP> target = size->kind == Var::Kind::Tuple || size->kind == Var::Kind::List
-                                 ? size->items
-                                 : std::vector<VarP>{size};
+  auto isSeq = [](const VarP &v) {
+    return v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List;
+  };
+  std::vector<VarP> target = isSeq(size) ? size->items : std::vector<VarP>{size};
+  if (target.size() == 1 && isSeq(target[0])) // x.expand((a, s, b)): one sequence
+    target = target[0]->items;
   if ((int64_t)target.size() < rank)
-    throw Unsupported("expand: too few sizes");
+    throw Unsupported("expand: too few sizes (" + std::to_string(target.size()) + " for rank " +
+                      std::to_string(rank) + ")");
   size_t off = target.size() - rank;
   for (size_t i = 0; i < target.size(); ++i) {
     VarP t = target[i];

@@ -278,9 +278,10 @@ template <bool Expand, bool FromSize> VarP toShape(Interpreter &I, const std::st
 }
 
 VarP typeAs(Interpreter &I, const std::string &op, Args &a) {
-  StaticInput in(a, op);
+  VarP x = a.get("input"); // symbolic sizes too: a cast
+  tensorArg(x, op);
   PyObject *dtype = dtypeObject(dtypeOfValue(tensorArg(a.get("other"), op))); // borrowed
-  return callOp(I, "to", {{"input", in.x}, {"dtype", makeConst(PyRef::borrow(dtype))}});
+  return callOp(I, "to", {{"input", x}, {"dtype", makeConst(PyRef::borrow(dtype))}});
 }
 
 VarP unflatten(Interpreter &I, const std::string &op, Args &a) {

@@ -38,7 +38,10 @@ VarP Interpreter::sizeVar(mlir::Value value, int64_t dim) {
     auto e = std::make_shared<SizeExpr>();
     e->op = SizeExpr::Op::Sym;
     e->value = sym;
-    v->sym = e;
+    // A derived size reads as its expression of input sizes, so
+    // arithmetic and comparisons simplify against them (`[:k.shape[-2]]`
+    // of a mask of that size).
+    v->sym = out_.symbols[sym].def ? out_.symbols[sym].def : e;
     v->captured = out_.symbols[sym].captured;
     v->staticSym = !type.isDynamicDim(dim);
   }

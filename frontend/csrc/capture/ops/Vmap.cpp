@@ -127,6 +127,8 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
   std::vector<bool> mapped = mappedArgs(args[1], callArgs.size());
   int level = static_cast<int>(vmapSizes_.size()) + 1;
   int64_t size = -1;
+  int sizeSym = -1;  // the symbol of a symbolic mapped size (masks over kv_len)
+  VarP sizeVarOfMap; // that size as a SymInt
   for (size_t i = 0; i < callArgs.size(); ++i) {
     if (!mapped[i])
       continue;
@@ -138,11 +140,20 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
     if (static_cast<int64_t>(shape.size()) < level)
       throw Unsupported("torch.vmap: a mapped 0-d tensor (eager raises)");
     int64_t n = shape[level - 1];
-    if (mlir::ShapedType::isDynamic(n))
-      throw Unsupported("torch.vmap over a symbolic size");
-    if (size >= 0 && n != size)
+    int sym = symbolOfDim(p->value, level - 1);
+    if (mlir::ShapedType::isDynamic(n)) {
+      if (sym < 0)
+        throw Unsupported(BreakCategory::DynamicShape,
+                          "torch.vmap over a symbolic size kiln does not track");
+      if (size >= 0 && (!sizeVarOfMap || sym != sizeSym))
+        throw Unsupported(BreakCategory::DynamicShape,
+                          "torch.vmap: mapped sizes of different symbols");
+      sizeSym = sym;
+      sizeVarOfMap = sizeVar(p->value, level - 1);
+    } else if (sizeVarOfMap || (size >= 0 && n != size)) {
       throw Unsupported("torch.vmap: mapped sizes differ (eager raises)");
-    size = n;
+    }
+    size = mlir::ShapedType::isDynamic(n) ? 0 : n; // >= 0: an argument is mapped
     p->vmapLevels = level;
     x = p;
   }
@@ -162,9 +173,16 @@ VarP Interpreter::callVmap(PyObject *fn, std::vector<VarP> &args,
   // The level's dim becomes the first per-example dim, at its full size.
   VarP p = vmapAlign(r, level);
   std::vector<int64_t> target(ttype(p->value).getShape().begin(), ttype(p->value).getShape().end());
-  if (target[level - 1] != size) {
-    target[level - 1] = size;
-    p = callOp(*this, "expand", {{"input", physical(p)}, {"size", constIntTuple(target)}});
+  bool expand =
+      sizeVarOfMap ? symbolOfDim(p->value, level - 1) != sizeSym : target[level - 1] != size;
+  if (expand) { // sizes as Vars: other dims may be symbolic (an inner level's)
+    std::vector<VarP> dims;
+    for (int64_t d = 0; d < (int64_t)target.size(); ++d)
+      dims.push_back(d != level - 1 ? sizeVar(p->value, d)
+                     : sizeVarOfMap ? sizeVarOfMap
+                                    : constInt(size));
+    p = callOp(*this, "expand",
+               {{"input", physical(p)}, {"size", makeSeq(Var::Kind::Tuple, dims)}});
   }
   p->vmapLevels = level - 1;
   // May alias a value of the caller (an identity function): never updated

@@ -74,9 +74,17 @@ void addSymbolicDims(Capture &cap, int input, const std::vector<int64_t> &sizes,
     auto it = std::find_if(cap.symbols.begin(), cap.symbols.end(),
                            [&](const SymbolicSize &s) { return s.captured == sizes[d]; });
     if (it == cap.symbols.end()) {
-      cap.symbols.push_back({sizes[d], {}});
+      cap.symbols.push_back({sizes[d], {}, nullptr});
       it = cap.symbols.end() - 1;
     }
+    // An input read after a derived size of its value was made (a cache
+    // tensor of `past + 1`): the two cannot be told apart by value, and
+    // the derived one is computed, not read. The frame specializes.
+    if (it->def)
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "an input size equals a derived symbolic size (" + sizeExprText(*it->def) +
+                            ")",
+                        hint::kSpecializeSizes);
     it->dims.push_back({input, (int)d});
   }
 }
@@ -190,9 +198,13 @@ namespace {
 
 /// Compares two types: equal, except that `dyn` may hold `?` where `stat`
 /// holds a symbolic size's captured value; a static size of `dyn` must not
-/// equal one (it may stand for a symbolic size that was folded).
+/// equal an input symbol's (it may stand for a symbolic size that was
+/// folded). A derived symbol (an expression of input symbols) exists only
+/// as SymInt expressions and `?` dims, never as a folded constant: a
+/// static size equal to its value is another size (`inputOnly`).
 bool sameUpToSymbols(mlir::Type dyn, mlir::Type stat, const std::map<int64_t, int> &symOf,
-                     std::vector<int> *symbols, std::set<int64_t> &collide) {
+                     std::vector<int> *symbols, std::set<int64_t> &collide,
+                     const std::set<int64_t> &inputOnly) {
   auto a = llvm::dyn_cast<mlir::RankedTensorType>(dyn);
   auto b = llvm::dyn_cast<mlir::RankedTensorType>(stat);
   if (!a || !b)
@@ -208,7 +220,7 @@ bool sameUpToSymbols(mlir::Type dyn, mlir::Type stat, const std::map<int64_t, in
       sym = it->second;
     } else if (a.getDimSize(d) != b.getDimSize(d)) {
       return false;
-    } else if (symOf.count(a.getDimSize(d))) {
+    } else if (inputOnly.count(a.getDimSize(d))) {
       collide.insert(a.getDimSize(d));
       return false;
     }
@@ -230,8 +242,12 @@ std::string typeText(mlir::Type t) {
 bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
                         std::set<int64_t> &collide) {
   std::map<int64_t, int> symOf;
-  for (size_t i = 0; i < dyn.symbols.size(); ++i)
+  std::set<int64_t> inputOnly;
+  for (size_t i = 0; i < dyn.symbols.size(); ++i) {
     symOf[dyn.symbols[i].captured] = (int)i;
+    if (!dyn.symbols[i].def)
+      inputOnly.insert(dyn.symbols[i].captured);
+  }
   auto fd = llvm::cast<mlir::func::FuncOp>(dyn.module->getBody()->front());
   auto fs = llvm::cast<mlir::func::FuncOp>(const_cast<Capture &>(stat).module->getBody()->front());
   llvm::DenseMap<mlir::Value, int> nd, ns;
@@ -241,7 +257,8 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
     return false;
   }
   for (size_t i = 0; i < argsD.size(); ++i) {
-    if (!sameUpToSymbols(argsD[i].getType(), argsS[i].getType(), symOf, nullptr, collide)) {
+    if (!sameUpToSymbols(argsD[i].getType(), argsS[i].getType(), symOf, nullptr, collide,
+                         inputOnly)) {
       why = "input " + std::to_string(i) + " has a static size equal to a symbolic one (" +
             typeText(argsD[i].getType()) + ")";
       return false;
@@ -276,7 +293,7 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
     for (unsigned k = 0; isReturn && k < a->getNumOperands(); ++k) {
       std::vector<int> syms;
       if (!sameUpToSymbols(a->getOperand(k).getType(), b->getOperand(k).getType(), symOf, &syms,
-                           collide)) {
+                           collide, inputOnly)) {
         why = "result " + std::to_string(k) +
               " has a size that is neither static nor a symbolic input size";
         return false;
@@ -290,7 +307,7 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
     }
     for (unsigned k = 0; k < a->getNumResults(); ++k) {
       if (!sameUpToSymbols(a->getResult(k).getType(), b->getResult(k).getType(), symOf, nullptr,
-                           collide)) {
+                           collide, inputOnly)) {
         why = "op " + where + " has a size that depends on a symbolic size (" +
               typeText(a->getResult(k).getType()) + " vs " + typeText(b->getResult(k).getType()) +
               ")";

@@ -129,6 +129,58 @@ SizeExprP simplify(SizeExprP e) {
   return e;
 }
 
+/// A canonical text of affine `e` (`2*s0+s1+3`): equal for equal affine
+/// forms (`(s0 + 1) + 1` and `s0 + 2`); "" when `e` is not affine.
+std::string affineKey(const SizeExpr &e) {
+  std::map<int64_t, int64_t> coeffs;
+  int64_t c = 0;
+  if (!linearForm(e, coeffs, c, 1))
+    return "";
+  std::string key;
+  for (auto [sym, k] : coeffs)
+    if (k)
+      key += std::to_string(k) + "*s" + std::to_string(sym) + "+";
+  return key + std::to_string(c);
+}
+
+/// The symbol that stands for affine expression `e` in `cap`: the symbol
+/// itself for a plain one, else a derived symbol (SymbolicSize::def),
+/// added on first use. -1 for a constant, -2 where none can be (not
+/// affine, or its captured value equals another symbol's: the sizes of
+/// results are found by captured value, DynamicShapes.cpp).
+int symbolForExpr(Capture &cap, SizeExprP e) {
+  e = simplify(e);
+  if (e->op == Op::Const)
+    return -1;
+  if (e->op == Op::Sym)
+    return (int)e->value;
+  std::string key = affineKey(*e);
+  if (key.empty())
+    return -2;
+  std::vector<int64_t> values;
+  for (const SymbolicSize &s : cap.symbols)
+    values.push_back(s.captured);
+  int64_t captured;
+  if (!evalSizeExpr(*e, values, captured) || captured < 2)
+    return -2;
+  for (size_t i = 0; i < cap.symbols.size(); ++i) {
+    const SymbolicSize &s = cap.symbols[i];
+    if (s.def && affineKey(*s.def) == key)
+      return (int)i;
+    if (s.captured == captured)
+      return -2;
+  }
+  cap.symbols.push_back({captured, {}, e});
+  return (int)cap.symbols.size() - 1;
+}
+
+SizeExprP symExpr(int64_t sym) {
+  auto e = std::make_shared<SizeExpr>();
+  e->op = Op::Sym;
+  e->value = sym;
+  return e;
+}
+
 /// The expression of an int operand: a SymInt's, or a constant for a
 /// Python int; null for anything else.
 SizeExprP exprOf(const VarP &v) {
@@ -213,6 +265,31 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
     if (od < 0 || od >= ot.getRank() || ot.getDimSize(od) != size)
       return -1;
     return symbolOfDim(o, od);
+  };
+  // A concat: along its dim the sum of the operands' sizes (a derived
+  // symbol when symbolic), elsewhere an operand's.
+  auto concatSymbol = [&](mlir::Operation *op, int64_t dd) {
+    if (dd != op->getAttrOfType<mlir::IntegerAttr>("dim").getInt()) {
+      int k = -1;
+      for (Value o : op->getOperands())
+        if (k < 0)
+          k = from(o, dd);
+      return k;
+    }
+    SizeExprP sum = constExpr(0);
+    for (Value o : op->getOperands()) {
+      int k = symbolOfDim(o, dd);
+      if (k < 0 && (k == -2 || ttype(o).isDynamicDim(dd)))
+        return -2;
+      auto add = std::make_shared<SizeExpr>();
+      add->op = Op::Add;
+      add->lhs = sum;
+      add->rhs = k < 0                 ? constExpr(ttype(o).getDimSize(dd))
+                 : out_.symbols[k].def ? out_.symbols[k].def
+                                       : symExpr(k);
+      sum = add;
+    }
+    return symbolForExpr(out_, sum);
   };
   int sym = -2;
   if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
@@ -311,6 +388,8 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
       } else {
         sym = count == 0 ? -1 : -2;
       }
+    } else if (name == "kiln.concat") {
+      sym = concatSymbol(op, d);
     } else if (name == "kiln.constant") {
       sym = -1;
     }
@@ -399,13 +478,38 @@ bool Interpreter::symIntTruthy(const VarP &v) {
 }
 
 Value Interpreter::symTrueLine(const VarP &n) {
-  if (!n->sym || n->sym->op != Op::Sym)
+  int sym = n->sym ? symbolForExpr(out_, n->sym) : -2;
+  if (sym < 0)
     throw Unsupported(BreakCategory::DynamicShape,
-                      "a tensor whose size is an expression of symbolic sizes (" +
+                      "a tensor whose size is an expression of symbolic sizes kiln cannot build (" +
                           (n->sym ? sizeExprText(*n->sym) : std::string("untracked")) + ")",
                       hint::kSpecializeSizes);
   Emit e(*this);
-  auto [input, dim] = out_.symbols[n->sym->value].dims[0];
+  if (SizeExprP def = out_.symbols[sym].def) {
+    // A derived size: one concat of each symbol's line (coefficient times)
+    // and a constant tail, so its size is the expression again.
+    std::map<int64_t, int64_t> coeffs;
+    int64_t c = 0;
+    linearForm(*def, coeffs, c, 1);
+    if (c < 0 || llvm::any_of(coeffs, [](auto kv) { return kv.second < 0 || kv.second > 16; }))
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "a tensor of size " + sizeExprText(*def) + " (negative or large terms)",
+                        hint::kSpecializeSizes);
+    std::vector<Value> parts;
+    for (auto [k, times] : coeffs) {
+      auto leaf = std::make_shared<Var>();
+      leaf->kind = Var::Kind::SymInt;
+      leaf->sym = symExpr(k);
+      leaf->captured = out_.symbols[k].captured;
+      for (int64_t i = 0; i < times; ++i)
+        parts.push_back(symTrueLine(leaf));
+    }
+    if (c > 0)
+      parts.push_back(e.splat({c}, DType::Bool, 1));
+    return e.checked<mlir::kiln::ConcatOp>(parts, {b_.getNamedAttr("dim", b_.getI64IntegerAttr(0))},
+                                           "concat");
+  }
+  auto [input, dim] = out_.symbols[sym].dims[0];
   Value x = func_.getArgument(input);
   auto t = ttype(x);
   // x reduced over its other dims: a 1-D tensor with the symbol's size,
