@@ -142,8 +142,10 @@ def Kiln_EmbeddingOp : Kiln_Op<"embedding", [
     each index is clamped into `[0, num_embeddings - 1]` before the read, so
     an invalid index never reads outside `weight` but silently gives the
     first or last row. `padding_idx`, `scale_grad_by_freq` and `sparse` only
-    affect the gradient and are ignored; `max_norm` (which rewrites `weight`
-    in place) is not captured.
+    affect the gradient: the capture records them as discardable attributes
+    (`kiln.padding_idx` (i64, the row without gradient), `kiln.scale_grad_by_freq`,
+    `kiln.sparse`) for kiln-autodiff's rule, which refuses the last two;
+    `max_norm` (which rewrites `weight` in place) is not captured.
 
     Example:
     ```mlir

@@ -322,24 +322,66 @@ def test_detached_result_has_no_grad_like_eager():
     assert_compiled_backward()
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="known, also on main: GradFlow.cpp marks a value computed from a "
-                          "leaf updated under no_grad as needing no gradient")
 def test_parameter_updated_under_no_grad_keeps_the_eager_backward():
-    # Eager's leaf updated in place under no_grad keeps its gradient through
-    # the new value; kiln's IR has a new value there: not compiled.
+    # Eager's leaf updated in place under no_grad keeps requires_grad and
+    # gets the gradient of its new value; kiln-autodiff has no such edge
+    # (capture/ops/StopGradient.h, gradThrough): the eager recompute, which
+    # updates the parameter once, as eager.
     p = torch.randn(4, requires_grad=True)
+    pr = p.detach().clone().requires_grad_(True)
 
-    def f(x):
+    def f(x, p):
         with torch.no_grad():
-            p.add_(1.0)
+            p.mul_(0.5)
+            p.add_(x)
         return (x * p).sum()
 
     x = torch.randn(4)
-    kiln.compile(f)(x).backward()
-    assert_close(p.grad, x)
-    s = kiln.stats()
+    kiln.compile(f)(x, p).backward()
+    f(x, pr).backward()
+    assert_close([p, p.grad], [pr, pr.grad])
+    s = stats()
     assert s["compiled_backwards"] == 0 and s["eager_backwards"] == 1, s
+    assert s["graph_breaks"] == 0, s
+
+
+@pytest.mark.parametrize("update", ["mul_", "clamp_", "setitem"])
+def test_activation_updated_under_no_grad_passes_the_gradient_straight_through(update):
+    # Eager: `y` keeps its history; the gradient of its later uses reaches
+    # `w` through it as if the update were not there. kiln differentiated
+    # through the update (a 3x wrong gradient) before.
+    def f(x, w):
+        y = torch.exp(x) * w
+        with torch.no_grad():
+            if update == "mul_":
+                y.mul_(3.0)
+            elif update == "clamp_":
+                y.clamp_(max=0.1)
+            else:
+                y[1:] = 0.0
+        return (y * w).sum()
+
+    x, w = torch.randn(4), torch.randn(4, requires_grad=True)
+    wr = w.detach().clone().requires_grad_(True)
+    kiln.compile(f)(x, w).backward()
+    f(x, wr).backward()
+    assert_close(w.grad, wr.grad)
+    s = stats()
+    assert s["eager_backwards"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_saved_activation_updated_under_no_grad_raises_like_eager():
+    def f(x, w):
+        y = torch.tanh(x * w)  # tanh's backward reads y
+        with torch.no_grad():
+            y.copy_(x)
+        return (y * y).sum()
+
+    x, w = torch.randn(4), torch.randn(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(x, w.detach().clone().requires_grad_(True)).backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        kiln.compile(f)(x, w).backward()
 
 
 def test_running_stats_write_back_with_compiled_backward():

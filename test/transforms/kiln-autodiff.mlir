@@ -166,6 +166,28 @@ func.func @embedding(%w: tensor<5x2xf32> {kiln.requires_grad}, %i: tensor<3xi64>
 
 // -----
 
+// Tests that padding_idx's row gets no gradient: its iota entry is the
+// lowest integer, which no index matches.
+// CHECK-LABEL: func.func @embedding_padding_bwd
+// CHECK: kiln.constant dense<{{\[\[}}0, -9223372036854775808, 2]]> : tensor<1x3xi64>
+func.func @embedding_padding(%w: tensor<3x2xf32> {kiln.requires_grad}, %i: tensor<4xi64>) -> tensor<4x2xf32> {
+  %0 = kiln.embedding %w, %i {kiln.padding_idx = 1 : i64} : tensor<3x2xf32>, tensor<4xi64> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that scale_grad_by_freq (and sparse) are refused with a reason.
+// CHECK-LABEL: func.func @embedding_freq
+// CHECK-NOT: func.func @embedding_freq_bwd
+func.func @embedding_freq(%w: tensor<3x2xf32> {kiln.requires_grad}, %i: tensor<4xi64>) -> tensor<4x2xf32> {
+  // expected-remark @+1 {{not differentiable: the gradient of 'kiln.embedding' with scale_grad_by_freq is not implemented}}
+  %0 = kiln.embedding %w, %i {kiln.scale_grad_by_freq} : tensor<3x2xf32>, tensor<4xi64> -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
 // Tests select's rule (the gradient where the condition holds) and a
 // cast's gradient cast back to the operand's type.
 // CHECK-LABEL: func.func @select_cast_bwd

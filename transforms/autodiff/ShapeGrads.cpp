@@ -103,11 +103,21 @@ LogicalResult embeddingGrad(GradBuilder &gb, Operation *op, Value g, SmallVector
     why = "the gradient of a dynamic-shape 'kiln.embedding' is not implemented";
     return failure();
   }
+  for (const char *flag : {"kiln.scale_grad_by_freq", "kiln.sparse"})
+    if (op->hasAttr(flag)) {
+      why = std::string("the gradient of 'kiln.embedding' with ") + (flag + 5) +
+            " is not implemented";
+      return failure();
+    }
   int64_t rows = w.getDimSize(0), cols = w.getDimSize(1), n = idx.getNumElements();
   Type it = idx.getElementType();
+  // padding_idx's row gets no gradient: no index matches its iota entry
+  // (the lowest integer; indices are non-negative in eager).
+  auto pad = op->getAttrOfType<IntegerAttr>("kiln.padding_idx");
+  int64_t none = it.isInteger(32) ? INT32_MIN : INT64_MIN;
   SmallVector<Attribute> range;
   for (int64_t i = 0; i < rows; ++i)
-    range.push_back(gb.b.getIntegerAttr(it, i));
+    range.push_back(gb.b.getIntegerAttr(it, pad && pad.getInt() == i ? none : i));
   auto rangeType = RankedTensorType::get({1, rows}, it);
   Value iota = gb.b.create<ConstantOp>(
       gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(rangeType, range)));

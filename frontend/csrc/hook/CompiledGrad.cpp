@@ -11,6 +11,7 @@
 
 #include "ProgramCompile.h"
 #include "capture/interp/Interp.h"
+#include "capture/ops/StopGradient.h"
 #include "hook/Recompute.h"
 #include "transforms/Autodiff.h"
 
@@ -77,6 +78,14 @@ std::string unsupported(const Capture &cap) {
     if (e.kind != SideEffect::Kind::SetAttr && e.kind != SideEffect::Kind::SetItem &&
         e.kind != SideEffect::Kind::CopyInto)
       return "the graph has side effects other than attribute, item and tensor write-backs";
+  // Eager's gradient passes straight through an update under no_grad of a
+  // tensor that requires grad (StopGradient.h): no edge of kiln-autodiff.
+  bool through = false;
+  mlir::ModuleOp module = cap.module.get();
+  module.walk([&](mlir::Operation *op) { through |= op->hasAttr(kGradThroughAttr); });
+  if (through)
+    return "a tensor that requires grad is updated in place under torch.no_grad() (its gradient "
+           "passes straight through the update)";
   return "";
 }
 

@@ -182,7 +182,9 @@ def _leaky_relu(self, negative_slope=0.01):
 
 
 def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return torch.nn.functional.embedding(indices, weight)
+    # The gradient-only arguments reach kiln-autodiff's rule (-1: no padding row).
+    return torch.nn.functional.embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                                         scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 def _constant_pad_nd(self, pad, value=0):

@@ -105,6 +105,9 @@ class _CompiledFunction(torch.autograd.Function):
             outs = run(*inputs)
         ctx.mark_non_differentiable(
             *[o for i, o in enumerate(outs) if i in no_grad or not o.is_floating_point()])
+        # A result the loss does not use gets None, not zeros: the inputs
+        # only it reaches get no gradient, as in eager (and _CompiledGrad).
+        ctx.set_materialize_grads(False)
         return outs
 
     @staticmethod

@@ -25,6 +25,7 @@
 // backward's recompute (values/GradFlow.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/ops/StopGradient.h"
 
 #include <set>
 
@@ -93,6 +94,38 @@ bool onlyHolderOfBases(const Var &t) {
   return v->fresh;
 }
 
+/// Whether `old` (a tensor's value before an in-place update run under
+/// torch.no_grad()) has requires_grad in eager. `gradEver`: grad mode was
+/// on somewhere in the graph so far (else only inputs and earlier
+/// grad-through values have it; the walk of gradValues is then skipped).
+bool hadGrad(const Interpreter &I, const Capture &out, Value old, bool gradEver) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(old.getType());
+  if (!t || !llvm::isa<mlir::FloatType>(t.getElementType()))
+    return false;
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(old))
+    return arg.getArgNumber() < out.inputs.size() && out.inputs[arg.getArgNumber()].requiresGrad;
+  if (old.getDefiningOp()->hasAttr(kGradThroughAttr))
+    return true;
+  return gradEver && I.gradValues().contains(old);
+}
+
+/// `result`, the value an in-place update gives `target`, as eager's: run
+/// under no_grad (`gradMode` off) on a tensor with requires_grad, it keeps
+/// requires_grad (gradThrough, StopGradient.h).
+Value keepGradThroughUpdate(Interpreter &I, const Capture &out, bool gradMode, bool gradEver,
+                            const VarP &target, Value result, const std::string &what,
+                            const Var *except) {
+  if (gradMode || !hadGrad(I, out, target->value, gradEver))
+    return result;
+  // Eager's gradient of the updated tensor flows to its earlier history;
+  // through a view it would reach the base's: a break (eager does it).
+  if (target->viewBase || target->viewInput >= 0 || target->itemOf || hasLiveViews(*target, except))
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + " under torch.no_grad() on a view of (or a tensor viewed by) a "
+                             "tensor that requires grad is not supported");
+  return gradThrough(I, result);
+}
+
 } // namespace
 
 void Interpreter::checkInputAliasing(int input) {
@@ -135,7 +168,8 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
   if (!canCastInPlace(fromDt, toDt))
     throw Unsupported(BreakCategory::UserError, what + ": result type " + dtypeName(fromDt) +
                                                     " can't be cast to " + dtypeName(toDt));
-  result = Emit(*this).cast(result, toDt);
+  result = keepGradThroughUpdate(*this, out_, gradMode_, gradOnSomewhere_, target,
+                                 Emit(*this).cast(result, toDt), what, except);
   int input = target->inputIndex;
   if (!viewsRebuilt && input < 0 && !target->fresh && !target->itemOf && target->viewBase &&
       !onlyHolderOfBases(*target))

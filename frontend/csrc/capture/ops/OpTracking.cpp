@@ -79,6 +79,12 @@ mlir::Value stopGradient(Interpreter &I, mlir::Value v) {
   return cast.getResult();
 }
 
+mlir::Value gradThrough(Interpreter &I, mlir::Value v) {
+  auto cast = I.builder().create<mlir::kiln::CastOp>(I.loc(), v.getType(), v);
+  cast->setAttr(kGradThroughAttr, mlir::UnitAttr::get(cast->getContext()));
+  return cast.getResult();
+}
+
 void recordViewStep(const VarP &in, const VarP &r, Var::ViewStep step) {
   int base = in->viewInput;
   mlir::Value root = base < 0 ? in->viewRoot : mlir::Value();

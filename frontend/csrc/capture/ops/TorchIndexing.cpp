@@ -512,7 +512,19 @@ VarP embedding(Interpreter &I, const std::string &op, Args &a) {
   if (ttype(w).getRank() != 2)
     throw Unsupported("embedding weight must be 2-D");
   Emit e(I);
-  return fresh(e.inferred<EmbeddingOp>({w, idx}));
+  mlir::Operation *emb = e.inferred<EmbeddingOp>({w, idx}).getDefiningOp();
+  // Gradient-only arguments, for kiln-autodiff's rule (ShapeGrads.cpp).
+  if (!a.isNone("padding_idx")) {
+    int64_t rows = ttype(w).getDimSize(0), pad = asInt(a.get("padding_idx"), "padding_idx");
+    if (pad < -rows || pad >= rows)
+      throw Unsupported(BreakCategory::UserError, "embedding: padding_idx must be within "
+                                                  "num_embeddings (eager raises)");
+    emb->setAttr("kiln.padding_idx", I.builder().getI64IntegerAttr(pad < 0 ? pad + rows : pad));
+  }
+  for (const char *flag : {"scale_grad_by_freq", "sparse"})
+    if (boolArg(a, flag, false))
+      emb->setAttr(std::string("kiln.") + flag, I.builder().getUnitAttr());
+  return fresh(emb->getResult(0));
 }
 
 VarP getitemOp(Interpreter &I, const std::string &op, Args &a) {

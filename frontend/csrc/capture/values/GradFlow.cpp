@@ -10,7 +10,9 @@
 //   updates state without gradients (BatchNorm's running stats) has none.
 //   `gradValues` follows the block in program order with the grad mode of
 //   each op (the with-blocks' switches, `noteGradMode`); results outside
-//   the set are marked non-differentiable (GraphOutput::noGrad);
+//   the set are marked non-differentiable (GraphOutput::noGrad). A tensor
+//   that requires grad keeps it when updated in place under no_grad
+//   (`gradThrough`, capture/ops/StopGradient.h);
 // - side effects: the recompute would repeat them, so each must be one the
 //   autograd glue can undo and redo around the recompute (an attribute, an
 //   item of a dict or list, a caller's tensor updated in place: their
@@ -20,6 +22,7 @@
 //   break at the first mutation.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/ops/StopGradient.h"
 
 namespace kiln {
 
@@ -42,8 +45,10 @@ llvm::DenseSet<mlir::Value> Interpreter::gradValues() const {
   };
   switchAfter(nullptr);
   for (mlir::Operation &op : entry) {
+    // A grad-through cast (StopGradient.h): the tensor keeps requires_grad.
     bool any =
-        mode && llvm::any_of(op.getOperands(), [&](mlir::Value v) { return grad.contains(v); });
+        op.hasAttr(kGradThroughAttr) ||
+        (mode && llvm::any_of(op.getOperands(), [&](mlir::Value v) { return grad.contains(v); }));
     for (mlir::Value r : op.getResults())
       if (any && !noGrad_.count(r.getAsOpaquePointer()) &&
           llvm::isa<mlir::FloatType, mlir::ComplexType>(
@@ -72,6 +77,15 @@ bool holdsGrad(const VarP &v, const llvm::DenseSet<mlir::Value> &grad, int depth
   return false;
 }
 
+/// Whether `v`, written back into a caller's tensor by `e`, is that
+/// tensor's own update under no_grad (gradThrough): eager records nothing.
+bool keepsItsGrad(const SideEffect &e, const VarP &v) {
+  if (e.kind != SideEffect::Kind::CopyInto || !v || !v->isTensor())
+    return false;
+  mlir::Operation *def = v->value.getDefiningOp();
+  return def && def->hasAttr(kGradThroughAttr);
+}
+
 } // namespace
 
 void Interpreter::checkAutogradEffects(const llvm::DenseSet<mlir::Value> &grad, int &offset) const {
@@ -81,7 +95,7 @@ void Interpreter::checkAutogradEffects(const llvm::DenseSet<mlir::Value> &grad, 
     if (e.kind != SideEffect::Kind::SetAttr && e.kind != SideEffect::Kind::SetItem &&
         e.kind != SideEffect::Kind::CopyInto)
       why = "cannot be undone around the backward's eager recompute";
-    else if (holdsGrad(effectValues_[i], grad))
+    else if (holdsGrad(effectValues_[i], grad) && !keepsItsGrad(e, effectValues_[i]))
       why = "stores a value that needs gradients (eager records it in the autograd graph)";
     if (!why)
       continue;
