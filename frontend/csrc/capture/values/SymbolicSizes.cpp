@@ -308,9 +308,6 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
           sym = from(o, ttype(o).getRank() - (rank - d));
     } else if (name == "kiln.conv2d" || name == "kiln.max_pool2d" || name == "kiln.avg_pool2d") {
       sym = d == 0 ? from(op->getOperand(0), 0) : -1; // the batch
-    } else if (name == "kiln.concat") {
-      auto cat = op->getAttrOfType<mlir::IntegerAttr>("dim");
-      sym = cat && cat.getInt() != d ? from(op->getOperand(0), d) : -1;
     } else if (name == "kiln.permute") {
       sym = from(op->getOperand(0), attr("dims")[d]);
     } else if (name == "kiln.embedding") {
