@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fixture of the artifact-models ctest: exports test/python/export_models.py's
-MLP, ResNet-like CNN, BERT and GPT-2 blocks (random init) to <dir>, each
-with static shapes and with a dynamic batch -- the blocks a dynamic
-sequence too --, and
+MLP, ResNet-like CNN, BERT and GPT-2 blocks and torchvision's resnet18
+(random init) to <dir>, each with static shapes and with a dynamic batch --
+the blocks a dynamic sequence too --, and
 writes for each artifact inputs at several sizes (others than the example's
 for dynamic ones) with the JIT path's outputs as .npy files, listed in
 <dir>/manifest.txt as `artifact input output` lines for kiln-artifact-models."""
@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(here, "..", "python"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torchvision  # noqa: E402
 
 import kiln  # noqa: E402
 from export_models import CNN, BertBlock, GPT2Block, mlp  # noqa: E402
@@ -30,6 +31,11 @@ def _cases():
     yield "cnn", CNN(), (4, 3, 32, 32), None, [(4, 3, 32, 32)]
     yield "cnn_dyn", CNN(), (5, 3, 32, 32), ({0: batch},), [(5, 3, 32, 32), (2, 3, 32, 32),
                                                             (9, 3, 32, 32)]
+    # Batch 5 as the example: a batch of 3 would equal the RGB channels and
+    # the export would refuse to keep it symbolic.
+    yield "resnet18", torchvision.models.resnet18(), (1, 3, 64, 64), None, [(1, 3, 64, 64)]
+    yield "resnet18_dyn", torchvision.models.resnet18(), (5, 3, 64, 64), ({0: batch},), [
+        (5, 3, 64, 64), (2, 3, 64, 64), (7, 3, 64, 64)]
     for name, make in blocks:
         yield name, make(), (2, 16, 64), None, [(2, 16, 64)]
         yield name + "_dyn", make(), (3, 10, 64), ({0: batch, 1: seq},), [
