@@ -221,6 +221,22 @@ const std::set<std::string> &elementwiseOps() {
   return ops;
 }
 
+/// The input dim that a reduction's (kiln.sum/mean/max/min/prod) result
+/// dim `d` keeps; -1 for a reduced dim kept as 1 (`keepdim`).
+int64_t reductionInputDim(mlir::Operation *op, int64_t d) {
+  auto dims = op->getAttrOfType<mlir::DenseI64ArrayAttr>("dims").asArrayRef();
+  bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
+  int64_t inRank = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  auto reduced = [&](int64_t in) { return dims.empty() || llvm::is_contained(dims, in); };
+  for (int64_t in = 0, out = 0; in < inRank; ++in) {
+    if (reduced(in) && !keep)
+      continue;
+    if (out++ == d)
+      return reduced(in) ? -1 : in;
+  }
+  return -1;
+}
+
 /// The symbol of dim `d` of a reshape's result `out` from input shape `is`
 /// with several symbolic dims (`symbolOf` answers for an input dim).
 int reshapeSymbol(llvm::ArrayRef<int64_t> is, RankedTensorType out, int64_t d,
@@ -336,20 +352,8 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
         sym = -1;
     } else if (name == "kiln.sum" || name == "kiln.mean" || name == "kiln.max" ||
                name == "kiln.min" || name == "kiln.prod") {
-      auto dims = attr("dims");
-      bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
-      int64_t in = 0, out = 0, inRank = ttype(op->getOperand(0)).getRank();
-      for (; in < inRank; ++in) {
-        bool reduced =
-            std::count(dims.asArrayRef().begin(), dims.asArrayRef().end(), in) || dims.empty();
-        if (reduced && !keep)
-          continue;
-        if (out++ == d)
-          break;
-      }
-      bool reduced = in < inRank && (dims.empty() || std::count(dims.asArrayRef().begin(),
-                                                                dims.asArrayRef().end(), in));
-      sym = in < inRank && !reduced ? from(op->getOperand(0), in) : -1;
+      int64_t in = reductionInputDim(op, d);
+      sym = in >= 0 ? from(op->getOperand(0), in) : -1;
     } else if (name == "kiln.reshape") {
       // The one symbolic input dim whose static neighbours multiply to the
       // same products on both sides.
