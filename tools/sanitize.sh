@@ -49,9 +49,11 @@ case "$MODE" in
     echo "[sanitize] lit suite on $BUILD"
     ninja -C "$BUILD" check-kiln
     # The artifact loader (runtime/artifact) on an exported MLP and 600
-    # damaged copies of it (test/artifact/ArtifactTest.cpp).
+    # damaged copies of it (test/artifact/ArtifactTest.cpp). The model zoo
+    # (artifact-*-models: resnet18, BERT/GPT-2 blocks) runs in `make test`
+    # only: exporting it through the instrumented _C would take minutes.
     echo "[sanitize] artifact loader test under ASan+UBSan"
-    (cd "$BUILD" && ctest -R '^artifact-' --output-on-failure)
+    (cd "$BUILD" && ctest -R '^artifact-(export|run)-mlp$' --output-on-failure)
     echo "[sanitize] pytest subset under ASan+UBSan: ${ASAN_PYTEST[*]}"
     # PYTHONMALLOC=malloc: Python objects come from malloc, so ASan sees a
     # use of a freed object (a missing reference) and LSan follows pointers
