@@ -441,6 +441,12 @@ def report(results: list[Result], bw: dict, args, elapsed: float,
     return "\n".join(out)
 
 
+def sqnr(ref, x) -> float:
+    """Signal-to-quantization-noise ratio of `x` against `ref`, in dB."""
+    ref, x = ref.double(), x.double()
+    return float(10 * torch.log10(ref.pow(2).sum() / (ref - x).pow(2).sum()))
+
+
 def write_docs(section: str, path: str, begin: str = BEGIN, end: str = END) -> None:
     """Replaces the section between `begin` and `end` of `path` (or adds it
     before the first `## ` heading)."""
