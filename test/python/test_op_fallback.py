@@ -213,3 +213,33 @@ def test_dynamic_shapes_with_fallback_specialize_and_match_eager():
     assert s["graphs_compiled"] == 2 and s["graph_breaks"] == 0, s
     assert s["dynamic_specialized"] == 2 and s["dynamic_graphs"] == 0, s
     assert s["fallback_ops"] == 2 and s["fallback_calls"] == 2, s
+
+
+@pytest.mark.parametrize("case", ["contracted_into_static", "symbolic_segment_result",
+                                  "symbolic_input_after_fallback"])
+def test_dynamic_segments_around_a_static_fallback_match_eager(case):
+    # The fallback's own operands are static, but the kiln segments around
+    # it read or return values with a symbolic size. Segments have no
+    # symbols to size them per call: this ran them with unbound sizes (a
+    # ridge regression's x.t() @ x came back as zeros at the second batch
+    # size, silently; a symbolic result raised). They are specialized now.
+    def contracted_into_static(x):
+        a = x.t() @ x + 0.1 * torch.eye(x.shape[1])
+        return a, torch.linalg.solve(a, x.t() @ x[:, :1])
+
+    def symbolic_segment_result(x):
+        return x * 2, torch.linalg.inv(torch.eye(3) * 2)
+
+    def symbolic_input_after_fallback(x):
+        y = torch.linalg.inv(torch.eye(3) * 2)
+        return x.sum(0) + y.sum(0)
+
+    f = locals()[case]
+    cf = kiln.compile(f)
+    for n in (4, 6, 9):
+        x = torch.randn(n, 3)
+        assert_close(cf(x), f(x))
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+    assert s["dynamic_graphs"] == 0 and s["dynamic_specialized"] >= 1, s
+    assert s["fallback_calls"] == 3, s

@@ -121,6 +121,16 @@ bool partitionProgram(Capture &out, std::string &error) {
     segment.clear();
     if (outputs.empty())
       return true; // dead code (e.g. a failed mapping's leftovers)
+    // A segment's sub-entry has no symbols to size a dynamic input or
+    // result per call (ProgramCompile.cpp): refused, so the capture is
+    // specialized to static sizes instead of running with unbound dims.
+    auto symbolic = [](mlir::Value v) {
+      return !llvm::cast<mlir::RankedTensorType>(v.getType()).hasStaticShape();
+    };
+    if (llvm::any_of(inputs, symbolic) || llvm::any_of(outputs, symbolic)) {
+      error = "a value crossing a fallback call has a symbolic size";
+      return false;
+    }
     CaptureStep step;
     for (mlir::Value v : inputs) {
       if (!slot.count(v)) {
