@@ -47,6 +47,12 @@ void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
     kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
     int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
     int64_t groups, int64_t activation, float xScale, int64_t xZero);
+/// Test hook: while `on` is nonzero, int8 primitives created from now on
+/// are refused as oneDNN refuses an unsupported shape (the reference path).
+void kilnDnnlQConvRefuse(int64_t on);
+/// int8 convolutions run by kiln's reference loops so far (all threads),
+/// -1 without oneDNN.
+int64_t kilnDnnlQConvReferenceCalls();
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();

@@ -13,18 +13,23 @@
 // The primitive of a shape and scales is created once per thread; the int8
 // weights (i32-held values, made dense s8) are reordered into its layout once
 // per weight tensor version when the frontend stamped them (WeightStamps.h), else on
-// every call.
+// every call. When oneDNN cannot create or run the primitive of a shape
+// (dnnl::error: an unsupported shape or attribute), the convolution runs
+// kiln's reference loops (QConvReference.h, same arithmetic) and the reason
+// goes to KILN_LOGS=fallbacks (RuntimeLog.h), once per shape and thread.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlCommon.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Int8Simd.h"
+#include "runtime/cpu/QConvReference.h"
+#include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/WeightStamps.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -43,7 +48,26 @@ struct QEntry {
   uint64_t serial = 0;
   int64_t version = -1;
   const void *data = nullptr;
+  bool reference = false; ///< oneDNN refused: kiln's own loops (QConvReference.h)
 };
+
+std::atomic<bool> refuse{false};
+std::atomic<int64_t> referenceCalls{0};
+const char *const referenceNote =
+    "; this convolution runs kiln's reference int8 loops (correct, slow)";
+
+/// "oneDNN int8 convolution [N,C,H,W] x [F,C/G,KH,KW] stride .. groups ..".
+std::string describe(const StridedMemRef<float, 4> *x, const StridedMemRef<int32_t, 4> *w,
+                     const int64_t *p) {
+  std::string s = "oneDNN int8 convolution [";
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(x->sizes[i]) + (i < 3 ? "," : "] x [");
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(w->sizes[i]) + (i < 3 ? "," : "]");
+  s += " stride " + std::to_string(p[0]) + "x" + std::to_string(p[1]) + " dilation " +
+       std::to_string(p[2]) + "x" + std::to_string(p[3]) + " groups " + std::to_string(p[8]);
+  return s + " failed";
+}
 
 /// The dense s8 weights [F, C/G, KH, KW] as oneDNN's (grouped) desc.
 dnnl::memory::desc weightsDesc(const StridedMemRef<int32_t, 4> *w, int64_t groups) {
@@ -135,6 +159,63 @@ void packWeights(QEntry &e, const StridedMemRef<int32_t, 4> *w, dnnl::stream &st
   e.data = stamp ? data : nullptr;
 }
 
+/// The entry of (x, w, y, params, zero, scales): created on first use; a
+/// shape oneDNN refuses gets a reference entry (kiln's own loops) and one
+/// fallbacks log line instead of an abort.
+QEntry &lookup(const StridedMemRef<float, 4> *x, const StridedMemRef<int32_t, 4> *w,
+               const StridedMemRef<float, 4> *y, const int64_t *params,
+               const std::vector<float> &outScales, int64_t xZero) {
+  std::vector<int64_t> key(params, params + 10);
+  key.push_back(xZero);
+  for (int64_t i = 0; i < 4; ++i)
+    key.insert(key.end(), {x->sizes[i], w->sizes[i], w->strides[i], y->sizes[i], y->strides[i]});
+  for (float v : outScales) {
+    int32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    key.push_back(bits);
+  }
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<QEntry>> cache;
+  std::unique_ptr<QEntry> &entry = cache[key];
+  if (entry)
+    return *entry;
+  try {
+    if (refuse.load(std::memory_order_relaxed))
+      throw dnnl::error(dnnl_unimplemented, "refused by kilnDnnlQConvRefuse (test hook)");
+    entry = create(x, w, y, params, outScales, int32_t(xZero));
+  } catch (const std::exception &e) {
+    entry = std::make_unique<QEntry>();
+    entry->reference = true;
+    kiln::rt::logFallback(describe(x, w, params) + ": " + e.what() + referenceNote);
+  }
+  return *entry;
+}
+
+/// Runs oneDNN's primitive of `e` on the quantized input; false (and a log
+/// line) when oneDNN fails at run time.
+bool runDnnl(QEntry &e, const StridedMemRef<float, 4> *x, const StridedMemRef<int32_t, 4> *w,
+             StridedMemRef<float, 4> *y, const int64_t *params, std::vector<float> &shifts,
+             std::vector<uint8_t> &quantized) {
+  try {
+    kiln::rt::dnnlApplyThreads();
+    thread_local dnnl::stream stream(kiln::rt::dnnlEngine());
+    packWeights(e, w, stream);
+    dnnl::engine &eng = kiln::rt::dnnlEngine();
+    dnnl::memory src(e.srcDesc, eng, quantized.data());
+    dnnl::memory dst(e.dstDesc, eng, y->data + y->offset);
+    dnnl::memory shiftMem(e.shiftDesc, eng, shifts.data());
+    e.conv.execute(stream, {{DNNL_ARG_SRC, src},
+                            {DNNL_ARG_WEIGHTS, e.packed},
+                            {DNNL_ARG_DST, dst},
+                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
+    stream.wait();
+    return true;
+  } catch (const std::exception &err) {
+    e.reference = true;
+    kiln::rt::logFallback(describe(x, w, params) + ": " + err.what() + referenceNote);
+    return false;
+  }
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
@@ -151,38 +232,18 @@ extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
     outScales[i] = xScale * scale->data[scale->offset + i * scale->strides[0]];
     shifts[i] = shift->data[shift->offset + i * shift->strides[0]];
   }
-  std::vector<int64_t> key(params, params + 10);
-  key.push_back(xZero);
-  for (int64_t i = 0; i < 4; ++i)
-    key.insert(key.end(), {x->sizes[i], w->sizes[i], w->strides[i], y->sizes[i], y->strides[i]});
-  for (float v : outScales) {
-    int32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    key.push_back(bits);
-  }
-  thread_local std::map<std::vector<int64_t>, std::unique_ptr<QEntry>> cache;
-  std::unique_ptr<QEntry> &entry = cache[key];
-  if (!entry) {
-    try {
-      entry = create(x, w, y, params, outScales, int32_t(xZero));
-    } catch (const dnnl::error &e) {
-      std::fprintf(stderr, "kiln: oneDNN int8 convolution: %s\n", e.what());
-      std::abort();
-    }
-  }
-  kiln::rt::dnnlApplyThreads();
-  thread_local dnnl::stream stream(kiln::rt::dnnlEngine());
+  QEntry &entry = lookup(x, w, y, params, outScales, xZero);
   thread_local std::vector<uint8_t> quantized;
   thread_local std::vector<float> row;
   quantizeNhwc(x, xScale, int32_t(xZero), quantized, row);
-  packWeights(*entry, w, stream);
-  dnnl::engine &eng = kiln::rt::dnnlEngine();
-  dnnl::memory src(entry->srcDesc, eng, quantized.data());
-  dnnl::memory dst(entry->dstDesc, eng, y->data + y->offset);
-  dnnl::memory shiftMem(entry->shiftDesc, eng, shifts.data());
-  entry->conv.execute(stream, {{DNNL_ARG_SRC, src},
-                               {DNNL_ARG_WEIGHTS, entry->packed},
-                               {DNNL_ARG_DST, dst},
-                               {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
-  stream.wait();
+  if (!entry.reference && runDnnl(entry, x, w, y, params, shifts, quantized))
+    return;
+  referenceCalls.fetch_add(1, std::memory_order_relaxed);
+  std::vector<int8_t> dense = denseInt8(w);
+  kiln::rt::qconv2dReference(quantized.data(), x->sizes, int32_t(xZero), dense.data(), w->sizes, y,
+                             params, outScales.data(), shifts.data());
 }
+
+extern "C" void kilnDnnlQConvRefuse(int64_t on) { refuse.store(on != 0); }
+
+extern "C" int64_t kilnDnnlQConvReferenceCalls() { return referenceCalls.load(); }

@@ -8,6 +8,7 @@ results against the eager reference (kiln/quant/_ops.py, built from
 ``torch.ops.quantized_decomposed`` q/dq) and, for accuracy, against the fp32
 model on scikit-learn's bundled digits (within 1 point).
 """
+import ctypes
 import functools
 
 import pytest
@@ -20,6 +21,10 @@ from conftest import assert_compiled
 from test_quant import accuracy, digits, mlp, sqnr, train_digits_mlp
 
 qd = torch.ops.quantized_decomposed
+
+_LIB = ctypes.CDLL(kiln._C.__file__)
+_LIB.kilnDnnlQConvReferenceCalls.restype = ctypes.c_int64
+_LIB.kilnDnnlQConvRefuse.argtypes = [ctypes.c_int64]
 
 
 def calibrate(prepared, batches):
@@ -148,6 +153,34 @@ def test_static_conv_layer_against_torch_reference_ops():
     wd = layer.qweight.float() * layer.weight_scale
     ref = nn.functional.conv2d(xd, wd, conv.bias.detach(), 2, 1)
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
+def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
+    """A shape oneDNN cannot make an int8 primitive for (forced by the test
+    hook) runs kiln's reference loops: eager's quantized_decomposed result,
+    one fallbacks log line naming the shape, never an abort."""
+    torch.manual_seed(4)
+    model = nn.Sequential(
+        nn.Conv2d(6, 12, 3, stride=2, padding=(1, 2), groups=3), nn.ReLU(),
+        nn.Conv2d(12, 10, (1, 3), dilation=2), nn.SiLU(),
+        nn.Conv2d(10, 8, 1), nn.Flatten(), nn.Linear(8 * 6 * 3, 5)).eval()
+    x = torch.randn(2, 6, 11, 12)
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 6, 11, 12) for _ in range(2)])
+    before = _LIB.kilnDnnlQConvReferenceCalls()
+    _LIB.kilnDnnlQConvRefuse(1)
+    try:
+        with kiln.config.patch(logs=frozenset({"fallbacks"})):
+            compiled_matches_eager(prepared, x, tol=1e-4)
+    finally:
+        _LIB.kilnDnnlQConvRefuse(0)
+    assert _LIB.kilnDnnlQConvReferenceCalls() - before == 3 * 2  # 3 convs, 2 calls
+    _, err = capfd.readouterr()
+    assert err.count("[kiln:fallbacks] oneDNN int8 convolution") == 3, err
+    assert ("oneDNN int8 convolution [2,6,11,12] x [12,2,3,3] stride 2x2 dilation 1x1 "
+            "groups 3 failed: refused by kilnDnnlQConvRefuse (test hook); this convolution "
+            "runs kiln's reference int8 loops (correct, slow)") in err, err
 
 
 # --- accuracy on real data --------------------------------------------------------
