@@ -94,6 +94,34 @@ def test_static_qparams_are_torch_ao_observers_and_quantize_ops():
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_percentile_observer_clips_outliers_with_torch_ao_qparams():
+    """observer="percentile": the range is the 0.01st..99.99th percentile of
+    the calibration values (the bin edges around torch.quantile's order
+    statistics for one batch; later batches rebin torch.ao's histogram, approximately), and
+    scale / zero point are exactly torch.ao's qparams of that range."""
+    torch.manual_seed(5)
+    batch = torch.randn(256, 64)
+    batch[3, 7], batch[100, 0] = 50.0, -9.0  # outliers
+    config = kiln.quant.static_int8(observer="percentile", percentile=99.99)
+    prepared = calibrate(kiln.quant.prepare(mlp(), config), [batch])
+    obs = prepared[0].activation_post_process
+    low, high = obs.percentile_range()
+    flat = batch.flatten()  # the order statistics the cumulative counts reach:
+    exact = (torch.quantile(flat, 0.0001, interpolation="lower"),
+             torch.quantile(flat, 0.9999, interpolation="higher"))
+    width = float(obs.max_val - obs.min_val) / obs.bins
+    assert 0 <= float(exact[0] - low) <= width and 0 <= float(high - exact[1]) <= width
+    assert float(high) < 10 and float(low) > -8.5  # both outliers clipped
+    ref = ao_observer.MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine)
+    ref(torch.stack([low, high]))
+    assert prepared[0].input_qparams("0") == tuple(
+        f(v) for f, v in zip((float, int), ref.calculate_qparams()))
+    calibrate(prepared, [torch.randn(64, 64) * 2 for _ in range(3)])  # rebinned, still clipped
+    assert float(obs.percentile_range()[1]) < 12
+    compiled_matches_eager(prepared, torch.randn(16, 64))
+    assert prepared[0].input_scale < 25 / 255  # minmax would take 59 / 255
+
+
 def test_calibration_outside_the_range_clamps_like_torch():
     prepared = kiln.quant.prepare(mlp(), kiln.quant.static_int8())
     calibrate(prepared, [torch.rand(8, 64)])  # [0, 1): zero point 0
@@ -186,7 +214,7 @@ def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
 # --- accuracy on real data --------------------------------------------------------
 
 
-@pytest.mark.parametrize("observer", ["minmax", "histogram"])
+@pytest.mark.parametrize("observer", ["minmax", "histogram", "percentile"])
 def test_digits_mlp_static_within_one_point_of_fp32(observer):
     model, xte, yte = train_digits_mlp()
     xtr = digits()[0]
@@ -217,11 +245,12 @@ def train_digits_cnn():
     return model.eval(), xtr, xte, yte
 
 
-def test_digits_cnn_static_within_one_point_of_fp32():
+@pytest.mark.parametrize("observer", ["minmax", "percentile"])
+def test_digits_cnn_static_within_one_point_of_fp32(observer):
     model, xtr, xte, yte = train_digits_cnn()
     fp32 = accuracy(model, xte, yte)
     assert fp32 > 90, fp32
-    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8(observer=observer)),
                          xtr[:512].split(128))
     quantized = accuracy(kiln.compile(prepared), xte, yte)
     assert abs(quantized - fp32) <= 1.0, (fp32, quantized)
