@@ -25,6 +25,7 @@ qd = torch.ops.quantized_decomposed
 _LIB = ctypes.CDLL(kiln._C.__file__)
 _LIB.kilnDnnlQConvReferenceCalls.restype = ctypes.c_int64
 _LIB.kilnDnnlQConvRefuse.argtypes = [ctypes.c_int64]
+_LIB.kilnDnnlQConvU8Outputs.restype = ctypes.c_int64
 
 
 def calibrate(prepared, batches):
@@ -152,13 +153,19 @@ def test_ir_is_static_q_dq_folded_into_the_int8_gemm(tmp_path):
 
 
 def test_static_conv_cnn_compiles_to_oneDNN_int8_calls():
+    """Consecutive int8 convolutions pass u8 activations (the first three
+    requantize into the next one's input: its scale and zero point), and the
+    result is still eager's quantized_decomposed one."""
     torch.manual_seed(0)
     model = small_cnn()
     prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
     assert sum(type(m).__name__ == "ObservedConv2d" for m in prepared) == 4
     calibrate(prepared, [torch.randn(4, 3, 16, 16) for _ in range(3)])
     x = torch.randn(2, 3, 16, 16)
+    before = _LIB.kilnDnnlQConvU8Outputs()
     compiled_matches_eager(prepared, x, tol=1e-4)
+    if before >= 0:
+        assert _LIB.kilnDnnlQConvU8Outputs() - before == 3 * 2  # 3 convs, 2 calls
     with torch.no_grad():
         assert sqnr(model(x), prepared(x)) > 20
 
@@ -187,7 +194,8 @@ def test_static_conv_layer_against_torch_reference_ops():
 def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     """A shape oneDNN cannot make an int8 primitive for (forced by the test
     hook) runs kiln's reference loops: eager's quantized_decomposed result,
-    one fallbacks log line naming the shape, never an abort."""
+    one fallbacks log line naming the shape, never an abort. The convolutions
+    chain u8 activations (ReLU and SiLU before the requantization)."""
     torch.manual_seed(4)
     model = nn.Sequential(
         nn.Conv2d(6, 12, 3, stride=2, padding=(1, 2), groups=3), nn.ReLU(),
@@ -196,7 +204,7 @@ def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     x = torch.randn(2, 6, 11, 12)
     prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
                          [torch.randn(2, 6, 11, 12) for _ in range(2)])
-    before = _LIB.kilnDnnlQConvReferenceCalls()
+    before, u8_before = _LIB.kilnDnnlQConvReferenceCalls(), _LIB.kilnDnnlQConvU8Outputs()
     _LIB.kilnDnnlQConvRefuse(1)
     try:
         with kiln.config.patch(logs=frozenset({"fallbacks"})):
@@ -204,6 +212,7 @@ def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     finally:
         _LIB.kilnDnnlQConvRefuse(0)
     assert _LIB.kilnDnnlQConvReferenceCalls() - before == 3 * 2  # 3 convs, 2 calls
+    assert _LIB.kilnDnnlQConvU8Outputs() - u8_before == 2 * 2
     _, err = capfd.readouterr()
     assert err.count("[kiln:fallbacks] oneDNN int8 convolution") == 3, err
     assert ("oneDNN int8 convolution [2,6,11,12] x [12,2,3,3] stride 2x2 dilation 1x1 "
