@@ -315,6 +315,24 @@ void eraseDeadQuant(Value v) {
     eraseDeadQuant(o);
 }
 
+/// Whether every user of `v` is a pooling op (NCHW only: a stem
+/// convolution's max-pool).
+bool onlyPooled(Value v) {
+  return !v.use_empty() &&
+         llvm::all_of(v.getUsers(), [](Operation *u) { return isa<MaxPool2dOp, AvgPool2dOp>(u); });
+}
+
+/// The call's result buffer: `type` channels-last (or NCHW when `nchw`),
+/// u8 elements when `u8`.
+Value allocOutput(OpBuilder &b, Location loc, RankedTensorType type, bool u8, bool nchw) {
+  SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3),
+                                type.getDimSize(1)};
+  if (nchw)
+    shape = llvm::to_vector(type.getShape());
+  Type elt = u8 ? u8Type(b.getContext()) : type.getElementType();
+  return b.create<memref::AllocOp>(loc, MemRefType::get(shape, elt), b.getI64IntegerAttr(64));
+}
+
 /// The call's operands after x, w, y, scale and shift: the ints, then for
 /// an int8 call the input's scale and zero point and, for a u8 output, the
 /// consumers' (`requant`).
@@ -353,24 +371,25 @@ void rewrite(Conv2dOp op, ModuleOp module) {
                             b.create<ReshapeOp>(loc, scale.getType(), quant->weight.getScale()));
   Value xm = readBuffer(b, loc, xU8 ? x : nhwcInput(b, loc, x));
   Value wm = readBuffer(b, loc, w);
-  RankedTensorType type = op.getType();
   MLIRContext *ctx = b.getContext();
-  auto nhwc = MemRefType::get(
-      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
-      yU8 ? u8Type(ctx) : type.getElementType());
-  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
+  // An int8 result only pooled is handed over NCHW (the pooling reads NCHW;
+  // the shim reorders oneDNN's NHWC result: faster than a transposing copy).
+  bool nchw = quant && !yU8 && onlyPooled(epilogue.replaced);
+  Value ym = allocOutput(b, loc, op.getType(), yU8, nchw);
+  Value xv = permutedView(b, loc, xm, {0, 3, 1, 2});
+  Value wv =
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm);
+  Value yv = nchw ? b.create<memref::CastOp>(loc, dynamicType(ctx), ym).getResult()
+                  : permutedView(b, loc, ym, {0, 3, 1, 2});
   SmallVector<Value> args = {
-      permutedView(b, loc, xm, {0, 3, 1, 2}),
-      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm),
-      permutedView(b, loc, ym, {0, 3, 1, 2}),
-      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
+      xv, wv, yv, b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
       b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
   llvm::append_range(args, tailArgs(b, loc, op, epilogue.activation, quant,
                                     yU8 ? requant.front() : QuantizeStaticOp()));
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
-  Value result = permute(b, loc, tensor, {0, 3, 1, 2});
+  Value result = nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
   for (QuantizeStaticOp q : requant) { // the u8 result is their value
     q.getResult().replaceAllUsesWith(result);
     q.erase();
@@ -383,7 +402,7 @@ void rewrite(Conv2dOp op, ModuleOp module) {
   op.erase();
   eraseDeadQuant(oldInput);
   eraseDeadQuant(oldWeight);
-  if (!yU8)
+  if (!yU8 && !nchw)
     sinkPermutes(result);
 }
 

@@ -35,6 +35,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,8 +71,12 @@ struct QParams {
 /// caller's i32 weights into its s8 layout, and the packed weights.
 struct QEntry {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc;
+  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc, userDst;
   dnnl::reorder pack;
+  /// An f32 y that is not channels-last (NCHW before a pooling): oneDNN's
+  /// int8 kernels write NHWC (for NCHW it has only ref_int8), then this
+  /// reorder copies into y.
+  std::optional<dnnl::reorder> toUser;
   dnnl::memory packed;
   uint64_t serial = 0;
   int64_t version = -1;
@@ -93,7 +98,7 @@ std::string describe(const Operand &x, const StridedMemRef<int32_t, 4> *w, const
     s += std::to_string(w->sizes[i]) + (i < 3 ? "," : "]");
   s += " stride " + std::to_string(p[0]) + "x" + std::to_string(p[1]) + " dilation " +
        std::to_string(p[2]) + "x" + std::to_string(p[3]) + " groups " + std::to_string(p[8]);
-  return s + " failed";
+  return s;
 }
 
 /// The dense s8 weights [F, C/G, KH, KW] as oneDNN's (grouped) desc.
@@ -148,7 +153,10 @@ std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4>
   e->srcDesc = x.u8 ? dnnl::memory::desc(dims(x), dt::u8, stridesOf(x))
                     : dnnl::memory::desc(dims(x), dt::u8, tag::nhwc);
   dnnl::memory::desc any(e->userWeights.dims(), dt::s8, tag::any);
-  e->dstDesc = dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, stridesOf(y));
+  e->userDst = dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, stridesOf(y));
+  bool channelsLast = y.strides[1] == 1 || y.sizes[1] == 1;
+  e->dstDesc =
+      channelsLast ? e->userDst : dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, tag::nhwc);
   e->shiftDesc = dnnl::memory::desc({1, y.sizes[1], 1, 1}, dt::f32, tag::abcd);
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, e->srcDesc, any,
@@ -161,6 +169,12 @@ std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4>
   e->conv = dnnl::convolution_forward(pd);
   e->pack =
       dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->userWeights, eng, pd.weights_desc()));
+  if (!channelsLast)
+    e->toUser = dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->dstDesc, eng, e->userDst));
+  std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) == 0)
+    kiln::rt::logFallback(describe(x, w, p) + ": oneDNN has only its reference kernel (" + impl +
+                          ") for it (correct, slow)");
   e->packed = dnnl::memory(pd.weights_desc(), eng);
   return e;
 }
@@ -235,7 +249,7 @@ QEntry &lookup(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Opera
   } catch (const std::exception &e) {
     entry = std::make_unique<QEntry>();
     entry->reference = true;
-    kiln::rt::logFallback(describe(x, w, params) + ": " + e.what() + referenceNote);
+    kiln::rt::logFallback(describe(x, w, params) + " failed: " + e.what() + referenceNote);
   }
   return *entry;
 }
@@ -250,17 +264,24 @@ bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, co
     packWeights(e, w, stream);
     dnnl::engine &eng = kiln::rt::dnnlEngine();
     dnnl::memory srcMem(e.srcDesc, eng, const_cast<void *>(src));
-    dnnl::memory dst(e.dstDesc, eng, y.base);
+    thread_local std::vector<char> staged;
+    if (e.toUser)
+      staged.resize(e.dstDesc.get_size());
+    dnnl::memory dst(e.dstDesc, eng, e.toUser ? staged.data() : y.base);
     dnnl::memory shiftMem(e.shiftDesc, eng, q.shifts.data());
     e.conv.execute(stream, {{DNNL_ARG_SRC, srcMem},
                             {DNNL_ARG_WEIGHTS, e.packed},
                             {DNNL_ARG_DST, dst},
                             {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
+    if (e.toUser) {
+      dnnl::memory user(e.userDst, eng, y.base);
+      e.toUser->execute(stream, dst, user);
+    }
     stream.wait();
     return true;
   } catch (const std::exception &err) {
     e.reference = true;
-    kiln::rt::logFallback(describe(x, w, params) + ": " + err.what() + referenceNote);
+    kiln::rt::logFallback(describe(x, w, params) + " failed: " + err.what() + referenceNote);
     return false;
   }
 }

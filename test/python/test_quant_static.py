@@ -170,6 +170,19 @@ def test_static_conv_cnn_compiles_to_oneDNN_int8_calls():
         assert sqnr(model(x), prepared(x)) > 20
 
 
+def test_static_conv_before_max_pool_matches_reference():
+    """An int8 convolution whose result only a pooling reads (a stem) is
+    handed over NCHW (oneDNN writes NHWC, the shim reorders): still eager's
+    quantized_decomposed result."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Conv2d(3, 16, 7, stride=2, padding=3), nn.BatchNorm2d(16),
+                          nn.ReLU(), nn.MaxPool2d(3, 2, 1), nn.Conv2d(16, 8, 1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 3, 32, 32) for _ in range(2)])
+    compiled_matches_eager(prepared, torch.randn(2, 3, 32, 32), tol=1e-4)
+
+
 def test_static_conv_layer_against_torch_reference_ops():
     torch.manual_seed(1)
     conv = nn.Conv2d(8, 16, 3, stride=2, padding=1).eval()

@@ -142,3 +142,34 @@ func.func @u8_chain_negative(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xi32>, %
   %fq = kiln.relu %dd : tensor<1x4x6x6xf32>
   return %sum, %b1, %b2, %d2, %fq : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// Tests an int8 convolution whose result only a max-pool reads (a stem): the
+// call writes an NCHW f32 buffer (the shim reorders oneDNN's NHWC result
+// into it) and the pool reads it without a permute; a float use next to the
+// pool keeps the channels-last buffer and its permute.
+// CHECK-LABEL: func.func @qconv_pooled
+// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x6x6xf32>
+// CHECK: %[[YV:.*]] = memref.cast %[[Y]] : memref<1x4x6x6xf32> to memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: call @kiln_dnnl_qconv2d_u8s8(%{{.*}}, %{{.*}}, %[[YV]],
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<1x4x6x6xf32>
+// CHECK-NOT: kiln.permute
+// CHECK: kiln.max_pool2d %[[T]]
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x6x6x4xf32>
+// CHECK: call @kiln_dnnl_qconv2d_u8s8(
+// CHECK: kiln.permute
+// CHECK: kiln.max_pool2d
+func.func @qconv_pooled(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xi32>, %s: tensor<4x1x1x1xf32>) -> (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>, tensor<1x4x6x6xf32>) {
+  %q = kiln.quantize_static %x {scale = 0.25 : f32, zero_point = 7 : i64} : tensor<1x8x6x6xf32> -> tensor<1x8x6x6xui8>
+  %c = kiln.constant dense<0.25> : tensor<1x1x1x1xf32>
+  %xd = kiln.dequantize %q, %c {zero_point = 7 : i64} : tensor<1x8x6x6xui8>, tensor<1x1x1x1xf32> -> tensor<1x8x6x6xf32>
+  %wd = kiln.dequantize %w, %s : tensor<4x8x3x3xi32>, tensor<4x1x1x1xf32> -> tensor<4x8x3x3xf32>
+  %y = kiln.conv2d %xd, %wd {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  %r = kiln.relu %y : tensor<1x4x6x6xf32>
+  %p = kiln.max_pool2d %r {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x4x6x6xf32> -> tensor<1x4x3x3xf32>
+  %y2 = kiln.conv2d %xd, %wd {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  %p2 = kiln.max_pool2d %y2 {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x4x6x6xf32> -> tensor<1x4x3x3xf32>
+  %n = kiln.neg %y2 : tensor<1x4x6x6xf32>
+  return %p, %p2, %n : tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>, tensor<1x4x6x6xf32>
+}
