@@ -170,6 +170,23 @@ def test_static_conv_cnn_compiles_to_oneDNN_int8_calls():
         assert sqnr(model(x), prepared(x)) > 20
 
 
+@pytest.mark.parametrize("act", [nn.Identity, nn.ReLU, nn.SiLU])
+def test_u8_activations_between_convs_match_reference(act):
+    """The first convolution requantizes into the second's input (its zero
+    point nonzero unless after a ReLU): eager's quantize_per_tensor values,
+    so the result matches the quantized_decomposed reference."""
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), act(), nn.Conv2d(8, 6, 3, stride=2),
+                          nn.Flatten()).eval()
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 4, 9, 9) for _ in range(2)])
+    before = _LIB.kilnDnnlQConvU8Outputs()
+    compiled_matches_eager(prepared, torch.randn(2, 4, 9, 9), tol=1e-4)
+    assert (prepared[2].input_zero_point == 0) == (act is nn.ReLU)
+    if before >= 0:
+        assert _LIB.kilnDnnlQConvU8Outputs() - before == 2  # 2 calls
+
+
 def test_static_conv_before_max_pool_matches_reference():
     """An int8 convolution whose result only a pooling reads (a stem) is
     handed over NCHW (oneDNN writes NHWC, the shim reorders): still eager's
