@@ -23,7 +23,13 @@
 // `dequantize(quantize_static(x))`, the weight `dequantize(w_i32, s[F,1,1,1])`)
 // becomes a call of the int8 shim instead (DnnlQConv.cpp): u8 x s8 with the
 // input's scale and zero point, the weight scales joining the epilogue's
-// per-channel scale; its q/dq ops are erased.
+// per-channel scale; its q/dq ops are erased. When every user of an int8
+// convolution's result (after its epilogue) is the `quantize_static` of
+// int8 convolutions' inputs with one scale and zero point, the call
+// requantizes into a channels-last u8 buffer (`_yu8`: oneDNN's output
+// scales, zero point and u8 conversion) that replaces those quantize ops,
+// and the consumers read it as it is (`_xu8`: `dequantize(permute(u8))`):
+// activations stay u8 between consecutive int8 convolutions.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/CallAttrs.h"
@@ -47,6 +53,8 @@ namespace {
 constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
 constexpr const char *kQuantCallee = "kiln_dnnl_qconv2d_u8s8";
 
+Type u8Type(MLIRContext *ctx) { return IntegerType::get(ctx, 8, IntegerType::Unsigned); }
+
 /// memref<?x?x?x?xT, strided<[?, ?, ?, ?], offset: ?>> (T = f32 by default).
 MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4, Type elt = {}) {
   SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
@@ -55,19 +63,25 @@ MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4, Type elt = {}) {
 }
 
 /// The f32 shim, or (`quantized`) the int8 one: an i32 weight and the
-/// input's f32 scale and i64 zero point after the f32 one's operands.
-func::FuncOp declareCallee(ModuleOp module, bool quantized) {
-  const char *name = quantized ? kQuantCallee : kCallee;
+/// input's f32 scale and i64 zero point after the f32 one's operands; a u8
+/// input (`xU8`) or a u8 output (`yU8`, with its f32 scale and i64 zero
+/// point last) choose the `_xu8` / `_yu8` variants.
+func::FuncOp declareCallee(ModuleOp module, bool quantized, bool xU8 = false, bool yU8 = false) {
+  std::string name = quantized ? kQuantCallee : kCallee;
+  name += std::string(xU8 ? "_xu8" : "") + (yU8 ? "_yu8" : "");
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   MemRefType m = dynamicType(ctx);
   MemRefType v = dynamicType(ctx, 1);
   Type i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> inputs = {m, quantized ? dynamicType(ctx, 4, IntegerType::get(ctx, 32)) : m, m,
-                              v, v};
+  SmallVector<Type> inputs = {xU8 ? dynamicType(ctx, 4, u8Type(ctx)) : m,
+                              quantized ? dynamicType(ctx, 4, IntegerType::get(ctx, 32)) : m,
+                              yU8 ? dynamicType(ctx, 4, u8Type(ctx)) : m, v, v};
   inputs.append(10, i64);
   if (quantized)
+    inputs.append({Float32Type::get(ctx), i64});
+  if (yU8)
     inputs.append({Float32Type::get(ctx), i64});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
@@ -86,8 +100,10 @@ Value permutedView(OpBuilder &b, Location loc, Value m, ArrayRef<int64_t> order)
     sizes.push_back(meta.getSizes()[d]);
     strides.push_back(meta.getStrides()[d]);
   }
-  return b.create<memref::ReinterpretCastOp>(loc, dynamicType(b.getContext()), meta.getBaseBuffer(),
-                                             meta.getOffset(), sizes, strides);
+  Type elt = cast<MemRefType>(m.getType()).getElementType();
+  return b.create<memref::ReinterpretCastOp>(loc, dynamicType(b.getContext(), 4, elt),
+                                             meta.getBaseBuffer(), meta.getOffset(), sizes,
+                                             strides);
 }
 
 /// The tensor `t` as a strided memref, for reading only.
@@ -220,34 +236,118 @@ void sinkPermutes(Value v) {
   }
 }
 
-/// A statically quantized convolution's parts (see the file comment).
+/// A statically quantized convolution's parts (see the file comment): its
+/// input (the f32 value quantize_static reads, or `xU8`: the NHWC u8 result
+/// of an earlier int8 call), that quantization's scale and zero point, and
+/// the weight's dequantize.
 struct QuantConv {
-  QuantizeStaticOp input;
+  Value x;
+  bool xU8;
+  FloatAttr scale;
+  IntegerAttr zero;
   DequantizeOp weight;
 };
 
+/// `dequantize(permute(u8 NHWC), splat scale)`: (the NHWC u8 value, scale).
+std::optional<std::pair<Value, FloatAttr>> u8Input(Value v) {
+  auto dq = v.getDefiningOp<DequantizeOp>();
+  PermuteOp p = dq ? toNchw(dq.getInput()) : PermuteOp();
+  if (!p || !getElementTypeOrSelf(p.getType()).isUnsignedInteger(8))
+    return std::nullopt;
+  auto c = dq.getScale().getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
+    return std::nullopt;
+  return std::make_pair(p.getInput(),
+                        FloatAttr::get(dense.getElementType(), dense.getSplatValue<APFloat>()));
+}
+
 std::optional<QuantConv> matchQuantConv(Conv2dOp op) {
-  QuantizeStaticOp q = staticallyQuantized(op.getInput());
   auto w = op.getWeight().getDefiningOp<DequantizeOp>();
-  if (!q || !w || w.getZeroPoint() != 0)
+  if (!w || w.getZeroPoint() != 0)
     return std::nullopt;
   auto wt = cast<RankedTensorType>(w.getInput().getType());
   auto st = cast<RankedTensorType>(w.getScale().getType());
   int64_t f = wt.getDimSize(0);
   if (!wt.getElementType().isSignlessInteger(32) || st.getShape() != ArrayRef<int64_t>{f, 1, 1, 1})
     return std::nullopt;
-  return QuantConv{q, w};
+  if (QuantizeStaticOp q = staticallyQuantized(op.getInput()))
+    return QuantConv{q.getInput(), false, q.getScaleAttr(), q.getZeroPointAttr(), w};
+  if (auto u8 = u8Input(op.getInput()))
+    return QuantConv{u8->first, true, u8->second,
+                     op.getInput().getDefiningOp<DequantizeOp>().getZeroPointAttr(), w};
+  return std::nullopt;
+}
+
+/// The quantize_static ops that are all of `v`'s users, when they share one
+/// scale and zero point and each feeds only int8 convolutions' inputs
+/// (through dequantize ops that invert it); empty otherwise.
+SmallVector<QuantizeStaticOp> u8Consumers(Value v) {
+  SmallVector<QuantizeStaticOp> found;
+  for (Operation *user : v.getUsers()) {
+    auto q = dyn_cast<QuantizeStaticOp>(user);
+    if (!q || (!found.empty() && (q.getScaleAttr() != found[0].getScaleAttr() ||
+                                  q.getZeroPoint() != found[0].getZeroPoint())))
+      return {};
+    for (Operation *qUser : q->getUsers()) {
+      auto dq = dyn_cast<DequantizeOp>(qUser);
+      if (!dq || staticallyQuantized(dq.getResult()) != q)
+        return {};
+      for (Operation *dqUser : dq->getUsers()) {
+        auto conv = dyn_cast<Conv2dOp>(dqUser);
+        if (!conv || conv.getInput() != dq.getResult() || !qualifies(conv) || !matchQuantConv(conv))
+          return {};
+      }
+    }
+    found.push_back(q);
+  }
+  return found;
 }
 
 /// Erases `v`'s defining op and then its operands' when they are dead q/dq ops.
 void eraseDeadQuant(Value v) {
   Operation *op = v.getDefiningOp();
-  if (!op || !op->use_empty() || !isa<DequantizeOp, QuantizeStaticOp, ConstantOp>(op))
+  if (!op || !op->use_empty() || !isa<DequantizeOp, QuantizeStaticOp, ConstantOp, PermuteOp>(op))
     return;
   SmallVector<Value> operands(op->getOperands());
   op->erase();
   for (Value o : operands)
     eraseDeadQuant(o);
+}
+
+/// Whether every user of `v` is a pooling op (NCHW only: a stem
+/// convolution's max-pool).
+bool onlyPooled(Value v) {
+  return !v.use_empty() &&
+         llvm::all_of(v.getUsers(), [](Operation *u) { return isa<MaxPool2dOp, AvgPool2dOp>(u); });
+}
+
+/// The call's result buffer: `type` channels-last (or NCHW when `nchw`),
+/// u8 elements when `u8`.
+Value allocOutput(OpBuilder &b, Location loc, RankedTensorType type, bool u8, bool nchw) {
+  SmallVector<int64_t> shape = {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3),
+                                type.getDimSize(1)};
+  if (nchw)
+    shape = llvm::to_vector(type.getShape());
+  Type elt = u8 ? u8Type(b.getContext()) : type.getElementType();
+  return b.create<memref::AllocOp>(loc, MemRefType::get(shape, elt), b.getI64IntegerAttr(64));
+}
+
+/// The call's operands after x, w, y, scale and shift: the ints, then for
+/// an int8 call the input's scale and zero point and, for a u8 output, the
+/// consumers' (`requant`).
+SmallVector<Value> tailArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t activation,
+                            const std::optional<QuantConv> &quant, QuantizeStaticOp requant) {
+  SmallVector<Value> args = intArgs(b, loc, op, activation);
+  if (quant) {
+    args.push_back(b.create<arith::ConstantOp>(loc, quant->scale));
+    args.push_back(b.create<arith::ConstantOp>(loc, quant->zero));
+  }
+  if (requant) {
+    args.push_back(b.create<arith::ConstantOp>(loc, requant.getScaleAttr()));
+    args.push_back(b.create<arith::ConstantOp>(loc, requant.getZeroPointAttr()));
+  }
+  return args;
 }
 
 void rewrite(Conv2dOp op, ModuleOp module) {
@@ -259,43 +359,51 @@ void rewrite(Conv2dOp op, ModuleOp module) {
   Location loc = op.getLoc();
   auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
   std::optional<QuantConv> quant = matchQuantConv(op);
-  func::FuncOp callee = declareCallee(module, quant.has_value());
-  Value x = quant ? quant->input.getInput() : op.getInput();
+  SmallVector<QuantizeStaticOp> requant;
+  if (quant)
+    requant = u8Consumers(epilogue.replaced);
+  bool xU8 = quant && quant->xU8, yU8 = !requant.empty();
+  func::FuncOp callee = declareCallee(module, quant.has_value(), xU8, yU8);
+  Value x = quant ? quant->x : op.getInput();
   Value w = quant ? quant->weight.getInput() : op.getWeight();
   if (quant) // conv(x, w * s) = s * conv(x, w): the weight scales join `scale`.
     scale = b.create<MulOp>(loc, scale.getType(), scale,
                             b.create<ReshapeOp>(loc, scale.getType(), quant->weight.getScale()));
-  Value xm = readBuffer(b, loc, nhwcInput(b, loc, x));
+  Value xm = readBuffer(b, loc, xU8 ? x : nhwcInput(b, loc, x));
   Value wm = readBuffer(b, loc, w);
-  RankedTensorType type = op.getType();
-  auto nhwc = MemRefType::get(
-      {type.getDimSize(0), type.getDimSize(2), type.getDimSize(3), type.getDimSize(1)},
-      type.getElementType());
-  Value ym = b.create<memref::AllocOp>(loc, nhwc, b.getI64IntegerAttr(64));
   MLIRContext *ctx = b.getContext();
+  // An int8 result only pooled is handed over NCHW (the pooling reads NCHW;
+  // the shim reorders oneDNN's NHWC result: faster than a transposing copy).
+  bool nchw = quant && !yU8 && onlyPooled(epilogue.replaced);
+  Value ym = allocOutput(b, loc, op.getType(), yU8, nchw);
+  Value xv = permutedView(b, loc, xm, {0, 3, 1, 2});
+  Value wv =
+      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm);
+  Value yv = nchw ? b.create<memref::CastOp>(loc, dynamicType(ctx), ym).getResult()
+                  : permutedView(b, loc, ym, {0, 3, 1, 2});
   SmallVector<Value> args = {
-      permutedView(b, loc, xm, {0, 3, 1, 2}),
-      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm),
-      permutedView(b, loc, ym, {0, 3, 1, 2}),
-      b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
+      xv, wv, yv, b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
       b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
-  llvm::append_range(args, intArgs(b, loc, op, epilogue.activation));
-  if (quant) {
-    args.push_back(b.create<arith::ConstantOp>(loc, quant->input.getScaleAttr()));
-    args.push_back(b.create<arith::ConstantOp>(loc, quant->input.getZeroPointAttr()));
-  }
+  llvm::append_range(args, tailArgs(b, loc, op, epilogue.activation, quant,
+                                    yU8 ? requant.front() : QuantizeStaticOp()));
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
-  Value result = permute(b, loc, tensor, {0, 3, 1, 2});
-  epilogue.replaced.replaceAllUsesWith(result);
+  Value result = nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
+  for (QuantizeStaticOp q : requant) { // the u8 result is their value
+    q.getResult().replaceAllUsesWith(result);
+    q.erase();
+  }
+  if (!yU8)
+    epilogue.replaced.replaceAllUsesWith(result);
   for (Operation *dead : llvm::reverse(epilogue.ops))
     dead->erase();
   Value oldInput = op.getInput(), oldWeight = op.getWeight();
   op.erase();
   eraseDeadQuant(oldInput);
   eraseDeadQuant(oldWeight);
-  sinkPermutes(result);
+  if (!yU8 && !nchw)
+    sinkPermutes(result);
 }
 
 struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {

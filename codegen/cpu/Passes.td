@@ -170,9 +170,17 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
     becomes a call of `@kiln_dnnl_qconv2d_u8s8` instead (DnnlQConv.cpp:
     oneDNN's u8 x s8 convolution): `x` itself as the input, the i32 weight
     values, `scale` times the weight scales, and the input's scale and zero
-    point as trailing f32 / i64 constants; the q/dq ops are erased. With
-    `quantized-only` (the driver's setting when `dnnl_convs` is off) only
-    these are rewritten.
+    point as trailing f32 / i64 constants; the q/dq ops are erased. When
+    every user of such a convolution's result (after its epilogue) is the
+    `kiln.quantize_static` of int8 convolutions' inputs, all with one scale
+    and zero point, the call is `@kiln_dnnl_qconv2d_u8s8_yu8` (that scale
+    and zero point appended) writing a u8 NHWC buffer that replaces those
+    quantize ops; a consumer whose input is `kiln.dequantize` of such a u8
+    value (through the NCHW permute) calls `@kiln_dnnl_qconv2d_u8s8_xu8`
+    on the buffer as it is: activations stay u8 between consecutive int8
+    convolutions. A result also used by float ops (a residual add) stays
+    f32. With `quantized-only` (the driver's setting when `dnnl_convs` is
+    off) only quantized convolutions are rewritten.
 
     Before:
     ```mlir

@@ -17,6 +17,7 @@
 #include "runtime/cpu/BlasShims.h"
 #include "runtime/cpu/OpenMPShim.h"
 #include "runtime/cpu/BufferPool.h"
+#include "runtime/cpu/RuntimeLog.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -33,6 +34,16 @@ nb::object checked(PyObject *r) {
   if (!r)
     throw nb::python_error();
   return nb::steal(r);
+}
+
+/// The runtime's fallback messages (RuntimeLog.h) as KILN_LOGS=fallbacks
+/// lines; called from compiled code, which runs without the GIL.
+void runtimeFallback(const char *message) {
+  if (!logEnabled(LogChannel::Fallbacks))
+    return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  log(LogChannel::Fallbacks, message);
+  PyGILState_Release(gil);
 }
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
@@ -103,6 +114,7 @@ NB_MODULE(_C, m) {
   m.doc() = "kiln's C++ frontend: frame hook, bytecode capture, compiled calls";
   if (!initHook())
     throw nb::python_error();
+  kilnSetRuntimeLogSink(&runtimeFallback);
   m.def(
       "call",
       [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply,

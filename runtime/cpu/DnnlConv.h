@@ -47,6 +47,37 @@ void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
     kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
     int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
     int64_t groups, int64_t activation, float xScale, int64_t xZero);
+/// The same with a u8 input (`_xu8`: the channels-last u8 output of the
+/// previous int8 convolution, quantized with xScale / xZero, read in place),
+/// and/or a u8 output (`_yu8`): y = clamp(round_half_even(act(...) / yScale)
+/// + yZero, 0, 255), the next int8 convolution's input quantization.
+void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8(
+    kiln::rt::StridedMemRef<uint8_t, 4> *x, kiln::rt::StridedMemRef<int32_t, 4> *w,
+    kiln::rt::StridedMemRef<float, 4> *y, kiln::rt::StridedMemRef<float, 1> *scale,
+    kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
+    int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
+    int64_t groups, int64_t activation, float xScale, int64_t xZero);
+void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8(
+    kiln::rt::StridedMemRef<float, 4> *x, kiln::rt::StridedMemRef<int32_t, 4> *w,
+    kiln::rt::StridedMemRef<uint8_t, 4> *y, kiln::rt::StridedMemRef<float, 1> *scale,
+    kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
+    int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
+    int64_t groups, int64_t activation, float xScale, int64_t xZero, float yScale, int64_t yZero);
+void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8(
+    kiln::rt::StridedMemRef<uint8_t, 4> *x, kiln::rt::StridedMemRef<int32_t, 4> *w,
+    kiln::rt::StridedMemRef<uint8_t, 4> *y, kiln::rt::StridedMemRef<float, 1> *scale,
+    kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
+    int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
+    int64_t groups, int64_t activation, float xScale, int64_t xZero, float yScale, int64_t yZero);
+/// int8 convolutions that wrote u8 outputs so far (all threads), -1
+/// without oneDNN.
+int64_t kilnDnnlQConvU8Outputs();
+/// Test hook: while `on` is nonzero, int8 primitives created from now on
+/// are refused as oneDNN refuses an unsupported shape (the reference path).
+void kilnDnnlQConvRefuse(int64_t on);
+/// int8 convolutions run by kiln's reference loops so far (all threads),
+/// -1 without oneDNN.
+int64_t kilnDnnlQConvReferenceCalls();
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();

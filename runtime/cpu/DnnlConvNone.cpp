@@ -23,3 +23,9 @@ extern "C" void kilnDnnlForgetWeights(uint64_t) {}
 extern "C" int64_t kilnDnnlPackedBytes() { return -1; }
 
 extern "C" int64_t kilnDnnlWeightPacks() { return -1; }
+
+extern "C" void kilnDnnlQConvRefuse(int64_t) {}
+
+extern "C" int64_t kilnDnnlQConvReferenceCalls() { return -1; }
+
+extern "C" int64_t kilnDnnlQConvU8Outputs() { return -1; }

@@ -1,30 +1,42 @@
 //===- DnnlQConv.cpp - static int8 convolutions by oneDNN ---------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// Implements `_mlir_ciface_kiln_dnnl_qconv2d_u8s8` (DnnlConv.h), the call
+// Implements the `_mlir_ciface_kiln_dnnl_qconv2d_u8s8*` calls (DnnlConv.h)
 // kiln-cpu-convs-to-dnnl makes for a statically quantized kiln.conv2d:
-//   1. the f32 input is quantized to a channels-last u8 buffer as torch's
+//   1. an f32 input is quantized to a channels-last u8 buffer as torch's
 //      quantize_per_tensor (x * f32(1 / scale), round half even, + zero
-//      point, clamp to [0, 255]; Int8Simd.h's row loop);
+//      point, clamp to [0, 255]; Int8Simd.h's row loop); a u8 input (the
+//      `_xu8` variants: the u8 output of the previous convolution) is read
+//      as it is, with its strides;
 //   2. oneDNN's u8 x s8 → s32 convolution with the input zero point as a
 //      source zero point (padding stays a real zero), per-output-channel
 //      output scales xScale * scale[f], the shift as a per-channel binary
-//      add post-op and the ReLU/SiLU post-op, writing f32.
+//      add post-op and the ReLU/SiLU post-op, writing f32 — or (the `_yu8`
+//      variants) requantized to the consumer's u8 input: a linear post-op
+//      after the activation, v * f32(1 / yScale) + yZero, then oneDNN's u8
+//      conversion (round half even, saturate).
 // The primitive of a shape and scales is created once per thread; the int8
 // weights (i32-held values, made dense s8) are reordered into its layout once
 // per weight tensor version when the frontend stamped them (WeightStamps.h), else on
-// every call.
+// every call. When oneDNN cannot create or run the primitive of a shape
+// (dnnl::error: an unsupported shape or attribute), the convolution runs
+// kiln's reference loops (QConvReference.h, same arithmetic) and the reason
+// goes to KILN_LOGS=fallbacks (RuntimeLog.h), once per shape and thread.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlCommon.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Int8Simd.h"
+#include "runtime/cpu/QConvReference.h"
+#include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/WeightStamps.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace {
@@ -33,17 +45,61 @@ using kiln::rt::StridedMemRef;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+/// x or y of a call: f32 or u8 (the memref descriptors differ only in the
+/// pointer type).
+struct Operand {
+  void *base; ///< the element at the descriptor's offset
+  const int64_t *sizes, *strides;
+  bool u8;
+};
+
+template <typename T> Operand operand(StridedMemRef<T, 4> *m) {
+  return {m->data + m->offset, m->sizes, m->strides, sizeof(T) == 1};
+}
+
+/// What a call computes besides its shapes: the per-channel output scales
+/// and shifts, the input zero point and, for a u8 output, the linear map
+/// after the activation: v * f32(1 / yScale) + yZero (torch's
+/// quantize_per_tensor before its rounding).
+struct QParams {
+  std::vector<float> outScales, shifts;
+  int32_t xZero = 0, postZero = 0;
+  float postScale = 1.0f;
+};
+
 /// One convolution shape and scale set: its primitive, the reorder of the
 /// caller's i32 weights into its s8 layout, and the packed weights.
 struct QEntry {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc;
+  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc, userDst;
   dnnl::reorder pack;
+  /// An f32 y that is not channels-last (NCHW before a pooling): oneDNN's
+  /// int8 kernels write NHWC (for NCHW it has only ref_int8), then this
+  /// reorder copies into y.
+  std::optional<dnnl::reorder> toUser;
   dnnl::memory packed;
   uint64_t serial = 0;
   int64_t version = -1;
   const void *data = nullptr;
+  bool reference = false; ///< oneDNN refused: kiln's own loops (QConvReference.h)
 };
+
+std::atomic<bool> refuse{false};
+std::atomic<int64_t> referenceCalls{0}, u8Outputs{0};
+const char *const referenceNote =
+    "; this convolution runs kiln's reference int8 loops (correct, slow)";
+
+/// "oneDNN int8 convolution [N,C,H,W] x [F,C/G,KH,KW] stride .. groups ..".
+std::string describe(const Operand &x, const StridedMemRef<int32_t, 4> *w, const int64_t *p) {
+  std::string s = "oneDNN int8 convolution [";
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(x.sizes[i]) + (i < 3 ? "," : "] x [");
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(w->sizes[i]) + (i < 3 ? "," : "]");
+  s += " stride " + std::to_string(p[0]) + "x" + std::to_string(p[1]) + " dilation " +
+       std::to_string(p[2]) + "x" + std::to_string(p[3]) + " groups " + std::to_string(p[8]);
+  return s;
+}
 
 /// The dense s8 weights [F, C/G, KH, KW] as oneDNN's (grouped) desc.
 dnnl::memory::desc weightsDesc(const StridedMemRef<int32_t, 4> *w, int64_t groups) {
@@ -68,43 +124,66 @@ std::vector<int8_t> denseInt8(const StridedMemRef<int32_t, 4> *w) {
   return out;
 }
 
-std::unique_ptr<QEntry> create(const StridedMemRef<float, 4> *x, const StridedMemRef<int32_t, 4> *w,
-                               const StridedMemRef<float, 4> *y, const int64_t *p,
-                               const std::vector<float> &outScales, int32_t zero) {
-  auto e = std::make_unique<QEntry>();
-  dnnl::engine &eng = kiln::rt::dnnlEngine();
-  e->userWeights = weightsDesc(w, p[8]);
-  e->srcDesc =
-      dnnl::memory::desc({x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3]}, dt::u8, tag::nhwc);
-  dnnl::memory::desc any(e->userWeights.dims(), dt::s8, tag::any);
-  e->dstDesc = dnnl::memory::desc({y->sizes[0], y->sizes[1], y->sizes[2], y->sizes[3]}, dt::f32,
-                                  {y->strides[0], y->strides[1], y->strides[2], y->strides[3]});
-  e->shiftDesc = dnnl::memory::desc({1, y->sizes[1], 1, 1}, dt::f32, tag::abcd);
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, e->srcDesc, any,
-      e->dstDesc, {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
-  dnnl::primitive_attr attr;
-  attr.set_output_scales(outScales.size() == 1 ? 0 : 2, outScales);
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {zero});
+dnnl::memory::dims dims(const Operand &m) {
+  return {m.sizes[0], m.sizes[1], m.sizes[2], m.sizes[3]};
+}
+
+dnnl::memory::dims stridesOf(const Operand &m) {
+  return {m.strides[0], m.strides[1], m.strides[2], m.strides[3]};
+}
+
+dnnl::post_ops postOps(const dnnl::memory::desc &shift, const int64_t *p, const QParams &q,
+                       bool u8) {
   dnnl::post_ops ops;
-  ops.append_binary(dnnl::algorithm::binary_add, e->shiftDesc);
+  ops.append_binary(dnnl::algorithm::binary_add, shift);
   if (p[9] == 1)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   else if (p[9] == 2)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
-  attr.set_post_ops(ops);
+  if (u8)
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, q.postScale, float(q.postZero));
+  return ops;
+}
+
+std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4> *w,
+                               const Operand &y, const int64_t *p, const QParams &q) {
+  auto e = std::make_unique<QEntry>();
+  dnnl::engine &eng = kiln::rt::dnnlEngine();
+  e->userWeights = weightsDesc(w, p[8]);
+  e->srcDesc = x.u8 ? dnnl::memory::desc(dims(x), dt::u8, stridesOf(x))
+                    : dnnl::memory::desc(dims(x), dt::u8, tag::nhwc);
+  dnnl::memory::desc any(e->userWeights.dims(), dt::s8, tag::any);
+  e->userDst = dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, stridesOf(y));
+  bool channelsLast = y.strides[1] == 1 || y.sizes[1] == 1;
+  e->dstDesc =
+      channelsLast ? e->userDst : dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, tag::nhwc);
+  e->shiftDesc = dnnl::memory::desc({1, y.sizes[1], 1, 1}, dt::f32, tag::abcd);
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, e->srcDesc, any,
+      e->dstDesc, {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(q.outScales.size() == 1 ? 0 : 2, q.outScales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {q.xZero});
+  attr.set_post_ops(postOps(e->shiftDesc, p, q, y.u8));
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
   e->conv = dnnl::convolution_forward(pd);
   e->pack =
       dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->userWeights, eng, pd.weights_desc()));
+  if (!channelsLast)
+    e->toUser = dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->dstDesc, eng, e->userDst));
+  std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) == 0)
+    kiln::rt::logFallback(describe(x, w, p) + ": oneDNN has only its reference kernel (" + impl +
+                          ") for it (correct, slow)");
   e->packed = dnnl::memory(pd.weights_desc(), eng);
   return e;
 }
 
-/// Quantizes x (logical NCHW, any strides) into `out`, dense NHWC u8.
-void quantizeNhwc(const StridedMemRef<float, 4> *x, float scale, int32_t zero,
-                  std::vector<uint8_t> &out, std::vector<float> &row) {
-  const int64_t *n = x->sizes, *s = x->strides;
+/// x (logical NCHW, any strides; f32 or u8) as dense NHWC u8 in `out`: f32
+/// quantized as torch's quantize_per_tensor, u8 copied.
+void quantizeNhwc(const Operand &x, float scale, int32_t zero, std::vector<uint8_t> &out,
+                  std::vector<float> &row) {
+  const int64_t *n = x.sizes, *s = x.strides;
   out.resize(n[0] * n[1] * n[2] * n[3]);
   float inv = float(1.0 / double(scale));
   uint8_t *o = out.data();
@@ -112,7 +191,13 @@ void quantizeNhwc(const StridedMemRef<float, 4> *x, float scale, int32_t zero,
   for (int64_t b = 0; b < n[0]; ++b)
     for (int64_t h = 0; h < n[2]; ++h)
       for (int64_t w = 0; w < n[3]; ++w, o += n[1]) {
-        const float *p = x->data + x->offset + b * s[0] + h * s[2] + w * s[3];
+        int64_t at = b * s[0] + h * s[2] + w * s[3];
+        if (x.u8) {
+          for (int64_t c = 0; c < n[1]; ++c)
+            o[c] = static_cast<const uint8_t *>(x.base)[at + c * s[1]];
+          continue;
+        }
+        const float *p = static_cast<const float *>(x.base) + at;
         if (s[1] != 1)
           for (int64_t c = 0; c < n[1]; ++c)
             row[c] = p[c * s[1]];
@@ -135,6 +220,140 @@ void packWeights(QEntry &e, const StridedMemRef<int32_t, 4> *w, dnnl::stream &st
   e.data = stamp ? data : nullptr;
 }
 
+/// The entry of (x, w, y, params, qparams): created on first use; a shape
+/// oneDNN refuses gets a reference entry (kiln's own loops) and one
+/// fallbacks log line instead of an abort.
+QEntry &lookup(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Operand &y,
+               const int64_t *params, const QParams &q) {
+  std::vector<int64_t> key(params, params + 10);
+  int32_t postBits;
+  std::memcpy(&postBits, &q.postScale, sizeof postBits);
+  key.insert(key.end(), {q.xZero, q.postZero, postBits, x.u8, y.u8});
+  for (int64_t i = 0; i < 4; ++i)
+    key.insert(key.end(), {x.sizes[i], x.u8 ? x.strides[i] : 0, w->sizes[i], w->strides[i],
+                           y.sizes[i], y.strides[i]});
+  for (const std::vector<float> *v : {&q.outScales, &q.shifts})
+    for (float f : *v) {
+      int32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      key.push_back(bits);
+    }
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<QEntry>> cache;
+  std::unique_ptr<QEntry> &entry = cache[key];
+  if (entry)
+    return *entry;
+  try {
+    if (refuse.load(std::memory_order_relaxed))
+      throw dnnl::error(dnnl_unimplemented, "refused by kilnDnnlQConvRefuse (test hook)");
+    entry = create(x, w, y, params, q);
+  } catch (const std::exception &e) {
+    entry = std::make_unique<QEntry>();
+    entry->reference = true;
+    kiln::rt::logFallback(describe(x, w, params) + " failed: " + e.what() + referenceNote);
+  }
+  return *entry;
+}
+
+/// Runs oneDNN's primitive of `e` on `src` (the u8 input); false (and a log
+/// line) when oneDNN fails at run time.
+bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, const Operand &y,
+             const int64_t *params, QParams &q, const void *src) {
+  try {
+    kiln::rt::dnnlApplyThreads();
+    thread_local dnnl::stream stream(kiln::rt::dnnlEngine());
+    packWeights(e, w, stream);
+    dnnl::engine &eng = kiln::rt::dnnlEngine();
+    dnnl::memory srcMem(e.srcDesc, eng, const_cast<void *>(src));
+    thread_local std::vector<char> staged;
+    if (e.toUser)
+      staged.resize(e.dstDesc.get_size());
+    dnnl::memory dst(e.dstDesc, eng, e.toUser ? staged.data() : y.base);
+    dnnl::memory shiftMem(e.shiftDesc, eng, q.shifts.data());
+    e.conv.execute(stream, {{DNNL_ARG_SRC, srcMem},
+                            {DNNL_ARG_WEIGHTS, e.packed},
+                            {DNNL_ARG_DST, dst},
+                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
+    if (e.toUser) {
+      dnnl::memory user(e.userDst, eng, y.base);
+      e.toUser->execute(stream, dst, user);
+    }
+    stream.wait();
+    return true;
+  } catch (const std::exception &err) {
+    e.reference = true;
+    kiln::rt::logFallback(describe(x, w, params) + " failed: " + err.what() + referenceNote);
+    return false;
+  }
+}
+
+/// kiln's reference loops on the dense NHWC u8 input; a u8 y gets the
+/// values rounded half to even (oneDNN's conversion) and saturated.
+void runReference(const std::vector<uint8_t> &dense, const Operand &x,
+                  const StridedMemRef<int32_t, 4> *w, const Operand &y, const int64_t *params,
+                  const QParams &q) {
+  referenceCalls.fetch_add(1, std::memory_order_relaxed);
+  std::vector<int8_t> weights = denseInt8(w);
+  const int64_t *n = y.sizes;
+  std::vector<float> out(y.u8 ? n[0] * n[1] * n[2] * n[3] : 0);
+  StridedMemRef<float, 4> f{nullptr, nullptr, 0, {n[0], n[1], n[2], n[3]}, {}};
+  if (y.u8) {
+    f.data = out.data();
+    const int64_t dense[4] = {n[1] * n[2] * n[3], n[2] * n[3], n[3], 1};
+    std::memcpy(f.strides, dense, sizeof dense);
+  } else {
+    f.data = static_cast<float *>(y.base);
+    std::memcpy(f.strides, y.strides, sizeof f.strides);
+  }
+  kiln::rt::qconv2dReference(dense.data(), x.sizes, q.xZero, weights.data(), w->sizes, &f, params,
+                             q.outScales.data(), q.shifts.data());
+  if (!y.u8)
+    return;
+  auto *o = static_cast<uint8_t *>(y.base);
+  const int64_t *s = y.strides;
+  size_t i = 0;
+  for (int64_t a = 0; a < n[0]; ++a)
+    for (int64_t b = 0; b < n[1]; ++b)
+      for (int64_t c = 0; c < n[2]; ++c)
+        for (int64_t d = 0; d < n[3]; ++d) {
+          float v = std::nearbyint(out[i++] * q.postScale + float(q.postZero));
+          o[a * s[0] + b * s[1] + c * s[2] + d * s[3]] =
+              uint8_t(v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v));
+        }
+}
+
+/// The call: x (f32 or u8), w, y (f32 or u8: requantized with yScale and
+/// yZero) and the shim's other operands.
+void qconv(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Operand &y,
+           const StridedMemRef<float, 1> *scale, const StridedMemRef<float, 1> *shift,
+           const int64_t *params, float xScale, int64_t xZero, float yScale, int64_t yZero) {
+  int64_t f = y.sizes[1];
+  QParams q;
+  q.xZero = int32_t(xZero);
+  q.outScales.resize(f);
+  q.shifts.resize(f);
+  q.postScale = y.u8 ? float(1.0 / double(yScale)) : 1.0f;
+  q.postZero = y.u8 ? int32_t(yZero) : 0;
+  for (int64_t i = 0; i < f; ++i) {
+    q.outScales[i] = xScale * scale->data[scale->offset + i * scale->strides[0]];
+    q.shifts[i] = shift->data[shift->offset + i * shift->strides[0]];
+  }
+  QEntry &entry = lookup(x, w, y, params, q);
+  thread_local std::vector<uint8_t> quantized;
+  thread_local std::vector<float> row;
+  const void *src = x.base;
+  if (!x.u8 || entry.reference) {
+    quantizeNhwc(x, xScale, q.xZero, quantized, row);
+    src = quantized.data();
+  }
+  if (y.u8)
+    u8Outputs.fetch_add(1, std::memory_order_relaxed);
+  if (!entry.reference && runDnnl(entry, x, w, y, params, q, src))
+    return;
+  if (x.u8 && src == x.base)
+    quantizeNhwc(x, xScale, q.xZero, quantized, row);
+  runReference(quantized, x, w, y, params, q);
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
@@ -145,44 +364,44 @@ extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8(
     int64_t xZero) {
   const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,
                               padBottom, padLeft, padRight,  groups,    activation};
-  int64_t f = y->sizes[1];
-  std::vector<float> outScales(f), shifts(f);
-  for (int64_t i = 0; i < f; ++i) {
-    outScales[i] = xScale * scale->data[scale->offset + i * scale->strides[0]];
-    shifts[i] = shift->data[shift->offset + i * shift->strides[0]];
-  }
-  std::vector<int64_t> key(params, params + 10);
-  key.push_back(xZero);
-  for (int64_t i = 0; i < 4; ++i)
-    key.insert(key.end(), {x->sizes[i], w->sizes[i], w->strides[i], y->sizes[i], y->strides[i]});
-  for (float v : outScales) {
-    int32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    key.push_back(bits);
-  }
-  thread_local std::map<std::vector<int64_t>, std::unique_ptr<QEntry>> cache;
-  std::unique_ptr<QEntry> &entry = cache[key];
-  if (!entry) {
-    try {
-      entry = create(x, w, y, params, outScales, int32_t(xZero));
-    } catch (const dnnl::error &e) {
-      std::fprintf(stderr, "kiln: oneDNN int8 convolution: %s\n", e.what());
-      std::abort();
-    }
-  }
-  kiln::rt::dnnlApplyThreads();
-  thread_local dnnl::stream stream(kiln::rt::dnnlEngine());
-  thread_local std::vector<uint8_t> quantized;
-  thread_local std::vector<float> row;
-  quantizeNhwc(x, xScale, int32_t(xZero), quantized, row);
-  packWeights(*entry, w, stream);
-  dnnl::engine &eng = kiln::rt::dnnlEngine();
-  dnnl::memory src(entry->srcDesc, eng, quantized.data());
-  dnnl::memory dst(entry->dstDesc, eng, y->data + y->offset);
-  dnnl::memory shiftMem(entry->shiftDesc, eng, shifts.data());
-  entry->conv.execute(stream, {{DNNL_ARG_SRC, src},
-                               {DNNL_ARG_WEIGHTS, entry->packed},
-                               {DNNL_ARG_DST, dst},
-                               {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
-  stream.wait();
+  qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, 1.0f, 0);
 }
+
+extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8(
+    StridedMemRef<uint8_t, 4> *x, StridedMemRef<int32_t, 4> *w, StridedMemRef<float, 4> *y,
+    StridedMemRef<float, 1> *scale, StridedMemRef<float, 1> *shift, int64_t strideH,
+    int64_t strideW, int64_t dilationH, int64_t dilationW, int64_t padTop, int64_t padBottom,
+    int64_t padLeft, int64_t padRight, int64_t groups, int64_t activation, float xScale,
+    int64_t xZero) {
+  const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,
+                              padBottom, padLeft, padRight,  groups,    activation};
+  qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, 1.0f, 0);
+}
+
+extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8(
+    StridedMemRef<float, 4> *x, StridedMemRef<int32_t, 4> *w, StridedMemRef<uint8_t, 4> *y,
+    StridedMemRef<float, 1> *scale, StridedMemRef<float, 1> *shift, int64_t strideH,
+    int64_t strideW, int64_t dilationH, int64_t dilationW, int64_t padTop, int64_t padBottom,
+    int64_t padLeft, int64_t padRight, int64_t groups, int64_t activation, float xScale,
+    int64_t xZero, float yScale, int64_t yZero) {
+  const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,
+                              padBottom, padLeft, padRight,  groups,    activation};
+  qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, yScale, yZero);
+}
+
+extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8(
+    StridedMemRef<uint8_t, 4> *x, StridedMemRef<int32_t, 4> *w, StridedMemRef<uint8_t, 4> *y,
+    StridedMemRef<float, 1> *scale, StridedMemRef<float, 1> *shift, int64_t strideH,
+    int64_t strideW, int64_t dilationH, int64_t dilationW, int64_t padTop, int64_t padBottom,
+    int64_t padLeft, int64_t padRight, int64_t groups, int64_t activation, float xScale,
+    int64_t xZero, float yScale, int64_t yZero) {
+  const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,
+                              padBottom, padLeft, padRight,  groups,    activation};
+  qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, yScale, yZero);
+}
+
+extern "C" void kilnDnnlQConvRefuse(int64_t on) { refuse.store(on != 0); }
+
+extern "C" int64_t kilnDnnlQConvReferenceCalls() { return referenceCalls.load(); }
+
+extern "C" int64_t kilnDnnlQConvU8Outputs() { return u8Outputs.load(); }

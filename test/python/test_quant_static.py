@@ -8,6 +8,7 @@ results against the eager reference (kiln/quant/_ops.py, built from
 ``torch.ops.quantized_decomposed`` q/dq) and, for accuracy, against the fp32
 model on scikit-learn's bundled digits (within 1 point).
 """
+import ctypes
 import functools
 
 import pytest
@@ -20,6 +21,11 @@ from conftest import assert_compiled
 from test_quant import accuracy, digits, mlp, sqnr, train_digits_mlp
 
 qd = torch.ops.quantized_decomposed
+
+_LIB = ctypes.CDLL(kiln._C.__file__)
+_LIB.kilnDnnlQConvReferenceCalls.restype = ctypes.c_int64
+_LIB.kilnDnnlQConvRefuse.argtypes = [ctypes.c_int64]
+_LIB.kilnDnnlQConvU8Outputs.restype = ctypes.c_int64
 
 
 def calibrate(prepared, batches):
@@ -89,6 +95,34 @@ def test_static_qparams_are_torch_ao_observers_and_quantize_ops():
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_percentile_observer_clips_outliers_with_torch_ao_qparams():
+    """observer="percentile": the range is the 0.01st..99.99th percentile of
+    the calibration values (the bin edges around torch.quantile's order
+    statistics for one batch; later batches rebin torch.ao's histogram, approximately), and
+    scale / zero point are exactly torch.ao's qparams of that range."""
+    torch.manual_seed(5)
+    batch = torch.randn(256, 64)
+    batch[3, 7], batch[100, 0] = 50.0, -9.0  # outliers
+    config = kiln.quant.static_int8(observer="percentile", percentile=99.99)
+    prepared = calibrate(kiln.quant.prepare(mlp(), config), [batch])
+    obs = prepared[0].activation_post_process
+    low, high = obs.percentile_range()
+    flat = batch.flatten()  # the order statistics the cumulative counts reach:
+    exact = (torch.quantile(flat, 0.0001, interpolation="lower"),
+             torch.quantile(flat, 0.9999, interpolation="higher"))
+    width = float(obs.max_val - obs.min_val) / obs.bins
+    assert 0 <= float(exact[0] - low) <= width and 0 <= float(high - exact[1]) <= width
+    assert float(high) < 10 and float(low) > -8.5  # both outliers clipped
+    ref = ao_observer.MinMaxObserver(dtype=torch.quint8, qscheme=torch.per_tensor_affine)
+    ref(torch.stack([low, high]))
+    assert prepared[0].input_qparams("0") == tuple(
+        f(v) for f, v in zip((float, int), ref.calculate_qparams()))
+    calibrate(prepared, [torch.randn(64, 64) * 2 for _ in range(3)])  # rebinned, still clipped
+    assert float(obs.percentile_range()[1]) < 12
+    compiled_matches_eager(prepared, torch.randn(16, 64))
+    assert prepared[0].input_scale < 25 / 255  # minmax would take 59 / 255
+
+
 def test_calibration_outside_the_range_clamps_like_torch():
     prepared = kiln.quant.prepare(mlp(), kiln.quant.static_int8())
     calibrate(prepared, [torch.rand(8, 64)])  # [0, 1): zero point 0
@@ -119,15 +153,51 @@ def test_ir_is_static_q_dq_folded_into_the_int8_gemm(tmp_path):
 
 
 def test_static_conv_cnn_compiles_to_oneDNN_int8_calls():
+    """Consecutive int8 convolutions pass u8 activations (the first three
+    requantize into the next one's input: its scale and zero point), and the
+    result is still eager's quantized_decomposed one."""
     torch.manual_seed(0)
     model = small_cnn()
     prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
     assert sum(type(m).__name__ == "ObservedConv2d" for m in prepared) == 4
     calibrate(prepared, [torch.randn(4, 3, 16, 16) for _ in range(3)])
     x = torch.randn(2, 3, 16, 16)
+    before = _LIB.kilnDnnlQConvU8Outputs()
     compiled_matches_eager(prepared, x, tol=1e-4)
+    if before >= 0:
+        assert _LIB.kilnDnnlQConvU8Outputs() - before == 3 * 2  # 3 convs, 2 calls
     with torch.no_grad():
         assert sqnr(model(x), prepared(x)) > 20
+
+
+@pytest.mark.parametrize("act", [nn.Identity, nn.ReLU, nn.SiLU])
+def test_u8_activations_between_convs_match_reference(act):
+    """The first convolution requantizes into the second's input (its zero
+    point nonzero unless after a ReLU): eager's quantize_per_tensor values,
+    so the result matches the quantized_decomposed reference."""
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), act(), nn.Conv2d(8, 6, 3, stride=2),
+                          nn.Flatten()).eval()
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 4, 9, 9) for _ in range(2)])
+    before = _LIB.kilnDnnlQConvU8Outputs()
+    compiled_matches_eager(prepared, torch.randn(2, 4, 9, 9), tol=1e-4)
+    assert (prepared[2].input_zero_point == 0) == (act is nn.ReLU)
+    if before >= 0:
+        assert _LIB.kilnDnnlQConvU8Outputs() - before == 2  # 2 calls
+
+
+def test_static_conv_before_max_pool_matches_reference():
+    """An int8 convolution whose result only a pooling reads (a stem) is
+    handed over NCHW (oneDNN writes NHWC, the shim reorders): still eager's
+    quantized_decomposed result."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Conv2d(3, 16, 7, stride=2, padding=3), nn.BatchNorm2d(16),
+                          nn.ReLU(), nn.MaxPool2d(3, 2, 1), nn.Conv2d(16, 8, 1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 3, 32, 32) for _ in range(2)])
+    compiled_matches_eager(prepared, torch.randn(2, 3, 32, 32), tol=1e-4)
 
 
 def test_static_conv_layer_against_torch_reference_ops():
@@ -150,10 +220,40 @@ def test_static_conv_layer_against_torch_reference_ops():
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
+def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
+    """A shape oneDNN cannot make an int8 primitive for (forced by the test
+    hook) runs kiln's reference loops: eager's quantized_decomposed result,
+    one fallbacks log line naming the shape, never an abort. The convolutions
+    chain u8 activations (ReLU and SiLU before the requantization)."""
+    torch.manual_seed(4)
+    model = nn.Sequential(
+        nn.Conv2d(6, 12, 3, stride=2, padding=(1, 2), groups=3), nn.ReLU(),
+        nn.Conv2d(12, 10, (1, 3), dilation=2), nn.SiLU(),
+        nn.Conv2d(10, 8, 1), nn.Flatten(), nn.Linear(8 * 6 * 3, 5)).eval()
+    x = torch.randn(2, 6, 11, 12)
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+                         [torch.randn(2, 6, 11, 12) for _ in range(2)])
+    before, u8_before = _LIB.kilnDnnlQConvReferenceCalls(), _LIB.kilnDnnlQConvU8Outputs()
+    _LIB.kilnDnnlQConvRefuse(1)
+    try:
+        with kiln.config.patch(logs=frozenset({"fallbacks"})):
+            compiled_matches_eager(prepared, x, tol=1e-4)
+    finally:
+        _LIB.kilnDnnlQConvRefuse(0)
+    assert _LIB.kilnDnnlQConvReferenceCalls() - before == 3 * 2  # 3 convs, 2 calls
+    assert _LIB.kilnDnnlQConvU8Outputs() - u8_before == 2 * 2
+    _, err = capfd.readouterr()
+    assert err.count("[kiln:fallbacks] oneDNN int8 convolution") == 3, err
+    assert ("oneDNN int8 convolution [2,6,11,12] x [12,2,3,3] stride 2x2 dilation 1x1 "
+            "groups 3 failed: refused by kilnDnnlQConvRefuse (test hook); this convolution "
+            "runs kiln's reference int8 loops (correct, slow)") in err, err
+
+
 # --- accuracy on real data --------------------------------------------------------
 
 
-@pytest.mark.parametrize("observer", ["minmax", "histogram"])
+@pytest.mark.parametrize("observer", ["minmax", "histogram", "percentile"])
 def test_digits_mlp_static_within_one_point_of_fp32(observer):
     model, xte, yte = train_digits_mlp()
     xtr = digits()[0]
@@ -184,11 +284,12 @@ def train_digits_cnn():
     return model.eval(), xtr, xte, yte
 
 
-def test_digits_cnn_static_within_one_point_of_fp32():
+@pytest.mark.parametrize("observer", ["minmax", "percentile"])
+def test_digits_cnn_static_within_one_point_of_fp32(observer):
     model, xtr, xte, yte = train_digits_cnn()
     fp32 = accuracy(model, xte, yte)
     assert fp32 > 90, fp32
-    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()),
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8(observer=observer)),
                          xtr[:512].split(128))
     quantized = accuracy(kiln.compile(prepared), xte, yte)
     assert abs(quantized - fp32) <= 1.0, (fp32, quantized)

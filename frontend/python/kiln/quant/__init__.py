@@ -7,7 +7,8 @@ In torch.ao's shape::
     fast = kiln.compile(prepared)   # int8 GEMMs (oneMKL VNNI) inside kiln's graph
 
 ``dynamic_int8(activations="per_token" | "per_tensor")``,
-``static_int8(observer="minmax" | "histogram")`` and ``weight_only_int8()``
+``static_int8(observer="minmax" | "histogram" | "percentile")`` and
+``weight_only_int8()``
 quantize ``nn.Linear`` layers (static int8 also ``nn.Conv2d``;
 per-channel symmetric int8 weights),
 filtered by ``module_types`` and ``include``/``exclude`` name patterns.

@@ -37,6 +37,7 @@ class QuantConfig:
     include: tuple | None
     exclude: tuple
     observer: str | None = None
+    percentile: float | None = None
 
     def selects(self, name: str, module: nn.Module, as_type=None) -> bool:
         """Whether ``module`` (qualified name ``name``; of type ``as_type``
@@ -73,13 +74,13 @@ def _module_types(scheme, types):
     return types
 
 
-def _config(scheme, activations, module_types, include, exclude, observer=None):
+def _config(scheme, activations, module_types, include, exclude, observer=None, percentile=None):
     if activations not in (*ACTIVATIONS, "static"):
         raise ValueError(f"kiln.quant.{scheme}: activations={activations!r} is not one of "
                          f"{ACTIVATIONS[:2]}")
     return QuantConfig(scheme, activations, _module_types(scheme, module_types),
                        _patterns("include", include), _patterns("exclude", exclude) or (),
-                       observer)
+                       observer, percentile)
 
 
 def dynamic_int8(activations="per_token", module_types=(nn.Linear,), include=None, exclude=(),
@@ -113,19 +114,25 @@ def _not_yet(name, what):
 
 
 def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=None, exclude=(),
-                dtype=torch.quint8):
+                dtype=torch.quint8, percentile=99.99):
     """Static int8 with calibration: per-channel symmetric int8 weights,
     activations per-tensor affine uint8 with a scale and zero point fixed by
     the inputs calibration batches show (torch.ao's ``observer``:
-    ``"minmax"`` or ``"histogram"``), as PT2E's X86InductorQuantizer.
+    ``"minmax"`` or ``"histogram"``, as PT2E's X86InductorQuantizer, or
+    ``"percentile"``: the range between the ``100 - percentile``-th and the
+    ``percentile``-th percentiles of the values seen, outliers clipped).
     ``dtype``: the activations' (only ``torch.quint8``)."""
-    if observer not in ("minmax", "histogram"):
+    if observer not in ("minmax", "histogram", "percentile"):
         raise ValueError(f"kiln.quant.static_int8: observer={observer!r} is not one of "
-                         "('minmax', 'histogram')")
+                         "('minmax', 'histogram', 'percentile')")
+    if observer == "percentile" and not 50.0 < float(percentile) <= 100.0:
+        raise ValueError(f"kiln.quant.static_int8: percentile={percentile!r} is not in "
+                         "(50, 100]")
     if dtype not in (torch.quint8, torch.uint8):
         raise ValueError(f"kiln.quant.static_int8: activation dtype {dtype} is not supported "
                          "(uint8 only: torch.quint8)")
-    return _config("static_int8", "static", module_types, include, exclude, observer)
+    return _config("static_int8", "static", module_types, include, exclude, observer,
+                   float(percentile) if observer == "percentile" else None)
 
 
 weight_only_int4 = _not_yet("weight_only_int4", "int4 weight-only quantization")

@@ -142,7 +142,7 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
         if why:
             raise ValueError(f"kiln.quant.prepare: cannot quantize {name!r}: {why}")
     if config.scheme == "static_int8":
-        _static.observe(model, chosen, config.observer)
+        _static.observe(model, chosen, config.observer, config.percentile)
         return model.eval()
     for name, module in chosen:
         parent_name, _, attr = name.rpartition(".")

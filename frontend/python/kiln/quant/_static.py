@@ -10,8 +10,8 @@ each into a ``StaticQuantizedLinear`` / ``StaticQuantizedConv2d`` with the
 parameters torch.ao's observers compute, as PT2E's ``X86InductorQuantizer``
 does:
 
-- activations: per-tensor affine uint8 in [0, 255] (``MinMaxObserver`` or
-  ``HistogramObserver``), applied as
+- activations: per-tensor affine uint8 in [0, 255] (``MinMaxObserver``,
+  ``HistogramObserver`` or kiln's ``PercentileObserver``), applied as
   ``torch.ops.quantized_decomposed.quantize_per_tensor``;
 - weights: per-output-channel symmetric int8 in [-128, 127]
   (``PerChannelMinMaxObserver``, ``scale = max|w| / 127.5``), quantized
@@ -29,13 +29,51 @@ from torch.ao.quantization import observer as ao_observer
 
 from kiln.quant import _ops
 
-OBSERVERS = {"minmax": ao_observer.MinMaxObserver, "histogram": ao_observer.HistogramObserver}
+
+class PercentileObserver(ao_observer.HistogramObserver):
+    """torch.ao's histogram of the observed values, with the range cut at
+    the ``percentile``-th and ``100 - percentile``-th percentiles (read from
+    the histogram's cumulative counts: bin edges, so within one bin width,
+    ``(max - min) / bins``, of the exact percentiles) instead of
+    HistogramObserver's error search; scale and zero point from that range by
+    torch.ao's own ``_calculate_qparams`` (which widens it to include 0)."""
+
+    def __init__(self, percentile: float = 99.99, **kwargs):
+        super().__init__(**kwargs)
+        self.percentile = float(percentile)
+
+    def percentile_range(self):
+        """(low, high) float tensors: the cut range of the values seen."""
+        total = self.histogram.sum()
+        if total <= 0:
+            return self.min_val, self.max_val
+        cdf = torch.cumsum(self.histogram, 0) / total
+        width = (self.max_val - self.min_val) / self.bins
+        cut = torch.tensor([(100.0 - self.percentile) / 100.0, self.percentile / 100.0])
+        low_bin, high_bin = torch.searchsorted(cdf, cut).clamp(max=self.bins - 1).tolist()
+        low = torch.maximum(self.min_val + width * low_bin, self.min_val)
+        high = torch.minimum(self.min_val + width * (high_bin + 1), self.max_val)
+        return low, high
+
+    def calculate_qparams(self):
+        if self.min_val == float("inf") and self.max_val == float("-inf"):
+            return super().calculate_qparams()  # torch.ao's default and warning
+        return self._calculate_qparams(*self.percentile_range())
+
+    def extra_repr(self):
+        return f"percentile={self.percentile}"
 
 
-def activation_observer(kind: str) -> nn.Module:
-    """torch.ao's observer for kiln's static activations (uint8 affine)."""
+OBSERVERS = {"minmax": ao_observer.MinMaxObserver, "histogram": ao_observer.HistogramObserver,
+             "percentile": PercentileObserver}
+
+
+def activation_observer(kind: str, percentile: float | None = None) -> nn.Module:
+    """torch.ao's observer (or kiln's percentile one) for kiln's static
+    activations (uint8 affine)."""
+    extra = {"percentile": percentile} if kind == "percentile" else {}
     return OBSERVERS[kind](dtype=torch.quint8, qscheme=torch.per_tensor_affine, quant_min=0,
-                           quant_max=255, reduce_range=False)
+                           quant_max=255, reduce_range=False, **extra)
 
 
 def quantize_weight_static(weight: torch.Tensor):
@@ -55,10 +93,10 @@ def quantize_weight_static(weight: torch.Tensor):
 class ObservedLinear(nn.Module):
     """A float ``nn.Linear`` recording its inputs for calibration."""
 
-    def __init__(self, linear: nn.Module, observer: str):
+    def __init__(self, linear: nn.Module, observer: str, percentile: float | None = None):
         super().__init__()
         self.linear = linear
-        self.activation_post_process = activation_observer(observer)
+        self.activation_post_process = activation_observer(observer, percentile)
 
     def forward(self, input):
         self.activation_post_process(input.detach())
@@ -146,12 +184,12 @@ class StaticQuantizedLinear(nn.Module):
                 f"input_scale={self.input_scale!r}, input_zero_point={self.input_zero_point}")
 
 
-def observe(model: nn.Module, chosen, observer: str) -> None:
+def observe(model: nn.Module, chosen, observer: str, percentile: float | None = None) -> None:
     """Swaps each (name, nn.Linear or nn.Conv2d) of ``chosen`` in ``model``
     for its observed version."""
     for name, module in chosen:
         kind = ObservedConv2d if isinstance(module, nn.Conv2d) else ObservedLinear
-        _replace(model, name, kind(module, observer))
+        _replace(model, name, kind(module, observer, percentile))
 
 
 def has_observers(model: nn.Module) -> bool:
