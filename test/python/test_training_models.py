@@ -8,7 +8,6 @@ the compiled backward is compared with kiln's eager-recompute backward
 values: autograd through the model with the same masks. kiln.stats()
 proves the backward ran compiled."""
 import copy
-import os
 
 import pytest
 import torch
@@ -18,10 +17,7 @@ import kiln
 from conftest import assert_close, stats
 
 
-# The vit cases pass but take ~3 minutes each (compile time of the
-# VisionTransformer step: open), over the suite's per-test budget.
-MODELS = ["bert", "gpt2", pytest.param("vit", marks=pytest.mark.skipif(
-    not os.environ.get("KILN_SLOW_TESTS"), reason="~3 min (slow compile); KILN_SLOW_TESTS=1"))]
+MODELS = ["bert", "gpt2", "vit"]
 
 
 def assert_compiled_backward():
