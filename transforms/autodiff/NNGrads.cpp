@@ -135,8 +135,8 @@ Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
   ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
   ArrayRef<int64_t> gs = typeOf(g).getShape();
   int64_t groups = static_cast<int64_t>(conv.getGroups());
-  Value cols = isPatchConv(conv) ? patchColumns(gb, conv, gs, groups)
-                                 : tapColumns(gb, conv, gs, groups);
+  Value cols =
+      isPatchConv(conv) ? patchColumns(gb, conv, gs, groups) : tapColumns(gb, conv, gs, groups);
   Value gt = gb.b.create<PermuteOp>(gb.loc, g, ArrayRef<int64_t>{1, 0, 2, 3});
   gt = gb.reshape(gt, {groups, ws[0] / groups, gs[0] * gs[2] * gs[3]});
   Value gw = gb.b.create<MatmulOp>(gb.loc, gt, cols); // [G, F/G, C/G*KH*KW]

@@ -13,7 +13,10 @@ original Python eagerly (kiln/_autograd.py). ``replaying(seed, fn)`` runs that
 recompute under a TorchFunctionMode that answers every random call the
 capture compiled (frontend/csrc/capture/ops/RandomOps.cpp) with the same
 values the graph computed, from the same seed and stream, so dropout's mask
-in the backward is the forward's. ``philox`` is the generator in NumPy,
+in the backward is the forward's. Random calls inside torch functions that dispatch
+__torch_function__ themselves (nn.MultiheadAttention's
+``multi_head_attention_forward``) are reached through a copy of that
+function (``_composite``): the mode is off while its own handler runs. ``philox`` is the generator in NumPy,
 bitwise equal to the compiled code (the tests compare them).
 """
 from __future__ import annotations
