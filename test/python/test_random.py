@@ -307,6 +307,24 @@ def test_block_gradients_use_the_forward_masks():
     assert stats()["graph_breaks"] == 0 and stats()["graphs_compiled"] == 1
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_replay_takes_the_graphs_attention_masks(need_weights):
+    # multi_head_attention_forward dispatches __torch_function__ itself; its
+    # inner dropout (need_weights) or SDPA dropout_p must still be replayed,
+    # else the eager-recompute backward draws other masks (and shifts the
+    # streams of every later random op).
+    mha = nn.MultiheadAttention(16, 4, dropout=0.5, batch_first=True).train()
+    x = torch.randn(2, 6, 16)
+    fn = kiln.compile(lambda t: F.dropout(mha(t, t, t, need_weights=need_weights)[0], 0.3))
+    torch.manual_seed(3)
+    out = fn(x)
+    torch.manual_seed(3)
+    with _random._Replay(_random.draw_seed()):
+        ref = F.dropout(mha(x, x, x, need_weights=need_weights)[0], 0.3)
+    assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    assert stats()["graph_breaks"] == 0 and stats()["graphs_compiled"] == 1
+
+
 def test_mlp_with_dropout_trains_one_graph():
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 4)).train()
     cm = kiln.compile(model)

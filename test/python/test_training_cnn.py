@@ -35,6 +35,12 @@ GRADCHECK_CASES = {
                          [(2, 4, 6, 6), (4, 1, 3, 3)]),
     "conv2d_1x1": (lambda x, w: F.conv2d(x, w), [(2, 4, 3, 3), (5, 4, 1, 1)]),
     "conv2d_same": (lambda x, w: F.conv2d(x, w, padding="same"), [(1, 2, 5, 5), (3, 2, 2, 2)]),
+    # patch convs (stride == kernel: columns and input gradient reshaped
+    # whole): ViT's stem, and one with groups, padding and unread edge cells
+    "conv2d_patch": (lambda x, w, b: F.conv2d(x, w, b, stride=4), [(2, 3, 8, 8), (5, 3, 4, 4), (5,)]),
+    "conv2d_patch_groups_pad": (lambda x, w: F.conv2d(x, w, stride=(3, 2), padding=(1, 0),
+                                                      groups=2),
+                                [(2, 4, 8, 7), (6, 2, 3, 2)]),
     "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1), [(2, 3, 7, 7)]),
     "max_pool2d_ceil_dilation": (lambda x: F.max_pool2d(x, 2, 2, ceil_mode=True, dilation=1)
                                  + F.max_pool2d(x, 2, 1, dilation=2)[..., :3, :3],

@@ -334,6 +334,40 @@ func.func @conv_grouped_strided(%x: tensor<1x2x5x5xf32> {kiln.requires_grad}, %w
 
 // -----
 
+// Tests conv2d's rule for a patch conv (stride == kernel 4x4, groups 2, a
+// padded top row and bottom rows no window reads): no per-tap slices; the
+// input's gradient is one grouped GEMM of the result gradient with the
+// weight, permuted back into place, the padding row cut off and the unread
+// rows zero-filled; the weight's columns are the input padded, cut to the
+// 8x8 read cells and permuted whole.
+// CHECK-LABEL: func.func @conv_patch_bwd
+// CHECK-NOT: kiln.conv2d
+// CHECK: kiln.matmul {{.*}} : tensor<2x8x3xf32>, tensor<2x3x32xf32>
+// CHECK: kiln.permute {{.*}} {dims = array<i64: 1, 0, 4, 2, 5, 3, 6>}
+// CHECK: kiln.slice {{.*}} start = array<i64: 0, 0, 1, 0>
+// CHECK: kiln.concat {{.*}} {dim = 2 : i64} : tensor<2x4x7x8xf32>, tensor<2x4x2x8xf32> -> tensor<2x4x9x8xf32>
+// CHECK: kiln.permute {{.*}} {dims = array<i64: 1, 0, 3, 5, 2, 4, 6>}
+// CHECK-NOT: kiln.slice
+// CHECK: kiln.matmul {{.*}} : tensor<2x3x8xf32>, tensor<2x8x32xf32>
+// CHECK: return {{.*}} : tensor<2x4x9x8xf32>, tensor<6x2x4x4xf32>
+func.func @conv_patch(%x: tensor<2x4x9x8xf32> {kiln.requires_grad}, %w: tensor<6x2x4x4xf32> {kiln.requires_grad}) -> tensor<2x6x2x2xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 4, 4>, padding = array<i64: 1, 0, 0, 0>, groups = 2 : i64} : tensor<2x4x9x8xf32>, tensor<6x2x4x4xf32> -> tensor<2x6x2x2xf32>
+  return %0 : tensor<2x6x2x2xf32>
+}
+
+// -----
+
+// Tests (negative) that a conv whose stride equals its kernel only with
+// dilation (windows overlap gaps) keeps the per-tap im2col slices.
+// CHECK-LABEL: func.func @negative_conv_patch_dilated_bwd
+// CHECK-COUNT-4: kiln.slice {{.*}} step = array<i64: 1, 1, 2, 2>
+func.func @negative_conv_patch_dilated(%x: tensor<1x1x6x6xf32>, %w: tensor<1x1x2x2xf32> {kiln.requires_grad}) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, dilation = array<i64: 2, 2>} : tensor<1x1x6x6xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
 // Tests max_pool2d's rule: each tap compared with the saved result; the
 // second tap only wins where the first did not (select on `taken`), so a
 // tie gives one gradient as eager's first-maximum index.

@@ -12,6 +12,10 @@
 // convolution. The weight's gradient is one (batched per group) GEMM of the
 // result gradient `[G, F/G, N*OH*OW]` with the input's im2col columns
 // `[G, C/G*KH*KW, N*OH*OW]` built from the padded input's strided slices.
+// A patch conv (stride == kernel, no dilation: ViT's 16x16 patches) takes
+// neither per-tap path: its columns are the input reshaped and permuted
+// whole, and its input gradient one GEMM with the weight permuted back into
+// place (256 taps as slices made the backward's bufferization take minutes).
 //
 // maximum/minimum: the larger (smaller) operand takes the gradient; a tie
 // between two differentiable operands splits it in halves (torch.maximum),
@@ -71,13 +75,37 @@ Value convInputGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
                                ArrayRef<int64_t>{0, 0, 0, 0}, dil, groups);
 }
 
-/// The weight's gradient of `conv` from the result gradient `g`.
-Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
+/// Whether `conv`'s windows tile its (padded) input without overlap or
+/// gaps (stride == kernel, no dilation, more than one tap): a patchify conv
+/// (ViT, Swin, ConvNeXt stems), whose im2col columns are a reshape.
+bool isPatchConv(Conv2dOp conv) {
   ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
-  ArrayRef<int64_t> gs = typeOf(g).getShape();
+  ArrayRef<int64_t> stride = conv.getStride(), dil = conv.getDilation();
+  return dil[0] == 1 && dil[1] == 1 && stride[0] == ws[2] && stride[1] == ws[3] &&
+         ws[2] * ws[3] > 1;
+}
+
+/// A patch conv's im2col columns `[G, N*OH*OW, C/G*KH*KW]`: the input,
+/// padded and cut to the OH*KH x OW*KW cells its windows read, reshaped and
+/// permuted whole (no per-tap slices).
+Value patchColumns(GradBuilder &gb, Conv2dOp conv, ArrayRef<int64_t> gs, int64_t groups) {
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> pad = conv.getPadding();
+  int64_t n = gs[0], oh = gs[2], ow = gs[3], cg = ws[1], kh = ws[2], kw = ws[3];
+  Value x = gb.primal(conv.getInput());
+  x = gb.place(x, 2, pad[0], 1, oh * kh);
+  x = gb.place(x, 3, pad[2], 1, ow * kw);
+  x = gb.reshape(x, {n, groups, cg, oh, kh, ow, kw});
+  x = gb.b.create<PermuteOp>(gb.loc, x, ArrayRef<int64_t>{1, 0, 3, 5, 2, 4, 6});
+  return gb.reshape(x, {groups, n * oh * ow, cg * kh * kw});
+}
+
+/// Any conv's im2col columns `[G, N*OH*OW, C/G*KH*KW]` from the padded
+/// input's strided slices, one per tap.
+Value tapColumns(GradBuilder &gb, Conv2dOp conv, ArrayRef<int64_t> gs, int64_t groups) {
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
   ArrayRef<int64_t> stride = conv.getStride(), pad = conv.getPadding(), dil = conv.getDilation();
-  int64_t groups = static_cast<int64_t>(conv.getGroups());
-  int64_t f = ws[0], cg = ws[1], kh = ws[2], kw = ws[3], oh = gs[2], ow = gs[3];
+  int64_t cg = ws[1], kh = ws[2], kw = ws[3], oh = gs[2], ow = gs[3];
   int64_t n = gs[0], m = n * oh * ow, c = cg * groups;
   // The input as [C, N, H, W], padded as the forward read it.
   Value x =
@@ -98,11 +126,45 @@ Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
     }
   Value cols = taps.size() == 1 ? taps[0] : gb.b.create<ConcatOp>(gb.loc, taps, 1).getResult();
   cols = gb.reshape(cols, {groups, cg * kh * kw, m});
-  cols = gb.b.create<PermuteOp>(gb.loc, cols, ArrayRef<int64_t>{0, 2, 1});
+  return gb.b.create<PermuteOp>(gb.loc, cols, ArrayRef<int64_t>{0, 2, 1});
+}
+
+/// The weight's gradient of `conv` from the result gradient `g`: one
+/// (batched per group) GEMM of `[G, F/G, N*OH*OW]` with the im2col columns.
+Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> gs = typeOf(g).getShape();
+  int64_t groups = static_cast<int64_t>(conv.getGroups());
+  Value cols =
+      isPatchConv(conv) ? patchColumns(gb, conv, gs, groups) : tapColumns(gb, conv, gs, groups);
   Value gt = gb.b.create<PermuteOp>(gb.loc, g, ArrayRef<int64_t>{1, 0, 2, 3});
-  gt = gb.reshape(gt, {groups, f / groups, m});
+  gt = gb.reshape(gt, {groups, ws[0] / groups, gs[0] * gs[2] * gs[3]});
   Value gw = gb.b.create<MatmulOp>(gb.loc, gt, cols); // [G, F/G, C/G*KH*KW]
   return gb.reshape(gw, ws);
+}
+
+/// A patch conv's input gradient: the result gradient `[G, N*OH*OW, F/G]`
+/// times the weight `[G, F/G, C/G*KH*KW]` gives each window's cells, which
+/// a reshape and one permute put back in place (then the padding cut off
+/// and cells no window read zero-filled).
+Value patchInputGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
+  ArrayRef<int64_t> in = typeOf(conv.getInput()).getShape();
+  ArrayRef<int64_t> ws = typeOf(conv.getWeight()).getShape();
+  ArrayRef<int64_t> gs = typeOf(g).getShape();
+  ArrayRef<int64_t> pad = conv.getPadding();
+  int64_t groups = static_cast<int64_t>(conv.getGroups());
+  int64_t n = gs[0], oh = gs[2], ow = gs[3], fg = ws[0] / groups, cg = ws[1], kh = ws[2],
+          kw = ws[3];
+  Value gt = gb.reshape(g, {n, groups, fg, oh, ow});
+  gt = gb.b.create<PermuteOp>(gb.loc, gt, ArrayRef<int64_t>{1, 0, 3, 4, 2});
+  gt = gb.reshape(gt, {groups, n * oh * ow, fg});
+  Value w = gb.reshape(gb.primal(conv.getWeight()), {groups, fg, cg * kh * kw});
+  Value cells = gb.b.create<MatmulOp>(gb.loc, gt, w); // [G, N*OH*OW, C/G*KH*KW]
+  cells = gb.reshape(cells, {groups, n, oh, ow, cg, kh, kw});
+  cells = gb.b.create<PermuteOp>(gb.loc, cells, ArrayRef<int64_t>{1, 0, 4, 2, 5, 3, 6});
+  cells = gb.reshape(cells, {n, groups * cg, oh * kh, ow * kw});
+  cells = gb.place(cells, 2, -pad[0], 1, in[2]);
+  return gb.place(cells, 3, -pad[2], 1, in[3]);
 }
 
 LogicalResult conv2dGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl<Value> &grads,
@@ -114,7 +176,7 @@ LogicalResult conv2dGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImp
     return failure();
   }
   if (gb.needs(conv.getInput()))
-    grads[0] = convInputGrad(gb, conv, g);
+    grads[0] = isPatchConv(conv) ? patchInputGrad(gb, conv, g) : convInputGrad(gb, conv, g);
   if (gb.needs(conv.getWeight()))
     grads[1] = convWeightGrad(gb, conv, g);
   return success();

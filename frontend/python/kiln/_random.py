@@ -13,12 +13,16 @@ original Python eagerly (kiln/_autograd.py). ``replaying(seed, fn)`` runs that
 recompute under a TorchFunctionMode that answers every random call the
 capture compiled (frontend/csrc/capture/ops/RandomOps.cpp) with the same
 values the graph computed, from the same seed and stream, so dropout's mask
-in the backward is the forward's. ``philox`` is the generator in NumPy,
+in the backward is the forward's. Random calls inside torch functions that dispatch
+__torch_function__ themselves (nn.MultiheadAttention's
+``multi_head_attention_forward``) are reached through a copy of that
+function (``_composite``): the mode is off while its own handler runs. ``philox`` is the generator in NumPy,
 bitwise equal to the compiled code (the tests compare them).
 """
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import torch
@@ -271,6 +275,34 @@ def _seeded_handler(fn, factory):
     return handler
 
 
+def _composite(fn, names):
+    """A handler for ``fn``, a Python function of torch.nn.functional that
+    dispatches __torch_function__ itself and calls random ops inside
+    (multi_head_attention_forward's dropout and SDPA): a TorchFunctionMode is
+    off while its handler runs, so those inner calls would take eager's RNG
+    and shift every later stream. It runs a copy of ``fn`` whose globals
+    bind ``names`` to this replay's handlers (the module itself is left
+    alone: other threads see torch's functions)."""
+    def handler(mode, *args, **kwargs):
+        env = dict(fn.__globals__)
+        for name in names:
+            env[name] = _bound(mode, env[name])
+        copy = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__,
+                                  fn.__closure__)
+        copy.__kwdefaults__ = fn.__kwdefaults__
+        return copy(*args, **kwargs)
+    return handler
+
+
+def _bound(mode, func):
+    """``func`` answered by its replay handler (eager's ``func`` where the
+    handler declines, e.g. dropout with p == 0)."""
+    def call(*args, **kwargs):
+        result = _HANDLERS[func](mode, *args, **kwargs)
+        return func(*args, **kwargs) if result is NotImplemented else result
+    return call
+
+
 _HANDLERS = {
     torch.rand: _rand, torch.randn: _randn, torch.rand_like: _rand_like,
     torch.randn_like: _randn_like, torch.randint: _randint, torch.randint_like: _randint_like,
@@ -286,3 +318,5 @@ _HANDLERS = {
     torch.multinomial: _seeded_handler(torch.multinomial, False),
     torch.Tensor.multinomial: _seeded_handler(torch.multinomial, False),
 }
+_HANDLERS[F.multi_head_attention_forward] = _composite(
+    F.multi_head_attention_forward, ("dropout", "scaled_dot_product_attention"))
