@@ -9,9 +9,14 @@
 // unchanged graph input, WeightStamps.h; on every call otherwise), and
 // runs it on the calling thread's OpenMP team with kilnGetNumThreads()
 // threads (Debian's libdnnl uses libgomp, the one torch loads: one pool).
+// A shape oneDNN refuses (creating or running its primitive throws) runs
+// kiln's reference loops (ConvReference.h) after one fallbacks log line:
+// slow, never an abort.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/ConvReference.h"
 #include "runtime/cpu/DnnlCommon.h"
+#include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/Threads.h"
 #include "runtime/cpu/WeightStamps.h"
 
@@ -30,7 +35,8 @@ namespace {
 using kiln::rt::StridedMemRef;
 using Vec = StridedMemRef<float, 1>;
 
-std::atomic<int64_t> calls{0};
+std::atomic<int64_t> calls{0}, referenceCalls{0};
+std::atomic<bool> refuse{false};
 
 /// One convolution shape: its primitive and the reorders of its weights
 /// from the caller's layout and from a plain (contiguous) scaled copy into
@@ -39,7 +45,8 @@ struct Entry {
   dnnl::convolution_forward conv;
   dnnl::memory::desc userWeights, plainWeights, packedDesc;
   dnnl::reorder fromUser, fromPlain;
-  dnnl::memory scratch; ///< packed weights of unstamped calls (made on first use)
+  dnnl::memory scratch;   ///< packed weights of unstamped calls (made on first use)
+  bool reference = false; ///< oneDNN refused: kiln's own loops (ConvReference.h)
 };
 
 dnnl::engine &engine() { return kiln::rt::dnnlEngine(); }
@@ -179,6 +186,69 @@ dnnl::memory weightsFor(Entry &entry, const std::vector<int64_t> &key,
   return *hold;
 }
 
+/// "oneDNN convolution [N,C,H,W] x [F,C/G,KH,KW] stride .. failed: why; ..".
+void logRefusal(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
+                const int64_t *p, const char *why) {
+  std::string s = "oneDNN convolution [";
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(x->sizes[i]) + (i < 3 ? "," : "] x [");
+  for (int64_t i = 0; i < 4; ++i)
+    s += std::to_string(w->sizes[i]) + (i < 3 ? "," : "]");
+  s += " stride " + std::to_string(p[0]) + "x" + std::to_string(p[1]) + " dilation " +
+       std::to_string(p[2]) + "x" + std::to_string(p[3]) + " groups " + std::to_string(p[8]) +
+       " failed: " + why + "; this convolution runs kiln's reference loops (correct, slow)";
+  kiln::rt::logFallback(s);
+}
+
+/// The cached entry of this call's shape key; a shape oneDNN refuses gets
+/// a reference entry and one log line.
+Entry &lookup(const std::vector<int64_t> &key, const StridedMemRef<float, 4> *x,
+              const StridedMemRef<float, 4> *w, const StridedMemRef<float, 4> *y,
+              const int64_t *params) {
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
+  std::unique_ptr<Entry> &entry = cache[key];
+  if (entry)
+    return *entry;
+  try {
+    if (refuse.load(std::memory_order_relaxed))
+      throw dnnl::error(dnnl_unimplemented, "refused by kilnDnnlConvRefuse (test hook)");
+    entry = create(x, w, y, params);
+  } catch (const std::exception &e) {
+    entry = std::make_unique<Entry>();
+    entry->reference = true;
+    logRefusal(x, w, params, e.what());
+  }
+  return *entry;
+}
+
+/// Runs the primitive of `entry`; false (and a log line, and the entry
+/// switched to the reference loops) when oneDNN fails at run time.
+bool runDnnl(Entry &entry, const std::vector<int64_t> &key, StridedMemRef<float, 4> *x,
+             StridedMemRef<float, 4> *w, StridedMemRef<float, 4> *y, Vec *scale,
+             const std::vector<float> &bias, const int64_t *params) {
+  try {
+    applyThreads();
+    thread_local dnnl::stream stream(engine());
+    dnnl::memory src(describe(x), engine(), x->data + x->offset);
+    dnnl::memory dst(describe(y), engine(), y->data + y->offset);
+    dnnl::memory biasMem(dnnl::memory::desc({w->sizes[0]}, dnnl::memory::data_type::f32,
+                                            dnnl::memory::format_tag::a),
+                         engine(), const_cast<float *>(bias.data()));
+    std::shared_ptr<dnnl::memory> hold;
+    dnnl::memory weights = weightsFor(entry, key, w, scale, stream, hold);
+    entry.conv.execute(stream, {{DNNL_ARG_SRC, src},
+                                {DNNL_ARG_WEIGHTS, weights},
+                                {DNNL_ARG_BIAS, biasMem},
+                                {DNNL_ARG_DST, dst}});
+    stream.wait();
+    return true;
+  } catch (const std::exception &e) {
+    entry.reference = true;
+    logRefusal(x, w, params, e.what());
+    return false;
+  }
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
@@ -194,26 +264,17 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
     key.insert(key.end(), m->sizes, m->sizes + 4);
     key.insert(key.end(), m->strides, m->strides + 4);
   }
-  thread_local std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
-  std::unique_ptr<Entry> &entry = cache[key];
-  if (!entry)
-    entry = create(x, w, y, params);
-  applyThreads();
-  thread_local dnnl::stream stream(engine());
-  dnnl::memory src(describe(x), engine(), x->data + x->offset);
-  dnnl::memory dst(describe(y), engine(), y->data + y->offset);
+  Entry &entry = lookup(key, x, w, y, params);
   std::vector<float> bias = values(shift);
-  dnnl::memory biasMem(
-      dnnl::memory::desc({w->sizes[0]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a),
-      engine(), bias.data());
-  std::shared_ptr<dnnl::memory> hold;
-  dnnl::memory weights = weightsFor(*entry, key, w, scale, stream, hold);
-  entry->conv.execute(stream, {{DNNL_ARG_SRC, src},
-                               {DNNL_ARG_WEIGHTS, weights},
-                               {DNNL_ARG_BIAS, biasMem},
-                               {DNNL_ARG_DST, dst}});
-  stream.wait();
+  if (!entry.reference && runDnnl(entry, key, x, w, y, scale, bias, params))
+    return;
+  referenceCalls.fetch_add(1, std::memory_order_relaxed);
+  kiln::rt::conv2dReference(x, w, y, params, values(scale).data(), bias.data());
 }
+
+extern "C" void kilnDnnlConvRefuse(int64_t on) { refuse.store(on != 0); }
+
+extern "C" int64_t kilnDnnlConvReferenceCalls() { return referenceCalls.load(); }
 
 extern "C" void kilnDnnlForgetWeights(uint64_t serial) {
   std::lock_guard<std::mutex> lock(packedMutex);

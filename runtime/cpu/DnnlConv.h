@@ -81,6 +81,12 @@ int64_t kilnDnnlQConvReferenceCalls();
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();
+/// Test hook: while `on` is nonzero, f32 primitives created from now on
+/// are refused as oneDNN refuses an unsupported shape (the reference path).
+void kilnDnnlConvRefuse(int64_t on);
+/// f32 convolutions run by kiln's reference loops so far (all threads),
+/// -1 without oneDNN.
+int64_t kilnDnnlConvReferenceCalls();
 /// Bytes of packed weights cached now (stamped weights), -1 without oneDNN.
 int64_t kilnDnnlPackedBytes();
 /// Weight reorders run so far (cached or per call), -1 without oneDNN.

@@ -24,6 +24,10 @@ extern "C" int64_t kilnDnnlPackedBytes() { return -1; }
 
 extern "C" int64_t kilnDnnlWeightPacks() { return -1; }
 
+extern "C" void kilnDnnlConvRefuse(int64_t) {}
+
+extern "C" int64_t kilnDnnlConvReferenceCalls() { return -1; }
+
 extern "C" void kilnDnnlQConvRefuse(int64_t) {}
 
 extern "C" int64_t kilnDnnlQConvReferenceCalls() { return -1; }

@@ -226,3 +226,42 @@ def test_inverted_residual_block():
     kiln.reset()
     with torch.no_grad():
         check(block, x, convs=3)
+
+
+_LIB.kilnDnnlConvReferenceCalls.restype = ctypes.c_int64
+_LIB.kilnDnnlConvRefuse.argtypes = [ctypes.c_int64]
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_oneDNN_refusal_runs_reference_loops_and_logs(channels_last, capfd):
+    """A shape oneDNN cannot make a primitive for (forced by the test hook)
+    runs kiln's reference loops: eager's result with the folded BatchNorm
+    and the ReLU/SiLU post-ops, groups, dilation, asymmetric padding and
+    stride, one fallbacks log line per shape naming it, never an abort."""
+    torch.manual_seed(5)
+    model = nn.Sequential(
+        nn.Conv2d(6, 12, 3, stride=2, padding=(1, 2), groups=3), nn.BatchNorm2d(12), nn.ReLU(),
+        nn.Conv2d(12, 10, (1, 3), dilation=2), nn.SiLU(),
+        nn.Conv2d(10, 8, 1, bias=False)).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    # Another batch per case: an entry (and its log line) is made once per
+    # shape and thread.
+    batch = 3 if channels_last else 2
+    x = torch.randn(batch, 6, 11, 12)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    before = _LIB.kilnDnnlConvReferenceCalls()
+    _LIB.kilnDnnlConvRefuse(1)
+    try:
+        with kiln.config.patch(logs=frozenset({"fallbacks"})):
+            check(model, x, convs=3)
+    finally:
+        _LIB.kilnDnnlConvRefuse(0)
+    assert _LIB.kilnDnnlConvReferenceCalls() - before == 3 * 2  # 3 convs, 2 calls
+    _, err = capfd.readouterr()
+    assert err.count("[kiln:fallbacks] oneDNN convolution") == 3, err
+    assert (f"oneDNN convolution [{batch},6,11,12] x [12,2,3,3] stride 2x2 dilation 1x1 groups 3 "
+            "failed: refused by kilnDnnlConvRefuse (test hook); this convolution runs kiln's "
+            "reference loops (correct, slow)") in err, err

@@ -1,0 +1,58 @@
+//===- ConvReference.cpp - kiln's own f32 convolution ----------------------===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// Implements ConvReference.h: one dot product per output element over the
+// strided operands, then the scale, shift and activation in the order the
+// oneDNN primitive applies them (scale folded into the weights, shift as
+// the bias, the activation as a post-op).
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/ConvReference.h"
+
+#include <cmath>
+
+namespace kiln::rt {
+
+namespace {
+
+/// The window sum of one output element (n, f, oh, ow).
+float windowSum(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
+                const int64_t *p, int64_t n, int64_t f, int64_t oh, int64_t ow) {
+  const int64_t *xs = x->sizes, *xt = x->strides, *ws = w->sizes, *wt = w->strides;
+  int64_t cg = ws[1], g = f / (ws[0] / p[8]);
+  const float *xd = x->data + x->offset + n * xt[0] + g * cg * xt[1];
+  const float *wd = w->data + w->offset + f * wt[0];
+  float acc = 0.0f;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t kh = 0; kh < ws[2]; ++kh) {
+      int64_t ih = oh * p[0] - p[4] + kh * p[2];
+      if (ih < 0 || ih >= xs[2])
+        continue;
+      for (int64_t kw = 0; kw < ws[3]; ++kw) {
+        int64_t iw = ow * p[1] - p[6] + kw * p[3];
+        if (iw >= 0 && iw < xs[3])
+          acc += xd[c * xt[1] + ih * xt[2] + iw * xt[3]] * wd[c * wt[1] + kh * wt[2] + kw * wt[3]];
+      }
+    }
+  return acc;
+}
+
+} // namespace
+
+void conv2dReference(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
+                     StridedMemRef<float, 4> *y, const int64_t *p, const float *scale,
+                     const float *shift) {
+  const int64_t *ys = y->sizes, *st = y->strides;
+  for (int64_t n = 0; n < ys[0]; ++n)
+    for (int64_t f = 0; f < ys[1]; ++f)
+      for (int64_t oh = 0; oh < ys[2]; ++oh)
+        for (int64_t ow = 0; ow < ys[3]; ++ow) {
+          float v = scale[f] * windowSum(x, w, p, n, f, oh, ow) + shift[f];
+          if (p[9] == 1)
+            v = v > 0.0f ? v : 0.0f;
+          else if (p[9] == 2)
+            v = v / (1.0f + std::exp(-v));
+          y->data[y->offset + n * st[0] + f * st[1] + oh * st[2] + ow * st[3]] = v;
+        }
+}
+
+} // namespace kiln::rt

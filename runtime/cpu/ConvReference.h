@@ -1,0 +1,30 @@
+//===- ConvReference.h - kiln's own f32 convolution ------------------*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// The f32 convolution of `_mlir_ciface_kiln_dnnl_conv2d_f32` (DnnlConv.h)
+// computed by plain loops: the path DnnlConv.cpp takes when oneDNN cannot
+// create (or run) the primitive of a shape, so such a convolution is slow,
+// never a crash (as QConvReference.h for int8).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RUNTIME_CPU_CONVREFERENCE_H
+#define KILN_RUNTIME_CPU_CONVREFERENCE_H
+
+#include "runtime/MemRefDescriptor.h"
+
+#include <cstdint>
+
+namespace kiln::rt {
+
+/// y[n, f, oh, ow] = act(scale[f] * acc + shift[f]) with acc the sum over
+/// the window and the group's channels of x[n, c, ih, iw] * w[f, c, kh, kw]
+/// (padding contributes nothing); x, w, y strided NCHW / [F, C/G, KH, KW];
+/// p: strideH, strideW, dilationH, dilationW, padTop, padBottom, padLeft,
+/// padRight, groups, activation (1: ReLU, 2: SiLU); scale and shift have F
+/// values.
+void conv2dReference(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
+                     StridedMemRef<float, 4> *y, const int64_t *p, const float *scale,
+                     const float *shift);
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_CPU_CONVREFERENCE_H
