@@ -60,6 +60,18 @@ CASES = {
     "linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b), [(2, 5, 16), (16, 12), (12,)]),
     "linear3d_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b),
                       [(3, 4, 16), (12, 16), (12,)]),
+    # 16-bit tanh GELU chains: cuBLASLt's GELU_BIAS in the input type, one
+    # rounding at the store (eager rounds after the linear and each op);
+    # the erf GELU (nn.GELU's default, BERT's) keeps GEMM + its exact kernel.
+    "bf16_linear_gelu_tanh": (lambda x, w, b: torch.nn.functional.gelu(
+        torch.nn.functional.linear(x, w, b), approximate="tanh"),
+        [(8, 16), (12, 16), (12,)], torch.bfloat16),
+    "bf16_linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
+                               [(2, 5, 16), (16, 12), (12,)], torch.bfloat16),
+    "f16_linear_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
+                            [(8, 16), (16, 12), (12,)], torch.float16),
+    "bf16_linear_gelu_erf": (lambda x, w, b: torch.nn.functional.gelu(x @ w.T + b),
+                             [(8, 16), (12, 16), (12,)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -122,7 +134,11 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
                          "linear_gelu_new": ["bias_gelu_tanh"],
                          "linear3d_gelu_new": ["bias_gelu_tanh"], "linear3d_bias": ["bias"],
-                         "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
+                         "linear_gelu": ["none"], "linear_sigmoid": ["none"],
+                         "bf16_linear_gelu_tanh": ["bias_gelu_tanh"],
+                         "bf16_linear3d_gelu_new": ["bias_gelu_tanh"],
+                         "f16_linear_gelu_new": ["bias_gelu_tanh"],
+                         "bf16_linear_gelu_erf": ["none"]}
     if name in expected_epilogue:
         assert epilogues == expected_epilogue[name]
         assert bool(emitted["kernels"]) == (epilogues == ["none"])
