@@ -189,6 +189,26 @@ private:
   /// Any other single-output reduction (several reduced dims, or not the
   /// innermost one): one thread per output element, serial loops.
   LogicalResult emitSerialReduction(linalg::GenericOp op);
+  /// A reduction with several outputs (argmax/argmin: the extreme value and
+  /// its index): one thread per output element, the accumulators start
+  /// from the inits' fills and take the body's yields element by element,
+  /// in the generic's order (so the first extreme wins, as in torch).
+  LogicalResult emitSequentialReduction(linalg::GenericOp op);
+  /// The inputs of a serial reduction: kernel parameters and loads at
+  /// indent `in` (scalars and fills by value).
+  LogicalResult loadSerialInputs(linalg::GenericOp op, ArrayRef<int64_t> ranges,
+                                 const std::string &in, std::vector<std::string> &params,
+                                 std::vector<std::string> &args, std::string &loads,
+                                 llvm::SmallBitVector &usedDims);
+  /// The loops of a serial reduction: a grid-stride loop over the outputs
+  /// (decoding the parallel dims it uses), `prologue`, the reduced dims'
+  /// loops around `inner`, then `epilogue` (the stores); closes the kernel.
+  void printSerialLoops(const std::string &ity, bool wide, int64_t outputs,
+                        ArrayRef<int64_t> parallelRanges, ArrayRef<unsigned> parallelDims,
+                        ArrayRef<unsigned> reducedDims, ArrayRef<int64_t> ranges,
+                        const llvm::SmallBitVector &usedDims, const llvm::SmallBitVector &outDims,
+                        const std::string &prologue, const std::string &inner,
+                        const std::string &epilogue);
   // CudaCopies.cpp
   /// linalg.transpose: a pointwise kernel over the output reading the
   /// input through the permutation.

@@ -72,6 +72,11 @@ CASES = {
                             [(8, 16), (16, 12), (12,)], torch.float16),
     "bf16_linear_gelu_erf": (lambda x, w, b: torch.nn.functional.gelu(x @ w.T + b),
                              [(8, 16), (12, 16), (12,)], torch.bfloat16),
+    # Two-output reductions (argmax/argmin: value and index), one thread per
+    # output: ties and NaN (the first extreme / first NaN wins, as eager).
+    "argmax_rows": (lambda x: x.argmax(-1), [(7, 33)]),
+    "argmin_middle_keepdim": (lambda x: x.argmin(1, keepdim=True), [(3, 6, 5)]),
+    "argmax_bf16_then_cast": (lambda x: x.argmax(0).float() * 2.0, [(9, 12)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -93,6 +98,17 @@ def _masked(x):
     return x
 
 
+def _ties_and_nans(x):
+    """Rows with equal maxima (the first wins), a NaN after the maximum,
+    two NaNs (the first wins), all -inf, and a random row."""
+    x = x.clone()
+    x[0, 3] = x[0, 20] = 100.0
+    x[1, 5], x[1, 9] = 100.0, float("nan")
+    x[2, 4] = x[2, 30] = float("nan")
+    x[3, :] = float("-inf")
+    return x
+
+
 def _unaligned(x):
     """A contiguous view starting 4 bytes into its storage (the kernels'
     vector path needs 16-byte aligned pointers: this takes the scalar one)."""
@@ -109,6 +125,9 @@ INPUTS = {
     "log_softmax_masked": lambda x: [_masked(x)],
     "layer_norm_offset": lambda x, g, b: [x * 3.0 + 100.0, g, b],
     "vec_unaligned_view": lambda x, b: [_unaligned(x), b],
+    "argmax_rows": lambda x: [_ties_and_nans(x)],
+    "argmin_middle_keepdim": lambda x: [x.round()],  # many ties
+    "argmax_bf16_then_cast": lambda x: [x.round()],
 }
 TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
