@@ -76,6 +76,10 @@ SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int6
 /// `loc` as printed in kernel comments.
 std::string locationString(Location loc);
 
+/// Whether `op` is the argmax (true) / argmin (false) generic of kiln's
+/// lowering over its innermost dim (CudaArgReductions.cpp); nullopt if not.
+std::optional<bool> rowArgReduction(linalg::GenericOp op);
+
 //===----------------------------------------------------------------------===//
 // One-pass row statistics (CudaOnePass.cpp)
 //===----------------------------------------------------------------------===//
@@ -194,6 +198,14 @@ private:
   /// from the inits' fills and take the body's yields element by element,
   /// in the generic's order (so the first extreme wins, as in torch).
   LogicalResult emitSequentialReduction(linalg::GenericOp op);
+  /// The block-parallel body of a row argmax/argmin kernel
+  /// (CudaArgReductions.cpp): one block per row, `accs` (the accumulators'
+  /// declarations), each thread's strided loop around `inner`, the (value,
+  /// index) tree merge, `stores` by thread 0; sets `k`'s launch config.
+  void printRowArgReduction(KernelInfo &k, bool isMax, ArrayRef<int64_t> ranges,
+                            const std::string &ity, const llvm::SmallBitVector &usedDims,
+                            const std::string &valueType, const std::string &accs,
+                            const std::string &inner, const std::string &stores);
   /// The inputs of a serial reduction: kernel parameters and loads at
   /// indent `in` (scalars and fills by value).
   LogicalResult loadSerialInputs(linalg::GenericOp op, ArrayRef<int64_t> ranges,

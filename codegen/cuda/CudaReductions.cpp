@@ -221,6 +221,26 @@ LogicalResult FunctionEmitter::emitSequentialReduction(linalg::GenericOp op) {
   k.args = args;
   std::string shape =
       llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+  if (std::optional<bool> isMax = rowArgReduction(op)) {
+    // Over rows: one block per row, a (value, index) merge of the threads.
+    Type vt = cast<RankedTensorType>(op.getDpsInits()[0].getType()).getElementType();
+    KernelInfo rowK = k;
+    rowK.blockX = reductionBlockSize(ranges.back());
+    os << "// " << kname << ": row " << (*isMax ? "argmax" : "argmin") << " over " << shape
+       << ": one block per row, each thread folds its slice in order, then a (value, index) "
+          "merge, "
+       << locationString(op.getLoc()) << "\n";
+    openKernel(rowK, params);
+    std::string rowStores;
+    for (StringRef line : llvm::split(StringRef(stores).rtrim('\n'), '\n'))
+      rowStores += "  " + line.str() + "\n";
+    llvm::SmallBitVector decoded = usedDims;
+    decoded |= outDims;
+    printRowArgReduction(rowK, *isMax, ranges, ity, decoded, *valueType(vt), accs,
+                         loads + body + folds, rowStores);
+    addKernel(std::move(rowK));
+    return success();
+  }
   os << "// " << kname << ": reduction with " << op.getNumDpsInits() << " outputs over " << shape
      << " (reduced dims folded in order: argmax/argmin's first extreme wins): " << outputs
      << " outputs, one thread each, serial loops, " << locationString(op.getLoc()) << "\n";

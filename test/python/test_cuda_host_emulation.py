@@ -72,11 +72,15 @@ CASES = {
                             [(8, 16), (16, 12), (12,)], torch.float16),
     "bf16_linear_gelu_erf": (lambda x, w, b: torch.nn.functional.gelu(x @ w.T + b),
                              [(8, 16), (12, 16), (12,)], torch.bfloat16),
-    # Two-output reductions (argmax/argmin: value and index), one thread per
-    # output: ties and NaN (the first extreme / first NaN wins, as eager).
+    # Two-output reductions (argmax/argmin: value and index; over rows one
+    # block per row, else one thread per output): ties and NaN (the first
+    # extreme / first NaN wins, as eager).
     "argmax_rows": (lambda x: x.argmax(-1), [(7, 33)]),
     "argmin_middle_keepdim": (lambda x: x.argmin(1, keepdim=True), [(3, 6, 5)]),
     "argmax_bf16_then_cast": (lambda x: x.argmax(0).float() * 2.0, [(9, 12)], torch.bfloat16),
+    # Long rows: one block per row, threads' (value, index) pairs merged.
+    "argmax_long_rows": (lambda x: x.argmax(-1), [(6, 1500)]),
+    "argmin_long_rows_bf16": (lambda x: x.argmin(-1), [(5, 700)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -98,14 +102,21 @@ def _masked(x):
     return x
 
 
-def _ties_and_nans(x):
+def _ties_and_nans(x, far=False):
     """Rows with equal maxima (the first wins), a NaN after the maximum,
-    two NaNs (the first wins), all -inf, and a random row."""
+    two NaNs (the first wins), all -inf, and a random row; `far`: the
+    equal entries also far apart (other threads of a row's block) and a
+    row whose maximum is its last element."""
     x = x.clone()
     x[0, 3] = x[0, 20] = 100.0
     x[1, 5], x[1, 9] = 100.0, float("nan")
     x[2, 4] = x[2, 30] = float("nan")
     x[3, :] = float("-inf")
+    if far:
+        x[0, 700] = x[0, 1400] = 100.0
+        x[2, 1000] = float("nan")
+        x[4, 1201] = x[4, 77] = 50.0
+        x[5, -1] = 1000.0
     return x
 
 
@@ -128,6 +139,8 @@ INPUTS = {
     "argmax_rows": lambda x: [_ties_and_nans(x)],
     "argmin_middle_keepdim": lambda x: [x.round()],  # many ties
     "argmax_bf16_then_cast": lambda x: [x.round()],
+    "argmax_long_rows": lambda x: [_ties_and_nans(x, far=True)],
+    "argmin_long_rows_bf16": lambda x: [x.round()],  # ties between threads
 }
 TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
