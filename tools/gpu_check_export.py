@@ -73,7 +73,9 @@ def _host_kernels(path, folder):
     from kiln import _artifact_file
     data = open(path, "rb").read()
     off, size = _artifact_file.sections(data)["program"]
-    return build_host_library(kiln.cuda.emit(data[off:off + size].decode()), folder)
+    # The same emission as kiln.export (_export_cuda.py): the same kernels.
+    return build_host_library(kiln.cuda.emit(data[off:off + size].decode(),
+                                             collect_unsupported=True), folder)
 
 
 def run_one(path, io, emulate):

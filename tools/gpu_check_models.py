@@ -196,7 +196,9 @@ def _host_kernels(gz_path, folder):
     af = _artifact_file()
     data = gzip.open(gz_path, "rb").read()
     off, size = af.sections(data)["program"]
-    return build_host_library(kiln.cuda.emit(data[off:off + size].decode()), folder)
+    # The same emission as kiln.export (_export_cuda.py): the same kernels.
+    return build_host_library(kiln.cuda.emit(data[off:off + size].decode(),
+                                             collect_unsupported=True), folder)
 
 
 def _emulated_row(gz_path, args, small):

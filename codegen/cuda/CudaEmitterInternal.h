@@ -76,6 +76,10 @@ SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int6
 /// `loc` as printed in kernel comments.
 std::string locationString(Location loc);
 
+/// Whether `op` is the argmax (true) / argmin (false) generic of kiln's
+/// lowering over its innermost dim (CudaArgReductions.cpp); nullopt if not.
+std::optional<bool> rowArgReduction(linalg::GenericOp op);
+
 //===----------------------------------------------------------------------===//
 // One-pass row statistics (CudaOnePass.cpp)
 //===----------------------------------------------------------------------===//
@@ -189,6 +193,34 @@ private:
   /// Any other single-output reduction (several reduced dims, or not the
   /// innermost one): one thread per output element, serial loops.
   LogicalResult emitSerialReduction(linalg::GenericOp op);
+  /// A reduction with several outputs (argmax/argmin: the extreme value and
+  /// its index): one thread per output element, the accumulators start
+  /// from the inits' fills and take the body's yields element by element,
+  /// in the generic's order (so the first extreme wins, as in torch).
+  LogicalResult emitSequentialReduction(linalg::GenericOp op);
+  /// The block-parallel body of a row argmax/argmin kernel
+  /// (CudaArgReductions.cpp): one block per row, `accs` (the accumulators'
+  /// declarations), each thread's strided loop around `inner`, the (value,
+  /// index) tree merge, `stores` by thread 0; sets `k`'s launch config.
+  void printRowArgReduction(KernelInfo &k, bool isMax, ArrayRef<int64_t> ranges,
+                            const std::string &ity, const llvm::SmallBitVector &usedDims,
+                            const std::string &valueType, const std::string &accs,
+                            const std::string &inner, const std::string &stores);
+  /// The inputs of a serial reduction: kernel parameters and loads at
+  /// indent `in` (scalars and fills by value).
+  LogicalResult loadSerialInputs(linalg::GenericOp op, ArrayRef<int64_t> ranges,
+                                 const std::string &in, std::vector<std::string> &params,
+                                 std::vector<std::string> &args, std::string &loads,
+                                 llvm::SmallBitVector &usedDims);
+  /// The loops of a serial reduction: a grid-stride loop over the outputs
+  /// (decoding the parallel dims it uses), `prologue`, the reduced dims'
+  /// loops around `inner`, then `epilogue` (the stores); closes the kernel.
+  void printSerialLoops(const std::string &ity, bool wide, int64_t outputs,
+                        ArrayRef<int64_t> parallelRanges, ArrayRef<unsigned> parallelDims,
+                        ArrayRef<unsigned> reducedDims, ArrayRef<int64_t> ranges,
+                        const llvm::SmallBitVector &usedDims, const llvm::SmallBitVector &outDims,
+                        const std::string &prologue, const std::string &inner,
+                        const std::string &epilogue);
   // CudaCopies.cpp
   /// linalg.transpose: a pointwise kernel over the output reading the
   /// input through the permutation.

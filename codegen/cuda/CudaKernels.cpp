@@ -47,7 +47,7 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
   parts.isReduction = numReductions > 0;
   if (parts.isReduction && op.getNumDpsInits() != 1)
-    return op.emitError("CUDA emitter: a reduction with several outputs is not supported");
+    return emitSequentialReduction(op);
   if (numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction))
     return emitSerialReduction(op);
 

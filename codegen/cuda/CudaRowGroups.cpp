@@ -140,8 +140,16 @@ void FunctionEmitter::planRowGroups() {
       RowKind kind = classifyRow(g, rows, length);
       if (kind == NotRow)
         break;
-      bool ok = true;
+      // The group is emitted at g0's place: g's inputs that no member
+      // produces must exist there (not a GEMM or slice between g0 and g).
+      bool ok = llvm::all_of(g->getOperands(), [&](Value v) {
+        Operation *def = stripReshapes(v).getDefiningOp();
+        return !def || kinds.count(def) || def->isBeforeInBlock(g0) ||
+               isa<linalg::FillOp, tensor::EmptyOp, arith::ConstantOp>(def);
+      });
       for (OpOperand *o : g.getDpsInputOperands()) {
+        if (!ok)
+          break;
         auto prod = stripReshapes(o->get()).getDefiningOp<linalg::GenericOp>();
         if (!prod || !kinds.count(prod))
           continue;

@@ -60,6 +60,27 @@ CASES = {
     "linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b), [(2, 5, 16), (16, 12), (12,)]),
     "linear3d_bias": (lambda x, w, b: torch.nn.functional.linear(x, w, b),
                       [(3, 4, 16), (12, 16), (12,)]),
+    # 16-bit tanh GELU chains: cuBLASLt's GELU_BIAS in the input type, one
+    # rounding at the store (eager rounds after the linear and each op);
+    # the erf GELU (nn.GELU's default, BERT's) keeps GEMM + its exact kernel.
+    "bf16_linear_gelu_tanh": (lambda x, w, b: torch.nn.functional.gelu(
+        torch.nn.functional.linear(x, w, b), approximate="tanh"),
+        [(8, 16), (12, 16), (12,)], torch.bfloat16),
+    "bf16_linear3d_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
+                               [(2, 5, 16), (16, 12), (12,)], torch.bfloat16),
+    "f16_linear_gelu_new": (lambda x, w, b: _gelu_new(x @ w + b),
+                            [(8, 16), (16, 12), (12,)], torch.float16),
+    "bf16_linear_gelu_erf": (lambda x, w, b: torch.nn.functional.gelu(x @ w.T + b),
+                             [(8, 16), (12, 16), (12,)], torch.bfloat16),
+    # Two-output reductions (argmax/argmin: value and index; over rows one
+    # block per row, else one thread per output): ties and NaN (the first
+    # extreme / first NaN wins, as eager).
+    "argmax_rows": (lambda x: x.argmax(-1), [(7, 33)]),
+    "argmin_middle_keepdim": (lambda x: x.argmin(1, keepdim=True), [(3, 6, 5)]),
+    "argmax_bf16_then_cast": (lambda x: x.argmax(0).float() * 2.0, [(9, 12)], torch.bfloat16),
+    # Long rows: one block per row, threads' (value, index) pairs merged.
+    "argmax_long_rows": (lambda x: x.argmax(-1), [(6, 1500)]),
+    "argmin_long_rows_bf16": (lambda x: x.argmin(-1), [(5, 700)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
 }
@@ -81,6 +102,24 @@ def _masked(x):
     return x
 
 
+def _ties_and_nans(x, far=False):
+    """Rows with equal maxima (the first wins), a NaN after the maximum,
+    two NaNs (the first wins), all -inf, and a random row; `far`: the
+    equal entries also far apart (other threads of a row's block) and a
+    row whose maximum is its last element."""
+    x = x.clone()
+    x[0, 3] = x[0, 20] = 100.0
+    x[1, 5], x[1, 9] = 100.0, float("nan")
+    x[2, 4] = x[2, 30] = float("nan")
+    x[3, :] = float("-inf")
+    if far:
+        x[0, 700] = x[0, 1400] = 100.0
+        x[2, 1000] = float("nan")
+        x[4, 1201] = x[4, 77] = 50.0
+        x[5, -1] = 1000.0
+    return x
+
+
 def _unaligned(x):
     """A contiguous view starting 4 bytes into its storage (the kernels'
     vector path needs 16-byte aligned pointers: this takes the scalar one)."""
@@ -97,6 +136,11 @@ INPUTS = {
     "log_softmax_masked": lambda x: [_masked(x)],
     "layer_norm_offset": lambda x, g, b: [x * 3.0 + 100.0, g, b],
     "vec_unaligned_view": lambda x, b: [_unaligned(x), b],
+    "argmax_rows": lambda x: [_ties_and_nans(x)],
+    "argmin_middle_keepdim": lambda x: [x.round()],  # many ties
+    "argmax_bf16_then_cast": lambda x: [x.round()],
+    "argmax_long_rows": lambda x: [_ties_and_nans(x, far=True)],
+    "argmin_long_rows_bf16": lambda x: [x.round()],  # ties between threads
 }
 TOLERANCE = {"layer_norm_offset": 1e-4, "softmax_large": 1e-4}
 
@@ -122,7 +166,11 @@ def test_emulated_kernels_match_eager(name, tmp_path):
     expected_epilogue = {"linear_bias": ["bias"], "linear_relu": ["bias_relu"],
                          "linear_gelu_new": ["bias_gelu_tanh"],
                          "linear3d_gelu_new": ["bias_gelu_tanh"], "linear3d_bias": ["bias"],
-                         "linear_gelu": ["none"], "linear_sigmoid": ["none"]}
+                         "linear_gelu": ["none"], "linear_sigmoid": ["none"],
+                         "bf16_linear_gelu_tanh": ["bias_gelu_tanh"],
+                         "bf16_linear3d_gelu_new": ["bias_gelu_tanh"],
+                         "f16_linear_gelu_new": ["bias_gelu_tanh"],
+                         "bf16_linear_gelu_erf": ["none"]}
     if name in expected_epilogue:
         assert epilogues == expected_epilogue[name]
         assert bool(emitted["kernels"]) == (epilogues == ["none"])

@@ -106,8 +106,10 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   const char *ir = R"mlir(
     func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>) -> tensor<4xf32> {
       %0 = kiln.matmul %x, %w : tensor<4x16xf32>, tensor<16x32xf32>
-      %1 = kiln.argmax %0 {dim = 1 : i64} : tensor<4x32xf32> -> tensor<4xi64>
-      %2 = kiln.cast %1 : tensor<4xi64> -> tensor<4xf32>
+      %c = kiln.constant dense<0.000000e+00> : tensor<f32>
+      %g = kiln.gt %0, %c : tensor<4x32xf32>, tensor<f32>
+      %1 = kiln.max %g {dims = array<i64: 1>} : tensor<4x32xi1> -> tensor<4xi1>
+      %2 = kiln.cast %1 : tensor<4xi1> -> tensor<4xf32>
       return %2 : tensor<4xf32>
     })mlir";
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, ctx.get());
@@ -116,7 +118,8 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   mlir::kiln::cuda::buildCudaPreparePipeline(pm);
   ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
   mlir::kiln::cuda::EmitOptions options;
-  // Without collecting, argmax (two outputs) fails the whole module.
+  // Without collecting, any() (a reduction body with `ori`) fails the whole
+  // module.
   {
     mlir::ScopedDiagnosticHandler quiet(ctx.get(),
                                         [](mlir::Diagnostic &) { return mlir::success(); });
@@ -139,11 +142,11 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   EXPECT_EQ(g.k, 16);
   EXPECT_FALSE(g.transB);
   ASSERT_EQ(cu->unsupported.size(), 1u);
-  EXPECT_NE(cu->unsupported[0].reason.find("several outputs"), std::string::npos);
-  // The unsupported op reads the GEMM's buffer; the cast reads its index.
-  ASSERT_EQ(cu->unsupported[0].results.size(), 2u);
+  EXPECT_NE(cu->unsupported[0].reason.find("unsupported reduction body"), std::string::npos);
+  // The unsupported op reads the GEMM's buffer; the cast reads its result.
+  ASSERT_EQ(cu->unsupported[0].results.size(), 1u);
   ASSERT_EQ(cu->kernels.size(), 1u);
-  EXPECT_EQ(cu->kernels[0].args[0], cu->unsupported[0].results[1]);
+  EXPECT_EQ(cu->kernels[0].args[0], cu->unsupported[0].results[0]);
   EXPECT_EQ(cu->functions[0].results.size(), 1u);
 }
 

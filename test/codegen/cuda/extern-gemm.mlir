@@ -144,3 +144,28 @@ func.func @f16_bias(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf
   %1 = kiln.add %0, %b : tensor<8x64xf16>, tensor<64xf16>
   return %1 : tensor<8x64xf16>
 }
+
+// A 16-bit tanh GELU (kiln.gelu rounds its input, computes in f32 and
+// rounds): cuBLASLt's GELU_BIAS epilogue writes the bf16 result, rounding
+// once.
+// CHECK-LABEL: func @bf16_gelu_tanh: 0 kernel(s), 1 other step(s)
+// CHECK: buf0: __nv_bfloat16[8x64], 1024 bytes, result 0
+// CHECK: bf16_gelu_tanh_gemm0: extern GEMM 8x64x32 (MxNxK, epilogue bias_gelu_tanh)(arg0, arg1, buf0, arg2)
+func.func @bf16_gelu_tanh(%x: tensor<8x32xbf16>, %w: tensor<32x64xbf16>, %b: tensor<64xbf16>) -> tensor<8x64xbf16> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xbf16>, tensor<32x64xbf16>
+  %1 = kiln.add %0, %b : tensor<8x64xbf16>, tensor<64xbf16>
+  %2 = kiln.gelu %1 {approximate = "tanh"} : tensor<8x64xbf16>
+  return %2 : tensor<8x64xbf16>
+}
+
+// Tests that the erf GELU is never cuBLASLt's (tanh) GELU epilogue, in
+// 16 bits either: the f32 accumulator and one exact kernel.
+// CHECK-LABEL: func @negative_f16_gelu_erf: 1 kernel(s), 1 other step(s)
+// CHECK: negative_f16_gelu_erf_gemm0: extern GEMM 8x64x32 (MxNxK)(arg0, arg1, [[C:buf[0-9]+]])
+// CHECK: erff(
+func.func @negative_f16_gelu_erf(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>) -> tensor<8x64xf16> {
+  %0 = kiln.matmul %x, %w : tensor<8x32xf16>, tensor<32x64xf16>
+  %1 = kiln.add %0, %b : tensor<8x64xf16>, tensor<64xf16>
+  %2 = kiln.gelu %1 : tensor<8x64xf16>
+  return %2 : tensor<8x64xf16>
+}
