@@ -26,6 +26,9 @@ def close(got, expected, **tol):
         for g, e in zip(got, expected):
             close(g, e, **tol)
         return
+    if expected is None:  # a parameter the loss does not reach (BERT's pooler)
+        assert got is None
+        return
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     torch.testing.assert_close(got.float(), expected.float(), **(tol or BF16))
 
@@ -164,6 +167,7 @@ def _train_step(model, x, target, compiled):
     fn = kiln.compile(model) if compiled else model
     with autocast():
         out = fn(x)
+        out = getattr(out, "last_hidden_state", out)
         loss = F.mse_loss(out.float() if out.dtype != torch.float32 else out, target)
     loss.backward()
     return loss.detach(), [p.grad for p in model.parameters()]
@@ -171,18 +175,23 @@ def _train_step(model, x, target, compiled):
 
 @pytest.mark.parametrize("make, shape, out", [(mlp, (4, 16), (4, 8)),
                                               (cnn, (2, 3, 16, 16), (2, 4)),
-                                              (encoder_layer, (2, 10, 32), (2, 10, 32))],
-                         ids=["mlp", "cnn", "encoder_layer"])
+                                              (encoder_layer, (2, 10, 32), (2, 10, 32)),
+                                              (bert, None, (2, 12, 32))],
+                         ids=["mlp", "cnn", "encoder_layer", "bert"])
 def test_training_step_under_autocast(make, shape, out):
     m = make().train()
     torch.manual_seed(1)
-    x, target = torch.randn(*shape), torch.randn(*out)
+    x = torch.randint(0, 64, (2, 12)) if shape is None else torch.randn(*shape)
+    target = torch.randn(*out)
     eager = copy.deepcopy(m)
     loss_e, grads_e = _train_step(eager, x, target, compiled=False)
     loss_k, grads_k = _train_step(m, x, target, compiled=True)
     close(loss_k, loss_e)
+    # bf16 noise relative to the gradients' scale (some gradients are ~0 in
+    # exact arithmetic: a conv bias before BatchNorm, attention key biases).
+    scale = max(e.abs().max().item() for e in grads_e if e is not None)
     for g, e in zip(grads_k, grads_e):
-        close(g, e, rtol=5e-2, atol=5e-2)
+        close(g, e, rtol=5e-2, atol=2e-2 * scale)
     s = stats()
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
     assert s["compiled_backwards"] == 1 and s["eager_backwards"] == 0, s
