@@ -111,7 +111,10 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   }
   bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
   bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
-  std::string name = std::string("kiln_blas_") + (bf16 ? "bf16" : elem.isF32() ? "s" : "d") +
+  std::string name = std::string("kiln_blas_") +
+                     (bf16           ? "bf16"
+                      : elem.isF32() ? "s"
+                                     : "d") +
                      "gemm" + (batched ? "_batched" : "");
   int64_t rank = batched ? 3 : 2;
   func::FuncOp callee = getOrDeclare(module, name, bf16 ? in : elem, elem, rank);

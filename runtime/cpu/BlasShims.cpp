@@ -218,8 +218,7 @@ void matmulBf16(Matrix<uint16_t> a, Matrix<uint16_t> b, Matrix<float> c, bool tr
   if (m == 0 || n == 0)
     return;
   const DynamicBlas *p = provider();
-  if (p && p->gemmBf16 && k > 0 && a.blasCompatible() && b.blasCompatible() &&
-      c.blasCompatible()) {
+  if (p && p->gemmBf16 && k > 0 && a.blasCompatible() && b.blasCompatible() && c.blasCompatible()) {
     p->gemmBf16(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
                 a.data, a.ld(), b.data, b.ld(), beta, c.data, c.ld());
     return;
@@ -304,8 +303,8 @@ void _mlir_ciface_kiln_blas_bf16gemm(kiln::rt::StridedMemRef<uint16_t, 2> *a,
 
 void _mlir_ciface_kiln_blas_bf16gemm_batched(kiln::rt::StridedMemRef<uint16_t, 3> *a,
                                              kiln::rt::StridedMemRef<uint16_t, 3> *b,
-                                             kiln::rt::StridedMemRef<float, 3> *c,
-                                             int32_t transB, float beta) {
+                                             kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                             float beta) {
   applyThreads();
   for (int64_t i = 0; i < c->sizes[0]; ++i)
     matmulBf16(matrix(a, i), matrix(b, i), matrix(c, i), transB != 0, beta);

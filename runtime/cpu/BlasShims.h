@@ -54,8 +54,8 @@ void _mlir_ciface_kiln_blas_bf16gemm(kiln::rt::StridedMemRef<uint16_t, 2> *a,
 /// Batched (dim 0) version of _mlir_ciface_kiln_blas_bf16gemm.
 void _mlir_ciface_kiln_blas_bf16gemm_batched(kiln::rt::StridedMemRef<uint16_t, 3> *a,
                                              kiln::rt::StridedMemRef<uint16_t, 3> *b,
-                                             kiln::rt::StridedMemRef<float, 3> *c,
-                                             int32_t transB, float beta);
+                                             kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                             float beta);
 }
 
 namespace kiln::rt {

@@ -154,6 +154,28 @@ PyRef nullContext() {
   return ctx;
 }
 
+/// `cls(*args, **kwargs)` (torch.autocast or a subclass) as the object a
+/// with-block enters: a CPU one registered as a region (enterWith,
+/// Autocast.h; `cpu` set), a disabled one of another device a nullcontext.
+PyRef autocastContext(const Interpreter &I, PyObject *cls, const std::vector<VarP> &args,
+                      const std::map<std::string, VarP> &kwargs, bool &cpu) {
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "argument of torch.autocast"));
+  BuiltAutocast b =
+      buildAutocast(cls, constTuple(args, "argument of torch.autocast").get(), kw.get());
+  cpu = b.device == "cpu";
+  if (!cpu && b.state.enabled)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "a torch.autocast(\"" + b.device +
+                          "\") region inside the compiled code: kiln applies CPU autocast only "
+                          "(the region runs eagerly)");
+  if (!cpu)
+    return nullContext();
+  autocastRegister(I, b.ctx, b.state);
+  return b.ctx;
+}
+
 /// A query of the CPU autocast state inside a region whose state differs
 /// from the caller's: answered from the region (null: not such a query).
 VarP regionQuery(const Interpreter &I, PyObject *fn, const std::vector<VarP> &args) {
@@ -358,29 +380,17 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   if (fn == tensorCtor || fn == asTensor)
     return tensorFromData(args, kwargs);
   if (isAutocastType(fn)) {
-    // Built now (its __init__ only reads state); the default dtype it read
-    // is guarded. A CPU region is entered by enterWith (Autocast.h).
-    PyRef kw = PyRef::steal(PyDict_New());
-    for (auto &[k, v] : kwargs)
-      PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "argument of torch.autocast"));
-    BuiltAutocast b =
-        buildAutocast(fn, constTuple(args, "argument of torch.autocast").get(), kw.get());
-    if (b.device != "cpu" && b.state.enabled)
-      throw Unsupported(BreakCategory::UnsupportedOp,
-                        "a torch.autocast(\"" + b.device +
-                            "\") region inside the compiled code: kiln applies CPU autocast "
-                            "only (the region runs eagerly)");
-    PyRef ctx = b.device == "cpu" ? b.ctx : nullContext();
-    if (b.device == "cpu") {
-      static PyOnce dtypeOnce;
-      PyObject *getDtype = dtypeOnce.get([] { return torchAttr("get_autocast_dtype"); });
-      PyRef cpu = PyRef::steal(Py_BuildValue("(s)", "cpu"));
-      PyRef dflt = getDtype ? PyRef::steal(PyObject_Call(getDtype, cpu.get(), nullptr)) : PyRef();
-      if (dflt)
-        addCallGuard(getDtype, cpu.get(), dflt.get());
-      PyErr_Clear();
-      autocastRegister(*this, b.ctx, b.state);
-    }
+    // Built now; the default dtype its __init__ read is guarded.
+    bool cpu = false;
+    PyRef ctx = autocastContext(*this, fn, args, kwargs, cpu);
+    static PyOnce dtypeOnce;
+    PyObject *getDtype = dtypeOnce.get([] { return torchAttr("get_autocast_dtype"); });
+    PyRef cpuArg = PyRef::steal(Py_BuildValue("(s)", "cpu"));
+    PyRef dflt =
+        cpu && getDtype ? PyRef::steal(PyObject_Call(getDtype, cpuArg.get(), nullptr)) : PyRef();
+    if (dflt)
+      addCallGuard(getDtype, cpuArg.get(), dflt.get());
+    PyErr_Clear();
     keepAlive_.push_back(ctx);
     return makeConst(ctx);
   }
