@@ -6,7 +6,8 @@
 // shared-left-operand contraction generic of codegen/common/Matmul.cpp
 // (C[b] = A x B[b]: A is passed as a batch view with stride 0) on f32/f64
 // memrefs whose innermost dims are contiguous with calls to
-// `kiln_blas_{s,d}gemm[_batched](A, B, C, transB, beta)`, declared with
+// `kiln_blas_{s,d}gemm[_batched](A, B, C, transB, beta)` (bf16 A and B
+// with an f32 C, CPU autocast's products: `kiln_blas_bf16gemm[_batched]`), declared with
 // `llvm.emit_c_interface` so they lower to `_mlir_ciface_kiln_blas_*`,
 // which the JIT resolves to runtime/cpu/BlasShims.cpp. Operands are cast to
 // fully dynamic strided memrefs. A zero `linalg.fill` of C right before the
@@ -60,13 +61,15 @@ MemRefType getDynamicStridedMemRefType(int64_t rank, Type elem) {
   return MemRefType::get(dyn, elem, layout);
 }
 
-/// Returns (declaring it on first use) the shim `name` for `rank`-d memrefs.
-func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type elem, int64_t rank) {
+/// Returns (declaring it on first use) the shim `name` for `rank`-d memrefs
+/// of `in` (A, B) and `elem` (C, beta).
+func::FuncOp getOrDeclare(ModuleOp module, StringRef name, Type in, Type elem, int64_t rank) {
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   auto memref = getDynamicStridedMemRefType(rank, elem);
-  auto type = FunctionType::get(ctx, {memref, memref, memref, IntegerType::get(ctx, 32), elem}, {});
+  auto input = getDynamicStridedMemRefType(rank, in);
+  auto type = FunctionType::get(ctx, {input, input, memref, IntegerType::get(ctx, 32), elem}, {});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), name, type);
   f.setPrivate();
@@ -97,17 +100,24 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   Type elem = cType.getElementType();
   if (!elem.isF32() && !elem.isF64())
     return false;
+  // bf16 operands with an f32 accumulator (codegen/common/Matmul.cpp's
+  // lowering of a bf16 kiln.matmul): the bf16 GEMM shim.
+  Type in = cast<MemRefType>(a.getType()).getElementType();
+  bool bf16 = elem.isF32() && in.isBF16();
   for (Value v : {a, b, c}) {
     auto t = cast<MemRefType>(v.getType());
-    if (t.getElementType() != elem || !innermostContiguous(t))
+    if (t.getElementType() != (v == c || !bf16 ? elem : in) || !innermostContiguous(t))
       return false;
   }
   bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
   bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
-  std::string name =
-      std::string("kiln_blas_") + (elem.isF32() ? "s" : "d") + "gemm" + (batched ? "_batched" : "");
+  std::string name = std::string("kiln_blas_") +
+                     (bf16           ? "bf16"
+                      : elem.isF32() ? "s"
+                                     : "d") +
+                     "gemm" + (batched ? "_batched" : "");
   int64_t rank = batched ? 3 : 2;
-  func::FuncOp callee = getOrDeclare(module, name, elem, rank);
+  func::FuncOp callee = getOrDeclare(module, name, bf16 ? in : elem, elem, rank);
 
   OpBuilder builder(op);
   Location loc = op.getLoc();
@@ -116,12 +126,14 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
     fill.erase();
     beta = 0.0;
   }
-  MemRefType dynType = getDynamicStridedMemRefType(rank, elem);
   SmallVector<Value> args;
   if (sharedLhs)
     a = broadcastView(builder, loc, a, memref::getMixedSize(builder, loc, c, 0));
-  for (Value v : {a, b, c})
+  for (Value v : {a, b, c}) {
+    MemRefType dynType =
+        getDynamicStridedMemRefType(rank, cast<MemRefType>(v.getType()).getElementType());
     args.push_back(v.getType() == dynType ? v : builder.create<memref::CastOp>(loc, dynType, v));
+  }
   args.push_back(builder.create<arith::ConstantIntOp>(loc, transB ? 1 : 0, 32));
   args.push_back(builder.create<arith::ConstantOp>(loc, builder.getFloatAttr(elem, beta)));
   builder.create<func::CallOp>(loc, callee, args);

@@ -3,8 +3,10 @@
 //
 // Implements the `_mlir_ciface_kiln_blas_*` functions the JIT'd code calls:
 // unpacks strided memref descriptors into row-major leading dimensions and
-// calls `cblas_?gemm` (batched calls loop over dim 0). Layouts BLAS cannot
-// take (a non-unit innermost stride) use a plain loop. The BLAS thread count
+// calls `cblas_?gemm` (batched calls loop over dim 0); bf16 x bf16 -> f32
+// products (CPU autocast's GEMMs) call oneMKL's cblas_gemm_bf16bf16f32, or
+// sgemm on widened copies under OpenBLAS (which has no bf16 GEMM here).
+// Layouts BLAS cannot take (a non-unit innermost stride) use a plain loop. The BLAS thread count
 // follows kilnSetNumThreads, applied lazily before a call.
 //
 // The provider is OpenBLAS (linked) unless kilnSetBlasLibrary (the frontend
@@ -26,9 +28,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -38,8 +42,12 @@ struct DynamicBlas {
                          int, float, float *, int);
   using Dgemm = void (*)(int, int, int, int, int, int, double, const double *, int, const double *,
                          int, double, double *, int);
+  /// cblas_gemm_bf16bf16f32: bf16 A and B (raw uint16), f32 C.
+  using GemmBf16 = void (*)(int, int, int, int, int, int, float, const uint16_t *, int,
+                            const uint16_t *, int, float, float *, int);
   Sgemm sgemm;
   Dgemm dgemm;
+  GemmBf16 gemmBf16; ///< null when this MKL lacks it
   void (*setNumThreads)(int);
   std::string description;
 };
@@ -80,6 +88,7 @@ const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
   auto blas = std::make_unique<DynamicBlas>();
   blas->sgemm = reinterpret_cast<DynamicBlas::Sgemm>(sym("cblas_sgemm"));
   blas->dgemm = reinterpret_cast<DynamicBlas::Dgemm>(sym("cblas_dgemm"));
+  blas->gemmBf16 = reinterpret_cast<DynamicBlas::GemmBf16>(sym("cblas_gemm_bf16bf16f32"));
   blas->setNumThreads = reinterpret_cast<void (*)(int)>(sym("MKL_Set_Num_Threads"));
   if (!blas->sgemm || !blas->dgemm || !blas->setNumThreads || !setLayer || !setInterface ||
       !setDynamic) {
@@ -183,6 +192,41 @@ template <typename T> void matmul(Matrix<T> a, Matrix<T> b, Matrix<T> c, bool tr
     }
 }
 
+/// The float value of bf16 bits `h`.
+float widen(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// `m` widened to a dense row-major float copy in `buffer`.
+Matrix<float> widened(Matrix<uint16_t> m, std::vector<float> &buffer) {
+  buffer.resize(std::max<int64_t>(m.rows * m.cols, 1));
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c)
+      buffer[r * m.cols + c] = widen(m.at(r, c));
+  return {buffer.data(), m.rows, m.cols, m.cols, 1};
+}
+
+/// C (f32) = A * op(B) + beta * C with bf16 A and B: oneMKL's
+/// cblas_gemm_bf16bf16f32 (f32 accumulation, AMX/AVX512-BF16 kernels) when
+/// loaded; else both widened to f32 and multiplied by sgemm (the same
+/// products: bf16 values are exact in f32).
+void matmulBf16(Matrix<uint16_t> a, Matrix<uint16_t> b, Matrix<float> c, bool transB, float beta) {
+  int64_t m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0)
+    return;
+  const DynamicBlas *p = provider();
+  if (p && p->gemmBf16 && k > 0 && a.blasCompatible() && b.blasCompatible() && c.blasCompatible()) {
+    p->gemmBf16(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                a.data, a.ld(), b.data, b.ld(), beta, c.data, c.ld());
+    return;
+  }
+  thread_local std::vector<float> fa, fb;
+  matmul(widened(a, fa), widened(b, fb), c, transB, beta);
+}
+
 template <typename T>
 void batched(kiln::rt::StridedMemRef<T, 3> *a, kiln::rt::StridedMemRef<T, 3> *b,
              kiln::rt::StridedMemRef<T, 3> *c, int32_t transB, T beta) {
@@ -249,6 +293,23 @@ void _mlir_ciface_kiln_blas_dgemm_batched(kiln::rt::StridedMemRef<double, 3> *a,
   batched(a, b, c, transB, beta);
 }
 
+void _mlir_ciface_kiln_blas_bf16gemm(kiln::rt::StridedMemRef<uint16_t, 2> *a,
+                                     kiln::rt::StridedMemRef<uint16_t, 2> *b,
+                                     kiln::rt::StridedMemRef<float, 2> *c, int32_t transB,
+                                     float beta) {
+  applyThreads();
+  matmulBf16(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
+}
+
+void _mlir_ciface_kiln_blas_bf16gemm_batched(kiln::rt::StridedMemRef<uint16_t, 3> *a,
+                                             kiln::rt::StridedMemRef<uint16_t, 3> *b,
+                                             kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                             float beta) {
+  applyThreads();
+  for (int64_t i = 0; i < c->sizes[0]; ++i)
+    matmulBf16(matrix(a, i), matrix(b, i), matrix(c, i), transB != 0, beta);
+}
+
 } // extern "C"
 
 namespace kiln::rt {
@@ -261,6 +322,10 @@ std::vector<std::pair<const char *, void *>> blasShimSymbols() {
        reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_sgemm_batched)},
       {"_mlir_ciface_kiln_blas_dgemm_batched",
        reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_dgemm_batched)},
+      {"_mlir_ciface_kiln_blas_bf16gemm",
+       reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_bf16gemm)},
+      {"_mlir_ciface_kiln_blas_bf16gemm_batched",
+       reinterpret_cast<void *>(&_mlir_ciface_kiln_blas_bf16gemm_batched)},
   };
 }
 

@@ -45,6 +45,17 @@ void _mlir_ciface_kiln_blas_dgemm_batched(kiln::rt::StridedMemRef<double, 3> *a,
                                           kiln::rt::StridedMemRef<double, 3> *b,
                                           kiln::rt::StridedMemRef<double, 3> *c, int32_t transB,
                                           double beta);
+/// C[M,N] (f32) = A[M,K] * (transB ? B[N,K]^T : B[K,N]) + beta * C with
+/// bf16 A and B (their raw bits), accumulated in f32.
+void _mlir_ciface_kiln_blas_bf16gemm(kiln::rt::StridedMemRef<uint16_t, 2> *a,
+                                     kiln::rt::StridedMemRef<uint16_t, 2> *b,
+                                     kiln::rt::StridedMemRef<float, 2> *c, int32_t transB,
+                                     float beta);
+/// Batched (dim 0) version of _mlir_ciface_kiln_blas_bf16gemm.
+void _mlir_ciface_kiln_blas_bf16gemm_batched(kiln::rt::StridedMemRef<uint16_t, 3> *a,
+                                             kiln::rt::StridedMemRef<uint16_t, 3> *b,
+                                             kiln::rt::StridedMemRef<float, 3> *c, int32_t transB,
+                                             float beta);
 }
 
 namespace kiln::rt {

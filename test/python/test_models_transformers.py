@@ -47,9 +47,12 @@ def test_autocast_recompiles_instead_of_reusing_fp32_graph():
             got = compiled(x)
         assert expected.dtype == torch.bfloat16
         assert got.dtype == torch.bfloat16  # not the fp32 graph's result
-        assert_close(got, expected)
+        # kiln rounds the product to bf16 before adding the bias (eager's
+        # GEMM adds it first): one bf16 ulp apart (test_autocast.py).
+        assert_close(got, expected, rtol=1.6e-2, atol=1e-2)
         s = stats()
-        assert s["recompiles"] == 1 and s["eager_calls"] >= 1, s
+        # A second graph, compiled with autocast's casts (test_autocast.py).
+        assert s["recompiles"] == 1 and s["eager_calls"] == 0, s
         # Autocast off again: the fp32 graph is reused.
         hits = s["cache_hits"]
         assert_close(compiled(x), lin(x))
@@ -68,7 +71,7 @@ def test_autocast_queries_are_constants():
     assert counts() == (1, 0, 0)
 
 
-def test_autocast_region_inside_compiled_code_breaks_with_reason():
+def test_autocast_region_inside_compiled_code_is_one_graph():
     lin = nn.Linear(8, 8).eval()
 
     def f(x):
@@ -80,14 +83,14 @@ def test_autocast_region_inside_compiled_code_breaks_with_reason():
     with torch.no_grad():
         report = kiln.explain(f)(x)
         expected = f(x)
-    assert_close(report.out, expected)
-    assert report.graph_break_count >= 1
-    assert any("autocast" in b for b in report.graph_breaks), report.graph_breaks
+    assert_close(report.out, expected, rtol=1.6e-2, atol=2e-2)
+    assert report.graph_break_count == 0, report.graph_breaks
 
 
 def test_autocast_disabled_region_is_a_no_op_context():
     # LLaMA's rotary embedding: `with torch.autocast(device_type, enabled=False)`
-    # forces f32. With autocast off (every capture: guarded), it changes nothing.
+    # forces f32. With autocast off it changes nothing; under an outer CPU
+    # autocast (guarded: a second graph) the region's matmul stays f32.
     def f(x):
         with torch.autocast(device_type="cpu", enabled=False):
             y = x.float() @ x.float().t()
@@ -98,7 +101,7 @@ def test_autocast_disabled_region_is_a_no_op_context():
     assert counts() == (1, 0, 0)
     with torch.autocast("cpu", dtype=torch.bfloat16):  # the outer state is guarded
         assert_close(kiln.compile(f)(x), f(x))
-    assert stats()["eager_calls"] == 1
+    assert stats()["eager_calls"] == 0 and stats()["graphs_compiled"] == 2, stats()
 
 
 # --- nn.TransformerEncoderLayer -------------------------------------------

@@ -156,9 +156,19 @@ def _differentiate(ctx, inputs, wanted, grads):
 def select(paths, recompute):
     """Wraps `recompute` (the eager function) to return, for each graph
     result, the tensor at its index path in the Python result, so that the
-    recomputed tensors line up with the graph results' gradients."""
+    recomputed tensors line up with the graph results' gradients. The
+    recompute runs in the CPU autocast state of the forward (the backward is
+    usually called outside the forward's `torch.autocast`)."""
+    autocast = torch.is_autocast_enabled("cpu")
+    dtype = torch.get_autocast_dtype("cpu") if autocast else None
+
     def run():
-        result = recompute()
+        if torch.is_autocast_enabled("cpu") == autocast and (
+                not autocast or torch.get_autocast_dtype("cpu") == dtype):
+            result = recompute()
+        else:
+            with torch.autocast("cpu", dtype=dtype, enabled=autocast):
+                result = recompute()
         outs = []
         for path in paths:
             if path is None:  # read only as a number (.item()) or only stored by side effects

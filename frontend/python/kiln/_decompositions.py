@@ -68,6 +68,13 @@ def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weig
     return out, probs
 
 
+def _add_into(x, y):
+    """The kernel's `x.add_(y)` without mutating x: the sum in the promoted
+    dtype, returned in x's (under CPU autocast x is the attention's or the
+    feed-forward's bf16 while y is float32)."""
+    return torch.add(x, y).to(x.dtype)
+
+
 def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
                                   proj_bias, use_gelu, norm_first, eps, norm_weight_1,
                                   norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
@@ -81,7 +88,7 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
         x = F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
     x = native_multi_head_attention(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
                                     proj_weight, proj_bias, mask, False, True, mask_type)[0]
-    x = x + src
+    x = _add_into(x, src)
     if not norm_first:
         x = F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
     residual = x
@@ -89,7 +96,7 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
         x = F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
     x = F.linear(x, ffn_weight_1, ffn_bias_1)
     x = F.gelu(x) if use_gelu else F.relu(x)
-    x = F.linear(x, ffn_weight_2, ffn_bias_2) + residual
+    x = _add_into(F.linear(x, ffn_weight_2, ffn_bias_2), residual)
     if not norm_first:
         x = F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
     return x

@@ -82,3 +82,45 @@ func.func @negative_tensor_matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c:
   %0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+// Tests that a bf16 x bf16 matmul into an f32 accumulator (a bf16
+// kiln.matmul, CPU autocast's linear) becomes the bf16 GEMM shim, with
+// bf16 operand memrefs and an f32 result and beta.
+// CHECK: func.func private @kiln_blas_bf16gemm(memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, f32) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @bf16_matmul_transpose_b
+// CHECK-DAG: %[[TRANS:.*]] = arith.constant 1 : i32
+// CHECK: %[[BETA:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: call @kiln_blas_bf16gemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[TRANS]], %[[BETA]])
+// CHECK-NOT: linalg.matmul
+func.func @bf16_matmul_transpose_b(%a: memref<4x8xbf16>, %b: memref<16x8xbf16>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul_transpose_b ins(%a, %b : memref<4x8xbf16>, memref<16x8xbf16>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// -----
+
+// Tests that a batched bf16 matmul uses the batched bf16 shim.
+// CHECK-LABEL: func.func @bf16_batch_matmul
+// CHECK: call @kiln_blas_bf16gemm_batched(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, i32, f32) -> ()
+func.func @bf16_batch_matmul(%a: memref<2x4x8xbf16>, %b: memref<2x8x16xbf16>, %c: memref<2x4x16xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x4x8xbf16>, memref<2x8x16xbf16>) outs(%c : memref<2x4x16xf32>)
+  return
+}
+
+// -----
+
+// Tests that a bf16 matmul accumulating in bf16 (no f32 accumulator) and an
+// f16 one stay linalg (no shim for them).
+// CHECK-LABEL: func.func @negative_bf16_into_bf16
+// CHECK-NOT: call
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+func.func @negative_bf16_into_bf16(%a: memref<4x8xbf16>, %b: memref<8x16xbf16>, %c: memref<4x16xbf16>, %d: memref<4x8xf16>, %e: memref<8x16xf16>, %f: memref<4x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x8xbf16>, memref<8x16xbf16>) outs(%c : memref<4x16xbf16>)
+  linalg.matmul ins(%d, %e : memref<4x8xf16>, memref<8x16xf16>) outs(%f : memref<4x16xf32>)
+  return
+}

@@ -9,6 +9,7 @@
 // function to inline (Inlining.cpp), or a torch op run through torch
 // inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/interp/Autocast.h"
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/ModuleHooks.h"
 #include "capture/ops/AtenOps.h"
@@ -228,6 +229,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (callee->kind == Var::Kind::Object) // UserObjects.cpp
     return callObject(callee, args, kwargs);
   PyObject *fn = constObj(callee, "callee");
+  if (autocastExit(*this, fn)) // the end of a torch.autocast("cpu") block (Autocast.h)
+    return makeConst(PyRef::borrow(Py_False));
   auto exitIt = gradExits_.find(fn);
   if (exitIt != gradExits_.end()) { // the end of a grad-mode with-block
     if (setGradExits_.erase(fn))    // torch.set_grad_enabled's: replayed too

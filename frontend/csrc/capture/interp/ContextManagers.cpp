@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // `BEFORE_WITH` on a context manager, in three ways:
+//  - torch.autocast("cpu", ...): a region of CPU autocast state
+//    (Autocast.h; its `__exit__` call leaves it, Calls.cpp);
 //  - torch.no_grad()/enable_grad()/inference_mode(mode): the grad mode of
 //    the region is tracked (its `__exit__` call restores it, Calls.cpp's
 //    Interpreter::call);
@@ -16,6 +18,7 @@
 //    each switch is also a side effect replayed after the graph, leaving
 //    the caller in the grad mode eager would.
 //===----------------------------------------------------------------------===//
+#include "capture/interp/Autocast.h"
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 
@@ -154,6 +157,12 @@ VarP Interpreter::constructContext(PyObject *cls, std::vector<VarP> &args,
 }
 
 void Interpreter::enterWith(Frame &f, const VarP &ctx) {
+  if (PyObject *exitFn = ctx->isConst() ? autocastEnter(*this, ctx->obj.get()) : nullptr) {
+    // `with torch.autocast("cpu", ...)`: a region of that state (Autocast.h).
+    f.stack.push_back(makeConst(PyRef::borrow(exitFn)));
+    f.stack.push_back(ctx); // __enter__() returns the object
+    return;
+  }
   if (auto standIn = ctx->isConst() ? setGradPrev_.find(ctx->obj.get()) : setGradPrev_.end();
       standIn != setGradPrev_.end()) {
     // `with torch.set_grad_enabled(m):` the call switched already; the

@@ -7,11 +7,13 @@
 // answered at capture time as constants; every answer that depends on state
 // outside the frame becomes a Call guard (`fn(*args) == result`, checked in
 // C++ before each call), so a change of that state recompiles. Autocast:
-// kiln does not apply autocast's casts, so a capture with autocast enabled
-// is refused (the frame runs eagerly, guarded on that state), and a
-// `torch.autocast(...)` region inside compiled code breaks the graph with
-// that reason.
+// the caller's CPU autocast state (enabled, dtype) is guarded and starts
+// the capture's (Autocast.h); a `torch.autocast("cpu", ...)` object is
+// built at capture and its with-block is a region of that state, whose
+// queries (`torch.is_autocast_enabled("cpu")` ...) are answered from it.
+// CUDA autocast is refused (the frame runs eagerly, guarded on it).
 //===----------------------------------------------------------------------===//
+#include "capture/interp/Autocast.h"
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 
@@ -103,13 +105,98 @@ bool isAutocastType(PyObject *t) {
   return autocast && PyType_Check(t) && PyObject_IsSubclass(t, autocast) == 1;
 }
 
-/// Whether torch.autocast's arguments (device_type, dtype, enabled,
-/// cache_enabled) say `enabled=False` as a constant.
-bool autocastDisabledRegion(const std::vector<VarP> &args,
-                            const std::map<std::string, VarP> &kwargs) {
-  auto it = kwargs.find("enabled");
-  const VarP *enabled = it != kwargs.end() ? &it->second : args.size() > 2 ? &args[2] : nullptr;
-  return enabled && (*enabled)->isConst() && (*enabled)->obj.get() == Py_False;
+/// A torch.autocast object built at capture from constant arguments, with
+/// its device type and the state its with-block sets.
+struct BuiltAutocast {
+  PyRef ctx;
+  std::string device;
+  AutocastState state;
+};
+
+BuiltAutocast buildAutocast(PyObject *cls, PyObject *args, PyObject *kwargs) {
+  BuiltAutocast b;
+  b.ctx = PyRef::steal(PyObject_Call(cls, args, kwargs));
+  if (!b.ctx)
+    throw Unsupported(BreakCategory::UserError,
+                      withPythonError("torch.autocast(...) raised at capture time"),
+                      hint::kRaisesInEager);
+  PyRef device = PyRef::steal(PyObject_GetAttrString(b.ctx.get(), "device"));
+  PyRef enabled = PyRef::steal(PyObject_GetAttrString(b.ctx.get(), "_enabled"));
+  PyRef dtype = PyRef::steal(PyObject_GetAttrString(b.ctx.get(), "fast_dtype"));
+  if (!device || !enabled || !dtype)
+    throw Unsupported(BreakCategory::Other,
+                      withPythonError("cannot read this torch.autocast object's state"));
+  b.device = pyText(device.get());
+  b.state.enabled = PyObject_IsTrue(enabled.get()) == 1;
+  std::optional<DType> d = dtypeFromObject(dtype.get());
+  if (b.state.enabled && (!d || (*d != DType::BF16 && *d != DType::F16)))
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "torch.autocast with dtype " + pyText(dtype.get()) +
+                          " (kiln applies CPU autocast to bfloat16 and float16)");
+  if (d)
+    b.state.dtype = *d;
+  return b;
+}
+
+/// `with torch.autocast(<not cpu>, enabled=False)` changes nothing for the
+/// graph's ops: a contextlib.nullcontext() (new reference).
+PyRef nullContext() {
+  static PyOnce nullContextOnce;
+  PyObject *nullContext = nullContextOnce.get([] {
+    PyRef m = PyRef::steal(PyImport_ImportModule("contextlib"));
+    PyObject *c = m ? PyObject_GetAttrString(m.get(), "nullcontext") : nullptr;
+    PyErr_Clear();
+    return c; // process lifetime
+  });
+  PyRef ctx = PyRef::steal(nullContext ? PyObject_CallNoArgs(nullContext) : nullptr);
+  if (!ctx)
+    throw Unsupported(BreakCategory::Other, withPythonError("cannot create a nullcontext"));
+  return ctx;
+}
+
+/// `cls(*args, **kwargs)` (torch.autocast or a subclass) as the object a
+/// with-block enters: a CPU one registered as a region (enterWith,
+/// Autocast.h; `cpu` set), a disabled one of another device a nullcontext.
+PyRef autocastContext(const Interpreter &I, PyObject *cls, const std::vector<VarP> &args,
+                      const std::map<std::string, VarP> &kwargs, bool &cpu) {
+  PyRef kw = PyRef::steal(PyDict_New());
+  for (auto &[k, v] : kwargs)
+    PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "argument of torch.autocast"));
+  BuiltAutocast b =
+      buildAutocast(cls, constTuple(args, "argument of torch.autocast").get(), kw.get());
+  cpu = b.device == "cpu";
+  if (!cpu && b.state.enabled)
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "a torch.autocast(\"" + b.device +
+                          "\") region inside the compiled code: kiln applies CPU autocast only "
+                          "(the region runs eagerly)");
+  if (!cpu)
+    return nullContext();
+  autocastRegister(I, b.ctx, b.state);
+  return b.ctx;
+}
+
+/// A query of the CPU autocast state inside a region whose state differs
+/// from the caller's: answered from the region (null: not such a query).
+VarP regionQuery(const Interpreter &I, PyObject *fn, const std::vector<VarP> &args) {
+  AutocastState cur = autocastCurrent(I), entry = autocastEntry(I);
+  if (cur.enabled == entry.enabled && cur.dtype == entry.dtype)
+    return nullptr; // the caller's state: asked for real and guarded
+  PyRef nameObj = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  PyErr_Clear();
+  std::string name = nameObj ? pyText(nameObj.get()) : "";
+  bool cpuArg = args.size() == 1 && args[0]->isConst() && PyUnicode_Check(args[0]->obj.get()) &&
+                pyText(args[0]->obj.get()) == "cpu";
+  auto boolConst = [](bool b) { return makeConst(PyRef::borrow(b ? Py_True : Py_False)); };
+  if ((name == "is_autocast_enabled" && cpuArg) ||
+      (name == "is_autocast_cpu_enabled" && args.empty()))
+    return boolConst(cur.enabled);
+  if (name == "_is_any_autocast_enabled" && args.empty())
+    return boolConst(cur.enabled); // other devices' autocast is off (guarded at entry)
+  if ((name == "get_autocast_dtype" && cpuArg) ||
+      (name == "get_autocast_cpu_dtype" && args.empty()))
+    return makeConst(PyRef::borrow(dtypeObject(cur.dtype)));
+  return nullptr;
 }
 
 } // namespace
@@ -173,11 +260,36 @@ void Interpreter::guardAutocastOff() {
                         "the frame runs inside a functorch transform (vmap/grad): its tensors "
                         "are wrappers kiln cannot read");
   }
-  if (on.get() == Py_True)
-    throw Unsupported(BreakCategory::UnsupportedOp,
-                      "torch.autocast is enabled: kiln does not apply autocast's dtype casts "
-                      "yet, so the frame runs eagerly (it recompiles once autocast is off)",
-                      "call the model outside torch.autocast (kiln compiles it in its own dtypes)");
+  AutocastState entry;
+  if (on.get() == Py_True) {
+    // torch.<name>(device), guarded by value (a change recompiles).
+    auto guarded = [&](const char *name, const char *device) {
+      static PyOnce enabledOnce, dtypeOnce;
+      PyObject *f = std::string(name) == "is_autocast_enabled"
+                        ? enabledOnce.get([] { return torchAttr("is_autocast_enabled"); })
+                        : dtypeOnce.get([] { return torchAttr("get_autocast_dtype"); });
+      PyRef args = PyRef::steal(Py_BuildValue("(s)", device));
+      PyRef r = f ? PyRef::steal(PyObject_Call(f, args.get(), nullptr)) : PyRef();
+      if (!r)
+        throw Unsupported(BreakCategory::Other,
+                          withPythonError(std::string("torch.") + name + "() failed"));
+      addCallGuard(f, args.get(), r.get());
+      return r;
+    };
+    if (guarded("is_autocast_enabled", "cuda").get() == Py_True ||
+        guarded("is_autocast_enabled", "cpu").get() != Py_True)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "torch.autocast is enabled for a device other than the CPU: kiln applies "
+                        "CPU autocast only, so the frame runs eagerly (it recompiles once that "
+                        "autocast is off)",
+                        "call the model outside that torch.autocast");
+    std::optional<DType> d = dtypeFromObject(guarded("get_autocast_dtype", "cpu").get());
+    if (!d || (*d != DType::BF16 && *d != DType::F16))
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "CPU autocast to a dtype other than bfloat16/float16");
+    entry = {true, *d};
+  }
+  autocastReset(*this, entry);
 }
 
 VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
@@ -267,28 +379,21 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   }
   if (fn == tensorCtor || fn == asTensor)
     return tensorFromData(args, kwargs);
-  if (isAutocastType(fn) && autocastDisabledRegion(args, kwargs)) {
-    // `torch.autocast(..., enabled=False)` (LLaMA's rotary embedding forcing
-    // f32): autocast is off in every capture (one with it on is refused,
-    // guarded), so the region changes nothing: a no-op context.
-    static PyOnce nullContextOnce;
-    PyObject *nullContext = nullContextOnce.get([] {
-      PyRef m = PyRef::steal(PyImport_ImportModule("contextlib"));
-      PyObject *c = m ? PyObject_GetAttrString(m.get(), "nullcontext") : nullptr;
-      PyErr_Clear();
-      return c; // process lifetime
-    });
-    PyRef ctx = PyRef::steal(nullContext ? PyObject_CallNoArgs(nullContext) : nullptr);
+  if (isAutocastType(fn)) {
+    // Built now; the default dtype its __init__ read is guarded.
+    bool cpu = false;
+    PyRef ctx = autocastContext(*this, fn, args, kwargs, cpu);
+    static PyOnce dtypeOnce;
+    PyObject *getDtype = dtypeOnce.get([] { return torchAttr("get_autocast_dtype"); });
+    PyRef cpuArg = PyRef::steal(Py_BuildValue("(s)", "cpu"));
+    PyRef dflt =
+        cpu && getDtype ? PyRef::steal(PyObject_Call(getDtype, cpuArg.get(), nullptr)) : PyRef();
+    if (dflt)
+      addCallGuard(getDtype, cpuArg.get(), dflt.get());
     PyErr_Clear();
-    if (ctx) {
-      keepAlive_.push_back(ctx);
-      return makeConst(ctx);
-    }
+    keepAlive_.push_back(ctx);
+    return makeConst(ctx);
   }
-  if (isAutocastType(fn))
-    throw Unsupported(BreakCategory::UnsupportedOp,
-                      "a torch.autocast region inside the compiled code: kiln does not apply "
-                      "autocast's dtype casts yet (the region runs eagerly)");
   if ((fn == isTensorFn || fn == isFloatingPoint || fn == isComplex) && args.size() == 1 &&
       kwargs.empty()) {
     if (fn == isTensorFn)
@@ -317,6 +422,8 @@ VarP Interpreter::callStateQuery(PyObject *fn, std::vector<VarP> &args,
   }
   if (!isStateQuery(fn))
     return nullptr;
+  if (VarP r = kwargs.empty() ? regionQuery(*this, fn, args) : nullptr)
+    return r;
   PyRef tuple = constTuple(args, "argument of a torch state query");
   if (!kwargs.empty())
     throw Unsupported(BreakCategory::PythonBuiltin, "keyword arguments to a torch state query");

@@ -105,15 +105,23 @@ VarP layerNorm(Interpreter &I, const std::string &op, Args &a) {
     throw Unsupported("layer_norm of ints");
   Value w = a.isNone("weight") ? Value() : tensorArg(a.get("weight"), op);
   Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
-  auto elt = ttype(v).getElementType();
+  // A bf16/f16 input with float32 weight and bias (autocast's linear
+  // output into a float32 LayerNorm): eager's CPU kernel computes in float32
+  // and returns the input's dtype.
+  DType in = dtypeOfValue(v);
+  bool mixed = isNarrow(in) &&
+               ((w && dtypeOfValue(w) == DType::F32) || (bias && dtypeOfValue(bias) == DType::F32));
+  auto elt = mixed ? Emit(I).elt(DType::F32) : ttype(v).getElementType();
   for (Value p : {w, bias})
     if (p &&
         (ttype(p).getShape() != llvm::ArrayRef<int64_t>(ns) || ttype(p).getElementType() != elt))
       throw Unsupported("layer_norm weight/bias shape or dtype mismatch");
   double eps = a.isNone("eps") ? 1e-5 : asDouble(a.get("eps"), "eps");
   Emit e(I);
-  return T(e.b.create<LayerNormOp>(I.loc(), ttype(v), v, w, bias, e.b.getI64IntegerAttr(ns.size()),
-                                   e.b.getF64FloatAttr(eps)));
+  Value x = e.cast(v, dtypeOf(elt));
+  Value r = e.b.create<LayerNormOp>(I.loc(), ttype(x), x, w, bias, e.b.getI64IntegerAttr(ns.size()),
+                                    e.b.getF64FloatAttr(eps));
+  return T(e.cast(r, in));
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 // at run time the call is made through torch with the live tensors
 // (Program.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/interp/Autocast.h"
 #include "capture/interp/Interp.h"
 #include "capture/ops/AtenOps.h"
 #include "capture/ops/TorchOpsImpl.h"
@@ -336,6 +337,9 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
   Refused refused;
   PyRef probeResult;
   try {
+    if (autocastEntry(*this).enabled || autocastCurrent(*this).enabled)
+      throw Refused{"torch.autocast is on: the call through torch would apply autocast's casts "
+                    "that the meta run does not see"};
     call.args.resize(args.size());
     PyRef metaArgs = PyRef::steal(PyTuple_New((Py_ssize_t)args.size()));
     for (size_t i = 0; i < args.size(); ++i)

@@ -9,6 +9,7 @@
 // input as in eager.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/ops/AutocastPolicy.h"
 #include "capture/ops/StopGradient.h"
 #include "capture/values/ViewSteps.h"
 
@@ -121,6 +122,7 @@ VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &w
 }
 
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
+  AutocastScope autocast(I, op, a);     // CPU autocast's casts of the arguments (AutocastPolicy.h)
   if (VarP r = I.vmapApply(op.name, a)) // an operand batched by torch.vmap (Vmap.cpp)
     return r;
   if (op.is(Composite))

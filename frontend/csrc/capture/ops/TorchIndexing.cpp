@@ -359,7 +359,10 @@ VarP batchNormTraining(Interpreter &I, Args &a, Value x) {
     if (ttype(p).getShape() != llvm::ArrayRef<int64_t>{ch})
       throw Unsupported(BreakCategory::UserError,
                         std::string("batch_norm: ") + name + " shape mismatch (eager raises)");
-    if (dtypeOf(ttype(p).getElementType()) != d)
+    // float32 parameters of a bf16/f16 input (autocast's conv output): eager
+    // computes in float32 and returns the input's dtype.
+    DType pd = dtypeOf(ttype(p).getElementType());
+    if (pd != d && !(isNarrow(d) && pd == DType::F32))
       throw Unsupported(std::string("batch_norm with a ") + name + " of another dtype");
     return p;
   };
@@ -383,7 +386,7 @@ VarP batchNormTraining(Interpreter &I, Args &a, Value x) {
       Value run = e.cast(param(name), c);
       Value v = e.bin<AddOp>(e.bin<MulOp>(e.reshape(batch, {ch}), e.num(m, c)),
                              e.bin<MulOp>(run, e.num(1.0 - m, c)));
-      v = e.cast(v, d);
+      v = e.cast(v, dtypeOfValue(param(name)));
       I.markNoGrad(v);
       // Eager's kernel writes them through their data: no version bump.
       I.assignInPlace(a.get(name), v, "batch_norm(training=True) running stats", nullptr, 0);
@@ -411,6 +414,13 @@ VarP batchNorm(Interpreter &I, const std::string &op, Args &a) {
   mlir::Type elt = xt.getElementType();
   if (!llvm::isa<mlir::FloatType>(elt))
     throw Unsupported("batch_norm of an integer tensor");
+  DType in = dtypeOf(elt);
+  if (isNarrow(in) && dtypeOfValue(mean) == DType::F32) {
+    // float32 stats of a bf16/f16 input (autocast's conv output): computed
+    // in float32, returned in the input's dtype, as eager's CPU kernel.
+    x = e.cast(x, DType::F32);
+    elt = ttype(x).getElementType();
+  }
   int64_t c = xt.getDimSize(1);
   std::vector<int64_t> bshape(xt.getRank(), 1);
   bshape[1] = c;
@@ -432,7 +442,7 @@ VarP batchNorm(Interpreter &I, const std::string &op, Args &a) {
     r = e.inferred<MulOp>({r, param(tensorOf(a.get("weight"), "batch_norm"))});
   if (!a.isNone("bias"))
     r = e.inferred<AddOp>({r, param(tensorOf(a.get("bias"), "batch_norm"))});
-  return fresh(r);
+  return fresh(e.cast(r, in));
 }
 
 VarP slicePrimitive(Interpreter &I, const std::string &op, Args &a) {
