@@ -199,45 +199,6 @@ Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture
   plainObjectsBegin(out_); // PlainObjects.h
 }
 
-const CodeInfo &Interpreter::codeInfo(PyObject *code) {
-  auto it = codes_.find(code);
-  if (it != codes_.end())
-    return *it->second;
-  static PyOnce getInstructionsOnce;
-  PyObject *getInstructions =
-      getInstructionsOnce.get([] { return importAttr("dis", "get_instructions").release(); });
-  auto info = std::make_unique<CodeInfo>();
-  info->code = PyRef::borrow(code);
-  info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
-  info->name = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
-  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions, {code}).get()));
-  if (!list)
-    throw Unsupported("cannot decode bytecode of " + info->name);
-  int line = 0;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
-    PyObject *ins = PyList_GET_ITEM(list.get(), i);
-    Instr in;
-    in.opname = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
-    in.opcode = opcodeNamed(in.opname);
-    PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
-    in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
-    in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
-    in.argrepr = pyText(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
-    in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
-    PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
-    PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
-    if (lineno && lineno.get() != Py_None)
-      line = PyLong_AsLong(lineno.get());
-    in.line = line;
-    PyErr_Clear();
-    info->indexOfOffset[in.offset] = info->instrs.size();
-    info->instrs.push_back(std::move(in));
-  }
-  auto &ref = *info;
-  codes_[code] = std::move(info);
-  return ref;
-}
-
 void Interpreter::guardValue(const VarP &v) {
   if (!v || v->source < 0 || !v->isConst())
     return;
