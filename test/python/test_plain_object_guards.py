@@ -111,6 +111,11 @@ class Formats(Scaled):
         return x * len(f"{self.opts}")  # Options.__repr__ reads `tag`
 
 
+class FormatCall(Scaled):
+    def forward(self, x):
+        return x * len("{}".format(self.opts))
+
+
 class Equals(Scaled):
     def forward(self, x):
         return x * (2.0 if self.opts == DEFAULT else 3.0)
@@ -123,7 +128,7 @@ def compare_each(cls, opts, x):
             assert_close(kiln.compile(m)(x), m(x))
 
 
-@pytest.mark.parametrize("cls", [IsDefault, ById, Keyed, Formats, Equals])
+@pytest.mark.parametrize("cls", [IsDefault, ById, Keyed, Formats, FormatCall, Equals])
 def test_identity_uses_keep_identity_guards(cls):
     x = torch.randn(3, 4)
     others = [Options(tag="a" * (i + 1)) for i in range(3)]
