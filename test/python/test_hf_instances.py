@@ -93,3 +93,30 @@ def test_llama_decode_with_keyword_cache_keeps_few_graphs():
     s = stats()
     assert s["graphs_compiled"] <= 4 and s["eager_calls"] == 0 and s["graph_breaks"] == 0, s
     assert s["compiled_calls"] == 13, s
+
+
+@pytest.mark.parametrize("make,eps", [(gpt2, "layer_norm_epsilon"), (bert, "layer_norm_eps")],
+                         ids=["gpt2", "bert"])
+def test_differing_layer_norm_eps_does_not_share(make, eps):
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (2, 8))
+    a, b = make(), make(**{eps: 0.5})
+    b.load_state_dict(a.state_dict())  # same weights: only eps differs
+    out_a, out_b = check(a, ids), check(b, ids)
+    assert not torch.allclose(out_a, out_b, atol=1e-3)
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+
+
+def test_output_attentions_set_after_compiling():
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (2, 8))
+    model = gpt2(attn_implementation="eager")
+    check(model, ids)
+    model.config.output_attentions = True
+    with torch.no_grad():
+        out, ref = kiln.compile(model)(ids), model(ids)
+    assert len(out.attentions) == len(ref.attentions) == 2
+    for a, b in zip(out.attentions, ref.attentions):
+        assert_close(a, b, **TOL)
+    assert stats()["graphs_compiled"] == 2, stats()
