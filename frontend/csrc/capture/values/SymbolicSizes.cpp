@@ -150,6 +150,18 @@ SizeExprP symExpr(int64_t sym) {
   return e;
 }
 
+/// Adds the size guard `lhs cmp rhs` (== `expected`) to `cap` once.
+void addSizeGuardTo(Capture &cap, SizeExprP lhs, const std::string &cmp, SizeExprP rhs,
+                    bool expected) {
+  if (lhs->op == Op::Const && rhs->op == Op::Const)
+    return;
+  std::string text = sizeExprText(*lhs) + cmp + sizeExprText(*rhs);
+  for (const SizeGuard &g : cap.sizeGuards)
+    if (sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text)
+      return;
+  cap.sizeGuards.push_back({lhs, rhs, cmp, expected});
+}
+
 /// The symbol that stands for affine expression `e` in `cap`: the symbol
 /// itself for a plain one, else a derived symbol (SymbolicSize::def),
 /// added on first use. -1 for a constant, -2 where none can be (not
@@ -178,13 +190,7 @@ int symbolForExpr(Capture &cap, SizeExprP e) {
     if (s.def && affineKey(*s.def) == key)
       return (int)i;
     if (s.captured == captured) {
-      SizeExprP other = s.def ? s.def : symExpr((int64_t)i);
-      std::string text = sizeExprText(*e) + "==" + sizeExprText(*other);
-      bool known = false;
-      for (const SizeGuard &g : cap.sizeGuards)
-        known |= sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text;
-      if (!known)
-        cap.sizeGuards.push_back({e, other, "==", true});
+      addSizeGuardTo(cap, e, "==", s.def ? s.def : symExpr((int64_t)i), true);
       return (int)i;
     }
   }
@@ -418,13 +424,7 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
 
 void Interpreter::addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs,
                                bool expected) {
-  if (lhs->op == Op::Const && rhs->op == Op::Const)
-    return;
-  std::string text = sizeExprText(*lhs) + cmp + sizeExprText(*rhs);
-  for (const SizeGuard &g : out_.sizeGuards)
-    if (sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text)
-      return;
-  out_.sizeGuards.push_back({lhs, rhs, cmp, expected});
+  addSizeGuardTo(out_, std::move(lhs), cmp, std::move(rhs), expected);
 }
 
 VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const VarP &b) {
