@@ -38,8 +38,10 @@ struct PlainState {
   std::string why; ///< the first pin's reason (for the guards log)
 };
 
+/// One per capture in progress on this thread (captures nest; a Python
+/// call at capture may let another thread capture meanwhile).
 std::vector<PlainState> &states() {
-  static std::vector<PlainState> s; // one per capture in progress (nested)
+  thread_local std::vector<PlainState> s;
   return s;
 }
 
