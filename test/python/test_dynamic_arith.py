@@ -246,3 +246,16 @@ def test_constant_slice_of_symbolic_dim_both_sides():
     seen = _run(f, lambda n: (torch.randn(2, n),), [12, 16, 20, 4, 6, 30])
     assert seen[2] == ONE_DYNAMIC, seen
     assert seen[-1] == (3, 2, 2, 0), seen
+
+
+def test_derived_size_equal_to_another_input_size():
+    # A decode step: the mask is one longer than the cache, and
+    # arange(cache + 1) has the mask's captured length: the same symbol,
+    # with a size guard that the two stay equal (SymbolicSizes.cpp).
+    def f(mask, cache):
+        return mask * torch.arange(cache.shape[0] + 1) + cache.sum()
+
+    _assert_one_dynamic(_run(f, lambda n: (torch.randn(n + 1), torch.randn(n)), SIZES))
+    mask, cache = torch.randn(1), torch.randn(6)  # no longer equal: the guard fails
+    torch.testing.assert_close(kiln.compile(f)(mask, cache), f(mask, cache))
+    assert _counts()[0] == 3, _counts()

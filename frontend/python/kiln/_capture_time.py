@@ -9,10 +9,11 @@ half, once per forward (``DynamicCache(config=...)``), which made ~65
 graph breaks. When the interpreter calls one of the methods named in
 CAPTURE_TIME with a receiver it holds as a constant (read through a
 source, or made at capture) and constant arguments, it calls the method
-now and uses the result as a constant. The receiver is guarded by
-identity and its ``__dict__`` by value against a deep copy (any change of
-the config's state recompiles); a result that is the receiver itself keeps
-its source. The result must not escape the frame as a new object per call:
+now and uses the result as a constant. The receiver is guarded by its type
+(a plain object, PlainObjects.h) and its ``__dict__`` by value against a
+deep copy (any change of the config's state recompiles); a result that is
+the receiver itself keeps its source, any other result keeps the
+receiver's identity guard. The result must not escape the frame as a new object per call:
 the listed methods return objects the callers only read.
 (frontend/csrc/capture/interp/CaptureTimeCalls.cpp.)
 """

@@ -10,6 +10,7 @@
 // deep copy taken before the call (any change of the state recompiles).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/interp/PlainObjects.h"
 #include "GilOnce.h"
 
 namespace kiln {
@@ -101,11 +102,14 @@ VarP CaptureTimeCalls::boundMethod(Interpreter &I, const VarP &callee, std::vect
   for (auto &[k, v] : kwargs)
     I.guardValue(v);
   if (int src = I.sourceOf(self); src >= 0) {
-    I.guardValue(self); // identity
+    I.guardValue(self); // a plain object: by type (PlainObjects.h), its state below
     guardState(I, I.out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), snapshot);
   }
   if (result.get() == receiver)
     return self;
+  // Another object (a copy, a sub-config) is one constant for every call:
+  // the receiver keeps its identity guard, as before type guards.
+  pinPlainObject(receiver, "a method evaluated at capture returned another object");
   I.keepAlive_.push_back(result);
   return makeConst(result);
 }

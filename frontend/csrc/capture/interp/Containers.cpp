@@ -8,6 +8,7 @@
 // (SideEffects.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "capture/interp/PlainObjects.h"
 
 namespace kiln {
 namespace {
@@ -239,6 +240,7 @@ void OpcodeHandlers::formatValue(Interpreter &, Frame &f, const Instr &in, StepC
   VarP spec = (in.arg & 0x04) ? popValue(f) : nullptr;
   VarP v = popValue(f);
   PyObject *o = constObj(v, "f-string value");
+  pinPlainObject(o, "it is formatted at capture");
   int conv = in.arg & 0x03;
   PyRef converted = PyRef::steal(conv == 1   ? PyObject_Str(o)
                                  : conv == 2 ? PyObject_Repr(o)

@@ -15,6 +15,7 @@
 // form, NotImplemented fallbacks).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "capture/interp/PlainObjects.h"
 #include "GilOnce.h"
 
 #include <algorithm>
@@ -316,6 +317,7 @@ VarP Interpreter::callLruCached(const VarP &callee, PyObject *wrapper, std::vect
     PyObject *o = c ? c.get() : v->isConst() ? v->obj.get() : nullptr;
     if (!o || (c && PyList_Check(o)))
       return false;
+    pinPlainObjectsIn(o, "it is hashed at capture");
     bool ok = PyObject_Hash(o) != -1;
     PyErr_Clear();
     return ok;

@@ -7,9 +7,11 @@
 // handler from the opcode table (Opcodes.def, OpcodeHandlers.h). An opcode
 // with no row is one structured graph break, raised here. A Python
 // exception the capture raises (PyRaised) goes to the frame's exception
-// table (Exceptions.cpp).
+// table (Exceptions.cpp). Code objects are decoded once per capture
+// (`codeInfo`, with `dis.get_instructions`).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
+#include "GilOnce.h"
 
 namespace kiln {
 
@@ -22,6 +24,49 @@ VarP popValue(Frame &f) {
 }
 
 VarP nullVar() { return std::make_shared<Var>(); }
+
+const CodeInfo &Interpreter::codeInfo(PyObject *code) {
+  auto it = codes_.find(code);
+  if (it != codes_.end())
+    return *it->second;
+  static PyOnce getInstructionsOnce;
+  PyObject *getInstructions = getInstructionsOnce.get([] {
+    PyRef dis = PyRef::steal(PyImport_ImportModule("dis"));
+    return dis ? PyObject_GetAttrString(dis.get(), "get_instructions") : nullptr;
+  });
+  auto info = std::make_unique<CodeInfo>();
+  info->code = PyRef::borrow(code);
+  info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
+  info->name = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
+  PyRef decoded =
+      PyRef::steal(getInstructions ? PyObject_CallOneArg(getInstructions, code) : nullptr);
+  PyRef list = PyRef::steal(decoded ? PySequence_List(decoded.get()) : nullptr);
+  if (!list)
+    throw Unsupported("cannot decode bytecode of " + info->name);
+  int line = 0;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+    PyObject *ins = PyList_GET_ITEM(list.get(), i);
+    Instr in;
+    in.opname = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
+    in.opcode = opcodeNamed(in.opname);
+    PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
+    in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
+    in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
+    in.argrepr = pyText(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
+    in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
+    PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
+    PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
+    if (lineno && lineno.get() != Py_None)
+      line = PyLong_AsLong(lineno.get());
+    in.line = line;
+    PyErr_Clear();
+    info->indexOfOffset[in.offset] = info->instrs.size();
+    info->instrs.push_back(std::move(in));
+  }
+  auto &ref = *info;
+  codes_[code] = std::move(info);
+  return ref;
+}
 
 void StepControl::jumpTo(PyObject *targetOffset) {
   next = code.indexOfOffset.at(PyLong_AsLong(targetOffset));

@@ -13,6 +13,7 @@
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
+#include "capture/interp/PlainObjects.h"
 #include "capture/values/DynamicShapes.h"
 
 #include "ir/KilnOps.h"
@@ -73,6 +74,16 @@ bool isPrimitiveDict(PyObject *o) {
   Py_ssize_t pos = 0;
   while (PyDict_Next(o, &pos, &k, &v))
     if (!PyUnicode_CheckExact(k) || !isPrimitive(v))
+      return false;
+  return true;
+}
+
+/// A dict whose keys are all str.
+bool strKeys(PyObject *d) {
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(d, &pos, &k, &v))
+    if (!PyUnicode_CheckExact(k))
       return false;
   return true;
 }
@@ -184,45 +195,8 @@ std::vector<std::string> localNames(PyCodeObject *code) {
 }
 
 Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out)
-    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame), out_(out) {}
-
-const CodeInfo &Interpreter::codeInfo(PyObject *code) {
-  auto it = codes_.find(code);
-  if (it != codes_.end())
-    return *it->second;
-  static PyOnce getInstructionsOnce;
-  PyObject *getInstructions =
-      getInstructionsOnce.get([] { return importAttr("dis", "get_instructions").release(); });
-  auto info = std::make_unique<CodeInfo>();
-  info->code = PyRef::borrow(code);
-  info->filename = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_filename")).get());
-  info->name = pyText(PyRef::steal(PyObject_GetAttrString(code, "co_name")).get());
-  PyRef list = PyRef::steal(PySequence_List(pyCall(getInstructions, {code}).get()));
-  if (!list)
-    throw Unsupported("cannot decode bytecode of " + info->name);
-  int line = 0;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
-    PyObject *ins = PyList_GET_ITEM(list.get(), i);
-    Instr in;
-    in.opname = pyText(PyRef::steal(PyObject_GetAttrString(ins, "opname")).get());
-    in.opcode = opcodeNamed(in.opname);
-    PyRef arg = PyRef::steal(PyObject_GetAttrString(ins, "arg"));
-    in.arg = arg.get() == Py_None ? 0 : PyLong_AsLong(arg.get());
-    in.argval = PyRef::steal(PyObject_GetAttrString(ins, "argval"));
-    in.argrepr = pyText(PyRef::steal(PyObject_GetAttrString(ins, "argrepr")).get());
-    in.offset = PyLong_AsLong(PyRef::steal(PyObject_GetAttrString(ins, "offset")).get());
-    PyRef pos = PyRef::steal(PyObject_GetAttrString(ins, "positions"));
-    PyRef lineno = pos ? PyRef::steal(PyObject_GetAttrString(pos.get(), "lineno")) : PyRef();
-    if (lineno && lineno.get() != Py_None)
-      line = PyLong_AsLong(lineno.get());
-    in.line = line;
-    PyErr_Clear();
-    info->indexOfOffset[in.offset] = info->instrs.size();
-    info->instrs.push_back(std::move(in));
-  }
-  auto &ref = *info;
-  codes_[code] = std::move(info);
-  return ref;
+    : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame), out_(out) {
+  plainObjectsBegin(out_); // PlainObjects.h
 }
 
 void Interpreter::guardValue(const VarP &v) {
@@ -231,6 +205,17 @@ void Interpreter::guardValue(const VarP &v) {
   if (holdWeakly(v->obj.get()))
     return guardModule(v); // by type (ModuleGuards.cpp)
   Guard g;
+  if (isPlainObject(v->obj.get())) { // by type while its identity is unused (PlainObjects.h)
+    g.kind = Guard::Kind::Type;
+    g.source = v->source;
+    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(v->obj.get())));
+    for (const Guard &e : out_.guards)
+      if (e.source == g.source && e.kind == g.kind && e.expected.get() == g.expected.get())
+        return;
+    addPlainObjectGuard(out_, out_.guards.size(), v->obj.get());
+    out_.guards.push_back(std::move(g));
+    return;
+  }
   // The root frame's **kwargs is a new dict per call: compared by value.
   bool kwargsDict = v->source == varKeywordsSource_ && isPrimitiveDict(v->obj.get());
   g.kind = isPrimitive(v->obj.get()) || kwargsDict ? Guard::Kind::Equals : Guard::Kind::Identity;
@@ -289,7 +274,12 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
     v->source = source;
     return v;
   }
-  if (PyDict_CheckExact(value) && dictHoldsTensor(value)) {
+  // The root's **kwargs is a new dict per call: unless it holds only flags
+  // (compared by value, guardValue) it is read by structure like a dict of
+  // tensors, never by identity (`past_key_values=cache` in a decode loop).
+  bool kwargsDict = source == varKeywordsSource_ && PyDict_CheckExact(value) &&
+                    !isPrimitiveDict(value) && strKeys(value);
+  if (PyDict_CheckExact(value) && (kwargsDict || dictHoldsTensor(value))) {
     // A dict of tensors (e.g. **kwargs): each value read through its own
     // source; the keys are guarded through the length and those sources.
     guardLength(source, PyDict_Size(value));
@@ -500,6 +490,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
   bool boundToBase = PyCFunction_Check(v.get()) && PyCFunction_GET_SELF(v.get()) == o;
   if (boundToBase && isModule(o)) // a C method of this very module object
     pinModuleIdentity("a C method bound to a module is read at capture");
+  if (boundToBase)
+    pinPlainObject(o, "a C method bound to the object is read at capture");
   if (obj->source < 0 || boundToBase) {
     keepAlive_.push_back(v);
     return makeConst(v);
@@ -560,7 +552,13 @@ bool Interpreter::truthy(const VarP &v) {
                       hint::kTensorBranch);
   if (v->kind == Var::Kind::Object)
     return objectTruthy(v); // UserObjects.cpp
-  int r = PyObject_IsTrue(constObj(v, "branch condition"));
+  PyObject *cond = constObj(v, "branch condition");
+  PyTypeObject *ct = Py_TYPE(cond);
+  if ((ct->tp_as_number && ct->tp_as_number->nb_bool) ||
+      (ct->tp_as_mapping && ct->tp_as_mapping->mp_length) ||
+      (ct->tp_as_sequence && ct->tp_as_sequence->sq_length))
+    pinPlainObject(cond, "its truth value comes from its own __bool__/__len__");
+  int r = PyObject_IsTrue(cond);
   if (r < 0) {
     PyErr_Clear();
     throw Unsupported("truth value of the condition raised");
@@ -593,6 +591,7 @@ VarP Interpreter::getIter(const VarP &v) {
     return getIter(callTensorMethod(v, "unbind", none, nokw));
   }
   PyObject *o = constObj(v, "iterable");
+  pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;
   if (isModule(o) && v->source < 0)
     return getIter(makeConst(v->obj, sourceOf(v)));
@@ -713,6 +712,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");
+  pinPlainObject(o, "it is subscripted at capture");
+  pinPlainObject(key, "it is a subscript key");
   PyRef r = PyRef::steal(PyObject_GetItem(o, key));
   if (!r) {
     PyErr_Clear();

@@ -21,6 +21,7 @@
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 #include "Log.h"
+#include "capture/interp/PlainObjects.h"
 
 namespace kiln {
 
@@ -97,6 +98,7 @@ void Interpreter::finishModuleGuards(bool captured) {
     for (const OutputSlot &s : *slots)
       if (s.kind == OutputSlot::Kind::Constant && s.constant && isModule(s.constant.get()))
         pinModuleIdentity("a module object is part of the result");
+  finishPlainObjectGuards(out_, pinReason_); // PlainObjects.h
   if (!pinReason_)
     return;
   if (captured && !moduleGuards_.empty())

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
+#include "capture/interp/PlainObjects.h"
 #include "capture/values/IdTokens.h"
 
 #include <unordered_map>
@@ -126,8 +127,11 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
     if (VarP r = seqBinary(sym, lhs, rhs, [&](const VarP &v) { return interp.iterItems(v); }))
       return r;
   PyRef l = seqAsConst(lhs), r0 = seqAsConst(rhs);
-  PyRef r = PyRef::steal(constBinary(sym, l ? l.get() : constObj(lhs, "operand"),
-                                     r0 ? r0.get() : constObj(rhs, "operand")));
+  PyObject *lo = l ? l.get() : constObj(lhs, "operand"),
+           *ro = r0 ? r0.get() : constObj(rhs, "operand");
+  pinPlainObject(lo, "an operator is evaluated on it at capture");
+  pinPlainObject(ro, "an operator is evaluated on it at capture");
+  PyRef r = PyRef::steal(constBinary(sym, lo, ro));
   if (!r) // eager raises the same: a try/except of the frames may catch it
     raisePending("operator " + sym + " raised on constants");
   interp.noteFresh(r); // {1} | {2}, l + [3]: a new container
@@ -161,6 +165,7 @@ VarP OpcodeHandlers::applyUnary(Interpreter &interp, Frame &f, bool negative) {
   if (v->kind == Var::Kind::Scalar)
     return interp.scalarUnary(v, negative);
   PyObject *c = constObj(v, "operand");
+  pinPlainObject(c, "an operator is evaluated on it at capture");
   PyRef r = PyRef::steal(negative ? PyNumber_Negative(c) : PyNumber_Invert(c));
   if (!r)
     throw Unsupported(BreakCategory::UserError,
@@ -198,6 +203,10 @@ void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepCo
     same = lhs.get() == rhs.get(); // containers built here are new objects
   } else {
     same = constObj(lhs, "operand") == constObj(rhs, "operand");
+    if (!isNoneConst(lhs) && !isNoneConst(rhs)) { // `config is None` is answered by its type
+      pinPlainObject(lhs->obj.get(), "`is` compares it");
+      pinPlainObject(rhs->obj.get(), "`is` compares it");
+    }
     if (isModule(lhs->obj.get()) && isModule(rhs->obj.get())) // the answer is per instance
       interp.pinModuleIdentity("`is` between two modules");
   }
@@ -207,6 +216,8 @@ void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepCo
 void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool found = false;
+  if (lhs->isConst()) // hashed or compared with ==
+    pinPlainObject(lhs->obj.get(), "`in` looks it up");
   if (rhs->kind == Var::Kind::Dict) {
     found = dictFind(rhs, constObj(lhs, "operand")) >= 0;
   } else if (rhs->kind == Var::Kind::Tuple || rhs->kind == Var::Kind::List ||
@@ -229,12 +240,14 @@ void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, 
         found = true;
         continue;
       }
+      pinPlainObject(constObj(item, "item"), "`in` compares it");
       int eq = PyObject_RichCompareBool(constObj(lhs, "operand"), constObj(item, "item"), Py_EQ);
       if (eq < 0)
         throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));
       found |= eq == 1;
     }
   } else {
+    pinPlainObject(constObj(rhs, "container"), "`in` is evaluated on it at capture");
     int contains = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
     if (contains < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));

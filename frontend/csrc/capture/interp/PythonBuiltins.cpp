@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/Interp.h"
+#include "capture/interp/PlainObjects.h"
 #include "GilOnce.h"
 #include "capture/values/IdTokens.h"
 
@@ -285,6 +286,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (fn == PyDict_GetItemString(PyEval_GetBuiltins(), "id") && args.size() == 1 && kwargs.empty())
     return idOf(args[0], keepAlive_, [this](const VarP &v) {
       guardValue(v); // identity (a module: by type, so pinned to identity)
+      pinPlainObject(v->obj.get(), "id() of it");
       if (isModule(v->obj.get()))
         pinModuleIdentity("id() of a module");
     });
@@ -499,6 +501,8 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
     PyObject *o = c ? c.release()
                     : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
+    if (name != "isinstance" && name != "issubclass" && name != "type" && name != "callable")
+      pinPlainObjectsIn(o, "a builtin is evaluated on it at capture"); // type-only ones are not
     // An iterator of the caller (a generator, itertools.chain, zip, ...):
     // the call would consume it at capture time and the frame would then
     // see it empty.
@@ -511,6 +515,8 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs) {
     PyRef c = seqAsConst(v);
+    pinPlainObjectsIn(c ? c.get() : constObj(v, "keyword argument"),
+                      "a builtin is evaluated on it at capture");
     PyDict_SetItemString(kw.get(), k.c_str(), c ? c.get() : constObj(v, "keyword argument"));
   }
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));

@@ -12,6 +12,7 @@
 // object. Anything else about such objects is Unsupported.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/PlainObjects.h"
 
 #include <set>
 
@@ -178,6 +179,8 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
   PyRef kw = PyRef::steal(PyDict_New());
   for (auto &[k, v] : kwargs)
     PyDict_SetItemString(kw.get(), k.c_str(), constObj(v, "keyword argument"));
+  pinPlainObjectsIn(tuple.get(), "a str/tuple method is evaluated on it at capture");
+  pinPlainObjectsIn(kw.get(), "a str/tuple method is evaluated on it at capture");
   PyRef r = PyRef::steal(PyObject_Call(fn, tuple.get(), kw.get()));
   if (!r) // a pure method on constants: eager raises the same (Exceptions.cpp)
     raisePending(pyText(owner) + "." + name + " raised at capture time");

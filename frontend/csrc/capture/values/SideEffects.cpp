@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
+#include "capture/interp/PlainObjects.h"
 #include "capture/values/IdTokens.h"
 
 namespace kiln {
@@ -25,6 +26,7 @@ namespace kiln {
 const std::set<PyObject *> *gMutatedContainers = nullptr;
 
 Interpreter::~Interpreter() {
+  plainObjectsEnd(out_);
   if (gMutatedContainers == &mutated_)
     gMutatedContainers = nullptr;
 }
@@ -103,6 +105,7 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation (STORE_ATTR) of an attribute of a value built in the frame");
   PyObject *o = obj->obj.get();
+  pinPlainObject(o, "an attribute of it is stored");
   if (value->isTensor() && value->inputIndex >= 0) {
     // `self.buf += x` stores the tensor it updated in place back into the
     // same attribute: the object is already there (nothing to replay).

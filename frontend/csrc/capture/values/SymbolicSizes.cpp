@@ -143,11 +143,33 @@ std::string affineKey(const SizeExpr &e) {
   return key + std::to_string(c);
 }
 
+SizeExprP symExpr(int64_t sym) {
+  auto e = std::make_shared<SizeExpr>();
+  e->op = Op::Sym;
+  e->value = sym;
+  return e;
+}
+
+/// Adds the size guard `lhs cmp rhs` (== `expected`) to `cap` once.
+void addSizeGuardTo(Capture &cap, SizeExprP lhs, const std::string &cmp, SizeExprP rhs,
+                    bool expected) {
+  if (lhs->op == Op::Const && rhs->op == Op::Const)
+    return;
+  std::string text = sizeExprText(*lhs) + cmp + sizeExprText(*rhs);
+  for (const SizeGuard &g : cap.sizeGuards)
+    if (sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text)
+      return;
+  cap.sizeGuards.push_back({lhs, rhs, cmp, expected});
+}
+
 /// The symbol that stands for affine expression `e` in `cap`: the symbol
 /// itself for a plain one, else a derived symbol (SymbolicSize::def),
 /// added on first use. -1 for a constant, -2 where none can be (not
-/// affine, or its captured value equals another symbol's: the sizes of
-/// results are found by captured value, DynamicShapes.cpp).
+/// affine). The sizes of results are found by captured value
+/// (DynamicShapes.cpp), so an expression whose captured value equals
+/// another symbol's is that symbol, with a size guard that the two are
+/// equal on every call (a decode step's `past + 1` and its attention
+/// mask's length).
 int symbolForExpr(Capture &cap, SizeExprP e) {
   e = simplify(e);
   if (e->op == Op::Const)
@@ -167,18 +189,13 @@ int symbolForExpr(Capture &cap, SizeExprP e) {
     const SymbolicSize &s = cap.symbols[i];
     if (s.def && affineKey(*s.def) == key)
       return (int)i;
-    if (s.captured == captured)
-      return -2;
+    if (s.captured == captured) {
+      addSizeGuardTo(cap, e, "==", s.def ? s.def : symExpr((int64_t)i), true);
+      return (int)i;
+    }
   }
   cap.symbols.push_back({captured, {}, e});
   return (int)cap.symbols.size() - 1;
-}
-
-SizeExprP symExpr(int64_t sym) {
-  auto e = std::make_shared<SizeExpr>();
-  e->op = Op::Sym;
-  e->value = sym;
-  return e;
 }
 
 /// The expression of an int operand: a SymInt's, or a constant for a
@@ -407,13 +424,7 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
 
 void Interpreter::addSizeGuard(SizeExprP lhs, const std::string &cmp, SizeExprP rhs,
                                bool expected) {
-  if (lhs->op == Op::Const && rhs->op == Op::Const)
-    return;
-  std::string text = sizeExprText(*lhs) + cmp + sizeExprText(*rhs);
-  for (const SizeGuard &g : out_.sizeGuards)
-    if (sizeExprText(*g.lhs) + g.cmp + sizeExprText(*g.rhs) == text)
-      return;
-  out_.sizeGuards.push_back({lhs, rhs, cmp, expected});
+  addSizeGuardTo(out_, std::move(lhs), cmp, std::move(rhs), expected);
 }
 
 VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const VarP &b) {

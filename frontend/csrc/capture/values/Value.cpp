@@ -7,6 +7,7 @@
 // borrowed for the call only.
 //===----------------------------------------------------------------------===//
 #include "capture/values/Value.h"
+#include "capture/interp/PlainObjects.h"
 
 #include "capture/breaks/GraphBreak.h"
 #include "PySequence.h"
@@ -44,6 +45,7 @@ VarP makeSeq(Var::Kind kind, std::vector<VarP> items) {
 }
 
 int dictFind(const VarP &d, PyObject *key) {
+  pinPlainObject(key, "it is a dict key"); // hashed, compared with ==
   for (size_t i = 0; i < d->keys.size(); ++i) {
     int eq = PyObject_RichCompareBool(d->keys[i].get(), key, Py_EQ);
     if (eq < 0)

@@ -1,0 +1,54 @@
+//===- PlainObjects.h - type guards for plain Python objects ----*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// A plain Python object read from the frame (an instance of a pure-Python
+// class with an instance __dict__: HuggingFace's `self.config`, a
+// dataclass of options) is guarded by its exact type, not its identity,
+// while the capture only read attributes from it through sources (each read
+// has its own guard), so instances of one model class with equal configs
+// share one entry. A use that depends on the object itself or on state no
+// source guards (`is`, id(), hashing, a builtin, operator or f-string
+// evaluated on it at capture, an attribute store, a C method bound to it,
+// the object in the result or in a side effect, a source keyed by it, a
+// capture that failed part-way) pins it: its guards become identity guards
+// again (PlainObjects.cpp).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CAPTURE_INTERP_PLAINOBJECTS_H
+#define KILN_CAPTURE_INTERP_PLAINOBJECTS_H
+
+#include <Python.h>
+
+#include <cstddef>
+
+namespace kiln {
+
+struct Capture;
+
+/// Whether `o` is an instance of a pure-Python class (a heap type whose
+/// metaclass is `type` and whose bases are heap types or `object`) with an
+/// instance __dict__, and not a module, tensor, container or exception.
+bool isPlainObject(PyObject *o);
+
+/// Starts and ends the plain-object bookkeeping of the capture filling
+/// `out` (the Interpreter's constructor and destructor; captures nest).
+void plainObjectsBegin(Capture &out);
+void plainObjectsEnd(Capture &out);
+
+/// Records guard `guard` of `out` (a Type guard on plain object `o`).
+void addPlainObjectGuard(Capture &out, size_t guard, PyObject *o);
+
+/// The capture in progress depends on `o` itself (or on state of it no
+/// guard covers): if `o` is a plain object its guards become identity.
+void pinPlainObject(PyObject *o, const char *why);
+
+/// pinPlainObject on `o` and on what the tuples, lists and dicts in it hold.
+void pinPlainObjectsIn(PyObject *o, const char *why);
+
+/// Turns the recorded Type guards into identity guards where pinned, or all
+/// of them when `pinAll` is set (`why` says why); scans the result, the
+/// side effects and the sources for plain objects first.
+void finishPlainObjectGuards(Capture &out, const char *pinAll);
+
+} // namespace kiln
+
+#endif // KILN_CAPTURE_INTERP_PLAINOBJECTS_H

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Plain Python objects held by a module or passed in (HuggingFace's
+`self.config`, an options object) are guarded by type while the capture only
+reads attributes from them (each read guarded by value), so instances with
+equal options share one graph; a changed or differing attribute the forward
+reads recompiles; a use that depends on the object itself (`is`, id(), a
+dict keyed by it, returning it, mutating it, a builtin evaluated on it) keeps
+the identity guard, and every such case gives eager's answer
+(capture/interp/PlainObjects.h)."""
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from conftest import assert_close, stats
+
+
+class Options:
+    def __init__(self, scale=2.0, shift=1.0, tag="a"):
+        self.scale = scale
+        self.shift = shift
+        self.tag = tag
+        self.calls = 0
+
+    def __repr__(self):  # reads `tag`, which no forward below reads directly
+        return f"Options({self.tag})"
+
+
+class Scaled(nn.Module):
+    def __init__(self, opts):
+        super().__init__()
+        self.opts = opts
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * self.opts.scale + self.opts.shift
+
+
+def run_all(models, x):
+    with torch.no_grad():
+        for m in models:
+            assert_close(kiln.compile(m)(x), m(x))
+
+
+def test_instances_with_equal_options_share_one_graph():
+    x = torch.randn(3, 4)
+    run_all([Scaled(Options()).eval() for _ in range(12)], x)
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["recompiles"] == 0 and s["eager_calls"] == 0, s
+
+
+def test_differing_or_changed_attribute_recompiles():
+    x = torch.randn(3, 4)
+    a, b = Scaled(Options()), Scaled(Options(scale=3.0))
+    run_all([a, b], x)  # b's scale differs: not a's graph
+    assert stats()["graphs_compiled"] == 2, stats()
+    a.opts.shift = -5.0  # changed after compiling
+    run_all([a], x)
+    a.opts = Options(scale=0.5)  # replaced by another object
+    run_all([a], x)
+    assert stats()["graphs_compiled"] == 4 and stats()["eager_calls"] == 0, stats()
+
+
+def test_function_argument_objects_share_one_graph():
+    def f(x, o):
+        return x * o.scale - o.shift
+
+    cf = kiln.compile(f)
+    x = torch.randn(5)
+    for i in range(10):
+        o = Options(scale=2.0 if i < 9 else 4.0)
+        assert_close(cf(x, o), f(x, o))
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+
+
+DEFAULT = Options()
+
+
+class IsDefault(Scaled):
+    def forward(self, x):
+        return x * (2.0 if self.opts is DEFAULT else 3.0)
+
+
+class ById(Scaled):
+    def forward(self, x):
+        return x + float(id(self.opts) % 1000)
+
+
+TABLE = {}
+
+
+class Keyed(Scaled):
+    def forward(self, x):
+        return x * TABLE[self.opts]
+
+
+class Returns(Scaled):
+    def forward(self, x):
+        return x * self.opts.scale, self.opts
+
+
+class Counts(Scaled):
+    def forward(self, x):
+        self.opts.calls += 1
+        return x * self.opts.scale
+
+
+class Formats(Scaled):
+    def forward(self, x):
+        return x * len(f"{self.opts}")  # Options.__repr__ reads `tag`
+
+
+class FormatCall(Scaled):
+    def forward(self, x):
+        return x * len("{}".format(self.opts))
+
+
+class Equals(Scaled):
+    def forward(self, x):
+        return x * (2.0 if self.opts == DEFAULT else 3.0)
+
+
+def compare_each(cls, opts, x):
+    with torch.no_grad():
+        for o in opts:
+            m = cls(o)
+            assert_close(kiln.compile(m)(x), m(x))
+
+
+@pytest.mark.parametrize("cls", [IsDefault, ById, Keyed, Formats, FormatCall, Equals])
+def test_identity_uses_keep_identity_guards(cls):
+    x = torch.randn(3, 4)
+    others = [Options(tag="a" * (i + 1)) for i in range(3)]
+    TABLE.clear()
+    for i, o in enumerate(others):
+        TABLE[o] = float(i + 2)
+    compare_each(cls, ([] if cls is Keyed else [DEFAULT]) + others, x)
+
+
+def test_returned_object_is_the_instance_own():
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        for o in [Options() for _ in range(3)]:
+            m = Returns(o)
+            out, got = kiln.compile(m)(x)
+            assert got is o  # this instance's object, not the first one's
+            assert_close(out, m(x)[0])
+
+
+def test_mutated_object_is_the_instance_own():
+    x = torch.randn(3, 4)
+    others = [Options() for _ in range(3)]
+    with torch.no_grad():
+        for o in others:
+            kiln.compile(Counts(o))(x)
+    assert [o.calls for o in others] == [1, 1, 1]
+
+
+def test_none_check_keeps_the_type_guard():
+    class MaybeOpts(Scaled):
+        def forward(self, x):
+            if self.opts is None:
+                return x
+            return x * self.opts.scale
+
+    x = torch.randn(3, 4)
+    run_all([MaybeOpts(Options()) for _ in range(6)], x)
+    m = MaybeOpts(None)
+    run_all([m], x)
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+
+
+def test_kwargs_with_objects_are_guarded_by_structure():
+    def f(x, **kw):
+        return x * kw["o"].scale + len(kw)
+
+    cf = kiln.compile(f)
+    x = torch.randn(4)
+    for i in range(10):
+        o = Options(scale=2.0)
+        assert_close(cf(x, o=o, flag=True), f(x, o=o, flag=True))
+    assert stats()["graphs_compiled"] == 1 and stats()["eager_calls"] == 0, stats()
+    o = Options(scale=5.0)  # a value the function reads
+    assert_close(cf(x, o=o, flag=True), f(x, o=o, flag=True))
+    assert_close(cf(x, o=o, flag=True, extra=1), f(x, o=o, flag=True, extra=1))
+    assert stats()["graphs_compiled"] == 3 and stats()["eager_calls"] == 0, stats()
