@@ -88,11 +88,30 @@ bool strKeys(PyObject *d) {
   return true;
 }
 
-/// A tuple or list holding a tensor (at any depth of tuples/lists).
+/// An instance of a namedtuple class (collections.namedtuple,
+/// typing.NamedTuple): a Python subclass of tuple itself with `_fields`,
+/// whose items are read as a tuple's (no own __getitem__/__iter__/__len__).
+bool isNamedTuple(PyObject *o) {
+  PyTypeObject *t = Py_TYPE(o);
+  if (t->tp_base != &PyTuple_Type || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE))
+    return false;
+  for (const char *name : {"__getitem__", "__iter__", "__len__"}) {
+    PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
+    if (!key || _PyType_Lookup(t, key.get()) != _PyType_Lookup(&PyTuple_Type, key.get())) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  PyRef fields = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(t), "_fields"));
+  PyErr_Clear();
+  return fields && PyTuple_Check(fields.get());
+}
+
+/// A tuple, list or namedtuple holding a tensor (at any depth of them).
 bool holdsTensor(PyObject *o) {
   if (isTensor(o))
     return true;
-  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o))
+  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o) && !isNamedTuple(o))
     return false;
   PyObject *const *items = PySequence_Fast_ITEMS(o);
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
@@ -270,8 +289,17 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
       items.push_back(
           fromSource(PySequence_Fast_ITEMS(value)[i],
                      out_.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr)));
-    VarP v = makeSeq(PyTuple_CheckExact(value) ? Var::Kind::Tuple : Var::Kind::List, items);
+    VarP v = makeSeq(PyList_CheckExact(value) ? Var::Kind::List : Var::Kind::Tuple, items);
     v->source = source;
+    if (!PyTuple_CheckExact(value) && !PyList_CheckExact(value)) {
+      // A namedtuple: guarded by its exact type, not its identity (a new
+      // instance per call shares the graph); a Tuple Var of that class as
+      // one built in the frame (UserObjects.cpp), fields read by name.
+      PyObject *cls = reinterpret_cast<PyObject *>(Py_TYPE(value));
+      guardType(source, value);
+      v->obj = PyRef::borrow(cls);
+      v->self = makeConst(PyRef::borrow(cls));
+    }
     return v;
   }
   // The root's **kwargs is a new dict per call: unless it holds only flags
