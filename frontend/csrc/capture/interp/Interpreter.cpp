@@ -88,25 +88,6 @@ bool strKeys(PyObject *d) {
   return true;
 }
 
-/// An instance of a namedtuple class (collections.namedtuple,
-/// typing.NamedTuple): a Python subclass of tuple itself with `_fields`,
-/// whose items are read as a tuple's (no own __getitem__/__iter__/__len__).
-bool isNamedTuple(PyObject *o) {
-  PyTypeObject *t = Py_TYPE(o);
-  if (t->tp_base != &PyTuple_Type || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE))
-    return false;
-  for (const char *name : {"__getitem__", "__iter__", "__len__"}) {
-    PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
-    if (!key || _PyType_Lookup(t, key.get()) != _PyType_Lookup(&PyTuple_Type, key.get())) {
-      PyErr_Clear();
-      return false;
-    }
-  }
-  PyRef fields = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(t), "_fields"));
-  PyErr_Clear();
-  return fields && PyTuple_Check(fields.get());
-}
-
 /// A tuple, list or namedtuple holding a tensor (at any depth of them).
 bool holdsTensor(PyObject *o) {
   if (isTensor(o))

@@ -88,6 +88,22 @@ void scanCapture(const Capture &out) {
 
 } // namespace
 
+bool isNamedTuple(PyObject *o) {
+  PyTypeObject *t = Py_TYPE(o);
+  if (t->tp_base != &PyTuple_Type || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE))
+    return false;
+  for (const char *name : {"__getitem__", "__iter__", "__len__"}) {
+    PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
+    if (!key || _PyType_Lookup(t, key.get()) != _PyType_Lookup(&PyTuple_Type, key.get())) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  PyRef fields = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject *>(t), "_fields"));
+  PyErr_Clear();
+  return fields && PyTuple_Check(fields.get());
+}
+
 bool isPlainObject(PyObject *o) {
   PyTypeObject *t = o ? Py_TYPE(o) : nullptr;
   if (!t || !PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE) || t->tp_dictoffset == 0 ||

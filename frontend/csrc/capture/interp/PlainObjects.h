@@ -29,6 +29,13 @@ struct Capture;
 /// instance __dict__, and not a module, tensor, container or exception.
 bool isPlainObject(PyObject *o);
 
+/// Whether `o` is an instance of a namedtuple class (collections.namedtuple,
+/// typing.NamedTuple): a Python subclass of tuple itself with `_fields`,
+/// whose items are read as a tuple's (no own __getitem__/__iter__/__len__).
+/// Read from the frame it is guarded by exact class, like a plain object,
+/// its fields through their own sources (Interpreter::fromSource).
+bool isNamedTuple(PyObject *o);
+
 /// Starts and ends the plain-object bookkeeping of the capture filling
 /// `out` (the Interpreter's constructor and destructor; captures nest).
 void plainObjectsBegin(Capture &out);
