@@ -219,6 +219,7 @@ class CompiledStep:
 
     def __call__(self, closure=None):
         opt = self._opt
+        opt._opt_called = True  # what an LR scheduler's step wrapper records
         try:
             if closure is not None:
                 raise _Eager("a closure was passed")
@@ -227,7 +228,6 @@ class CompiledStep:
         except _Eager as why:
             _log(opt, str(why))
             return self._eager(closure)
-        opt._opt_called = True  # what an LR scheduler's step wrapper records
         if not args[0]:
             return None
         with torch.no_grad():
