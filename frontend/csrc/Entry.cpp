@@ -310,6 +310,12 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   results.clear();
   results.reserve(entry.results.size());
   for (size_t j = 0; j < entry.results.size(); ++j) {
+    if (j < entry.inPlaceOf.size() && entry.inPlaceOf[j] >= 0) { // the input's own memory
+      PyObject *t = inputs[entry.inPlaceOf[j]];
+      setData(inputs.size() + j, tensorDataPtr(t));
+      results.push_back(PyRef::borrow(t));
+      continue;
+    }
     // A fresh tensor per call from torch's allocator: results are never
     // shared between calls.
     // The entry's default-dtype guard held: torch.empty's default is
@@ -519,10 +525,12 @@ int copyInto(PyObject *target, PyObject *value, int bumps) {
   PyRef before = PyRef::steal(PyObject_GetAttrString(target, "_version"));
   if (!before)
     return -1;
-  PyRef done = PyRef::steal(PyObject_CallMethod(target, "copy_", "O", value));
+  bool inPlace = target == value && setVersion; // computed into it (InPlaceResults.h)
+  PyRef done = inPlace ? PyRef::borrow(Py_None)
+                       : PyRef::steal(PyObject_CallMethod(target, "copy_", "O", value));
   if (!done)
     return -1;
-  if (!setVersion || bumps == 1)
+  if (!setVersion || (bumps == 1 && !inPlace))
     return 0; // copy_ bumped it once
   PyRef version = PyRef::steal(PyLong_FromLongLong(PyLong_AsLongLong(before.get()) + bumps));
   PyRef r = PyRef::steal(PyObject_CallFunction(setVersion, "(O)(O)", target, version.get()));

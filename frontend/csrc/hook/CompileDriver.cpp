@@ -14,6 +14,7 @@
 #include "capture/breaks/Resume.h"
 #include "capture/values/DynamicShapes.h"
 #include "hook/CompiledGrad.h"
+#include "hook/InPlaceResults.h"
 #include "codegen/cpu/JitCompiler.h"
 #include "hook/CodeCache.h"
 #include "hook/FrontendState.h"
@@ -183,6 +184,7 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
     return true;
   std::string error;
   mlir::kiln::CpuCompileInfo info;
+  entry.inPlaceOf = markInPlaceResults(cap);
   entry.fn = compileForCpuWithoutGil(*cap.module, copts, error, &info);
   countDiskCache(entry.name, info);
   if (!entry.fn.entry) {
