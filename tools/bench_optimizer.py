@@ -8,7 +8,9 @@ from a meta-device model, no weights), eager ``foreach`` vs
 (inductor, with --inductor). Gradients are fixed random tensors shared by
 the modes; each mode has its own parameters and state. Timed interleaved in
 this process at 1 thread (``--threads``): rounds of ``--steps`` steps per
-mode, the median per-step time over rounds. Random init. Part of
+mode, the median per-step time over rounds, as the process's CPU time
+(``time.process_time``: on a shared, loaded machine wall time mostly
+measures waiting for a core; at 1 thread CPU time is the step's own cost). Random init. Part of
 ``make bench``; prints a Markdown table (docs/performance.md, "Optimizer
 steps").
 """
@@ -74,10 +76,10 @@ def bench_row(shapes, make_opt, kinds, steps, rounds):
     times = {k: [] for k in kinds}
     for _ in range(rounds):
         for k, (step, _) in modes.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(steps):
                 step()
-            times[k].append((time.perf_counter() - t0) / steps * 1e3)
+            times[k].append((time.process_time() - t0) / steps * 1e3)
     ref = modes["eager foreach"][1]
     for k, (_, params) in modes.items():  # same updates: same parameters
         err = max((p - q).abs().max().item() for p, q in zip(params, ref))
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     kinds = ["eager foreach", "kiln"] + (["torch.compile"] if args.inductor else [])
-    print(f"| parameters | optimizer | {' | '.join(k + ' ms' for k in kinds)} "
+    print(f"| parameters | optimizer | {' | '.join(k + ' ms (CPU)' for k in kinds)} "
           f"| kiln vs eager |{' kiln vs torch.compile |' if args.inductor else ''}")
     print("|---" * (len(kinds) + 3 + args.inductor) + "|")
     for name, shapes_fn in SHAPES.items():

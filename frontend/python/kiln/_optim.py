@@ -161,6 +161,15 @@ def _state(opt, p, key):
     return value
 
 
+def _flat(*tensors):
+    """1-d views of one parameter's tensors (the kernel's loops then run over
+    one contiguous dim: a conv weight's 3x3 innermost dims vectorize badly),
+    or the tensors themselves when one is not contiguous; None stays None."""
+    if all(t is None or t.is_contiguous() for t in tensors):
+        return [t if t is None else t.view(-1) for t in tensors]
+    return list(tensors)
+
+
 def _gather_sgd(opt):
     params, grads, bufs, hps, layout = [], [], [], [], []
     for group in opt.param_groups:
@@ -169,12 +178,15 @@ def _gather_sgd(opt):
             continue
         lr, momentum, dampening, wd = _numbers(
             group, ("lr", "momentum", "dampening", "weight_decay"))
-        bufs += [_state(opt, p, "momentum_buffer") for p in ps] if momentum != 0 else [None] * len(ps)
+        bs = [_state(opt, p, "momentum_buffer") for p in ps] if momentum != 0 else [None] * len(ps)
         layout.append((len(params), len(params) + len(ps), wd != 0, momentum != 0,
                        bool(group["nesterov"]), bool(group["maximize"])))
         hps.append(torch.tensor([lr, momentum, dampening, wd], dtype=dtype))
-        params += ps
-        grads += gs
+        for p, g, b in zip(ps, gs, bs):
+            p, g, b = _flat(p, g, b)
+            params.append(p)
+            grads.append(g)
+            bufs.append(b)
     return (params, grads, bufs, hps, tuple(layout)), None
 
 
@@ -189,16 +201,17 @@ def _gather_adam(opt):
         if not (_is_number(beta1) and _is_number(beta2)):
             raise _Eager("betas that are not Python numbers")
         amsgrad = bool(group["amsgrad"])
-        avgs += [_state(opt, p, "exp_avg") for p in ps]
-        sqs += [_state(opt, p, "exp_avg_sq") for p in ps]
-        maxs += [_state(opt, p, "max_exp_avg_sq") if amsgrad else None for p in ps]
-        steps += [_state(opt, p, "step") for p in ps]
+        start = len(params)
+        for p, g in zip(ps, gs):
+            flat = _flat(p, g, _state(opt, p, "exp_avg"), _state(opt, p, "exp_avg_sq"),
+                         _state(opt, p, "max_exp_avg_sq") if amsgrad else None)
+            for lst, t in zip((params, grads, avgs, sqs, maxs), flat):
+                lst.append(t)
+            steps.append(_state(opt, p, "step"))
         decoupled = bool(group.get("decoupled_weight_decay", isinstance(opt, torch.optim.AdamW)))
-        layout.append((len(params), len(params) + len(ps), wd != 0, decoupled, amsgrad,
+        layout.append((start, start + len(ps), wd != 0, decoupled, amsgrad,
                        bool(group["maximize"])))
         hps.append(torch.tensor([lr, beta1, beta2, eps, wd], dtype=dtype))
-        params += ps
-        grads += gs
     if any(not torch.is_tensor(s) or s.device.type != "cpu" or s.dim() != 0 for s in steps):
         raise _Eager("step counters that are not 0-d CPU tensors")
     return (params, grads, avgs, sqs, maxs, steps, hps, tuple(layout)), steps
