@@ -11,9 +11,12 @@ returns a ``CompiledStep``: per call it gathers the parameters that have a
 gradient, their gradients and state tensors into flat lists and calls one
 kiln-compiled function (the kernels below) that updates every parameter and
 state tensor in place (kiln's write-back of graph inputs, version counters
-bumped as in eager). The kernels follow torch's ``foreach`` implementations
-op for op (``torch/optim/sgd.py``, ``adam.py``), so every parameter's update
-is one fused elementwise loop in the graph.
+bumped as in eager; the results are computed straight into those tensors:
+hook/InPlaceResults.h). The kernels follow torch's ``foreach``
+implementations op for op (``torch/optim/sgd.py``, ``adam.py``) over 1-d
+views of each parameter's tensors, so each state update is one fused,
+vectorized elementwise loop in the graph (one loop nest per state tensor and
+parameter: no horizontal fusion across parameters).
 
 What is guarded: float hyperparameters (lr, momentum, dampening, weight
 decay, betas, eps) are runtime inputs (one small tensor per group, rebuilt
