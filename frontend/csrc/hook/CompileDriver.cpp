@@ -184,7 +184,9 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
     return true;
   std::string error;
   mlir::kiln::CpuCompileInfo info;
-  entry.inPlaceOf = markInPlaceResults(cap);
+  // Not under autograd: kiln._autograd.apply's results must be new tensors.
+  if (!recomputesForAutograd(cap))
+    entry.inPlaceOf = markInPlaceResults(cap);
   entry.fn = compileForCpuWithoutGil(*cap.module, copts, error, &info);
   countDiskCache(entry.name, info);
   if (!entry.fn.entry) {
