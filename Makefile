@@ -94,6 +94,7 @@ bench: build
 	$(PY) tools/bench_aten.py
 	$(PY) tools/bench_training.py --inductor
 	$(PY) tools/bench_autocast.py
+	$(PY) tools/bench_optimizer.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
 	$(PY) tools/bench_quant.py
 	$(PY) tools/bench_quant_static.py

@@ -51,6 +51,13 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   if (outputs.empty())
     return success();
 
+  // `kiln.in_place_input` on a result (the frontend passes that input's
+  // memory as its buffer) moves to its output argument
+  // (kiln-cpu-in-place-outputs).
+  SmallVector<Attribute> inPlace;
+  for (unsigned i = 0, e = outputs.size(); i < e; ++i)
+    inPlace.push_back(func.getResultAttr(i, "kiln.in_place_input"));
+  func.removeResAttrsAttr();
   Block &entry = func.getBody().front();
   unsigned firstOut = entry.getNumArguments();
   SmallVector<Location> locs(outputs.size(), func.getLoc());
@@ -58,8 +65,11 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   SmallVector<Type> inputs(type.getInputs());
   inputs.append(outputs);
   func.setType(FunctionType::get(ctx, inputs, {}));
-  for (unsigned i = firstOut, e = inputs.size(); i < e; ++i)
+  for (unsigned i = firstOut, e = inputs.size(); i < e; ++i) {
     func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
+    if (Attribute a = inPlace[i - firstOut])
+      func.setArgAttr(i, "kiln.in_place_input", a);
+  }
 
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);

@@ -206,6 +206,23 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   ];
 }
 
+def CpuInPlaceOutputsPass : Pass<"kiln-cpu-in-place-outputs", "func::FuncOp"> {
+  let summary = "Lets a result marked kiln.in_place_input share its input's memory";
+  let description = [{
+    Runs after bufferization. An output argument marked
+    `kiln.in_place_input = i` (moved there from the result by
+    `kiln-destination-outputs`) receives, at run time, the memory of input
+    `i` (the frontend's write-back of an updated graph input: no buffer of
+    its own, no copy back). Every read of input `i` is redirected to the
+    output argument when all reads come before the first op touching the
+    output or are in that op itself, a parallel `linalg.generic` reading the
+    input with the same permutation map it writes the output with;
+    otherwise the readers use a copy of the input made at entry. Input `i`
+    is left unused. See codegen/cpu/InPlaceOutputs.cpp.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def CpuCopiesToLoopsPass : Pass<"kiln-cpu-copies-to-loops", "ModuleOp"> {
   let summary = "Turns strided memref.copy ops into a parallel loop over rows";
   let description = [{

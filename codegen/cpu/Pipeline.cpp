@@ -46,6 +46,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());
+  // Results the frontend writes straight into the input they update.
+  pm.nest<func::FuncOp>().addPass(createCpuInPlaceOutputsPass());
 
   // Buffers → calls and loops.
   pm.addPass(createCpuLinalgToBlasPass());

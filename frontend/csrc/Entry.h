@@ -34,6 +34,9 @@ struct Entry {
   PyObject *defaultDtype = nullptr; ///< torch.get_default_dtype() at capture
   std::vector<GraphInput> inputs;
   std::vector<GraphOutput> results;
+  /// Per result: the input whose memory it is computed into (its write-back
+  /// only bumps the version; hook/InPlaceResults.h), or -1; empty: none.
+  std::vector<int> inPlaceOf;
   /// Symbolic sizes of a dynamic graph (empty: every size static). Inputs
   /// with a symbolic dim get their sizes and contiguous strides per call,
   /// results their sizes from these (GraphOutput::symbolOf).

@@ -14,6 +14,7 @@
 #include "capture/breaks/Resume.h"
 #include "capture/values/DynamicShapes.h"
 #include "hook/CompiledGrad.h"
+#include "hook/InPlaceResults.h"
 #include "codegen/cpu/JitCompiler.h"
 #include "hook/CodeCache.h"
 #include "hook/FrontendState.h"
@@ -183,6 +184,9 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
     return true;
   std::string error;
   mlir::kiln::CpuCompileInfo info;
+  // Not under autograd: kiln._autograd.apply's results must be new tensors.
+  if (!recomputesForAutograd(cap))
+    entry.inPlaceOf = markInPlaceResults(cap);
   entry.fn = compileForCpuWithoutGil(*cap.module, copts, error, &info);
   countDiskCache(entry.name, info);
   if (!entry.fn.entry) {

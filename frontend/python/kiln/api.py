@@ -197,6 +197,11 @@ def compile(model=None, **options):  # noqa: A001
     if isinstance(model, torch.export.ExportedProgram):  # kiln/_exported_program.py
         from kiln._exported_program import from_export
         return from_export(model, fullgraph=opts["fullgraph"])
+    from kiln import _optim  # kiln.compile(opt.step): SGD/Adam/AdamW, kiln/_optim.py
+    if _optim.optimizer_of(model) is not None:
+        kernel_opts = {**options, "mode": "default"}
+        return _optim.CompiledStep(_optim.optimizer_of(model), model,
+                                   lambda f: compile(f, **kernel_opts))
     if isinstance(model, torch.nn.Module):
         _convert_calibrated(model)
         if opts["mode"] == "reduce-overhead":
