@@ -22,6 +22,7 @@
 #include "codegen/cpu/QuantPasses.h"
 #include "transforms/QuantPasses.h"
 #include "codegen/cpu/RuntimeSymbols.h"
+#include "ir/KilnOps.h"
 #include "runtime/CompileCache.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "transforms/Passes.h"
@@ -215,7 +216,8 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   // be big next to their weight (kBigColumnsBytes); statically quantized
   // ones always (oneDNN's int8 convolution).
   bool quantized = containsQuantOps(module);
-  if (::kiln::rt::haveDnnl())
+  bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  if (convs && ::kiln::rt::haveDnnl())
     pm.addPass(createCpuConvsToDnnlPass(
         CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
