@@ -44,7 +44,8 @@ struct CpuCompileOptions {
   /// Run f32 kxk convolutions through oneDNN (kiln-cpu-convs-to-dnnl) when
   /// kiln was built with it (kiln.config.dnnl_convs, KILN_DNNL_CONVS=1; off
   /// by default: with the weights reordered on every call it does not beat
-  /// im2col + MKL yet, docs/performance.md). Recorded in the pipeline text,
+  /// im2col + MKL yet, docs/performance.md; off, only convolutions with big
+  /// im2col columns go there). Recorded in the pipeline text,
   /// hence in the cache key.
   bool dnnlConvs = false;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,

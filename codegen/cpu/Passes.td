@@ -122,8 +122,9 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   let summary = "Runs f32 convolutions as oneDNN calls on channels-last buffers";
   let description = [{
     Runs on kiln IR, before `kiln-decompose` (the CPU compile driver adds it
-    when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and
-    `kiln.config.dnnl_convs` is on, the default). Each `kiln.conv2d` with
+    when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and the
+    graph has a convolution: all of them with `kiln.config.dnnl_convs` on,
+    else with `min-columns-bytes`, below). Each `kiln.conv2d` with
     static shapes and f32 operands (1x1, depthwise and grouped included)
     becomes the sequence below, in program order:
 
