@@ -217,9 +217,11 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   // ones always (oneDNN's int8 convolution).
   bool quantized = containsQuantOps(module);
   bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
-  if (convs && ::kiln::rt::haveDnnl())
+  if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
     pm.addPass(createCpuConvsToDnnlPass(
         CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
+  else if (quantized && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0}));
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
   if (quantized) {
     pm.addNestedPass<func::FuncOp>(createFoldQuantPass());

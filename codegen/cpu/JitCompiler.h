@@ -48,6 +48,12 @@ struct CpuCompileOptions {
   /// im2col columns go there). Recorded in the pipeline text,
   /// hence in the cache key.
   bool dnnlConvs = false;
+  /// Without dnnlConvs, convolutions whose im2col columns would be big next
+  /// to their weight still run through oneDNN (kBigColumnsBytes in
+  /// JitCompiler.cpp); false keeps them im2col (graphs with a compiled
+  /// backward: oneDNN's other summation order made resnet18's 20-step SGD
+  /// loss curve drift past test_training_cnn.py's tolerance).
+  bool bigColumnsToDnnl = true;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
   /// KILN_PERF_JITDUMP=1). Not in the cache key.
   bool perfJitdump = false;
