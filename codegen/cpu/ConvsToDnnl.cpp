@@ -161,6 +161,21 @@ bool qualifies(Conv2dOp op) {
          op.getType().hasStaticShape();
 }
 
+/// Whether `kiln-decompose` would give `op` im2col columns of at least
+/// `minBytes` bytes and at least 8x its weight's bytes (a kernel larger than
+/// 1x1, not depthwise): the convolutions worth a oneDNN call whose weight
+/// is re-laid on every call (the pass's `min-columns-bytes`).
+bool bigColumns(Conv2dOp op, int64_t minBytes) {
+  auto in = cast<RankedTensorType>(op.getInput().getType());
+  auto wt = cast<RankedTensorType>(op.getWeight().getType());
+  RankedTensorType out = op.getType();
+  int64_t taps = wt.getDimSize(2) * wt.getDimSize(3), c = in.getDimSize(1);
+  if (taps == 1 || (op.getGroups() == c && c > 1))
+    return false;
+  int64_t columns = in.getDimSize(0) * c * taps * out.getDimSize(2) * out.getDimSize(3) * 4;
+  return columns >= minBytes && columns >= 8 * wt.getNumElements() * 4;
+}
+
 /// The convolution's input as an NHWC tensor: the NHWC result of an
 /// earlier oneDNN call when the input is its permute back to NCHW (the two
 /// permutes cancel), else a permuting copy.
@@ -418,7 +433,10 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
     ModuleOp module = getOperation();
     SmallVector<Conv2dOp> convs;
     module.walk([&](Conv2dOp op) {
-      if (qualifies(op) && (!quantizedOnly || matchQuantConv(op)))
+      if (!qualifies(op))
+        return;
+      if (matchQuantConv(op) ||
+          (!quantizedOnly && (minColumnsBytes <= 0 || bigColumns(op, minColumnsBytes))))
         convs.push_back(op);
     });
     for (Conv2dOp op : convs)

@@ -22,6 +22,7 @@
 #include "codegen/cpu/QuantPasses.h"
 #include "transforms/QuantPasses.h"
 #include "codegen/cpu/RuntimeSymbols.h"
+#include "ir/KilnOps.h"
 #include "runtime/CompileCache.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "transforms/Passes.h"
@@ -47,6 +48,12 @@ std::string packedName(const std::string &entry) { return "_kiln_packed_" + entr
 
 namespace {
 
+/// Without dnnlConvs, a convolution whose im2col columns would take at
+/// least this many bytes (and 8x its weight's) still runs as a oneDNN call
+/// (kiln-cpu-convs-to-dnnl's min-columns-bytes): resnet50's stem and first
+/// stage have 7 MiB of columns each, two thirds of eager's whole peak.
+constexpr int64_t kBigColumnsBytes = 1 << 20;
+
 /// The disk-cache key of compiling `module` with `pm`: everything the
 /// object code depends on, as text (the entry stores it and compares it
 /// exactly on load).
@@ -60,6 +67,23 @@ std::string cacheKey(ModuleOp module, PassManager &pm, const std::string &entry)
   os << "\n";
   module->print(os);
   return key;
+}
+
+/// Makes the entry function and its C interface internal and always
+/// inlined, so that LLVM's O3 inlines both into the packed wrapper (the
+/// only symbol anything looks up). Left as calls, the C interface passes
+/// every memref descriptor field as a separate argument (thousands for a
+/// resnet50: its weights), and instruction selection of that one call's
+/// argument stores is quadratic: 4.3 of resnet50's 5.4 s of X86 codegen.
+void inlineIntoPackedWrapper(llvm::Module &module, llvm::Function &cInterface,
+                             const std::string &entry) {
+  for (llvm::Function *f : {&cInterface, module.getFunction(entry)}) {
+    if (!f || f->isDeclaration())
+      continue;
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    f->removeFnAttr(llvm::Attribute::NoInline);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+  }
 }
 
 /// Runs `pm` on `module`, translates it to LLVM IR, adds the packed entry
@@ -83,6 +107,7 @@ lowerToObject(ModuleOp module, PassManager &pm, const std::string &entry,
   if (!cInterface)
     return llvm::createStringError("kiln: no C interface for @" + entry + " after lowering");
   addPackedWrapper(*cInterface, packedName(entry));
+  inlineIntoPackedWrapper(*llvmModule, *cInterface, entry);
   auto tm = hostTargetMachine(pic, baseline);
   if (!tm)
     return llvm::createStringError("kiln: no host target machine: " +
@@ -186,11 +211,17 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
     return fail("kiln: no function @" + entry + " to compile");
 
   PassManager pm(ctx, ModuleOp::getOperationName());
-  // Convolutions go to oneDNN before kiln-decompose would expand them;
-  // statically quantized ones always (oneDNN's int8 convolution).
+  // Convolutions go to oneDNN before kiln-decompose would expand them:
+  // all f32 ones with dnnlConvs; otherwise those whose im2col columns would
+  // be big next to their weight (kBigColumnsBytes); statically quantized
+  // ones always (oneDNN's int8 convolution).
   bool quantized = containsQuantOps(module);
-  if ((options.dnnlConvs || quantized) && ::kiln::rt::haveDnnl())
-    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{!options.dnnlConvs}));
+  bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
+    pm.addPass(createCpuConvsToDnnlPass(
+        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
+  else if (quantized && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0}));
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
   if (quantized) {
     pm.addNestedPass<func::FuncOp>(createFoldQuantPass());

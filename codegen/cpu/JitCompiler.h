@@ -44,9 +44,16 @@ struct CpuCompileOptions {
   /// Run f32 kxk convolutions through oneDNN (kiln-cpu-convs-to-dnnl) when
   /// kiln was built with it (kiln.config.dnnl_convs, KILN_DNNL_CONVS=1; off
   /// by default: with the weights reordered on every call it does not beat
-  /// im2col + MKL yet, docs/performance.md). Recorded in the pipeline text,
+  /// im2col + MKL yet, docs/performance.md; off, only convolutions with big
+  /// im2col columns go there). Recorded in the pipeline text,
   /// hence in the cache key.
   bool dnnlConvs = false;
+  /// Without dnnlConvs, convolutions whose im2col columns would be big next
+  /// to their weight still run through oneDNN (kBigColumnsBytes in
+  /// JitCompiler.cpp); false keeps them im2col (graphs with a compiled
+  /// backward: oneDNN's other summation order made resnet18's 20-step SGD
+  /// loss curve drift past test_training_cnn.py's tolerance).
+  bool bigColumnsToDnnl = true;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
   /// KILN_PERF_JITDUMP=1). Not in the cache key.
   bool perfJitdump = false;

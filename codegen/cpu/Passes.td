@@ -122,8 +122,9 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   let summary = "Runs f32 convolutions as oneDNN calls on channels-last buffers";
   let description = [{
     Runs on kiln IR, before `kiln-decompose` (the CPU compile driver adds it
-    when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and
-    `kiln.config.dnnl_convs` is on, the default). Each `kiln.conv2d` with
+    when kiln was built with oneDNN, runtime/cpu/DnnlConv.cpp, and the
+    graph has a convolution: all of them with `kiln.config.dnnl_convs` on,
+    else with `min-columns-bytes`, below). Each `kiln.conv2d` with
     static shapes and f32 operands (1x1, depthwise and grouped included)
     becomes the sequence below, in program order:
 
@@ -182,6 +183,16 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
     f32. With `quantized-only` (the driver's setting when `dnnl_convs` is
     off) only quantized convolutions are rewritten.
 
+    With `min-columns-bytes=B` > 0 (the driver's setting when `dnnl_convs`
+    is off and weights are not frozen), an f32 convolution is rewritten only
+    when `kiln-decompose` would give it im2col columns (a kernel larger
+    than 1x1, not depthwise, windows that overlap or leave gaps) of at
+    least B bytes and at least 8 times its weight's bytes: without
+    freezing, the call re-lays the weight on every call, which pays where
+    the weight is small next to the columns it saves (resnet's stem and
+    first-stage 3x3 convolutions: 7 MiB of columns for a 37-147 KiB
+    weight). Quantized convolutions are rewritten as without the option.
+
     Before:
     ```mlir
     %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
@@ -202,7 +213,10 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
                            "::mlir::bufferization::BufferizationDialect"];
   let options = [
     Option<"quantizedOnly", "quantized-only", "bool", /*default=*/"false",
-           "Rewrite only statically quantized convolutions (int8)">
+           "Rewrite only statically quantized convolutions (int8)">,
+    Option<"minColumnsBytes", "min-columns-bytes", "int64_t", /*default=*/"0",
+           "When > 0, rewrite an f32 convolution only when its im2col columns "
+           "would take at least this many bytes and at least 8x its weight's">
   ];
 }
 

@@ -152,6 +152,23 @@ def test_off_by_default_keeps_im2col():
     assert dnnl_calls() == before
 
 
+def test_off_by_default_big_columns_go_to_dnnl():
+    """Without the knob, a convolution whose im2col columns would be big
+    next to its weight (resnet's stem: 3x7x7 taps at 112x112, 7 MiB of
+    columns for a 37 KiB weight) still runs as one oneDNN call (weights
+    re-laid per call), reading each call's weights; a 1x1 one in the same
+    graph keeps kiln's GEMM."""
+    torch.manual_seed(0)
+    stem = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+                         nn.BatchNorm2d(64), nn.ReLU(), nn.Conv2d(64, 16, 1)).eval()
+    x = torch.randn(1, 3, 224, 224)
+    kiln.reset()
+    with torch.no_grad(), kiln.config.patch(dnnl_convs=False):
+        check(stem, x, convs=1)
+        stem[0].weight.mul_(-0.5)  # read on every call: no stale packed copy
+        compare(kiln.compile(stem)(x), stem(x))
+
+
 def test_inplace_weight_update_between_calls():
     """The weights are read on every call: an in-place update of a
     parameter (same tensor, new values) changes the next result."""

@@ -55,6 +55,7 @@ bool compileSub(mlir::ModuleOp module, Entry &sub, mlir::kiln::CpuCompileOptions
                 const std::string &folder, std::string &why) {
   if (!options.debugDir.empty())
     options.debugDir += "/" + folder;
+  options.bigColumnsToDnnl = false; // see CpuCompileOptions
   std::string error;
   mlir::kiln::CpuCompileInfo info;
   sub.fn = compileForCpuWithoutGil(module, options, error, &info);

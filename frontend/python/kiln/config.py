@@ -80,7 +80,8 @@ class _Config:
     # channels-last buffers (codegen/cpu/ConvsToDnnl.cpp) when kiln was
     # built with oneDNN, BatchNorm folded and ReLU/SiLU fused; off, they use
     # kiln's im2col + MKL / direct depthwise lowering (docs/performance.md,
-    # "Real sizes"). None (unset): on exactly when freeze_weights is, since
+    # "Real sizes"), except those whose im2col columns would be >= 1 MiB and
+    # >= 8x their weight (resnet's stem and first stage), still oneDNN calls. None (unset): on exactly when freeze_weights is, since
     # oneDNN only wins with its weights packed once. In cache key (the
     # pipeline text records it).
     dnnl_convs: bool | None = (None if "KILN_DNNL_CONVS" not in os.environ
