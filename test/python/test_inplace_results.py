@@ -3,7 +3,9 @@
 (hook/InPlaceResults.h, codegen/cpu/InPlaceOutputs.cpp): the input keeps its
 memory and object, its version counter moves as in eager, and reads of the
 old value after the update still see the old value."""
+import pytest
 import torch
+
 import kiln
 
 from conftest import assert_compiled
@@ -62,3 +64,24 @@ def test_updated_input_returned():
     e_in, expected, g_in, got = _twice(f, torch.randn(5, 7), torch.randn(5, 7))
     torch.testing.assert_close(got, expected)
     assert got[0] is g_in[0]
+
+
+def test_index_error_leaves_the_updated_input_as_eager_does():
+    # The index check raises after the graph ran: a result computed
+    # straight into `x` would have updated it although eager raised first.
+    def f(x, w, idx):
+        y = w[idx]
+        x.add_(1)
+        return y
+
+    compiled = kiln.compile(f)
+    w = torch.randn(5, 4)
+    x = torch.zeros(4)
+    compiled(x, w, torch.tensor([0, 1]))
+    assert torch.equal(x, torch.ones(4))
+    x = torch.zeros(4)
+    with pytest.raises(IndexError):
+        f(x.clone(), w, torch.tensor([0, 7]))
+    with pytest.raises(IndexError):
+        compiled(x, w, torch.tensor([0, 7]))
+    assert torch.equal(x, torch.zeros(4)) and x._version == 0

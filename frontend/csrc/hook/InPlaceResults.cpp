@@ -72,7 +72,9 @@ std::vector<std::pair<int, int>> copiedResults(const Capture &cap, std::map<int,
 
 std::vector<int> markInPlaceResults(Capture &cap) {
   std::vector<int> inPlace;
-  if (!cap.module || !cap.symbols.empty())
+  // A graph with an index check raises after it ran, before its
+  // write-backs reach the caller: its results must not be the inputs.
+  if (!cap.module || !cap.symbols.empty() || cap.indexCheck >= 0)
     return inPlace;
   auto func = cap.module->lookupSymbol<mlir::func::FuncOp>("forward");
   if (!func || func.getNumArguments() != cap.inputs.size() ||
