@@ -82,6 +82,21 @@ std::vector<int> markInPlaceResults(Capture &cap) {
     return inPlace;
   std::map<int, int> uses, targets;
   countResultUses(cap.outputs, uses);
+  // Only graphs that return no tensor and whose whole effect is updating
+  // their inputs from graph results (an optimizer step): a returned value
+  // may be an input's old value copied out after the graph (`y =
+  // x.clone(); x.zero_(); return y`), and a replayed side effect (a print)
+  // may read an input as it was before the update.
+  using K = OutputSlot::Kind;
+  for (const OutputSlot &o : cap.outputs)
+    if (o.kind != K::Constant && o.kind != K::Tuple && o.kind != K::List && o.kind != K::Dict)
+      return inPlace;
+  for (const OutputSlot &o : cap.effectValues)
+    if (o.kind == K::Input || o.kind == K::InputView || o.kind == K::Source || o.kind == K::Binary)
+      return inPlace;
+  for (const SideEffect &e : cap.effects)
+    if (e.kind != SideEffect::Kind::CopyInto)
+      return inPlace;
   countResultUses(cap.effectValues, uses);
   mlir::OpBuilder b(func.getContext());
   for (auto [result, target] : copiedResults(cap, targets)) {

@@ -14,6 +14,7 @@
 #include "capture/interp/ModuleHooks.h"
 #include "capture/ops/AtenOps.h"
 #include "capture/interp/OpcodeHandlers.h"
+#include "capture/interp/PlainObjects.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
@@ -266,8 +267,10 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
           callTorchOp(*this, fn, args, kwargs, // torch.ops.<ns>.<op> (ops/AtenOps.cpp)
                       [this](PyObject *t, std::vector<VarP> &a, std::map<std::string, VarP> &k) {
                         return call(makeConst(PyRef::borrow(t)), a, k);
-                      }))
+                      })) {
+    pinPlainObject(fn, "it is called as the torch op it is"); // OpOverload: by identity
     return r;
+  }
   if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops
     return inlineFunction(decomp, -1, args, kwargs);
   if (VarP r = callTorchFunction(fn, args, kwargs))
@@ -282,8 +285,10 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
   }
-  if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) // an unmapped torch op
+  if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) { // an unmapped torch op
+    pinPlainObject(fn, "it is called as the torch op it is");
     return r;
+  }
   if (!PyType_Check(fn)) {
     // An instance whose class defines __call__ in Python: inlined with the
     // instance as self, the class attribute guarded (patching recompiles).
