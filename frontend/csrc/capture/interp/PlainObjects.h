@@ -9,9 +9,9 @@
 // share one entry. A use that depends on the object itself or on state no
 // source guards (`is`, id(), hashing, a builtin, operator or f-string
 // evaluated on it at capture, an attribute store, a C method bound to it,
-// the object in the result or in a side effect, a source keyed by it, a
-// capture that failed part-way) pins it: its guards become identity guards
-// again (PlainObjects.cpp).
+// a call of it as a torch op, the object in the result or in a side
+// effect, a source keyed by it, a capture that failed part-way) pins it:
+// its guards become identity guards again (PlainObjects.cpp).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CAPTURE_INTERP_PLAINOBJECTS_H
 #define KILN_CAPTURE_INTERP_PLAINOBJECTS_H
