@@ -8,7 +8,10 @@
 // kiln-cpu-in-place-outputs (which keeps the compiled code correct when the
 // input is read after the result is written) and passes the input tensor as
 // the result's buffer (Entry.cpp's runGraph); the write-back then only sets
-// the version counter (Entry.cpp's copyInto).
+// the version counter (Entry.cpp's copyInto). Only in graphs that return
+// no tensor, have no index check and whose only effects are such
+// write-backs: a returned value or a replayed effect may read an input's
+// old value after the graph, and an index check raises after it ran.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_HOOK_INPLACERESULTS_H
 #define KILN_FRONTEND_HOOK_INPLACERESULTS_H
