@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
-import time
 
 _PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "frontend", "python")
@@ -30,6 +28,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import kiln  # noqa: E402
+from bench_training import bench  # noqa: E402  (interleaved rounds, medians)
 
 
 def bert_layer():
@@ -90,17 +89,6 @@ def make_modes(build):
     for fn in modes.values():
         fn(x)  # warm up / compile
     return modes, x
-
-
-def bench(modes, x, rounds, steps):
-    times = {name: [] for name in modes}
-    for _ in range(rounds):
-        for name, fn in modes.items():
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                fn(x)
-            times[name].append((time.perf_counter() - t0) / steps)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def main():

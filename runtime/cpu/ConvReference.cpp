@@ -46,11 +46,7 @@ void conv2dReference(const StridedMemRef<float, 4> *x, const StridedMemRef<float
     for (int64_t f = 0; f < ys[1]; ++f)
       for (int64_t oh = 0; oh < ys[2]; ++oh)
         for (int64_t ow = 0; ow < ys[3]; ++ow) {
-          float v = scale[f] * windowSum(x, w, p, n, f, oh, ow) + shift[f];
-          if (p[9] == 1)
-            v = v > 0.0f ? v : 0.0f;
-          else if (p[9] == 2)
-            v = v / (1.0f + std::exp(-v));
+          float v = convActivation(scale[f] * windowSum(x, w, p, n, f, oh, ow) + shift[f], p[9]);
           y->data[y->offset + n * st[0] + f * st[1] + oh * st[2] + ow * st[3]] = v;
         }
 }

@@ -11,9 +11,20 @@
 
 #include "runtime/MemRefDescriptor.h"
 
+#include <cmath>
 #include <cstdint>
 
 namespace kiln::rt {
+
+/// The activation oneDNN's post-op applies to an output element
+/// (1: ReLU, 2: SiLU, else none): shared by both reference convolutions.
+inline float convActivation(float v, int64_t activation) {
+  if (activation == 1)
+    return v > 0.0f ? v : 0.0f;
+  if (activation == 2)
+    return v / (1.0f + std::exp(-v));
+  return v;
+}
 
 /// y[n, f, oh, ow] = act(scale[f] * acc + shift[f]) with acc the sum over
 /// the window and the group's channels of x[n, c, ih, iw] * w[f, c, kh, kw]

@@ -6,6 +6,7 @@
 // output scale, shift and activation in the order oneDNN applies them.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/QConvReference.h"
+#include "runtime/cpu/ConvReference.h"
 
 #include <cmath>
 
@@ -47,11 +48,7 @@ void qconv2dReference(const uint8_t *q, const int64_t *xSizes, int32_t zero, con
       for (int64_t oh = 0; oh < ys[2]; ++oh)
         for (int64_t ow = 0; ow < ys[3]; ++ow) {
           int32_t acc = windowSum(q, xSizes, zero, w, wSizes, p, n, f, oh, ow);
-          float v = float(acc) * outScales[f] + shifts[f];
-          if (p[9] == 1)
-            v = v > 0.0f ? v : 0.0f;
-          else if (p[9] == 2)
-            v = v / (1.0f + std::exp(-v));
+          float v = convActivation(float(acc) * outScales[f] + shifts[f], p[9]);
           y->data[y->offset + n * st[0] + f * st[1] + oh * st[2] + ow * st[3]] = v;
         }
 }
