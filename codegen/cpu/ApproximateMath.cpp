@@ -14,6 +14,16 @@
 // reweighted least squares for the smallest relative error (max 7e-8 in
 // exact arithmetic, 4.2e-7 absolute evaluated in f32; torch's erf is within
 // 6e-8). NaN propagates through every step (ordered compares keep it).
+//
+// Edge cases the upstream approximations get wrong are fenced off first:
+// - exp converts its scaled argument with fptosi, which is poison for NaN.
+//   LLVM folds a constant NaN (softmax of an all -inf row) into garbage, so
+//   the approximated exp sees 0 instead and the NaN is selected back after.
+// - log/log2 read the exponent bits, so subnormal inputs came out as
+//   log(FLT_MIN); they are scaled by 2^23 first and the logarithm corrected.
+// - sin/cos reduce the argument with a one-constant pi/2 in f32 and an i32
+//   quotient: 4e-4 off at |x| = 1e4 (rotary embeddings), garbage beyond
+//   2^31. They stay math ops and become libm calls.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 
@@ -74,14 +84,81 @@ struct ErfRational : OpRewritePattern<math::ErfOp> {
   }
 };
 
+/// Marks an op built by a fence below so the fence does not match it again.
+constexpr llvm::StringLiteral kFenced = "kiln.fenced";
+
+Value splatF32(PatternRewriter &b, Location loc, Type type, double v) {
+  auto attr = b.getF32FloatAttr(static_cast<float>(v));
+  if (auto vec = dyn_cast<VectorType>(type))
+    return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
+  return b.create<arith::ConstantOp>(loc, attr);
+}
+
+/// Rebuilds `op` (a one-operand math op) on `operand`, marked as fenced.
+template <typename Op> Value fencedClone(PatternRewriter &b, Op op, Value operand) {
+  auto clone = b.create<Op>(op.getLoc(), operand, op.getFastmathAttr());
+  clone->setAttr(kFenced, b.getUnitAttr());
+  return clone;
+}
+
+/// f32 exp(x) → select(isnan(x), x, exp(isnan(x) ? 0 : x)).
+struct NanSafeExp : OpRewritePattern<math::ExpOp> {
+  NanSafeExp(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/20) {}
+
+  LogicalResult matchAndRewrite(math::ExpOp op, PatternRewriter &b) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32() || op->hasAttr(kFenced))
+      return failure();
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    Value nan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
+    Value safe = b.create<arith::SelectOp>(loc, nan, splatF32(b, loc, x.getType(), 0.0), x);
+    b.replaceOpWithNewOp<arith::SelectOp>(op, nan, x, fencedClone(b, op, safe));
+    return success();
+  }
+};
+
+/// f32 log/log2 of a subnormal x: log(x * 2^23) - 23 * log(2) (log2: - 23).
+template <typename Op> struct SubnormalLog : OpRewritePattern<Op> {
+  SubnormalLog(MLIRContext *ctx, double log2) : OpRewritePattern<Op>(ctx, 20), log2(log2) {}
+
+  LogicalResult matchAndRewrite(Op op, PatternRewriter &b) const override {
+    if (!getElementTypeOrSelf(op.getType()).isF32() || op->hasAttr(kFenced))
+      return failure();
+    Location loc = op.getLoc();
+    Type type = op.getType();
+    Value x = op.getOperand();
+    Value tiny = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x,
+                                         splatF32(b, loc, type, 0x1p-126));
+    Value scaled = b.create<arith::MulFOp>(loc, x, splatF32(b, loc, type, 0x1p23));
+    Value log = fencedClone(b, op, b.create<arith::SelectOp>(loc, tiny, scaled, x));
+    Value fixed = b.create<arith::SubFOp>(loc, log, splatF32(b, loc, type, 23.0 * log2));
+    b.replaceOpWithNewOp<arith::SelectOp>(op, tiny, fixed, log);
+    return success();
+  }
+
+  double log2;
+};
+
+/// Drops the upstream sin/cos approximations (see the file comment).
+void dropInaccurateApproximations(RewritePatternSet &patterns) {
+  llvm::erase_if(patterns.getNativePatterns(), [](const std::unique_ptr<RewritePattern> &p) {
+    std::optional<OperationName> root = p->getRootKind();
+    return root && (root->getStringRef() == math::SinOp::getOperationName() ||
+                    root->getStringRef() == math::CosOp::getOperationName());
+  });
+}
+
 struct CpuApproximateMathPass : impl::CpuApproximateMathPassBase<CpuApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMathAlgebraicSimplificationPatterns(patterns);
     // convert-math-to-llvm only lowers vector rsqrt; 1/sqrt vectorizes.
     populateExpandRsqrtPattern(patterns);
-    patterns.add<ErfRational>(&getContext());
+    patterns.add<ErfRational, NanSafeExp>(&getContext());
+    patterns.add<SubnormalLog<math::LogOp>>(&getContext(), 0.6931471805599453);
+    patterns.add<SubnormalLog<math::Log2Op>>(&getContext(), 1.0);
     populateMathPolynomialApproximationPatterns(patterns);
+    dropInaccurateApproximations(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -57,3 +57,40 @@ def test_gelu_dense_range(approximate):
     # and overflows near the f32 maximum, where kiln returns x.)
     finite_x = torch.isfinite(x)
     assert not torch.isnan(got[finite_x]).any() and torch.isnan(got[torch.isnan(x)]).all()
+
+
+@pytest.mark.parametrize("fn", [torch.sin, torch.cos])
+def test_sin_cos_keep_accuracy_at_large_arguments(fn):
+    """Rotary and sinusoidal embeddings take sin/cos of positions times
+    frequencies (|x| up to ~1e4 and more). The upstream polynomial reduced
+    the argument with one f32 pi/2: 4e-4 off at 1e4, garbage past 2^31."""
+    mags = torch.logspace(-3, 38, 4096)
+    x = torch.cat([mags, -mags, torch.tensor(SPECIAL)])
+    check(fn, x, fn, 2e-7)
+    pos = torch.arange(8192.0)[:, None] * (10000.0 ** (-torch.arange(0, 64, 2.0) / 64))
+    check(fn, pos.flatten(), fn, 2e-7)
+
+
+@pytest.mark.parametrize("fn", [torch.log, torch.log2, torch.log10])
+def test_log_of_subnormal_inputs(fn):
+    """log of a subnormal read the exponent bits and came out as log(FLT_MIN)."""
+    tiny = torch.logspace(-44.8, -37.9, 2048)
+    x = torch.cat([tiny, torch.tensor([1.4e-45, 1.1754942e-38, 1.1754945e-38, -1e-40])])
+    check(fn, x, fn, 2e-6)
+    assert kiln.compile(fn)(torch.tensor([0.0, -0.0])).tolist() == [-math.inf, -math.inf]
+
+
+def test_exp_of_a_nan_built_from_constants_stays_nan():
+    """A NaN LLVM could see at compile time (softmax of a row masked to all
+    -inf by constants: -inf - -inf) went through exp's fptosi, poison, and the
+    whole graph folded to garbage in uninitialized memory."""
+    def masked(x):
+        mask = torch.ones_like(x, dtype=torch.bool)
+        return F.softmax(x.masked_fill(mask, float("-inf")), -1)
+    x = torch.randn(3, 5)
+    assert torch.isnan(kiln.compile(masked)(x)).all()
+
+    def nan_rows(x):
+        m = torch.full_like(x, float("nan")).amax(-1, keepdim=True)
+        return torch.exp(m) + torch.sigmoid(m) + torch.expm1(m) + x * 0
+    assert torch.isnan(kiln.compile(nan_rows)(x)).all()

@@ -117,3 +117,33 @@ func.func @erf_rational(%x: vector<16xf32>) -> vector<16xf32> {
   %0 = math.erf %x : vector<16xf32>
   return %0 : vector<16xf32>
 }
+
+// -----
+
+// Tests the fences around upstream approximations: exp computes on 0 where
+// x is NaN and selects x back (its fptosi is poison for NaN), log/log2 scale
+// subnormal inputs by 2^23 and subtract 23*log(2) (log2: 23), and sin/cos are
+// not approximated (one-constant range reduction; they become libm calls).
+// CHECK-LABEL: func.func @fenced
+// CHECK-SAME: (%[[X:.*]]: f32)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[TINY:.*]] = arith.constant 1.17549435E-38 : f32
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant 0x4B000000 : f32
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK: %[[SAFE:.*]] = arith.select %[[NAN]], %[[ZERO]], %[[X]] : f32
+// CHECK: math.fma
+// CHECK: arith.fptosi
+// CHECK: %[[E:.*]] = arith.mulf
+// CHECK: %[[EXP:.*]] = arith.select %[[NAN]], %[[X]], %[[E]] : f32
+// CHECK: %[[SMALL:.*]] = arith.cmpf olt, %[[X]], %[[TINY]] : f32
+// CHECK: arith.mulf %[[X]], %[[SCALE]] : f32
+// CHECK: %[[SIN:.*]] = math.sin %[[X]] : f32
+// CHECK: %[[COS:.*]] = math.cos %[[X]] : f32
+// CHECK: return %[[EXP]], %{{.*}}, %[[SIN]], %[[COS]]
+func.func @fenced(%x: f32) -> (f32, f32, f32, f32) {
+  %0 = math.exp %x : f32
+  %1 = math.log %x : f32
+  %2 = math.sin %x : f32
+  %3 = math.cos %x : f32
+  return %0, %1, %2, %3 : f32, f32, f32, f32
+}
