@@ -266,3 +266,40 @@ def test_view_of_input_output_gradient():
     sr.backward()
     assert_close(x.grad, xr.grad)
     assert stats()["compiled_calls"] == 1
+
+
+def _set_requires_grad(x, w):
+    x.requires_grad_()
+    return torch.tanh(x * w).sum()
+
+
+def _clear_requires_grad(x, w):
+    x.requires_grad_(False)
+    return torch.tanh(x * w).sum()
+
+
+def _input_gradient(x, w):
+    x = x.detach().requires_grad_(True)
+    (g,) = torch.autograd.grad(torch.tanh(x * w).sum(), x)
+    return g
+
+
+@pytest.mark.parametrize("fn,grad_in", [(_set_requires_grad, False), (_clear_requires_grad, True),
+                                        (_input_gradient, False)])
+def test_requires_grad_set_inside_compiled_code_matches_eager(fn, grad_in):
+    """`x.requires_grad_()` ran as a per-op fallback view (a gather of x) and
+    the flag was dropped: the result had no gradient and x kept its old
+    requires_grad. It breaks the graph now (the rest runs in a new frame)."""
+    w = torch.randn(5)
+    x_eager = torch.randn(5, requires_grad=grad_in)
+    x_kiln = x_eager.detach().clone().requires_grad_(grad_in)
+    want = fn(x_eager, w)
+    got = kiln.compile(fn)(x_kiln, w)
+    assert_close(got, want)
+    assert got.requires_grad == want.requires_grad
+    assert x_kiln.requires_grad == x_eager.requires_grad
+    if want.requires_grad:
+        want.backward()
+        got.backward()
+        assert_close(x_kiln.grad, x_eager.grad)
+    assert stats()["graph_breaks"] >= 1

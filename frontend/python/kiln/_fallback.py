@@ -19,7 +19,11 @@ reaches; it is accepted only when
   indexing). Ops tagged ``dynamic_output_shape`` are judged by that meta run
   (``aten.index`` with integer index tensors has a shape known from the
   sizes); every call's results are checked against the meta sizes anyway;
-- it mutates none of its tensor arguments (their version counters).
+- it mutates none of its tensor arguments (their version counters) and
+  changes none of their metadata (sizes, strides, storage offset,
+  requires_grad: ``t_``-style methods); ``requires_grad_`` is refused by
+  name, since the meta stand-ins do not carry the argument's requires_grad
+  (a graph that ignored it returned results without a gradient).
 
 A call whose results are views of its arguments (``unfold``, ``as_strided``,
 ``meshgrid``, ``diagonal`` ...) is kept in the graph as gathers: the call runs
@@ -75,6 +79,14 @@ class _Recorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+# Methods that set autograd state on their argument and return it.
+_AUTOGRAD_SETTERS = {"requires_grad_", "retain_grad", "detach_"}
+
+
+def _metadata(t):
+    return (tuple(t.shape), t.stride(), t.storage_offset(), t.requires_grad)
+
+
 def _unsupported(reason: str) -> Refusal:
     return Refusal("unsupported-op", reason)
 
@@ -85,7 +97,11 @@ def probe(fn, args, kwargs, tensors, layouts=None):
     ``(input sizes, input strides, view steps)``). Returns (True, the class
     of a torch.return_types result, or False for one tensor; the outputs'
     (shape, dtype); the view plan or None) or the reason to refuse."""
+    if getattr(fn, "__name__", None) in _AUTOGRAD_SETTERS:
+        return _unsupported(f"{fn.__name__} changes a tensor's autograd state, which the graph "
+                            "does not carry")
     versions = [t._version for t in tensors]
+    metadata = [_metadata(t) for t in tensors]
     recorder = _Recorder()
     if getattr(fn, "kiln_random", False):  # kiln._random.seeded: random by design
         recorder.refused = False
@@ -101,6 +117,8 @@ def probe(fn, args, kwargs, tensors, layouts=None):
         return recorder.refused
     if any(t._version != v for t, v in zip(tensors, versions)):
         return _unsupported("it mutates an argument")
+    if any(_metadata(t) != m for t, m in zip(tensors, metadata)):
+        return _unsupported("it changes an argument's sizes, strides or requires_grad")
     is_tuple = type(out) is tuple or (
         isinstance(out, tuple) and type(out).__module__ == "torch.return_types")
     outs = out if is_tuple else (out,)
