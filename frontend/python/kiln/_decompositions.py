@@ -137,9 +137,66 @@ def vmap_call(func, in_dims, out_dims, args, kwargs):
     raise RuntimeError("kiln._decompositions.vmap_call only runs inside a kiln capture")
 
 
+_MAX_BAG_ONE_HOT = 1 << 24
+
+
+def _bag_reduce(rows, member, mode):
+    """rows [N, D]; member [B, N] bool (element n is in bag b): eager's
+    per-bag sum/mean/max, an empty bag all zeros."""
+    if member.numel() * (rows.shape[1] if mode == "max" else 1) > _MAX_BAG_ONE_HOT:
+        raise NotImplementedError("embedding_bag: too many bags x elements for a one-hot reduction")
+    count = member.sum(1, keepdim=True)
+    if mode == "max":
+        picked = torch.where(member[:, :, None], rows[None, :, :], float("-inf")).amax(1)
+        return torch.where(count > 0, picked, 0.0)
+    total = member.to(rows.dtype) @ rows
+    return total if mode == "sum" else total / count.clamp_min(1).to(rows.dtype)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """F.embedding_bag as gathers and per-bag reductions (torch.embedding_bag
+    falls back badly: its meta kernel's auxiliary results have other sizes
+    than the CPU kernel's). 2-D input: fixed-length bags reduced over dim 1;
+    1-D input with offsets: bag membership as a [bags, elements] one-hot.
+    Padding entries are left out of sums, counts and maxima; an empty bag
+    gives zeros (eager). Weight renorm (max_norm) mutates, sparse and
+    scale_grad_by_freq change the gradient: those raise (graph break)."""
+    if max_norm is not None or sparse or scale_grad_by_freq or mode not in ("sum", "mean", "max"):
+        raise NotImplementedError("embedding_bag with max_norm, sparse or scale_grad_by_freq")
+    if input.is_nested or weight.dim() != 2 or input.dim() not in (1, 2):
+        raise NotImplementedError("embedding_bag: nested or unusual input")
+    if per_sample_weights is not None and (mode != "sum" or per_sample_weights.shape != input.shape):
+        raise NotImplementedError("embedding_bag: per_sample_weights outside mode='sum'")
+    if (input.dim() == 2) != (offsets is None) or input.dtype not in (torch.int32, torch.int64):
+        raise NotImplementedError("embedding_bag: offsets with 2-D input, or none with 1-D")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    flat = input.reshape(-1)
+    rows = F.embedding(flat, weight)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    keep = None if padding_idx is None else flat != padding_idx
+    if input.dim() == 2:
+        bags, length = input.shape
+        member = torch.ones(bags, length, dtype=torch.bool) if keep is None else keep.reshape(bags, length)
+        member = torch.eye(bags, dtype=torch.bool)[:, :, None] & member[None, :, :]
+        return _bag_reduce(rows, member.reshape(bags, bags * length), mode)
+    starts = offsets[:-1] if include_last_offset else offsets
+    position = torch.arange(flat.shape[0], dtype=offsets.dtype)
+    ends = torch.cat([starts[1:], offsets[-1:] if include_last_offset
+                      else torch.full((1,), flat.shape[0], dtype=offsets.dtype)])
+    member = (position[None, :] >= starts[:, None]) & (position[None, :] < ends[:, None])
+    if keep is not None:
+        member = member & keep[None, :]
+    return _bag_reduce(rows, member, mode)
+
+
 DECOMPOSITIONS = {
     torch.vmap: vmap,
     torch.diff: diff,
+    F.embedding_bag: embedding_bag,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
 }
