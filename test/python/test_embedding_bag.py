@@ -18,7 +18,7 @@ BAGS_2D = torch.tensor([[1, 2, 2, 9], [2, 2, 2, 2], [0, 9, 5, 1]])
 FLAT = torch.tensor([1, 2, 2, 9, 2, 2, 0, 9, 5])
 
 
-@pytest.mark.parametrize("mode,padding_idx", itertools.product(["sum", "mean", "max"], [None, 2, -1]))
+@pytest.mark.parametrize("mode,padding_idx", list(itertools.product(["sum", "mean", "max"], [None, 2, -1])))
 def test_fixed_length_bags(mode, padding_idx):
     # Row 1 is all padding when padding_idx == 2: an empty bag gives zeros.
     psw = torch.rand(3, 4) if mode == "sum" else None
@@ -27,7 +27,7 @@ def test_fixed_length_bags(mode, padding_idx):
     assert stats()["fallback_ops"] == 0
 
 
-@pytest.mark.parametrize("mode,last", itertools.product(["sum", "mean", "max"], [False, True]))
+@pytest.mark.parametrize("mode,last", list(itertools.product(["sum", "mean", "max"], [False, True])))
 def test_offsets_with_an_empty_bag(mode, last):
     offsets = torch.tensor([0, 4, 4, 6] + ([9] if last else []))
     whole_graph(lambda i, o: F.embedding_bag(i, WEIGHT, o, mode=mode, padding_idx=9,
