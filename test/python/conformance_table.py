@@ -240,7 +240,8 @@ for name, fns, dts in [
                   lambda x: x.new_zeros(2, 3), lambda x: x.new_ones((3,)), lambda x: x.new_full((2,), 4),
                   lambda x: torch.zeros_like(x.new_empty(2))], ALL),
         ("create", [lambda x: torch.eye(3) + x.sum(), lambda x: torch.eye(2, 4, dtype=x.dtype) * 1,
-                    lambda x: torch.linspace(0, 1, 5) + 0 * x.sum(), lambda x: torch.zeros_like(torch.empty(2, 2)) + x.sum()], FLOATS),
+                    lambda x: torch.linspace(0, 1, 5) + 0 * x.sum(), lambda x: torch.linspace(-2, -3, 1) + x.sum(),
+                    lambda x: torch.linspace(1, 2, 0) * 1, lambda x: torch.zeros_like(torch.empty(2, 2)) + x.sum()], FLOATS),
         ("outer", [lambda x: torch.outer(x.reshape(-1), x.reshape(-1)[:3]), lambda x: x.reshape(-1).dot(x.reshape(-1))],
          FLOATS)]:
     ENTRIES.append(E(name, SHAPE_COVERS.get(name, [f"torch.{name}"]), fns, SH, dts, {F16: (4e-3, 4e-3), BF16: (3e-2, 3e-2)}))

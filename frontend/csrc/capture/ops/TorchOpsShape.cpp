@@ -690,7 +690,9 @@ VarP linspace(Interpreter &I, const std::string &op, Args &a) {
   std::vector<double> vals;
   double step = steps > 1 ? (end - start) / (steps - 1) : 0;
   for (int64_t i = 0; i < steps; ++i)
-    vals.push_back(i < steps / 2 ? start + i * step : end - (steps - 1 - i) * step);
+    // Like ATen: the first half counts up from start, the rest down from end
+    // (steps == 1 gives start).
+    vals.push_back(i < steps / 2 || steps == 1 ? start + i * step : end - (steps - 1 - i) * step);
   return T(Emit(I).dense({steps}, d, vals));
 }
 
