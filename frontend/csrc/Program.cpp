@@ -40,6 +40,8 @@ PyObject *buildArg(const FallbackArg &arg, llvm::ArrayRef<PyObject *> operands) 
 
 /// Checks that result `i` of `call` has the metadata seen at capture.
 bool checkResult(const FallbackCall &call, size_t i, PyObject *t) {
+  if (i < call.resultUsed.size() && !call.resultUsed[i])
+    return true;
   TensorMeta meta;
   if (!isTensor(t)) {
     PyErr_Format(PyExc_RuntimeError, "kiln: %s (at %s) returned a %s, not a tensor",

@@ -48,6 +48,11 @@ struct FallbackCall {
   /// call, so an op whose shape turned out data-dependent fails loudly.
   std::vector<std::vector<int64_t>> sizes;
   std::vector<PyObject *> dtypes; ///< borrowed torch dtype singletons
+  /// Per result: whether a later step or the entry's results read it. An
+  /// unread result is not checked: meta kernels give some auxiliary results
+  /// other sizes than the CPU kernels (native_batch_norm's saved statistics
+  /// in eval, embedding_bag's offset2bag). Empty: check all.
+  std::vector<bool> resultUsed;
   /// "name(constants)" for the compile-cache key and logs.
   std::string signature() const;
 };

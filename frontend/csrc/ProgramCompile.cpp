@@ -24,6 +24,24 @@ rt::CompiledFunction compileForCpuWithoutGil(mlir::ModuleOp module,
   Py_END_ALLOW_THREADS return fn;
 }
 
+namespace {
+
+/// Fills each fallback call's resultUsed: a result is used when a later
+/// step reads its slot or the entry returns it.
+void markUsedResults(Program &program) {
+  std::set<int> read(program.resultSlots.begin(), program.resultSlots.end());
+  for (auto step = program.steps.rbegin(); step != program.steps.rend(); ++step) {
+    if (step->kind == ProgramStep::Kind::Fallback) {
+      step->call.resultUsed.clear();
+      for (int slot : step->out)
+        step->call.resultUsed.push_back(read.count(slot) > 0);
+    }
+    read.insert(step->in.begin(), step->in.end());
+  }
+}
+
+} // namespace
+
 bool compileProgram(Capture &cap, Entry &entry, int device,
                     const mlir::kiln::CpuCompileOptions &options,
                     const std::function<void(const mlir::kiln::CpuCompileInfo &)> &onCpuCompile,
@@ -81,6 +99,7 @@ bool compileProgram(Capture &cap, Entry &entry, int device,
     step.graph = std::move(sub);
     program->steps.push_back(std::move(step));
   }
+  markUsedResults(*program);
   entry.program = std::move(program);
   return true;
 }

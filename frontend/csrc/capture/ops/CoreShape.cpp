@@ -201,11 +201,12 @@ VarP squeeze(Interpreter &I, const std::string &op, Args &a) {
   auto shape = ttype(v).getShape();
   int64_t rank = shape.size();
   std::vector<int64_t> dims, ns;
-  if (!a.isNone("dim"))
+  bool all = a.isNone("dim"); // dim=() squeezes nothing, as in eager
+  if (!all)
     for (auto d : asInts(a.get("dim"), "dim"))
       dims.push_back(normDim(d, rank));
   for (int64_t i = 0; i < rank; ++i) {
-    bool drop = shape[i] == 1 && (dims.empty() || std::count(dims.begin(), dims.end(), i));
+    bool drop = shape[i] == 1 && (all || std::count(dims.begin(), dims.end(), i));
     if (!drop)
       ns.push_back(shape[i]);
   }

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Edge cases found by running torch's OpInfo samples (op_db, float32 CPU)
+through kiln.compile and comparing with eager: each was a silent
+difference or an error where eager runs."""
+import pytest
+import torch
+
+import kiln
+from conftest import assert_close, stats, whole_graph
+
+
+def test_squeeze_with_an_empty_dim_tuple_squeezes_nothing():
+    x = torch.randn(1, 3, 1)
+    got = whole_graph(lambda t: t.squeeze(()) * 2, x)
+    assert got.shape == (1, 3, 1)
+    kiln.reset()
+    assert whole_graph(lambda t: torch.squeeze(t, (0, 2)) * 2, x).shape == (3,)
+
+
+def test_fallback_result_the_graph_never_reads_is_not_checked():
+    """native_batch_norm in eval returns empty saved statistics on CPU and
+    (C,)-sized ones on meta; only the output is read, so the call runs."""
+    def f(x, w, b, mean, var):
+        return torch.native_batch_norm(x, w, b, mean, var, False, 0.1, 1e-5)[0] * 2
+
+    args = (torch.randn(2, 3, 4), torch.rand(3), torch.rand(3), torch.rand(3), torch.rand(3) + 1)
+    assert_close(kiln.compile(f)(*args), f(*args))
+    assert stats()["fallback_ops"] >= 1 and stats()["graph_breaks"] == 0
+
+
+def test_fallback_result_read_with_other_sizes_still_raises():
+    """Returning the mismatching statistics themselves is still refused loudly
+    (the capture may have used the meta sizes)."""
+    def f(x, w, b, mean, var):
+        return torch.native_batch_norm(x, w, b, mean, var, False, 0.1, 1e-5)[1]
+
+    args = (torch.randn(2, 3, 4), torch.rand(3), torch.rand(3), torch.rand(3), torch.rand(3) + 1)
+    with pytest.raises(RuntimeError, match="differs from the one seen at capture"):
+        kiln.compile(f)(*args)
