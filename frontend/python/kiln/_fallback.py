@@ -18,7 +18,9 @@ reaches; it is accepted only when
   data-dependent work (``.item()``, ``nonzero``, ``unique``, boolean-mask
   indexing). Ops tagged ``dynamic_output_shape`` are judged by that meta run
   (``aten.index`` with integer index tensors has a shape known from the
-  sizes); every call's results are checked against the meta sizes anyway;
+  sizes); every call's results that a later step or the graph's result reads
+  are checked against the meta sizes (Program.cpp; unread auxiliary results
+  such as native_batch_norm's eval statistics differ on meta);
 - it mutates none of its tensor arguments (their version counters) and
   changes none of their metadata (sizes, strides, storage offset,
   requires_grad: ``t_``-style methods); ``requires_grad_`` is refused by
