@@ -18,6 +18,29 @@ include "mlir/Pass/PassBase.td"
 // CPU
 //===----------------------------------------------------------------------===//
 
+def CpuSplitLongSumsPass : Pass<"kiln-cpu-split-long-sums", "func::FuncOp"> {
+  let summary = "Splits f32 sums and means over many elements into short sums";
+  let description = [{
+    Runs on kiln IR after `kiln-decompose`. An f32 `kiln.sum` or `kiln.mean`
+    with static shapes over more than 32768 elements (size-1 dims do not
+    count) is rewritten into sums over at most about 32768 elements each,
+    so the f32 accumulators of the reduction loops stay accurate (one
+    accumulator over 1e7 values lost 3-4 digits; eager sums in a cascade):
+
+    - several reduced dims: the inner ones first (keepdim), then all of
+      them over the partial sums (only the outermost is still longer than 1);
+    - one reduced dim of `n` elements: `n / 1024 * 1024` of them reshaped to
+      `[n / 1024, 1024]` and summed over both (which the first rule splits),
+      the remainder slice summed and added;
+    - a mean is that sum divided by the element count; a result without
+      keepdim is reshaped.
+
+    New sums are rewritten again until none is long. Integer sums (exact),
+    16-bit floats (accumulated in f32 by the lowering, rounded once) and
+    dynamic shapes are left alone.
+  }];
+}
+
 def CpuFuseRowsPass : Pass<"kiln-cpu-fuse-rows", "func::FuncOp"> {
   let summary = "Runs consecutive row-wise linalg.generic ops row by row in one loop";
   let description = [{

@@ -26,6 +26,8 @@
 namespace mlir::kiln {
 
 void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &options) {
+  // Long f32 sums in short stages (accuracy), still on kiln IR.
+  pm.nest<func::FuncOp>().addPass(createCpuSplitLongSumsPass());
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
   buildFusedLinalgPipeline(pm, {/*transcendentalCost=*/8, /*sharedLhsGemm=*/true});
   // Tensors → buffers, writing results into the caller's buffers.

@@ -37,3 +37,13 @@ def test_fallback_result_read_with_other_sizes_still_raises():
     args = (torch.randn(2, 3, 4), torch.rand(3), torch.rand(3), torch.rand(3), torch.rand(3) + 1)
     with pytest.raises(RuntimeError, match="differs from the one seen at capture"):
         kiln.compile(f)(*args)
+
+
+def test_eye_and_linspace_with_a_dtype_kiln_lacks_keep_it():
+    """dtype=torch.uint8 read as "no dtype": float32 results."""
+    for fn in [lambda x: torch.eye(3, dtype=torch.uint8) + x, lambda x: torch.linspace(0, 9, 4, dtype=torch.uint8) + x]:
+        kiln.reset()
+        x = torch.ones((), dtype=torch.uint8)
+        got = kiln.compile(fn)(x)
+        assert got.dtype == torch.uint8
+        assert torch.equal(got, fn(x))

@@ -663,7 +663,12 @@ std::optional<DType> creationDType(Interpreter &I, const std::string &op, const 
   checkFactoryDevice(I, op, a, false);
   if (a.isNone("dtype"))
     return std::nullopt;
-  return dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+  // A dtype kiln has no type for (uint8, int8, ...) breaks; it must not
+  // read as "no dtype" (eye/linspace came back as the default float).
+  std::optional<DType> d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+  if (!d)
+    throw Unsupported(BreakCategory::UnsupportedOp, op + ": unsupported dtype");
+  return d;
 }
 
 VarP eye(Interpreter &I, const std::string &op, Args &a) {
