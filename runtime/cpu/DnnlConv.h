@@ -99,6 +99,12 @@ bool haveDnnl();
 /// (symbol name, address) of the oneDNN shims, for the JIT's symbol table
 /// (empty without oneDNN).
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols();
+/// The residual variants of the int8 convolution (`_ru8` / `_rf32` after
+/// the `_xu8` / `_yu8` suffixes; DnnlQConv.cpp): the `_yu8` operands, then
+/// a residual r of y's shape (u8 or f32), rScale and rZero:
+/// y = act(xScale * scale[F] * acc + shift[F] + dequantize(r)), ReLU or
+/// none. Their (name, address) pairs for the JIT's symbol map.
+std::vector<std::pair<const char *, void *>> qconvResidualShimSymbols();
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_CPU_DNNLCONV_H
