@@ -234,6 +234,34 @@ def test_static_conv_layer_against_torch_reference_ops():
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_batchnorm_folded_before_weight_quantization():
+    """``prepare(static_int8())`` folds an eval BatchNorm into the conv
+    before quantizing its weight per channel, as PT2E does (torch.fx finds
+    the pairs): kiln's result is torch's reference on the folded, then
+    quantized weight (negative BatchNorm gains included: folding after the
+    quantization would differ where a channel's largest weight meets one)."""
+    torch.manual_seed(3)
+    conv, bn = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.2, 3.0)
+    bn.weight.data.uniform_(-2, 2)
+    bn.bias.data.uniform_(-1, 1)
+    model = nn.Sequential(conv, bn).eval()
+    x = torch.randn(2, 8, 9, 9)
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()), [x])
+    assert isinstance(prepared[1], nn.Identity)
+    with torch.no_grad():
+        got = kiln.compile(prepared)(x)
+        fused = torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
+    values, wscale = kiln.quant._static.quantize_weight_static(fused.weight)
+    s, z = prepared[0].input_scale, prepared[0].input_zero_point
+    xd = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, s, z, 0, 255, torch.uint8), s, z, 0,
+                                  255, torch.uint8)
+    want = nn.functional.conv2d(xd, values.float() * wscale, fused.bias.detach(), 1, 1)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+
+
 @pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
 def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     """A shape oneDNN cannot make an int8 primitive for (forced by the test
