@@ -262,6 +262,41 @@ Value allocOutput(OpBuilder &b, Location loc, RankedTensorType type, bool u8, bo
   return b.create<memref::AllocOp>(loc, MemRefType::get(shape, elt), b.getI64IntegerAttr(64));
 }
 
+/// The max-pool that is `v`'s only user, when it can run on u8 values
+/// (no dilation): resnet's stem.
+MaxPool2dOp singlePool(Value v) {
+  auto pool = v.hasOneUse() ? dyn_cast<MaxPool2dOp>(*v.getUsers().begin()) : MaxPool2dOp();
+  return pool && pool.getDilation() == ArrayRef<int64_t>{1, 1} ? pool : MaxPool2dOp();
+}
+
+/// `pool` on the NHWC u8 tensor `nhwc` (DnnlConv.h's u8 max pooling), as
+/// the NCHW permute of its NHWC u8 result.
+Value emitPoolU8(OpBuilder &b, MaxPool2dOp pool, Value nhwc, ModuleOp module) {
+  constexpr const char *name = "kiln_dnnl_maxpool2d_u8";
+  MLIRContext *ctx = b.getContext();
+  auto callee = module.lookupSymbol<func::FuncOp>(name);
+  if (!callee) {
+    SmallVector<Type> inputs = {dynamicType(ctx, 4, u8Type(ctx)), dynamicType(ctx, 4, u8Type(ctx))};
+    inputs.append(6, b.getI64Type());
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    callee = mb.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
+    callee.setPrivate();
+    callee->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+    callee->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
+  }
+  Location loc = pool.getLoc();
+  Value ym = allocOutput(b, loc, pool.getType(), /*u8=*/true, /*nchw=*/false);
+  SmallVector<Value> args = {permutedView(b, loc, readBuffer(b, loc, nhwc), {0, 3, 1, 2}),
+                             permutedView(b, loc, ym, {0, 3, 1, 2})};
+  ArrayRef<int64_t> k = pool.getKernel(), st = pool.getStride(), p = pool.getPadding();
+  for (int64_t v : {k[0], k[1], st[0], st[1], p[0], p[1]})
+    args.push_back(b.create<arith::ConstantIntOp>(loc, v, 64));
+  b.create<func::CallOp>(loc, callee, args);
+  auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
+                                                    /*writable=*/true);
+  return permute(b, loc, tensor, {0, 3, 1, 2});
+}
+
 /// An int8 call's residual (DnnlConv.h's `_ru8` / `_rf32`): a view of its
 /// NHWC buffer and, for a u8 one, its scale and zero point.
 struct ResidualArgs {
@@ -314,13 +349,15 @@ struct Plan {
   std::optional<QuantConv> quant;
   SmallVector<QuantizeStaticOp> requant;
   SmallVector<Operation *> adds;
+  /// A max-pool between the u8 result and `requant` (run on u8 values).
+  MaxPool2dOp pool;
 };
 
 /// Emits the call at `b` and returns its result as an NCHW tensor (or the
 /// NCHW buffer itself when `nchw`).
 Value emitCall(OpBuilder &b, Conv2dOp op, ModuleOp module, Plan &plan, bool nchw) {
   Location loc = op.getLoc();
-  auto &[epilogue, quant, requant, adds] = plan;
+  auto &[epilogue, quant, requant, adds, pool] = plan;
   auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
   bool xU8 = quant && quant->xU8, yU8 = !requant.empty();
   std::optional<ResidualArgs> residual;
@@ -363,18 +400,32 @@ void rewrite(Conv2dOp op, ModuleOp module, const ResidualAdds &residuals) {
   ConvEpilogue &epilogue = plan.epilogue;
   if (plan.quant)
     plan.requant = u8Consumers(epilogue.replaced, residuals, plan.adds);
+  if (MaxPool2dOp pool = singlePool(epilogue.replaced);
+      pool && plan.quant && plan.requant.empty()) {
+    plan.adds.clear(); // the pooled values may be u8 (max-pooling commutes with quantizing)
+    plan.requant = u8Consumers(pool.getResult(), residuals, plan.adds);
+    plan.pool = plan.requant.empty() ? MaxPool2dOp() : pool;
+  }
   bool yU8 = !plan.requant.empty();
   // An int8 result only pooled is handed over NCHW (the pooling reads NCHW;
   // the shim reorders oneDNN's NHWC result: faster than a transposing copy).
   bool nchw = plan.quant && !yU8 && onlyPooled(epilogue.replaced);
   OpBuilder b(epilogue.ops.empty() ? op.getOperation() : epilogue.ops.back());
-  Value result = emitCall(b, op, module, plan, nchw);
+  Value result = emitCall(b, op, module, plan, nchw), u8Value = epilogue.replaced;
+  if (plan.pool) {
+    PermuteOp unpooled = toNchw(result);
+    result = emitPoolU8(b, plan.pool, unpooled.getInput(), module);
+    unpooled.erase();
+    u8Value = plan.pool.getResult();
+  }
   for (QuantizeStaticOp q : plan.requant) // the u8 result is their value
     q.getResult().replaceAllUsesWith(result);
   if (yU8)
-    readResidualAsU8(plan.adds, epilogue.replaced, result, plan.requant.front());
+    readResidualAsU8(plan.adds, u8Value, result, plan.requant.front());
   for (QuantizeStaticOp q : plan.requant)
     q.erase();
+  if (plan.pool)
+    plan.pool.erase();
   if (!yU8)
     epilogue.replaced.replaceAllUsesWith(result);
   for (Operation *dead : llvm::reverse(epilogue.ops))

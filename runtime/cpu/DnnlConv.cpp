@@ -322,6 +322,8 @@ std::vector<std::pair<const char *, void *>> dnnlShimSymbols() {
        reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8)},
       {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8",
        reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8)}};
+  symbols.push_back({"_mlir_ciface_kiln_dnnl_maxpool2d_u8",
+                     reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_maxpool2d_u8)});
   for (auto symbol : qconvResidualShimSymbols())
     symbols.push_back(symbol);
   return symbols;

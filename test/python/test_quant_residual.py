@@ -35,10 +35,12 @@ pytestmark = pytest.mark.skipif(_LIB.kilnDnnlQConvU8Outputs() < 0,
 
 def two_blocks():
     """A stem without ReLU (so the first block input has a nonzero zero
-    point), a Bottleneck without and one with a downsample, a pool."""
+    point) and a max-pool, a Bottleneck without and one with a downsample,
+    a pool."""
     torch.manual_seed(0)
     stem = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64))
     down = nn.Sequential(nn.Conv2d(64, 128, 1, stride=2), nn.BatchNorm2d(128))
+    stem.append(nn.MaxPool2d(3, 2, 1))
     model = nn.Sequential(stem, Bottleneck(64, 16), Bottleneck(64, 32, stride=2, downsample=down),
                           nn.AdaptiveAvgPool2d(1), nn.Flatten())
     for m in model.modules():  # non-trivial BatchNorm statistics
@@ -90,7 +92,8 @@ def test_bottlenecks_fuse_residuals_and_stay_u8():
         fast(x)
         before = _LIB.kilnDnnlQConvU8Outputs()
         got = fast(x)
-        # stem, b1.conv1, b1.conv2, b1.conv3 (the block output), b2.conv1, b2.conv2
+        # stem (then a u8 max-pool), b1.conv1, b1.conv2, b1.conv3 (the block
+        # output), b2.conv1, b2.conv2
         assert _LIB.kilnDnnlQConvU8Outputs() - before == 6
         want, fp32 = reference(prepared, x), model(x)
     assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)

@@ -123,3 +123,39 @@ func.func @residual_negative(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xi32>, %
   %both = kiln.add %sil, %b2 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
   return %sa, %v, %both : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// Tests a stem: an int8 convolution whose only user is a max-pool whose
+// result only int8 convolutions read (quantized 0.5, 0). The convolution
+// writes u8 with the pool's consumers' scale (`_yu8`), the pool runs on the
+// u8 values (kiln_dnnl_maxpool2d_u8: kernel, stride, padding; max-pooling
+// commutes with quantizing) and the next convolution reads its result
+// (`_xu8`); no float max-pool, permute or q/dq is left.
+// CHECK-LABEL: func.func @stem_pool
+// CHECK: call @kiln_dnnl_qconv2d_u8s8_yu8(
+// CHECK: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x3x4xui8>
+// CHECK-DAG: %[[K:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[S:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[PAD:.*]] = arith.constant 1 : i64
+// CHECK: call @kiln_dnnl_maxpool2d_u8(%{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %[[S]], %{{.*}}, %[[PAD]], %{{.*}}) : (memref<?x?x?x?xui8, {{.*}}>, memref<?x?x?x?xui8, {{.*}}>, i64, i64, i64, i64, i64, i64) -> ()
+// CHECK: bufferization.to_tensor %[[P]] restrict writable
+// CHECK: call @kiln_dnnl_qconv2d_u8s8_xu8(
+// CHECK-NOT: kiln.max_pool2d
+// CHECK-NOT: kiln.quantize_static
+// CHECK-NOT: kiln.dequantize
+func.func @stem_pool(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xi32>, %s: tensor<4x1x1x1xf32>, %w2: tensor<5x4x1x1xi32>, %s2: tensor<5x1x1x1xf32>) -> tensor<1x5x3x3xf32> {
+  %q = kiln.quantize_static %x {scale = 0.25 : f32, zero_point = 7 : i64} : tensor<1x8x6x6xf32> -> tensor<1x8x6x6xui8>
+  %c = kiln.constant dense<0.25> : tensor<1x1x1x1xf32>
+  %xd = kiln.dequantize %q, %c {zero_point = 7 : i64} : tensor<1x8x6x6xui8>, tensor<1x1x1x1xf32> -> tensor<1x8x6x6xf32>
+  %wd = kiln.dequantize %w, %s : tensor<4x8x3x3xi32>, tensor<4x1x1x1xf32> -> tensor<4x8x3x3xf32>
+  %y = kiln.conv2d %xd, %wd {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  %r = kiln.relu %y : tensor<1x4x6x6xf32>
+  %p = kiln.max_pool2d %r {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<1x4x6x6xf32> -> tensor<1x4x3x3xf32>
+  %q2 = kiln.quantize_static %p {scale = 0.5 : f32, zero_point = 0 : i64} : tensor<1x4x3x3xf32> -> tensor<1x4x3x3xui8>
+  %c2 = kiln.constant dense<0.5> : tensor<1x1x1x1xf32>
+  %xd2 = kiln.dequantize %q2, %c2 : tensor<1x4x3x3xui8>, tensor<1x1x1x1xf32> -> tensor<1x4x3x3xf32>
+  %wd2 = kiln.dequantize %w2, %s2 : tensor<5x4x1x1xi32>, tensor<5x1x1x1xf32> -> tensor<5x4x1x1xf32>
+  %y2 = kiln.conv2d %xd2, %wd2 : tensor<1x4x3x3xf32>, tensor<5x4x1x1xf32> -> tensor<1x5x3x3xf32>
+  return %y2 : tensor<1x5x3x3xf32>
+}
