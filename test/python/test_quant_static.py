@@ -262,6 +262,32 @@ def test_batchnorm_folded_before_weight_quantization():
     assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
 
 
+class _Branchy(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return y if x.sum() > 0 else -y
+
+
+def test_batchnorm_kept_when_fx_cannot_trace(capsys):
+    """An untraceable model keeps its BatchNorm (the compiler folds it into
+    the int8 call's output scales) and KILN_LOGS=fallbacks says why."""
+    model = _Branchy().eval()
+    with kiln.config.patch(logs=frozenset({"fallbacks"})):
+        prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
+    assert isinstance(prepared.bn, nn.BatchNorm2d)
+    assert "BatchNorms not folded before weight quantization" in capsys.readouterr().err
+    x = torch.randn(2, 3, 8, 8).abs()
+    calibrate(prepared, [x])
+    with torch.no_grad():
+        torch.testing.assert_close(kiln.compile(prepared)(x), prepared(x), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
 def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     """A shape oneDNN cannot make an int8 primitive for (forced by the test
