@@ -390,7 +390,7 @@ Value emitCall(OpBuilder &b, Conv2dOp op, ModuleOp module, Plan &plan, bool nchw
   return nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
 }
 
-void rewrite(Conv2dOp op, ModuleOp module, const ResidualAdds &residuals) {
+void rewrite(Conv2dOp op, ModuleOp module, ResidualAdds &residuals) {
   // The per-channel affine ops (bias, eval BatchNorm), an int8 call's
   // residual add and the activation after the convolution are done by the
   // call; it goes where the last of them was.
@@ -398,6 +398,8 @@ void rewrite(Conv2dOp op, ModuleOp module, const ResidualAdds &residuals) {
   plan.quant = matchQuantConv(op);
   plan.epilogue = matchConvEpilogue(op, /*residual=*/plan.quant.has_value());
   ConvEpilogue &epilogue = plan.epilogue;
+  if (epilogue.residualAdd) // erased below: no stale entry for a later lookup
+    residuals.erase(epilogue.residualAdd);
   if (plan.quant)
     plan.requant = u8Consumers(epilogue.replaced, residuals, plan.adds);
   if (MaxPool2dOp pool = singlePool(epilogue.replaced);
