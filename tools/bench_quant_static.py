@@ -11,8 +11,8 @@ torch.no_grad), timed interleaved in this one process:
   convolutions, int8 GEMM for the classifier), weights frozen;
 * PT2E + Inductor with X86InductorQuantizer when its flow is importable
   (torch 2.11 removed `torch.ao.quantization.quantize_pt2e`; torchao's
-  `torchao.quantization.pt2e` is used: `pip install torchao`, not in
-  tools/bootstrap.sh), else the reason; `torch.compile` with Inductor's
+  `torchao.quantization.pt2e` is used, pinned in tools/bootstrap.sh),
+  else the reason; `torch.compile` with Inductor's
   `freezing` (its int8 convolutions need the constant weights folded).
 
 Output SQNR of each against fp32 eager. Writes the section of

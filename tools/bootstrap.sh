@@ -25,7 +25,10 @@ PY_PKGS=("torch==2.11.0" "numpy>=1.26,<3" "pytest>=8" "nanobind==2.4.0" "lit==18
          # kiln.export tests read the artifact's weights with the reference reader.
          "safetensors==0.8.0"
          # kiln.quant's accuracy tests train on its bundled digits (load_digits).
-         "scikit-learn==1.9.1")
+         "scikit-learn==1.9.1"
+         # PT2E's X86InductorQuantizer (torch 2.11 moved it to torchao): the
+         # PT2E parity test and the int8 static bench row (a 3.4 MB wheel).
+         "torchao==0.18.0")
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -34,6 +34,7 @@
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/CallAttrs.h"
 #include "codegen/cpu/DnnlConvEpilogue.h"
+#include "codegen/cpu/DnnlQConvMatch.h"
 
 #include "ir/KilnOps.h"
 #include "ir/KilnQuantOps.h"
@@ -42,6 +43,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <functional>
 
 namespace mlir::kiln {
 
@@ -65,10 +68,13 @@ MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4, Type elt = {}) {
 /// The f32 shim, or (`quantized`) the int8 one: an i32 weight and the
 /// input's f32 scale and i64 zero point after the f32 one's operands; a u8
 /// input (`xU8`) or a u8 output (`yU8`, with its f32 scale and i64 zero
-/// point last) choose the `_xu8` / `_yu8` variants.
-func::FuncOp declareCallee(ModuleOp module, bool quantized, bool xU8 = false, bool yU8 = false) {
+/// point last) choose the `_xu8` / `_yu8` variants; a residual (1: u8,
+/// 2: f32) the `_ru8` / `_rf32` ones, with the `_yu8` operands (1 and 0 for
+/// an f32 y), then the residual, its f32 scale and i64 zero point.
+func::FuncOp declareCallee(ModuleOp module, bool quantized, bool xU8, bool yU8, int residual) {
   std::string name = quantized ? kQuantCallee : kCallee;
   name += std::string(xU8 ? "_xu8" : "") + (yU8 ? "_yu8" : "");
+  name += residual == 0 ? "" : (residual == 1 ? "_ru8" : "_rf32");
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
@@ -81,8 +87,11 @@ func::FuncOp declareCallee(ModuleOp module, bool quantized, bool xU8 = false, bo
   inputs.append(10, i64);
   if (quantized)
     inputs.append({Float32Type::get(ctx), i64});
-  if (yU8)
+  if (yU8 || residual)
     inputs.append({Float32Type::get(ctx), i64});
+  if (residual)
+    inputs.append({dynamicType(ctx, 4, residual == 1 ? u8Type(ctx) : Float32Type::get(ctx)),
+                   Float32Type::get(ctx), i64});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
@@ -151,16 +160,6 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
                              b.getDenseI64ArrayAttr(dims));
 }
 
-/// Whether `op` goes to oneDNN: static f32 (1x1 and depthwise included:
-/// with the permutes sunk below elementwise ops, whole networks stay
-/// channels-last; per-shape-class measurements in docs/performance.md).
-bool qualifies(Conv2dOp op) {
-  auto in = cast<RankedTensorType>(op.getInput().getType());
-  auto wt = cast<RankedTensorType>(op.getWeight().getType());
-  return in.getElementType().isF32() && in.hasStaticShape() && wt.hasStaticShape() &&
-         op.getType().hasStaticShape();
-}
-
 /// Whether `kiln-decompose` would give `op` im2col columns of at least
 /// `minBytes` bytes and at least 8x its weight's bytes (a kernel larger than
 /// 1x1, not depthwise): the convolutions worth a oneDNN call whose weight
@@ -204,12 +203,6 @@ SmallVector<Value> intArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t acti
   return args;
 }
 
-/// Whether `v` is the permute of an NHWC tensor back to NCHW.
-PermuteOp toNchw(Value v) {
-  auto p = v.getDefiningOp<PermuteOp>();
-  return p && p.getDims() == ArrayRef<int64_t>{0, 3, 1, 2} ? p : PermuteOp();
-}
-
 /// Moves the permute back to NCHW of `v` below the elementwise ops using it
 /// whose other operands are such permutes of the same shape too, or
 /// scalars: op(permute(a), permute(b)) becomes permute(op(a, b)), so the
@@ -251,85 +244,6 @@ void sinkPermutes(Value v) {
   }
 }
 
-/// A statically quantized convolution's parts (see the file comment): its
-/// input (the f32 value quantize_static reads, or `xU8`: the NHWC u8 result
-/// of an earlier int8 call), that quantization's scale and zero point, and
-/// the weight's dequantize.
-struct QuantConv {
-  Value x;
-  bool xU8;
-  FloatAttr scale;
-  IntegerAttr zero;
-  DequantizeOp weight;
-};
-
-/// `dequantize(permute(u8 NHWC), splat scale)`: (the NHWC u8 value, scale).
-std::optional<std::pair<Value, FloatAttr>> u8Input(Value v) {
-  auto dq = v.getDefiningOp<DequantizeOp>();
-  PermuteOp p = dq ? toNchw(dq.getInput()) : PermuteOp();
-  if (!p || !getElementTypeOrSelf(p.getType()).isUnsignedInteger(8))
-    return std::nullopt;
-  auto c = dq.getScale().getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-    return std::nullopt;
-  return std::make_pair(p.getInput(),
-                        FloatAttr::get(dense.getElementType(), dense.getSplatValue<APFloat>()));
-}
-
-std::optional<QuantConv> matchQuantConv(Conv2dOp op) {
-  auto w = op.getWeight().getDefiningOp<DequantizeOp>();
-  if (!w || w.getZeroPoint() != 0)
-    return std::nullopt;
-  auto wt = cast<RankedTensorType>(w.getInput().getType());
-  auto st = cast<RankedTensorType>(w.getScale().getType());
-  int64_t f = wt.getDimSize(0);
-  if (!wt.getElementType().isSignlessInteger(32) || st.getShape() != ArrayRef<int64_t>{f, 1, 1, 1})
-    return std::nullopt;
-  if (QuantizeStaticOp q = staticallyQuantized(op.getInput()))
-    return QuantConv{q.getInput(), false, q.getScaleAttr(), q.getZeroPointAttr(), w};
-  if (auto u8 = u8Input(op.getInput()))
-    return QuantConv{u8->first, true, u8->second,
-                     op.getInput().getDefiningOp<DequantizeOp>().getZeroPointAttr(), w};
-  return std::nullopt;
-}
-
-/// The quantize_static ops that are all of `v`'s users, when they share one
-/// scale and zero point and each feeds only int8 convolutions' inputs
-/// (through dequantize ops that invert it); empty otherwise.
-SmallVector<QuantizeStaticOp> u8Consumers(Value v) {
-  SmallVector<QuantizeStaticOp> found;
-  for (Operation *user : v.getUsers()) {
-    auto q = dyn_cast<QuantizeStaticOp>(user);
-    if (!q || (!found.empty() && (q.getScaleAttr() != found[0].getScaleAttr() ||
-                                  q.getZeroPoint() != found[0].getZeroPoint())))
-      return {};
-    for (Operation *qUser : q->getUsers()) {
-      auto dq = dyn_cast<DequantizeOp>(qUser);
-      if (!dq || staticallyQuantized(dq.getResult()) != q)
-        return {};
-      for (Operation *dqUser : dq->getUsers()) {
-        auto conv = dyn_cast<Conv2dOp>(dqUser);
-        if (!conv || conv.getInput() != dq.getResult() || !qualifies(conv) || !matchQuantConv(conv))
-          return {};
-      }
-    }
-    found.push_back(q);
-  }
-  return found;
-}
-
-/// Erases `v`'s defining op and then its operands' when they are dead q/dq ops.
-void eraseDeadQuant(Value v) {
-  Operation *op = v.getDefiningOp();
-  if (!op || !op->use_empty() || !isa<DequantizeOp, QuantizeStaticOp, ConstantOp, PermuteOp>(op))
-    return;
-  SmallVector<Value> operands(op->getOperands());
-  op->erase();
-  for (Value o : operands)
-    eraseDeadQuant(o);
-}
-
 /// Whether every user of `v` is a pooling op (NCHW only: a stem
 /// convolution's max-pool).
 bool onlyPooled(Value v) {
@@ -348,11 +262,68 @@ Value allocOutput(OpBuilder &b, Location loc, RankedTensorType type, bool u8, bo
   return b.create<memref::AllocOp>(loc, MemRefType::get(shape, elt), b.getI64IntegerAttr(64));
 }
 
+/// The max-pool that is `v`'s only user, when it can run on u8 values
+/// (no dilation): resnet's stem.
+MaxPool2dOp singlePool(Value v) {
+  auto pool = v.hasOneUse() ? dyn_cast<MaxPool2dOp>(*v.getUsers().begin()) : MaxPool2dOp();
+  return pool && pool.getDilation() == ArrayRef<int64_t>{1, 1} ? pool : MaxPool2dOp();
+}
+
+/// `pool` on the NHWC u8 tensor `nhwc` (DnnlConv.h's u8 max pooling), as
+/// the NCHW permute of its NHWC u8 result.
+Value emitPoolU8(OpBuilder &b, MaxPool2dOp pool, Value nhwc, ModuleOp module) {
+  constexpr const char *name = "kiln_dnnl_maxpool2d_u8";
+  MLIRContext *ctx = b.getContext();
+  auto callee = module.lookupSymbol<func::FuncOp>(name);
+  if (!callee) {
+    SmallVector<Type> inputs = {dynamicType(ctx, 4, u8Type(ctx)), dynamicType(ctx, 4, u8Type(ctx))};
+    inputs.append(6, b.getI64Type());
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    callee = mb.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
+    callee.setPrivate();
+    callee->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+    callee->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
+  }
+  Location loc = pool.getLoc();
+  Value ym = allocOutput(b, loc, pool.getType(), /*u8=*/true, /*nchw=*/false);
+  SmallVector<Value> args = {permutedView(b, loc, readBuffer(b, loc, nhwc), {0, 3, 1, 2}),
+                             permutedView(b, loc, ym, {0, 3, 1, 2})};
+  ArrayRef<int64_t> k = pool.getKernel(), st = pool.getStride(), p = pool.getPadding();
+  for (int64_t v : {k[0], k[1], st[0], st[1], p[0], p[1]})
+    args.push_back(b.create<arith::ConstantIntOp>(loc, v, 64));
+  b.create<func::CallOp>(loc, callee, args);
+  auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
+                                                    /*writable=*/true);
+  return permute(b, loc, tensor, {0, 3, 1, 2});
+}
+
+/// An int8 call's residual (DnnlConv.h's `_ru8` / `_rf32`): a view of its
+/// NHWC buffer and, for a u8 one, its scale and zero point.
+struct ResidualArgs {
+  Value view;
+  bool u8 = false;
+  FloatAttr scale;
+  IntegerAttr zero;
+};
+
+ResidualArgs residualArgs(OpBuilder &b, Location loc, Value r) {
+  if (auto u8 = u8Input(r)) {
+    Value m = readBuffer(b, loc, u8->first);
+    return {permutedView(b, loc, m, {0, 3, 1, 2}), true, u8->second,
+            r.getDefiningOp<DequantizeOp>().getZeroPointAttr()};
+  }
+  Value m = readBuffer(b, loc, nhwcInput(b, loc, r));
+  return {permutedView(b, loc, m, {0, 3, 1, 2}), false, b.getF32FloatAttr(1.0f),
+          b.getI64IntegerAttr(0)};
+}
+
 /// The call's operands after x, w, y, scale and shift: the ints, then for
 /// an int8 call the input's scale and zero point and, for a u8 output, the
-/// consumers' (`requant`).
+/// consumers' (`requant`; 1 and 0 for an f32 output with a residual), then
+/// the residual's.
 SmallVector<Value> tailArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t activation,
-                            const std::optional<QuantConv> &quant, QuantizeStaticOp requant) {
+                            const std::optional<QuantConv> &quant, QuantizeStaticOp requant,
+                            const std::optional<ResidualArgs> &residual) {
   SmallVector<Value> args = intArgs(b, loc, op, activation);
   if (quant) {
     args.push_back(b.create<arith::ConstantOp>(loc, quant->scale));
@@ -361,24 +332,39 @@ SmallVector<Value> tailArgs(OpBuilder &b, Location loc, Conv2dOp op, int64_t act
   if (requant) {
     args.push_back(b.create<arith::ConstantOp>(loc, requant.getScaleAttr()));
     args.push_back(b.create<arith::ConstantOp>(loc, requant.getZeroPointAttr()));
+  } else if (residual) {
+    args.push_back(b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(1.0f)));
+    args.push_back(b.create<arith::ConstantIntOp>(loc, 0, 64));
   }
+  if (residual)
+    args.append({residual->view, b.create<arith::ConstantOp>(loc, residual->scale),
+                 b.create<arith::ConstantOp>(loc, residual->zero)});
   return args;
 }
 
-void rewrite(Conv2dOp op, ModuleOp module) {
-  // The per-channel affine ops (bias, eval BatchNorm) and activation after
-  // the convolution are done by the call; it goes where the last of them was.
-  ConvEpilogue epilogue = matchConvEpilogue(op);
-  Operation *at = epilogue.ops.empty() ? op.getOperation() : epilogue.ops.back();
-  OpBuilder b(at);
-  Location loc = op.getLoc();
-  auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
-  std::optional<QuantConv> quant = matchQuantConv(op);
+/// What a rewrite decided: the epilogue, the int8 parts, the consumers
+/// reading a u8 result and the residual adds reading it too.
+struct Plan {
+  ConvEpilogue epilogue;
+  std::optional<QuantConv> quant;
   SmallVector<QuantizeStaticOp> requant;
-  if (quant)
-    requant = u8Consumers(epilogue.replaced);
+  SmallVector<Operation *> adds;
+  /// A max-pool between the u8 result and `requant` (run on u8 values).
+  MaxPool2dOp pool;
+};
+
+/// Emits the call at `b` and returns its result as an NCHW tensor (or the
+/// NCHW buffer itself when `nchw`).
+Value emitCall(OpBuilder &b, Conv2dOp op, ModuleOp module, Plan &plan, bool nchw) {
+  Location loc = op.getLoc();
+  auto &[epilogue, quant, requant, adds, pool] = plan;
+  auto [scale, shift] = buildScaleShift(b, loc, op, epilogue);
   bool xU8 = quant && quant->xU8, yU8 = !requant.empty();
-  func::FuncOp callee = declareCallee(module, quant.has_value(), xU8, yU8);
+  std::optional<ResidualArgs> residual;
+  if (epilogue.residual)
+    residual = residualArgs(b, loc, epilogue.residual);
+  func::FuncOp callee =
+      declareCallee(module, quant.has_value(), xU8, yU8, !residual ? 0 : (residual->u8 ? 1 : 2));
   Value x = quant ? quant->x : op.getInput();
   Value w = quant ? quant->weight.getInput() : op.getWeight();
   if (quant) // conv(x, w * s) = s * conv(x, w): the weight scales join `scale`.
@@ -387,9 +373,6 @@ void rewrite(Conv2dOp op, ModuleOp module) {
   Value xm = readBuffer(b, loc, xU8 ? x : nhwcInput(b, loc, x));
   Value wm = readBuffer(b, loc, w);
   MLIRContext *ctx = b.getContext();
-  // An int8 result only pooled is handed over NCHW (the pooling reads NCHW;
-  // the shim reorders oneDNN's NHWC result: faster than a transposing copy).
-  bool nchw = quant && !yU8 && onlyPooled(epilogue.replaced);
   Value ym = allocOutput(b, loc, op.getType(), yU8, nchw);
   Value xv = permutedView(b, loc, xm, {0, 3, 1, 2});
   Value wv =
@@ -400,15 +383,51 @@ void rewrite(Conv2dOp op, ModuleOp module) {
       xv, wv, yv, b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, scale)),
       b.create<memref::CastOp>(loc, dynamicType(ctx, 1), readBuffer(b, loc, shift))};
   llvm::append_range(args, tailArgs(b, loc, op, epilogue.activation, quant,
-                                    yU8 ? requant.front() : QuantizeStaticOp()));
+                                    yU8 ? requant.front() : QuantizeStaticOp(), residual));
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
-  Value result = nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
-  for (QuantizeStaticOp q : requant) { // the u8 result is their value
-    q.getResult().replaceAllUsesWith(result);
-    q.erase();
+  return nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
+}
+
+void rewrite(Conv2dOp op, ModuleOp module, ResidualAdds &residuals) {
+  // The per-channel affine ops (bias, eval BatchNorm), an int8 call's
+  // residual add and the activation after the convolution are done by the
+  // call; it goes where the last of them was.
+  Plan plan;
+  plan.quant = matchQuantConv(op);
+  plan.epilogue = matchConvEpilogue(op, /*residual=*/plan.quant.has_value());
+  ConvEpilogue &epilogue = plan.epilogue;
+  if (epilogue.residualAdd) // erased below: no stale entry for a later lookup
+    residuals.erase(epilogue.residualAdd);
+  if (plan.quant)
+    plan.requant = u8Consumers(epilogue.replaced, residuals, plan.adds);
+  if (MaxPool2dOp pool = singlePool(epilogue.replaced);
+      pool && plan.quant && plan.requant.empty()) {
+    plan.adds.clear(); // the pooled values may be u8 (max-pooling commutes with quantizing)
+    plan.requant = u8Consumers(pool.getResult(), residuals, plan.adds);
+    plan.pool = plan.requant.empty() ? MaxPool2dOp() : pool;
   }
+  bool yU8 = !plan.requant.empty();
+  // An int8 result only pooled is handed over NCHW (the pooling reads NCHW;
+  // the shim reorders oneDNN's NHWC result: faster than a transposing copy).
+  bool nchw = plan.quant && !yU8 && onlyPooled(epilogue.replaced);
+  OpBuilder b(epilogue.ops.empty() ? op.getOperation() : epilogue.ops.back());
+  Value result = emitCall(b, op, module, plan, nchw), u8Value = epilogue.replaced;
+  if (plan.pool) {
+    PermuteOp unpooled = toNchw(result);
+    result = emitPoolU8(b, plan.pool, unpooled.getInput(), module);
+    unpooled.erase();
+    u8Value = plan.pool.getResult();
+  }
+  for (QuantizeStaticOp q : plan.requant) // the u8 result is their value
+    q.getResult().replaceAllUsesWith(result);
+  if (yU8)
+    readResidualAsU8(plan.adds, u8Value, result, plan.requant.front());
+  for (QuantizeStaticOp q : plan.requant)
+    q.erase();
+  if (plan.pool)
+    plan.pool.erase();
   if (!yU8)
     epilogue.replaced.replaceAllUsesWith(result);
   for (Operation *dead : llvm::reverse(epilogue.ops))
@@ -417,6 +436,8 @@ void rewrite(Conv2dOp op, ModuleOp module) {
   op.erase();
   eraseDeadQuant(oldInput);
   eraseDeadQuant(oldWeight);
+  if (epilogue.residual)
+    eraseDeadQuant(epilogue.residual);
   if (!yU8 && !nchw)
     sinkPermutes(result);
 }
@@ -439,8 +460,25 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
           (!quantizedOnly && (minColumnsBytes <= 0 || bigColumns(op, minColumnsBytes))))
         convs.push_back(op);
     });
+    // Program order (a u8 producer before its consumers), except that the
+    // convolution making a residual goes before the one adding it (a
+    // bottleneck's downsample, captured after the block's last conv).
+    ResidualAdds residuals = findResidualAdds(convs);
+    DenseMap<Value, Conv2dOp> producers;
     for (Conv2dOp op : convs)
-      rewrite(op, module);
+      producers[matchConvEpilogue(op, matchQuantConv(op).has_value()).replaced] = op;
+    DenseSet<Operation *> done;
+    std::function<void(Conv2dOp)> visit = [&](Conv2dOp op) {
+      if (!done.insert(op).second)
+        return;
+      if (matchQuantConv(op))
+        if (Value r = matchConvEpilogue(op, /*residual=*/true).residual)
+          if (Conv2dOp producer = producers.lookup(r))
+            visit(producer);
+      rewrite(op, module, residuals);
+    };
+    for (Conv2dOp op : convs)
+      visit(op);
   }
 };
 

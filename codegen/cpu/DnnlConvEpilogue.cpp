@@ -5,7 +5,8 @@
 // convolution, accepting kiln.mul / kiln.add (either side) and kiln.sub
 // (convolution side first) whose other operand is a per-output-channel
 // tensor ([1, F, 1, 1] or [F, 1, 1]) outside the convolution's forward
-// slice, then one kiln.relu or kiln.silu.
+// slice, then (when asked) a residual kiln.add of a full tensor outside
+// that slice, then one kiln.relu or kiln.silu (only a ReLU after a residual).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/DnnlConvEpilogue.h"
 
@@ -13,6 +14,16 @@
 
 namespace mlir::kiln {
 namespace {
+
+/// Whether `c` is not computed from the convolution (a training-mode
+/// BatchNorm's batch statistics are).
+bool independent(Value c, Conv2dOp conv) {
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  getBackwardSlice(c, &slice, options);
+  return !slice.contains(conv.getOperation());
+}
 
 /// Whether `c` is a per-channel operand of a chain on `conv`'s result type.
 bool perChannel(Value c, Conv2dOp conv) {
@@ -24,15 +35,7 @@ bool perChannel(Value c, Conv2dOp conv) {
   ArrayRef<int64_t> s = t.getShape();
   bool shapeOk = (s.size() == 4 && s[0] == 1 && s[1] == f && s[2] == 1 && s[3] == 1) ||
                  (s.size() == 3 && s[0] == f && s[1] == 1 && s[2] == 1);
-  if (!shapeOk)
-    return false;
-  // Not computed from the convolution (a training-mode BatchNorm's batch
-  // statistics are).
-  SetVector<Operation *> slice;
-  BackwardSliceOptions options;
-  options.inclusive = true;
-  getBackwardSlice(c, &slice, options);
-  return !slice.contains(conv.getOperation());
+  return shapeOk && independent(c, conv);
 }
 
 /// The per-channel operand of `op` when its other operand is `v` and the
@@ -54,7 +57,26 @@ Operation *onlyUser(Value v) { return v.hasOneUse() ? *v.getUsers().begin() : nu
 
 } // namespace
 
-ConvEpilogue matchConvEpilogue(Conv2dOp conv) {
+/// Whether `v` may be another convolution's epilogue chain (single use).
+bool chainLike(Value v) {
+  Operation *d = v.getDefiningOp();
+  return d && d->hasOneUse() && isa<Conv2dOp, MulOp, AddOp, SubOp>(d);
+}
+
+/// The residual operand of `user` when it is a kiln.add of `v` and a full
+/// tensor of the convolution's type that does not depend on it. When both
+/// operands are convolution chains (a bottleneck with a downsample), the
+/// left one's convolution absorbs the add.
+Value residualOperand(Operation *user, Value v, Conv2dOp conv) {
+  auto add = dyn_cast<AddOp>(user);
+  if (!add || add.getType() != conv.getType() || add.getLhs() == add.getRhs() ||
+      (add.getRhs() == v && chainLike(add.getLhs())))
+    return {};
+  Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+  return other.getType() == conv.getType() && independent(other, conv) ? other : Value();
+}
+
+ConvEpilogue matchConvEpilogue(Conv2dOp conv, bool residual) {
   ConvEpilogue e;
   Value v = conv.getResult();
   Block *block = conv->getBlock();
@@ -65,8 +87,16 @@ ConvEpilogue matchConvEpilogue(Conv2dOp conv) {
     v = user->getResult(0);
   }
   Operation *user = onlyUser(v);
+  if (residual && user && user->getBlock() == block)
+    if (Value r = residualOperand(user, v, conv)) {
+      e.ops.push_back(user);
+      e.residualAdd = user;
+      e.residual = r;
+      v = user->getResult(0);
+      user = onlyUser(v);
+    }
   if (user && user->getBlock() == block && isa<ReluOp, SiluOp>(user) &&
-      user->getResult(0).getType() == conv.getType()) {
+      !(e.residual && isa<SiluOp>(user)) && user->getResult(0).getType() == conv.getType()) {
     e.ops.push_back(user);
     e.activation = isa<ReluOp>(user) ? 1 : 2;
     v = user->getResult(0);
@@ -84,7 +114,7 @@ std::pair<Value, Value> buildScaleShift(OpBuilder &b, Location loc, Conv2dOp con
   };
   Value scale, shift, v = conv.getResult();
   for (Operation *op : epilogue.ops) {
-    if (isa<ReluOp, SiluOp>(op))
+    if (isa<ReluOp, SiluOp>(op) || op == epilogue.residualAdd)
       break;
     Value c = b.create<ReshapeOp>(loc, vec, chainOperand(op, v, conv));
     if (isa<MulOp>(op)) {

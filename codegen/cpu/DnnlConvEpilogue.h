@@ -11,7 +11,10 @@
 // call); the shim scales the weights by `scale` when it packs them (the
 // BatchNorm is folded into the packed weights) and adds `shift` as oneDNN's
 // bias. A training-mode BatchNorm normalizes with statistics of the
-// convolution's own output, so it never matches.
+// convolution's own output, so it never matches. With `residual` (int8
+// convolutions), one kiln.add of a full tensor of the result's type that
+// does not depend on the convolution (a bottleneck's identity) may follow
+// the per-channel ops, then only a ReLU: y' = relu(scale * conv + shift + r).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_DNNLCONVEPILOGUE_H
 #define KILN_CODEGEN_CPU_DNNLCONVEPILOGUE_H
@@ -28,11 +31,14 @@ struct ConvEpilogue {
   /// The value the call's result replaces: the last absorbed op's result,
   /// or the convolution's.
   Value replaced;
+  /// The residual add among `ops` and its other operand (null: none).
+  Operation *residualAdd = nullptr;
+  Value residual;
 };
 
 /// The epilogue of `conv` (only ops of the same block, each the single user
-/// of the previous value).
-ConvEpilogue matchConvEpilogue(Conv2dOp conv);
+/// of the previous value); a residual add only when `residual`.
+ConvEpilogue matchConvEpilogue(Conv2dOp conv, bool residual = false);
 
 /// [F] tensors `scale` and `shift` of the matched chain, built at `b`'s
 /// insertion point (which must follow every absorbed op's operands).

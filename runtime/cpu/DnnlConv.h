@@ -69,6 +69,13 @@ void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8(
     kiln::rt::StridedMemRef<float, 1> *shift, int64_t strideH, int64_t strideW, int64_t dilationH,
     int64_t dilationW, int64_t padTop, int64_t padBottom, int64_t padLeft, int64_t padRight,
     int64_t groups, int64_t activation, float xScale, int64_t xZero, float yScale, int64_t yZero);
+/// Max pooling of u8 activations (DnnlPoolU8.cpp): logical NCHW views of
+/// any strides, padding never the max; bottom / right padding from y's
+/// size (ceil mode). Pooling commutes with quantization (it is monotonic).
+void _mlir_ciface_kiln_dnnl_maxpool2d_u8(kiln::rt::StridedMemRef<uint8_t, 4> *x,
+                                         kiln::rt::StridedMemRef<uint8_t, 4> *y, int64_t kernelH,
+                                         int64_t kernelW, int64_t strideH, int64_t strideW,
+                                         int64_t padH, int64_t padW);
 /// int8 convolutions that wrote u8 outputs so far (all threads), -1
 /// without oneDNN.
 int64_t kilnDnnlQConvU8Outputs();
@@ -99,6 +106,12 @@ bool haveDnnl();
 /// (symbol name, address) of the oneDNN shims, for the JIT's symbol table
 /// (empty without oneDNN).
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols();
+/// The residual variants of the int8 convolution (`_ru8` / `_rf32` after
+/// the `_xu8` / `_yu8` suffixes; DnnlQConv.cpp): the `_yu8` operands, then
+/// a residual r of y's shape (u8 or f32), rScale and rZero:
+/// y = act(xScale * scale[F] * acc + shift[F] + dequantize(r)), ReLU or
+/// none. Their (name, address) pairs for the JIT's symbol map.
+std::vector<std::pair<const char *, void *>> qconvResidualShimSymbols();
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_CPU_DNNLCONV_H

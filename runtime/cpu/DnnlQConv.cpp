@@ -14,7 +14,16 @@
 //      add post-op and the ReLU/SiLU post-op, writing f32 — or (the `_yu8`
 //      variants) requantized to the consumer's u8 input: a linear post-op
 //      after the activation, v * f32(1 / yScale) + yZero, then oneDNN's u8
-//      conversion (round half even, saturate).
+//      conversion (round half even, saturate);
+//   3. (the `_ru8` / `_rf32` variants) a residual r of y's shape added
+//      before the activation: y = act(conv + shift + r) — a bottleneck's
+//      identity. An f32 r is oneDNN's full-tensor binary add post-op; a u8
+//      r (quantized with rScale, rZero: the block input as the previous
+//      convolution wrote it) is added as it is, the sum computed in units
+//      of rScale: output scales and shifts divided by rScale, the zero
+//      point subtracted from the shift, and the linear post-op after the
+//      ReLU (positively homogeneous; the only activation it takes) scales
+//      back by rScale (/ yScale for a u8 y).
 // The primitive of a shape and scales is created once per thread; the int8
 // weights (i32-held values, made dense s8) are reordered into its layout once
 // per weight tensor version when the frontend stamped them (WeightStamps.h), else on
@@ -26,6 +35,7 @@
 #include "runtime/cpu/DnnlCommon.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Int8Simd.h"
+#include "runtime/cpu/ConvReference.h"
 #include "runtime/cpu/QConvReference.h"
 #include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/WeightStamps.h"
@@ -37,6 +47,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -65,13 +76,17 @@ struct QParams {
   std::vector<float> outScales, shifts;
   int32_t xZero = 0, postZero = 0;
   float postScale = 1.0f;
+  int64_t residual = 0; ///< 0: none, 1: u8 (in units of its scale), 2: f32
+  const Operand *r = nullptr;
+  /// Whether the linear post-op runs (a u8 y, or a u8 residual's rescale).
+  bool post(const Operand &y) const { return y.u8 || residual == 1; }
 };
 
 /// One convolution shape and scale set: its primitive, the reorder of the
 /// caller's i32 weights into its s8 layout, and the packed weights.
 struct QEntry {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc, userDst;
+  dnnl::memory::desc userWeights, srcDesc, dstDesc, shiftDesc, userDst, residualDesc;
   dnnl::reorder pack;
   /// An f32 y that is not channels-last (NCHW before a pooling): oneDNN's
   /// int8 kernels write NHWC (for NCHW it has only ref_int8), then this
@@ -132,15 +147,16 @@ dnnl::memory::dims stridesOf(const Operand &m) {
   return {m.strides[0], m.strides[1], m.strides[2], m.strides[3]};
 }
 
-dnnl::post_ops postOps(const dnnl::memory::desc &shift, const int64_t *p, const QParams &q,
-                       bool u8) {
+dnnl::post_ops postOps(const QEntry &e, const int64_t *p, const QParams &q, bool post) {
   dnnl::post_ops ops;
-  ops.append_binary(dnnl::algorithm::binary_add, shift);
+  ops.append_binary(dnnl::algorithm::binary_add, e.shiftDesc);
+  if (q.residual)
+    ops.append_binary(dnnl::algorithm::binary_add, e.residualDesc);
   if (p[9] == 1)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   else if (p[9] == 2)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
-  if (u8)
+  if (post)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, q.postScale, float(q.postZero));
   return ops;
 }
@@ -158,13 +174,16 @@ std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4>
   e->dstDesc =
       channelsLast ? e->userDst : dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, tag::nhwc);
   e->shiftDesc = dnnl::memory::desc({1, y.sizes[1], 1, 1}, dt::f32, tag::abcd);
+  if (q.residual)
+    e->residualDesc =
+        dnnl::memory::desc(dims(*q.r), q.residual == 1 ? dt::u8 : dt::f32, stridesOf(*q.r));
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, e->srcDesc, any,
       e->dstDesc, {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
   dnnl::primitive_attr attr;
   attr.set_output_scales(q.outScales.size() == 1 ? 0 : 2, q.outScales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {q.xZero});
-  attr.set_post_ops(postOps(e->shiftDesc, p, q, y.u8));
+  attr.set_post_ops(postOps(*e, p, q, q.post(y)));
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
   e->conv = dnnl::convolution_forward(pd);
   e->pack =
@@ -228,7 +247,9 @@ QEntry &lookup(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Opera
   std::vector<int64_t> key(params, params + 10);
   int32_t postBits;
   std::memcpy(&postBits, &q.postScale, sizeof postBits);
-  key.insert(key.end(), {q.xZero, q.postZero, postBits, x.u8, y.u8});
+  key.insert(key.end(), {q.xZero, q.postZero, postBits, x.u8, y.u8, q.residual});
+  if (q.r)
+    key.insert(key.end(), q.r->strides, q.r->strides + 4);
   for (int64_t i = 0; i < 4; ++i)
     key.insert(key.end(), {x.sizes[i], x.u8 ? x.strides[i] : 0, w->sizes[i], w->strides[i],
                            y.sizes[i], y.strides[i]});
@@ -269,10 +290,15 @@ bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, co
       staged.resize(e.dstDesc.get_size());
     dnnl::memory dst(e.dstDesc, eng, e.toUser ? staged.data() : y.base);
     dnnl::memory shiftMem(e.shiftDesc, eng, q.shifts.data());
-    e.conv.execute(stream, {{DNNL_ARG_SRC, srcMem},
-                            {DNNL_ARG_WEIGHTS, e.packed},
-                            {DNNL_ARG_DST, dst},
-                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}});
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, srcMem},
+        {DNNL_ARG_WEIGHTS, e.packed},
+        {DNNL_ARG_DST, dst},
+        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}};
+    if (q.residual)
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] =
+          dnnl::memory(e.residualDesc, eng, q.r->base);
+    e.conv.execute(stream, args);
     if (e.toUser) {
       dnnl::memory user(e.userDst, eng, y.base);
       e.toUser->execute(stream, dst, user);
@@ -286,56 +312,82 @@ bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, co
   }
 }
 
-/// kiln's reference loops on the dense NHWC u8 input; a u8 y gets the
-/// values rounded half to even (oneDNN's conversion) and saturated.
+/// Element (a, b, c, d) of the f32 or u8 operand `m` as a float.
+float at(const Operand &m, int64_t a, int64_t b, int64_t c, int64_t d) {
+  const int64_t *s = m.strides;
+  int64_t i = a * s[0] + b * s[1] + c * s[2] + d * s[3];
+  return m.u8 ? float(static_cast<const uint8_t *>(m.base)[i])
+              : static_cast<const float *>(m.base)[i];
+}
+
+/// kiln's reference loops on the dense NHWC u8 input: the scaled, shifted
+/// sums, then (in oneDNN's order) the residual, the activation, the linear
+/// post-op and, for a u8 y, the rounding half to even and saturation.
 void runReference(const std::vector<uint8_t> &dense, const Operand &x,
                   const StridedMemRef<int32_t, 4> *w, const Operand &y, const int64_t *params,
                   const QParams &q) {
   referenceCalls.fetch_add(1, std::memory_order_relaxed);
   std::vector<int8_t> weights = denseInt8(w);
   const int64_t *n = y.sizes;
-  std::vector<float> out(y.u8 ? n[0] * n[1] * n[2] * n[3] : 0);
-  StridedMemRef<float, 4> f{nullptr, nullptr, 0, {n[0], n[1], n[2], n[3]}, {}};
-  if (y.u8) {
-    f.data = out.data();
-    const int64_t dense[4] = {n[1] * n[2] * n[3], n[2] * n[3], n[3], 1};
-    std::memcpy(f.strides, dense, sizeof dense);
-  } else {
-    f.data = static_cast<float *>(y.base);
-    std::memcpy(f.strides, y.strides, sizeof f.strides);
-  }
-  kiln::rt::qconv2dReference(dense.data(), x.sizes, q.xZero, weights.data(), w->sizes, &f, params,
+  std::vector<float> out(n[0] * n[1] * n[2] * n[3]);
+  StridedMemRef<float, 4> f{out.data(),
+                            out.data(),
+                            0,
+                            {n[0], n[1], n[2], n[3]},
+                            {n[1] * n[2] * n[3], n[2] * n[3], n[3], 1}};
+  int64_t linear[10];
+  std::memcpy(linear, params, sizeof linear);
+  linear[9] = 0; // the activation after the residual, below
+  kiln::rt::qconv2dReference(dense.data(), x.sizes, q.xZero, weights.data(), w->sizes, &f, linear,
                              q.outScales.data(), q.shifts.data());
-  if (!y.u8)
-    return;
-  auto *o = static_cast<uint8_t *>(y.base);
-  const int64_t *s = y.strides;
   size_t i = 0;
+  const int64_t *s = y.strides;
   for (int64_t a = 0; a < n[0]; ++a)
     for (int64_t b = 0; b < n[1]; ++b)
       for (int64_t c = 0; c < n[2]; ++c)
         for (int64_t d = 0; d < n[3]; ++d) {
-          float v = std::nearbyint(out[i++] * q.postScale + float(q.postZero));
-          o[a * s[0] + b * s[1] + c * s[2] + d * s[3]] =
-              uint8_t(v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v));
+          float v = out[i++] + (q.residual ? at(*q.r, a, b, c, d) : 0.0f);
+          v = kiln::rt::convActivation(v, params[9]);
+          if (q.post(y))
+            v = v * q.postScale + float(q.postZero);
+          int64_t o = a * s[0] + b * s[1] + c * s[2] + d * s[3];
+          if (!y.u8) {
+            static_cast<float *>(y.base)[o] = v;
+            continue;
+          }
+          v = std::nearbyint(v);
+          static_cast<uint8_t *>(y.base)[o] = uint8_t(v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v));
         }
 }
 
 /// The call: x (f32 or u8), w, y (f32 or u8: requantized with yScale and
 /// yZero) and the shim's other operands.
+/// The residual r (null: none) and its quantization (a u8 r: scale, zero point).
+struct Residual {
+  const Operand *r = nullptr;
+  float scale = 1.0f;
+  int64_t zero = 0;
+};
+
 void qconv(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Operand &y,
            const StridedMemRef<float, 1> *scale, const StridedMemRef<float, 1> *shift,
-           const int64_t *params, float xScale, int64_t xZero, float yScale, int64_t yZero) {
+           const int64_t *params, float xScale, int64_t xZero, float yScale, int64_t yZero,
+           Residual res = {}) {
   int64_t f = y.sizes[1];
   QParams q;
   q.xZero = int32_t(xZero);
   q.outScales.resize(f);
   q.shifts.resize(f);
-  q.postScale = y.u8 ? float(1.0 / double(yScale)) : 1.0f;
+  q.r = res.r;
+  q.residual = !res.r ? 0 : (res.r->u8 ? 1 : 2);
+  // A u8 residual: the sum in units of its scale (the file comment).
+  float unit = q.residual == 1 ? res.scale : 1.0f;
+  float bias = q.residual == 1 ? float(res.zero) : 0.0f;
+  q.postScale = y.u8 ? float(double(unit) / double(yScale)) : unit;
   q.postZero = y.u8 ? int32_t(yZero) : 0;
   for (int64_t i = 0; i < f; ++i) {
-    q.outScales[i] = xScale * scale->data[scale->offset + i * scale->strides[0]];
-    q.shifts[i] = shift->data[shift->offset + i * shift->strides[0]];
+    q.outScales[i] = xScale * scale->data[scale->offset + i * scale->strides[0]] / unit;
+    q.shifts[i] = shift->data[shift->offset + i * shift->strides[0]] / unit - bias;
   }
   QEntry &entry = lookup(x, w, y, params, q);
   thread_local std::vector<uint8_t> quantized;
@@ -399,6 +451,46 @@ extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8(
                               padBottom, padLeft, padRight,  groups,    activation};
   qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, yScale, yZero);
 }
+
+// The residual variants: x, y as above; r (u8 or f32, y's shape), its
+// scale and zero point (ignored for f32) after the other operands.
+#define KILN_QCONV_RESIDUAL(NAME, XT, YT, RT)                                                      \
+  extern "C" void _mlir_ciface_kiln_dnnl_qconv2d_u8s8##NAME(                                       \
+      StridedMemRef<XT, 4> *x, StridedMemRef<int32_t, 4> *w, StridedMemRef<YT, 4> *y,              \
+      StridedMemRef<float, 1> *scale, StridedMemRef<float, 1> *shift, int64_t strideH,             \
+      int64_t strideW, int64_t dilationH, int64_t dilationW, int64_t padTop, int64_t padBottom,    \
+      int64_t padLeft, int64_t padRight, int64_t groups, int64_t activation, float xScale,         \
+      int64_t xZero, float yScale, int64_t yZero, StridedMemRef<RT, 4> *r, float rScale,           \
+      int64_t rZero) {                                                                             \
+    const int64_t params[10] = {strideH,   strideW, dilationH, dilationW, padTop,                  \
+                                padBottom, padLeft, padRight,  groups,    activation};             \
+    Operand res = operand(r);                                                                      \
+    qconv(operand(x), w, operand(y), scale, shift, params, xScale, xZero, yScale, yZero,           \
+          {&res, rScale, rZero});                                                                  \
+  }
+KILN_QCONV_RESIDUAL(_ru8, float, float, uint8_t)
+KILN_QCONV_RESIDUAL(_xu8_ru8, uint8_t, float, uint8_t)
+KILN_QCONV_RESIDUAL(_yu8_ru8, float, uint8_t, uint8_t)
+KILN_QCONV_RESIDUAL(_xu8_yu8_ru8, uint8_t, uint8_t, uint8_t)
+KILN_QCONV_RESIDUAL(_rf32, float, float, float)
+KILN_QCONV_RESIDUAL(_xu8_rf32, uint8_t, float, float)
+KILN_QCONV_RESIDUAL(_yu8_rf32, float, uint8_t, float)
+KILN_QCONV_RESIDUAL(_xu8_yu8_rf32, uint8_t, uint8_t, float)
+#undef KILN_QCONV_RESIDUAL
+
+namespace kiln::rt {
+
+std::vector<std::pair<const char *, void *>> qconvResidualShimSymbols() {
+#define KILN_SYMBOL(NAME)                                                                          \
+  {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8" #NAME,                                                    \
+   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8##NAME)}
+  return {KILN_SYMBOL(_ru8),         KILN_SYMBOL(_xu8_ru8),     KILN_SYMBOL(_yu8_ru8),
+          KILN_SYMBOL(_xu8_yu8_ru8), KILN_SYMBOL(_rf32),        KILN_SYMBOL(_xu8_rf32),
+          KILN_SYMBOL(_yu8_rf32),    KILN_SYMBOL(_xu8_yu8_rf32)};
+#undef KILN_SYMBOL
+}
+
+} // namespace kiln::rt
 
 extern "C" void kilnDnnlQConvRefuse(int64_t on) { refuse.store(on != 0); }
 

@@ -10,6 +10,7 @@ model on scikit-learn's bundled digits (within 1 point).
 """
 import ctypes
 import functools
+import importlib.util
 
 import pytest
 import torch
@@ -42,6 +43,19 @@ def compiled_matches_eager(prepared, x, tol=1e-5):
             torch.testing.assert_close(fast(x), prepared(x), rtol=tol, atol=tol)
     assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
     return fast
+
+
+def pt2e_modules():
+    """torchao's PT2E flow and X86InductorQuantizer (torch 2.11 has them
+    only in torchao, pinned by tools/bootstrap.sh). Skips only when torchao
+    is not installed at all; an installed torchao that fails to import
+    fails the test."""
+    if importlib.util.find_spec("torchao") is None:
+        pytest.skip("torchao is not installed (tools/bootstrap.sh pins torchao==0.18.0; "
+                    "torch 2.11 has PT2E's X86InductorQuantizer only there)")
+    from torchao.quantization.pt2e import quantize_pt2e
+    from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer
+    return quantize_pt2e, x86_inductor_quantizer
 
 
 def small_cnn():
@@ -220,6 +234,60 @@ def test_static_conv_layer_against_torch_reference_ops():
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_batchnorm_folded_before_weight_quantization():
+    """``prepare(static_int8())`` folds an eval BatchNorm into the conv
+    before quantizing its weight per channel, as PT2E does (torch.fx finds
+    the pairs): kiln's result is torch's reference on the folded, then
+    quantized weight (negative BatchNorm gains included: folding after the
+    quantization would differ where a channel's largest weight meets one)."""
+    torch.manual_seed(3)
+    conv, bn = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.2, 3.0)
+    bn.weight.data.uniform_(-2, 2)
+    bn.bias.data.uniform_(-1, 1)
+    model = nn.Sequential(conv, bn).eval()
+    x = torch.randn(2, 8, 9, 9)
+    prepared = calibrate(kiln.quant.prepare(model, kiln.quant.static_int8()), [x])
+    assert isinstance(prepared[1], nn.Identity)
+    with torch.no_grad():
+        got = kiln.compile(prepared)(x)
+        fused = torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
+    values, wscale = kiln.quant._static.quantize_weight_static(fused.weight)
+    s, z = prepared[0].input_scale, prepared[0].input_zero_point
+    xd = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, s, z, 0, 255, torch.uint8), s, z, 0,
+                                  255, torch.uint8)
+    want = nn.functional.conv2d(xd, values.float() * wscale, fused.bias.detach(), 1, 1)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+
+
+class _Branchy(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return y if x.sum() > 0 else -y
+
+
+def test_batchnorm_kept_when_fx_cannot_trace(capsys):
+    """An untraceable model keeps its BatchNorm (the compiler folds it into
+    the int8 call's output scales) and KILN_LOGS=fallbacks says why."""
+    model = _Branchy().eval()
+    with kiln.config.patch(logs=frozenset({"fallbacks"})):
+        prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
+    assert isinstance(prepared.bn, nn.BatchNorm2d)
+    assert "BatchNorms not folded before weight quantization" in capsys.readouterr().err
+    x = torch.randn(2, 3, 8, 8).abs()
+    calibrate(prepared, [x])
+    with torch.no_grad():
+        torch.testing.assert_close(kiln.compile(prepared)(x), prepared(x), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
 def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     """A shape oneDNN cannot make an int8 primitive for (forced by the test
@@ -306,9 +374,8 @@ def test_export_of_static_layers_is_a_clear_error(tmp_path):
 
 def test_histogram_qparams_equal_pt2e_x86_inductor_quantizer():
     """observer="histogram" picks exactly the input scales and zero points of
-    PT2E's X86InductorQuantizer (torchao's copy; skipped without torchao)."""
-    pt2e = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e")
-    xiq = pytest.importorskip("torchao.quantization.pt2e.quantizer.x86_inductor_quantizer")
+    PT2E's X86InductorQuantizer (torchao's copy)."""
+    pt2e, xiq = pt2e_modules()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3)).eval()
     batches = [torch.randn(2, 3, 10, 10) for _ in range(3)]

@@ -99,7 +99,7 @@ func.func @u8_chain(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xi32>, %s: tensor
 // -----
 
 // Tests the u8 output's negative cases: the result also used by a float op
-// (a residual add), quantized with two different scales, or dequantized for
+// (an add no int8 convolution absorbs), quantized with two different scales, or dequantized for
 // something other than an int8 convolution: the producer writes f32
 // (`kiln_dnnl_qconv2d_u8s8`, never `_yu8`) and each consumer quantizes its
 // own input (no `_xu8`).
@@ -120,12 +120,12 @@ func.func @u8_chain_negative(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xi32>, %
   %wd = kiln.dequantize %w, %s : tensor<4x4x1x1xi32>, tensor<4x1x1x1xf32> -> tensor<4x4x1x1xf32>
   %q = kiln.quantize_static %x {scale = 0.25 : f32, zero_point = 0 : i64} : tensor<1x4x6x6xf32> -> tensor<1x4x6x6xui8>
   %xd = kiln.dequantize %q, %c : tensor<1x4x6x6xui8>, tensor<1x1x1x1xf32> -> tensor<1x4x6x6xf32>
-  // residual: %a feeds an int8 convolution and a float add
+  // %a feeds an int8 convolution and a float add of an argument
   %a = kiln.conv2d %xd, %wd : tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x6x6xf32>
   %qa = kiln.quantize_static %a {scale = 0.25 : f32, zero_point = 0 : i64} : tensor<1x4x6x6xf32> -> tensor<1x4x6x6xui8>
   %ad = kiln.dequantize %qa, %c : tensor<1x4x6x6xui8>, tensor<1x1x1x1xf32> -> tensor<1x4x6x6xf32>
   %a2 = kiln.conv2d %ad, %wd : tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x6x6xf32>
-  %sum = kiln.add %a, %a2 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+  %sum = kiln.add %a, %x : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
   // two scales: %b is quantized for two convolutions differently
   %b = kiln.conv2d %xd, %wd : tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x6x6xf32>
   %qb1 = kiln.quantize_static %b {scale = 0.25 : f32, zero_point = 0 : i64} : tensor<1x4x6x6xf32> -> tensor<1x4x6x6xui8>
@@ -140,7 +140,8 @@ func.func @u8_chain_negative(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xi32>, %
   %dd = kiln.dequantize %qd, %c : tensor<1x4x6x6xui8>, tensor<1x1x1x1xf32> -> tensor<1x4x6x6xf32>
   %d2 = kiln.conv2d %dd, %wd : tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x6x6xf32>
   %fq = kiln.relu %dd : tensor<1x4x6x6xf32>
-  return %sum, %b1, %b2, %d2, %fq : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+  %sum2 = kiln.add %sum, %a2 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+  return %sum2, %b1, %b2, %d2, %fq : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
 }
 
 // -----

@@ -132,6 +132,8 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
         model = copy.deepcopy(model)
     if config.selects("", model):
         raise ValueError("kiln.quant.prepare: the root module itself is a Linear; wrap it")
+    if config.scheme == "static_int8":  # BatchNorms folded before weight quantization
+        _static.fold_batchnorms(model.eval(), config.selects)
     chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
     # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
     if nn.Linear in config.module_types and config.scheme != "static_int8":

@@ -23,6 +23,8 @@ kiln's q/dq IR, then the int8 GEMM / oneDNN's int8 convolution.
 """
 from __future__ import annotations
 
+import sys
+
 import torch
 from torch import nn
 from torch.ao.quantization import observer as ao_observer
@@ -182,6 +184,48 @@ class StaticQuantizedLinear(nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"input_scale={self.input_scale!r}, input_zero_point={self.input_zero_point}")
+
+
+def fold_batchnorms(model: nn.Module, selects) -> list:
+    """Folds, in place, each eval ``BatchNorm2d`` whose input is the output
+    of a selected ``Conv2d`` and nothing else into that convolution
+    (``torch.nn.utils.fusion.fuse_conv_bn_eval``; the BatchNorm becomes
+    ``nn.Identity``), as PT2E folds them before quantizing weights. The
+    pairs come from ``torch.fx.symbolic_trace``; a model it cannot trace,
+    and modules called more than once, keep their BatchNorms (kiln then
+    folds them into the int8 call's output scales: the same numbers except
+    where a channel's largest weight meets a negative gain). Returns the
+    (conv, BatchNorm) names folded."""
+    try:
+        graph = torch.fx.symbolic_trace(model).graph
+    except Exception as e:  # noqa: BLE001  (any tracing failure: keep the model as it is)
+        from kiln import config
+        if "fallbacks" in config.logs:
+            print(f"[kiln:fallbacks] kiln.quant: BatchNorms not folded before weight "
+                  f"quantization (torch.fx cannot trace the model: {type(e).__name__}: {e})",
+                  file=sys.stderr)
+        return []
+    modules = dict(model.named_modules())
+    calls = {}
+    for node in graph.nodes:
+        if node.op == "call_module":
+            calls[node.target] = calls.get(node.target, 0) + 1
+    pairs = []
+    for node in graph.nodes:
+        bn = modules.get(node.target) if node.op == "call_module" else None
+        src = node.args[0] if bn is not None and node.args else None
+        if (not isinstance(bn, nn.BatchNorm2d) or bn.training or not bn.track_running_stats
+                or not isinstance(src, torch.fx.Node) or src.op != "call_module"):
+            continue
+        conv = modules.get(src.target)
+        if (isinstance(conv, nn.Conv2d) and len(src.users) == 1 and selects(src.target, conv)
+                and calls[src.target] == 1 and calls[node.target] == 1):
+            pairs.append((src.target, node.target))
+    for conv_name, bn_name in pairs:
+        fused = torch.nn.utils.fusion.fuse_conv_bn_eval(modules[conv_name], modules[bn_name])
+        _replace(model, conv_name, fused)
+        _replace(model, bn_name, nn.Identity())
+    return pairs
 
 
 def observe(model: nn.Module, chosen, observer: str, percentile: float | None = None) -> None:
