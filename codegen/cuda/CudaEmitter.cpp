@@ -80,7 +80,7 @@ void FunctionEmitter::addKernel(KernelInfo k) {
     plan.push_back(k.name + "<<<grid(" + k.work + "), " + std::to_string(kPointwiseBlock) + ">>>(" +
                    llvm::join(k.args, ", ") + ", symbols)");
   else
-    plan.push_back(k.name + "<<<rows(" + k.work + "), block(" + k.rowLength + ")>>>(" +
+    plan.push_back(k.name + "<<<rows(" + k.work + "), rule(row length " + k.rowLength + ")>>>(" +
                    llvm::join(k.args, ", ") + ", symbols)");
   fplan.steps.push_back({LaunchStep::Kernel, out.kernels.size()});
   out.kernels.push_back(std::move(k));
@@ -169,9 +169,13 @@ void FunctionEmitter::recordUnsupported(Operation *op) {
   lastError->clear();
   for (Value r : op->getResults()) {
     auto tt = dyn_cast<RankedTensorType>(r.getType());
-    if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
+    if (!tt || !storageType(tt.getElementType()))
       continue;
-    int b = newBuffer(tt, "temporary");
+    FailureOr<SymShape> dims = shapeOf(r);
+    lastError->clear();
+    if (failed(dims))
+      continue;
+    int b = newBuffer(tt, "temporary", "", *dims);
     tensors[r] = TensorInfo{b, std::nullopt, false};
     u.results.push_back(buffers[b].name);
   }

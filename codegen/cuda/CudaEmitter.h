@@ -98,6 +98,9 @@ struct FunctionPlan {
   std::vector<std::vector<std::string>> resultDims;
   /// Symbol k is dim `second` of argument `first`.
   std::vector<std::pair<unsigned, unsigned>> symbols;
+  /// Sizes that must be equal at run time (two operands' dims indexed by one
+  /// loop dim), checked by the executors before a call.
+  std::vector<std::pair<std::string, std::string>> constraints;
 };
 
 struct CudaModule {

@@ -216,30 +216,38 @@ FailureOr<SymShape> FunctionEmitter::loopRangesOf(linalg::GenericOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SymShape r = staticShape(ranges);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  for (unsigned d = 0; d < ranges.size(); ++d) {
-    if (!ShapedType::isDynamic(ranges[d]))
+  // Each loop dim's size from the first operand dim it indexes; every other
+  // operand dim it indexes must have that size at run time (a constraint
+  // the executors check per call, e.g. `s0 == s2` for x + y of two `?`s).
+  SmallVector<bool> found(ranges.size(), false);
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    found[d] = !ShapedType::isDynamic(ranges[d]);
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto tt = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!tt || tt.hasStaticShape())
       continue;
-    bool found = false;
-    for (OpOperand &operand : op->getOpOperands()) {
-      if (!isa<RankedTensorType>(operand.get().getType()))
+    FailureOr<SymShape> s = shapeOf(operand.get());
+    if (failed(s))
+      return failure();
+    AffineMap map = maps[operand.getOperandNumber()];
+    for (unsigned k = 0; k < map.getNumResults(); ++k) {
+      auto e = dyn_cast<AffineDimExpr>(map.getResult(k));
+      if (!e)
         continue;
-      AffineMap map = maps[operand.getOperandNumber()];
-      for (unsigned k = 0; k < map.getNumResults() && !found; ++k) {
-        auto e = dyn_cast<AffineDimExpr>(map.getResult(k));
-        if (!e || e.getPosition() != d)
-          continue;
-        FailureOr<SymShape> s = shapeOf(operand.get());
-        if (failed(s))
-          return failure();
+      unsigned d = e.getPosition();
+      if (!found[d]) {
         r[d] = (*s)[k];
-        found = true;
+        found[d] = true;
+      } else if ((*s)[k] != r[d]) {
+        std::pair<std::string, std::string> c{r[d].str(), (*s)[k].str()};
+        if (!llvm::is_contained(fplan.constraints, c))
+          fplan.constraints.push_back(c);
       }
-      if (found)
-        break;
     }
-    if (!found)
-      return op.emitError("CUDA emitter: no operand gives the size of loop dim ") << d;
   }
+  for (unsigned d = 0; d < ranges.size(); ++d)
+    if (!found[d])
+      return op.emitError("CUDA emitter: no operand gives the size of loop dim ") << d;
   return r;
 }
 
