@@ -275,6 +275,14 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
   if (numKernels != fplan.steps.size())
     dst << ", " << fplan.steps.size() - numKernels << " other step(s)";
   dst << " --===//\n";
+  if (!fplan.symbols.empty()) {
+    dst << "// Symbols (kernel arguments, read from the inputs per call):";
+    for (auto [k, sym] : llvm::enumerate(fplan.symbols))
+      dst << (k ? ", s" : " s") << k << " = arg" << sym.first << ".shape[" << sym.second << "]";
+    dst << "\n";
+    for (const auto &[a, b] : fplan.constraints)
+      dst << "// Requires " << a << " == " << b << "\n";
+  }
   dst << "// Buffers (contiguous, row-major):\n";
   for (Buffer &b : buffers) {
     Type elt = b.type.getElementType();
