@@ -173,3 +173,48 @@ def test_gemm_with_a_symbolic_dim_is_refused():
     }"""
     with pytest.raises(CudaUnsupportedError, match="'linalg.matmul' with dynamic shapes"):
         kiln.cuda.compile_ir(ir)
+
+
+def _dynamic_log(fn, shapes_per_call):
+    """Calls kiln.compile(fn, dynamic=True) on meta inputs of each shape
+    list; returns (results, the dynamic channel's log)."""
+    logs = []
+    kiln._C.set_log_sink(lambda ch, msg: logs.append(msg))
+    try:
+        with kiln.config.patch(logs=frozenset({"dynamic"})):
+            f = kiln.compile(fn, dynamic=True)
+            results = [f(*[torch.empty(s, device="meta") for s in shapes])
+                       for shapes in shapes_per_call]
+    finally:
+        kiln._C.set_log_sink(None)
+    return results, logs
+
+
+@requires_nvrtc
+def test_frontend_compiles_a_dynamic_graph_once():
+    """kiln.compile(dynamic=True) on meta: one `?` graph for every size."""
+    import kiln.cuda._frontend as frontend
+    from conftest import stats
+
+    def fn(x, b):
+        return torch.softmax(torch.exp(x + b) * 0.5, dim=-1)
+
+    calls = [[(n, 24), (24,)] for n in (4, 9, 33)]
+    results, logs = _dynamic_log(fn, calls)
+    assert [tuple(r.shape) for r in results] == [(4, 24), (9, 24), (33, 24)]
+    s = stats()
+    assert (s["graphs_compiled"], s["dynamic_graphs"], s["dynamic_specialized"]) == (1, 1, 0)
+    assert s["compiled_calls"] == 3 and not logs
+    graph = frontend.compiled[-1]
+    assert graph.symbols and sorted(graph._specialized) == [(4, 24, 24), (9, 24, 24),
+                                                            (33, 24, 24)]
+
+
+@requires_nvrtc
+def test_frontend_specializes_a_dynamic_gemm_with_the_reason():
+    results, logs = _dynamic_log(lambda x, w: torch.relu(x @ w),
+                                 [[(4, 8), (8, 5)], [(9, 8), (8, 5)]])
+    assert [tuple(r.shape) for r in results] == [(4, 5), (9, 5)]
+    assert kiln.stats()["dynamic_specialized"] >= 1
+    assert any("sizes specialized" in m and "'linalg.matmul' with dynamic shapes" in m
+               for m in logs)
