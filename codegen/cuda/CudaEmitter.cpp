@@ -113,9 +113,9 @@ LogicalResult FunctionEmitter::emit() {
       }
     if (!tt.hasStaticShape())
       symShapes[arg] = dims;
-    tensors[arg] = TensorInfo{
-        newBuffer(tt, "input " + std::to_string(i), "arg" + std::to_string(i), dims),
-        std::nullopt, false};
+    tensors[arg] =
+        TensorInfo{newBuffer(tt, "input " + std::to_string(i), "arg" + std::to_string(i), dims),
+                   std::nullopt, false};
     fplan.inputs.push_back("arg" + std::to_string(i));
   }
   if (fuseRows)

@@ -25,9 +25,9 @@ namespace mlir::kiln::cuda {
 
 /// One buffer of a function's launch plan (all contiguous, row-major).
 struct BufferInfo {
-  std::string name;        // <func>.arg0.., <func>.buf0..
-  std::string function;    // the func.func it belongs to
-  std::string elementType; // CUDA storage type: float, __half, ...
+  std::string name;           // <func>.arg0.., <func>.buf0..
+  std::string function;       // the func.func it belongs to
+  std::string elementType;    // CUDA storage type: float, __half, ...
   std::vector<int64_t> shape; // -1 for a dynamic dim (see dims)
   int64_t bytes = 0;          // 0 when the shape is dynamic
   /// Every dim as text: a number, or a product of symbols `s<k>` and a

@@ -51,8 +51,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
   parts.isReduction = numReductions > 0;
-  bool serial = numReductions > 1 ||
-                (parts.isReduction && iters.back() != utils::IteratorType::reduction);
+  bool serial =
+      numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction);
   if (parts.dynamic && parts.isReduction && (op.getNumDpsInits() != 1 || serial))
     return op.emitError("CUDA emitter: dynamic shapes are supported for pointwise kernels and "
                         "reductions over the innermost dim only");
@@ -68,8 +68,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   // Index type: 32-bit when every offset fits.
   // `i += gridDim.x * blockDim.x` must not overflow an int past the bound.
   // Symbolic sizes are unbounded: 64-bit indices.
-  parts.wide = parts.dynamic ||
-               parts.total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  parts.wide =
+      parts.dynamic || parts.total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   for (Value v : op->getOperands())
     if (auto t = dyn_cast<RankedTensorType>(v.getType()))
       if (t.hasStaticShape() && t.getNumElements() >= (int64_t(1) << 31))

@@ -30,8 +30,8 @@ SymSize SymSize::symbol(unsigned k) {
 std::string SymSize::str() const {
   if (syms.empty())
     return std::to_string(c);
-  std::string s = llvm::join(llvm::map_range(syms, [](unsigned k) { return "s" + std::to_string(k); }),
-                             " * ");
+  std::string s =
+      llvm::join(llvm::map_range(syms, [](unsigned k) { return "s" + std::to_string(k); }), " * ");
   return c == 1 ? s : s + " * " + std::to_string(c);
 }
 

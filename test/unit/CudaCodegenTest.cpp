@@ -92,9 +92,8 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
       for (const auto &k : cu->kernels) {
         // Symbolic sizes (dynamic.mlir): launch rules per call; a row
         // kernel's block is chosen then (launch bounds 1024).
-        int64_t bounds = k.symbols && k.kind == mlir::kiln::cuda::KernelInfo::RowReduction
-                             ? 1024
-                             : k.blockX;
+        int64_t bounds =
+            k.symbols && k.kind == mlir::kiln::cuda::KernelInfo::RowReduction ? 1024 : k.blockX;
         EXPECT_NE(cu->source.find("void __launch_bounds__(" + std::to_string(bounds) + ") " +
                                   k.name + "("),
                   std::string::npos)
