@@ -47,7 +47,12 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   if (failed(symRanges))
     return failure();
   parts.symRanges = *symRanges;
-  parts.dynamic = !isStatic(parts.symRanges);
+  // A static loop over an operand of symbolic shape (`?` whose size must
+  // equal a static range) still reads through the symbols: dynamic too.
+  parts.dynamic = !isStatic(parts.symRanges) || llvm::any_of(op->getOperandTypes(), [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && !r.hasStaticShape();
+  });
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
   parts.isReduction = numReductions > 0;
