@@ -53,10 +53,13 @@ int64_t reductionBlockSize(int64_t rowLength) {
 
 namespace detail {
 
-int FunctionEmitter::newBuffer(RankedTensorType t, std::string role, std::string name) {
+int FunctionEmitter::newBuffer(RankedTensorType t, std::string role, std::string name,
+                               SymShape dims) {
   if (name.empty())
     name = "buf" + std::to_string(tempCount++);
-  buffers.push_back({name, t, role});
+  if (dims.empty())
+    dims = staticShape(t.getShape());
+  buffers.push_back({name, t, role, std::move(dims)});
   return int(buffers.size()) - 1;
 }
 
@@ -70,8 +73,15 @@ void FunctionEmitter::openKernel(const KernelInfo &k, ArrayRef<std::string> para
 }
 
 void FunctionEmitter::addKernel(KernelInfo k) {
-  plan.push_back(k.name + "<<<" + std::to_string(k.gridX) + ", " + std::to_string(k.blockX) +
-                 ">>>(" + llvm::join(k.args, ", ") + ")");
+  if (k.work.empty())
+    plan.push_back(k.name + "<<<" + std::to_string(k.gridX) + ", " + std::to_string(k.blockX) +
+                   ">>>(" + llvm::join(k.args, ", ") + ")");
+  else if (k.rowLength.empty())
+    plan.push_back(k.name + "<<<grid(" + k.work + "), " + std::to_string(kPointwiseBlock) + ">>>(" +
+                   llvm::join(k.args, ", ") + ", symbols)");
+  else
+    plan.push_back(k.name + "<<<rows(" + k.work + "), rule(row length " + k.rowLength + ")>>>(" +
+                   llvm::join(k.args, ", ") + ", symbols)");
   fplan.steps.push_back({LaunchStep::Kernel, out.kernels.size()});
   out.kernels.push_back(std::move(k));
 }
@@ -91,11 +101,20 @@ LogicalResult FunctionEmitter::emit() {
   fplan.name = func.getSymName().str();
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto tt = dyn_cast<RankedTensorType>(arg.getType());
-    if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
+    if (!tt || !storageType(tt.getElementType()))
       return func.emitError("CUDA emitter: argument #")
-             << i << " must be a static tensor of a supported element type, got " << arg.getType();
+             << i << " must be a ranked tensor of a supported element type, got " << arg.getType();
+    // Each dynamic dim of an argument is a symbol (a kernel parameter).
+    SymShape dims = staticShape(tt.getShape());
+    for (int64_t d = 0; d < tt.getRank(); ++d)
+      if (tt.isDynamicDim(d)) {
+        dims[d] = SymSize::symbol(fplan.symbols.size());
+        fplan.symbols.push_back({unsigned(i), unsigned(d)});
+      }
+    if (!tt.hasStaticShape())
+      symShapes[arg] = dims;
     tensors[arg] =
-        TensorInfo{newBuffer(tt, "input " + std::to_string(i), "arg" + std::to_string(i)),
+        TensorInfo{newBuffer(tt, "input " + std::to_string(i), "arg" + std::to_string(i), dims),
                    std::nullopt, false};
     fplan.inputs.push_back("arg" + std::to_string(i));
   }
@@ -150,9 +169,13 @@ void FunctionEmitter::recordUnsupported(Operation *op) {
   lastError->clear();
   for (Value r : op->getResults()) {
     auto tt = dyn_cast<RankedTensorType>(r.getType());
-    if (!tt || !tt.hasStaticShape() || !storageType(tt.getElementType()))
+    if (!tt || !storageType(tt.getElementType()))
       continue;
-    int b = newBuffer(tt, "temporary");
+    FailureOr<SymShape> dims = shapeOf(r);
+    lastError->clear();
+    if (failed(dims))
+      continue;
+    int b = newBuffer(tt, "temporary", "", *dims);
     tensors[r] = TensorInfo{b, std::nullopt, false};
     u.results.push_back(buffers[b].name);
   }
@@ -163,6 +186,8 @@ void FunctionEmitter::recordUnsupported(Operation *op) {
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation &op) {
+  if (failed(checkDynamicSupported(op)))
+    return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
       .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
         if (isa<RankedTensorType>(c.getType())) {
@@ -187,6 +212,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
         tensors[f.getResult(0)] = TensorInfo{-1, *lit, false};
         return success();
       })
+      // Index computations of dynamic sizes: read through shapeOf/sizeOf.
+      .Case<tensor::DimOp, arith::MulIOp>([&](Operation *) { return success(); })
       .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](Operation *r) {
         tensors[r->getResult(0)] = tensors.lookup(r->getOperand(0));
         return success();
@@ -219,13 +246,23 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
           std::string role = "result " + std::to_string(i);
           b.role = b.role == "temporary" ? role : b.role + ", " + role;
           auto tt = cast<RankedTensorType>(v.getType());
+          FailureOr<SymShape> dims = shapeOf(v);
+          if (failed(dims))
+            return failure();
           fplan.results.push_back(b.name);
           fplan.resultShapes.emplace_back(tt.getShape().begin(), tt.getShape().end());
+          for (int64_t &d : fplan.resultShapes.back())
+            d = ShapedType::isDynamic(d) ? -1 : d;
+          fplan.resultDims.emplace_back();
+          for (const SymSize &d : *dims)
+            fplan.resultDims.back().push_back(d.str());
           fplan.resultTypes.push_back(*storageType(tt.getElementType()));
         }
         return success();
       })
-      .Default([&](Operation *o) {
+      .Default([&](Operation *o) -> LogicalResult {
+        if (o->getName().getStringRef() == "affine.apply")
+          return success(); // a dynamic size: read through sizeOf
         return o->emitError("CUDA emitter: '") << o->getName() << "' is not supported yet";
       });
 }
@@ -238,21 +275,34 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
   if (numKernels != fplan.steps.size())
     dst << ", " << fplan.steps.size() - numKernels << " other step(s)";
   dst << " --===//\n";
+  if (!fplan.symbols.empty()) {
+    dst << "// Symbols (kernel arguments, read from the inputs per call):";
+    for (auto [k, sym] : llvm::enumerate(fplan.symbols))
+      dst << (k ? ", s" : " s") << k << " = arg" << sym.first << ".shape[" << sym.second << "]";
+    dst << "\n";
+    for (const auto &[a, b] : fplan.constraints)
+      dst << "// Requires " << a << " == " << b << "\n";
+  }
   dst << "// Buffers (contiguous, row-major):\n";
   for (Buffer &b : buffers) {
     Type elt = b.type.getElementType();
-    std::string shape = llvm::join(
-        llvm::map_range(b.type.getShape(), [](int64_t d) { return std::to_string(d); }), "x");
+    std::string shape =
+        llvm::join(llvm::map_range(b.dims, [](const SymSize &d) { return d.paren(); }), "x");
     if (shape.empty())
       shape = "scalar";
-    dst << "//   " << b.name << ": " << *storageType(elt) << "[" << shape << "], "
-        << b.type.getNumElements() * byteWidth(elt) << " bytes, " << b.role << "\n";
+    SymSize bytes = product(b.dims) * SymSize(byteWidth(elt));
+    dst << "//   " << b.name << ": " << *storageType(elt) << "[" << shape << "], " << bytes.str()
+        << " bytes, " << b.role << "\n";
     BufferInfo info;
     info.name = fname + "." + b.name;
     info.function = fname;
     info.elementType = *storageType(elt);
     info.shape.assign(b.type.getShape().begin(), b.type.getShape().end());
-    info.bytes = b.type.getNumElements() * byteWidth(elt);
+    for (int64_t &d : info.shape)
+      d = ShapedType::isDynamic(d) ? -1 : d;
+    info.bytes = bytes.isStatic() ? bytes.c : 0;
+    for (const SymSize &d : b.dims)
+      info.dims.push_back(d.str());
     info.role = b.role;
     out.buffers.push_back(std::move(info));
   }

@@ -25,11 +25,14 @@ namespace mlir::kiln::cuda {
 
 /// One buffer of a function's launch plan (all contiguous, row-major).
 struct BufferInfo {
-  std::string name;        // <func>.arg0.., <func>.buf0..
-  std::string function;    // the func.func it belongs to
-  std::string elementType; // CUDA storage type: float, __half, ...
-  std::vector<int64_t> shape;
-  int64_t bytes = 0;
+  std::string name;           // <func>.arg0.., <func>.buf0..
+  std::string function;       // the func.func it belongs to
+  std::string elementType;    // CUDA storage type: float, __half, ...
+  std::vector<int64_t> shape; // -1 for a dynamic dim (see dims)
+  int64_t bytes = 0;          // 0 when the shape is dynamic
+  /// Every dim as text: a number, or a product of symbols `s<k>` and a
+  /// constant (`s0 * s1 * 4`) evaluated per call from the inputs' sizes.
+  std::vector<std::string> dims;
   std::string role; // "input N", "temporary", "result N" (may list several)
 };
 
@@ -41,6 +44,14 @@ struct KernelInfo {
   enum Kind { Pointwise, RowReduction } kind = Pointwise;
   int64_t gridX = 1, blockX = 1;
   std::vector<std::string> args;
+  /// A kernel over symbolic sizes takes the function's symbols as trailing
+  /// `long long s<k>` parameters (after `args`) and has no static launch
+  /// configuration (gridX = blockX = 0): `work` is the pointwise loop's
+  /// trip count (elements / elements per thread) or the number of rows, and
+  /// `rowLength` a row reduction's row length; the launch rules below give
+  /// the grid and block per call.
+  int symbols = 0;
+  std::string work, rowLength;
 };
 
 /// A GEMM left to a library (cuBLAS, or torch.matmul in kiln's Python
@@ -83,6 +94,13 @@ struct FunctionPlan {
   std::vector<std::string> results;               // buffer of result i
   std::vector<std::vector<int64_t>> resultShapes; // may differ from the buffer's (reshapes)
   std::vector<std::string> resultTypes;           // storage types
+  /// Result shapes as text (BufferInfo::dims' spelling).
+  std::vector<std::vector<std::string>> resultDims;
+  /// Symbol k is dim `second` of argument `first`.
+  std::vector<std::pair<unsigned, unsigned>> symbols;
+  /// Sizes that must be equal at run time (two operands' dims indexed by one
+  /// loop dim), checked by the executors before a call.
+  std::vector<std::pair<std::string, std::string>> constraints;
 };
 
 struct CudaModule {

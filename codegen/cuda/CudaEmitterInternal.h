@@ -69,9 +69,39 @@ struct ReductionBody {
   std::string partial;
 };
 
+//===----------------------------------------------------------------------===//
+// Symbolic sizes (CudaSymbolic.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A dim size: a constant times a product of symbols `s<k>` (the dynamic
+/// dims of the function's arguments, FunctionPlan::symbols). Kernels of a
+/// function with symbols take them as `long long s<k>` parameters.
+struct SymSize {
+  int64_t c = 1;
+  SmallVector<unsigned, 2> syms; // sorted, repeats allowed
+
+  SymSize() = default;
+  SymSize(int64_t c) : c(c) {}
+  static SymSize symbol(unsigned k);
+  bool isStatic() const { return syms.empty(); }
+  bool isOne() const { return syms.empty() && c == 1; }
+  /// `128`, `s0`, `s0 * s1 * 4`.
+  std::string str() const;
+  /// str(), parenthesized when it is a product (for `/` and `%`).
+  std::string paren() const;
+  SymSize operator*(const SymSize &o) const;
+  bool operator==(const SymSize &o) const { return c == o.c && syms == o.syms; }
+  bool operator!=(const SymSize &o) const { return !(*this == o); }
+};
+using SymShape = SmallVector<SymSize, 4>;
+SymShape staticShape(ArrayRef<int64_t> shape);
+SymSize product(ArrayRef<SymSize> dims);
+bool isStatic(ArrayRef<SymSize> dims);
+
 /// Loop indices of a row-major linear index `var` over `dims`: the C
 /// expression of each (`0` for a size-1 dim).
 SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int64_t> dims);
+SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<SymSize> dims);
 
 /// `loc` as printed in kernel comments.
 std::string locationString(Location loc);
@@ -136,6 +166,7 @@ struct Buffer {
   std::string name;
   RankedTensorType type; // the buffer's own (first) shape
   std::string role;
+  SymShape dims; // the shape with dynamic dims as symbol products
 };
 
 /// A tensor value as the emitter sees it.
@@ -286,12 +317,30 @@ private:
   std::optional<std::string> scalarOf(Value v, Operation *user);
   std::string offsetExpr(AffineMap map, RankedTensorType type, ArrayRef<int64_t> loopRanges,
                          bool linearOk, const std::string &linear, llvm::SmallBitVector &usedDims);
+  std::string offsetExpr(AffineMap map, ArrayRef<SymSize> shape, ArrayRef<SymSize> loopRanges,
+                         bool linearOk, const std::string &linear, llvm::SmallBitVector &usedDims);
+  // CudaSymbolic.cpp
+  /// The shape of tensor `v` with each dynamic dim traced to the
+  /// arguments' symbols (tensor.empty sizes, tensor.dim, products, reshapes,
+  /// destination operands); an error at the op that cannot be traced.
+  FailureOr<SymShape> shapeOf(Value v);
+  /// An index value as a symbol product (constants, tensor.dim, muli,
+  /// affine.apply of products).
+  FailureOr<SymSize> sizeOf(Value v, Operation *user);
+  /// The generic's loop ranges (a static size wherever an operand has one).
+  FailureOr<SymShape> loopRangesOf(linalg::GenericOp op);
+  /// Whether `op` has tensors with dynamic dims the emitter cannot handle
+  /// (only pointwise and row-reduction generics, their shape ops and the
+  /// return take them): the error then names the op.
+  LogicalResult checkDynamicSupported(Operation &op);
+  /// `long long s<k>` parameters of a kernel over symbolic sizes.
+  std::vector<std::string> symbolParams() const;
   std::string loadExpr(const std::string &ptr, const std::string &off, Type elt);
   std::string storeValue(const std::string &v, Type elt);
   // CudaEmitter.cpp
   /// `<func>_k<N>` for the next kernel.
   std::string nextKernelName();
-  int newBuffer(RankedTensorType t, std::string role, std::string name = "");
+  int newBuffer(RankedTensorType t, std::string role, std::string name = "", SymShape dims = {});
   /// Prints the signature line of kernel `k` (launch bounds, parameters).
   void openKernel(const KernelInfo &k, ArrayRef<std::string> params);
   /// Records `k` in the launch plan and the module's kernel list.
@@ -304,6 +353,8 @@ private:
   llvm::raw_string_ostream os;
   CudaModule &out;
   llvm::DenseMap<Value, TensorInfo> tensors;
+  /// Shapes of values with dynamic dims (shapeOf's memo; arguments first).
+  llvm::DenseMap<Value, SymShape> symShapes;
   llvm::DenseMap<Value, std::string> names; // body values → C expressions
   std::vector<Buffer> buffers;
   std::vector<std::string> plan;

@@ -151,21 +151,6 @@ std::string combineWithInit(const Combiner &c, const std::string &init, const st
   return init == id ? std::string("acc") : std::string(c.functor) + "{}(" + init + ", acc)";
 }
 
-SmallVector<std::string> decodeLinearIndex(const std::string &var, ArrayRef<int64_t> dims) {
-  int64_t s = 1;
-  SmallVector<std::string> decode(dims.size());
-  for (int64_t d = int64_t(dims.size()) - 1; d >= 0; --d) {
-    std::string e = s == 1 ? var : var + " / " + std::to_string(s);
-    if (dims[d] == 1)
-      e = "0";
-    else if (d > 0)
-      e = (s == 1 ? e : "(" + e + ")") + " % " + std::to_string(dims[d]);
-    decode[d] = e;
-    s *= dims[d];
-  }
-  return decode;
-}
-
 std::string locationString(Location loc) {
   std::string s;
   llvm::raw_string_ostream l(s);
@@ -224,22 +209,28 @@ static std::string affineToC(AffineExpr e, llvm::SmallBitVector &used) {
 std::string FunctionEmitter::offsetExpr(AffineMap map, RankedTensorType type,
                                         ArrayRef<int64_t> loopRanges, bool linearOk,
                                         const std::string &linear, llvm::SmallBitVector &usedDims) {
-  if (linearOk && map.isIdentity() && type.getShape() == loopRanges)
+  return offsetExpr(map, staticShape(type.getShape()), staticShape(loopRanges), linearOk, linear,
+                    usedDims);
+}
+
+std::string FunctionEmitter::offsetExpr(AffineMap map, ArrayRef<SymSize> shape,
+                                        ArrayRef<SymSize> loopRanges, bool linearOk,
+                                        const std::string &linear, llvm::SmallBitVector &usedDims) {
+  if (linearOk && map.isIdentity() && shape == loopRanges)
     return linear;
-  ArrayRef<int64_t> shape = type.getShape();
   std::vector<std::string> terms;
-  int64_t stride = 1;
+  SymSize stride;
   for (int64_t k = int64_t(shape.size()) - 1; k >= 0; --k) {
     AffineExpr e = map.getResult(k);
-    if (auto c = dyn_cast<AffineConstantExpr>(e); (c && c.getValue() == 0) || shape[k] == 1) {
-      stride *= shape[k];
+    if (auto c = dyn_cast<AffineConstantExpr>(e); (c && c.getValue() == 0) || shape[k].isOne()) {
+      stride = stride * shape[k];
       continue;
     }
     std::string t = affineToC(e, usedDims);
-    if (stride != 1)
-      t += " * " + std::to_string(stride);
+    if (!stride.isOne())
+      t += " * " + stride.str();
     terms.insert(terms.begin(), t);
-    stride *= shape[k];
+    stride = stride * shape[k];
   }
   if (terms.empty())
     return "0";

@@ -22,6 +22,8 @@ namespace mlir::kiln::cuda::detail {
 /// them. Filled by the collect* steps of emitGeneric.
 struct GenericKernelParts {
   SmallVector<int64_t> ranges;
+  SymShape symRanges;   ///< ranges with dynamic dims as symbol products
+  bool dynamic = false; ///< some range is symbolic: the kernel takes the symbols
   bool isReduction = false;
   int64_t total = 1;
   bool wide = false;  ///< 64-bit indices
@@ -41,14 +43,27 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     return op.emitError("CUDA emitter: expected linalg.generic on tensors");
   GenericKernelParts parts;
   parts.ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(parts.ranges, ShapedType::isDynamic))
-    return op.emitError("CUDA emitter: dynamic shapes are not supported yet");
+  FailureOr<SymShape> symRanges = loopRangesOf(op);
+  if (failed(symRanges))
+    return failure();
+  parts.symRanges = *symRanges;
+  // A static loop over an operand of symbolic shape (`?` whose size must
+  // equal a static range) still reads through the symbols: dynamic too.
+  parts.dynamic = !isStatic(parts.symRanges) || llvm::any_of(op->getOperandTypes(), [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && !r.hasStaticShape();
+  });
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   unsigned numReductions = llvm::count(iters, utils::IteratorType::reduction);
   parts.isReduction = numReductions > 0;
+  bool serial =
+      numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction);
+  if (parts.dynamic && parts.isReduction && (op.getNumDpsInits() != 1 || serial))
+    return op.emitError("CUDA emitter: dynamic shapes are supported for pointwise kernels and "
+                        "reductions over the innermost dim only");
   if (parts.isReduction && op.getNumDpsInits() != 1)
     return emitSequentialReduction(op);
-  if (numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction))
+  if (serial)
     return emitSerialReduction(op);
 
   std::string kname = nextKernelName();
@@ -57,7 +72,9 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
     parts.total *= r;
   // Index type: 32-bit when every offset fits.
   // `i += gridDim.x * blockDim.x` must not overflow an int past the bound.
-  parts.wide = parts.total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  // Symbolic sizes are unbounded: 64-bit indices.
+  parts.wide =
+      parts.dynamic || parts.total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   for (Value v : op->getOperands())
     if (auto t = dyn_cast<RankedTensorType>(v.getType()))
       if (t.hasStaticShape() && t.getNumElements() >= (int64_t(1) << 31))
@@ -147,8 +164,11 @@ LogicalResult FunctionEmitter::collectGenericInputs(linalg::GenericOp op,
     std::string p = "in" + std::to_string(parts.params.size());
     parts.params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
     parts.args.push_back(buffers[info.buffer].name);
+    FailureOr<SymShape> shape = shapeOf(operand.get());
+    if (failed(shape))
+      return failure();
     std::string off =
-        offsetExpr(maps[i], tt, parts.ranges, !parts.isReduction, "i", parts.usedDims);
+        offsetExpr(maps[i], *shape, parts.symRanges, !parts.isReduction, "i", parts.usedDims);
     parts.pointwise.push_back({p, "a" + std::to_string(i), maps[i], tt, false, ""});
     auto vt = valueType(tt.getElementType());
     ls << parts.indent << "const " << *vt << " a" << i << " = "
@@ -165,7 +185,10 @@ LogicalResult FunctionEmitter::collectGenericOutputs(linalg::GenericOp op,
     auto tt = cast<RankedTensorType>(init.getType());
     if (!storageType(tt.getElementType()))
       return op.emitError("CUDA emitter: unsupported element type ") << tt.getElementType();
-    int b = newBuffer(tt, "temporary");
+    FailureOr<SymShape> shape = shapeOf(init);
+    if (failed(shape))
+      return failure();
+    int b = newBuffer(tt, "temporary", "", *shape);
     tensors[op->getResult(k)] = TensorInfo{b, std::nullopt, false};
     parts.params.push_back(*storageType(tt.getElementType()) + " *__restrict__ out" +
                            std::to_string(k));
@@ -191,7 +214,11 @@ LogicalResult FunctionEmitter::collectGenericStores(linalg::GenericOp op,
   for (auto [k, init] : llvm::enumerate(op.getDpsInits())) {
     auto tt = cast<RankedTensorType>(init.getType());
     unsigned opIdx = op.getNumDpsInputs() + k;
-    std::string off = offsetExpr(maps[opIdx], tt, parts.ranges, !parts.isReduction, "i", outDims);
+    FailureOr<SymShape> shape = shapeOf(init);
+    if (failed(shape))
+      return failure();
+    std::string off =
+        offsetExpr(maps[opIdx], *shape, parts.symRanges, !parts.isReduction, "i", outDims);
     std::string value;
     if (!parts.isReduction) {
       auto v = scalarOf(yield.getOperand(k), yield);
@@ -218,23 +245,33 @@ LogicalResult FunctionEmitter::collectGenericStores(linalg::GenericOp op,
 }
 
 /// `ranges` as "AxBxC".
-static std::string shapeText(ArrayRef<int64_t> ranges) {
-  return llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+static std::string shapeText(ArrayRef<SymSize> ranges) {
+  return llvm::join(llvm::map_range(ranges, [](const SymSize &r) { return r.paren(); }), "x");
 }
 
 void FunctionEmitter::printPointwiseKernel(linalg::GenericOp op, KernelInfo &k,
                                            const GenericKernelParts &parts) {
   unsigned numLoops = parts.ranges.size();
   int64_t total = parts.total;
+  std::string totalText = product(parts.symRanges).str();
   k.kind = KernelInfo::Pointwise;
   k.blockX = kPointwiseBlock;
-  int64_t vw =
-      vectorize && !parts.usesIndex ? vectorWidth(parts.pointwise, parts.ranges, total) : 1;
-  k.gridX = pointwiseGridSize((total + vw - 1) / vw);
-  os << "// " << k.name << ": pointwise over " << shapeText(parts.ranges) << " (" << total
+  // Symbolic sizes: scalar loads only (the vector form needs a static
+  // innermost extent and tail).
+  int64_t vw = vectorize && !parts.usesIndex && !parts.dynamic
+                   ? vectorWidth(parts.pointwise, parts.ranges, total)
+                   : 1;
+  k.gridX = parts.dynamic ? 0 : pointwiseGridSize((total + vw - 1) / vw);
+  std::vector<std::string> params = parts.params;
+  if (parts.dynamic) {
+    k.work = totalText;
+    k.symbols = int(fplan.symbols.size());
+    llvm::append_range(params, symbolParams());
+  }
+  os << "// " << k.name << ": pointwise over " << shapeText(parts.symRanges) << " (" << totalText
      << " elements)" << (vw > 1 ? ", " + std::to_string(vw) + " per thread (128-bit accesses)" : "")
      << ", " << locationString(op.getLoc()) << "\n";
-  openKernel(k, parts.params);
+  openKernel(k, params);
   std::string stride = parts.wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
   std::string start = parts.wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
                                  : "blockIdx.x * blockDim.x + threadIdx.x";
@@ -242,9 +279,9 @@ void FunctionEmitter::printPointwiseKernel(linalg::GenericOp op, KernelInfo &k,
   auto scalarLoop = [&](const std::string &from, const std::string &ind) {
     std::string t;
     llvm::raw_string_ostream ts(t);
-    ts << "  for (" << parts.ity << " i = " << from << "; i < " << total << "; i += " << stride
+    ts << "  for (" << parts.ity << " i = " << from << "; i < " << totalText << "; i += " << stride
        << ") {\n";
-    SmallVector<std::string> decode = decodeLinearIndex("i", parts.ranges);
+    SmallVector<std::string> decode = decodeLinearIndex("i", parts.symRanges);
     for (unsigned d = 0; d < numLoops; ++d)
       if (parts.usedDims.test(d))
         ts << "    const " << parts.ity << " d" << d << " = " << decode[d] << ";\n";
@@ -279,21 +316,35 @@ void FunctionEmitter::printRowReductionKernel(linalg::GenericOp op, KernelInfo &
   unsigned numLoops = parts.ranges.size();
   Type accElt = cast<RankedTensorType>(op.getDpsInits()[0].getType()).getElementType();
   k.kind = KernelInfo::RowReduction;
-  int64_t rowLen = parts.ranges.back();
-  int64_t rows = parts.total / std::max<int64_t>(rowLen, 1);
-  k.blockX = reductionBlockSize(rowLen);
-  k.gridX = std::max<int64_t>(1, std::min(rows, kMaxGrid));
+  // Symbolic sizes: the launch rule runs per call (block ≤ 1024).
+  std::string rowLen = parts.symRanges.back().str();
+  std::string rows = product(ArrayRef<SymSize>(parts.symRanges).drop_back()).str();
+  std::vector<std::string> params = parts.params;
+  if (parts.dynamic) {
+    k.blockX = 1024;
+    k.gridX = 0;
+    k.work = rows;
+    k.rowLength = rowLen;
+    k.symbols = int(fplan.symbols.size());
+    llvm::append_range(params, symbolParams());
+  } else {
+    int64_t staticRows = parts.total / std::max<int64_t>(parts.ranges.back(), 1);
+    k.blockX = reductionBlockSize(parts.ranges.back());
+    k.gridX = std::max<int64_t>(1, std::min(staticRows, kMaxGrid));
+  }
   std::string acc = *valueType(accElt);
   std::string id = identityLiteral(*parts.combiner, accElt);
   const std::string &ity = parts.ity;
   os << "// " << k.name << ": row reduction (" << parts.combiner->functor << ") over "
-     << shapeText(parts.ranges) << ": " << rows << " rows of " << rowLen << ", one block per row, "
-     << locationString(op.getLoc()) << "\n";
-  openKernel(k, parts.params);
+     << shapeText(parts.symRanges) << ": " << rows << " rows of " << rowLen
+     << ", one block per row, " << locationString(op.getLoc()) << "\n";
+  openKernel(k, params);
+  if (parts.dynamic)
+    k.blockX = 0;
   os << "  __shared__ " << acc << " partials[32];\n";
   os << "  for (" << ity << " row = blockIdx.x; row < " << rows << "; row += gridDim.x) {\n";
   SmallVector<std::string> decode =
-      decodeLinearIndex("row", ArrayRef<int64_t>(parts.ranges).drop_back());
+      decodeLinearIndex("row", ArrayRef<SymSize>(parts.symRanges).drop_back());
   for (unsigned d = 0; d + 1 < numLoops; ++d)
     if (parts.usedDims.test(d))
       os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";

@@ -127,7 +127,8 @@ void FunctionEmitter::planRowGroups() {
       if (ranges[k] != 1)
         rows.push_back(ranges[k]);
     int64_t length = ranges.empty() ? 1 : ranges.back();
-    if (ranges.empty() || length == 1 || ShapedType::isDynamic(length) ||
+    // Symbolic sizes: one kernel per generic (row groups need static rows).
+    if (ranges.empty() || length == 1 || llvm::any_of(ranges, ShapedType::isDynamic) ||
         classifyRow(g0, rows, length) != RowReduce) {
       ++i;
       continue;
@@ -138,7 +139,7 @@ void FunctionEmitter::planRowGroups() {
     for (; j < gens.size(); ++j) {
       linalg::GenericOp g = gens[j];
       RowKind kind = classifyRow(g, rows, length);
-      if (kind == NotRow)
+      if (kind == NotRow || llvm::any_of(g.getStaticLoopRanges(), ShapedType::isDynamic))
         break;
       // The group is emitted at g0's place: g's inputs that no member
       // produces must exist there (not a GEMM or slice between g0 and g).

@@ -82,6 +82,12 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
     e["grid"] = k.gridX;
     e["block"] = k.blockX;
     e["args"] = strings(k.args);
+    if (k.symbols) { // symbolic sizes: launch rule per call (kiln/cuda/symbolic.py)
+      e["symbols"] = k.symbols;
+      e["work"] = k.work;
+      if (!k.rowLength.empty())
+        e["row_length"] = k.rowLength;
+    }
     kernels.append(e);
   }
   for (const ExternCall &x : m.externs) {
@@ -118,6 +124,8 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
     e["type"] = b.elementType;
     e["shape"] = ints(b.shape);
     e["bytes"] = b.bytes;
+    if (llvm::is_contained(b.shape, -1))
+      e["dims"] = strings(b.dims);
     e["role"] = b.role;
     buffers.append(e);
   }
@@ -139,6 +147,21 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
       shapes.append(ints(s));
     e["result_shapes"] = shapes;
     e["result_types"] = strings(f.resultTypes);
+    nb::list symbols;
+    for (auto [arg, dim] : f.symbols)
+      symbols.append(nb::make_tuple(arg, dim));
+    e["symbols"] = symbols;
+    nb::list constraints;
+    for (const auto &[a, b] : f.constraints)
+      constraints.append(nb::make_tuple(a, b));
+    if (!f.symbols.empty())
+      e["constraints"] = constraints;
+    if (!f.symbols.empty()) {
+      nb::list dims;
+      for (const auto &r : f.resultDims)
+        dims.append(strings(r));
+      e["result_dims"] = dims;
+    }
     functions.append(e);
   }
   d["kernels"] = kernels;

@@ -111,12 +111,15 @@ bool Plan::parseLine(Module &module, const std::string &line, std::string &error
     size_t where = 0;
     in >> i >> kind >> where;
     if (!in || !validBuffer(i, buffers_.size()) ||
-        (kind != "in" && kind != "out" && kind != "tmp")) {
+        (kind != "in" && kind != "out" && kind != "tmp" && kind != "val")) {
       error = "bad buffer line";
       return false;
     }
     Buffer &b = buffers_[i];
-    b.kind = kind == "in" ? Buffer::In : kind == "out" ? Buffer::Out : Buffer::Tmp;
+    b.kind = kind == "in"    ? Buffer::In
+             : kind == "out" ? Buffer::Out
+             : kind == "val" ? Buffer::Val
+                             : Buffer::Tmp;
     b.index = where;
     if ((b.kind == Buffer::In && where >= (size_t)numInputs_) ||
         (b.kind == Buffer::Out && where >= (size_t)numOutputs_)) {
@@ -199,8 +202,11 @@ bool Plan::run(void *const *inputs, void *const *outputs, void *arena, CUstream 
   char *base = static_cast<char *>(arena);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer &b = buffers_[i];
+    // A `val` slot holds its value in the pointer's 8 bytes: cuLaunchKernel
+    // reads a `long long` parameter from there.
     ptrs_[i] = b.kind == Buffer::In    ? inputs[b.index]
                : b.kind == Buffer::Out ? outputs[b.index]
+               : b.kind == Buffer::Val ? reinterpret_cast<void *>(b.index)
                                        : base + b.index;
   }
   void *ws = wsBytes_ ? base + wsOffset_ : nullptr;

@@ -14,6 +14,8 @@
 // Spec (text, one step per line; written by kiln/cuda/plan.py):
 //   kiln-plan 1 <buffers> <inputs> <outputs>
 //   buf <i> in <j> | out <j> | tmp <byte offset in the arena>
+//         | val <n>                               (a kernel's `long long` n:
+//                                                  a dynamic dim's value)
 //   ws <byte offset> <bytes>                      (cuBLASLt workspace)
 //   kernel <name> <gx> <gy> <gz> <bx> <by> <bz> <shared> <n> <buf>...
 //   gemm <in type> <out type> <batch> <m> <n> <k> <transB> <tf32>
@@ -56,8 +58,8 @@ private:
     std::vector<int> args; // buffer indices (gemm: a, b, c, bias or -1)
   };
   struct Buffer {
-    enum Kind { In, Out, Tmp } kind = Tmp;
-    size_t index = 0; // input/output position or arena offset
+    enum Kind { In, Out, Tmp, Val } kind = Tmp;
+    size_t index = 0; // input/output position, arena offset or value
   };
   Plan() = default;
   bool parseLine(Module &module, const std::string &line, std::string &error);

@@ -151,13 +151,17 @@ def emulation_env(fake_driver, host_library=None):
 
 
 def run(graph, lib, inputs):
-    """Runs a kiln.cuda.CudaGraph's plan on CPU tensors with the host kernels."""
+    """Runs a kiln.cuda.CudaGraph's plan on CPU tensors with the host kernels
+    (a graph with dynamic dims: its plan for these inputs' sizes)."""
+    from kiln.cuda.graph import kernel_args
+    graph = graph.specialize(inputs)
     bufs = graph._allocate(inputs, inputs[0].device)
     for kind, item in graph.steps:
         if kind == "gemm":
             graph._gemm(item, bufs)
             continue
         for k in item:
-            ptrs = (ctypes.c_void_p * len(k["args"]))(*[bufs[n].data_ptr() for n in k["args"]])
+            values = kernel_args(k, bufs)
+            ptrs = (ctypes.c_void_p * max(1, len(values)))(*values)
             getattr(lib, "run_" + k["name"])(ptrs, k["grid"], k["block"])
     return graph._results(bufs)

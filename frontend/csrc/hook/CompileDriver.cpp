@@ -167,10 +167,10 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   int device = -1;
   if (!cap.results.empty() && !graphDevice(cap.inputs, cap.guards, device, failure.reason))
     return false;
-  if (!cap.symbols.empty() && device != -1) {
-    failure.reason = "the CUDA backend compiles static shapes only";
-    return false;
-  }
+  // Symbolic sizes on CUDA: kernels take them as arguments
+  // (codegen/cuda/CudaSymbolic.cpp); a graph the CUDA emitter cannot emit
+  // with them (a GEMM with a symbolic M, ...) fails here with its reason
+  // and compileEntry specializes it.
   if (!cap.steps.empty()) {
     // Torch calls inside the graph (per-op fallback): segments + calls.
     auto onCpu = [&](const mlir::kiln::CpuCompileInfo &info) { countDiskCache(entry.name, info); };

@@ -103,8 +103,8 @@ def build(rec, archs) -> tuple[str, bytes, dict]:
     from kiln.cuda.graph import DTYPES
     from kiln.cuda.plan import build_spec, output_names
     if rec["symbols"]:
-        raise CudaExportError("kiln.export: CUDA builds have static shapes (the CUDA emitter "
-                              "takes no symbolic dims); export without dynamic_shapes")
+        raise CudaExportError("kiln.export: CUDA builds have static shapes (artifacts do not "
+                              "hold symbolic CUDA plans yet); export without dynamic_shapes")
     graph = _graph(rec["ir"])
     _check_signature(graph, rec["graph_inputs"], rec["results"])
     spec, arena = build_spec(graph, DTYPES, tf32=False)

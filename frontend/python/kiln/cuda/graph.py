@@ -24,7 +24,7 @@ import os
 
 import torch
 
-from . import _driver
+from . import _driver, symbolic
 
 # CUDA storage type (the emitter's spelling) → torch dtype.
 DTYPES = {
@@ -81,6 +81,12 @@ class CudaGraph:
         self.function = function
         self.source = emitted["source"]
         self.images = dict(images or {})
+        # Dynamic dims (kiln/cuda/symbolic.py): one plan per symbol values,
+        # all sharing this graph's images and loaded modules.
+        self.symbols = [tuple(s) for s in fn.get("symbols", ())]
+        self._emitted = emitted if self.symbols else None
+        self._specialized = {}  # symbol values -> CudaGraph
+        self._modules = {}  # device index -> _driver.Module
         self.buffers = {b["name"]: b for b in emitted["buffers"] if b["function"] == function}
         self.inputs = list(fn["inputs"])
         self.results = list(fn["results"])
@@ -101,6 +107,25 @@ class CudaGraph:
         self.kernel_args = {k["name"]: k["args"] for kind, ks in self.steps if kind == "kernels"
                             for k in ks}
         self._loaded = {}  # device index -> (Module, [LaunchSequence per kernels step])
+
+    # -- dynamic dims -----------------------------------------------------
+    def specialize(self, inputs) -> "CudaGraph":
+        """This graph, or (dynamic dims) its static plan for these inputs'
+        sizes: made once per distinct sizes, same source and cubins."""
+        if not self.symbols:
+            return self
+        if len(inputs) != len(self.inputs):
+            raise TypeError(f"kiln.cuda: {self.function} takes {len(self.inputs)} tensors, "
+                            f"got {len(inputs)}")
+        fn = next(f for f in self._emitted["functions"] if f["name"] == self.function)
+        values = symbolic.bind(fn, [tuple(t.shape) for t in inputs])
+        g = self._specialized.get(values)
+        if g is None:
+            g = CudaGraph(symbolic.specialize(self._emitted, self.function, values),
+                          self.function, mode=self.mode)
+            g.images, g._modules, g.executor = self.images, self._modules, self.executor
+            self._specialized[values] = g
+        return g
 
     # -- buffers ----------------------------------------------------------
     def _check_inputs(self, inputs):
@@ -166,6 +191,8 @@ class CudaGraph:
         tensors they only check shapes), kernels are recorded. Returns
         (steps, results): steps are dicts with the kernel or GEMM name and
         the tensors of its buffer arguments."""
+        if self.symbols:
+            return self.specialize(inputs).launches(*inputs)
         device = self._check_inputs(inputs)
         bufs = self._allocate(inputs, device)
         steps = []
@@ -177,7 +204,8 @@ class CudaGraph:
                 continue
             for k in item:
                 steps.append({"kind": "kernel", "name": k["name"], "grid": k["grid"],
-                              "block": k["block"], "args": [bufs[n] for n in k["args"]]})
+                              "block": k["block"], "args": [bufs[n] for n in k["args"]],
+                              "scalars": k.get("scalars", [])})
         return steps, self._results(bufs)
 
     # -- execution --------------------------------------------------------
@@ -203,11 +231,14 @@ class CudaGraph:
     def _load(self, index: int):
         loaded = self._loaded.get(index)
         if loaded is None:
-            _driver.init()
-            major, minor = _driver.compute_capability(index)
-            module = _driver.Module(self.image_for(major * 10 + minor), index)
+            module = self._modules.get(index)
+            if module is None:
+                _driver.init()
+                major, minor = _driver.compute_capability(index)
+                module = self._modules[index] = _driver.Module(
+                    self.image_for(major * 10 + minor), index)
             seqs = [_driver.LaunchSequence(module, [(k["name"], k["grid"], k["block"],
-                                                     len(k["args"])) for k in item])
+                                                     len(kernel_args(k, None))) for k in item])
                     for kind, item in self.steps if kind == "kernels"]
             loaded = self._loaded[index] = (module, seqs)
         return loaded
@@ -221,10 +252,12 @@ class CudaGraph:
             if kind == "gemm":
                 self._gemm(item, bufs)
                 continue
-            seqs[s].run([bufs[n].data_ptr() for k in item for n in k["args"]], stream)
+            seqs[s].run([v for k in item for v in kernel_args(k, bufs)], stream)
             s += 1
 
     def __call__(self, *inputs):
+        if self.symbols:
+            return self.specialize(inputs)(*inputs)
         device = self._check_inputs(inputs)
         if device.type != "cuda":
             raise ValueError(f"kiln.cuda: inputs must be CUDA tensors, got {device} "
@@ -239,6 +272,10 @@ class CudaGraph:
     def run_on(self, inputs, device, index: int, stream: int):
         """Runs on checked inputs of `device` (driver device `index`) on
         `stream`; CPU tensors with the fake driver in host emulation."""
+        if self.symbols:
+            g = self.specialize(inputs)
+            g._check_inputs(inputs)
+            return g.run_on(inputs, device, index, stream)
         if self.executor == "plan":
             tf32 = device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
             mode = call_mode.get() or self.mode
@@ -266,6 +303,13 @@ class CudaGraph:
         module, _ = self._load(index)
         ex = PlanExecutor(self, module, device, DTYPES, tf32)
         return GraphExecutor(ex) if mode == "reduce-overhead" else ex
+
+
+def kernel_args(k: dict, bufs) -> list:
+    """A kernel's parameter values: its buffers' device pointers, then its
+    scalars (dynamic dims' symbol values); `bufs` None: placeholders."""
+    ptrs = [bufs[n].data_ptr() if bufs is not None else 0 for n in k["args"]]
+    return ptrs + list(k.get("scalars", ()))
 
 
 def _describe(function, unsupported):

@@ -65,7 +65,12 @@ def build_spec(graph, dtypes: dict, tf32: bool) -> tuple[str, int]:
     names = list(graph.buffers)
     index = {n: i for i, n in enumerate(names)}
     outs = output_names(graph)
-    lines = [f"kiln-plan 1 {len(names)} {len(graph.inputs)} {len(outs)}"]
+    # Kernel scalars (dynamic dims' values): `val` slots after the buffers.
+    values = sorted({v for kind, item in graph.steps if kind == "kernels" for k in item
+                     for v in k.get("scalars", ())})
+    slot = {v: len(names) + i for i, v in enumerate(values)}
+    lines = [f"kiln-plan 1 {len(names) + len(values)} {len(graph.inputs)} {len(outs)}"]
+    lines += [f"buf {slot[v]} val {v}" for v in values]
     offset = 0
     for n in names:
         if n in graph.inputs:
@@ -86,9 +91,11 @@ def build_spec(graph, dtypes: dict, tf32: bool) -> tuple[str, int]:
     for kind, item in graph.steps:
         if kind == "kernels":
             for k in item:
-                args = " ".join(str(index[a]) for a in k["args"])
+                args = [str(index[a]) for a in k["args"]]
+                args += [str(slot[v]) for v in k.get("scalars", ())]
                 lines.append(f"kernel {k['name']} {' '.join(map(str, _dims3(k['grid'])))} "
-                             f"{' '.join(map(str, _dims3(k['block'])))} 0 {len(k['args'])} {args}")
+                             f"{' '.join(map(str, _dims3(k['block'])))} 0 {len(args)} "
+                             f"{' '.join(args)}")
             continue
         g = item
         a, b, c = (graph.buffers[n]["type"] for n in g["args"][:3])
