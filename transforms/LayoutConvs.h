@@ -16,17 +16,16 @@
 namespace mlir::kiln {
 
 /// Whether `op` has a channels-last form here: static f32 shapes and
-/// depthwise (groups == C == F), windows that tile the input (stride ==
-/// kernel, no padding or dilation, the input an exact multiple: a patchify
-/// stem or a ConvNeXt downsampling) or 1x1 (stride 1, no padding), the last
-/// two ungrouped.
+/// depthwise (groups == C == F) or, ungrouped, windows larger than 1x1
+/// that tile the input (stride == kernel, no padding or dilation, the input
+/// an exact multiple: a patchify stem or a ConvNeXt downsampling).
 bool hasNhwcForm(Conv2dOp op);
 
 /// `op` computed from `x`, its input permuted to [N, H, W, C]; returns the
 /// [N, OH, OW, F] result (without `op`'s own bias: kiln.conv2d has none).
 /// Depthwise: the weighted sum of the kernel taps (strided slices of the
 /// zero-padded input) with [C] weight rows, vectorizable along C; tiling
-/// windows and 1x1: one `kiln.matmul` of [N*OH*OW, C*KH*KW] columns with the
+/// windows: one `kiln.matmul` of [N*OH*OW, C*KH*KW] columns with the
 /// transposed [F, C*KH*KW] weight (the weight read as it is).
 Value buildNhwcConv(OpBuilder &b, Location loc, Conv2dOp op, Value x);
 

@@ -95,9 +95,9 @@ def LayoutPass : Pass<"kiln-layout", "func::FuncOp"> {
       to rank 4 and permuted to NHWC: a `[C, 1, 1]` scale becomes
       `[1, 1, 1, C]`); an operand that is a full NCHW value stops it;
     - cancel: `kiln.permute (P) [0, 2, 3, 1]` is `%a`;
-    - convert: a static f32 `kiln.conv2d` that is depthwise, has windows
-      that tile the input (stride == kernel, no padding) or is 1x1,
-      ungrouped, and whose input is a P or whose result reaches a permute
+    - convert: a static f32 `kiln.conv2d` that is depthwise or, ungrouped,
+      has windows larger than 1x1 that tile the input (stride == kernel, no
+      padding), and whose input is a P or whose result reaches a permute
       to NHWC through single-use elementwise ops, becomes
       P(NHWC convolution of the input permuted to NHWC): depthwise as the
       sum of its strided `[N, OH, OW, C]` taps times `[C]` weight rows,

@@ -122,3 +122,17 @@ func.func @depthwise_in_nchw(%x: tensor<1x4x6x5xf32>, %w: tensor<4x1x3x3xf32>) -
   %r = kiln.relu %c : tensor<1x4x6x5xf32>
   return %r : tensor<1x4x6x5xf32>
 }
+
+// -----
+
+// Tests (negative) that a 1x1 conv after a channels-last value stays NCHW
+// (after resnet50's oneDNN convolutions that only moved the transposes to
+// its 3x3 convolutions).
+// CHECK-LABEL: func.func @pointwise_stays
+// CHECK: %[[P:.*]] = kiln.permute %{{.*}} {dims = array<i64: 0, 3, 1, 2>}
+// CHECK: kiln.conv2d %[[P]]
+func.func @pointwise_stays(%x: tensor<1x6x5x4xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1x8x6x5xf32> {
+  %p = kiln.permute %x {dims = array<i64: 0, 3, 1, 2>} : tensor<1x6x5x4xf32> -> tensor<1x4x6x5xf32>
+  %c = kiln.conv2d %p, %w : tensor<1x4x6x5xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x6x5xf32>
+  return %c : tensor<1x8x6x5xf32>
+}
