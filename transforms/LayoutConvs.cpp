@@ -146,6 +146,8 @@ bool hasNhwcForm(Conv2dOp op) {
   return isDepthwise(op) || tiles(op);
 }
 
+bool isTiling(Conv2dOp op) { return !isDepthwise(op); }
+
 Value buildNhwcConv(OpBuilder &b, Location loc, Conv2dOp op, Value x) {
   return isDepthwise(op) ? depthwise(b, loc, op, x) : tiledGemm(b, loc, op, x);
 }

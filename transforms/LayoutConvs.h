@@ -27,6 +27,9 @@ bool hasNhwcForm(Conv2dOp op);
 /// zero-padded input) with [C] weight rows, vectorizable along C; tiling
 /// windows: one `kiln.matmul` of [N*OH*OW, C*KH*KW] columns with the
 /// transposed [F, C*KH*KW] weight (the weight read as it is).
+/// Whether `op` (hasNhwcForm) is a tiling (not depthwise) convolution.
+bool isTiling(Conv2dOp op);
+
 Value buildNhwcConv(OpBuilder &b, Location loc, Conv2dOp op, Value x);
 
 } // namespace mlir::kiln

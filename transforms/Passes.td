@@ -97,14 +97,16 @@ def LayoutPass : Pass<"kiln-layout", "func::FuncOp"> {
     - cancel: `kiln.permute (P) [0, 2, 3, 1]` is `%a`;
     - convert: a static f32 `kiln.conv2d` that is depthwise or, ungrouped,
       has windows larger than 1x1 that tile the input (stride == kernel, no
-      padding), and whose input is a P or whose result reaches a permute
-      to NHWC through single-use elementwise ops, becomes
+      padding), whose result reaches a permute to NHWC through single-use
+      elementwise ops (or, tiling ones, whose input is a P), becomes
       P(NHWC convolution of the input permuted to NHWC): depthwise as the
       sum of its strided `[N, OH, OW, C]` taps times `[C]` weight rows,
       the others as one `kiln.matmul` of `[N*OH*OW, C*KH*KW]` columns with
       the transposed weight.
 
-    Values the function returns and values other ops read stay NCHW (the
+    Functions without a `kiln.permute [0, 2, 3, 1]` (networks that never
+    go channels-last themselves) are left unchanged. Values the function
+    returns and values other ops read stay NCHW (the
     permute stays in front of them), so outputs keep eager's memory format.
     Scheduled by the CPU driver before kiln-optimize when the graph has a
     convolution (after kiln-cpu-convs-to-dnnl).
