@@ -166,8 +166,8 @@ bool reachesNhwc(Value v) {
 bool convertConvs(func::FuncOp func) {
   SmallVector<Conv2dOp> convs;
   func.walk([&](Conv2dOp op) {
-    if (hasNhwcForm(op) && (reachesNhwc(op.getResult()) ||
-                            (isTiling(op) && permuteOf(op.getInput(), kToNchw))))
+    if (hasNhwcForm(op) &&
+        (reachesNhwc(op.getResult()) || (isTiling(op) && permuteOf(op.getInput(), kToNchw))))
       convs.push_back(op);
   });
   for (Conv2dOp op : convs) {

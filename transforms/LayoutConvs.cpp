@@ -58,7 +58,8 @@ Value padZeros(OpBuilder &b, Location loc, Value x, int64_t dim, int64_t low, in
 
 bool isDepthwise(Conv2dOp op) {
   int64_t c = typeOf(op.getInput()).getDimSize(1);
-  return c > 1 && static_cast<int64_t>(op.getGroups()) == c && typeOf(op.getWeight()).getDimSize(0) == c;
+  return c > 1 && static_cast<int64_t>(op.getGroups()) == c &&
+         typeOf(op.getWeight()).getDimSize(0) == c;
 }
 
 /// stride == kernel > 1x1, no padding, no dilation, and the input an exact
