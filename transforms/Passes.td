@@ -75,6 +75,57 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def LayoutPass : Pass<"kiln-layout", "func::FuncOp"> {
+  let summary = "Keeps channels-last regions channels-last: sinks and cancels NHWC/NCHW permutes, runs the convolutions between them on NHWC";
+  let description = [{
+    Precondition: verified kiln IR (before kiln-decompose: it rewrites
+    `kiln.conv2d`). Postcondition: the same values; fewer
+    `kiln.permute [0, 3, 1, 2]` / `[0, 2, 3, 1]` pairs. Three rewrites of
+    P = `kiln.permute %a [0, 3, 1, 2]` (NHWC → NCHW), repeated until none
+    applies:
+
+    - sink: an elementwise op (add, sub, mul, div, maximum, minimum, pow,
+      relu, gelu, silu, sigmoid, tanh, neg, abs, exp, erf, sqrt, rsqrt,
+      cast) of P whose other operands are the same permute of same-shaped
+      values, 0-d values or broadcast operands with fewer elements than the
+      result becomes P of the op on `%a` (a broadcast operand is reshaped
+      to rank 4 and permuted to NHWC: a `[C, 1, 1]` scale becomes
+      `[1, 1, 1, C]`); an operand that is a full NCHW value stops it;
+    - cancel: `kiln.permute (P) [0, 2, 3, 1]` is `%a`;
+    - convert: a static f32 `kiln.conv2d` that is depthwise or, ungrouped,
+      has windows larger than 1x1 that tile the input (stride == kernel, no
+      padding), whose result reaches a permute to NHWC through single-use
+      elementwise ops (or, tiling ones, whose input is a P), becomes
+      P(NHWC convolution of the input permuted to NHWC): depthwise as the
+      sum of its strided `[N, OH, OW, C]` taps times `[C]` weight rows,
+      the others as one `kiln.matmul` of `[N*OH*OW, C*KH*KW]` columns with
+      the transposed weight.
+
+    Functions without a `kiln.permute [0, 2, 3, 1]` (networks that never
+    go channels-last themselves) are left unchanged. Values the function
+    returns and values other ops read stay NCHW (the
+    permute stays in front of them), so outputs keep eager's memory format.
+    Scheduled by the CPU driver before kiln-optimize when the graph has a
+    convolution (after kiln-cpu-convs-to-dnnl).
+
+    Example (ConvNeXt's block tail: the permute back sinks below the layer
+    scale and the residual add whose other input is NHWC too):
+    ```mlir
+    %p = kiln.permute %h {dims = array<i64: 0, 3, 1, 2>} : tensor<1x7x7x8xf32> -> tensor<1x8x7x7xf32>
+    %q = kiln.permute %x {dims = array<i64: 0, 3, 1, 2>} : tensor<1x7x7x8xf32> -> tensor<1x8x7x7xf32>
+    %m = kiln.mul %s, %p : tensor<8x1x1xf32>, tensor<1x8x7x7xf32>
+    %r = kiln.add %m, %q : tensor<1x8x7x7xf32>, tensor<1x8x7x7xf32>
+    ```
+    becomes `kiln.permute (kiln.add (kiln.mul %s', %h), %x)` with `%s'` the
+    scale reshaped to `[1, 8, 1, 1]` and permuted to `[1, 1, 1, 8]`.
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Differentiation
 //===----------------------------------------------------------------------===//
 

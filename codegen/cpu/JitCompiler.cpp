@@ -222,6 +222,10 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
         CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
   else if (quantized && ::kiln::rt::haveDnnl())
     pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0}));
+  // Channels-last regions (ConvNeXt's permuted blocks) stay channels-last:
+  // permutes sink and cancel, the convolutions between them run on NHWC.
+  if (convs && options.layout)
+    pm.addNestedPass<func::FuncOp>(createLayoutPass());
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
   if (quantized) {
     pm.addNestedPass<func::FuncOp>(createFoldQuantPass());

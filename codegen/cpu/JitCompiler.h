@@ -54,6 +54,11 @@ struct CpuCompileOptions {
   /// backward: oneDNN's other summation order made resnet18's 20-step SGD
   /// loss curve drift past test_training_cnn.py's tolerance).
   bool bigColumnsToDnnl = true;
+  /// Run kiln-layout (channels-last regions: permutes sunk and cancelled,
+  /// the convolutions between them on NHWC) when the graph has a
+  /// convolution (kiln.config.layout, KILN_LAYOUT=0 turns it off). Recorded
+  /// in the pipeline text, hence in the cache key.
+  bool layout = true;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
   /// KILN_PERF_JITDUMP=1). Not in the cache key.
   bool perfJitdump = false;

@@ -47,6 +47,8 @@ struct Options {
   bool compiledBackward = true;
   /// f32 convolutions through oneDNN (CpuCompileOptions::dnnlConvs).
   bool dnnlConvs = false;
+  /// kiln-layout on graphs with convolutions (CpuCompileOptions::layout).
+  bool layout = true;
 };
 
 /// The process-wide options.

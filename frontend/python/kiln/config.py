@@ -86,6 +86,11 @@ class _Config:
     # pipeline text records it).
     dnnl_convs: bool | None = (None if "KILN_DNNL_CONVS" not in os.environ
                                else os.environ["KILN_DNNL_CONVS"] != "0")
+    # KILN_LAYOUT=0: no kiln-layout pass (transforms/Layout.cpp: in graphs
+    # with convolutions, NHWC<->NCHW permutes sink and cancel and the
+    # depthwise / tiling / 1x1 convolutions between channels-last values run
+    # on NHWC; ConvNeXt's blocks stay channels-last). In cache key.
+    layout: bool = os.environ.get("KILN_LAYOUT", "1") != "0"
     # KILN_FREEZE_WEIGHTS=1 (opt-in, like torch.compile's
     # `torch._inductor.config.freezing`): oneDNN convolutions pack their
     # weights once per weight tensor and version (`t._version`: in-place
@@ -145,6 +150,7 @@ def _push_to_native() -> None:
         compiled_backward=bool(config.compiled_backward),
         dnnl_convs=(config.freeze_weights if config.dnnl_convs is None
                     else config.dnnl_convs),
+        layout=bool(config.layout),
     )
     _C.set_freeze_weights(bool(config.freeze_weights))
 
