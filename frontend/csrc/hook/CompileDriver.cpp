@@ -87,6 +87,17 @@ bool timedCapture(PyObject *code, PyObject *func, const FrameView &view, Capture
   return ok;
 }
 
+/// The static capture of the frame that `cap` captured with symbolic sizes:
+/// static types, the same SymInt reads (DynamicPolicy::shadow).
+bool shadowCapture(PyObject *code, PyObject *func, const FrameView &view, const Capture &cap,
+                   Capture &stat, CaptureFailure &failure) {
+  stat = Capture();
+  stat.gradMode = cap.gradMode;
+  stat.dynamic = cap.dynamic;
+  stat.dynamic.shadow = true;
+  return timedCapture(code, func, view, stat, failure);
+}
+
 /// A capture with symbolic sizes (`captured` says whether it succeeded) is
 /// kept when the frame's static capture is the same graph up to those sizes
 /// (capture/values/DynamicShapes.h); otherwise logs why under `dynamic` and
@@ -105,11 +116,8 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
     return false;
   }
   Capture stat;
-  stat.gradMode = cap.gradMode;
-  stat.dynamic = cap.dynamic;
-  stat.dynamic.shadow = true; // static types, same SymInt reads (DynamicPolicy::shadow)
   CaptureFailure f2;
-  bool ok = captured && timedCapture(code, func, view, stat, f2);
+  bool ok = captured && shadowCapture(code, func, view, cap, stat, f2);
   if (captured && !ok)
     why = "the static capture failed: " + f2.reason;
   // A symbolic size equal to a static one the graph uses (x's 64 features
@@ -132,6 +140,11 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
                                    " stays static (a static size of the graph is equal to it)");
     cap = std::move(again);
     failure = f3;
+    // The static capture again with the same dims symbolic: code that
+    // depends on which dims are symbolic (slices counted from the end)
+    // must take the same path in both.
+    if (!(ok = shadowCapture(code, func, view, cap, stat, f2)))
+      why = "the static capture failed: " + f2.reason;
   }
   ++counters().dynamicSpecialized;
   log(LogChannel::Dynamic, codeName(code) + ": symbolic sizes not kept, sizes specialized: " + why);

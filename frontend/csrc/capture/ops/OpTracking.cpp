@@ -19,10 +19,19 @@ namespace kiln {
 
 namespace {
 
+/// The dims of `v` that are symbolic (`?`, or tracked as a symbol in the
+/// shadow static capture).
+int symbolicDims(Interpreter &I, mlir::Value v) {
+  int n = 0;
+  for (int64_t d = 0; d < ttype(v).getRank(); ++d)
+    n += ttype(v).isDynamicDim(d) || I.symbolOfDim(v, d) != -1;
+  return n;
+}
+
 /// Records that `r` (made by view-like `op` from `in`) views a graph input
 /// or a tensor the graph computed, with the torch calls that rebuild it
 /// from that base.
-void recordView(const VarP &in, const VarP &r, const OpDef &op) {
+void recordView(Interpreter &I, const VarP &in, const VarP &r, const OpDef &op) {
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
     // A symbolic size replays as -1 (reshape infers it, expand keeps it).
@@ -43,9 +52,10 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     recordViewStep(in, r, {"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
   } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
     recordViewStep(in, r, {"permute", ints(p.getDims())});
-  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) &&
-             llvm::count_if(ttype(r->value).getShape(), mlir::ShapedType::isDynamic) > 1) {
-    return; // reshape(-1, -1): only one size can be inferred; returned as a copy
+  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) && symbolicDims(I, r->value) > 1) {
+    // reshape(-1, -1): only one size can be inferred; returned as a copy
+    // (symbolic dims counted, so the shadow static capture does the same).
+    return;
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
              llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
     recordViewStep(in, r,
@@ -55,9 +65,11 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
     for (size_t i = 0; i < sl.getStart().size(); ++i) {
       PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
-      // end -1: the whole dim (kiln.slice), None in Python.
-      PyRef en = sl.getEnd()[i] == -1 ? PyRef::borrow(Py_None)
-                                      : PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      // end -1: to the end (kiln.slice), None in Python; an end < -1 is
+      // counted from one past the end (sliceBounds), Python's from the end.
+      int64_t end = sl.getEnd()[i];
+      PyRef en = end == -1 ? PyRef::borrow(Py_None)
+                           : PyRef::steal(PyLong_FromLongLong(end < 0 ? end + 1 : end));
       PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
       PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
     }
@@ -144,7 +156,7 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
     if (inputTensor && r->value == in->value && op.is(SelfIfNoOp))
       return in;
     if (inputTensor) {
-      recordView(in, r, op);
+      recordView(I, in, r, op);
       // A step that copies in eager (x.t().contiguous(), a reshape of a
       // strided input): a new tensor, not a view (ViewSteps.h).
       bool mayCopy =
