@@ -103,16 +103,20 @@ bool shadowCapture(PyObject *code, PyObject *func, const FrameView &view, const 
 /// (capture/values/DynamicShapes.h); otherwise logs why under `dynamic` and
 /// returns false (the caller specializes).
 bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
-                  bool captured, CaptureFailure &failure) {
+                  bool captured, CaptureFailure &failure, size_t entries) {
   std::string why = captured ? ""
                              : "capture failed: " + failure.reason +
                                    (failure.location.empty() ? "" : " at " + failure.location);
   if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDims.empty() &&
-      convolvesSymbolicBatch(*cap.module)) {
+      entries < kConvBatchStaticEntries && convolvesSymbolicBatch(*cap.module)) {
     ++counters().dynamicSpecialized;
-    log(LogChannel::Dynamic, codeName(code) + ": sizes specialized: a convolution over a batch "
-                                              "that became symbolic by itself (kiln.mark_dynamic "
-                                              "keeps it: per-image GEMMs, ~2x slower)");
+    log(LogChannel::Dynamic, codeName(code) +
+                                 ": sizes specialized: a convolution over a batch "
+                                 "that became symbolic by itself (kiln.mark_dynamic "
+                                 "keeps it: per-image GEMMs, ~2x slower; symbolic "
+                                 "from the " +
+                                 std::to_string(kConvBatchStaticEntries + 1) +
+                                 "th graph of the frame on)");
     return false;
   }
   Capture stat;
@@ -299,7 +303,7 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
                                     DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
-                                    bool scalarsAsBreaks) {
+                                    bool scalarsAsBreaks, size_t entries) {
   auto t0 = Clock::now();
   Capture cap;
   cap.scalarsAsBreaks = scalarsAsBreaks;
@@ -319,7 +323,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     cap = std::move(again);
   };
   bool symbolic = !cap.symbols.empty();
-  if (symbolic && !keepSymbolic(code, func, view, cap, captured, failure)) {
+  if (symbolic && !keepSymbolic(code, func, view, cap, captured, failure, entries)) {
     specialize();
     symbolic = false;
   }
