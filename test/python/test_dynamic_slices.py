@@ -155,3 +155,31 @@ def test_slice_gradient_matches_eager():
         fn(x2).backward()
         assert_close(x.grad, x2.grad)
     assert _counts()[:3] == (2, 1, 1)
+
+
+SIZE_ARITH = {
+    "mul_size": lambda x: x * x.shape[1],
+    "mean_by_hand": lambda x: x.sum(1) / x.shape[1],
+    "size_minus_1": lambda x: x + (x.shape[1] - 1),
+    "floordiv": lambda x: x * (x.shape[1] // 2) - x.shape[1] % 3,
+    "int_tensor": lambda x: torch.arange(3) * x.shape[1] + x.sum(),
+    "var": lambda x: x.var(1),
+    "std_biased": lambda x: x.std(1, unbiased=False),
+    "var_mean_keepdim": lambda x: torch.var_mean(x, 1, keepdim=True),
+    "var_correction_2": lambda x: x.var(dim=1, correction=2),
+    "normalize_seq": lambda x: (x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", list(SIZE_ARITH))
+def test_symbolic_size_as_operand_keeps_one_dynamic_graph(name):
+    # A size used as a number next to tensors (and var/std's element count
+    # over a symbolic dim) is computed in the graph; 5, 8, 13, 6 and 11
+    # differ in // 2 and % 3.
+    assert _run(SIZE_ARITH[name], [5, 8, 13, 6, 11], seq) == (2, 1, 1, 0, 0, 0)
+
+
+def test_symbolic_size_operand_with_size_one():
+    fn = SIZE_ARITH["mean_by_hand"]
+    # 1 is specialized (its own graph), then the `?` graph serves 7 again.
+    assert _run(fn, [5, 8, 1, 7], seq) == (3, 2, 1, 0, 0, 0)

@@ -133,8 +133,62 @@ VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &w
   return I.assignInPlace(in, r->value, what); // InPlace.cpp
 }
 
+/// Symbolic size expression `e` as a 0-d int64 value of the graph (a
+/// Python int for a constant): each symbol a sum over its line
+/// (Interpreter::symTrueLine, read from an input at run time), combined
+/// with Python's integer arithmetic (a constant divisor stays a number).
+VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e) {
+  using Op = SizeExpr::Op;
+  if (e.op == Op::Const)
+    return constInt(e.value);
+  if (e.op == Op::Sym) {
+    auto leaf = std::make_shared<Var>();
+    leaf->kind = Var::Kind::SymInt;
+    leaf->sym = std::make_shared<SizeExpr>(e);
+    Emit em(I);
+    Value line = em.cast(I.symTrueLine(leaf), DType::I64);
+    return T(em.reduce<mlir::kiln::SumOp>(line, {0}, false));
+  }
+  static const std::map<Op, const char *> ops = {{Op::Add, "add"},
+                                                 {Op::Sub, "sub"},
+                                                 {Op::Mul, "mul"},
+                                                 {Op::FloorDiv, "floor_divide"},
+                                                 {Op::Mod, "remainder"}};
+  VarP l = symbolicSizeValue(I, *e.lhs), r = symbolicSizeValue(I, *e.rhs);
+  if (!l->isTensor()) { // c + s, c * s, c - s: the tensor first
+    if (e.op == Op::Add || e.op == Op::Mul)
+      std::swap(l, r);
+    else if (e.op == Op::Sub)
+      return callOp(I, "add", {{"input", callOp(I, "neg", {{"input", r}})}, {"other", l}});
+    else
+      l = T(Emit(I).num(e.lhs->value, DType::I64));
+  }
+  return callOp(I, ops.at(e.op), {{"input", l}, {"other", r}});
+}
+
+/// An elementwise op with a tensor operand and a symbolic size operand
+/// (`x * x.shape[1]`, `x.sum(1) / n`): the size becomes a Python int
+/// Scalar computed in the graph, so the graph stays symbolic (the shadow
+/// static capture builds the same ops). Other ops keep their SymInts.
+void symbolicSizesAsScalars(Interpreter &I, const OpDef &op, Args &a) {
+  if (op.vmap != VmapRule::Elementwise)
+    return;
+  bool tensor = false, sym = false;
+  for (auto &[k, v] : a.named) {
+    tensor |= v && v->isTensor();
+    sym |= v && v->kind == Var::Kind::SymInt && v->sym;
+  }
+  if (!tensor || !sym)
+    return;
+  for (auto &[k, v] : a.named)
+    if (v && v->kind == Var::Kind::SymInt && v->sym)
+      v = makeScalar(symbolicSizeValue(I, *v->sym)->value,
+                     reinterpret_cast<PyObject *>(&PyLong_Type));
+}
+
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
-  AutocastScope autocast(I, op, a);     // CPU autocast's casts of the arguments (AutocastPolicy.h)
+  AutocastScope autocast(I, op, a); // CPU autocast's casts of the arguments (AutocastPolicy.h)
+  symbolicSizesAsScalars(I, op, a);
   if (VarP r = I.vmapApply(op.name, a)) // an operand batched by torch.vmap (Vmap.cpp)
     return r;
   if (op.is(Composite))
