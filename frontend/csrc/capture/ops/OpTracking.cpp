@@ -173,15 +173,17 @@ VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e) {
 void symbolicSizesAsScalars(Interpreter &I, const OpDef &op, Args &a) {
   if (op.vmap != VmapRule::Elementwise)
     return;
+  // Only the operands (`x * s`, `s - x`); sizes (`expand(b, s)`) stay SymInts.
+  auto operand = [](const std::string &k) { return k == "input" || k == "other"; };
   bool tensor = false, sym = false;
   for (auto &[k, v] : a.named) {
     tensor |= v && v->isTensor();
-    sym |= v && v->kind == Var::Kind::SymInt && v->sym;
+    sym |= v && operand(k) && v->kind == Var::Kind::SymInt && v->sym;
   }
   if (!tensor || !sym)
     return;
   for (auto &[k, v] : a.named)
-    if (v && v->kind == Var::Kind::SymInt && v->sym)
+    if (v && operand(k) && v->kind == Var::Kind::SymInt && v->sym)
       v = makeScalar(symbolicSizeValue(I, *v->sym)->value,
                      reinterpret_cast<PyObject *>(&PyLong_Type));
 }

@@ -390,6 +390,10 @@ VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
       throw Unsupported("expand of a symbolic dim whose origin kiln does not track");
     if (minusOne) {
       target[i] = sizeVar(v, d);
+    } else if (syms[d] >= 0 && t->kind != Var::Kind::SymInt && !type.isDynamicDim(d) &&
+               asInt(t, "size") == type.getDimSize(d)) {
+      // The shadow static capture traced a static dim to a symbol of the
+      // same size (the dynamic capture saw a static dim): a constant size.
     } else if (syms[d] >= 0) {
       // A symbolic input dim keeps its size: eager raises unless equal.
       if (t->kind != Var::Kind::SymInt)
