@@ -102,10 +102,15 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
 OpFoldResult SliceOp::fold(FoldAdaptor) {
   // Start 0 and the operand's own type: every element is kept (a step > 1
   // would leave fewer elements unless the dim has at most one).
-  if (getInput().getType() == getType() &&
-      llvm::all_of(getStart(), [](int64_t s) { return s == 0; }))
-    return getInput();
-  return {};
+  // A dynamic dim is whole only with `end = -1` and step 1 (an end from
+  // the end such as -2 keeps the type `?`, not the elements).
+  auto type = llvm::cast<RankedTensorType>(getInput().getType());
+  if (type != getType())
+    return {};
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (getStart()[i] != 0 || (type.isDynamicDim(i) && (getEnd()[i] != -1 || getStep()[i] != 1)))
+      return {};
+  return getInput();
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor) {

@@ -199,13 +199,35 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
       shape.push_back(size); // the whole dim, static or dynamic
       continue;
     }
-    if (start[i] < 0 || start[i] > end[i])
-      return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ", start[i],
+    // Negative bounds count from the end (sliceBounds). Along a dynamic dim
+    // both from the front or both from the end give a static length, a
+    // start from the front and an end from the end a dynamic one.
+    bool dyn = ShapedType::isDynamic(size);
+    if (dyn && start[i] < 0 && end[i] >= 0)
+      return emitOptionalError(loc, "dim ", i, ": a start from the end needs an end from the end");
+    if (dyn && start[i] >= 0 && end[i] < 0) {
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    // Both from the end: end + 1 - start (128 bits: no bound overflows).
+    __int128 wide = (__int128)end[i] - start[i] + (start[i] < 0 && end[i] < 0 ? 1 : 0);
+    if (wide > INT64_MAX)
+      return emitOptionalError(loc, "dim ", i, ": start ", start[i], " and end ", end[i],
+                               " span more than 2^63 elements");
+    int64_t span = (int64_t)wide;
+    if (!dyn) {
+      auto [b, e] = sliceBounds(start[i], end[i], size);
+      if (b < 0 || b > e)
+        return emitOptionalError(loc, "dim ", i, ": need 0 <= start <= end, got start ", start[i],
+                                 " and end ", end[i]);
+      if (e > size)
+        return emitOptionalError(loc, "dim ", i, ": end ", end[i], " exceeds the dim size ", size);
+      span = e - b;
+    } else if (span < 0) {
+      return emitOptionalError(loc, "dim ", i, ": need start <= end, got start ", start[i],
                                " and end ", end[i]);
-    if (!ShapedType::isDynamic(size) && end[i] > size)
-      return emitOptionalError(loc, "dim ", i, ": end ", end[i], " exceeds the dim size ", size);
-    // ceil((end - start) / step) without overflow: 0 <= end - start.
-    int64_t span = end[i] - start[i];
+    }
+    // ceil(span / step) without overflow: 0 <= span.
     shape.push_back(span / step[i] + (span % step[i] != 0));
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));

@@ -80,12 +80,17 @@ def Kiln_SliceOp : Kiln_Op<"slice", [
     Keeps, along each dim `i`, the elements `start[i], start[i] + step[i], ...`
     below `end[i]`: result dim `i` has `ceil((end[i] - start[i]) / step[i])`
     elements (inferred). `start`, `end` and `step` have one entry per operand
-    dim and are normalized by the frontend (Python's negative indices and
-    clamping already applied): `0 <= start <= end <= size` and `step >= 1`
-    (torch rejects negative steps), all verified; a dynamic operand dim only
-    checks `start <= end`. `end = -1` with `start = 0` and `step = 1`
-    keeps the whole dim, static or dynamic (the result dim is the operand's:
-    how an index keeps a symbolic dim). Integer indexing (`x[2]`, `Tensor.select`) is a
+    dim; a bound < 0 counts from the end of the dim (a start `size + start`,
+    an end `size + 1 + end`, so `end = -1` is the end and `-2` drops the last
+    element: how a slice of a symbolic dim, `x[:, 1:-1]`, keeps its bounds).
+    The frontend applies Python's clamping. With the bounds resolved,
+    `0 <= start <= end <= size` and `step >= 1` (torch rejects negative
+    steps) are verified; along a dynamic operand dim a start from the front
+    with an end from the end gives a dynamic result dim, bounds both from
+    the front or both from the end a static one (a start from the end with
+    an end from the front is rejected). `end = -1` with `start = 0` and
+    `step = 1` keeps the whole dim, static or dynamic (the result dim is the
+    operand's: how an index keeps a symbolic dim). Integer indexing (`x[2]`, `Tensor.select`) is a
     slice of length 1 followed by a `kiln.reshape` that drops the dim; `None`
     in an index is a reshape adding a dim. A slice that keeps every element
     (start 0, result type = operand type) folds away. Value semantics: the

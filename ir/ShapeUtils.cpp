@@ -110,4 +110,8 @@ std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel, int64_t stri
   return static_cast<int64_t>(out);
 }
 
+std::pair<int64_t, int64_t> sliceBounds(int64_t start, int64_t end, int64_t size) {
+  return {start < 0 ? size + start : start, end < 0 ? size + 1 + end : end};
+}
+
 } // namespace mlir::kiln

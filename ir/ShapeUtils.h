@@ -11,6 +11,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace mlir::kiln {
 
@@ -51,6 +52,13 @@ bool keepsDynamicDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 /// `stride >= 1`.
 std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padLow,
                                         int64_t padHigh, int64_t dilation, bool ceilMode);
+
+/// The bounds of a kiln.slice along a dim of static size `size`: a start
+/// < 0 counts from the end (`size + start`, Python's), an end < 0 from one
+/// past it (`size + 1 + end`: -1 is the end, -2 drops the last element),
+/// so a slice of a symbolic dim can keep bounds relative to its size.
+/// Returns {start, end} as offsets from the front (not checked).
+std::pair<int64_t, int64_t> sliceBounds(int64_t start, int64_t end, int64_t size);
 
 } // namespace mlir::kiln
 

@@ -183,14 +183,45 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    // A dynamic result dim is a whole dynamic operand dim (`end = -1`).
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    Location loc = op.getLoc();
+    // Bounds < 0 count from the end (sliceBounds): along a dynamic dim they
+    // are computed from its size; a dynamic result dim runs from a start
+    // from the front to an end from the end.
     SmallVector<OpFoldResult> offsets, sizes, strides;
     for (int64_t i = 0; i < type.getRank(); ++i) {
-      offsets.push_back(rewriter.getIndexAttr(op.getStart()[i]));
-      strides.push_back(rewriter.getIndexAttr(op.getStep()[i]));
-      sizes.push_back(type.isDynamicDim(i)
-                          ? tensor::getMixedSize(rewriter, op.getLoc(), adaptor.getInput(), i)
-                          : OpFoldResult(rewriter.getIndexAttr(type.getDimSize(i))));
+      int64_t start = op.getStart()[i], end = op.getEnd()[i], step = op.getStep()[i];
+      strides.push_back(rewriter.getIndexAttr(step));
+      if (!inType.isDynamicDim(i)) {
+        offsets.push_back(
+            rewriter.getIndexAttr(sliceBounds(start, end, inType.getDimSize(i)).first));
+        sizes.push_back(rewriter.getIndexAttr(type.getDimSize(i)));
+        continue;
+      }
+      if (start == 0 && end == -1 && step == 1) { // the whole dim
+        offsets.push_back(rewriter.getIndexAttr(0));
+        sizes.push_back(tensor::getMixedSize(rewriter, loc, adaptor.getInput(), i));
+        continue;
+      }
+      Value dim = rewriter.create<tensor::DimOp>(loc, adaptor.getInput(), i);
+      auto plus = [&](int64_t c) -> Value {
+        return rewriter.create<arith::AddIOp>(loc, dim,
+                                              rewriter.create<arith::ConstantIndexOp>(loc, c));
+      };
+      offsets.push_back(start >= 0 ? OpFoldResult(rewriter.getIndexAttr(start))
+                                   : OpFoldResult(plus(start)));
+      if (!type.isDynamicDim(i)) {
+        sizes.push_back(rewriter.getIndexAttr(type.getDimSize(i)));
+        continue;
+      }
+      Value span = rewriter.create<arith::SubIOp>(
+          loc, plus(end + 1), rewriter.create<arith::ConstantIndexOp>(loc, start));
+      sizes.push_back(step == 1
+                          ? span
+                          : rewriter
+                                .create<arith::CeilDivSIOp>(
+                                    loc, span, rewriter.create<arith::ConstantIndexOp>(loc, step))
+                                .getResult());
     }
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, type, adaptor.getInput(), offsets,
                                                         sizes, strides);

@@ -72,7 +72,7 @@ def dims_cases():
 
 def slice_cases():
     bad = [
-        ("-1, 0", "4, 8", "1, 1", "dim 0: need 0 <= start <= end, got start -1 and end 4"),
+        ("-5, 0", "4, 8", "1, 1", "dim 0: need 0 <= start <= end, got start -5 and end 4"),
         ("3, 0", "2, 8", "1, 1", "dim 0: need 0 <= start <= end, got start 3 and end 2"),
         ("0, 0", "5, 8", "1, 1", "dim 0: end 5 exceeds the dim size 4"),
         ("0, 0", f"4, {I64_MAX}", "1, 1", f"dim 1: end {I64_MAX} exceeds the dim size 8"),
@@ -86,6 +86,19 @@ def slice_cases():
                    X2, f"%0 = kiln.slice %x {{start = array<i64: {start}>, end = array<i64: {end}>, "
                    f"step = array<i64: {step}>}} : tensor<4x8xf32> -> tensor<4x8xf32>",
                    [message, FAILED.format(op="slice")])
+    # Bounds < 0 count from the end: along a dynamic dim a start from the
+    # end needs an end from the end, and their span must not overflow.
+    yield case("slice_dynamic_mixed_ends", "kiln.slice rejects a start from the end and an end "
+               "from the front of a dynamic dim", "%x: tensor<?xf32>",
+               "%0 = kiln.slice %x {start = array<i64: -1>, end = array<i64: 4>, "
+               "step = array<i64: 1>} : tensor<?xf32> -> tensor<1xf32>",
+               ["dim 0: a start from the end needs an end from the end", FAILED.format(op="slice")])
+    yield case("slice_dynamic_huge_span", "kiln.slice rejects bounds from the end of a dynamic "
+               "dim whose span overflows", "%x: tensor<?xf32>",
+               f"%0 = kiln.slice %x {{start = array<i64: {I64_MIN}>, end = array<i64: -1>, "
+               f"step = array<i64: 1>}} : tensor<?xf32> -> tensor<1xf32>",
+               [f"dim 0: start {I64_MIN} and end -1 span more than 2^63 elements",
+                FAILED.format(op="slice")])
     # A dynamic dim only bounds start <= end: a huge end must not overflow.
     yield case("slice_dynamic_huge_end", "kiln.slice computes a huge end of a dynamic dim "
                "without overflow (and the declared type is then wrong)", "%x: tensor<?xf32>",

@@ -490,11 +490,11 @@ func.func @permute_dims_0_1_2(%x: tensor<4x8xf32>) {
 
 // -----
 
-// Tests that kiln.slice rejects start [-1, 0], end [4, 8], step [1, 1].
+// Tests that kiln.slice rejects start [-5, 0], end [4, 8], step [1, 1].
 func.func @slice_0(%x: tensor<4x8xf32>) {
-  // expected-error @+2 {{dim 0: need 0 <= start <= end, got start -1 and end 4}}
+  // expected-error @+2 {{dim 0: need 0 <= start <= end, got start -5 and end 4}}
   // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
-  %0 = kiln.slice %x {start = array<i64: -1, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %0 = kiln.slice %x {start = array<i64: -5, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
   return
 }
 
@@ -565,6 +565,26 @@ func.func @slice_7(%x: tensor<4x8xf32>) {
   // expected-error @+2 {{start, end and step must have one entry per dim (rank 2), got 1, 2 and 2}}
   // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
   %0 = kiln.slice %x {start = array<i64: 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that kiln.slice rejects a start from the end and an end from the front of a dynamic dim.
+func.func @slice_dynamic_mixed_ends(%x: tensor<?xf32>) {
+  // expected-error @+2 {{dim 0: a start from the end needs an end from the end}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = kiln.slice %x {start = array<i64: -1>, end = array<i64: 4>, step = array<i64: 1>} : tensor<?xf32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// Tests that kiln.slice rejects bounds from the end of a dynamic dim whose span overflows.
+func.func @slice_dynamic_huge_span(%x: tensor<?xf32>) {
+  // expected-error @+2 {{dim 0: start -9223372036854775808 and end -1 span more than 2^63 elements}}
+  // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
+  %0 = kiln.slice %x {start = array<i64: -9223372036854775808>, end = array<i64: -1>, step = array<i64: 1>} : tensor<?xf32> -> tensor<1xf32>
   return
 }
 

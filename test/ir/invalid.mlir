@@ -293,11 +293,12 @@ func.func @slice_step(%x: tensor<4x8xf32>) {
 
 // -----
 
-// Tests that slice rejects a negative start (the frontend normalizes indices).
+// Tests that slice rejects a start from the end before the dim's first
+// element (negative bounds count from the end: -5 of 4 is -1).
 func.func @slice_negative_start(%x: tensor<4x8xf32>) {
-  // expected-error @+2 {{dim 0: need 0 <= start <= end, got start -1 and end 4}}
+  // expected-error @+2 {{dim 0: need 0 <= start <= end, got start -5 and end 4}}
   // expected-error @+1 {{'kiln.slice' op failed to infer returned types}}
-  %0 = "kiln.slice"(%x) <{start = array<i64: -1, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<5x8xf32>
+  %0 = "kiln.slice"(%x) <{start = array<i64: -5, 0>, end = array<i64: 4, 8>, step = array<i64: 1, 1>}> : (tensor<4x8xf32>) -> tensor<5x8xf32>
   return
 }
 

@@ -11,6 +11,7 @@
 #include "transforms/autodiff/GradRules.h"
 
 #include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -57,9 +58,8 @@ LogicalResult sliceGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImpl
   }
   Value acc = g;
   for (int64_t d = 0; d < in.getRank(); ++d) {
-    int64_t start = slice.getStart()[d], end = slice.getEnd()[d], size = in.getDimSize(d);
-    if (end < 0)
-      end = size;
+    int64_t size = in.getDimSize(d);
+    auto [start, end] = sliceBounds(slice.getStart()[d], slice.getEnd()[d], size);
     SmallVector<Value> parts;
     if (start > 0)
       parts.push_back(zerosAlong(gb, typeOf(acc), d, start));

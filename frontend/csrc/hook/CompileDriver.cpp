@@ -87,29 +87,41 @@ bool timedCapture(PyObject *code, PyObject *func, const FrameView &view, Capture
   return ok;
 }
 
+/// The static capture of the frame that `cap` captured with symbolic sizes:
+/// static types, the same SymInt reads (DynamicPolicy::shadow).
+bool shadowCapture(PyObject *code, PyObject *func, const FrameView &view, const Capture &cap,
+                   Capture &stat, CaptureFailure &failure) {
+  stat = Capture();
+  stat.gradMode = cap.gradMode;
+  stat.dynamic = cap.dynamic;
+  stat.dynamic.shadow = true;
+  return timedCapture(code, func, view, stat, failure);
+}
+
 /// A capture with symbolic sizes (`captured` says whether it succeeded) is
 /// kept when the frame's static capture is the same graph up to those sizes
 /// (capture/values/DynamicShapes.h); otherwise logs why under `dynamic` and
 /// returns false (the caller specializes).
 bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture &cap,
-                  bool captured, CaptureFailure &failure) {
+                  bool captured, CaptureFailure &failure, size_t entries) {
   std::string why = captured ? ""
                              : "capture failed: " + failure.reason +
                                    (failure.location.empty() ? "" : " at " + failure.location);
   if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDims.empty() &&
-      convolvesSymbolicBatch(*cap.module)) {
+      entries < kConvBatchStaticEntries && convolvesSymbolicBatch(*cap.module)) {
     ++counters().dynamicSpecialized;
-    log(LogChannel::Dynamic, codeName(code) + ": sizes specialized: a convolution over a batch "
-                                              "that became symbolic by itself (kiln.mark_dynamic "
-                                              "keeps it: per-image GEMMs, ~2x slower)");
+    log(LogChannel::Dynamic, codeName(code) +
+                                 ": sizes specialized: a convolution over a batch "
+                                 "that became symbolic by itself (kiln.mark_dynamic "
+                                 "keeps it: per-image GEMMs, ~2x slower; symbolic "
+                                 "from the " +
+                                 std::to_string(kConvBatchStaticEntries + 1) +
+                                 "th graph of the frame on)");
     return false;
   }
   Capture stat;
-  stat.gradMode = cap.gradMode;
-  stat.dynamic = cap.dynamic;
-  stat.dynamic.shadow = true; // static types, same SymInt reads (DynamicPolicy::shadow)
   CaptureFailure f2;
-  bool ok = captured && timedCapture(code, func, view, stat, f2);
+  bool ok = captured && shadowCapture(code, func, view, cap, stat, f2);
   if (captured && !ok)
     why = "the static capture failed: " + f2.reason;
   // A symbolic size equal to a static one the graph uses (x's 64 features
@@ -132,6 +144,11 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
                                    " stays static (a static size of the graph is equal to it)");
     cap = std::move(again);
     failure = f3;
+    // The static capture again with the same dims symbolic: code that
+    // depends on which dims are symbolic (slices counted from the end)
+    // must take the same path in both.
+    if (!(ok = shadowCapture(code, func, view, cap, stat, f2)))
+      why = "the static capture failed: " + f2.reason;
   }
   ++counters().dynamicSpecialized;
   log(LogChannel::Dynamic, codeName(code) + ": symbolic sizes not kept, sizes specialized: " + why);
@@ -287,7 +304,7 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
                                     DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
-                                    bool scalarsAsBreaks) {
+                                    bool scalarsAsBreaks, size_t entries) {
   auto t0 = Clock::now();
   Capture cap;
   cap.scalarsAsBreaks = scalarsAsBreaks;
@@ -307,7 +324,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     cap = std::move(again);
   };
   bool symbolic = !cap.symbols.empty();
-  if (symbolic && !keepSymbolic(code, func, view, cap, captured, failure)) {
+  if (symbolic && !keepSymbolic(code, func, view, cap, captured, failure, entries)) {
     specialize();
     symbolic = false;
   }

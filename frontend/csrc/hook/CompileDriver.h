@@ -23,11 +23,20 @@ namespace kiln {
 /// `func`); `mode` and `autoDims` say which sizes may be symbolic. Null (no
 /// Python error) on failure, with `failure` saying why and `failed` set to
 /// an eager entry guarded by what the capture had assumed up to the failure
-/// (the same assumptions fail the same way).
+/// (the same assumptions fail the same way). `entries`: how many entries
+/// the frame's cache holds already (a convolution's batch that became
+/// symbolic by itself stays static for the first kConvBatchStaticEntries).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
                                     DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
-                                    bool scalarsAsBreaks = false);
+                                    bool scalarsAsBreaks = false, size_t entries = 0);
+
+/// dynamic=None: a frame convolving a batch that became symbolic by itself
+/// compiles a static graph per batch size while its cache holds fewer
+/// entries than this (a symbolic batch's per-image GEMMs run ~2x slower);
+/// from then on one `?` graph serves every batch (instead of a graph per
+/// size up to the recompile limit, then eager).
+constexpr size_t kConvBatchStaticEntries = 4;
 
 /// After a failed capture that stopped inside the root frame's instruction
 /// at failure.rootOffset: captures the frame again up to that instruction

@@ -263,7 +263,7 @@ std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &fa
   std::unique_ptr<Entry> failedAgain;
   std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
                                               call.cache.autoDims, again, failedAgain,
-                                              /*scalarsAsBreaks=*/true);
+                                              /*scalarsAsBreaks=*/true, call.cache.entries.size());
   if (entry) // whole this time (not expected): keep the first outcome's account
     return nullptr;
   if (again.rootOffset >= 0)
@@ -282,7 +282,8 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
   CaptureFailure failure;
   std::unique_ptr<Entry> failed;
   std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
-                                              call.cache.autoDims, failure, failed);
+                                              call.cache.autoDims, failure, failed,
+                                              /*scalarsAsBreaks=*/false, call.cache.entries.size());
   if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
     entry = compileBreak(call.code, call.func, call.view, failure);
     // A prefix whose guards fail at once (an assumption that cannot be

@@ -26,6 +26,26 @@ func.func @slice_whole_dynamic_dim(%x: tensor<2x?x8xf32>) -> tensor<1x?x8xf32> {
 
 // -----
 
+// Tests that bounds counted from the end of a dynamic dim ([1:-1] is start
+// 1, end -2; [-3:] start -3, end -1) become offsets and sizes computed from
+// tensor.dim; from the end of a static dim they are constants.
+// CHECK-LABEL: func.func @slice_from_the_end
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xf32>)
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x8xf32>
+// CHECK: %[[END:.*]] = arith.addi %[[N]], %{{.*}} : index
+// CHECK: %[[LEN:.*]] = arith.subi %[[END]], %{{.*}} : index
+// CHECK: tensor.extract_slice %[[X]][1, 6] [%[[LEN]], 2] [1, 1] : tensor<?x8xf32> to tensor<?x2xf32>
+// CHECK: %[[M:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x8xf32>
+// CHECK: %[[OFF:.*]] = arith.addi %[[M]], %{{.*}} : index
+// CHECK: tensor.extract_slice %[[X]][%[[OFF]], 0] [3, 8] [1, 1] : tensor<?x8xf32> to tensor<3x8xf32>
+func.func @slice_from_the_end(%x: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<3x8xf32>) {
+  %0 = kiln.slice %x {start = array<i64: 1, -2>, end = array<i64: -2, -1>, step = array<i64: 1, 1>} : tensor<?x8xf32> -> tensor<?x2xf32>
+  %1 = kiln.slice %x {start = array<i64: -3, 0>, end = array<i64: -1, -1>, step = array<i64: 1, 1>} : tensor<?x8xf32> -> tensor<3x8xf32>
+  return %0, %1 : tensor<?x2xf32>, tensor<3x8xf32>
+}
+
+// -----
+
 // Tests that concat fills a tensor.empty with one insert_slice per operand
 // at increasing offsets along dim.
 // CHECK-LABEL: func.func @concat

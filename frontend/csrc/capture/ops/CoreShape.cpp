@@ -135,6 +135,38 @@ std::vector<int> targetSymbols(const VarP &target) {
   return out;
 }
 
+/// `t` when a reshape of `v` (one symbolic dim) to `target` (ints and one
+/// symbolic size, no -1) splits a merged size back out: GPT-2's Conv1D
+/// `view(b * s, n)` ... `view(b, s, n)`, the input's size `k` times the
+/// target's, guarded equal per call (the sizes are one expression of the
+/// input sizes when they came from it, so the guard always holds then).
+/// Empty when the reshape is not such a split.
+std::vector<int64_t> splitMergedSize(Interpreter &I, Value v, const VarP &target,
+                                     const std::vector<int64_t> &t) {
+  auto shape = ttype(v).getShape();
+  int64_t pIn = 1, pT = 1, at = -1;
+  VarP size;
+  for (int64_t e = 0; e < (int64_t)shape.size(); ++e)
+    mlir::ShapedType::isDynamic(shape[e]) ? (void)(at = e) : (void)(pIn *= shape[e]);
+  std::vector<VarP> items = target->kind == Var::Kind::Tuple || target->kind == Var::Kind::List
+                                ? target->items
+                                : std::vector<VarP>{target};
+  for (size_t i = 0; i < t.size() && i < items.size(); ++i) {
+    if (mlir::ShapedType::isDynamic(t[i]))
+      size = items[i];
+    else if (t[i] < 0)
+      return {};
+    else
+      pT *= t[i];
+  }
+  if (at < 0 || !size || size->kind != Var::Kind::SymInt || pIn == 0 || pT % pIn || pT == pIn)
+    return {};
+  VarP merged = I.symIntBinary("*", size, constInt(pT / pIn));
+  if (!merged || I.symIntBinary("==", merged, I.sizeVar(v, at))->obj.get() != Py_True)
+    return {};
+  return t;
+}
+
 /// A reshape with symbolic sizes: one `?` on each side (symbolicReshape) or
 /// several kept in order (segmentReshape).
 std::vector<int64_t> dynamicReshapeTarget(Interpreter &I, Value v, const VarP &target) {
@@ -142,12 +174,25 @@ std::vector<int64_t> dynamicReshapeTarget(Interpreter &I, Value v, const VarP &t
   std::vector<int64_t> t = shapeArg(target, "shape");
   auto dyn = [](int64_t s) { return mlir::ShapedType::isDynamic(s); };
   if (std::count_if(shape.begin(), shape.end(), dyn) <= 1 &&
-      std::count_if(t.begin(), t.end(), dyn) <= 1)
+      std::count_if(t.begin(), t.end(), dyn) <= 1) {
+    if (std::vector<int64_t> split = splitMergedSize(I, v, target, t); !split.empty())
+      return split;
     return symbolicReshape(shape, t);
+  }
   std::vector<int> inSymbols;
   for (int64_t e = 0; e < (int64_t)shape.size(); ++e)
     inSymbols.push_back(dyn(shape[e]) ? std::max(I.symbolOfDim(v, e), -2) : -1);
-  return segmentReshape(shape, inSymbols, t, targetSymbols(target));
+  std::vector<int> ts = targetSymbols(target);
+  // A derived size (`s - 1` of a slice) is the symbol of the input dim
+  // that reads as the same expression.
+  std::vector<VarP> items = target->kind == Var::Kind::Tuple || target->kind == Var::Kind::List
+                                ? target->items
+                                : std::vector<VarP>{target};
+  for (size_t i = 0; i < ts.size() && i < items.size(); ++i)
+    for (int64_t e = 0; ts[i] == -2 && items[i]->sym && e < (int64_t)shape.size(); ++e)
+      if (inSymbols[e] >= 0 && sizeExprText(*I.sizeVar(v, e)->sym) == sizeExprText(*items[i]->sym))
+        ts[i] = inSymbols[e];
+  return segmentReshape(shape, inSymbols, t, ts);
 }
 
 VarP reshape(Interpreter &I, const std::string &op, Args &a) {

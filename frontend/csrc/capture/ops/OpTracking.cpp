@@ -19,10 +19,19 @@ namespace kiln {
 
 namespace {
 
+/// The dims of `v` that are symbolic (`?`, or tracked as a symbol in the
+/// shadow static capture).
+int symbolicDims(Interpreter &I, mlir::Value v) {
+  int n = 0;
+  for (int64_t d = 0; d < ttype(v).getRank(); ++d)
+    n += ttype(v).isDynamicDim(d) || I.symbolOfDim(v, d) != -1;
+  return n;
+}
+
 /// Records that `r` (made by view-like `op` from `in`) views a graph input
 /// or a tensor the graph computed, with the torch calls that rebuild it
 /// from that base.
-void recordView(const VarP &in, const VarP &r, const OpDef &op) {
+void recordView(Interpreter &I, const VarP &in, const VarP &r, const OpDef &op) {
   auto ints = [](llvm::ArrayRef<int64_t> v) {
     PyRef t = PyRef::steal(PyTuple_New(v.size()));
     // A symbolic size replays as -1 (reshape infers it, expand keeps it).
@@ -43,9 +52,10 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     recordViewStep(in, r, {"__getitem__", PyRef::steal(PyTuple_Pack(1, Py_Ellipsis))});
   } else if (auto p = llvm::dyn_cast_or_null<mlir::kiln::PermuteOp>(def)) {
     recordViewStep(in, r, {"permute", ints(p.getDims())});
-  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) &&
-             llvm::count_if(ttype(r->value).getShape(), mlir::ShapedType::isDynamic) > 1) {
-    return; // reshape(-1, -1): only one size can be inferred; returned as a copy
+  } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) && symbolicDims(I, r->value) > 1) {
+    // reshape(-1, -1): only one size can be inferred; returned as a copy
+    // (symbolic dims counted, so the shadow static capture does the same).
+    return;
   } else if (llvm::isa_and_nonnull<mlir::kiln::ReshapeOp>(def) ||
              llvm::isa_and_nonnull<mlir::kiln::BroadcastToOp>(def)) {
     recordViewStep(in, r,
@@ -55,9 +65,11 @@ void recordView(const VarP &in, const VarP &r, const OpDef &op) {
     PyRef index = PyRef::steal(PyTuple_New(sl.getStart().size()));
     for (size_t i = 0; i < sl.getStart().size(); ++i) {
       PyRef b = PyRef::steal(PyLong_FromLongLong(sl.getStart()[i]));
-      // end -1: the whole dim (kiln.slice), None in Python.
-      PyRef en = sl.getEnd()[i] == -1 ? PyRef::borrow(Py_None)
-                                      : PyRef::steal(PyLong_FromLongLong(sl.getEnd()[i]));
+      // end -1: to the end (kiln.slice), None in Python; an end < -1 is
+      // counted from one past the end (sliceBounds), Python's from the end.
+      int64_t end = sl.getEnd()[i];
+      PyRef en = end == -1 ? PyRef::borrow(Py_None)
+                           : PyRef::steal(PyLong_FromLongLong(end < 0 ? end + 1 : end));
       PyRef st = PyRef::steal(PyLong_FromLongLong(sl.getStep()[i]));
       PyTuple_SET_ITEM(index.get(), i, PySlice_New(b.get(), en.get(), st.get()));
     }
@@ -121,8 +133,64 @@ VarP applyInPlace(Interpreter &I, const OpDef &op, Args &a, const std::string &w
   return I.assignInPlace(in, r->value, what); // InPlace.cpp
 }
 
+/// Symbolic size expression `e` as a 0-d int64 value of the graph (a
+/// Python int for a constant): each symbol a sum over its line
+/// (Interpreter::symTrueLine, read from an input at run time), combined
+/// with Python's integer arithmetic (a constant divisor stays a number).
+VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e) {
+  using Op = SizeExpr::Op;
+  if (e.op == Op::Const)
+    return constInt(e.value);
+  if (e.op == Op::Sym) {
+    auto leaf = std::make_shared<Var>();
+    leaf->kind = Var::Kind::SymInt;
+    leaf->sym = std::make_shared<SizeExpr>(e);
+    Emit em(I);
+    Value line = em.cast(I.symTrueLine(leaf), DType::I64);
+    return T(em.reduce<mlir::kiln::SumOp>(line, {0}, false));
+  }
+  static const std::map<Op, const char *> ops = {{Op::Add, "add"},
+                                                 {Op::Sub, "sub"},
+                                                 {Op::Mul, "mul"},
+                                                 {Op::FloorDiv, "floor_divide"},
+                                                 {Op::Mod, "remainder"}};
+  VarP l = symbolicSizeValue(I, *e.lhs), r = symbolicSizeValue(I, *e.rhs);
+  if (!l->isTensor()) { // c + s, c * s, c - s: the tensor first
+    if (e.op == Op::Add || e.op == Op::Mul)
+      std::swap(l, r);
+    else if (e.op == Op::Sub)
+      return callOp(I, "add", {{"input", callOp(I, "neg", {{"input", r}})}, {"other", l}});
+    else
+      l = T(Emit(I).num(e.lhs->value, DType::I64));
+  }
+  return callOp(I, ops.at(e.op), {{"input", l}, {"other", r}});
+}
+
+/// An elementwise op with a tensor operand and a symbolic size operand
+/// (`x * x.shape[1]`, `x.sum(1) / n`): the size becomes a Python int
+/// Scalar computed in the graph, so the graph stays symbolic (the shadow
+/// static capture builds the same ops). Other ops keep their SymInts.
+void symbolicSizesAsScalars(Interpreter &I, const OpDef &op, Args &a) {
+  if (op.vmap != VmapRule::Elementwise)
+    return;
+  // Only the operands (`x * s`, `s - x`); sizes (`expand(b, s)`) stay SymInts.
+  auto operand = [](const std::string &k) { return k == "input" || k == "other"; };
+  bool tensor = false, sym = false;
+  for (auto &[k, v] : a.named) {
+    tensor |= v && v->isTensor();
+    sym |= v && operand(k) && v->kind == Var::Kind::SymInt && v->sym;
+  }
+  if (!tensor || !sym)
+    return;
+  for (auto &[k, v] : a.named)
+    if (v && operand(k) && v->kind == Var::Kind::SymInt && v->sym)
+      v = makeScalar(symbolicSizeValue(I, *v->sym)->value,
+                     reinterpret_cast<PyObject *>(&PyLong_Type));
+}
+
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
-  AutocastScope autocast(I, op, a);     // CPU autocast's casts of the arguments (AutocastPolicy.h)
+  AutocastScope autocast(I, op, a); // CPU autocast's casts of the arguments (AutocastPolicy.h)
+  symbolicSizesAsScalars(I, op, a);
   if (VarP r = I.vmapApply(op.name, a)) // an operand batched by torch.vmap (Vmap.cpp)
     return r;
   if (op.is(Composite))
@@ -144,7 +212,7 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
     if (inputTensor && r->value == in->value && op.is(SelfIfNoOp))
       return in;
     if (inputTensor) {
-      recordView(in, r, op);
+      recordView(I, in, r, op);
       // A step that copies in eager (x.t().contiguous(), a reshape of a
       // strided input): a new tensor, not a view (ViewSteps.h).
       bool mayCopy =

@@ -3,16 +3,19 @@
 //
 // `x[index]` when `x` has symbolic dims or a slice bound is a symbolic size
 // (`buf[:, :s]`). A symbolic dim can be kept whole (`:`, a kiln.slice with
-// `end = -1`), indexed by an int >= 0 or cut to a constant length (both
-// guarded: `s > i`, `s >= n`); a static dim can be sliced to a symbolic
+// `end = -1`), indexed by an int (guarded: `s > i`, `s >= -i`), cut to a
+// constant length (`[:n]`, `[-k:]`, guarded to fit) or to a length that
+// follows it (`[1:]`, `[:-1]`, `[1:-1]`: kiln.slice bounds counted from the
+// end, the length a derived symbol `s - c`); a static dim can be sliced to a symbolic
 // length `s` from a constant start, which is a kiln.gather of
 // `start + arange(s)` (guarded `start + s <= size`, as eager would clamp).
-// Anything else (negative ints on a symbolic dim, symbolic starts, steps)
-// fails the capture with a reason; the frame is then specialized.
+// Anything else (symbolic starts, steps > 1 with a length that follows the
+// size) fails the capture with a reason; the frame is then specialized.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
 #include "ir/KilnOps.h"
+#include "ir/ShapeUtils.h"
 
 #include <tuple>
 
@@ -148,6 +151,62 @@ bool wholeSymbolicSlice(Interpreter &I, Value v, int64_t d, const Item &it) {
                     hint::kSpecializeSizes);
 }
 
+/// `x[s:e:st]` (constants) along symbolic dim `d` of `v`: the kiln.slice
+/// bounds (< 0 from the end, mlir::kiln::sliceBounds) and the result's
+/// size. A constant length (`[:n]`, `[-k:]`, `[-k:-j]`, `[i:n]`) is guarded
+/// to fit, as eager would clamp otherwise; a length that follows the size
+/// (`[i:]`, `[:-j]`, `[i:-j]`, step 1) is a derived symbol `s - c`, guarded
+/// >= 2 as input symbols are. Null for the whole dim (`[:]`, `[:n]` with
+/// n >= s); Unsupported otherwise (the frame is then specialized).
+VarP symbolicDimSlice(Interpreter &I, Value v, int64_t d, const Item &it, int64_t &start,
+                      int64_t &end, int64_t &step) {
+  VarP size = I.sizeVar(v, d);
+  Py_ssize_t s = it.s, e = it.e, st = it.st;
+  bool toEnd = e == PY_SSIZE_T_MAX;
+  auto holds = [&](const VarP &lhs, const char *cmp, int64_t rhs) {
+    return I.symIntBinary(cmp, lhs, constInt(rhs))->obj.get() == Py_True;
+  };
+  auto fail = [](const std::string &why) {
+    throw Unsupported(BreakCategory::DynamicShape, "a slice of a symbolic dim " + why,
+                      hint::kSpecializeSizes);
+  };
+  auto ceilDiv = [](int64_t a, int64_t b) { return a / b + (a % b != 0); };
+  if (s >= 0 && !toEnd && e >= 0) { // [s:e]: a constant length while s <= e <= size
+    if (!holds(size, ">=", e)) {
+      if (s == 0 && st == 1)
+        return nullptr; // [:n] with n beyond the size: the whole dim
+      fail("whose constant stop is beyond the size");
+    }
+    if (e < s)
+      fail("with a stop below its start");
+    std::tie(start, end, step) = std::make_tuple(s, e, st);
+    return constInt(ceilDiv(e - s, st));
+  }
+  if (s < 0) { // [-k:], [-k:-j]: a constant length while k <= size
+    if (!toEnd && e >= 0)
+      fail("from a start from the end to a stop from the front");
+    if (toEnd)
+      e = 0;
+    if (e < s)
+      fail("with a stop below its start");
+    if (!holds(size, ">=", -s))
+      fail("whose start from the end is beyond the size");
+    std::tie(start, end, step) = std::make_tuple(s, e - 1, st);
+    return constInt(ceilDiv(e - s, st));
+  }
+  // [s:], [s:-j]: the length follows the size.
+  if (s == 0 && toEnd && st == 1)
+    return nullptr;
+  if (st != 1)
+    fail("with a step other than 1 and a length that follows the size");
+  int64_t back = toEnd ? 0 : -e;
+  VarP len = I.symIntBinary("-", size, constInt(s + back));
+  if (!holds(len, ">=", 2))
+    fail("shorter than 2 (sizes 0 and 1 are specialized)");
+  std::tie(start, end, step) = std::make_tuple(s, -1 - back, 1);
+  return len;
+}
+
 } // namespace
 
 VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
@@ -157,10 +216,15 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   auto type = ttype(v);
   int64_t rank = type.getRank();
   std::vector<VarP> raw;
-  if (index->kind == Var::Kind::Tuple)
+  if (index->kind == Var::Kind::Tuple) {
     raw = index->items;
-  else
+  } else if (index->isConst() && PyTuple_Check(index->obj.get())) {
+    // A constant tuple (`x[..., None]`, `x[0, 1]`: Python folds it).
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index->obj.get()); ++i)
+      raw.push_back(makeConst(PyRef::borrow(PyTuple_GET_ITEM(index->obj.get(), i))));
+  } else {
     raw = {index};
+  }
   bool symbolic = false;
   for (const VarP &r : raw)
     symbolic |= r->kind == Var::Kind::SymSlice;
@@ -175,7 +239,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   // One kiln.slice for the int/constant-slice/whole parts, gathers for the
   // symbolic slices, then a reshape that drops int dims and adds None dims.
   std::vector<int64_t> start(rank, 0), end(rank, -1), step(rank, 1);
-  std::vector<VarP> outDims; // sizes of the final shape
+  std::vector<VarP> outDims;                       // sizes of the final shape
+  std::vector<std::pair<size_t, int64_t>> derived; // (outDims entry, dim): `s - c`
   std::vector<std::pair<int64_t, const Item *>> gathers;
   int64_t d = 0;
   for (const Item &it : items) {
@@ -191,33 +256,24 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     if (it.kind == Item::Full) {
       outDims.push_back(sizeVar(v, d));
     } else if (it.kind == Item::Int) {
-      if (dyn) {
-        if (it.i < 0)
-          throw Unsupported("a negative index into a symbolic dim");
-        if (out_.symbols[sym].captured <= it.i)
+      if (dyn) { // s > i, or s >= -i for the element s + i (bounds from the end)
+        if (it.i < 0 ? out_.symbols[sym].captured < -it.i : out_.symbols[sym].captured <= it.i)
           throw Unsupported("index out of range (eager raises)");
-        addSizeGuard(symExpr(sym), ">", constExpr(it.i), true);
+        addSizeGuard(symExpr(sym), it.i < 0 ? ">=" : ">", constExpr(it.i < 0 ? -it.i : it.i), true);
       } else {
         if (it.i < -n || it.i >= n)
           throw Unsupported(BreakCategory::UserError, "index out of range", hint::kRaisesInEager);
       }
-      int64_t i = it.i < 0 ? it.i + n : it.i;
+      int64_t i = it.i < 0 && !dyn ? it.i + n : it.i;
       start[d] = i;
-      end[d] = i + 1;
+      end[d] = i < 0 ? i : i + 1;
     } else if (it.kind == Item::Slice) {
       Py_ssize_t s = it.s, e = it.e, st = it.st;
       if (dyn) {
-        if (s != 0 || st != 1 || e < 0)
-          throw Unsupported("a slice of a symbolic dim other than [:n] with n >= 0");
-        bool fits = e != PY_SSIZE_T_MAX && out_.symbols[sym].captured >= e;
-        if (e != PY_SSIZE_T_MAX) // x[:n] of a dim s: n elements while s >= n, else s
-          addSizeGuard(symExpr(sym), ">=", constExpr(e), fits);
-        if (fits) {
-          end[d] = e;
-          outDims.push_back(constInt(e));
-        } else {
-          outDims.push_back(sizeVar(v, d));
-        }
+        VarP len = symbolicDimSlice(*this, v, d, it, start[d], end[d], step[d]);
+        if (len && len->kind == Var::Kind::SymInt)
+          derived.push_back({outDims.size(), d});
+        outDims.push_back(len ? len : sizeVar(v, d));
       } else {
         Py_ssize_t len = PySlice_AdjustIndices(n, &s, &e, st);
         start[d] = s;
@@ -256,6 +312,7 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   }
   // Ints and constant slices.
   Value r = v;
+  VarP sliced; // the kiln.slice's result, a view of `x` as in eager
   bool identity = true;
   for (int64_t i = 0; i < rank; ++i)
     identity &= start[i] == 0 && end[i] == -1 && step[i] == 1;
@@ -265,7 +322,12 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
     a.named["start"] = constIntTuple(start);
     a.named["end"] = constIntTuple(end);
     a.named["step"] = constIntTuple(step);
-    r = applyTracked(*this, "__slice", a)->value;
+    sliced = applyTracked(*this, "__slice", a);
+    r = sliced->value;
+    // A length that follows the size is a derived symbol (`s - 1`), read
+    // back as the result's size so that reshapes pair it with its dim.
+    for (auto [k, dim] : derived)
+      outDims[k] = sizeVar(r, dim);
   }
   // Symbolic slices: gather start + arange(stop - start) along the dim.
   size_t g = 0;
@@ -284,16 +346,11 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
                         : asInt(o, "size"));
   auto rt = ttype(r);
   if (rt.getShape() == llvm::ArrayRef<int64_t>(shape))
-    return r == v ? freshResult(r) : T(r);
-  int dynIn = 0, dynOut = 0;
-  for (int64_t s : rt.getShape())
-    dynIn += mlir::ShapedType::isDynamic(s);
-  for (int64_t s : shape)
-    dynOut += mlir::ShapedType::isDynamic(s);
-  if (dynIn > 1 || dynOut > 1)
-    throw Unsupported("indexing that reshapes a tensor with two symbolic dims");
+    return r == v ? freshResult(r) : sliced && sliced->value == r ? sliced : T(r);
+  // Only unit dims come and go: the symbolic dims stay in order, which
+  // the reshape keeps for any number of them (segmentReshape).
   Args a;
-  a.named["input"] = T(r);
+  a.named["input"] = sliced && sliced->value == r ? sliced : T(r);
   a.named["shape"] = makeSeq(Var::Kind::Tuple, outDims);
   return applyTracked(*this, "reshape", a);
 }
@@ -333,6 +390,10 @@ VarP Interpreter::symbolicExpand(const VarP &x, const VarP &size) {
       throw Unsupported("expand of a symbolic dim whose origin kiln does not track");
     if (minusOne) {
       target[i] = sizeVar(v, d);
+    } else if (syms[d] >= 0 && t->kind != Var::Kind::SymInt && !type.isDynamicDim(d) &&
+               asInt(t, "size") == type.getDimSize(d)) {
+      // The shadow static capture traced a static dim to a symbol of the
+      // same size (the dynamic capture saw a static dim): a constant size.
     } else if (syms[d] >= 0) {
       // A symbolic input dim keeps its size: eager raises unless equal.
       if (t->kind != Var::Kind::SymInt)

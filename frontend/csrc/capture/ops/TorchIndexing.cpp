@@ -554,9 +554,49 @@ int64_t cutDim(Interpreter &I, Value x, const std::string &op, int64_t d) {
   return d;
 }
 
+/// narrow(d, start, length) along symbolic dim `d` of `x` as the slice
+/// `x[..., start:stop]` (SymbolicIndexing.cpp): a constant length, or one
+/// that is the size minus a constant (`narrow(1, 1, s - 2)`: `[1:-1]`).
+VarP narrowSymbolic(Interpreter &I, const VarP &x, int64_t d, Args &a) {
+  int64_t start = asInt(a.get("start"), "start");
+  VarP len = a.get("length"), size = I.sizeVar(x->value, d);
+  PyRef stop;
+  if (len->kind == Var::Kind::SymInt) {
+    VarP over = I.symIntBinary("-", len, size);
+    if (!over || over->kind == Var::Kind::SymInt || start < 0)
+      throw Unsupported(BreakCategory::DynamicShape,
+                        "narrow along a symbolic dim to a length that is not the size minus a "
+                        "constant",
+                        hint::kSpecializeSizes);
+    int64_t back = start + asInt(over, "length");
+    if (back > 0)
+      throw Unsupported("narrow out of range (eager raises)");
+    stop = back == 0 ? PyRef::borrow(Py_None) : PyRef::steal(PyLong_FromLongLong(back));
+  } else {
+    int64_t n = asInt(len, "length");
+    if (n < 0)
+      throw Unsupported("narrow with a negative length (eager raises)");
+    stop = start < 0 && start + n == 0 ? PyRef::borrow(Py_None)
+                                       : PyRef::steal(PyLong_FromLongLong(start + n));
+  }
+  PyRef index = PyRef::steal(PyTuple_New(d + 1));
+  for (int64_t i = 0; i <= d; ++i) {
+    PyRef b = PyRef::steal(PyLong_FromLongLong(start));
+    PyTuple_SET_ITEM(index.get(), i,
+                     i < d ? PySlice_New(nullptr, nullptr, nullptr)
+                           : PySlice_New(b.get(), stop.get(), nullptr));
+  }
+  return I.symbolicGetitem(x, makeConst(index));
+}
+
 VarP narrow(Interpreter &I, const std::string &op, Args &a) {
   VarP x = a.get("input");
   Value v = tensorOf(x, op);
+  if (ttype(v).getRank() > 0) {
+    int64_t dim = normDim(asInt(a.get("dim"), "dim"), ttype(v).getRank());
+    if (I.symbolOfDim(v, dim) != -1)
+      return narrowSymbolic(I, x, dim, a);
+  }
   int64_t d = cutDim(I, v, op, asInt(a.get("dim"), "dim"));
   int64_t n = ttype(v).getDimSize(d);
   int64_t s = asInt(a.get("start"), "start"), len = asInt(a.get("length"), "length");

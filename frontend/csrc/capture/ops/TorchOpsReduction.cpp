@@ -248,6 +248,25 @@ VarP logsumexp(Interpreter &I, const std::string &op, Args &a) {
   return T(e.cast(e.bin<AddOp>(e.unary<LogOp>(sum), mk), s.type));
 }
 
+/// True when a dim of `dims` of `v` is a symbolic size (also in the shadow
+/// static capture, so that both build the same graph).
+bool symbolicOver(Interpreter &I, Value v, const std::vector<int64_t> &dims) {
+  for (int64_t d : dims)
+    if (I.symbolOfDim(v, d) != -1)
+      return true;
+  return false;
+}
+
+/// max(n - correction, 0) for the n elements over `dims` of `v`, counted in
+/// the graph (a symbolic size's value is known at run time only): a sum of
+/// ones (`x == x` or `x != x` is true everywhere, NaN included).
+Value countInGraph(Emit &e, Value v, const std::vector<int64_t> &dims, bool keepdim,
+                   double correction, DType d) {
+  Value ones = e.cast(e.bin<NeOp>(e.bin<EqOp>(v, v), e.bin<NeOp>(v, v)), d);
+  Value n = e.reduce<SumOp>(ones, dims, keepdim);
+  return e.bin<MaximumOp>(e.bin<SubOp>(n, e.num(correction, d)), e.num(0, d));
+}
+
 /// var/std (`Sqrt`), and with the mean too (`WithMean`: var_mean, std_mean).
 template <bool Sqrt, bool WithMean> VarP variance(Interpreter &I, const std::string &op, Args &a) {
   Statistic s(I, op, a);
@@ -267,7 +286,9 @@ template <bool Sqrt, bool WithMean> VarP variance(Interpreter &I, const std::str
   Value mean = e.reduce<MeanOp>(s.w, dims, true);
   Value c = e.bin<SubOp>(s.w, mean);
   Value ss = e.reduce<SumOp>(e.bin<MulOp>(c, c), dims, s.keepdim);
-  Value r = e.bin<DivOp>(ss, e.num(std::max(0.0, n - correction), s.compute));
+  Value r = e.bin<DivOp>(ss, symbolicOver(I, s.w, dims)
+                                 ? countInGraph(e, s.w, dims, s.keepdim, correction, s.compute)
+                                 : e.num(std::max(0.0, n - correction), s.compute));
   if (Sqrt)
     r = e.unary<SqrtOp>(r);
   r = e.cast(r, s.type);

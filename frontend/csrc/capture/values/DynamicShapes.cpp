@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "capture/values/DynamicShapes.h"
 
+#include "ir/ShapeUtils.h"
+
 #include "capture/interp/Interp.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -230,6 +232,31 @@ bool sameUpToSymbols(mlir::Type dyn, mlir::Type stat, const std::map<int64_t, in
   return true;
 }
 
+/// Two kiln.slice ops that keep the same elements: along a static dim of
+/// `dyn`'s operand the bounds may be written from the front or from the
+/// end (a dim the static capture traced to a symbol takes the symbolic
+/// path, mlir::kiln::sliceBounds); along a dynamic dim they are equal.
+bool sameSlice(mlir::Operation *dyn, mlir::Operation *stat) {
+  auto bounds = [](mlir::Operation *op, const char *name) {
+    return op->getAttrOfType<mlir::DenseI64ArrayAttr>(name);
+  };
+  if (dyn->getName().getStringRef() != "kiln.slice" ||
+      dyn->getAttrDictionary().size() != stat->getAttrDictionary().size() ||
+      bounds(dyn, "step") != bounds(stat, "step"))
+    return false;
+  auto ta = llvm::cast<mlir::RankedTensorType>(dyn->getOperand(0).getType());
+  auto tb = llvm::cast<mlir::RankedTensorType>(stat->getOperand(0).getType());
+  auto sa = bounds(dyn, "start").asArrayRef(), ea = bounds(dyn, "end").asArrayRef();
+  auto sb = bounds(stat, "start").asArrayRef(), eb = bounds(stat, "end").asArrayRef();
+  for (int64_t i = 0; i < ta.getRank(); ++i) {
+    if (ta.isDynamicDim(i) ? (sa[i] != sb[i] || ea[i] != eb[i])
+                           : mlir::kiln::sliceBounds(sa[i], ea[i], ta.getDimSize(i)) !=
+                                 mlir::kiln::sliceBounds(sb[i], eb[i], tb.getDimSize(i)))
+      return false;
+  }
+  return true;
+}
+
 std::string typeText(mlir::Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -276,7 +303,8 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
   for (size_t i = 0; i < opsD.size(); ++i) {
     mlir::Operation *a = opsD[i], *b = opsS[i];
     std::string where = a->getName().getStringRef().str();
-    if (a->getName() != b->getName() || a->getAttrDictionary() != b->getAttrDictionary() ||
+    if (a->getName() != b->getName() ||
+        (a->getAttrDictionary() != b->getAttrDictionary() && !sameSlice(a, b)) ||
         a->getNumOperands() != b->getNumOperands() || a->getNumResults() != b->getNumResults() ||
         a->getNumRegions() || b->getNumRegions()) {
       why = "op " + where + " depends on a symbolic size's value";

@@ -280,6 +280,58 @@ int reshapeSymbol(llvm::ArrayRef<int64_t> is, RankedTensorType out, int64_t d,
   return -2;
 }
 
+/// Symbol `k` of `cap` times `times` (a reshape merging static dims into
+/// it, GPT-2's `view(-1, n)` of [b, s, n]): a derived symbol `times * s`.
+int scaledSymbol(Capture &cap, int k, int64_t times) {
+  auto e = std::make_shared<SizeExpr>();
+  e->op = Op::Mul;
+  e->lhs = constExpr(times);
+  e->rhs = cap.symbols[k].def ? cap.symbols[k].def : symExpr(k);
+  return symbolForExpr(cap, e);
+}
+
+/// Symbol `k` of `cap` divided by `by` where its expression is a multiple
+/// of it (`2 * s0` split into [2, s0]); -2 otherwise.
+int dividedSymbol(Capture &cap, int k, int64_t by) {
+  std::map<int64_t, int64_t> coeffs;
+  int64_t c = 0;
+  if (!cap.symbols[k].def || !linearForm(*cap.symbols[k].def, coeffs, c, 1) || c % by)
+    return -2;
+  SizeExprP e = constExpr(c / by);
+  for (auto [sk, times] : coeffs) {
+    if (times % by)
+      return -2;
+    auto term = std::make_shared<SizeExpr>();
+    term->op = Op::Mul;
+    term->lhs = constExpr(times / by);
+    term->rhs = symExpr(sk);
+    auto sum = std::make_shared<SizeExpr>();
+    sum->op = Op::Add;
+    sum->lhs = e;
+    sum->rhs = term;
+    e = sum;
+  }
+  return symbolForExpr(cap, e);
+}
+
+/// The symbol of dim `d` of kiln.slice `op` whose operand dim has symbol
+/// `k`: the operand's for the whole dim or `[:n]`, a derived `s - c` from a
+/// start to an end from the end (mlir::kiln::sliceBounds), else -1.
+int sliceSymbol(Capture &cap, mlir::Operation *op, int64_t d, int k,
+                const std::function<int()> &whole) {
+  auto attr = [&](const char *n) { return op->getAttrOfType<mlir::DenseI64ArrayAttr>(n)[d]; };
+  int64_t start = attr("start"), end = attr("end"), step = attr("step");
+  if (start == 0 && step == 1 && end >= -1)
+    return whole();
+  if (start < 0 || end >= 0 || step != 1 || k < 0)
+    return k < 0 && start >= 0 && end < 0 && step == 1 ? k : -1;
+  auto e = std::make_shared<SizeExpr>();
+  e->op = Op::Add;
+  e->lhs = cap.symbols[k].def ? cap.symbols[k].def : symExpr(k);
+  e->rhs = constExpr(end + 1 - start);
+  return symbolForExpr(cap, e);
+}
+
 } // namespace
 
 int Interpreter::symbolOfDim(Value v, int64_t d) {
@@ -362,11 +414,8 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
         }
       }
     } else if (name == "kiln.slice") {
-      auto start = attr("start"), step = attr("step");
-      if (start[d] == 0 && step[d] == 1)
-        sym = from(op->getOperand(0), d);
-      else
-        sym = -1;
+      sym = sliceSymbol(out_, op, d, symbolOfDim(op->getOperand(0), d),
+                        [&] { return from(op->getOperand(0), d); });
     } else if (name == "kiln.sum" || name == "kiln.mean" || name == "kiln.max" ||
                name == "kiln.min" || name == "kiln.prod") {
       int64_t in = reductionInputDim(op, d);
@@ -396,9 +445,15 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
         for (int64_t i = 0; i < rank; ++i)
           if (i != d && mlir::ShapedType::isDynamic(os[i]))
             pre = false;
+        int64_t in = prod(is, 0, at) * prod(is, at + 1, it.getRank()),
+                out = prod(os, 0, d) * prod(os, d + 1, rank);
         if (pre && prod(is, 0, at) == prod(os, 0, d) &&
             prod(is, at + 1, it.getRank()) == prod(os, d + 1, rank))
           sym = found;
+        else if (pre && out > 0 && in % out == 0) // static dims merged in: k * s
+          sym = scaledSymbol(out_, found, in / out);
+        else if (pre && in > 0 && out % in == 0) // split out again: (k * s) / k
+          sym = dividedSymbol(out_, found, out / in);
         else
           sym = -2;
       } else if (count > 1) {
