@@ -417,7 +417,8 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    convGradsToDnnl(module);
+    if (convGrads)
+      convGradsToDnnl(module);
     SmallVector<Conv2dOp> convs;
     module.walk([&](Conv2dOp op) {
       if (!qualifies(op))

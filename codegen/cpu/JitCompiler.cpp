@@ -220,18 +220,19 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
   // The pass also turns the convolution gradients kiln-autodiff marked
   // into oneDNN backward calls (ConvGradsToDnnl.cpp), whatever its options.
-  bool grads = module
-                   .walk([](Operation *op) {
-                     return op->hasAttr(kConvGradDataAttr) || op->hasAttr(kConvGradWeightsAttr)
-                                ? WalkResult::interrupt()
-                                : WalkResult::advance();
-                   })
-                   .wasInterrupted();
+  bool grads = options.dnnlConvGrads && module
+                                            .walk([](Operation *op) {
+                                              return op->hasAttr(kConvGradDataAttr) ||
+                                                             op->hasAttr(kConvGradWeightsAttr)
+                                                         ? WalkResult::interrupt()
+                                                         : WalkResult::advance();
+                                            })
+                                            .wasInterrupted();
   if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
     pm.addPass(createCpuConvsToDnnlPass(
-        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
+        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes, grads}));
   else if ((quantized || grads) && ::kiln::rt::haveDnnl())
-    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0}));
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0, grads}));
   // Quantized layers: q/dq → kiln.qlinear → int8 GEMM calls (Int8Gemm.cpp).
   if (quantized) {
     pm.addNestedPass<func::FuncOp>(createFoldQuantPass());

@@ -57,6 +57,11 @@ struct CpuCompileOptions {
   /// nudged by 1e-5 there drifts as far: rounding on a kink, not a bug;
   /// docs/performance.md, "A ReLU kink, not a bug").
   bool bigColumnsToDnnl = true;
+  /// The convolution gradients of kiln-autodiff run as oneDNN's
+  /// backward-data / backward-weights primitives (ConvGradsToDnnl.cpp,
+  /// kiln.config.dnnl_conv_grads); off, they keep their decomposition.
+  /// Recorded in the pipeline text, hence in the cache key.
+  bool dnnlConvGrads = true;
   /// Register LLVM's perf JIT listener (kiln.config.perf_jitdump,
   /// KILN_PERF_JITDUMP=1). Not in the cache key.
   bool perfJitdump = false;

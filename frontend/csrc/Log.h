@@ -47,6 +47,8 @@ struct Options {
   bool compiledBackward = true;
   /// f32 convolutions through oneDNN (CpuCompileOptions::dnnlConvs).
   bool dnnlConvs = false;
+  /// Convolution gradients through oneDNN (CpuCompileOptions::dnnlConvGrads).
+  bool dnnlConvGrads = true;
 };
 
 /// The process-wide options.

@@ -48,7 +48,8 @@ void runtimeFallback(const char *message) {
 
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
-                bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward, bool dnnlConvs) {
+                bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward, bool dnnlConvs,
+                bool dnnlConvGrads) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -73,6 +74,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.perfJitdump = perfJitdump;
   o.compiledBackward = compiledBackward;
   o.dnnlConvs = dnnlConvs;
+  o.dnnlConvGrads = dnnlConvGrads;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -144,7 +146,8 @@ NB_MODULE(_C, m) {
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
         nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
-        nb::arg("compiled_backward") = true, nb::arg("dnnl_convs") = false);
+        nb::arg("compiled_backward") = true, nb::arg("dnnl_convs") = false,
+        nb::arg("dnnl_conv_grads") = true);
   m.def("set_freeze_weights", &setFreezeWeights, nb::arg("on"),
         "kiln.config.freeze_weights: oneDNN convolutions reorder a weight once per tensor "
         "and version (input stamps) instead of on every call.");

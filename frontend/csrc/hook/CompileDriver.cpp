@@ -161,6 +161,7 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   copts.cacheMaxBytes = options().cacheMaxBytes;
   copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
   copts.dnnlConvs = options().dnnlConvs;
+  copts.dnnlConvGrads = options().dnnlConvGrads;
   copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;
