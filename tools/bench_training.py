@@ -3,8 +3,10 @@
 """Training-step benchmark: one forward + backward (loss = mean(out^2),
 gradients set to None before each step) of small models at 1 thread (and
 2 with --threads 2), eager vs kiln's compiled backward vs kiln's eager
-recompute backward (KILN_COMPILED_BACKWARD=0) vs torch.compile (inductor,
-with --inductor). Timed interleaved in this process: rounds of `--steps`
+recompute backward (KILN_COMPILED_BACKWARD=0) vs, for models with
+convolutions, kiln with its own conv-gradient decomposition
+(kiln.config.dnnl_conv_grads off) vs torch.compile (inductor, with
+--inductor). Timed interleaved in this process: rounds of `--steps`
 steps per mode, the median per-step time over rounds. Sizes are small
 (CPU, seconds per run); random init. Part of `make bench`; prints a
 Markdown table (paste it into docs/performance.md's training section).
@@ -77,6 +79,14 @@ def make_modes(build, inductor):
         old = step_fn(kiln.compile(lambda t: recompute(t)), list(recompute.parameters()))
         old(x)  # compiled here, under the flag
     modes["kiln (eager backward)"] = old
+    if any(isinstance(m, nn.Conv2d) for m in model.modules()):
+        # the conv gradients as kiln's own decomposition (before oneDNN's
+        # backward primitives: kiln.config.dnnl_conv_grads)
+        decomposed = copy.deepcopy(model)
+        with kiln.config.patch(dnnl_conv_grads=False):
+            dec = step_fn(kiln.compile(lambda t: decomposed(t)), list(decomposed.parameters()))
+            dec(x)
+        modes["kiln (decomposed conv grads)"] = dec
     if inductor:
         modes["torch.compile"] = step_fn(torch.compile(copy.deepcopy(model)))
     for fn in modes.values():

@@ -30,9 +30,13 @@
 // scales, zero point and u8 conversion) that replaces those quantize ops,
 // and the consumers read it as it is (`_xu8`: `dequantize(permute(u8))`):
 // activations stay u8 between consecutive int8 convolutions.
+//
+// First, always: the convolution gradients kiln-autodiff marked become
+// oneDNN backward-data / backward-weights calls (ConvGradsToDnnl.cpp).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/CallAttrs.h"
+#include "codegen/cpu/DnnlCalls.h"
 #include "codegen/cpu/DnnlConvEpilogue.h"
 #include "codegen/cpu/DnnlQConvMatch.h"
 
@@ -57,13 +61,6 @@ constexpr const char *kCallee = "kiln_dnnl_conv2d_f32";
 constexpr const char *kQuantCallee = "kiln_dnnl_qconv2d_u8s8";
 
 Type u8Type(MLIRContext *ctx) { return IntegerType::get(ctx, 8, IntegerType::Unsigned); }
-
-/// memref<?x?x?x?xT, strided<[?, ?, ?, ?], offset: ?>> (T = f32 by default).
-MemRefType dynamicType(MLIRContext *ctx, int64_t rank = 4, Type elt = {}) {
-  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
-  return MemRefType::get(dyn, elt ? elt : Float32Type::get(ctx), layout);
-}
 
 /// The f32 shim, or (`quantized`) the int8 one: an i32 weight and the
 /// input's f32 scale and i64 zero point after the f32 one's operands; a u8
@@ -113,17 +110,6 @@ Value permutedView(OpBuilder &b, Location loc, Value m, ArrayRef<int64_t> order)
   return b.create<memref::ReinterpretCastOp>(loc, dynamicType(b.getContext(), 4, elt),
                                              meta.getBaseBuffer(), meta.getOffset(), sizes,
                                              strides);
-}
-
-/// The tensor `t` as a strided memref, for reading only.
-Value readBuffer(OpBuilder &b, Location loc, Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> dyn(type.getRank(), ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn);
-  auto memref = MemRefType::get(type.getShape(), type.getElementType(), layout);
-  auto op = b.create<bufferization::ToMemrefOp>(loc, memref, t);
-  op.setReadOnly(true);
-  return op;
 }
 
 /// `v` with dims permuted (result dim i = operand dim dims[i]) as a
@@ -452,6 +438,8 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (convGrads)
+      convGradsToDnnl(module);
     SmallVector<Conv2dOp> convs;
     module.walk([&](Conv2dOp op) {
       if (!qualifies(op))

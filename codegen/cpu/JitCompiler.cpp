@@ -25,6 +25,7 @@
 #include "ir/KilnOps.h"
 #include "runtime/CompileCache.h"
 #include "runtime/cpu/DnnlConv.h"
+#include "ir/ConvGradMarks.h"
 #include "transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -217,11 +218,21 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   // ones always (oneDNN's int8 convolution).
   bool quantized = containsQuantOps(module);
   bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  // The pass also turns the convolution gradients kiln-autodiff marked
+  // into oneDNN backward calls (ConvGradsToDnnl.cpp), whatever its options.
+  bool grads = options.dnnlConvGrads && module
+                                            .walk([](Operation *op) {
+                                              return op->hasAttr(kConvGradDataAttr) ||
+                                                             op->hasAttr(kConvGradWeightsAttr)
+                                                         ? WalkResult::interrupt()
+                                                         : WalkResult::advance();
+                                            })
+                                            .wasInterrupted();
   if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
     pm.addPass(createCpuConvsToDnnlPass(
-        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes}));
-  else if (quantized && ::kiln::rt::haveDnnl())
-    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0}));
+        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes, grads}));
+  else if ((quantized || grads) && ::kiln::rt::haveDnnl())
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0, grads}));
   // Channels-last regions (ConvNeXt's permuted blocks) stay channels-last:
   // permutes sink and cancel, the convolutions between them run on NHWC.
   if (convs && options.layout)

@@ -216,6 +216,16 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
     first-stage 3x3 convolutions: 7 MiB of columns for a 37-147 KiB
     weight). Quantized convolutions are rewritten as without the option.
 
+    First, with `conv-grads` (default; the driver's setting unless
+    `kiln.config.dnnl_conv_grads` is off), the convolution gradients
+    kiln-autodiff marked (ir/ConvGradMarks.h) become calls of
+    `@kiln_dnnl_conv2d_bwd_data_f32` / `@kiln_dnnl_conv2d_bwd_weights_f32`
+    (runtime/cpu/DnnlConvBwd.cpp: oneDNN's backward primitives) on the
+    chain's marked sources (result gradient, weight, input), writing a new
+    buffer; the decomposed chains left dead are erased later
+    (codegen/cpu/ConvGradsToDnnl.cpp). A chain whose sources do not
+    resolve (other shapes, not f32) keeps its decomposition.
+
     Before:
     ```mlir
     %y = kiln.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
@@ -239,7 +249,10 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
            "Rewrite only statically quantized convolutions (int8)">,
     Option<"minColumnsBytes", "min-columns-bytes", "int64_t", /*default=*/"0",
            "When > 0, rewrite an f32 convolution only when its im2col columns "
-           "would take at least this many bytes and at least 8x its weight's">
+           "would take at least this many bytes and at least 8x its weight's">,
+    Option<"convGrads", "conv-grads", "bool", /*default=*/"true",
+           "Rewrite the convolution gradients kiln-autodiff marked into oneDNN "
+           "backward calls (whatever the other options)">
   ];
 }
 

@@ -49,6 +49,8 @@ struct Options {
   bool dnnlConvs = false;
   /// kiln-layout on graphs with convolutions (CpuCompileOptions::layout).
   bool layout = true;
+  /// Convolution gradients through oneDNN (CpuCompileOptions::dnnlConvGrads).
+  bool dnnlConvGrads = true;
 };
 
 /// The process-wide options.

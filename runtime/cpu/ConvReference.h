@@ -36,6 +36,16 @@ void conv2dReference(const StridedMemRef<float, 4> *x, const StridedMemRef<float
                      StridedMemRef<float, 4> *y, const int64_t *p, const float *scale,
                      const float *shift);
 
+/// The gradients of the convolution above (no scale, shift or activation)
+/// for oneDNN's refused backward shapes (DnnlConvBwd.cpp): gx[N, C, H, W]
+/// from g[N, F, OH, OW] and w, and gw[F, C/G, KH, KW] from x and g, both
+/// overwritten; p: the first 9 parameters above (no activation).
+void conv2dBackwardDataReference(const StridedMemRef<float, 4> *g, const StridedMemRef<float, 4> *w,
+                                 StridedMemRef<float, 4> *gx, const int64_t *p);
+void conv2dBackwardWeightsReference(const StridedMemRef<float, 4> *x,
+                                    const StridedMemRef<float, 4> *g, StridedMemRef<float, 4> *gw,
+                                    const int64_t *p);
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_CPU_CONVREFERENCE_H

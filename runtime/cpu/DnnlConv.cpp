@@ -14,6 +14,7 @@
 // slow, never an abort.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/DnnlConvBwd.h"
 #include "runtime/cpu/ConvReference.h"
 #include "runtime/cpu/DnnlCommon.h"
 #include "runtime/cpu/RuntimeLog.h"
@@ -311,17 +312,18 @@ void dnnlApplyThreads() {
 }
 
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols() {
-  std::vector<std::pair<const char *, void *>> symbols = {
-      {"_mlir_ciface_kiln_dnnl_conv2d_f32",
-       reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_conv2d_f32)},
-      {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8",
-       reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8)},
-      {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8",
-       reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8)},
-      {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8",
-       reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8)},
-      {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8",
-       reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8)}};
+  std::vector<std::pair<const char *, void *>> symbols = dnnlConvBwdSymbols();
+  symbols.insert(symbols.end(),
+                 {{"_mlir_ciface_kiln_dnnl_conv2d_f32",
+                   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_conv2d_f32)},
+                  {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8",
+                   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8)},
+                  {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8",
+                   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8)},
+                  {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8",
+                   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_yu8)},
+                  {"_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8",
+                   reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_qconv2d_u8s8_xu8_yu8)}});
   symbols.push_back({"_mlir_ciface_kiln_dnnl_maxpool2d_u8",
                      reinterpret_cast<void *>(&_mlir_ciface_kiln_dnnl_maxpool2d_u8)});
   for (auto symbol : qconvResidualShimSymbols())

@@ -6,6 +6,7 @@
 // convolutions keep the im2col + GEMM lowering.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/DnnlConvBwd.h"
 #include "runtime/cpu/WeightStamps.h"
 
 extern "C" int64_t kilnDnnlConvCalls() { return -1; }
@@ -33,3 +34,9 @@ extern "C" void kilnDnnlQConvRefuse(int64_t) {}
 extern "C" int64_t kilnDnnlQConvReferenceCalls() { return -1; }
 
 extern "C" int64_t kilnDnnlQConvU8Outputs() { return -1; }
+
+extern "C" int64_t kilnDnnlConvBwdCalls() { return -1; }
+
+extern "C" int64_t kilnDnnlConvBwdReferenceCalls() { return -1; }
+
+extern "C" void kilnDnnlConvBwdRefuse(int64_t) {}

@@ -319,13 +319,20 @@ func.func @negative_nothing_marked(%x: tensor<4xf32>) -> tensor<4xf32> {
 // is a stride-1 kiln.conv2d of the result gradient spread to the stride
 // (3 rows -> 7 with zeros) with the weight per group transposed and
 // flipped; the weight's gradient one grouped GEMM of the result gradient
-// [G, F/G, N*OH*OW] with the padded input's im2col columns.
+// [G, F/G, N*OH*OW] with the padded input's im2col columns. Both are
+// marked for kiln-cpu-convs-to-dnnl (ir/ConvGradMarks.h): the sources g, w
+// and x behind marked identity casts, the roots with the forward's
+// strides, dilations, paddings, groups and kernel size.
 // CHECK-LABEL: func.func @conv_grouped_strided_bwd
+// CHECK: kiln.cast %arg0 {kiln.conv_grad_source = "g"}
 // CHECK: kiln.concat {{.*}} -> tensor<1x4x7x7xf32>
+// CHECK: kiln.cast %arg1 {kiln.conv_grad_source = "w"}
 // CHECK: kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<2x2x3x3xf32>
-// CHECK: kiln.conv2d {{.*}} {groups = 2 : i64} : tensor<1x4x7x7xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x5x5xf32>
+// CHECK: kiln.conv2d {{.*}} {groups = 2 : i64, kiln.conv_grad_data = array<i64: 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 3>} : tensor<1x4x7x7xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x5x5xf32>
+// CHECK: kiln.cast %arg2 {kiln.conv_grad_source = "x"}
 // CHECK: kiln.slice {{.*}} step = array<i64: 1, 1, 2, 2>
-// CHECK: kiln.matmul {{.*}} : tensor<2x2x9xf32>, tensor<2x9x9xf32>
+// CHECK: kiln.cast %arg0 {kiln.conv_grad_source = "g"}
+// CHECK: kiln.matmul {{.*}} {kiln.conv_grad_weights = array<i64: 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 3>} : tensor<2x2x9xf32>, tensor<2x9x9xf32>
 // CHECK: return {{.*}} : tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32>
 func.func @conv_grouped_strided(%x: tensor<1x2x5x5xf32> {kiln.requires_grad}, %w: tensor<4x1x3x3xf32> {kiln.requires_grad}) -> tensor<1x4x3x3xf32> {
   %0 = kiln.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x2x5x5xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x3x3xf32>
@@ -342,6 +349,7 @@ func.func @conv_grouped_strided(%x: tensor<1x2x5x5xf32> {kiln.requires_grad}, %w
 // 8x8 read cells and permuted whole.
 // CHECK-LABEL: func.func @conv_patch_bwd
 // CHECK-NOT: kiln.conv2d
+// CHECK-NOT: kiln.conv_grad
 // CHECK: kiln.matmul {{.*}} : tensor<2x8x3xf32>, tensor<2x3x32xf32>
 // CHECK: kiln.permute {{.*}} {dims = array<i64: 1, 0, 4, 2, 5, 3, 6>}
 // CHECK: kiln.slice {{.*}} start = array<i64: 0, 0, 1, 0>

@@ -17,6 +17,14 @@
 // whole, and its input gradient one GEMM with the weight permuted back into
 // place (256 taps as slices made the backward's bufferization take minutes).
 //
+// Both gradients are marked for codegen (ConvGradMarks.h): the root op (the
+// input gradient's kiln.conv2d, the weight gradient's kiln.matmul) carries
+// the forward convolution's parameters, and the values it is computed from
+// (g, w, x) enter its chain through identity casts naming their role, so
+// kiln-cpu-convs-to-dnnl can replace the whole chain by one oneDNN
+// backward-data / backward-weights call; elsewhere the casts fold away and
+// the decomposition above runs as it is.
+//
 // maximum/minimum: the larger (smaller) operand takes the gradient; a tie
 // between two differentiable operands splits it in halves (torch.maximum),
 // a tie with a bound that needs no gradient gives none (relu6, hardtanh,
@@ -24,6 +32,7 @@
 // gradient there: a difference only where an input equals the bound).
 //===----------------------------------------------------------------------===//
 #include "transforms/autodiff/GradRules.h"
+#include "ir/ConvGradMarks.h"
 
 #include "ir/KilnOps.h"
 
@@ -64,15 +73,18 @@ Value convInputGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
   int64_t groups = static_cast<int64_t>(conv.getGroups());
   // Spread to the stride, placed where the flipped weight's taps read it:
   // position oh*s + (K-1)*d - pad_before, in a map of H + (K-1)*d cells.
-  Value spread = g;
+  Value spread = markConvGradSource(gb.b, gb.loc, g, kConvGradG);
   for (int64_t i = 0; i < 2; ++i) {
     int64_t k = ws[2 + i], reach = (k - 1) * dil[i];
     spread = gb.place(spread, 2 + i, reach - pad[2 * i], stride[i], in[2 + i] + reach);
   }
-  Value w = transposedWeight(gb, gb.primal(conv.getWeight()), groups);
+  Value w = transposedWeight(
+      gb, markConvGradSource(gb.b, gb.loc, gb.primal(conv.getWeight()), kConvGradW), groups);
   auto type = typeOf(conv.getInput());
-  return gb.b.create<Conv2dOp>(gb.loc, type, spread, w, ArrayRef<int64_t>{1, 1},
-                               ArrayRef<int64_t>{0, 0, 0, 0}, dil, groups);
+  auto gx = gb.b.create<Conv2dOp>(gb.loc, type, spread, w, ArrayRef<int64_t>{1, 1},
+                                  ArrayRef<int64_t>{0, 0, 0, 0}, dil, groups);
+  markConvGradRoot(gx, kConvGradDataAttr, conv);
+  return gx;
 }
 
 /// Whether `conv`'s windows tile its (padded) input without overlap or
@@ -108,8 +120,9 @@ Value tapColumns(GradBuilder &gb, Conv2dOp conv, ArrayRef<int64_t> gs, int64_t g
   int64_t cg = ws[1], kh = ws[2], kw = ws[3], oh = gs[2], ow = gs[3];
   int64_t n = gs[0], m = n * oh * ow, c = cg * groups;
   // The input as [C, N, H, W], padded as the forward read it.
-  Value x =
-      gb.b.create<PermuteOp>(gb.loc, gb.primal(conv.getInput()), ArrayRef<int64_t>{1, 0, 2, 3});
+  Value x = gb.b.create<PermuteOp>(
+      gb.loc, markConvGradSource(gb.b, gb.loc, gb.primal(conv.getInput()), kConvGradX),
+      ArrayRef<int64_t>{1, 0, 2, 3});
   for (int64_t i = 0; i < 2; ++i) {
     int64_t size = typeOf(x).getDimSize(2 + i);
     int64_t need = (gs[2 + i] - 1) * stride[i] + (ws[2 + i] - 1) * dil[i] + 1;
@@ -137,9 +150,14 @@ Value convWeightGrad(GradBuilder &gb, Conv2dOp conv, Value g) {
   int64_t groups = static_cast<int64_t>(conv.getGroups());
   Value cols =
       isPatchConv(conv) ? patchColumns(gb, conv, gs, groups) : tapColumns(gb, conv, gs, groups);
-  Value gt = gb.b.create<PermuteOp>(gb.loc, g, ArrayRef<int64_t>{1, 0, 2, 3});
+  bool patch = isPatchConv(conv);
+  Value gt =
+      gb.b.create<PermuteOp>(gb.loc, patch ? g : markConvGradSource(gb.b, gb.loc, g, kConvGradG),
+                             ArrayRef<int64_t>{1, 0, 2, 3});
   gt = gb.reshape(gt, {groups, ws[0] / groups, gs[0] * gs[2] * gs[3]});
-  Value gw = gb.b.create<MatmulOp>(gb.loc, gt, cols); // [G, F/G, C/G*KH*KW]
+  auto gw = gb.b.create<MatmulOp>(gb.loc, gt, cols); // [G, F/G, C/G*KH*KW]
+  if (!patch)
+    markConvGradRoot(gw, kConvGradWeightsAttr, conv);
   return gb.reshape(gw, ws);
 }
 

@@ -179,6 +179,7 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   copts.parallelLoops = options().parallelLoops && torchNumThreads() > 1; // see CpuCompileOptions
   copts.dnnlConvs = options().dnnlConvs;
   copts.layout = options().layout;
+  copts.dnnlConvGrads = options().dnnlConvGrads;
   copts.perfJitdump = options().perfJitdump;
   if (!copts.debugDir.empty())
     std::ofstream(copts.debugDir + "/captured.mlir") << irText;

@@ -91,6 +91,12 @@ class _Config:
     # depthwise / tiling / 1x1 convolutions between channels-last values run
     # on NHWC; ConvNeXt's blocks stay channels-last). In cache key.
     layout: bool = os.environ.get("KILN_LAYOUT", "1") != "0"
+    # KILN_DNNL_CONV_GRADS=0 turns it off: in compiled backwards, the input
+    # and weight gradients of f32 convolutions run oneDNN's backward-data /
+    # backward-weights primitives (runtime/cpu/DnnlConvBwd.cpp) when kiln
+    # was built with oneDNN; off, kiln's own decomposition (a transposed
+    # convolution, an im2col GEMM). In cache key (the pipeline text).
+    dnnl_conv_grads: bool = os.environ.get("KILN_DNNL_CONV_GRADS", "1") != "0"
     # KILN_FREEZE_WEIGHTS=1 (opt-in, like torch.compile's
     # `torch._inductor.config.freezing`): oneDNN convolutions pack their
     # weights once per weight tensor and version (`t._version`: in-place
@@ -151,6 +157,7 @@ def _push_to_native() -> None:
         dnnl_convs=(config.freeze_weights if config.dnnl_convs is None
                     else config.dnnl_convs),
         layout=bool(config.layout),
+        dnnl_conv_grads=bool(config.dnnl_conv_grads),
     )
     _C.set_freeze_weights(bool(config.freeze_weights))
 
