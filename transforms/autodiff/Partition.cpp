@@ -172,13 +172,14 @@ void Network::collect() {
     index[v] = i;
   isRequired.insert(required.begin(), required.end());
   isResult.insert(body.getTerminator()->operand_begin(), body.getTerminator()->operand_end());
-  // Ops between a value and the backward's use of it (1: used directly).
+  // Ops between a value and the backward's use of it (1: used directly;
+  // data movement does not count: it is free to redo).
   for (Value v : llvm::reverse(values)) {
     unsigned d = isRequired.contains(v) ? 1 : ~0u;
     for (Operation *user : v.getUsers())
       for (Value r : user->getResults())
         if (auto it = dist.find(r); it != dist.end() && it->second != ~0u)
-          d = std::min(d, it->second + 1);
+          d = std::min(d, it->second + (isDataMovement(user) ? 0 : 1));
     dist[v] = d;
   }
 }
