@@ -92,7 +92,7 @@ bench: build
 	$(PY) tools/bench.py
 	$(PY) tools/bench_export.py
 	$(PY) tools/bench_aten.py
-	$(PY) tools/bench_training.py --inductor
+	$(PY) tools/bench_training.py --threads 1,2 --inductor
 	$(PY) tools/bench_autocast.py
 	$(PY) tools/bench_optimizer.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)

@@ -2,12 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Training-step benchmark: one forward + backward (loss = mean(out^2),
 gradients set to None before each step) of small models at 1 thread (and
-2 with --threads 2), eager vs kiln's compiled backward vs kiln's eager
+2 with --threads 1,2), eager vs kiln's compiled backward vs kiln's eager
 recompute backward (KILN_COMPILED_BACKWARD=0) vs, for models with
 convolutions, kiln with its own conv-gradient decomposition
 (kiln.config.dnnl_conv_grads off) vs torch.compile (inductor, with
 --inductor). Timed interleaved in this process: rounds of `--steps`
-steps per mode, the median per-step time over rounds. Sizes are small
+steps per mode, the median per-step time over rounds. Peak memory (unless
+--no-memory) of one step after warm-up, as tools/bench_memory.py counts it:
+torch's allocations during the step (activations, saved tensors,
+gradients, backward temporaries) plus kiln's compiled intermediates (its
+buffer pool's peak), counted from zero at the step's start. Sizes are small
 (CPU, seconds per run); random init. Part of `make bench`; prints a
 Markdown table (paste it into docs/performance.md's training section).
 """
@@ -28,6 +32,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import kiln  # noqa: E402
+from bench_memory import call_peak_bytes  # noqa: E402  (torch + kiln intermediates)
 
 
 def mlp():
@@ -65,32 +70,40 @@ def step_fn(model, params=None):
     return step
 
 
+def build_mode(name, model, x):
+    """The step function of mode `name` on `model`, compiled (first step run)."""
+    if name == "eager":
+        return step_fn(model)
+    if name == "kiln":
+        fn = step_fn(kiln.compile(model))
+    elif name == "kiln (eager backward)":
+        # Instances of one class share an entry: the old path's graph is
+        # rooted in its own function so that it is a separate one.
+        with kiln.config.patch(compiled_backward=False):
+            fn = step_fn(kiln.compile(lambda t: model(t)), list(model.parameters()))
+            fn(x)  # compiled here, under the flag
+    elif name == "kiln (decomposed conv grads)":
+        # the conv gradients as kiln's own decomposition (before oneDNN's
+        # backward primitives: kiln.config.dnnl_conv_grads)
+        with kiln.config.patch(dnnl_conv_grads=False):
+            fn = step_fn(kiln.compile(lambda t: model(t)), list(model.parameters()))
+            fn(x)
+    else:
+        fn = step_fn(torch.compile(model))
+    fn(x)
+    return fn
+
+
 def make_modes(build, inductor):
     model, x = build()
     model.train()
-    modes = {"eager": step_fn(model)}
-    compiled = copy.deepcopy(model)
-    modes["kiln"] = step_fn(kiln.compile(compiled))
-    modes["kiln"](x)  # compiled before the other mode's graph
-    recompute = copy.deepcopy(model)
-    # Instances of one class share an entry: the old path's graph is rooted
-    # in its own function so that it is a separate one.
-    with kiln.config.patch(compiled_backward=False):
-        old = step_fn(kiln.compile(lambda t: recompute(t)), list(recompute.parameters()))
-        old(x)  # compiled here, under the flag
-    modes["kiln (eager backward)"] = old
+    names = ["eager", "kiln", "kiln (eager backward)"]
     if any(isinstance(m, nn.Conv2d) for m in model.modules()):
-        # the conv gradients as kiln's own decomposition (before oneDNN's
-        # backward primitives: kiln.config.dnnl_conv_grads)
-        decomposed = copy.deepcopy(model)
-        with kiln.config.patch(dnnl_conv_grads=False):
-            dec = step_fn(kiln.compile(lambda t: decomposed(t)), list(decomposed.parameters()))
-            dec(x)
-        modes["kiln (decomposed conv grads)"] = dec
-    if inductor:
-        modes["torch.compile"] = step_fn(torch.compile(copy.deepcopy(model)))
+        names.append("kiln (decomposed conv grads)")
+    names += ["torch.compile"] if inductor else []
+    modes = {name: build_mode(name, copy.deepcopy(model), x) for name in names}
     for fn in modes.values():
-        fn(x)  # warm up / compile
+        fn(x)  # warm up
     return modes, x
 
 
@@ -107,27 +120,32 @@ def bench(modes, x, rounds, steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", default="1", help="comma-separated thread counts: 1,2")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--inductor", action="store_true")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
     ap.add_argument("--models", default="", help="comma-separated substrings of row labels")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    print(f"| model ({args.threads} thread{'s' if args.threads > 1 else ''}) | mode | "
-          "ms/step | vs eager |")
-    print("|---|---|---|---|")
-    for label, build in MODELS.items():
-        if args.models and not any(k in label for k in args.models.split(",")):
-            continue
-        modes, x = make_modes(build, args.inductor)
-        med = bench(modes, x, args.rounds, args.steps)
-        for name, t in med.items():
-            print(f"| {label} | {name} | {t * 1e3:.2f} | {med['eager'] / t:.2f}x |")
+    print("| model | threads | mode | ms/step | vs eager | peak MiB |")
+    print("|---|---|---|---|---|---|")
+    for threads in (int(t) for t in args.threads.split(",")):
+        torch.set_num_threads(threads)
+        for label, build in MODELS.items():
+            if args.models and not any(k in label for k in args.models.split(",")):
+                continue
+            torch.manual_seed(0)
+            modes, x = make_modes(build, args.inductor)
+            med = bench(modes, x, args.rounds, args.steps)
+            for name, t in med.items():
+                mem = ("-" if args.no_memory else
+                       f"{call_peak_bytes(lambda: modes[name](x)) / 2**20:.1f}")
+                print(f"| {label} | {threads} | {name} | {t * 1e3:.2f} | "
+                      f"{med['eager'] / t:.2f}x | {mem} |", flush=True)
     s = kiln.stats()
     print(f"\nkiln.stats(): compiled_backwards={s['compiled_backwards']} "
-          f"eager_backwards={s['eager_backwards']} backward_calls={s['backward_calls']}")
+          f"eager_backwards={s['eager_backwards']} backward_calls={s['backward_calls']} "
+          f"saved_activation_bytes={s.get('saved_activation_bytes')}")
 
 
 if __name__ == "__main__":

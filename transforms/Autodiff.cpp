@@ -7,19 +7,22 @@
 // through ops marked kiln.no_grad, stop-gradients among them) and backward from the differentiable
 // results (`useful`). Ops that are both get their rule from the one table
 // (transforms/autodiff/GradRules.h), applied in reverse program order to
-// build `@<fn>_bwd`; the forward values a rule reads become saved values
-// (policy: whatever the rules read — the inputs or results of nonlinear
-// ops; constants and data movement (permute, reshape, broadcast_to) are
-// recomputed in the backward instead). `@<fn>_fwd` is `fn`
-// returning those values too.
+// build `@<fn>_bwd`; the forward values a rule reads are placeholders
+// until the partitioner (transforms/autodiff/Partition.h: a min-cut over
+// the forward, weighted by bytes) decides which values the forward saves
+// and which ops the backward recomputes from them (constants are cloned,
+// stop-gradients read through). `@<fn>_fwd` is `fn` returning the saved
+// intermediates too.
 //===----------------------------------------------------------------------===//
 #include "transforms/Autodiff.h"
 #include "transforms/Passes.h"
 #include "transforms/autodiff/GradRules.h"
+#include "transforms/autodiff/Partition.h"
 
 #include "ir/KilnOps.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/BitVector.h"
 
 namespace mlir::kiln {
 
@@ -35,8 +38,9 @@ bool isFloatTensor(Value v) {
 
 class Differentiator {
 public:
-  Differentiator(func::FuncOp fn, ArrayRef<bool> diffInputs, ArrayRef<bool> diffResults)
-      : fn(fn), diffInputs(diffInputs), diffResults(diffResults) {}
+  Differentiator(func::FuncOp fn, ArrayRef<bool> diffInputs, ArrayRef<bool> diffResults,
+                 const PartitionOptions &options)
+      : fn(fn), diffInputs(diffInputs), diffResults(diffResults), options(options) {}
 
   FailureOr<GradientFunctions> run(std::string &why, Operation *&culprit);
 
@@ -44,6 +48,8 @@ private:
   void analyse();
   LogicalResult checkRules(std::string &why, Operation *&culprit);
   Value primal(Value v);
+  Value savedArgument(Value v);
+  void placeSaved();
   void accumulate(Value v, Value g);
   LogicalResult buildBackward(std::string &why, Operation *&culprit);
   void buildForward();
@@ -52,13 +58,15 @@ private:
 
   func::FuncOp fn;
   ArrayRef<bool> diffInputs, diffResults;
+  PartitionOptions options;
   func::ReturnOp ret;
   llvm::DenseSet<Value> active, useful;
   GradientFunctions out;
   Block *bwdBlock = nullptr;
   std::unique_ptr<OpBuilder> builder;
   llvm::DenseMap<Value, Value> primals, adjoints;
-  SmallVector<Value> extras; ///< forward values returned as extra results
+  SmallVector<Value> pending; ///< forward values the rules read (placeholders)
+  SmallVector<Value> extras;  ///< forward values returned as extra results
 };
 
 void Differentiator::analyse() {
@@ -103,8 +111,9 @@ LogicalResult Differentiator::checkRules(std::string &why, Operation *&culprit) 
   return success();
 }
 
-/// The forward value `v` in the backward: a constant is cloned, an input or
-/// result or intermediate becomes a backward argument (a saved value).
+/// The forward value `v` in the backward: a constant is cloned, a
+/// stop-gradient read through; anything else is a placeholder argument
+/// until placeSaved() decides whether the forward saves it.
 Value Differentiator::primal(Value v) {
   if (Value known = primals.lookup(v))
     return known;
@@ -116,32 +125,52 @@ Value Differentiator::primal(Value v) {
     mapped = builder->clone(*def)->getResult(0);
   } else if (def && isStopGradient(def)) {
     mapped = primal(def->getOperand(0)); // an identity: nothing to save
-  } else if (def && isa<PermuteOp, ReshapeOp, BroadcastToOp>(def)) {
-    // Data movement is recomputed from its operand rather than saved (a
-    // transposed weight would otherwise be copied out of every forward).
-    IRMapping map;
-    map.map(def->getOperand(0), primal(def->getOperand(0)));
-    mapped = builder->clone(*def, map)->getResult(0);
   } else {
-    Location loc = v.getLoc();
-    unsigned numGrads = out.gradResults.size();
-    auto results = ret.getOperands();
-    auto asResult = llvm::find(results, v);
-    if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
-      unsigned at = numGrads + out.savedInputs.size();
-      out.savedInputs.push_back(arg.getArgNumber());
-      mapped = bwdBlock->insertArgument(at, v.getType(), loc);
-    } else if (asResult != results.end()) {
-      unsigned at = numGrads + out.savedInputs.size() + out.savedResults.size();
-      out.savedResults.push_back(asResult - results.begin());
-      mapped = bwdBlock->insertArgument(at, v.getType(), loc);
-    } else {
-      extras.push_back(v);
-      mapped = bwdBlock->addArgument(v.getType(), loc);
-    }
+    mapped = bwdBlock->addArgument(v.getType(), v.getLoc());
+    pending.push_back(v);
   }
   primals[v] = mapped;
   return mapped;
+}
+
+/// The backward argument receiving saved value `v`, in the layout
+/// GradientFunctions describes (inputs, results, then extras).
+Value Differentiator::savedArgument(Value v) {
+  unsigned numGrads = out.gradResults.size();
+  auto results = ret.getOperands();
+  auto asResult = llvm::find(results, v);
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+    unsigned at = numGrads + out.savedInputs.size();
+    out.savedInputs.push_back(arg.getArgNumber());
+    return bwdBlock->insertArgument(at, v.getType(), v.getLoc());
+  }
+  if (asResult != results.end()) {
+    unsigned at = numGrads + out.savedInputs.size() + out.savedResults.size();
+    out.savedResults.push_back(asResult - results.begin());
+    return bwdBlock->insertArgument(at, v.getType(), v.getLoc());
+  }
+  extras.push_back(v);
+  return bwdBlock->addArgument(v.getType(), v.getLoc());
+}
+
+/// Replaces the placeholders by saved arguments and ops recomputed at the
+/// start of the backward, as the partitioner (autodiff/Partition.h) chose.
+void Differentiator::placeSaved() {
+  Partition part = partitionForBackward(fn.getBody().front(), pending, options);
+  out.savedBytes = part.savedBytes;
+  IRMapping map;
+  for (Value v : part.saved)
+    map.map(v, savedArgument(v));
+  OpBuilder b = OpBuilder::atBlockBegin(bwdBlock);
+  for (Operation *op : part.recomputed)
+    b.clone(*op, map);
+  llvm::BitVector dead(bwdBlock->getNumArguments());
+  for (Value v : pending) {
+    auto placeholder = llvm::cast<BlockArgument>(primals[v]);
+    placeholder.replaceAllUsesWith(map.lookup(v));
+    dead.set(placeholder.getArgNumber());
+  }
+  bwdBlock->eraseArguments(dead);
 }
 
 void Differentiator::accumulate(Value v, Value g) {
@@ -247,6 +276,7 @@ FailureOr<GradientFunctions> Differentiator::run(std::string &why, Operation *&c
     bwd.erase();
     return failure();
   }
+  placeSaved();
   auto bwdRet = cast<func::ReturnOp>(bwdBlock->getTerminator());
   bwd.setType(top.getFunctionType(bwdBlock->getArgumentTypes(), bwdRet.getOperandTypes()));
   out.backward = bwd;
@@ -257,10 +287,12 @@ FailureOr<GradientFunctions> Differentiator::run(std::string &why, Operation *&c
   bwd->setAttr("kiln.saved_inputs", top.getDenseI64ArrayAttr(out.savedInputs));
   bwd->setAttr("kiln.saved_results", top.getDenseI64ArrayAttr(out.savedResults));
   bwd->setAttr("kiln.num_saved", top.getI64IntegerAttr(out.numSaved));
+  bwd->setAttr("kiln.saved_bytes", top.getI64IntegerAttr(out.savedBytes));
   return out;
 }
 
 struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
   void runOnOperation() override {
     SmallVector<func::FuncOp> funcs(getOperation().getOps<func::FuncOp>());
     for (func::FuncOp fn : funcs) {
@@ -274,7 +306,9 @@ struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
       SmallVector<bool> diffResults(fn.getNumResults(), true);
       std::string why;
       Operation *culprit = nullptr;
-      if (failed(buildGradientFunctions(fn, diffInputs, diffResults, why, culprit)))
+      PartitionOptions partition;
+      partition.memoryBudget = memoryBudget;
+      if (failed(buildGradientFunctions(fn, diffInputs, diffResults, why, culprit, partition)))
         (culprit ? culprit : fn.getOperation())->emitRemark("not differentiable: ") << why;
     }
   }
@@ -289,9 +323,10 @@ bool isStopGradient(Operation *op) {
 
 FailureOr<GradientFunctions> buildGradientFunctions(func::FuncOp fn, ArrayRef<bool> diffInputs,
                                                     ArrayRef<bool> diffResults, std::string &why,
-                                                    Operation *&culprit) {
+                                                    Operation *&culprit,
+                                                    const PartitionOptions &partition) {
   culprit = nullptr;
-  return Differentiator(fn, diffInputs, diffResults).run(why, culprit);
+  return Differentiator(fn, diffInputs, diffResults, partition).run(why, culprit);
 }
 
 } // namespace mlir::kiln

@@ -9,6 +9,8 @@
 #ifndef KILN_TRANSFORMS_AUTODIFF_H
 #define KILN_TRANSFORMS_AUTODIFF_H
 
+#include "transforms/autodiff/Partition.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <string>
@@ -35,6 +37,9 @@ struct GradientFunctions {
   func::FuncOp forward, backward;
   SmallVector<int64_t> gradResults, gradInputs, savedInputs, savedResults;
   int64_t numSaved = 0;
+  /// Bytes of those `numSaved` tensors (the activations a call keeps for
+  /// its backward; the partitioner's cost).
+  int64_t savedBytes = 0;
   /// Per entry of `gradInputs`: the positions in `gradResults` whose
   /// gradients reach it (an input only reached from results that got no
   /// gradient gets none, as in eager).
@@ -45,9 +50,12 @@ struct GradientFunctions {
 /// inputs `diffInputs` and results `diffResults` (one flag each). Fails,
 /// building nothing, when a value on a gradient path comes from an op
 /// without a gradient rule: `why` says which and why, `culprit` is the op.
+/// `partition` sets the activation-memory budget of the choice between
+/// saving and recomputing (autodiff/Partition.h).
 FailureOr<GradientFunctions> buildGradientFunctions(func::FuncOp fn, ArrayRef<bool> diffInputs,
                                                     ArrayRef<bool> diffResults, std::string &why,
-                                                    Operation *&culprit);
+                                                    Operation *&culprit,
+                                                    const PartitionOptions &partition = {});
 
 } // namespace mlir::kiln
 

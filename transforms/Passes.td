@@ -156,10 +156,18 @@ def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
     ReductionGrads.cpp, NNGrads.cpp for conv2d/maximum/minimum,
     PoolGrads.cpp for max_pool2d/avg_pool2d); a rule may return a gradient of the broadcast
     shape and the pass sums it back to the operand's shape and casts it to
-    the operand's element type. Saving policy: a rule reads the forward
-    values it needs (the inputs or results of nonlinear ops); constants are
-    re-materialized in the backward, and layer_norm recomputes its
-    statistics from its input. When an op on a gradient path has no rule
+    the operand's element type. Saving policy (min-cut rematerialization,
+    `transforms/autodiff/Partition.cpp`): of the forward values the rules
+    read, a minimum cut over the forward ops they depend on, weighted by
+    bytes, picks those the forward returns (`kiln.saved_bytes` on
+    `@<name>_bwd` sums them); the ops between the cut and the read values
+    are recomputed at the start of the backward. Inputs and results cost
+    nothing to save; matmul, convolutions, reductions, normalizations and
+    pooling are never recomputed (unless `memory-budget` < 1 allows them),
+    random ops never; pointwise chains and data movement are recomputed
+    where that saves fewer bytes (a linear + GELU saves the GEMM's output
+    and recomputes the GELU). Constants are re-materialized in the
+    backward, and layer_norm recomputes its statistics from its input. When an op on a gradient path has no rule
     (max, argmax, strided slices, dynamic-shape conv2d ...) nothing is built and a remark names
     the op and the reason; the frontend then keeps the eager backward.
 
@@ -181,6 +189,12 @@ def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "double", /*default=*/"1.0",
+           "Activation-memory budget in [0, 1]: 1 saves what the min-cut "
+           "with expensive ops never recomputed picks, 0 saves the fewest "
+           "bytes (recomputing every op but random ones)">
+  ];
   let dependentDialects = ["::mlir::kiln::KilnDialect",
                            "::mlir::func::FuncDialect"];
 }

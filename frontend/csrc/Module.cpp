@@ -9,6 +9,7 @@
 #include "Entry.h"
 #include "Export.h"
 #include "InputStamps.h"
+#include "hook/ActivationBudget.h"
 #include "hook/Hook.h"
 #include "hook/Recompute.h"
 #include "hook/Stats.h"
@@ -152,6 +153,9 @@ NB_MODULE(_C, m) {
   m.def("set_freeze_weights", &setFreezeWeights, nb::arg("on"),
         "kiln.config.freeze_weights: oneDNN convolutions reorder a weight once per tensor "
         "and version (input stamps) instead of on every call.");
+  m.def("set_activation_memory_budget", &setActivationMemoryBudget, nb::arg("budget"),
+        "kiln.config.activation_memory_budget: the memory-budget in [0, 1] of kiln-autodiff's "
+        "min-cut partitioner for graphs compiled from now on (1: the default).");
   m.def("stats", &stats, "Counters since the last reset.");
   m.def("reset", &resetCaches, "Drops all compiled entries, zeroes counters, forgets breaks.");
   m.def("graph_breaks", &graphBreaksForPython,

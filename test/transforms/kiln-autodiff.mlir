@@ -83,16 +83,18 @@ func.func @linear_input(%x: tensor<3x4xf32> {kiln.requires_grad}, %w: tensor<5x4
 
 // -----
 
-// Tests that an intermediate the backward reads (exp's result) becomes an
-// extra forward result, and that x's two uses accumulate.
+// Tests that a pointwise intermediate the backward reads (exp's result) is
+// recomputed from the inputs rather than saved (min-cut: the inputs cost
+// nothing to keep), and that x's two uses accumulate.
 // CHECK-LABEL: func.func @mul_saves_operands_fwd
-// CHECK: %[[E:.*]] = kiln.exp
-// CHECK: %[[R:.*]] = kiln.add %[[E]]
-// CHECK: return %[[R]], %[[E]] : tensor<4xf32>, tensor<4xf32>
+// CHECK: %[[R:.*]] = kiln.add
+// CHECK: return %[[R]] : tensor<4xf32>
 // CHECK-LABEL: func.func @mul_saves_operands_bwd
-// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>, %[[E:.*]]: tensor<4xf32>)
-// CHECK-SAME: kiln.num_saved = 1
-// CHECK-SAME: kiln.saved_inputs = array<i64: 1, 0>
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xf32>)
+// CHECK-SAME: kiln.num_saved = 0
+// CHECK-SAME: kiln.saved_inputs = array<i64: 0, 1>
+// CHECK: %[[M:.*]] = kiln.mul %[[X]], %[[Y]]
+// CHECK: %[[E:.*]] = kiln.exp %[[M]]
 // CHECK: %[[GE:.*]] = kiln.mul %[[G]], %[[E]]
 // CHECK: %[[GX:.*]] = kiln.mul %[[GE]], %[[Y]]
 // CHECK: %[[GY:.*]] = kiln.mul %[[GE]], %[[X]]
@@ -108,9 +110,11 @@ func.func @mul_saves_operands(%x: tensor<4xf32> {kiln.requires_grad}, %y: tensor
 // -----
 
 // Tests softmax's rule (y * (g - sum(g * y))) and relu's (the gradient
-// where the saved relu result is > 0).
+// where the relu result is > 0): softmax's result is saved (a result costs
+// nothing), relu's recomputed from the input.
 // CHECK-LABEL: func.func @relu_softmax_bwd
-// CHECK-SAME: (%[[G:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<2x3xf32>, %[[R:.*]]: tensor<2x3xf32>)
+// CHECK-SAME: (%[[G:.*]]: tensor<2x3xf32>, %[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<2x3xf32>)
+// CHECK: %[[R:.*]] = kiln.relu %[[X]]
 // CHECK: %[[GY:.*]] = kiln.mul %[[G]], %[[Y]]
 // CHECK: %[[DOT:.*]] = kiln.sum %[[GY]] {dims = array<i64: 1>, keepdim = true}
 // CHECK: %[[D:.*]] = kiln.sub %[[G]], %[[DOT]]
@@ -223,9 +227,10 @@ func.func @slice_concat(%x: tensor<4x6xf32> {kiln.requires_grad}, %y: tensor<4x2
 
 // Tests that an op marked kiln.no_grad (torch.no_grad() in the frame) is a
 // constant for the backward: x's gradient is g * exp(x) through the mul
-// only.
+// only (exp recomputed from the saved input).
 // CHECK-LABEL: func.func @no_grad_stops_bwd
-// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[E:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[E:.*]] = kiln.exp %[[X]] {kiln.no_grad}
 // CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[E]]
 // CHECK-NEXT: return %[[R]]
 func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {
@@ -242,7 +247,7 @@ func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32
 // two).
 // CHECK-LABEL: func.func @stop_gradient_bwd
 // CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
-// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_inputs = array<i64: 0>
+// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_bytes = 0 : i64, kiln.saved_inputs = array<i64: 0>
 // CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[X]]
 // CHECK-NEXT: return %[[R]]
 func.func @stop_gradient(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {

@@ -8,17 +8,24 @@
 // Ownership: every Python object built here is held by a PyRef.
 //===----------------------------------------------------------------------===//
 #include "hook/CompiledGrad.h"
+#include "hook/ActivationBudget.h"
 
 #include "ProgramCompile.h"
 #include "capture/interp/Interp.h"
 #include "capture/ops/StopGradient.h"
 #include "hook/Recompute.h"
+#include "hook/Stats.h"
 #include "transforms/Autodiff.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <algorithm>
+
 namespace kiln {
 namespace {
+
+/// kiln.config.activation_memory_budget (ActivationBudget.h).
+double gActivationBudget = 1.0;
 
 /// A sub-entry running `fn` (static shapes).
 std::shared_ptr<Entry> subEntry(mlir::func::FuncOp fn, const std::string &name,
@@ -145,7 +152,10 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
   for (const GraphOutput &out : cap.results)
     diffResults.push_back(!out.noGrad);
   mlir::Operation *culprit = nullptr;
-  auto fns = mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit);
+  mlir::kiln::PartitionOptions partition;
+  partition.memoryBudget = gActivationBudget;
+  auto fns =
+      mlir::kiln::buildGradientFunctions(fn, diffInputs, diffResults, why, culprit, partition);
   if (mlir::failed(fns))
     return false;
   why = mutatedInputProblem(cap, fns->savedInputs);
@@ -177,7 +187,13 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
       !compileSub(*bwdModule, *grad->backward, options, "backward", why))
     return false;
   entry.grad = std::move(grad);
+  counters().savedActivations += fns->numSaved;
+  counters().savedActivationBytes += fns->savedBytes;
   return true;
+}
+
+void setActivationMemoryBudget(double budget) {
+  gActivationBudget = std::min(1.0, std::max(0.0, budget));
 }
 
 bool compiledGradCallables(const std::shared_ptr<Entry> &entry, PyRef &forward, PyRef &backward,

@@ -35,6 +35,8 @@ constexpr CounterName kCounterNames[] = {
     {"compiled_backwards", &Counters::compiledBackwards},
     {"eager_backwards", &Counters::eagerBackwards},
     {"backward_calls", &Counters::backwardCalls},
+    {"saved_activations", &Counters::savedActivations},
+    {"saved_activation_bytes", &Counters::savedActivationBytes},
 };
 
 } // namespace

@@ -37,6 +37,12 @@ struct Counters {
   long compiledBackwards = 0;  ///< graphs compiled with their backward (CompiledGrad.h)
   long eagerBackwards = 0;     ///< graphs needing gradients that keep the eager backward
   long backwardCalls = 0;      ///< compiled backwards run
+  /// Per call of each graph compiled with its backward, summed over those
+  /// graphs: the intermediates its forward keeps for the backward (the
+  /// min-cut partitioner's choice, transforms/autodiff/Partition.h) and
+  /// their bytes.
+  long savedActivations = 0;
+  long savedActivationBytes = 0;
 
   /// Zeroes every counter.
   void reset() { *this = Counters(); }

@@ -119,6 +119,17 @@ class _Config:
     # function eagerly) instead of a compiled one (kiln-autodiff). Read at
     # compile (kiln.reset() applies it to compiled functions). Not in cache key.
     compiled_backward: bool = os.environ.get("KILN_COMPILED_BACKWARD", "1") != "0"
+    # KILN_ACTIVATION_MEMORY_BUDGET (AOTAutograd's activation_memory_budget):
+    # in [0, 1], how many bytes a graph compiled with its backward keeps from
+    # its forward for the backward. 1 (default): kiln-autodiff's min-cut
+    # partitioner saves GEMM/conv/reduction outputs and recomputes cheap
+    # pointwise chains; 0: the fewest bytes, recomputing also GEMMs and
+    # convolutions (never random ops) in the backward; in between,
+    # expensive ops are recomputed, cheapest per byte first, until the saved
+    # bytes fit (transforms/autodiff/Partition.h). Read at compile (kiln.reset()
+    # applies it). Not in cache key (the compiled IR differs).
+    activation_memory_budget: float = float(
+        os.environ.get("KILN_ACTIVATION_MEMORY_BUDGET", "1.0"))
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 
@@ -160,6 +171,7 @@ def _push_to_native() -> None:
         dnnl_conv_grads=bool(config.dnnl_conv_grads),
     )
     _C.set_freeze_weights(bool(config.freeze_weights))
+    _C.set_activation_memory_budget(float(config.activation_memory_budget))
 
 
 def __getattr__(name):
