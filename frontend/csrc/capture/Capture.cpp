@@ -6,6 +6,7 @@
 // (Unsupported, verifier errors) into a CaptureFailure with a location.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "capture/values/IdTokens.h"
@@ -329,6 +330,17 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     bool escapes = interp.holdsMadeException(result);
     for (const VarP &v : interp.effectValues())
       escapes |= interp.holdsMadeException(v);
+    bool moduleEscapes = holdsBuiltModule(interp, result);
+    for (const VarP &v : interp.effectValues())
+      moduleEscapes |= holdsBuiltModule(interp, v);
+    if (moduleEscapes) {
+      Unsupported u(BreakCategory::SideEffect,
+                    "a module constructed in the compiled code (built once, at capture) is "
+                    "returned, stored or live at a graph break",
+                    "construct the module outside the compiled function (in __init__)");
+      u.resumable = false;
+      throw u;
+    }
     if (escapes) {
       Unsupported u(BreakCategory::UserError,
                     "an exception object caught in the compiled code is returned, stored or "

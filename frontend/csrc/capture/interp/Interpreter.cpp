@@ -10,6 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
@@ -244,7 +245,8 @@ void Interpreter::guardLength(int source, Py_ssize_t n) {
 }
 
 int Interpreter::sourceOf(const VarP &v) {
-  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()))
+  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()) ||
+      isBuiltModule(*this, v->obj.get())) // built at capture: its attributes are constants
     return v->source;
   return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
 }
@@ -602,7 +604,9 @@ VarP Interpreter::getIter(const VarP &v) {
   PyObject *o = constObj(v, "iterable");
   pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;
-  if (isModule(o) && v->source < 0)
+  if (VarP it = CaptureTimeCalls::builtModuleDunder(*this, v, "__iter__"))
+    return getIter(it); // a Sequential built at capture (BuiltModules.cpp)
+  if (isModule(o) && v->source < 0 && sourceOf(v) >= 0)
     return getIter(makeConst(v->obj, sourceOf(v)));
   if (isModule(o) && v->source >= 0) {
     // Sequential / ModuleList: their children, each read from _modules.

@@ -17,6 +17,7 @@
 // unless the graph itself uses its value.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
 #include "GilOnce.h"
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/IdTokens.h"
@@ -27,6 +28,7 @@ const std::set<PyObject *> *gMutatedContainers = nullptr;
 
 Interpreter::~Interpreter() {
   plainObjectsEnd(out_);
+  builtModulesEnd(*this);
   if (gMutatedContainers == &mutated_)
     gMutatedContainers = nullptr;
 }
@@ -105,6 +107,9 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation (STORE_ATTR) of an attribute of a value built in the frame");
   PyObject *o = obj->obj.get();
+  if (isBuiltModule(*this, o)) // one object for every call (BuiltModules.cpp)
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + ": the module was constructed in the compiled code");
   pinPlainObject(o, "an attribute of it is stored");
   if (value->isTensor() && value->inputIndex >= 0) {
     // `self.buf += x` stores the tensor it updated in place back into the
