@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/IdTokens.h"
@@ -61,6 +62,8 @@ void checkStoredValue(const VarP &v, const std::string &what) {
     return;
   case Var::Kind::Tuple:
   case Var::Kind::Object: // rebuilt with its final attributes (UserObjects.cpp)
+    if (isIdentitySet(v)) // IdentitySets.h
+      throw Unsupported(BreakCategory::SideEffect, what + ": a set of tensors built in the frame");
     for (const VarP &c : v->items)
       checkStoredValue(c, what);
     return;
