@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/IdentitySets.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
@@ -601,6 +602,7 @@ VarP Interpreter::getIter(const VarP &v) {
     std::map<std::string, VarP> nokw;
     return getIter(callTensorMethod(v, "unbind", none, nokw));
   }
+  refuseIdentitySetIteration(v); // eager's order follows addresses (IdentitySets.h)
   PyObject *o = constObj(v, "iterable");
   pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;

@@ -71,6 +71,13 @@ bool identitySetContains(const VarP &s, const VarP &x) {
   return false;
 }
 
+void refuseIdentitySetIteration(const VarP &v) {
+  if (isIdentitySet(v))
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      "iterating over a set of tensors (eager's order follows their addresses)",
+                      "iterate over a list of the tensors instead");
+}
+
 VarP identitySetAttr(const VarP &s, const std::string &name) {
   if (!isIdentitySet(s))
     return nullptr;

@@ -39,6 +39,10 @@ bool identitySetContains(const VarP &s, const VarP &x);
 VarP identitySetMethod(const VarP &s, const std::string &name, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs);
 
+/// A break when `v` is such a set: iterating it gives eager's tensors in
+/// the order of their addresses, which the capture cannot know.
+void refuseIdentitySetIteration(const VarP &v);
+
 /// A ListMethod Var for `s.<name>`, or nullptr when `v` is not such a set.
 VarP identitySetAttr(const VarP &s, const std::string &name);
 
