@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -132,9 +133,10 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     throw Unsupported(BreakCategory::SideEffect,
                       "the function returns (or stores) a list/dict of the caller that it mutated",
                       "return a new list/dict instead of the mutated argument");
-  if (isIdentitySet(v)) // IdentitySets.h
+  if (isIdentitySet(v) || isDeque(v)) // IdentitySets.h, Deques.h
     throw Unsupported(BreakCategory::PythonBuiltin,
-                      "a set of tensors built in the frame escapes it (returned or stored)");
+                      std::string(isDeque(v) ? "a deque" : "a set of tensors") +
+                          " built in the frame escapes it (returned or stored)");
   if (v->kind == Var::Kind::Object) { // UserObjects.cpp
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");

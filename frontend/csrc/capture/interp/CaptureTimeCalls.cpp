@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/PlainObjects.h"
+#include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 
@@ -136,7 +137,7 @@ VarP CaptureTimeCalls::objectDunder(Interpreter &I, const VarP &obj, const char 
 }
 
 VarP CaptureTimeCalls::objectLen(Interpreter &I, const VarP &obj) {
-  if (isIdentitySet(obj)) // a set of tensors (IdentitySets.h)
+  if (isIdentitySet(obj) || isDeque(obj)) // IdentitySets.h, Deques.h
     return makeConst(PyRef::steal(PyLong_FromSize_t(obj->items.size())));
   VarP r = objectDunder(I, obj, "__len__");
   std::string type = reinterpret_cast<PyTypeObject *>(obj->obj.get())->tp_name;

@@ -11,6 +11,7 @@
 // OrderedDict is rebuilt as one; a defaultdict that escapes is a break.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 
 namespace kiln {
@@ -122,6 +123,8 @@ VarP Interpreter::callContainerMethod(const VarP &c, const std::string &name,
                                       std::map<std::string, VarP> &kwargs) {
   if (isIdentitySet(c)) // a set of tensors (IdentitySets.h)
     return identitySetMethod(c, name, args, kwargs);
+  if (isDeque(c)) // Deques.h
+    return dequeMethod(c, name, args, kwargs, [this](const VarP &v) { return iterItems(v); });
   bool built = c->source < 0 && !c->mutatedContainer; // not the caller's container
   if (c->kind == Var::Kind::List && name == "clear") {
     if (!args.empty() || !kwargs.empty())

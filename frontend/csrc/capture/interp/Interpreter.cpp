@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
-#include "capture/values/IdentitySets.h"
+#include "capture/values/Deques.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
@@ -602,7 +602,8 @@ VarP Interpreter::getIter(const VarP &v) {
     std::map<std::string, VarP> nokw;
     return getIter(callTensorMethod(v, "unbind", none, nokw));
   }
-  refuseIdentitySetIteration(v); // eager's order follows addresses (IdentitySets.h)
+  if (VarP snap = iterationSnapshot(v)) // a deque (Deques.h); a set of tensors breaks
+    return getIter(snap);
   PyObject *o = constObj(v, "iterable");
   pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;
@@ -665,16 +666,6 @@ VarP Interpreter::getIter(const VarP &v) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
     items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
   return makeSeq(Var::Kind::Iter, items);
-}
-
-std::vector<VarP> Interpreter::iterItems(const VarP &v) {
-  // Consumes an iterator, as iterating it in eager does (Iterators.cpp).
-  VarP it = getIter(v);
-  std::vector<VarP> items;
-  while (VarP item = iterNext(it))
-    if (items.push_back(item), items.size() > 100000)
-      throw Unsupported(BreakCategory::PythonBuiltin, "iterating an unbounded iterator");
-  return items;
 }
 
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {

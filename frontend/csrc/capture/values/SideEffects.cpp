@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 #include "capture/interp/PlainObjects.h"
@@ -61,9 +62,10 @@ void checkStoredValue(const VarP &v, const std::string &what) {
                         what + ": torch.vmap: a batched value escapes its vmap");
     return;
   case Var::Kind::Tuple:
-  case Var::Kind::Object: // rebuilt with its final attributes (UserObjects.cpp)
-    if (isIdentitySet(v)) // IdentitySets.h
-      throw Unsupported(BreakCategory::SideEffect, what + ": a set of tensors built in the frame");
+  case Var::Kind::Object:               // rebuilt with its final attributes (UserObjects.cpp)
+    if (isIdentitySet(v) || isDeque(v)) // IdentitySets.h, Deques.h
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": a set of tensors or a deque built in the frame");
     for (const VarP &c : v->items)
       checkStoredValue(c, what);
     return;
