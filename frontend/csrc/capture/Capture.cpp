@@ -307,6 +307,34 @@ void markNoGradOps(mlir::Block &entry, const llvm::DenseSet<mlir::Value> &grad) 
       op.setAttr("kiln.no_grad", mlir::UnitAttr::get(op.getContext()));
 }
 
+/// An exception raised and caught at capture, or a module built at capture
+/// (BuiltModules.cpp), is one object for every call (an exception without
+/// a traceback): neither may reach the caller's code.
+void refuseCaptureTimeObjects(Interpreter &interp, const VarP &result) {
+  bool exception = interp.holdsMadeException(result);
+  bool module = holdsBuiltModule(interp, result);
+  for (const VarP &v : interp.effectValues()) {
+    exception |= interp.holdsMadeException(v);
+    module |= holdsBuiltModule(interp, v);
+  }
+  if (module) {
+    Unsupported u(BreakCategory::SideEffect,
+                  "a module constructed in the compiled code (built once, at capture) is "
+                  "returned, stored or live at a graph break",
+                  "construct the module outside the compiled function (in __init__)");
+    u.resumable = false;
+    throw u;
+  }
+  if (exception) {
+    Unsupported u(BreakCategory::UserError,
+                  "an exception object caught in the compiled code is returned, stored or "
+                  "live at a graph break",
+                  "use the exception only inside its except block");
+    u.resumable = false;
+    throw u;
+  }
+}
+
 } // namespace
 
 bool recomputesForAutograd(const Capture &out) {
@@ -331,30 +359,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                         "use torch.float32 or torch.float64 as the default dtype");
     setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
-    // An exception raised and caught at capture is one object for every
-    // call, without a traceback: it must not reach the caller's code.
-    bool escapes = interp.holdsMadeException(result);
-    for (const VarP &v : interp.effectValues())
-      escapes |= interp.holdsMadeException(v);
-    bool moduleEscapes = holdsBuiltModule(interp, result);
-    for (const VarP &v : interp.effectValues())
-      moduleEscapes |= holdsBuiltModule(interp, v);
-    if (moduleEscapes) {
-      Unsupported u(BreakCategory::SideEffect,
-                    "a module constructed in the compiled code (built once, at capture) is "
-                    "returned, stored or live at a graph break",
-                    "construct the module outside the compiled function (in __init__)");
-      u.resumable = false;
-      throw u;
-    }
-    if (escapes) {
-      Unsupported u(BreakCategory::UserError,
-                    "an exception object caught in the compiled code is returned, stored or "
-                    "live at a graph break",
-                    "use the exception only inside its except block");
-      u.resumable = false;
-      throw u;
-    }
+    refuseCaptureTimeObjects(interp, result);
     interp.guardThreadCount();
     interp.checkGradRegions();
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());
