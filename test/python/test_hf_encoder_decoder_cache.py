@@ -134,3 +134,29 @@ def test_long_greedy_decode_keeps_one_dynamic_graph(name):
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
     assert s["graphs_compiled"] <= 4 and s["dynamic_graphs"] == 1, s
     assert s["compiled_calls"] == 12, s
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_forward_with_labels_is_one_graph(name):
+    # The heads compute the loss with `loss_fct = CrossEntropyLoss(ignore_index=-100)`
+    # built in the forward: kiln builds it once at capture (BuiltModules.cpp).
+    model = small_seq2seq(name)
+    ids = torch.randint(0, 128, (2, 8))
+    labels = torch.randint(0, 128, (2, 5))
+    labels[0, -1] = -100
+    compiled = kiln.compile(model)
+    expected = model(ids, labels=labels)
+    expected.loss.backward()
+    want = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    for _ in range(2):
+        model.zero_grad()
+        got = compiled(ids, labels=labels)
+        assert_close(got.loss, expected.loss, **TOL)
+        assert_close(got.logits, expected.logits, **TOL)
+        got.loss.backward()
+        for n, p in model.named_parameters():
+            if n in want:
+                assert_close(p.grad, want[n], rtol=1e-3, atol=1e-4)
+    s = stats()
+    assert (s["graphs_compiled"], s["graph_breaks"], s["recompiles"]) == (1, 0, 0), s
+    assert s["eager_calls"] == 0 and s["compiled_calls"] == 2, s

@@ -6,6 +6,9 @@
 // (Unsupported, verifier errors) into a CaptureFailure with a location.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "capture/values/IdTokens.h"
@@ -130,6 +133,10 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     throw Unsupported(BreakCategory::SideEffect,
                       "the function returns (or stores) a list/dict of the caller that it mutated",
                       "return a new list/dict instead of the mutated argument");
+  if (isIdentitySet(v) || isDeque(v)) // IdentitySets.h, Deques.h
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      std::string(isDeque(v) ? "a deque" : "a set of tensors") +
+                          " built in the frame escapes it (returned or stored)");
   if (v->kind == Var::Kind::Object) { // UserObjects.cpp
     if (depth > 16)
       throw Unsupported("the function returns too deeply nested containers");
@@ -300,6 +307,34 @@ void markNoGradOps(mlir::Block &entry, const llvm::DenseSet<mlir::Value> &grad) 
       op.setAttr("kiln.no_grad", mlir::UnitAttr::get(op.getContext()));
 }
 
+/// An exception raised and caught at capture, or a module built at capture
+/// (BuiltModules.cpp), is one object for every call (an exception without
+/// a traceback): neither may reach the caller's code.
+void refuseCaptureTimeObjects(Interpreter &interp, const VarP &result) {
+  bool exception = interp.holdsMadeException(result);
+  bool module = holdsBuiltModule(interp, result);
+  for (const VarP &v : interp.effectValues()) {
+    exception |= interp.holdsMadeException(v);
+    module |= holdsBuiltModule(interp, v);
+  }
+  if (module) {
+    Unsupported u(BreakCategory::SideEffect,
+                  "a module constructed in the compiled code (built once, at capture) is "
+                  "returned, stored or live at a graph break",
+                  "construct the module outside the compiled function (in __init__)");
+    u.resumable = false;
+    throw u;
+  }
+  if (exception) {
+    Unsupported u(BreakCategory::UserError,
+                  "an exception object caught in the compiled code is returned, stored or "
+                  "live at a graph break",
+                  "use the exception only inside its except block");
+    u.resumable = false;
+    throw u;
+  }
+}
+
 } // namespace
 
 bool recomputesForAutograd(const Capture &out) {
@@ -324,19 +359,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
                         "use torch.float32 or torch.float64 as the default dtype");
     setDefaultFloat(*def);
     VarP result = interp.runRoot(code, func);
-    // An exception raised and caught at capture is one object for every
-    // call, without a traceback: it must not reach the caller's code.
-    bool escapes = interp.holdsMadeException(result);
-    for (const VarP &v : interp.effectValues())
-      escapes |= interp.holdsMadeException(v);
-    if (escapes) {
-      Unsupported u(BreakCategory::UserError,
-                    "an exception object caught in the compiled code is returned, stored or "
-                    "live at a graph break",
-                    "use the exception only inside its except block");
-      u.resumable = false;
-      throw u;
-    }
+    refuseCaptureTimeObjects(interp, result);
     interp.guardThreadCount();
     interp.checkGradRegions();
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());

@@ -22,3 +22,12 @@ the listed methods return objects the callers only read.
 CAPTURE_TIME = frozenset({
     ("transformers.configuration_utils", "PretrainedConfig.get_text_config"),
 })
+
+# Module-name prefixes of the nn.Module classes a compiled function may
+# construct (`loss_fct = CrossEntropyLoss(); loss_fct(logits, labels)`):
+# the capture builds the module once, at capture, with the call's constant
+# arguments, when every ``__init__`` of its class's MRO (before nn.Module)
+# is defined in one of these modules, the constructor draws no random
+# numbers and the module holds no parameters, buffers or tensors
+# (frontend/csrc/capture/interp/BuiltModules.cpp).
+CONSTRUCT_AT_CAPTURE = ("torch.nn.modules.", "transformers.activations")

@@ -10,6 +10,8 @@
 // inside a new container) makes the break fall back to running the whole
 // frame eagerly, with the reason.
 //===----------------------------------------------------------------------===//
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 #include "capture/interp/Interp.h"
 #include "GilOnce.h"
 #include "capture/values/IdTokens.h"
@@ -95,7 +97,9 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   case Var::Kind::Tuple:
   case Var::Kind::List:
   case Var::Kind::Dict:
-  case Var::Kind::Object: // rebuilt with its attributes (UserObjects.cpp)
+  case Var::Kind::Object:               // rebuilt with its attributes (UserObjects.cpp)
+    if (isIdentitySet(v) || isDeque(v)) // IdentitySets.h, Deques.h
+      fail("a set of tensors or a deque built in the frame is live");
     if (v->kind == Var::Kind::Dict && v->obj)
       fail("a ModelOutput built in the frame is live at the break");
     for (const PyRef &k : v->keys) // a dict keyed by id() tokens (IdTokens.h)

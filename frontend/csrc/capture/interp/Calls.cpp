@@ -302,6 +302,8 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
       return inlineFunction(own, -1, args, kwargs);
     }
   }
+  if (VarP r = CaptureTimeCalls::constructModule(*this, callee, fn, args, kwargs))
+    return r; // an nn.Module built at capture (BuiltModules.cpp)
   if (VarP r = constructObject(callee, fn, args, kwargs)) // UserObjects.cpp
     return r;
   return callBuiltin(fn, args, kwargs);

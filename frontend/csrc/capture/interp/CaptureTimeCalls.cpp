@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/PlainObjects.h"
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 
 namespace kiln {
@@ -135,6 +137,8 @@ VarP CaptureTimeCalls::objectDunder(Interpreter &I, const VarP &obj, const char 
 }
 
 VarP CaptureTimeCalls::objectLen(Interpreter &I, const VarP &obj) {
+  if (isIdentitySet(obj) || isDeque(obj)) // IdentitySets.h, Deques.h
+    return makeConst(PyRef::steal(PyLong_FromSize_t(obj->items.size())));
   VarP r = objectDunder(I, obj, "__len__");
   std::string type = reinterpret_cast<PyTypeObject *>(obj->obj.get())->tp_name;
   if (!r)

@@ -7,6 +7,7 @@
 // receiver instead of being inlined; the receiver is guarded by identity
 // and its __dict__ by value. The Python dunders len() and truth tests run
 // on an object built in the frame (its class's __len__/__bool__ inlined).
+// torch.nn modules constructed in the compiled code are built at capture.
 // Also the graph's device for capture/ops' tensor factories.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_INTERP_CAPTURETIMECALLS_H
@@ -32,10 +33,26 @@ struct CaptureTimeCalls {
   static VarP objectLen(Interpreter &I, const VarP &obj);
   /// Guards `value of dictSource == snapshot` (once per source).
   static void guardState(Interpreter &I, int dictSource, PyRef snapshot);
+  /// `cls(*args, **kwargs)` for an nn.Module class: the module built now
+  /// (BuiltModules.cpp), a constant without a source; nullptr when `cls`
+  /// is not a module class, a break when it cannot be built at capture.
+  static VarP constructModule(Interpreter &I, const VarP &callee, PyObject *cls,
+                              std::vector<VarP> &args, std::map<std::string, VarP> &kwargs);
+  /// type(m).<name>(m) for a module `m` built at capture whose class
+  /// defines `name` in Python (inlined, the class attribute guarded);
+  /// nullptr for any other value.
+  static VarP builtModuleDunder(Interpreter &I, const VarP &m, const char *name);
   /// TensorMeta::device of the graph's tensor inputs read so far; nullopt
   /// before the first one (the device is not known yet).
   static std::optional<int> graphDevice(const Interpreter &I);
 };
+
+/// Whether `o` is a module this capture built (CaptureTimeCalls::constructModule).
+bool isBuiltModule(const Interpreter &I, PyObject *o);
+/// Whether `v` is, or holds, such a module.
+bool holdsBuiltModule(const Interpreter &I, const VarP &v, int depth = 0);
+/// Drops `I`'s built modules (its destructor).
+void builtModulesEnd(const Interpreter &I);
 
 } // namespace kiln
 

@@ -11,6 +11,8 @@
 // OrderedDict is rebuilt as one; a defaultdict that escapes is a break.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 
 namespace kiln {
 namespace {
@@ -37,7 +39,10 @@ VarP Interpreter::builtinSet(std::vector<VarP> &args, std::map<std::string, VarP
   if (args.size() > 1 || !kwargs.empty())
     throw Unsupported(BreakCategory::UserError, "set() takes at most one argument",
                       hint::kRaisesInEager);
-  PyRef s = constantSet(args.empty() ? std::vector<VarP>{} : iterItems(args[0]), false);
+  std::vector<VarP> items = args.empty() ? std::vector<VarP>{} : iterItems(args[0]);
+  if (VarP tensors = makeIdentitySet(items, false)) // IdentitySets.h
+    return tensors;
+  PyRef s = constantSet(items, false);
   noteFresh(s); // mutated on the object (ContainerMethods.cpp)
   return makeConst(s);
 }
@@ -46,7 +51,10 @@ VarP Interpreter::builtinFrozenset(std::vector<VarP> &args, std::map<std::string
   if (args.size() > 1 || !kwargs.empty())
     throw Unsupported(BreakCategory::UserError, "frozenset() takes at most one argument",
                       hint::kRaisesInEager);
-  PyRef s = constantSet(args.empty() ? std::vector<VarP>{} : iterItems(args[0]), true);
+  std::vector<VarP> items = args.empty() ? std::vector<VarP>{} : iterItems(args[0]);
+  if (VarP tensors = makeIdentitySet(items, true)) // IdentitySets.h
+    return tensors;
+  PyRef s = constantSet(items, true);
   keepAlive_.push_back(s);
   return makeConst(s);
 }
@@ -113,6 +121,10 @@ VarP Interpreter::defaultDictMissing(const VarP &d, PyObject *key) {
 VarP Interpreter::callContainerMethod(const VarP &c, const std::string &name,
                                       std::vector<VarP> &args,
                                       std::map<std::string, VarP> &kwargs) {
+  if (isIdentitySet(c)) // a set of tensors (IdentitySets.h)
+    return identitySetMethod(c, name, args, kwargs);
+  if (isDeque(c)) // Deques.h
+    return dequeMethod(c, name, args, kwargs, [this](const VarP &v) { return iterItems(v); });
   bool built = c->source < 0 && !c->mutatedContainer; // not the caller's container
   if (c->kind == Var::Kind::List && name == "clear") {
     if (!args.empty() || !kwargs.empty())

@@ -7,6 +7,7 @@
 // constants. Stores into the caller's containers are side effects
 // (SideEffects.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/values/Deques.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/PlainObjects.h"
 
@@ -204,7 +205,8 @@ void OpcodeHandlers::dictMerge(Interpreter &interp, Frame &f, const Instr &in, S
 
 void OpcodeHandlers::binarySubscr(Interpreter &interp, Frame &f, const Instr &, StepControl &) {
   VarP idx = popValue(f), c = popValue(f);
-  f.stack.push_back(interp.subscript(c, idx));
+  VarP item = dequeItem(c, idx); // Deques.h
+  f.stack.push_back(item ? item : interp.subscript(c, idx));
 }
 
 void OpcodeHandlers::storeSubscr(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {

@@ -10,6 +10,8 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/Deques.h"
 #include "capture/interp/NumpyInterop.h"
 #include "GilOnce.h"
 
@@ -244,7 +246,8 @@ void Interpreter::guardLength(int source, Py_ssize_t n) {
 }
 
 int Interpreter::sourceOf(const VarP &v) {
-  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()))
+  if (v->source >= 0 || !v->isConst() || !isModule(v->obj.get()) ||
+      isBuiltModule(*this, v->obj.get())) // built at capture: its attributes are constants
     return v->source;
   return out_.sources.add(Source::Kind::Constant, -1, 0, v->obj.get());
 }
@@ -599,10 +602,14 @@ VarP Interpreter::getIter(const VarP &v) {
     std::map<std::string, VarP> nokw;
     return getIter(callTensorMethod(v, "unbind", none, nokw));
   }
+  if (VarP snap = iterationSnapshot(v)) // a deque (Deques.h); a set of tensors breaks
+    return getIter(snap);
   PyObject *o = constObj(v, "iterable");
   pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;
-  if (isModule(o) && v->source < 0)
+  if (VarP it = CaptureTimeCalls::builtModuleDunder(*this, v, "__iter__"))
+    return getIter(it); // a Sequential built at capture (BuiltModules.cpp)
+  if (isModule(o) && v->source < 0 && sourceOf(v) >= 0)
     return getIter(makeConst(v->obj, sourceOf(v)));
   if (isModule(o) && v->source >= 0) {
     // Sequential / ModuleList: their children, each read from _modules.
@@ -659,16 +666,6 @@ VarP Interpreter::getIter(const VarP &v) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
     items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
   return makeSeq(Var::Kind::Iter, items);
-}
-
-std::vector<VarP> Interpreter::iterItems(const VarP &v) {
-  // Consumes an iterator, as iterating it in eager does (Iterators.cpp).
-  VarP it = getIter(v);
-  std::vector<VarP> items;
-  while (VarP item = iterNext(it))
-    if (items.push_back(item), items.size() > 100000)
-      throw Unsupported(BreakCategory::PythonBuiltin, "iterating an unbounded iterator");
-  return items;
 }
 
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {

@@ -14,6 +14,7 @@
 // resumes from a wrong position. Builtins are found by identity in one
 // table (callIterationBuiltin).
 //===----------------------------------------------------------------------===//
+#include "capture/values/Deques.h"
 #include "capture/interp/OpcodeHandlers.h"
 
 #include <unordered_map>
@@ -427,8 +428,22 @@ VarP Interpreter::itertoolsPairwise(std::vector<VarP> &args, std::map<std::strin
   });
 }
 
+std::vector<VarP> Interpreter::iterItems(const VarP &v) {
+  if (VarP snap = dequeSnapshot(v, /*iterated=*/false)) // consumed at once (Deques.h)
+    return snap->items;
+  // Consumes an iterator, as iterating it in eager does.
+  VarP it = getIter(v);
+  std::vector<VarP> items;
+  while (VarP item = iterNext(it))
+    if (items.push_back(item), items.size() > 100000)
+      throw Unsupported(BreakCategory::PythonBuiltin, "iterating an unbounded iterator");
+  return items;
+}
+
 VarP Interpreter::callIterationBuiltin(PyObject *fn, std::vector<VarP> &args,
                                        std::map<std::string, VarP> &kwargs) {
+  if (VarP d = makeDeque(fn, args, kwargs, [this](const VarP &x) { return iterItems(x); }))
+    return d; // collections.deque (Deques.h)
   // Built once (the GIL is held): callable object -> handler. The keys are
   // process-lifetime objects (builtins, itertools and collections types).
   static std::unordered_map<PyObject *, IterHandler> *table = nullptr;

@@ -7,6 +7,8 @@
 // `+`/`*` on tuples and lists a new sequence, and on constants it is
 // evaluated at capture; `+ - *` on lazy values stays lazy (LazyValues.cpp).
 //===----------------------------------------------------------------------===//
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
 #include "capture/interp/PlainObjects.h"
@@ -216,6 +218,13 @@ void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepCo
 void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   VarP rhs = popValue(f), lhs = popValue(f);
   bool found = false;
+  if (VarP snap = dequeSnapshot(rhs, /*iterated=*/false)) // Deques.h: searched like a list
+    rhs = snap;
+  if (isIdentitySet(rhs)) { // a set of tensors (IdentitySets.h)
+    found = identitySetContains(rhs, lhs);
+    pushBool(f, in.arg ? !found : found);
+    return;
+  }
   if (lhs->isConst()) // hashed or compared with ==
     pinPlainObject(lhs->obj.get(), "`in` looks it up");
   if (rhs->kind == Var::Kind::Dict) {

@@ -17,6 +17,9 @@
 // unless the graph itself uses its value.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/CaptureTimeCalls.h"
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/IdTokens.h"
@@ -27,6 +30,7 @@ const std::set<PyObject *> *gMutatedContainers = nullptr;
 
 Interpreter::~Interpreter() {
   plainObjectsEnd(out_);
+  builtModulesEnd(*this);
   if (gMutatedContainers == &mutated_)
     gMutatedContainers = nullptr;
 }
@@ -58,7 +62,10 @@ void checkStoredValue(const VarP &v, const std::string &what) {
                         what + ": torch.vmap: a batched value escapes its vmap");
     return;
   case Var::Kind::Tuple:
-  case Var::Kind::Object: // rebuilt with its final attributes (UserObjects.cpp)
+  case Var::Kind::Object:               // rebuilt with its final attributes (UserObjects.cpp)
+    if (isIdentitySet(v) || isDeque(v)) // IdentitySets.h, Deques.h
+      throw Unsupported(BreakCategory::SideEffect,
+                        what + ": a set of tensors or a deque built in the frame");
     for (const VarP &c : v->items)
       checkStoredValue(c, what);
     return;
@@ -105,6 +112,9 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation (STORE_ATTR) of an attribute of a value built in the frame");
   PyObject *o = obj->obj.get();
+  if (isBuiltModule(*this, o)) // one object for every call (BuiltModules.cpp)
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + ": the module was constructed in the compiled code");
   pinPlainObject(o, "an attribute of it is stored");
   if (value->isTensor() && value->inputIndex >= 0) {
     // `self.buf += x` stores the tensor it updated in place back into the

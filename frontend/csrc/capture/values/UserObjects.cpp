@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/Interp.h"
+#include "capture/values/Deques.h"
+#include "capture/values/IdentitySets.h"
 #include "GilOnce.h"
 
 #include <unordered_map>
@@ -141,6 +143,10 @@ VarP Interpreter::objectAttr(const VarP &obj, PyObject *name, bool missingOk) {
   std::string attr = pyText(name);
   if (attr == "__class__")
     return clsVar;
+  if (VarP m = identitySetAttr(obj, attr)) // a set of tensors (IdentitySets.h)
+    return m;
+  if (VarP m = dequeAttr(obj, attr)) // a deque (Deques.h)
+    return m;
   bool isObject = obj->kind == Var::Kind::Object;
   if (!isObject) { // a namedtuple's field
     PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "_fields"));
