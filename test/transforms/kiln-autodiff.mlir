@@ -331,10 +331,10 @@ func.func @negative_nothing_marked(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-LABEL: func.func @conv_grouped_strided_bwd
 // CHECK: kiln.cast %arg0 {kiln.conv_grad_source = "g"}
 // CHECK: kiln.concat {{.*}} -> tensor<1x4x7x7xf32>
-// CHECK: kiln.cast %arg1 {kiln.conv_grad_source = "w"}
+// CHECK: kiln.cast %arg2 {kiln.conv_grad_source = "w"}
 // CHECK: kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<2x2x3x3xf32>
 // CHECK: kiln.conv2d {{.*}} {groups = 2 : i64, kiln.conv_grad_data = array<i64: 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 3>} : tensor<1x4x7x7xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x5x5xf32>
-// CHECK: kiln.cast %arg2 {kiln.conv_grad_source = "x"}
+// CHECK: kiln.cast %arg1 {kiln.conv_grad_source = "x"}
 // CHECK: kiln.slice {{.*}} step = array<i64: 1, 1, 2, 2>
 // CHECK: kiln.cast %arg0 {kiln.conv_grad_source = "g"}
 // CHECK: kiln.matmul {{.*}} {kiln.conv_grad_weights = array<i64: 2, 2, 1, 1, 1, 1, 1, 1, 2, 3, 3>} : tensor<2x2x9xf32>, tensor<2x9x9xf32>

@@ -12,7 +12,7 @@
 // paddings and groups as i64 constants; the weight gradient's buffer
 // reshaped to the matmul's [G, F/G, C/G*KH*KW].
 // CHECK-LABEL: func.func @conv_grouped_strided_bwd
-// CHECK-SAME: (%[[G:.*]]: tensor<1x4x3x3xf32>, %[[W:.*]]: tensor<4x1x3x3xf32>, %[[X:.*]]: tensor<1x2x5x5xf32>)
+// CHECK-SAME: (%[[G:.*]]: tensor<1x4x3x3xf32>, %[[X:.*]]: tensor<1x2x5x5xf32>, %[[W:.*]]: tensor<4x1x3x3xf32>)
 // CHECK-DAG: %[[GX:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x5x5xf32>
 // CHECK-DAG: bufferization.to_memref %[[G]] read_only
 // CHECK-DAG: bufferization.to_memref %[[W]] read_only
