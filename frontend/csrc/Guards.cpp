@@ -9,6 +9,7 @@
 #include "GilOnce.h"
 #include "TensorInfo.h"
 
+#include <cstring>
 #include <sstream>
 #include <utility>
 
@@ -304,6 +305,73 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
   return -1;
 }
 
+PyRef snapshotValue(PyObject *o) {
+  if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    bool list = PyList_CheckExact(o);
+    PyRef copy = PyRef::steal(list ? PyList_New(n) : PyTuple_New(n));
+    if (!copy)
+      return PyRef();
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyRef item = snapshotValue(PySequence_Fast_ITEMS(o)[i]);
+      if (!item)
+        return PyRef();
+      if (list)
+        PyList_SET_ITEM(copy.get(), i, item.release());
+      else
+        PyTuple_SET_ITEM(copy.get(), i, item.release());
+    }
+    return copy;
+  }
+  if (PyDict_CheckExact(o)) {
+    PyRef copy = PyRef::steal(PyDict_New());
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (copy && PyDict_Next(o, &pos, &k, &v)) {
+      PyRef item = snapshotValue(v);
+      if (!item || PyDict_SetItem(copy.get(), k, item.get()) < 0)
+        return PyRef();
+    }
+    return copy;
+  }
+  return PyRef::borrow(o);
+}
+
+bool sameValue(PyObject *a, PyObject *b, int depth) {
+  if (a == b)
+    return true;
+  if (Py_TYPE(a) != Py_TYPE(b))
+    return false;
+  if (PyFloat_CheckExact(a)) { // bit for bit: -0.0 is not 0.0, a NaN equals itself
+    double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  if (depth < 32 && (PyList_CheckExact(a) || PyTuple_CheckExact(a))) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(a);
+    if (PySequence_Fast_GET_SIZE(b) != n)
+      return false;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!sameValue(PySequence_Fast_ITEMS(a)[i], PySequence_Fast_ITEMS(b)[i], depth + 1))
+        return false;
+    return true;
+  }
+  if (depth < 32 && PyDict_CheckExact(a)) { // in order: iterating it unrolls in that order
+    if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b))
+      return false;
+    PyObject *ka, *va, *kb, *vb;
+    Py_ssize_t pa = 0, pb = 0;
+    while (PyDict_Next(a, &pa, &ka, &va)) {
+      if (!PyDict_Next(b, &pb, &kb, &vb) || !sameValue(ka, kb, depth + 1) ||
+          !sameValue(va, vb, depth + 1))
+        return false;
+    }
+    return true;
+  }
+  int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+  PyErr_Clear();
+  return eq == 1;
+}
+
 namespace {
 
 /// A Length guard on a dict holds its keys in order (a tuple; set at the
@@ -343,9 +411,7 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
       ok = !PyDict_Check(v) || !PyDict_Contains(v, g.expected.get());
       break;
     case Guard::Kind::Equals:
-      ok = Py_TYPE(v) == Py_TYPE(g.expected.get()) &&
-           PyObject_RichCompareBool(v, g.expected.get(), Py_EQ) == 1;
-      PyErr_Clear();
+      ok = sameValue(v, g.expected.get());
       break;
     case Guard::Kind::Tensor:
       ok = (!g.expected || reinterpret_cast<PyObject *>(Py_TYPE(v)) == g.expected.get()) &&

@@ -101,7 +101,7 @@ private:
 struct Guard {
   enum class Kind {
     Identity, ///< `value is expected`
-    Equals,   ///< `type(value) is type(expected) and value == expected`
+    Equals,   ///< sameValue(value, expected): types and values all the way down
     Tensor,   ///< dtype, device, sizes, strides, requires_grad
     Length,   ///< `len(value) == expected` (an int); a dict: its keys in order (a tuple)
     /// Global state: `fn(*args) == result` with `expected` = (fn, args,
@@ -134,6 +134,18 @@ struct Guard {
   std::string describe(const SourceTable &sources,
                        const std::vector<std::string> &localNames) const;
 };
+
+/// Whether `a` still holds the value `b` (an Equals guard's test): the same
+/// types all the way down (1, 1.0 and True differ), floats bit for bit
+/// (-0.0 is not 0.0; a NaN equals itself), lists, tuples and dicts item by
+/// item in order (a dict's order is what iterating it unrolls); other
+/// objects by `==`. Never leaves a Python error set.
+bool sameValue(PyObject *a, PyObject *b, int depth = 0);
+
+/// A copy of `o` an Equals guard can keep: lists, tuples and dicts copied
+/// all the way down (the caller may mutate a nested list in place), other
+/// objects shared. Null (with a Python error set) when copying fails.
+PyRef snapshotValue(PyObject *o);
 
 /// Evaluates `guards` on resolved source values; returns the index of the
 /// first failing guard or -1. Never leaves a Python error set.

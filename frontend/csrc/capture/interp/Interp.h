@@ -787,6 +787,12 @@ PyObject *moduleCallFunction();
 /// True when `o` is an nn.Module instance.
 bool isModule(PyObject *o);
 
+/// None, bool, int, float, str, and tuples/lists of those (ValueGuards.cpp).
+bool isPrimitive(PyObject *o);
+
+/// A dict of str keys and primitive values (`**kwargs` of flags).
+bool isPrimitiveDict(PyObject *o);
+
 } // namespace kiln
 
 #endif // KILN_FRONTEND_CAPTURE_INTERP_H

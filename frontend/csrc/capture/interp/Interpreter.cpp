@@ -53,33 +53,6 @@ PyRef constTuple(const std::vector<VarP> &vars, const char *what) {
 
 namespace {
 
-/// Python primitives are guarded by value; everything else by identity.
-bool isPrimitive(PyObject *o) {
-  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-      PyUnicode_CheckExact(o))
-    return true;
-  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
-    PyObject *const *items = PySequence_Fast_ITEMS(o);
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
-      if (!isPrimitive(items[i]))
-        return false;
-    return true;
-  }
-  return false;
-}
-
-/// A dict of str keys and primitive values (`**kwargs` of flags).
-bool isPrimitiveDict(PyObject *o) {
-  if (!PyDict_CheckExact(o))
-    return false;
-  PyObject *k, *v;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(o, &pos, &k, &v))
-    if (!PyUnicode_CheckExact(k) || !isPrimitive(v))
-      return false;
-  return true;
-}
-
 /// A dict whose keys are all str.
 bool strKeys(PyObject *d) {
   PyObject *k, *v;
@@ -199,50 +172,6 @@ std::vector<std::string> localNames(PyCodeObject *code) {
 Interpreter::Interpreter(mlir::MLIRContext &ctx, const FrameView &frame, Capture &out)
     : ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)), frame_(frame), out_(out) {
   plainObjectsBegin(out_); // PlainObjects.h
-}
-
-void Interpreter::guardValue(const VarP &v) {
-  if (!v || v->source < 0 || !v->isConst())
-    return;
-  if (holdWeakly(v->obj.get()))
-    return guardModule(v); // by type (ModuleGuards.cpp)
-  Guard g;
-  if (isPlainObject(v->obj.get())) { // by type while its identity is unused (PlainObjects.h)
-    g.kind = Guard::Kind::Type;
-    g.source = v->source;
-    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(v->obj.get())));
-    for (const Guard &e : out_.guards)
-      if (e.source == g.source && e.kind == g.kind && e.expected.get() == g.expected.get())
-        return;
-    addPlainObjectGuard(out_, out_.guards.size(), v->obj.get());
-    out_.guards.push_back(std::move(g));
-    return;
-  }
-  // The root frame's **kwargs is a new dict per call: compared by value.
-  bool kwargsDict = v->source == varKeywordsSource_ && isPrimitiveDict(v->obj.get());
-  g.kind = isPrimitive(v->obj.get()) || kwargsDict ? Guard::Kind::Equals : Guard::Kind::Identity;
-  g.source = v->source;
-  // A list/dict is compared by value against a copy: the caller may mutate it.
-  bool byValue = g.kind == Guard::Kind::Equals;
-  g.expected =
-      byValue && PyList_CheckExact(v->obj.get())   ? PyRef::steal(PySequence_List(v->obj.get()))
-      : byValue && PyDict_CheckExact(v->obj.get()) ? PyRef::steal(PyDict_Copy(v->obj.get()))
-                                                   : v->obj;
-  for (const Guard &e : out_.guards)
-    if (e.source == g.source && e.kind == g.kind)
-      return;
-  out_.guards.push_back(std::move(g));
-}
-
-void Interpreter::guardLength(int source, Py_ssize_t n) {
-  for (const Guard &e : out_.guards)
-    if (e.source == source && e.kind == Guard::Kind::Length)
-      return;
-  Guard g;
-  g.kind = Guard::Kind::Length;
-  g.source = source;
-  g.expected = PyRef::steal(PyLong_FromSsize_t(n));
-  out_.guards.push_back(std::move(g));
 }
 
 int Interpreter::sourceOf(const VarP &v) {
@@ -520,34 +449,6 @@ VarP Interpreter::boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn
   m->obj = PyRef::borrow(fn);
   m->self = obj;
   return m;
-}
-
-void Interpreter::guardClassAttr(const VarP &obj, PyObject *name, PyObject *value,
-                                 bool notShadowed) {
-  PyObject *o = obj->obj.get();
-  int src = sourceOf(obj);
-  if (src < 0 || isPrimitive(o))
-    return;          // no source: derived from guarded values
-  guardType(src, o); // `obj.__class__ = Other` after compiling changes the lookup
-  int typeSrc =
-      out_.sources.add(Source::Kind::Constant, -1, 0, reinterpret_cast<PyObject *>(Py_TYPE(o)));
-  guardValue(makeConst(PyRef::borrow(value),
-                       out_.sources.add(Source::Kind::TypeLookup, typeSrc, 0, name)));
-  if (notShadowed && _PyObject_GetDictPtr(o))
-    guardNotInDict(out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), name);
-}
-
-void Interpreter::guardNotInDict(int dictSource, PyObject *key) {
-  for (const Guard &e : out_.guards)
-    if (e.source == dictSource && e.kind == Guard::Kind::NotInDict &&
-        PyObject_RichCompareBool(e.expected.get(), key, Py_EQ) == 1)
-      return;
-  PyErr_Clear();
-  Guard g;
-  g.kind = Guard::Kind::NotInDict;
-  g.source = dictSource;
-  g.expected = PyRef::borrow(key);
-  out_.guards.push_back(std::move(g));
 }
 
 bool Interpreter::truthy(const VarP &v) {

@@ -206,8 +206,8 @@ void OpcodeHandlers::isOp(Interpreter &interp, Frame &f, const Instr &in, StepCo
   } else {
     same = constObj(lhs, "operand") == constObj(rhs, "operand");
     if (!isNoneConst(lhs) && !isNoneConst(rhs)) { // `config is None` is answered by its type
-      pinPlainObject(lhs->obj.get(), "`is` compares it");
-      pinPlainObject(rhs->obj.get(), "`is` compares it");
+      pinIdentity(lhs->obj.get(), "`is` compares it");
+      pinIdentity(rhs->obj.get(), "`is` compares it");
     }
     if (isModule(lhs->obj.get()) && isModule(rhs->obj.get())) // the answer is per instance
       interp.pinModuleIdentity("`is` between two modules");

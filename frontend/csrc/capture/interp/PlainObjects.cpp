@@ -34,6 +34,7 @@ struct PlainGuard {
 struct PlainState {
   Capture *out = nullptr;
   std::vector<PlainGuard> guards;
+  std::vector<PlainGuard> valueGuards; ///< Equals guards on lists/dicts
   std::set<PyObject *> pinned;
   std::string why; ///< the first pin's reason (for the guards log)
 };
@@ -57,19 +58,24 @@ bool pureBases(PyTypeObject *t) {
   return true;
 }
 
-void pinIn(PyObject *o, const char *why, int depth) {
+/// Pins `o` and what its tuples, lists and dicts hold: plain objects, and
+/// with `identity` also lists/dicts guarded by value (pinIdentity).
+void pinIn(PyObject *o, const char *why, int depth, bool identity) {
   if (!o || depth > 8)
     return;
-  pinPlainObject(o, why);
+  if (identity)
+    pinIdentity(o, why);
+  else
+    pinPlainObject(o, why);
   if (PyTuple_Check(o) || PyList_Check(o)) {
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
-      pinIn(PySequence_Fast_ITEMS(o)[i], why, depth + 1);
+      pinIn(PySequence_Fast_ITEMS(o)[i], why, depth + 1, identity);
   } else if (PyDict_Check(o)) {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
     while (PyDict_Next(o, &pos, &k, &v)) {
-      pinIn(k, why, depth + 1);
-      pinIn(v, why, depth + 1);
+      pinIn(k, why, depth + 1, identity);
+      pinIn(v, why, depth + 1, identity);
     }
   }
 }
@@ -78,11 +84,12 @@ void scanCapture(const Capture &out) {
   for (const std::vector<OutputSlot> *slots : {&out.outputs, &out.effectValues})
     for (const OutputSlot &s : *slots)
       if (s.kind == OutputSlot::Kind::Constant)
-        pinIn(s.constant.get(), "the object is part of the result or of a side effect", 0);
+        pinIn(s.constant.get(), "the object is part of the result or of a side effect", 0,
+              /*identity=*/true);
   for (size_t i = 0; i < out.sources.size(); ++i) {
     const Source &s = out.sources[(int)i];
     if (!s.weak) // a Constant source, or a dict item keyed by the object
-      pinIn(s.key.get(), "a source is keyed by the object", 0);
+      pinIn(s.key.get(), "a source is keyed by the object", 0, /*identity=*/true);
   }
 }
 
@@ -142,7 +149,23 @@ void pinPlainObject(PyObject *o, const char *why) {
     s.why = why;
 }
 
-void pinPlainObjectsIn(PyObject *o, const char *why) { pinIn(o, why, 0); }
+void pinIdentity(PyObject *o, const char *why) {
+  if (states().empty() || !o)
+    return;
+  if (!PyList_CheckExact(o) && !PyDict_CheckExact(o))
+    return pinPlainObject(o, why);
+  PlainState &s = states().back();
+  if (s.pinned.insert(o).second && s.why.empty())
+    s.why = why;
+}
+
+void pinPlainObjectsIn(PyObject *o, const char *why) { pinIn(o, why, 0, /*identity=*/false); }
+
+void addValueGuard(Capture &out, size_t guard, PyObject *o) {
+  for (PlainState &s : states())
+    if (s.out == &out)
+      s.valueGuards.push_back({guard, PyRef::borrow(o)});
+}
 
 void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   PlainState *state = nullptr;
@@ -161,9 +184,24 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
     g.expected = p.obj;
     any = true;
   }
+  // A list/dict the code uses as an object keeps its value guard (reads of
+  // the whole value depend on it) and gains an identity guard. A capture
+  // that failed part-way does not pin them: the eager rest reads the
+  // caller's own object.
+  for (PlainGuard &p : state->valueGuards) {
+    if (!state->pinned.count(p.obj.get()))
+      continue;
+    Guard g;
+    g.kind = Guard::Kind::Identity;
+    g.source = out.guards[p.guard].source;
+    g.expected = p.obj;
+    out.guards.push_back(std::move(g));
+    any = true;
+  }
   if (any)
     log(LogChannel::Guards, std::string("plain objects of this capture are guarded by identity: ") +
                                 (pinAll ? pinAll : state->why.c_str()));
+  state->valueGuards.clear();
   state->guards.clear();
   state->pinned.clear();
 }

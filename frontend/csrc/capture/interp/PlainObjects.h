@@ -11,7 +11,9 @@
 // evaluated on it at capture, an attribute store, a C method bound to it,
 // a call of it as a torch op, the object in the result or in a side
 // effect, a source keyed by it, a capture that failed part-way) pins it:
-// its guards become identity guards again (PlainObjects.cpp).
+// its guards become identity guards again (PlainObjects.cpp). Lists and
+// small dicts of Python data are guarded by value (Guards.h sameValue);
+// the identity uses above (not the value ones) add an identity guard.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CAPTURE_INTERP_PLAINOBJECTS_H
 #define KILN_CAPTURE_INTERP_PLAINOBJECTS_H
@@ -47,6 +49,16 @@ void addPlainObjectGuard(Capture &out, size_t guard, PyObject *o);
 /// The capture in progress depends on `o` itself (or on state of it no
 /// guard covers): if `o` is a plain object its guards become identity.
 void pinPlainObject(PyObject *o, const char *why);
+
+/// Records guard `guard` of `out` (an Equals guard on list/dict `o`, read
+/// from the frame and guarded by value so that an equal one shares the
+/// entry).
+void addValueGuard(Capture &out, size_t guard, PyObject *o);
+
+/// The capture depends on the identity of `o` (`is`, id(), `o` returned
+/// or stored by a side effect, a source keyed by it): pinPlainObject for a
+/// plain object; a list/dict guarded by value gains an identity guard.
+void pinIdentity(PyObject *o, const char *why);
 
 /// pinPlainObject on `o` and on what the tuples, lists and dicts in it hold.
 void pinPlainObjectsIn(PyObject *o, const char *why);

@@ -286,7 +286,7 @@ VarP Interpreter::callBuiltin(PyObject *fn, std::vector<VarP> &args,
   if (fn == PyDict_GetItemString(PyEval_GetBuiltins(), "id") && args.size() == 1 && kwargs.empty())
     return idOf(args[0], keepAlive_, [this](const VarP &v) {
       guardValue(v); // identity (a module: by type, so pinned to identity)
-      pinPlainObject(v->obj.get(), "id() of it");
+      pinIdentity(v->obj.get(), "id() of it");
       if (isModule(v->obj.get()))
         pinModuleIdentity("id() of a module");
     });
