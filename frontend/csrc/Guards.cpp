@@ -334,6 +334,8 @@ PyRef snapshotValue(PyObject *o) {
     }
     return copy;
   }
+  if (PySet_CheckExact(o)) // its items are immutable (isPlainData)
+    return PyRef::steal(PySet_New(o));
   return PyRef::borrow(o);
 }
 
@@ -365,6 +367,17 @@ bool sameValue(PyObject *a, PyObject *b, int depth) {
           !sameValue(va, vb, depth + 1))
         return false;
     }
+    return true;
+  }
+  if (depth < 32 && PyAnySet_CheckExact(a)) { // in order: iterating it unrolls in that order
+    if (PySet_GET_SIZE(a) != PySet_GET_SIZE(b))
+      return false;
+    PyObject *ka, *kb;
+    Py_hash_t ha, hb;
+    Py_ssize_t pa = 0, pb = 0;
+    while (_PySet_NextEntry(a, &pa, &ka, &ha))
+      if (!_PySet_NextEntry(b, &pb, &kb, &hb) || !sameValue(ka, kb, depth + 1))
+        return false;
     return true;
   }
   int eq = PyObject_RichCompareBool(a, b, Py_EQ);

@@ -137,14 +137,14 @@ struct Guard {
 
 /// Whether `a` still holds the value `b` (an Equals guard's test): the same
 /// types all the way down (1, 1.0 and True differ), floats bit for bit
-/// (-0.0 is not 0.0; a NaN equals itself), lists, tuples and dicts item by
-/// item in order (a dict's order is what iterating it unrolls); other
-/// objects by `==`. Never leaves a Python error set.
+/// (-0.0 is not 0.0; a NaN equals itself), lists, tuples, dicts and sets
+/// item by item in order (a dict's or set's order is what iterating it
+/// unrolls); other objects by `==`. Never leaves a Python error set.
 bool sameValue(PyObject *a, PyObject *b, int depth = 0);
 
-/// A copy of `o` an Equals guard can keep: lists, tuples and dicts copied
-/// all the way down (the caller may mutate a nested list in place), other
-/// objects shared. Null (with a Python error set) when copying fails.
+/// A copy of `o` an Equals guard can keep: lists, tuples, dicts and sets
+/// copied all the way down (the caller may mutate a nested list in place),
+/// other objects shared. Null (with a Python error set) when copying fails.
 PyRef snapshotValue(PyObject *o);
 
 /// Evaluates `guards` on resolved source values; returns the index of the

@@ -141,3 +141,21 @@ def test_dict_mutated_by_the_compiled_code_is_the_callers():
         assert_close(c(x, p), x * 2)
     assert_close(c(x, q), x * 2)
     assert p.cfg["calls"] == 2 and q.cfg["calls"] == 1
+
+
+ALLOWED = {"a"}
+
+
+def test_set_mutated_in_place_recompiles():
+    def f(x):
+        return x * 2 if "b" in ALLOWED else x
+
+    c = kiln.compile(f)
+    x = torch.ones(2)
+    assert_close(c(x), f(x))
+    ALLOWED.add("b")  # was guarded by identity: the first answer stayed
+    try:
+        assert_close(c(x), f(x))
+        assert_close(c(x), x * 2)
+    finally:
+        ALLOWED.discard("b")

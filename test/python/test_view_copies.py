@@ -174,3 +174,22 @@ def test_identity_of_two_inputs_follows_the_call(fn):
         return
     assert cf(t, u)[0] is False
     assert cf(t, t)[0] is True
+
+
+def test_view_that_eager_refuses_raises_like_eager():
+    """`view` where the input's strides allow no view: eager raises (use
+    reshape); kiln did the reshape's copy and returned a result."""
+    def flat(x):
+        return x.view(-1) * 2
+
+    compiled = kiln.compile(flat)
+    x = torch.randn(3, 4)
+    assert_close(compiled(x), flat(x))
+    t = torch.randn(4, 3).t()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        flat(t)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        compiled(t)
+    # reshape of the same input is the copy, in one graph
+    reshaped = kiln.compile(lambda x: x.reshape(-1) * 2)
+    assert_close(reshaped(t), t.reshape(-1) * 2)

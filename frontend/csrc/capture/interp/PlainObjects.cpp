@@ -152,7 +152,7 @@ void pinPlainObject(PyObject *o, const char *why) {
 void pinIdentity(PyObject *o, const char *why) {
   if (states().empty() || !o)
     return;
-  if (!PyList_CheckExact(o) && !PyDict_CheckExact(o))
+  if (!PyList_CheckExact(o) && !PyDict_CheckExact(o) && !PySet_CheckExact(o))
     return pinPlainObject(o, why);
   PlainState &s = states().back();
   if (s.pinned.insert(o).second && s.why.empty())

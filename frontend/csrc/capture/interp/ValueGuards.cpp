@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // What the interpreter guards a value it read through a source by: Python
-// data (numbers, strings, lists, tuples and small dicts of them) by value
+// data (numbers, strings, lists, tuples, small dicts and sets of them) by value
 // against a deep copy (Guards.h sameValue), modules by type
 // (ModuleGuards.cpp), plain objects by type until pinned (PlainObjects.h),
 // everything else by identity; lengths, class attributes and
@@ -17,7 +17,8 @@ namespace {
 
 /// Plain data a guard compares by value (sameValue, Guards.h) at little
 /// cost: a small dict (a module's `self.cfg = {"k": 1}`) of primitive keys
-/// whose values are primitives, lists, tuples or such dicts, at most
+/// whose values are primitives, lists, tuples or such dicts, or a set of
+/// numbers/strings/tuples (`"b" in self.allowed` sees an added item), at most
 /// `budget` items in all. Instances of one class with equal dicts then
 /// share an entry (by identity each recompiled).
 bool isPlainData(PyObject *o, int &budget) {
@@ -28,6 +29,15 @@ bool isPlainData(PyObject *o, int &budget) {
   if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
       if (!isPlainData(PySequence_Fast_ITEMS(o)[i], budget))
+        return false;
+    return true;
+  }
+  if (PyAnySet_CheckExact(o)) {
+    PyObject *k;
+    Py_hash_t h;
+    Py_ssize_t pos = 0;
+    while (_PySet_NextEntry(o, &pos, &k, &h))
+      if (!isPrimitive(k) || PyList_Check(k) || --budget < 0)
         return false;
     return true;
   }
@@ -101,16 +111,17 @@ void Interpreter::guardValue(const VarP &v) {
   // Compared against a deep copy: the caller may mutate a list or dict (or
   // one nested in it) in place.
   g.expected = byValue ? snapshotValue(o) : v->obj;
-  if (!g.expected) {
+  if (!g.expected || !sameValue(o, g.expected.get())) { // a set copied into another order
     PyErr_Clear();
-    throw Unsupported("cannot copy a list/dict to guard its value");
+    throw Unsupported("cannot copy a list/dict/set to guard its value");
   }
   for (const Guard &e : out_.guards)
     if (e.source == g.source && e.kind == g.kind)
       return;
   // A list/dict guarded by value stands for any equal one: a use of the
   // object itself (`is`, id(), returned or stored) pins it (PlainObjects.h).
-  if (byValue && !kwargsDict && (PyList_CheckExact(o) || PyDict_CheckExact(o)))
+  if (byValue && !kwargsDict &&
+      (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o)))
     addValueGuard(out_, out_.guards.size(), o);
   out_.guards.push_back(std::move(g));
 }

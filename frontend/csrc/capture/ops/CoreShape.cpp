@@ -297,8 +297,10 @@ void registerCoreShapeOps(OpRegistry &r) {
   r.op("permute", permute, Params{"input", "dims"}, View).torch().method(Params{"input", "*dims"});
   r.op("reshape", reshape, Params{"input", "shape"}, View)
       .torch()
-      .method(Params{"input", "*shape"})
-      .method("view", Params{"input", "*shape"});
+      .method(Params{"input", "*shape"});
+  // Its own op (not a reshape alias): eager raises where the strides do not
+  // allow the view (OpTracking.cpp applyTracked).
+  r.op("view", reshape, Params{"input", "*shape"}, View).method();
   r.op("flatten", flatten, Params{"input", "start_dim", "end_dim"}, View).torchAndMethod();
   r.op("unsqueeze", unsqueeze, Params{"input", "dim"}, View).torchAndMethod();
   r.op("squeeze", squeeze, Params{"input", "dim"}, View).torchAndMethod();

@@ -220,6 +220,11 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
           (r->viewSteps.back().first == "contiguous" || r->viewSteps.back().first == "reshape");
       if (mayCopy)
         if (PyRef layout = I.layoutRecipe(in); layout && viewStepsCopy(layout.get(), *r)) {
+          if (op.name == "view") // the eager frame raises it
+            throw Unsupported(BreakCategory::UserError,
+                              "Tensor.view of an input whose strides do not allow that shape "
+                              "(eager: \"view size is not compatible with input tensor's size "
+                              "and stride\"; use .reshape(...))");
           r->viewSteps.clear();
           r->viewInput = -1;
           r->fresh = r->copied = r->contiguousCopy = true;
