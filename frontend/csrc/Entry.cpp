@@ -254,10 +254,19 @@ bool checkIndices(const Entry &entry, const std::vector<PyRef> &results) {
   std::memcpy(&bad, p, sizeof(bad));
   if (!bad)
     return true;
-  PyErr_SetString(PyExc_IndexError,
-                  "index out of range in self (an index tensor given to indexing, "
-                  "index_select, gather, embedding or a loss target was outside the dim it "
-                  "reads; kiln checked it after the graph ran, eager raises at that op)");
+  if (bad == kIndexErrorGather)
+    PyErr_SetString(PyExc_RuntimeError,
+                    "index out of bounds in torch.gather (an index was outside the dim it "
+                    "reads; kiln checked it after the graph ran, eager raises at that op)");
+  else if (bad == kIndexErrorOneHot)
+    PyErr_SetString(PyExc_RuntimeError,
+                    "Class values must be non-negative and smaller than num_classes "
+                    "(F.one_hot; kiln checked it after the graph ran, eager raises at that op)");
+  else
+    PyErr_SetString(PyExc_IndexError,
+                    "index out of range in self (an index tensor given to indexing, "
+                    "index_select, embedding or a loss target was outside the dim it "
+                    "reads; kiln checked it after the graph ran, eager raises at that op)");
   return false;
 }
 

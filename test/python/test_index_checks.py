@@ -53,8 +53,7 @@ def test_out_of_range_index_raises_like_eager(fn, args, bad, eager_error):
     assert_close(compiled(*args), fn(*args))
     with pytest.raises(eager_error):
         fn(args[0], bad)
-    # torch.gather raises RuntimeError; kiln's one check raises IndexError.
-    with pytest.raises(IndexError, match="index out of range"):
+    with pytest.raises(eager_error):  # torch.gather: RuntimeError, the others IndexError
         compiled(args[0], bad)
     assert_close(compiled(*args), fn(*args))  # still usable after the error
     assert_compiled(graphs=1, eager_calls=0)
@@ -153,3 +152,33 @@ def test_literal_indices_in_range_compile_without_a_check():
     for _ in range(2):
         assert_close(compiled(x), f(x))
     assert_compiled(graphs=1, eager_calls=0)
+
+
+def test_gather_out_of_range_raises_runtime_error_like_eager():
+    def f(x, i):
+        return torch.gather(x, 1, i) * 2
+
+    compiled = kiln.compile(f)
+    x = torch.randn(2, 3)
+    ok = torch.tensor([[0, 2], [1, 0]])
+    assert_close(compiled(x, ok), f(x, ok))
+    bad = torch.tensor([[0, 3], [1, 0]])
+    with pytest.raises(RuntimeError):
+        f(x, bad)
+    with pytest.raises(RuntimeError, match="gather"):
+        compiled(x, bad)
+
+
+@pytest.mark.parametrize("labels", [[0, -1, 2], [0, 3, 1]])
+def test_one_hot_class_out_of_range_raises_like_eager(labels):
+    def f(y):
+        return torch.nn.functional.one_hot(y, 3).float() * 2
+
+    compiled = kiln.compile(f)
+    good = torch.tensor([0, 2, 1])
+    assert_close(compiled(good), f(good))
+    bad = torch.tensor(labels)
+    with pytest.raises(RuntimeError, match="Class values"):
+        f(bad)
+    with pytest.raises(RuntimeError, match="Class values"):  # was a silent row of zeros
+        compiled(bad)

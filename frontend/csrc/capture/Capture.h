@@ -263,9 +263,9 @@ struct Capture {
   /// `steps` (empty when there is no fallback: one compiled function).
   std::vector<FallbackCall> fallbacks;
   std::vector<CaptureStep> steps;
-  /// Graph result that is a 0-d i64, non-zero when an index that data
-  /// gave a gather/embedding was out of range: the runtime raises eager's
-  /// IndexError (ops/IndexChecks.cpp); -1 when the graph has none.
+  /// Graph result that is a 0-d i64, non-zero (an IndexErrorCode) when an
+  /// index that data gave a gather/embedding was out of range: the runtime
+  /// raises eager's error (ops/IndexChecks.cpp); -1 when the graph has none.
   int indexCheck = -1;
   int numValues = 0;            ///< value slots of the program
   std::vector<int> resultSlots; ///< graph results as value slots
@@ -305,6 +305,18 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
 /// Splits `out.module` at its fallback calls into `out.steps` (after the
 /// results are known); throws nothing, returns false with `error` set.
 bool partitionProgram(Capture &out, std::string &error);
+
+/// Eager's error for an out-of-range data index, as the code the index
+/// check's flag holds (Capture::indexCheck: the largest code among the
+/// gathers out of range). A kiln.gather carries its code as the i64
+/// attribute kIndexErrorAttr; without it, IndexError (indexing,
+/// index_select, embedding, loss targets).
+enum IndexErrorCode : int64_t {
+  kIndexErrorIndex = 1,  ///< IndexError "index out of range in self"
+  kIndexErrorGather = 2, ///< torch.gather: RuntimeError "index ... is out of bounds"
+  kIndexErrorOneHot = 3, ///< F.one_hot: RuntimeError "Class values must be ..."
+};
+inline constexpr const char *kIndexErrorAttr = "kiln.index_error";
 
 class Interpreter;
 /// Appends to `entry` (the graph's block, before its return) the 0-d i64

@@ -90,16 +90,6 @@ bool dictHoldsTensor(PyObject *d) {
   return any;
 }
 
-PyRef pyCall(PyObject *fn, std::initializer_list<PyObject *> args) {
-  PyRef tuple = PyRef::steal(PyTuple_New(args.size()));
-  int i = 0;
-  for (PyObject *a : args) {
-    Py_INCREF(a);
-    PyTuple_SET_ITEM(tuple.get(), i++, a);
-  }
-  return PyRef::steal(PyObject_Call(fn, tuple.get(), nullptr));
-}
-
 PyRef importAttr(const char *module, const char *attr) {
   PyRef m = PyRef::steal(PyImport_ImportModule(module));
   return m ? PyRef::steal(PyObject_GetAttrString(m.get(), attr)) : PyRef();

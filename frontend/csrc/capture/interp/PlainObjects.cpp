@@ -80,6 +80,16 @@ void pinIn(PyObject *o, const char *why, int depth, bool identity) {
   }
 }
 
+/// Whether a side effect of `out` stores into or deletes from the object
+/// of `source`.
+bool mutatedByEffects(const Capture &out, int source) {
+  for (const SideEffect &e : out.effects)
+    if (e.target == source &&
+        (e.kind == SideEffect::Kind::SetItem || e.kind == SideEffect::Kind::DelItem))
+      return true;
+  return false;
+}
+
 void scanCapture(const Capture &out) {
   for (const std::vector<OutputSlot> *slots : {&out.outputs, &out.effectValues})
     for (const OutputSlot &s : *slots)
@@ -189,6 +199,14 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   // that failed part-way does not pin them: the eager rest reads the
   // caller's own object.
   for (PlainGuard &p : state->valueGuards) {
+    Guard &valueGuard = out.guards[p.guard];
+    if (PyDict_CheckExact(p.obj.get()) && mutatedByEffects(out, valueGuard.source)) {
+      // A dict the code updates (`d["n"] += 1`, a counter) changes on every
+      // call: by identity, as each item read has its own guard.
+      valueGuard.kind = Guard::Kind::Identity;
+      valueGuard.expected = p.obj;
+      continue;
+    }
     if (!state->pinned.count(p.obj.get()))
       continue;
     Guard g;

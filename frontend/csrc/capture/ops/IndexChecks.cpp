@@ -2,18 +2,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // kiln.gather and kiln.embedding clamp each index into the dim they read
-// (so a read never leaves the operand), but eager raises IndexError on an
-// index out of range: `x[i]`, index_select, gather, embedding, nll_loss's
-// target. Indices that come from data (a graph input, a computation) cannot
-// be guarded, so the graph computes one extra 0-d i64 result, non-zero when
-// any such index was out of range, and the runtime raises eager's error
-// from it before the results reach the caller (Entry.cpp's runGraph, before
-// side effects and in-place write-backs are replayed). Literal indices
-// (kiln's own positions for flips, views, as_strided and resizes, and a
-// user's `x[torch.tensor([6])]`) are checked at capture: out of range, the
-// capture fails as a user error and eager raises. A gather along a
-// symbolic dim, or marked `kiln.in_range` (a symbolic slice), is built by
-// kiln from that size (SymbolicIndexing.cpp) and gets no check.
+// (so a read never leaves the operand), but eager raises on an index out of
+// range: IndexError for `x[i]`, index_select, embedding, nll_loss's target,
+// RuntimeError for torch.gather and F.one_hot's classes (the gather's
+// IndexErrorCode attribute, Capture.h). Indices that come from data (a graph input, a computation)
+// cannot be guarded, so the graph computes one extra 0-d i64 result, non-zero when any such index
+// was out of range, and the runtime raises eager's error from it before the results reach the
+// caller (Entry.cpp's runGraph, before side effects and in-place write-backs are replayed). Literal
+// indices (kiln's own positions for flips, views, as_strided and resizes, and a user's
+// `x[torch.tensor([6])]`) are checked at capture: out of range, the capture fails as a user error
+// and eager raises. A gather along a symbolic dim, or marked `kiln.in_range` (a symbolic slice), is
+// built by kiln from that size (SymbolicIndexing.cpp) and gets no check.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -39,10 +38,18 @@ mlir::DenseElementsAttr literalIndex(Value index) {
 } // namespace
 
 Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
-  llvm::SmallVector<std::pair<Value, int64_t>> checks; // (index, size of the dim it reads)
+  struct Check {
+    Value index;
+    int64_t size; ///< of the dim it reads
+    int64_t code; ///< IndexErrorCode
+  };
+  llvm::SmallVector<Check> checks;
   for (mlir::Operation &op : entry) {
     Value index;
     int64_t size;
+    int64_t code = kIndexErrorIndex;
+    if (auto attr = op.getAttrOfType<mlir::IntegerAttr>(kIndexErrorAttr))
+      code = attr.getInt();
     if (auto g = llvm::dyn_cast<mlir::kiln::GatherOp>(op)) {
       if (op.hasAttr("kiln.in_range")) // a symbolic slice (SymbolicIndexing.cpp)
         continue;
@@ -64,11 +71,10 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
       for (const llvm::APInt &i : literal.getValues<llvm::APInt>())
         if (i.isNegative() || i.sge(size))
           throw Unsupported(BreakCategory::UserError, "an index out of range of a dim of size " +
-                                                          std::to_string(size) +
-                                                          " (eager raises IndexError)");
+                                                          std::to_string(size) + " (eager raises)");
       continue;
     }
-    checks.push_back({index, size});
+    checks.push_back({index, size, code});
   }
   if (checks.empty())
     return Value();
@@ -78,12 +84,14 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     return e.scalar(PyRef::steal(PyLong_FromLongLong(x)).get(), DType::I64);
   };
   Value flag;
-  for (auto &[index, size] : checks) {
+  for (auto &[index, size, code] : checks) {
     // clamp(i, 0, size - 1) != i: out of range, whatever the index dtype.
     Value i = e.cast(index, DType::I64);
     Value clamped = e.inferred<mlir::kiln::MinimumOp>(
         {e.inferred<mlir::kiln::MaximumOp>({i, i64(0)}), i64(size - 1)});
     Value bad = e.cast(e.inferred<mlir::kiln::NeOp>({clamped, i}), DType::I64);
+    if (code != kIndexErrorIndex)
+      bad = e.inferred<mlir::kiln::MulOp>({bad, i64(code)});
     std::vector<int64_t> all;
     for (int64_t d = 0; d < ttype(bad).getRank(); ++d)
       all.push_back(d);

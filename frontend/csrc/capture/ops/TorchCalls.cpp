@@ -151,6 +151,7 @@ VarP Interpreter::callTorchFunction(PyObject *callee, std::vector<VarP> &args,
   if (!binding)
     return inPlaceTorchFunction(*this, callee, args, kwargs);
   checkScalarInputAccepted(callee, args, kwargs);
+  checkEagerAcceptsDTypes(callee, "", *binding->op, args, kwargs);
   // `out=t`: computed functionally, then stored into t (InPlace.cpp).
   VarP out = takeOutArgument(kwargs);
   // A mapped op whose handler refuses these arguments runs through torch.
@@ -192,6 +193,7 @@ VarP Interpreter::callTensorMethod(const VarP &self, const std::string &name,
       return r;
     throw unmapped;
   }
+  checkEagerAcceptsDTypes(nullptr, name, *binding->op, args, kwargs);
   return withFallback(nullptr, name, args, kwargs, [&] {
     Args a = bindArguments(*binding, args, kwargs);
     return applyTracked(*this, *binding->op, a);

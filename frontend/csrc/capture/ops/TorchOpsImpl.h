@@ -57,6 +57,13 @@ std::vector<int64_t> shapeArg(const VarP &v, const char *what);
 /// reference); null, with no Python error set, for a symbolic shape or when
 /// torch cannot make one (Fallback.cpp).
 PyRef metaTensorOf(mlir::Value value);
+/// A user-error break where eager has no kernel for the dtypes of mapped op
+/// `op`'s bool/integer tensor arguments (tried on one-element tensors:
+/// EagerDTypeChecks.cpp). `callee` is the torch callable, or null for
+/// Tensor method `method` with self first in `args`.
+void checkEagerAcceptsDTypes(PyObject *callee, const std::string &method, const OpDef &op,
+                             const std::vector<VarP> &args,
+                             const std::map<std::string, VarP> &kwargs);
 /// An in-place update of view `target` (its new value `result`) written
 /// through to the tensor at the root of its view chain (a graph input, or
 /// a tensor the graph computed), whose live views are all rebuilt from

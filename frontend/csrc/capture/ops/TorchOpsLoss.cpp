@@ -246,7 +246,15 @@ VarP oneHot(Interpreter &I, const std::string &op, Args &a) {
   std::vector<double> classes;
   for (int64_t i = 0; i < n; ++i)
     classes.push_back(i);
-  Value eq = e.bin<EqOp>(e.reshape(x, ns), e.dense({n}, DType::I64, classes));
+  Value table = e.dense({n}, DType::I64, classes);
+  Value eq = e.bin<EqOp>(e.reshape(x, ns), table);
+  // Eager raises for a class < 0 or >= n: an unused gather of the classes
+  // by `x` carries the check (IndexChecks.cpp); canonicalization drops it.
+  if (ttype(x).hasStaticShape() && ttype(x).getNumElements() != 0) {
+    auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(0)),
+                  e.b.getNamedAttr(kIndexErrorAttr, e.b.getI64IntegerAttr(kIndexErrorOneHot))};
+    e.checked<GatherOp>({table, e.reshape(x, {ttype(x).getNumElements()})}, attrs, op);
+  }
   return T(e.cast(eq, DType::I64));
 }
 

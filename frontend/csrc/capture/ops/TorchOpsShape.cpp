@@ -387,7 +387,9 @@ VarP gather(Interpreter &I, const std::string &op, Args &a) {
   if (in.rank == 0)
     return freshResult(in.v);
   Emit e(I);
-  return gatherAlong(e, in, d, idx, op);
+  VarP r = gatherAlong(e, in, d, idx, op);
+  r->value.getDefiningOp()->setAttr(kIndexErrorAttr, e.b.getI64IntegerAttr(kIndexErrorGather));
+  return r;
 }
 
 VarP indexSelect(Interpreter &I, const std::string &op, Args &a) {
