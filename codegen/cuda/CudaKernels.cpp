@@ -69,7 +69,8 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   std::string kname = nextKernelName();
   names.clear();
   for (int64_t r : parts.ranges)
-    parts.total *= r;
+    if (!ShapedType::isDynamic(r)) // a symbolic range is unbounded: wide indices below
+      parts.total *= r;
   // Index type: 32-bit when every offset fits.
   // `i += gridDim.x * blockDim.x` must not overflow an int past the bound.
   // Symbolic sizes are unbounded: 64-bit indices.
