@@ -28,6 +28,7 @@
 #include "transforms/Transforms.h"
 
 #include "ir/KilnOps.h"
+#include "ir/KilnBuilders.h"
 #include "ir/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -124,22 +125,6 @@ Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w
                                   rewriter.getDenseI64ArrayAttr(step));
 }
 
-Value reshape(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> shape) {
-  auto type = typeOf(v);
-  if (type.getShape() == shape)
-    return v;
-  return rewriter.create<ReshapeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v);
-}
-
-Value permute(PatternRewriter &rewriter, Location loc, Value v, ArrayRef<int64_t> dims) {
-  auto type = typeOf(v);
-  SmallVector<int64_t> shape;
-  for (int64_t d : dims)
-    shape.push_back(type.getDimSize(d));
-  return rewriter.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
-                                    rewriter.getDenseI64ArrayAttr(dims));
-}
-
 /// An ungrouped kxk conv2d of a batch runs one GEMM per image on the NCHW
 /// layout (columns [N, 1, C*kh*kw, OH*OW], the weight read at batch stride
 /// 0, the product is NCHW: no permutes) when each image has at least this
@@ -163,21 +148,21 @@ Value channelMajorConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, con
   auto wt = typeOf(op.getWeight());
   int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3), k = c * kh * kw;
   int64_t oh = w.out[0], ow = w.out[1];
-  Value x = permute(rewriter, loc, op.getInput(), {1, 0, 2, 3});
+  Value x = buildPermute(rewriter, loc, op.getInput(), {1, 0, 2, 3});
   Value padded = padForWindow(rewriter, loc, x, w, 0.0);
   SmallVector<Value> taps;
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j)
       taps.push_back(
-          reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j), {c, 1, n, oh, ow}));
+          buildReshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j), {c, 1, n, oh, ow}));
   Value cols = taps.size() == 1
                    ? taps[0]
                    : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(1));
-  cols = reshape(rewriter, loc, cols, {k, n * oh * ow});
-  Value weight = reshape(rewriter, loc, op.getWeight(), {f, k});
+  cols = buildReshape(rewriter, loc, cols, {k, n * oh * ow});
+  Value weight = buildReshape(rewriter, loc, op.getWeight(), {f, k});
   Value out = rewriter.create<MatmulOp>(loc, weight, cols);
-  out = reshape(rewriter, loc, out, {f, n, oh, ow});
-  return permute(rewriter, loc, out, {1, 0, 2, 3});
+  out = buildReshape(rewriter, loc, out, {f, n, oh, ow});
+  return buildPermute(rewriter, loc, out, {1, 0, 2, 3});
 }
 
 /// Whether the windows tile the input: stride == kernel, no dilation or
@@ -208,20 +193,20 @@ Value patchifyConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const W
         rewriter.getDenseI64ArrayAttr({ShapedType::isDynamic(n) ? -1 : n, c, oh * kh, ow * kw}),
         rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
   if (g == 1 && n > 1) {
-    Value cols = reshape(rewriter, loc, x, {n, c, oh, kh, ow, kw});
-    cols = permute(rewriter, loc, cols, {1, 3, 5, 0, 2, 4}); // [C, kh, kw, N, OH, OW]
-    cols = reshape(rewriter, loc, cols, {k, n * l});
-    Value weight = reshape(rewriter, loc, op.getWeight(), {f, k});
+    Value cols = buildReshape(rewriter, loc, x, {n, c, oh, kh, ow, kw});
+    cols = buildPermute(rewriter, loc, cols, {1, 3, 5, 0, 2, 4}); // [C, kh, kw, N, OH, OW]
+    cols = buildReshape(rewriter, loc, cols, {k, n * l});
+    Value weight = buildReshape(rewriter, loc, op.getWeight(), {f, k});
     Value out = rewriter.create<MatmulOp>(loc, weight, cols);
-    out = reshape(rewriter, loc, out, {f, n, oh, ow});
-    return permute(rewriter, loc, out, {1, 0, 2, 3});
+    out = buildReshape(rewriter, loc, out, {f, n, oh, ow});
+    return buildPermute(rewriter, loc, out, {1, 0, 2, 3});
   }
-  Value cols = reshape(rewriter, loc, x, {n, g, cg, oh, kh, ow, kw});
-  cols = permute(rewriter, loc, cols, {0, 1, 2, 4, 6, 3, 5}); // [N, G, Cg, kh, kw, OH, OW]
-  cols = reshape(rewriter, loc, cols, {n, g, k, l});
-  Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
+  Value cols = buildReshape(rewriter, loc, x, {n, g, cg, oh, kh, ow, kw});
+  cols = buildPermute(rewriter, loc, cols, {0, 1, 2, 4, 6, 3, 5}); // [N, G, Cg, kh, kw, OH, OW]
+  cols = buildReshape(rewriter, loc, cols, {n, g, k, l});
+  Value weight = buildReshape(rewriter, loc, op.getWeight(), {g, f / g, k});
   Value out = rewriter.create<MatmulOp>(loc, weight, cols);
-  return reshape(rewriter, loc, out, op.getType().getShape());
+  return buildReshape(rewriter, loc, out, op.getType().getShape());
 }
 
 /// Depthwise conv2d (groups == C, F = C * m: m outputs per input channel)
@@ -238,7 +223,7 @@ Value depthwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const 
   Type elt = in.getElementType();
   Type compute = elt.getIntOrFloatBitWidth() < 32 ? rewriter.getF32Type() : elt;
   int64_t m = f / c, kh = w.kernel[0], kw = w.kernel[1];
-  Value x = op.getInput(), weight = reshape(rewriter, loc, op.getWeight(), {c, m, kh, kw});
+  Value x = op.getInput(), weight = buildReshape(rewriter, loc, op.getWeight(), {c, m, kh, kw});
   if (compute != elt) {
     x = rewriter.create<CastOp>(loc, in.clone(compute), x);
     weight = rewriter.create<CastOp>(loc, typeOf(weight).clone(compute), weight);
@@ -252,14 +237,14 @@ Value depthwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const 
                                           rewriter.getDenseI64ArrayAttr({c, m, i + 1, j + 1}),
                                           rewriter.getDenseI64ArrayAttr({1, 1, 1, 1}));
       if (m == 1) {
-        wt = reshape(rewriter, loc, wt, {c, 1, 1});
+        wt = buildReshape(rewriter, loc, wt, {c, 1, 1});
       } else {
-        t = reshape(rewriter, loc, t, {n, c, 1, w.out[0], w.out[1]});
+        t = buildReshape(rewriter, loc, t, {n, c, 1, w.out[0], w.out[1]});
       }
       Value prod = rewriter.create<MulOp>(loc, t, wt);
       sum = sum ? rewriter.create<AddOp>(loc, sum, prod).getResult() : prod;
     }
-  sum = reshape(rewriter, loc, sum, {n, f, w.out[0], w.out[1]});
+  sum = buildReshape(rewriter, loc, sum, {n, f, w.out[0], w.out[1]});
   if (compute != elt)
     sum = rewriter.create<CastOp>(loc, op.getType(), sum);
   return sum;
@@ -283,10 +268,10 @@ Value pointwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const 
   Value x = op.getInput();
   if (w.stride[0] != 1 || w.stride[1] != 1)
     x = tap(rewriter, loc, x, w, 0, 0);
-  x = reshape(rewriter, loc, x, {n, c, w.out[0] * w.out[1]});
-  Value weight = reshape(rewriter, loc, op.getWeight(), {f, c});
+  x = buildReshape(rewriter, loc, x, {n, c, w.out[0] * w.out[1]});
+  Value weight = buildReshape(rewriter, loc, op.getWeight(), {f, c});
   Value out = rewriter.create<MatmulOp>(loc, weight, x);
-  return reshape(rewriter, loc, out, op.getType().getShape());
+  return buildReshape(rewriter, loc, out, op.getType().getShape());
 }
 
 /// conv2d = im2col + GEMM:
@@ -337,16 +322,16 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       for (int64_t j = 0; j < kw; ++j)
         // A unit dim is added (not OH, OW collapsed): a strided tap stays a
         // view and the concat below is the only copy.
-        taps.push_back(reshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
-                               {n, c, 1, w.out[0], w.out[1]}));
+        taps.push_back(buildReshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
+                                    {n, c, 1, w.out[0], w.out[1]}));
     Value cols = taps.size() == 1
                      ? taps[0]
                      : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
     int64_t k = c / g * kh * kw;
-    cols = reshape(rewriter, loc, cols, {n, g, k, l}); // contiguous: free
-    Value weight = reshape(rewriter, loc, op.getWeight(), {g, f / g, k});
+    cols = buildReshape(rewriter, loc, cols, {n, g, k, l}); // contiguous: free
+    Value weight = buildReshape(rewriter, loc, op.getWeight(), {g, f / g, k});
     Value out = rewriter.create<MatmulOp>(loc, weight, cols);
-    rewriter.replaceOp(op, reshape(rewriter, loc, out, type.getShape()));
+    rewriter.replaceOp(op, buildReshape(rewriter, loc, out, type.getShape()));
     return success();
   }
 };

@@ -25,6 +25,7 @@
 #include "transforms/LayoutConvs.h"
 #include "transforms/Passes.h"
 
+#include "ir/KilnBuilders.h"
 #include "ir/KilnOps.h"
 
 namespace mlir::kiln {
@@ -54,12 +55,7 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
     if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size())))
       return inner.getInput();
   }
-  auto type = typeOf(v);
-  SmallVector<int64_t> shape;
-  for (int64_t d : dims)
-    shape.push_back(type.getDimSize(d));
-  return b.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
-                             b.getDenseI64ArrayAttr(dims));
+  return buildPermute(b, loc, v, dims);
 }
 
 /// The elementwise ops a permute moves below: one result shaped like its

@@ -8,6 +8,7 @@
 // [N*OH*OW, F] is NHWC as it comes out of the GEMM (no permute back).
 //===----------------------------------------------------------------------===//
 #include "transforms/LayoutConvs.h"
+#include "ir/KilnBuilders.h"
 
 #include <algorithm>
 
@@ -15,22 +16,6 @@ namespace mlir::kiln {
 namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
-  auto type = typeOf(v);
-  if (type.getShape() == shape)
-    return v;
-  return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, type.getElementType()), v);
-}
-
-Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
-  auto type = typeOf(v);
-  SmallVector<int64_t> shape;
-  for (int64_t d : dims)
-    shape.push_back(type.getDimSize(d));
-  return b.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
-                             b.getDenseI64ArrayAttr(dims));
-}
 
 Value slice(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> start, ArrayRef<int64_t> end,
             ArrayRef<int64_t> step) {
@@ -96,7 +81,7 @@ Value depthwise(OpBuilder &b, Location loc, Conv2dOp op, Value x) {
   // copy) that broadcasts over [N, OH, OW, C] as it is (a reshape to [C]
   // would make the fusion expand the sum's loop nest, and the bias add
   // after it would no longer fuse).
-  Value weight = permute(b, loc, reshape(b, loc, op.getWeight(), {c, kh * kw}), {1, 0});
+  Value weight = buildPermute(b, loc, buildReshape(b, loc, op.getWeight(), {c, kh * kw}), {1, 0});
   SmallVector<Value> products;
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) {
@@ -129,12 +114,12 @@ Value tiledGemm(OpBuilder &b, Location loc, Conv2dOp op, Value x) {
   int64_t n = out.getDimSize(0), f = out.getDimSize(1), oh = out.getDimSize(2),
           ow = out.getDimSize(3);
   int64_t c = wt.getDimSize(1), kh = wt.getDimSize(2), kw = wt.getDimSize(3), k = c * kh * kw;
-  Value cols = reshape(b, loc, x, {n, oh, kh, ow, kw, c});
-  cols = permute(b, loc, cols, {0, 1, 3, 5, 2, 4}); // [N, OH, OW, C, KH, KW]
-  cols = reshape(b, loc, cols, {n * oh * ow, k});
-  Value weight = permute(b, loc, reshape(b, loc, op.getWeight(), {f, k}), {1, 0});
+  Value cols = buildReshape(b, loc, x, {n, oh, kh, ow, kw, c});
+  cols = buildPermute(b, loc, cols, {0, 1, 3, 5, 2, 4}); // [N, OH, OW, C, KH, KW]
+  cols = buildReshape(b, loc, cols, {n * oh * ow, k});
+  Value weight = buildPermute(b, loc, buildReshape(b, loc, op.getWeight(), {f, k}), {1, 0});
   Value product = b.create<MatmulOp>(loc, cols, weight);
-  return reshape(b, loc, product, {n, oh, ow, f});
+  return buildReshape(b, loc, product, {n, oh, ow, f});
 }
 
 } // namespace

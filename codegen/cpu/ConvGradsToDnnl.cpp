@@ -41,12 +41,7 @@ func::FuncOp declare(ModuleOp module, StringRef name) {
   MemRefType m = dynamicType(ctx);
   SmallVector<Type> inputs = {m, m, m};
   inputs.append(9, IntegerType::get(ctx, 64));
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
-  f.setPrivate();
-  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-  f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
-  return f;
+  return declareShim(module, name, inputs);
 }
 
 /// The marked sources of `root`'s chain by role ("g", "w", "x"): the

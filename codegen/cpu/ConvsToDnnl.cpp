@@ -41,6 +41,7 @@
 #include "codegen/cpu/DnnlQConvMatch.h"
 
 #include "ir/KilnOps.h"
+#include "ir/KilnBuilders.h"
 #include "ir/KilnQuantOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -89,12 +90,7 @@ func::FuncOp declareCallee(ModuleOp module, bool quantized, bool xU8, bool yU8, 
   if (residual)
     inputs.append({dynamicType(ctx, 4, residual == 1 ? u8Type(ctx) : Float32Type::get(ctx)),
                    Float32Type::get(ctx), i64});
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
-  f.setPrivate();
-  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-  f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
-  return f;
+  return declareShim(module, name, inputs);
 }
 
 /// `m` (any layout) as a fully dynamic strided memref whose dims are `m`'s
@@ -135,15 +131,6 @@ Value permuteGeneric(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims
                                    nb.create<linalg::YieldOp>(nloc, args[0]);
                                  })
       .getResult(0);
-}
-
-Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
-  auto type = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t d : dims)
-    shape.push_back(type.getDimSize(d));
-  return b.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), v,
-                             b.getDenseI64ArrayAttr(dims));
 }
 
 /// Whether `kiln-decompose` would give `op` im2col columns of at least
@@ -222,7 +209,7 @@ void sinkPermutes(Value v) {
       OperationState state(user->getLoc(), user->getName().getStringRef(), operands, {nhwc},
                            user->getAttrs());
       Operation *moved = b.create(state);
-      Value back = permute(b, user->getLoc(), moved->getResult(0), {0, 3, 1, 2});
+      Value back = buildPermute(b, user->getLoc(), moved->getResult(0), {0, 3, 1, 2});
       user->getResult(0).replaceAllUsesWith(back);
       user->erase();
       worklist.push_back(back);
@@ -264,11 +251,7 @@ Value emitPoolU8(OpBuilder &b, MaxPool2dOp pool, Value nhwc, ModuleOp module) {
   if (!callee) {
     SmallVector<Type> inputs = {dynamicType(ctx, 4, u8Type(ctx)), dynamicType(ctx, 4, u8Type(ctx))};
     inputs.append(6, b.getI64Type());
-    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-    callee = mb.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
-    callee.setPrivate();
-    callee->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-    callee->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
+    callee = declareShim(module, name, inputs);
   }
   Location loc = pool.getLoc();
   Value ym = allocOutput(b, loc, pool.getType(), /*u8=*/true, /*nchw=*/false);
@@ -280,7 +263,7 @@ Value emitPoolU8(OpBuilder &b, MaxPool2dOp pool, Value nhwc, ModuleOp module) {
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
-  return permute(b, loc, tensor, {0, 3, 1, 2});
+  return buildPermute(b, loc, tensor, {0, 3, 1, 2});
 }
 
 /// An int8 call's residual (DnnlConv.h's `_ru8` / `_rf32`): a view of its
@@ -373,7 +356,7 @@ Value emitCall(OpBuilder &b, Conv2dOp op, ModuleOp module, Plan &plan, bool nchw
   b.create<func::CallOp>(loc, callee, args);
   auto tensor = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true,
                                                     /*writable=*/true);
-  return nchw ? tensor.getResult() : permute(b, loc, tensor, {0, 3, 1, 2});
+  return nchw ? tensor.getResult() : buildPermute(b, loc, tensor, {0, 3, 1, 2});
 }
 
 void rewrite(Conv2dOp op, ModuleOp module, ResidualAdds &residuals) {

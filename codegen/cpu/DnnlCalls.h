@@ -3,13 +3,16 @@
 //
 // What kiln-cpu-convs-to-dnnl's two halves share (ConvsToDnnl.cpp: forward
 // convolutions, ConvGradsToDnnl.cpp: their gradients): the fully dynamic
-// strided memref type of a shim's operands and a tensor's buffer read as
-// one.
+// strided memref type of a shim's operands, a tensor's buffer read as one
+// and a shim's declaration.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_DNNLCALLS_H
 #define KILN_CODEGEN_CPU_DNNLCALLS_H
 
+#include "codegen/cpu/CallAttrs.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -31,6 +34,18 @@ inline Value readBuffer(OpBuilder &b, Location loc, Value t) {
   auto op = b.create<bufferization::ToMemrefOp>(loc, memref, t);
   op.setReadOnly(true);
   return op;
+}
+
+/// A private declaration of oneDNN shim `name` taking `inputs`, called
+/// through its C interface on buffers only (CallAttrs.h).
+inline func::FuncOp declareShim(ModuleOp module, StringRef name, ArrayRef<Type> inputs) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
+  f.setPrivate();
+  f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  f->setAttr(kBufferArgsOnlyAttr, UnitAttr::get(ctx));
+  return f;
 }
 
 /// Rewrites the convolution gradients kiln-autodiff marked

@@ -16,6 +16,7 @@
 // Quantization ops that did not fold into a qlinear have no CPU lowering;
 // the pass fails naming the first one.
 //===----------------------------------------------------------------------===//
+#include "codegen/cpu/DnnlCalls.h"
 #include "codegen/cpu/QuantPasses.h"
 
 #include "ir/KilnOps.h"
@@ -54,14 +55,10 @@ func::FuncOp declareCallee(ModuleOp module) {
 }
 
 /// The tensor `t` as a fully dynamic strided memref, for reading only.
-Value readBuffer(OpBuilder &b, Location loc, Value t) {
+Value readDynamicBuffer(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
-  SmallVector<int64_t> dyn(type.getRank(), ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn);
-  auto memref = MemRefType::get(type.getShape(), type.getElementType(), layout);
-  auto op = b.create<bufferization::ToMemrefOp>(loc, memref, t);
-  op.setReadOnly(true);
-  return b.create<memref::CastOp>(loc, dynamicType(type.getElementType(), type.getRank()), op);
+  return b.create<memref::CastOp>(loc, dynamicType(type.getElementType(), type.getRank()),
+                                  readBuffer(b, loc, t));
 }
 
 /// (address of element [0, 0], row stride in bytes) of the int8 weight, read
@@ -73,7 +70,7 @@ std::pair<Value, Value> weightAddress(OpBuilder &b, Location loc, Value weight) 
     source = view.getInput();
     bytes = 4;
   }
-  Value m = readBuffer(b, loc, source);
+  Value m = readDynamicBuffer(b, loc, source);
   auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
   Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m);
   Value size = b.create<arith::ConstantIndexOp>(loc, bytes);
@@ -139,11 +136,11 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
   auto scaleAttr = op.getInputScaleAttr() ? op.getInputScaleAttr() : b.getF32FloatAttr(1.0f);
   Value xScale = b.create<arith::ConstantOp>(loc, scaleAttr);
   Value xZero = b.create<arith::ConstantIntOp>(loc, op.getInputZeroPoint().value_or(0), 64);
-  SmallVector<Value> args = {readBuffer(b, loc, x2),
+  SmallVector<Value> args = {readDynamicBuffer(b, loc, x2),
                              address,
                              rowBytes,
-                             readBuffer(b, loc, op.getWeightScale()),
-                             readBuffer(b, loc, bias),
+                             readDynamicBuffer(b, loc, op.getWeightScale()),
+                             readDynamicBuffer(b, loc, bias),
                              b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym),
                              mode,
                              xScale,

@@ -210,6 +210,18 @@ bool run(bool data, M4 *a, M4 *b, M4 *out, const int64_t *p) {
   }
 }
 
+/// One backward call: oneDNN, or the reference loops where it refuses.
+void backward(bool data, M4 *a, M4 *b, M4 *out, const int64_t p[9]) {
+  calls.fetch_add(1, std::memory_order_relaxed);
+  if (run(data, a, b, out, p))
+    return;
+  referenceCalls.fetch_add(1, std::memory_order_relaxed);
+  if (data)
+    kiln::rt::conv2dBackwardDataReference(a, b, out, p);
+  else
+    kiln::rt::conv2dBackwardWeightsReference(a, b, out, p);
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_kiln_dnnl_conv2d_bwd_data_f32(M4 *g, M4 *w, M4 *gx, int64_t strideH,
@@ -217,13 +229,9 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_bwd_data_f32(M4 *g, M4 *w, M4 *gx,
                                                            int64_t dilationW, int64_t padTop,
                                                            int64_t padBottom, int64_t padLeft,
                                                            int64_t padRight, int64_t groups) {
-  calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t p[9] = {strideH,   strideW, dilationH, dilationW, padTop,
                         padBottom, padLeft, padRight,  groups};
-  if (run(true, g, w, gx, p))
-    return;
-  referenceCalls.fetch_add(1, std::memory_order_relaxed);
-  kiln::rt::conv2dBackwardDataReference(g, w, gx, p);
+  backward(true, g, w, gx, p);
 }
 
 extern "C" void _mlir_ciface_kiln_dnnl_conv2d_bwd_weights_f32(M4 *x, M4 *g, M4 *gw, int64_t strideH,
@@ -231,13 +239,9 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_bwd_weights_f32(M4 *x, M4 *g, M4 *
                                                               int64_t dilationW, int64_t padTop,
                                                               int64_t padBottom, int64_t padLeft,
                                                               int64_t padRight, int64_t groups) {
-  calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t p[9] = {strideH,   strideW, dilationH, dilationW, padTop,
                         padBottom, padLeft, padRight,  groups};
-  if (run(false, x, g, gw, p))
-    return;
-  referenceCalls.fetch_add(1, std::memory_order_relaxed);
-  kiln::rt::conv2dBackwardWeightsReference(x, g, gw, p);
+  backward(false, x, g, gw, p);
 }
 
 extern "C" int64_t kilnDnnlConvBwdCalls() { return calls.load(std::memory_order_relaxed); }
