@@ -52,7 +52,8 @@ const std::string &kilnBuildIdentity();
 void addPackedWrapper(llvm::Function &fn, llvm::StringRef name);
 
 /// Runs LLVM's O3 pipeline for `tm` on `module` (full-width vectors on
-/// AVX-512 hosts, outer loops kept rolled) and emits a relocatable object
+/// AVX-512 hosts, outer loops kept rolled, the loop nests of big functions
+/// outlined: LoopNests.h) and emits a relocatable object
 /// file; with `optimizedIRPath`, also writes the optimized LLVM IR there.
 /// `beforeEmit`, when given, rewrites the optimized module before code
 /// generation (kiln.export's import table, ExportObject.h).
