@@ -23,6 +23,13 @@ namespace mlir::kiln {
 /// Inner loops still unroll (short rows, taps), vectorize and interleave.
 void keepOuterLoopsRolled(llvm::Module &module);
 
+/// What outlineLoopNests did: nests moved into functions of their own, and
+/// of those, how many were dropped for an equal one.
+struct OutlinedNests {
+  unsigned moved = 0;
+  unsigned merged = 0;
+};
+
 /// In every function of more than `minInstructions` instructions, moves
 /// each top-level loop nest into a `noinline` internal function of its own
 /// (llvm::CodeExtractor; the nest's live-in values become arguments). A
@@ -32,8 +39,10 @@ void keepOuterLoopsRolled(llvm::Module &module);
 /// training graph's backward (mobilenet_v2: 60,000 lines of IR in one
 /// function) they were most of the compile. The nests' loads and stores
 /// keep their alias-scope metadata (kiln-cpu-alias-scopes), which does not
-/// depend on the function they sit in. Returns the number of nests moved.
-unsigned outlineLoopNests(llvm::Module &module, unsigned minInstructions);
+/// depend on the function they sit in. Then nests equal up to the buffers
+/// they are passed (same code, alias scopes in the same pattern) share one
+/// function: a model's repeated blocks are optimized and emitted once.
+OutlinedNests outlineLoopNests(llvm::Module &module, unsigned minInstructions);
 
 } // namespace mlir::kiln
 

@@ -68,7 +68,9 @@ TEST(LoopNestsTest, EachNestOfABigFunctionBecomesANoinlineFunction) {
   llvm::LLVMContext ctx;
   auto module = parse(ctx, kTwoNests);
   ASSERT_TRUE(module);
-  EXPECT_EQ(mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/0), 2u);
+  mlir::kiln::OutlinedNests done = mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/0);
+  EXPECT_EQ(done.moved, 2u);
+  EXPECT_EQ(done.merged, 0u);
   EXPECT_FALSE(llvm::verifyModule(*module, &llvm::errs()));
   std::vector<llvm::Function *> nests;
   for (llvm::Function &f : *module)
@@ -96,10 +98,85 @@ TEST(LoopNestsTest, SmallFunctionsStayWhole) {
   ASSERT_TRUE(module);
   std::string before;
   llvm::raw_string_ostream(before) << *module;
-  EXPECT_EQ(mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/1000), 0u);
+  EXPECT_EQ(mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/1000).moved, 0u);
   std::string after;
   llvm::raw_string_ostream(after) << *module;
   EXPECT_EQ(before, after);
+}
+
+// Three copies of `dst[i] = src[i] * 2` on different buffers: the first
+// two with the same alias pattern (source and destination disjoint), the
+// third with the same attachments in another pattern: source and
+// destination in one scope (they may overlap).
+constexpr const char *kRepeatedNests = R"ll(
+define void @forward(ptr %a, ptr %b, ptr %c, ptr %d, ptr %e, ptr %f) {
+entry:
+  br label %first
+first:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %first ]
+  %x = getelementptr float, ptr %a, i64 %i
+  %xv = load float, ptr %x, !alias.scope !3, !noalias !4
+  %xw = fmul float %xv, 2.0
+  %y = getelementptr float, ptr %b, i64 %i
+  store float %xw, ptr %y, !alias.scope !4, !noalias !3
+  %i.next = add i64 %i, 1
+  %i.more = icmp ult i64 %i.next, 16
+  br i1 %i.more, label %first, label %second.pre
+second.pre:
+  br label %second
+second:
+  %j = phi i64 [ 0, %second.pre ], [ %j.next, %second ]
+  %u = getelementptr float, ptr %c, i64 %j
+  %uv = load float, ptr %u, !alias.scope !5, !noalias !6
+  %uw = fmul float %uv, 2.0
+  %v = getelementptr float, ptr %d, i64 %j
+  store float %uw, ptr %v, !alias.scope !6, !noalias !5
+  %j.next = add i64 %j, 1
+  %j.more = icmp ult i64 %j.next, 16
+  br i1 %j.more, label %second, label %third.pre
+third.pre:
+  br label %third
+third:
+  %k = phi i64 [ 0, %third.pre ], [ %k.next, %third ]
+  %p = getelementptr float, ptr %e, i64 %k
+  %pv = load float, ptr %p, !alias.scope !7, !noalias !6
+  %pw = fmul float %pv, 2.0
+  %q = getelementptr float, ptr %f, i64 %k
+  store float %pw, ptr %q, !alias.scope !7, !noalias !6
+  %k.next = add i64 %k, 1
+  %k.more = icmp ult i64 %k.next, 16
+  br i1 %k.more, label %third, label %done
+done:
+  ret void
+}
+!0 = distinct !{!0, !"kiln"}
+!1 = distinct !{!1, !0, !"root a"}
+!2 = distinct !{!2, !0, !"root b"}
+!8 = distinct !{!8, !0, !"root c"}
+!9 = distinct !{!9, !0, !"root d"}
+!10 = distinct !{!10, !0, !"root e"}
+!3 = !{!1}
+!4 = !{!2}
+!5 = !{!8}
+!6 = !{!9}
+!7 = !{!10}
+)ll";
+
+TEST(LoopNestsTest, NestsEqualUpToTheirBuffersShareOneFunction) {
+  llvm::LLVMContext ctx;
+  auto module = parse(ctx, kRepeatedNests);
+  ASSERT_TRUE(module);
+  mlir::kiln::OutlinedNests done = mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/0);
+  EXPECT_EQ(done.moved, 3u);
+  EXPECT_EQ(done.merged, 1u);
+  EXPECT_FALSE(llvm::verifyModule(*module, &llvm::errs()));
+  // Left: @forward, the shared nest (called twice) and the may-overlap one.
+  llvm::SmallVector<unsigned> callsPerNest;
+  for (llvm::Function &f : *module)
+    if (&f != module->getFunction("forward"))
+      callsPerNest.push_back(f.getNumUses());
+  llvm::sort(callsPerNest);
+  EXPECT_EQ(callsPerNest, (llvm::SmallVector<unsigned>{1, 2}));
 }
 
 } // namespace
