@@ -9,10 +9,15 @@
 #include "ProgramCompile.h"
 
 #include "CudaEntry.h"
+#include "hook/FrontendState.h"
+
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/Parser/Parser.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
+#include <thread>
 
 namespace kiln {
 
@@ -22,6 +27,29 @@ rt::CompiledFunction compileForCpuWithoutGil(mlir::ModuleOp module,
   rt::CompiledFunction fn;
   Py_BEGIN_ALLOW_THREADS fn = mlir::kiln::compileForCpu(module, "forward", options, error, info);
   Py_END_ALLOW_THREADS return fn;
+}
+
+void compileForCpuPair(CpuCompileJob &first, CpuCompileJob &second) {
+  auto compile = [](CpuCompileJob &job, mlir::ModuleOp module) {
+    job.fn = mlir::kiln::compileForCpu(module, "forward", job.options, job.error, &job.info);
+  };
+  // The copy, through MLIR bytecode (a module cannot move between contexts).
+  std::unique_ptr<mlir::MLIRContext> context = makeContext();
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  mlir::OwningOpRef<mlir::ModuleOp> copy;
+  if (mlir::succeeded(mlir::writeBytecodeToFile(second.module, os)))
+    copy = mlir::parseSourceString<mlir::ModuleOp>(bytes, mlir::ParserConfig(context.get()));
+  Py_BEGIN_ALLOW_THREADS;
+  if (copy) {
+    std::thread other(compile, std::ref(second), *copy);
+    compile(first, first.module);
+    other.join();
+  } else { // not expected; one after the other then
+    compile(first, first.module);
+    compile(second, second.module);
+  }
+  Py_END_ALLOW_THREADS;
 }
 
 namespace {

@@ -26,6 +26,24 @@ rt::CompiledFunction compileForCpuWithoutGil(mlir::ModuleOp module,
                                              const mlir::kiln::CpuCompileOptions &options,
                                              std::string &error, mlir::kiln::CpuCompileInfo *info);
 
+/// One CPU compilation of compileForCpuPair: its inputs and what it gave.
+struct CpuCompileJob {
+  mlir::ModuleOp module;
+  mlir::kiln::CpuCompileOptions options;
+  rt::CompiledFunction fn; ///< null entry on failure, with `error` set
+  std::string error;
+  mlir::kiln::CpuCompileInfo info;
+};
+
+/// Compiles two modules at once (a training graph's forward and backward):
+/// `first` on this thread, `second` on another, in an MLIR context of its
+/// own holding a copy of the module (the shared context is single-threaded),
+/// both with the GIL released. The two compiles share nothing but LLVM's
+/// thread-safe globals; a training graph then compiles in about the time of
+/// its bigger half where a second core is free. Called like
+/// compileForCpuWithoutGil.
+void compileForCpuPair(CpuCompileJob &first, CpuCompileJob &second);
+
 /// Compiles `cap.steps` for `device` (TensorMeta::device) into
 /// `entry.program`; `onCpuCompile` sees what each CPU compilation did with
 /// the disk cache. False with `error` set (no Python error) on failure.

@@ -57,18 +57,26 @@ mlir::OwningOpRef<mlir::ModuleOp> moduleOf(mlir::func::FuncOp fn) {
   return m;
 }
 
-/// Compiles `module` into `sub->fn`; false with `why` set.
-bool compileSub(mlir::ModuleOp module, Entry &sub, mlir::kiln::CpuCompileOptions options,
-                const std::string &folder, std::string &why) {
-  if (!options.debugDir.empty())
-    options.debugDir += "/" + folder;
-  options.bigColumnsToDnnl = false; // see CpuCompileOptions
-  std::string error;
-  mlir::kiln::CpuCompileInfo info;
-  sub.fn = compileForCpuWithoutGil(module, options, error, &info);
-  if (!sub.fn.entry)
-    why = "compilation of the " + folder + " failed: " + error;
-  return sub.fn.entry != nullptr;
+/// Compiles the forward and backward modules into their sub-entries, at
+/// once (ProgramCompile.h compileForCpuPair); false with `why` set.
+bool compileSubs(mlir::ModuleOp forward, mlir::ModuleOp backward, CompiledGrad &grad,
+                 const mlir::kiln::CpuCompileOptions &options, std::string &why) {
+  CpuCompileJob jobs[2] = {{forward, options}, {backward, options}};
+  const char *folders[2] = {"forward", "backward"};
+  for (int i = 0; i < 2; ++i) {
+    if (!options.debugDir.empty())
+      jobs[i].options.debugDir += std::string("/") + folders[i];
+    jobs[i].options.bigColumnsToDnnl = false; // see CpuCompileOptions
+  }
+  compileForCpuPair(jobs[0], jobs[1]);
+  for (int i = 0; i < 2; ++i)
+    if (!jobs[i].fn.entry) {
+      why = std::string("compilation of the ") + folders[i] + " failed: " + jobs[i].error;
+      return false;
+    }
+  grad.forward->fn = std::move(jobs[0].fn);
+  grad.backward->fn = std::move(jobs[1].fn);
+  return true;
 }
 
 /// Why the graph cannot get a compiled backward before trying ("" if none).
@@ -183,8 +191,7 @@ bool compileWithBackward(Capture &cap, Entry &entry, const mlir::kiln::CpuCompil
     in.makeContiguous = true;
   mlir::OwningOpRef<mlir::ModuleOp> fwdModule = moduleOf(fns->forward);
   mlir::OwningOpRef<mlir::ModuleOp> bwdModule = moduleOf(fns->backward);
-  if (!compileSub(*fwdModule, *grad->forward, options, "forward", why) ||
-      !compileSub(*bwdModule, *grad->backward, options, "backward", why))
+  if (!compileSubs(*fwdModule, *bwdModule, *grad, options, why))
     return false;
   entry.grad = std::move(grad);
   counters().savedActivations += fns->numSaved;

@@ -47,15 +47,6 @@ Counters &counters() { return frontend().counters; }
 namespace {
 
 /// A context with every kiln dialect loaded (captures build into it).
-std::unique_ptr<mlir::MLIRContext> makeContext() {
-  mlir::DialectRegistry registry;
-  mlir::kiln::registerAllDialects(registry);
-  auto context =
-      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
-  context->loadAllAvailableDialects();
-  return context;
-}
-
 /// Fills the folders whose frames are never captured; false with a Python
 /// error set.
 bool findSkippedPackages(FrontendState &state) {
@@ -91,6 +82,15 @@ bool initHook() {
   state.context = makeContext();
   kiln_install_hook(1);
   return true;
+}
+
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  mlir::kiln::registerAllDialects(registry);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  return context;
 }
 
 void FrontendState::renewContext() {

@@ -87,6 +87,10 @@ struct FrontendState {
 /// The process's frontend state (created on first use; see the header).
 FrontendState &frontend();
 
+/// A new single-threaded MLIR context with every kiln dialect loaded (the
+/// kind FrontendState::context is).
+std::unique_ptr<mlir::MLIRContext> makeContext();
+
 } // namespace kiln
 
 #endif // KILN_FRONTEND_HOOK_FRONTENDSTATE_H
