@@ -12,7 +12,9 @@
 // indices (kiln's own positions for flips, views, as_strided and resizes, and a user's
 // `x[torch.tensor([6])]`) are checked at capture: out of range, the capture fails as a user error
 // and eager raises. A gather along a symbolic dim, or marked `kiln.in_range` (a symbolic slice), is
-// built by kiln from that size (SymbolicIndexing.cpp) and gets no check.
+// built by kiln from that size (SymbolicIndexing.cpp) and gets no check. An embedding whose rows
+// are a symbolic size (advanced indexing of a tensor with symbolic dims) is checked against that
+// size computed when the graph runs.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 

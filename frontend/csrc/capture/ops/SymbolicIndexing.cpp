@@ -9,8 +9,11 @@
 // end, the length a derived symbol `s - c`); a static dim can be sliced to a symbolic
 // length `s` from a constant start, which is a kiln.gather of
 // `start + arange(s)` (guarded `start + s <= size`, as eager would clamp).
+// Integer index tensors (`x[i]`, `x[i, j]`, transformers' `padding_mask[b,
+// kv]` under vmap) are advancedIndex's row lookup with the sizes as SymInts.
 // Anything else (symbolic starts, steps > 1 with a length that follows the
-// size) fails the capture with a reason; the frame is then specialized.
+// size, tensors mixed with other index items) fails the capture with a
+// reason; the frame is then specialized.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
