@@ -160,3 +160,33 @@ def test_input_read_after_an_equal_derived_size_is_not_merged():
             args = (torch.randn(2, 1), torch.randn(2, c), torch.randn(2, o))
             torch.testing.assert_close(cf(*args), f(*args))
     assert kiln.stats()["eager_calls"] == 0, kiln.stats()
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_gpt2_generate_keeps_one_dynamic_forward(padded):
+    # GPT-2 generate() with the documented `model.forward = kiln.compile(...)`
+    # (issue 15): transformers builds the attention mask under four nested
+    # torch.vmap with `padding_mask[batch_idx, kv_idx]`, an advanced index
+    # of the padding mask whose kv dim is symbolic. The prefill, the first
+    # decode step and one `?` decode graph serve 20 new tokens; the scores
+    # of every step and the tokens match eager.
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256, n_positions=128)
+    model = tf.GPT2LMHeadModel(cfg).eval()
+    ids = torch.randint(1, 256, (2 if padded else 1, 8))
+    mask = torch.ones_like(ids)
+    if padded:  # left padding of the second row
+        ids[1, :3] = 0
+        mask[1, :3] = 0
+    kw = dict(attention_mask=mask, max_new_tokens=20, do_sample=False, pad_token_id=0,
+              output_scores=True, return_dict_in_generate=True)
+    want = model.generate(ids, **kw)
+    model.forward = kiln.compile(model.forward)
+    got = model.generate(ids, **kw)
+    assert torch.equal(got.sequences, want.sequences)
+    torch.testing.assert_close(got.scores, want.scores, rtol=1e-4, atol=1e-4)
+    s = kiln.stats()
+    assert (s["graphs_compiled"], s["recompiles"], s["dynamic_graphs"]) == (3, 2, 1), s
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+    assert s["compiled_calls"] == 20, s

@@ -183,3 +183,35 @@ def test_symbolic_size_operand_with_size_one():
     fn = SIZE_ARITH["mean_by_hand"]
     # 1 is specialized (its own graph), then the `?` graph serves 7 again.
     assert _run(fn, [5, 8, 1, 7], seq) == (3, 2, 1, 0, 0, 0)
+
+
+ADVANCED = {
+    # x[i, j] with data index tensors (j in range for every size, negative
+    # ones wrapping), x[i] picking rows of a symbolic dim, a bool table.
+    "rows_and_cols": (lambda x, i, j: x[i, j] * 2,
+                      lambda s: (torch.randn(3, s), torch.tensor([0, 2, -1]),
+                                 torch.tensor([[1], [s - 1], [-s]]))),
+    "rows": (lambda x, i: x[i] + 1,
+             lambda s: (torch.randn(s, 4), torch.tensor([[0, s - 1], [-s, 1]]))),
+    "cols_symbolic": (lambda x, i: x[i] + 1,
+                      lambda s: (torch.randn(3, s), torch.tensor([2, 0]))),
+    "bool_table": (lambda x, i, j: x[i, j],
+                   lambda s: (torch.rand(2, s) > 0.5, torch.tensor([0, 1]),
+                              torch.tensor([1, s - 1]))),
+}
+
+
+@pytest.mark.parametrize("name", list(ADVANCED))
+def test_advanced_index_of_a_symbolic_dim_keeps_one_dynamic_graph(name):
+    # Integer-tensor indexing of a tensor with a symbolic dim: one row
+    # lookup with the dims' sizes read in the graph (SymbolicIndexing.cpp).
+    fn, make = ADVANCED[name]
+    assert _run(fn, [5, 8, 13, 6], make) == (2, 1, 1, 0, 0, 0)
+
+
+def test_advanced_index_mixed_with_a_slice_specializes():
+    # Tensors mixed with slices are not supported with symbolic sizes: the
+    # frame specializes (one graph per size) and still matches eager.
+    counts = _run(lambda x, i: x[i, 1:] * 2, [5, 8, 13], lambda s: (torch.randn(s, 4),
+                                                                    torch.tensor([0, 2])))
+    assert counts[0] == 3 and counts[2] == 0 and counts[4:] == (0, 0), counts

@@ -16,6 +16,10 @@ def index(x, i):
     return x[i] * 2
 
 
+def index_pair(x, ij):
+    return x[ij[0], ij[1]] * 2
+
+
 def index_select(x, i):
     return torch.index_select(x, 0, i) + 1
 
@@ -36,6 +40,11 @@ CASES = [
     # fn, args in range, a bad index, eager's exception
     (index, (torch.randn(5, 3), torch.tensor([4, -5, 0])), torch.tensor([4, 5, 0]), IndexError),
     (index, (torch.randn(5, 3), torch.tensor([1])), torch.tensor([-6]), IndexError),
+    # x[1, 5] of a 3x5 x: outside dim 1, though row 1 * 5 + 5 is inside x.
+    (index_pair, (torch.randn(3, 5), torch.tensor([[1, -3], [4, -5]])),
+     torch.tensor([[1, 0], [5, 0]]), IndexError),
+    (index_pair, (torch.randn(3, 5), torch.tensor([[1, -3], [4, -5]])),
+     torch.tensor([[1, 0], [-6, 0]]), IndexError),
     (index_select, (torch.randn(5, 3), torch.tensor([0, 4])), torch.tensor([-1, 0]), IndexError),
     (gather, (torch.randn(4, 6), torch.tensor([[0], [5], [2], [1]])),
      torch.tensor([[0], [6], [2], [1]]), RuntimeError),
@@ -182,3 +191,42 @@ def test_one_hot_class_out_of_range_raises_like_eager(labels):
         f(bad)
     with pytest.raises(RuntimeError, match="Class values"):  # was a silent row of zeros
         compiled(bad)
+
+
+def test_index_into_a_symbolic_dim_is_checked_against_its_size():
+    # The table's rows are a symbolic size: the check reads that size when
+    # the graph runs, so the `?` graph raises eager's IndexError too.
+    def f(x, i):
+        return x[i] * 2
+
+    compiled = kiln.compile(f)
+    for n in [5, 8, 11]:
+        i = torch.tensor([0, n - 1, -n])
+        x = torch.randn(n, 3)
+        assert_close(compiled(x, i), f(x, i))
+    for bad in (torch.tensor([0, 9, 1]), torch.tensor([-10, 0, 1])):
+        x = torch.randn(9, 3)
+        with pytest.raises(IndexError):
+            f(x, bad)
+        with pytest.raises(IndexError):
+            compiled(x, bad)
+    x = torch.randn(9, 3)
+    assert_close(compiled(x, torch.tensor([8, -9, 0])), f(x, torch.tensor([8, -9, 0])))
+    s = kiln.stats()
+    assert (s["graphs_compiled"], s["dynamic_graphs"], s["eager_calls"]) == (2, 1, 0), s
+
+
+def test_pair_index_into_a_symbolic_dim_is_checked_per_dim():
+    # x[i, j] with x's dim 1 symbolic: j == size raises though i * size + j
+    # is inside x.
+    compiled = kiln.compile(index_pair)
+    for n in [5, 8, 11]:
+        x, ij = torch.randn(3, n), torch.tensor([[0, 2, -1], [n - 1, -n, 1]])
+        assert_close(compiled(x, ij), index_pair(x, ij))
+    x, bad = torch.randn(3, 9), torch.tensor([[0, 1, 0], [1, 9, 0]])
+    with pytest.raises(IndexError):
+        index_pair(x, bad)
+    with pytest.raises(IndexError):
+        compiled(x, bad)
+    s = kiln.stats()
+    assert (s["graphs_compiled"], s["dynamic_graphs"], s["eager_calls"]) == (2, 1, 0), s

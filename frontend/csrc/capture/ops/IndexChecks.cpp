@@ -12,7 +12,9 @@
 // indices (kiln's own positions for flips, views, as_strided and resizes, and a user's
 // `x[torch.tensor([6])]`) are checked at capture: out of range, the capture fails as a user error
 // and eager raises. A gather along a symbolic dim, or marked `kiln.in_range` (a symbolic slice), is
-// built by kiln from that size (SymbolicIndexing.cpp) and gets no check.
+// built by kiln from that size (SymbolicIndexing.cpp) and gets no check. An embedding whose rows
+// are a symbolic size (advanced indexing of a tensor with symbolic dims) is checked against that
+// size computed when the graph runs.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -42,12 +44,14 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     Value index;
     int64_t size; ///< of the dim it reads
     int64_t code; ///< IndexErrorCode
+    VarP symSize; ///< the size as a SymInt when it is a symbolic size
   };
   llvm::SmallVector<Check> checks;
   for (mlir::Operation &op : entry) {
     Value index;
     int64_t size;
     int64_t code = kIndexErrorIndex;
+    VarP symSize;
     if (auto attr = op.getAttrOfType<mlir::IntegerAttr>(kIndexErrorAttr))
       code = attr.getInt();
     if (auto g = llvm::dyn_cast<mlir::kiln::GatherOp>(op)) {
@@ -58,12 +62,21 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     } else if (auto em = llvm::dyn_cast<mlir::kiln::EmbeddingOp>(op)) {
       index = em.getIndices();
       size = ttype(em.getWeight()).getDimSize(0);
+      // Rows that are a symbolic size (an advanced index of a tensor with
+      // symbolic dims, SymbolicIndexing.cpp): checked against that size
+      // read at run time, by the same ops in the shadow static capture.
+      if (I.symbolOfDim(em.getWeight(), 0) >= 0)
+        symSize = I.sizeVar(em.getWeight(), 0);
     } else {
       continue;
     }
     bool empty = ttype(index).hasStaticShape() && ttype(index).getNumElements() == 0;
-    if (mlir::ShapedType::isDynamic(size) || empty)
+    if ((mlir::ShapedType::isDynamic(size) && !symSize) || empty)
       continue;
+    if (symSize && symSize->kind == Var::Kind::SymInt) {
+      checks.push_back({index, size, code, symSize});
+      continue;
+    }
     // Literal positions are checked now; other constant-derived ones (a
     // negative literal made positive) are checked per call like data.
     if (auto literal = literalIndex(index);
@@ -74,7 +87,7 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
                                                           std::to_string(size) + " (eager raises)");
       continue;
     }
-    checks.push_back({index, size, code});
+    checks.push_back({index, size, code, nullptr});
   }
   if (checks.empty())
     return Value();
@@ -84,11 +97,19 @@ Value indexRangeCheck(Interpreter &I, mlir::Block &entry) {
     return e.scalar(PyRef::steal(PyLong_FromLongLong(x)).get(), DType::I64);
   };
   Value flag;
-  for (auto &[index, size, code] : checks) {
+  for (auto &[index, size, code, symSize] : checks) {
     // clamp(i, 0, size - 1) != i: out of range, whatever the index dtype.
     Value i = e.cast(index, DType::I64);
-    Value clamped = e.inferred<mlir::kiln::MinimumOp>(
-        {e.inferred<mlir::kiln::MaximumOp>({i, i64(0)}), i64(size - 1)});
+    Value last;
+    if (symSize) { // the size at run time
+      VarP n = symbolicSizeValue(I, *symSize->sym);
+      last = n->isTensor() ? e.inferred<mlir::kiln::SubOp>({e.cast(n->value, DType::I64), i64(1)})
+                           : i64(asInt(n, "size") - 1);
+    } else {
+      last = i64(size - 1);
+    }
+    Value clamped =
+        e.inferred<mlir::kiln::MinimumOp>({e.inferred<mlir::kiln::MaximumOp>({i, i64(0)}), last});
     Value bad = e.cast(e.inferred<mlir::kiln::NeOp>({clamped, i}), DType::I64);
     if (code != kIndexErrorIndex)
       bad = e.inferred<mlir::kiln::MulOp>({bad, i64(code)});

@@ -9,8 +9,11 @@
 // end, the length a derived symbol `s - c`); a static dim can be sliced to a symbolic
 // length `s` from a constant start, which is a kiln.gather of
 // `start + arange(s)` (guarded `start + s <= size`, as eager would clamp).
+// Integer index tensors (`x[i]`, `x[i, j]`, transformers' `padding_mask[b,
+// kv]` under vmap) are advancedIndex's row lookup with the sizes as SymInts.
 // Anything else (symbolic starts, steps > 1 with a length that follows the
-// size) fails the capture with a reason; the frame is then specialized.
+// size, tensors mixed with other index items) fails the capture with a
+// reason; the frame is then specialized.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
@@ -207,6 +210,69 @@ VarP symbolicDimSlice(Interpreter &I, Value v, int64_t d, const Item &it, int64_
   return len;
 }
 
+/// x[i0, ..., ik-1] with integer index tensors for the leading k dims of
+/// `x` with symbolic dims (a padding mask of kv_len indexed inside
+/// torch.vmap): TorchIndexing.cpp's advancedIndex with the sizes as
+/// SymInts. The row index (advancedRow) picks rows of `x` viewed as
+/// [prod(dims[:k]), prod(dims[k:])]; an index out of range raises eager's
+/// IndexError after the graph ran (IndexChecks.cpp reads the rows' size).
+/// nullptr when `indices` has no tensor.
+VarP symbolicAdvancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indices) {
+  bool anyTensor = false, allTensors = true;
+  for (const VarP &i : indices) {
+    anyTensor |= i->isTensor();
+    allTensors &= i->isTensor();
+  }
+  if (!anyTensor)
+    return nullptr;
+  if (!allTensors)
+    throw Unsupported("indexing with tensors mixed with other indices is not supported yet");
+  Value v = x->value;
+  int64_t rank = ttype(v).getRank();
+  size_t k = indices.size();
+  if (k == 0 || static_cast<int64_t>(k) > rank)
+    throw Unsupported("too many indices for tensor (eager raises)");
+  auto trackedSize = [&](Value t, int64_t d) {
+    if (I.symbolOfDim(t, d) == -2)
+      throw Unsupported("indexing with a symbolic size whose origin kiln does not track");
+    return I.sizeVar(t, d);
+  };
+  auto mulSize = [&](const VarP &a, const VarP &b) {
+    if (VarP r = I.symIntBinary("*", a, b))
+      return r;
+    return constInt(asInt(a, "size") * asInt(b, "size"));
+  };
+  std::vector<VarP> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    dims.push_back(trackedSize(v, d));
+  VarP lin = advancedRow(I, indices, dims);
+  VarP rows = constInt(1), cols = constInt(1);
+  for (int64_t d = 0; d < rank; ++d)
+    (d < static_cast<int64_t>(k) ? rows : cols) =
+        mulSize(d < static_cast<int64_t>(k) ? rows : cols, dims[d]);
+  // A static side's partner is -1 (reshape infers it: a product like
+  // `3 * s` is not a size the reshape can check).
+  if (rows->isConst())
+    cols = constInt(-1);
+  else if (cols->isConst())
+    rows = constInt(-1);
+  VarP table =
+      callOp(I, "reshape", {{"input", x}, {"shape", makeSeq(Var::Kind::Tuple, {rows, cols})}});
+  // The lookup's range check needs the rows as a size kiln tracks.
+  if (ttype(table->value).isDynamicDim(0) && I.symbolOfDim(table->value, 0) < 0)
+    throw Unsupported("advanced indexing of rows whose symbolic count kiln does not track");
+  bool isBool = ttype(v).getElementType().isInteger(1);
+  if (isBool)
+    table = callOp(I, "long", {{"input", table}});
+  VarP picked = callOp(I, "embedding", {{"input", lin}, {"weight", table}});
+  std::vector<VarP> out;
+  for (int64_t d = 0; d < ttype(lin->value).getRank(); ++d)
+    out.push_back(trackedSize(lin->value, d));
+  out.insert(out.end(), dims.begin() + k, dims.end());
+  VarP r = callOp(I, "reshape", {{"input", picked}, {"shape", makeSeq(Var::Kind::Tuple, out)}});
+  return isBool ? callOp(I, "bool", {{"input", r}}) : r;
+}
+
 } // namespace
 
 VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
@@ -235,6 +301,8 @@ VarP Interpreter::symbolicGetitem(const VarP &x, const VarP &index) {
   }
   if (!symbolic)
     return nullptr;
+  if (VarP r = symbolicAdvancedIndex(*this, x, raw))
+    return r; // integer index tensors
   std::vector<Item> items = decodeIndex(raw, rank);
   // One kiln.slice for the int/constant-slice/whole parts, gathers for the
   // symbolic slices, then a reshape that drops int dims and adds None dims.

@@ -18,6 +18,39 @@ namespace kiln {
 
 using namespace mlir::kiln;
 
+VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::vector<VarP> &dims) {
+  VarP lin, bad;
+  for (size_t j = 0; j < indices.size(); ++j) {
+    const VarP &ij = indices[j];
+    Type et = ttype(ij->value).getElementType();
+    if (et.isInteger(1))
+      throw Unsupported(
+          "indexing with a bool tensor (a mask: data-dependent shape) is not supported");
+    if (!llvm::isa<mlir::IntegerType>(et))
+      throw Unsupported("tensors used as indices must be integer (eager raises)");
+    VarP i64 = callOp(I, "long", {{"input", ij}});
+    VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
+    VarP wrap = callOp(I, "mul", {{"input", negative}, {"other", dims[j]}});
+    VarP pos = callOp(I, "add", {{"input", i64}, {"other", wrap}});
+    if (indices.size() > 1) { // outside its own dim, whatever the sum
+      VarP out = callOp(I, "logical_or",
+                        {{"input", callOp(I, "lt", {{"input", pos}, {"other", constInt(0)}})},
+                         {"other", callOp(I, "ge", {{"input", pos}, {"other", dims[j]}})}});
+      bad = bad ? callOp(I, "logical_or", {{"input", bad}, {"other", out}}) : out;
+    }
+    lin = lin ? callOp(I, "add",
+                       {{"input", callOp(I, "mul", {{"input", lin}, {"other", dims[j]}})},
+                        {"other", pos}})
+              : pos;
+  }
+  if (bad) { // lin - bad * (lin + 1): -1 where bad
+    VarP next = callOp(I, "add", {{"input", lin}, {"other", constInt(1)}});
+    VarP drop = callOp(I, "mul", {{"input", callOp(I, "long", {{"input", bad}})}, {"other", next}});
+    lin = callOp(I, "sub", {{"input", lin}, {"other", drop}});
+  }
+  return lin;
+}
+
 namespace {
 
 PyRef intTuple(llvm::ArrayRef<int64_t> v) {
@@ -122,33 +155,18 @@ bool isNoneObj(PyObject *o) { return o == Py_None; }
 /// (advanced indexing): the indices broadcast to one shape S, negative ones
 /// wrap, and the result is S + x.shape[k:]. Built as one row lookup
 /// (kiln.embedding) into x viewed as [prod(shape[:k]), prod(shape[k:])]
-/// with the row index sum_j i_j * stride_j; like kiln.embedding, an index
-/// out of range is clamped where eager raises.
+/// with the row index advancedRow; an index out of range raises eager's
+/// IndexError after the graph ran (IndexChecks.cpp).
 VarP advancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indices) {
   Value v = tensorOf(x, "indexing");
   auto shape = staticShape(v, "indexing");
   size_t k = indices.size();
   if (k == 0 || k > shape.size())
     throw Unsupported("too many indices for tensor (eager raises)");
-  VarP lin;
-  for (size_t j = 0; j < k; ++j) {
-    const VarP &ij = indices[j];
-    Type et = ttype(ij->value).getElementType();
-    if (et.isInteger(1))
-      throw Unsupported(
-          "indexing with a bool tensor (a mask: data-dependent shape) is not supported");
-    if (!llvm::isa<mlir::IntegerType>(et))
-      throw Unsupported("tensors used as indices must be integer (eager raises)");
-    VarP i64 = callOp(I, "long", {{"input", ij}});
-    VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
-    VarP wrap = callOp(I, "mul", {{"input", negative}, {"other", constInt(shape[j])}});
-    VarP pos = callOp(I, "add", {{"input", i64}, {"other", wrap}});
-    lin =
-        lin ? callOp(I, "add",
-                     {{"input", callOp(I, "mul", {{"input", lin}, {"other", constInt(shape[j])}})},
-                      {"other", pos}})
-            : pos;
-  }
+  std::vector<VarP> dims;
+  for (size_t j = 0; j < k; ++j)
+    dims.push_back(constInt(shape[j]));
+  VarP lin = advancedRow(I, indices, dims);
   int64_t rows = 1, cols = 1;
   for (size_t d = 0; d < shape.size(); ++d)
     (d < k ? rows : cols) *= shape[d];

@@ -93,6 +93,16 @@ DType scalarDType(DTypeCategory c);
 /// Python float, I64 for an int, Bool for a bool.
 DType dtypeOfScalar(const VarP &v);
 
+/// The row of advanced indexing x[i0, ..., ik-1] in x viewed as
+/// [prod(dims[:k]), ...] (dims: the sizes of x's first k dims, Consts or
+/// SymInts): sum_j pos_j * stride_j, pos_j = i_j wrapped when negative.
+/// With several indices the row of an index outside its own dim (whose sum
+/// may still land in the table) is -1, so the lookup's range check
+/// (IndexChecks.cpp) raises eager's IndexError (TorchIndexing.cpp).
+VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::vector<VarP> &dims);
+/// Symbolic size expression `e` as a 0-d int64 value of the graph computed
+/// from the inputs' sizes, or a Python int for a constant (OpTracking.cpp).
+VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e);
 /// Applies op `op` to bound arguments, recording aliasing facts (views,
 /// fresh results) and applying `inplace=True` (OpTracking.cpp).
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a);
