@@ -87,19 +87,21 @@ def vmap_bhqkv(fn):
     return fn
 
 
+def sdpa_like_mask(mask, positions):
+    """transformers' sdpa mask: causal & padding over (batch, head, q, kv)."""
+    fn = both(causal, padding(mask.bool()))
+    b = torch.arange(mask.shape[0])
+    h = torch.arange(1)
+    kv = torch.arange(mask.shape[1])
+    return vmap_bhqkv(fn)(b, h, positions, kv)
+
+
 def test_vmap_nested_mask_functions_one_graph():
     # The shape of transformers' sdpa mask: four nested vmaps over index
     # functions with integer-tensor indexing and & of bool results.
-    def f(mask, positions):
-        fn = both(causal, padding(mask.bool()))
-        b = torch.arange(mask.shape[0])
-        h = torch.arange(1)
-        kv = torch.arange(mask.shape[1])
-        return vmap_bhqkv(fn)(b, h, positions, kv)
-
     mask = torch.ones(2, 7, dtype=torch.long)
     mask[1, 4:] = 0
-    check_one_graph(f, mask, torch.arange(7))
+    check_one_graph(sdpa_like_mask, mask, torch.arange(7))
 
 
 def test_vmap_mask_over_a_growing_length_is_one_dynamic_graph():
@@ -107,19 +109,12 @@ def test_vmap_mask_over_a_growing_length_is_one_dynamic_graph():
     # indexes a tensor with a symbolic dim by batched integer tensors
     # (SymbolicIndexing.cpp's advanced index), so one `?` graph serves
     # every later length.
-    def f(mask, positions):
-        fn = both(causal, padding(mask.bool()))
-        b = torch.arange(mask.shape[0])
-        h = torch.arange(1)
-        kv = torch.arange(mask.shape[1])
-        return vmap_bhqkv(fn)(b, h, positions, kv)
-
-    compiled = kiln.compile(f)
+    compiled = kiln.compile(sdpa_like_mask)
     for n in [6, 7, 9, 12, 13]:
         mask = torch.ones(2, n, dtype=torch.long)
         mask[1, :3] = 0
         positions = torch.tensor([n - 1])
-        assert torch.equal(compiled(mask, positions), f(mask, positions))
+        assert torch.equal(compiled(mask, positions), sdpa_like_mask(mask, positions))
     s = stats()
     assert (s["graphs_compiled"], s["recompiles"], s["dynamic_graphs"]) == (2, 1, 1), s
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s

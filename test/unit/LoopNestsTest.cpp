@@ -16,10 +16,13 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace kiln::test {
 namespace {
@@ -104,67 +107,55 @@ TEST(LoopNestsTest, SmallFunctionsStayWhole) {
   EXPECT_EQ(before, after);
 }
 
+/// One nest `dst[i] = src[i] * 2` in block `name` (entered from
+/// `name.pre`, leaving to `next`), with the load's and the store's
+/// alias-scope attachments.
+std::string scaleNest(const std::string &name, const std::string &src, const std::string &dst,
+                      const std::string &loadMd, const std::string &storeMd,
+                      const std::string &next) {
+  return llvm::formatv(R"ll({0}.pre:
+  br label %{0}
+{0}:
+  %{0}.i = phi i64 [ 0, %{0}.pre ], [ %{0}.next, %{0} ]
+  %{0}.src = getelementptr float, ptr {1}, i64 %{0}.i
+  %{0}.v = load float, ptr %{0}.src, {3}
+  %{0}.w = fmul float %{0}.v, 2.0
+  %{0}.dst = getelementptr float, ptr {2}, i64 %{0}.i
+  store float %{0}.w, ptr %{0}.dst, {4}
+  %{0}.next = add i64 %{0}.i, 1
+  %{0}.more = icmp ult i64 %{0}.next, 16
+  br i1 %{0}.more, label %{0}, label %{5}
+)ll",
+                       name, src, dst, loadMd, storeMd, next)
+      .str();
+}
+
 // Three copies of `dst[i] = src[i] * 2` on different buffers: the first
 // two with the same alias pattern (source and destination disjoint), the
 // third with the same attachments in another pattern: source and
 // destination in one scope (they may overlap).
-constexpr const char *kRepeatedNests = R"ll(
-define void @forward(ptr %a, ptr %b, ptr %c, ptr %d, ptr %e, ptr %f) {
-entry:
-  br label %first
-first:
-  %i = phi i64 [ 0, %entry ], [ %i.next, %first ]
-  %x = getelementptr float, ptr %a, i64 %i
-  %xv = load float, ptr %x, !alias.scope !3, !noalias !4
-  %xw = fmul float %xv, 2.0
-  %y = getelementptr float, ptr %b, i64 %i
-  store float %xw, ptr %y, !alias.scope !4, !noalias !3
-  %i.next = add i64 %i, 1
-  %i.more = icmp ult i64 %i.next, 16
-  br i1 %i.more, label %first, label %second.pre
-second.pre:
-  br label %second
-second:
-  %j = phi i64 [ 0, %second.pre ], [ %j.next, %second ]
-  %u = getelementptr float, ptr %c, i64 %j
-  %uv = load float, ptr %u, !alias.scope !5, !noalias !6
-  %uw = fmul float %uv, 2.0
-  %v = getelementptr float, ptr %d, i64 %j
-  store float %uw, ptr %v, !alias.scope !6, !noalias !5
-  %j.next = add i64 %j, 1
-  %j.more = icmp ult i64 %j.next, 16
-  br i1 %j.more, label %second, label %third.pre
-third.pre:
-  br label %third
-third:
-  %k = phi i64 [ 0, %third.pre ], [ %k.next, %third ]
-  %p = getelementptr float, ptr %e, i64 %k
-  %pv = load float, ptr %p, !alias.scope !7, !noalias !6
-  %pw = fmul float %pv, 2.0
-  %q = getelementptr float, ptr %f, i64 %k
-  store float %pw, ptr %q, !alias.scope !7, !noalias !6
-  %k.next = add i64 %k, 1
-  %k.more = icmp ult i64 %k.next, 16
-  br i1 %k.more, label %third, label %done
-done:
-  ret void
+std::string repeatedNests() {
+  return "define void @forward(ptr %a, ptr %b, ptr %c, ptr %d, ptr %e, ptr %f) {\n"
+         "entry:\n  br label %first.pre\n" +
+         scaleNest("first", "%a", "%b", "!alias.scope !3, !noalias !4",
+                   "!alias.scope !4, !noalias !3", "second.pre") +
+         scaleNest("second", "%c", "%d", "!alias.scope !5, !noalias !6",
+                   "!alias.scope !6, !noalias !5", "third.pre") +
+         scaleNest("third", "%e", "%f", "!alias.scope !7, !noalias !6",
+                   "!alias.scope !7, !noalias !6", "done") +
+         "done:\n  ret void\n}\n"
+         "!0 = distinct !{!0, !\"kiln\"}\n"
+         "!1 = distinct !{!1, !0, !\"root a\"}\n"
+         "!2 = distinct !{!2, !0, !\"root b\"}\n"
+         "!8 = distinct !{!8, !0, !\"root c\"}\n"
+         "!9 = distinct !{!9, !0, !\"root d\"}\n"
+         "!10 = distinct !{!10, !0, !\"root e\"}\n"
+         "!3 = !{!1}\n!4 = !{!2}\n!5 = !{!8}\n!6 = !{!9}\n!7 = !{!10}\n";
 }
-!0 = distinct !{!0, !"kiln"}
-!1 = distinct !{!1, !0, !"root a"}
-!2 = distinct !{!2, !0, !"root b"}
-!8 = distinct !{!8, !0, !"root c"}
-!9 = distinct !{!9, !0, !"root d"}
-!10 = distinct !{!10, !0, !"root e"}
-!3 = !{!1}
-!4 = !{!2}
-!5 = !{!8}
-!6 = !{!9}
-!7 = !{!10}
-)ll";
 
 TEST(LoopNestsTest, NestsEqualUpToTheirBuffersShareOneFunction) {
   llvm::LLVMContext ctx;
-  auto module = parse(ctx, kRepeatedNests);
+  auto module = parse(ctx, repeatedNests().c_str());
   ASSERT_TRUE(module);
   mlir::kiln::OutlinedNests done = mlir::kiln::outlineLoopNests(*module, /*minInstructions=*/0);
   EXPECT_EQ(done.moved, 3u);
