@@ -7,9 +7,9 @@ checks through kiln.stats() that compiled code really ran (or that the
 expected fallback happened).
 """
 import os
+import re
 import subprocess
 import sys
-
 import tempfile
 
 import pytest
@@ -94,12 +94,42 @@ def assert_compiled(graphs=1, calls=None, breaks=0, **counts):
     return s
 
 
-def run_python(code, env_extra, timeout=120):
-    """Runs `code` in a fresh interpreter with extra environment variables."""
-    env = dict(os.environ)
-    env.update(env_extra)
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def run_python(code, env_extra=None, timeout=120, args=(), env=None):
+    """Runs `code` in a fresh interpreter (argv `args`) with the environment
+    `env` (default: this process's) updated by `env_extra`; the result as
+    the interpreter ended (see interpreter_status)."""
+    env = dict(os.environ if env is None else env)
+    env.update(env_extra or {})
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    return interpreter_status(r)
+
+
+# Under `make test-asan` LeakSanitizer scans for leaks when a process exits,
+# after the interpreter has finished. gcc 12's runtime sometimes records a
+# bogus dynamic-TLS range for a thread (LSAN_OPTIONS=verbosity=1 shows e.g.
+# "DTLS 9 at 0x00000001fa6e-0x002800020b70"); its stop-the-world tracer then
+# takes signal 11 reading it and the process exits 1: not a leak report, and
+# the script itself ran to its end. About one exit in 20 on this machine.
+_TRACER_DEATH = re.compile(r"Tracer caught signal \d+:[^\n]*\n==\d+==LeakSanitizer has encountered "
+                           r"a fatal error\.\n(?:==\d+==HINT:[^\n]*\n?)*\Z")
+
+
+def interpreter_status(r):
+    """`r` (a child python's CompletedProcess) with the exit status its
+    interpreter ended with when LeakSanitizer's exit scan died after it:
+    1 if the child printed a Python traceback (an uncaught exception, or a
+    script reporting its threads' ones, as test_threads.py does), else 0 —
+    true of every script this suite runs. Any other result is `r` itself;
+    a leak report stays a failure."""
+    m = _TRACER_DEATH.search(r.stderr or "") if r.returncode else None
+    if m is None or "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        return r
+    stderr = r.stderr[:m.start()]
+    status = 1 if "Traceback (most recent call last)" in stderr else 0
+    sys.stderr.write(f"[conftest] LeakSanitizer's exit scan died in a child python (its "
+                     f"tracer, not a leak report); the interpreter's own status: {status}\n")
+    return subprocess.CompletedProcess(r.args, status, r.stdout, stderr)
 
 
 def run_whole_graph(fn, *args, calls=2, compare=None):

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import kiln
-from conftest import assert_close, run_python, stats
+from conftest import assert_close, interpreter_status, run_python, stats
 
 # A model whose code uses a BLAS call, fused elementwise code, a row
 # reduction and a strided copy (concat of a slice): every kind of symbol
@@ -144,7 +144,9 @@ def test_concurrent_writers_leave_one_valid_entry(tmp_path):
                               stderr=subprocess.PIPE, text=True) for _ in range(3)]
     for p in procs:
         out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err
+        r = interpreter_status(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+        out, err = r.stdout, r.stderr
+        assert r.returncode == 0, err
         result = json.loads(out.strip().splitlines()[-1])
         assert result["err"] < 1e-5 and result["cache_corrupt_disk"] == 0, result
         assert "warning" not in err, err
@@ -174,11 +176,11 @@ def test_default_folder_follows_xdg_cache_home(tmp_path):
     code = "import kiln; print(kiln.config.cache_dir)"
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
     env.pop("KILN_CACHE_DIR")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    out = run_python(code, env=env)
     assert out.stdout.strip() == str(tmp_path / "xdg" / "kiln"), out.stderr
     env.pop("XDG_CACHE_HOME")
     env["HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    out = run_python(code, env=env)
     assert out.stdout.strip() == str(tmp_path / ".cache" / "kiln"), out.stderr
 
 
@@ -312,8 +314,7 @@ def test_swapped_payloads_are_rejected(tmp_path):
     code = SCRIPT.replace("x = torch.randn(8, 32)", "x = torch.randn(int(sys.argv[1]), 32)")
     env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
     for rows in (8, 12):
-        r = subprocess.run([sys.executable, "-c", code, str(rows)], env=env, capture_output=True,
-                           text=True, timeout=120)
+        r = run_python(code, env=env, args=[rows])
         assert r.returncode == 0, r.stderr
     a, b = entries(tmp_path)
     (pa, ka, xa), (pb, kb, xb) = read_entry(a), read_entry(b)
@@ -323,8 +324,7 @@ def test_swapped_payloads_are_rejected(tmp_path):
         head = prefix + len(key).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
         mac = open(path, "rb").read()[32:64]
         open(path, "wb").write(head + mac + key + payload)
-    r = subprocess.run([sys.executable, "-c", code, "8"], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = run_python(code, env=env, args=[8])
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["cache_corrupt_disk"] == 1 and result["cache_hits_disk"] == 0, result
@@ -333,8 +333,7 @@ def test_swapped_payloads_are_rejected(tmp_path):
     os.rename(b, b + ".x")
     os.rename(a, b)
     os.rename(b + ".x", a)
-    r = subprocess.run([sys.executable, "-c", code, "12"], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = run_python(code, env=env, args=[12])
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["cache_hits_disk"] == 0 and result["err"] < 1e-5, result
 

@@ -9,12 +9,11 @@ regression must fail, not hang or crash the suite) and asserts through
 kiln.stats() that the break was recorded.
 """
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from conftest import run_python
 
 CASES = textwrap.dedent('''
     import torch
@@ -79,8 +78,7 @@ NAMES = ["raise_value_error", "failing_assert", "index_error", "key_error", "zer
 @pytest.mark.parametrize("fullgraph", [False, True])
 @pytest.mark.parametrize("name", NAMES)
 def test_user_exception_is_the_eager_one(name, fullgraph):
-    r = subprocess.run([sys.executable, "-c", DRIVER, name, str(int(fullgraph))],
-                       capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    r = run_python(DRIVER, args=[name, int(fullgraph)], timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     eager = got["eager"]
