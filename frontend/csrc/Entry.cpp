@@ -379,7 +379,7 @@ PyObject *replayView(PyObject *base, PyObject *steps) {
 
 /// Builds the node of `slots` at `pos` (prefix order) and advances past its
 /// subtree. New reference (null, or a tree with a Python error set, on failure).
-/// `values`: the entry's resolved sources (side-effect values only).
+/// `values`: the entry's sources resolved for this call (Source slots).
 PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                      const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
                      const std::vector<PyRef> *values = nullptr) {
@@ -502,7 +502,7 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
 } // namespace
 
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
-                         llvm::ArrayRef<PyObject *> inputs) {
+                         llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
   if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
       !entry.outputs[0].copy) { // `return <one graph result>`
     PyObject *o = results[entry.outputs[0].index].get();
@@ -510,7 +510,7 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
     return o;
   }
   size_t pos = 0;
-  PyObject *r = buildSlots(entry.outputs, pos, results, inputs);
+  PyObject *r = buildSlots(entry.outputs, pos, results, inputs, &values);
   if (r && PyErr_Occurred()) { // a clone failed somewhere in the tree
     Py_DECREF(r);
     return nullptr;

@@ -110,10 +110,11 @@ std::string describeSymbol(const Entry &entry, size_t i);
 /// out-of-range index, Entry::indexCheck).
 bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results);
 
-/// Rebuilds the Python return value from graph results and inputs
-/// (new reference).
+/// Rebuilds the Python return value from graph results, inputs and the
+/// entry's sources resolved for this call (`values`: an object of the
+/// caller's that is returned is the call's own). New reference.
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
-                         llvm::ArrayRef<PyObject *> inputs);
+                         llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values);
 
 /// The graph inputs of one call (borrowed) from the entry's resolved
 /// sources `values`. With `drawSeed`, a random graph's seed input is a

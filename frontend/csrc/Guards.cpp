@@ -9,6 +9,10 @@
 #include "GilOnce.h"
 #include "TensorInfo.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -409,6 +413,23 @@ bool tensorMatches(const Guard &g, PyObject *v) {
   return isTensor(v) && tensorMetaMatches(v, g.dtype, g.sizes, g.strides, g.requiresGrad, g.device);
 }
 
+/// An Aliasing guard's test (Guards.h).
+bool sameAliasing(PyObject *pairs, const std::vector<PyRef> &values) {
+  llvm::SmallVector<PyObject *, 16> byGroup;
+  for (Py_ssize_t i = 0; i + 1 < PyTuple_GET_SIZE(pairs); i += 2) {
+    PyObject *o = values[PyLong_AsSsize_t(PyTuple_GET_ITEM(pairs, i))].get();
+    size_t group = PyLong_AsSize_t(PyTuple_GET_ITEM(pairs, i + 1));
+    if (group >= byGroup.size())
+      byGroup.resize(group + 1, nullptr);
+    if (!byGroup[group])
+      byGroup[group] = o;
+    else if (byGroup[group] != o)
+      return false;
+  }
+  llvm::sort(byGroup);
+  return std::adjacent_find(byGroup.begin(), byGroup.end()) == byGroup.end();
+}
+
 } // namespace
 
 int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values) {
@@ -462,6 +483,9 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     case Guard::Kind::Type:
       ok = reinterpret_cast<PyObject *>(Py_TYPE(v)) == g.expected.get();
       break;
+    case Guard::Kind::Aliasing:
+      ok = sameAliasing(g.expected.get(), values);
+      break;
     }
     if (!ok)
       return static_cast<int>(i);
@@ -488,9 +512,19 @@ std::string Guard::describe(const SourceTable &sources,
        << " == " << pyText(PyTuple_GET_ITEM(e, 2), /*repr=*/true) << " (global state)";
     return os.str();
   }
+  if (kind == Kind::Aliasing) {
+    PyObject *pairs = expected.get();
+    os << "the objects of";
+    for (Py_ssize_t i = 0; i + 1 < PyTuple_GET_SIZE(pairs); i += 2)
+      os << (i ? ", " : " ")
+         << sources.describe((int)PyLong_AsLong(PyTuple_GET_ITEM(pairs, i)), localNames);
+    os << " are the same or distinct as at compile time";
+    return os.str();
+  }
   os << sources.describe(source, localNames);
   switch (kind) {
   case Kind::Call:
+  case Kind::Aliasing:
     break;
   case Kind::HasAttr:
     os << (PyTuple_GET_ITEM(expected.get(), 1) == Py_True ? " has" : " has no") << " attribute "

@@ -116,6 +116,13 @@ struct Guard {
     /// `expected not in value` where value is an instance __dict__ (or
     /// missing): nothing shadows a method found on the class.
     NotInDict,
+    /// The objects of several sources are the same or distinct as at
+    /// compile time: `expected` is a flat tuple (source, group, source,
+    /// group ...), groups numbered from 0 by first sight; sources of one
+    /// group must hold one object, different groups different objects.
+    /// `source` is -1. (Plain objects whose attributes the graph stores,
+    /// guarded by type: PlainObjects.cpp.)
+    Aliasing,
   };
   Kind kind;
   int source;

@@ -7,6 +7,8 @@ reads recompiles; a use that depends on the object itself (`is`, id(), a
 dict keyed by it, returning it, mutating it, a builtin evaluated on it) keeps
 the identity guard, and every such case gives eager's answer
 (capture/interp/PlainObjects.h)."""
+import abc
+
 import pytest
 import torch
 from torch import nn
@@ -186,3 +188,130 @@ def test_kwargs_with_objects_are_guarded_by_structure():
     assert_close(cf(x, o=o, flag=True), f(x, o=o, flag=True))
     assert_close(cf(x, o=o, flag=True, extra=1), f(x, o=o, flag=True, extra=1))
     assert stats()["graphs_compiled"] == 3 and stats()["eager_calls"] == 0, stats()
+
+
+def test_returned_object_shares_one_graph():
+    # The object is returned as the call's own (read through its source),
+    # so the type guard stays: one graph for every instance.
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        for o in [Options() for _ in range(4)]:
+            out, got = kiln.compile(Returns(o))(x)
+            assert got is o
+    s = stats()
+    assert s["graphs_compiled"] == 1 and s["eager_calls"] == 0, s
+
+
+class Layer:
+    def __init__(self):
+        self.keys = None
+        self.ready = False
+
+    def update(self, k):
+        if not self.ready:
+            self.keys = k
+            self.ready = True
+        else:
+            self.keys = torch.cat([self.keys, k])
+        return self.keys
+
+
+class AbstractLayer(abc.ABC):
+    @abc.abstractmethod
+    def update(self, k): ...
+
+
+class ConcreteLayer(AbstractLayer, Layer):
+    update = Layer.update
+
+
+class Cache:
+    """A KV cache in HuggingFace's DynamicCache shape: a list of per-layer
+    objects whose tensors the forward replaces."""
+
+    def __init__(self, n, layer=Layer):
+        self.layers = [layer() for _ in range(n)]
+
+    def update(self, k, i):
+        return self.layers[i].update(k)
+
+
+def decode(x, cache):
+    for i in range(len(cache.layers)):
+        x = x + cache.update(x, i).sum()
+    return x, cache
+
+
+@pytest.mark.parametrize("layer", [Layer, ConcreteLayer])  # ABCMeta classes too
+def test_new_cache_per_call_shares_the_graphs(layer):
+    # A generate() loop builds a new cache per call: the graph stores into
+    # the cache's layers (replayed on the call's objects) and returns the
+    # cache, by type guards and an aliasing guard, not identity.
+    cf = kiln.compile(decode)
+    for call in range(3):
+        mine, eager = Cache(2, layer), Cache(2, layer)
+        x = torch.randn(3)
+        for step in range(3):
+            got, ret = cf(x, mine)
+            want, _ = decode(x, eager)
+            assert ret is mine
+            assert_close(got, want)
+            for a, b in zip(mine.layers, eager.layers):
+                assert a.ready and b.ready
+                assert_close(a.keys, b.keys)
+        s = stats()
+        # the first step, the second (static) and the `?` rest, for every call
+        assert s["graphs_compiled"] == 3 and s["eager_calls"] == 0, (call, s)
+
+
+def test_stored_objects_alias_like_eager():
+    # `a.val = ...; return b.val`: compiled with a is b, the read after the
+    # store is the stored value; called with two objects it must be b's own
+    # (and the other way round): the aliasing guard recompiles.
+    def f(x, a, b):
+        a.val = x * 2
+        return x + b.val
+
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    for same in (True, False, True, False):
+        a, b = Options(), Options()
+        a.val, b.val = torch.ones(3), torch.full((3,), 5.0)
+        if same:
+            b = a
+        ea, eb = Options(), Options()
+        ea.val, eb.val = torch.ones(3), torch.full((3,), 5.0)
+        if same:
+            eb = ea
+        assert_close(cf(x, a, b), f(x, ea, eb))
+        assert_close(a.val, ea.val)
+        assert_close(b.val, eb.val)
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+
+
+def test_list_of_objects_by_type_and_length_unless_updated():
+    def total(x, layers):
+        return sum(x * layer.scale for layer in layers)
+
+    cf = kiln.compile(total)
+    x = torch.randn(3)
+    for n in (2, 2, 2, 3):
+        layers = [Options(scale=float(i + 1)) for i in range(n)]
+        assert_close(cf(x, layers), total(x, layers))
+    s = stats()  # a new list per call shares the graph; a longer one recompiles
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+
+    def grow(x, layers):
+        layers.append(Options(scale=3.0))  # the list itself is updated: by identity
+        return x * len(layers)
+
+    kiln.reset()
+    cg = kiln.compile(grow)
+    mine, eager = [Options()], [Options()]
+    for _ in range(3):
+        assert_close(cg(x, mine), grow(x, eager))
+        assert len(mine) == len(eager)
+    other = [Options()]
+    assert_close(cg(x, other), x * 2)
+    assert len(other) == 2 and len(mine) == 4

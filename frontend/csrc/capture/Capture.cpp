@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
 #include "capture/interp/CaptureTimeCalls.h"
+#include "capture/interp/PlainObjects.h"
 #include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 
@@ -242,6 +243,14 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
         outputs.back().sameAs = it->second;
         return;
       }
+    }
+    if (v->source >= 0 && isPlainObject(o)) {
+      // An object of the caller's (a KV cache passed in and returned in a
+      // model's output): the call's own object, read through its source,
+      // so the object keeps the Type guard it had (PlainObjects.cpp)
+      // instead of pinning the compile-time one by identity.
+      outputs.push_back({OutputSlot::Kind::Source, v->source, {}});
+      return;
     }
     outputs.push_back({OutputSlot::Kind::Constant, 0, v->obj, fresh});
     return;

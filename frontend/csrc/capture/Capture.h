@@ -29,9 +29,10 @@ namespace kiln {
 /// How one node of the Python result is produced. The result is a tree
 /// stored in prefix order: a Tuple/List node is followed by its children.
 struct OutputSlot {
-  /// Source and Binary appear only in side-effect values (evaluated when
-  /// the effect is replayed): the value of source `index` read at the
-  /// call's start, and operator `constant` (a str: + - * ...) on its two
+  /// Source: the value of source `index` read at the call's start (a side
+  /// effect's value, or a plain object of the caller's that is returned).
+  /// Binary appears only in side-effect values (evaluated when the effect
+  /// is replayed): operator `constant` (a str: + - * ...) on its two
   /// children.
   /// Scalar: a Python number read from a tensor inside the graph: graph
   /// result `index` (0-d f64/i64/bool) converted by `.item()`.

@@ -165,7 +165,7 @@ PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
     return nullptr;
   if (exportRecording())
     recordExportRun(entry, inputs, results);
-  PyObject *r = assembleResult(entry, results, inputs);
+  PyObject *r = assembleResult(entry, results, inputs, call.values);
   if (r && !entry.effects.empty() && !replaySideEffects(entry, results, inputs, call.values)) {
     Py_DECREF(r);
     return nullptr;

@@ -275,7 +275,7 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
       results.push_back(PyRef::borrow(PyTuple_GET_ITEM(outs.get(), i)));
   else
     results.push_back(outs);
-  PyObject *r = assembleResult(entry, results, inputs);
+  PyObject *r = assembleResult(entry, results, inputs, values);
   if (r && !entry.effects.empty() && !replayWithoutGrad(entry, results, inputs, values)) {
     Py_DECREF(r);
     return nullptr;

@@ -13,10 +13,12 @@
 // and the finish turns the object's guards back into identity guards.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/PlainObjects.h"
+#include "GilOnce.h"
 #include "Log.h"
 #include "capture/Capture.h"
 #include "capture/interp/Interp.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -36,7 +38,8 @@ struct PlainState {
   std::vector<PlainGuard> guards;
   std::vector<PlainGuard> valueGuards; ///< Equals guards on lists/dicts
   std::set<PyObject *> pinned;
-  std::string why; ///< the first pin's reason (for the guards log)
+  std::set<PyObject *> stored; ///< plain objects an attribute is stored into
+  std::string why;             ///< the first pin's reason (for the guards log)
 };
 
 /// One per capture in progress on this thread (captures nest; a Python
@@ -81,11 +84,12 @@ void pinIn(PyObject *o, const char *why, int depth, bool identity) {
 }
 
 /// Whether a side effect of `out` stores into or deletes from the object
-/// of `source`.
-bool mutatedByEffects(const Capture &out, int source) {
+/// of `source` (with `anyKind`, also appends, inserts, pops: any effect
+/// on it).
+bool mutatedByEffects(const Capture &out, int source, bool anyKind = false) {
   for (const SideEffect &e : out.effects)
     if (e.target == source &&
-        (e.kind == SideEffect::Kind::SetItem || e.kind == SideEffect::Kind::DelItem))
+        (anyKind || e.kind == SideEffect::Kind::SetItem || e.kind == SideEffect::Kind::DelItem))
       return true;
   return false;
 }
@@ -101,6 +105,38 @@ void scanCapture(const Capture &out) {
     if (!s.weak) // a Constant source, or a dict item keyed by the object
       pinIn(s.key.get(), "a source is keyed by the object", 0, /*identity=*/true);
   }
+}
+
+/// An object the graph stores attributes into stays guarded by type (a new
+/// KV cache per generate() call shares the entry): the replay stores into
+/// the call's object, and reads after the store take the stored value by
+/// the object (Interpreter overlay_). That holds while the plain objects
+/// the capture read are the same or distinct as they were (`a.x = t;
+/// return b.x` with `a is b` at compile time), which this guard checks.
+/// False (no guard added, no Python error left) when out of memory.
+bool addAliasingGuard(Capture &out, const std::vector<PlainGuard> &guards) {
+  std::vector<std::pair<int, PyObject *>> seen; // (source, object)
+  for (const PlainGuard &p : guards)
+    seen.push_back({out.guards[p.guard].source, p.obj.get()});
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  std::vector<PyObject *> groups;
+  PyRef pairs = PyRef::steal(PyTuple_New((Py_ssize_t)seen.size() * 2));
+  if (!pairs)
+    return PyErr_Clear(), false;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    size_t group = std::find(groups.begin(), groups.end(), seen[i].second) - groups.begin();
+    if (group == groups.size())
+      groups.push_back(seen[i].second);
+    PyTuple_SET_ITEM(pairs.get(), (Py_ssize_t)(2 * i), PyLong_FromLong(seen[i].first));
+    PyTuple_SET_ITEM(pairs.get(), (Py_ssize_t)(2 * i + 1), PyLong_FromSize_t(group));
+  }
+  Guard g;
+  g.kind = Guard::Kind::Aliasing;
+  g.source = -1;
+  g.expected = std::move(pairs);
+  out.guards.push_back(std::move(g));
+  return true;
 }
 
 } // namespace
@@ -121,10 +157,26 @@ bool isNamedTuple(PyObject *o) {
   return fields && PyTuple_Check(fields.get());
 }
 
+/// Whether `meta` is `type` or abc.ABCMeta: an abstract base class's
+/// metaclass only adds isinstance/issubclass bookkeeping (HuggingFace's
+/// cache layers derive from ABC); instance attribute lookup is the same.
+bool plainMetaclass(PyTypeObject *meta) {
+  if (meta == &PyType_Type)
+    return true;
+  static PyOnce abcMeta;
+  PyObject *abc = abcMeta.get([] {
+    PyRef mod = PyRef::steal(PyImport_ImportModule("abc"));
+    PyObject *m = mod ? PyObject_GetAttrString(mod.get(), "ABCMeta") : nullptr;
+    PyErr_Clear();
+    return m;
+  });
+  return abc && reinterpret_cast<PyObject *>(meta) == abc;
+}
+
 bool isPlainObject(PyObject *o) {
   PyTypeObject *t = o ? Py_TYPE(o) : nullptr;
   if (!t || !PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE) || t->tp_dictoffset == 0 ||
-      Py_TYPE(reinterpret_cast<PyObject *>(t)) != &PyType_Type || PyType_Check(o) ||
+      !plainMetaclass(Py_TYPE(reinterpret_cast<PyObject *>(t))) || PyType_Check(o) ||
       PyExceptionInstance_Check(o) || !pureBases(t))
     return false;
   return !isTensor(o) && !isModule(o);
@@ -159,6 +211,11 @@ void pinPlainObject(PyObject *o, const char *why) {
     s.why = why;
 }
 
+void noteAttributeStore(PyObject *o) {
+  if (!states().empty() && o && isPlainObject(o))
+    states().back().stored.insert(o);
+}
+
 void pinIdentity(PyObject *o, const char *why) {
   if (states().empty() || !o)
     return;
@@ -185,6 +242,11 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   if (!state)
     return;
   scanCapture(out);
+  bool stores = false;
+  for (PlainGuard &p : state->guards)
+    stores |= !pinAll && !state->pinned.count(p.obj.get()) && state->stored.count(p.obj.get());
+  if (stores && !addAliasingGuard(out, state->guards))
+    state->pinned.insert(state->stored.begin(), state->stored.end());
   bool any = false;
   for (PlainGuard &p : state->guards) {
     if (!pinAll && !state->pinned.count(p.obj.get()))
@@ -207,6 +269,10 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
       valueGuard.expected = p.obj;
       continue;
     }
+    if (valueGuard.kind == Guard::Kind::Type &&
+        mutatedByEffects(out, valueGuard.source, /*anyKind=*/true))
+      state->pinned.insert(p.obj.get()); // a list of objects the code updates
+
     if (!state->pinned.count(p.obj.get()))
       continue;
     Guard g;
@@ -222,6 +288,7 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   state->valueGuards.clear();
   state->guards.clear();
   state->pinned.clear();
+  state->stored.clear();
 }
 
 } // namespace kiln

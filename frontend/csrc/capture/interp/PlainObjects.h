@@ -8,10 +8,13 @@
 // has its own guard), so instances of one model class with equal configs
 // share one entry. A use that depends on the object itself or on state no
 // source guards (`is`, id(), hashing, a builtin, operator or f-string
-// evaluated on it at capture, an attribute store, a C method bound to it,
+// evaluated on it at capture, a C method bound to it,
 // a call of it as a torch op, the object in the result or in a side
 // effect, a source keyed by it, a capture that failed part-way) pins it:
-// its guards become identity guards again (PlainObjects.cpp). Lists and
+// its guards become identity guards again (PlainObjects.cpp). An object
+// the graph stores attributes into keeps its type guard: the stores replay
+// on the call's object, and an aliasing guard checks that the plain objects
+// read are the same or distinct as at compile time. Lists and
 // small dicts of Python data are guarded by value (Guards.h sameValue);
 // the identity uses above (not the value ones) add an identity guard.
 //===----------------------------------------------------------------------===//
@@ -27,7 +30,8 @@ namespace kiln {
 struct Capture;
 
 /// Whether `o` is an instance of a pure-Python class (a heap type whose
-/// metaclass is `type` and whose bases are heap types or `object`) with an
+/// metaclass is `type` or abc.ABCMeta and whose bases are heap types or
+/// `object`) with an
 /// instance __dict__, and not a module, tensor, container or exception.
 bool isPlainObject(PyObject *o);
 
@@ -49,6 +53,11 @@ void addPlainObjectGuard(Capture &out, size_t guard, PyObject *o);
 /// The capture in progress depends on `o` itself (or on state of it no
 /// guard covers): if `o` is a plain object its guards become identity.
 void pinPlainObject(PyObject *o, const char *why);
+
+/// The capture stores an attribute into `o`: a plain object keeps its type
+/// guard, and the capture gains a guard that the plain objects it read are
+/// the same or distinct as at compile time (Guard::Kind::Aliasing).
+void noteAttributeStore(PyObject *o);
 
 /// Records guard `guard` of `out` (an Equals guard on list/dict `o`, read
 /// from the frame and guarded by value so that an equal one shares the

@@ -56,6 +56,22 @@ bool isPlainData(PyObject *o) {
   return isPlainData(o, budget);
 }
 
+/// A list of plain objects (and Python primitives): a KV cache's `layers`,
+/// a list of per-layer state objects.
+bool holdsPlainObjects(PyObject *o) {
+  if (!PyList_CheckExact(o))
+    return false;
+  bool plain = false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i) {
+    PyObject *item = PySequence_Fast_ITEMS(o)[i];
+    if (isPlainObject(item))
+      plain = true;
+    else if (!isPrimitive(item))
+      return false;
+  }
+  return plain;
+}
+
 } // namespace
 
 /// Python primitives are guarded by value; everything else by identity.
@@ -103,6 +119,22 @@ void Interpreter::guardValue(const VarP &v) {
     return;
   }
   PyObject *o = v->obj.get();
+  if (holdsPlainObjects(o)) {
+    // By type and length: each item read has its own source and guard (a
+    // plain object by type), so a new list of new objects per call (a KV
+    // cache per generate()) shares the entry; a use of the list itself
+    // (`is`, returned, stored, updated in place) pins it (PlainObjects.h).
+    g.kind = Guard::Kind::Type;
+    g.source = v->source;
+    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o)));
+    guardLength(v->source, PySequence_Fast_GET_SIZE(o));
+    for (const Guard &e : out_.guards)
+      if (e.source == g.source && e.kind == g.kind)
+        return;
+    addValueGuard(out_, out_.guards.size(), o);
+    out_.guards.push_back(std::move(g));
+    return;
+  }
   // The root frame's **kwargs is a new dict per call: compared by value.
   bool kwargsDict = v->source == varKeywordsSource_ && isPrimitiveDict(o);
   bool byValue = isPrimitive(o) || kwargsDict || isPlainData(o);

@@ -115,7 +115,7 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
   if (isBuiltModule(*this, o)) // one object for every call (BuiltModules.cpp)
     throw Unsupported(BreakCategory::SideEffect,
                       what + ": the module was constructed in the compiled code");
-  pinPlainObject(o, "an attribute of it is stored");
+  noteAttributeStore(o); // PlainObjects.h: by type, with an aliasing guard
   if (value->isTensor() && value->inputIndex >= 0) {
     // `self.buf += x` stores the tensor it updated in place back into the
     // same attribute: the object is already there (nothing to replay).
