@@ -315,3 +315,63 @@ def test_list_of_objects_by_type_and_length_unless_updated():
     other = [Options()]
     assert_close(cg(x, other), x * 2)
     assert len(other) == 2 and len(mine) == 4
+
+
+def _num(v):
+    """A number from whatever a list use returns (objects by their `.scale`)."""
+    if isinstance(v, (list, tuple)):
+        return float(sum(_num(i) for i in v)) + 100 * len(v)
+    return v.scale if isinstance(v, Options) else float(v)
+
+
+# Uses of a caller's list of objects as a whole, or of its items, at capture.
+LIST_USES = {
+    "in": lambda lst, o: o in lst,
+    "index": lambda lst, o: lst.index(o) if o in lst else -1,
+    "count": lambda lst, o: lst.count(o),
+    "eq": lambda lst, o: lst == [o, o],
+    "sorted": lambda lst, o: [p.scale for p in sorted(lst, key=lambda p: p.scale)][0],
+    "max": lambda lst, o: max(lst, key=lambda p: p.scale).scale,
+    "slice": lambda lst, o: lst[1:],
+    "list": lambda lst, o: list(lst),
+    "tuple": lambda lst, o: tuple(lst),
+    "concat": lambda lst, o: lst + [o],
+    "enumerate": lambda lst, o: sum(i * p.scale for i, p in enumerate(lst)),
+    "zip": lambda lst, o: sum(p.scale * q.scale for p, q in zip(lst, lst[1:])),
+    "reversed": lambda lst, o: [p.scale for p in reversed(lst)][0],
+    "len": lambda lst, o: len(lst),
+    "bool": lambda lst, o: 1 if lst else 0,
+    "last": lambda lst, o: lst[-1].scale,
+    "any": lambda lst, o: any(p.scale > 1.5 for p in lst),
+    "is_filter": lambda lst, o: len([p for p in lst if p is o]),
+    "copy": lambda lst, o: lst.copy(),
+    "set": lambda lst, o: len(set(lst)),
+    "dict": lambda lst, o: {p: i for i, p in enumerate(lst)}.get(o, -1),
+    "first_is": lambda lst, o: lst[0] is o,
+}
+
+
+@pytest.mark.parametrize("use", LIST_USES)
+def test_list_of_objects_uses_match_eager(use):
+    # A list of plain objects is guarded by type and length: every use that
+    # reads more than items through their sources must guard what it read,
+    # across new lists, an item replaced, an item's attribute changed and
+    # an item appended between calls.
+    def f(x, lst, o):
+        return x * _num(LIST_USES[use](lst, o))
+
+    cf = kiln.compile(f)
+    x = torch.ones(2)
+    a, b = Options(scale=1.0), Options(scale=2.0)
+    mine = [a, b]
+    calls = [(mine, a), ([Options(scale=1.0), Options(scale=2.0)], a),
+             ([a, Options(scale=5.0)], a), (mine, b)]
+    for lst, o in calls:
+        assert_close(cf(x, lst, o), f(x, lst, o))
+    mine[0] = Options(scale=3.0)
+    assert_close(cf(x, mine, a), f(x, mine, a))
+    mine[1].scale = 7.0
+    assert_close(cf(x, mine, a), f(x, mine, a))
+    mine.append(Options(scale=9.0))
+    assert_close(cf(x, mine, a), f(x, mine, a))
+    assert stats()["eager_calls"] == 0, stats()

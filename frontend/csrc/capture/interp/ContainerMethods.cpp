@@ -18,6 +18,7 @@
 // append/extend/insert/pop, a tensor compared by ==) is a graph break.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/PlainObjects.h"
 
 #include <algorithm>
 #include <numeric>
@@ -63,6 +64,7 @@ PyObject *pureObj(const VarP &v, const std::string &what) {
   if (!pureConstant(o))
     throw Unsupported(BreakCategory::PythonBuiltin,
                       what + " on a value whose ==, < or hash is Python code (or a function)");
+  pinPlainObject(o, "a list method compares it"); // by identity (object.__eq__)
   return o;
 }
 

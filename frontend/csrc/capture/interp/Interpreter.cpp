@@ -456,6 +456,10 @@ bool Interpreter::truthy(const VarP &v) {
   if (v->kind == Var::Kind::Object)
     return objectTruthy(v); // UserObjects.cpp
   PyObject *cond = constObj(v, "branch condition");
+  if (v->source >= 0 && PyList_CheckExact(cond)) { // a caller's list: by its length
+    guardLength(v->source, PyList_GET_SIZE(cond));
+    return PyList_GET_SIZE(cond) > 0;
+  }
   PyTypeObject *ct = Py_TYPE(cond);
   if ((ct->tp_as_number && ct->tp_as_number->nb_bool) ||
       (ct->tp_as_mapping && ct->tp_as_mapping->mp_length) ||
@@ -496,7 +500,8 @@ VarP Interpreter::getIter(const VarP &v) {
   if (VarP snap = iterationSnapshot(v)) // a deque (Deques.h); a set of tensors breaks
     return getIter(snap);
   PyObject *o = constObj(v, "iterable");
-  pinPlainObject(o, "it is iterated at capture");
+  if (v->source < 0 || !PyList_CheckExact(o)) // a caller's list: items by source (below)
+    pinPlainObject(o, "it is iterated at capture");
   std::vector<VarP> items;
   if (VarP it = CaptureTimeCalls::builtModuleDunder(*this, v, "__iter__"))
     return getIter(it); // a Sequential built at capture (BuiltModules.cpp)
@@ -609,7 +614,28 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");
-  pinPlainObject(o, "it is subscripted at capture");
+  bool bySource = c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) &&
+                  (PyLong_CheckExact(key) || PySlice_Check(key));
+  if (!bySource) // else each item read through its own source (below)
+    pinPlainObject(o, "it is subscripted at capture");
+  if (bySource && PySlice_Check(key)) {
+    // `self.layers[1:]`: a new list (tuple) of the items, each read through
+    // its source, so what the code reads from them stays guarded.
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o), start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) {
+      PyErr_Clear();
+      throw Unsupported(BreakCategory::UserError, "slice indices must be integers or None",
+                        hint::kRaisesInEager);
+    }
+    Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
+    guardLength(c->source, n);
+    std::vector<VarP> items;
+    for (Py_ssize_t i = 0, k = start; i < len; ++i, k += step)
+      items.push_back(
+          fromSource(PySequence_Fast_ITEMS(o)[k],
+                     out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr)));
+    return makeSeq(PyList_CheckExact(o) ? Var::Kind::List : Var::Kind::Tuple, items);
+  }
   pinPlainObject(key, "it is a subscript key");
   PyRef r = PyRef::steal(PyObject_GetItem(o, key));
   if (!r) {

@@ -38,8 +38,9 @@ struct PlainState {
   std::vector<PlainGuard> guards;
   std::vector<PlainGuard> valueGuards; ///< Equals guards on lists/dicts
   std::set<PyObject *> pinned;
-  std::set<PyObject *> stored; ///< plain objects an attribute is stored into
-  std::string why;             ///< the first pin's reason (for the guards log)
+  std::set<PyObject *> stored;      ///< plain objects an attribute is stored into
+  std::set<PyObject *> objectLists; ///< lists of plain objects guarded by type
+  std::string why;                  ///< the first pin's reason (for the guards log)
 };
 
 /// One per capture in progress on this thread (captures nest; a Python
@@ -113,6 +114,21 @@ void scanCapture(const Capture &out) {
 /// the object (Interpreter overlay_). That holds while the plain objects
 /// the capture read are the same or distinct as they were (`a.x = t;
 /// return b.x` with `a is b` at compile time), which this guard checks.
+/// Guard `list` (a Type guard on a list of plain objects) becomes an
+/// identity guard, and each item gets one through its own source.
+void pinListItems(Capture &out, Guard &list, const PyRef &obj) {
+  list.kind = Guard::Kind::Identity;
+  list.expected = obj;
+  int source = list.source; // `list` is not used below: push_back moves it
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(obj.get()); ++i) {
+    Guard g;
+    g.kind = Guard::Kind::Identity;
+    g.source = out.sources.add(Source::Kind::TupleItem, source, (int)i, nullptr);
+    g.expected = PyRef::borrow(PyList_GET_ITEM(obj.get(), i));
+    out.guards.push_back(std::move(g));
+  }
+}
+
 /// False (no guard added, no Python error left) when out of memory.
 bool addAliasingGuard(Capture &out, const std::vector<PlainGuard> &guards) {
   std::vector<std::pair<int, PyObject *>> seen; // (source, object)
@@ -204,9 +220,16 @@ void addPlainObjectGuard(Capture &out, size_t guard, PyObject *o) {
 }
 
 void pinPlainObject(PyObject *o, const char *why) {
-  if (states().empty() || !o || !isPlainObject(o))
+  if (states().empty() || !o)
     return;
   PlainState &s = states().back();
+  if (PyList_CheckExact(o) && s.objectLists.count(o)) { // used as a whole at capture
+    if (s.pinned.insert(o).second && s.why.empty())
+      s.why = why;
+    return;
+  }
+  if (!isPlainObject(o))
+    return;
   if (s.pinned.insert(o).second && s.why.empty())
     s.why = why;
 }
@@ -232,6 +255,13 @@ void addValueGuard(Capture &out, size_t guard, PyObject *o) {
   for (PlainState &s : states())
     if (s.out == &out)
       s.valueGuards.push_back({guard, PyRef::borrow(o)});
+}
+
+void addObjectListGuard(Capture &out, size_t guard, PyObject *o) {
+  addValueGuard(out, guard, o);
+  for (PlainState &s : states())
+    if (s.out == &out)
+      s.objectLists.insert(o);
 }
 
 void finishPlainObjectGuards(Capture &out, const char *pinAll) {
@@ -269,10 +299,16 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
       valueGuard.expected = p.obj;
       continue;
     }
-    if (valueGuard.kind == Guard::Kind::Type &&
-        mutatedByEffects(out, valueGuard.source, /*anyKind=*/true))
-      state->pinned.insert(p.obj.get()); // a list of objects the code updates
-
+    if (valueGuard.kind == Guard::Kind::Type) { // a list of plain objects
+      if (!state->pinned.count(p.obj.get()) &&
+          !mutatedByEffects(out, valueGuard.source, /*anyKind=*/true))
+        continue;
+      // Updated in place, or used as a whole at capture (`in`, a builtin,
+      // returned): the list and each of its items by identity.
+      pinListItems(out, valueGuard, p.obj);
+      any = true;
+      continue;
+    }
     if (!state->pinned.count(p.obj.get()))
       continue;
     Guard g;
@@ -289,6 +325,7 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   state->guards.clear();
   state->pinned.clear();
   state->stored.clear();
+  state->objectLists.clear();
 }
 
 } // namespace kiln

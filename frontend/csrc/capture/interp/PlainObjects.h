@@ -51,7 +51,8 @@ void plainObjectsEnd(Capture &out);
 void addPlainObjectGuard(Capture &out, size_t guard, PyObject *o);
 
 /// The capture in progress depends on `o` itself (or on state of it no
-/// guard covers): if `o` is a plain object its guards become identity.
+/// guard covers): if `o` is a plain object its guards become identity; a
+/// list of them (addObjectListGuard) is pinned with its items.
 void pinPlainObject(PyObject *o, const char *why);
 
 /// The capture stores an attribute into `o`: a plain object keeps its type
@@ -63,6 +64,12 @@ void noteAttributeStore(PyObject *o);
 /// from the frame and guarded by value so that an equal one shares the
 /// entry).
 void addValueGuard(Capture &out, size_t guard, PyObject *o);
+
+/// Records guard `guard` of `out` (a Type guard on `o`, a list of plain
+/// objects, with a Length guard; its items are read through their own
+/// sources). A use of the list as a whole (pinPlainObject, pinIdentity) or
+/// an update of it turns it and each item into identity guards.
+void addObjectListGuard(Capture &out, size_t guard, PyObject *o);
 
 /// The capture depends on the identity of `o` (`is`, id(), `o` returned
 /// or stored by a side effect, a source keyed by it): pinPlainObject for a

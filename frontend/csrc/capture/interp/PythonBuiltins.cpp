@@ -461,7 +461,12 @@ VarP Interpreter::builtinSequence(const std::string &name, std::vector<VarP> &ar
   Var::Kind kind = name == "tuple" ? Var::Kind::Tuple : Var::Kind::List;
   if (args.empty()) // list(): a new empty list (a Var, so it can be mutated)
     return makeSeq(kind, {});
-  if (args.size() != 1 || args[0]->isConst())
+  if (args.size() != 1)
+    return nullptr;
+  // A caller's list/tuple: its items each read through their own source
+  // (iterItems), not the compile-time objects.
+  PyObject *o = args[0]->isConst() ? args[0]->obj.get() : nullptr;
+  if (o && (args[0]->source < 0 || (!PyList_CheckExact(o) && !PyTuple_CheckExact(o))))
     return nullptr;
   return makeSeq(kind, iterItems(args[0]));
 }

@@ -131,7 +131,7 @@ void Interpreter::guardValue(const VarP &v) {
     for (const Guard &e : out_.guards)
       if (e.source == g.source && e.kind == g.kind)
         return;
-    addValueGuard(out_, out_.guards.size(), o);
+    addObjectListGuard(out_, out_.guards.size(), o);
     out_.guards.push_back(std::move(g));
     return;
   }
