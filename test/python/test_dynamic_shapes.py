@@ -242,3 +242,39 @@ def test_result_size_expression_equal_to_another_symbol_is_guarded_equal():
         torch.testing.assert_close(got, expected)
     s = kiln.stats()
     assert s["graphs_compiled"] == 2 and s["dynamic_graphs"] == 2, s
+
+
+def fused_qkv(x, w):
+    # GPT-2's attention input: one (n, 64) @ (64, 192) projection viewed back
+    # to (1, n, 192) and split into q, k, v along the static 192.
+    y = (x.view(-1, 64) @ w).view(1, -1, 192)
+    q, k, v = y.split(64, dim=2)
+    return q * k + v
+
+
+def test_static_dim_that_is_a_multiple_of_the_symbol_stays_static():
+    # At n = 12 (and every n dividing 192) the static 192 equals 16 * n: the
+    # shadow capture that checks the `?` one took it for a merged symbolic
+    # dim and split it another way, so the graph was specialized at n = 12
+    # and 16 (GPT-2 across prompt lengths recompiled). One `?` graph now.
+    cf = kiln.compile(fused_qkv)
+    w = torch.randn(64, 192)
+    for n in (8, 12, 16, 24, 20):
+        x = torch.randn(1, n, 64)
+        torch.testing.assert_close(cf(x, w), fused_qkv(x, w), rtol=1e-4, atol=1e-4)
+    assert _counts() == (2, 1, 1), kiln.stats()
+
+
+def test_gpt2_across_prompt_lengths_keeps_one_dynamic_graph():
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256, n_positions=128)
+    model = tf.GPT2LMHeadModel(cfg).eval()
+    cm = kiln.compile(model)
+    with torch.no_grad():
+        for n in (8, 12, 16, 20, 24):
+            ids = torch.randint(1, 256, (1, n))
+            torch.testing.assert_close(cm(ids, use_cache=False).logits,
+                                       model(ids, use_cache=False).logits, rtol=1e-4, atol=1e-4)
+    assert _counts() == (2, 1, 1), kiln.stats()
+    assert kiln.stats()["eager_calls"] == 0 and kiln.stats()["graph_breaks"] == 0

@@ -296,7 +296,20 @@ bool checkAgainstStatic(Capture &dyn, const Capture &stat, std::string &why,
   fd.getBody().walk([&](mlir::Operation *op) { opsD.push_back(op); });
   fs.getBody().walk([&](mlir::Operation *op) { opsS.push_back(op); });
   if (opsD.size() != opsS.size()) {
-    why = "the graph has other ops with static sizes";
+    size_t i = 0;
+    while (i < opsD.size() && i < opsS.size() && opsD[i]->getName() == opsS[i]->getName())
+      ++i;
+    auto name = [](const std::vector<mlir::Operation *> &ops, size_t i) {
+      if (i >= ops.size())
+        return std::string("the end");
+      std::string s = ops[i]->getName().getStringRef().str() + " at ";
+      llvm::raw_string_ostream os(s);
+      ops[i]->getLoc().print(os);
+      return s;
+    };
+    why = "the graph has other ops with static sizes (" + std::to_string(opsS.size()) +
+          " ops, not " + std::to_string(opsD.size()) + "; first " + name(opsS, i) +
+          " where the symbolic capture has " + name(opsD, i) + ")";
     return false;
   }
   int next = (int)argsD.size();

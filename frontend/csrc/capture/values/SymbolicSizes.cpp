@@ -334,6 +334,47 @@ int sliceSymbol(Capture &cap, mlir::Operation *op, int64_t d, int k,
 
 } // namespace
 
+namespace {
+
+/// Whether output dim `d` of a reshape from `is` (symbolic at dim `at`,
+/// `captured` its value) to `os` (static but for `?` at `d`) holds a part
+/// of the symbolic dim: it is made of input dims including `at` (a merge:
+/// k * s), or lies inside it (a split). A size-1 dim and a dim made of
+/// static input dims only do not. By prefix products at the captured
+/// size, so that a shadow capture (all sizes static) decides as the
+/// symbolic capture did: (s, 192) -> (1, s, 192) at s = 12 keeps 192
+/// static, although 192 = 16 * s.
+bool reshapeDimMeets(llvm::ArrayRef<int64_t> is, int64_t at, int64_t captured,
+                     llvm::ArrayRef<int64_t> os, int64_t d) {
+  std::vector<int64_t> pin{1}, pout{1};
+  for (int64_t i = 0; i < (int64_t)is.size(); ++i) {
+    if (i != at && mlir::ShapedType::isDynamic(is[i]))
+      return true; // another unknown size: undecided, as before
+    pin.push_back(pin.back() * (i == at ? captured : is[i]));
+  }
+  int64_t others = 1;
+  for (int64_t i = 0; i < (int64_t)os.size(); ++i)
+    if (i != d)
+      others *= os[i];
+  int64_t size = mlir::ShapedType::isDynamic(os[d]) ? (others ? pin.back() / others : 0) : os[d];
+  if (size == 1)
+    return false;
+  for (int64_t i = 0; i < (int64_t)os.size(); ++i)
+    pout.push_back(pout.back() * (i == d ? size : os[i]));
+  auto in = [](const std::vector<int64_t> &p, int64_t from, int64_t to, int64_t value) {
+    for (int64_t i = from; i <= to && i < (int64_t)p.size(); ++i)
+      if (p[i] == value)
+        return true;
+    return false;
+  };
+  int64_t rin = (int64_t)is.size(), rout = (int64_t)os.size();
+  bool merges = in(pin, 0, at, pout[d]) && in(pin, at + 1, rin, pout[d + 1]);
+  bool inside = in(pout, 0, d, pin[at]) && in(pout, d + 1, rout, pin[at + 1]);
+  return merges || inside;
+}
+
+} // namespace
+
 int Interpreter::symbolOfDim(Value v, int64_t d) {
   auto type = ttype(v);
   bool shadow = out_.dynamic.shadow;
@@ -450,6 +491,8 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
         if (pre && prod(is, 0, at) == prod(os, 0, d) &&
             prod(is, at + 1, it.getRank()) == prod(os, d + 1, rank))
           sym = found;
+        else if (pre && !reshapeDimMeets(is, at, out_.symbols[found].captured, os, d))
+          sym = -1; // made of static input dims only (or a size-1 dim)
         else if (pre && out > 0 && in % out == 0) // static dims merged in: k * s
           sym = scaledSymbol(out_, found, in / out);
         else if (pre && in > 0 && out % in == 0) // split out again: (k * s) / k
