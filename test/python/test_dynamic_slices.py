@@ -215,3 +215,28 @@ def test_advanced_index_mixed_with_a_slice_specializes():
     counts = _run(lambda x, i: x[i, 1:] * 2, [5, 8, 13], lambda s: (torch.randn(s, 4),
                                                                     torch.tensor([0, 2])))
     assert counts[0] == 3 and counts[2] == 0 and counts[4:] == (0, 0), counts
+
+
+def test_slice_from_minus_the_size_is_the_whole_dim():
+    # `bias[:, :, -seq_len:, :]` (T5's relative position bias): -s as a
+    # symbolic value, and a start at or before the front is the whole dim.
+    def tail(x):
+        n = x.shape[1]
+        scores = x @ x.transpose(1, 2)
+        return scores[:, -n:, :] + x.sum(-1, keepdim=True)
+
+    assert _run(tail, (4, 6, 9, 13), seq) == (2, 1, 1, 0, 0, 0), kiln.stats()
+
+
+def test_t5_encoder_across_lengths_keeps_one_dynamic_graph():
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.T5Config(num_layers=2, d_model=64, num_heads=4, d_kv=16, d_ff=128, vocab_size=256)
+    model = tf.T5EncoderModel(cfg).eval()
+    cm = kiln.compile(model)
+    with torch.no_grad():
+        for n in (8, 12, 16, 24):
+            ids = torch.randint(1, 256, (1, n))
+            assert_close(cm(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state,
+                         rtol=1e-4, atol=1e-4)
+    assert _counts() == (2, 1, 1, 0, 0, 0), kiln.stats()

@@ -166,6 +166,8 @@ VarP OpcodeHandlers::applyUnary(Interpreter &interp, Frame &f, bool negative) {
   }
   if (v->kind == Var::Kind::Scalar)
     return interp.scalarUnary(v, negative);
+  if (v->kind == Var::Kind::SymInt && negative) // -s: `x[:, -seq_len:]`
+    return interp.symIntBinary("-", makeConst(PyRef::steal(PyLong_FromLong(0))), v);
   PyObject *c = constObj(v, "operand");
   pinPlainObject(c, "an operator is evaluated on it at capture");
   PyRef r = PyRef::steal(negative ? PyNumber_Negative(c) : PyNumber_Invert(c));

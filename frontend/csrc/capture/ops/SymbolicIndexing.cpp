@@ -137,13 +137,20 @@ std::pair<Value, VarP> gatherSymbolicSlice(Interpreter &I, Value r, int64_t dim,
 /// x[:n] of symbolic dim `d` of `v` where n - s is a constant: true for
 /// the whole dim when >= 0 (the same expression, `mask[..., :k.shape[-2]]`),
 /// false for a gather of n < s elements (a mask one longer than the keys;
-/// n is then a sum of sizes, never below 0); Unsupported otherwise.
+/// n is then a sum of sizes, never below 0). x[-n:] where s - n is a
+/// constant <= 0: the whole dim (T5's `bias[:, :, -seq_len:, :]`).
+/// Unsupported otherwise.
 bool wholeSymbolicSlice(Interpreter &I, Value v, int64_t d, const Item &it) {
   VarP size = I.sizeVar(v, d);
   if (isNone(it.start) && !isNone(it.stop)) {
     VarP over = I.symIntBinary("-", it.stop, size);
     if (over && over->kind != Var::Kind::SymInt)
       return asInt(over, "slice stop") >= 0;
+  }
+  if (!isNone(it.start) && isNone(it.stop)) {
+    VarP from = I.symIntBinary("+", it.start, size); // the start from the front
+    if (from && from->kind != Var::Kind::SymInt && asInt(from, "slice start") <= 0)
+      return true;
   }
   auto text = [](const VarP &n) {
     return n->kind == Var::Kind::SymInt && n->sym ? sizeExprText(*n->sym) : std::string("?");
