@@ -379,10 +379,11 @@ PyObject *replayView(PyObject *base, PyObject *steps) {
 
 /// Builds the node of `slots` at `pos` (prefix order) and advances past its
 /// subtree. New reference (null, or a tree with a Python error set, on failure).
-/// `values`: the entry's sources resolved for this call (Source slots).
+/// `values`: the entry's sources resolved for this call (Source slots);
+/// `sizes`: its symbolic sizes for this call (SymSize slots).
 PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                      const std::vector<PyRef> &results, llvm::ArrayRef<PyObject *> inputs,
-                     const std::vector<PyRef> *values = nullptr) {
+                     const std::vector<PyRef> *values, llvm::ArrayRef<int64_t> sizes) {
   // The clone (or replayed view) built for each copied or view slot
   // (borrowed: the tree holds it).
   std::vector<PyObject *> clones(slots.size(), nullptr);
@@ -393,6 +394,14 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
       PyObject *o = (*values)[s.index].get();
       Py_INCREF(o);
       return o;
+    }
+    if (s.kind == OutputSlot::Kind::SymSize) {
+      int64_t n = 0;
+      if (!evalSizeExpr(*s.size, sizes, n)) {
+        PyErr_SetString(PyExc_RuntimeError, "kiln: a symbolic size could not be evaluated");
+        return nullptr;
+      }
+      return PyLong_FromLongLong(n);
     }
     if (s.kind == OutputSlot::Kind::Binary) { // the types are guarded
       PyRef a = PyRef::steal(build()), b = PyRef::steal(build());
@@ -501,6 +510,23 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
 }
 } // namespace
 
+namespace {
+/// The entry's symbolic sizes for this call when `slots` hold a SymSize
+/// (else none); false with a Python error.
+bool symbolSizesFor(const Entry &entry, const std::vector<OutputSlot> &slots,
+                    llvm::ArrayRef<PyObject *> inputs, llvm::SmallVectorImpl<int64_t> &sizes) {
+  for (const OutputSlot &s : slots)
+    if (s.kind == OutputSlot::Kind::SymSize) {
+      if (symbolValues(entry, inputs, sizes))
+        return true;
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "kiln: the symbolic sizes of a call are unknown");
+      return false;
+    }
+  return true;
+}
+} // namespace
+
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
   if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
@@ -509,8 +535,11 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
     Py_INCREF(o);
     return o;
   }
+  llvm::SmallVector<int64_t, 8> sizes;
+  if (!symbolSizesFor(entry, entry.outputs, inputs, sizes))
+    return nullptr;
   size_t pos = 0;
-  PyObject *r = buildSlots(entry.outputs, pos, results, inputs, &values);
+  PyObject *r = buildSlots(entry.outputs, pos, results, inputs, &values, sizes);
   if (r && PyErr_Occurred()) { // a clone failed somewhere in the tree
     Py_DECREF(r);
     return nullptr;
@@ -600,9 +629,13 @@ int checkWriteBackAliasing(const Entry &entry, const std::vector<PyRef> &values)
 bool replaySideEffects(const Entry &entry, const std::vector<PyRef> &results,
                        llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
   // In program order, on the objects of this call (Capture.h: SideEffect).
+  llvm::SmallVector<int64_t, 8> sizes;
+  if (!symbolSizesFor(entry, entry.effectValues, inputs, sizes))
+    return false;
   size_t pos = 0;
   for (const SideEffect &e : entry.effects) {
-    PyRef value = PyRef::steal(buildSlots(entry.effectValues, pos, results, inputs, &values));
+    PyRef value =
+        PyRef::steal(buildSlots(entry.effectValues, pos, results, inputs, &values, sizes));
     if (!value || PyErr_Occurred())
       return false;
     PyObject *target = values[e.target].get();

@@ -278,3 +278,27 @@ def test_gpt2_across_prompt_lengths_keeps_one_dynamic_graph():
                                        model(ids, use_cache=False).logits, rtol=1e-4, atol=1e-4)
     assert _counts() == (2, 1, 1), kiln.stats()
     assert kiln.stats()["eager_calls"] == 0 and kiln.stats()["graph_breaks"] == 0
+
+
+class _Holder:
+    pass
+
+
+def test_symbolic_sizes_returned_and_stored_as_ints():
+    # `return logits, seq_len` and `self.n = x.shape[1] * 3` of a `?` dim:
+    # Python ints evaluated per call from the inputs' sizes (they made the
+    # capture fail, so every size had its own static graph).
+    def f(x, holder):
+        n = x.shape[1]
+        holder.n = n * 3
+        return x[:, -n:] * 2, n, -n, n // 2 + 1, [n, x.shape[0]]
+
+    cf = kiln.compile(f)
+    for s in (4, 6, 9, 13):
+        x = torch.randn(2, s)
+        mine, eager = _Holder(), _Holder()
+        got, want = cf(x, mine), f(x, eager)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1:] == want[1:] and type(got[1]) is int
+        assert mine.n == eager.n
+    assert _counts() == (2, 1, 1), kiln.stats()

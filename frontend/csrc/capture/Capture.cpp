@@ -218,6 +218,13 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     outputs.push_back({OutputSlot::Kind::Graph, (int)results.size() - 1, {}});
     return;
   }
+  if (v->kind == Var::Kind::SymInt && v->sym) { // `return x, x.shape[1]` of a `?` dim
+    OutputSlot slot{v->staticSym ? OutputSlot::Kind::Constant : OutputSlot::Kind::SymSize, 0,
+                    v->staticSym ? PyRef::steal(PyLong_FromLongLong(v->captured)) : PyRef()};
+    slot.size = v->sym; // the shadow static capture: its value at capture
+    outputs.push_back(std::move(slot));
+    return;
+  }
   if (v->kind == Var::Kind::Scalar) { // ops/Scalars.cpp: the 0-d result's .item()
     auto found = std::find(results.begin(), results.end(), v->scalar);
     if (found == results.end())

@@ -28,6 +28,8 @@ namespace kiln {
 
 /// How one node of the Python result is produced. The result is a tree
 /// stored in prefix order: a Tuple/List node is followed by its children.
+struct SizeExpr;
+
 struct OutputSlot {
   /// Source: the value of source `index` read at the call's start (a side
   /// effect's value, or a plain object of the caller's that is returned).
@@ -41,6 +43,9 @@ struct OutputSlot {
   /// Object: an instance of class `cls` made in the capture, rebuilt as
   /// object.__new__(cls) with its attributes (names in `constant`, values
   /// the children) set by object.__setattr__'s generic path.
+  /// SymSize: a Python int that is an expression of symbolic sizes
+  /// (`x.shape[1]`, `-s`, `s // 2`), `size` evaluated per call from the
+  /// inputs' sizes.
   enum class Kind {
     Graph,
     Input,
@@ -54,7 +59,8 @@ struct OutputSlot {
     Binary,
     Object,
     Scalar,
-    Numpy
+    Numpy,
+    SymSize
   };
   Kind kind;
   int index = 0;     ///< Graph: result number; Input: graph input number;
@@ -76,6 +82,7 @@ struct OutputSlot {
   /// held in several places, e.g. a local and the stack at a break): that
   /// object, not a new clone or replay.
   int sameAs = -1;
+  std::shared_ptr<const SizeExpr> size; ///< SymSize: the expression
 };
 
 /// A graph input: a tensor read from a source, or the seed of the graph's

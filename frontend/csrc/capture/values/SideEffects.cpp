@@ -56,6 +56,11 @@ void checkStoredValue(const VarP &v, const std::string &what) {
   case Var::Kind::Lazy:   // an expression or the caller's object, rebuilt per call
   case Var::Kind::Scalar: // stored as the Python number (OutputSlot::Scalar)
     return;
+  case Var::Kind::SymInt: // stored as the Python int (OutputSlot::SymSize)
+    if (v->sym)
+      return;
+    throw Unsupported(BreakCategory::DynamicShape,
+                      what + ": storing a symbolic size kiln does not track");
   case Var::Kind::Tensor:
     if (v->vmapLevels > 0)
       throw Unsupported(BreakCategory::UnsupportedOp,
