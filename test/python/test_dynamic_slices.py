@@ -240,3 +240,16 @@ def test_t5_encoder_across_lengths_keeps_one_dynamic_graph():
             assert_close(cm(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state,
                          rtol=1e-4, atol=1e-4)
     assert _counts() == (2, 1, 1, 0, 0, 0), kiln.stats()
+
+
+def test_view_with_minus_one_for_the_second_symbol():
+    # HF BERT's `x.view(bsz, -1, heads, head_dim)` with batch and sequence
+    # both symbolic: the -1 stands for the sequence symbol.
+    def heads(x):
+        b = x.shape[0]
+        q = x.view(b, -1, 4, 16).transpose(1, 2)
+        return (q @ q.transpose(-1, -2)).softmax(-1).sum(1)
+
+    sizes = [(3, 9), (5, 11), (7, 13), (6, 10)]
+    assert _run(heads, range(len(sizes)), lambda i: (torch.randn(*sizes[i], 64),)) == \
+        (2, 1, 1, 0, 0, 0), kiln.stats()

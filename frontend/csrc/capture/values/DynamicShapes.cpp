@@ -182,6 +182,16 @@ std::vector<int64_t> segmentReshape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<i
       tSeg.back() *= target[i];
     }
   }
+  if (infer >= 0 && a.size() == b.size() + 1 && a != b) {
+    // `x.view(bsz, -1, heads, d)` of a [b, s, 64]: the -1 stands for the
+    // symbol between its neighbours (s), when the static sizes around it
+    // match exactly.
+    std::vector<int64_t> t = target;
+    std::vector<int> ts(targetSymbols.begin(), targetSymbols.end());
+    t[infer] = ShapedType::kDynamic;
+    ts[infer] = a[inferSeg];
+    return segmentReshape(in, inSymbols, t, ts);
+  }
   if (a != b || std::count_if(a.begin(), a.end(), [](int s) { return s < 0; }))
     fail("that moves, merges or splits symbolic sizes (only static dims may change around them)");
   for (size_t k = 0; k < inSeg.size(); ++k) {

@@ -55,7 +55,9 @@ bool convolvesSymbolicBatch(mlir::ModuleOp module);
 /// each target entry's (-1 for an int of `target`, which may be one -1 to
 /// infer). Valid when the symbols appear in the same order on both sides
 /// and the static sizes between them multiply to the same products (the
-/// -1 takes its segment's rest); the result keeps `?` there
+/// -1 takes its segment's rest, or stands for the one symbol the target
+/// lacks when the static sizes around it match exactly: `view(bsz, -1, 4,
+/// 16)` of [b, s, 64]); the result keeps `?` there
 /// (mlir::kiln::keepsDynamicDims). Throws Unsupported otherwise.
 std::vector<int64_t> segmentReshape(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int> inSymbols,
                                     std::vector<int64_t> target, llvm::ArrayRef<int> targetSymbols);
