@@ -6,6 +6,7 @@
 // where its doc says so.
 //===----------------------------------------------------------------------===//
 #include "TensorInfo.h"
+#include "GilOnce.h"
 
 #include <algorithm>
 
@@ -264,6 +265,11 @@ bool initTorchHandles() {
 }
 
 PyObject *torchModule() { return H.torch; }
+
+PyObject *torchSizeType() {
+  static PyOnce sizeType;
+  return sizeType.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
+}
 
 bool isTensor(PyObject *obj) {
   return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject *>(H.tensorType));

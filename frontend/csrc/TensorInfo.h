@@ -105,6 +105,8 @@ PyObject *intTuple(const std::vector<int64_t> &sizes);
 PyObject *contiguousTensor(PyObject *t);
 /// The `torch` module (borrowed).
 PyObject *torchModule();
+/// `torch.Size` (borrowed).
+PyObject *torchSizeType();
 
 } // namespace kiln
 

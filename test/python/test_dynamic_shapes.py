@@ -302,3 +302,40 @@ def test_symbolic_sizes_returned_and_stored_as_ints():
         assert got[1:] == want[1:] and type(got[1]) is int
         assert mine.n == eager.n
     assert _counts() == (2, 1, 1), kiln.stats()
+
+
+def _unsqueeze_in_place(x):
+    x = x.clone()
+    x.unsqueeze_(0)
+    return x.shape
+
+
+SIZE_RESULTS = {
+    "shape": lambda x: x.shape,
+    "size": lambda x: x.size(),
+    "slice": lambda x: x.shape[1:],
+    "reversed": lambda x: x.shape[::-1],
+    "concat": lambda x: x.shape + (1,),
+    "rconcat": lambda x: (1,) + x.shape,
+    "repeat": lambda x: x.shape * 2,
+    "tuple": lambda x: tuple(x.shape),
+    "list": lambda x: list(x.shape),
+    "literal": lambda x: (x.shape[0], x.shape[1]),
+    "size_1": lambda x: x.size(1),
+    "numel": lambda x: x.numel(),
+    "view_shape": lambda x: x.view(x.shape[0], -1).shape,
+    "unsqueeze_in_place": _unsqueeze_in_place,
+}
+
+
+@pytest.mark.parametrize("name", SIZE_RESULTS)
+def test_returned_sizes_have_eager_type_and_value(name):
+    # torch.Size stays torch.Size (its slices, sums and repeats too), a
+    # tuple or list built from sizes stays one, at every size.
+    fn = SIZE_RESULTS[name]
+    cf = kiln.compile(fn)
+    for s in (3, 5, 7):
+        x = torch.randn(2, s)
+        got, want = cf(x), fn(x)
+        assert type(got) is type(want) and got == want, (got, want)
+    assert kiln.stats()["dynamic_graphs"] == 1 and kiln.stats()["eager_calls"] == 0

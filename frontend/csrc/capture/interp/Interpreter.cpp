@@ -587,7 +587,10 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
       std::vector<VarP> items;
       for (Py_ssize_t k = 0, j = start; k < len; ++k, j += step)
         items.push_back(c->items[j]);
-      return makeSeq(c->kind, items);
+      VarP part = makeSeq(c->kind, items);
+      if (c->kind == Var::Kind::Tuple && c->obj && c->obj.get() == torchSizeType())
+        part->obj = c->obj; // a torch.Size's slice is one (`x.shape[1:]`)
+      return part;
     }
     if (!PyLong_Check(i))
       throw Unsupported("only integer indexing of tuples/lists is supported");

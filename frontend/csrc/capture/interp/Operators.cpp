@@ -12,6 +12,7 @@
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
 #include "capture/interp/PlainObjects.h"
+#include "TensorInfo.h"
 #include "capture/values/IdTokens.h"
 
 #include <unordered_map>
@@ -32,12 +33,23 @@ VarP seqBinary(const std::string &sym, const VarP &a, const VarP &b,
       return v->kind;
     return PyTuple_Check(v->obj.get()) ? Var::Kind::Tuple : Var::Kind::List;
   };
+  // A torch.Size with a tuple, either side, or repeated: a torch.Size.
+  auto isSize = [](const VarP &v) {
+    PyObject *t = torchSizeType();
+    return v->kind == Var::Kind::Tuple ? v->obj.get() == t
+                                       : v->isConst() && Py_TYPE(v->obj.get()) == (PyTypeObject *)t;
+  };
+  auto sized = [&](VarP r, bool size) {
+    if (size)
+      r->obj = PyRef::borrow(torchSizeType());
+    return r;
+  };
   if (a->isConst() && b->isConst())
     return nullptr;
   if ((sym == "+" || sym == "+=") && isSeq(a) && isSeq(b) && kindOf(a) == kindOf(b)) {
     std::vector<VarP> all = items(a), more = items(b);
     all.insert(all.end(), more.begin(), more.end());
-    return makeSeq(kindOf(a), all);
+    return sized(makeSeq(kindOf(a), all), isSize(a) || isSize(b));
   }
   if ((sym == "*" || sym == "*=") && (isSeq(a) || isSeq(b))) {
     const VarP &seq = isSeq(a) ? a : b, &n = isSeq(a) ? b : a;
@@ -47,7 +59,7 @@ VarP seqBinary(const std::string &sym, const VarP &a, const VarP &b,
     std::vector<VarP> one = items(seq), all;
     for (long i = 0; i < times; ++i)
       all.insert(all.end(), one.begin(), one.end());
-    return makeSeq(kindOf(seq), all);
+    return sized(makeSeq(kindOf(seq), all), isSize(seq));
   }
   return nullptr;
 }

@@ -152,11 +152,11 @@ VarP Interpreter::tensorShape(const VarP &self) {
     std::vector<VarP> items;
     for (int64_t i = 0; i < type.getRank(); ++i)
       items.push_back(sizeVar(self->value, i));
-    return makeSeq(Var::Kind::Tuple, items);
+    VarP shape = makeSeq(Var::Kind::Tuple, items);
+    shape->obj = PyRef::borrow(torchSizeType()); // returned as a torch.Size
+    return shape;
   }
-  static PyOnce sizeTypeOnce;
-  PyObject *sizeType =
-      sizeTypeOnce.get([] { return PyObject_GetAttrString(torchModule(), "Size"); });
+  PyObject *sizeType = torchSizeType();
   PyRef tuple = PyRef::steal(PyTuple_New(type.getRank()));
   for (int64_t i = 0; i < type.getRank(); ++i)
     PyTuple_SET_ITEM(tuple.get(), i, PyLong_FromLongLong(type.getDimSize(i)));
