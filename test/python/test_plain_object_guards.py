@@ -375,3 +375,92 @@ def test_list_of_objects_uses_match_eager(use):
     mine.append(Options(scale=9.0))
     assert_close(cf(x, mine, a), f(x, mine, a))
     assert stats()["eager_calls"] == 0, stats()
+
+
+def test_model_output_passed_in_is_read_by_key():
+    # generate() passes the encoder's ModelOutput back in on every call: it
+    # is guarded by type and keys in order, its items read through their
+    # own sources (`out[0]`, `out["k"]`, `len(out)`, attributes).
+    mo = pytest.importorskip("transformers.modeling_outputs")
+
+    def f(x, enc):
+        h = enc[0] if len(enc) == 1 else enc[0] + enc[1]
+        return x + h * 2 + enc["last_hidden_state"] + enc.last_hidden_state
+
+    cf = kiln.compile(f)
+    x = torch.randn(2, 3)
+    for i in range(4):
+        enc = mo.BaseModelOutput(last_hidden_state=torch.randn(2, 3))
+        assert_close(cf(x, enc), f(x, enc))
+    assert stats()["graphs_compiled"] == 1 and stats()["eager_calls"] == 0, stats()
+    both = mo.BaseModelOutput(last_hidden_state=torch.randn(2, 3), hidden_states=torch.randn(2, 3))
+    assert_close(cf(x, both), f(x, both))  # other keys: another graph
+    assert stats()["graphs_compiled"] == 2, stats()
+
+
+def test_model_output_used_as_a_whole_or_updated_keeps_identity():
+    mo = pytest.importorskip("transformers.modeling_outputs")
+
+    def keys(x, enc):
+        return x * len([k for k in enc])
+
+    def update(x, enc):
+        enc["last_hidden_state"] = x
+        return x + 1
+
+    for fn in (keys, update):
+        kiln.reset()
+        cf = kiln.compile(fn)
+        x = torch.randn(2, 3)
+        for _ in range(2):
+            mine = mo.BaseModelOutput(last_hidden_state=torch.randn(2, 3))
+            eager = mo.BaseModelOutput(last_hidden_state=mine.last_hidden_state.clone())
+            assert_close(cf(x, mine), fn(x, eager))
+            assert_close(mine.last_hidden_state, eager.last_hidden_state)
+            assert_close(mine[0], eager[0])
+
+
+class Flags:
+    def __init__(self):
+        self.updated = {}
+
+
+def test_dict_updated_per_call_shares_the_graphs_by_keys():
+    # EncoderDecoderCache's `is_updated[layer] = True`: a new dict per
+    # generate() call, updated by the graph. By type and keys in order,
+    # under the aliasing guard: a second object with the same keys reuses
+    # the graphs; a step whose keys differ compiles its own.
+    def step(x, flags, cache):
+        for i in range(2):
+            if flags.updated.get(i):
+                x = x + cache[i]
+            else:
+                flags.updated[i] = True
+                x = x * 2
+        return x
+
+    cf = kiln.compile(step)
+    x = torch.randn(3)
+    cache = [torch.randn(3), torch.randn(3)]
+    for call in range(3):
+        mine, eager = Flags(), Flags()
+        for _ in range(3):
+            assert_close(cf(x, mine, cache), step(x, eager, cache))
+            assert mine.updated == eager.updated
+    s = stats()
+    assert s["graphs_compiled"] == 2 and s["eager_calls"] == 0, s
+    shared = Flags()  # one dict seen through two objects: not the same graphs
+    a, b = Flags(), Flags()
+    b.updated = a.updated
+
+    def two(x, a, b):
+        a.updated[0] = True
+        return x * (2.0 if b.updated.get(0) else 3.0)
+
+    kiln.reset()
+    ct = kiln.compile(two)
+    for first, second in ((a, b), (shared, Flags()), (Flags(), Flags())):
+        e1, e2 = Flags(), Flags()
+        if first.updated is second.updated:
+            e2.updated = e1.updated
+        assert_close(ct(x, first, second), two(x, e1, e2))

@@ -617,8 +617,10 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   }
   PyObject *o = constObj(c, "subscripted value");
   PyObject *key = constObj(index, "index");
-  bool bySource = c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) &&
-                  (PyLong_CheckExact(key) || PySlice_Check(key));
+  bool record = c->source >= 0 && isModelOutputRecord(o) &&
+                (PyUnicode_CheckExact(key) || PyLong_CheckExact(key));
+  bool bySource = record || (c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) &&
+                             (PyLong_CheckExact(key) || PySlice_Check(key)));
   if (!bySource) // else each item read through its own source (below)
     pinPlainObject(o, "it is subscripted at capture");
   if (bySource && PySlice_Check(key)) {
@@ -647,6 +649,20 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   }
   if (VarP child = moduleContainerItem(c, key, r.get())) // ModuleGuards.cpp
     return child;
+  if (record) {
+    // A ModelOutput's `o["k"]` is its dict item; `o[i]` is to_tuple()[i],
+    // the i-th item in key order (the keys' order is guarded).
+    PyObject *k = key, *v;
+    Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0;
+    if (PyLong_CheckExact(key)) {
+      Py_ssize_t i = PyLong_AsSsize_t(key);
+      i += i < 0 ? n : 0;
+      for (Py_ssize_t j = 0; PyDict_Next(o, &pos, &k, &v) && j < i; ++j)
+        ;
+    }
+    guardLength(c->source, n);
+    return fromSource(r.get(), out_.sources.add(Source::Kind::DictItem, c->source, 0, k));
+  }
   // An item of a dict/list/tuple read from the frame is read (and guarded)
   // through its own source: the container may be mutated between calls.
   if (c->source >= 0 && PyDict_CheckExact(o) && isPrimitive(key))

@@ -40,6 +40,7 @@ struct PlainState {
   std::set<PyObject *> pinned;
   std::set<PyObject *> stored;      ///< plain objects an attribute is stored into
   std::set<PyObject *> objectLists; ///< lists of plain objects guarded by type
+  std::set<PyObject *> records;     ///< HF ModelOutputs guarded by type and keys
   std::string why;                  ///< the first pin's reason (for the guards log)
 };
 
@@ -223,7 +224,7 @@ void pinPlainObject(PyObject *o, const char *why) {
   if (states().empty() || !o)
     return;
   PlainState &s = states().back();
-  if (PyList_CheckExact(o) && s.objectLists.count(o)) { // used as a whole at capture
+  if ((PyList_CheckExact(o) && s.objectLists.count(o)) || s.records.count(o)) { // as a whole
     if (s.pinned.insert(o).second && s.why.empty())
       s.why = why;
     return;
@@ -264,6 +265,24 @@ void addObjectListGuard(Capture &out, size_t guard, PyObject *o) {
       s.objectLists.insert(o);
 }
 
+bool isModelOutputRecord(PyObject *o) {
+  if (!o || !PyDict_Check(o) || PyDict_CheckExact(o))
+    return false;
+  static PyOnce names;
+  PyObject *n = names.get([] { return Py_BuildValue("(ss)", "__dataclass_fields__", "to_tuple"); });
+  for (Py_ssize_t i = 0; n && i < PyTuple_GET_SIZE(n); ++i)
+    if (!_PyType_Lookup(Py_TYPE(o), PyTuple_GET_ITEM(n, i)))
+      return false;
+  return n != nullptr;
+}
+
+void addRecordGuard(Capture &out, size_t guard, PyObject *o) {
+  addValueGuard(out, guard, o);
+  for (PlainState &s : states())
+    if (s.out == &out)
+      s.records.insert(o);
+}
+
 void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   PlainState *state = nullptr;
   for (PlainState &s : states())
@@ -272,11 +291,44 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   if (!state)
     return;
   scanCapture(out);
-  bool stores = false;
+  // A dict the code updates (`d["n"] += 1`, a cache's `is_updated[i] =
+  // True`) changes on every call: by type and keys in order, as each item
+  // read has its own guard, and the replay updates the call's dict; reads
+  // after an update take the stored value by object, so it joins the
+  // aliasing guard like a plain object an attribute is stored into.
+  std::vector<PlainGuard> updated;
+  for (PlainGuard &p : state->valueGuards) {
+    Guard &g = out.guards[p.guard];
+    if (!PyDict_CheckExact(p.obj.get()) || !mutatedByEffects(out, g.source) ||
+        state->pinned.count(p.obj.get()))
+      continue;
+    g.kind = Guard::Kind::Type;
+    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(&PyDict_Type));
+    updated.push_back(p);
+  }
+  bool stores = !updated.empty();
   for (PlainGuard &p : state->guards)
     stores |= !pinAll && !state->pinned.count(p.obj.get()) && state->stored.count(p.obj.get());
-  if (stores && !addAliasingGuard(out, state->guards))
+  std::vector<PlainGuard> aliased = state->guards;
+  aliased.insert(aliased.end(), updated.begin(), updated.end());
+  if (stores && !addAliasingGuard(out, aliased)) {
     state->pinned.insert(state->stored.begin(), state->stored.end());
+    for (PlainGuard &p : updated) {
+      Guard &g = out.guards[p.guard];
+      g.kind = Guard::Kind::Identity;
+      g.expected = p.obj;
+    }
+    updated.clear();
+  }
+  for (PlainGuard &p : updated) { // the keys in order, read at the call's start
+    PyRef keys = PyRef::steal(PySequence_Tuple(p.obj.get()));
+    Guard g;
+    g.kind = keys ? Guard::Kind::Length : Guard::Kind::Identity;
+    g.source = out.guards[p.guard].source;
+    g.expected = keys ? keys : p.obj;
+    PyErr_Clear();
+    out.guards.push_back(std::move(g));
+  }
   bool any = false;
   for (PlainGuard &p : state->guards) {
     if (!pinAll && !state->pinned.count(p.obj.get()))
@@ -292,14 +344,13 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   // caller's own object.
   for (PlainGuard &p : state->valueGuards) {
     Guard &valueGuard = out.guards[p.guard];
-    if (PyDict_CheckExact(p.obj.get()) && mutatedByEffects(out, valueGuard.source)) {
-      // A dict the code updates (`d["n"] += 1`, a counter) changes on every
-      // call: by identity, as each item read has its own guard.
-      valueGuard.kind = Guard::Kind::Identity;
-      valueGuard.expected = p.obj;
+    if (std::any_of(updated.begin(), updated.end(),
+                    [&](const PlainGuard &u) { return u.guard == p.guard; }))
       continue;
-    }
-    if (valueGuard.kind == Guard::Kind::Type) { // a list of plain objects
+    if (valueGuard.kind == Guard::Kind::Type && !PyList_CheckExact(p.obj.get()) &&
+        mutatedByEffects(out, valueGuard.source, /*anyKind=*/true))
+      state->pinned.insert(p.obj.get()); // a ModelOutput the code updates: by identity
+    if (valueGuard.kind == Guard::Kind::Type && PyList_CheckExact(p.obj.get())) {
       if (!state->pinned.count(p.obj.get()) &&
           !mutatedByEffects(out, valueGuard.source, /*anyKind=*/true))
         continue;
@@ -326,6 +377,7 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   state->pinned.clear();
   state->stored.clear();
   state->objectLists.clear();
+  state->records.clear();
 }
 
 } // namespace kiln

@@ -119,6 +119,20 @@ void Interpreter::guardValue(const VarP &v) {
     return;
   }
   PyObject *o = v->obj.get();
+  if (isModelOutputRecord(o)) {
+    // By type and keys in order: a new output of the same model per call
+    // (generate()'s encoder_outputs) shares the entry (PlainObjects.h).
+    g.kind = Guard::Kind::Type;
+    g.source = v->source;
+    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o)));
+    guardLength(v->source, PyDict_GET_SIZE(o));
+    for (const Guard &e : out_.guards)
+      if (e.source == g.source && e.kind == g.kind)
+        return;
+    addRecordGuard(out_, out_.guards.size(), o);
+    out_.guards.push_back(std::move(g));
+    return;
+  }
   if (holdsPlainObjects(o)) {
     // By type and length: each item read has its own source and guard (a
     // plain object by type), so a new list of new objects per call (a KV
