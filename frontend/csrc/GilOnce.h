@@ -57,6 +57,17 @@ public:
     return once_.get([&] { return PyRef::steal(make()); }).get();
   }
 
+  /// `module.name`, imported on first use (borrowed; null, with no Python
+  /// error left, when the import or the lookup fails).
+  PyObject *imported(const char *module, const char *name) {
+    return get([&]() -> PyObject * {
+      PyRef mod = PyRef::steal(PyImport_ImportModule(module));
+      PyObject *attr = mod ? PyObject_GetAttrString(mod.get(), name) : nullptr;
+      PyErr_Clear();
+      return attr;
+    });
+  }
+
 private:
   GilOnce<PyRef> once_;
 };

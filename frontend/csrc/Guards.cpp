@@ -21,12 +21,7 @@ namespace kiln {
 
 bool holdWeakly(PyObject *o) {
   static PyOnce moduleTypeOnce;
-  PyObject *moduleType = moduleTypeOnce.get([] {
-    PyRef nn = PyRef::steal(PyImport_ImportModule("torch.nn"));
-    PyObject *t = nn ? PyObject_GetAttrString(nn.get(), "Module") : nullptr;
-    PyErr_Clear();
-    return t;
-  });
+  PyObject *moduleType = moduleTypeOnce.imported("torch.nn", "Module");
   if (!o || !moduleType || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(o)))
     return false;
   int r = PyObject_IsInstance(o, moduleType);

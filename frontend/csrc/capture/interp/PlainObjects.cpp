@@ -181,12 +181,7 @@ bool plainMetaclass(PyTypeObject *meta) {
   if (meta == &PyType_Type)
     return true;
   static PyOnce abcMeta;
-  PyObject *abc = abcMeta.get([] {
-    PyRef mod = PyRef::steal(PyImport_ImportModule("abc"));
-    PyObject *m = mod ? PyObject_GetAttrString(mod.get(), "ABCMeta") : nullptr;
-    PyErr_Clear();
-    return m;
-  });
+  PyObject *abc = abcMeta.imported("abc", "ABCMeta");
   return abc && reinterpret_cast<PyObject *>(meta) == abc;
 }
 

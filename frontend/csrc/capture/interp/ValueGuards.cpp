@@ -119,33 +119,21 @@ void Interpreter::guardValue(const VarP &v) {
     return;
   }
   PyObject *o = v->obj.get();
-  if (isModelOutputRecord(o)) {
-    // By type and keys in order: a new output of the same model per call
-    // (generate()'s encoder_outputs) shares the entry (PlainObjects.h).
+  // By type and length (a ModelOutput: its keys in order), each item read
+  // through its own source and guarded there: a new output of the same
+  // model per call (generate()'s encoder_outputs) or a new list of new
+  // objects (a KV cache's layers) shares the entry; a use of the whole (`is`,
+  // returned, stored, updated in place) pins it (PlainObjects.h).
+  bool record = isModelOutputRecord(o);
+  if (record || holdsPlainObjects(o)) {
     g.kind = Guard::Kind::Type;
     g.source = v->source;
     g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o)));
-    guardLength(v->source, PyDict_GET_SIZE(o));
+    guardLength(v->source, PyObject_Length(o));
     for (const Guard &e : out_.guards)
       if (e.source == g.source && e.kind == g.kind)
         return;
-    addRecordGuard(out_, out_.guards.size(), o);
-    out_.guards.push_back(std::move(g));
-    return;
-  }
-  if (holdsPlainObjects(o)) {
-    // By type and length: each item read has its own source and guard (a
-    // plain object by type), so a new list of new objects per call (a KV
-    // cache per generate()) shares the entry; a use of the list itself
-    // (`is`, returned, stored, updated in place) pins it (PlainObjects.h).
-    g.kind = Guard::Kind::Type;
-    g.source = v->source;
-    g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o)));
-    guardLength(v->source, PySequence_Fast_GET_SIZE(o));
-    for (const Guard &e : out_.guards)
-      if (e.source == g.source && e.kind == g.kind)
-        return;
-    addObjectListGuard(out_, out_.guards.size(), o);
+    (record ? addRecordGuard : addObjectListGuard)(out_, out_.guards.size(), o);
     out_.guards.push_back(std::move(g));
     return;
   }

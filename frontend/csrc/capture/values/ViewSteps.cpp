@@ -52,12 +52,7 @@ bool viewStepsCopy(PyObject *layout, const Var &v) {
   for (const Var::ViewStep &st : v.viewSteps)
     mayCopy |= st.first == "contiguous" || st.first == "reshape";
   static PyOnce once;
-  PyObject *helper = once.get([] {
-    PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._fallback"));
-    PyObject *fn = mod ? PyObject_GetAttrString(mod.get(), "view_copies") : nullptr;
-    PyErr_Clear();
-    return fn;
-  });
+  PyObject *helper = once.imported("kiln._fallback", "view_copies");
   if (!mayCopy || !layout || !helper)
     return false;
   PyObject *sizes = PyTuple_GET_ITEM(layout, 0);
