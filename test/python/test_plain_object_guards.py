@@ -464,3 +464,31 @@ def test_dict_updated_per_call_shares_the_graphs_by_keys():
         if first.updated is second.updated:
             e2.updated = e1.updated
         assert_close(ct(x, first, second), two(x, e1, e2))
+
+
+RECORD_USES = {
+    "to_tuple": lambda x, e: x + sum(e.to_tuple()),
+    "keys": lambda x, e: x * len(list(e.keys())),
+    "values": lambda x, e: x + sum(v for v in e.values()),
+    "items": lambda x, e: x + sum(v * len(k) for k, v in e.items()),
+    "get": lambda x, e: x + e.get("last_hidden_state") + (e.get("attentions") or 0),
+    "iterate": lambda x, e: x * len([k for k in e]),
+    "index": lambda x, e: x + e[0] + e[-1],
+}
+
+
+@pytest.mark.parametrize("use", RECORD_USES)
+def test_model_output_methods_on_a_record_passed_in(use):
+    # keys/values/items/get (and to_tuple, which calls keys) on a caller's
+    # ModelOutput read its items through their sources: no break, eager's
+    # values, a record with other keys recompiles.
+    mo = pytest.importorskip("transformers.modeling_outputs")
+    fn = RECORD_USES[use]
+    cf = kiln.compile(fn)
+    x = torch.randn(3)
+    for i in range(3):
+        e = mo.BaseModelOutput(last_hidden_state=torch.randn(3),
+                               hidden_states=torch.randn(3) if i == 2 else None)
+        assert_close(cf(x, e), fn(x, e))
+    s = stats()
+    assert s["graph_breaks"] == 0 and s["eager_calls"] == 0 and s["graphs_compiled"] <= 3, s

@@ -327,6 +327,22 @@ VarP Interpreter::callerListSnapshot(const VarP &c) {
   return v;
 }
 
+VarP Interpreter::callerRecordSnapshot(const VarP &c) {
+  PyObject *o = c->obj.get();
+  auto v = std::make_shared<Var>();
+  v->kind = Var::Kind::Dict;
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o))); // a record of this class
+  guardLength(c->source, PyDict_GET_SIZE(o));
+  PyObject *k, *item;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(o, &pos, &k, &item)) {
+    v->keys.push_back(PyRef::borrow(k));
+    v->items.push_back(fromSource(item, out_.sources.add(Source::Kind::DictItem, c->source, 0, k)));
+  }
+  keepAlive_.push_back(c->obj);
+  return v;
+}
+
 VarP Interpreter::callerDictPop(const VarP &d, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs) {
   if (args.empty() || args.size() > 2 || !kwargs.empty())

@@ -355,7 +355,10 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     materialize(obj);
   if (listRead && obj->isConst() && PyList_CheckExact(obj->obj.get()) && obj->source >= 0)
     return containerMethodVar(callerListSnapshot(obj), attr); // `self.sizes.copy()`
-  if (obj->kind == Var::Kind::Dict && obj->obj)               // a ModelOutput record
+  if ((attr == "keys" || attr == "values" || attr == "items" || attr == "get") && obj->isConst() &&
+      obj->source >= 0 && isModelOutputRecord(obj->obj.get()))
+    return recordAttr(callerRecordSnapshot(obj), attr); // `encoder_outputs.to_tuple()`
+  if (obj->kind == Var::Kind::Dict && obj->obj)         // a ModelOutput record
     return recordAttr(obj, attr);
   if (obj->kind == Var::Kind::Tuple && obj->obj) { // a torch.return_types result
     PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
