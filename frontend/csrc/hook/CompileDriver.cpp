@@ -93,6 +93,8 @@ bool shadowCapture(PyObject *code, PyObject *func, const FrameView &view, const 
                    Capture &stat, CaptureFailure &failure) {
   stat = Capture();
   stat.gradMode = cap.gradMode;
+  stat.scalarsAsBreaks = cap.scalarsAsBreaks;
+  stat.stopOffset = cap.stopOffset; // a graph break's prefix: the same prefix
   stat.dynamic = cap.dynamic;
   stat.dynamic.shadow = true;
   return timedCapture(code, func, view, stat, failure);
@@ -134,6 +136,8 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
       break;
     Capture again;
     again.gradMode = cap.gradMode;
+    again.scalarsAsBreaks = cap.scalarsAsBreaks;
+    again.stopOffset = cap.stopOffset;
     again.dynamic = cap.dynamic;
     again.dynamic.staticSizes.insert(collide.begin(), collide.end());
     CaptureFailure f3;
@@ -343,17 +347,35 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
 }
 
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure, bool scalarsAsBreaks) {
+                                    CaptureFailure &failure, DynamicPolicy::Mode mode,
+                                    const std::set<std::string> &autoDims, bool scalarsAsBreaks,
+                                    size_t entries) {
   auto t0 = Clock::now();
   std::string why;
   int start = planBreak(code, failure.rootOffset, why);
-  Capture cap;
-  cap.scalarsAsBreaks = scalarsAsBreaks;
-  cap.gradMode = gradEnabled();
-  cap.stopOffset = start;
+  auto prefix = [&](bool forceStatic) {
+    Capture cap;
+    cap.scalarsAsBreaks = scalarsAsBreaks;
+    cap.gradMode = gradEnabled();
+    cap.stopOffset = start;
+    cap.dynamic.mode = mode;
+    cap.dynamic.autoDims = autoDims;
+    cap.dynamic.localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
+    cap.dynamic.forceStatic = forceStatic;
+    return cap;
+  };
+  // The prefix with symbolic sizes where the frame's are (kept under the
+  // same check as a whole frame's, keepSymbolic), else static.
+  Capture cap = prefix(false);
   CaptureFailure again;
   std::shared_ptr<ResumePlan> plan;
   bool captured = start >= 0 && timedCapture(code, func, view, cap, again);
+  if (captured && !cap.symbols.empty() &&
+      !keepSymbolic(code, func, view, cap, captured, again, entries)) {
+    cap = prefix(true);
+    again = CaptureFailure();
+    captured = timedCapture(code, func, view, cap, again);
+  }
   if (start >= 0 && !captured)
     why = again.reason;
   else if (start >= 0)

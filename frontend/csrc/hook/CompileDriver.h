@@ -43,9 +43,13 @@ constexpr size_t kConvBatchStaticEntries = 4;
 /// and compiles it as a graph break's prefix (the rest runs through
 /// kiln/_resume.py's stub and resume function). Null, with the reason it
 /// cannot resume appended to `failure.reason`, when that is impossible.
-/// `scalarsAsBreaks`: Capture::scalarsAsBreaks of both captures.
+/// `scalarsAsBreaks`: Capture::scalarsAsBreaks of both captures. The
+/// prefix has symbolic sizes under `mode`/`autoDims` as compileEntry's
+/// capture would (a break no longer specializes the frame's sizes).
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
-                                    CaptureFailure &failure, bool scalarsAsBreaks = false);
+                                    CaptureFailure &failure, DynamicPolicy::Mode mode,
+                                    const std::set<std::string> &autoDims,
+                                    bool scalarsAsBreaks = false, size_t entries = 0);
 
 } // namespace kiln
 

@@ -73,6 +73,10 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
   }
   case Var::Kind::Scalar: // passed on as the Python number (OutputSlot::Scalar)
     return;
+  case Var::Kind::SymInt: // passed on as the Python int (OutputSlot::SymSize)
+    if (!v->sym)
+      fail("a symbolic size kiln does not track is live");
+    return;
   case Var::Kind::Ndarray: // passed on as its tensor's .numpy() (OutputSlot::Numpy)
     checkItem(v->self, item, false, st, containers);
     return;
