@@ -607,14 +607,11 @@ private:
   /// other names.
   VarP listMethod(const VarP &list, const std::string &name, std::vector<VarP> &args,
                   std::map<std::string, VarP> &kwargs);
-  /// The caller's list `c` (a Const with a source) as a List Var of its
-  /// items read through their sources, for the methods that only read it
-  /// (`copy`/`index`/`count`): its length is guarded, not its identity.
+  /// The caller's list `c` (a Const with a source) as a List Var, or its
+  /// ModelOutput as a record Var (Records.cpp), of the items read through
+  /// their sources, for methods that only read it (copy/index/count;
+  /// keys/values/items/get): its length (keys) is guarded, not its identity.
   VarP callerListSnapshot(const VarP &c);
-  /// The caller's HuggingFace ModelOutput `c` (a Const with a source) as a
-  /// record Var (Records.cpp) of its items read through DictItem sources,
-  /// for keys/values/items/get: its keys in order are guarded, not its
-  /// identity.
   VarP callerRecordSnapshot(const VarP &c);
   /// popitem/move_to_end of Dict Var `d` built here; nullptr for other names.
   VarP dictMethod(const VarP &d, const std::string &name, std::vector<VarP> &args,
