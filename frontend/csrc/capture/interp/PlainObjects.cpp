@@ -38,10 +38,11 @@ struct PlainState {
   std::vector<PlainGuard> guards;
   std::vector<PlainGuard> valueGuards; ///< Equals guards on lists/dicts
   std::set<PyObject *> pinned;
-  std::set<PyObject *> stored;      ///< plain objects an attribute is stored into
-  std::set<PyObject *> objectLists; ///< lists of plain objects guarded by type
-  std::set<PyObject *> records;     ///< HF ModelOutputs guarded by type and keys
-  std::string why;                  ///< the first pin's reason (for the guards log)
+  std::set<PyObject *> stored; ///< plain objects an attribute is stored into
+  /// Lists of plain objects and ModelOutputs guarded by type and length,
+  /// their items by their own sources (addItemsGuard).
+  std::set<PyObject *> byItems;
+  std::string why; ///< the first pin's reason (for the guards log)
 };
 
 /// One per capture in progress on this thread (captures nest; a Python
@@ -109,12 +110,6 @@ void scanCapture(const Capture &out) {
   }
 }
 
-/// An object the graph stores attributes into stays guarded by type (a new
-/// KV cache per generate() call shares the entry): the replay stores into
-/// the call's object, and reads after the store take the stored value by
-/// the object (Interpreter overlay_). That holds while the plain objects
-/// the capture read are the same or distinct as they were (`a.x = t;
-/// return b.x` with `a is b` at compile time), which this guard checks.
 /// Guard `list` (a Type guard on a list of plain objects) becomes an
 /// identity guard, and each item gets one through its own source.
 void pinListItems(Capture &out, Guard &list, const PyRef &obj) {
@@ -130,6 +125,12 @@ void pinListItems(Capture &out, Guard &list, const PyRef &obj) {
   }
 }
 
+/// An object the graph stores attributes into stays guarded by type (a new
+/// KV cache per generate() call shares the entry): the replay stores into
+/// the call's object, and reads after the store take the stored value by
+/// the object (Interpreter overlay_). That holds while the plain objects
+/// the capture read are the same or distinct as they were (`a.x = t;
+/// return b.x` with `a is b` at compile time), which this guard checks.
 /// False (no guard added, no Python error left) when out of memory.
 bool addAliasingGuard(Capture &out, const std::vector<PlainGuard> &guards) {
   std::vector<std::pair<int, PyObject *>> seen; // (source, object)
@@ -219,7 +220,7 @@ void pinPlainObject(PyObject *o, const char *why) {
   if (states().empty() || !o)
     return;
   PlainState &s = states().back();
-  if ((PyList_CheckExact(o) && s.objectLists.count(o)) || s.records.count(o)) { // as a whole
+  if (s.byItems.count(o)) { // used as a whole
     if (s.pinned.insert(o).second && s.why.empty())
       s.why = why;
     return;
@@ -253,11 +254,11 @@ void addValueGuard(Capture &out, size_t guard, PyObject *o) {
       s.valueGuards.push_back({guard, PyRef::borrow(o)});
 }
 
-void addObjectListGuard(Capture &out, size_t guard, PyObject *o) {
+void addItemsGuard(Capture &out, size_t guard, PyObject *o) {
   addValueGuard(out, guard, o);
   for (PlainState &s : states())
     if (s.out == &out)
-      s.objectLists.insert(o);
+      s.byItems.insert(o);
 }
 
 bool isModelOutputRecord(PyObject *o) {
@@ -269,13 +270,6 @@ bool isModelOutputRecord(PyObject *o) {
     if (!_PyType_Lookup(Py_TYPE(o), PyTuple_GET_ITEM(n, i)))
       return false;
   return n != nullptr;
-}
-
-void addRecordGuard(Capture &out, size_t guard, PyObject *o) {
-  addValueGuard(out, guard, o);
-  for (PlainState &s : states())
-    if (s.out == &out)
-      s.records.insert(o);
 }
 
 void finishPlainObjectGuards(Capture &out, const char *pinAll) {
@@ -371,8 +365,7 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   state->guards.clear();
   state->pinned.clear();
   state->stored.clear();
-  state->objectLists.clear();
-  state->records.clear();
+  state->byItems.clear();
 }
 
 } // namespace kiln

@@ -65,22 +65,17 @@ void noteAttributeStore(PyObject *o);
 /// entry).
 void addValueGuard(Capture &out, size_t guard, PyObject *o);
 
-/// Records guard `guard` of `out` (a Type guard on `o`, a list of plain
-/// objects, with a Length guard; its items are read through their own
-/// sources). A use of the list as a whole (pinPlainObject, pinIdentity) or
-/// an update of it turns it and each item into identity guards.
-void addObjectListGuard(Capture &out, size_t guard, PyObject *o);
+/// Records guard `guard` of `out`: a Type guard (with a Length guard) on
+/// `o`, a list of plain objects or a ModelOutput (isModelOutputRecord, its
+/// keys in order), whose items are read through their own sources. A use
+/// of `o` as a whole (pinPlainObject, pinIdentity) or an update of it turns
+/// it into identity guards (a list: with each item).
+void addItemsGuard(Capture &out, size_t guard, PyObject *o);
 
 /// Whether `o` is a HuggingFace ModelOutput (a dict subclass that is a
 /// dataclass with `to_tuple`): a model's output passed back in
 /// (`encoder_outputs` of generate()).
 bool isModelOutputRecord(PyObject *o);
-
-/// Records guard `guard` of `out` (a Type guard on ModelOutput `o`, with
-/// its keys in order guarded): items are read through DictItem sources
-/// (`o[0]`, `o["k"]`, attributes through Attr sources); a use of it as a
-/// whole or an update of it adds an identity guard.
-void addRecordGuard(Capture &out, size_t guard, PyObject *o);
 
 /// The capture depends on the identity of `o` (`is`, id(), `o` returned
 /// or stored by a side effect, a source keyed by it): pinPlainObject for a

@@ -124,8 +124,7 @@ void Interpreter::guardValue(const VarP &v) {
   // model per call (generate()'s encoder_outputs) or a new list of new
   // objects (a KV cache's layers) shares the entry; a use of the whole (`is`,
   // returned, stored, updated in place) pins it (PlainObjects.h).
-  bool record = isModelOutputRecord(o);
-  if (record || holdsPlainObjects(o)) {
+  if (isModelOutputRecord(o) || holdsPlainObjects(o)) {
     g.kind = Guard::Kind::Type;
     g.source = v->source;
     g.expected = PyRef::borrow(reinterpret_cast<PyObject *>(Py_TYPE(o)));
@@ -133,7 +132,7 @@ void Interpreter::guardValue(const VarP &v) {
     for (const Guard &e : out_.guards)
       if (e.source == g.source && e.kind == g.kind)
         return;
-    (record ? addRecordGuard : addObjectListGuard)(out_, out_.guards.size(), o);
+    addItemsGuard(out_, out_.guards.size(), o);
     out_.guards.push_back(std::move(g));
     return;
   }
