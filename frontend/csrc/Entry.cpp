@@ -48,12 +48,15 @@ bool buildPlan(const Entry &entry) {
     for (const Guard &g : entry.guards)
       if (g.kind == Guard::Kind::Tensor && g.source == in.source)
         guard = &g;
-    if (!guard && !in.seed) {
+    if (!guard && in.isTensor()) {
       PyErr_SetString(PyExc_RuntimeError, "kiln: a graph input has no tensor guard");
       return false;
     }
-    static const std::vector<int64_t> scalar; // the seed: a 0-d tensor
-    const std::vector<int64_t> &sizes = in.seed ? scalar : guard->sizes;
+    static const std::vector<int64_t> scalar;                // the seed, an int's value
+    static const std::vector<int64_t> carrier{kSymbolicSize, 0}; // an int's (n, 0)
+    const std::vector<int64_t> &sizes = in.isTensor()                               ? guard->sizes
+                                        : in.kind == GraphInput::Kind::IntCarrier ? carrier
+                                                                                  : scalar;
     plan.offsets.push_back(plan.words.size());
     appendDescriptor(plan.words, sizes);
     plan.ranks.push_back((int)sizes.size());
@@ -100,10 +103,29 @@ void setShape(int64_t *at, int rank, const int64_t *sizes) {
   }
 }
 
+/// Size `dim` of graph input `in` for this call: a tensor's, or for an int
+/// argument's carrier the int itself (guard checks pass the int, a run its
+/// carrier tensor). False on a rank mismatch or an int outside int64 (no
+/// Python error left set).
+bool inputDim(PyObject *in, int dim, int64_t &out) {
+  if (PyLong_CheckExact(in)) {
+    int overflow = 0;
+    out = PyLong_AsLongLongAndOverflow(in, &overflow);
+    return !overflow && !PyErr_Occurred();
+  }
+  PyRef shape = PyRef::steal(shapeOf(in));
+  if (!shape || dim >= PyTuple_GET_SIZE(shape.get())) {
+    PyErr_Clear();
+    return false;
+  }
+  out = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), dim));
+  return true;
+}
+
 /// The value of every symbolic size of `entry` for this call: an input
 /// dim's read from its first input, a derived one's evaluated from the
-/// earlier ones. False with a Python error (or without one on a rank
-/// mismatch, which the caller treats as a failed guard).
+/// earlier ones. False when one cannot be read (the caller treats it as a
+/// failed guard).
 bool symbolValues(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
                   llvm::SmallVectorImpl<int64_t> &values) {
   for (const SymbolicSize &s : entry.symbols) {
@@ -111,11 +133,8 @@ bool symbolValues(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     if (s.def) {
       if (!evalSizeExpr(*s.def, values, v))
         return false;
-    } else {
-      PyRef shape = PyRef::steal(shapeOf(inputs[s.dims[0].first]));
-      if (!shape || s.dims[0].second >= PyTuple_GET_SIZE(shape.get()))
-        return false;
-      v = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), s.dims[0].second));
+    } else if (!inputDim(inputs[s.dims[0].first], s.dims[0].second, v)) {
+      return false;
     }
     values.push_back(v);
   }
@@ -172,16 +191,16 @@ bool bindSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
 int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
   for (size_t i = 0; i < entry.symbols.size(); ++i) {
     const SymbolicSize &s = entry.symbols[i];
-    if (s.dims.size() < 2)
+    // A tensor dim alone is checked by its tensor guard (>= 2); an int
+    // argument's value has no other check.
+    bool ofInt = llvm::any_of(s.dims, [&](auto d) { return !entry.inputs[d.first].isTensor(); });
+    if (s.dims.size() < 2 && !ofInt)
       continue;
     int64_t first = -1;
     for (auto [input, dim] : s.dims) {
-      PyRef shape = PyRef::steal(shapeOf(inputs[input]));
-      if (!shape || dim >= PyTuple_GET_SIZE(shape.get())) {
-        PyErr_Clear();
+      int64_t v;
+      if (!inputDim(inputs[input], dim, v) || v < 2)
         return (int)i;
-      }
-      int64_t v = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), dim));
       if (first < 0)
         first = v;
       else if (v != first)
@@ -191,10 +210,8 @@ int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs) {
   if (entry.sizeGuards.empty())
     return -1;
   llvm::SmallVector<int64_t, 8> values;
-  if (!symbolValues(entry, inputs, values)) {
-    PyErr_Clear();
+  if (!symbolValues(entry, inputs, values))
     return 0;
-  }
   for (size_t g = 0; g < entry.sizeGuards.size(); ++g) {
     const SizeGuard &guard = entry.sizeGuards[g];
     int64_t a, b;
@@ -224,12 +241,15 @@ std::string describeSymbol(const Entry &entry, size_t i) {
     return "s" + std::to_string(i) + " = " + sizeExprText(*s.def) + " (derived, " +
            std::to_string(s.captured) + " at capture)";
   std::string text;
-  for (auto [input, dim] : s.dims)
-    text += (text.empty() ? "" : " == ") +
-            entry.sources.describe(entry.inputs[input].source, entry.localNames) + ".size(" +
-            std::to_string(dim) + ")";
-  return text + " >= 2 (symbolic s" + std::to_string(i) + ", " + std::to_string(s.captured) +
-         " at capture)";
+  bool ofInt = false;
+  for (auto [input, dim] : s.dims) {
+    const GraphInput &in = entry.inputs[input];
+    ofInt |= !in.isTensor();
+    text += (text.empty() ? "" : " == ") + entry.sources.describe(in.source, entry.localNames) +
+            (in.isTensor() ? ".size(" + std::to_string(dim) + ")" : "");
+  }
+  return text + " >= 2 (symbolic " + (ofInt ? "int s" : "s") + std::to_string(i) + ", " +
+         std::to_string(s.captured) + " at capture)";
 }
 
 namespace {
@@ -311,7 +331,7 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
     if (!p && PyErr_Occurred())
       return false;
     setData(i, p);
-    if (t == inputs[i]) {
+    if (t == inputs[i] && entry.inputs[i].isTensor()) {
       stampTensors.push_back(t);
       stampData.push_back(p);
     }
@@ -576,16 +596,41 @@ int copyInto(PyObject *target, PyObject *value, int bumps) {
 }
 } // namespace
 
-bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool drawSeed,
-                  llvm::SmallVectorImpl<PyObject *> &inputs, PyRef &seed) {
+bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool perCall,
+                  llvm::SmallVectorImpl<PyObject *> &inputs, std::vector<PyRef> &made) {
   inputs.clear();
+  made.clear();
   for (const GraphInput &in : entry.inputs) {
-    if (!in.seed) {
+    bool ofInt = in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::IntValue;
+    if (in.isTensor() || (ofInt && !perCall)) {
       inputs.push_back(values[in.source].get());
       continue;
     }
-    if (!drawSeed) {
+    if (!perCall) {
       inputs.push_back(Py_None);
+      continue;
+    }
+    if (ofInt) { // the carrier (n, 0), no data; the value, n in a 0-d tensor
+      int overflow = 0;
+      int64_t n = PyLong_AsLongLongAndOverflow(values[in.source].get(), &overflow);
+      if (overflow || PyErr_Occurred()) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
+        return false;
+      }
+      bool carrier = in.kind == GraphInput::Kind::IntCarrier;
+      made.push_back(PyRef::steal(
+          emptyTensor(carrier ? std::vector<int64_t>{n, 0} : std::vector<int64_t>{},
+                      dtypeObject(DType::I64))));
+      void *data = made.back() && !carrier ? tensorDataPtr(made.back().get()) : nullptr;
+      if (!made.back() || (!carrier && !data)) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_RuntimeError, "kiln: an int argument's input could not be made");
+        return false;
+      }
+      if (data)
+        std::memcpy(data, &n, sizeof(n));
+      inputs.push_back(made.back().get());
       continue;
     }
     static PyOnce drawOnce;
@@ -593,10 +638,10 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool dra
       PyRef mod = PyRef::steal(PyImport_ImportModule("kiln._random"));
       return mod ? PyObject_GetAttrString(mod.get(), "draw_seed") : nullptr;
     });
-    seed = draw ? PyRef::steal(PyObject_CallNoArgs(draw)) : PyRef();
-    if (!seed)
+    made.push_back(draw ? PyRef::steal(PyObject_CallNoArgs(draw)) : PyRef());
+    if (!made.back())
       return false;
-    inputs.push_back(seed.get());
+    inputs.push_back(made.back().get());
   }
   return true;
 }
@@ -611,7 +656,7 @@ int checkWriteBackAliasing(const Entry &entry, const std::vector<PyRef> &values)
       continue;
     if (storages.empty()) {
       for (size_t i = 0; i < entry.inputs.size(); ++i)
-        if (!entry.inputs[i].seed)
+        if (entry.inputs[i].isTensor())
           storages.push_back({tensorStoragePtr(values[entry.inputs[i].source].get()), (int)i});
       std::sort(storages.begin(), storages.end());
     }

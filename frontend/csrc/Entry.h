@@ -117,12 +117,14 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values);
 
 /// The graph inputs of one call (borrowed) from the entry's resolved
-/// sources `values`. With `drawSeed`, a random graph's seed input is a
-/// fresh 0-d int64 tensor drawn from torch's default generator
-/// (kiln._random.draw_seed; advances it), owned by `seed`; without, it is
-/// None (size checks only). False with a Python error set.
-bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool drawSeed,
-                  llvm::SmallVectorImpl<PyObject *> &inputs, PyRef &seed);
+/// sources `values`. With `perCall` (a run), the inputs kiln makes per
+/// call are made, owned by `made`: a random graph's seed, a fresh 0-d int64
+/// tensor drawn from torch's default generator (kiln._random.draw_seed;
+/// advances it), and an int argument's `(n, 0)` carrier; without (size
+/// checks only), the seed is None and a carrier the int itself. False with
+/// a Python error set.
+bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool perCall,
+                  llvm::SmallVectorImpl<PyObject *> &inputs, std::vector<PyRef> &made);
 
 /// Whether an input the entry writes back into (a CopyInto effect) shares
 /// storage with another input in this call (`values`: the entry's

@@ -63,8 +63,10 @@ std::string refusal(const Capture &cap, const Entry &entry) {
     return "the model has side effects (in-place updates of inputs, buffers or attributes) "
            "that an artifact cannot replay";
   for (const GraphInput &in : entry.inputs)
-    if (in.seed)
+    if (in.kind == GraphInput::Kind::Seed)
       return "the graph draws random numbers (an artifact has no torch generator)";
+    else if (!in.isTensor())
+      return "an int argument is a symbolic size of the graph (an artifact takes tensor inputs)";
   for (size_t i = 0; i < entry.symbols.size(); ++i)
     if (entry.symbols[i].def)
       return "the graph has a size computed from symbolic sizes: " + describeSymbol(entry, i) +

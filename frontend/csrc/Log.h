@@ -51,6 +51,9 @@ struct Options {
   bool layout = true;
   /// Convolution gradients through oneDNN (CpuCompileOptions::dnnlConvGrads).
   bool dnnlConvGrads = true;
+  /// dynamic=None: an int argument whose value changes becomes a symbolic
+  /// int (hook/CodeCache.h markChangedInts).
+  bool automaticDynamicInts = true;
 };
 
 /// The process-wide options.

@@ -85,14 +85,22 @@ struct OutputSlot {
   std::shared_ptr<const SizeExpr> size; ///< SymSize: the expression
 };
 
-/// A graph input: a tensor read from a source, or the seed of the graph's
+/// A graph input: a tensor read from a source; the seed of the graph's
 /// random ops (`kiln.random`): a 0-d int64 tensor drawn from torch's default
-/// generator on every call (kiln/_random.py), with no source (-1).
+/// generator on every call (kiln/_random.py), with no source (-1); or, for
+/// an int argument that dynamic=None made a symbolic size
+/// (capture/values/SymbolicInts.cpp), its carrier, an empty `(n, 0)` int64
+/// tensor made per call from the int at `source` whose dim 0 is the symbol,
+/// and its value, a 0-d int64 tensor made per call (for uses of the value:
+/// `x * n`, arange bounds).
 struct GraphInput {
+  enum class Kind { Tensor, Seed, IntCarrier, IntValue };
   int source;
+  Kind kind = Kind::Tensor;
   bool makeContiguous = false; ///< non-contiguous at capture: copied per call
   bool requiresGrad = false;
-  bool seed = false; ///< the per-call random seed (source is -1)
+  /// A tensor of the caller's (not one kiln makes per call).
+  bool isTensor() const { return kind == Kind::Tensor; }
 };
 
 /// A graph result the runtime allocates.
@@ -153,8 +161,10 @@ struct DynamicPolicy {
   enum class Mode { Static, All, Auto };
   Mode mode = Mode::Static;
   /// Dims made symbolic after a size change (dynamic=None), as
-  /// "<source description>#<dim>", e.g. "L['x']#0".
-  std::set<std::string> autoDims;
+  /// "<source description>#<dim>", e.g. "L['x']#0", and int arguments
+  /// after a value change, as "<source description>", e.g. "L['n']"
+  /// (capture/values/SymbolicInts.cpp).
+  std::set<std::string> autoDynamic;
   /// Capture with every size static (the fallback when a symbolic one
   /// cannot be kept); mark_dynamic is ignored too.
   bool forceStatic = false;

@@ -9,6 +9,7 @@
 #include "Log.h"
 #include "TensorInfo.h"
 #include "hook/FrontendState.h"
+#include "hook/Stats.h"
 
 namespace kiln {
 
@@ -17,7 +18,7 @@ void CodeCache::clear(std::vector<std::shared_ptr<Entry>> &dropped) {
     dropped.push_back(std::move(e));
   entries.clear();
   warnedLimit = false;
-  autoDims.clear();
+  autoDynamic.clear();
 }
 
 void freeCodeCache(void *p) {
@@ -89,11 +90,35 @@ void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
   std::string desc = e.sources.describe(g.source, e.localNames);
   for (size_t d = 0; d < g.sizes.size(); ++d)
     if (g.sizes[d] >= 2 && meta.sizes[d] >= 2 && meta.sizes[d] != g.sizes[d] &&
-        cache.autoDims.insert(desc + "#" + std::to_string(d)).second)
+        cache.autoDynamic.insert(desc + "#" + std::to_string(d)).second)
       log(LogChannel::Dynamic, codeName(code) + ": " + desc + ".size(" + std::to_string(d) +
                                    ") changed from " + std::to_string(g.sizes[d]) + " to " +
                                    std::to_string(meta.sizes[d]) +
                                    "; it is symbolic in the next compilations");
+}
+
+void markChangedInts(CodeCache &cache, const Entry &e, const Guard &g,
+                     const std::vector<PyRef> &values, PyObject *code) {
+  if (g.kind != Guard::Kind::Equals || g.source < 0 || !options().automaticDynamicInts)
+    return;
+  PyObject *now = values[g.source].get();
+  if (!now || !PyLong_CheckExact(now) || !PyLong_CheckExact(g.expected.get()))
+    return;
+  const Source &src = e.sources[g.source];
+  if (src.kind != Source::Kind::Local || src.parent != -1)
+    return; // globals, attributes, items stay static (as in Dynamo)
+  int same = PyObject_RichCompareBool(now, g.expected.get(), Py_EQ);
+  if (same != 0) {
+    PyErr_Clear();
+    return;
+  }
+  std::string desc = e.sources.describe(g.source, e.localNames);
+  if (!cache.autoDynamic.insert(desc).second)
+    return;
+  ++counters().dynamicInts;
+  log(LogChannel::Dynamic, codeName(code) + ": " + desc + " changed from " +
+                                 pyText(g.expected.get()) + " to " + pyText(now) +
+                                 "; it is a symbolic int in the next compilations");
 }
 
 } // namespace kiln

@@ -36,8 +36,9 @@ struct CodeCache {
   /// A graph break's stub (kiln/_resume.py): never captured.
   bool stub = false;
   /// dynamic=None: input dims whose size change caused a recompile
-  /// ("<source>#<dim>"); later captures make them symbolic.
-  std::set<std::string> autoDims;
+  /// ("<source>#<dim>") and int arguments whose value did ("<source>");
+  /// later captures make them symbolic.
+  std::set<std::string> autoDynamic;
 
   /// Drops the entries and what they taught (kiln.reset()); the entries
   /// are moved into `dropped`, for the caller to release when no cache is
@@ -71,6 +72,13 @@ bool isKilnCode(PyObject *code, CodeCache &cache);
 /// dynamic shapes). `values`: the entry's resolved sources.
 void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
                       const std::vector<PyRef> &values, PyObject *code);
+
+/// dynamic=None: when value guard `g` of `e` failed because an int argument
+/// of the frame (exactly int, not bool; a root local) holds another int,
+/// marks it symbolic for the next captures of `code` (Dynamo's automatic
+/// dynamic ints; kiln.config.automatic_dynamic_ints).
+void markChangedInts(CodeCache &cache, const Entry &e, const Guard &g,
+                     const std::vector<PyRef> &values, PyObject *code);
 
 } // namespace kiln
 

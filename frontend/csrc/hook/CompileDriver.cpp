@@ -109,7 +109,7 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
   std::string why = captured ? ""
                              : "capture failed: " + failure.reason +
                                    (failure.location.empty() ? "" : " at " + failure.location);
-  if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDims.empty() &&
+  if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDynamic.empty() &&
       entries < kConvBatchStaticEntries && convolvesSymbolicBatch(*cap.module)) {
     ++counters().dynamicSpecialized;
     log(LogChannel::Dynamic, codeName(code) +
@@ -194,6 +194,14 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   // (codegen/cuda/CudaSymbolic.cpp); a graph the CUDA emitter cannot emit
   // with them (a GEMM with a symbolic M, ...) fails here with its reason
   // and compileEntry specializes it.
+  bool intInputs = llvm::any_of(cap.inputs, [](const GraphInput &in) {
+    return in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::IntValue;
+  });
+  if (intInputs && (!cap.steps.empty() || device != -1)) {
+    failure.reason = "an int argument is a symbolic size of a graph with per-op fallbacks or "
+                     "on CUDA (both take tensor inputs only)";
+    return false;
+  }
   if (!cap.steps.empty()) {
     // Torch calls inside the graph (per-op fallback): segments + calls.
     auto onCpu = [&](const mlir::kiln::CpuCompileInfo &info) { countDiskCache(entry.name, info); };
@@ -307,7 +315,7 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 } // namespace
 
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
+                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDynamic,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks, size_t entries) {
   auto t0 = Clock::now();
@@ -315,7 +323,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   cap.scalarsAsBreaks = scalarsAsBreaks;
   cap.gradMode = gradEnabled();
   cap.dynamic.mode = mode;
-  cap.dynamic.autoDims = autoDims;
+  cap.dynamic.autoDynamic = autoDynamic;
   cap.dynamic.localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
   bool captured = timedCapture(code, func, view, cap, failure);
   // Specializes: captures again with every size static.
@@ -348,7 +356,7 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
 
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
                                     CaptureFailure &failure, DynamicPolicy::Mode mode,
-                                    const std::set<std::string> &autoDims, bool scalarsAsBreaks,
+                                    const std::set<std::string> &autoDynamic, bool scalarsAsBreaks,
                                     size_t entries) {
   auto t0 = Clock::now();
   std::string why;
@@ -359,7 +367,7 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
     cap.gradMode = gradEnabled();
     cap.stopOffset = start;
     cap.dynamic.mode = mode;
-    cap.dynamic.autoDims = autoDims;
+    cap.dynamic.autoDynamic = autoDynamic;
     cap.dynamic.localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
     cap.dynamic.forceStatic = forceStatic;
     return cap;

@@ -20,14 +20,14 @@
 namespace kiln {
 
 /// Captures and compiles a new entry for a frame of `code` (borrowed, as
-/// `func`); `mode` and `autoDims` say which sizes may be symbolic. Null (no
+/// `func`); `mode` and `autoDynamic` say which sizes may be symbolic. Null (no
 /// Python error) on failure, with `failure` saying why and `failed` set to
 /// an eager entry guarded by what the capture had assumed up to the failure
 /// (the same assumptions fail the same way). `entries`: how many entries
 /// the frame's cache holds already (a convolution's batch that became
 /// symbolic by itself stays static for the first kConvBatchStaticEntries).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDims,
+                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDynamic,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks = false, size_t entries = 0);
 
@@ -44,11 +44,11 @@ constexpr size_t kConvBatchStaticEntries = 4;
 /// kiln/_resume.py's stub and resume function). Null, with the reason it
 /// cannot resume appended to `failure.reason`, when that is impossible.
 /// `scalarsAsBreaks`: Capture::scalarsAsBreaks of both captures. The
-/// prefix has symbolic sizes under `mode`/`autoDims` as compileEntry's
+/// prefix has symbolic sizes under `mode`/`autoDynamic` as compileEntry's
 /// capture would (a break no longer specializes the frame's sizes).
 std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameView &view,
                                     CaptureFailure &failure, DynamicPolicy::Mode mode,
-                                    const std::set<std::string> &autoDims,
+                                    const std::set<std::string> &autoDynamic,
                                     bool scalarsAsBreaks = false, size_t entries = 0);
 
 } // namespace kiln

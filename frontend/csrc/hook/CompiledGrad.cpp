@@ -113,7 +113,7 @@ std::string unsupported(const Capture &cap) {
 std::string mutatedInputProblem(const Capture &cap, llvm::ArrayRef<int64_t> savedInputs) {
   for (size_t i = 0; i < cap.inputs.size(); ++i) {
     bool mutated = llvm::any_of(cap.effects, [&](const SideEffect &e) {
-      return e.kind == SideEffect::Kind::CopyInto && !cap.inputs[i].seed &&
+      return e.kind == SideEffect::Kind::CopyInto && cap.inputs[i].isTensor() &&
              cap.inputs[i].source == e.target;
     });
     if (mutated && cap.inputs[i].requiresGrad)

@@ -99,8 +99,8 @@ EntryCheck checkEntry(const Entry &e, FrameCall &call, bool grad, PyObject *defD
     return {Miss::Guard, bad};
   if (!e.symbols.empty()) {
     llvm::SmallVector<PyObject *, 8> ins;
-    PyRef noSeed;
-    gatherInputs(e, call.values, /*drawSeed=*/false, ins, noSeed);
+    std::vector<PyRef> none;
+    gatherInputs(e, call.values, /*perCall=*/false, ins, none);
     if (int bad = checkSymbols(e, ins); bad >= 0)
       return {Miss::SizeRelation, bad};
   }
@@ -153,8 +153,8 @@ bool holdsNow(const Entry &e, FrameCall &call, std::string *why = nullptr) {
 PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
   Entry &entry = *shared;
   llvm::SmallVector<PyObject *, 16> inputs;
-  PyRef seed; // a random graph's seed for this call (owned here)
-  if (!gatherInputs(entry, call.values, /*drawSeed=*/true, inputs, seed))
+  std::vector<PyRef> made; // a seed or int carriers for this call (owned here)
+  if (!gatherInputs(entry, call.values, /*perCall=*/true, inputs, made))
     return nullptr;
   ++counters().compiledCalls;
   if (entry.needsAutograd)
@@ -262,12 +262,12 @@ std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &fa
   CaptureFailure again;
   std::unique_ptr<Entry> failedAgain;
   std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
-                                              call.cache.autoDims, again, failedAgain,
+                                              call.cache.autoDynamic, again, failedAgain,
                                               /*scalarsAsBreaks=*/true, call.cache.entries.size());
   if (entry) // whole this time (not expected): keep the first outcome's account
     return nullptr;
   if (again.rootOffset >= 0)
-    entry = compileBreak(call.code, call.func, call.view, again, tls.dynamic, call.cache.autoDims,
+    entry = compileBreak(call.code, call.func, call.view, again, tls.dynamic, call.cache.autoDynamic,
                          /*scalarsAsBreaks=*/true, call.cache.entries.size());
   if (!entry || !holdsNow(*entry, call))
     return nullptr;
@@ -283,10 +283,10 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
   CaptureFailure failure;
   std::unique_ptr<Entry> failed;
   std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
-                                              call.cache.autoDims, failure, failed,
+                                              call.cache.autoDynamic, failure, failed,
                                               /*scalarsAsBreaks=*/false, call.cache.entries.size());
   if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
-    entry = compileBreak(call.code, call.func, call.view, failure, tls.dynamic, call.cache.autoDims,
+    entry = compileBreak(call.code, call.func, call.view, failure, tls.dynamic, call.cache.autoDynamic,
                          /*scalarsAsBreaks=*/false, call.cache.entries.size());
     // A prefix whose guards fail at once (an assumption that cannot be
     // re-checked) is no use: the frame then runs eagerly as below.
@@ -333,8 +333,10 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
     // symbolic, not only the first guard's: a KV cache's keys and values
     // grow together, and one left static would equal the other's symbol.
     if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
-      for (const Guard &g : e->guards)
+      for (const Guard &g : e->guards) {
         markChangedSizes(call.cache, *e, g, call.values, call.code);
+        markChangedInts(call.cache, *e, g, call.values, call.code);
+      }
     if (firstMiss.empty())
       firstMiss = describeMiss(*e, check);
   }

@@ -170,7 +170,7 @@ std::pair<PyRef, PyRef> autogradMarks(const Entry &entry) {
       PyList_Append(noGrad.get(), PyRef::steal(PyLong_FromSize_t(i)).get());
   for (const SideEffect &e : entry.effects)
     for (size_t i = 0; e.kind == SideEffect::Kind::CopyInto && i < entry.inputs.size(); ++i)
-      if (!entry.inputs[i].seed && entry.inputs[i].source == e.target)
+      if (entry.inputs[i].isTensor() && entry.inputs[i].source == e.target)
         PyList_Append(mutated.get(), PyRef::steal(PyLong_FromSize_t(i)).get());
   return {PyRef::steal(PyList_AsTuple(noGrad.get())), PyRef::steal(PyList_AsTuple(mutated.get()))};
 }
@@ -250,7 +250,7 @@ PyObject *runWithAutograd(const std::shared_ptr<Entry> &shared, llvm::ArrayRef<P
   // A graph with random ops: the recompute replays this call's random
   // values (kiln._random.replaying) so the backward sees the forward's masks.
   for (size_t i = 0; recompute && i < entry.inputs.size(); ++i)
-    if (entry.inputs[i].seed)
+    if (entry.inputs[i].kind == GraphInput::Kind::Seed)
       recompute = replayingRandom(inputs[i], recompute.get());
   // Side effects: the recompute runs on the state before them and puts
   // back the state it found (the recompute would repeat them).

@@ -57,8 +57,7 @@ public:
   // --- used by TorchOps.cpp ---
   mlir::OpBuilder &builder() { return b_; }
   mlir::Location loc() const { return loc_; }
-  /// Calls `callee` (a Const) if it is a mapped torch function; nullptr if
-  /// it is not one.
+  /// Calls `callee` (a Const) if it is a mapped torch function, else nullptr.
   VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
                          std::map<std::string, VarP> &kwargs);
   /// A mapped torch function called with a Python number first and a
@@ -72,8 +71,7 @@ public:
                         std::map<std::string, VarP> &kwargs);
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
-  /// `x.shape` of a graph tensor: a torch.Size, or a tuple of SymInts
-  /// when a dim is symbolic.
+  /// `x.shape` of a graph tensor: a torch.Size (with SymInts for `?` dims).
   VarP tensorShape(const VarP &self);
   /// `x.requires_grad`: an input's guarded flag; for a computed tensor,
   /// eager's rule (grad mode on and a float path from an input needing it).
@@ -81,8 +79,7 @@ public:
   /// `x.grad` of an input, read through its source (guarded); a break for
   /// a computed tensor.
   VarP tensorGrad(const VarP &self);
-  /// `x.name` for a Tensor method the op registry knows (a TensorMethod to
-  /// call); a break otherwise.
+  /// `x.name`, a Tensor method the op registry knows (else a break).
   VarP tensorMethod(const VarP &self, const std::string &name);
   // --- in-place updates (ops/InPlace.cpp) ---
   /// Makes `result` the new value of tensor `target`, as the in-place op
@@ -130,8 +127,7 @@ public:
                     const std::map<std::string, VarP> &kwargs);
   /// Eager's layout of an input (view): (sizes, strides, view steps), or null.
   PyRef layoutRecipe(const VarP &self);
-  /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt for
-  /// a symbolic dim (noted in Capture::readSymbolicSize).
+  /// Size `dim` of tensor `v` as a Python int var: a Const, or a SymInt.
   VarP sizeVar(mlir::Value v, int64_t dim);
   // --- symbolic sizes (SymbolicSizes.cpp) ---
   /// The symbol (index into Capture::symbols) that dim `d` of `v` equals,
@@ -151,12 +147,18 @@ public:
   mlir::Value symIota(const VarP &n);
   /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
   mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
-  /// A `kiln.random` of `distribution` ("uniform", "normal" or "integer"
-  /// with `bounds` = [low, high)) filling `type`, whose dynamic dims come
-  /// from `like`; it reads the graph's per-call seed (a graph input added
-  /// on first use, GraphInput::seed) and takes the graph's next random
-  /// stream (offset k * 2^40 for the k-th random op), so kiln/_random.py
-  /// can replay the same values in the backward (RandomOps.cpp).
+  /// An int argument dynamic=None made symbolic, read as a SymInt over its
+  /// carrier input; nullptr when it stays a guarded constant (SymbolicInts.cpp).
+  VarP symbolicIntRead(PyObject *value, int source);
+  /// Whether `v` is an int argument's carrier input (SymbolicInts.cpp).
+  bool isIntCarrier(mlir::Value v);
+  /// Symbol `sym`'s value as a 0-d i64 graph value: an int argument's value
+  /// input (made on first use), else the sum over its line (symTrueLine).
+  mlir::Value symbolValue(int sym);
+  /// A `kiln.random` of `distribution` ("uniform", "normal", "integer" in
+  /// `bounds` = [low, high)) filling `type` (dynamic dims from `like`): reads
+  /// the per-call seed input (made on first use) and takes the next random
+  /// stream (offset k * 2^40), which kiln/_random.py replays (RandomOps.cpp).
   mlir::Value random(llvm::StringRef distribution, mlir::RankedTensorType type,
                      mlir::Value like = {},
                      std::optional<std::pair<int64_t, int64_t>> bounds = std::nullopt);
@@ -681,8 +683,10 @@ private:
   mlir::func::FuncOp func_;
   const FrameView &frame_;
   Capture &out_;
-  /// Tensor inputs by source: one Var per source (Var::inputIndex).
-  std::map<int, VarP> inputOfSource_;
+  /// Tensor inputs by source: one Var per source (Var::inputIndex); the
+  /// SymInts of symbolic int arguments by source, and their value inputs.
+  std::map<int, VarP> inputOfSource_, intOfSource_;
+  std::map<int, mlir::Value> intValueOfSource_;
   /// The tensor object of each graph input, in order (aliasing checks);
   /// None for the random seed.
   std::vector<PyRef> inputObjects_;
@@ -764,20 +768,17 @@ private:
   bool lazyReads_ = false;
   /// Every Lazy Var made (LazyValues.cpp; pruned when dead or materialized).
   std::vector<std::weak_ptr<Var>> lazies_;
-  /// Lazy Binary expressions' leaves already type-guarded / lists whose
-  /// type is guarded (replay calls list methods on them).
+  /// Sources already type-guarded (lazy leaves, lists replayed, ints).
   std::set<int> typeGuarded_;
 };
 
 /// The containers the capture in progress mutated (null when none).
 extern const std::set<PyObject *> *gMutatedContainers;
 
-/// The MLIR element type of `d`.
-mlir::Type elementType(mlir::MLIRContext &ctx, DType d);
+mlir::Type elementType(mlir::MLIRContext &ctx, DType d); ///< the MLIR element type of `d`
 /// The DType of an MLIR element type (throws Unsupported for others).
 DType dtypeOf(mlir::Type elt);
-/// Sets the float dtype torch's defaults resolve to in the capture in
-/// progress (torch.get_default_dtype()).
+/// Sets the float dtype torch's defaults resolve to in this capture.
 void setDefaultFloat(DType d);
 /// The Python decomposition (kiln/_decompositions.py) the capture inlines
 /// for torch function `fn` (borrowed), or null.
@@ -791,7 +792,6 @@ bool isModule(PyObject *o);
 
 /// None, bool, int, float, str, and tuples/lists of those (ValueGuards.cpp).
 bool isPrimitive(PyObject *o);
-
 /// A dict of str keys and primitive values (`**kwargs` of flags).
 bool isPrimitiveDict(PyObject *o);
 

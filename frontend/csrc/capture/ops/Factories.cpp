@@ -221,13 +221,8 @@ Value symScalar(Interpreter &I, const VarP &v) {
     switch (x->op) {
     case Op::Const:
       return e.num((double)x->value, DType::I64);
-    case Op::Sym: {
-      auto leaf = std::make_shared<Var>();
-      leaf->kind = Var::Kind::SymInt;
-      leaf->sym = x;
-      Value line = e.cast(I.symTrueLine(leaf), DType::I64);
-      return e.reduce<SumOp>(line, {0}, false);
-    }
+    case Op::Sym:
+      return I.symbolValue((int)x->value);
     case Op::Add:
       return e.bin<AddOp>(build(x->lhs), build(x->rhs));
     case Op::Sub:

@@ -141,14 +141,8 @@ VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e) {
   using Op = SizeExpr::Op;
   if (e.op == Op::Const)
     return constInt(e.value);
-  if (e.op == Op::Sym) {
-    auto leaf = std::make_shared<Var>();
-    leaf->kind = Var::Kind::SymInt;
-    leaf->sym = std::make_shared<SizeExpr>(e);
-    Emit em(I);
-    Value line = em.cast(I.symTrueLine(leaf), DType::I64);
-    return T(em.reduce<mlir::kiln::SumOp>(line, {0}, false));
-  }
+  if (e.op == Op::Sym)
+    return T(I.symbolValue((int)e.value));
   static const std::map<Op, const char *> ops = {{Op::Add, "add"},
                                                  {Op::Sub, "sub"},
                                                  {Op::Mul, "mul"},

@@ -28,7 +28,7 @@ mlir::Value Interpreter::random(llvm::StringRef distribution, mlir::RankedTensor
     // The seed: a graph input without a source, drawn on every call.
     GraphInput in;
     in.source = -1;
-    in.seed = true;
+    in.kind = GraphInput::Kind::Seed;
     out_.inputs.push_back(in);
     inputObjects_.push_back(PyRef::borrow(Py_None));
     randomSeed_ = func_.getBody().front().addArgument(i64Scalar, loc_);

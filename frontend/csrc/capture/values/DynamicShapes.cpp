@@ -62,7 +62,7 @@ std::vector<bool> symbolicDims(const DynamicPolicy &policy, PyObject *t,
                 std::count(marked.begin(), marked.end(), (int64_t)d) ||
                 std::count(marked.begin(), marked.end(), (int64_t)d - (int64_t)rank) ||
                 (policy.mode == DynamicPolicy::Mode::Auto &&
-                 policy.autoDims.count(sourceDesc + "#" + std::to_string(d)));
+                 policy.autoDynamic.count(sourceDesc + "#" + std::to_string(d)));
     dyn[d] = want;
   }
   return dyn;

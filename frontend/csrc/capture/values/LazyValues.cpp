@@ -94,6 +94,14 @@ void Interpreter::materialize(const VarP &v) {
   if (!v->name.empty()) { // an expression: the graph depends on its reads now
     for (const VarP &operand : v->items)
       materialize(operand);
+    if (v->items.size() == 2 && (v->items[0]->kind == Var::Kind::SymInt ||
+                                 v->items[1]->kind == Var::Kind::SymInt)) {
+      // A symbolic int argument (SymbolicInts.cpp): the value at capture
+      // holds for this call only; the expression is a SymInt too.
+      VarP r = symIntBinary(v->name, v->items[0], v->items[1]);
+      *v = *r;
+      return;
+    }
     v->kind = Var::Kind::Const; // `obj` holds its value at capture
     v->items.clear();
     v->name.clear();
@@ -101,6 +109,10 @@ void Interpreter::materialize(const VarP &v) {
     return;
   }
   if (!v->isLazyList()) {
+    if (VarP s = symbolicIntRead(v->obj.get(), v->source)) { // SymbolicInts.cpp
+      *v = *s;
+      return;
+    }
     v->kind = Var::Kind::Const;
     guardValue(v);
     return;

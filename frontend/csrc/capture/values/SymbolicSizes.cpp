@@ -631,8 +631,10 @@ Value Interpreter::symTrueLine(const VarP &n) {
   for (int64_t i = 0; i < t.getRank(); ++i)
     if (i != dim)
       others.push_back(i);
+  // An int's (n, 0) carrier has no elements: its sum is n zeros.
   if (!others.empty())
-    line = e.reduce<mlir::kiln::MaxOp>(line, others, false);
+    line = isIntCarrier(x) ? e.reduce<mlir::kiln::SumOp>(line, others, false)
+                           : e.reduce<mlir::kiln::MaxOp>(line, others, false);
   // eq(x, x) != ne(x, x) holds for every element, NaN included.
   return e.bin<mlir::kiln::NeOp>(e.bin<mlir::kiln::EqOp>(line, line),
                                  e.bin<mlir::kiln::NeOp>(line, line));

@@ -1,0 +1,352 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Automatic dynamic ints (capture/values/SymbolicInts.cpp): under
+kiln.compile's default dynamic=None, an int argument of a compiled frame
+whose value changes between calls becomes a symbolic int in the next
+compilation (Dynamo's automatic dynamic for ints), instead of one graph
+per value (8, then eager).
+
+Each case compares with eager on every call AND asserts the counters
+(graphs, recompiles, dynamic graphs, specialized captures, eager calls,
+ints made dynamic). Values are chosen not to equal static sizes of the
+graph unless a case is about that (such a value stays static).
+"""
+import enum
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kiln
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    kiln.reset()
+    yield
+    kiln.reset()
+
+
+KEYS = ("graphs_compiled", "recompiles", "dynamic_graphs", "dynamic_specialized",
+        "eager_calls", "dynamic_ints")
+
+
+def _counts():
+    s = kiln.stats()
+    return tuple(s[k] for k in KEYS)
+
+
+def _same(got, want):
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    elif isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want)
+    else:
+        assert type(got) is type(want) and got == want, (got, want)
+
+
+def _run(fn, make, values, **compile_kw):
+    """Calls compiled `fn` on make(v) for each value; checks eager parity
+    on every call and returns the counters after each."""
+    cf = kiln.compile(fn, **compile_kw)
+    seen = []
+    for v in values:
+        args = make(v)
+        want = fn(*make(v))
+        _same(cf(*args), want)
+        seen.append(_counts())
+    return seen
+
+
+X = torch.randn(3, 5)
+STATIC_THEN_ONE = (2, 1, 1, 0, 0, 1)  # a static graph, then one `?` graph
+
+
+def _one_dynamic(seen):
+    assert seen[0] == (1, 0, 0, 0, 0, 0), seen
+    assert all(s == STATIC_THEN_ONE for s in seen[1:]), seen
+
+
+# --- one symbolic graph after the first static one --------------------------
+
+def test_int_as_tensor_operand():
+    _one_dynamic(_run(lambda x, n: x * n, lambda n: (X, n), [6, 7, 9, 10, 12, 13]))
+
+
+def test_step_counter_loop_no_recompile_limit():
+    x = torch.randn(4, 16)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        seen = _run(lambda x, step: x + step, lambda s: (x, s), range(20))
+    # 0 and 1 stay static (as tensor dims), then one `?` graph for 2..19
+    assert seen[-1] == (3, 2, 1, 0, 0, 1), seen
+    assert not [m for m in w if "recompile" in str(m.message)]
+
+
+def test_slice_by_int():
+    buf = torch.arange(64.).view(1, 64)
+    seen = _run(lambda b, n: b[:, :n] * 2, lambda n: (buf, n), [10, 20, 30, 40, 70])
+    _one_dynamic(seen[:4])
+    # 70 > 64: the clamp's guard fails, a second `?` graph (to the end)
+    assert seen[4] == (3, 2, 2, 0, 0, 1), seen
+
+
+@pytest.mark.parametrize("factory", [
+    lambda x, n: torch.arange(n).float().sum() + x,
+    lambda x, n: torch.zeros(n, 4).sum() + x,
+    lambda x, n: x.new_ones(n).sum() + x,
+    lambda x, n: torch.full((n,), 2.0).sum() + x,
+    lambda x, n: torch.arange(2, n + 2).float().mean() * x,
+], ids=["arange", "zeros", "new_ones", "full", "arange_range"])
+def test_int_as_factory_size(factory):
+    _one_dynamic(_run(factory, lambda n: (X, n), [6, 7, 9, 11]))
+
+
+def test_branch_on_int_guarded_per_branch():
+    def f(x, n):
+        if n > 10:
+            return x * 2
+        return x - 1
+    seen = _run(f, lambda n: (X, n), [6, 7, 9, 12, 13, 8])
+    _one_dynamic(seen[:3])
+    assert seen[3:] == [(3, 2, 2, 0, 0, 1)] * 3, seen
+
+
+def test_int_used_for_shape_and_value():
+    x = torch.randn(4, 32)
+    _one_dynamic(_run(lambda x, n: x[:, :n] * n, lambda n: (x, n), [9, 10, 11, 17]))
+
+
+def test_expression_of_int_is_not_baked_in():
+    """`m = n * 2` is evaluated lazily at capture; once n is symbolic the
+    expression must follow n (a constant 2 * n at capture would be wrong
+    for every other n)."""
+    def times(x, n):
+        m = n * 2
+        return x * m
+
+    def plus(x, n):
+        m = n + 1
+        return torch.arange(m).float() + 0 * x.sum()
+
+    _one_dynamic(_run(times, lambda n: (X, n), [3, 4, 5, 7]))
+    kiln.reset()
+    _one_dynamic(_run(plus, lambda n: (X, n), [3, 4, 5, 7]))
+
+
+def test_int_returned_stays_int():
+    _one_dynamic(_run(lambda x, n: (x * 2, n + 1, n), lambda n: (X, n), [5, 6, 7]))
+
+
+def test_module_forward_int_argument():
+    class Crop(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(16, 16)
+
+        def forward(self, x, length):
+            return self.proj(x[:, :length]) * length
+
+    m = Crop().eval()
+    x = torch.randn(2, 40, 16)
+    with torch.no_grad():
+        _one_dynamic(_run(m, lambda n: (x, n), [9, 10, 11, 23, 37]))
+
+
+def test_int_counter_side_effect():
+    class Acc:
+        total = 0
+
+    eager_obj, compiled_obj = Acc(), Acc()
+
+    def f(x, n, obj):
+        obj.total += n
+        return x * n
+
+    cf = kiln.compile(f)
+    for n in [5, 6, 7, 9]:
+        _same(cf(X, n, compiled_obj), f(X, n, eager_obj))
+        assert compiled_obj.total == eager_obj.total
+    assert _counts() == STATIC_THEN_ONE
+
+
+def test_gradients_through_int_scale():
+    cf = kiln.compile(lambda x, n: (x * n).sum())
+    for n in [4, 6, 7]:
+        a = torch.randn(3, 5, requires_grad=True)
+        b = a.detach().clone().requires_grad_()
+        cf(a, n).backward()
+        (b * n).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad)
+    assert _counts() == STATIC_THEN_ONE
+
+
+def test_int_equal_to_symbolic_dim_is_shared_and_checked():
+    def f(x, n):
+        return x[:n] + n
+
+    cf = kiln.compile(f)
+    for rows, n in [(10, 10), (12, 12), (14, 14), (14, 9)]:
+        x = torch.randn(rows, 4)
+        kiln.mark_dynamic(x, 0)
+        _same(cf(x, n), f(x, n))
+    s = kiln.stats()
+    assert s["dynamic_ints"] == 1 and s["eager_calls"] == 0
+    assert s["dynamic_graphs"] >= 1
+
+
+def test_graph_break_keeps_int_symbolic():
+    def f(x, n):
+        y = x * n
+        print(end="")
+        return y + n
+
+    seen = _run(f, lambda n: (X, n), [5, 6, 7, 9, 11])
+    assert seen[-1][4] == 0  # never eager
+    assert seen[-1] == seen[2], seen  # no graph after the third call
+    assert seen[-1][5] >= 1
+
+
+# --- stays static (and right) ----------------------------------------------
+
+def test_range_of_int_specializes():
+    def f(x, n):
+        for _ in range(n):
+            x = x + 1
+        return x
+    seen = _run(f, lambda n: (X, n), [3, 4, 5, 6])
+    assert seen[-1][2] == 0 and seen[-1][3] >= 1, seen
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, n: x.reshape(n, -1),
+    lambda x, n: F.pad(x, (n, n)),
+    lambda x, n: x.sum(dim=n - 3),
+    lambda x, n: x.view(-1)[n],
+], ids=["view", "pad", "dim", "index"])
+def test_uses_needing_the_value_specialize(fn):
+    x = torch.randn(2, 3, 4, 4, 3)
+    seen = _run(fn, lambda n: (x, n), [3, 4, 6])
+    assert seen[-1][4] == 0, seen
+
+
+def test_small_and_negative_values_after_symbolic():
+    seen = _run(lambda x, n: x * n, lambda n: (X, n), [6, 7, 1, -3, 0, 8])
+    # 1, -3 and 0 each miss the `?` graph's n >= 2 and compile statically
+    assert seen[-1] == (5, 4, 1, 0, 0, 1), seen
+
+
+def test_ints_beyond_int64():
+    x = torch.randn(3, dtype=torch.float64)
+    f = lambda x, n: x * n  # noqa: E731
+    seen = _run(f, lambda n: (x, n), [5, 6, 2**40, -2**40])
+    assert seen[2] == STATIC_THEN_ONE, seen  # no n-element buffer for the value
+    # Outside int64 (eager raises OverflowError for x * 2**70): misses the
+    # `?` graph's int64 range and compiles statically (kiln's static graphs
+    # multiply by the float value, as x * float(n)).
+    torch.testing.assert_close(kiln.compile(f)(x, 2**70), x * float(2**70))
+    assert _counts()[0] == 3
+
+
+def test_value_equal_to_static_size_stays_static():
+    x = torch.randn(2, 8)
+    seen = _run(lambda x, n: x * n, lambda n: (x, n), [3, 8, 9])
+    # 8 equals a static dim of x: specialized; 9 gets the `?` graph
+    assert seen[1] == (2, 1, 0, 1, 0, 1), seen
+    assert seen[2] == (3, 2, 1, 1, 0, 1), seen
+
+
+def test_bool_flag_is_not_an_int():
+    def f(x, flag):
+        return x * 2 if flag else x - 1
+    seen = _run(f, lambda b: (X, b), [True, False, True, False])
+    assert seen[-1] == (2, 1, 0, 0, 0, 0), seen
+
+
+class Mode(enum.IntEnum):
+    A = 5
+    B = 6
+
+
+def test_int_enum_stays_static():
+    seen = _run(lambda x, m: x * int(m), lambda m: (X, m), [Mode.A, Mode.B, Mode.A])
+    assert seen[-1][2] == 0 and seen[-1][5] == 0, seen
+
+
+SCALE = 5
+
+
+def test_global_int_stays_static():
+    def f(x):
+        return x * SCALE
+
+    def make(v):
+        global SCALE
+        SCALE = v
+        return (X,)
+
+    seen = _run(f, make, [5, 6, 7])
+    assert seen[-1] == (3, 2, 0, 0, 0, 0), seen
+
+
+def test_module_int_attribute_stays_static():
+    class M(torch.nn.Module):
+        k = 5
+
+        def forward(self, x):
+            return x * self.k
+
+    m = M()
+
+    def make(v):
+        m.k = v
+        return (X,)
+
+    seen = _run(m, make, [5, 6, 7])
+    assert seen[-1][2] == 0 and seen[-1][5] == 0, seen
+
+
+def test_float_argument_unchanged():
+    seen = _run(lambda x, a: x * a, lambda a: (X, a), [0.5, 0.7, 0.9])
+    assert seen[-1][5] == 0 and seen[-1][0] == 3, seen
+
+
+def test_dynamic_false_keeps_one_graph_per_value():
+    seen = _run(lambda x, n: x * n, lambda n: (X, n), [5, 6, 7], dynamic=False)
+    assert seen[-1] == (3, 2, 0, 0, 0, 0), seen
+
+
+def test_config_off_keeps_one_graph_per_value():
+    with kiln.config.patch(automatic_dynamic_ints=False):
+        seen = _run(lambda x, n: x * n, lambda n: (X, n), [5, 6, 7])
+    assert seen[-1] == (3, 2, 0, 0, 0, 0), seen
+
+
+def test_reset_forgets():
+    cf = kiln.compile(lambda x, n: x * n)
+    cf(X, 5)
+    cf(X, 6)
+    assert kiln.stats()["dynamic_ints"] == 1
+    kiln.reset()
+    _same(cf(X, 7), X * 7)
+    assert _counts() == (1, 0, 0, 0, 0, 0)
+
+
+def test_logs_name_the_int():
+    lines = []
+    kiln._C.set_log_sink(lambda ch, msg: lines.append(msg))
+    try:
+        with kiln.config.patch(logs={"dynamic", "recompiles", "guards"}):
+            cf = kiln.compile(lambda x, n: x * n)
+            for n in [5, 6, 1]:
+                cf(X, n)
+    finally:
+        kiln._C.set_log_sink(None)
+    text = "\n".join(lines)
+    assert "L['n'] changed from 5 to 6; it is a symbolic int" in text, text
+    assert "L['n'] >= 2 (symbolic int s0" in text, text
+
