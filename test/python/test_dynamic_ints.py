@@ -350,3 +350,30 @@ def test_logs_name_the_int():
     assert "L['n'] changed from 5 to 6; it is a symbolic int" in text, text
     assert "L['n'] >= 2 (symbolic int s0" in text, text
 
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, n: x * int(n),
+    lambda x, n: x * float(n),
+    lambda x, n: x * (1 if isinstance(n, int) else 2),
+    lambda x, n: x * (1 if type(n) is int else 2),
+    lambda x, n: x * abs(n - 20),
+    lambda x, n: x * 2 if bool(n % 2) else x,
+], ids=["int", "float", "isinstance", "type", "abs", "bool"])
+def test_builtins_on_int(fn):
+    seen = _run(fn, lambda n: (X, n), [6, 7, 9, 11, 12])
+    assert seen[-1][4] == 0 and seen[-1][3] == 0, seen  # no eager, no specialization
+    assert seen[-1][2] >= 1, seen
+
+
+def test_item_as_factory_size_resumes_with_symbolic_int():
+    """`.item()` used as a size breaks the graph; the resume function gets
+    the number as an int argument, which becomes symbolic after it changes:
+    3 graphs for 10 lengths (was one per length, then eager)."""
+    def f(x, lengths):
+        n = int(lengths.max().item())
+        return x[:, :n] * 2 + torch.arange(n).float()
+
+    x = torch.randn(2, 64)
+    seen = _run(f, lambda n: (x, torch.tensor([n, 2])), [5, 9, 13, 17, 21, 30, 40, 50, 60, 33])
+    assert seen[-1][:5] == (3, 1, 1, 0, 0), seen

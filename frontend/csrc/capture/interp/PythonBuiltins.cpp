@@ -48,6 +48,8 @@ PyObject *containerType(const VarP &v) {
     return v->obj ? v->obj.get() : (PyObject *)&PyTuple_Type;
   case Var::Kind::List:
     return (PyObject *)&PyList_Type;
+  case Var::Kind::SymInt: // a symbolic size or int argument
+    return (PyObject *)&PyLong_Type;
   default:
     return nullptr;
   }

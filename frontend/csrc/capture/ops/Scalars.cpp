@@ -260,11 +260,33 @@ VarP Interpreter::scalarUnary(const VarP &v, bool negative) {
   return makeScalar(e.unary<NegOp>(x), type);
 }
 
+namespace {
+/// int/float/bool/abs/type of SymInt `v` (a symbolic size or int argument).
+VarP symIntBuiltin(Interpreter &I, const std::string &name, const VarP &v) {
+  if (name == "int")
+    return v;
+  if (name == "type")
+    return makeConst(PyRef::borrow(kInt));
+  if (name == "bool")
+    return constBool(I.symIntTruthy(v));
+  if (name == "abs") { // the sign at capture, guarded
+    bool negative = v->captured < 0;
+    I.symIntBinary(negative ? "<" : ">=", v, constInt(0));
+    return negative ? I.symIntBinary("-", constInt(0), v) : v;
+  }
+  // float(n): the value computed in the graph, a Python float
+  Emit e(I);
+  return makeScalar(e.cast(symbolicSizeValue(I, *v->sym)->value, DType::F64), kFloat);
+}
+} // namespace
+
 VarP Interpreter::builtinScalar(const std::string &name, std::vector<VarP> &args,
                                 std::map<std::string, VarP> &kwargs) {
   if (args.size() != 1 || !kwargs.empty())
     return nullptr;
   const VarP &v = args[0];
+  if (v->kind == Var::Kind::SymInt && v->sym) // a symbolic size or int argument
+    return symIntBuiltin(*this, name, v);
   if (v->kind != Var::Kind::Scalar && !(v->isTensor() && name != "type" && name != "abs"))
     return nullptr;
   if (name == "type")
