@@ -601,7 +601,7 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
   inputs.clear();
   made.clear();
   for (const GraphInput &in : entry.inputs) {
-    bool ofInt = in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::IntValue;
+    bool ofInt = in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
     if (in.isTensor() || (ofInt && !perCall)) {
       inputs.push_back(values[in.source].get());
       continue;
@@ -610,25 +610,29 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
       inputs.push_back(Py_None);
       continue;
     }
-    if (ofInt) { // the carrier (n, 0), no data; the value, n in a 0-d tensor
+    if (ofInt) { // an int's carrier (n, 0), no data; a number in a 0-d tensor
+      PyObject *number = values[in.source].get();
+      bool isFloat = PyFloat_CheckExact(number), carrier = in.kind == GraphInput::Kind::IntCarrier;
+      double d = isFloat ? PyFloat_AS_DOUBLE(number) : 0;
       int overflow = 0;
-      int64_t n = PyLong_AsLongLongAndOverflow(values[in.source].get(), &overflow);
+      int64_t n = isFloat ? 0 : PyLong_AsLongLongAndOverflow(number, &overflow);
       if (overflow || PyErr_Occurred()) {
         if (!PyErr_Occurred())
           PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
         return false;
       }
-      bool carrier = in.kind == GraphInput::Kind::IntCarrier;
       made.push_back(PyRef::steal(
           emptyTensor(carrier ? std::vector<int64_t>{n, 0} : std::vector<int64_t>{},
-                      dtypeObject(DType::I64))));
+                      dtypeObject(isFloat ? DType::F64 : DType::I64))));
       void *data = made.back() && !carrier ? tensorDataPtr(made.back().get()) : nullptr;
       if (!made.back() || (!carrier && !data)) {
         if (!PyErr_Occurred())
-          PyErr_SetString(PyExc_RuntimeError, "kiln: an int argument's input could not be made");
+          PyErr_SetString(PyExc_RuntimeError, "kiln: a number argument's input could not be made");
         return false;
       }
-      if (data)
+      if (data && isFloat)
+        std::memcpy(data, &d, sizeof(d));
+      else if (data)
         std::memcpy(data, &n, sizeof(n));
       inputs.push_back(made.back().get());
       continue;

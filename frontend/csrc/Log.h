@@ -52,8 +52,8 @@ struct Options {
   /// Convolution gradients through oneDNN (CpuCompileOptions::dnnlConvGrads).
   bool dnnlConvGrads = true;
   /// dynamic=None: an int argument whose value changes becomes a symbolic
-  /// int (hook/CodeCache.h markChangedInts).
-  bool automaticDynamicInts = true;
+  /// int (hook/CodeCache.h markChangedNumbers).
+  bool automaticDynamicNumbers = true;
 };
 
 /// The process-wide options.

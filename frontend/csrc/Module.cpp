@@ -50,7 +50,7 @@ void runtimeFallback(const char *message) {
 void setOptions(const std::vector<std::string> &logs, const std::string &debugDir,
                 int recompileLimit, const std::string &cacheDir, bool parallelLoops,
                 bool perfJitdump, uint64_t cacheMaxMb, bool compiledBackward, bool dnnlConvs,
-                bool layout, bool dnnlConvGrads, bool automaticDynamicInts) {
+                bool layout, bool dnnlConvGrads, bool automaticDynamicNumbers) {
   Options &o = options();
   for (bool &c : o.channels)
     c = false;
@@ -77,7 +77,7 @@ void setOptions(const std::vector<std::string> &logs, const std::string &debugDi
   o.dnnlConvs = dnnlConvs;
   o.layout = layout;
   o.dnnlConvGrads = dnnlConvGrads;
-  o.automaticDynamicInts = automaticDynamicInts;
+  o.automaticDynamicNumbers = automaticDynamicNumbers;
 }
 
 /// The graph breaks since the last reset as dicts (kiln.explain).
@@ -151,7 +151,7 @@ NB_MODULE(_C, m) {
         nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,
         nb::arg("compiled_backward") = true, nb::arg("dnnl_convs") = false,
         nb::arg("layout") = true, nb::arg("dnnl_conv_grads") = true,
-        nb::arg("automatic_dynamic_ints") = true);
+        nb::arg("automatic_dynamic_numbers") = true);
   m.def("set_freeze_weights", &setFreezeWeights, nb::arg("on"),
         "kiln.config.freeze_weights: oneDNN convolutions reorder a weight once per tensor "
         "and version (input stamps) instead of on every call.");

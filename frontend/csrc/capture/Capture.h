@@ -88,13 +88,13 @@ struct OutputSlot {
 /// A graph input: a tensor read from a source; the seed of the graph's
 /// random ops (`kiln.random`): a 0-d int64 tensor drawn from torch's default
 /// generator on every call (kiln/_random.py), with no source (-1); or, for
-/// an int argument that dynamic=None made a symbolic size
-/// (capture/values/SymbolicInts.cpp), its carrier, an empty `(n, 0)` int64
-/// tensor made per call from the int at `source` whose dim 0 is the symbol,
-/// and its value, a 0-d int64 tensor made per call (for uses of the value:
-/// `x * n`, arange bounds).
+/// an int or float argument that dynamic=None made dynamic
+/// (capture/values/DynamicNumbers.cpp), an int's carrier, an empty `(n, 0)`
+/// int64 tensor made per call from the int at `source` whose dim 0 is the
+/// symbol, and the number's value, a 0-d int64 or float64 tensor made per
+/// call (uses of the value: `x * n`, arange bounds, `x * lr`).
 struct GraphInput {
-  enum class Kind { Tensor, Seed, IntCarrier, IntValue };
+  enum class Kind { Tensor, Seed, IntCarrier, NumberValue };
   int source;
   Kind kind = Kind::Tensor;
   bool makeContiguous = false; ///< non-contiguous at capture: copied per call
@@ -163,7 +163,7 @@ struct DynamicPolicy {
   /// Dims made symbolic after a size change (dynamic=None), as
   /// "<source description>#<dim>", e.g. "L['x']#0", and int arguments
   /// after a value change, as "<source description>", e.g. "L['n']"
-  /// (capture/values/SymbolicInts.cpp).
+  /// (capture/values/DynamicNumbers.cpp).
   std::set<std::string> autoDynamic;
   /// Capture with every size static (the fallback when a symbolic one
   /// cannot be kept); mark_dynamic is ignored too.
@@ -269,6 +269,9 @@ struct Capture {
   /// Out: some code read a symbolic size as a Python value (x.shape[0],
   /// len(x)); a failed capture is then retried with static sizes.
   bool readSymbolicSize = false;
+  /// Out: a float argument was read as a graph value (DynamicNumbers.cpp);
+  /// a failed capture or compile is then retried with it constant.
+  bool readDynamicFloat = false;
   /// Out: the side-effect log in program order, and the value each one
   /// stores as a result tree (prefix order, one subtree per effect).
   std::vector<SideEffect> effects;

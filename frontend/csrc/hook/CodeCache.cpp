@@ -97,12 +97,14 @@ void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
                                    "; it is symbolic in the next compilations");
 }
 
-void markChangedInts(CodeCache &cache, const Entry &e, const Guard &g,
+void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
                      const std::vector<PyRef> &values, PyObject *code) {
-  if (g.kind != Guard::Kind::Equals || g.source < 0 || !options().automaticDynamicInts)
+  if (g.kind != Guard::Kind::Equals || g.source < 0 || !options().automaticDynamicNumbers)
     return;
-  PyObject *now = values[g.source].get();
-  if (!now || !PyLong_CheckExact(now) || !PyLong_CheckExact(g.expected.get()))
+  PyObject *now = values[g.source].get(), *was = g.expected.get();
+  bool ints = now && PyLong_CheckExact(now) && PyLong_CheckExact(was);
+  bool floats = now && PyFloat_CheckExact(now) && PyFloat_CheckExact(was);
+  if (!ints && !floats)
     return;
   const Source &src = e.sources[g.source];
   if (src.kind != Source::Kind::Local || src.parent != -1)
@@ -115,10 +117,11 @@ void markChangedInts(CodeCache &cache, const Entry &e, const Guard &g,
   std::string desc = e.sources.describe(g.source, e.localNames);
   if (!cache.autoDynamic.insert(desc).second)
     return;
-  ++counters().dynamicInts;
+  ++counters().dynamicNumbers;
   log(LogChannel::Dynamic, codeName(code) + ": " + desc + " changed from " +
                                  pyText(g.expected.get()) + " to " + pyText(now) +
-                                 "; it is a symbolic int in the next compilations");
+                                 (ints ? "; it is a symbolic int in the next compilations"
+                                       : "; it is a graph input in the next compilations"));
 }
 
 } // namespace kiln

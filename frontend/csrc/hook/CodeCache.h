@@ -73,11 +73,12 @@ bool isKilnCode(PyObject *code, CodeCache &cache);
 void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
                       const std::vector<PyRef> &values, PyObject *code);
 
-/// dynamic=None: when value guard `g` of `e` failed because an int argument
-/// of the frame (exactly int, not bool; a root local) holds another int,
-/// marks it symbolic for the next captures of `code` (Dynamo's automatic
-/// dynamic ints; kiln.config.automatic_dynamic_ints).
-void markChangedInts(CodeCache &cache, const Entry &e, const Guard &g,
+/// dynamic=None: when value guard `g` of `e` failed because an int (float)
+/// argument of the frame (exactly int or float, not bool; a root local)
+/// holds another int (float), marks it dynamic for the next captures of
+/// `code` (Dynamo's automatic dynamic ints and unspecialized floats;
+/// kiln.config.automatic_dynamic_numbers).
+void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
                      const std::vector<PyRef> &values, PyObject *code);
 
 } // namespace kiln

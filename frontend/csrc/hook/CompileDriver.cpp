@@ -194,12 +194,12 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   // (codegen/cuda/CudaSymbolic.cpp); a graph the CUDA emitter cannot emit
   // with them (a GEMM with a symbolic M, ...) fails here with its reason
   // and compileEntry specializes it.
-  bool intInputs = llvm::any_of(cap.inputs, [](const GraphInput &in) {
-    return in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::IntValue;
+  bool numberInputs = llvm::any_of(cap.inputs, [](const GraphInput &in) {
+    return in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
   });
-  if (intInputs && (!cap.steps.empty() || device != -1)) {
-    failure.reason = "an int argument is a symbolic size of a graph with per-op fallbacks or "
-                     "on CUDA (both take tensor inputs only)";
+  if (numberInputs && (!cap.steps.empty() || device != -1)) {
+    failure.reason = "an int or float argument is a graph input of a graph with per-op "
+                     "fallbacks or on CUDA (both take tensor inputs only)";
     return false;
   }
   if (!cap.steps.empty()) {
@@ -341,8 +341,18 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
     specialize();
     symbolic = false;
   }
+  // A float argument read as a graph value (DynamicNumbers.cpp) that a use
+  // needed as a constant: the float is constant again.
+  bool floats = cap.readDynamicFloat;
+  if (!captured && floats && !symbolic) {
+    ++counters().dynamicSpecialized;
+    log(LogChannel::Dynamic, codeName(code) + ": float arguments specialized: " + failure.reason +
+                                 (failure.location.empty() ? "" : " at " + failure.location));
+    specialize();
+    floats = false;
+  }
   std::unique_ptr<Entry> entry = captured ? finishEntry(code, cap, failure, t0) : nullptr;
-  if (captured && !entry && symbolic) {
+  if (captured && !entry && (symbolic || floats)) {
     ++counters().dynamicSpecialized;
     log(LogChannel::Dynamic,
         codeName(code) + ": symbolic sizes not kept, sizes specialized: " + failure.reason);
@@ -378,17 +388,26 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
   CaptureFailure again;
   std::shared_ptr<ResumePlan> plan;
   bool captured = start >= 0 && timedCapture(code, func, view, cap, again);
-  if (captured && !cap.symbols.empty() &&
-      !keepSymbolic(code, func, view, cap, captured, again, entries)) {
+  auto static_ = [&]() {
     cap = prefix(true);
     again = CaptureFailure();
     captured = timedCapture(code, func, view, cap, again);
-  }
+  };
+  if (captured && !cap.symbols.empty() &&
+      !keepSymbolic(code, func, view, cap, captured, again, entries))
+    static_();
+  else if (start >= 0 && !captured && cap.readDynamicFloat)
+    static_(); // a float argument a use needed as a constant
   if (start >= 0 && !captured)
     why = again.reason;
   else if (start >= 0)
     plan = buildResumePlan(code, start, failure.rootOffset, cap.state, why);
   std::unique_ptr<Entry> entry = plan ? finishEntry(code, cap, again, t0) : nullptr;
+  if (plan && !entry && (!cap.symbols.empty() || cap.readDynamicFloat)) {
+    static_(); // a backend refused the graph's symbolic sizes or number inputs
+    plan = captured ? buildResumePlan(code, start, failure.rootOffset, cap.state, why) : nullptr;
+    entry = plan ? finishEntry(code, cap, again, t0) : nullptr;
+  }
   if (plan && !entry)
     why = again.reason;
   if (!entry) {

@@ -335,7 +335,7 @@ std::shared_ptr<Entry> findEntry(FrameCall &call, std::string &firstMiss) {
     if (check.miss == Miss::Guard && tls.dynamic == DynamicPolicy::Mode::Auto && !e->eager)
       for (const Guard &g : e->guards) {
         markChangedSizes(call.cache, *e, g, call.values, call.code);
-        markChangedInts(call.cache, *e, g, call.values, call.code);
+        markChangedNumbers(call.cache, *e, g, call.values, call.code);
       }
     if (firstMiss.empty())
       firstMiss = describeMiss(*e, check);

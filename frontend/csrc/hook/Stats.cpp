@@ -30,7 +30,7 @@ constexpr CounterName kCounterNames[] = {
     {"cache_corrupt_disk", &Counters::cacheCorruptDisk},
     {"dynamic_graphs", &Counters::dynamicGraphs},
     {"dynamic_specialized", &Counters::dynamicSpecialized},
-    {"dynamic_ints", &Counters::dynamicInts},
+    {"dynamic_numbers", &Counters::dynamicNumbers},
     {"fallback_ops", &Counters::fallbackOps},
     {"fallback_calls", &Counters::fallbackCalls},
     {"compiled_backwards", &Counters::compiledBackwards},

@@ -130,13 +130,13 @@ class _Config:
     # applies it). Not in cache key (the compiled IR differs).
     activation_memory_budget: float = float(
         os.environ.get("KILN_ACTIVATION_MEMORY_BUDGET", "1.0"))
-    # KILN_AUTOMATIC_DYNAMIC_INTS=0 (Dynamo's `specialize_int = True`): with
+    # KILN_AUTOMATIC_DYNAMIC_NUMBERS=0 (Dynamo's `specialize_int = True`): with
     # kiln.compile's default dynamic=None, an int argument of a compiled
     # frame (not a global, attribute or bool) whose value changes between
     # calls stays a guarded constant, one graph per value, instead of
     # becoming a symbolic int in the next compilations (values >= 2; 0 and
     # 1 stay static). Read at the next recompile. Not in cache key.
-    automatic_dynamic_ints: bool = os.environ.get("KILN_AUTOMATIC_DYNAMIC_INTS", "1") != "0"
+    automatic_dynamic_numbers: bool = os.environ.get("KILN_AUTOMATIC_DYNAMIC_NUMBERS", "1") != "0"
     # KILN_DISABLE=1 turns kiln.compile into a no-op wrapper. Not in cache key.
     disable: bool = os.environ.get("KILN_DISABLE", "0") == "1"
 
@@ -176,7 +176,7 @@ def _push_to_native() -> None:
                     else config.dnnl_convs),
         layout=bool(config.layout),
         dnnl_conv_grads=bool(config.dnnl_conv_grads),
-        automatic_dynamic_ints=bool(config.automatic_dynamic_ints),
+        automatic_dynamic_numbers=bool(config.automatic_dynamic_numbers),
     )
     _C.set_freeze_weights(bool(config.freeze_weights))
     _C.set_activation_memory_budget(float(config.activation_memory_budget))

@@ -148,9 +148,9 @@ public:
   /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
   mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
   /// An int argument dynamic=None made symbolic, read as a SymInt over its
-  /// carrier input; nullptr when it stays a guarded constant (SymbolicInts.cpp).
-  VarP symbolicIntRead(PyObject *value, int source);
-  /// Whether `v` is an int argument's carrier input (SymbolicInts.cpp).
+  /// carrier input; nullptr when it stays a guarded constant (DynamicNumbers.cpp).
+  VarP dynamicNumberRead(PyObject *value, int source);
+  /// Whether `v` is an int argument's carrier input (DynamicNumbers.cpp).
   bool isIntCarrier(mlir::Value v);
   /// Symbol `sym`'s value as a 0-d i64 graph value: an int argument's value
   /// input (made on first use), else the sum over its line (symTrueLine).

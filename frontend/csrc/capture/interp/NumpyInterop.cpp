@@ -284,7 +284,7 @@ bool NumpyInterop::readSymbolicSize(Interpreter &I) { return I.out_.readSymbolic
 
 VarP NumpyInterop::fromSource(Interpreter &I, PyObject *value, int source) {
   if (!numpyIfLoaded() || !isNdarray(value)) {
-    if (VarP s = I.symbolicIntRead(value, source)) // an int argument made symbolic
+    if (VarP s = I.dynamicNumberRead(value, source)) // an int argument made symbolic
       return s;
     VarP v = makeConst(PyRef::borrow(value), source);
     I.guardValue(v);

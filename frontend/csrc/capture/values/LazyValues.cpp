@@ -96,7 +96,7 @@ void Interpreter::materialize(const VarP &v) {
       materialize(operand);
     if (v->items.size() == 2 && (v->items[0]->kind == Var::Kind::SymInt ||
                                  v->items[1]->kind == Var::Kind::SymInt)) {
-      // A symbolic int argument (SymbolicInts.cpp): the value at capture
+      // A symbolic int argument (DynamicNumbers.cpp): the value at capture
       // holds for this call only; the expression is a SymInt too.
       VarP r = symIntBinary(v->name, v->items[0], v->items[1]);
       *v = *r;
@@ -109,7 +109,7 @@ void Interpreter::materialize(const VarP &v) {
     return;
   }
   if (!v->isLazyList()) {
-    if (VarP s = symbolicIntRead(v->obj.get(), v->source)) { // SymbolicInts.cpp
+    if (VarP s = dynamicNumberRead(v->obj.get(), v->source)) { // DynamicNumbers.cpp
       *v = *s;
       return;
     }
