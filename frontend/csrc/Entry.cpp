@@ -52,9 +52,9 @@ bool buildPlan(const Entry &entry) {
       PyErr_SetString(PyExc_RuntimeError, "kiln: a graph input has no tensor guard");
       return false;
     }
-    static const std::vector<int64_t> scalar;                // the seed, an int's value
+    static const std::vector<int64_t> scalar;                    // the seed, an int's value
     static const std::vector<int64_t> carrier{kSymbolicSize, 0}; // an int's (n, 0)
-    const std::vector<int64_t> &sizes = in.isTensor()                               ? guard->sizes
+    const std::vector<int64_t> &sizes = in.isTensor()                             ? guard->sizes
                                         : in.kind == GraphInput::Kind::IntCarrier ? carrier
                                                                                   : scalar;
     plan.offsets.push_back(plan.words.size());
@@ -601,7 +601,8 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
   inputs.clear();
   made.clear();
   for (const GraphInput &in : entry.inputs) {
-    bool ofInt = in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
+    bool ofInt =
+        in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
     if (in.isTensor() || (ofInt && !perCall)) {
       inputs.push_back(values[in.source].get());
       continue;
@@ -621,9 +622,9 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
           PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
         return false;
       }
-      made.push_back(PyRef::steal(
-          emptyTensor(carrier ? std::vector<int64_t>{n, 0} : std::vector<int64_t>{},
-                      dtypeObject(isFloat ? DType::F64 : DType::I64))));
+      made.push_back(
+          PyRef::steal(emptyTensor(carrier ? std::vector<int64_t>{n, 0} : std::vector<int64_t>{},
+                                   dtypeObject(isFloat ? DType::F64 : DType::I64))));
       void *data = made.back() && !carrier ? tensorDataPtr(made.back().get()) : nullptr;
       if (!made.back() || (!carrier && !data)) {
         if (!PyErr_Occurred())

@@ -339,6 +339,17 @@ def test_float_uses_needing_the_value_specialize(fn):
     assert seen[-1][4] == 0, seen  # never eager; static graphs as before
 
 
+def test_float_expression_is_not_baked_in():
+    """`m = a * 2` is lazy at capture; once `a` is a graph input the
+    expression must follow it (its value at capture is wrong for others)."""
+    def f(x, a):
+        m = a * 2 + 1
+        return x * m
+
+    seen = _run(f, lambda a: (X, a), [0.5, 0.7, 0.9, 1.5])
+    assert seen[-1] == STATIC_THEN_INPUT, seen
+
+
 def test_float_special_values():
     seen = _run(lambda x, a: x * a, lambda a: (X, a),
                 [0.5, 0.7, float("inf"), float("nan"), -0.0, 0.0])

@@ -98,7 +98,7 @@ void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
 }
 
 void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
-                     const std::vector<PyRef> &values, PyObject *code) {
+                        const std::vector<PyRef> &values, PyObject *code) {
   if (g.kind != Guard::Kind::Equals || g.source < 0 || !options().automaticDynamicNumbers)
     return;
   PyObject *now = values[g.source].get(), *was = g.expected.get();
@@ -119,9 +119,9 @@ void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
     return;
   ++counters().dynamicNumbers;
   log(LogChannel::Dynamic, codeName(code) + ": " + desc + " changed from " +
-                                 pyText(g.expected.get()) + " to " + pyText(now) +
-                                 (ints ? "; it is a symbolic int in the next compilations"
-                                       : "; it is a graph input in the next compilations"));
+                               pyText(g.expected.get()) + " to " + pyText(now) +
+                               (ints ? "; it is a symbolic int in the next compilations"
+                                     : "; it is a graph input in the next compilations"));
 }
 
 } // namespace kiln

@@ -79,7 +79,7 @@ void markChangedSizes(CodeCache &cache, const Entry &e, const Guard &g,
 /// `code` (Dynamo's automatic dynamic ints and unspecialized floats;
 /// kiln.config.automatic_dynamic_numbers).
 void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
-                     const std::vector<PyRef> &values, PyObject *code);
+                        const std::vector<PyRef> &values, PyObject *code);
 
 } // namespace kiln
 

@@ -109,8 +109,9 @@ bool keepSymbolic(PyObject *code, PyObject *func, const FrameView &view, Capture
   std::string why = captured ? ""
                              : "capture failed: " + failure.reason +
                                    (failure.location.empty() ? "" : " at " + failure.location);
-  if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto && !cap.dynamic.autoDynamic.empty() &&
-      entries < kConvBatchStaticEntries && convolvesSymbolicBatch(*cap.module)) {
+  if (captured && cap.dynamic.mode == DynamicPolicy::Mode::Auto &&
+      !cap.dynamic.autoDynamic.empty() && entries < kConvBatchStaticEntries &&
+      convolvesSymbolicBatch(*cap.module)) {
     ++counters().dynamicSpecialized;
     log(LogChannel::Dynamic, codeName(code) +
                                  ": sizes specialized: a convolution over a batch "
@@ -315,7 +316,8 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 } // namespace
 
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDynamic,
+                                    DynamicPolicy::Mode mode,
+                                    const std::set<std::string> &autoDynamic,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks, size_t entries) {
   auto t0 = Clock::now();
@@ -388,23 +390,23 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
   CaptureFailure again;
   std::shared_ptr<ResumePlan> plan;
   bool captured = start >= 0 && timedCapture(code, func, view, cap, again);
-  auto static_ = [&]() {
+  auto captureStatic = [&]() {
     cap = prefix(true);
     again = CaptureFailure();
     captured = timedCapture(code, func, view, cap, again);
   };
   if (captured && !cap.symbols.empty() &&
       !keepSymbolic(code, func, view, cap, captured, again, entries))
-    static_();
+    captureStatic();
   else if (start >= 0 && !captured && cap.readDynamicFloat)
-    static_(); // a float argument a use needed as a constant
+    captureStatic(); // a float argument a use needed as a constant
   if (start >= 0 && !captured)
     why = again.reason;
   else if (start >= 0)
     plan = buildResumePlan(code, start, failure.rootOffset, cap.state, why);
   std::unique_ptr<Entry> entry = plan ? finishEntry(code, cap, again, t0) : nullptr;
   if (plan && !entry && (!cap.symbols.empty() || cap.readDynamicFloat)) {
-    static_(); // a backend refused the graph's symbolic sizes or number inputs
+    captureStatic(); // a backend refused the graph's symbolic sizes or number inputs
     plan = captured ? buildResumePlan(code, start, failure.rootOffset, cap.state, why) : nullptr;
     entry = plan ? finishEntry(code, cap, again, t0) : nullptr;
   }

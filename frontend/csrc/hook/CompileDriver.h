@@ -27,7 +27,8 @@ namespace kiln {
 /// the frame's cache holds already (a convolution's batch that became
 /// symbolic by itself stays static for the first kConvBatchStaticEntries).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode, const std::set<std::string> &autoDynamic,
+                                    DynamicPolicy::Mode mode,
+                                    const std::set<std::string> &autoDynamic,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks = false, size_t entries = 0);
 

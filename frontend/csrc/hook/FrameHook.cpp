@@ -267,8 +267,9 @@ std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &fa
   if (entry) // whole this time (not expected): keep the first outcome's account
     return nullptr;
   if (again.rootOffset >= 0)
-    entry = compileBreak(call.code, call.func, call.view, again, tls.dynamic, call.cache.autoDynamic,
-                         /*scalarsAsBreaks=*/true, call.cache.entries.size());
+    entry =
+        compileBreak(call.code, call.func, call.view, again, tls.dynamic, call.cache.autoDynamic,
+                     /*scalarsAsBreaks=*/true, call.cache.entries.size());
   if (!entry || !holdsNow(*entry, call))
     return nullptr;
   failure = again;
@@ -286,8 +287,9 @@ PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
                                               call.cache.autoDynamic, failure, failed,
                                               /*scalarsAsBreaks=*/false, call.cache.entries.size());
   if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
-    entry = compileBreak(call.code, call.func, call.view, failure, tls.dynamic, call.cache.autoDynamic,
-                         /*scalarsAsBreaks=*/false, call.cache.entries.size());
+    entry =
+        compileBreak(call.code, call.func, call.view, failure, tls.dynamic, call.cache.autoDynamic,
+                     /*scalarsAsBreaks=*/false, call.cache.entries.size());
     // A prefix whose guards fail at once (an assumption that cannot be
     // re-checked) is no use: the frame then runs eagerly as below.
     std::string why;

@@ -32,7 +32,7 @@ struct Counters {
   long cacheCorruptDisk = 0;   ///< invalid on-disk cache entries met
   long dynamicGraphs = 0;      ///< compiled graphs with symbolic sizes
   long dynamicSpecialized = 0; ///< symbolic captures given up for static sizes
-  long dynamicNumbers = 0;        ///< int arguments made symbolic after a value change
+  long dynamicNumbers = 0;     ///< int arguments made symbolic after a value change
   long fallbackOps = 0;        ///< torch calls compiled into graphs (per-op fallback)
   long fallbackCalls = 0;      ///< those calls run (Program.cpp)
   long compiledBackwards = 0;  ///< graphs compiled with their backward (CompiledGrad.h)

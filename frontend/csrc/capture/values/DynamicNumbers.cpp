@@ -70,9 +70,9 @@ VarP Interpreter::dynamicNumberRead(PyObject *value, int source) {
   if (isFloat) {
     guardType(source, value); // exactly float
     out_.readDynamicFloat = true;
-    VarP v = makeScalar(numberInput(out_, inputObjects_, func_, loc_, intValueOfSource_, source,
-                                    b_.getF64Type()),
-                        reinterpret_cast<PyObject *>(&PyFloat_Type));
+    VarP v = makeScalar(
+        numberInput(out_, inputObjects_, func_, loc_, intValueOfSource_, source, b_.getF64Type()),
+        reinterpret_cast<PyObject *>(&PyFloat_Type));
     intOfSource_[source] = v;
     return v;
   }

@@ -17,6 +17,7 @@
 // as before.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/OpcodeHandlers.h"
 
 #include <algorithm>
 
@@ -94,11 +95,11 @@ void Interpreter::materialize(const VarP &v) {
   if (!v->name.empty()) { // an expression: the graph depends on its reads now
     for (const VarP &operand : v->items)
       materialize(operand);
-    if (v->items.size() == 2 && (v->items[0]->kind == Var::Kind::SymInt ||
-                                 v->items[1]->kind == Var::Kind::SymInt)) {
-      // A symbolic int argument (DynamicNumbers.cpp): the value at capture
-      // holds for this call only; the expression is a SymInt too.
-      VarP r = symIntBinary(v->name, v->items[0], v->items[1]);
+    if (v->items.size() == 2 && (!v->items[0]->isConst() || !v->items[1]->isConst())) {
+      // An int or float argument read as a graph value (DynamicNumbers.cpp):
+      // the value at capture holds for this call only; the expression is
+      // evaluated as the operator would be now (a SymInt, a Scalar).
+      VarP r = OpcodeHandlers::applyOperator(*this, v->name, v->items[0], v->items[1]);
       *v = *r;
       return;
     }
