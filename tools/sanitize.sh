@@ -32,10 +32,12 @@ export TSAN_SYMBOLIZER_PATH=$ASAN_SYMBOLIZER_PATH
 # The bounded pytest subset of `make test-asan`: capture, codegen, the
 # compile cache, loop nests outlined and merged and a training graph's two
 # compiles at once (test_loop_nests.py), graph breaks and resume, fallbacks,
-# user exceptions, plain objects' type, aliasing and list guards, threads.
+# user exceptions, plain objects' type, aliasing and list guards, int and
+# float arguments made graph inputs per call, threads.
 ASAN_PYTEST=(test_capture_small.py test_opcodes.py test_control_flow.py test_compile_cache.py
              test_loop_nests.py test_graph_breaks.py test_resume.py test_fallback.py test_op_fallback.py
-             test_user_exceptions.py test_plain_object_guards.py test_threads.py)
+             test_user_exceptions.py test_plain_object_guards.py test_dynamic_numbers.py
+             test_threads.py)
 
 # The sanitizer runtime goes first; libstdc++ right after it, since python
 # itself does not link it and the runtime's __cxa_throw interceptor must find
