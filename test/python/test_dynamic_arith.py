@@ -191,12 +191,20 @@ def test_size_arithmetic_guard_reported():
 
 
 def test_unsupported_use_still_specializes():
-    # A symbolic size used where kiln cannot follow it (true division)
-    # specializes with a reason instead of guessing.
+    # A symbolic size used where kiln cannot follow it (a power) specializes
+    # with a reason instead of guessing.
     def f(x):
-        return x * (x.shape[0] / 2)
+        return x * (x.shape[0] ** 2)
     seen = _run(f, lambda n: (torch.randn(n, 3),), [4, 6, 8])
     assert seen[-1][3] >= 1 and seen[-1][2] == 0, seen
+
+
+def test_size_as_float_number():
+    # True division and float arithmetic of a size give a Python float,
+    # computed in the graph: one `?` graph.
+    def f(x):
+        return x * (x.shape[0] / 2) + x.shape[1] * 0.5 - 1.5 * x.shape[0]
+    _assert_one_dynamic(_run(f, lambda n: (torch.randn(n, 3),), SIZES))
 
 
 def test_chunk_and_select_along_static_dim_of_symbolic_tensor():

@@ -398,8 +398,8 @@ std::unique_ptr<Entry> compileBreak(PyObject *code, PyObject *func, const FrameV
   if (captured && !cap.symbols.empty() &&
       !keepSymbolic(code, func, view, cap, captured, again, entries))
     captureStatic();
-  else if (start >= 0 && !captured && cap.readDynamicFloat)
-    captureStatic(); // a float argument a use needed as a constant
+  else if (start >= 0 && !captured && (!cap.symbols.empty() || cap.readDynamicFloat))
+    captureStatic(); // a size or number argument a use needed as a constant
   if (start >= 0 && !captured)
     why = again.reason;
   else if (start >= 0)

@@ -204,9 +204,17 @@ VarP Interpreter::scalarMethod(const VarP &self, const std::string &name,
   return nestedList(e, c, at, type);
 }
 
-VarP Interpreter::scalarBinary(const std::string &sym, const VarP &a, const VarP &b) {
-  if (a->kind != Var::Kind::Scalar && b->kind != Var::Kind::Scalar)
+VarP symIntAsScalar(Interpreter &I, const VarP &v) {
+  if (v->kind != Var::Kind::SymInt || !v->sym)
+    return v;
+  return makeScalar(symbolicSizeValue(I, *v->sym)->value, kInt);
+}
+
+VarP Interpreter::scalarBinary(const std::string &sym, const VarP &aIn, const VarP &bIn) {
+  if (aIn->kind != Var::Kind::Scalar && bIn->kind != Var::Kind::Scalar)
     return nullptr;
+  // A symbolic size or int argument next to a number computed in the graph.
+  VarP a = symIntAsScalar(*this, aIn), b = symIntAsScalar(*this, bIn);
   if (a->isTensor() || b->isTensor())
     return nullptr; // a tensor op with a Python-number operand (tensorBinary)
   std::string op = sym;

@@ -103,6 +103,9 @@ VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::ve
 /// Symbolic size expression `e` as a 0-d int64 value of the graph computed
 /// from the inputs' sizes, or a Python int for a constant (OpTracking.cpp).
 VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e);
+/// `v` as a Python number computed in the graph (a Scalar of type int)
+/// when it is a SymInt with a tracked expression; `v` itself otherwise.
+VarP symIntAsScalar(Interpreter &I, const VarP &v);
 /// Applies op `op` to bound arguments, recording aliasing facts (views,
 /// fresh results) and applying `inplace=True` (OpTracking.cpp).
 VarP applyTracked(Interpreter &I, const OpDef &op, Args &a);

@@ -531,6 +531,13 @@ VarP Interpreter::symIntBinary(const std::string &opIn, const VarP &a, const Var
   std::string op = opIn;
   if (op.size() > 1 && op.back() == '=' && op != "==" && op != "<=" && op != ">=" && op != "!=")
     op.pop_back(); // in-place forms: s += 1
+  // With a float (`n * 0.5`) or a true division (`n / 2`) the result is a
+  // float: computed in the graph as a Python number (ops/Scalars.cpp).
+  auto isFloat = [](const VarP &v) { return v->isConst() && PyFloat_CheckExact(v->obj.get()); };
+  static const std::set<std::string> floatArith = {"+", "-", "*", "/"};
+  if (floatArith.count(op) && (op == "/" || isFloat(a) || isFloat(b)))
+    if (VarP r = scalarBinary(op, symIntAsScalar(*this, a), symIntAsScalar(*this, b)))
+      return r;
   SizeExprP x = exprOf(a), y = exprOf(b);
   if (!x || !y)
     throw Unsupported(BreakCategory::DynamicShape,
