@@ -431,3 +431,25 @@ def test_item_as_factory_size_resumes_with_symbolic_int():
     x = torch.randn(2, 64)
     seen = _run(f, lambda n: (x, torch.tensor([n, 2])), [5, 9, 13, 17, 21, 30, 40, 50, 60, 33])
     assert seen[-1][:5] == (3, 1, 1, 0, 0), seen
+
+
+def test_int_in_float_arithmetic():
+    _one_dynamic(_run(lambda x, n: x * (n / 4) + n * 0.5 - 2.0 * n, lambda n: (X, n),
+                      [6, 7, 9, 11]))
+
+
+def test_int_and_float_arguments_together():
+    seen = _run(lambda x, step, lr: x - lr * step * x, lambda i: (X, i + 6, 0.1 * 0.9 ** i),
+                range(8))
+    assert seen[-1] == (2, 1, 1, 0, 0, 2), seen
+
+
+def test_numbers_in_a_graph_break_prefix():
+    def f(x, step, lr):
+        y = x * (1.0 + 0.0 * step) * lr
+        print(end="")
+        return y + step
+
+    seen = _run(f, lambda i: (X, i + 6, 0.1 * 0.9 ** i), range(10))
+    assert seen[-1][4] == 0, seen  # never eager
+    assert seen[-1] == seen[3], seen  # no graph after the fourth call
