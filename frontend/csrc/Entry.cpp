@@ -157,6 +157,15 @@ bool bindSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!plan.symbolic[i])
       continue;
+    if (PyLong_CheckExact(inputs[i])) { // an int argument's carrier (n, 0)
+      int64_t carrier[2] = {0, 0};
+      if (!inputDim(inputs[i], 0, carrier[0])) {
+        PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
+        return false;
+      }
+      setShape(words.data() + plan.offsets[i], 2, carrier);
+      continue;
+    }
     PyRef shape = PyRef::steal(shapeOf(inputs[i]));
     if (!shape || PyTuple_GET_SIZE(shape.get()) != plan.ranks[i]) {
       if (!PyErr_Occurred())
@@ -319,8 +328,24 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   llvm::SmallVector<PyRef, 2> copies;
   std::vector<PyObject *> stampTensors; // inputs passed as they are (not copies)
   std::vector<void *> stampData;
+  // Number arguments passed as Python numbers (gatherInputs): read from here.
+  llvm::SmallVector<int64_t, 4> numbers(inputs.size(), 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyObject *t = inputs[i];
+    if (!entry.inputs[i].isTensor() && (PyLong_CheckExact(t) || PyFloat_CheckExact(t))) {
+      if (entry.inputs[i].kind == GraphInput::Kind::NumberValue) {
+        double d = PyFloat_CheckExact(t) ? PyFloat_AS_DOUBLE(t) : 0;
+        int64_t n = PyFloat_CheckExact(t) ? 0 : PyLong_AsLongLong(t);
+        if (PyErr_Occurred())
+          return false;
+        if (PyFloat_CheckExact(t))
+          std::memcpy(&numbers[i], &d, sizeof(d));
+        else
+          numbers[i] = n;
+      }
+      setData(i, entry.inputs[i].kind == GraphInput::Kind::NumberValue ? &numbers[i] : nullptr);
+      continue;
+    }
     if (entry.inputs[i].makeContiguous) {
       copies.push_back(PyRef::steal(contiguousTensor(t)));
       if (!copies.back())
@@ -603,7 +628,9 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
   for (const GraphInput &in : entry.inputs) {
     bool ofInt =
         in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
-    if (in.isTensor() || (ofInt && !perCall)) {
+    // A number argument: the number itself, which the compiled call reads
+    // directly; a tensor only where Python code takes the inputs (autograd).
+    if (in.isTensor() || (ofInt && !(perCall && entry.needsAutograd))) {
       inputs.push_back(values[in.source].get());
       continue;
     }

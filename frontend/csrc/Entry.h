@@ -120,9 +120,12 @@ PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
 /// sources `values`. With `perCall` (a run), the inputs kiln makes per
 /// call are made, owned by `made`: a random graph's seed, a fresh 0-d int64
 /// tensor drawn from torch's default generator (kiln._random.draw_seed;
-/// advances it), and an int argument's `(n, 0)` carrier; without (size
-/// checks only), the seed is None and a carrier the int itself. False with
-/// a Python error set.
+/// advances it); without (size checks only), the seed is None. An int or
+/// float argument's inputs (its carrier and value, GraphInput) are the
+/// Python number itself, which runGraph reads directly, except in a run
+/// of an entry that needs autograd (its Python code takes tensors): then
+/// an `(n, 0)` carrier and a 0-d tensor holding the value. False with a
+/// Python error set.
 bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool perCall,
                   llvm::SmallVectorImpl<PyObject *> &inputs, std::vector<PyRef> &made);
 
