@@ -453,3 +453,14 @@ def test_numbers_in_a_graph_break_prefix():
     seen = _run(f, lambda i: (X, i + 6, 0.1 * 0.9 ** i), range(10))
     assert seen[-1][4] == 0, seen  # never eager
     assert seen[-1] == seen[3], seen  # no graph after the fourth call
+
+
+def test_gradients_through_float_scale():
+    cf = kiln.compile(lambda x, a: (x * a).sum())
+    for a in [0.5, 0.7, 1.5]:
+        x = torch.randn(3, 5, requires_grad=True)
+        y = x.detach().clone().requires_grad_()
+        cf(x, a).backward()
+        (y * a).sum().backward()
+        torch.testing.assert_close(x.grad, y.grad)
+    assert _counts() == STATIC_THEN_INPUT
