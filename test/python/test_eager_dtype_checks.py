@@ -51,3 +51,15 @@ def test_supported_integer_and_bool_ops_stay_one_graph():
             assert_close(got, want)
     s = stats()
     assert s["graphs_compiled"] == 1 and s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+@pytest.mark.parametrize("p", [1.25, -0.1, float("nan")])
+def test_dropout_probability_out_of_range_raises_like_eager(p):
+    # F.dropout checks p in eval mode too; kiln's eval-mode dropout returned
+    # the input (found by test_dynamic_numbers' battery of float uses).
+    f = lambda x: F.dropout(x, p=p, training=False)  # noqa: E731
+    x = torch.randn(3)
+    with pytest.raises(Exception, match="dropout probability") as eager:
+        f(x)
+    with pytest.raises(eager.type, match="dropout probability"):  # NaN: ATen's RuntimeError
+        kiln.compile(f)(x)

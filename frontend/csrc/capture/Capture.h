@@ -272,6 +272,8 @@ struct Capture {
   /// Out: a float argument was read as a graph value (DynamicNumbers.cpp);
   /// a failed capture or compile is then retried with it constant.
   bool readDynamicFloat = false;
+  /// Out: the number arguments read as graph values ("L['n']").
+  std::vector<std::string> dynamicNumbers;
   /// Out: the side-effect log in program order, and the value each one
   /// stores as a result tree (prefix order, one subtree per effect).
   std::vector<SideEffect> effects;

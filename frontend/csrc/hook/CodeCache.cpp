@@ -19,6 +19,7 @@ void CodeCache::clear(std::vector<std::shared_ptr<Entry>> &dropped) {
   entries.clear();
   warnedLimit = false;
   autoDynamic.clear();
+  pinnedNumbers.clear();
 }
 
 void freeCodeCache(void *p) {
@@ -115,7 +116,7 @@ void markChangedNumbers(CodeCache &cache, const Entry &e, const Guard &g,
     return;
   }
   std::string desc = e.sources.describe(g.source, e.localNames);
-  if (!cache.autoDynamic.insert(desc).second)
+  if (cache.pinnedNumbers.count(desc) || !cache.autoDynamic.insert(desc).second)
     return;
   ++counters().dynamicNumbers;
   log(LogChannel::Dynamic, codeName(code) + ": " + desc + " changed from " +

@@ -39,6 +39,9 @@ struct CodeCache {
   /// ("<source>#<dim>") and int arguments whose value did ("<source>");
   /// later captures make them symbolic.
   std::set<std::string> autoDynamic;
+  /// Number arguments a dynamic capture had to read as constants (`range(n)`,
+  /// an op's constant argument): never made dynamic again (compileEntry).
+  std::set<std::string> pinnedNumbers;
 
   /// Drops the entries and what they taught (kiln.reset()); the entries
   /// are moved into `dropped`, for the caller to release when no cache is

@@ -316,8 +316,7 @@ std::unique_ptr<Entry> eagerEntry(PyObject *code, Capture &cap) {
 } // namespace
 
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode,
-                                    const std::set<std::string> &autoDynamic,
+                                    DynamicPolicy::Mode mode, CodeCache &cache,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks, size_t entries) {
   auto t0 = Clock::now();
@@ -325,9 +324,34 @@ std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameV
   cap.scalarsAsBreaks = scalarsAsBreaks;
   cap.gradMode = gradEnabled();
   cap.dynamic.mode = mode;
-  cap.dynamic.autoDynamic = autoDynamic;
+  cap.dynamic.autoDynamic = cache.autoDynamic;
   cap.dynamic.localNames = localNames(reinterpret_cast<PyCodeObject *>(code));
   bool captured = timedCapture(code, func, view, cap, failure);
+  if (!captured && !cap.dynamicNumbers.empty()) {
+    // A use needed the value of a number argument read as a graph value
+    // (DynamicNumbers.cpp): captured again with those numbers constant and
+    // the sizes as they were; when that gets through, the numbers stay
+    // constant in later compilations of the code too (pinned).
+    Capture again;
+    again.scalarsAsBreaks = scalarsAsBreaks;
+    again.gradMode = cap.gradMode;
+    again.dynamic = cap.dynamic;
+    for (const std::string &d : cap.dynamicNumbers)
+      again.dynamic.autoDynamic.erase(d);
+    CaptureFailure f2;
+    if (timedCapture(code, func, view, again, f2)) {
+      for (const std::string &d : cap.dynamicNumbers) {
+        cache.autoDynamic.erase(d);
+        cache.pinnedNumbers.insert(d);
+        log(LogChannel::Dynamic, codeName(code) + ": " + d + " stays constant: " + failure.reason +
+                                     (failure.location.empty() ? "" : " at " + failure.location));
+      }
+      ++counters().dynamicSpecialized;
+      cap = std::move(again);
+      failure = f2;
+      captured = true;
+    }
+  }
   // Specializes: captures again with every size static.
   auto specialize = [&]() {
     Capture again;

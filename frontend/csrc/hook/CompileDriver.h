@@ -12,6 +12,7 @@
 #define KILN_FRONTEND_HOOK_COMPILEDRIVER_H
 
 #include "Entry.h"
+#include "hook/CodeCache.h"
 
 #include <memory>
 #include <set>
@@ -20,15 +21,16 @@
 namespace kiln {
 
 /// Captures and compiles a new entry for a frame of `code` (borrowed, as
-/// `func`); `mode` and `autoDynamic` say which sizes may be symbolic. Null (no
+/// `func`); `mode` and the code's `cache` (CodeCache::autoDynamic) say which
+/// sizes and number arguments may be symbolic (number arguments a use needed
+/// as constants are pinned there). Null (no
 /// Python error) on failure, with `failure` saying why and `failed` set to
 /// an eager entry guarded by what the capture had assumed up to the failure
 /// (the same assumptions fail the same way). `entries`: how many entries
 /// the frame's cache holds already (a convolution's batch that became
 /// symbolic by itself stays static for the first kConvBatchStaticEntries).
 std::unique_ptr<Entry> compileEntry(PyObject *code, PyObject *func, const FrameView &view,
-                                    DynamicPolicy::Mode mode,
-                                    const std::set<std::string> &autoDynamic,
+                                    DynamicPolicy::Mode mode, CodeCache &cache,
                                     CaptureFailure &failure, std::unique_ptr<Entry> &failed,
                                     bool scalarsAsBreaks = false, size_t entries = 0);
 

@@ -261,9 +261,9 @@ std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &fa
                                              std::unique_ptr<Entry> &failed) {
   CaptureFailure again;
   std::unique_ptr<Entry> failedAgain;
-  std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
-                                              call.cache.autoDynamic, again, failedAgain,
-                                              /*scalarsAsBreaks=*/true, call.cache.entries.size());
+  std::unique_ptr<Entry> entry =
+      compileEntry(call.code, call.func, call.view, tls.dynamic, call.cache, again, failedAgain,
+                   /*scalarsAsBreaks=*/true, call.cache.entries.size());
   if (entry) // whole this time (not expected): keep the first outcome's account
     return nullptr;
   if (again.rootOffset >= 0)
@@ -283,9 +283,9 @@ std::unique_ptr<Entry> retryWithScalarBreaks(FrameCall &call, CaptureFailure &fa
 PyObject *compileAndRun(FrameCall &call, CompileGuard &lock) {
   CaptureFailure failure;
   std::unique_ptr<Entry> failed;
-  std::unique_ptr<Entry> entry = compileEntry(call.code, call.func, call.view, tls.dynamic,
-                                              call.cache.autoDynamic, failure, failed,
-                                              /*scalarsAsBreaks=*/false, call.cache.entries.size());
+  std::unique_ptr<Entry> entry =
+      compileEntry(call.code, call.func, call.view, tls.dynamic, call.cache, failure, failed,
+                   /*scalarsAsBreaks=*/false, call.cache.entries.size());
   if (!entry && !tls.fullgraph && failure.rootOffset >= 0) {
     entry =
         compileBreak(call.code, call.func, call.view, failure, tls.dynamic, call.cache.autoDynamic,

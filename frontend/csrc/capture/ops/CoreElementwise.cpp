@@ -191,6 +191,10 @@ VarP dropout(Interpreter &I, const std::string &op, Args &a) {
   bool training =
       a.isNone("training") ? true : PyObject_IsTrue(constObj(a.get("training"), "training")) == 1;
   double p = a.isNone("p") ? 0.5 : asDouble(a.get("p"), "p");
+  if (!(p >= 0 && p <= 1)) // F.dropout's check, in eval mode too
+    throw Unsupported(BreakCategory::UserError,
+                      "dropout probability has to be between 0 and 1, but got " + std::to_string(p),
+                      hint::kRaisesInEager);
   if (training && p > 0)
     return freshResult(trainingDropout(I, tensorArg(x, op), p));
   tensorArg(x, op); // a tensor

@@ -67,7 +67,9 @@ VarP Interpreter::dynamicNumberRead(PyObject *value, int source) {
   if (src.kind != Source::Kind::Local || src.parent != -1 ||
       !policy.autoDynamic.count(out_.sources.describe(source, policy.localNames)))
     return nullptr; // an argument of the frame that changed only (markChangedNumbers)
+  std::string desc = out_.sources.describe(source, policy.localNames);
   if (isFloat) {
+    out_.dynamicNumbers.push_back(desc);
     guardType(source, value); // exactly float
     out_.readDynamicFloat = true;
     VarP v = makeScalar(
@@ -84,6 +86,7 @@ VarP Interpreter::dynamicNumberRead(PyObject *value, int source) {
   }
   if (n < 2 || policy.staticSizes.count(n))
     return nullptr;
+  out_.dynamicNumbers.push_back(desc);
   guardType(source, value); // exactly int (a bool or an int subclass recompiles)
   GraphInput in;
   in.kind = GraphInput::Kind::IntCarrier;
