@@ -475,3 +475,23 @@ def test_numbers_in_a_graph_break_prefix():
     assert seen[-1][4] == 0, seen  # never eager
     assert seen[-1] == seen[3], seen  # no graph after the fourth call
 
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, n: x + torch.tensor(n),
+    lambda x, n: x * torch.tensor([n, 2.0, n * 0.5]).sum(),
+    lambda x, n: x * torch.as_tensor(n, dtype=torch.float32),
+], ids=["tensor", "tensor_list", "as_tensor"])
+@pytest.mark.parametrize("values", [[6, 7, 9, 11], [0.5, 0.7, 0.9]], ids=["int", "float"])
+def test_tensor_of_numbers(fn, values):
+    seen = _run(fn, lambda v: (X, v), values)
+    assert seen[-1][0] == 2 and seen[-1][3:5] == (0, 0), seen  # one graph after the first
+
+
+def test_tensor_of_item_number_in_graph():
+    def f(x):
+        s = x.sum().item()
+        return x * torch.tensor(s)
+
+    seen = _run(f, lambda i: (torch.full((2, 3), i + 0.5),), range(4))
+    assert seen[-1][:5] == (1, 0, 0, 0, 0), seen

@@ -265,12 +265,14 @@ bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::ve
       return false;
   return true;
 }
-/// The leaves of nested lists/tuples `v` of numbers and 0-d graph tensors,
-/// row-major, with the nesting's `shape`; false when ragged or another value.
+/// The leaves of nested lists/tuples `v` of numbers, Python numbers computed
+/// in the graph (Scalars, symbolic sizes) and 0-d graph tensors, row-major,
+/// with the nesting's `shape`; false when ragged or another value.
 bool flattenVars(const VarP &v, size_t depth, std::vector<int64_t> &shape,
                  std::vector<VarP> &leaves) {
-  bool number = v->isConst() && (PyBool_Check(v->obj.get()) || PyLong_CheckExact(v->obj.get()) ||
-                                 PyFloat_CheckExact(v->obj.get()));
+  bool number = (v->isConst() && (PyBool_Check(v->obj.get()) || PyLong_CheckExact(v->obj.get()) ||
+                                  PyFloat_CheckExact(v->obj.get()))) ||
+                v->kind == Var::Kind::Scalar || (v->kind == Var::Kind::SymInt && v->sym);
   if (number || (v->isTensor() && ttype(v->value).getRank() == 0 && v->vmapLevels == 0)) {
     leaves.push_back(v);
     return depth == shape.size();
@@ -301,8 +303,14 @@ bool flattenVars(const VarP &v, size_t depth, std::vector<int64_t> &shape,
 DType inferredDType(const std::vector<VarP> &leaves) {
   std::optional<DType> d;
   for (const VarP &leaf : leaves) {
-    DType t = leaf->isTensor() ? dtypeOf(ttype(leaf->value).getElementType())
-                               : scalarDType(*scalarCategory(leaf->obj.get()));
+    DType t =
+        leaf->isTensor()                  ? dtypeOf(ttype(leaf->value).getElementType())
+        : leaf->kind == Var::Kind::SymInt ? DType::I64
+        : leaf->kind == Var::Kind::Scalar // obj: its Python type
+            ? scalarDType(leaf->obj.get() == (PyObject *)&PyFloat_Type  ? DTypeCategory::Floating
+                          : leaf->obj.get() == (PyObject *)&PyBool_Type ? DTypeCategory::Bool
+                                                                        : DTypeCategory::Integer)
+            : scalarDType(*scalarCategory(leaf->obj.get()));
     if (!d || *d == t) {
       d = t;
       continue;
@@ -340,7 +348,7 @@ VarP Interpreter::tensorOfGraphValues(const VarP &data, std::optional<DType> dty
   Emit e(*this);
   std::vector<VarP> rows;
   for (const VarP &leaf : leaves)
-    rows.push_back(makeTensor(e.reshape(e.operand(leaf, d), {1})));
+    rows.push_back(makeTensor(e.reshape(e.operand(symIntAsScalar(*this, leaf), d), {1})));
   VarP flat =
       callOp(*this, "cat", {{"tensors", makeSeq(Var::Kind::List, rows)}, {"dim", constInt(0)}});
   VarP r = makeTensor(e.reshape(flat->value, shape));
