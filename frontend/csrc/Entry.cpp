@@ -52,7 +52,7 @@ bool buildPlan(const Entry &entry) {
       PyErr_SetString(PyExc_RuntimeError, "kiln: a graph input has no tensor guard");
       return false;
     }
-    static const std::vector<int64_t> scalar;                    // the seed, an int's value
+    static const std::vector<int64_t> scalar;                    // the seed, a number's value
     static const std::vector<int64_t> carrier{kSymbolicSize, 0}; // an int's (n, 0)
     const std::vector<int64_t> &sizes = in.isTensor()                             ? guard->sizes
                                         : in.kind == GraphInput::Kind::IntCarrier ? carrier
@@ -101,6 +101,21 @@ void setShape(int64_t *at, int rank, const int64_t *sizes) {
     at[3 + rank + i] = stride;
     stride *= std::max<int64_t>(sizes[i], 1);
   }
+}
+
+/// A number argument's value as the 8 bytes the graph reads: an int64, or a
+/// float's double. False with a Python error (an int outside int64).
+bool numberBits(PyObject *number, int64_t &bits) {
+  if (PyFloat_CheckExact(number)) {
+    double d = PyFloat_AS_DOUBLE(number);
+    std::memcpy(&bits, &d, sizeof(d));
+    return true;
+  }
+  int overflow = 0;
+  bits = PyLong_AsLongLongAndOverflow(number, &overflow);
+  if (overflow && !PyErr_Occurred())
+    PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
+  return !PyErr_Occurred();
 }
 
 /// Size `dim` of graph input `in` for this call: a tensor's, or for an int
@@ -333,17 +348,10 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyObject *t = inputs[i];
     if (!entry.inputs[i].isTensor() && (PyLong_CheckExact(t) || PyFloat_CheckExact(t))) {
-      if (entry.inputs[i].kind == GraphInput::Kind::NumberValue) {
-        double d = PyFloat_CheckExact(t) ? PyFloat_AS_DOUBLE(t) : 0;
-        int64_t n = PyFloat_CheckExact(t) ? 0 : PyLong_AsLongLong(t);
-        if (PyErr_Occurred())
-          return false;
-        if (PyFloat_CheckExact(t))
-          std::memcpy(&numbers[i], &d, sizeof(d));
-        else
-          numbers[i] = n;
-      }
-      setData(i, entry.inputs[i].kind == GraphInput::Kind::NumberValue ? &numbers[i] : nullptr);
+      bool value = entry.inputs[i].kind == GraphInput::Kind::NumberValue; // else a carrier
+      if (value && !numberBits(t, numbers[i]))
+        return false;
+      setData(i, value ? &numbers[i] : nullptr);
       continue;
     }
     if (entry.inputs[i].makeContiguous) {
@@ -626,11 +634,11 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
   inputs.clear();
   made.clear();
   for (const GraphInput &in : entry.inputs) {
-    bool ofInt =
+    bool ofNumber =
         in.kind == GraphInput::Kind::IntCarrier || in.kind == GraphInput::Kind::NumberValue;
     // A number argument: the number itself, which the compiled call reads
     // directly; a tensor only where Python code takes the inputs (autograd).
-    if (in.isTensor() || (ofInt && !(perCall && entry.needsAutograd))) {
+    if (in.isTensor() || (ofNumber && !(perCall && entry.needsAutograd))) {
       inputs.push_back(values[in.source].get());
       continue;
     }
@@ -638,19 +646,14 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
       inputs.push_back(Py_None);
       continue;
     }
-    if (ofInt) { // an int's carrier (n, 0), no data; a number in a 0-d tensor
+    if (ofNumber) { // an int's carrier (n, 0), no data; a number in a 0-d tensor
       PyObject *number = values[in.source].get();
       bool isFloat = PyFloat_CheckExact(number), carrier = in.kind == GraphInput::Kind::IntCarrier;
-      double d = isFloat ? PyFloat_AS_DOUBLE(number) : 0;
-      int overflow = 0;
-      int64_t n = isFloat ? 0 : PyLong_AsLongLongAndOverflow(number, &overflow);
-      if (overflow || PyErr_Occurred()) {
-        if (!PyErr_Occurred())
-          PyErr_SetString(PyExc_OverflowError, "kiln: an int argument outside int64");
+      int64_t bits;
+      if (!numberBits(number, bits))
         return false;
-      }
       made.push_back(
-          PyRef::steal(emptyTensor(carrier ? std::vector<int64_t>{n, 0} : std::vector<int64_t>{},
+          PyRef::steal(emptyTensor(carrier ? std::vector<int64_t>{bits, 0} : std::vector<int64_t>{},
                                    dtypeObject(isFloat ? DType::F64 : DType::I64))));
       void *data = made.back() && !carrier ? tensorDataPtr(made.back().get()) : nullptr;
       if (!made.back() || (!carrier && !data)) {
@@ -658,10 +661,8 @@ bool gatherInputs(const Entry &entry, const std::vector<PyRef> &values, bool per
           PyErr_SetString(PyExc_RuntimeError, "kiln: a number argument's input could not be made");
         return false;
       }
-      if (data && isFloat)
-        std::memcpy(data, &d, sizeof(d));
-      else if (data)
-        std::memcpy(data, &n, sizeof(n));
+      if (data)
+        std::memcpy(data, &bits, sizeof(bits));
       inputs.push_back(made.back().get());
       continue;
     }
