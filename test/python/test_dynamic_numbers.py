@@ -481,7 +481,9 @@ def test_numbers_in_a_graph_break_prefix():
     lambda x, n: x + torch.tensor(n),
     lambda x, n: x * torch.tensor([n, 2.0, n * 0.5]).sum(),
     lambda x, n: x * torch.as_tensor(n, dtype=torch.float32),
-], ids=["tensor", "tensor_list", "as_tensor"])
+    lambda x, n: x.masked_fill(x > 0, n),
+    lambda x, n: x.long().masked_fill(x > 0, n),
+], ids=["tensor", "tensor_list", "as_tensor", "masked_fill", "masked_fill_long"])
 @pytest.mark.parametrize("values", [[6, 7, 9, 11], [0.5, 0.7, 0.9]], ids=["int", "float"])
 def test_tensor_of_numbers(fn, values):
     seen = _run(fn, lambda v: (X, v), values)

@@ -234,8 +234,12 @@ VarP maskedFill(Interpreter &I, const std::string &op, Args &a) {
   VarP value = a.get("value");
   DType d = dtypeOfValue(v);
   Emit e(I);
-  // A Python number is converted to the input's dtype (2.7 → 2 for ints).
-  Value fill = value->isTensor() ? e.cast(value->value, d) : e.num(asDouble(value, "value"), d);
+  // A Python number is converted to the input's dtype (2.7 → 2 for ints);
+  // one computed in the graph (a Scalar, a symbolic size) too.
+  VarP number = symIntAsScalar(I, value);
+  Value fill = value->isTensor()                   ? e.cast(value->value, d)
+               : number->kind == Var::Kind::Scalar ? e.operand(number, d)
+                                                   : e.num(asDouble(value, "value"), d);
   if (value->isTensor() && ttype(value->value).getRank() != 0)
     throw Unsupported(BreakCategory::UserError,
                       "masked_fill with a non-0-d value tensor (eager raises)");
