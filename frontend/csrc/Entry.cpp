@@ -343,12 +343,15 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
   llvm::SmallVector<PyRef, 2> copies;
   std::vector<PyObject *> stampTensors; // inputs passed as they are (not copies)
   std::vector<void *> stampData;
-  // Number arguments passed as Python numbers (gatherInputs): read from here.
-  llvm::SmallVector<int64_t, 4> numbers(inputs.size(), 0);
+  // Number arguments passed as Python numbers (gatherInputs): read from
+  // here (sized on the first one, before any pointer into it is taken).
+  llvm::SmallVector<int64_t, 4> numbers;
   for (size_t i = 0; i < inputs.size(); ++i) {
     PyObject *t = inputs[i];
     if (!entry.inputs[i].isTensor() && (PyLong_CheckExact(t) || PyFloat_CheckExact(t))) {
       bool value = entry.inputs[i].kind == GraphInput::Kind::NumberValue; // else a carrier
+      if (value && numbers.empty())
+        numbers.resize(inputs.size());
       if (value && !numberBits(t, numbers[i]))
         return false;
       setData(i, value ? &numbers[i] : nullptr);

@@ -141,6 +141,8 @@ struct SymbolicSize {
   SizeExprP def;                         ///< derived: the expression (else null)
 };
 
+/// The expression of symbol `sym` alone.
+SizeExprP symExpr(int64_t sym);
 /// Evaluates `e` with symbol `i` = `symbols[i]` (Python's floor // and %);
 /// false on a division by zero.
 bool evalSizeExpr(const SizeExpr &e, llvm::ArrayRef<int64_t> symbols, int64_t &out);
@@ -161,9 +163,9 @@ struct DynamicPolicy {
   enum class Mode { Static, All, Auto };
   Mode mode = Mode::Static;
   /// Dims made symbolic after a size change (dynamic=None), as
-  /// "<source description>#<dim>", e.g. "L['x']#0", and int arguments
-  /// after a value change, as "<source description>", e.g. "L['n']"
-  /// (capture/values/DynamicNumbers.cpp).
+  /// "<source description>#<dim>", e.g. "L['x']#0", and int and float
+  /// arguments made graph values after a value change, as "<source
+  /// description>", e.g. "L['n']" (capture/values/DynamicNumbers.cpp).
   std::set<std::string> autoDynamic;
   /// Capture with every size static (the fallback when a symbolic one
   /// cannot be kept); mark_dynamic is ignored too.

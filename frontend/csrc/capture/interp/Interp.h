@@ -147,8 +147,8 @@ public:
   mlir::Value symIota(const VarP &n);
   /// `fill` (a 0-d tensor) broadcast to `dims` (Consts and SymInts).
   mlir::Value symFull(const std::vector<VarP> &dims, mlir::Value fill);
-  /// An int argument dynamic=None made symbolic, read as a SymInt over its
-  /// carrier input; nullptr when it stays a guarded constant (DynamicNumbers.cpp).
+  /// An int (float) argument dynamic=None made dynamic, read as a SymInt over
+  /// its carrier (a Scalar over its value input); nullptr: a guarded constant.
   VarP dynamicNumberRead(PyObject *value, int source);
   /// Whether `v` is an int argument's carrier input (DynamicNumbers.cpp).
   bool isIntCarrier(mlir::Value v);

@@ -35,13 +35,10 @@ VarP Interpreter::sizeVar(mlir::Value value, int64_t dim) {
   auto v = std::make_shared<Var>();
   v->kind = Var::Kind::SymInt;
   if (sym >= 0) {
-    auto e = std::make_shared<SizeExpr>();
-    e->op = SizeExpr::Op::Sym;
-    e->value = sym;
     // A derived size reads as its expression of input sizes, so
     // arithmetic and comparisons simplify against them (`[:k.shape[-2]]`
     // of a mask of that size).
-    v->sym = out_.symbols[sym].def ? out_.symbols[sym].def : e;
+    v->sym = out_.symbols[sym].def ? out_.symbols[sym].def : symExpr(sym);
     v->captured = out_.symbols[sym].captured;
     v->staticSym = !type.isDynamicDim(dim);
   }

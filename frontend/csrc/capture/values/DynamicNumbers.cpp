@@ -64,10 +64,11 @@ VarP Interpreter::dynamicNumberRead(PyObject *value, int source) {
   if (auto it = intOfSource_.find(source); it != intOfSource_.end())
     return it->second;
   const Source &src = out_.sources[source];
-  if (src.kind != Source::Kind::Local || src.parent != -1 ||
-      !policy.autoDynamic.count(out_.sources.describe(source, policy.localNames)))
-    return nullptr; // an argument of the frame that changed only (markChangedNumbers)
+  if (src.kind != Source::Kind::Local || src.parent != -1)
+    return nullptr; // an argument of the frame only (markChangedNumbers)
   std::string desc = out_.sources.describe(source, policy.localNames);
+  if (!policy.autoDynamic.count(desc))
+    return nullptr; // not changed yet
   if (isFloat) {
     out_.dynamicNumbers.push_back(desc);
     guardType(source, value); // exactly float
@@ -101,10 +102,7 @@ VarP Interpreter::dynamicNumberRead(PyObject *value, int source) {
   addSymbolicDims(out_, input, {n, 0}, {true, false});
   auto v = std::make_shared<Var>();
   v->kind = Var::Kind::SymInt;
-  auto e = std::make_shared<SizeExpr>();
-  e->op = SizeExpr::Op::Sym;
-  e->value = symbolOfDim(func_.getArgument(input), 0);
-  v->sym = e;
+  v->sym = symExpr(symbolOfDim(func_.getArgument(input), 0));
   v->captured = n;
   v->staticSym = policy.shadow;
   intOfSource_[source] = v;
@@ -120,10 +118,7 @@ mlir::Value Interpreter::symbolValue(int sym) {
                          out_.inputs[input].source, b_.getI64Type());
   auto leaf = std::make_shared<Var>();
   leaf->kind = Var::Kind::SymInt;
-  auto e = std::make_shared<SizeExpr>();
-  e->op = SizeExpr::Op::Sym;
-  e->value = sym;
-  leaf->sym = e;
+  leaf->sym = symExpr(sym);
   Emit em(*this);
   mlir::Value line = em.cast(symTrueLine(leaf), DType::I64);
   return em.reduce<mlir::kiln::SumOp>(line, {0}, false);

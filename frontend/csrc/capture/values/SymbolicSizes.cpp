@@ -25,6 +25,13 @@ using mlir::RankedTensorType;
 using mlir::Value;
 using Op = SizeExpr::Op;
 
+SizeExprP symExpr(int64_t sym) {
+  auto e = std::make_shared<SizeExpr>();
+  e->op = Op::Sym;
+  e->value = sym;
+  return e;
+}
+
 bool evalSizeExpr(const SizeExpr &e, llvm::ArrayRef<int64_t> symbols, int64_t &out) {
   if (e.op == Op::Sym) {
     out = symbols[e.value];
@@ -141,13 +148,6 @@ std::string affineKey(const SizeExpr &e) {
     if (k)
       key += std::to_string(k) + "*s" + std::to_string(sym) + "+";
   return key + std::to_string(c);
-}
-
-SizeExprP symExpr(int64_t sym) {
-  auto e = std::make_shared<SizeExpr>();
-  e->op = Op::Sym;
-  e->value = sym;
-  return e;
 }
 
 /// Adds the size guard `lhs cmp rhs` (== `expected`) to `cap` once.
