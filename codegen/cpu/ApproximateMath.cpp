@@ -23,7 +23,8 @@
 //   log(FLT_MIN); they are scaled by 2^23 first and the logarithm corrected.
 // - sin/cos reduce the argument with a one-constant pi/2 in f32 and an i32
 //   quotient: 4e-4 off at |x| = 1e4 (rotary embeddings), garbage beyond
-//   2^31. They stay math ops and become libm calls.
+//   2^31. They stay math ops, become LLVM intrinsics, and the loop
+//   vectorizer calls glibc's vector forms of them (VectorMath.h).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 

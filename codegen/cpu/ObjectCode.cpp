@@ -8,8 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/ObjectCode.h"
 #include "codegen/cpu/LoopNests.h"
+#include "codegen/cpu/VectorMath.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 
 #include "llvm/ExecutionEngine/JITEventListener.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -21,6 +22,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -100,6 +102,32 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
           buildIdInNotes(reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
   }
   return 1;
+}
+
+/// LLVM's O3 module pipeline for `tm` (unrolling, interleaving, loop and
+/// SLP vectorization on), with glibc's vector sin/cos/tan known to the
+/// vectorizer (VectorMath.h).
+void optimizeAtO3(llvm::Module &module, llvm::TargetMachine &tm) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&tm, tuning);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::TargetLibraryInfoImpl libraryInfo(tm.getTargetTriple());
+  addVectorMathFunctions(libraryInfo, tm);
+  // Registered first, so registerFunctionAnalyses keeps this one.
+  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(libraryInfo); });
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
 }
 
 } // namespace
@@ -182,9 +210,7 @@ compileToObject(llvm::Module &module, llvm::TargetMachine &tm, const std::string
       f.addFnAttr("prefer-vector-width", "512");
   keepOuterLoopsRolled(module);
   outlineLoopNests(module, kOutlineAbove);
-  auto optimize = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, &tm);
-  if (llvm::Error err = optimize(&module))
-    return std::move(err);
+  optimizeAtO3(module, tm);
   if (!optimizedIRPath.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream out(optimizedIRPath, ec);
@@ -312,6 +338,8 @@ loadObject(llvm::StringRef object, llvm::StringRef entry,
     map[(*jit)->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
                                           llvm::JITSymbolFlags::Exported};
   if (llvm::Error err = main.define(llvm::orc::absoluteSymbols(std::move(map))))
+    return std::move(err);
+  if (llvm::Error err = addVectorMathSymbols(main))
     return std::move(err);
   if (llvm::Error err =
           (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kiln-graph.o")))

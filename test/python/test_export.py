@@ -306,3 +306,33 @@ def test_kiln_run_cli(tmp_path):
     assert "output 0 'output0': shape [8, 10]" in out and "p50" in out
     total = float(out.split(" sum ")[1].split()[0])
     assert abs(total - loaded(x).sum().item()) < 1e-3
+
+
+class Rotary(torch.nn.Module):
+    """Rotary position embedding: sin/cos of positions up to 4096 times
+    frequencies (glibc's vector forms, codegen/cpu/VectorMath.h)."""
+
+    def forward(self, x, pos):
+        freqs = pos[:, None] * (10000.0 ** (-torch.arange(0, 64, 2.0) / 64))
+        cos, sin = torch.cos(freqs).repeat(1, 2), torch.sin(freqs).repeat(1, 2)
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def test_vector_math_in_a_fresh_loader_process(tmp_path):
+    """An artifact whose code calls libmvec links it as a needed library, so
+    a process with only kiln_runtime loads it (host and baseline builds)."""
+    model = Rotary()
+    x, pos = torch.randn(512, 64), torch.arange(3584.0, 4096.0)
+    path = str(tmp_path / "rotary.kiln")
+    kiln.export(model, (x, pos), path)
+    want = model(x, pos)
+    for device in ("cpu", "cpu-baseline"):
+        got = kiln.load(path, device=device)(x, pos)
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.save((x, pos), str(tmp_path / "args.pt"))
+    code = (f"import torch, kiln_runtime\n"
+            f"x, pos = torch.load({str(tmp_path / 'args.pt')!r})\n"
+            f"torch.save(kiln_runtime.load({path!r})(x, pos), {str(tmp_path / 'out.pt')!r})\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert_close(torch.load(str(tmp_path / "out.pt")), want, rtol=1e-5, atol=1e-5)

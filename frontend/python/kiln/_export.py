@@ -427,15 +427,32 @@ def _linker():
     raise ExportError("kiln.export: no linker (ld.lld or ld) to build the artifact's library")
 
 
+def _vector_math_library() -> str:
+    """The path of glibc's libmvec.so.1 (codegen/cpu/VectorMath.h: the
+    compiler loaded it when it vectorized sin/cos/tan through it)."""
+    import ctypes
+    ctypes.CDLL("libmvec.so.1")
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path) == "libmvec.so.1":
+                return path
+    raise ExportError("kiln.export: the code calls glibc's vector math (libmvec.so.1), "
+                      "which this process cannot find to link against")
+
+
 def _link(obj: bytes) -> bytes:
     """Links the exported object into a shared library (no soname: two
-    models loaded in one process stay apart)."""
+    models loaded in one process stay apart); code that calls libmvec's
+    vector sin/cos/tan (`_ZGV...` symbols) gets it as a needed library."""
     with tempfile.TemporaryDirectory(prefix="kiln-export-") as tmp:
         o, so = os.path.join(tmp, "graph.o"), os.path.join(tmp, "graph.so")
         with open(o, "wb") as f:
             f.write(obj)
         cmd = [_linker(), "-shared", "--build-id=sha1", "-z", "noexecstack", "-z", "now",
                "-z", "relro", "-o", so, o]
+        if b"_ZGV" in obj:
+            cmd.append(_vector_math_library())
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise ExportError(f"kiln.export: linking failed: {' '.join(cmd)}\n{r.stderr}")

@@ -1,0 +1,108 @@
+//===- VectorMath.cpp - glibc's vector math library for the loop vectorizer -===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// See VectorMath.h.
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/VectorMath.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <deque>
+#include <dlfcn.h>
+#include <string>
+#include <vector>
+
+namespace mlir::kiln {
+namespace {
+
+constexpr const char *kLibrary = "libmvec.so.1";
+
+/// One function's vector forms: glibc's names are `_ZGV<isa>N<lanes>v_<name>`
+/// (isa b = SSE, d = AVX2, e = AVX-512), the same for its intrinsic.
+struct VectorForms {
+  const char *scalar;    // the libm name
+  const char *intrinsic; // the LLVM intrinsic
+  bool f64;
+};
+
+constexpr VectorForms kFunctions[] = {
+    {"sinf", "llvm.sin.f32", false}, {"cosf", "llvm.cos.f32", false},
+    {"tanf", "llvm.tan.f32", false}, {"sin", "llvm.sin.f64", true},
+    {"cos", "llvm.cos.f64", true},   {"tan", "llvm.tan.f64", true},
+};
+
+bool hasFeature(const llvm::TargetMachine &tm, llvm::StringRef feature) {
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::SplitString(tm.getTargetFeatureString(), features, ",");
+  return llvm::is_contained(features, ("+" + feature).str());
+}
+
+void *library() {
+  static void *handle = dlopen(kLibrary, RTLD_LAZY | RTLD_LOCAL);
+  return handle;
+}
+
+/// Every vector form the loaded libmvec has (tan came in glibc 2.35), by
+/// ISA letter (b = SSE, d = AVX2, e = AVX-512): built once, as VecDesc
+/// holds StringRefs.
+const std::vector<std::pair<char, llvm::VecDesc>> &allVectorForms() {
+  static const auto *forms = [] {
+    static std::deque<std::string> names;
+    auto keep = [](std::string s) -> llvm::StringRef { return names.emplace_back(std::move(s)); };
+    auto *all = new std::vector<std::pair<char, llvm::VecDesc>>;
+    for (auto [isa, bytes] : {std::pair{'b', 16u}, {'d', 32u}, {'e', 64u}})
+      for (const VectorForms &f : kFunctions) {
+        unsigned lanes = bytes / (f.f64 ? 8 : 4);
+        llvm::StringRef vector = keep(llvm::formatv("_ZGV{0}N{1}v_{2}", isa, lanes, f.scalar));
+        if (!dlsym(library(), vector.data()))
+          continue;
+        llvm::StringRef abi = keep(llvm::formatv("_ZGV_LLVM_N{0}v", lanes));
+        auto count = llvm::ElementCount::getFixed(lanes);
+        for (const char *scalar : {f.scalar, f.intrinsic})
+          all->push_back({isa, llvm::VecDesc(scalar, vector, count, /*Masked=*/false, abi)});
+      }
+    return all;
+  }();
+  return *forms;
+}
+
+} // namespace
+
+bool vectorMathAvailable() { return library() != nullptr; }
+
+void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &tli, const llvm::TargetMachine &tm) {
+  const llvm::Triple &triple = tm.getTargetTriple();
+  if (!triple.isX86() || !triple.isArch64Bit() || !vectorMathAvailable())
+    return;
+  // Only the widths `tm` passes in one register: a wider form's argument
+  // would be split across registers, which is not glibc's calling convention.
+  std::string isas = "b";
+  if (hasFeature(tm, "avx2"))
+    isas += 'd';
+  if (hasFeature(tm, "avx512f"))
+    isas += 'e';
+  std::vector<llvm::VecDesc> forms;
+  for (const auto &[isa, form] : allVectorForms())
+    if (isas.find(isa) != std::string::npos)
+      forms.push_back(form);
+  tli.addVectorizableFunctions(forms);
+}
+
+llvm::Error addVectorMathSymbols(llvm::orc::JITDylib &dylib) {
+  if (!vectorMathAvailable())
+    return llvm::Error::success();
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::Load(
+      kLibrary, /*GlobalPrefix=*/'\0',
+      [](const llvm::orc::SymbolStringPtr &name) { return (*name).starts_with("_ZGV"); });
+  if (!generator)
+    return generator.takeError();
+  dylib.addGenerator(std::move(*generator));
+  return llvm::Error::success();
+}
+
+} // namespace mlir::kiln
