@@ -50,6 +50,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.addPass(createBufferizationToMemRefPass());
   // Results the frontend writes straight into the input they update.
   pm.nest<func::FuncOp>().addPass(createCpuInPlaceOutputsPass());
+  // Reshapes of planned slots as views of the arena: one memref per slot.
+  pm.nest<func::FuncOp>().addPass(createCpuFoldViewReshapesPass());
 
   // Buffers → calls and loops.
   pm.addPass(createCpuLinalgToBlasPass());

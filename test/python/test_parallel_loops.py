@@ -110,3 +110,28 @@ def test_mlp_training_step_at_two_threads(threads):
     assert_close(out, ref)
     for g, p in zip(grads, model.parameters()):
         assert_close(g, p.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_in_place_elementwise_loops_vectorize_in_parallel_regions(threads, tmp_path):
+    """BatchNorm + SiLU after a conv writes over its dead input (one arena
+    slot). Both accesses must reach the OpenMP region as one pointer: read
+    through a reshape of the slot's view they were two, and LLVM's vectorizer
+    guarded the loop with an overlap check whose scalar path always ran
+    (efficientnet_b0 at 2 threads 32 ms, 21 ms with parallel loops off;
+    kiln-cpu-fold-view-reshapes)."""
+    import re
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(16, 64, 1), torch.nn.BatchNorm2d(64),
+                                torch.nn.SiLU(), torch.nn.Conv2d(64, 16, 1)).eval()
+    for p in model[1].parameters():
+        torch.nn.init.uniform_(p)
+    x = torch.randn(1, 16, 112, 112)
+    torch.set_num_threads(2)
+    with torch.no_grad(), kiln.config.patch(debug_dir=str(tmp_path)):
+        assert_close(kiln.compile(model)(x), model(x))
+    text = "".join(p.read_text() for p in tmp_path.rglob("llvm-optimized.ll"))
+    bodies = re.split(r"\n(?=define )", text)
+    parallel = [b for b in bodies if re.match(r"define [^@]*@\S*omp_par", b)]
+    assert any("<16 x float>" in b or "<8 x float>" in b for b in parallel), "no vector loop"
+    checked = [b.split("(")[0] for b in parallel if "diff.check" in b or "found.conflict" in b]
+    assert not checked, f"overlap checks in {checked}"
