@@ -265,6 +265,7 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
     key.insert(key.end(), m->sizes, m->sizes + 4);
     key.insert(key.end(), m->strides, m->strides + 4);
   }
+  key.push_back(kiln::rt::dnnlApplyThreads());
   Entry &entry = lookup(key, x, w, y, params);
   std::vector<float> bias = values(shift);
   if (!entry.reference && runDnnl(entry, key, x, w, y, scale, bias, params))
@@ -301,7 +302,7 @@ dnnl::engine &dnnlEngine() {
   return e;
 }
 
-void dnnlApplyThreads() {
+int dnnlApplyThreads() {
   using Fn = void (*)(int);
   using Get = int (*)();
   static Fn set = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
@@ -309,6 +310,7 @@ void dnnlApplyThreads() {
   int want = std::max(1, kilnGetNumThreads());
   if (set && get && get() != want)
     set(want);
+  return want;
 }
 
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols() {

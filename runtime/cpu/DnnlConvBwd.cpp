@@ -166,6 +166,7 @@ Entry &lookup(bool data, const M4 *a, const M4 *b, const M4 *out, const int64_t 
     key.insert(key.end(), m->sizes, m->sizes + 4);
     key.insert(key.end(), m->strides, m->strides + 4);
   }
+  key.push_back(kiln::rt::dnnlApplyThreads());
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<Entry>> cache;
   std::unique_ptr<Entry> &entry = cache[key];
   if (entry)

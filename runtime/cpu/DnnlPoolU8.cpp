@@ -77,6 +77,7 @@ extern "C" void _mlir_ciface_kiln_dnnl_maxpool2d_u8(U8 *x, U8 *y, int64_t kernel
   std::vector<int64_t> key(p, p + 6);
   for (int64_t i = 0; i < 4; ++i)
     key.insert(key.end(), {x->sizes[i], x->strides[i], y->sizes[i], y->strides[i]});
+  key.push_back(kiln::rt::dnnlApplyThreads());
   thread_local std::map<std::vector<int64_t>, std::optional<dnnl::pooling_forward>> cache;
   auto it = cache.find(key);
   if (it == cache.end())

@@ -259,6 +259,7 @@ QEntry &lookup(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Opera
       std::memcpy(&bits, &f, sizeof bits);
       key.push_back(bits);
     }
+  key.push_back(kiln::rt::dnnlApplyThreads());
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<QEntry>> cache;
   std::unique_ptr<QEntry> &entry = cache[key];
   if (entry)
