@@ -15,6 +15,10 @@
 // exact arithmetic, 4.2e-7 absolute evaluated in f32; torch's erf is within
 // 6e-8). NaN propagates through every step (ordered compares keep it).
 //
+// f64 is never approximated (its math ops become glibc's vector functions,
+// VectorMath.h), except that f64 log1p is rewritten over log (below):
+// convert-math-to-llvm's log(1 + x) loses everything below 1e-16.
+//
 // Edge cases the upstream approximations get wrong are fenced off first:
 // - exp converts its scaled argument with fptosi, which is poison for NaN.
 //   LLVM folds a constant NaN (softmax of an all -inf row) into garbage, so
@@ -33,6 +37,8 @@
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
 
 namespace mlir::kiln {
 
@@ -140,6 +146,38 @@ template <typename Op> struct SubnormalLog : OpRewritePattern<Op> {
   double log2;
 };
 
+/// f64 log1p (convert-math-to-llvm would lower it to log(1 + x), which is 0
+/// at x = 1e-30 and 8e-8 off at 1e-10): Goldberg's u = 1 + x,
+/// log1p(x) = u == 1 ? x : log(u) * (x / (u - 1)), with u = inf kept inf.
+/// The log is a vector call (VectorMath.h).
+struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::Log1pOp op, PatternRewriter &b) const override {
+    Type type = op.getType();
+    if (!getElementTypeOrSelf(type).isF64())
+      return b.notifyMatchFailure(op, "not f64");
+    Location loc = op.getLoc();
+    auto cst = [&](double v) -> Value {
+      auto attr = b.getF64FloatAttr(v);
+      if (auto vec = dyn_cast<VectorType>(type))
+        return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
+      return b.create<arith::ConstantOp>(loc, attr);
+    };
+    Value x = op.getOperand();
+    Value u = b.create<arith::AddFOp>(loc, x, cst(1.0));
+    Value log = b.create<math::LogOp>(loc, u, op.getFastmathAttr());
+    Value ratio = b.create<arith::DivFOp>(loc, x, b.create<arith::SubFOp>(loc, u, cst(1.0)));
+    Value scaled = b.create<arith::MulFOp>(loc, log, ratio);
+    Value one = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(1.0));
+    Value inf = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u,
+                                        cst(std::numeric_limits<double>::infinity()));
+    Value big = b.create<arith::SelectOp>(loc, inf, u, scaled);
+    b.replaceOpWithNewOp<arith::SelectOp>(op, one, x, big);
+    return success();
+  }
+};
+
 /// Drops the upstream sin/cos approximations (see the file comment).
 void dropInaccurateApproximations(RewritePatternSet &patterns) {
   llvm::erase_if(patterns.getNativePatterns(), [](const std::unique_ptr<RewritePattern> &p) {
@@ -155,7 +193,7 @@ struct CpuApproximateMathPass : impl::CpuApproximateMathPassBase<CpuApproximateM
     populateMathAlgebraicSimplificationPatterns(patterns);
     // convert-math-to-llvm only lowers vector rsqrt; 1/sqrt vectorizes.
     populateExpandRsqrtPattern(patterns);
-    patterns.add<ErfRational, NanSafeExp>(&getContext());
+    patterns.add<ErfRational, NanSafeExp, AccurateLog1p>(&getContext());
     patterns.add<SubnormalLog<math::LogOp>>(&getContext(), 0.6931471805599453);
     patterns.add<SubnormalLog<math::Log2Op>>(&getContext(), 1.0);
     populateMathPolynomialApproximationPatterns(patterns);

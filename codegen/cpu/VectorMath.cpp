@@ -22,18 +22,30 @@ namespace {
 
 constexpr const char *kLibrary = "libmvec.so.1";
 
-/// One function's vector forms: glibc's names are `_ZGV<isa>N<lanes>v_<name>`
-/// (isa b = SSE, d = AVX2, e = AVX-512), the same for its intrinsic.
+/// One function's vector forms: glibc's names are
+/// `_ZGV<isa>N<lanes><v per argument>_<name>` (isa b = SSE, d = AVX2, e =
+/// AVX-512), the same for its intrinsic.
 struct VectorForms {
   const char *scalar;    // the libm name
-  const char *intrinsic; // the LLVM intrinsic
+  const char *intrinsic; // the LLVM intrinsic, or null
   bool f64;
+  unsigned arguments = 1;
 };
 
+/// f32 sin/cos/tan (not approximated: ApproximateMath.cpp) and pow, and the
+/// f64 functions that would otherwise be scalar libm calls (f64 is never
+/// approximated); f32 exp/log/tanh/erf keep MLIR's polynomials.
 constexpr VectorForms kFunctions[] = {
-    {"sinf", "llvm.sin.f32", false}, {"cosf", "llvm.cos.f32", false},
-    {"tanf", "llvm.tan.f32", false}, {"sin", "llvm.sin.f64", true},
-    {"cos", "llvm.cos.f64", true},   {"tan", "llvm.tan.f64", true},
+    {"sinf", "llvm.sin.f32", false},   {"cosf", "llvm.cos.f32", false},
+    {"tanf", "llvm.tan.f32", false},   {"powf", "llvm.pow.f32", false, 2},
+    {"sin", "llvm.sin.f64", true},     {"cos", "llvm.cos.f64", true},
+    {"tan", "llvm.tan.f64", true},     {"pow", "llvm.pow.f64", true, 2},
+    {"exp", "llvm.exp.f64", true},     {"exp2", "llvm.exp2.f64", true},
+    {"log", "llvm.log.f64", true},     {"log2", "llvm.log2.f64", true},
+    {"log10", "llvm.log10.f64", true}, {"expm1", nullptr, true},
+    {"log1p", nullptr, true},          {"sinh", nullptr, true},
+    {"cosh", nullptr, true},           {"tanh", nullptr, true},
+    {"atan", nullptr, true},           {"atan2", nullptr, true, 2},
 };
 
 bool hasFeature(const llvm::TargetMachine &tm, llvm::StringRef feature) {
@@ -47,7 +59,8 @@ void *library() {
   return handle;
 }
 
-/// Every vector form the loaded libmvec has (tan came in glibc 2.35), by
+/// Every vector form the loaded libmvec has (tan, atan, sinh... came in
+/// glibc 2.35), by
 /// ISA letter (b = SSE, d = AVX2, e = AVX-512): built once, as VecDesc
 /// holds StringRefs.
 const std::vector<std::pair<char, llvm::VecDesc>> &allVectorForms() {
@@ -58,13 +71,16 @@ const std::vector<std::pair<char, llvm::VecDesc>> &allVectorForms() {
     for (auto [isa, bytes] : {std::pair{'b', 16u}, {'d', 32u}, {'e', 64u}})
       for (const VectorForms &f : kFunctions) {
         unsigned lanes = bytes / (f.f64 ? 8 : 4);
-        llvm::StringRef vector = keep(llvm::formatv("_ZGV{0}N{1}v_{2}", isa, lanes, f.scalar));
+        std::string params(f.arguments, 'v');
+        llvm::StringRef vector =
+            keep(llvm::formatv("_ZGV{0}N{1}{2}_{3}", isa, lanes, params, f.scalar));
         if (!dlsym(library(), vector.data()))
           continue;
-        llvm::StringRef abi = keep(llvm::formatv("_ZGV_LLVM_N{0}v", lanes));
+        llvm::StringRef abi = keep(llvm::formatv("_ZGV_LLVM_N{0}{1}", lanes, params));
         auto count = llvm::ElementCount::getFixed(lanes);
         for (const char *scalar : {f.scalar, f.intrinsic})
-          all->push_back({isa, llvm::VecDesc(scalar, vector, count, /*Masked=*/false, abi)});
+          if (scalar)
+            all->push_back({isa, llvm::VecDesc(scalar, vector, count, /*Masked=*/false, abi)});
       }
     return all;
   }();
