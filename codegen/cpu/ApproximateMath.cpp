@@ -29,6 +29,8 @@
 //   quotient: 4e-4 off at |x| = 1e4 (rotary embeddings), garbage beyond
 //   2^31. They stay math ops, become LLVM intrinsics, and the loop
 //   vectorizer calls glibc's vector forms of them (VectorMath.h).
+// - atan (and atan2, built on it) is 33 eps off at -0.66; both become libm
+//   calls that are vectorized the same way.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 
@@ -178,12 +180,16 @@ struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
   }
 };
 
-/// Drops the upstream sin/cos approximations (see the file comment).
+/// Drops the upstream sin/cos and atan/atan2 approximations (see the file
+/// comment).
 void dropInaccurateApproximations(RewritePatternSet &patterns) {
   llvm::erase_if(patterns.getNativePatterns(), [](const std::unique_ptr<RewritePattern> &p) {
     std::optional<OperationName> root = p->getRootKind();
-    return root && (root->getStringRef() == math::SinOp::getOperationName() ||
-                    root->getStringRef() == math::CosOp::getOperationName());
+    if (!root)
+      return false;
+    llvm::StringRef name = root->getStringRef();
+    return name == math::SinOp::getOperationName() || name == math::CosOp::getOperationName() ||
+           name == math::AtanOp::getOperationName() || name == math::Atan2Op::getOperationName();
   });
 }
 

@@ -32,12 +32,13 @@ struct VectorForms {
   unsigned arguments = 1;
 };
 
-/// f32 sin/cos/tan (not approximated: ApproximateMath.cpp) and pow, and the
-/// f64 functions that would otherwise be scalar libm calls (f64 is never
-/// approximated); f32 exp/log/tanh/erf keep MLIR's polynomials.
+/// f32 sin/cos/tan/atan/atan2 (not approximated: ApproximateMath.cpp) and
+/// pow, and the f64 functions that would otherwise be scalar libm calls
+/// (f64 is never approximated); f32 exp/log/tanh/erf keep MLIR's polynomials.
 constexpr VectorForms kFunctions[] = {
     {"sinf", "llvm.sin.f32", false},   {"cosf", "llvm.cos.f32", false},
     {"tanf", "llvm.tan.f32", false},   {"powf", "llvm.pow.f32", false, 2},
+    {"atanf", nullptr, false},         {"atan2f", nullptr, false, 2},
     {"sin", "llvm.sin.f64", true},     {"cos", "llvm.cos.f64", true},
     {"tan", "llvm.tan.f64", true},     {"pow", "llvm.pow.f64", true, 2},
     {"exp", "llvm.exp.f64", true},     {"exp2", "llvm.exp2.f64", true},

@@ -170,11 +170,8 @@ _F64_VECTOR_MATH = {  # glibc's vector forms (VectorMath.h), on a range each
 # Known inaccuracies of kiln's own lowerings (not of the vector library),
 # found by this test; strict, so a fix shows up.
 _KNOWN = {
-    ("atan", torch.float32): "MLIR's f32 atan polynomial: 33 eps at -0.66",
     ("cosh", torch.float32): "composed from expm1(±x): inf from 88.7 where eager is finite to 89.4",
     ("sinh", torch.float32): "composed from expm1(±x): inf from 88.7 where eager is finite to 89.4",
-    ("exp2", torch.float32): "composed as exp(x * ln 2): the product's rounding, 34 eps at 117",
-    ("exp2", torch.float64): "composed as exp(x * ln 2): the product's rounding, 358 eps at 972",
 }
 
 

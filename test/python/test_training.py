@@ -191,6 +191,8 @@ GRADCHECK_CASES = {
     "div": (lambda a, b: a / (b.abs() + 1.0), [(3, 4), (3, 4)]),
     "neg": (_unary(torch.neg), [(3, 4)]),
     "pow": (lambda a: (a.abs() + 0.5) ** 3, [(3, 4)]),
+    "pow_exponent": (lambda a, b: (a.abs() + 0.5) ** b, [(3, 4), (4,)]),
+    "exp2": (_unary(torch.exp2), [(3, 4)]),
     "matmul": (lambda a, b: torch.matmul(a, b), [(2, 3, 4), (4, 5)]),
     "broadcast_to": (lambda a: a.expand(3, 2, 4) * 1.0, [(2, 1)]),
     "reshape": (lambda a: a.reshape(6, 2) * 2.0, [(3, 4)]),
@@ -223,6 +225,18 @@ def test_gradcheck_float64(name):
     fn, shapes = GRADCHECK_CASES[name]
     inputs = [torch.randn(*s, dtype=torch.float64, requires_grad=True) for s in shapes]
     assert torch.autograd.gradcheck(kiln.compile(fn), inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+    assert_compiled_backward()
+
+
+def test_pow_exponent_gradient_masks_zero_bases_like_eager():
+    """d/db a^b = a^b log(a), which torch sets to 0 where a == 0 and b >= 0
+    (not -inf * 0 = NaN); a negative b at a zero base gives -inf there."""
+    a = torch.tensor([0.0, 0.0, 0.0, 2.0, 0.5], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([2.0, 0.0, -1.0, 0.5, -2.0], dtype=torch.float64, requires_grad=True)
+    want = torch.autograd.grad(torch.pow(a, b).sum(), (a, b))
+    got = torch.autograd.grad(kiln.compile(lambda a, b: torch.pow(a, b) * 1)(a, b).sum(), (a, b))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, equal_nan=True)
     assert_compiled_backward()
 
 

@@ -73,18 +73,27 @@ void addArithmetic(GradRuleTable &t) {
       grads[1] = gb.neg(gb.mul(ga, resultOf(gb, op)));
     return success();
   };
-  // pow(a, b): b * a^(b-1) for a; a tensor exponent needing a gradient has
-  // no rule (torch's masking of a == 0 is not reproduced).
+  // pow(a, b): b * a^(b-1) for a, 0 where b == 0 (not 0 * inf at a == 0);
+  // a^b * log(a) for b, 0 where a == 0 and b >= 0: torch's masks. exp2(x)
+  // is pow(2, x).
   t[PowOp::getOperationName()] = [](GradBuilder &gb, Operation *op, Value g,
-                                    SmallVectorImpl<Value> &grads, std::string &why) {
+                                    SmallVectorImpl<Value> &grads, std::string &) {
     Value a = op->getOperand(0), e = op->getOperand(1);
-    if (gb.needs(e)) {
-      why = "no gradient rule for 'kiln.pow' with respect to its exponent";
-      return failure();
-    }
     Value pe = gb.primal(e);
-    Value lower = gb.b.create<PowOp>(gb.loc, gb.primal(a), gb.sub(pe, gb.scalar(eltOf(e), 1.0)));
-    grads[0] = gb.mul(g, gb.mul(pe, lower));
+    if (gb.needs(e)) {
+      Value pa = gb.primal(a);
+      Value dlog = gb.mul(resultOf(gb, op), gb.b.create<LogOp>(gb.loc, pa));
+      Value atZero = gb.b.create<EqOp>(gb.loc, pa, gb.scalar(eltOf(pa), 0.0));
+      Value nonNegative = gb.b.create<GeOp>(gb.loc, pe, gb.scalar(eltOf(pe), 0.0));
+      Value zero = gb.scalar(eltOf(dlog), 0.0);
+      grads[1] = gb.mul(g, select(gb, atZero, select(gb, nonNegative, zero, dlog), dlog));
+    }
+    if (gb.needs(a)) {
+      Value lower = gb.b.create<PowOp>(gb.loc, gb.primal(a), gb.sub(pe, gb.scalar(eltOf(e), 1.0)));
+      Value zeroExponent = gb.b.create<EqOp>(gb.loc, pe, gb.scalar(eltOf(pe), 0.0));
+      Value d = gb.mul(pe, lower);
+      grads[0] = gb.mul(g, select(gb, zeroExponent, gb.scalar(eltOf(d), 0.0), d));
+    }
     return success();
   };
   t[NegOp::getOperationName()] =
