@@ -79,15 +79,27 @@ Value log10(Emit &e, Opmath &m, Value w) {
 /// pow(2, x): exp(x * ln 2) was the product's rounding off (358 eps at 972
 /// in f64); pow is glibc's vector pow on CPU (codegen/cpu/VectorMath.h).
 Value exp2(Emit &e, Opmath &m, Value w) { return e.bin<PowOp>(m.num(2.0), w); }
-/// (expm1(x) - expm1(-x)) / 2: accurate near 0.
+/// e^|x| / 2 for |x| >= 20, where e^-|x| no longer counts: (h / 2) * h with
+/// h = e^(|x|/2), finite up to the type's limit (expm1(x) overflows from
+/// 88.7 in f32, where sinh and cosh are finite to 89.4).
+Value halfExpOfAbs(Emit &e, Opmath &m, Value w) {
+  Value h = e.unary<ExpOp>(e.bin<MulOp>(e.unary<AbsOp>(w), m.num(0.5)));
+  return e.bin<MulOp>(e.bin<MulOp>(h, m.num(0.5)), h);
+}
+Value large(Emit &e, Opmath &m, Value w) { return e.bin<GeOp>(e.unary<AbsOp>(w), m.num(20.0)); }
+/// (expm1(x) - expm1(-x)) / 2: accurate near 0; ±halfExpOfAbs when large.
 Value sinh(Emit &e, Opmath &m, Value w) {
   Value p = e.unary<Expm1Op>(w), q = e.unary<Expm1Op>(e.unary<NegOp>(w));
-  return e.bin<MulOp>(e.bin<SubOp>(p, q), m.num(0.5));
+  Value small = e.bin<MulOp>(e.bin<SubOp>(p, q), m.num(0.5));
+  Value big = halfExpOfAbs(e, m, w);
+  Value signedBig = e.select(e.bin<LtOp>(w, m.num(0.0)), e.unary<NegOp>(big), big);
+  return e.select(large(e, m, w), signedBig, small);
 }
-/// 1 + (expm1(x) + expm1(-x)) / 2.
+/// 1 + (expm1(x) + expm1(-x)) / 2; halfExpOfAbs when large.
 Value cosh(Emit &e, Opmath &m, Value w) {
   Value p = e.unary<Expm1Op>(w), q = e.unary<Expm1Op>(e.unary<NegOp>(w));
-  return e.bin<AddOp>(m.num(1.0), e.bin<MulOp>(e.bin<AddOp>(p, q), m.num(0.5)));
+  Value small = e.bin<AddOp>(m.num(1.0), e.bin<MulOp>(e.bin<AddOp>(p, q), m.num(0.5)));
+  return e.select(large(e, m, w), halfExpOfAbs(e, m, w), small);
 }
 Value reciprocal(Emit &e, Opmath &m, Value w) { return e.bin<DivOp>(m.num(1.0), w); }
 
