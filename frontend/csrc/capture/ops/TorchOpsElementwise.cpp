@@ -87,9 +87,14 @@ Value halfExpOfAbs(Emit &e, Opmath &m, Value w) {
   return e.bin<MulOp>(e.bin<MulOp>(h, m.num(0.5)), h);
 }
 Value large(Emit &e, Opmath &m, Value w) { return e.bin<GeOp>(e.unary<AbsOp>(w), m.num(20.0)); }
+/// x where it is not large, else 0: the small-|x| form's unselected values
+/// stay finite, so their zero gradient is 0, not 0 * inf = NaN (a NaN x
+/// still takes the small form and gets a NaN gradient).
+Value smallOrZero(Emit &e, Opmath &m, Value w) { return e.select(large(e, m, w), m.num(0.0), w); }
 /// (expm1(x) - expm1(-x)) / 2: accurate near 0; ±halfExpOfAbs when large.
 Value sinh(Emit &e, Opmath &m, Value w) {
-  Value p = e.unary<Expm1Op>(w), q = e.unary<Expm1Op>(e.unary<NegOp>(w));
+  Value c = smallOrZero(e, m, w);
+  Value p = e.unary<Expm1Op>(c), q = e.unary<Expm1Op>(e.unary<NegOp>(c));
   Value small = e.bin<MulOp>(e.bin<SubOp>(p, q), m.num(0.5));
   Value big = halfExpOfAbs(e, m, w);
   Value signedBig = e.select(e.bin<LtOp>(w, m.num(0.0)), e.unary<NegOp>(big), big);
@@ -97,7 +102,8 @@ Value sinh(Emit &e, Opmath &m, Value w) {
 }
 /// 1 + (expm1(x) + expm1(-x)) / 2; halfExpOfAbs when large.
 Value cosh(Emit &e, Opmath &m, Value w) {
-  Value p = e.unary<Expm1Op>(w), q = e.unary<Expm1Op>(e.unary<NegOp>(w));
+  Value c = smallOrZero(e, m, w);
+  Value p = e.unary<Expm1Op>(c), q = e.unary<Expm1Op>(e.unary<NegOp>(c));
   Value small = e.bin<AddOp>(m.num(1.0), e.bin<MulOp>(e.bin<AddOp>(p, q), m.num(0.5)));
   return e.select(large(e, m, w), halfExpOfAbs(e, m, w), small);
 }
