@@ -56,6 +56,15 @@ constexpr double kErfP[] = {1.1283790940264906,   0.20710600461480433,    0.0515
 constexpr double kErfQ[] = {1.0, 0.5168741667253934, 0.11796277078164114, 0.01495643452031187,
                             0.0010209346312121744};
 
+/// The constant `v` in `type`'s float element type (f32 or f64), splat when
+/// `type` is a vector.
+Value splat(OpBuilder &b, Location loc, Type type, double v) {
+  auto attr = b.getFloatAttr(getElementTypeOrSelf(type), v);
+  if (auto vec = dyn_cast<VectorType>(type))
+    return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
+  return b.create<arith::ConstantOp>(loc, attr);
+}
+
 /// f32 (scalar or vector) math.erf → the rational approximation above.
 struct ErfRational : OpRewritePattern<math::ErfOp> {
   ErfRational(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/10) {}
@@ -65,12 +74,7 @@ struct ErfRational : OpRewritePattern<math::ErfOp> {
     if (!getElementTypeOrSelf(type).isF32())
       return b.notifyMatchFailure(op, "not f32");
     Location loc = op.getLoc();
-    auto cst = [&](double v) -> Value {
-      auto attr = b.getF32FloatAttr(static_cast<float>(v));
-      if (auto vec = dyn_cast<VectorType>(type))
-        return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
-      return b.create<arith::ConstantOp>(loc, attr);
-    };
+    auto cst = [&](double v) { return splat(b, loc, type, v); };
     // Ordered compare + select: a NaN input compares false and passes through.
     auto clampAbove = [&](Value v, double limit) -> Value {
       Value c = cst(limit);
@@ -96,13 +100,6 @@ struct ErfRational : OpRewritePattern<math::ErfOp> {
 /// Marks an op built by a fence below so the fence does not match it again.
 constexpr llvm::StringLiteral kFenced = "kiln.fenced";
 
-Value splatF32(PatternRewriter &b, Location loc, Type type, double v) {
-  auto attr = b.getF32FloatAttr(static_cast<float>(v));
-  if (auto vec = dyn_cast<VectorType>(type))
-    return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
-  return b.create<arith::ConstantOp>(loc, attr);
-}
-
 /// Rebuilds `op` (a one-operand math op) on `operand`, marked as fenced.
 template <typename Op> Value fencedClone(PatternRewriter &b, Op op, Value operand) {
   auto clone = b.create<Op>(op.getLoc(), operand, op.getFastmathAttr());
@@ -120,7 +117,7 @@ struct NanSafeExp : OpRewritePattern<math::ExpOp> {
     Location loc = op.getLoc();
     Value x = op.getOperand();
     Value nan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
-    Value safe = b.create<arith::SelectOp>(loc, nan, splatF32(b, loc, x.getType(), 0.0), x);
+    Value safe = b.create<arith::SelectOp>(loc, nan, splat(b, loc, x.getType(), 0.0), x);
     b.replaceOpWithNewOp<arith::SelectOp>(op, nan, x, fencedClone(b, op, safe));
     return success();
   }
@@ -136,11 +133,11 @@ template <typename Op> struct SubnormalLog : OpRewritePattern<Op> {
     Location loc = op.getLoc();
     Type type = op.getType();
     Value x = op.getOperand();
-    Value tiny = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x,
-                                         splatF32(b, loc, type, 0x1p-126));
-    Value scaled = b.create<arith::MulFOp>(loc, x, splatF32(b, loc, type, 0x1p23));
+    Value tiny =
+        b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x, splat(b, loc, type, 0x1p-126));
+    Value scaled = b.create<arith::MulFOp>(loc, x, splat(b, loc, type, 0x1p23));
     Value log = fencedClone(b, op, b.create<arith::SelectOp>(loc, tiny, scaled, x));
-    Value fixed = b.create<arith::SubFOp>(loc, log, splatF32(b, loc, type, 23.0 * log2));
+    Value fixed = b.create<arith::SubFOp>(loc, log, splat(b, loc, type, 23.0 * log2));
     b.replaceOpWithNewOp<arith::SelectOp>(op, tiny, fixed, log);
     return success();
   }
@@ -160,12 +157,7 @@ struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
     if (!getElementTypeOrSelf(type).isF64())
       return b.notifyMatchFailure(op, "not f64");
     Location loc = op.getLoc();
-    auto cst = [&](double v) -> Value {
-      auto attr = b.getF64FloatAttr(v);
-      if (auto vec = dyn_cast<VectorType>(type))
-        return b.create<arith::ConstantOp>(loc, vec, SplatElementsAttr::get(vec, attr));
-      return b.create<arith::ConstantOp>(loc, attr);
-    };
+    auto cst = [&](double v) { return splat(b, loc, type, v); };
     Value x = op.getOperand();
     Value u = b.create<arith::AddFOp>(loc, x, cst(1.0));
     Value log = b.create<math::LogOp>(loc, u, op.getFastmathAttr());
