@@ -104,7 +104,10 @@ class _Config:
     # until the tensor dies. Writes that bypass the version counter
     # (`p.data.mul_(...)`, numpy views of a weight) are NOT seen: the packed
     # copy goes stale. Off (default): weights are read on every call. Not in
-    # cache key (a call-time choice).
+    # cache key (a call-time choice): a graph compiled with it on (its
+    # convolutions on oneDNN, see dnnl_convs) and called with it off
+    # reorders every weight on every call (resnet50 at 2 threads: 106 vs 37
+    # ms), so keep it on around the calls too.
     freeze_weights: bool = os.environ.get("KILN_FREEZE_WEIGHTS", "0") == "1"
     # KILN_PERF_JITDUMP=1: compiled code is announced to `perf` (jit-<pid>.dump
     # records for `perf inject --jit`). Not in cache key.
