@@ -105,7 +105,7 @@ int findBuildId(struct dl_phdr_info *info, size_t, void *data) {
 }
 
 /// LLVM's O3 module pipeline for `tm` (unrolling, interleaving, loop and
-/// SLP vectorization on), with glibc's vector sin/cos/tan known to the
+/// SLP vectorization on), with glibc's vector math functions known to the
 /// vectorizer (VectorMath.h).
 void optimizeAtO3(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::PipelineTuningOptions tuning;

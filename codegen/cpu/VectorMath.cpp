@@ -61,9 +61,8 @@ void *library() {
 }
 
 /// Every vector form the loaded libmvec has (tan, atan, sinh... came in
-/// glibc 2.35), by
-/// ISA letter (b = SSE, d = AVX2, e = AVX-512): built once, as VecDesc
-/// holds StringRefs.
+/// glibc 2.35), by ISA letter (b = SSE, d = AVX2, e = AVX-512): built once,
+/// as VecDesc holds StringRefs.
 const std::vector<std::pair<char, llvm::VecDesc>> &allVectorForms() {
   static const auto *forms = [] {
     static std::deque<std::string> names;

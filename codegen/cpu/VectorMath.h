@@ -10,7 +10,9 @@
 // large ones reduced exactly), which LLVM's TargetLibraryInfo can name as
 // the vector forms of the scalar calls. kiln tells the vectorizer about
 // the widths the target machine can pass in registers, and links the
-// JIT's objects (and kiln.export's libraries) against libmvec.
+// JIT's objects (and kiln.export's libraries) against libmvec. The same
+// holds for f32 atan/atan2/pow and every f64 function (never approximated):
+// VectorMath.cpp's table lists them.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_VECTORMATH_H
 #define KILN_CODEGEN_CPU_VECTORMATH_H
@@ -30,7 +32,7 @@ namespace mlir::kiln {
 /// Whether glibc's libmvec can be loaded in this process (loads it once).
 bool vectorMathAvailable();
 
-/// Adds libmvec's sin/cos/tan (f32 and f64) to `tli` as vector forms of
+/// Adds libmvec's functions of VectorMath.cpp's table to `tli` as vector forms of
 /// the scalar functions and intrinsics, for the widths `tm` passes in one
 /// register (SSE always on x86-64, AVX2 and AVX-512 when `tm` has them).
 /// Nothing when libmvec is missing or the target is not x86-64.
