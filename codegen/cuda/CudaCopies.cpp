@@ -19,10 +19,7 @@ namespace mlir::kiln::cuda::detail {
 LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
   if (!op.hasPureTensorSemantics())
     return op.emitError("CUDA emitter: expected linalg.transpose on tensors");
-  auto it = cast<RankedTensorType>(op.getInput().getType());
   auto ot = cast<RankedTensorType>(op.getInit().getType());
-  if (!it.hasStaticShape() || !ot.hasStaticShape())
-    return op.emitError("CUDA emitter: dynamic shapes are not supported yet");
   auto elt = storageType(ot.getElementType());
   if (!elt)
     return op.emitError("CUDA emitter: unsupported element type ") << ot.getElementType();
@@ -31,45 +28,59 @@ LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
   if (in.buffer < 0)
     return op.emitError("CUDA emitter: a transpose of a tensor that is not backed by a "
                         "buffer (constant tensors are not supported yet)");
+  // Sizes (dynamic dims: products of the symbols, kernel arguments).
+  FailureOr<SymShape> ishape = shapeOf(op.getInput()), oshape = shapeOf(op.getInit());
+  if (failed(ishape) || failed(oshape))
+    return failure();
   ArrayRef<int64_t> perm = op.getPermutation();
-  ArrayRef<int64_t> oshape = ot.getShape(), ishape = it.getShape();
-  int64_t total = ot.getNumElements();
-  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  for (size_t k = 0; k < perm.size(); ++k)
+    requireEqual((*oshape)[k], (*ishape)[perm[k]]);
+  bool dynamic = !isStatic(*ishape) || !isStatic(*oshape);
+  SymSize total = product(*oshape);
+  bool wide = dynamic || total.value() + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   std::string ity = wide ? "long long" : "int";
   // Output coordinate k is input dim perm[k]; the input offset sums
   // coordinate * row-major stride of that input dim.
-  SmallVector<int64_t> istride(ishape.size(), 1);
-  for (int64_t d = int64_t(ishape.size()) - 2; d >= 0; --d)
-    istride[d] = istride[d + 1] * ishape[d + 1];
-  SmallVector<std::string> decode = decodeLinearIndex("i", oshape);
+  SmallVector<SymSize> istride(ishape->size(), SymSize(1));
+  for (int64_t d = int64_t(ishape->size()) - 2; d >= 0; --d)
+    istride[d] = istride[d + 1] * (*ishape)[d + 1];
+  SmallVector<std::string> decode = decodeLinearIndex("i", *oshape);
   std::vector<std::string> terms;
-  for (size_t k = 0; k < oshape.size(); ++k)
-    if (oshape[k] != 1)
+  for (size_t k = 0; k < oshape->size(); ++k)
+    if (!(*oshape)[k].isOne())
       terms.push_back("d" + std::to_string(k) +
-                      (istride[perm[k]] == 1 ? "" : " * " + std::to_string(istride[perm[k]])));
+                      (istride[perm[k]].isOne() ? "" : " * " + istride[perm[k]].paren()));
   std::string off = terms.empty() ? "0" : llvm::join(terms, " + ");
 
-  int out = newBuffer(ot, "temporary");
+  int out = newBuffer(ot, "temporary", "", *oshape);
   tensors[op->getResult(0)] = TensorInfo{out, std::nullopt, false};
   KernelInfo k;
   k.name = nextKernelName();
   k.function = func.getSymName().str();
   k.kind = KernelInfo::Pointwise;
   k.blockX = kPointwiseBlock;
-  k.gridX = pointwiseGridSize(total);
+  k.gridX = dynamic ? 0 : pointwiseGridSize(total.value());
   k.args = {buffers[in.buffer].name, buffers[out].name};
+  std::vector<std::string> params = {"const " + *elt + " *__restrict__ in0",
+                                     *elt + " *__restrict__ out0"};
+  if (dynamic) {
+    k.work = total.str();
+    k.symbols = int(fplan.symbols.size());
+    llvm::append_range(params, symbolParams());
+  }
   std::string permText =
       llvm::join(llvm::map_range(perm, [](int64_t p) { return std::to_string(p); }), ", ");
   os << "// " << k.name << ": transpose [" << permText << "] to "
-     << llvm::join(llvm::map_range(oshape, [](int64_t d) { return std::to_string(d); }), "x")
-     << " (" << total << " elements), " << locationString(op.getLoc()) << "\n";
-  openKernel(k, {"const " + *elt + " *__restrict__ in0", *elt + " *__restrict__ out0"});
+     << llvm::join(llvm::map_range(*oshape, [](const SymSize &d) { return d.paren(); }), "x")
+     << " (" << total.str() << " elements), " << locationString(op.getLoc()) << "\n";
+  openKernel(k, params);
   std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
   std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
                            : "blockIdx.x * blockDim.x + threadIdx.x";
-  os << "  for (" << ity << " i = " << start << "; i < " << total << "; i += " << stride << ") {\n";
-  for (size_t d = 0; d < oshape.size(); ++d)
-    if (oshape[d] != 1)
+  os << "  for (" << ity << " i = " << start << "; i < " << total.str() << "; i += " << stride
+     << ") {\n";
+  for (size_t d = 0; d < oshape->size(); ++d)
+    if (!(*oshape)[d].isOne())
       os << "    const " << ity << " d" << d << " = " << decode[d] << ";\n";
   os << "    out0[i] = in0[" << off << "];\n  }\n}\n\n";
   addKernel(std::move(k));

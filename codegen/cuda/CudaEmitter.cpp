@@ -87,8 +87,13 @@ void FunctionEmitter::addKernel(KernelInfo k) {
 }
 
 void FunctionEmitter::addExtern(ExternCall e) {
-  std::string shape = (e.batched ? std::to_string(e.batch) + "x" : std::string()) +
-                      std::to_string(e.m) + "x" + std::to_string(e.n) + "x" + std::to_string(e.k);
+  auto size = [&](size_t i, int64_t v) {
+    if (e.dims.empty())
+      return std::to_string(v);
+    return e.dims[i].find(' ') == std::string::npos ? e.dims[i] : "(" + e.dims[i] + ")";
+  };
+  std::string shape = (e.batched ? size(0, e.batch) + "x" : std::string()) + size(1, e.m) + "x" +
+                      size(2, e.n) + "x" + size(3, e.k);
   plan.push_back(e.name + ": extern GEMM " + shape + " (MxNxK" +
                  (e.transB ? ", B transposed" : "") +
                  (e.epilogue != "none" ? ", epilogue " + e.epilogue : "") + ")(" +
@@ -185,12 +190,21 @@ void FunctionEmitter::recordUnsupported(Operation *op) {
   out.unsupported.push_back(std::move(u));
 }
 
+/// Whether every use of `v` is the shape operand of a tensor.reshape (no
+/// kernel or table: the reshape's sizes are traced by shapeOf).
+static bool onlyReshapeShape(Value v) {
+  return !v.use_empty() && llvm::all_of(v.getUses(), [](OpOperand &use) {
+    auto r = dyn_cast<tensor::ReshapeOp>(use.getOwner());
+    return r && use.get() == r.getShape();
+  });
+}
+
 LogicalResult FunctionEmitter::emitOp(Operation &op) {
   if (failed(checkDynamicSupported(op)))
     return failure();
   return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
       .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
-        if (isa<RankedTensorType>(c.getType())) {
+        if (isa<RankedTensorType>(c.getType()) && !onlyReshapeShape(c.getResult())) {
           auto dense = dyn_cast<SplatElementsAttr>(c.getValue());
           if (dense) {
             if (auto lit = attrLiteral(dense.getSplatValue<TypedAttr>()))
@@ -214,7 +228,20 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       })
       // Index computations of dynamic sizes: read through shapeOf/sizeOf.
       .Case<tensor::DimOp, arith::MulIOp>([&](Operation *) { return success(); })
-      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp>([&](Operation *r) {
+      // A reshape's shape operand: read through shapeOf (only as one).
+      .Case<tensor::FromElementsOp>([&](tensor::FromElementsOp e) -> LogicalResult {
+        if (!onlyReshapeShape(e.getResult()))
+          return e.emitError("CUDA emitter: 'tensor.from_elements' is supported as the shape of a "
+                             "reshape only");
+        return success();
+      })
+      .Case<arith::IndexCastOp, arith::DivUIOp, arith::DivSIOp, arith::AddIOp, arith::SubIOp>(
+          [&](Operation *o) -> LogicalResult {
+        if (isa<ShapedType>(o->getResult(0).getType()))
+          return o->emitError("CUDA emitter: '") << o->getName() << "' on tensors is not supported";
+        return success(); // a dynamic size: read through sizeOf
+      })
+      .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp>([&](Operation *r) {
         tensors[r->getResult(0)] = tensors.lookup(r->getOperand(0));
         return success();
       })
@@ -240,8 +267,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
           if (info.buffer < 0)
             return ret.emitError("CUDA emitter: result #")
                    << i
-                   << " is not produced by a kernel (constant results "
-                      "are not supported yet)";
+                   << " is not produced by a kernel (a constant result, or one of an op "
+                      "the emitter could not translate)";
           Buffer &b = buffers[info.buffer];
           std::string role = "result " + std::to_string(i);
           b.role = b.role == "temporary" ? role : b.role + ", " + role;
@@ -282,6 +309,8 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
     dst << "\n";
     for (const auto &[a, b] : fplan.constraints)
       dst << "// Requires " << a << " == " << b << "\n";
+    for (const auto &[a, b] : fplan.bounds)
+      dst << "// Requires " << a << " <= " << b << "\n";
   }
   dst << "// Buffers (contiguous, row-major):\n";
   for (Buffer &b : buffers) {
@@ -300,7 +329,7 @@ void FunctionEmitter::print(llvm::raw_ostream &dst) {
     info.shape.assign(b.type.getShape().begin(), b.type.getShape().end());
     for (int64_t &d : info.shape)
       d = ShapedType::isDynamic(d) ? -1 : d;
-    info.bytes = bytes.isStatic() ? bytes.c : 0;
+    info.bytes = bytes.isStatic() ? bytes.value() : 0;
     for (const SymSize &d : b.dims)
       info.dims.push_back(d.str());
     info.role = b.role;
@@ -473,14 +502,14 @@ FailureOr<CudaModule> emitCuda(ModuleOp module, const EmitOptions &options) {
       continue;
     // Every function is tried so that all unsupported ops are reported.
     FunctionEmitter fe(func, result, options, options.collectUnsupported ? &lastError : nullptr);
-    size_t kernelMark = result.kernels.size(), externMark = result.externs.size(),
-           unsupportedMark = result.unsupported.size();
+    size_t kernelMark = result.kernels.size(), externMark = result.externs.size();
     if (failed(fe.emit())) {
       if (options.collectUnsupported) {
-        // Nothing of this function is printed: drop what it had recorded.
+        // Nothing of this function is printed: drop what it had recorded,
+        // except the ops it could not translate (often why it failed: a
+        // result whose op is unsupported has no buffer to return).
         result.kernels.resize(kernelMark);
         result.externs.resize(externMark);
-        result.unsupported.resize(unsupportedMark);
         // The function itself (its signature) is unsupported: report it.
         UnsupportedOp u;
         u.function = func.getSymName().str();

@@ -62,6 +62,9 @@ struct ExternCall {
   std::string function; // the func.func it came from
   bool transB = false;
   int64_t batch = 1, m = 0, n = 0, k = 0; // batch = 1 and 2-d operands: linalg.matmul
+  /// With dynamic dims: batch, m, n, k as text (BufferInfo::dims' spelling),
+  /// evaluated per call (the int fields of a dynamic size are -1).
+  std::vector<std::string> dims;
   bool batched = false;                   // linalg.batch_matmul{,_transpose_b}
   std::string inputType, outputType;      // storage types of A/B and of C
   /// "none", or what the library applies after the product: "bias"
@@ -101,6 +104,9 @@ struct FunctionPlan {
   /// Sizes that must be equal at run time (two operands' dims indexed by one
   /// loop dim), checked by the executors before a call.
   std::vector<std::pair<std::string, std::string>> constraints;
+  /// Sizes that must not exceed others (`first <= second`: a slice's end
+  /// within its tensor), checked like `constraints`.
+  std::vector<std::pair<std::string, std::string>> bounds;
 };
 
 struct CudaModule {

@@ -73,25 +73,43 @@ struct ReductionBody {
 // Symbolic sizes (CudaSymbolic.cpp)
 //===----------------------------------------------------------------------===//
 
-/// A dim size: a constant times a product of symbols `s<k>` (the dynamic
-/// dims of the function's arguments, FunctionPlan::symbols). Kernels of a
-/// function with symbols take them as `long long s<k>` parameters.
+/// A dim size or offset: a polynomial in the symbols `s<k>` (the dynamic
+/// dims of the function's arguments, FunctionPlan::symbols) with integer
+/// coefficients — products from reshapes, sums from concats and `past + n`
+/// sizes. Kernels of a function with symbols take them as `long long s<k>`
+/// parameters; the executors evaluate the text per call.
 struct SymSize {
-  int64_t c = 1;
-  SmallVector<unsigned, 2> syms; // sorted, repeats allowed
+  /// (sorted symbol indices, repeats allowed; coefficient): canonical form,
+  /// sorted by monomial, no zero coefficients; the empty monomial is the
+  /// constant term.
+  using Monomial = SmallVector<unsigned, 2>;
+  SmallVector<std::pair<Monomial, int64_t>, 1> terms;
 
-  SymSize() = default;
-  SymSize(int64_t c) : c(c) {}
+  SymSize() : SymSize(1) {}
+  SymSize(int64_t c);
   static SymSize symbol(unsigned k);
-  bool isStatic() const { return syms.empty(); }
-  bool isOne() const { return syms.empty() && c == 1; }
-  /// `128`, `s0`, `s0 * s1 * 4`.
+  bool isStatic() const { return terms.empty() || (terms.size() == 1 && terms[0].first.empty()); }
+  /// The value of a static size (0 for the zero polynomial).
+  int64_t value() const { return terms.empty() ? 0 : terms[0].second; }
+  bool isOne() const { return isStatic() && value() == 1; }
+  /// Every coefficient >= 0: the size is >= 0 for any (non-negative) sizes.
+  bool isNonNegative() const;
+  /// `128`, `s0`, `s0 * s1 * 4`, `s0 + 1`, `s0 * 2 - 3`.
   std::string str() const;
-  /// str(), parenthesized when it is a product (for `/` and `%`).
+  /// str(), parenthesized unless it is one symbol or one number (for `/`,
+  /// `%` and `*`).
   std::string paren() const;
   SymSize operator*(const SymSize &o) const;
-  bool operator==(const SymSize &o) const { return c == o.c && syms == o.syms; }
+  SymSize operator+(const SymSize &o) const;
+  SymSize operator-(const SymSize &o) const;
+  /// The exact quotient (`s0 * 32 / 8` = `s0 * 4`, `(s0 + 1) * 2 / 2`), or
+  /// nullopt when `o` does not divide every term (or is not one term).
+  std::optional<SymSize> dividedBy(const SymSize &o) const;
+  bool operator==(const SymSize &o) const { return terms == o.terms; }
   bool operator!=(const SymSize &o) const { return !(*this == o); }
+
+private:
+  void canonicalize();
 };
 using SymShape = SmallVector<SymSize, 4>;
 SymShape staticShape(ArrayRef<int64_t> shape);
@@ -239,16 +257,16 @@ private:
                             const std::string &inner, const std::string &stores);
   /// The inputs of a serial reduction: kernel parameters and loads at
   /// indent `in` (scalars and fills by value).
-  LogicalResult loadSerialInputs(linalg::GenericOp op, ArrayRef<int64_t> ranges,
+  LogicalResult loadSerialInputs(linalg::GenericOp op, ArrayRef<SymSize> ranges,
                                  const std::string &in, std::vector<std::string> &params,
                                  std::vector<std::string> &args, std::string &loads,
                                  llvm::SmallBitVector &usedDims);
   /// The loops of a serial reduction: a grid-stride loop over the outputs
   /// (decoding the parallel dims it uses), `prologue`, the reduced dims'
   /// loops around `inner`, then `epilogue` (the stores); closes the kernel.
-  void printSerialLoops(const std::string &ity, bool wide, int64_t outputs,
-                        ArrayRef<int64_t> parallelRanges, ArrayRef<unsigned> parallelDims,
-                        ArrayRef<unsigned> reducedDims, ArrayRef<int64_t> ranges,
+  void printSerialLoops(const std::string &ity, bool wide, const SymSize &outputs,
+                        ArrayRef<SymSize> parallelRanges, ArrayRef<unsigned> parallelDims,
+                        ArrayRef<unsigned> reducedDims, ArrayRef<SymSize> ranges,
                         const llvm::SmallBitVector &usedDims, const llvm::SmallBitVector &outDims,
                         const std::string &prologue, const std::string &inner,
                         const std::string &epilogue);
@@ -266,10 +284,16 @@ private:
   LogicalResult emitInsertSlice(tensor::InsertSliceOp op);
   /// A copy kernel over `shape`: out[dst] = in[src] (or = `literal` when
   /// `src` < 0); each side addressed as offset + sum(d_k * stride_k).
-  void printStridedCopy(int src, const std::string &literal, int64_t srcOffset,
-                        ArrayRef<int64_t> srcStrides, int dst, int64_t dstOffset,
-                        ArrayRef<int64_t> dstStrides, ArrayRef<int64_t> shape, Type elt,
+  /// Sizes may be symbolic: the kernel then takes the symbols.
+  void printStridedCopy(int src, const std::string &literal, const SymSize &srcOffset,
+                        ArrayRef<SymSize> srcStrides, int dst, const SymSize &dstOffset,
+                        ArrayRef<SymSize> dstStrides, ArrayRef<SymSize> shape, Type elt,
                         const std::string &what, Location loc);
+  /// Offsets and strides of a slice (CudaSlices.cpp).
+  LogicalResult sliceLayout(Operation *op, ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<OpFoldResult> sizes, ArrayRef<int64_t> steps,
+                            ArrayRef<SymSize> full, bool insert, function_ref<bool(int64_t)> keep,
+                            SymSize &offset, SmallVector<SymSize> &strides);
   /// A fresh buffer of type `t` holding a copy of tensor `v` (a buffer or a
   /// fill), for insert_slice destinations that cannot be written in place.
   int copyToFreshBuffer(Value v, RankedTensorType t, Location loc);
@@ -327,6 +351,14 @@ private:
   /// An index value as a symbol product (constants, tensor.dim, muli,
   /// affine.apply of products).
   FailureOr<SymSize> sizeOf(Value v, Operation *user);
+  /// sizeOf of a static attribute or a value (mixed offsets and sizes).
+  FailureOr<SymSize> sizeOf(OpFoldResult v, Operation *user);
+  /// Records that `a` and `b` must be equal at run time (FunctionPlan::
+  /// constraints, checked per call) unless they are the same product.
+  void requireEqual(const SymSize &a, const SymSize &b);
+  /// Records that `a <= b` must hold at run time (FunctionPlan::bounds)
+  /// unless `b - a` is non-negative for any sizes.
+  void requireAtMost(const SymSize &a, const SymSize &b);
   /// The generic's loop ranges (a static size wherever an operand has one).
   FailureOr<SymShape> loopRangesOf(linalg::GenericOp op);
   /// Whether `op` has tensors with dynamic dims the emitter cannot handle
@@ -376,8 +408,8 @@ private:
   /// insert's copy kernel straight from the source (buffer, offset, strides).
   struct SliceView {
     int buffer;
-    int64_t offset;
-    SmallVector<int64_t> strides;
+    SymSize offset;
+    SmallVector<SymSize> strides;
   };
   llvm::DenseMap<Value, SliceView> sliceViews;
   /// Buffers created for an insert_slice chain: written in place by the

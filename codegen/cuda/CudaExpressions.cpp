@@ -244,6 +244,17 @@ std::optional<std::string> FunctionEmitter::scalarOf(Value v, Operation *user) {
   if (auto c = v.getDefiningOp<arith::ConstantOp>())
     if (auto lit = attrLiteral(c.getValue()))
       return *lit;
+  // A size computed outside the kernel (`tensor.dim` of a dynamic tensor,
+  // e.g. an embedding's row count in its bounds check): the symbols'
+  // polynomial, which dynamic kernels take as parameters.
+  if (Operation *def = v.getDefiningOp();
+      def && v.getType().isIndex() && isa<func::FuncOp>(def->getParentOp()) &&
+      !fplan.symbols.empty()) {
+    FailureOr<SymSize> size = sizeOf(v, user);
+    if (failed(size))
+      return std::nullopt;
+    return "(" + size->str() + ")";
+  }
   InFlightDiagnostic d =
       user->emitError("CUDA emitter: operand is not a scalar constant or a kernel value");
   if (Operation *def = v.getDefiningOp())

@@ -202,8 +202,11 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1], c = op.getDpsInits()[0];
   auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
   auto ct = cast<RankedTensorType>(c.getType());
-  if (!at.hasStaticShape() || !bt.hasStaticShape() || !ct.hasStaticShape())
-    return op->emitError("CUDA emitter: dynamic shapes are not supported yet");
+  // Sizes (dynamic dims: products of the arguments' symbols, passed to the
+  // library per call; the operands' shared dims must agree at run time).
+  FailureOr<SymShape> as = shapeOf(a), bs = shapeOf(b), cs = shapeOf(c);
+  if (failed(as) || failed(bs) || failed(cs))
+    return failure();
   Type in = at.getElementType(), outElt = ct.getElementType();
   auto isGemmFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16() || t.isF64(); };
   if (!isGemmFloat(in) || bt.getElementType() != in || !isGemmFloat(outElt))
@@ -221,11 +224,16 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
                          "(constant tensors are not supported yet)");
   ExternCall e;
   e.batched = at.getRank() == 3;
-  e.batch = e.batched ? at.getDimSize(0) : 1;
   unsigned r = at.getRank();
-  e.m = at.getDimSize(r - 2);
-  e.k = at.getDimSize(r - 1);
-  e.n = transB ? bt.getDimSize(r - 2) : bt.getDimSize(r - 1);
+  SymSize batch = e.batched ? (*as)[0] : SymSize(1), m = (*as)[r - 2], k = (*as)[r - 1];
+  SymSize n = transB ? (*bs)[r - 2] : (*bs)[r - 1];
+  requireEqual(k, transB ? (*bs)[r - 1] : (*bs)[r - 2]);
+  if (e.batched)
+    requireEqual(batch, (*bs)[0]);
+  auto value = [](const SymSize &s) { return s.isStatic() ? s.value() : int64_t(-1); };
+  e.batch = value(batch), e.m = value(m), e.n = value(n), e.k = value(k);
+  if (!isStatic({batch, m, n, k}))
+    e.dims = {batch.str(), m.str(), n.str(), k.str()};
   e.transB = transB;
   e.name = func.getSymName().str() + "_gemm" + std::to_string(gemmCount++);
   e.function = func.getSymName().str();
@@ -247,7 +255,8 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
       viewed = viewed.getUsers().begin()->getResult(0);
     consumer = viewed.hasOneUse() ? dyn_cast<linalg::GenericOp>(*viewed.getUsers().begin())
                                   : linalg::GenericOp();
-    if (consumer && !groups.count(consumer) && !grouped.contains(consumer) &&
+    // N static (the bias row's length); M may be symbolic.
+    if (consumer && !groups.count(consumer) && !grouped.contains(consumer) && e.n >= 0 &&
         cast<RankedTensorType>(viewed.getType()).getShape().back() == e.n)
       epilogue = matchEpilogue(consumer, viewed, in, bias);
   }
@@ -255,7 +264,7 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   // With an epilogue the library writes the consumer's result (16-bit
   // GEMMs: in the input type, rounding the f32 accumulator once).
   bool fused = epilogue && biasBuffer >= 0;
-  int out = newBuffer(fused ? RankedTensorType::get(ct.getShape(), in) : ct, "temporary");
+  int out = newBuffer(fused ? RankedTensorType::get(ct.getShape(), in) : ct, "temporary", "", *cs);
   if (fused)
     e.outputType = *storageType(in);
   tensors[result] = TensorInfo{out, std::nullopt, false};

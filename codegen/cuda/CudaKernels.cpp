@@ -58,9 +58,9 @@ LogicalResult FunctionEmitter::emitGeneric(linalg::GenericOp op) {
   parts.isReduction = numReductions > 0;
   bool serial =
       numReductions > 1 || (parts.isReduction && iters.back() != utils::IteratorType::reduction);
-  if (parts.dynamic && parts.isReduction && (op.getNumDpsInits() != 1 || serial))
+  if (parts.dynamic && parts.isReduction && op.getNumDpsInits() != 1)
     return op.emitError("CUDA emitter: dynamic shapes are supported for pointwise kernels and "
-                        "reductions over the innermost dim only");
+                        "single-output reductions only");
   if (parts.isReduction && op.getNumDpsInits() != 1)
     return emitSequentialReduction(op);
   if (serial)

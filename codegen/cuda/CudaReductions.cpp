@@ -9,7 +9,8 @@
 // combined in and the result stored. For a column reduction adjacent
 // threads read adjacent columns, so the loads coalesce; a reduction to a
 // few outputs runs on few threads (correct, not fast: a two-level
-// reduction is future work).
+// reduction is future work). Dynamic dims: loop bounds and offsets are
+// symbol products, the symbols kernel arguments (codegen/cuda/README.md).
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
@@ -17,7 +18,7 @@
 
 namespace mlir::kiln::cuda::detail {
 
-LogicalResult FunctionEmitter::loadSerialInputs(linalg::GenericOp op, ArrayRef<int64_t> ranges,
+LogicalResult FunctionEmitter::loadSerialInputs(linalg::GenericOp op, ArrayRef<SymSize> ranges,
                                                 const std::string &in,
                                                 std::vector<std::string> &params,
                                                 std::vector<std::string> &args, std::string &loads,
@@ -49,7 +50,10 @@ LogicalResult FunctionEmitter::loadSerialInputs(linalg::GenericOp op, ArrayRef<i
     std::string p = "in" + std::to_string(params.size());
     params.push_back("const " + *storageType(tt.getElementType()) + " *__restrict__ " + p);
     args.push_back(buffers[info.buffer].name);
-    std::string off = offsetExpr(maps[i], tt, ranges, false, "", usedDims);
+    FailureOr<SymShape> shape = shapeOf(operand->get());
+    if (failed(shape))
+      return failure();
+    std::string off = offsetExpr(maps[i], *shape, ranges, false, "", usedDims);
     ls << in << "const " << *valueType(tt.getElementType()) << " a" << i << " = "
        << loadExpr(p, off, tt.getElementType()) << ";\n";
     names[arg] = "a" + std::to_string(i);
@@ -58,23 +62,32 @@ LogicalResult FunctionEmitter::loadSerialInputs(linalg::GenericOp op, ArrayRef<i
 }
 
 LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  // Dynamic dims: loop bounds and strides are symbol products (kernel
+  // arguments), indices 64-bit.
+  FailureOr<SymShape> symRanges = loopRangesOf(op);
+  if (failed(symRanges))
+    return failure();
+  SymShape ranges = *symRanges;
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   unsigned numLoops = ranges.size();
-  SmallVector<int64_t> parallelRanges;
+  SymShape parallelRanges;
   SmallVector<unsigned> parallelDims, reducedDims;
-  int64_t outputs = 1, total = 1;
+  SymSize outputs(1), total(1);
   for (unsigned d = 0; d < numLoops; ++d) {
-    total *= ranges[d];
+    total = total * ranges[d];
     if (iters[d] == utils::IteratorType::parallel) {
       parallelDims.push_back(d);
       parallelRanges.push_back(ranges[d]);
-      outputs *= ranges[d];
+      outputs = outputs * ranges[d];
     } else {
       reducedDims.push_back(d);
     }
   }
-  bool wide = total + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
+  bool dynamic = !isStatic(ranges) || llvm::any_of(op->getOperandTypes(), [](Type t) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && !r.hasStaticShape();
+  });
+  bool wide = dynamic || total.value() + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31);
   std::string ity = wide ? "long long" : "int";
   std::string kname = nextKernelName();
   Block &block = op.getRegion().front();
@@ -105,11 +118,15 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
   if (!initInfo.fill)
     return op.emitError("CUDA emitter: a reduction's init must be a linalg.fill");
   llvm::SmallBitVector outDims(numLoops);
-  std::string outOff = offsetExpr(maps[op.getNumDpsInputs()], ot, ranges, false, "", outDims);
+  FailureOr<SymShape> outShape = shapeOf(init);
+  if (failed(outShape))
+    return failure();
+  std::string outOff =
+      offsetExpr(maps[op.getNumDpsInputs()], *outShape, ranges, false, "", outDims);
   for (unsigned d : reducedDims)
     if (outDims.test(d))
       return op.emitError("CUDA emitter: a reduction output indexed by a reduced dim");
-  int out = newBuffer(ot, "temporary");
+  int out = newBuffer(ot, "temporary", "", *outShape);
   tensors[op->getResult(0)] = TensorInfo{out, std::nullopt, false};
   params.push_back(*storageType(accElt) + " *__restrict__ out0");
   args.push_back(buffers[out].name);
@@ -119,16 +136,21 @@ LogicalResult FunctionEmitter::emitSerialReduction(linalg::GenericOp op) {
   k.function = func.getSymName().str();
   k.kind = KernelInfo::Pointwise;
   k.blockX = kPointwiseBlock;
-  k.gridX = pointwiseGridSize(outputs);
+  k.gridX = dynamic ? 0 : pointwiseGridSize(outputs.value());
   k.args = args;
+  if (dynamic) {
+    k.work = outputs.str();
+    k.symbols = int(fplan.symbols.size());
+    llvm::append_range(params, symbolParams());
+  }
   std::string acc = *valueType(accElt);
   std::string id = identityLiteral(red->combiner, accElt);
   std::string shape =
-      llvm::join(llvm::map_range(ranges, [](int64_t r) { return std::to_string(r); }), "x");
+      llvm::join(llvm::map_range(ranges, [](const SymSize &r) { return r.paren(); }), "x");
   std::string dims =
       llvm::join(llvm::map_range(reducedDims, [](unsigned d) { return std::to_string(d); }), ", ");
   os << "// " << kname << ": reduction (" << red->combiner.functor << ") over dims {" << dims
-     << "} of " << shape << ": " << outputs << " outputs, one thread each, serial loops, "
+     << "} of " << shape << ": " << outputs.str() << " outputs, one thread each, serial loops, "
      << locationString(op.getLoc()) << "\n";
   openKernel(k, params);
   std::string store =
@@ -170,7 +192,7 @@ LogicalResult FunctionEmitter::emitSequentialReduction(linalg::GenericOp op) {
   std::string in(4 + 2 * reducedDims.size(), ' ');
   std::vector<std::string> params, args;
   std::string loads, accs, stores, body, folds;
-  if (failed(loadSerialInputs(op, ranges, in, params, args, loads, usedDims)))
+  if (failed(loadSerialInputs(op, staticShape(ranges), in, params, args, loads, usedDims)))
     return failure();
   // The accumulators start from the inits' fills; each element's yields
   // replace them, in the generic's (sequential) order.
@@ -245,21 +267,22 @@ LogicalResult FunctionEmitter::emitSequentialReduction(linalg::GenericOp op) {
      << " (reduced dims folded in order: argmax/argmin's first extreme wins): " << outputs
      << " outputs, one thread each, serial loops, " << locationString(op.getLoc()) << "\n";
   openKernel(k, params);
-  printSerialLoops(ity, wide, outputs, parallelRanges, parallelDims, reducedDims, ranges, usedDims,
-                   outDims, accs, loads + body + folds, stores);
+  printSerialLoops(ity, wide, SymSize(outputs), staticShape(parallelRanges), parallelDims,
+                   reducedDims, staticShape(ranges), usedDims, outDims, accs, loads + body + folds,
+                   stores);
   addKernel(std::move(k));
   return success();
 }
 
 void FunctionEmitter::printSerialLoops(
-    const std::string &ity, bool wide, int64_t outputs, ArrayRef<int64_t> parallelRanges,
-    ArrayRef<unsigned> parallelDims, ArrayRef<unsigned> reducedDims, ArrayRef<int64_t> ranges,
+    const std::string &ity, bool wide, const SymSize &outputs, ArrayRef<SymSize> parallelRanges,
+    ArrayRef<unsigned> parallelDims, ArrayRef<unsigned> reducedDims, ArrayRef<SymSize> ranges,
     const llvm::SmallBitVector &usedDims, const llvm::SmallBitVector &outDims,
     const std::string &prologue, const std::string &inner, const std::string &epilogue) {
   std::string stride = wide ? "(long long)gridDim.x * blockDim.x" : "gridDim.x * blockDim.x";
   std::string start = wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
                            : "blockIdx.x * blockDim.x + threadIdx.x";
-  os << "  for (" << ity << " i = " << start << "; i < " << outputs << "; i += " << stride
+  os << "  for (" << ity << " i = " << start << "; i < " << outputs.str() << "; i += " << stride
      << ") {\n";
   SmallVector<std::string> decode = decodeLinearIndex("i", parallelRanges);
   for (auto [j, d] : llvm::enumerate(parallelDims))
@@ -268,7 +291,7 @@ void FunctionEmitter::printSerialLoops(
   os << prologue;
   std::string ind = "    ";
   for (unsigned d : reducedDims) {
-    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d] << "; ++d" << d
+    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d].str() << "; ++d" << d
        << ") {\n";
     ind += "  ";
   }

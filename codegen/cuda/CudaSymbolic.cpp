@@ -7,7 +7,7 @@
 // ops (tensor.empty sizes, tensor.dim, arith.muli, affine.apply products,
 // collapse/expand_shape, destination operands) to a constant times a
 // product of symbols. Pointwise and row-reduction kernels take the symbols
-// as `long long` parameters; every other op with a dynamic tensor is
+// as `long long` parameters, GEMM steps carry their sizes as text; every other op with a dynamic tensor is
 // refused with its name (never a kernel with a wrong size).
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
@@ -21,31 +21,107 @@
 
 namespace mlir::kiln::cuda::detail {
 
+SymSize::SymSize(int64_t c) {
+  if (c != 0)
+    terms.push_back({Monomial(), c});
+}
+
 SymSize SymSize::symbol(unsigned k) {
-  SymSize s;
-  s.syms.push_back(k);
+  SymSize s(0);
+  s.terms.push_back({Monomial{k}, 1});
   return s;
 }
 
+void SymSize::canonicalize() {
+  llvm::sort(terms, [](const auto &a, const auto &b) { return a.first < b.first; });
+  decltype(terms) merged;
+  for (auto &t : terms) {
+    if (!merged.empty() && merged.back().first == t.first)
+      merged.back().second += t.second;
+    else
+      merged.push_back(t);
+  }
+  llvm::erase_if(merged, [](const auto &t) { return t.second == 0; });
+  terms = std::move(merged);
+}
+
+bool SymSize::isNonNegative() const {
+  return llvm::all_of(terms, [](const auto &t) { return t.second >= 0; });
+}
+
 std::string SymSize::str() const {
-  if (syms.empty())
-    return std::to_string(c);
-  std::string s =
-      llvm::join(llvm::map_range(syms, [](unsigned k) { return "s" + std::to_string(k); }), " * ");
-  return c == 1 ? s : s + " * " + std::to_string(c);
+  if (terms.empty())
+    return "0";
+  // Terms with symbols first, the constant last: `s0 * 2 + 1`.
+  SmallVector<std::pair<Monomial, int64_t>, 2> ordered(terms.begin(), terms.end());
+  if (ordered.front().first.empty())
+    std::rotate(ordered.begin(), ordered.begin() + 1, ordered.end());
+  std::string s;
+  for (auto [i, t] : llvm::enumerate(ordered)) {
+    const auto &[mono, coeff] = t;
+    int64_t c = i > 0 ? std::abs(coeff) : coeff;
+    if (i > 0)
+      s += coeff < 0 ? " - " : " + ";
+    std::string term =
+        llvm::join(llvm::map_range(mono, [](unsigned k) { return "s" + std::to_string(k); }), " * ");
+    if (term.empty())
+      term = std::to_string(c);
+    else if (c != 1)
+      term += " * " + std::to_string(c);
+    s += term;
+  }
+  return s;
 }
 
 std::string SymSize::paren() const {
-  std::string s = str();
-  return syms.size() + (c != 1 && !syms.empty()) > 1 ? "(" + s + ")" : s;
+  bool single = terms.empty() ||
+                (terms.size() == 1 && terms[0].second >= 0 &&
+                 (terms[0].first.empty() || (terms[0].first.size() == 1 && terms[0].second == 1)));
+  return single ? str() : "(" + str() + ")";
 }
 
 SymSize SymSize::operator*(const SymSize &o) const {
-  SymSize r;
-  r.c = c * o.c;
-  r.syms = syms;
-  r.syms.append(o.syms.begin(), o.syms.end());
-  llvm::sort(r.syms);
+  SymSize r(0);
+  for (const auto &[m1, c1] : terms)
+    for (const auto &[m2, c2] : o.terms) {
+      Monomial m = m1;
+      m.append(m2.begin(), m2.end());
+      llvm::sort(m);
+      r.terms.push_back({m, c1 * c2});
+    }
+  r.canonicalize();
+  return r;
+}
+
+SymSize SymSize::operator+(const SymSize &o) const {
+  SymSize r = *this;
+  r.terms.append(o.terms.begin(), o.terms.end());
+  r.canonicalize();
+  return r;
+}
+
+SymSize SymSize::operator-(const SymSize &o) const { return *this + o * SymSize(-1); }
+
+std::optional<SymSize> SymSize::dividedBy(const SymSize &o) const {
+  if (*this == o)
+    return SymSize(1);
+  if (o.terms.size() != 1)
+    return std::nullopt;
+  const auto &[dm, dc] = o.terms[0];
+  SymSize r(0);
+  for (const auto &[m, c] : terms) {
+    if (c % dc != 0)
+      return std::nullopt;
+    Monomial q = m;
+    for (unsigned k : dm) {
+      auto *it = llvm::find(q, k);
+      if (it == q.end())
+        return std::nullopt;
+      q.erase(it);
+    }
+    r.terms.push_back({q, c / dc});
+  }
+  r.canonicalize();
   return r;
 }
 
@@ -93,25 +169,25 @@ std::vector<std::string> FunctionEmitter::symbolParams() const {
   return p;
 }
 
-/// The product an affine expression computes over `operands` (dims first,
-/// then symbols), or failure for anything but products of them and
-/// constants.
-static FailureOr<SymSize> affineProduct(AffineExpr e, ArrayRef<FailureOr<SymSize>> operands,
-                                        unsigned numDims) {
+/// The polynomial an affine expression computes over `operands` (dims
+/// first, then symbols), or failure for anything but sums and products of
+/// them and constants (floordiv, mod, ceildiv).
+static FailureOr<SymSize> affineSize(AffineExpr e, ArrayRef<FailureOr<SymSize>> operands,
+                                     unsigned numDims) {
   if (auto c = dyn_cast<AffineConstantExpr>(e))
     return SymSize(c.getValue());
   if (auto d = dyn_cast<AffineDimExpr>(e))
     return operands[d.getPosition()];
   if (auto s = dyn_cast<AffineSymbolExpr>(e))
     return operands[numDims + s.getPosition()];
-  if (e.getKind() != AffineExprKind::Mul)
+  if (e.getKind() != AffineExprKind::Mul && e.getKind() != AffineExprKind::Add)
     return failure();
   auto b = cast<AffineBinaryOpExpr>(e);
-  FailureOr<SymSize> l = affineProduct(b.getLHS(), operands, numDims);
-  FailureOr<SymSize> r = affineProduct(b.getRHS(), operands, numDims);
+  FailureOr<SymSize> l = affineSize(b.getLHS(), operands, numDims);
+  FailureOr<SymSize> r = affineSize(b.getRHS(), operands, numDims);
   if (failed(l) || failed(r))
     return failure();
-  return *l * *r;
+  return e.getKind() == AffineExprKind::Mul ? *l * *r : *l + *r;
 }
 
 FailureOr<SymSize> FunctionEmitter::sizeOf(Value v, Operation *user) {
@@ -124,11 +200,23 @@ FailureOr<SymSize> FunctionEmitter::sizeOf(Value v, Operation *user) {
     FailureOr<SymShape> s = shapeOf(dim.getSource());
     if (i && succeeded(s) && *i < int64_t(s->size()))
       return (*s)[*i];
-  } else if (auto mul = dyn_cast_or_null<arith::MulIOp>(def)) {
-    FailureOr<SymSize> l = sizeOf(mul.getLhs(), user), r = sizeOf(mul.getRhs(), user);
-    if (succeeded(l) && succeeded(r))
+  } else if (isa_and_nonnull<arith::MulIOp, arith::AddIOp, arith::SubIOp>(def)) {
+    FailureOr<SymSize> l = sizeOf(def->getOperand(0), user), r = sizeOf(def->getOperand(1), user);
+    if (failed(l) || failed(r))
+      return failure();
+    if (isa<arith::MulIOp>(def))
       return *l * *r;
-    return failure();
+    return isa<arith::AddIOp>(def) ? *l + *r : *l - *r;
+  } else if (auto cast = dyn_cast_or_null<arith::IndexCastOp>(def)) {
+    return sizeOf(cast.getIn(), user);
+  } else if (isa_and_nonnull<arith::DivUIOp, arith::DivSIOp>(def)) {
+    // An exact quotient (a reshape's `-1` dim: the element count over the
+    // static dims).
+    FailureOr<SymSize> l = sizeOf(def->getOperand(0), user), r = sizeOf(def->getOperand(1), user);
+    if (failed(l) || failed(r))
+      return failure();
+    if (std::optional<SymSize> q = l->dividedBy(*r))
+      return *q;
   } else if (def && def->getName().getStringRef() == "affine.apply") {
     // affine.apply (no dependency on the affine dialect: its map attribute).
     auto map = def->getAttrOfType<AffineMapAttr>("map");
@@ -138,16 +226,22 @@ FailureOr<SymSize> FunctionEmitter::sizeOf(Value v, Operation *user) {
     if (map && map.getValue().getNumResults() == 1 &&
         llvm::all_of(operands, [](auto &o) { return succeeded(o); })) {
       FailureOr<SymSize> r =
-          affineProduct(map.getValue().getResult(0), operands, map.getValue().getNumDims());
+          affineSize(map.getValue().getResult(0), operands, map.getValue().getNumDims());
       if (succeeded(r))
         return r;
     }
   }
   InFlightDiagnostic d = user->emitError(
-      "CUDA emitter: a dynamic size is not a product of the arguments' dims (symbols)");
+      "CUDA emitter: a dynamic size is not a polynomial in the arguments' dims (symbols)");
   if (def)
     d.attachNote(def->getLoc()) << "computed by '" << def->getName() << "'";
   return failure();
+}
+
+FailureOr<SymSize> FunctionEmitter::sizeOf(OpFoldResult v, Operation *user) {
+  if (auto a = dyn_cast<Attribute>(v))
+    return SymSize(cast<IntegerAttr>(a).getInt());
+  return sizeOf(cast<Value>(v), user);
 }
 
 FailureOr<SymShape> FunctionEmitter::shapeOf(Value v) {
@@ -196,6 +290,27 @@ FailureOr<SymShape> FunctionEmitter::shapeOf(Value v) {
         return failure();
       s.push_back(*size);
     }
+  } else if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
+    llvm::SmallBitVector dropped = slice.getDroppedDims();
+    for (auto [k, size] : llvm::enumerate(slice.getMixedSizes())) {
+      if (dropped.test(k))
+        continue;
+      FailureOr<SymSize> d = sizeOf(size, slice);
+      if (failed(d))
+        return failure();
+      s.push_back(*d);
+    }
+  } else if (auto r = dyn_cast_or_null<tensor::ReshapeOp>(def)) {
+    // The shape operand: sizes (index_cast of index values) or constants.
+    auto elements = r.getShape().getDefiningOp<tensor::FromElementsOp>();
+    if (!elements)
+      return r.emitError("CUDA emitter: a dynamic reshape's shape is not built from sizes");
+    for (Value size : elements.getElements()) {
+      FailureOr<SymSize> d = sizeOf(size, r);
+      if (failed(d))
+        return failure();
+      s.push_back(*d);
+    }
   } else if (auto dps = dyn_cast_or_null<DestinationStyleOpInterface>(def)) {
     FailureOr<SymShape> init = shapeOf(dps.getDpsInits()[cast<OpResult>(v).getResultNumber()]);
     if (failed(init))
@@ -210,6 +325,22 @@ FailureOr<SymShape> FunctionEmitter::shapeOf(Value v) {
   }
   symShapes[v] = s;
   return s;
+}
+
+void FunctionEmitter::requireEqual(const SymSize &a, const SymSize &b) {
+  if (a == b)
+    return;
+  std::pair<std::string, std::string> c{a.str(), b.str()};
+  if (!llvm::is_contained(fplan.constraints, c))
+    fplan.constraints.push_back(c);
+}
+
+void FunctionEmitter::requireAtMost(const SymSize &a, const SymSize &b) {
+  if ((b - a).isNonNegative())
+    return;
+  std::pair<std::string, std::string> c{a.str(), b.str()};
+  if (!llvm::is_contained(fplan.bounds, c))
+    fplan.bounds.push_back(c);
 }
 
 FailureOr<SymShape> FunctionEmitter::loopRangesOf(linalg::GenericOp op) {
@@ -238,10 +369,8 @@ FailureOr<SymShape> FunctionEmitter::loopRangesOf(linalg::GenericOp op) {
       if (!found[d]) {
         r[d] = (*s)[k];
         found[d] = true;
-      } else if ((*s)[k] != r[d]) {
-        std::pair<std::string, std::string> c{r[d].str(), (*s)[k].str()};
-        if (!llvm::is_contained(fplan.constraints, c))
-          fplan.constraints.push_back(c);
+      } else {
+        requireEqual(r[d], (*s)[k]);
       }
     }
   }
@@ -259,12 +388,15 @@ LogicalResult FunctionEmitter::checkDynamicSupported(Operation &op) {
   if (!llvm::any_of(op.getOperandTypes(), dynamic) && !llvm::any_of(op.getResultTypes(), dynamic))
     return success();
   if (isa<tensor::EmptyOp, linalg::FillOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-          tensor::DimOp, linalg::GenericOp, func::ReturnOp>(op))
+          tensor::DimOp, tensor::ReshapeOp, tensor::FromElementsOp, linalg::GenericOp,
+          linalg::TransposeOp, tensor::ExtractSliceOp, tensor::InsertSliceOp,
+          func::ReturnOp, linalg::MatmulOp,
+          linalg::MatmulTransposeBOp, linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op))
     return success();
   return op.emitError("CUDA emitter: '")
          << op.getName()
          << "' with dynamic shapes is not supported yet (dynamic dims are kernel arguments of "
-            "pointwise and row-reduction kernels only)";
+            "pointwise and row-reduction kernels and GEMMs only)";
 }
 
 } // namespace mlir::kiln::cuda::detail

@@ -102,6 +102,13 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
     e["m"] = x.m;
     e["n"] = x.n;
     e["k"] = x.k;
+    if (!x.dims.empty()) { // symbolic sizes (kiln/cuda/symbolic.py evaluates them)
+      static const char *const keys[] = {"batch", "m", "n", "k"};
+      nb::dict dims;
+      for (size_t i = 0; i < x.dims.size(); ++i)
+        dims[keys[i]] = x.dims[i];
+      e["dims"] = dims;
+    }
     e["input_type"] = x.inputType;
     e["output_type"] = x.outputType;
     e["args"] = strings(x.args);
@@ -154,8 +161,13 @@ nb::dict toPython(const mlir::kiln::cuda::CudaModule &m) {
     nb::list constraints;
     for (const auto &[a, b] : f.constraints)
       constraints.append(nb::make_tuple(a, b));
-    if (!f.symbols.empty())
+    nb::list bounds;
+    for (const auto &[a, b] : f.bounds)
+      bounds.append(nb::make_tuple(a, b));
+    if (!f.symbols.empty()) {
       e["constraints"] = constraints;
+      e["bounds"] = bounds;
+    }
     if (!f.symbols.empty()) {
       nb::list dims;
       for (const auto &r : f.resultDims)

@@ -175,6 +175,20 @@ def test_reduction_over_symbolic_dim():
     assert _run(f, [(4, 8), (9, 8), (17, 8)], True) == (1, 0, 1)
 
 
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_argmax_over_symbolic_dims_keeps_one_graph(dim, keepdim):
+    """argmax/argmin results take their dims from the input's (they were
+    "an expression of symbolic sizes" and specialized every size)."""
+    def fn(x):
+        return torch.argmax(x * 2, dim, keepdim) + torch.argmin(x, dim, keepdim)
+    cf = kiln.compile(fn, dynamic=True)
+    for n in (4, 9, 13):
+        x = torch.randn(n, n + 3)
+        torch.testing.assert_close(cf(x), fn(x))
+    assert _counts() == (1, 0, 1)
+
+
 def test_parameters_stay_static_under_dynamic_true():
     lin = torch.nn.Linear(64, 32)
     def f(x):

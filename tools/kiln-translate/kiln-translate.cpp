@@ -6,7 +6,8 @@
 // each function's launch plan). `--nvrtc-arch=80,90` also compiles the
 // source with NVRTC for each arch and prints one line per arch (builds with
 // NVRTC only). `--no-prepare` emits from IR that is already fused linalg.
-// `--collect-unsupported` emits what it can and lists the ops it cannot
+// `--print-prepared` prints that fused linalg (what the emitter reads) and
+// stops. `--collect-unsupported` emits what it can and lists the ops it cannot
 // (one `unsupported:` line each on stderr) instead of failing.
 //===----------------------------------------------------------------------===//
 #include "registration/Registration.h"
@@ -35,6 +36,8 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file"), cl::ini
 static cl::opt<bool> toCuda("kiln-to-cuda", cl::desc("Emit CUDA C++ source"));
 static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
+static cl::opt<bool> printPrepared(
+    "print-prepared", cl::desc("Print the fused linalg the emitter reads (after the pipeline), stop"));
 static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
 static cl::opt<bool>
@@ -82,6 +85,10 @@ int main(int argc, char **argv) {
     kiln::cuda::buildCudaPreparePipeline(pm);
     if (failed(pm.run(*module)))
       return 1;
+  }
+  if (printPrepared) {
+    module->print(llvm::outs());
+    return 0;
   }
   kiln::cuda::EmitOptions emitOptions;
   emitOptions.fuseRows = !noRowFusion;

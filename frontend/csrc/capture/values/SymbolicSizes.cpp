@@ -461,6 +461,12 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
                name == "kiln.min" || name == "kiln.prod") {
       int64_t in = reductionInputDim(op, d);
       sym = in >= 0 ? from(op->getOperand(0), in) : -1;
+    } else if (name == "kiln.argmax" || name == "kiln.argmin") {
+      // One reduced dim, kept as size 1 or dropped.
+      int64_t dim = op->getAttrOfType<mlir::IntegerAttr>("dim").getInt();
+      bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
+      int64_t in = keep ? (d == dim ? -1 : d) : (d < dim ? d : d + 1);
+      sym = in >= 0 ? from(op->getOperand(0), in) : -1;
     } else if (name == "kiln.reshape") {
       // The one symbolic input dim whose static neighbours multiply to the
       // same products on both sides.

@@ -3,11 +3,13 @@
 
 A function whose arguments have dynamic (``?``) dims is emitted once with
 symbols ``s<k>`` (codegen/cuda/CudaSymbolic.cpp): ``symbols`` lists the
-(argument, dim) each comes from, buffers carry ``dims`` (text: a number or
-a product such as ``s0 * s1 * 4``), kernels over symbolic sizes take the
+(argument, dim) each comes from, ``constraints`` and ``bounds`` the sizes
+that must be equal or not exceed others, buffers carry ``dims`` (text: a
+number or a polynomial such as ``s0 * s1 * 4`` or ``s0 + 1``), kernels over symbolic sizes take the
 symbols as trailing ``long long`` parameters and carry ``work`` (the
 pointwise loop's trip count, or the number of rows) and ``row_length``
-instead of a grid. ``specialize`` evaluates all of that for one call's
+instead of a grid, GEMM steps (externs) carry ``dims`` (their batch, m, n
+and k as text). ``specialize`` evaluates all of that for one call's
 symbol values and returns a static plan (the same schema as a static
 function's, kernels with ``scalars``: the values passed after the buffers)
 that every executor runs unchanged; the source (and so the cubin) stays
@@ -17,6 +19,9 @@ configuration"). Imports only the standard library.
 """
 from __future__ import annotations
 
+import ast
+import operator
+
 POINTWISE_BLOCK = 256
 MAX_POINTWISE_GRID = 4096
 MAX_GRID = 65535
@@ -24,15 +29,26 @@ ITEMSIZE = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "double": 8, "bool": 1,
             "signed char": 1, "short": 2, "int": 4, "long long": 8}
 
 
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+
 def evaluate(expr, values) -> int:
-    """The value of a dim (an int, or text like ``s0 * s1 * 4``)."""
+    """The value of a dim (an int, or text like ``s0 * s1 * 4`` or
+    ``s0 + 1``: a polynomial in the symbols, as codegen/cuda prints it)."""
     if isinstance(expr, int):
         return expr
-    result = 1
-    for factor in str(expr).split("*"):
-        factor = factor.strip()
-        result *= values[int(factor[1:])] if factor.startswith("s") else int(factor)
-    return result
+
+    def walk(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name) and node.id[:1] == "s" and node.id[1:].isdigit():
+            return values[int(node.id[1:])]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        raise ValueError(f"kiln.cuda: not a size expression: {expr!r}")
+    return walk(ast.parse(str(expr), mode="eval").body)
 
 
 def pointwise_grid(work: int) -> int:
@@ -54,6 +70,11 @@ def bind(fn: dict, shapes) -> tuple:
         if evaluate(a, values) != evaluate(b, values):
             names = {f"s{k}": f"input {arg} dim {dim}" for k, (arg, dim) in enumerate(fn["symbols"])}
             raise ValueError(f"kiln.cuda: {fn['name']}: sizes {a} and {b} must be equal "
+                             f"(symbols: {names}; values {values})")
+    for a, b in fn.get("bounds", ()):
+        if evaluate(a, values) > evaluate(b, values):
+            names = {f"s{k}": f"input {arg} dim {dim}" for k, (arg, dim) in enumerate(fn["symbols"])}
+            raise ValueError(f"kiln.cuda: {fn['name']}: a slice ends at {a}, past the size {b} "
                              f"(symbols: {names}; values {values})")
     return values
 
@@ -83,9 +104,15 @@ def specialize(emitted: dict, function: str, values: tuple) -> dict:
                 k["grid"], k["block"] = pointwise_grid(work), POINTWISE_BLOCK
             k["scalars"] = list(values[:k.pop("symbols")])
         kernels.append(k)
+    externs = []
+    for e in emitted["externs"]:
+        if e["function"] == function and "dims" in e:
+            e = dict(e)
+            e.update({key: evaluate(d, values) for key, d in e.pop("dims").items()})
+        externs.append(e)
     fn = dict(fn)
     fn["result_shapes"] = [[evaluate(d, values) for d in dims]
                            for dims in fn.pop("result_dims", fn["result_shapes"])]
-    fn["symbols"], fn["constraints"] = [], []
+    fn["symbols"], fn["constraints"], fn["bounds"] = [], [], []
     functions = [fn if f["name"] == function else f for f in emitted["functions"]]
-    return dict(emitted, buffers=buffers, kernels=kernels, functions=functions)
+    return dict(emitted, buffers=buffers, kernels=kernels, externs=externs, functions=functions)
