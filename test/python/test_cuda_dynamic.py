@@ -230,6 +230,34 @@ def test_plan_executor_runs_several_sizes(tmp_path):
     assert [line.split()[2] for line in launches] == ["grid=3,1,1", "grid=50,1,1", "grid=2,1,1"]
 
 
+@requires_nvrtc
+def test_plan_executor_runs_symbolic_gemms(tmp_path):
+    """runtime/cuda's Plan with the fake cuBLASLt: the GEMM steps of one `?`
+    graph get their sizes per call (batched scores, softmax, batched
+    output; a Linear with its bias+ReLU epilogue)."""
+    ir = "module {\n" + IR + "\n}"
+    out, log = emulate(tmp_path, f"""
+        import torch, kiln.cuda
+        att = kiln.cuda.compile_ir({ir!r}, "attention")
+        lin = kiln.cuda.compile_ir({ir!r}, "linear_relu")
+        for n in (3, 10, 2):
+            q, k, v = (torch.randn(n + 1, n, 8) for _ in range(3))
+            (got,) = att.run_on([q, k, v], q.device, 0, 0)
+            want = torch.softmax(q @ k.transpose(1, 2), 2) @ v
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+            x, w, b = torch.randn(4 * n, 16), torch.randn(32, 16), torch.randn(32)
+            (got,) = lin.run_on([x, w, b], x.device, 0, 0)
+            torch.testing.assert_close(got, torch.relu(x @ w.T + b), rtol=1e-4, atol=1e-5)
+        print(len(att._specialized), len(lin._specialized), att.executor)
+    """, host_ir=ir)
+    assert out.strip() == "3 3 plan"
+    # The fake cuBLASLt's log: one call per GEMM step, its sizes per call
+    # (the attention's batch is n + 1).
+    batches = {f for line in log if line.startswith("gemm ") for f in line.split()
+               if f.startswith("batch=")}
+    assert {"batch=4", "batch=11", "batch=3"} <= batches
+
+
 def test_symbolic_gemm_steps_and_checks(emitted):
     """GEMM sizes are text evaluated per call; the operands' shared dims,
     a concat's other dims and a slice's end are checked per call."""
