@@ -237,10 +237,11 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       })
       .Case<arith::IndexCastOp, arith::DivUIOp, arith::DivSIOp, arith::AddIOp, arith::SubIOp>(
           [&](Operation *o) -> LogicalResult {
-        if (isa<ShapedType>(o->getResult(0).getType()))
-          return o->emitError("CUDA emitter: '") << o->getName() << "' on tensors is not supported";
-        return success(); // a dynamic size: read through sizeOf
-      })
+            if (isa<ShapedType>(o->getResult(0).getType()))
+              return o->emitError("CUDA emitter: '")
+                     << o->getName() << "' on tensors is not supported";
+            return success(); // a dynamic size: read through sizeOf
+          })
       .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp>([&](Operation *r) {
         tensors[r->getResult(0)] = tensors.lookup(r->getOperand(0));
         return success();
@@ -376,6 +377,9 @@ struct kiln_maximum_op { template <typename T> __device__ T operator()(T a, T b)
 struct kiln_minimum_op { template <typename T> __device__ T operator()(T a, T b) const { return kiln_minimum(a, b); } };
 struct kiln_maxnum_op { template <typename T> __device__ T operator()(T a, T b) const { return kiln_maxnum(a, b); } };
 struct kiln_minnum_op { template <typename T> __device__ T operator()(T a, T b) const { return kiln_minnum(a, b); } };
+// any()/all(): a bool's warp shuffle comes back as an int, hence two types.
+struct kiln_or { template <typename T, typename U> __device__ T operator()(T a, U b) const { return a | b; } };
+struct kiln_and { template <typename T, typename U> __device__ T operator()(T a, U b) const { return a & b; } };
 
 // Block-wide reduction (blockDim.x a multiple of 32, at most 1024): warp
 // shuffles, one partial per warp in shared memory, warp 0 reduces those.

@@ -65,8 +65,8 @@ struct ExternCall {
   /// With dynamic dims: batch, m, n, k as text (BufferInfo::dims' spelling),
   /// evaluated per call (the int fields of a dynamic size are -1).
   std::vector<std::string> dims;
-  bool batched = false;                   // linalg.batch_matmul{,_transpose_b}
-  std::string inputType, outputType;      // storage types of A/B and of C
+  bool batched = false;              // linalg.batch_matmul{,_transpose_b}
+  std::string inputType, outputType; // storage types of A/B and of C
   /// "none", or what the library applies after the product: "bias"
   /// (C + bias row), "bias_relu" (max(C + bias, 0)) or "bias_gelu_tanh"
   /// (the tanh GELU of C + bias); the bias buffer is then args[3].

@@ -126,6 +126,11 @@ std::optional<Combiner> combinerOf(Operation *op) {
     return Combiner{"kiln_maxnum_op", "min"};
   if (isa<arith::MinSIOp>(op))
     return Combiner{"kiln_minnum_op", "max"};
+  // any()/all() (bool max/min as or/and).
+  if (isa<arith::OrIOp>(op))
+    return Combiner{"kiln_or", "0"};
+  if (isa<arith::AndIOp>(op))
+    return Combiner{"kiln_and", "ones"};
   return std::nullopt;
 }
 
@@ -135,9 +140,11 @@ std::string identityLiteral(const Combiner &c, Type t) {
   std::string id = c.identity;
   bool wideInt = !isFloat && t.getIntOrFloatBitWidth() > 32;
   if (id == "0")
-    return isFloat ? floatLiteral(0.0, isDouble) : wideInt ? "0LL" : "0";
+    return isFloat ? floatLiteral(0.0, isDouble) : t.isInteger(1) ? "false" : wideInt ? "0LL" : "0";
   if (id == "1")
     return isFloat ? floatLiteral(1.0, isDouble) : wideInt ? "1LL" : "1";
+  if (id == "ones")
+    return t.isInteger(1) ? "true" : wideInt ? "-1LL" : "-1";
   if (id == "-inf" || id == "+inf")
     return floatLiteral(id == "-inf" ? -INFINITY : INFINITY, isDouble);
   unsigned w = t.getIntOrFloatBitWidth();
@@ -247,9 +254,9 @@ std::optional<std::string> FunctionEmitter::scalarOf(Value v, Operation *user) {
   // A size computed outside the kernel (`tensor.dim` of a dynamic tensor,
   // e.g. an embedding's row count in its bounds check): the symbols'
   // polynomial, which dynamic kernels take as parameters.
-  if (Operation *def = v.getDefiningOp();
-      def && v.getType().isIndex() && isa<func::FuncOp>(def->getParentOp()) &&
-      !fplan.symbols.empty()) {
+  if (Operation *def = v.getDefiningOp(); def && v.getType().isIndex() &&
+                                          isa<func::FuncOp>(def->getParentOp()) &&
+                                          !fplan.symbols.empty()) {
     FailureOr<SymSize> size = sizeOf(v, user);
     if (failed(size))
       return std::nullopt;

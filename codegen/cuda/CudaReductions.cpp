@@ -291,8 +291,8 @@ void FunctionEmitter::printSerialLoops(
   os << prologue;
   std::string ind = "    ";
   for (unsigned d : reducedDims) {
-    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d].str() << "; ++d" << d
-       << ") {\n";
+    os << ind << "for (" << ity << " d" << d << " = 0; d" << d << " < " << ranges[d].str()
+       << "; ++d" << d << ") {\n";
     ind += "  ";
   }
   os << inner;

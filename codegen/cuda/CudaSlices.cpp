@@ -60,7 +60,8 @@ void FunctionEmitter::printStridedCopy(int src, const std::string &literal,
            bufs[b].type.getNumElements() >= (int64_t(1) << 31);
   };
   // Symbolic sizes are unbounded: 64-bit indices.
-  bool wide = dynamic || total.value() + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31) ||
+  bool wide = dynamic ||
+              total.value() + kMaxPointwiseGrid * kPointwiseBlock >= (int64_t(1) << 31) ||
               huge(dst, buffers) || huge(src, buffers);
   std::string st = *storageType(elt);
   std::string ity = wide ? "long long" : "int";
@@ -83,8 +84,8 @@ void FunctionEmitter::printStridedCopy(int src, const std::string &literal,
     llvm::append_range(params, symbolParams());
   }
   os << "// " << k.name << ": " << what << " over "
-     << llvm::join(llvm::map_range(shape, [](const SymSize &d) { return d.paren(); }), "x")
-     << " (" << total.str() << " elements), " << locationString(loc) << "\n";
+     << llvm::join(llvm::map_range(shape, [](const SymSize &d) { return d.paren(); }), "x") << " ("
+     << total.str() << " elements), " << locationString(loc) << "\n";
   openKernel(k, params);
   os << "  for (" << ity << " i = "
      << (wide ? "(long long)blockIdx.x * blockDim.x + threadIdx.x"
@@ -113,11 +114,11 @@ int FunctionEmitter::copyToFreshBuffer(Value v, RankedTensorType t, Location loc
   int fresh = newBuffer(t, "temporary", "", *shape);
   SmallVector<SymSize> strides = rowMajorStrides(*shape);
   if (info.buffer >= 0)
-    printStridedCopy(info.buffer, "", SymSize(0), strides, fresh, SymSize(0), strides, *shape, t.getElementType(),
-                     "copy", loc);
+    printStridedCopy(info.buffer, "", SymSize(0), strides, fresh, SymSize(0), strides, *shape,
+                     t.getElementType(), "copy", loc);
   else if (info.fill)
-    printStridedCopy(-1, *info.fill, SymSize(0), strides, fresh, SymSize(0), strides, *shape, t.getElementType(),
-                     "fill", loc);
+    printStridedCopy(-1, *info.fill, SymSize(0), strides, fresh, SymSize(0), strides, *shape,
+                     t.getElementType(), "fill", loc);
   return fresh;
 }
 
@@ -199,9 +200,9 @@ LogicalResult FunctionEmitter::emitExtractSlice(tensor::ExtractSliceOp op) {
   llvm::SmallBitVector dropped = op.getDroppedDims();
   SymSize offset(0);
   SmallVector<SymSize> strides;
-  if (failed(sliceLayout(op, op.getMixedOffsets(), op.getMixedSizes(), op.getStaticStrides(),
-                         *source, /*insert=*/false, [&](int64_t k) { return !dropped.test(k); },
-                         offset, strides)))
+  if (failed(sliceLayout(
+          op, op.getMixedOffsets(), op.getMixedSizes(), op.getStaticStrides(), *source,
+          /*insert=*/false, [&](int64_t k) { return !dropped.test(k); }, offset, strides)))
     return failure();
   if (int64_t(strides.size()) != rt.getRank())
     return op.emitError("CUDA emitter: unexpected rank-reducing slice");
@@ -256,9 +257,9 @@ LogicalResult FunctionEmitter::emitInsertSlice(tensor::InsertSliceOp op) {
   tensors[op.getResult()] = TensorInfo{dst, std::nullopt, false};
   SymSize offset(0);
   SmallVector<SymSize> strides;
-  if (failed(sliceLayout(op, op.getMixedOffsets(), op.getMixedSizes(), op.getStaticStrides(),
-                         *dshape, /*insert=*/true, [&](int64_t k) { return !mask->contains(k); },
-                         offset, strides)))
+  if (failed(sliceLayout(
+          op, op.getMixedOffsets(), op.getMixedSizes(), op.getStaticStrides(), *dshape,
+          /*insert=*/true, [&](int64_t k) { return !mask->contains(k); }, offset, strides)))
     return failure();
   if (view != sliceViews.end()) {
     printStridedCopy(view->second.buffer, "", view->second.offset, view->second.strides, dst,
@@ -268,8 +269,8 @@ LogicalResult FunctionEmitter::emitInsertSlice(tensor::InsertSliceOp op) {
   }
   if (src.empty && src.buffer < 0)
     return success(); // undefined contents: nothing to copy
-  printStridedCopy(src.buffer, src.fill.value_or(""), SymSize(0), rowMajorStrides(*sshape), dst, offset,
-                   strides, *sshape, dt.getElementType(),
+  printStridedCopy(src.buffer, src.fill.value_or(""), SymSize(0), rowMajorStrides(*sshape), dst,
+                   offset, strides, *sshape, dt.getElementType(),
                    src.buffer >= 0 ? "insert" : "insert constant", op.getLoc());
   return success();
 }

@@ -7,8 +7,8 @@
 // ops (tensor.empty sizes, tensor.dim, arith.muli, affine.apply products,
 // collapse/expand_shape, destination operands) to a constant times a
 // product of symbols. Pointwise and row-reduction kernels take the symbols
-// as `long long` parameters, GEMM steps carry their sizes as text; every other op with a dynamic tensor is
-// refused with its name (never a kernel with a wrong size).
+// as `long long` parameters, GEMM steps carry their sizes as text; every other op with a dynamic
+// tensor is refused with its name (never a kernel with a wrong size).
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaEmitterInternal.h"
 
@@ -62,8 +62,8 @@ std::string SymSize::str() const {
     int64_t c = i > 0 ? std::abs(coeff) : coeff;
     if (i > 0)
       s += coeff < 0 ? " - " : " + ";
-    std::string term =
-        llvm::join(llvm::map_range(mono, [](unsigned k) { return "s" + std::to_string(k); }), " * ");
+    std::string term = llvm::join(
+        llvm::map_range(mono, [](unsigned k) { return "s" + std::to_string(k); }), " * ");
     if (term.empty())
       term = std::to_string(c);
     else if (c != 1)
@@ -389,9 +389,9 @@ LogicalResult FunctionEmitter::checkDynamicSupported(Operation &op) {
     return success();
   if (isa<tensor::EmptyOp, linalg::FillOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
           tensor::DimOp, tensor::ReshapeOp, tensor::FromElementsOp, linalg::GenericOp,
-          linalg::TransposeOp, tensor::ExtractSliceOp, tensor::InsertSliceOp,
-          func::ReturnOp, linalg::MatmulOp,
-          linalg::MatmulTransposeBOp, linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op))
+          linalg::TransposeOp, tensor::ExtractSliceOp, tensor::InsertSliceOp, func::ReturnOp,
+          linalg::MatmulOp, linalg::MatmulTransposeBOp, linalg::BatchMatmulOp,
+          linalg::BatchMatmulTransposeBOp>(op))
     return success();
   return op.emitError("CUDA emitter: '")
          << op.getName()

@@ -83,6 +83,10 @@ CASES = {
     "argmin_long_rows_bf16": (lambda x: x.argmin(-1), [(5, 700)], torch.bfloat16),
     "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1) @ v,
                   [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
+    # any()/all(): bool or/and combiners (a row block's warp shuffles, a
+    # column's serial loop).
+    "any_rows": (lambda x: (x > 2.8).any(-1), [(6, 300)]),
+    "all_columns": (lambda x: (x > -2.3).all(0), [(40, 9)]),
 }
 
 

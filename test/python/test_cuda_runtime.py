@@ -14,7 +14,7 @@ import torch
 
 import kiln.cuda
 from conftest import run_python
-from cuda_helpers import (ANY_IR, MLP_SOFTMAX_IR, build_fake_driver, mlp_softmax_eager,
+from cuda_helpers import (UNSUPPORTED_IR, MLP_SOFTMAX_IR, build_fake_driver, mlp_softmax_eager,
                           mlp_softmax_inputs, requires_nvrtc)
 
 
@@ -140,15 +140,15 @@ def test_input_checks_and_cpu_inputs_are_errors():
 @requires_nvrtc
 def test_unsupported_graph_lists_each_op_with_its_reason():
     with pytest.raises(kiln.cuda.CudaUnsupportedError) as e:
-        kiln.cuda.compile_ir(ANY_IR)
+        kiln.cuda.compile_ir(UNSUPPORTED_IR)
     msg = str(e.value)
     assert "1 op(s) of forward have no CUDA lowering" in msg
-    assert "linalg.generic at" in msg and "unsupported reduction body" in msg
-    # Collecting still emits the rest: the cast after the any().
-    emitted = kiln.cuda.emit(ANY_IR, collect_unsupported=True)
+    assert "linalg.generic at" in msg and "single-output reductions only" in msg
+    # Collecting still emits the rest: the cast after the argmax.
+    emitted = kiln.cuda.emit(UNSUPPORTED_IR, collect_unsupported=True)
     assert len(emitted["kernels"]) == 1 and len(emitted["unsupported"]) == 1
-    assert emitted["unsupported"][0]["results"] == ["buf0"]
-    assert emitted["kernels"][0]["args"][0] == "buf0"
+    assert emitted["unsupported"][0]["results"] == ["buf0", "buf1"]  # values, indices
+    assert emitted["kernels"][0]["args"][0] == "buf1"
 
 
 @requires_nvrtc

@@ -36,8 +36,9 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file"), cl::ini
 static cl::opt<bool> toCuda("kiln-to-cuda", cl::desc("Emit CUDA C++ source"));
 static cl::opt<bool> noPrepare("no-prepare",
                                cl::desc("Input is already fused linalg: skip the pipeline"));
-static cl::opt<bool> printPrepared(
-    "print-prepared", cl::desc("Print the fused linalg the emitter reads (after the pipeline), stop"));
+static cl::opt<bool>
+    printPrepared("print-prepared",
+                  cl::desc("Print the fused linalg the emitter reads (after the pipeline), stop"));
 static cl::opt<bool> noRowFusion("no-row-fusion",
                                  cl::desc("One kernel per generic (no row groups)"));
 static cl::opt<bool>
