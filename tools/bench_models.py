@@ -18,7 +18,7 @@ from torch import nn
 
 
 class MLP(nn.Module):
-    """256-512-512-10 perceptron (the model of tools/demo.py)."""
+    """256-512-512-10 perceptron (demo, overhead and capture benchmarks)."""
 
     def __init__(self):
         super().__init__()

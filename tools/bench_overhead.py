@@ -5,7 +5,7 @@
 Cases: a 1-input trivial function (`x + 1` on 4 floats), the sum of 10
 4-float inputs (a 10-input graph whose kernel is negligible: nearly all of
 its time is per-call overhead), a Sequential of 5 Linear(8, 8) (10
-parameter inputs + x), the batch-1 MLP of tools/demo.py, and a ModuleList
+parameter inputs + x), the batch-1 MLP of tools/bench_models.py, and a ModuleList
 of 4 / 32 ReLUs looped over whole and through a slice
 (`self.layers[:n]`, HF LLaMA's decoder loop): the difference is what the
 slice's guard costs per call.
@@ -28,7 +28,7 @@ from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kiln  # noqa: E402
-from demo import MLP  # noqa: E402
+from bench_models import MLP  # noqa: E402
 
 
 def add_one(x):

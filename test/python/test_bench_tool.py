@@ -61,3 +61,15 @@ def test_capture_bench_reports_kiln_and_dynamo():
     assert float(cells[1]) > 0 and cells[2] == "1 / 0", row
     assert float(cells[3]) > 0 and cells[4] == "1 / 0", row
     assert "Geomean over the 1 model kiln captured" in r.stdout
+
+
+def test_demo_checks_and_times_a_row():
+    """tools/demo.py (`make demo`): a row is checked against eager, its
+    graphs/breaks/fallbacks/eager frames counted, timed; exit status 0."""
+    demo = os.path.join(ROOT, "tools", "demo.py")
+    r = subprocess.run([sys.executable, demo, "--only", "^MLP", "--rounds", "1",
+                        "--round-s", "0.01"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    row = next(ln for ln in r.stdout.splitlines() if ln.startswith("MLP 256-512-512-10"))
+    assert " ok " in row and " 1/0/0/0 " in row and row.rstrip().split()[-2].endswith("x"), row
+    assert "geomean speedup over eager" in r.stdout
