@@ -7,7 +7,8 @@ test/python/cuda_cases.py, in fp32 and bf16, is compiled with kiln on the
 CPU (fullgraph, checked against eager), its captured IR is emitted with
 the CUDA emitter and compiled with NVRTC for sm_80 and sm_90 (+ PTX for
 compute_90), and everything goes into one gzip'ed JSON file
-(kiln/cuda/artifact.py). Cases the emitter cannot fully handle are
+(kiln/cuda/artifact.py). The dynamic cases (cuda_cases.DYNAMIC) are `?`
+graphs: one plan source for every size, run at several sizes. Cases the emitter cannot fully handle are
 listed and left out.
 
     .venv/bin/python tools/cuda_artifact.py -o build/gpu-check/cases.json.gz
@@ -30,25 +31,38 @@ import kiln  # noqa: E402
 import kiln.cuda  # noqa: E402
 from kiln import _C  # noqa: E402
 from kiln.cuda import artifact, nvrtc  # noqa: E402
-from cuda_cases import CASES, DTYPES, TOLERANCES, make_inputs  # noqa: E402
+from cuda_cases import CASES, DTYPES, DYNAMIC, TOLERANCES, base_case, make_inputs  # noqa: E402
 
 
 def capture(name, dtype, small=False):
-    """The IR kiln captures for case `name` (checked against eager on the CPU)."""
-    fn = CASES[name][0]
-    inputs = make_inputs(name, dtype, small=small)
+    """The IR kiln captures for case `name` (checked against eager on the
+    CPU). A dynamic case is called at its first two sizes: the second call
+    recompiles with the changed size symbolic, and that `?` graph is kept."""
+    fn = base_case(name)[0]
+    sizes = DYNAMIC[name][2][:2] if name in DYNAMIC else (None,)
     with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
         kiln.reset()
         compiled = kiln.compile(fn, fullgraph=True)
-        with torch.no_grad():
-            got, expected = compiled(*inputs), fn(*inputs)
-        rtol, atol = TOLERANCES[dtype]
-        torch.testing.assert_close(got, expected, rtol=rtol, atol=atol)
+        for size in sizes:
+            inputs = make_inputs(name, dtype, small=small, size=size)
+            with torch.no_grad():
+                got, expected = compiled(*inputs), fn(*inputs)
+            rtol, atol = TOLERANCES[dtype]
+            torch.testing.assert_close(got, expected, rtol=rtol, atol=atol)
         files = nvrtc.captured_files(d)
-        if len(files) != 1:
-            raise RuntimeError(f"{name}/{dtype}: expected one captured graph, got {len(files)}")
-        with open(files[0], encoding="utf-8") as f:
-            return f.read(), inputs
+        if len(files) != len(sizes):
+            raise RuntimeError(f"{name}/{dtype}: expected {len(sizes)} captured graph(s), "
+                               f"got {len(files)}")
+        irs = []
+        for path in files:
+            with open(path, encoding="utf-8") as f:
+                irs.append(f.read())
+        if name in DYNAMIC:  # the recompiled graph: the one with a `?` size
+            irs = [ir for ir in irs if "?" in ir]
+            if len(irs) != 1:
+                raise RuntimeError(f"{name}/{dtype}: expected one graph with a symbolic size, "
+                                   f"got {len(irs)}")
+        return irs[0], inputs
 
 
 def build(name, dtype, archs, small=False):
@@ -61,7 +75,9 @@ def build(name, dtype, archs, small=False):
     # The graph's arguments must be the case's tensors in order.
     for i, (arg, t) in enumerate(zip(fn["inputs"], inputs)):
         b = buffers[arg]
-        if tuple(b["shape"]) != tuple(t.shape) or kiln.cuda.DTYPES[b["type"]] != t.dtype:
+        shape = tuple(t.shape)
+        if (len(b["shape"]) != len(shape) or kiln.cuda.DTYPES[b["type"]] != t.dtype
+                or any(d not in (-1, e) for d, e in zip(b["shape"], shape))):
             return None, f"graph argument {i} is {b['type']}{b['shape']}, not input {i}"
     if len(fn["inputs"]) != len(inputs):
         return None, f"graph has {len(fn['inputs'])} arguments for {len(inputs)} inputs"
@@ -69,6 +85,8 @@ def build(name, dtype, archs, small=False):
     images["ptx"] = nvrtc.compile_source(emitted["source"], max(archs), cubin=False)
     meta = {"case": name, "dtype": dtype, "kernels": len(emitted["kernels"]),
             "gemms": len(emitted["externs"]), "small": small}
+    if name in DYNAMIC:
+        meta["sizes"] = list(DYNAMIC[name][2])
     return {"emitted": emitted, "images": images, "meta": meta}, None
 
 
@@ -86,7 +104,7 @@ def main():
     if not _C.nvrtc_available():
         sys.exit("kiln was built without NVRTC: cannot build the CUDA artifact")
     entries, skipped = {}, []
-    for name in (args.only.split(",") if args.only else CASES):
+    for name in (args.only.split(",") if args.only else [*CASES, *DYNAMIC]):
         for dtype in DTYPES:
             entry, why = build(name, dtype, archs, args.small)
             if entry is None:

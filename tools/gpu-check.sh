@@ -9,7 +9,9 @@
 # It builds the MLIR-free runtime (runtime/cuda → libkiln_cuda.so, a few
 # seconds), runs every artifact graph through it with both of kiln's
 # executors (the whole plan in one C call with cuBLASLt GEMMs, and its
-# CUDA graph: mode reduce-overhead), compares with eager, times eager /
+# CUDA graph: mode reduce-overhead; the dynamic cases — `?` graphs of mlp,
+# ffn_block and attention with a symbolic batch or length — at three sizes
+# each, one plan per size), compares with eager, times eager /
 # torch.compile (default, reduce-overhead) / kiln, times whole models
 # (resnet50, ViT-B, BERT-base, GPT-2; eager vs torch.compile,
 # tools/gpu_models.py) and, where kiln's extension is built too (a full

@@ -40,7 +40,7 @@ import torch  # noqa: E402
 import kiln.cuda  # noqa: E402
 from kiln.cuda import artifact  # noqa: E402
 from kiln.cuda.graph import CudaGraph  # noqa: E402
-from cuda_cases import CASES, TOLERANCES, make_inputs  # noqa: E402
+from cuda_cases import TOLERANCES, base_case, make_inputs  # noqa: E402
 
 
 def _sync():
@@ -71,13 +71,17 @@ class Runner:
 
     def __call__(self, *inputs):
         if self.emulate:
-            self.g._check_inputs(inputs)
+            self.g.specialize(inputs)._check_inputs(inputs)  # a `?` graph: its plan's sizes
             return self.g.run_on(inputs, inputs[0].device, 0, 0)
         return self.g(*inputs)
 
     def describe(self):
-        ex = next(iter(self.g._executors.values()), None)
+        # A `?` graph runs through its plans per sizes (CudaGraph.specialize).
+        graphs = [self.g, *self.g._specialized.values()]
+        ex = next((e for g in graphs for e in g._executors.values()), None)
         d = {"executor": self.g.executor}
+        if self.g.symbols:
+            d["plans"] = len(self.g._specialized)  # one per distinct sizes
         if self.g.fallback_reason:
             d["fallback"] = self.g.fallback_reason
         if ex is not None and hasattr(ex, "replays"):
@@ -133,8 +137,10 @@ def time_row(row, fn, runners, inputs, args, spent):
 
 def run_entry(name, entry, args, spent):
     case, dtype = name.split("/")
-    fn = CASES[case][0]
+    fn = base_case(case)[0]
     small = entry["meta"].get("small", False)
+    # A dynamic (`?`) graph is checked at each of its sizes, timed at the last.
+    sizes = entry["meta"].get("sizes", [None])
     device = "cpu" if args.emulate else "cuda"
     row = {"graph": name, **entry["meta"]}
     if args.emulate:
@@ -147,7 +153,9 @@ def run_entry(name, entry, args, spent):
         with torch.no_grad():
             for mode in ("default", "reduce-overhead"):
                 runners[mode] = Runner(entry, mode, args.emulate)
-                check(fn, runners[mode], make_inputs(case, dtype, device, small=small), dtype)
+                for size in sizes:
+                    check(fn, runners[mode],
+                          make_inputs(case, dtype, device, small=small, size=size), dtype)
         if device == "cuda":
             torch.cuda.synchronize()
         row["ok"] = True
@@ -158,7 +166,8 @@ def run_entry(name, entry, args, spent):
     if row["ok"] and (not args.emulate or args.time_emulated):
         try:
             with torch.no_grad():
-                time_row(row, fn, runners, make_inputs(case, dtype, device, small=small), args,
+                time_row(row, fn, runners,
+                         make_inputs(case, dtype, device, small=small, size=sizes[-1]), args,
                          spent)
         except Exception as e:  # noqa: BLE001 - keep the correctness result
             row["timing_error"] = f"{type(e).__name__}: {e}"[:500]

@@ -61,6 +61,16 @@ CASES = {
     "gelu_chain": (gelu_chain, [((4096, 1024), "x"), ((1024,), "b")]),
 }
 
+# Dynamic cases: a case of CASES with one size symbolic (one `?` graph
+# for every size: codegen/cuda/README.md, "Dynamic dims"). name -> (case,
+# the size in its shapes that varies, the sizes the check runs; the first
+# two compile: static, then `?` when the size changed).
+DYNAMIC = {
+    "mlp_dyn": ("mlp", 256, (96, 256, 384)),
+    "ffn_block_dyn": ("ffn_block", 128, (96, 128, 200)),
+    "attention_scores_dyn": ("attention_scores", 256, (96, 256, 320)),
+}
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCES = {"fp32": (1e-4, 1e-4), "bf16": (2e-2, 2e-2)}
 
@@ -72,11 +82,19 @@ def small_shape(shape):
     return tuple(d // 8 if d > 64 else d for d in shape)
 
 
-def make_inputs(name, dtype, device="cpu", seed=0, small=False):
-    """The inputs of case `name` (same values for a seed on any device)."""
+def base_case(name):
+    """The CASES entry a (dynamic) case name stands for."""
+    return CASES[DYNAMIC[name][0] if name in DYNAMIC else name]
+
+
+def make_inputs(name, dtype, device="cpu", seed=0, small=False, size=None):
+    """The inputs of case `name` (same values for a seed on any device);
+    a dynamic case's varying size replaced by `size`."""
     gen = torch.Generator().manual_seed(seed)
     out = []
-    for shape, role in CASES[name][1]:
+    for shape, role in base_case(name)[1]:
+        if size is not None:
+            shape = tuple(size if d == DYNAMIC[name][1] else d for d in shape)
         shape = small_shape(shape) if small else shape
         t = torch.randn(shape, generator=gen, dtype=torch.float32)
         if role == "w":

@@ -218,19 +218,24 @@ def test_without_cublaslt_the_python_executor_runs(tmp_path):
 @requires_nvrtc
 def test_gpu_check_rehearsal_on_a_small_artifact(tmp_path):
     """tools/gpu-check.sh's Python half, emulated: a --small artifact of
-    one case through tools/gpu_check.py --emulate (both kiln modes)."""
+    one case and of its dynamic form (one `?` graph checked at three
+    sizes) through tools/gpu_check.py --emulate (both kiln modes)."""
     art = tmp_path / "small.json.gz"
     env = dict(os.environ, PYTHONPATH=HERE)
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "cuda_artifact.py"), "--small",
-                    "--only", "mlp", "-o", str(art)], check=True, env=env, capture_output=True)
+                    "--only", "mlp,mlp_dyn", "-o", str(art)], check=True, env=env,
+                   capture_output=True)
     fake = build_fake_driver(tmp_path)
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu_check.py"), "--emulate",
                         "--fake-driver", fake, "--artifact", str(art),
                         "--out", str(tmp_path / "r.json")],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2/2 graphs match eager (both kiln modes)" in r.stdout
+    assert "4/4 graphs match eager (both kiln modes)" in r.stdout
     assert "'executor': 'plan', 'replays': 4, 'plain_runs': 1, 'graphs': 2" in r.stdout
+    # The `?` graph: one plan per size, each checked (and captured as a CUDA
+    # graph in reduce-overhead mode).
+    assert "ok   mlp_dyn/fp32" in r.stdout and "'plans': 3" in r.stdout
 
 
 gpu = pytest.mark.skipif("not __import__('cuda_helpers').gpu_available()",
