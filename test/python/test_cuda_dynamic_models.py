@@ -32,9 +32,10 @@ def _bert():
 def _gpt2():
     cfg = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=100, n_positions=64,
                                   use_cache=False)
-    # Batch 1: transformers' packed-sequence mask indexes [batch, length]
-    # with two index tensors, a reshape merging two symbolic sizes that the
-    # capture specializes (docs/status.md, dynamic shapes row).
+    # Batch 1: with dynamic=True a batch of 2 is symbolic too, and GPT-2's
+    # Conv1D views [batch, length, d] as [batch * length, d], a reshape
+    # merging two symbolic sizes that the capture specializes (docs/status.md,
+    # dynamic shapes row).
     return transformers.GPT2Model(cfg).eval(), 1
 
 

@@ -294,6 +294,31 @@ def test_gpt2_across_prompt_lengths_keeps_one_dynamic_graph():
     assert kiln.stats()["eager_calls"] == 0 and kiln.stats()["graph_breaks"] == 0
 
 
+def test_llama_across_batch_and_length_with_padding_keeps_one_dynamic_graph():
+    """Batch and length both changing (a server's padded batches): the
+    padding mask `mask[batch_idx, kv_idx]` under vmap indexes a tensor whose
+    two sizes are symbolic (rows, then a gather: SymbolicIndexing.cpp); it
+    specialized every (batch, length) before: 6 graphs for 6 calls."""
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=100,
+                         max_position_embeddings=64, use_cache=False)
+    model = tf.LlamaModel(cfg).eval()
+    cm = kiln.compile(model)
+    with torch.no_grad():
+        for b, n in ((2, 5), (3, 9), (4, 17), (2, 7), (5, 11), (3, 13)):
+            ids = torch.randint(0, 100, (b, n))
+            mask = torch.ones(b, n, dtype=torch.long)
+            mask[0, : n // 2] = 0  # left padding in the first row
+            torch.testing.assert_close(cm(ids, attention_mask=mask).last_hidden_state,
+                                       model(ids, attention_mask=mask).last_hidden_state,
+                                       rtol=1e-4, atol=1e-5)
+    s = kiln.stats()
+    assert (s["graphs_compiled"], s["dynamic_graphs"], s["dynamic_specialized"]) == (2, 1, 0), s
+    assert s["eager_calls"] == 0 and s["graph_breaks"] == 0
+
+
 class _Holder:
     pass
 

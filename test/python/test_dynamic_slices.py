@@ -198,6 +198,15 @@ ADVANCED = {
     "bool_table": (lambda x, i, j: x[i, j],
                    lambda s: (torch.rand(2, s) > 0.5, torch.tensor([0, 1]),
                               torch.tensor([1, s - 1]))),
+    # Both dims symbolic (transformers' packed-sequence / padding masks
+    # [batch, length] indexed under vmap): rows, then a gather in each
+    # (no [B * S] view of two symbols); broadcast indices, negative ones.
+    "both_symbolic": (lambda x, i, j: x[i, j] * 2,
+                      lambda s: (torch.randn(s, s + 3), torch.tensor([[0], [s - 1], [-s]]),
+                                 torch.tensor([1, s + 2, -(s + 3)]))),
+    "both_symbolic_bool": (lambda x, i, j: x[i, j],
+                           lambda s: (torch.rand(s, s + 1) > 0.5, torch.arange(s)[:, None],
+                                      torch.arange(s + 1)[None, :])),
 }
 
 
@@ -207,6 +216,32 @@ def test_advanced_index_of_a_symbolic_dim_keeps_one_dynamic_graph(name):
     # lookup with the dims' sizes read in the graph (SymbolicIndexing.cpp).
     fn, make = ADVANCED[name]
     assert _run(fn, [5, 8, 13, 6], make) == (2, 1, 1, 0, 0, 0)
+
+
+@pytest.mark.parametrize("bad", ["column", "row"])
+def test_advanced_index_of_two_symbolic_dims_raises_out_of_range(bad):
+    """An index past its dim raises eager's IndexError from the `?` graph
+    (a column past the end turns its row lookup into the failing one)."""
+    def fn(x, i, j):
+        return x[i, j] + 1
+    cf = kiln.compile(fn)
+    for s in (5, 8):  # the second size makes both dims symbolic
+        args = (torch.randn(s, s + 1), torch.tensor([0, s - 1]), torch.tensor([1, s]))
+        assert_close(cf(*args), fn(*args))
+    assert kiln.stats()["dynamic_graphs"] == 1
+    before = _counts()
+    s = 11
+    i, j = torch.tensor([0, s - 1]), torch.tensor([1, s])
+    if bad == "column":
+        j = torch.tensor([1, s + 1])
+    else:
+        i = torch.tensor([0, s])
+    x = torch.randn(s, s + 1)
+    with pytest.raises(IndexError):
+        fn(x, i, j)
+    with pytest.raises(IndexError):
+        cf(x, i, j)
+    assert _counts() == before  # raised by the `?` graph: no new graph, no eager frame
 
 
 def test_advanced_index_mixed_with_a_slice_specializes():

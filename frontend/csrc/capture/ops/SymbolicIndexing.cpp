@@ -224,6 +224,53 @@ VarP symbolicDimSlice(Interpreter &I, Value v, int64_t d, const Item &it, int64_
 /// [prod(dims[:k]), prod(dims[k:])]; an index out of range raises eager's
 /// IndexError after the graph ran (IndexChecks.cpp reads the rows' size).
 /// nullptr when `indices` has no tensor.
+/// x[i, j] of a 2-d `x` whose two sizes are both symbolic (transformers'
+/// packed-sequence mask `mask[batch_idx, q_idx]` under vmap): the row
+/// lookup below would view x as [B * S, 1], a product of two symbols that
+/// no reshape tracks. Instead the rows of x at i (kiln.embedding:
+/// [I..., S]), then in each the element at j (a gather along the last
+/// dim). Negative indices wrap; a j outside [0, S) turns its row index to
+/// -1, so the row lookup raises eager's IndexError after the graph (and
+/// the gather reads column 0 meanwhile).
+VarP symbolicRowColumn(Interpreter &I, const VarP &x, const VarP &i, const VarP &j,
+                       const VarP &rows, const VarP &cols) {
+  for (const VarP &t : {i, j}) {
+    Type et = ttype(t->value).getElementType();
+    if (et.isInteger(1) || !llvm::isa<mlir::IntegerType>(et))
+      return nullptr; // masks and float indices: the general path's errors
+  }
+  auto op = [&](const char *name, VarP a, VarP b) {
+    return callOp(I, name, {{"input", std::move(a)}, {"other", std::move(b)}});
+  };
+  VarP zero = constInt(0);
+  VarP i64 = callOp(I, "long", {{"input", i}}), j64 = callOp(I, "long", {{"input", j}});
+  // Both to the broadcast shape of the two indices.
+  VarP ib = op("add", i64, op("mul", j64, zero)), jb = op("add", j64, op("mul", i64, zero));
+  auto wrap = [&](const VarP &t, const VarP &size) {
+    return op("add", t, op("mul", op("lt", t, zero), size));
+  };
+  VarP row = wrap(ib, rows), col = wrap(jb, cols);
+  VarP bad = callOp(I, "long",
+                    {{"input", callOp(I, "logical_or", {{"input", op("lt", col, zero)},
+                                                        {"other", op("ge", col, cols)}})}});
+  row = op("sub", row, op("mul", bad, op("add", row, constInt(1)))); // -1 where bad
+  col = op("mul", col, op("sub", constInt(1), bad));                   // 0 where bad
+  bool isBool = ttype(x->value).getElementType().isInteger(1);
+  VarP table = isBool ? callOp(I, "long", {{"input", x}}) : x;
+  VarP picked = callOp(I, "embedding", {{"input", row}, {"weight", table}});
+  int64_t last = ttype(picked->value).getRank() - 1;
+  VarP at = callOp(I, "unsqueeze", {{"input", col}, {"dim", constInt(last)}});
+  Emit em(I);
+  Value g = em.checked<mlir::kiln::GatherOp>(
+      {picked->value, at->value}, {em.b.getNamedAttr("dim", em.b.getI64IntegerAttr(last))},
+      "indexing");
+  // In range by construction (col is 0 where j was out of range, and that
+  // row's lookup raises): no index check of its own (IndexChecks.cpp).
+  g.getDefiningOp()->setAttr("kiln.in_range", em.b.getUnitAttr());
+  VarP r = callOp(I, "squeeze", {{"input", makeTensor(g)}, {"dim", constInt(last)}});
+  return isBool ? callOp(I, "bool", {{"input", r}}) : r;
+}
+
 VarP symbolicAdvancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP> &indices) {
   bool anyTensor = false, allTensors = true;
   for (const VarP &i : indices) {
@@ -252,6 +299,11 @@ VarP symbolicAdvancedIndex(Interpreter &I, const VarP &x, const std::vector<VarP
   std::vector<VarP> dims;
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(trackedSize(v, d));
+  // Both sizes symbolic (SymInts in the `?` capture and its static shadow
+  // alike, so that the two capture the same ops).
+  if (k == 2 && rank == 2 && !dims[0]->isConst() && !dims[1]->isConst())
+    if (VarP r = symbolicRowColumn(I, x, indices[0], indices[1], dims[0], dims[1]))
+      return r;
   VarP lin = advancedRow(I, indices, dims);
   VarP rows = constInt(1), cols = constInt(1);
   for (int64_t d = 0; d < rank; ++d)
