@@ -250,11 +250,12 @@ VarP symbolicRowColumn(Interpreter &I, const VarP &x, const VarP &i, const VarP 
     return op("add", t, op("mul", op("lt", t, zero), size));
   };
   VarP row = wrap(ib, rows), col = wrap(jb, cols);
-  VarP bad = callOp(I, "long",
-                    {{"input", callOp(I, "logical_or", {{"input", op("lt", col, zero)},
-                                                        {"other", op("ge", col, cols)}})}});
+  VarP bad =
+      callOp(I, "long",
+             {{"input", callOp(I, "logical_or",
+                               {{"input", op("lt", col, zero)}, {"other", op("ge", col, cols)}})}});
   row = op("sub", row, op("mul", bad, op("add", row, constInt(1)))); // -1 where bad
-  col = op("mul", col, op("sub", constInt(1), bad));                   // 0 where bad
+  col = op("mul", col, op("sub", constInt(1), bad));                 // 0 where bad
   bool isBool = ttype(x->value).getElementType().isInteger(1);
   VarP table = isBool ? callOp(I, "long", {{"input", x}}) : x;
   VarP picked = callOp(I, "embedding", {{"input", row}, {"weight", table}});
