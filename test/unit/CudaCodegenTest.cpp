@@ -113,13 +113,11 @@ TEST(CudaEmitter, EmitsEveryLitCase) {
 TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   auto ctx = makeContext();
   const char *ir = R"mlir(
-    func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>) -> tensor<4xf32> {
-      %0 = kiln.matmul %x, %w : tensor<4x16xf32>, tensor<16x32xf32>
-      %c = kiln.constant dense<0.000000e+00> : tensor<f32>
-      %g = kiln.gt %0, %c : tensor<4x32xf32>, tensor<f32>
-      %1 = kiln.max %g {dims = array<i64: 1>} : tensor<4x32xi1> -> tensor<4xi1>
-      %2 = kiln.cast %1 : tensor<4xi1> -> tensor<4xf32>
-      return %2 : tensor<4xf32>
+    func.func @f(%x: tensor<?x16xf32>, %w: tensor<16x32xf32>) -> tensor<?xf32> {
+      %0 = kiln.matmul %x, %w : tensor<?x16xf32>, tensor<16x32xf32>
+      %1 = kiln.argmax %0 {dim = 1 : i64} : tensor<?x32xf32> -> tensor<?xi64>
+      %2 = kiln.cast %1 : tensor<?xi64> -> tensor<?xf32>
+      return %2 : tensor<?xf32>
     })mlir";
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(ir, ctx.get());
   ASSERT_TRUE(module);
@@ -127,8 +125,8 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   mlir::kiln::cuda::buildCudaPreparePipeline(pm);
   ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
   mlir::kiln::cuda::EmitOptions options;
-  // Without collecting, any() (a reduction body with `ori`) fails the whole
-  // module.
+  // Without collecting, argmax over a `?` dim (a two-output reduction) fails
+  // the whole module.
   {
     mlir::ScopedDiagnosticHandler quiet(ctx.get(),
                                         [](mlir::Diagnostic &) { return mlir::success(); });
@@ -145,17 +143,19 @@ TEST(CudaEmitter, PlanHasGemmStepsAndCollectedUnsupportedOps) {
   EXPECT_EQ(steps[1].kind, Step::Unsupported);
   EXPECT_EQ(steps[2].kind, Step::Kernel);
   ASSERT_EQ(cu->externs.size(), 1u);
+  // The GEMM's M is the symbol s0 (evaluated per call), N and K static.
   const auto &g = cu->externs[0];
-  EXPECT_EQ(g.m, 4);
+  EXPECT_EQ(g.m, -1);
   EXPECT_EQ(g.n, 32);
   EXPECT_EQ(g.k, 16);
+  EXPECT_EQ(g.dims, (std::vector<std::string>{"1", "s0", "32", "16"}));
   EXPECT_FALSE(g.transB);
   ASSERT_EQ(cu->unsupported.size(), 1u);
-  EXPECT_NE(cu->unsupported[0].reason.find("unsupported reduction body"), std::string::npos);
-  // The unsupported op reads the GEMM's buffer; the cast reads its result.
-  ASSERT_EQ(cu->unsupported[0].results.size(), 1u);
+  EXPECT_NE(cu->unsupported[0].reason.find("single-output reductions only"), std::string::npos);
+  // The unsupported op reads the GEMM's buffer; the cast reads its indices.
+  ASSERT_EQ(cu->unsupported[0].results.size(), 2u);
   ASSERT_EQ(cu->kernels.size(), 1u);
-  EXPECT_EQ(cu->kernels[0].args[0], cu->unsupported[0].results[0]);
+  EXPECT_EQ(cu->kernels[0].args[0], cu->unsupported[0].results[1]);
   EXPECT_EQ(cu->functions[0].results.size(), 1u);
 }
 
