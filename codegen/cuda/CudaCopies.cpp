@@ -41,9 +41,7 @@ LogicalResult FunctionEmitter::emitTranspose(linalg::TransposeOp op) {
   std::string ity = wide ? "long long" : "int";
   // Output coordinate k is input dim perm[k]; the input offset sums
   // coordinate * row-major stride of that input dim.
-  SmallVector<SymSize> istride(ishape->size(), SymSize(1));
-  for (int64_t d = int64_t(ishape->size()) - 2; d >= 0; --d)
-    istride[d] = istride[d + 1] * (*ishape)[d + 1];
+  SmallVector<SymSize> istride = rowMajorStrides(*ishape);
   SmallVector<std::string> decode = decodeLinearIndex("i", *oshape);
   std::vector<std::string> terms;
   for (size_t k = 0; k < oshape->size(); ++k)

@@ -114,6 +114,8 @@ private:
 using SymShape = SmallVector<SymSize, 4>;
 SymShape staticShape(ArrayRef<int64_t> shape);
 SymSize product(ArrayRef<SymSize> dims);
+/// The row-major strides of `shape` (in elements).
+SmallVector<SymSize> rowMajorStrides(ArrayRef<SymSize> shape);
 bool isStatic(ArrayRef<SymSize> dims);
 
 /// Loop indices of a row-major linear index `var` over `dims`: the C

@@ -22,13 +22,6 @@
 
 namespace mlir::kiln::cuda::detail {
 
-static SmallVector<SymSize> rowMajorStrides(ArrayRef<SymSize> shape) {
-  SmallVector<SymSize> s(shape.size(), SymSize(1));
-  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 static bool isZero(const SymSize &s) { return s.isStatic() && s.value() == 0; }
 
 /// `offset + sum(d_k * strides[k])` over the dims of `shape` that are not 1.

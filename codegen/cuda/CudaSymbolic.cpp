@@ -132,6 +132,13 @@ SymShape staticShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
+SmallVector<SymSize> rowMajorStrides(ArrayRef<SymSize> shape) {
+  SmallVector<SymSize> s(shape.size(), SymSize(1));
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
 SymSize product(ArrayRef<SymSize> dims) {
   SymSize p;
   for (const SymSize &d : dims)

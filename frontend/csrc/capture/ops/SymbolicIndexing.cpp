@@ -246,16 +246,11 @@ VarP symbolicRowColumn(Interpreter &I, const VarP &x, const VarP &i, const VarP 
   VarP i64 = callOp(I, "long", {{"input", i}}), j64 = callOp(I, "long", {{"input", j}});
   // Both to the broadcast shape of the two indices.
   VarP ib = op("add", i64, op("mul", j64, zero)), jb = op("add", j64, op("mul", i64, zero));
-  auto wrap = [&](const VarP &t, const VarP &size) {
-    return op("add", t, op("mul", op("lt", t, zero), size));
-  };
-  VarP row = wrap(ib, rows), col = wrap(jb, cols);
+  VarP row = wrapIndex(I, ib, rows), col = wrapIndex(I, jb, cols);
   VarP bad =
-      callOp(I, "long",
-             {{"input", callOp(I, "logical_or",
-                               {{"input", op("lt", col, zero)}, {"other", op("ge", col, cols)}})}});
-  row = op("sub", row, op("mul", bad, op("add", row, constInt(1)))); // -1 where bad
-  col = op("mul", col, op("sub", constInt(1), bad));                 // 0 where bad
+      callOp(I, "logical_or", {{"input", op("lt", col, zero)}, {"other", op("ge", col, cols)}});
+  row = failingRow(I, row, bad);                                                     // -1 where bad
+  col = op("mul", col, op("sub", constInt(1), callOp(I, "long", {{"input", bad}}))); // 0 where bad
   bool isBool = ttype(x->value).getElementType().isInteger(1);
   VarP table = isBool ? callOp(I, "long", {{"input", x}}) : x;
   VarP picked = callOp(I, "embedding", {{"input", row}, {"weight", table}});

@@ -18,6 +18,19 @@ namespace kiln {
 
 using namespace mlir::kiln;
 
+VarP wrapIndex(Interpreter &I, const VarP &i64, const VarP &size) {
+  VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
+  return callOp(
+      I, "add",
+      {{"input", i64}, {"other", callOp(I, "mul", {{"input", negative}, {"other", size}})}});
+}
+
+VarP failingRow(Interpreter &I, const VarP &row, const VarP &bad) {
+  VarP next = callOp(I, "add", {{"input", row}, {"other", constInt(1)}});
+  VarP drop = callOp(I, "mul", {{"input", callOp(I, "long", {{"input", bad}})}, {"other", next}});
+  return callOp(I, "sub", {{"input", row}, {"other", drop}});
+}
+
 VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::vector<VarP> &dims) {
   VarP lin, bad;
   for (size_t j = 0; j < indices.size(); ++j) {
@@ -28,10 +41,7 @@ VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::ve
           "indexing with a bool tensor (a mask: data-dependent shape) is not supported");
     if (!llvm::isa<mlir::IntegerType>(et))
       throw Unsupported("tensors used as indices must be integer (eager raises)");
-    VarP i64 = callOp(I, "long", {{"input", ij}});
-    VarP negative = callOp(I, "lt", {{"input", i64}, {"other", constInt(0)}});
-    VarP wrap = callOp(I, "mul", {{"input", negative}, {"other", dims[j]}});
-    VarP pos = callOp(I, "add", {{"input", i64}, {"other", wrap}});
+    VarP pos = wrapIndex(I, callOp(I, "long", {{"input", ij}}), dims[j]);
     if (indices.size() > 1) { // outside its own dim, whatever the sum
       VarP out = callOp(I, "logical_or",
                         {{"input", callOp(I, "lt", {{"input", pos}, {"other", constInt(0)}})},
@@ -43,12 +53,7 @@ VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::ve
                         {"other", pos}})
               : pos;
   }
-  if (bad) { // lin - bad * (lin + 1): -1 where bad
-    VarP next = callOp(I, "add", {{"input", lin}, {"other", constInt(1)}});
-    VarP drop = callOp(I, "mul", {{"input", callOp(I, "long", {{"input", bad}})}, {"other", next}});
-    lin = callOp(I, "sub", {{"input", lin}, {"other", drop}});
-  }
-  return lin;
+  return bad ? failingRow(I, lin, bad) : lin;
 }
 
 namespace {

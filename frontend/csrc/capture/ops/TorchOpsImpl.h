@@ -100,6 +100,11 @@ DType dtypeOfScalar(const VarP &v);
 /// may still land in the table) is -1, so the lookup's range check
 /// (IndexChecks.cpp) raises eager's IndexError (TorchIndexing.cpp).
 VarP advancedRow(Interpreter &I, const std::vector<VarP> &indices, const std::vector<VarP> &dims);
+/// An int64 index tensor with negative entries wrapped: i + (i < 0) * size.
+VarP wrapIndex(Interpreter &I, const VarP &i64, const VarP &size);
+/// `row`, -1 where the bool tensor `bad` holds (row - bad * (row + 1)): the
+/// row lookup then raises eager's IndexError after the graph.
+VarP failingRow(Interpreter &I, const VarP &row, const VarP &bad);
 /// Symbolic size expression `e` as a 0-d int64 value of the graph computed
 /// from the inputs' sizes, or a Python int for a constant (OpTracking.cpp).
 VarP symbolicSizeValue(Interpreter &I, const SizeExpr &e);
