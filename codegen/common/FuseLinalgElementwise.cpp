@@ -116,6 +116,31 @@ bool recomputePays(linalg::GenericOp producer, unsigned producerOps, unsigned ma
   return n * in < (n + 1) * out && allUsesFuse(producer, producerOps, maxBody, expCost);
 }
 
+/// True for an all-parallel generic.
+bool allParallel(linalg::GenericOp op) { return op.getNumLoops() == op.getNumParallelLoops(); }
+
+/// Whether fusing `producer` into the consumer of `operand` while keeping
+/// the producer's results (keep-producer-results) pays: both all-parallel
+/// over the same loops, the producer writing and the consumer reading and
+/// writing every value in loop order (identity maps), so the fused loop
+/// stores the producer's value once and uses it without the load; within
+/// `maxBody` ops together.
+bool keepingResultPays(linalg::GenericOp producer, OpOperand *operand, unsigned maxBody,
+                       unsigned expCost) {
+  auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+  if (!consumer || !allParallel(producer) || !allParallel(consumer) ||
+      producer.getNumLoops() != consumer.getNumLoops() || !consumer.isDpsInput(operand) ||
+      !consumer.getMatchingIndexingMap(operand).isIdentity())
+    return false;
+  auto identityInits = [](linalg::GenericOp op) {
+    return llvm::all_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+      return op.getMatchingIndexingMap(&init).isIdentity();
+    });
+  };
+  return identityInits(producer) && identityInits(consumer) &&
+         bodyOps(producer, expCost) + bodyOps(consumer, expCost) <= maxBody;
+}
+
 /// True for an all-parallel generic whose body only converts its inputs
 /// (extf, truncf, int/float casts): fusing it into a consumer that reads it
 /// broadcast repeats one conversion per element.
@@ -162,6 +187,59 @@ template <typename ReshapeOp> struct SwapReshapeWithCast : OpRewritePattern<Resh
   }
 };
 
+/// keep-producer-results: fuses a producer the control leaves stored (see
+/// keepingResultPays) into a consumer that precedes the producer's other
+/// users, and gives those users the fused loop's copy of the producer's
+/// results (upstream's pattern keeps the producer and repeats its body).
+struct FuseKeepingProducerResults : OpRewritePattern<linalg::GenericOp> {
+  FuseKeepingProducerResults(MLIRContext *ctx, linalg::ControlFusionFn control, unsigned maxBody,
+                             unsigned expCost)
+      : OpRewritePattern(ctx), control(std::move(control)), maxBody(maxBody), expCost(expCost) {}
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand *operand : consumer.getDpsInputOperands()) {
+      auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->hasOneUse() || producer->getBlock() != consumer->getBlock() ||
+          !linalg::areElementwiseOpsFusable(operand) || control(operand) ||
+          !keepingResultPays(producer, operand, maxBody, expCost) ||
+          !usedOnlyAfter(producer, consumer))
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, operand);
+      if (failed(fused))
+        continue;
+      // A second operand the consumer took from the producer is still read
+      // from it by the fused loop (its single use then, which upstream's
+      // pattern fuses next).
+      Operation *fusedOp = fused->fusedOp;
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceUsesWithIf(original, replacement,
+                                   [&](OpOperand &use) { return use.getOwner() != fusedOp; });
+      rewriter.eraseOp(consumer);
+      if (producer->use_empty())
+        rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+
+private:
+  /// True when every user of `producer` other than `consumer` comes after
+  /// `consumer` in its block, so the fused loop (at `consumer`) dominates it.
+  static bool usedOnlyAfter(Operation *producer, Operation *consumer) {
+    return llvm::all_of(producer->getUsers(), [&](Operation *user) {
+      if (user == consumer)
+        return true;
+      Operation *ancestor = consumer->getBlock()->findAncestorOpInBlock(*user);
+      return ancestor && ancestor != consumer && consumer->isBeforeInBlock(ancestor);
+    });
+  }
+
+  linalg::ControlFusionFn control;
+  unsigned maxBody, expCost;
+};
+
 struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinalgElementwisePass> {
   using FuseLinalgElementwisePassBase::FuseLinalgElementwisePassBase;
 
@@ -180,7 +258,7 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
         return true;
       auto generic = dyn_cast<linalg::GenericOp>(producer);
       auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-      if (!generic || !consumer || generic.getNumLoops() != generic.getNumParallelLoops())
+      if (!generic || !consumer || !allParallel(generic))
         return false;
       unsigned producerOps = bodyOps(generic, expCost);
       return producerOps <= maxProducer && producerOps + bodyOps(consumer, expCost) <= maxBody &&
@@ -205,6 +283,8 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
 
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    if (keepProducerResults)
+      patterns.add<FuseKeepingProducerResults>(ctx, control, maxBody, expCost);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

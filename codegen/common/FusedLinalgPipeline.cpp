@@ -31,7 +31,8 @@ void buildFusedLinalgPipeline(OpPassManager &pm, const FusedLinalgOptions &optio
   fn.addPass(createCSEPass());
   addPassWithOptions(fn, createFuseLinalgElementwisePass(),
                      "transcendental-cost=" + std::to_string(options.transcendentalCost) +
-                         (options.fuseBroadcastCasts ? " fuse-broadcast-casts=true" : ""));
+                         (options.fuseBroadcastCasts ? " fuse-broadcast-casts=true" : "") +
+                         (options.keepProducerResults ? " keep-producer-results=true" : ""));
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
 }

@@ -39,6 +39,9 @@ struct FusedLinalgOptions {
   bool sharedLhsGemm = false;
   /// kiln-fuse-linalg-elementwise's `fuse-broadcast-casts` (CUDA sets it).
   bool fuseBroadcastCasts = false;
+  /// kiln-fuse-linalg-elementwise's `keep-producer-results` (the CPU
+  /// pipeline sets it).
+  bool keepProducerResults = false;
 };
 
 /// Appends the target-neutral codegen stages shared by the CPU and CUDA

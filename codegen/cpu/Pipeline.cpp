@@ -29,7 +29,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   // Long f32 sums in short stages (accuracy), still on kiln IR.
   pm.nest<func::FuncOp>().addPass(createCpuSplitLongSumsPass());
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
-  buildFusedLinalgPipeline(pm, {/*transcendentalCost=*/8, /*sharedLhsGemm=*/true});
+  buildFusedLinalgPipeline(pm, {/*transcendentalCost=*/8, /*sharedLhsGemm=*/true,
+                                /*fuseBroadcastCasts=*/false, /*keepProducerResults=*/true});
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

@@ -238,11 +238,17 @@ const std::set<std::string> &elementwiseOps() {
   return ops;
 }
 
+/// A reduction's `keepdim` (a default-valued attribute: absent is false).
+bool keepsDims(mlir::Operation *op) {
+  auto keep = op->getAttrOfType<mlir::BoolAttr>("keepdim");
+  return keep && keep.getValue();
+}
+
 /// The input dim that a reduction's (kiln.sum/mean/max/min/prod) result
 /// dim `d` keeps; -1 for a reduced dim kept as 1 (`keepdim`).
 int64_t reductionInputDim(mlir::Operation *op, int64_t d) {
   auto dims = op->getAttrOfType<mlir::DenseI64ArrayAttr>("dims").asArrayRef();
-  bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
+  bool keep = keepsDims(op);
   int64_t inRank = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
   auto reduced = [&](int64_t in) { return dims.empty() || llvm::is_contained(dims, in); };
   for (int64_t in = 0, out = 0; in < inRank; ++in) {
@@ -464,7 +470,7 @@ int Interpreter::symbolOfDim(Value v, int64_t d) {
     } else if (name == "kiln.argmax" || name == "kiln.argmin") {
       // One reduced dim, kept as size 1 or dropped.
       int64_t dim = op->getAttrOfType<mlir::IntegerAttr>("dim").getInt();
-      bool keep = op->getAttrOfType<mlir::BoolAttr>("keepdim").getValue();
+      bool keep = keepsDims(op);
       int64_t in = keep ? (d == dim ? -1 : d) : (d < dim ? d : d + 1);
       sym = in >= 0 ? from(op->getOperand(0), in) : -1;
     } else if (name == "kiln.reshape") {
