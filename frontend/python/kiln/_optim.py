@@ -14,9 +14,11 @@ state tensor in place (kiln's write-back of graph inputs, version counters
 bumped as in eager; the results are computed straight into those tensors:
 hook/InPlaceResults.h). The kernels follow torch's ``foreach``
 implementations op for op (``torch/optim/sgd.py``, ``adam.py``) over 1-d
-views of each parameter's tensors, so each state update is one fused,
-vectorized elementwise loop in the graph (one loop nest per state tensor and
-parameter: no horizontal fusion across parameters).
+views of each parameter's tensors, so each parameter's update (its state
+tensors and the parameter itself) is one fused, vectorized elementwise loop
+with several results (kiln-fuse-linalg-elementwise's keep-producer-results:
+SGD with momentum reads the buffer, gradient and parameter once and writes
+the buffer and parameter once); no horizontal fusion across parameters.
 
 What is guarded: float hyperparameters (lr, momentum, dampening, weight
 decay, betas, eps) are runtime inputs (one small tensor per group, rebuilt
