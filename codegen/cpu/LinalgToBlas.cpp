@@ -12,7 +12,12 @@
 // which the JIT resolves to runtime/cpu/BlasShims.cpp. Operands are cast to
 // fully dynamic strided memrefs. A zero `linalg.fill` of C right before the
 // matmul (only side-effect-free ops in between) is erased and becomes
-// beta = 0. Other element types and layouts are left alone.
+// beta = 0 (fills of other buffers may come in between). A 2-D matmul's
+// left operand that is only a transposed copy of another matrix
+// (`linalg.transpose` earlier in the block, nothing in between writing the
+// matrix) reads that matrix through a `memref.transpose` view instead: the
+// shim passes unit-row-stride operands to the BLAS as transposed (no copy).
+// Other element types and layouts are left alone.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/common/Patterns.h"
@@ -38,20 +43,110 @@ bool innermostContiguous(MemRefType type) {
          type.getShape().back() == 1;
 }
 
-/// The zero fill of `c` that `op` can absorb as beta = 0, if any.
+/// Where a memref's bytes come from: its root (an allocation or function
+/// argument, through views and casts) and, for a `memref.view` of an arena
+/// at a constant offset with a static identity-layout type, the byte range
+/// [lo, hi) it covers (hi < 0: unknown, the whole root).
+struct Extent {
+  Value root;
+  int64_t lo = 0, hi = -1;
+};
+
+Extent extentOf(Value v) {
+  Extent e;
+  if (auto view = v.getDefiningOp<memref::ViewOp>()) {
+    auto type = view.getType();
+    APInt shift;
+    if (type.hasStaticShape() && type.getLayout().isIdentity() && view.getSizes().empty() &&
+        matchPattern(view.getByteShift(), m_ConstantInt(&shift)) &&
+        type.getElementType().isIntOrFloat()) {
+      e = extentOf(view.getSource());
+      if (e.hi >= 0)
+        return {e.root, -1, -1}; // a view of a view: not tracked
+      e.lo = shift.getSExtValue();
+      e.hi = e.lo + type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+      return e;
+    }
+  }
+  if (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    return {extentOf(view.getViewSource()).root, 0, -1};
+  return {v, 0, -1};
+}
+
+/// True when `a` and `b` cannot share a byte: different allocations or
+/// function arguments (kiln-cpu-in-place-outputs already made an output
+/// that updates an input the same argument), or disjoint ranges of one
+/// arena.
+bool disjoint(Value a, Value b) {
+  Extent x = extentOf(a), y = extentOf(b);
+  auto distinctRoot = [](Value r) {
+    return isa<BlockArgument>(r) || r.getDefiningOp<memref::AllocOp>() ||
+           r.getDefiningOp<memref::AllocaOp>();
+  };
+  if (x.root != y.root)
+    return distinctRoot(x.root) && distinctRoot(y.root);
+  return x.hi >= 0 && y.hi >= 0 && (x.hi <= y.lo || y.hi <= x.lo);
+}
+
+/// True when `op` writes (with `reads`: or reads) no memory that may share
+/// bytes with `v` (and has known effects).
+bool leavesAlone(Operation *op, Value v, bool reads = false) {
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::all_of(list, [&](const MemoryEffects::EffectInstance &e) {
+    if (!isa<MemoryEffects::Write>(e.getEffect()) && !isa<MemoryEffects::Free>(e.getEffect()) &&
+        !(reads && isa<MemoryEffects::Read>(e.getEffect())))
+      return true;
+    return e.getValue() && disjoint(e.getValue(), v);
+  });
+}
+
+/// The zero fill of `c` that `op` can absorb as beta = 0, if any: the last
+/// op before `op` that writes `c`, when everything in between leaves `c`
+/// alone (other fills, the left operand's transposes, views).
 linalg::FillOp findZeroFill(Operation *op, Value c) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (auto fill = dyn_cast<linalg::FillOp>(prev)) {
-      if (fill.getDpsInits()[0] != c)
-        return nullptr;
-      if (matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
-        return fill;
-      return nullptr;
-    }
-    if (!isMemoryEffectFree(prev))
+    if (auto fill = dyn_cast<linalg::FillOp>(prev); fill && fill.getDpsInits()[0] == c)
+      return matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()) ? fill : nullptr;
+    if (!leavesAlone(prev, c, /*reads=*/true))
       return nullptr;
   }
   return nullptr;
+}
+
+/// For a 2-D `linalg.matmul` whose left operand `a` is only a transposed
+/// copy of another matrix, made by a `linalg.transpose` earlier in the
+/// block (kiln-autodiff's weight gradient g^T x), that copy; the GEMM can
+/// then read the matrix through a transposed view (BLAS's transA) when
+/// nothing in between, nor the GEMM's result, writes the matrix's bytes.
+linalg::TransposeOp transposedCopy(linalg::LinalgOp op, Value a, Value c) {
+  if (!isa<linalg::MatmulOp>(op))
+    return nullptr;
+  linalg::TransposeOp copy;
+  for (Operation *user : a.getUsers()) {
+    if (user == op.getOperation())
+      continue;
+    auto t = dyn_cast<linalg::TransposeOp>(user);
+    if (!t || copy || t.getInit() != a || t.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return nullptr;
+    copy = t;
+  }
+  if (!copy || copy->getBlock() != op->getBlock() || !copy->isBeforeInBlock(op))
+    return nullptr;
+  Value src = copy.getInput();
+  auto srcType = dyn_cast<MemRefType>(src.getType());
+  if (!srcType || !innermostContiguous(srcType) || !disjoint(src, c))
+    return nullptr;
+  for (Operation *between = copy->getNextNode(); between != op.getOperation();
+       between = between->getNextNode())
+    if (!leavesAlone(between, src))
+      return nullptr;
+  return copy;
 }
 
 /// memref<?x...x?xT, strided<[?, ...], offset: ?>>.
@@ -95,6 +190,7 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
     return false;
   Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
   Value c = op.getDpsInits()[0];
+  linalg::TransposeOp copyOfA = transposedCopy(op, a, c);
   bool sharedLhs = isSharedLhsBatchMatmul(op);
   auto cType = cast<MemRefType>(c.getType());
   Type elem = cType.getElementType();
@@ -106,7 +202,8 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   bool bf16 = elem.isF32() && in.isBF16();
   for (Value v : {a, b, c}) {
     auto t = cast<MemRefType>(v.getType());
-    if (t.getElementType() != (v == c || !bf16 ? elem : in) || !innermostContiguous(t))
+    if (t.getElementType() != (v == c || !bf16 ? elem : in) ||
+        (!innermostContiguous(t) && !(v == a && copyOfA)))
       return false;
   }
   bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
@@ -129,6 +226,12 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   SmallVector<Value> args;
   if (sharedLhs)
     a = broadcastView(builder, loc, a, memref::getMixedSize(builder, loc, c, 0));
+  if (copyOfA) {
+    // The shim sees A with unit row stride and calls the BLAS with transA.
+    AffineMap swap = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, builder.getContext());
+    a = builder.create<memref::TransposeOp>(loc, copyOfA.getInput(), AffineMapAttr::get(swap));
+    copyOfA.erase();
+  }
   for (Value v : {a, b, c}) {
     MemRefType dynType =
         getDynamicStridedMemRefType(rank, cast<MemRefType>(v.getType()).getElementType());

@@ -135,10 +135,18 @@ def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
     whose innermost dim is contiguous becomes a `func.call` to a `kiln_blas_*`
     function (declared with `llvm.emit_c_interface`) that the JIT resolves to
     kiln's BLAS shims (runtime/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
-    A `linalg.fill` of zero feeding the output is folded into beta = 0.
-    Other element types and layouts are left for the loop lowering.
+    A `linalg.fill` of zero feeding the output is folded into beta = 0 (ops
+    in between that provably touch other bytes, such as fills of other
+    buffers, do not stop it). A 2-D `linalg.matmul` whose left operand is
+    only a `linalg.transpose` copy of another matrix (kiln-autodiff's weight
+    gradient `g^T x`) reads that matrix through a `memref.transpose` view
+    when nothing between the copy and the matmul, nor the matmul's output,
+    may write its bytes (arena slots by their byte ranges); the shim passes
+    such a unit-row-stride operand to the BLAS as transposed. Other element
+    types and layouts are left for the loop lowering.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {

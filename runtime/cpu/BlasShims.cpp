@@ -157,21 +157,23 @@ template <typename T, int N> Matrix<T> matrix(kiln::rt::StridedMemRef<T, N> *m, 
           m->sizes[N - 1], m->strides[N - 2], m->strides[N - 1]};
 }
 
-void gemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float beta, float *c, int64_t ldc) {
+CBLAS_TRANSPOSE trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   if (const DynamicBlas *p = useDynamicBlas(m, n))
-    return p->sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                    a, lda, b, ldb, beta, c, ldc);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-              lda, b, ldb, beta, c, ldc);
+    return p->sgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0f, a, lda, b, ldb,
+                    beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+              ldc);
 }
-void gemm(bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
           const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
   if (const DynamicBlas *p = useDynamicBlas(m, n))
-    return p->dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0,
-                    a, lda, b, ldb, beta, c, ldc);
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda,
-              b, ldb, beta, c, ldc);
+    return p->dgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0, a, lda, b, ldb, beta,
+                    c, ldc);
+  cblas_dgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0, a, lda, b, ldb, beta, c,
+              ldc);
 }
 
 /// C = A * op(B) + beta * C on one matrix.
@@ -179,9 +181,13 @@ template <typename T> void matmul(Matrix<T> a, Matrix<T> b, Matrix<T> c, bool tr
   int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0)
     return;
-  if (k > 0 && a.blasCompatible() && b.blasCompatible() && c.blasCompatible()) {
-    gemm(transB, m, n, k, a.data, a.ld(), b.data, b.ld(), beta, c.data, c.ld());
-    return;
+  if (k > 0 && b.blasCompatible() && c.blasCompatible()) {
+    if (a.blasCompatible())
+      return gemm(false, transB, m, n, k, a.data, a.ld(), b.data, b.ld(), beta, c.data, c.ld());
+    // A transposed view (unit row stride, kiln-cpu-linalg-to-blas's
+    // transposed left operand): the stored K x M matrix, passed as transA.
+    if (a.rowStride == 1 && a.colStride >= std::max<int64_t>(m, 1))
+      return gemm(true, transB, m, n, k, a.data, a.colStride, b.data, b.ld(), beta, c.data, c.ld());
   }
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
