@@ -54,6 +54,10 @@ struct Extent {
 
 Extent extentOf(Value v) {
   Extent e;
+  if (auto cast = v.getDefiningOp<memref::CastOp>())
+    return extentOf(cast.getSource());
+  if (auto transpose = v.getDefiningOp<memref::TransposeOp>())
+    return {extentOf(transpose.getIn()).root, 0, -1};
   if (auto view = v.getDefiningOp<memref::ViewOp>()) {
     auto type = view.getType();
     APInt shift;
@@ -93,6 +97,11 @@ bool disjoint(Value a, Value b) {
 bool leavesAlone(Operation *op, Value v, bool reads = false) {
   if (isMemoryEffectFree(op))
     return true;
+  // A GEMM this pass already made a call: the shim writes C and reads A, B.
+  if (auto call = dyn_cast<func::CallOp>(op);
+      call && call.getCallee().starts_with("kiln_blas_") && call.getNumOperands() == 5)
+    return disjoint(call.getOperand(2), v) &&
+           (!reads || (disjoint(call.getOperand(0), v) && disjoint(call.getOperand(1), v)));
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
     return false;

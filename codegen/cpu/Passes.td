@@ -137,7 +137,7 @@ def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
     kiln's BLAS shims (runtime/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
     A `linalg.fill` of zero feeding the output is folded into beta = 0 (ops
     in between that provably touch other bytes, such as fills of other
-    buffers, do not stop it). A 2-D `linalg.matmul` whose left operand is
+    buffers and GEMM calls made before, do not stop it). A 2-D `linalg.matmul` whose left operand is
     only a `linalg.transpose` copy of another matrix (kiln-autodiff's weight
     gradient `g^T x`) reads that matrix through a `memref.transpose` view
     when nothing between the copy and the matmul, nor the matmul's output,

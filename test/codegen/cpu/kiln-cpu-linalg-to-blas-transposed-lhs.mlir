@@ -93,3 +93,32 @@ func.func @negative_result_over_source(%x: memref<64x32xf32>) {
   memref.dealloc %arena : memref<8192xi8>
   return
 }
+
+// -----
+
+// Tests that zero fills hoisted above several GEMMs (a backward's weight
+// gradients) become beta = 0 past the GEMM calls made before them that
+// write and read other buffers; a fill of a buffer an earlier GEMM reads
+// (%c3, read as A into %c2) stays, and its GEMM accumulates.
+// CHECK-LABEL: func.func @hoisted_fills
+// CHECK-SAME: (%[[A:.*]]: memref<4x8xf32>, %[[B:.*]]: memref<8x16xf32>, %[[C1:.*]]: memref<4x16xf32>, %[[C2:.*]]: memref<4x16xf32>, %[[C3:.*]]: memref<4x8xf32>, %[[E:.*]]: memref<8x8xf32>)
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[C3]] : memref<4x8xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK: %[[Z1:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: call @kiln_blas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Z1]])
+// CHECK: %[[Z2:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: call @kiln_blas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Z2]])
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @kiln_blas_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]])
+func.func @hoisted_fills(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c1: memref<4x16xf32>,
+                         %c2: memref<4x16xf32>, %c3: memref<4x8xf32>,
+                         %e: memref<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c1 : memref<4x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<4x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%c3 : memref<4x8xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c1 : memref<4x16xf32>)
+  linalg.matmul ins(%c3, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c2 : memref<4x16xf32>)
+  linalg.matmul ins(%a, %e : memref<4x8xf32>, memref<8x8xf32>) outs(%c3 : memref<4x8xf32>)
+  return
+}
