@@ -1,8 +1,8 @@
 //===- LinalgToBlas.cpp - f32/f64 matmuls on memrefs → BLAS calls ------------===//
 // SPDX-License-Identifier: Apache-2.0
 //
-// After bufferization, replaces `linalg.matmul`, `linalg.matmul_transpose_b`,
-// `linalg.batch_matmul`, `linalg.batch_matmul_transpose_b` and the
+// After bufferization, replaces `linalg.matmul`, `linalg.matmul_transpose_a`,
+// `linalg.matmul_transpose_b`, their batched forms and the
 // shared-left-operand contraction generic of codegen/common/Matmul.cpp
 // (C[b] = A x B[b]: A is passed as a batch view with stride 0) on f32/f64
 // memrefs whose innermost dims are contiguous with calls to
@@ -12,12 +12,11 @@
 // which the JIT resolves to runtime/cpu/BlasShims.cpp. Operands are cast to
 // fully dynamic strided memrefs. A zero `linalg.fill` of C right before the
 // matmul (only side-effect-free ops in between) is erased and becomes
-// beta = 0 (fills of other buffers may come in between). A 2-D matmul's
-// left operand that is only a transposed copy of another matrix
-// (`linalg.transpose` earlier in the block, nothing in between writing the
-// matrix) reads that matrix through a `memref.transpose` view instead: the
-// shim passes unit-row-stride operands to the BLAS as transposed (no copy).
-// Other element types and layouts are left alone.
+// beta = 0 (fills of other buffers may come in between). A transposed left
+// operand (`_transpose_a`, from kiln-cpu-fold-transposed-operands) is
+// passed as a `memref.transpose` view of the stored matrix: the shim passes
+// unit-row-stride operands to the BLAS as transposed (no copy). Other
+// element types and layouts are left alone.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "codegen/common/Patterns.h"
@@ -92,24 +91,23 @@ bool disjoint(Value a, Value b) {
   return x.hi >= 0 && y.hi >= 0 && (x.hi <= y.lo || y.hi <= x.lo);
 }
 
-/// True when `op` writes (with `reads`: or reads) no memory that may share
-/// bytes with `v` (and has known effects).
-bool leavesAlone(Operation *op, Value v, bool reads = false) {
+/// True when `op` reads and writes no memory that may share bytes with `v`
+/// (and has known effects).
+bool leavesAlone(Operation *op, Value v) {
   if (isMemoryEffectFree(op))
     return true;
   // A GEMM this pass already made a call: the shim writes C and reads A, B.
   if (auto call = dyn_cast<func::CallOp>(op);
       call && call.getCallee().starts_with("kiln_blas_") && call.getNumOperands() == 5)
-    return disjoint(call.getOperand(2), v) &&
-           (!reads || (disjoint(call.getOperand(0), v) && disjoint(call.getOperand(1), v)));
+    return disjoint(call.getOperand(0), v) && disjoint(call.getOperand(1), v) &&
+           disjoint(call.getOperand(2), v);
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
     return false;
   SmallVector<MemoryEffects::EffectInstance> list;
   effects.getEffects(list);
   return llvm::all_of(list, [&](const MemoryEffects::EffectInstance &e) {
-    if (!isa<MemoryEffects::Write>(e.getEffect()) && !isa<MemoryEffects::Free>(e.getEffect()) &&
-        !(reads && isa<MemoryEffects::Read>(e.getEffect())))
+    if (!isa<MemoryEffects::Write, MemoryEffects::Free, MemoryEffects::Read>(e.getEffect()))
       return true;
     return e.getValue() && disjoint(e.getValue(), v);
   });
@@ -122,40 +120,10 @@ linalg::FillOp findZeroFill(Operation *op, Value c) {
   for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(prev); fill && fill.getDpsInits()[0] == c)
       return matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()) ? fill : nullptr;
-    if (!leavesAlone(prev, c, /*reads=*/true))
+    if (!leavesAlone(prev, c))
       return nullptr;
   }
   return nullptr;
-}
-
-/// For a 2-D `linalg.matmul` whose left operand `a` is only a transposed
-/// copy of another matrix, made by a `linalg.transpose` earlier in the
-/// block (kiln-autodiff's weight gradient g^T x), that copy; the GEMM can
-/// then read the matrix through a transposed view (BLAS's transA) when
-/// nothing in between, nor the GEMM's result, writes the matrix's bytes.
-linalg::TransposeOp transposedCopy(linalg::LinalgOp op, Value a, Value c) {
-  if (!isa<linalg::MatmulOp>(op))
-    return nullptr;
-  linalg::TransposeOp copy;
-  for (Operation *user : a.getUsers()) {
-    if (user == op.getOperation())
-      continue;
-    auto t = dyn_cast<linalg::TransposeOp>(user);
-    if (!t || copy || t.getInit() != a || t.getPermutation() != ArrayRef<int64_t>{1, 0})
-      return nullptr;
-    copy = t;
-  }
-  if (!copy || copy->getBlock() != op->getBlock() || !copy->isBeforeInBlock(op))
-    return nullptr;
-  Value src = copy.getInput();
-  auto srcType = dyn_cast<MemRefType>(src.getType());
-  if (!srcType || !innermostContiguous(srcType) || !disjoint(src, c))
-    return nullptr;
-  for (Operation *between = copy->getNextNode(); between != op.getOperation();
-       between = between->getNextNode())
-    if (!leavesAlone(between, src))
-      return nullptr;
-  return copy;
 }
 
 /// memref<?x...x?xT, strided<[?, ...], offset: ?>>.
@@ -199,7 +167,6 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
     return false;
   Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
   Value c = op.getDpsInits()[0];
-  linalg::TransposeOp copyOfA = transposedCopy(op, a, c);
   bool sharedLhs = isSharedLhsBatchMatmul(op);
   auto cType = cast<MemRefType>(c.getType());
   Type elem = cType.getElementType();
@@ -211,11 +178,14 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   bool bf16 = elem.isF32() && in.isBF16();
   for (Value v : {a, b, c}) {
     auto t = cast<MemRefType>(v.getType());
-    if (t.getElementType() != (v == c || !bf16 ? elem : in) ||
-        (!innermostContiguous(t) && !(v == a && copyOfA)))
+    if (t.getElementType() != (v == c || !bf16 ? elem : in) || !innermostContiguous(t))
       return false;
   }
-  bool batched = sharedLhs || isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeBOp>(op);
+  bool batched =
+      sharedLhs ||
+      isa<linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp, linalg::BatchMatmulTransposeBOp>(
+          op);
+  bool transA = isa<linalg::MatmulTransposeAOp, linalg::BatchMatmulTransposeAOp>(op);
   bool transB = isa<linalg::MatmulTransposeBOp, linalg::BatchMatmulTransposeBOp>(op);
   std::string name = std::string("kiln_blas_") +
                      (bf16           ? "bf16"
@@ -235,11 +205,13 @@ bool rewrite(linalg::LinalgOp op, ModuleOp module) {
   SmallVector<Value> args;
   if (sharedLhs)
     a = broadcastView(builder, loc, a, memref::getMixedSize(builder, loc, c, 0));
-  if (copyOfA) {
-    // The shim sees A with unit row stride and calls the BLAS with transA.
-    AffineMap swap = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, builder.getContext());
-    a = builder.create<memref::TransposeOp>(loc, copyOfA.getInput(), AffineMapAttr::get(swap));
-    copyOfA.erase();
+  if (transA) {
+    // A stored [..., K, M]: the shim sees an [..., M, K] view with unit row
+    // stride and calls the BLAS with transA.
+    SmallVector<unsigned> perm =
+        batched ? SmallVector<unsigned>{0, 2, 1} : SmallVector<unsigned>{1, 0};
+    AffineMap swap = AffineMap::getPermutationMap(perm, builder.getContext());
+    a = builder.create<memref::TransposeOp>(loc, a, AffineMapAttr::get(swap));
   }
   for (Value v : {a, b, c}) {
     MemRefType dynType =
@@ -258,7 +230,8 @@ struct CpuLinalgToBlasPass : impl::CpuLinalgToBlasPassBase<CpuLinalgToBlasPass> 
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> candidates;
     module.walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::MatmulTransposeBOp, linalg::BatchMatmulOp,
+      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp,
+              linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
               linalg::BatchMatmulTransposeBOp>(op) ||
           isSharedLhsBatchMatmul(op))
         candidates.push_back(op);

@@ -127,22 +127,47 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def CpuFoldTransposedOperandsPass : Pass<"kiln-cpu-fold-transposed-operands", "func::FuncOp"> {
+  let summary = "Reads GEMM operands through their transposes instead of transposed copies";
+  let description = [{
+    Runs on tensors, after elementwise fusion and before bufferization. An
+    f32/f64 `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` or `linalg.batch_matmul_transpose_b` whose operand
+    is a copy of another tensor with its last two dims swapped, used only
+    there (a `linalg.transpose`, or the permuting generic
+    `kiln-fuse-linalg-elementwise` makes of one), reads that tensor instead:
+    A^T B becomes `linalg.matmul_transpose_a`, A B^T `linalg.matmul_transpose_b`,
+    a transposed operand of a `_transpose_b` op a plain matmul (batched the
+    same). The copy is then dead. `kiln-cpu-linalg-to-blas` passes the
+    stored matrix to the BLAS with its transpose flag (kiln-autodiff's
+    weight gradients `g^T x`). Other element types keep the copy. See
+    codegen/cpu/FoldTransposedOperands.cpp.
+
+    ```mlir
+    %t = linalg.transpose ins(%g : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+    %w = linalg.matmul ins(%t, %x : tensor<32x64xf32>, tensor<64x16xf32>) outs(%c : tensor<32x16xf32>) -> tensor<32x16xf32>
+    // →
+    %w = linalg.matmul_transpose_a ins(%g, %x : tensor<64x32xf32>, tensor<64x16xf32>) outs(%c : tensor<32x16xf32>) -> tensor<32x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def CpuLinalgToBlasPass : Pass<"kiln-cpu-linalg-to-blas", "ModuleOp"> {
   let summary = "Replaces f32/f64 matmuls on memrefs with calls into a tuned BLAS";
   let description = [{
     Runs after bufferization. Each `linalg.matmul`, `linalg.matmul_transpose_b`,
     `linalg.batch_matmul` and `linalg.batch_matmul_transpose_b` on memrefs
-    whose innermost dim is contiguous becomes a `func.call` to a `kiln_blas_*`
+    whose innermost dim is contiguous (and `linalg.matmul_transpose_a`,
+    `linalg.batch_matmul_transpose_a` whose stored left operand is) becomes a `func.call` to a `kiln_blas_*`
     function (declared with `llvm.emit_c_interface`) that the JIT resolves to
     kiln's BLAS shims (runtime/cpu/BlasShims.cpp, OpenBLAS `cblas_?gemm`).
     A `linalg.fill` of zero feeding the output is folded into beta = 0 (ops
     in between that provably touch other bytes, such as fills of other
-    buffers and GEMM calls made before, do not stop it). A 2-D `linalg.matmul` whose left operand is
-    only a `linalg.transpose` copy of another matrix (kiln-autodiff's weight
-    gradient `g^T x`) reads that matrix through a `memref.transpose` view
-    when nothing between the copy and the matmul, nor the matmul's output,
-    may write its bytes (arena slots by their byte ranges); the shim passes
-    such a unit-row-stride operand to the BLAS as transposed. Other element
+    buffers and GEMM calls made before, do not stop it). A transposed left
+    operand (`kiln-cpu-fold-transposed-operands`) is passed as a
+    `memref.transpose` view of the stored matrix; the shim passes such a
+    unit-row-stride operand to the BLAS as transposed. Other element
     types and layouts are left for the loop lowering.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",

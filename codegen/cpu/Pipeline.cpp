@@ -31,6 +31,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   // kiln → linalg on tensors, fused (shared with the CUDA backend).
   buildFusedLinalgPipeline(pm, {/*transcendentalCost=*/8, /*sharedLhsGemm=*/true,
                                 /*fuseBroadcastCasts=*/false, /*keepProducerResults=*/true});
+  // GEMMs read transposed operands in place (the BLAS's transpose flags).
+  pm.nest<func::FuncOp>().addPass(createCpuFoldTransposedOperandsPass());
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

@@ -1,96 +1,59 @@
 // RUN: kiln-opt %s -split-input-file -kiln-cpu-linalg-to-blas | FileCheck %s
 
-// Tests that a matmul whose left operand is only a transposed copy of an
-// arena slice (kiln-autodiff's weight gradient g^T x) reads the slice
-// through a memref.transpose view (the shim calls the BLAS with transA):
-// the copy is erased, and the zero fill of C before it (other fills in
-// between, of other buffers) becomes beta = 0.
+// Tests that a matmul_transpose_a (kiln-cpu-fold-transposed-operands' form
+// of kiln-autodiff's weight gradient g^T x) passes its stored left operand,
+// an arena slice, as a memref.transpose view (the shim calls the BLAS with
+// transA), and that the zero fill of C before it (other fills in between,
+// of other buffers) becomes beta = 0.
 // CHECK-LABEL: func.func @weight_gradient
 // CHECK-SAME: (%[[X:.*]]: memref<64x32xf32>, %[[W:.*]]: memref<16x32xf32>, %[[OTHER:.*]]: memref<16xf32>)
 // CHECK: %[[ARENA:.*]] = memref.alloc
 // CHECK: %[[G:.*]] = memref.view %[[ARENA]][%{{.*}}][] : memref<8192xi8> to memref<64x16xf32>
-// CHECK-NOT: linalg.transpose
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[OTHER]] : memref<16xf32>)
 // CHECK-NOT: linalg.fill
 // CHECK: %[[T:.*]] = memref.transpose %[[G]] (d0, d1) -> (d1, d0) : memref<64x16xf32> to memref<16x64xf32, strided<[1, 16]>>
 // CHECK: %[[CT:.*]] = memref.cast %[[T]] : memref<16x64xf32, strided<[1, 16]>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK: %[[BETA:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: call @kiln_blas_sgemm(%[[CT]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA]])
+// CHECK-NOT: linalg.matmul_transpose_a
 func.func @weight_gradient(%x: memref<64x32xf32>, %w: memref<16x32xf32>, %other: memref<16xf32>) {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : index
-  %c4096 = arith.constant 4096 : index
   %arena = memref.alloc() : memref<8192xi8>
   %g = memref.view %arena[%c0][] : memref<8192xi8> to memref<64x16xf32>
-  %gt = memref.view %arena[%c4096][] : memref<8192xi8> to memref<16x64xf32>
   linalg.fill ins(%zero : f32) outs(%g : memref<64x16xf32>)
-  linalg.transpose ins(%g : memref<64x16xf32>) outs(%gt : memref<16x64xf32>) permutation = [1, 0]
   linalg.fill ins(%zero : f32) outs(%w : memref<16x32xf32>)
   linalg.fill ins(%zero : f32) outs(%other : memref<16xf32>)
-  linalg.matmul ins(%gt, %x : memref<16x64xf32>, memref<64x32xf32>) outs(%w : memref<16x32xf32>)
+  linalg.matmul_transpose_a ins(%g, %x : memref<64x16xf32>, memref<64x32xf32>) outs(%w : memref<16x32xf32>)
   memref.dealloc %arena : memref<8192xi8>
   return
 }
 
 // -----
 
-// Tests the negative cases: the transposed matrix is overwritten between
-// the copy and the matmul (a slot of the same arena reused), the copy has
-// another reader, and C shares the arena bytes of the source. Each keeps
-// its copy (the matmul reads the copied, contiguous operand).
-// CHECK-LABEL: func.func @negative_source_rewritten
-// CHECK: linalg.transpose
-// CHECK: linalg.fill
-// CHECK-NOT: memref.transpose
-// CHECK: call @kiln_blas_sgemm
-func.func @negative_source_rewritten(%x: memref<64x32xf32>, %w: memref<16x32xf32>) {
-  %one = arith.constant 1.0 : f32
-  %c0 = arith.constant 0 : index
-  %c4096 = arith.constant 4096 : index
-  %arena = memref.alloc() : memref<8192xi8>
-  %g = memref.view %arena[%c0][] : memref<8192xi8> to memref<64x16xf32>
-  %gt = memref.view %arena[%c4096][] : memref<8192xi8> to memref<16x64xf32>
-  %reuse = memref.view %arena[%c0][] : memref<8192xi8> to memref<1024xf32>
-  linalg.transpose ins(%g : memref<64x16xf32>) outs(%gt : memref<16x64xf32>) permutation = [1, 0]
-  linalg.fill ins(%one : f32) outs(%reuse : memref<1024xf32>)
-  linalg.matmul ins(%gt, %x : memref<16x64xf32>, memref<64x32xf32>) outs(%w : memref<16x32xf32>)
-  memref.dealloc %arena : memref<8192xi8>
+// Tests the batched form: a [B, K, M] view swapped to [B, M, K].
+// CHECK-LABEL: func.func @batched_transposed_lhs
+// CHECK: %[[T:.*]] = memref.transpose %{{.*}} (d0, d1, d2) -> (d0, d2, d1) : memref<3x64x16xf32> to memref<3x16x64xf32, strided<[1024, 1, 16]>>
+// CHECK: %[[CT:.*]] = memref.cast %[[T]]
+// CHECK: call @kiln_blas_sgemm_batched(%[[CT]],
+func.func @batched_transposed_lhs(%p: memref<3x64x16xf32>, %d: memref<3x64x32xf32>,
+                                  %out: memref<3x16x32xf32>) {
+  linalg.batch_matmul_transpose_a ins(%p, %d : memref<3x64x16xf32>, memref<3x64x32xf32>)
+                                  outs(%out : memref<3x16x32xf32>)
   return
 }
 
 // -----
 
-// CHECK-LABEL: func.func @negative_copy_read_twice
-// CHECK: linalg.transpose
-// CHECK-NOT: memref.transpose
-// CHECK: call @kiln_blas_sgemm
-// CHECK: memref.copy
-func.func @negative_copy_read_twice(%g: memref<64x16xf32>, %x: memref<64x32xf32>,
-                                    %w: memref<16x32xf32>, %keep: memref<16x64xf32>) {
-  %gt = memref.alloc() : memref<16x64xf32>
-  linalg.transpose ins(%g : memref<64x16xf32>) outs(%gt : memref<16x64xf32>) permutation = [1, 0]
-  linalg.matmul ins(%gt, %x : memref<16x64xf32>, memref<64x32xf32>) outs(%w : memref<16x32xf32>)
-  memref.copy %gt, %keep : memref<16x64xf32> to memref<16x64xf32>
-  memref.dealloc %gt : memref<16x64xf32>
-  return
-}
-
-// -----
-
-// CHECK-LABEL: func.func @negative_result_over_source
-// CHECK: linalg.transpose
-// CHECK-NOT: memref.transpose
-// CHECK: call @kiln_blas_sgemm
-func.func @negative_result_over_source(%x: memref<64x32xf32>) {
-  %c0 = arith.constant 0 : index
-  %c4096 = arith.constant 4096 : index
-  %arena = memref.alloc() : memref<8192xi8>
-  %g = memref.view %arena[%c0][] : memref<8192xi8> to memref<64x16xf32>
-  %gt = memref.view %arena[%c4096][] : memref<8192xi8> to memref<16x64xf32>
-  %w = memref.view %arena[%c0][] : memref<8192xi8> to memref<16x32xf32>
-  linalg.transpose ins(%g : memref<64x16xf32>) outs(%gt : memref<16x64xf32>) permutation = [1, 0]
-  linalg.matmul ins(%gt, %x : memref<16x64xf32>, memref<64x32xf32>) outs(%w : memref<16x32xf32>)
-  memref.dealloc %arena : memref<8192xi8>
+// Tests the negative case: a stored left operand whose rows are strided
+// (no unit stride anywhere after the swap) stays for the loop lowering.
+// CHECK-LABEL: func.func @negative_strided_lhs
+// CHECK-NOT: call
+// CHECK: linalg.matmul_transpose_a
+func.func @negative_strided_lhs(%g: memref<64x16xf32, strided<[32, 2]>>, %x: memref<64x32xf32>,
+                                %w: memref<16x32xf32>) {
+  linalg.matmul_transpose_a ins(%g, %x : memref<64x16xf32, strided<[32, 2]>>, memref<64x32xf32>)
+                            outs(%w : memref<16x32xf32>)
   return
 }
 
