@@ -303,15 +303,17 @@ KILN_BODY(TruncOp) { return b.create<math::TruncOp>(loc, a[0]); }
 KILN_BODY(Log1pOp) { return b.create<math::Log1pOp>(loc, a[0]); }
 KILN_BODY(Expm1Op) {
   // exp(x) - 1 cancels near 0 (and math-to-llvm lowers expm1 that way):
-  // expm1(x) = u == 1 ? x : (u - 1) * x / log(u) with u = exp(x) (Kahan),
-  // exact at 0 and accurate to a few ulp elsewhere; u = inf gives inf.
+  // expm1(x) = u == 1 ? x : (u - 1) * (x / log(u)) with u = exp(x)
+  // (Kahan), exact at 0 and accurate to a few ulp elsewhere; u = inf gives
+  // inf. x / log(u) first: (u - 1) * x overflows for u within a factor x
+  // of the largest float (f32 x > 84.3) while the result does not.
   Value x = a[0];
   Type t = x.getType();
   Value u = b.create<math::ExpOp>(loc, x);
   Value one = cst(b, loc, t, 1.0);
   Value um1 = b.create<arith::SubFOp>(loc, u, one);
-  Value ratio = b.create<arith::DivFOp>(loc, b.create<arith::MulFOp>(loc, um1, x),
-                                        b.create<math::LogOp>(loc, u));
+  Value ratio = b.create<arith::MulFOp>(
+      loc, um1, b.create<arith::DivFOp>(loc, x, b.create<math::LogOp>(loc, u)));
   Value isOne = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, one);
   Value isInf =
       b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(b, loc, t, INFINITY));

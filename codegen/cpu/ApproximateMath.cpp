@@ -23,6 +23,8 @@
 // - exp converts its scaled argument with fptosi, which is poison for NaN.
 //   LLVM folds a constant NaN (softmax of an all -inf row) into garbage, so
 //   the approximated exp sees 0 instead and the NaN is selected back after.
+//   Its 2^k scaling gives 0 below ln(FLT_MIN), where eager's exp returns
+//   subnormals: there it computes exp(x / 2) and squares it.
 // - log/log2 read the exponent bits, so subnormal inputs came out as
 //   log(FLT_MIN); they are scaled by 2^23 first and the logarithm corrected.
 // - sin/cos reduce the argument with a one-constant pi/2 in f32 and an i32
@@ -107,18 +109,29 @@ template <typename Op> Value fencedClone(PatternRewriter &b, Op op, Value operan
   return clone;
 }
 
-/// f32 exp(x) → select(isnan(x), x, exp(isnan(x) ? 0 : x)).
-struct NanSafeExp : OpRewritePattern<math::ExpOp> {
-  NanSafeExp(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/20) {}
+/// f32 exp(x) → NaN kept, subnormal results made from a normal one:
+/// tiny = x < -87 (below ln(FLT_MIN) = -87.34 the polynomial's 2^k scaling
+/// gives 0), r = exp(isnan(x) ? 0 : tiny ? x / 2 : x),
+/// exp(x) = isnan(x) ? x : tiny ? r * r : r (one exp per element).
+struct FencedExp : OpRewritePattern<math::ExpOp> {
+  FencedExp(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/20) {}
 
   LogicalResult matchAndRewrite(math::ExpOp op, PatternRewriter &b) const override {
     if (!getElementTypeOrSelf(op.getType()).isF32() || op->hasAttr(kFenced))
       return failure();
     Location loc = op.getLoc();
+    Type type = op.getType();
     Value x = op.getOperand();
     Value nan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
-    Value safe = b.create<arith::SelectOp>(loc, nan, splat(b, loc, x.getType(), 0.0), x);
-    b.replaceOpWithNewOp<arith::SelectOp>(op, nan, x, fencedClone(b, op, safe));
+    Value tiny =
+        b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x, splat(b, loc, type, -87.0));
+    Value half = b.create<arith::MulFOp>(loc, x, splat(b, loc, type, 0.5));
+    Value safe = b.create<arith::SelectOp>(loc, nan, splat(b, loc, type, 0.0),
+                                           b.create<arith::SelectOp>(loc, tiny, half, x));
+    Value r = fencedClone(b, op, safe);
+    Value squared = b.create<arith::MulFOp>(loc, r, r);
+    b.replaceOpWithNewOp<arith::SelectOp>(op, nan, x,
+                                          b.create<arith::SelectOp>(loc, tiny, squared, r));
     return success();
   }
 };
@@ -191,7 +204,7 @@ struct CpuApproximateMathPass : impl::CpuApproximateMathPassBase<CpuApproximateM
     populateMathAlgebraicSimplificationPatterns(patterns);
     // convert-math-to-llvm only lowers vector rsqrt; 1/sqrt vectorizes.
     populateExpandRsqrtPattern(patterns);
-    patterns.add<ErfRational, NanSafeExp, AccurateLog1p>(&getContext());
+    patterns.add<ErfRational, FencedExp, AccurateLog1p>(&getContext());
     patterns.add<SubnormalLog<math::LogOp>>(&getContext(), 0.6931471805599453);
     patterns.add<SubnormalLog<math::Log2Op>>(&getContext(), 1.0);
     populateMathPolynomialApproximationPatterns(patterns);

@@ -198,3 +198,35 @@ def test_vector_math_library_functions(name, dtype):
     eager_ulps = ((eager.double() - want).abs() / scale)[ok]
     assert ulps.max().item() <= max(4.0, 2 * eager_ulps.max().item()), \
         f"{ulps.max().item():.2f} eps at x={x[ok][ulps.argmax()].item()!r}"
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(torch.float32, 80.0, 88.72), (torch.float64, 700.0, 709.78),
+                                         (torch.bfloat16, 80.0, 88.5)])
+def test_expm1_finite_up_to_the_float_limit(dtype, lo, hi):
+    """expm1 computed (u - 1) * x / log(u) with u = exp(x): the product
+    overflowed to inf for f32 x > 84.3 (f64 near 709) where the result is
+    finite (log(expm1(y)), softplus's inverse, gave inf at y = 85)."""
+    x = torch.linspace(lo, hi, 4096, dtype=torch.float64).to(dtype)
+    got, eager = kiln.compile(torch.expm1)(x), torch.expm1(x)
+    assert torch.isfinite(got).all() and torch.isfinite(eager).all()
+    tol = {torch.float32: 4e-7, torch.float64: 1e-15, torch.bfloat16: 8e-3}[dtype]
+    torch.testing.assert_close(got, eager, rtol=tol, atol=0)
+    y = torch.tensor([50.0, 85.0, 88.0], dtype=torch.float32)
+    inverse = kiln.compile(lambda t: torch.log(torch.expm1(t)))(y)
+    torch.testing.assert_close(inverse, y, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("fn", [torch.exp, F.softplus, lambda t: F.logsigmoid(-t)])
+def test_exp_of_subnormal_results(fn):
+    """f32 exp below ln(FLT_MIN) = -87.3 came out 0 (the polynomial scales by
+    2^k from the exponent bits) where eager returns subnormals: exp(-88) is
+    6.05e-39, softplus(-100) 3.7e-44."""
+    x = torch.cat([torch.linspace(-104.0, -86.0, 4096), torch.tensor([-87.0, -1e4, -math.inf])])
+    got, want = kiln.compile(fn)(x), fn(x.double())
+    err = (got.double() - want).abs()
+    eager_err = (fn(x).double() - want).abs()
+    # 4 eps of the result and one unit of the smallest subnormal, or eager's
+    # error (its logsigmoid is 2 units off at 100).
+    assert (err <= torch.maximum(4 * 2.0 ** -23 * want.abs() + 2.0 ** -149, eager_err)).all(), \
+        f"{err.max().item()} at x={x[err.argmax()].item()}"
+    assert (got[(x < -87.4) & (x > -103)] != 0).all()

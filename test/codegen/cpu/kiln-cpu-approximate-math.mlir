@@ -121,7 +121,9 @@ func.func @erf_rational(%x: vector<16xf32>) -> vector<16xf32> {
 // -----
 
 // Tests the fences around upstream approximations: exp computes on 0 where
-// x is NaN and selects x back (its fptosi is poison for NaN), log/log2 scale
+// x is NaN and selects x back (its fptosi is poison for NaN) and below -87
+// (where its 2^k scaling gives 0, not eager's subnormals) computes
+// exp(x / 2) and squares it, log/log2 scale
 // subnormal inputs by 2^23 and subtract 23*log(2) (log2: 23), and sin/cos are
 // not approximated (one-constant range reduction; they become libm calls).
 // CHECK-LABEL: func.func @fenced
@@ -129,12 +131,19 @@ func.func @erf_rational(%x: vector<16xf32>) -> vector<16xf32> {
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG: %[[TINY:.*]] = arith.constant 1.17549435E-38 : f32
 // CHECK-DAG: %[[SCALE:.*]] = arith.constant 0x4B000000 : f32
+// CHECK-DAG: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG: %[[LOW:.*]] = arith.constant -8.700000e+01 : f32
 // CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
-// CHECK: %[[SAFE:.*]] = arith.select %[[NAN]], %[[ZERO]], %[[X]] : f32
+// CHECK: %[[UNDER:.*]] = arith.cmpf olt, %[[X]], %[[LOW]] : f32
+// CHECK: %[[HALVED:.*]] = arith.mulf %[[X]], %[[HALF]] : f32
+// CHECK: %[[ARG:.*]] = arith.select %[[UNDER]], %[[HALVED]], %[[X]] : f32
+// CHECK: %[[SAFE:.*]] = arith.select %[[NAN]], %[[ZERO]], %[[ARG]] : f32
 // CHECK: math.fma
 // CHECK: arith.fptosi
 // CHECK: %[[E:.*]] = arith.mulf
-// CHECK: %[[EXP:.*]] = arith.select %[[NAN]], %[[X]], %[[E]] : f32
+// CHECK: %[[SQ:.*]] = arith.mulf %[[E]], %[[E]] : f32
+// CHECK: %[[R:.*]] = arith.select %[[UNDER]], %[[SQ]], %[[E]] : f32
+// CHECK: %[[EXP:.*]] = arith.select %[[NAN]], %[[X]], %[[R]] : f32
 // CHECK: %[[SMALL:.*]] = arith.cmpf olt, %[[X]], %[[TINY]] : f32
 // CHECK: arith.mulf %[[X]], %[[SCALE]] : f32
 // CHECK: %[[SIN:.*]] = math.sin %[[X]] : f32

@@ -13,6 +13,7 @@
 #include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
 #include "capture/interp/Interp.h"
+#include "capture/interp/OpcodeHandlers.h"
 #include "GilOnce.h"
 #include "capture/values/IdTokens.h"
 
@@ -129,6 +130,23 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
 
 } // namespace
 
+VarP Interpreter::reboundMethod(const VarP &m) {
+  const VarP &self = m->self;
+  if (!self->isConst() || m->name.empty())
+    throw Unsupported("cannot resume after the break: a method of a value built in the frame "
+                      "is the callee of a pending call");
+  PyRef bound = PyRef::steal(PyMethod_New(m->obj.get(), self->obj.get()));
+  if (!bound)
+    throw Unsupported(withPythonError("cannot resume after the break: method " + m->name));
+  keepAlive_.push_back(bound);
+  VarP item = makeConst(bound);
+  if (self->source >= 0) { // read per call as `self.name`, like the frame would
+    PyRef name = PyRef::steal(PyUnicode_FromString(m->name.c_str()));
+    item->source = out_.sources.add(Source::Kind::Attr, self->source, 0, name.get());
+  }
+  return item;
+}
+
 VarP Interpreter::breakState(Frame &f) {
   BreakState &st = out_.state;
   st.reached = true;
@@ -154,6 +172,15 @@ VarP Interpreter::breakState(Frame &f) {
       continue;
     }
     const VarP *next = k + 1 < f.stack.size() ? &f.stack[k + 1] : nullptr;
+    if (next && (*next)->kind == Var::Kind::BoundMethod && !isMethodFormNull(v)) {
+      // [NULL, obj.method] from PUSH_NULL / LOAD_GLOBAL and LOAD_ATTR (the
+      // callee of `obj.method(*args)`): CALL_FUNCTION_EX takes the bound
+      // method itself, so it stays one item, read again per call.
+      items.push_back(reboundMethod(*next));
+      st.layout += "ni";
+      ++k;
+      continue;
+    }
     if (next &&
         ((*next)->kind == Var::Kind::TensorMethod || (*next)->kind == Var::Kind::BoundMethod)) {
       // [NULL, method of self] is CPython's [function, self] method form.

@@ -25,6 +25,16 @@ VarP popValue(Frame &f) {
 
 VarP nullVar() { return std::make_shared<Var>(); }
 
+VarP methodFormNullVar() {
+  VarP v = nullVar();
+  v->name = "method form";
+  return v;
+}
+
+bool isMethodFormNull(const VarP &v) {
+  return v->kind == Var::Kind::Null && v->name == "method form";
+}
+
 const CodeInfo &Interpreter::codeInfo(PyObject *code) {
   auto it = codes_.find(code);
   if (it != codes_.end())

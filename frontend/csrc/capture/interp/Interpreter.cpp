@@ -417,6 +417,7 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     m->kind = Var::Kind::BoundMethod;
     m->obj = PyRef::borrow(fn);
     m->self = self == o ? obj : makeConst(PyRef::borrow(self)); // a classmethod: its class
+    m->name = attr;
     return m;
   }
   // A builtin method bound to `o` is a new object on every lookup: it is
@@ -441,6 +442,7 @@ VarP Interpreter::boundClassMethod(const VarP &obj, PyObject *name, PyObject *fn
   m->kind = Var::Kind::BoundMethod;
   m->obj = PyRef::borrow(fn);
   m->self = obj;
+  m->name = pyText(name);
   return m;
 }
 

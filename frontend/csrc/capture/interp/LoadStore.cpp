@@ -83,7 +83,7 @@ void OpcodeHandlers::loadAttr(Interpreter &interp, Frame &f, const Instr &in, St
     }
   }
   if (methodForm)
-    f.stack.push_back(nullVar());
+    f.stack.push_back(methodFormNullVar());
   f.stack.push_back(attr);
 }
 

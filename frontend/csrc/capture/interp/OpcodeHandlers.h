@@ -43,6 +43,13 @@ VarP popValue(Frame &f);
 /// The NULL CPython pushes before some calls.
 VarP nullVar();
 
+/// The NULL of the method-call form LOAD_METHOD (3.12: LOAD_ATTR with the
+/// method bit) pushes before a callable: kiln pushes [NULL, bound method]
+/// where CPython pushes [function, self], so a break may turn the pair back
+/// into CPython's form; a NULL from PUSH_NULL/LOAD_GLOBAL must stay.
+VarP methodFormNullVar();
+bool isMethodFormNull(const VarP &v);
+
 /// The instruction handlers (OpcodeHandler, Opcodes.h). Each runs `in` in
 /// frame `f` of `interp`; `c` says where the loop goes next.
 struct OpcodeHandlers {
