@@ -130,23 +130,6 @@ void checkItem(const VarP &v, int item, bool top, BreakState &st,
 
 } // namespace
 
-VarP Interpreter::reboundMethod(const VarP &m) {
-  const VarP &self = m->self;
-  if (!self->isConst() || m->name.empty())
-    throw Unsupported("cannot resume after the break: a method of a value built in the frame "
-                      "is the callee of a pending call");
-  PyRef bound = PyRef::steal(PyMethod_New(m->obj.get(), self->obj.get()));
-  if (!bound)
-    throw Unsupported(withPythonError("cannot resume after the break: method " + m->name));
-  keepAlive_.push_back(bound);
-  VarP item = makeConst(bound);
-  if (self->source >= 0) { // read per call as `self.name`, like the frame would
-    PyRef name = PyRef::steal(PyUnicode_FromString(m->name.c_str()));
-    item->source = out_.sources.add(Source::Kind::Attr, self->source, 0, name.get());
-  }
-  return item;
-}
-
 VarP Interpreter::breakState(Frame &f) {
   BreakState &st = out_.state;
   st.reached = true;
@@ -160,6 +143,24 @@ VarP Interpreter::breakState(Frame &f) {
       throw Unsupported("cannot resume after the break: the function uses zero-argument super()");
     PyErr_Clear();
   }
+  // A bound method live as one item: a constant, or read per call from its
+  // object's source.
+  auto reboundMethod = [&](const VarP &m) {
+    const VarP &self = m->self;
+    if (!self->isConst() || m->name.empty())
+      throw Unsupported("cannot resume after the break: a method of a value built in the frame "
+                        "is the callee of a pending call");
+    PyRef bound = PyRef::steal(PyMethod_New(m->obj.get(), self->obj.get()));
+    if (!bound)
+      throw Unsupported(withPythonError("cannot resume after the break: method " + m->name));
+    keepAlive_.push_back(bound);
+    VarP item = makeConst(bound);
+    if (self->source >= 0) { // read per call as `self.name`, like the frame would
+      PyRef name = PyRef::steal(PyUnicode_FromString(m->name.c_str()));
+      item->source = out_.sources.add(Source::Kind::Attr, self->source, 0, name.get());
+    }
+    return item;
+  };
   std::vector<VarP> items;
   static PyOnce tensorTypeOnce;
   PyObject *tensorType =

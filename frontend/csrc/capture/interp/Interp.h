@@ -382,9 +382,6 @@ private:
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
   VarP breakState(Frame &f);
-  /// A bound method `m` live at a break as one item: a constant, or read
-  /// per call from its object's source (BreakState.cpp).
-  VarP reboundMethod(const VarP &m);
   /// Runs the instruction at `pc` of `f` through its opcode table handler
   /// and advances `pc`; true when the frame returned (`result`).
   bool step(Frame &f, size_t &pc, VarP &result);
