@@ -12,7 +12,7 @@
 // The provider is OpenBLAS (linked) unless kilnSetBlasLibrary (the frontend
 // calls it at import with $KILN_BLAS_LIBRARY or the venv's MKL, kiln/_blas.py)
 // names oneMKL's libmkl_rt: it is dlopen'ed RTLD_LOCAL and its cblas_?gemm called instead,
-// except for small outputs, where OpenBLAS is faster (kMaxOpenBlasOutput).
+// for every shape (OpenBLAS runs SSE3 kernels on CPUs it does not know).
 // MKL gets the GNU threading layer (torch's libgomp, as eager's MKL uses) and
 // dynamic threading off, like torch; SEQUENTIAL when no libgomp can load.
 //===----------------------------------------------------------------------===//
@@ -113,19 +113,6 @@ const DynamicBlas *loadMkl(const std::string &path, std::string &why) {
 /// when it was never called).
 const DynamicBlas *provider() { return dynamicBlas.load(std::memory_order_acquire); }
 
-/// Outputs of at most this many elements stay on OpenBLAS even when MKL is
-/// loaded: there MKL's cblas_?gemm is slower (1-2 us more fixed cost per call,
-/// and slow M=1 and narrow-N paths), e.g. 1x512x512 7.6 vs 14.8 us and
-/// 32x512x10 (B transposed) 3.2 vs 6.4 us; above it MKL wins by 1.1-2.9x.
-/// Measured over M, N in 1..512, K = 512 (docs/performance.md).
-constexpr int64_t kMaxOpenBlasOutput = 1024;
-
-/// The dlopen'ed BLAS to call for an M x N output; null means OpenBLAS.
-const DynamicBlas *useDynamicBlas(int64_t m, int64_t n) {
-  const DynamicBlas *p = provider();
-  return p && m * n > kMaxOpenBlasOutput ? p : nullptr;
-}
-
 void applyThreads() {
   const DynamicBlas *p = provider();
   int want = requestedThreads.load(std::memory_order_relaxed);
@@ -159,9 +146,15 @@ template <typename T, int N> Matrix<T> matrix(kiln::rt::StridedMemRef<T, N> *m, 
 
 CBLAS_TRANSPOSE trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
+/// The loaded MKL for every shape, OpenBLAS only without it: OpenBLAS
+/// 0.3.21 picks its SSE3 "Prescott" kernels on CPUs it does not recognize
+/// (this VM's "Intel Xeon Processor" with AVX-512), where MKL is 1.1-5x
+/// faster from 8x64x64 up (1x256x512 with B transposed 17.5 vs 68.6 us;
+/// 1x1000x2048, a classifier's FC layer, 341 vs 1269 us) and within 0.5 us
+/// below (docs/performance.md, "Small GEMMs on MKL").
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (const DynamicBlas *p = useDynamicBlas(m, n))
+  if (const DynamicBlas *p = provider())
     return p->sgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0f, a, lda, b, ldb,
                     beta, c, ldc);
   cblas_sgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0f, a, lda, b, ldb, beta, c,
@@ -169,7 +162,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float
 }
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
           const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
-  if (const DynamicBlas *p = useDynamicBlas(m, n))
+  if (const DynamicBlas *p = provider())
     return p->dgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0, a, lda, b, ldb, beta,
                     c, ldc);
   cblas_dgemm(CblasRowMajor, trans(transA), trans(transB), m, n, k, 1.0, a, lda, b, ldb, beta, c,

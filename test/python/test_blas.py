@@ -15,7 +15,7 @@ from kiln import _C
 torch.manual_seed(0)
 f = kiln.compile(lambda a, b: a @ b)
 g = kiln.compile(lambda a, b: torch.bmm(a, b.transpose(1, 2)))
-# Outputs above and below the size where OpenBLAS stays in use.
+# A big GEMM, a GEMV-like one (M = 1) and a narrow N, on whichever BLAS loads.
 for m, k, n in [(64, 128, 96), (1, 256, 512), (32, 512, 10)]:
     a, b = torch.randn(m, k), torch.randn(k, n)
     torch.testing.assert_close(f(a, b), a @ b, rtol=1e-4, atol=1e-4)
