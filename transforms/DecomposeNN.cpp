@@ -97,29 +97,35 @@ struct Window {
   int64_t kernel[2], stride[2], dilation[2], padLow[2], padHigh[2], out[2];
 };
 
-/// Pads `x` (rank 4) so that every window fits: padLow before, and after
-/// at least padHigh and as much more as the last (ceil_mode) window needs.
-Value padForWindow(PatternRewriter &rewriter, Location loc, Value x, const Window &w,
-                   double value) {
+/// Pads `x` (rank 4, its spatial dims at `h` and `h + 1`: 2 for NCHW, 1 for
+/// NHWC) so that every window fits: padLow before, and after at least
+/// padHigh and as much more as the last (ceil_mode) window needs.
+Value padForWindow(PatternRewriter &rewriter, Location loc, Value x, const Window &w, double value,
+                   int64_t h = 2) {
   for (int i = 0; i < 2; ++i) {
-    int64_t size = typeOf(x).getDimSize(2 + i);
+    int64_t size = typeOf(x).getDimSize(h + i);
     int64_t needed = (w.out[i] - 1) * w.stride[i] + w.dilation[i] * (w.kernel[i] - 1) + 1;
     int64_t high = std::max(w.padHigh[i], needed - size - w.padLow[i]);
-    x = padDim(rewriter, loc, x, 2 + i, w.padLow[i], high, value);
+    x = padDim(rewriter, loc, x, h + i, w.padLow[i], high, value);
   }
   return x;
 }
 
-/// Tap (kh, kw) of every window: a strided slice [N, C, OH, OW] of the
-/// padded input.
+/// Tap (kh, kw) of every window: a strided slice of the padded input over
+/// its spatial dims `h`, `h + 1` ([N, C, OH, OW] for NCHW).
 Value tap(PatternRewriter &rewriter, Location loc, Value padded, const Window &w, int64_t kh,
-          int64_t kw) {
+          int64_t kw, int64_t h = 2) {
   auto shape = typeOf(padded).getShape();
-  SmallVector<int64_t> start = {0, 0, kh * w.dilation[0], kw * w.dilation[1]};
-  SmallVector<int64_t> end = {ShapedType::isDynamic(shape[0]) ? -1 : shape[0], shape[1], 0, 0};
-  SmallVector<int64_t> step = {1, 1, w.stride[0], w.stride[1]};
-  for (int i = 0; i < 2; ++i)
-    end[2 + i] = start[2 + i] + (w.out[i] - 1) * w.stride[i] + 1;
+  SmallVector<int64_t> start(4, 0), step(4, 1);
+  SmallVector<int64_t> end(shape);
+  if (ShapedType::isDynamic(end[0]))
+    end[0] = -1;
+  int64_t k[2] = {kh, kw};
+  for (int i = 0; i < 2; ++i) {
+    start[h + i] = k[i] * w.dilation[i];
+    end[h + i] = start[h + i] + (w.out[i] - 1) * w.stride[i] + 1;
+    step[h + i] = w.stride[i];
+  }
   return rewriter.create<SliceOp>(loc, padded, rewriter.getDenseI64ArrayAttr(start),
                                   rewriter.getDenseI64ArrayAttr(end),
                                   rewriter.getDenseI64ArrayAttr(step));
@@ -349,7 +355,11 @@ template <typename OpTy> Window poolWindow(OpTy op, ArrayRef<int64_t> dilation) 
   return w;
 }
 
-/// max_pool2d = maximum over the taps of the -inf-padded input.
+/// max_pool2d = maximum over the taps of the -inf-padded input. An input
+/// permuted from channels-last (a oneDNN convolution's NHWC result: resnet's
+/// stem) is pooled on its NHWC form, the result permuted: no transpose of
+/// the big input, channels contiguous in the loop (the permute of the
+/// small result cancels against the next convolution's).
 struct DecomposeMaxPool2d : OpRewritePattern<MaxPool2dOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -358,13 +368,22 @@ struct DecomposeMaxPool2d : OpRewritePattern<MaxPool2dOp> {
       return rewriter.notifyMatchFailure(op, "dynamic shapes other than the batch");
     Location loc = op.getLoc();
     Window w = poolWindow(op, op.getDilation());
-    Value padded = padForWindow(rewriter, loc, op.getInput(), w, -INFINITY);
+    Value x = op.getInput();
+    int64_t h = 2;
+    auto fromNhwc = x.getDefiningOp<PermuteOp>();
+    if (fromNhwc && fromNhwc.getDims() == ArrayRef<int64_t>{0, 3, 1, 2}) {
+      x = fromNhwc.getInput();
+      h = 1;
+    }
+    Value padded = padForWindow(rewriter, loc, x, w, -INFINITY, h);
     Value result;
     for (int64_t i = 0; i < w.kernel[0]; ++i)
       for (int64_t j = 0; j < w.kernel[1]; ++j) {
-        Value t = tap(rewriter, loc, padded, w, i, j);
+        Value t = tap(rewriter, loc, padded, w, i, j, h);
         result = result ? rewriter.create<MaximumOp>(loc, result, t).getResult() : t;
       }
+    if (h == 1)
+      result = buildPermute(rewriter, loc, result, {0, 3, 1, 2});
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -269,6 +269,38 @@ func.func @max_pool2d_ceil(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
 
 // -----
 
+// Tests that max pooling of a value permuted from channels-last (a oneDNN
+// convolution's NHWC result) pads and slices the NHWC value over dims 1, 2
+// and permutes only the pooled result: no transpose of the big input.
+// CHECK-LABEL: func.func @max_pool2d_of_nhwc
+// CHECK-SAME: (%[[X:.*]]: tensor<1x8x8x4xf32>)
+// CHECK-DAG: kiln.constant dense<0xFF800000> : tensor<1x1x8x4xf32>
+// CHECK-DAG: kiln.constant dense<0xFF800000> : tensor<1x10x1x4xf32>
+// CHECK: kiln.slice %{{.*}} {end = array<i64: 1, 7, 7, 4>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 2, 2, 1>} : tensor<1x10x10x4xf32> -> tensor<1x4x4x4xf32>
+// CHECK-COUNT-8: kiln.maximum {{.*}} : tensor<1x4x4x4xf32>
+// CHECK: %[[R:.*]] = kiln.permute %{{.*}} {dims = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x4xf32> -> tensor<1x4x4x4xf32>
+// CHECK: return %[[R]]
+func.func @max_pool2d_of_nhwc(%x: tensor<1x8x8x4xf32>) -> tensor<1x4x4x4xf32> {
+  %p = kiln.permute %x {dims = array<i64: 0, 3, 1, 2>} : tensor<1x8x8x4xf32> -> tensor<1x4x8x8xf32>
+  %0 = kiln.max_pool2d %p {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Tests that a permute other than NHWC -> NCHW is pooled after it as usual.
+// CHECK-LABEL: func.func @max_pool2d_of_other_permute
+// CHECK: %[[P:.*]] = kiln.permute %{{.*}} {dims = array<i64: 0, 1, 3, 2>}
+// CHECK: kiln.slice %[[P]] {{.*}} step = array<i64: 1, 1, 2, 2>
+// CHECK-NOT: kiln.permute
+func.func @max_pool2d_of_other_permute(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %p = kiln.permute %x {dims = array<i64: 0, 1, 3, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
+  %0 = kiln.max_pool2d %p {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
 // Tests that average pooling of f16 sums the taps in f32 and divides by the
 // per-position divisor (count_include_pad = false: border windows count
 // only real cells), then rounds back to f16.
