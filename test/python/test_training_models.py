@@ -116,7 +116,10 @@ def test_training_step_dropout_on_matches_autograd_with_the_same_masks(name):
             assert_compiled_backward()
         else:
             assert stats()["eager_backwards"] == 1
-    _assert_same(results[0], results[1], 1e-4, 1e-6)
+    # Two differentiations of one step (kiln's GEMMs vs eager's in the
+    # recompute): rounding reaches 1.3e-4 relative on a cancelling sum
+    # (vit's class token); other masks would differ by O(1).
+    _assert_same(results[0], results[1], 3e-4, 1e-5)
     # the masks are really on: without dropout the gradients differ
     plain = _step(name, _make(name, 0.0), compiled=False)[1]
     assert any(g is not None and not torch.allclose(g, w)

@@ -20,7 +20,13 @@ it found, so the mutations happen once, as in eager.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import torch
+import torch.overrides
+import torch.utils._pytree
+import torch.utils.checkpoint
 
 
 _MISSING = object()
@@ -131,26 +137,120 @@ class _CompiledFunction(torch.autograd.Function):
                 finish()
 
 
+class _PlainCall:
+    """Stands in for torch.utils.checkpoint.CheckpointFunction during an
+    eager recompute: the checkpointed function runs as a plain call."""
+
+    @staticmethod
+    def apply(function, preserve_rng_state, *args):
+        return function(*args)
+
+
+@contextlib.contextmanager
+def _reentrant_checkpoints_as_calls():
+    """A reentrant `torch.utils.checkpoint` (HF's gradient_checkpointing_enable
+    default) refuses torch.autograd.grad in its backward ("incompatible with
+    .grad()"), which differentiating a recompute needs. The recompute is
+    already a second forward, so the checkpointed function is called plainly:
+    the same values and gradients, without the checkpoint's own recompute."""
+    module = torch.utils.checkpoint
+    saved = module.CheckpointFunction
+    module.CheckpointFunction = _PlainCall
+    try:
+        yield
+    finally:
+        module.CheckpointFunction = saved
+
+
+# The twins of the recompute _differentiate runs on this thread (select).
+_recompute_twins = threading.local()
+
+
+class _ReadTwins(torch.overrides.TorchFunctionMode):
+    """Inside the recompute, every torch call reads an input's twin (a view
+    of it) instead of the input, so the recompute's graph starts at the
+    twins and differentiating it for them stops there."""
+
+    def __init__(self, twins):
+        super().__init__()
+        self.twins = twins
+
+    def _swap(self, a):
+        return self.twins.get(id(a), a) if isinstance(a, torch.Tensor) else a
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        args = torch.utils._pytree.tree_map(self._swap, args)
+        kwargs = torch.utils._pytree.tree_map(self._swap, kwargs or {})
+        return func(*args, **kwargs)
+
+
 def _differentiate(ctx, inputs, wanted, grads):
-    """The gradients of the recomputed result's tensors for `inputs`."""
-    with torch.enable_grad():
-        outs = ctx.recompute()  # runs with kiln's frame hook disabled
-    pairs = [(o, g) for o, g in zip(outs, grads)
-             if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
-    result = [None] * len(inputs)
+    """The gradients of the recomputed result's tensors for `inputs`.
+
+    torch.autograd.grad of the outputs for the inputs themselves would give
+    an input the total derivative, through the other inputs' history too: a
+    parameter and an activation computed from it, both inputs (tied
+    weights, a residual across a graph break), would have that path counted
+    here and again when autograd carries the activation's gradient back
+    (and reentrant checkpoints upstream refuse .grad()). So the recompute
+    reads twins (_ReadTwins) and is differentiated for those (unless some
+    op read an input directly: then for the inputs, as before)."""
+    create = torch.is_grad_enabled()  # the caller's create_graph
     # The same tensor may be several inputs (passed twice, tied weights):
     # its gradient is returned once, else autograd would sum the copies.
     first = {}
     wanted = [i for i in wanted if first.setdefault(id(inputs[i]), i) == i]
+    # A twin is a differentiable identity of its input (view_as): the
+    # engine captures a twin's gradient without running what lies beyond it
+    # (no other twin is upstream of an input), and with create_graph=True
+    # the gradients stay functions of the inputs through it.
+    with torch.enable_grad():
+        twins = {id(inputs[i]): inputs[i].view_as(inputs[i]) for i in wanted}
+        _recompute_twins.map = twins  # read by select's run, innermost
+        try:
+            with _reentrant_checkpoints_as_calls():
+                outs = ctx.recompute()  # runs with kiln's frame hook disabled
+        finally:
+            _recompute_twins.map = None
+    outs = [twins.get(id(o), o) for o in outs]  # a result that is an input
+    pairs = [(o, g) for o, g in zip(outs, grads)
+             if isinstance(o, torch.Tensor) and o.requires_grad and g is not None]
+    result = [None] * len(inputs)
     if pairs and wanted:
         # Grad mode is on here exactly when the caller asked for
         # create_graph=True: then the gradients stay differentiable.
-        got = torch.autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted],
-                                  [g for _, g in pairs], allow_unused=True,
-                                  create_graph=torch.is_grad_enabled())
+        outs = [o for o, _ in pairs]
+        # An input some op read past the mode (a custom autograd.Function's
+        # apply does not see it): the inputs themselves, as before.
+        direct = _reaches(outs, [inputs[i] for i in wanted], twins.values())
+        targets = [inputs[i] if direct else twins[id(inputs[i])] for i in wanted]
+        got = torch.autograd.grad(outs, targets, [g for _, g in pairs], allow_unused=True,
+                                  create_graph=create)
         for i, g in zip(wanted, got):
             result[i] = g
     return (None, None, None, None, *result)
+
+
+def _node(t):
+    """The autograd node a gradient for `t` arrives at."""
+    return t.grad_fn if t.grad_fn is not None else torch.autograd.graph.get_gradient_edge(t).node
+
+
+def _reaches(outs, inputs, twins):
+    """Whether the graph of `outs` reaches one of `inputs` other than
+    through its twin."""
+    goal = {_node(t) for t in inputs}
+    seen = {_node(t) for t in twins}
+    stack = [o.grad_fn for o in outs if o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in goal:
+            return True
+        if node in seen:
+            continue
+        seen.add(node)
+        stack += [n for n, _ in node.next_functions if n is not None]
+    return False
 
 
 def select(paths, recompute):
@@ -163,12 +263,16 @@ def select(paths, recompute):
     dtype = torch.get_autocast_dtype("cpu") if autocast else None
 
     def run():
-        if torch.is_autocast_enabled("cpu") == autocast and (
-                not autocast or torch.get_autocast_dtype("cpu") == dtype):
-            result = recompute()
-        else:
-            with torch.autocast("cpu", dtype=dtype, enabled=autocast):
+        # Inside the other wrappers' modes (kiln._random's replay handles
+        # composite functions itself: a mode below it would see them first).
+        twins = getattr(_recompute_twins, "map", None)
+        with _ReadTwins(twins) if twins else contextlib.nullcontext():
+            if torch.is_autocast_enabled("cpu") == autocast and (
+                    not autocast or torch.get_autocast_dtype("cpu") == dtype):
                 result = recompute()
+            else:
+                with torch.autocast("cpu", dtype=dtype, enabled=autocast):
+                    result = recompute()
         outs = []
         for path in paths:
             if path is None:  # read only as a number (.item()) or only stored by side effects

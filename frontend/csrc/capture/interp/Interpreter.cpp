@@ -646,6 +646,20 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
                      out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr)));
     return makeSeq(PyList_CheckExact(o) ? Var::Kind::List : Var::Kind::Tuple, items);
   }
+  // A dict subclass with dict's own __getitem__ (defaultdict, OrderedDict,
+  // Counter): a present key is read, and guarded, through its own source as
+  // a plain dict's; a missing one would run __missing__ (a defaultdict
+  // inserts its default) once at capture instead of per call: a break.
+  if (c->source >= 0 && !record && !PyDict_CheckExact(o) && isPrimitive(key) &&
+      keepsDictMethod(o, "__getitem__")) {
+    PyObject *present = PyDict_GetItemWithError(o, key); // borrowed; no __missing__
+    if (!present) {
+      PyErr_Clear();
+      throw Unsupported(std::string("a key missing from a ") + Py_TYPE(o)->tp_name +
+                        " (its __missing__ runs when the call does)");
+    }
+    return fromSource(present, out_.sources.add(Source::Kind::DictItem, c->source, 0, key));
+  }
   pinPlainObject(key, "it is a subscript key");
   PyRef r = PyRef::steal(PyObject_GetItem(o, key));
   if (!r) {
@@ -680,17 +694,20 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     return fromSource(r.get(),
                       out_.sources.add(Source::Kind::TupleItem, c->source, (int)k, nullptr));
   }
-  if (!isTensor(r.get())) {
-    noteFresh(r); // a slice of a list made at capture is one too
-    return makeConst(r);
-  }
-  // A tensor item of an object of the frame (ParameterDict/List, a user
-  // container) baked in as a constant would go stale: a Python __getitem__
-  // is inlined so it is read through a source (a graph input); else a break.
+  // An item of an object of the frame (ParameterDict/List, UserDict,
+  // ChainMap, a user container) baked in as a constant would go stale: a
+  // Python __getitem__ is inlined so that what it reads is read through
+  // sources (a tensor: a graph input) and guarded; a tensor from another
+  // __getitem__ is a break.
   static PyOnce nameOnce;
   PyObject *name = nameOnce.get([] { return PyUnicode_InternFromString("__getitem__"); });
   PyObject *fn = _PyType_Lookup(Py_TYPE(o), name); // borrowed
-  if (sourceOf(c) < 0 || !fn || !PyFunction_Check(fn))
+  bool pythonGetItem = sourceOf(c) >= 0 && fn && PyFunction_Check(fn);
+  if (!isTensor(r.get()) && !pythonGetItem) {
+    noteFresh(r); // a slice of a list made at capture is one too
+    return makeConst(r);
+  }
+  if (!pythonGetItem)
     throw Unsupported(BreakCategory::UnsupportedOp,
                       "subscript of a " + std::string(Py_TYPE(o)->tp_name) +
                           " returns a tensor kiln cannot re-read per call");

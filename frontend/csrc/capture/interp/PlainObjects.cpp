@@ -272,6 +272,13 @@ bool isModelOutputRecord(PyObject *o) {
   return n != nullptr;
 }
 
+bool keepsDictMethod(PyObject *o, const char *name) {
+  PyRef n = PyRef::steal(PyUnicode_InternFromString(name));
+  return o && PyDict_Check(o) && n &&
+         _PyType_Lookup(Py_TYPE(o), n.get()) ==
+             _PyType_Lookup(&PyDict_Type, n.get()); // borrowed, both
+}
+
 void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   PlainState *state = nullptr;
   for (PlainState &s : states())

@@ -77,6 +77,11 @@ void addItemsGuard(Capture &out, size_t guard, PyObject *o);
 /// (`encoder_outputs` of generate()).
 bool isModelOutputRecord(PyObject *o);
 
+/// Whether dict subclass instance `o` (defaultdict, OrderedDict, Counter)
+/// keeps dict's own `name` (`__getitem__`, `__len__`): its items and length
+/// then read as a plain dict's.
+bool keepsDictMethod(PyObject *o, const char *name);
+
 /// The capture depends on the identity of `o` (`is`, id(), `o` returned
 /// or stored by a side effect, a source keyed by it): pinPlainObject for a
 /// plain object; a list/dict guarded by value gains an identity guard.

@@ -419,7 +419,8 @@ VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
     return tensorAttribute(v, "__len__");
   if (v->isConst() && v->source >= 0 &&
       (PyTuple_CheckExact(v->obj.get()) || PyList_CheckExact(v->obj.get()) ||
-       PyDict_CheckExact(v->obj.get()) || isModelOutputRecord(v->obj.get()))) {
+       PyDict_CheckExact(v->obj.get()) || isModelOutputRecord(v->obj.get()) ||
+       keepsDictMethod(v->obj.get(), "__len__"))) {
     // len() of a container of the frame (e.g. a module's hook dict): the
     // container may be mutated between calls, so its length is guarded.
     Py_ssize_t n = PyObject_Length(v->obj.get());
