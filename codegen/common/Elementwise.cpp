@@ -303,10 +303,11 @@ KILN_BODY(TruncOp) { return b.create<math::TruncOp>(loc, a[0]); }
 KILN_BODY(Log1pOp) { return b.create<math::Log1pOp>(loc, a[0]); }
 KILN_BODY(Expm1Op) {
   // exp(x) - 1 cancels near 0 (and math-to-llvm lowers expm1 that way):
-  // expm1(x) = u == 1 ? x : (u - 1) * (x / log(u)) with u = exp(x)
-  // (Kahan), exact at 0 and accurate to a few ulp elsewhere; u = inf gives
-  // inf. x / log(u) first: (u - 1) * x overflows for u within a factor x
-  // of the largest float (f32 x > 84.3) while the result does not.
+  // for |x| < 0.5, expm1(x) = u == 1 ? x : (u - 1) * (x / log(u)) with
+  // u = exp(x) (Kahan), exact at 0 and a few ulp elsewhere; beyond, u - 1
+  // itself (within 3 ulp: no cancellation), which also keeps inf, -1 and
+  // NaN (Kahan's ratio overflowed for f32 x > 84.3 and went 1.7e-4 off at
+  // x = -100, where exp(x) is subnormal).
   Value x = a[0];
   Type t = x.getType();
   Value u = b.create<math::ExpOp>(loc, x);
@@ -315,13 +316,10 @@ KILN_BODY(Expm1Op) {
   Value ratio = b.create<arith::MulFOp>(
       loc, um1, b.create<arith::DivFOp>(loc, x, b.create<math::LogOp>(loc, u)));
   Value isOne = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, one);
-  Value isInf =
-      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(b, loc, t, INFINITY));
-  Value small = b.create<arith::SelectOp>(loc, isOne, x, ratio);
-  Value big = b.create<arith::SelectOp>(loc, isInf, u, small);
-  // x = -inf: u = 0, ratio = (-1 * -inf) / -inf = NaN; expm1(-inf) = -1.
-  Value isZero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, u, cst(b, loc, t, 0.0));
-  return b.create<arith::SelectOp>(loc, isZero, um1, big);
+  Value kahan = b.create<arith::SelectOp>(loc, isOne, x, ratio);
+  Value near = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT,
+                                       b.create<math::AbsFOp>(loc, x), cst(b, loc, t, 0.5));
+  return b.create<arith::SelectOp>(loc, near, kahan, um1);
 }
 KILN_BODY(Log2Op) { return b.create<math::Log2Op>(loc, a[0]); }
 KILN_BODY(SigmoidOp) { return sigmoid(b, loc, a[0]); }

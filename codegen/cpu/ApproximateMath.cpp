@@ -33,6 +33,8 @@
 //   vectorizer calls glibc's vector forms of them (VectorMath.h).
 // - atan (and atan2, built on it) is 33 eps off at -0.66; both become libm
 //   calls that are vectorized the same way.
+// - bf16 maximumf/minimumf: LLVM 19's x86 lowering loses NaNs; they become
+//   compares and selects (Bf16MinMaxAsSelects).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 
@@ -185,6 +187,60 @@ struct AccurateLog1p : OpRewritePattern<math::Log1pOp> {
   }
 };
 
+/// The bf16 value `v` was widened from, if any.
+Value widenedBf16(Value v) {
+  auto ext = v.getDefiningOp<arith::ExtFOp>();
+  return ext && getElementTypeOrSelf(ext.getIn().getType()).isBF16() ? ext.getIn() : Value();
+}
+
+/// arith.maximumf/minimumf of bf16 values (in bf16, or in f32 between
+/// extf's of bf16 values, kiln's lowering of bf16 max/min: InstCombine
+/// narrows that back to the bf16 intrinsic) as compares and selects: LLVM
+/// 19's x86 lowering of llvm.maximum/minimum on bf16 loses NaNs (max(x,
+/// NaN) came out 0; f16 and f32 are right). Result: NaN if either is; else
+/// the larger (smaller); equal operands (+0 and -0) combined bitwise, AND
+/// for max, OR for min.
+template <typename Op, bool isMax> struct Bf16MinMaxAsSelects : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(Op op, PatternRewriter &b) const override {
+    Type type = op.getType();
+    Value x = op.getLhs(), y = op.getRhs();
+    Value xn = x, yn = y; // the bf16 operands
+    if (!getElementTypeOrSelf(type).isBF16()) {
+      xn = widenedBf16(x);
+      yn = widenedBf16(y);
+      if (!xn || !yn)
+        return failure();
+    }
+    auto like = [&](Type elem) -> Type {
+      auto v = dyn_cast<VectorType>(type);
+      return v ? Type(v.clone(elem)) : elem;
+    };
+    Location loc = op.getLoc();
+    Type f32 = like(b.getF32Type());
+    Value xw = x == xn ? b.create<arith::ExtFOp>(loc, f32, xn).getResult() : x;
+    Value yw = y == yn ? b.create<arith::ExtFOp>(loc, f32, yn).getResult() : y;
+    Value nan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, xw, yw);
+    Value wins = b.create<arith::CmpFOp>(
+        loc, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, xw, yw);
+    Value equal = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, xw, yw);
+    Type bits = like(b.getI16Type());
+    Value xi = b.create<arith::BitcastOp>(loc, bits, xn);
+    Value yi = b.create<arith::BitcastOp>(loc, bits, yn);
+    Value both = isMax ? b.create<arith::AndIOp>(loc, xi, yi).getResult()
+                       : b.create<arith::OrIOp>(loc, xi, yi).getResult();
+    Value tie = b.create<arith::BitcastOp>(loc, like(b.getBF16Type()), both);
+    if (tie.getType() != type)
+      tie = b.create<arith::ExtFOp>(loc, type, tie);
+    Value pick =
+        b.create<arith::SelectOp>(loc, wins, x, b.create<arith::SelectOp>(loc, equal, tie, y));
+    Value quiet = splat(b, loc, type, std::numeric_limits<double>::quiet_NaN());
+    b.replaceOpWithNewOp<arith::SelectOp>(op, nan, quiet, pick);
+    return success();
+  }
+};
+
 /// Drops the upstream sin/cos and atan/atan2 approximations (see the file
 /// comment).
 void dropInaccurateApproximations(RewritePatternSet &patterns) {
@@ -204,7 +260,9 @@ struct CpuApproximateMathPass : impl::CpuApproximateMathPassBase<CpuApproximateM
     populateMathAlgebraicSimplificationPatterns(patterns);
     // convert-math-to-llvm only lowers vector rsqrt; 1/sqrt vectorizes.
     populateExpandRsqrtPattern(patterns);
-    patterns.add<ErfRational, FencedExp, AccurateLog1p>(&getContext());
+    patterns
+        .add<ErfRational, FencedExp, AccurateLog1p, Bf16MinMaxAsSelects<arith::MaximumFOp, true>,
+             Bf16MinMaxAsSelects<arith::MinimumFOp, false>>(&getContext());
     patterns.add<SubnormalLog<math::LogOp>>(&getContext(), 0.6931471805599453);
     patterns.add<SubnormalLog<math::Log2Op>>(&getContext(), 1.0);
     populateMathPolynomialApproximationPatterns(patterns);

@@ -230,3 +230,26 @@ def test_exp_of_subnormal_results(fn):
     assert (err <= torch.maximum(4 * 2.0 ** -23 * want.abs() + 2.0 ** -149, eager_err)).all(), \
         f"{err.max().item()} at x={x[err.argmax()].item()}"
     assert (got[(x < -87.4) & (x > -103)] != 0).all()
+
+
+@pytest.mark.parametrize("fn", [torch.expm1, F.elu, F.selu, F.celu])
+def test_expm1_far_below_zero(fn):
+    """Kahan's (u - 1) * x / log(u) with a subnormal u = exp(x) went 1.7e-4
+    off at x = -100 (expm1 -1.00017); far from 0 expm1 is u - 1."""
+    x = torch.cat([torch.linspace(-120.0, -0.5, 4096), torch.tensor([-100.0, -1e4, -math.inf])])
+    torch.testing.assert_close(kiln.compile(fn)(x), fn(x), rtol=2e-7, atol=0)
+
+
+@pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
+@pytest.mark.parametrize("n", [16, 58])
+def test_bf16_maximum_minimum_keep_nans(op, n):
+    """LLVM 19's x86 lowering of llvm.maximum/minimum on bf16 vectors lost
+    NaNs (max(0, NaN) came out 0), also after InstCombine narrowed kiln's
+    f32 computation back to bf16."""
+    x = torch.arange(n, dtype=torch.float32).to(torch.bfloat16)
+    x[n - 1] = float("nan")
+    x[1], x[n - 2] = 0.0, -0.0
+    got = kiln.compile(lambda t: op(t, t.flip(0)))(x)
+    want = op(x, x.flip(0))
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got.nan_to_num(), want.nan_to_num())

@@ -156,3 +156,41 @@ func.func @fenced(%x: f32) -> (f32, f32, f32, f32) {
   %3 = math.cos %x : f32
   return %0, %1, %2, %3 : f32, f32, f32, f32
 }
+
+// -----
+
+// Tests that bf16 max/min (in bf16, or in f32 between extf's of bf16, as
+// kiln lowers them) become compares and selects: LLVM 19's x86 lowering of
+// the bf16 intrinsics loses NaNs. f32 and f16 max/min stay.
+// CHECK-LABEL: func.func @bf16_min_max
+// CHECK-SAME: (%[[A:.*]]: bf16, %[[B:.*]]: bf16, %[[V:.*]]: vector<8xbf16>, %[[W:.*]]: vector<8xbf16>, %[[X:.*]]: f32, %[[Y:.*]]: f32, %[[H:.*]]: f16, %[[G:.*]]: f16)
+// CHECK: %[[AW:.*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK: %[[BW:.*]] = arith.extf %[[B]] : bf16 to f32
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[AW]], %[[BW]] : f32
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[AW]], %[[BW]] : f32
+// CHECK: %[[EQ:.*]] = arith.cmpf oeq, %[[AW]], %[[BW]] : f32
+// CHECK: arith.andi %{{.*}}, %{{.*}} : i16
+// CHECK: %[[PICK:.*]] = arith.select %[[GT]], %[[A]], %{{.*}} : bf16
+// CHECK: %[[MAX:.*]] = arith.select %[[NAN]], %{{.*}}, %[[PICK]] : bf16
+// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: arith.ori %{{.*}}, %{{.*}} : vector<8xi16>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xbf16>
+// CHECK: %[[AW2:.*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK: %[[BW2:.*]] = arith.extf %[[B]] : bf16 to f32
+// CHECK: arith.cmpf ogt, %[[AW2]], %[[BW2]] : f32
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: %[[KEPT:.*]] = arith.maximumf %[[X]], %[[Y]] : f32
+// CHECK: %[[HALF:.*]] = arith.minimumf %[[H]], %[[G]] : f16
+// CHECK: return %[[MAX]], %{{.*}}, %{{.*}}, %[[KEPT]], %[[HALF]]
+func.func @bf16_min_max(%a: bf16, %b: bf16, %v: vector<8xbf16>, %w: vector<8xbf16>, %x: f32,
+                        %y: f32, %h: f16, %g: f16)
+    -> (bf16, vector<8xbf16>, f32, f32, f16) {
+  %0 = arith.maximumf %a, %b : bf16
+  %1 = arith.minimumf %v, %w : vector<8xbf16>
+  %aw = arith.extf %a : bf16 to f32
+  %bw = arith.extf %b : bf16 to f32
+  %2 = arith.maximumf %aw, %bw : f32
+  %3 = arith.maximumf %x, %y : f32
+  %4 = arith.minimumf %h, %g : f16
+  return %0, %1, %2, %3, %4 : bf16, vector<8xbf16>, f32, f32, f16
+}
