@@ -304,6 +304,37 @@ int SourceTable::resolve(const FrameView &frame, std::vector<PyRef> &out) const 
   return -1;
 }
 
+PyRef plainContents(PyObject *o) {
+  static PyOnce dequeOnce, arrayOnce;
+  PyObject *deque = dequeOnce.get([] {
+    PyRef m = PyRef::steal(PyImport_ImportModule("collections"));
+    return m ? PyObject_GetAttrString(m.get(), "deque") : nullptr;
+  });
+  PyObject *array = arrayOnce.get([] {
+    PyRef m = PyRef::steal(PyImport_ImportModule("array"));
+    return m ? PyObject_GetAttrString(m.get(), "array") : nullptr;
+  });
+  auto isA = [&](PyObject *type) {
+    return type && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject *>(type));
+  };
+  PyRef plain;
+  if (PyByteArray_Check(o) || PyMemoryView_Check(o) || isA(array))
+    plain = PyRef::steal(PyBytes_FromObject(o));
+  else if ((PyList_Check(o) && !PyList_CheckExact(o)) || isA(deque) || PyDictKeys_Check(o) ||
+           PyDictValues_Check(o) || PyDictItems_Check(o))
+    plain = PyRef::steal(PySequence_List(o));
+  else if (PySet_Check(o) && !PySet_CheckExact(o))
+    plain = PyRef::steal(PySet_New(o));
+  else if ((PyDict_Check(o) && !PyDict_CheckExact(o)) || Py_IS_TYPE(o, &PyDictProxy_Type)) {
+    plain = PyRef::steal(PyDict_New());
+    if (plain && PyDict_Merge(plain.get(), o, 1) < 0)
+      plain = PyRef();
+  }
+  if (!plain)
+    PyErr_Clear();
+  return plain;
+}
+
 PyRef snapshotValue(PyObject *o) {
   if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
@@ -442,6 +473,11 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     case Guard::Kind::Equals:
       ok = sameValue(v, g.expected.get());
       break;
+    case Guard::Kind::Contents: {
+      PyRef now = plainContents(v);
+      ok = now && sameValue(now.get(), g.expected.get());
+      break;
+    }
     case Guard::Kind::Tensor:
       ok = (!g.expected || reinterpret_cast<PyObject *>(Py_TYPE(v)) == g.expected.get()) &&
            tensorMatches(g, v);
@@ -536,6 +572,9 @@ std::string Guard::describe(const SourceTable &sources,
     break;
   case Kind::Equals:
     os << " == " << pyText(expected.get(), /*repr=*/true);
+    break;
+  case Kind::Contents:
+    os << " holds " << pyText(expected.get(), /*repr=*/true);
     break;
   case Kind::Length:
     if (PyTuple_Check(expected.get()))

@@ -123,6 +123,11 @@ struct Guard {
     /// `source` is -1. (Plain objects whose attributes the graph stores,
     /// guarded by type: PlainObjects.cpp.)
     Aliasing,
+    /// sameValue(plainContents(value), expected): the contents of a mutable
+    /// container kiln reads as a whole at capture (a deque, array.array,
+    /// bytearray, memoryview, mappingproxy, dict view, list/set/dict
+    /// subclass), next to its Identity guard: an in-place change recompiles.
+    Contents,
   };
   Kind kind;
   int source;
@@ -153,6 +158,11 @@ bool sameValue(PyObject *a, PyObject *b, int depth = 0);
 /// copied all the way down (the caller may mutate a nested list in place),
 /// other objects shared. Null (with a Python error set) when copying fails.
 PyRef snapshotValue(PyObject *o);
+
+/// The contents of `o` as a plain list, set, dict or bytes when `o` is a
+/// mutable container other than an exact list/set/dict (Guard::Kind::
+/// Contents); null otherwise (and on failure, with no Python error left).
+PyRef plainContents(PyObject *o);
 
 /// Evaluates `guards` on resolved source values; returns the index of the
 /// first failing guard or -1. Never leaves a Python error set.

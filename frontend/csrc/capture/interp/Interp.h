@@ -57,8 +57,7 @@ public:
   // --- used by TorchOps.cpp ---
   mlir::OpBuilder &builder() { return b_; }
   mlir::Location loc() const { return loc_; }
-  /// Calls `callee` (a Const) if it is a mapped torch function, else nullptr.
-  VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args,
+  VarP callTorchFunction(PyObject *callee, std::vector<VarP> &args, // a mapped one, else nullptr
                          std::map<std::string, VarP> &kwargs);
   /// A mapped torch function called with a Python number first and a
   /// tensor among its arguments (`torch.eq(2.5, t)`) is tried once on meta
@@ -663,16 +662,17 @@ private:
   /// (lazyReads_), ints, floats, strs, bools and lists become Lazy Vars,
   /// guarded when something uses them (LazyValues.cpp).
   VarP fromSource(PyObject *value, int source, bool lazy = true);
-  /// Guards `type(value of source) is type(obj)` (once per source).
-  void guardType(int source, PyObject *obj);
+  void guardType(int source, PyObject *obj); ///< `type(value of source) is type(obj)`, once
   VarP getIter(const VarP &v);
   /// The remaining items of iterating over `v`.
   std::vector<VarP> iterItems(const VarP &v);
   /// `v`'s source, or (for an nn.Module constant without one) a Constant
   /// source holding the module, so its attributes can be guarded.
   int sourceOf(const VarP &v);
-  /// Guards `len(value of source) == n` (tuple, list or dict).
+  /// Guards `len(value of source) == n` (tuple, list or dict); the
+  /// contents of mutable container `o` (Guard::Kind::Contents).
   void guardLength(int source, Py_ssize_t n);
+  void guardContents(int source, PyObject *o);
   VarP subscript(const VarP &container, const VarP &index);
   bool truthy(const VarP &v);
   const CodeInfo &codeInfo(PyObject *code);

@@ -331,6 +331,8 @@ VarP Interpreter::loadGlobal(Frame &f, PyObject *name) {
     PyErr_Clear();
     throw Unsupported("name '" + pyText(name) + "' is not defined");
   }
+  // A global of that name defined later (`from numpy import abs`) wins.
+  guardNotInDict(f.globalsSource, name);
   return fromSource(v, out_.sources.add(Source::Kind::Builtin, -1, 0, name));
 }
 

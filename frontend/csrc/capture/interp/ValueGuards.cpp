@@ -139,6 +139,8 @@ void Interpreter::guardValue(const VarP &v) {
   // The root frame's **kwargs is a new dict per call: compared by value.
   bool kwargsDict = v->source == varKeywordsSource_ && isPrimitiveDict(o);
   bool byValue = isPrimitive(o) || kwargsDict || isPlainData(o);
+  if (!byValue)
+    guardContents(v->source, o);
   g.kind = byValue ? Guard::Kind::Equals : Guard::Kind::Identity;
   g.source = v->source;
   // Compared against a deep copy: the caller may mutate a list or dict (or
@@ -156,6 +158,34 @@ void Interpreter::guardValue(const VarP &v) {
   if (byValue && !kwargsDict &&
       (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o)))
     addValueGuard(out_, out_.guards.size(), o);
+  out_.guards.push_back(std::move(g));
+}
+
+void Interpreter::guardContents(int source, PyObject *o) {
+  // A mutable container read as a whole at capture (its items, length,
+  // `in`, iteration): identity alone would keep its contents of that time.
+  PyRef plain = plainContents(o);
+  if (!plain)
+    return;
+  if (!PyBytes_Check(plain.get()) && !isPlainData(plain.get())) {
+    // Items read through their own sources instead (a dict subclass with
+    // dict's __getitem__: Interpreter::subscript; len() guarded).
+    if (keepsDictMethod(o, "__getitem__"))
+      return;
+    throw Unsupported(std::string("the contents of a ") + Py_TYPE(o)->tp_name +
+                      " (tensors or objects) are read at capture and could change between calls");
+  }
+  for (const Guard &e : out_.guards)
+    if (e.source == source && e.kind == Guard::Kind::Contents)
+      return;
+  Guard g;
+  g.kind = Guard::Kind::Contents;
+  g.source = source;
+  g.expected = snapshotValue(plain.get());
+  if (!g.expected) {
+    PyErr_Clear();
+    throw Unsupported("cannot copy the contents of a " + std::string(Py_TYPE(o)->tp_name));
+  }
   out_.guards.push_back(std::move(g));
 }
 
