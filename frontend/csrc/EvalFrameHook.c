@@ -41,16 +41,35 @@ static void kiln_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame
 #define KILN_FRAME_FUNC(f) ((PyObject *)(f)->f_func)
 #endif
 
+/* Whether `code` is the wrapper torch.compiler.disable / torch._dynamo.disable
+ * (recursive=True) and torch._disable_dynamo (torch.utils.checkpoint) call
+ * through: DisableContext.__call__'s `_fn`, one code object for them all. */
+static int kiln_is_dynamo_disable_wrapper(PyCodeObject *code) {
+  static PyCodeObject *known = NULL;
+  if (known)
+    return code == known;
+  if (!PyUnicode_Check(code->co_qualname) ||
+      PyUnicode_CompareWithASCIIString(code->co_qualname, "DisableContext.__call__.<locals>._fn") !=
+          0)
+    return 0;
+  Py_INCREF(code);
+  known = code;
+  return 1;
+}
+
 static PyObject *kiln_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag) {
   if (throwflag || !kiln_hook_active())
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
   PyCodeObject *code = frame->f_code;
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))
     return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-  if (!(code->co_flags & CO_OPTIMIZED)) {
+  if (!(code->co_flags & CO_OPTIMIZED) || kiln_is_dynamo_disable_wrapper(code)) {
     /* A module or class body (an import, a class statement, exec): it runs
      * once, and neither it nor what it calls (metaclasses, registries
-     * filled at import time) is captured. */
+     * filled at import time) is captured. A function the user excluded
+     * with torch.compiler.disable (and torch.utils.checkpoint, which torch
+     * excludes: its recompute must save what its forward saved) runs
+     * eagerly with everything it calls, as under Dynamo. */
     kiln_hook_pause(1);
     PyObject *result = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     kiln_hook_pause(-1);
