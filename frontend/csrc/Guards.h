@@ -128,6 +128,10 @@ struct Guard {
     /// bytearray, memoryview, mappingproxy, dict view, list/set/dict
     /// subclass), next to its Identity guard: an in-place change recompiles.
     Contents,
+    /// A class was not changed since the capture: `expected` = (type, tag),
+    /// the class's CPython version tag, renewed on any change of its dict
+    /// (torch.Tensor: TensorTypeGuard.h). `source` is -1.
+    TypeVersion,
   };
   Kind kind;
   int source;

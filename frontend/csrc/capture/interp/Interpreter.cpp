@@ -10,6 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/TensorTypeGuard.h"
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/values/Deques.h"
 #include "capture/interp/NumpyInterop.h"
@@ -729,6 +730,12 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
 
   gradMode_ = gradOnSomewhere_ = out_.gradMode;
   guardAutocastOff();
+  out_.guards.push_back(tensorTypeGuard()); // tensor methods are mapped by name
+  std::string op = replacedTensorOperator();
+  if (!op.empty())
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "torch.Tensor." + op + " was replaced: kiln maps tensor operators by name",
+                      "the frame runs eagerly while the replacement is in place");
   Frame f;
   f.code = &codeInfo(reinterpret_cast<PyObject *>(code));
   int n = (int)localNames(code).size();

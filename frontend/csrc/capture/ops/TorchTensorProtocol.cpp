@@ -7,6 +7,7 @@
 // go through the op registry (TorchCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/interp/TensorTypeGuard.h"
 #include "capture/values/ViewSteps.h"
 #include "GilOnce.h"
 
@@ -221,6 +222,19 @@ VarP Interpreter::tensorGrad(const VarP &self) {
 VarP Interpreter::tensorMethod(const VarP &self, const std::string &name) {
   if (self->vmapLevels > 0)
     throw Unsupported("torch.vmap: reading ." + name + " of a batched tensor is not supported");
+  if (PyObject *fn = replacedTensorMethod(name)) {
+    // The user's replacement runs, not kiln's op of that name: a Python
+    // function is inlined, anything else is called eagerly at a break.
+    if (!PyFunction_Check(fn))
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "torch.Tensor." + name + " was replaced by a non-Python callable");
+    auto m = std::make_shared<Var>();
+    m->kind = Var::Kind::BoundMethod;
+    m->obj = PyRef::borrow(fn);
+    m->self = self;
+    m->name = name;
+    return m;
+  }
   const OpRegistry &registry = opRegistry();
   if (registry.method(name) ||
       (name.size() > 1 && name.back() == '_' && registry.method(name.substr(0, name.size() - 1)))) {
