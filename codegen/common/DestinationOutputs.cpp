@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Passes.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace mlir::kiln {
 
 #define GEN_PASS_DEF_DESTINATIONOUTPUTSPASS
@@ -97,8 +99,18 @@ LogicalResult rewriteFunction(func::FuncOp func) {
       m.setRestrict(true);
       m.setWritable(true);
     }
+    llvm::SetVector<Operation *> bypassed;
+    for (Value v : ret.getOperands())
+      if (v.getDefiningOp<tensor::ExpandShapeOp>() || v.getDefiningOp<tensor::CollapseShapeOp>())
+        bypassed.insert(v.getDefiningOp());
     b.create<func::ReturnOp>(ret.getLoc());
     ret.erase();
+    // A reshape only the return used is dead now; left in place, MLIR 19's
+    // bufferization turns a dynamic expand_shape into an invalid
+    // memref.expand_shape (no output sizes).
+    for (Operation *op : bypassed)
+      if (op->use_empty())
+        op->erase();
   });
   return success();
 }

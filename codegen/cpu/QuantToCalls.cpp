@@ -8,10 +8,11 @@
 //
 //   %xm = bufferization.to_memref (tensor.collapse_shape %x) read_only
 //   %wp = memref.extract_aligned_pointer_as_index %wm (+ offset in bytes)
-//   %ym = memref.alloc(%m)
-//   func.call @kiln_int8_linear(%xm, %wp, %wrow, %sm, %bm, %ym, %mode,
+//   %ym = memref.alloc(leading sizes of %x) : memref<...xN>
+//   func.call @kiln_int8_linear(%xm, %wp, %wrow, %sm, %bm,
+//                               memref.collapse_shape %ym (as [M, N]), %mode,
 //                               %x_scale, %x_zero_point)   (static only; else 1, 0)
-//   %y  = tensor.expand_shape (bufferization.to_tensor %ym restrict writable)
+//   %y  = bufferization.to_tensor %ym restrict writable
 //
 // Quantization ops that did not fold into a qlinear have no CPU lowering;
 // the pass fails naming the first one.
@@ -21,6 +22,8 @@
 
 #include "ir/KilnOps.h"
 #include "ir/KilnQuantOps.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -127,11 +130,35 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
     bias = b.create<ConstantOp>(loc, cast<ElementsAttr>(DenseElementsAttr::get(type, 0.0f)));
   }
   auto [address, rowBytes] = weightAddress(b, loc, op.getWeight());
+  // The result buffer has the result's shape (a rank-1 result: [1, N]); the
+  // call writes it through an [M, N] view. (An expand_shape of an [M, N]
+  // buffer with two dynamic leading sizes cannot be bufferized in MLIR 19.)
+  auto outType = cast<RankedTensorType>(op.getType());
+  SmallVector<int64_t> yShape;
   SmallVector<Value> dyn;
-  if (xType.isDynamicDim(0))
-    dyn.push_back(b.create<tensor::DimOp>(loc, x2, 0));
-  auto yType = MemRefType::get({xType.getDimSize(0), n}, b.getF32Type());
+  if (outType.getRank() > 2) {
+    for (OpFoldResult size : lead) {
+      auto value = dyn_cast<Value>(size);
+      yShape.push_back(value ? ShapedType::kDynamic : *getConstantIntValue(size));
+      if (value)
+        dyn.push_back(value);
+    }
+  } else {
+    yShape.push_back(xType.getDimSize(0));
+    if (xType.isDynamicDim(0))
+      dyn.push_back(b.create<tensor::DimOp>(loc, x2, 0));
+  }
+  yShape.push_back(n);
+  auto yType = MemRefType::get(yShape, b.getF32Type());
   Value ym = b.create<memref::AllocOp>(loc, yType, dyn, b.getI64IntegerAttr(64));
+  Value ym2 = ym;
+  if (yType.getRank() > 2) {
+    ReassociationIndices rows;
+    for (int64_t d = 0; d + 1 < yType.getRank(); ++d)
+      rows.push_back(d);
+    ym2 = b.create<memref::CollapseShapeOp>(
+        loc, ym, ArrayRef<ReassociationIndices>{rows, {yType.getRank() - 1}});
+  }
   Value mode = b.create<arith::ConstantIntOp>(loc, modeOf(op.getActivations()), 64);
   auto scaleAttr = op.getInputScaleAttr() ? op.getInputScaleAttr() : b.getF32FloatAttr(1.0f);
   Value xScale = b.create<arith::ConstantOp>(loc, scaleAttr);
@@ -141,27 +168,14 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
                              rowBytes,
                              readDynamicBuffer(b, loc, op.getWeightScale()),
                              readDynamicBuffer(b, loc, bias),
-                             b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym),
+                             b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym2),
                              mode,
                              xScale,
                              xZero};
   b.create<func::CallOp>(loc, callee, args);
   Value y = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true, /*writable=*/true);
-  auto outType = cast<RankedTensorType>(op.getType());
-  if (outType.getRank() != 2) {
-    SmallVector<OpFoldResult> shape(lead);
-    shape.push_back(b.getIndexAttr(n));
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices rows;
-    for (int64_t d = 0; d + 1 < std::max<int64_t>(outType.getRank(), 2); ++d)
-      rows.push_back(d);
-    groups.push_back(rows);
-    groups.push_back({std::max<int64_t>(outType.getRank(), 2) - 1});
-    if (outType.getRank() == 1)
-      y = b.create<tensor::CollapseShapeOp>(loc, y, ArrayRef<ReassociationIndices>{{0, 1}});
-    else
-      y = b.create<tensor::ExpandShapeOp>(loc, outType, y, groups, shape);
-  }
+  if (outType.getRank() == 1)
+    y = b.create<tensor::CollapseShapeOp>(loc, y, ArrayRef<ReassociationIndices>{{0, 1}});
   Value weight = op.getWeight();
   op.getResult().replaceAllUsesWith(y);
   op.erase();

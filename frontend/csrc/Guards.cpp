@@ -8,6 +8,7 @@
 #include "Guards.h"
 #include "GilOnce.h"
 #include "TensorInfo.h"
+#include "TensorMethods.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -517,12 +518,9 @@ int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &valu
     case Guard::Kind::Aliasing:
       ok = sameAliasing(g.expected.get(), values);
       break;
-    case Guard::Kind::TypeVersion: {
-      auto *t = reinterpret_cast<PyTypeObject *>(PyTuple_GET_ITEM(g.expected.get(), 0));
-      ok = PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) &&
-           t->tp_version_tag == PyLong_AsUnsignedLong(PyTuple_GET_ITEM(g.expected.get(), 1));
+    case Guard::Kind::TensorMethods:
+      ok = tensorMethodsUnchanged(g.expected.get());
       break;
-    }
     }
     if (!ok)
       return static_cast<int>(i);
@@ -549,9 +547,9 @@ std::string Guard::describe(const SourceTable &sources,
        << " == " << pyText(PyTuple_GET_ITEM(e, 2), /*repr=*/true) << " (global state)";
     return os.str();
   }
-  if (kind == Kind::TypeVersion) {
-    os << "class " << reinterpret_cast<PyTypeObject *>(PyTuple_GET_ITEM(expected.get(), 0))->tp_name
-       << " is unchanged since the capture (none of its methods replaced)";
+  if (kind == Kind::TensorMethods) {
+    os << "torch.Tensor's replaced methods are "
+       << pyText(PyTuple_GET_ITEM(expected.get(), 1), true) << " (as at compile time)";
     return os.str();
   }
   if (kind == Kind::Aliasing) {
@@ -567,7 +565,7 @@ std::string Guard::describe(const SourceTable &sources,
   switch (kind) {
   case Kind::Call:
   case Kind::Aliasing:
-  case Kind::TypeVersion:
+  case Kind::TensorMethods:
     break;
   case Kind::HasAttr:
     os << (PyTuple_GET_ITEM(expected.get(), 1) == Py_True ? " has" : " has no") << " attribute "

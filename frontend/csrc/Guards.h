@@ -128,10 +128,11 @@ struct Guard {
     /// bytearray, memoryview, mappingproxy, dict view, list/set/dict
     /// subclass), next to its Identity guard: an in-place change recompiles.
     Contents,
-    /// A class was not changed since the capture: `expected` = (type, tag),
-    /// the class's CPython version tag, renewed on any change of its dict
-    /// (torch.Tensor: TensorTypeGuard.h). `source` is -1.
-    TypeVersion,
+    /// torch.Tensor's methods that the user replaced are those of the
+    /// capture (TensorMethods.h): `expected` = (tag, {name: value}), the
+    /// class's version tag then (a fast path) and the replaced methods.
+    /// `source` is -1.
+    TensorMethods,
   };
   Kind kind;
   int source;

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -65,7 +66,14 @@ Scratch &scratch() {
   return s;
 }
 
-float scaleOf(float absMax) { return absMax > 0.0f ? absMax / 127.0f : 1.0f; }
+/// The symmetric scale of a row (group) with largest magnitude `absMax`;
+/// NaN when that is NaN or inf: eager's reference gives NaN outputs then
+/// (inf / inf), and every output of the row is multiplied by the scale.
+float scaleOf(float absMax) {
+  if (!std::isfinite(absMax))
+    return std::numeric_limits<float>::quiet_NaN();
+  return absMax > 0.0f ? absMax / 127.0f : 1.0f;
+}
 
 /// Row `i` of `x` as contiguous floats (copied into `buf` when strided).
 const float *rowOf(const kiln::rt::StridedMemRef<float, 2> &x, int64_t i, std::vector<float> &buf) {
@@ -86,13 +94,18 @@ void quantizeInput(const kiln::rt::StridedMemRef<float, 2> &x, bool perTensor, S
   s.rowScale.resize(m);
   float shared = 0.0f;
   if (perTensor)
-    for (int64_t i = 0; i < m; ++i)
-      shared = std::max(shared, int8::absMax(rowOf(x, i, s.row), k));
+    for (int64_t i = 0; i < m; ++i) {
+      float rowMax = int8::absMax(rowOf(x, i, s.row), k);
+      shared = std::isnan(rowMax) ? rowMax : std::max(shared, rowMax);
+    }
   for (int64_t i = 0; i < m; ++i) {
     const float *row = rowOf(x, i, s.row);
     float scale = scaleOf(perTensor ? shared : int8::absMax(row, k));
     s.rowScale[i] = scale;
-    int8::quantizeRow(row, k, scale, s.a.data() + i * k);
+    if (std::isnan(scale)) // the row's outputs are NaN whatever it quantizes to
+      std::fill(s.a.begin() + i * k, s.a.begin() + (i + 1) * k, uint8_t(128));
+    else
+      int8::quantizeRow(row, k, scale, s.a.data() + i * k);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -21,9 +22,10 @@
 namespace kiln::rt::int8 {
 namespace {
 
+/// max(m, |x[j]|), NaN when m or some x[j] is NaN.
 float absMaxScalar(const float *x, int64_t k, float m) {
   for (int64_t j = 0; j < k; ++j)
-    m = std::max(m, std::fabs(x[j]));
+    m = std::isnan(x[j]) ? x[j] : std::max(m, std::fabs(x[j]));
   return m;
 }
 
@@ -49,10 +51,15 @@ bool haveAvx512() {
 
 KILN_AVX512 float absMax512(const float *x, int64_t k) {
   __m512 m = _mm512_setzero_ps();
+  __mmask16 nan = 0;
   int64_t j = 0;
-  for (; j + 16 <= k; j += 16)
-    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + j)));
-  return absMaxScalar(x + j, k - j, _mm512_reduce_max_ps(m));
+  for (; j + 16 <= k; j += 16) {
+    __m512 v = _mm512_loadu_ps(x + j);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    m = _mm512_max_ps(m, _mm512_abs_ps(v));
+  }
+  float head = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_max_ps(m);
+  return absMaxScalar(x + j, k - j, head);
 }
 
 KILN_AVX512 void quantize512(const float *x, int64_t k, float scale, uint8_t *out) {

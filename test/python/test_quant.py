@@ -107,6 +107,37 @@ def test_weight_only_int8_compiles_to_one_graph(rows):
     compiled_matches_eager(prepared, torch.randn(rows, 64))
 
 
+def test_weight_only_int8_dynamic_batch_and_sequence():
+    # A returned [b, s, n] reshape of the GEMM with two symbolic sizes: the
+    # dead reshape left by kiln-destination-outputs crashed the JIT.
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.weight_only_int8())
+    fast = kiln.compile(prepared, dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 3, 64), (4, 5, 64), (1, 1, 64)]:
+            x = torch.randn(*shape)
+            torch.testing.assert_close(fast(x), prepared(x), rtol=1e-5, atol=1e-5)
+    assert kiln.stats()["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("rows", [1, 2, 32])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_dynamic_int8_nan_and_inf_inputs(act, rows, bad):
+    # A group (row, or the tensor) holding a NaN or an infinity has a NaN
+    # scale: its outputs are NaN, in eager's reference and in the kernel
+    # (which used to drop NaNs and turn inf into -inf).
+    prepared = kiln.quant.prepare(mlp(), kiln.quant.dynamic_int8(activations=act))
+    x = torch.randn(rows, 64)
+    x[rows - 1, 5] = bad
+    fast = kiln.compile(prepared)
+    with torch.no_grad():
+        expected, got = prepared(x), fast(x)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert got[rows - 1].isnan().all()
+    if act == "per_token" and rows > 1:
+        assert got[0].isfinite().all()
+
+
 @pytest.mark.parametrize("shape", [(2, 7, 64), (64,)])
 def test_batched_and_1d_inputs(shape):
     prepared = kiln.quant.prepare(mlp(bias=False), kiln.quant.dynamic_int8())

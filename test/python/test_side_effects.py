@@ -368,3 +368,52 @@ def test_append_to_caller_list_of_tensors():
 
     twin_calls(make, lambda f: [t.clone() for t in f.bank], torch.ones(2))
     assert counts()[1] == 0
+
+
+class _Holder:
+    pass
+
+
+def test_instance_dict_read_around_attribute_stores():
+    # The frame's attribute stores replay after the graph; `obj.__dict__`
+    # read at capture is the caller's dict, so a read before or after a
+    # store in the same frame breaks (it used to give the old value).
+    def store_then_read(x, a):
+        a.k = 5
+        return x * a.__dict__["k"]
+
+    def read_then_store(x, a):
+        d = a.__dict__
+        a.k = 5
+        return x * d["k"]
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 1.0
+
+        def forward(self, x):
+            self.scale = 3.0
+            return x * self.__dict__["scale"]
+
+    x = torch.randn(3)
+    for fn in (store_then_read, read_then_store):
+        a, b = _Holder(), _Holder()
+        a.k = b.k = 1
+        assert_close(kiln.compile(fn)(x, a), fn(x, b))
+        assert a.k == b.k == 5
+    assert_close(kiln.compile(Scaled())(x), x * 3.0)
+
+
+def test_instance_dict_read_alone_is_guarded():
+    def f(x, a):
+        return x * a.__dict__["k"]
+
+    a = _Holder()
+    a.k = 2
+    cf = kiln.compile(f)
+    x = torch.randn(3)
+    assert_close(cf(x, a), x * 2)
+    a.k = 4
+    assert_close(cf(x, a), x * 4)
+    assert stats()["graph_breaks"] == 0

@@ -118,3 +118,32 @@ func.func private @negative_private(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @scalar_result(%x: f32) -> f32 {
   return %x : f32
 }
+
+// -----
+
+// Tests that a returned dynamic expand_shape is bypassed (its source is
+// written through a collapsed view of the output) and erased once dead:
+// bufferizing the dead op gave an invalid memref.expand_shape.
+// CHECK-LABEL: func.func @returned_dynamic_expand
+// CHECK-SAME: %[[OUT:arg[0-9]+]]: memref<?x?x12xf32> {llvm.noalias}
+// CHECK: %[[VIEW:.*]] = memref.collapse_shape %[[OUT]] {{\[\[}}0, 1], [2]] : memref<?x?x12xf32> into memref<?x12xf32>
+// CHECK-NOT: tensor.expand_shape
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[VIEW]]
+// CHECK: return{{$}}
+func.func @returned_dynamic_expand(%x: tensor<?x12xf32>, %b: index, %s: index) -> tensor<?x?x12xf32> {
+  %0 = kiln.neg %x : tensor<?x12xf32>
+  %1 = tensor.expand_shape %0 [[0, 1], [2]] output_shape [%b, %s, 12] : tensor<?x12xf32> into tensor<?x?x12xf32>
+  return %1 : tensor<?x?x12xf32>
+}
+
+// -----
+
+// Tests that an expand_shape returned twice is erased once.
+// CHECK-LABEL: func.func @expand_returned_twice
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return{{$}}
+func.func @expand_returned_twice(%x: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = kiln.neg %x : tensor<8xf32>
+  %1 = tensor.expand_shape %0 [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+  return %1, %1 : tensor<2x4xf32>, tensor<2x4xf32>
+}

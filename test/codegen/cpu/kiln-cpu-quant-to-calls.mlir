@@ -5,8 +5,8 @@
 
 // Tests a 3-D per-token qlinear with bias on int8_view'ed words: the input
 // collapsed to [M, K], the weight's address taken from the i32 words (byte
-// offset = element offset x 4, row stride in bytes), a [M, N] result
-// buffer, mode 0, and the result expanded back to [2, 4, 16].
+// offset = element offset x 4, row stride in bytes), a [2, 4, 16] result
+// buffer written through its [M, N] view, mode 0, and no expand_shape.
 // CHECK: func.func private @kiln_int8_linear(memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, f32, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @per_token_3d
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[WORDS:.*]]: tensor<16x2xi32>, %[[S:.*]]: tensor<16x1xf32>, %[[B:.*]]: tensor<16xf32>)
@@ -21,11 +21,13 @@
 // CHECK: %[[ROW:.*]] = arith.muli %[[ST]]#0, %[[C4]] : index
 // CHECK: %[[P64:.*]] = arith.index_cast %[[PTR]] : index to i64
 // CHECK: %[[R64:.*]] = arith.index_cast %[[ROW]] : index to i64
-// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x16xf32>
+// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x4x16xf32>
+// CHECK: %[[Y2:.*]] = memref.collapse_shape %[[Y]] {{\[\[}}0, 1], [2]] : memref<2x4x16xf32> into memref<8x16xf32>
 // CHECK: %[[MODE:.*]] = arith.constant 0 : i64
-// CHECK: call @kiln_int8_linear(%{{.*}}, %[[P64]], %[[R64]], %{{.*}}, %{{.*}}, %{{.*}}, %[[MODE]], %{{.*}}, %{{.*}})
-// CHECK: %[[YT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<8x16xf32>
-// CHECK: %[[OUT:.*]] = tensor.expand_shape %[[YT]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 16] : tensor<8x16xf32> into tensor<2x4x16xf32>
+// CHECK: %[[YC:.*]] = memref.cast %[[Y2]] : memref<8x16xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: call @kiln_int8_linear(%{{.*}}, %[[P64]], %[[R64]], %{{.*}}, %{{.*}}, %[[YC]], %[[MODE]], %{{.*}}, %{{.*}})
+// CHECK: %[[OUT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<2x4x16xf32>
+// CHECK-NOT: tensor.expand_shape
 // CHECK: return %[[OUT]]
 // CHECK-NOT: kiln.int8_view
 func.func @per_token_3d(%x: tensor<2x4x8xf32>, %words: tensor<16x2xi32>, %ws: tensor<16x1xf32>, %b: tensor<16xf32>) -> tensor<2x4x16xf32> {
@@ -80,4 +82,26 @@ func.func @unfolded_dequantize(%q: tensor<4x8xi8>, %s: tensor<4x1xf32>) -> tenso
   // expected-error @+1 {{kiln.dequantize has no CPU lowering outside an integer GEMM (kiln.qlinear)}}
   %d = kiln.dequantize %q, %s : tensor<4x8xi8>, tensor<4x1xf32> -> tensor<4x8xf32>
   return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests a 3-D input with two dynamic leading sizes: the result buffer is
+// allocated with both (an expand_shape of an [M, N] buffer with two dynamic
+// sizes in one group does not bufferize in MLIR 19).
+// CHECK-LABEL: func.func @dynamic_batch_and_sequence
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x?x8xf32>
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[D0:.*]] = tensor.dim %[[X]], %[[C0]]
+// CHECK-DAG: %[[D1:.*]] = tensor.dim %[[X]], %[[C1]]
+// CHECK: %[[Y:.*]] = memref.alloc(%[[D0]], %[[D1]]) {alignment = 64 : i64} : memref<?x?x16xf32>
+// CHECK: memref.collapse_shape %[[Y]] {{\[\[}}0, 1], [2]] : memref<?x?x16xf32> into memref<?x16xf32>
+// CHECK: %[[OUT:.*]] = bufferization.to_tensor %[[Y]] restrict writable : memref<?x?x16xf32>
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return %[[OUT]]
+func.func @dynamic_batch_and_sequence(%x: tensor<?x?x8xf32>, %words: tensor<16x2xi32>, %ws: tensor<16x1xf32>) -> tensor<?x?x16xf32> {
+  %w = kiln.int8_view %words : tensor<16x2xi32> -> tensor<16x8xi8>
+  %y = kiln.qlinear %x, %w, %ws {activations = "none"} : (tensor<?x?x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
 }

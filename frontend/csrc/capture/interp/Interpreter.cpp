@@ -10,7 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
-#include "capture/interp/TensorTypeGuard.h"
+#include "TensorMethods.h"
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/values/Deques.h"
 #include "capture/interp/NumpyInterop.h"
@@ -730,7 +730,7 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
 
   gradMode_ = gradOnSomewhere_ = out_.gradMode;
   guardAutocastOff();
-  out_.guards.push_back(tensorTypeGuard()); // tensor methods are mapped by name
+  out_.guards.push_back(tensorMethodsGuard()); // tensor methods are mapped by name
   std::string op = replacedTensorOperator();
   if (!op.empty())
     throw Unsupported(BreakCategory::UnsupportedOp,

@@ -7,7 +7,7 @@
 // go through the op registry (TorchCalls.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
-#include "capture/interp/TensorTypeGuard.h"
+#include "TensorMethods.h"
 #include "capture/values/ViewSteps.h"
 #include "GilOnce.h"
 

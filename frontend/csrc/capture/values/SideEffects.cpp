@@ -98,6 +98,21 @@ void Interpreter::recordEffect(SideEffect e, const VarP &value) {
 }
 
 VarP Interpreter::overlayAttr(const VarP &obj, const std::string &name) {
+  if (obj->isConst() && name == "__dict__") {
+    // The instance dict is read as the caller's object at capture, where
+    // this frame's attribute stores are not applied yet (they replay after
+    // the graph): a store before or after the read (an empty marker
+    // entry) is a break.
+    PyObject *o = obj->obj.get();
+    auto stored = overlay_.lower_bound({o, std::string()});
+    if (stored != overlay_.end() && stored->first.first == o && stored->first.second != name)
+      throw Unsupported(BreakCategory::SideEffect,
+                        "reading __dict__ of an object this frame stores attributes into "
+                        "(the stores apply after the graph)");
+    keepAlive_.push_back(obj->obj);
+    overlay_[{o, name}] = nullptr;
+    return nullptr;
+  }
   if (!obj->isConst() || overlay_.empty())
     return nullptr;
   auto it = overlay_.find({obj->obj.get(), name});
@@ -120,6 +135,10 @@ void Interpreter::storeAttr(const VarP &obj, PyObject *name, const VarP &value) 
   if (isBuiltModule(*this, o)) // one object for every call (BuiltModules.cpp)
     throw Unsupported(BreakCategory::SideEffect,
                       what + ": the module was constructed in the compiled code");
+  if (overlay_.count({o, "__dict__"})) // overlayAttr
+    throw Unsupported(BreakCategory::SideEffect,
+                      what + ": the frame read this object's __dict__ (the store applies after "
+                             "the graph)");
   noteAttributeStore(o); // PlainObjects.h: by type, with an aliasing guard
   if (value->isTensor() && value->inputIndex >= 0) {
     // `self.buf += x` stores the tensor it updated in place back into the

@@ -25,8 +25,11 @@ ACTIVATIONS = ("per_token", "per_tensor", "none")
 
 
 def symmetric_scale(amax: torch.Tensor) -> torch.Tensor:
-    """``amax / 127`` where positive, else 1 (an all-zero group)."""
-    return torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+    """``amax / 127`` where positive, 1 for an all-zero group, NaN for a
+    group holding a NaN or an infinity (every output computed from the
+    group is then NaN, as the int8 kernels give it)."""
+    scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+    return torch.where(torch.isfinite(amax), scale, torch.full_like(amax, float("nan")))
 
 
 def quantize_symmetric(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

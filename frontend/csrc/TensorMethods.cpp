@@ -1,4 +1,4 @@
-//===- TensorTypeGuard.cpp - torch.Tensor methods replaced by the user ----===//
+//===- TensorMethods.cpp - torch.Tensor methods replaced by the user ------===//
 // SPDX-License-Identifier: Apache-2.0
 //
 // torch.Tensor's own dict is recorded the first time a capture asks (the
@@ -8,7 +8,7 @@
 // a Python function from outside torch (a patch made before kiln looked).
 // The answer is recomputed only when the class's version tag changed.
 //===----------------------------------------------------------------------===//
-#include "capture/interp/TensorTypeGuard.h"
+#include "TensorMethods.h"
 
 #include "capture/breaks/GraphBreak.h"
 #include "GilOnce.h"
@@ -57,13 +57,14 @@ bool foreignFunction(PyObject *v) {
 struct Replaced {
   unsigned tag = 0;
   std::map<std::string, PyRef> methods; ///< name -> what torch.Tensor.<name> is now
+  PyRef asDict;                         ///< the same as a Python dict (a guard's expectation)
 };
 
 const Replaced &replaced() {
   static GilOnce<PyRef> snapshotOnce;
   PyTypeObject *t = tensorType();
   const PyRef &snapshot = snapshotOnce.get([&] { return PyRef::steal(PyDict_Copy(t->tp_dict)); });
-  static Replaced cache;
+  static Replaced &cache = *new Replaced; // never destroyed: it holds Python objects
   unsigned tag = versionTag(t);
   if (tag != 0 && tag == cache.tag)
     return cache;
@@ -91,25 +92,43 @@ const Replaced &replaced() {
     PyObject *found = _PyType_Lookup(t, name); // deleted: the base's, if any
     now.methods[pyText(name)] = PyRef::borrow(found ? found : Py_None);
   }
+  now.asDict = PyRef::steal(PyDict_New());
+  for (const auto &[n, v] : now.methods)
+    PyDict_SetItemString(now.asDict.get(), n.c_str(), v.get());
   cache = std::move(now);
   return cache;
 }
 
 } // namespace
 
-Guard tensorTypeGuard() {
-  PyTypeObject *t = tensorType();
-  unsigned tag = t ? versionTag(t) : 0;
-  if (tag == 0)
+Guard tensorMethodsGuard() {
+  const Replaced &r = replaced();
+  if (r.tag == 0)
     throw Unsupported(BreakCategory::Other,
                       "torch.Tensor has no type version tag to guard its methods by (it was "
                       "changed too often)");
   Guard g;
-  g.kind = Guard::Kind::TypeVersion;
+  g.kind = Guard::Kind::TensorMethods;
   g.source = -1;
-  g.expected = PyRef::steal(
-      PyTuple_Pack(2, reinterpret_cast<PyObject *>(t), PyRef::steal(PyLong_FromUnsignedLong(tag)).get()));
+  PyRef tag = PyRef::steal(PyLong_FromUnsignedLong(r.tag));
+  g.expected = PyRef::steal(PyTuple_Pack(2, tag.get(), r.asDict.get()));
   return g;
+}
+
+bool tensorMethodsUnchanged(PyObject *expected) {
+  PyTypeObject *t = tensorType();
+  unsigned long tag = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(expected, 0));
+  if (PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) && t->tp_version_tag == tag)
+    return true;
+  // Changed since: the same methods replaced (by the same objects)?
+  const Replaced &now = replaced();
+  PyObject *then = PyTuple_GET_ITEM(expected, 1);
+  if (now.tag == 0 || PyDict_GET_SIZE(then) != (Py_ssize_t)now.methods.size())
+    return false;
+  for (const auto &[name, value] : now.methods)
+    if (PyDict_GetItemString(then, name.c_str()) != value.get())
+      return false;
+  return true;
 }
 
 PyObject *replacedTensorMethod(const std::string &name) {
@@ -120,8 +139,8 @@ PyObject *replacedTensorMethod(const std::string &name) {
 
 std::string replacedTensorOperator() {
   for (const auto &[name, value] : replaced().methods) {
-    bool dunder = name.size() > 4 && name.rfind("__", 0) == 0 &&
-                  name.compare(name.size() - 2, 2, "__") == 0;
+    bool dunder =
+        name.size() > 4 && name.rfind("__", 0) == 0 && name.compare(name.size() - 2, 2, "__") == 0;
     if (dunder && name != "__repr__" && name != "__str__" && name != "__format__" &&
         name != "__doc__")
       return name;
