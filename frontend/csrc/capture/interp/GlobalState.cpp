@@ -230,7 +230,7 @@ void Interpreter::guardThreadCount() {
   addCallGuard(getNumThreads, none.get(), n.get());
 }
 
-void Interpreter::guardAutocastOff() {
+void Interpreter::guardEntryState() {
   PyObject *anyAutocast = PyObject_GetAttrString(torchC(), "_is_any_autocast_enabled");
   PyRef keep = PyRef::steal(anyAutocast);
   if (!anyAutocast)
@@ -259,6 +259,24 @@ void Interpreter::guardAutocastOff() {
       throw Unsupported(BreakCategory::UnsupportedOp,
                         "the frame runs inside a functorch transform (vmap/grad): its tensors "
                         "are wrappers kiln cannot read");
+  }
+  // A user TorchFunctionMode / TorchDispatchMode on the stack (FlopCounterMode,
+  // a mode rewriting ops, torch.set_default_device's DeviceContext) sees
+  // every op eagerly; kiln's graph would bypass it: the frame runs eagerly
+  // (guarded, so it compiles once the mode is gone).
+  for (const char *stack : {"_len_torch_function_stack", "_len_torch_dispatch_stack"}) {
+    PyRef len = PyRef::steal(PyObject_GetAttrString(torchC(), stack));
+    PyRef depth = len ? PyRef::steal(PyObject_Call(len.get(), none.get(), nullptr)) : PyRef();
+    if (!depth)
+      throw Unsupported(BreakCategory::Other,
+                        withPythonError(std::string("torch._C.") + stack + "() failed"));
+    addCallGuard(len.get(), none.get(), depth.get());
+    if (PyLong_AsLong(depth.get()) != 0)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "a torch function or dispatch mode is active (a TorchFunctionMode, "
+                        "TorchDispatchMode, FlopCounterMode or torch.set_default_device): the "
+                        "frame runs eagerly so that the mode sees every op",
+                        "call the compiled code outside the mode");
   }
   AutocastState entry;
   if (on.get() == Py_True) {

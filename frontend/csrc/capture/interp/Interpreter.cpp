@@ -729,7 +729,7 @@ VarP Interpreter::runRoot(PyCodeObject *code, PyObject *func) {
   b_.setInsertionPointToStart(func_.addEntryBlock());
 
   gradMode_ = gradOnSomewhere_ = out_.gradMode;
-  guardAutocastOff();
+  guardEntryState();
   out_.guards.push_back(tensorMethodsGuard()); // tensor methods are mapped by name
   std::string op = replacedTensorOperator();
   if (!op.empty())
