@@ -425,13 +425,22 @@ namespace {
 bool sameKeys(PyObject *d, PyObject *keys) {
   if (!PyDict_Check(d) || PyDict_GET_SIZE(d) != PyTuple_GET_SIZE(keys))
     return false;
+  auto same = [&](Py_ssize_t i, PyObject *k) {
+    PyObject *want = PyTuple_GET_ITEM(keys, i);
+    return k == want || PyObject_RichCompareBool(k, want, Py_EQ) == 1;
+  };
+  if (!PyDict_CheckExact(d)) { // its own order (an OrderedDict)
+    PyRef now = dictKeysInOrder(d);
+    for (Py_ssize_t i = 0; now && i < PyTuple_GET_SIZE(now.get()); ++i)
+      if (!same(i, PyTuple_GET_ITEM(now.get(), i)))
+        return PyErr_Clear(), false;
+    return now ? true : (PyErr_Clear(), false);
+  }
   PyObject *k, *v;
   Py_ssize_t pos = 0;
-  for (Py_ssize_t i = 0; PyDict_Next(d, &pos, &k, &v); ++i) {
-    PyObject *want = PyTuple_GET_ITEM(keys, i);
-    if (k != want && PyObject_RichCompareBool(k, want, Py_EQ) != 1)
+  for (Py_ssize_t i = 0; PyDict_Next(d, &pos, &k, &v); ++i)
+    if (!same(i, k))
       return PyErr_Clear(), false;
-  }
   return true;
 }
 
@@ -458,6 +467,17 @@ bool sameAliasing(PyObject *pairs, const std::vector<PyRef> &values) {
 }
 
 } // namespace
+
+PyRef dictKeysInOrder(PyObject *d) {
+  if (!PyDict_CheckExact(d))
+    return PyRef::steal(PySequence_Tuple(d));
+  PyRef keys = PyRef::steal(PyTuple_New(PyDict_GET_SIZE(d)));
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  for (Py_ssize_t i = 0; keys && PyDict_Next(d, &pos, &k, &v); ++i)
+    PyTuple_SET_ITEM(keys.get(), i, Py_NewRef(k));
+  return keys;
+}
 
 int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values) {
   for (size_t i = 0; i < guards.size(); ++i) {

@@ -169,6 +169,12 @@ PyRef snapshotValue(PyObject *o);
 /// Contents); null otherwise (and on failure, with no Python error left).
 PyRef plainContents(PyObject *o);
 
+/// The keys of dict `d` as a tuple in iteration order: insertion order for a
+/// dict, the mapping's own order for a subclass (an OrderedDict after
+/// `move_to_end`, as module hook dicts are with `prepend=True`). Null, with
+/// a Python error set, on failure.
+PyRef dictKeysInOrder(PyObject *d);
+
 /// Evaluates `guards` on resolved source values; returns the index of the
 /// first failing guard or -1. Never leaves a Python error set.
 int checkGuards(const std::vector<Guard> &guards, const std::vector<PyRef> &values);

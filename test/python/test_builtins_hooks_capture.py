@@ -298,3 +298,29 @@ def test_type_of_ops_on_a_tensor_subclass_is_not_assumed_plain():
     expected = f(x)
     got = kiln.compile(f)(x)
     assert_close(got.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+
+
+def test_submodule_hooks_registered_with_prepend_run_first():
+    # Hook dicts are OrderedDicts; `prepend=True` reorders them with
+    # move_to_end, which a plain dict walk does not see (kiln ran A then B).
+    double = lambda mod, inputs, out: out * 2
+    plus_one = lambda mod, inputs, out: out + 1
+
+    def make():
+        lin = torch.nn.Linear(1, 1)
+        with torch.no_grad():
+            lin.weight.fill_(1.0)
+            lin.bias.zero_()
+        return torch.nn.Sequential(lin)
+
+    x = torch.ones(1, 1)
+    for hooks_after_compile in (False, True):
+        model, reference = make(), make()
+        compiled = kiln.compile(model)
+        if hooks_after_compile:
+            compiled(x)
+        for m in (model, reference):
+            m[0].register_forward_hook(double)
+            m[0].register_forward_hook(plus_one, prepend=True)
+        assert reference(x).item() == 4.0
+        assert compiled(x).item() == 4.0

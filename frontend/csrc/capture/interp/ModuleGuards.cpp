@@ -44,11 +44,7 @@ void orderDictLengthGuards(const FrameView &frame, Capture &out) {
     if (!d || !PyDict_Check(d) || !PyLong_Check(g.expected.get()) ||
         PyDict_GET_SIZE(d) != PyLong_AsSsize_t(g.expected.get()))
       continue;
-    PyRef keys = PyRef::steal(PyTuple_New(PyDict_GET_SIZE(d)));
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    for (Py_ssize_t i = 0; keys && PyDict_Next(d, &pos, &k, &v); ++i)
-      PyTuple_SET_ITEM(keys.get(), i, Py_NewRef(k));
+    PyRef keys = dictKeysInOrder(d);
     if (keys)
       g.expected = keys;
   }

@@ -159,9 +159,13 @@ VarP callModuleForward(const ModuleHookOps &ops, const VarP &callee, int modSrc,
         throw Unsupported("forward hooks of a module kiln cannot guard");
       if (src >= 0)
         ops.guardLength(src, PyDict_Size(d));
-      PyObject *k, *v;
-      Py_ssize_t pos = 0;
-      while (PyDict_Next(d, &pos, &k, &v)) {
+      PyRef keys = dictKeysInOrder(d); // an OrderedDict: `prepend=True` reorders it
+      if (!keys)
+        throw Unsupported(withPythonError("cannot list the forward hooks of a module"));
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys.get()); ++i) {
+        PyObject *k = PyTuple_GET_ITEM(keys.get(), i), *v = PyDict_GetItemWithError(d, k);
+        if (!v)
+          throw Unsupported(withPythonError("a forward hook vanished while kiln read it"));
         Hook h;
         int hookSrc = ops.addSource(Source::Kind::DictItem, src, 0, k);
         h.fn = ops.fromSource(v, hookSrc);
