@@ -25,11 +25,13 @@
 // backward-data / backward-weights call; elsewhere the casts fold away and
 // the decomposition above runs as it is.
 //
-// maximum/minimum: the larger (smaller) operand takes the gradient; a tie
-// between two differentiable operands splits it in halves (torch.maximum),
-// a tie with a bound that needs no gradient gives none (relu6, hardtanh,
-// hardsigmoid, hardswish's eager backward; torch.clamp gives the whole
-// gradient there: a difference only where an input equals the bound).
+// maximum/minimum: the larger (smaller) operand takes the gradient; at a
+// tie, the op's `kiln.tie_grad` attribute (set by the capture) says who:
+// "half" to each operand (torch.maximum even against a constant; formulas
+// such as logsigmoid's min(x, 0), whose eager backward is smooth there),
+// "all" to the first (torch.clamp, fmax/fmin), "none". Unmarked: halves
+// between two operands needing gradients, none against a bound that needs
+// none (relu6, hardtanh, hardsigmoid, hardswish's eager backward).
 //===----------------------------------------------------------------------===//
 #include "transforms/autodiff/GradRules.h"
 #include "ir/ConvGradMarks.h"
@@ -206,21 +208,25 @@ LogicalResult extremumGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorI
                            std::string &) {
   Value a = op->getOperand(0), c = op->getOperand(1);
   Value pa = gb.primal(a), pc = gb.primal(c);
-  bool both = gb.needs(a) && gb.needs(c);
+  auto policy = op->getAttrOfType<StringAttr>("kiln.tie_grad");
+  StringRef tiePolicy =
+      policy ? policy.getValue() : (gb.needs(a) && gb.needs(c) ? StringRef("half") : "none");
   Type elt = typeOf(g).getElementType();
   Value zero = gb.scalar(elt, 0.0);
-  Value tie = both ? gb.b.create<EqOp>(gb.loc, pa, pc).getResult() : Value();
-  Value half = both ? gb.mul(g, gb.scalar(elt, 0.5)) : Value();
-  auto wins = [&](Value x, Value y) -> Value {
+  Value tie = tiePolicy != "none" ? gb.b.create<EqOp>(gb.loc, pa, pc).getResult() : Value();
+  Value half = tiePolicy == "half" ? gb.mul(g, gb.scalar(elt, 0.5)) : Value();
+  /// `atTie`: what the operand gets where the two are equal.
+  auto wins = [&](Value x, Value y, Value atTie) -> Value {
     Value better = Max ? gb.b.create<GtOp>(gb.loc, x, y).getResult()
                        : gb.b.create<LtOp>(gb.loc, x, y).getResult();
-    Value rest = both ? gb.b.create<SelectOp>(gb.loc, tie, half, zero).getResult() : zero;
+    Value rest = atTie ? gb.b.create<SelectOp>(gb.loc, tie, atTie, zero).getResult() : zero;
     return gb.b.create<SelectOp>(gb.loc, better, g, rest);
   };
+  Value firstAtTie = tiePolicy == "half" ? half : tiePolicy == "all" ? g : Value();
   if (gb.needs(a))
-    grads[0] = wins(pa, pc);
+    grads[0] = wins(pa, pc, firstAtTie);
   if (gb.needs(c))
-    grads[1] = wins(pc, pa);
+    grads[1] = wins(pc, pa, tiePolicy == "half" ? half : Value());
   return success();
 }
 

@@ -62,6 +62,13 @@ template <typename OpT> VarP binary(Interpreter &I, const std::string &op, Args 
   return T(Emit(I).binary<OpT>(x, a.get("other")));
 }
 
+/// torch.maximum / torch.minimum: a tie splits the gradient in halves.
+template <typename OpT> VarP extremum(Interpreter &I, const std::string &op, Args &a) {
+  VarP x = inputArg(a, op);
+  Emit e(I);
+  return T(e.tieGrad(e.binary<OpT>(x, a.get("other")), "half"));
+}
+
 /// div/pow: integer operands promote to the default float dtype.
 template <typename OpT>
 VarP floatBinary(Interpreter &I, const std::string &op, VarP x, VarP other, bool intAllowed) {
@@ -111,9 +118,9 @@ VarP clamp(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   VarP cur = x;
   if (!a.isNone("min"))
-    cur = T(e.binary<MaximumOp>(cur, a.get("min")));
+    cur = T(e.tieGrad(e.binary<MaximumOp>(cur, a.get("min")), "all"));
   if (!a.isNone("max"))
-    cur = T(e.binary<MinimumOp>(cur, a.get("max")));
+    cur = T(e.tieGrad(e.binary<MinimumOp>(cur, a.get("max")), "all"));
   return cur;
 }
 
@@ -222,8 +229,8 @@ void registerArithmetic(OpRegistry &r) {
   r.op("pow", pow, Params{"input", "exponent"}, NoTraits, batched)
       .torchAndMethod()
       .binaryOperator("**", "pow");
-  r.op("maximum", binary<MaximumOp>, withOther, NoTraits, batched).torchAndMethod();
-  r.op("minimum", binary<MinimumOp>, withOther, NoTraits, batched).torchAndMethod();
+  r.op("maximum", extremum<MaximumOp>, withOther, NoTraits, batched).torchAndMethod();
+  r.op("minimum", extremum<MinimumOp>, withOther, NoTraits, batched).torchAndMethod();
   r.op("eq", binary<EqOp>, withOther, NoTraits, batched).torchAndMethod().binaryOperator("==");
   r.op("ne", binary<NeOp>, withOther, NoTraits, batched)
       .torchAndMethod()

@@ -77,7 +77,7 @@ Value mish(Activation &c) { return c.mul(c.w, c.e.unary<TanhOp>(c.softplus(c.w, 
 /// min(x, 0) - log1p(exp(-|x|)).
 Value logsigmoid(Activation &c) {
   Value negAbs = c.e.unary<NegOp>(c.e.unary<AbsOp>(c.w));
-  return c.e.bin<SubOp>(c.e.bin<MinimumOp>(c.w, c.num(0.0)),
+  return c.e.bin<SubOp>(c.e.tieGrad(c.e.bin<MinimumOp>(c.w, c.num(0.0)), "half"),
                         c.e.unary<Log1pOp>(c.e.unary<ExpOp>(negAbs)));
 }
 Value softsign(Activation &c) {

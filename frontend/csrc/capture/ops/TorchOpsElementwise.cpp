@@ -208,7 +208,7 @@ template <bool Max> VarP fmaxOrFmin(Interpreter &I, const std::string &op, Args 
   DType d = resultType({x, other});
   Emit e(I);
   Value p = e.operand(x, d), q = e.operand(other, d);
-  Value m = Max ? e.bin<MaximumOp>(p, q) : e.bin<MinimumOp>(p, q);
+  Value m = e.tieGrad(Max ? e.bin<MaximumOp>(p, q) : e.bin<MinimumOp>(p, q), "all");
   if (!isFloatingDType(d))
     return T(m);
   return T(e.select(e.bin<NeOp>(p, p), q, e.select(e.bin<NeOp>(q, q), p, m)));

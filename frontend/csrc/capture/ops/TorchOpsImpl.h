@@ -338,6 +338,20 @@ public:
   /// Broadcasting binary op on values of one element type.
   template <typename OpT> Value bin(Value x, Value y) { return inferred<OpT>({x, y}); }
 
+  /// Marks `v`, a kiln.maximum/minimum, with how kiln's autodiff splits the
+  /// gradient where its operands tie (`kiln.tie_grad`, NNGrads.cpp): "half"
+  /// to each (torch.maximum, and formulas whose eager backward is smooth at
+  /// the tie: logsigmoid's min(x, 0)), "all" to the first operand
+  /// (torch.clamp keeps the gradient at its bounds). Unmarked: halves
+  /// between two operands needing gradients, none for a constant bound
+  /// (hardtanh, relu6).
+  Value tieGrad(Value v, llvm::StringRef policy) {
+    if (mlir::Operation *op = v.getDefiningOp())
+      if (llvm::isa<mlir::kiln::MaximumOp, mlir::kiln::MinimumOp>(op))
+        op->setAttr("kiln.tie_grad", b.getStringAttr(policy));
+    return v;
+  }
+
   Value select(Value c, Value t, Value f) { return inferred<mlir::kiln::SelectOp>({c, t, f}); }
 
   template <typename OpT> Value reduce(Value v, std::vector<int64_t> dims, bool keepdim) {

@@ -95,7 +95,7 @@ Value binaryCrossEntropyWithLogits(LossTerms &l) {
   Emit &e = l.e;
   Value one = l.num(1.0), p = l.p, t = l.t;
   Value sp = e.bin<AddOp>(e.unary<Log1pOp>(e.unary<ExpOp>(e.unary<NegOp>(e.unary<AbsOp>(p)))),
-                          e.bin<MaximumOp>(e.unary<NegOp>(p), l.num(0.0)));
+                          e.tieGrad(e.bin<MaximumOp>(e.unary<NegOp>(p), l.num(0.0)), "half"));
   if (!l.a.isNone("pos_weight")) {
     Value pw = e.cast(tensorArg(l.a.get("pos_weight"), l.op), l.c);
     sp = e.bin<MulOp>(e.bin<AddOp>(one, e.bin<MulOp>(e.bin<SubOp>(pw, one), t)), sp);

@@ -498,7 +498,7 @@ VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
     auto unit = [&](Value t) {
       Value n = e.unary<SqrtOp>(
           e.reduce<SumOp>(e.bin<MulOp>(t, t), {dim - (rank - ttype(t).getRank())}, true));
-      return e.bin<DivOp>(t, e.bin<MaximumOp>(n, e.num(eps, c)));
+      return e.bin<DivOp>(t, e.tieGrad(e.bin<MaximumOp>(n, e.num(eps, c)), "all"));
     };
     Value prod = e.bin<MulOp>(unit(p), unit(q));
     return T(e.cast(e.reduce<SumOp>(prod, {dim}, false), d));

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Gradients where a maximum/minimum's operands tie (kiln.tie_grad,
+transforms/autodiff/NNGrads.cpp) match eager's backward: torch.maximum
+splits the tie even against a constant, clamp keeps the gradient at its
+bounds, hardtanh/relu6 give none, and the composed formulas of logsigmoid
+and BCE-with-logits are smooth at 0. kiln gave 0 at x == 0 for logsigmoid and
+BCE-with-logits: a zero-initialised classifier head got no gradient."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kiln
+
+CASES = {
+    "logsigmoid": lambda x: F.logsigmoid(x).sum(),
+    "bce_with_logits_t1": lambda x: F.binary_cross_entropy_with_logits(x, torch.ones(4)),
+    "bce_with_logits_t0": lambda x: F.binary_cross_entropy_with_logits(x, torch.zeros(4)),
+    "bce_with_logits_pos_weight": lambda x: F.binary_cross_entropy_with_logits(
+        x, torch.tensor([1.0, 0.0, 1.0, 0.0]), pos_weight=torch.full((4,), 3.0)),
+    "multilabel_soft_margin": lambda x: F.multilabel_soft_margin_loss(x[None], torch.ones(1, 4)),
+    "maximum_zero": lambda x: torch.maximum(x, torch.zeros(())).sum(),
+    "minimum_zero": lambda x: torch.minimum(x, torch.zeros(4)).sum(),
+    "clamp_min": lambda x: x.clamp(min=0).sum(),
+    "clamp_both": lambda x: x.clamp(-1, 0).sum(),
+    "clamp_min_method": lambda x: x.clamp_min(0).sum(),
+    "fmax": lambda x: torch.fmax(x, torch.zeros(4)).sum(),
+    "relu6": lambda x: F.relu6(x).sum(),
+    "hardtanh": lambda x: F.hardtanh(x, 0.0, 1.0).sum(),
+    "relu": lambda x: F.relu(x).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradient_at_ties_matches_eager(name):
+    f = CASES[name]
+    x = torch.tensor([0.0, 0.0, -1.0, 1.0])
+    a = x.clone().requires_grad_()
+    f(a).backward()
+    b = x.clone().requires_grad_()
+    kiln.compile(f)(b).backward()
+    torch.testing.assert_close(b.grad, a.grad)
+    assert kiln.stats()["compiled_backwards"] == 1, kiln.stats()
+
+
+def test_tie_between_two_differentiable_operands():
+    def f(x, y):
+        return (torch.maximum(x, y) + x.clamp(min=y)).sum()
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    y = torch.tensor([1.0, 0.0, 4.0])
+    xs = [x.clone().requires_grad_(), y.clone().requires_grad_()]
+    f(*xs).backward()
+    ks = [x.clone().requires_grad_(), y.clone().requires_grad_()]
+    kiln.compile(f)(*ks).backward()
+    for e, k in zip(xs, ks):
+        torch.testing.assert_close(k.grad, e.grad)
