@@ -303,3 +303,17 @@ def test_requires_grad_set_inside_compiled_code_matches_eager(fn, grad_in):
         got.backward()
         assert_close(x_kiln.grad, x_eager.grad)
     assert stats()["graph_breaks"] >= 1
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_gradient_of_a_product_over_zero_columns(linear):
+    # K == 0: the weight's gradient flattened the rows as numel / K (SIGFPE).
+    a = torch.randn(2, 0)
+    w = torch.randn(3, 0) if linear else torch.randn(0, 3)
+    f = (lambda a, w: torch.nn.functional.linear(a, w)) if linear else (lambda a, w: a @ w)
+    we, wk = w.clone().requires_grad_(), w.clone().requires_grad_()
+    f(a, we).sum().backward()
+    out = kiln.compile(f)(a, wk)
+    out.sum().backward()
+    torch.testing.assert_close(out, torch.zeros(2, 3))
+    assert wk.grad.shape == we.grad.shape

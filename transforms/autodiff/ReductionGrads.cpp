@@ -38,7 +38,10 @@ LogicalResult matmulGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorImp
   if (typeOf(c).getRank() == 2 && at.getRank() >= 2 && at.hasStaticShape()) {
     // A weight shared by every batch row (F.linear on [..., K]): one GEMM
     // over the flattened rows instead of a batched product summed after.
-    int64_t k = at.getDimSize(at.getRank() - 1), rows = at.getNumElements() / k;
+    int64_t k = at.getDimSize(at.getRank() - 1);
+    int64_t rows = 1; // the leading sizes' product (k may be 0)
+    for (int64_t d = 0; d + 1 < at.getRank(); ++d)
+      rows *= at.getDimSize(d);
     int64_t n = typeOf(c).getDimSize(1);
     Value a2 = gb.reshape(gb.primal(a), {rows, k});
     Value g2 = gb.reshape(g, {rows, n});
