@@ -334,6 +334,8 @@ VarP arange(Interpreter &I, const std::string &op, Args &a) {
   }
   if (step == 0 || (end - start) / step < 0)
     throw Unsupported("arange: invalid bounds");
+  if (allInt && std::max({std::fabs(start), std::fabs(end), std::fabs(step)}) >= 0x1p53)
+    throw Unsupported("arange with integer bounds of 2**53 or more (not exact as doubles)");
   int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
   if (n > (1 << 16))
     throw Unsupported("arange with more than 65536 elements");

@@ -255,9 +255,12 @@ VarP maskedFill(Interpreter &I, const std::string &op, Args &a) {
   // A Python number is converted to the input's dtype (2.7 → 2 for ints);
   // one computed in the graph (a Scalar, a symbolic size) too.
   VarP number = symIntAsScalar(I, value);
+  bool exactInt = value->isConst() && PyLong_CheckExact(value->obj.get()) &&
+                  dtypeCategory(d) == DTypeCategory::Integer;
   Value fill = value->isTensor()                   ? e.cast(value->value, d)
                : number->kind == Var::Kind::Scalar ? e.operand(number, d)
-                                                   : e.num(asDouble(value, "value"), d);
+               : exactInt ? e.scalar(value->obj.get(), d) // all 64 bits (int64 max: a sentinel)
+                          : e.num(asDouble(value, "value"), d);
   if (value->isTensor() && ttype(value->value).getRank() != 0)
     throw Unsupported(BreakCategory::UserError,
                       "masked_fill with a non-0-d value tensor (eager raises)");
