@@ -266,9 +266,8 @@ public:
   /// integer-tensor indexing run on the broadcast layout; anything else
   /// throws Unsupported. nullptr when no argument is batched (Vmap.cpp).
   VarP vmapApply(const std::string &op, Args &a);
-  /// Guards the state a frame is entered in (autocast, functorch level,
-  /// user torch function/dispatch modes) and starts the capture's autocast
-  /// state or refuses the capture (GlobalState.cpp).
+  /// Guards the entry state (autocast, functorch level, torch function and
+  /// dispatch modes); refuses the capture where kiln cannot (GlobalState.cpp).
   void guardEntryState();
   /// Guards torch.get_num_threads(): CPU code is compiled serial at one
   /// thread and with parallel loops above (CpuCompileOptions::parallelLoops).

@@ -259,7 +259,8 @@ bool flattenData(PyObject *o, size_t depth, std::vector<int64_t> &shape, std::ve
                           : PyLong_CheckExact(o) ? DTypeCategory::Integer
                                                  : DTypeCategory::Floating);
     double v = PyFloat_AsDouble(o);
-    if (kind == DTypeCategory::Integer && PyLong_CheckExact(o) && std::fabs(v) >= 9007199254740992.0)
+    if (kind == DTypeCategory::Integer && PyLong_CheckExact(o) &&
+        std::fabs(v) >= 9007199254740992.0)
       return false; // not exact through a double
     out.push_back(v);
     return !PyErr_Occurred();
