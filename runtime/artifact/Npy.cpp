@@ -79,6 +79,12 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
       ++p;
       continue;
     }
+    // A negative size or a product past the file's size is a bad header
+    // (checked before multiplying on: no overflow).
+    if (v < 0 || (v > 0 && numel > (int64_t)(bytes.size() - start) / v)) {
+      error = path + ": bad shape in header " + header;
+      return false;
+    }
     out.shape.push_back(v);
     numel *= v;
     p = end;

@@ -306,6 +306,16 @@ def test_kiln_run_cli(tmp_path):
     assert "output 0 'output0': shape [8, 10]" in out and "p50" in out
     total = float(out.split(" sum ")[1].split()[0])
     assert abs(total - loaded(x).sum().item()) < 1e-3
+    # A header whose shape overflows the byte count, or is negative, is a
+    # clear error (it passed the size check and crashed kiln-run).
+    for i, shape in enumerate(["(4611686018427387904, 16)", "(-8, 64)", "(8, 64, 2)"]):
+        header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".ljust(118)
+        bad = tmp_path / f"bad{i}.npy"
+        bad.write_bytes(b"\x93NUMPY\x01\x00" + bytes([len(header) + 1, 0]) + header.encode()
+                        + b"\n" + x.numpy().tobytes())
+        res = subprocess.run([tool, path, "--inputs", str(bad)], capture_output=True, text=True)
+        assert res.returncode == 1, res
+        assert "bad shape" in res.stderr or "truncated data" in res.stderr, res.stderr
 
 
 class Rotary(torch.nn.Module):
