@@ -346,3 +346,18 @@ def test_vector_math_in_a_fresh_loader_process(tmp_path):
             f"torch.save(kiln_runtime.load({path!r})(x, pos), {str(tmp_path / 'out.pt')!r})\n")
     subprocess.run([sys.executable, "-c", code], check=True)
     assert_close(torch.load(str(tmp_path / "out.pt")), want, rtol=1e-5, atol=1e-5)
+
+
+def test_copies_of_a_loaded_model_share_it(tmp_path):
+    import copy
+    import gc
+
+    model = mlp().eval()
+    x = torch.randn(8, 64)
+    loaded, _ = _roundtrip(tmp_path, model, (x,))
+    expected = loaded(x)
+    copies = [copy.copy(loaded), copy.deepcopy(loaded), copy.deepcopy({"m": loaded})["m"]]
+    del loaded
+    gc.collect()
+    for c in copies:  # the original's name is gone; the model is not freed
+        torch.testing.assert_close(c(x), expected)

@@ -133,6 +133,14 @@ class LoadedModel:
         self._threads = None
         self._range = f"kiln::{os.path.basename(path)}"
 
+    def __copy__(self):
+        # One native model per load: a copy sharing the handle freed it twice.
+        # The model holds no per-object state a copy could diverge in.
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
     def __del__(self):
         if getattr(self, "_handle", None):
             self._lib.kiln_model_free(self._handle)
