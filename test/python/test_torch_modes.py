@@ -84,3 +84,15 @@ def test_default_device_context():
     finally:
         torch.set_default_device(None)
     torch.testing.assert_close(out, x * 2 + 1)
+
+
+def test_cpu_default_device_keeps_compiling():
+    x = torch.ones(3)
+    cf = kiln.compile(lambda t: t * 2 + torch.ones(3))
+    torch.set_default_device("cpu")
+    try:
+        torch.testing.assert_close(cf(x), x * 2 + 1)
+    finally:
+        torch.set_default_device(None)
+    s = kiln.stats()
+    assert s["eager_calls"] == 0 and s["compiled_calls"] == 1, s

@@ -261,23 +261,21 @@ void Interpreter::guardEntryState() {
                         "are wrappers kiln cannot read");
   }
   // A user TorchFunctionMode / TorchDispatchMode on the stack (FlopCounterMode,
-  // a mode rewriting ops, torch.set_default_device's DeviceContext) sees
-  // every op eagerly; kiln's graph would bypass it: the frame runs eagerly
-  // (guarded, so it compiles once the mode is gone).
-  for (const char *stack : {"_len_torch_function_stack", "_len_torch_dispatch_stack"}) {
-    PyRef len = PyRef::steal(PyObject_GetAttrString(torchC(), stack));
-    PyRef depth = len ? PyRef::steal(PyObject_Call(len.get(), none.get(), nullptr)) : PyRef();
-    if (!depth)
-      throw Unsupported(BreakCategory::Other,
-                        withPythonError(std::string("torch._C.") + stack + "() failed"));
-    addCallGuard(len.get(), none.get(), depth.get());
-    if (PyLong_AsLong(depth.get()) != 0)
-      throw Unsupported(BreakCategory::UnsupportedOp,
-                        "a torch function or dispatch mode is active (a TorchFunctionMode, "
-                        "TorchDispatchMode, FlopCounterMode or torch.set_default_device): the "
-                        "frame runs eagerly so that the mode sees every op",
-                        "call the compiled code outside the mode");
-  }
+  // a mode rewriting ops, torch.set_default_device("meta")) sees every op
+  // eagerly; kiln's graph would bypass it: the frame runs eagerly (guarded
+  // on kiln._modes.entry_modes(), so it compiles once the mode is gone).
+  static PyOnce modesOnce;
+  PyObject *entryModes = modesOnce.imported("kiln._modes", "entry_modes");
+  PyRef modes = entryModes ? PyRef::steal(PyObject_Call(entryModes, none.get(), nullptr)) : PyRef();
+  if (!modes)
+    throw Unsupported(BreakCategory::Other, withPythonError("kiln._modes.entry_modes() failed"));
+  addCallGuard(entryModes, none.get(), modes.get());
+  if (PyLong_AsLong(modes.get()) == 2) // USER_MODES
+    throw Unsupported(BreakCategory::UnsupportedOp,
+                      "a torch function or dispatch mode is active (a TorchFunctionMode, "
+                      "TorchDispatchMode, FlopCounterMode or torch.set_default_device): the "
+                      "frame runs eagerly so that the mode sees every op",
+                      "call the compiled code outside the mode");
   AutocastState entry;
   if (on.get() == Py_True) {
     // torch.<name>(device), guarded by value (a change recompiles).
