@@ -126,7 +126,8 @@ def Kiln_CumsumOp : Kiln_Op<"cumsum", [SameOperandsAndResultType]> {
     (`0 <= dim < max(rank, 1)`, verified). Same type as the operand: the
     frontend casts bool/int inputs to i64 and f16/bf16 to f32 first, as
     torch accumulates. The CPU lowering is a reducing `linalg.generic` over
-    (i, j <= i), quadratic in the dim size.
+    (i, j <= i), quadratic in the dim size; kiln-decompose splits a static
+    dim of 1024 or more into blocks of 64 first.
 
     Example:
     ```mlir

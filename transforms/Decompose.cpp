@@ -192,6 +192,7 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
 void populateDecompositionPatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeSoftmax, DecomposeLayerNorm, DecomposeSilu>(patterns.getContext());
   populateNNDecompositionPatterns(patterns);
+  populateCumsumDecompositionPatterns(patterns);
 }
 
 } // namespace mlir::kiln

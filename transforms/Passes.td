@@ -33,6 +33,11 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
       `y * weight` and `y + bias` when present. `eps` is a 0-d
       `kiln.constant`.
     - `silu(x)`: `x * sigmoid(x)`.
+    - `cumsum(x, d)` over a static dim of 1024 or more (its lowering is
+      quadratic in the dim): zero-padded to blocks of 64, reshaped to
+      `[.., m, 64, ..]`, prefix sums inside each block, plus the exclusive
+      prefix of the block totals (`cumsum(totals) - totals`, itself split
+      again while `m >= 1024`), reshaped back and cut to the dim.
     - `conv2d(x, w)` (static shapes): the input is zero-padded with
       `kiln.concat` of splat constants; each of the `KH * KW` kernel taps is
       one strided `kiln.slice` `[N, C, OH, OW]`; the taps are concatenated

@@ -26,6 +26,10 @@ void populateDecompositionPatterns(RewritePatternSet &patterns);
 /// (transforms/DecomposeNN.cpp).
 void populateNNDecompositionPatterns(RewritePatternSet &patterns);
 
+/// The part of `populateDecompositionPatterns` for `kiln.cumsum` over a
+/// static dim of 1024 or more: blocks of 64 (transforms/DecomposeCumsum.cpp).
+void populateCumsumDecompositionPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::kiln
 
 #endif // KILN_TRANSFORMS_TRANSFORMS_H

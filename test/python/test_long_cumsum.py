@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+"""torch.cumsum over long dims (kiln-decompose splits a static dim of 1024
+or more into blocks of 64: transforms/DecomposeCumsum.cpp). The lowering is
+quadratic in the dim: a top-p sampler's cumsum over GPT-2's 50257-token
+vocabulary took 0.9 s per row, a million elements minutes."""
+import pytest
+import torch
+
+import kiln
+
+
+@pytest.mark.parametrize("shape,dim,dtype", [
+    ((50257,), 0, torch.float32),      # padded to 786 blocks
+    ((2, 1100, 3), 1, torch.float32),  # a middle dim
+    ((3000, 4), 0, torch.float64),
+    ((65536,), 0, torch.int64),        # the block totals split again
+    ((5, 1024), 1, torch.int32),       # int32 accumulates in int64
+    ((1023,), 0, torch.float32),       # below the threshold
+])
+def test_long_cumsum_matches_eager(shape, dim, dtype):
+    torch.manual_seed(0)
+    x = (torch.rand(*shape) * 10).to(dtype)
+    f = kiln.compile(lambda t: torch.cumsum(t, dim))
+    got, expected = f(x), torch.cumsum(x, dim)
+    assert got.dtype == expected.dtype
+    if dtype.is_floating_point:
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-3)
+    else:
+        assert torch.equal(got, expected)
+    assert kiln.stats()["fallback_ops"] == 0
+
+
+def test_top_p_cutoff():
+    def nucleus(logits, p=0.9):
+        probs, _ = logits.softmax(-1).sort(-1, descending=True)
+        return (probs.cumsum(-1) < p).sum(-1)
+
+    logits = torch.randn(4, 50257)
+    assert torch.equal(kiln.compile(nucleus)(logits), nucleus(logits))
