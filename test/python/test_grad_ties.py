@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Gradients where a maximum/minimum's operands tie (kiln.tie_grad,
+"""Gradients at ties and zeros. Where a maximum/minimum's operands tie (kiln.tie_grad,
 transforms/autodiff/NNGrads.cpp) match eager's backward: torch.maximum
 splits the tie even against a constant, clamp keeps the gradient at its
 bounds, hardtanh/relu6 give none, and the composed formulas of logsigmoid
 and BCE-with-logits are smooth at 0. kiln gave 0 at x == 0 for logsigmoid and
-BCE-with-logits: a zero-initialised classifier head got no gradient."""
+BCE-with-logits: a zero-initialised classifier head got no gradient.
+A norm or std that is 0 has gradient 0 (kiln.grad_at_zero on its sqrt), as
+eager's backward masks it: an all-zero row gave NaN gradients through
+norm, F.normalize and cosine_similarity, a constant row through std."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -54,3 +57,24 @@ def test_tie_between_two_differentiable_operands():
     kiln.compile(f)(*ks).backward()
     for e, k in zip(xs, ks):
         torch.testing.assert_close(k.grad, e.grad)
+
+
+ZERO_CASES = {
+    "norm": lambda x: x.norm(dim=1).sum(),
+    "vector_norm": lambda x: torch.linalg.vector_norm(x, dim=1).sum(),
+    "normalize": lambda x: F.normalize(x, dim=1).sum(),
+    "cosine_similarity": lambda x: F.cosine_similarity(x, torch.ones_like(x)).sum(),
+    "std": lambda x: x.std(1).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_CASES))
+def test_gradient_at_a_zero_norm_matches_eager(name):
+    f = ZERO_CASES[name]
+    rows = [[1.0, 1.0], [1.0, 3.0]] if name == "std" else [[0.0, 0.0], [3.0, 4.0]]
+    a = torch.tensor(rows, requires_grad=True)
+    f(a).backward()
+    b = torch.tensor(rows, requires_grad=True)
+    kiln.compile(f)(b).backward()
+    assert b.grad.isfinite().all()
+    torch.testing.assert_close(b.grad, a.grad)

@@ -345,6 +345,17 @@ public:
   /// (torch.clamp keeps the gradient at its bounds). Unmarked: halves
   /// between two operands needing gradients, none for a constant bound
   /// (hardtanh, relu6).
+  /// Marks `v`, a kiln.sqrt of a sum of squares or a variance (norm, std,
+  /// cosine_similarity), whose gradient is 0 where it is 0 (`kiln.
+  /// grad_at_zero`, ElementwiseGrads.cpp), as eager's norm and std backward
+  /// mask it: plain sqrt's infinite slope times a zero gave NaN gradients for
+  /// an all-zero row.
+  Value zeroGradAtZero(Value v) {
+    if (mlir::Operation *op = v.getDefiningOp())
+      op->setAttr("kiln.grad_at_zero", b.getStringAttr("zero"));
+    return v;
+  }
+
   Value tieGrad(Value v, llvm::StringRef policy) {
     if (mlir::Operation *op = v.getDefiningOp())
       if (llvm::isa<mlir::kiln::MaximumOp, mlir::kiln::MinimumOp>(op))

@@ -496,8 +496,8 @@ VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
     int64_t dim = normDim(intArg(a, "dim", 1), rank);
     double eps = floatArg(a, "eps", 1e-8);
     auto unit = [&](Value t) {
-      Value n = e.unary<SqrtOp>(
-          e.reduce<SumOp>(e.bin<MulOp>(t, t), {dim - (rank - ttype(t).getRank())}, true));
+      Value n = e.zeroGradAtZero(e.unary<SqrtOp>(
+          e.reduce<SumOp>(e.bin<MulOp>(t, t), {dim - (rank - ttype(t).getRank())}, true)));
       return e.bin<DivOp>(t, e.tieGrad(e.bin<MaximumOp>(n, e.num(eps, c)), "all"));
     };
     Value prod = e.bin<MulOp>(unit(p), unit(q));

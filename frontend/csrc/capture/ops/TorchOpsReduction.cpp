@@ -290,7 +290,7 @@ template <bool Sqrt, bool WithMean> VarP variance(Interpreter &I, const std::str
                                  ? countInGraph(e, s.w, dims, s.keepdim, correction, s.compute)
                                  : e.num(std::max(0.0, n - correction), s.compute));
   if (Sqrt)
-    r = e.unary<SqrtOp>(r);
+    r = e.zeroGradAtZero(e.unary<SqrtOp>(r));
   r = e.cast(r, s.type);
   if (!WithMean)
     return T(r);
@@ -327,7 +327,7 @@ template <bool Ord> VarP norm(Interpreter &I, const std::string &op, Args &a) {
       throw Unsupported(BreakCategory::UserError, "inf-norm of an empty tensor (eager raises)");
     r = p > 0 ? e.reduce<MaxOp>(absV, dims, s.keepdim) : e.reduce<MinOp>(absV, dims, s.keepdim);
   } else if (p == 2) {
-    r = e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(w, w), dims, s.keepdim));
+    r = e.zeroGradAtZero(e.unary<SqrtOp>(e.reduce<SumOp>(e.bin<MulOp>(w, w), dims, s.keepdim)));
   } else if (p == 1) {
     r = e.reduce<SumOp>(absV, dims, s.keepdim);
   } else if (p == 0) {
