@@ -235,3 +235,30 @@ def test_mutating_an_expanded_view_breaks():
         f(x.clone())
     with pytest.raises(RuntimeError):
         kiln.compile(f)(x.clone())
+
+
+def test_in_place_through_a_zero_dim_tensor_index():
+    # `a[i]` with a 0-d integer tensor `i` is a view in eager (a basic
+    # index); kiln gathers it, so an update through it breaks instead of
+    # changing a copy (it used to leave `a` unchanged).
+    def through_input(a, i):
+        a[i].add_(1)
+        return a
+
+    def through_temporary(a):
+        b = a * 1
+        b[b.sum(1).argmax()].zero_()
+        return b
+
+    def read_only(a, i):
+        return a[i] * 2 + a[i, 0]
+
+    i = torch.tensor(1)
+    a, b = torch.zeros(3, 2), torch.zeros(3, 2)
+    kiln.compile(through_input)(a, i)
+    through_input(b, i)
+    assert torch.equal(a, b)
+    x = torch.arange(6.0).view(3, 2)
+    assert torch.equal(kiln.compile(through_temporary)(x), through_temporary(x))
+    y = torch.randn(3, 2)
+    torch.testing.assert_close(kiln.compile(read_only)(y, i), read_only(y, i))
