@@ -54,6 +54,16 @@ Value withDtype(Emit &e, Value v, const Args &a) {
   return e.cast(v, *d);
 }
 
+/// A reduction's result `r` in the `dtype=` asked for, if any: integers
+/// accumulate in int64, but an explicit int32 (or bool: any nonzero) is
+/// the result's dtype in eager.
+Value asRequestedDtype(Emit &e, Value r, const Args &a) {
+  if (a.isNone("dtype"))
+    return r;
+  auto d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+  return d ? e.cast(r, *d) : r;
+}
+
 /// (values, indices) of max/min along `dim`.
 /// torch.return_types.<name> (a new reference; null if torch lacks it).
 PyObject *returnType(const char *name) {
@@ -105,7 +115,7 @@ template <typename OpT> VarP coreReduction(Interpreter &I, const std::string &op
     throw Unsupported(BreakCategory::UserError, "mean of an integer tensor");
   if (std::is_same_v<OpT, SumOp> && !isFloatingDType(d) && d != DType::I64)
     v = e.cast(v, DType::I64); // torch sums integers in int64
-  return T(e.reduce<OpT>(v, dims, keepdim));
+  return T(asRequestedDtype(e, e.reduce<OpT>(v, dims, keepdim), a));
 }
 
 /// max/min: of everything, per dim with indices, or elementwise with a tensor.
@@ -155,7 +165,7 @@ VarP prod(Interpreter &I, const std::string &op, Args &a) {
   std::vector<int64_t> dims = a.isNone("dim")
                                   ? reducedDims(a, rank)
                                   : std::vector<int64_t>{normDim(asInt(a.get("dim"), "dim"), rank)};
-  return T(e.reduce<ProdOp>(v, dims, a.isNone("dim") ? false : keepdim));
+  return T(asRequestedDtype(e, e.reduce<ProdOp>(v, dims, a.isNone("dim") ? false : keepdim), a));
 }
 
 template <bool Max> VarP argMaxOrMin(Interpreter &I, const std::string &op, Args &a) {
@@ -207,13 +217,15 @@ VarP cumsum(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   v = withDtype(e, v, a);
   DType vd = dtypeOfValue(v);
+  if (vd == DType::Bool && !a.isNone("dtype"))
+    throw Unsupported(BreakCategory::UserError, "cumsum with dtype=torch.bool (eager raises)");
   int64_t dim = normDim(asInt(a.get("dim"), "dim"), rank);
   Value in = !isFloatingDType(vd) ? e.cast(v, DType::I64)
              : isNarrow(vd)       ? e.cast(v, DType::F32)
                                   : v;
   auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(rank == 0 ? 0 : dim))};
   Value r = e.checked<CumsumOp>({in}, attrs, op);
-  return T(isNarrow(vd) ? e.cast(r, vd) : r);
+  return T(isNarrow(vd) ? e.cast(r, vd) : asRequestedDtype(e, r, a));
 }
 
 /// The input of a float statistic, in opmath precision (f16/bf16 in f32).

@@ -2,7 +2,8 @@
 """torch.cumsum over long dims (kiln-decompose splits a static dim of 1024
 or more into blocks of 64: transforms/DecomposeCumsum.cpp). The lowering is
 quadratic in the dim: a top-p sampler's cumsum over GPT-2's 50257-token
-vocabulary took 0.9 s per row, a million elements minutes."""
+vocabulary took 0.9 s per row, a million elements minutes. And reductions with an explicit integer
+or bool `dtype=` return that dtype (kiln returned int64)."""
 import pytest
 import torch
 
@@ -37,3 +38,19 @@ def test_top_p_cutoff():
 
     logits = torch.randn(4, 50257)
     assert torch.equal(kiln.compile(nucleus)(logits), nucleus(logits))
+
+
+@pytest.mark.parametrize("name,f", [
+    ("sum_dim_int32", lambda x: x.sum(1, dtype=torch.int32)),
+    ("sum_int32", lambda x: x.sum(dtype=torch.int32)),
+    ("sum_bool", lambda x: x.sum(1, dtype=torch.bool)),
+    ("sum_int16", lambda x: x.sum(1, dtype=torch.int16)),
+    ("cumsum_int32", lambda x: x.cumsum(1, dtype=torch.int32)),
+    ("prod_int32", lambda x: x.prod(1, dtype=torch.int32)),
+])
+def test_reduction_dtype_argument(name, f):
+    # An explicit integer or bool dtype is the result's (kiln gave int64).
+    x = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
+    expected, got = f(x), kiln.compile(f)(x)
+    assert got.dtype == expected.dtype
+    assert got.tolist() == expected.tolist()
