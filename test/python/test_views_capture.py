@@ -262,3 +262,16 @@ def test_in_place_through_a_zero_dim_tensor_index():
     assert torch.equal(kiln.compile(through_temporary)(x), through_temporary(x))
     y = torch.randn(3, 2)
     torch.testing.assert_close(kiln.compile(read_only)(y, i), read_only(y, i))
+
+
+def test_cat_with_a_skipped_empty_tensor_is_a_new_tensor():
+    # torch.cat skips legacy 1-D empty tensors; the one tensor left was
+    # returned as the input itself when the empty one came first.
+    def f(e, b):
+        return torch.cat([e, b])
+
+    b, e = torch.zeros(2, 3), torch.empty(0)
+    out = kiln.compile(f)(e, b)
+    out.add_(1)
+    assert b.sum().item() == 0.0
+    assert out.data_ptr() != b.data_ptr()

@@ -528,7 +528,8 @@ VarP cat(Interpreter &I, const std::string &op, Args &a) {
   if (rank == 0)
     throw Unsupported("cat of 0-d tensors (eager raises)");
   Value r = concat(I, values, normDim(dimArg, rank));
-  if (r == ts[0]->value) // one tensor: eager still returns a new tensor
+  // One tensor left (the others empty): eager still returns a new tensor.
+  if (llvm::any_of(ts, [&](const VarP &t) { return t->value == r; }))
     return freshResult(r);
   return fresh(r);
 }
