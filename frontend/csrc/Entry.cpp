@@ -417,6 +417,21 @@ bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector
 }
 
 namespace {
+/// `t.clone(memory_format=torch.contiguous_format)`: a new tensor in
+/// row-major layout (new reference; null with a Python error).
+PyObject *contiguousClone(PyObject *t) {
+  static PyOnce formatOnce;
+  PyObject *format = formatOnce.imported("torch", "contiguous_format");
+  PyRef clone = PyRef::steal(PyObject_GetAttrString(t, "clone"));
+  if (!clone || !format)
+    return nullptr;
+  PyRef args = PyRef::steal(PyTuple_New(0));
+  PyRef kwargs = PyRef::steal(Py_BuildValue("{sO}", "memory_format", format));
+  return args && kwargs ? PyObject_Call(clone.get(), args.get(), kwargs.get()) : nullptr;
+}
+} // namespace
+
+namespace {
 /// `base` with the view `steps` (a tuple of (method name, argument tuple))
 /// applied in order: eager's view of it. New reference, or null with a
 /// Python error set.
@@ -556,6 +571,8 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
                                                       : s.constant.get();
     if (s.copy && s.sameAs >= 0 && clones[s.sameAs])
       o = clones[s.sameAs];
+    else if (s.copy && s.contiguousCopy) // `x.contiguous()` of a strided input
+      return clones[at] = contiguousClone(o);
     else if (s.copy) // a tensor's clone(), or a copy() of a list/dict/set made at capture
       return clones[at] = PyObject_CallMethod(
                  o, s.kind == OutputSlot::Kind::Constant ? "copy" : "clone", nullptr);

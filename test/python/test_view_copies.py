@@ -193,3 +193,32 @@ def test_view_that_eager_refuses_raises_like_eager():
     # reshape of the same input is the copy, in one graph
     reshaped = kiln.compile(lambda x: x.reshape(-1) * 2)
     assert_close(reshaped(t), t.reshape(-1) * 2)
+
+
+def test_returned_contiguous_of_a_strided_input_is_contiguous():
+    # A copy in eager: kiln returned a clone keeping the input's strides,
+    # so the user's `.view(-1)` raised.
+    xt = torch.randn(5, 4).t()
+    out = kiln.compile(lambda a: a.contiguous())(xt)
+    assert out.is_contiguous() and out.stride() == (5, 1)
+    assert out.data_ptr() != xt.data_ptr()
+    torch.testing.assert_close(out, xt)
+    out.view(-1)
+
+
+def test_contiguous_channels_last_is_a_copy():
+    # kiln ignored memory_format and returned the input itself: writes
+    # through the result reached the input.
+    x = torch.zeros(2, 3, 4, 5)
+    out = kiln.compile(lambda a: a.contiguous(memory_format=torch.channels_last))(x)
+    out.add_(1)
+    assert x.sum().item() == 0.0
+
+    def in_graph(a):
+        y = a.contiguous(memory_format=torch.channels_last)
+        y.add_(1)
+        return a
+
+    x = torch.zeros(2, 3, 4, 5)
+    kiln.compile(in_graph)(x)
+    assert x.sum().item() == 0.0

@@ -192,6 +192,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
   if (v->isTensor() && v->inputIndex >= 0) {
     // The caller's tensor itself (after in-place updates, their write-back).
     outputs.push_back({OutputSlot::Kind::Input, v->inputIndex, {}, v->copied});
+    outputs.back().contiguousCopy = v->copied && v->contiguousCopy;
     return;
   }
   if (v->isTensor()) {
@@ -207,6 +208,7 @@ void addOutput(Capture &out, std::vector<mlir::Value> &results,
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] == v->value) {
         outputs.push_back({OutputSlot::Kind::Input, (int)i, {}, v->copied});
+        outputs.back().contiguousCopy = v->copied && v->contiguousCopy;
         return;
       }
     for (size_t i = 0; i < results.size(); ++i)

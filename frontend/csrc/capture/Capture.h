@@ -83,6 +83,9 @@ struct OutputSlot {
   /// object, not a new clone or replay.
   int sameAs = -1;
   std::shared_ptr<const SizeExpr> size; ///< SymSize: the expression
+  /// With `copy`: the copy is contiguous (`x.contiguous()` of a strided
+  /// input), not a clone() keeping the input's strides.
+  bool contiguousCopy = false;
 };
 
 /// A graph input: a tensor read from a source; the seed of the graph's

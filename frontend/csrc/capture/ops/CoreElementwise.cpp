@@ -10,6 +10,7 @@
 // integers to the default float dtype.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "GilOnce.h"
 
 namespace kiln {
 
@@ -186,6 +187,20 @@ VarP identity(Interpreter &I, const std::string &op, Args &a) {
   return T(tensorArg(inputArg(a, op), op));
 }
 
+/// `x.contiguous()`: kiln's values are row-major; another memory format
+/// (channels_last) is a copy in that layout in eager: a break (returning
+/// `x` itself let writes through the result reach the input).
+VarP contiguous(Interpreter &I, const std::string &op, Args &a) {
+  if (!a.isNone("memory_format")) {
+    static PyOnce formatOnce;
+    PyObject *rowMajor = formatOnce.imported("torch", "contiguous_format");
+    if (constObj(a.get("memory_format"), "memory_format") != rowMajor)
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "contiguous with a memory_format other than torch.contiguous_format");
+  }
+  return identity(I, op, a);
+}
+
 VarP clone(Interpreter &I, const std::string &op, Args &a) {
   VarP x = inputArg(a, op);
   if (!a.isNone("memory_format"))
@@ -291,7 +306,7 @@ void registerCasts(OpRegistry &r) {
   r.op("to", to, Params{"input", "dtype"}, View | SelfIfNoOp, cast).method();
   // `contiguous()` returns its input itself where that is contiguous (not
   // known here: Var::selfIfContiguous); `detach()` a new tensor object.
-  r.op("contiguous", identity, Params{"input", "memory_format"}, View | ReplaysAsContiguous)
+  r.op("contiguous", contiguous, Params{"input", "memory_format"}, View | ReplaysAsContiguous)
       .method();
   r.op("detach", identity, input, View | Detaches).method();
   r.op("clone", clone, Params{"input", "memory_format"}, Copy).torchAndMethod();
