@@ -22,6 +22,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -264,13 +266,30 @@ void Interpreter::guardEntryState() {
   // a mode rewriting ops, torch.set_default_device("meta")) sees every op
   // eagerly; kiln's graph would bypass it: the frame runs eagerly (guarded
   // on kiln._modes.entry_modes(), so it compiles once the mode is gone).
+  // No mode on either stack (the usual case): two C calls per guard check;
+  // else the Python classification, guarded by its answer.
+  bool anyMode = false;
+  std::vector<std::pair<PyRef, PyRef>> depths;
+  for (const char *stack : {"_len_torch_function_stack", "_len_torch_dispatch_stack"}) {
+    PyRef len = PyRef::steal(PyObject_GetAttrString(torchC(), stack));
+    PyRef depth = len ? PyRef::steal(PyObject_Call(len.get(), none.get(), nullptr)) : PyRef();
+    if (!depth)
+      throw Unsupported(BreakCategory::Other,
+                        withPythonError(std::string("torch._C.") + stack + "() failed"));
+    anyMode |= PyLong_AsLong(depth.get()) != 0;
+    depths.emplace_back(len, depth);
+  }
+  for (auto &[len, depth] : depths)
+    if (!anyMode)
+      addCallGuard(len.get(), none.get(), depth.get());
   static PyOnce modesOnce;
-  PyObject *entryModes = modesOnce.imported("kiln._modes", "entry_modes");
+  PyObject *entryModes = anyMode ? modesOnce.imported("kiln._modes", "entry_modes") : nullptr;
   PyRef modes = entryModes ? PyRef::steal(PyObject_Call(entryModes, none.get(), nullptr)) : PyRef();
-  if (!modes)
+  if (anyMode && !modes)
     throw Unsupported(BreakCategory::Other, withPythonError("kiln._modes.entry_modes() failed"));
-  addCallGuard(entryModes, none.get(), modes.get());
-  if (PyLong_AsLong(modes.get()) == 2) // USER_MODES
+  if (anyMode)
+    addCallGuard(entryModes, none.get(), modes.get());
+  if (anyMode && PyLong_AsLong(modes.get()) == 2) // USER_MODES
     throw Unsupported(BreakCategory::UnsupportedOp,
                       "a torch function or dispatch mode is active (a TorchFunctionMode, "
                       "TorchDispatchMode, FlopCounterMode or torch.set_default_device): the "
