@@ -130,15 +130,16 @@ void addTranscendental(GradRuleTable &t) {
   // d sqrt(x) = g / (2 sqrt(x)); where the capture marked the sqrt
   // (`kiln.grad_at_zero`: a norm or std) 0 where sqrt(x) is 0, as eager's
   // norm/std backward (the infinite slope times a zero is NaN otherwise).
-  t[SqrtOp::getOperationName()] = unary([](GradBuilder &gb, Operation *op, Value, Value g) -> Value {
-    Value y = resultOf(gb, op);
-    Value d = gb.div(g, gb.mul(y, gb.scalar(eltOf(g), 2.0)));
-    if (!op->hasAttr("kiln.grad_at_zero"))
-      return d;
-    Value zero = gb.scalar(eltOf(g), 0.0);
-    Value atZero = gb.b.create<EqOp>(gb.loc, y, zero);
-    return gb.b.create<SelectOp>(gb.loc, atZero, zero, d).getResult();
-  });
+  t[SqrtOp::getOperationName()] =
+      unary([](GradBuilder &gb, Operation *op, Value, Value g) -> Value {
+        Value y = resultOf(gb, op);
+        Value d = gb.div(g, gb.mul(y, gb.scalar(eltOf(g), 2.0)));
+        if (!op->hasAttr("kiln.grad_at_zero"))
+          return d;
+        Value zero = gb.scalar(eltOf(g), 0.0);
+        Value atZero = gb.b.create<EqOp>(gb.loc, y, zero);
+        return gb.b.create<SelectOp>(gb.loc, atZero, zero, d).getResult();
+      });
   // d rsqrt(x) = -0.5 * rsqrt(x)^3.
   t[RsqrtOp::getOperationName()] = unary([](GradBuilder &gb, Operation *op, Value, Value g) {
     Value y = resultOf(gb, op);

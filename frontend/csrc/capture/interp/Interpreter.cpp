@@ -572,6 +572,31 @@ VarP Interpreter::getIter(const VarP &v) {
   return makeSeq(Var::Kind::Iter, items);
 }
 
+namespace {
+/// A 0-d integer tensor in the index is a basic index in eager: the result
+/// `r` of `c[index]` is a view of `c` (kiln gathers it). Marked a view
+/// without replay steps, an in-place update through it (`a[i].add_(1)`) or
+/// of `c` while it lives breaks instead of updating a copy (ViewWrites.cpp).
+bool markOpaqueIndexView(const VarP &c, const VarP &index, const VarP &r) {
+  auto zeroDimInt = [](const VarP &v) {
+    if (!v || !v->isTensor())
+      return false;
+    auto t = llvm::cast<mlir::RankedTensorType>(v->value.getType());
+    return t.getRank() == 0 && llvm::isa<mlir::IntegerType>(t.getElementType()) &&
+           !t.getElementType().isInteger(1);
+  };
+  bool byTensor = zeroDimInt(index) ||
+                  (index->kind == Var::Kind::Tuple && llvm::any_of(index->items, zeroDimInt));
+  if (!byTensor || !r || r == c || !r->isTensor() || !r->fresh)
+    return false;
+  r->fresh = false;
+  r->viewBase = c;
+  c->views.push_back(r);
+  c->viewed = c->opaqueViews = true;
+  return true;
+}
+} // namespace
+
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->kind == Var::Kind::Dict && c->obj)
     return recordItem(c, constObj(index, "index"));
@@ -616,26 +641,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     std::vector<VarP> args = {index};
     std::map<std::string, VarP> kwargs;
     VarP r = callTensorMethod(c, "__getitem__", args, kwargs);
-    // A 0-d integer tensor in the index is a basic index in eager: the
-    // result is a view of `c` (kiln gathers it). As a view without replay
-    // steps, an in-place update through it (`a[i].add_(1)`) or of `c` while
-    // it lives breaks instead of updating a copy (ViewWrites.cpp).
-    auto zeroDimInt = [](const VarP &v) {
-      if (!v || !v->isTensor())
-        return false;
-      auto t = llvm::cast<mlir::RankedTensorType>(v->value.getType());
-      return t.getRank() == 0 && llvm::isa<mlir::IntegerType>(t.getElementType()) &&
-             !t.getElementType().isInteger(1);
-    };
-    bool viewByTensor = zeroDimInt(index) ||
-                        (index->kind == Var::Kind::Tuple && llvm::any_of(index->items, zeroDimInt));
-    if (viewByTensor && r && r != c && r->isTensor() && r->fresh) {
-      r->fresh = false;
-      r->viewBase = c;
-      c->views.push_back(r);
-      c->viewed = c->opaqueViews = true;
+    if (markOpaqueIndexView(c, index, r))
       return r;
-    }
     PyRef constIndex = index->isConst() ? index->obj : seqAsConst(index);
     if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex) {
       r->itemOf = c; // an in-place update of r goes through to c (InPlace.cpp)
