@@ -157,6 +157,8 @@ VarP Interpreter::callDictMethod(const VarP &callee, std::vector<VarP> &args,
   }
   VarP view = makeSeq(Var::Kind::Iter, items);
   view->reiterable = true; // a dict view: each iteration starts over
+  view->self = d;          // ... and reads the dict as it is then (LiveIterators.h)
+  view->name = callee->name;
   return view;
 }
 

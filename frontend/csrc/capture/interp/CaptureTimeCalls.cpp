@@ -58,7 +58,78 @@ PyRef deepCopy(PyObject *o) {
   return copy;
 }
 
+/// Whether `o` is data whose deep copy compares equal to it: None, bool,
+/// int, float, str, bytes and exact tuples, lists and dicts of them.
+bool plainData(PyObject *o, int depth = 0) {
+  if (depth > 6)
+    return false;
+  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+      PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
+    return true;
+  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      if (!plainData(PySequence_Fast_ITEMS(o)[i], depth + 1))
+        return false;
+    return true;
+  }
+  if (!PyDict_CheckExact(o))
+    return false;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(o, &pos, &k, &v))
+    if (!plainData(k, depth + 1) || !plainData(v, depth + 1))
+      return false;
+  return true;
+}
+
+/// The first value dunder that `t` (or a base other than object) defines
+/// as a Python function; null when none.
+const char *pythonValueDunder(PyTypeObject *t) {
+  static const char *const names[] = {
+      "__eq__",       "__ne__",    "__lt__",       "__le__",      "__gt__",       "__ge__",
+      "__hash__",     "__str__",   "__repr__",     "__format__",  "__len__",      "__bool__",
+      "__contains__", "__iter__",  "__getitem__",  "__index__",   "__int__",      "__float__",
+      "__abs__",      "__round__", "__reversed__", "__add__",     "__radd__",     "__sub__",
+      "__rsub__",     "__mul__",   "__rmul__",     "__truediv__", "__floordiv__", "__mod__",
+      "__pow__",      "__and__",   "__or__",       "__xor__",     "__neg__"};
+  for (const char *name : names) {
+    PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
+    PyObject *fn = _PyType_Lookup(t, key.get());
+    if (fn && PyFunction_Check(fn))
+      return name;
+  }
+  return nullptr;
+}
+
 } // namespace
+
+void CaptureTimeCalls::guardDunderState(Interpreter &I, const VarP &v, const char *what) {
+  PyObject *o = v->isConst() ? v->obj.get() : nullptr;
+  if (!o || !isPlainObject(o))
+    return;
+  const char *dunder = pythonValueDunder(Py_TYPE(o));
+  if (!dunder)
+    return;
+  int src = I.sourceOf(v);
+  PyObject **dictPtr = _PyObject_GetDictPtr(o);
+  PyRef snapshot =
+      src >= 0 && dictPtr && *dictPtr && plainData(*dictPtr) ? deepCopy(*dictPtr) : PyRef();
+  if (!snapshot)
+    throw Unsupported(BreakCategory::PythonBuiltin,
+                      std::string(what) + " on a '" + Py_TYPE(o)->tp_name +
+                          "' object, whose class defines " + dunder +
+                          " in Python, depends on state kiln cannot guard",
+                      "kiln runs it eagerly at a graph break");
+  guardState(I, I.out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), snapshot);
+}
+
+PyTypeObject *CaptureTimeCalls::dunderClass(Interpreter &I, const VarP &v) {
+  if (v->kind == Var::Kind::Object)
+    return reinterpret_cast<PyTypeObject *>(v->obj.get());
+  if (v->isConst() && I.sourceOf(v) >= 0 && isPlainObject(v->obj.get()))
+    return Py_TYPE(v->obj.get());
+  return nullptr;
+}
 
 void CaptureTimeCalls::guardState(Interpreter &I, int dictSource, PyRef snapshot) {
   for (const Guard &e : I.out_.guards)
@@ -117,7 +188,7 @@ VarP CaptureTimeCalls::boundMethod(Interpreter &I, const VarP &callee, std::vect
 }
 
 VarP CaptureTimeCalls::objectDunder(Interpreter &I, const VarP &obj, const char *name) {
-  auto *t = reinterpret_cast<PyTypeObject *>(obj->obj.get());
+  PyTypeObject *t = dunderClass(I, obj);
   PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
   PyObject *fn = _PyType_Lookup(t, key.get());
   if (!fn)
@@ -140,7 +211,7 @@ VarP CaptureTimeCalls::objectLen(Interpreter &I, const VarP &obj) {
   if (isIdentitySet(obj) || isDeque(obj)) // IdentitySets.h, Deques.h
     return makeConst(PyRef::steal(PyLong_FromSize_t(obj->items.size())));
   VarP r = objectDunder(I, obj, "__len__");
-  std::string type = reinterpret_cast<PyTypeObject *>(obj->obj.get())->tp_name;
+  std::string type = dunderClass(I, obj)->tp_name;
   if (!r)
     throw Unsupported(BreakCategory::UserError, "object of type '" + type + "' has no len()",
                       hint::kRaisesInEager);

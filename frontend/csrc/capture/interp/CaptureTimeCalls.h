@@ -28,9 +28,20 @@ struct CaptureTimeCalls {
   /// in Python (inlined; the class attribute guarded); nullptr when the
   /// class does not define it.
   static VarP objectDunder(Interpreter &I, const VarP &obj, const char *name);
-  /// len(obj) of an Object Var: its __len__, a Const int >= 0 (else
-  /// Unsupported, a UserError where eager raises).
+  /// len(obj) of an Object Var or caller's plain object: its __len__, a
+  /// Const int >= 0 (else Unsupported, a UserError where eager raises).
   static VarP objectLen(Interpreter &I, const VarP &obj);
+  /// The class whose dunders objectDunder inlines for `v`: an Object Var's
+  /// class, or the type of a caller's plain object (a Const Var with a
+  /// source, isPlainObject: `len(buf)`, `if buf` follow its state through
+  /// the guards of what the inlined dunder reads); null for other values.
+  static PyTypeObject *dunderClass(Interpreter &I, const VarP &v);
+  /// `what` (a builtin, operator or format) is evaluated at capture on
+  /// Const `v`: when `v` is a plain object whose class defines a value
+  /// dunder (__eq__, __str__, __contains__, __iter__ ...) in Python, the
+  /// result depends on the object's state, so its __dict__ is guarded by
+  /// value (plain data only); otherwise the evaluation is a break.
+  static void guardDunderState(Interpreter &I, const VarP &v, const char *what);
   /// Guards `value of dictSource == snapshot` (once per source).
   static void guardState(Interpreter &I, int dictSource, PyRef snapshot);
   /// `cls(*args, **kwargs)` for an nn.Module class: the module built now

@@ -8,6 +8,7 @@
 // (SideEffects.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/values/Deques.h"
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/PlainObjects.h"
 
@@ -237,12 +238,13 @@ void OpcodeHandlers::binarySlice(Interpreter &interp, Frame &f, const Instr &, S
   f.stack.push_back(interp.subscript(c, slice));
 }
 
-void OpcodeHandlers::formatValue(Interpreter &, Frame &f, const Instr &in, StepControl &) {
+void OpcodeHandlers::formatValue(Interpreter &interp, Frame &f, const Instr &in, StepControl &) {
   // f-string pieces on constants (values of tensors are data: a break).
   VarP spec = (in.arg & 0x04) ? popValue(f) : nullptr;
   VarP v = popValue(f);
   PyObject *o = constObj(v, "f-string value");
   pinPlainObject(o, "it is formatted at capture");
+  CaptureTimeCalls::guardDunderState(interp, v, "an f-string formatted at capture");
   int conv = in.arg & 0x03;
   PyRef converted = PyRef::steal(conv == 1   ? PyObject_Str(o)
                                  : conv == 2 ? PyObject_Repr(o)

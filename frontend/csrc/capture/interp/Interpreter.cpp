@@ -10,6 +10,7 @@
 // root frame for the instruction loop (InstructionLoop.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/LiveIterators.h"
 #include "TensorMethods.h"
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/values/Deques.h"
@@ -36,9 +37,7 @@ PyObject *constObj(const VarP &v, const char *what) {
                       "torch.where) or pass it as a Python int to stay in one graph");
   if (!v || !v->isConst())
     throw Unsupported(std::string(what) + " must be a Python constant here");
-  if (gMutatedContainers && gMutatedContainers->count(v->obj.get()))
-    throw Unsupported("a list/dict is read after the compiled code mutated it (the mutation "
-                      "is replayed after the graph)");
+  refuseMutatedAlias(v);
   return v->obj.get();
 }
 
@@ -461,8 +460,8 @@ bool Interpreter::truthy(const VarP &v) {
     throw Unsupported(BreakCategory::DataDependent,
                       "data-dependent branch on a Python number read from a tensor",
                       hint::kTensorBranch);
-  if (v->kind == Var::Kind::Object)
-    return objectTruthy(v); // UserObjects.cpp
+  if (v->kind == Var::Kind::Object || (v->isConst() && CaptureTimeCalls::dunderClass(*this, v)))
+    return objectTruthy(v); // UserObjects.cpp: the class's __bool__/__len__ inlined
   PyObject *cond = constObj(v, "branch condition");
   if (v->source >= 0 && PyList_CheckExact(cond)) { // a caller's list: by its length
     guardLength(v->source, PyList_GET_SIZE(cond));
@@ -482,12 +481,18 @@ bool Interpreter::truthy(const VarP &v) {
 }
 
 VarP Interpreter::getIter(const VarP &v) {
-  if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List)
+  // Lists, dicts and dict views are iterated live (LiveIterators.h).
+  if (v->kind == Var::Kind::Tuple)
     return makeSeq(Var::Kind::Iter, v->items);
+  if (v->kind == Var::Kind::List)
+    return liveListIter(v, {});
   if (v->kind == Var::Kind::Iter && v->reiterable)
-    return makeSeq(Var::Kind::Iter, v->items);
+    return v->self ? liveDictIter(v->self, v->name, {}) : makeSeq(Var::Kind::Iter, v->items);
   if (v->kind == Var::Kind::Iter)
     return v;
+  refuseMutatedAlias(v);
+  if (v->kind == Var::Kind::Dict && !v->obj) // a ModelOutput record iterates its keys too
+    return liveDictIter(v, "keys", {});
   if (v->kind == Var::Kind::Dict) {
     std::vector<VarP> keys;
     for (auto &k : v->keys)
@@ -547,6 +552,8 @@ VarP Interpreter::getIter(const VarP &v) {
       items.push_back(makeConst(PyRef::borrow(item)));
     }
     keepAlive_.push_back(seq);
+    if (PySet_CheckExact(o)) // eager raises when it changes size during the loop
+      return sizeCheckedIter(v->obj, std::move(items));
     return makeSeq(Var::Kind::Iter, items);
   }
   if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
@@ -560,8 +567,11 @@ VarP Interpreter::getIter(const VarP &v) {
       items.push_back(
           fromSource(PySequence_Fast_ITEMS(o)[i],
                      out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
-    return makeSeq(Var::Kind::Iter, items);
+    return PyList_CheckExact(o) ? liveListIter(v, std::move(items))
+                                : makeSeq(Var::Kind::Iter, items);
   }
+  if (PyList_CheckExact(o)) // made at capture (sorted(), list() ...): read per step
+    return liveListObjectIter(v->obj);
   PyRef seq = PyRef::steal(PySequence_List(o));
   if (!seq) {
     PyErr_Clear();
@@ -569,6 +579,10 @@ VarP Interpreter::getIter(const VarP &v) {
   }
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
     items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
+  if (PyDict_CheckExact(o) && v->source >= 0) // the caller's dict (Dict Var once mutated)
+    return liveDictIter(v, "keys", std::move(items));
+  if (PyDict_CheckExact(o) || PyAnySet_CheckExact(o))
+    return sizeCheckedIter(v->obj, std::move(items));
   return makeSeq(Var::Kind::Iter, items);
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/values/Deques.h"
 #include "capture/values/IdentitySets.h"
+#include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/OpcodeHandlers.h"
 #include "capture/interp/NumpyInterop.h"
 #include "capture/interp/PlainObjects.h"
@@ -145,6 +146,8 @@ VarP OpcodeHandlers::applyOperator(Interpreter &interp, const std::string &sym, 
            *ro = r0 ? r0.get() : constObj(rhs, "operand");
   pinPlainObject(lo, "an operator is evaluated on it at capture");
   pinPlainObject(ro, "an operator is evaluated on it at capture");
+  CaptureTimeCalls::guardDunderState(interp, lhs, "an operator evaluated at capture");
+  CaptureTimeCalls::guardDunderState(interp, rhs, "an operator evaluated at capture");
   PyRef r = PyRef::steal(constBinary(sym, lo, ro));
   if (!r) // eager raises the same: a try/except of the frames may catch it
     raisePending("operator " + sym + " raised on constants");
@@ -239,15 +242,20 @@ void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, 
     pushBool(f, in.arg ? !found : found);
     return;
   }
-  if (lhs->isConst()) // hashed or compared with ==
+  if (lhs->isConst()) { // hashed or compared with ==
     pinPlainObject(lhs->obj.get(), "`in` looks it up");
+    CaptureTimeCalls::guardDunderState(interp, lhs, "`in` evaluated at capture");
+  }
   if (rhs->kind == Var::Kind::Dict) {
     found = dictFind(rhs, constObj(lhs, "operand")) >= 0;
   } else if (rhs->kind == Var::Kind::Tuple || rhs->kind == Var::Kind::List ||
              rhs->kind == Var::Kind::Iter) {
-    // `x in [a, b]` built here: per item `item is x or item == x`, in order.
-    for (const VarP &item : interp.iterItems(rhs)) {
-      if (found)
+    // `x in [a, b]` built here: per item `item is x or item == x`, in order
+    // (an iterator is consumed up to the first match only).
+    VarP it = interp.getIter(rhs);
+    while (!found) {
+      VarP item = interp.iterNext(it);
+      if (!item)
         break;
       if (lhs->isTensor() || item->isTensor()) {
         if (lhs->isTensor() != item->isTensor())
@@ -271,6 +279,7 @@ void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, 
     }
   } else {
     pinPlainObject(constObj(rhs, "container"), "`in` is evaluated on it at capture");
+    CaptureTimeCalls::guardDunderState(interp, rhs, "`in` evaluated at capture");
     int contains = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
     if (contains < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));

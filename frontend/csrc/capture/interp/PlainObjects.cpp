@@ -43,6 +43,8 @@ struct PlainState {
   /// their items by their own sources (addItemsGuard).
   std::set<PyObject *> byItems;
   std::string why; ///< the first pin's reason (for the guards log)
+  /// Lists/dicts of the caller the capture mutates (source, object).
+  std::vector<std::pair<int, PyRef>> mutatedContainers;
 };
 
 /// One per capture in progress on this thread (captures nest; a Python
@@ -132,10 +134,15 @@ void pinListItems(Capture &out, Guard &list, const PyRef &obj) {
 /// the capture read are the same or distinct as they were (`a.x = t;
 /// return b.x` with `a is b` at compile time), which this guard checks.
 /// False (no guard added, no Python error left) when out of memory.
-bool addAliasingGuard(Capture &out, const std::vector<PlainGuard> &guards) {
+/// `more` (source, object) pairs join the check: containers the capture
+/// mutates through one name must not be reached through another one.
+bool addAliasingGuard(Capture &out, const std::vector<PlainGuard> &guards,
+                      const std::vector<std::pair<int, PyRef>> &more) {
   std::vector<std::pair<int, PyObject *>> seen; // (source, object)
   for (const PlainGuard &p : guards)
     seen.push_back({out.guards[p.guard].source, p.obj.get()});
+  for (const auto &[source, obj] : more)
+    seen.push_back({source, obj.get()});
   std::sort(seen.begin(), seen.end());
   seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
   std::vector<PyObject *> groups;
@@ -236,6 +243,11 @@ void noteAttributeStore(PyObject *o) {
     states().back().stored.insert(o);
 }
 
+void noteContainerMutation(int source, PyObject *o) {
+  if (!states().empty() && o && source >= 0)
+    states().back().mutatedContainers.push_back({source, PyRef::borrow(o)});
+}
+
 void pinIdentity(PyObject *o, const char *why) {
   if (states().empty() || !o)
     return;
@@ -307,7 +319,11 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
     stores |= !pinAll && !state->pinned.count(p.obj.get()) && state->stored.count(p.obj.get());
   std::vector<PlainGuard> aliased = state->guards;
   aliased.insert(aliased.end(), updated.begin(), updated.end());
-  if (stores && !addAliasingGuard(out, aliased)) {
+  if (!state->mutatedContainers.empty()) { // the lists/dicts read by value may alias them
+    aliased.insert(aliased.end(), state->valueGuards.begin(), state->valueGuards.end());
+    stores = true;
+  }
+  if (stores && !addAliasingGuard(out, aliased, state->mutatedContainers)) {
     state->pinned.insert(state->stored.begin(), state->stored.end());
     for (PlainGuard &p : updated) {
       Guard &g = out.guards[p.guard];
@@ -373,6 +389,7 @@ void finishPlainObjectGuards(Capture &out, const char *pinAll) {
   state->pinned.clear();
   state->stored.clear();
   state->byItems.clear();
+  state->mutatedContainers.clear();
 }
 
 } // namespace kiln

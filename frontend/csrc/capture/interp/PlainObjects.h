@@ -60,6 +60,12 @@ void pinPlainObject(PyObject *o, const char *why);
 /// the same or distinct as at compile time (Guard::Kind::Aliasing).
 void noteAttributeStore(PyObject *o);
 
+/// The capture mutates the caller's list/dict `o` read from `source`: an
+/// aliasing guard checks that the lists, dicts and plain objects the
+/// capture read are the same or distinct objects as at compile time
+/// (`f(x, l, l)` after compiling `f(x, l1, l2)` recompiles).
+void noteContainerMutation(int source, PyObject *o);
+
 /// Records guard `guard` of `out` (an Equals guard on list/dict `o`, read
 /// from the frame and guarded by value so that an equal one shares the
 /// entry).

@@ -423,13 +423,14 @@ VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
        keepsDictMethod(v->obj.get(), "__len__"))) {
     // len() of a container of the frame (e.g. a module's hook dict): the
     // container may be mutated between calls, so its length is guarded.
+    refuseMutatedAlias(v);
     Py_ssize_t n = PyObject_Length(v->obj.get());
     guardLength(v->source, n);
     return makeConst(PyRef::steal(PyLong_FromSsize_t(n)));
   }
   if (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List || v->kind == Var::Kind::Dict)
     return makeConst(PyRef::steal(PyLong_FromSize_t(v->items.size())));
-  if (v->kind == Var::Kind::Object) // an object built in the frame: its __len__
+  if (CaptureTimeCalls::dunderClass(*this, v)) // a user object: its class's __len__ inlined
     return CaptureTimeCalls::objectLen(*this, v);
   return moduleContainerLen(v); // ModuleGuards.cpp
 }
@@ -490,8 +491,18 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
                                   std::map<std::string, VarP> &kwargs) {
   // sorted(d), min(t), any(l) ... over containers built here whose items
   // are constants (a dict's keys): evaluated on a list of those constants.
-  static const std::set<std::string> overItems = {"sorted", "min", "max",      "any",
-                                                  "all",    "set", "frozenset"};
+  if ((name == "any" || name == "all") && args.size() == 1 && kwargs.empty() &&
+      !args[0]->isConst() && !args[0]->isTensor()) {
+    // Consumed up to the first true (any) / false (all) item, as in eager:
+    // a generator's side effects after it do not happen.
+    bool any = name == "any";
+    VarP it = getIter(args[0]);
+    while (VarP item = iterNext(it))
+      if (truthy(item) == any)
+        return makeConst(PyRef::borrow(any ? Py_True : Py_False));
+    return makeConst(PyRef::borrow(any ? Py_False : Py_True));
+  }
+  static const std::set<std::string> overItems = {"sorted", "min", "max", "set", "frozenset"};
   if (overItems.count(name) && args.size() == 1 && !args[0]->isConst() && !args[0]->isTensor()) {
     std::vector<VarP> items = iterItems(args[0]);
     PyRef list = PyRef::steal(PyList_New(items.size()));
@@ -509,8 +520,11 @@ VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::ve
     PyObject *o = c ? c.release()
                     : (Py_INCREF(constObj(args[i], "argument of a builtin")), args[i]->obj.get());
     PyTuple_SET_ITEM(tuple.get(), i, o);
-    if (name != "isinstance" && name != "issubclass" && name != "type" && name != "callable")
+    if (name != "isinstance" && name != "issubclass" && name != "type" && name != "callable") {
       pinPlainObjectsIn(o, "a builtin is evaluated on it at capture"); // type-only ones are not
+      if (!c && name != "hasattr" && name != "getattr")
+        CaptureTimeCalls::guardDunderState(*this, args[i], "a builtin evaluated at capture");
+    }
     // An iterator of the caller (a generator, itertools.chain, zip, ...):
     // the call would consume it at capture time and the frame would then
     // see it empty.

@@ -17,6 +17,7 @@
 // as before.
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Interp.h"
+#include "capture/interp/PlainObjects.h"
 #include "capture/interp/OpcodeHandlers.h"
 
 #include <algorithm>
@@ -130,6 +131,7 @@ void Interpreter::materialize(const VarP &v) {
   // Mutated before this read: the list's Var (length guarded, items read
   // through their own sources) with the mutations applied.
   sourceOverlay_.erase(v->source);
+  mutated_.erase(v->obj.get()); // by this Var itself: not an alias (containerVar)
   containerVar(v);
   for (const Var::PendingOp &p : pending)
     applyPending(v->items, p);
@@ -282,6 +284,7 @@ VarP Interpreter::lazyListMutation(const VarP &list, const std::string &name,
   // Later reads of this list (through its source) see the same Var.
   sourceOverlay_[list->source] = list;
   mutated_.insert(list->obj.get());
+  noteContainerMutation(list->source, list->obj.get()); // PlainObjects.h
   keepAlive_.push_back(list->obj);
   return makeConst(PyRef::borrow(Py_None));
 }

@@ -28,6 +28,13 @@ namespace kiln {
 
 const std::set<PyObject *> *gMutatedContainers = nullptr;
 
+void refuseMutatedAlias(const VarP &v) {
+  if (v->isConst() && gMutatedContainers && gMutatedContainers->count(v->obj.get()))
+    throw Unsupported(BreakCategory::SideEffect,
+                      "a list/dict is read after the compiled code mutated it (the mutation "
+                      "is replayed after the graph)");
+}
+
 Interpreter::~Interpreter() {
   plainObjectsEnd(out_);
   builtModulesEnd(*this);
@@ -213,6 +220,7 @@ const VarP &Interpreter::containerVar(const VarP &c) {
   if (c->source < 0)
     throw Unsupported(BreakCategory::SideEffect,
                       "mutation of a list/dict made at capture is not supported");
+  refuseMutatedAlias(c); // mutated already through another name
   int src = c->source;
   PyRef keep = c->obj;
   // Items are read lazily: only those the frame uses are value-guarded.
@@ -249,6 +257,7 @@ const VarP &Interpreter::containerVar(const VarP &c) {
   keepAlive_.push_back(keep);
   *c = *v; // every holder of this Var (locals, the stack) sees the container
   mutated_.insert(keep.get());
+  noteContainerMutation(src, keep.get()); // PlainObjects.h: an aliasing guard
   gMutatedContainers = &mutated_;
   trackContainer(c);
   return c;

@@ -374,7 +374,7 @@ bool Interpreter::objectTruthy(const VarP &obj) {
                         "__bool__ returned a value that is not a bool known at capture");
     return r->obj.get() == Py_True;
   }
-  if (!_PyType_Lookup(classOf(obj), interned("__len__")))
+  if (!_PyType_Lookup(CaptureTimeCalls::dunderClass(*this, obj), interned("__len__")))
     return true;
   return PyObject_IsTrue(CaptureTimeCalls::objectLen(*this, obj)->obj.get()) == 1;
 }

@@ -167,7 +167,8 @@ struct Var {
   /// generator's frame resumed to its next yield, zip/map/itertools over
   /// other iterators; interp/Iterators.cpp); returns nullptr when exhausted.
   std::function<VarP()> produce;
-  /// Iter: a view (dict.keys() ...): each iteration starts over.
+  /// Iter: a dict view (`self` the Dict Var, `name` keys/values/items):
+  /// each iteration starts over and reads the dict as it is then.
   bool reiterable = false;
   /// Dict: collections.OrderedDict or defaultdict when made as one (null:
   /// a dict); a defaultdict's default factory is `self`.
@@ -215,6 +216,10 @@ PyRef seqAsConst(const VarP &v, int depth = 0);
 /// Unsupported (Interpreter.cpp: a container the capture mutated is not
 /// read as a constant).
 PyObject *constObj(const VarP &v, const char *what);
+/// Throws Unsupported when `v` is a Const Var of a caller's list/dict that
+/// the capture mutated through another Var (an alias of it read before the
+/// mutation, which is replayed after the graph): its contents are stale.
+void refuseMutatedAlias(const VarP &v);
 /// A new tuple of the Python objects of Const vars (Unsupported otherwise).
 PyRef constTuple(const std::vector<VarP> &vars, const char *what);
 
