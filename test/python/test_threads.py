@@ -106,6 +106,42 @@ run_threads(work)
     assert s["compiled_calls"] == 800, s
 
 
+def test_compile_waiting_for_a_lock_of_the_waiting_thread_does_not_deadlock():
+    # Thread A captures fa, whose property takes user_lock; thread B holds
+    # user_lock and calls fb for the first time, which needs the compile
+    # lock: B runs fb eagerly after a bounded wait, then A finishes.
+    s = run_scenario("""
+user_lock = threading.Lock()
+b_has_lock = threading.Event()
+class Cfg:
+    @property
+    def scale(self):
+        b_has_lock.wait(30)
+        with user_lock:
+            return 2.0
+cfg = Cfg()
+def fa(x):
+    return x * cfg.scale
+def fb(x):
+    return x + 1
+ca, cb = kiln.compile(fa), kiln.compile(fb)
+def work(i):
+    x = torch.ones(2)
+    if i == 0:
+        close(ca(x), fa(x))
+        return
+    with user_lock:
+        b_has_lock.set()
+        time.sleep(0.2)
+        close(cb(x), fb(x))
+start = time.monotonic()
+run_threads(work, 2)
+assert time.monotonic() - start < 25, time.monotonic() - start
+close(cb(torch.ones(2)), fb(torch.ones(2)))
+""", timeout=60)
+    assert s["eager_calls"] >= 1, s
+
+
 def test_user_exceptions_raised_concurrently():
     s = run_scenario("""
 def f(x, bad):

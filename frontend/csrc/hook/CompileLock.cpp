@@ -16,14 +16,17 @@
 
 namespace kiln {
 
-CompileLock::Acquired CompileLock::acquire() {
+CompileLock::Acquired CompileLock::acquire(std::chrono::milliseconds limit) {
   unsigned long me = PyThread_get_thread_ident();
   if (depth_ > 0 && owner_ == me) {
     ++depth_;
     return Acquired::AtOnce;
   }
   Acquired how = Acquired::AtOnce;
+  auto deadline = std::chrono::steady_clock::now() + limit;
   while (depth_ > 0) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Acquired::TimedOut;
     how = Acquired::AfterWait;
     Py_BEGIN_ALLOW_THREADS {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -50,8 +53,9 @@ void CompileLock::release() {
   released_.notify_all();
 }
 
-CompileGuard::CompileGuard()
-    : how_(frontend().compileLock.acquire()), held_(how_ != CompileLock::Acquired::Interrupted) {}
+CompileGuard::CompileGuard(std::chrono::milliseconds limit)
+    : how_(frontend().compileLock.acquire(limit)),
+      held_(how_ == CompileLock::Acquired::AtOnce || how_ == CompileLock::Acquired::AfterWait) {}
 
 void CompileGuard::unlock() {
   if (held_)

@@ -15,6 +15,7 @@
 #ifndef KILN_FRONTEND_HOOK_COMPILELOCK_H
 #define KILN_FRONTEND_HOOK_COMPILELOCK_H
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -25,14 +26,18 @@ class CompileLock {
 public:
   /// What acquire() did.
   enum class Acquired {
-    AtOnce,     ///< nobody held it (or this thread already did)
-    AfterWait,  ///< another thread held it: the caller re-checks its cache
-    Interrupted ///< a signal handler raised while waiting: not taken, Python error set
+    AtOnce,      ///< nobody held it (or this thread already did)
+    AfterWait,   ///< another thread held it: the caller re-checks its cache
+    Interrupted, ///< a signal handler raised while waiting: not taken, Python error set
+    TimedOut     ///< another thread held it for longer than the limit: not taken
   };
 
   /// Takes the lock for this thread; called with the GIL held, which is
-  /// released while waiting for another holder.
-  Acquired acquire();
+  /// released while waiting for another holder, for at most `limit`: the
+  /// holder runs user code while capturing (a property, a capture-time
+  /// call), which may wait for a lock this thread holds, so an unbounded
+  /// wait could deadlock; the caller runs its frame eagerly instead.
+  Acquired acquire(std::chrono::milliseconds limit);
   /// Lets go of one acquire() of this thread; called with the GIL held.
   void release();
   /// Whether the holder took it once (no compile of this thread is in
@@ -53,13 +58,15 @@ private:
 /// or destruction (nothing when acquiring was interrupted).
 class CompileGuard {
 public:
-  CompileGuard();
+  explicit CompileGuard(std::chrono::milliseconds limit);
   ~CompileGuard() { unlock(); }
   CompileGuard(const CompileGuard &) = delete;
   CompileGuard &operator=(const CompileGuard &) = delete;
 
   /// How the lock was taken.
   CompileLock::Acquired how() const { return how_; }
+  /// Whether this thread holds it now.
+  bool held() const { return held_; }
   /// Releases the lock early (before running the new entry: user code
   /// never runs under it).
   void unlock();

@@ -369,6 +369,11 @@ bool atRecompileLimit(FrameCall &call, const std::string &firstMiss) {
   return true;
 }
 
+/// How long a frame waits for another thread's compile before it runs
+/// eagerly (CompileLock::acquire: a capture runs user code, which may wait
+/// for a lock the waiting thread holds).
+constexpr std::chrono::milliseconds kCompileWaitLimit{10000};
+
 /// The frame of a code the hook handles: runs the first matching entry, or
 /// compiles a new one (up to the recompile limit) under the compile lock.
 PyObject *handleFrame(FrameCall &call) {
@@ -379,9 +384,16 @@ PyObject *handleFrame(FrameCall &call) {
   // A code at its limit runs eagerly without waiting for other compiles.
   if (atRecompileLimit(call, firstMiss))
     return nullptr;
-  CompileGuard lock;
+  CompileGuard lock(kCompileWaitLimit);
   if (lock.how() == CompileLock::Acquired::Interrupted) {
     *call.handled = 1; // KeyboardInterrupt while waiting for another compile
+    return nullptr;
+  }
+  if (lock.how() == CompileLock::Acquired::TimedOut) {
+    ++counters().eagerCalls;
+    log(LogChannel::Recompiles,
+        codeName(call.code) + " runs eagerly: another thread's compile held the compile lock "
+                              "for 10 s (its capture may be waiting for a lock of this thread)");
     return nullptr;
   }
   if (lock.how() == CompileLock::Acquired::AfterWait) {
