@@ -78,3 +78,22 @@ def test_gradient_at_a_zero_norm_matches_eager(name):
     kiln.compile(f)(b).backward()
     assert b.grad.isfinite().all()
     torch.testing.assert_close(b.grad, a.grad)
+
+
+def test_sign_result_requires_grad_with_zero_gradient():
+    # Eager's sign has a zero gradient: its result requires grad and a loss
+    # made only of it backpropagates zeros (kiln's result had no grad, so
+    # backward raised); values at ±0, NaN and infinities are eager's.
+    def f(x):
+        return (x.sign() * 2).sum(), torch.sign(x)
+
+    x = torch.tensor([float("nan"), -0.0, 0.0, 2.0, -3.0, float("inf"), float("-inf")])
+    results = []
+    for fn in (f, kiln.compile(f)):
+        xi = x.clone().requires_grad_(True)
+        loss, s = fn(xi)
+        assert loss.requires_grad and s.requires_grad
+        loss.backward()
+        results.append((s.detach(), torch.signbit(s.detach()), xi.grad))
+    for e, k in zip(*results):
+        assert torch.equal(e, k), (e, k)

@@ -142,3 +142,39 @@ def test_view_with_two_symbolic_dims_is_returned_correctly(base):
         assert torch.equal(compiled(x), f(x))
     s = stats()  # (the copied output specializes the sizes: a recompile per shape)
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0, s
+
+
+# Views made by torch functions kiln runs through the fallback or a Python
+# decomposition: a returned one is rebuilt from the caller's tensor (a
+# same-name Tensor method replayed, and the result's index for several
+# results), so writes through it reach the input as in eager (they were
+# copies: the input stayed unchanged).
+INPUT_VIEWS = {
+    "tensor_split": lambda b: b.tensor_split(2, 0)[1],
+    "hsplit": lambda b: torch.hsplit(b, 2)[1],
+    "vsplit": lambda b: torch.vsplit(b, [1])[1],
+    "unsafe_chunk": lambda b: b.unsafe_chunk(3, 0)[2],
+    "split_with_sizes": lambda b: b.split_with_sizes([1, 2], 0)[1],
+    "diagonal": lambda b: torch.diagonal(b, 0, 0, 1),
+    "as_strided": lambda b: torch.as_strided(b, (2, 2), (1, 2)),
+    "detach": lambda b: torch.detach(b),
+    "positive": lambda b: torch.positive(b),
+    "atleast_1d": lambda b: torch.atleast_1d(b),
+    "atleast_2d": lambda b: torch.atleast_2d(b),
+    "atleast_3d": lambda b: torch.atleast_3d(b),
+    "atleast_3d_of_1d": lambda b: torch.atleast_3d(b[0]),
+    "atleast_2d_pair": lambda b: torch.atleast_2d(b[0], b)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPUT_VIEWS))
+def test_returned_view_of_an_input_made_by_a_torch_function_aliases_it(name):
+    view = INPUT_VIEWS[name]
+    results = []
+    for fn in (view, kiln.compile(view)):
+        a = torch.arange(12.0).view(3, 4)
+        out = fn(a)
+        out.mul_(-1)
+        results.append((a.clone(), out.shape, out.stride(), out is a))
+    assert torch.equal(results[0][0], results[1][0])
+    assert results[0][1:] == results[1][1:]

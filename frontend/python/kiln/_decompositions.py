@@ -193,7 +193,42 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     return _bag_reduce(rows, member, mode)
 
 
+def _atleast(shape_of, tensors):
+    """torch.atleast_Nd: each tensor with fewer dims viewed to `shape_of(t)`
+    (a view, so writes through the result reach the input), the others
+    returned as they are (eager returns the input itself); one tensor gives
+    a tensor, several (or one list/tuple) a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_atleast(shape_of, tuple(tensors[0])))
+    out = tuple(t if shape_of(t) is None else t.view(shape_of(t)) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*tensors):
+    return _atleast(lambda t: (1,) if t.dim() == 0 else None, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(lambda t: (1, 1) if t.dim() == 0 else (1, t.shape[0]) if t.dim() == 1
+                    else None, tensors)
+
+
+def atleast_3d(*tensors):
+    def shape_of(t):
+        if t.dim() == 0:
+            return (1, 1, 1)
+        if t.dim() == 1:
+            return (1, t.shape[0], 1)
+        if t.dim() == 2:
+            return (t.shape[0], t.shape[1], 1)
+        return None
+    return _atleast(shape_of, tensors)
+
+
 DECOMPOSITIONS = {
+    torch.atleast_1d: atleast_1d,
+    torch.atleast_2d: atleast_2d,
+    torch.atleast_3d: atleast_3d,
     torch.vmap: vmap,
     torch.diff: diff,
     F.embedding_bag: embedding_bag,

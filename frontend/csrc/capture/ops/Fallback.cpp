@@ -179,6 +179,23 @@ bool holdsVmapBatched(const VarP &v, int depth = 0) {
   return false;
 }
 
+/// The name of torch function `fn` when torch.Tensor has a method of that
+/// name (`torch.hsplit` -> "hsplit"; "" otherwise: `torch.atleast_2d`, or
+/// `torch.real`, a property of tensors).
+std::string sameNameMethod(PyObject *fn) {
+  if (!fn)
+    return "";
+  PyRef name = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  PyRef tensor = PyRef::steal(PyObject_GetAttrString(torchModule(), "Tensor"));
+  PyRef method = name && tensor && PyUnicode_Check(name.get())
+                     ? PyRef::steal(PyObject_GetAttr(tensor.get(), name.get()))
+                     : PyRef();
+  PyErr_Clear();
+  if (!method || !PyCallable_Check(method.get()))
+    return "";
+  return PyUnicode_AsUTF8(name.get());
+}
+
 /// A fallback argument without tensors as a new Python object; null when
 /// it holds an operand.
 PyRef constantOf(const FallbackArg &a) {
@@ -193,9 +210,11 @@ PyRef constantOf(const FallbackArg &a) {
 /// The results of a view op (kiln._fallback.view_plan: per result, the
 /// operand it views and the flat positions it reads) as constant-index
 /// gathers of the operands, each result a view of its operand's Var. A
-/// Tensor method whose other arguments are constants also records the call
-/// as a view step, so a returned view is rebuilt from (and aliases) its
-/// base as in eager; other views are returned as copies (opaqueViews).
+/// Tensor method (or a torch function with a same-name Tensor method,
+/// sameNameMethod) whose other arguments are constants also records the
+/// call as a view step (and the result's index for several results), so a
+/// returned view is rebuilt from (and aliases) its base as in eager; other
+/// views are returned as copies (opaqueViews).
 VarP viewsAsGathers(Interpreter &I, const FallbackCall &call, const ArgConverter &conv,
                     PyObject *views, const std::string &method, const std::vector<VarP> &args,
                     const std::map<std::string, VarP> &kwargs, PyObject *kind) {
@@ -224,8 +243,7 @@ VarP viewsAsGathers(Interpreter &I, const FallbackCall &call, const ArgConverter
     }
     VarP r = makeTensor(v);
     r->fresh = false;
-    bool methodStep = !method.empty() && PyTuple_GET_SIZE(views) == 1 && which == 0 &&
-                      !args.empty() && args[0] == in;
+    bool methodStep = !method.empty() && which == 0 && !args.empty() && args[0] == in;
     PyRef pos = PyRef::steal(PyTuple_New(methodStep ? (Py_ssize_t)call.args.size() - 1 : 0));
     for (size_t k = 1; methodStep && k < call.args.size(); ++k) {
       PyRef c = constantOf(call.args[k]);
@@ -242,6 +260,8 @@ VarP viewsAsGathers(Interpreter &I, const FallbackCall &call, const ArgConverter
     }
     if (methodStep)
       recordViewStep(in, r, {method, pos, kw});
+    if (methodStep && call.tupleResult && !r->viewSteps.empty()) // result i of several
+      r->viewSteps.push_back({"__getitem__", PyRef::steal(Py_BuildValue("(n)", i)), PyRef()});
     in->viewed = true;
     if (r->viewInput < 0 && !r->viewRoot)
       in->opaqueViews = true;
@@ -404,8 +424,8 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
   }
   PyObject *views = PyTuple_GET_ITEM(probeResult.get(), 2);
   if (views != Py_None)
-    return viewsAsGathers(*this, call, conv, views, method, args, kwargs,
-                          PyTuple_GET_ITEM(probeResult.get(), 0));
+    return viewsAsGathers(*this, call, conv, views, method.empty() ? sameNameMethod(fn) : method,
+                          args, kwargs, PyTuple_GET_ITEM(probeResult.get(), 0));
   // The IR: a declaration per call, called with the tensor operands.
   std::string callee = "kiln_fallback_" + std::to_string(out_.fallbacks.size());
   llvm::SmallVector<mlir::Type> operandTypes, resultTypes;

@@ -116,8 +116,15 @@ VarP sign(Interpreter &I, const std::string &op, Args &a) {
     return freshResult(v);
   Emit e(I);
   Value zero = e.num(0, d);
-  Value pos = e.cast(e.bin<GtOp>(v, zero), d), neg = e.cast(e.bin<LtOp>(v, zero), d);
-  return T(e.bin<SubOp>(pos, neg));
+  if (!isFloatingDType(d)) {
+    Value pos = e.cast(e.bin<GtOp>(v, zero), d), neg = e.cast(e.bin<LtOp>(v, zero), d);
+    return T(e.bin<SubOp>(pos, neg));
+  }
+  // Eager's float sign has a zero gradient, so its result requires grad
+  // when the input does: ±0 gives v - v (+0, gradient 0), NaN gives 0.
+  Value rest = e.select(e.bin<EqOp>(v, v), e.bin<SubOp>(v, v), zero);
+  return T(e.select(e.bin<GtOp>(v, zero), e.num(1, d),
+                    e.select(e.bin<LtOp>(v, zero), e.num(-1, d), rest)));
 }
 
 VarP square(Interpreter &I, const std::string &op, Args &a) {
