@@ -287,3 +287,97 @@ def test_container_mutated_through_one_name_read_through_another():
     k = compiled(x, G).item()
     G.clear()
     assert k == global_and_arg(x, G).item()
+
+
+class CountingDescriptor:
+    def __init__(self):
+        self.n = 0
+
+    def __get__(self, obj, typ=None):
+        self.n += 1
+        return float(self.n)
+
+
+class WithDescriptor:
+    d = CountingDescriptor()
+
+
+class WithProperty:
+    def __init__(self):
+        self.n = 0
+
+    @property
+    def p(self):
+        self.n += 1
+        return float(self.n)
+
+
+def test_properties_and_descriptors_run_once_per_call():
+    # Their getters are inlined: evaluated at capture (and by every guard
+    # check) they ran 4 times per call and each call saw another value.
+    x = torch.ones(3)
+    counter = WithDescriptor.__dict__["d"]
+    compiled = kiln.compile(lambda o, x: x * o.d)
+    counter.n = 0
+    assert [compiled(WithDescriptor(), x)[0].item() for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert counter.n == 3
+    obj = WithProperty()
+    compiled = kiln.compile(lambda o, x: x * o.p)
+    assert [compiled(obj, x)[0].item() for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert obj.n == 3
+
+
+def test_parametrization_with_state_runs_once_per_call():
+    import copy
+
+    import torch.nn.utils.parametrize as P
+
+    class RunningScale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(()))
+
+        def forward(self, w):
+            if self.training:
+                with torch.no_grad():
+                    self.n += 1
+            return w * self.n
+
+    m = torch.nn.Linear(2, 2)
+    P.register_parametrization(m, "weight", RunningScale())
+    reference = copy.deepcopy(m)
+    compiled = kiln.compile(m)
+    x = torch.ones(1, 2)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), reference(x))
+        assert m.parametrizations.weight[0].n.item() == reference.parametrizations.weight[0].n.item()
+
+
+def test_isinstance_after_abc_register_and_sorted_after_item_change():
+    import abc
+
+    class Plugin(abc.ABC):
+        pass
+
+    class Impl:
+        pass
+
+    class Prio:
+        def __init__(self, p):
+            self.p = p
+
+        def __lt__(self, other):
+            return self.p < other.p
+
+    x = torch.ones(1)
+    f_isinstance = kiln.compile(lambda x, o: x + 1 if isinstance(o, Plugin) else x - 1)
+    f_issubclass = kiln.compile(lambda x, t: x + 1 if issubclass(t, Plugin) else x - 1)
+    o = Impl()
+    assert f_isinstance(x, o).item() == 0.0 and f_issubclass(x, Impl).item() == 0.0
+    Plugin.register(Impl)  # the ABC's registry changes after compiling
+    assert f_isinstance(x, o).item() == 2.0 and f_issubclass(x, Impl).item() == 2.0
+    a, b = Prio(1.0), Prio(2.0)
+    f_sorted = kiln.compile(lambda x, items: x * sorted(items)[0].p)
+    assert f_sorted(x, [a, b]).item() == 1.0
+    a.p = 5.0
+    assert f_sorted(x, [a, b]).item() == 2.0

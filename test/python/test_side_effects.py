@@ -417,3 +417,31 @@ def test_instance_dict_read_alone_is_guarded():
     a.k = 4
     assert_close(cf(x, a), x * 4)
     assert stats()["graph_breaks"] == 0
+
+
+def test_side_effects_before_an_op_that_raises_at_run_time_happen():
+    # The graph raises (an index out of range at run time): eager's side
+    # effects before the error (a log append, an input updated in place)
+    # happen and eager's exception is raised (kiln lost them).
+    log = []
+
+    def f(x, idx):
+        log.append("called")
+        return x[idx] * 2
+
+    def g(x, idx):
+        x.add_(1.0)
+        return x[idx]
+
+    compiled_f, compiled_g = kiln.compile(f), kiln.compile(g)
+    compiled_f(torch.arange(5.0), torch.tensor([0, 1]))
+    compiled_g(torch.zeros(5), torch.tensor([0]))
+    for fn, ref in ((compiled_f, f), (compiled_g, g)):
+        outcomes = []
+        for call in (ref, fn):
+            log.clear()
+            x = torch.zeros(5)
+            with pytest.raises(IndexError) as err:
+                call(x, torch.tensor([1, 7]))
+            outcomes.append((list(log), x.tolist(), str(err.value)))
+        assert outcomes[0] == outcomes[1]

@@ -150,6 +150,28 @@ bool holdsNow(const Entry &e, FrameCall &call, std::string *why = nullptr) {
 }
 
 /// Runs a hit entry. New reference or null with a Python error.
+/// The graph raised (an index out of range ...): nothing of the call has
+/// happened yet (side effects and input updates are applied after the
+/// graph), so unless the graph wrote into an input's memory the frame runs
+/// eagerly instead, making eager's side effects before the error and
+/// raising eager's own exception (they were lost: a log append before the
+/// failing op, `x.add_(1)` before it). Null: the error stays set, or the
+/// frame runs eagerly (`handled` cleared).
+PyObject *rerunEagerlyAfterError(const Entry &entry, FrameCall &call) {
+  bool wroteInputs = std::any_of(entry.inPlaceOf.begin(), entry.inPlaceOf.end(),
+                                 [](int input) { return input >= 0; });
+  if (wroteInputs || !PyErr_ExceptionMatches(PyExc_Exception) ||
+      PyErr_ExceptionMatches(PyExc_MemoryError))
+    return nullptr;
+  PyErr_Clear();
+  *call.handled = 0;
+  ++counters().eagerCalls;
+  log(LogChannel::GraphBreaks, codeName(call.code) +
+                                   " runs eagerly: its graph raised; eager makes the side effects "
+                                   "before the error and raises its own exception");
+  return nullptr;
+}
+
 PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
   Entry &entry = *shared;
   llvm::SmallVector<PyObject *, 16> inputs;
@@ -162,7 +184,7 @@ PyObject *runEntry(const std::shared_ptr<Entry> &shared, FrameCall &call) {
                            call.values);
   std::vector<PyRef> results;
   if (!runGraph(entry, inputs, results))
-    return nullptr;
+    return rerunEagerlyAfterError(entry, call);
   if (exportRecording())
     recordExportRun(entry, inputs, results);
   PyObject *r = assembleResult(entry, results, inputs, call.values);

@@ -82,6 +82,32 @@ bool plainData(PyObject *o, int depth = 0) {
   return true;
 }
 
+/// Whether `cls` (a class, or a tuple of classes) holds an abc.ABCMeta
+/// class, whose isinstance/issubclass answers follow its registry.
+bool holdsAbc(PyObject *cls, int depth = 0) {
+  if (PyTuple_Check(cls) && depth < 8) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cls); ++i)
+      if (holdsAbc(PyTuple_GET_ITEM(cls, i), depth + 1))
+        return true;
+    return false;
+  }
+  return PyType_Check(cls) && PyObject_HasAttrString(cls, "_abc_impl");
+}
+
+/// Whether attribute `name` of module `m` is a tensor of
+/// torch.nn.utils.parametrize (a property of the module's own class whose
+/// getter runs the parametrization, which may update state per call).
+bool parametrizedAttr(PyObject *m, PyObject *name) {
+  PyObject *descr = _PyType_Lookup(Py_TYPE(m), name);
+  if (!descr || Py_TYPE(descr) != &PyProperty_Type)
+    return false;
+  PyRef fget = PyRef::steal(PyObject_GetAttrString(descr, "fget"));
+  PyRef module = fget ? PyRef::steal(PyObject_GetAttrString(fget.get(), "__module__")) : PyRef();
+  PyErr_Clear();
+  return module && PyUnicode_Check(module.get()) &&
+         PyUnicode_CompareWithASCIIString(module.get(), "torch.nn.utils.parametrize") == 0;
+}
+
 /// The first value dunder that `t` (or a base other than object) defines
 /// as a Python function; null when none.
 const char *pythonValueDunder(PyTypeObject *t) {
@@ -103,6 +129,42 @@ const char *pythonValueDunder(PyTypeObject *t) {
 
 } // namespace
 
+/// isinstance/issubclass against an ABC, and builtins evaluated on a
+/// caller's list or tuple (sorted() calls its items' __lt__), depend on
+/// state the value guards do not cover: the ABC registry is guarded by
+/// abc.get_cache_token() (every register() changes it), the items'
+/// attributes by value (CaptureTimeCalls::guardDunderState).
+void CaptureTimeCalls::guardBuiltinState(Interpreter &I, const std::string &name,
+                                         const std::vector<VarP> &args) {
+  if ((name == "isinstance" || name == "issubclass") && args.size() == 2 && args[1]->isConst() &&
+      holdsAbc(args[1]->obj.get())) {
+    static PyOnce tokenOnce;
+    PyObject *token = tokenOnce.get([] {
+      PyRef abc = PyRef::steal(PyImport_ImportModule("abc"));
+      PyObject *fn = abc ? PyObject_GetAttrString(abc.get(), "get_cache_token") : nullptr;
+      PyErr_Clear();
+      return fn; // leaked: process lifetime
+    });
+    PyRef none = PyRef::steal(PyTuple_New(0));
+    PyRef now = token ? PyRef::steal(PyObject_Call(token, none.get(), nullptr)) : PyRef();
+    if (!now)
+      throw Unsupported(BreakCategory::PythonBuiltin,
+                        withPythonError(name + " against an ABC: abc.get_cache_token() failed"));
+    I.addCallGuard(token, none.get(), now.get());
+  }
+  for (const VarP &a : args) {
+    PyObject *o = a->isConst() ? a->obj.get() : nullptr;
+    int src = o ? I.sourceOf(a) : -1;
+    if (src < 0 || !(PyList_CheckExact(o) || PyTuple_CheckExact(o)))
+      continue;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      guardDunderState(I,
+                       makeConst(PyRef::borrow(PySequence_Fast_ITEMS(o)[i]),
+                                 I.out_.sources.add(Source::Kind::TupleItem, src, (int)i, nullptr)),
+                       "a builtin evaluated at capture on a list holding it");
+  }
+}
+
 void CaptureTimeCalls::guardDunderState(Interpreter &I, const VarP &v, const char *what) {
   PyObject *o = v->isConst() ? v->obj.get() : nullptr;
   if (!o || !isPlainObject(o))
@@ -121,6 +183,48 @@ void CaptureTimeCalls::guardDunderState(Interpreter &I, const VarP &v, const cha
                           " in Python, depends on state kiln cannot guard",
                       "kiln runs it eagerly at a graph break");
   guardState(I, I.out_.sources.add(Source::Kind::ObjDict, src, 0, nullptr), snapshot);
+}
+
+VarP CaptureTimeCalls::descriptorAttr(Interpreter &I, const VarP &obj, PyObject *name) {
+  PyObject *o = obj->obj.get();
+  if (!obj->isConst() || I.sourceOf(obj) < 0 || !(isPlainObject(o) || isModule(o)))
+    return nullptr;
+  if (isModule(o) && !parametrizedAttr(o, name))
+    return nullptr; // a module property (HF `dtype`, `device`): evaluated, guarded by value
+  PyObject *descr = _PyType_Lookup(Py_TYPE(o), name); // borrowed
+  if (!descr)
+    return nullptr;
+  std::vector<VarP> args{obj};
+  std::map<std::string, VarP> kwargs;
+  if (Py_TYPE(descr) == &PyProperty_Type) {
+    PyRef fget = PyRef::steal(PyObject_GetAttrString(descr, "fget"));
+    PyErr_Clear();
+    if (!fget || !PyFunction_Check(fget.get()))
+      return nullptr;
+    I.guardClassAttr(obj, name, descr, /*notShadowed=*/false);
+    I.keepAlive_.push_back(fget);
+    return I.inlineFunction(fget.get(), -1, args, kwargs);
+  }
+  PyTypeObject *t = Py_TYPE(descr);
+  PyRef getName = PyRef::steal(PyUnicode_InternFromString("__get__"));
+  PyObject *get = t->tp_descr_get && PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE)
+                      ? _PyType_Lookup(t, getName.get())
+                      : nullptr;
+  if (!get || !PyFunction_Check(get))
+    return nullptr;
+  bool data = t->tp_descr_set != nullptr;
+  PyObject **dictPtr = _PyObject_GetDictPtr(o);
+  if (!data && dictPtr && *dictPtr && PyDict_GetItemWithError(*dictPtr, name))
+    return nullptr; // shadowed by the instance dict: read from there
+  PyErr_Clear();
+  I.guardClassAttr(obj, name, descr, /*notShadowed=*/!data);
+  PyObject *cls = reinterpret_cast<PyObject *>(Py_TYPE(o));
+  int typeSrc = I.out_.sources.add(Source::Kind::Constant, -1, 0, cls);
+  VarP descrVar =
+      I.fromSource(descr, I.out_.sources.add(Source::Kind::TypeLookup, typeSrc, 0, name));
+  args = {descrVar, obj, makeConst(PyRef::borrow(cls))};
+  I.keepAlive_.push_back(PyRef::borrow(get));
+  return I.inlineFunction(get, -1, args, kwargs);
 }
 
 PyTypeObject *CaptureTimeCalls::dunderClass(Interpreter &I, const VarP &v) {

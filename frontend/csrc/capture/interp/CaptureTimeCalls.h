@@ -42,6 +42,20 @@ struct CaptureTimeCalls {
   /// result depends on the object's state, so its __dict__ is guarded by
   /// value (plain data only); otherwise the evaluation is a break.
   static void guardDunderState(Interpreter &I, const VarP &v, const char *what);
+  /// Guards for builtin `name` evaluated at capture on `args` beyond their
+  /// values: isinstance/issubclass against an ABC follow its registry
+  /// (abc.get_cache_token() guarded: every register() changes it); items
+  /// of a caller's list or tuple get guardDunderState (sorted() calls their
+  /// __lt__).
+  static void guardBuiltinState(Interpreter &I, const std::string &name,
+                                const std::vector<VarP> &args);
+  /// `obj.<name>` of a caller's plain object whose class attribute `name`
+  /// is a property with a Python getter or a descriptor whose class defines
+  /// __get__ in Python: the getter inlined (its reads guarded through
+  /// sources, its stores replayed), so it runs once per call as in eager
+  /// (evaluated at capture, the capture and every guard check ran it);
+  /// nullptr for other attributes.
+  static VarP descriptorAttr(Interpreter &I, const VarP &obj, PyObject *name);
   /// Guards `value of dictSource == snapshot` (once per source).
   static void guardState(Interpreter &I, int dictSource, PyRef snapshot);
   /// `cls(*args, **kwargs)` for an nn.Module class: the module built now

@@ -405,6 +405,8 @@ VarP Interpreter::loadAttr(const VarP &obj, PyObject *name) {
     }
     PyErr_Clear();
   }
+  if (VarP r = CaptureTimeCalls::descriptorAttr(*this, obj, name)) // a property: inlined
+    return r;
   PyRef v = PyRef::steal(PyObject_GetAttr(o, name));
   if (!v) {
     PyErr_Clear();

@@ -489,6 +489,7 @@ static PyRef refuseTensor(PyObject *fn, PyRef r) {
 
 VarP Interpreter::callOnConstants(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                                   std::map<std::string, VarP> &kwargs) {
+  CaptureTimeCalls::guardBuiltinState(*this, name, args);
   // sorted(d), min(t), any(l) ... over containers built here whose items
   // are constants (a dict's keys): evaluated on a list of those constants.
   if ((name == "any" || name == "all") && args.size() == 1 && kwargs.empty() &&
