@@ -152,15 +152,16 @@ bool holdsNow(const Entry &e, FrameCall &call, std::string *why = nullptr) {
 /// Runs a hit entry. New reference or null with a Python error.
 /// The graph raised (an index out of range ...): nothing of the call has
 /// happened yet (side effects and input updates are applied after the
-/// graph), so unless the graph wrote into an input's memory the frame runs
-/// eagerly instead, making eager's side effects before the error and
-/// raising eager's own exception (they were lost: a log append before the
-/// failing op, `x.add_(1)` before it). Null: the error stays set, or the
-/// frame runs eagerly (`handled` cleared).
+/// graph), so a frame with side effects runs eagerly instead, unless the
+/// graph wrote into an input's memory: eager makes the side effects before
+/// the error and raises its own exception (they were lost: a log append
+/// before the failing op, `x.add_(1)` before it). A graph without side
+/// effects keeps its error (eager's type and message). Null: the error
+/// stays set, or the frame runs eagerly (`handled` cleared).
 PyObject *rerunEagerlyAfterError(const Entry &entry, FrameCall &call) {
   bool wroteInputs = std::any_of(entry.inPlaceOf.begin(), entry.inPlaceOf.end(),
                                  [](int input) { return input >= 0; });
-  if (wroteInputs || !PyErr_ExceptionMatches(PyExc_Exception) ||
+  if (entry.effects.empty() || wroteInputs || !PyErr_ExceptionMatches(PyExc_Exception) ||
       PyErr_ExceptionMatches(PyExc_MemoryError))
     return nullptr;
   PyErr_Clear();
