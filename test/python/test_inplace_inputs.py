@@ -267,3 +267,31 @@ def test_index_assignment_with_tensor_indices_breaks_and_stays_right():
     i = torch.tensor([0, 3])
     assert_close(kiln.compile(f)(x2, i), f(x1, i))
     assert_close(x2, x1)
+
+
+def test_inplace_update_of_an_input_whose_elements_share_memory_runs_eagerly():
+    # An unfolded (overlapping windows) or expanded input: eager writes
+    # through every alias; kiln's write-back of a functional result lost
+    # updates (unfold) or raised (expand). Such an update is a break.
+    def windows(w):
+        w[0] = 7.0
+        w[:, 1] += 3.0
+        return w.sum()
+
+    def fill(x):
+        x.fill_(2.0)
+        return x.sum()
+
+    def strided(x):  # a strided slice does not overlap: stays compiled
+        x.mul_(2.0)
+        return x + 1
+
+    for fn, make in ((windows, lambda: torch.arange(5.0).unfold(0, 3, 1)),
+                     (fill, lambda: torch.arange(4.0).expand(3, 4)),
+                     (strided, lambda: torch.arange(12.0).view(3, 4)[:, ::2])):
+        results = []
+        for f in (fn, kiln.compile(fn)):
+            x = make()
+            out = f(x)
+            results.append((out, x._base.clone() if x._base is not None else x.clone()))
+        torch.testing.assert_close(results[1], results[0])

@@ -58,30 +58,6 @@ PyRef deepCopy(PyObject *o) {
   return copy;
 }
 
-/// Whether `o` is data whose deep copy compares equal to it: None, bool,
-/// int, float, str, bytes and exact tuples, lists and dicts of them.
-bool plainData(PyObject *o, int depth = 0) {
-  if (depth > 6)
-    return false;
-  if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-      PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
-    return true;
-  if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
-      if (!plainData(PySequence_Fast_ITEMS(o)[i], depth + 1))
-        return false;
-    return true;
-  }
-  if (!PyDict_CheckExact(o))
-    return false;
-  PyObject *k, *v;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(o, &pos, &k, &v))
-    if (!plainData(k, depth + 1) || !plainData(v, depth + 1))
-      return false;
-  return true;
-}
-
 /// Whether `cls` (a class, or a tuple of classes) holds an abc.ABCMeta
 /// class, whose isinstance/issubclass answers follow its registry.
 bool holdsAbc(PyObject *cls, int depth = 0) {
@@ -175,7 +151,7 @@ void CaptureTimeCalls::guardDunderState(Interpreter &I, const VarP &v, const cha
   int src = I.sourceOf(v);
   PyObject **dictPtr = _PyObject_GetDictPtr(o);
   PyRef snapshot =
-      src >= 0 && dictPtr && *dictPtr && plainData(*dictPtr) ? deepCopy(*dictPtr) : PyRef();
+      src >= 0 && dictPtr && *dictPtr && isPlainData(*dictPtr) ? deepCopy(*dictPtr) : PyRef();
   if (!snapshot)
     throw Unsupported(BreakCategory::PythonBuiltin,
                       std::string(what) + " on a '" + Py_TYPE(o)->tp_name +

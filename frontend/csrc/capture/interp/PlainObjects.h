@@ -66,6 +66,11 @@ void noteAttributeStore(PyObject *o);
 /// (`f(x, l, l)` after compiling `f(x, l1, l2)` recompiles).
 void noteContainerMutation(int source, PyObject *o);
 
+/// Whether `o` is plain data a value guard compares cheaply: primitives,
+/// and small tuples, lists, sets and primitive-keyed dicts of them (at most
+/// 256 items in all; ValueGuards.cpp).
+bool isPlainData(PyObject *o);
+
 /// Records guard `guard` of `out` (an Equals guard on list/dict `o`, read
 /// from the frame and guarded by value so that an equal one shares the
 /// entry).

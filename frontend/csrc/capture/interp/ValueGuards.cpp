@@ -51,11 +51,6 @@ bool isPlainData(PyObject *o, int &budget) {
   return true;
 }
 
-bool isPlainData(PyObject *o) {
-  int budget = 256;
-  return isPlainData(o, budget);
-}
-
 /// A list of plain objects (and Python primitives): a KV cache's `layers`,
 /// a list of per-layer state objects.
 bool holdsPlainObjects(PyObject *o) {
@@ -73,6 +68,11 @@ bool holdsPlainObjects(PyObject *o) {
 }
 
 } // namespace
+
+bool isPlainData(PyObject *o) {
+  int budget = 256;
+  return isPlainData(o, budget);
+}
 
 /// Python primitives are guarded by value; everything else by identity.
 bool isPrimitive(PyObject *o) {

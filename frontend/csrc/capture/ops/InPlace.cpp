@@ -26,7 +26,9 @@
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 #include "capture/ops/StopGradient.h"
+#include "TensorInfo.h"
 
+#include <algorithm>
 #include <set>
 
 namespace kiln {
@@ -128,7 +130,31 @@ Value keepGradThroughUpdate(Interpreter &I, const Capture &out, bool gradMode, b
 
 } // namespace
 
+/// Whether two elements of a tensor with `sizes` and `strides` may share
+/// memory (an expanded or unfolded tensor): the dims of size > 1 sorted by
+/// stride must each step past everything the smaller ones span.
+static bool mayOverlap(const TensorMeta &m) {
+  std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (m.sizes[d] > 1)
+      dims.push_back({m.strides[d], m.sizes[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0; // the largest offset the dims so far reach
+  for (auto [stride, size] : dims) {
+    if (stride <= span)
+      return true;
+    span += stride * (size - 1);
+  }
+  return false;
+}
+
 void Interpreter::checkInputAliasing(int input) {
+  TensorMeta meta;
+  if (readTensorMeta(inputObjects_[input].get(), meta) && mayOverlap(meta))
+    throw Unsupported(BreakCategory::SideEffect,
+                      "an in-place update of a graph input whose elements share memory (an "
+                      "expanded or unfolded tensor): eager writes through every alias",
+                      "kiln runs it eagerly at a graph break");
   void *mine = tensorStoragePtr(inputObjects_[input].get());
   if (!mine)
     return; // an empty storage: nothing to write back through
