@@ -274,3 +274,34 @@ def test_returned_lists_made_at_capture_are_new_per_call_and_keep_identity():
     _, second, _ = compiled(torch.ones(1))
     assert second == ["a", "b"]
     assert stats()["graph_breaks"] == 0
+
+
+def test_generator_that_calls_next_on_itself_raises_like_eager():
+    # Re-entering the running generator crashed the process (the capture
+    # resumed the frame inside itself); eager raises ValueError.
+    def fn(t):
+        def g():
+            yield next(gen)
+
+        gen = g()
+        try:
+            next(gen)
+        except ValueError:
+            return t + 1
+        return t
+
+    assert_close(kiln.compile(fn)(torch.zeros(2)), fn(torch.zeros(2)))
+
+
+def test_list_extend_with_a_generator_reading_the_list():
+    # CPython appends as the generator yields, so y[-1] sees the new items;
+    # a list or tuple argument (the list itself too) is copied first.
+    def f(x):
+        y = [1]
+        y.extend(y[-1] + z for z in range(3))
+        w = [1, 2]
+        w.extend(w)
+        return x + 1, y, w
+
+    got, want = kiln.compile(f)(torch.ones(3)), f(torch.ones(3))
+    assert got[1:] == want[1:]

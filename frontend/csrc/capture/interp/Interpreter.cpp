@@ -184,8 +184,9 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
       return v;
   if (holdsTensor(value) && !isTensor(value)) {
     // A tuple/list of tensors: each item becomes its own source (tensors
-    // turn into graph inputs); the length is guarded.
+    // turn into graph inputs); its type (`type(seq)(...)`) and length guarded.
     Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    guardType(source, value);
     guardLength(source, n);
     std::vector<VarP> items;
     for (Py_ssize_t i = 0; i < n; ++i)
@@ -199,20 +200,19 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
       // instance per call shares the graph); a Tuple Var of that class as
       // one built in the frame (UserObjects.cpp), fields read by name.
       PyObject *cls = reinterpret_cast<PyObject *>(Py_TYPE(value));
-      guardType(source, value);
       v->obj = PyRef::borrow(cls);
       v->self = makeConst(PyRef::borrow(cls));
     }
     return v;
   }
-  // The root's **kwargs is a new dict per call: unless it holds only flags
-  // (compared by value, guardValue) it is read by structure like a dict of
-  // tensors, never by identity (`past_key_values=cache` in a decode loop).
+  // The root's **kwargs (a new dict per call) holding more than flags is read
+  // by structure like a dict of tensors, never by identity (a decode's cache).
   bool kwargsDict = source == varKeywordsSource_ && PyDict_CheckExact(value) &&
                     !isPrimitiveDict(value) && strKeys(value);
   if (PyDict_CheckExact(value) && (kwargsDict || dictHoldsTensor(value))) {
     // A dict of tensors (e.g. **kwargs): each value read through its own
     // source; the keys are guarded through the length and those sources.
+    guardType(source, value);
     guardLength(source, PyDict_Size(value));
     auto d = std::make_shared<Var>();
     d->kind = Var::Kind::Dict;
@@ -730,7 +730,7 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   }
   // An item of a dict/list/tuple read from the frame is read (and guarded)
   // through its own source: the container may be mutated between calls.
-  if (c->source >= 0 && PyDict_CheckExact(o) && isPrimitive(key))
+  if (c->source >= 0 && PyDict_CheckExact(o) && (isPrimitive(key) || pureConstant(key)))
     return fromSource(r.get(), out_.sources.add(Source::Kind::DictItem, c->source, 0, key));
   if (c->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o)) && PyLong_CheckExact(key)) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(o), k = PyLong_AsSsize_t(key);

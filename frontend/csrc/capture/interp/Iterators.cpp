@@ -93,9 +93,16 @@ VarP Interpreter::iterNext(const VarP &it) {
 VarP Interpreter::generatorIter(Frame &&f) {
   auto frame = std::make_shared<Frame>(std::move(f));
   frame->stepping = true;
-  return makeLazyIter([this, frame]() -> VarP {
+  auto running = std::make_shared<bool>(false);
+  return makeLazyIter([this, frame, running]() -> VarP {
     if (frame->finished)
       return nullptr;
+    if (*running) // next(gen) inside gen itself: eager raises (re-entering crashed)
+      raiseNew(PyExc_ValueError, nullptr, "generator already executing");
+    struct Running {
+      bool &flag;
+      ~Running() { flag = false; }
+    } scope{ *running = true};
     if (++depth_ > 32)
       throw Unsupported("inlining is nested too deeply (recursion?)");
     // The generator's own handled exception while it runs (sys.exc_info()).

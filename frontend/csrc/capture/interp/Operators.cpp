@@ -280,6 +280,8 @@ void OpcodeHandlers::containsOp(Interpreter &interp, Frame &f, const Instr &in, 
   } else {
     pinPlainObject(constObj(rhs, "container"), "`in` is evaluated on it at capture");
     CaptureTimeCalls::guardDunderState(interp, rhs, "`in` evaluated at capture");
+    if (PyDict_CheckExact(rhs->obj.get()) && interp.sourceOf(rhs) >= 0) // a key added later
+      interp.guardLength(interp.sourceOf(rhs), PyDict_GET_SIZE(rhs->obj.get()));
     int contains = PySequence_Contains(constObj(rhs, "container"), constObj(lhs, "operand"));
     if (contains < 0)
       throw Unsupported(BreakCategory::UserError, withPythonError("'in' raised"));

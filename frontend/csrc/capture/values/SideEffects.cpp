@@ -323,10 +323,21 @@ VarP Interpreter::listMutation(const VarP &list, const std::string &name, std::v
   if (name == "append") {
     dst.push_back(args[0]);
   } else if (name == "extend") {
-    std::vector<VarP> more = iterItems(args[0]);
     e.kind = SideEffect::Kind::ListExtend;
-    logged = makeSeq(Var::Kind::Tuple, more);
-    dst.insert(dst.end(), more.begin(), more.end());
+    size_t start = dst.size();
+    if (args[0]->kind == Var::Kind::Iter) { // appended as made: it may read the list
+      VarP it = getIter(args[0]);
+      while (VarP item = iterNext(it))
+        if (dst.push_back(item), dst.size() - start > 100000)
+          throw Unsupported(BreakCategory::PythonBuiltin, "list.extend of an unbounded iterator");
+    } else { // a list or tuple (the list itself too) is copied first, as in CPython
+      std::vector<VarP> more = iterItems(args[0]);
+      dst.insert(dst.end(), more.begin(), more.end());
+    }
+    if (dst.size() < start)
+      throw Unsupported(BreakCategory::SideEffect,
+                        "list.extend of an iterator that shrank the list");
+    logged = makeSeq(Var::Kind::Tuple, std::vector<VarP>(dst.begin() + (long)start, dst.end()));
   } else {
     PyObject *at = constObj(args[0], "list.insert index");
     if (!PyLong_CheckExact(at))
