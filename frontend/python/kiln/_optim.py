@@ -27,8 +27,9 @@ old value; structural options (momentum/weight decay zero or not, nesterov,
 maximize, amsgrad, decoupled weight decay) and the group layout are Python
 constants the graph is specialized on (guarded by value: a change
 recompiles). Adam's step counters are incremented before the graph with one
-``torch._foreach_add_`` as torch does, and the bias corrections are computed
-in the graph from them.
+``torch._foreach_add_`` as torch does; scalars derived from hyperparameters
+and step counts (1 - beta2, lr / bias_correction1, ...) are computed on the
+host in double and rounded once, as torch's scalar arguments are.
 
 Runs eagerly (torch's own step, with the reason under KILN_LOGS=fallbacks):
 a closure, step hooks, a step whose state is not initialized yet (the first
@@ -47,9 +48,10 @@ _SUPPORTED = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 def _sgd_kernel(params, grads, bufs, hps, layout):
     """torch.optim.sgd._multi_tensor_sgd over groups: layout[i] = (start,
     end, weight_decay_on, momentum_on, nesterov, maximize) of group i's
-    slice of the flat lists; hps[i] = [lr, momentum, dampening, wd]."""
+    slice of the flat lists; hps[i] = [lr, momentum, 1 - dampening, wd]
+    (made in double on the host and rounded once, as torch's scalars are)."""
     for (start, end, wd_on, mom_on, nesterov, maximize), hp in zip(layout, hps):
-        lr, momentum, dampening, wd = hp[0], hp[1], hp[2], hp[3]
+        lr, momentum, one_minus_dampening, wd = hp[0], hp[1], hp[2], hp[3]
         for i in range(start, end):
             p, g = params[i], grads[i]
             if maximize:
@@ -58,38 +60,38 @@ def _sgd_kernel(params, grads, bufs, hps, layout):
                 g = g + wd * p
             if mom_on:
                 b = bufs[i]
-                b.mul_(momentum).add_((1 - dampening) * g)
+                b.mul_(momentum).add_(one_minus_dampening * g)
                 g = g + momentum * b if nesterov else b
             p.sub_(lr * g)
 
 
-def _adam_kernel(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, hps, layout):
+def _adam_kernel(params, grads, exp_avgs, exp_avg_sqs, max_sqs, coefs, hps, layout):
     """torch.optim.adam._multi_tensor_adam (not capturable) over groups:
     layout[i] = (start, end, weight_decay_on, decoupled, amsgrad, maximize);
-    hps[i] = [lr, beta1, beta2, eps, wd]; steps already incremented."""
+    hps[i] = [1 - beta1, beta2, 1 - beta2, eps, wd, 1 - lr * wd] and
+    coefs[j] = [lr / bias_correction1, sqrt(bias_correction2)] of parameter j,
+    computed in double on the host as torch does (see _gather_adam)."""
     for (start, end, wd_on, decoupled, amsgrad, maximize), hp in zip(layout, hps):
-        lr, beta1, beta2, eps, wd = hp[0], hp[1], hp[2], hp[3], hp[4]
+        one_minus_beta1, beta2, one_minus_beta2, eps = hp[0], hp[1], hp[2], hp[3]
         for i in range(start, end):
             p, g, m, v = params[i], grads[i], exp_avgs[i], exp_avg_sqs[i]
             if maximize:
                 g = -g
             if wd_on:
                 if decoupled:
-                    p.mul_(1 - lr * wd)
+                    p.mul_(hp[5])
                 else:
-                    g = g + wd * p
-            m.add_((1 - beta1) * (g - m))  # lerp_(g, 1 - beta1), weight < 0.5
-            v.mul_(beta2).add_((1 - beta2) * g * g)
-            step = steps[i].to(p.dtype)
-            bias1 = 1 - torch.pow(beta1, step)
-            bias2_sqrt = torch.sqrt(1 - torch.pow(beta2, step))
+                    g = g + hp[4] * p
+            m.add_(one_minus_beta1 * (g - m))  # lerp_(g, 1 - beta1), weight < 0.5
+            v.mul_(beta2).add_(one_minus_beta2 * g * g)
+            step_size, bias2_sqrt = coefs[i][0], coefs[i][1]
             if amsgrad:
                 mx = max_sqs[i]
                 mx.copy_(torch.maximum(mx, v))
                 denom = torch.sqrt(mx) / bias2_sqrt + eps
             else:
                 denom = torch.sqrt(v) / bias2_sqrt + eps
-            p.sub_((lr / bias1) * m / denom)
+            p.sub_(step_size * m / denom)
 
 
 def _is_number(x) -> bool:
@@ -186,7 +188,7 @@ def _gather_sgd(opt):
         bs = [_state(opt, p, "momentum_buffer") for p in ps] if momentum != 0 else [None] * len(ps)
         layout.append((len(params), len(params) + len(ps), wd != 0, momentum != 0,
                        bool(group["nesterov"]), bool(group["maximize"])))
-        hps.append(torch.tensor([lr, momentum, dampening, wd], dtype=dtype))
+        hps.append(torch.tensor([lr, momentum, 1 - dampening, wd], dtype=dtype))
         for p, g, b in zip(ps, gs, bs):
             p, g, b = _flat(p, g, b)
             params.append(p)
@@ -196,7 +198,12 @@ def _gather_sgd(opt):
 
 
 def _gather_adam(opt):
-    params, grads, avgs, sqs, maxs, steps, hps, layout = [], [], [], [], [], [], [], []
+    """The kernel's arguments. Scalars derived from the hyperparameters and
+    step counts (1 - beta2, the bias corrections) are computed here in double
+    and rounded once to the parameters' dtype, as torch's scalar arguments
+    are: computed in float32 from a float32 beta2 = 0.999, 1 - beta2 is off by
+    1.3e-5 relative and the state drifts from eager's."""
+    params, grads, avgs, sqs, maxs, steps, coefs, hps, layout = ([] for _ in range(9))
     for group in opt.param_groups:
         ps, gs, dtype = _group_grads(group)
         if not ps:
@@ -212,14 +219,19 @@ def _gather_adam(opt):
                          _state(opt, p, "max_exp_avg_sq") if amsgrad else None)
             for lst, t in zip((params, grads, avgs, sqs, maxs), flat):
                 lst.append(t)
-            steps.append(_state(opt, p, "step"))
+            step = _state(opt, p, "step")
+            if not torch.is_tensor(step) or step.device.type != "cpu" or step.dim() != 0:
+                raise _Eager("step counters that are not 0-d CPU tensors")
+            steps.append(step)
+            count = step.item() + 1  # the value after this call's increment
+            coefs.append((lr / (1 - beta1**count), (1 - beta2**count) ** 0.5))
         decoupled = bool(group.get("decoupled_weight_decay", isinstance(opt, torch.optim.AdamW)))
         layout.append((start, start + len(ps), wd != 0, decoupled, amsgrad,
                        bool(group["maximize"])))
-        hps.append(torch.tensor([lr, beta1, beta2, eps, wd], dtype=dtype))
-    if any(not torch.is_tensor(s) or s.device.type != "cpu" or s.dim() != 0 for s in steps):
-        raise _Eager("step counters that are not 0-d CPU tensors")
-    return (params, grads, avgs, sqs, maxs, steps, hps, tuple(layout)), steps
+        hps.append(torch.tensor([1 - beta1, beta2, 1 - beta2, eps, wd, 1 - lr * wd],
+                                dtype=dtype))
+    coefs = torch.tensor(coefs, dtype=torch.float64)  # 0-d items: no type promotion
+    return (params, grads, avgs, sqs, maxs, coefs, hps, tuple(layout)), steps
 
 
 class CompiledStep:
