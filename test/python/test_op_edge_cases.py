@@ -47,3 +47,28 @@ def test_eye_and_linspace_with_a_dtype_kiln_lacks_keep_it():
         got = kiln.compile(fn)(x)
         assert got.dtype == torch.uint8
         assert torch.equal(got, fn(x))
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("name,f", [
+    ("clamp_max", lambda t: t.clamp(max=NAN)),
+    ("clamp_min", lambda t: t.clamp(min=NAN)),
+    ("clip_max", lambda t: torch.clip(t, max=NAN)),
+    ("both_bounds", lambda t: t.clamp(0.5, NAN)),
+    ("clamp_max_fn", lambda t: torch.clamp_max(t, NAN)),
+    ("clamp_min_method", lambda t: t.clamp_min(NAN)),
+    ("tensor_bound", lambda t: t.clamp(max=torch.tensor(NAN))),
+])
+def test_clamp_with_a_nan_bound_follows_eager(name, f):
+    """clamp/clip with one Python-number NaN bound keeps x with a zero
+    gradient; two bounds, tensor bounds and clamp_min/clamp_max give NaN
+    (eager's kernels differ, kiln gave NaN for all)."""
+    x = torch.tensor([0.0, 1.0, NAN, -3.0, float("inf")], requires_grad=True)
+    got, want = whole_graph(f, x), f(x)
+    torch.testing.assert_close(got, want, equal_nan=True)
+    assert got.requires_grad == want.requires_grad
+    (g,) = torch.autograd.grad(got.nan_to_num().sum(), x)
+    (w,) = torch.autograd.grad(want.nan_to_num().sum(), x)
+    torch.testing.assert_close(g, w)

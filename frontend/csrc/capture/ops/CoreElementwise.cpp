@@ -9,6 +9,7 @@
 // type promotion (resultType); true division and float math promote
 // integers to the default float dtype.
 //===----------------------------------------------------------------------===//
+#include "capture/ops/StopGradient.h"
 #include "capture/ops/TorchOpsImpl.h"
 #include "GilOnce.h"
 
@@ -118,6 +119,16 @@ VarP clamp(Interpreter &I, const std::string &op, Args &a) {
   tensorArg(x, op);
   Emit e(I);
   VarP cur = x;
+  // Eager's clamp/clip of a float tensor with one Python-number bound
+  // ignores a NaN bound (its one-bound kernel keeps `x`), with a zero
+  // gradient (its backward's `x <= bound` mask is false): `x` behind a
+  // stop-gradient, and x - x (NaN, gradient 0) where x is NaN so that the
+  // result requires grad as eager's does. Two bounds, tensor bounds and
+  // clamp_min/clamp_max (clampBound) propagate the NaN.
+  Value v = x->value;
+  if (a.isNone("min") != a.isNone("max") && isFloatingDType(dtypeOfValue(v)) &&
+      isNanFloatConst(a.get(a.isNone("min") ? "max" : "min")))
+    return T(e.select(e.bin<EqOp>(v, v), stopGradient(I, v), e.bin<SubOp>(v, v)));
   if (!a.isNone("min"))
     cur = T(e.tieGrad(e.binary<MaximumOp>(cur, a.get("min")), "all"));
   if (!a.isNone("max"))

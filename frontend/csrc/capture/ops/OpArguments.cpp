@@ -77,6 +77,11 @@ double asDouble(const VarP &v, const char *what) {
   return d;
 }
 
+bool isNanFloatConst(const VarP &v) {
+  return v && v->isConst() && PyFloat_Check(v->obj.get()) &&
+         std::isnan(PyFloat_AS_DOUBLE(v->obj.get()));
+}
+
 bool hasSymInt(const VarP &v) {
   if (v && (v->kind == Var::Kind::Tuple || v->kind == Var::Kind::List))
     for (auto &i : v->items)

@@ -206,6 +206,9 @@ VarP rsub(Interpreter &I, const std::string &op, Args &a) {
 /// clamp_min (`Bound` "min") and clamp_max ("max") through clamp.
 template <bool Min> VarP clampBound(Interpreter &I, const std::string &op, Args &a) {
   const char *bound = Min ? "min" : "max";
+  if (isNanFloatConst(a.get(bound))) // clamp ignores a lone NaN bound, these do not
+    return callOp(I, "clamp",
+                  {{"input", a.get("input")}, {"min", a.get(bound)}, {"max", a.get(bound)}});
   return callOp(I, "clamp", {{"input", a.get("input")}, {bound, a.get(bound)}});
 }
 

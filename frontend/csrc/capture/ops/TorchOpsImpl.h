@@ -45,6 +45,8 @@ inline bool isFloatValue(Value v) { return isFloatingDType(dtypeOfValue(v)); }
 long asInt(const VarP &v, const char *what);
 /// The Python number of constant `v` as a double.
 double asDouble(const VarP &v, const char *what);
+/// Whether `v` is the Python float NaN (a constant).
+bool isNanFloatConst(const VarP &v);
 /// An int or a sequence of ints.
 std::vector<int64_t> asInts(const VarP &v, const char *what);
 /// Like asInts, but a SymInt item (a symbolic size) becomes `?`
