@@ -135,6 +135,46 @@ def test_dict_or_set_changing_size_during_loop_raises_like_eager():
         assert messages[0] == messages[1], fn.__name__
 
 
+GLOBAL_TABLE = {}
+
+
+class _TableModule(torch.nn.Module):
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+
+    def forward(self, x):
+        for k, v in self.table.items():
+            if k == "a":
+                self.table["b"] = x * 100 if torch.is_tensor(v) else 10
+            x = x + v
+        return x
+
+
+def _global_table_loop(x):
+    for k, v in GLOBAL_TABLE.items():
+        if k == "a":
+            GLOBAL_TABLE["b"] = x * 100
+        x = x + v
+    return x
+
+
+def test_items_of_an_attribute_or_global_dict_stored_into_during_the_loop():
+    """The view iterated a snapshot of the dict when the store went through
+    another read of the same attribute/global: 4 instead of eager's 102."""
+    for table in ({"a": torch.ones(2), "b": torch.ones(2) * 2}, {"a": 1, "b": 2}):
+        eager, compiled = _TableModule(dict(table)), _TableModule(dict(table))
+        want, got = eager(torch.ones(2)), kiln.compile(compiled)(torch.ones(2))
+        torch.testing.assert_close(got, want)
+        assert compiled.table.keys() == eager.table.keys()
+    results = []
+    for f in (_global_table_loop, kiln.compile(_global_table_loop)):
+        GLOBAL_TABLE.clear()
+        GLOBAL_TABLE.update(a=torch.ones(2), b=torch.ones(2) * 2)
+        results.append((f(torch.ones(2)), GLOBAL_TABLE["b"]))
+    torch.testing.assert_close(results[1], results[0])
+
+
 def test_loop_over_a_list_of_tensors_stays_one_graph():
     def f(x, ws):
         out = []

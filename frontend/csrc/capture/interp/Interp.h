@@ -657,15 +657,15 @@ private:
 
   VarP loadGlobal(Frame &f, PyObject *name);
   VarP loadLocal(Frame &f, int index);
-  /// The Var for `value` read from `source`, guarded. With `lazy` (the
-  /// default) and while an instruction that only pushes what it reads runs
-  /// (lazyReads_), ints, floats, strs, bools and lists become Lazy Vars,
-  /// guarded when something uses them (LazyValues.cpp).
+  /// The Var for `value` read from `source`, guarded. With `lazy` while an instruction
+  /// that only pushes what it reads runs (lazyReads_), ints, floats, strs, bools and
+  /// lists become Lazy Vars, guarded when something uses them (LazyValues.cpp).
   VarP fromSource(PyObject *value, int source, bool lazy = true);
   void guardType(int source, PyObject *obj); ///< `type(value of source) is type(obj)`, once
-  VarP getIter(const VarP &v);
-  /// The remaining items of iterating over `v`.
-  std::vector<VarP> iterItems(const VarP &v);
+  VarP getIter(const VarP &v);               ///< LiveIterators.cpp, as trackedNow:
+  /// `v`, or the Dict/List Var another read of v's source was turned into.
+  std::function<VarP()> trackedNow(const VarP &v);
+  std::vector<VarP> iterItems(const VarP &v); ///< the remaining items of iterating `v`
   /// `v`'s source, or (for an nn.Module constant without one) a Constant
   /// source holding the module, so its attributes can be guarded.
   int sourceOf(const VarP &v);

@@ -63,19 +63,6 @@ bool strKeys(PyObject *d) {
   return true;
 }
 
-/// A tuple, list or namedtuple holding a tensor (at any depth of them).
-bool holdsTensor(PyObject *o) {
-  if (isTensor(o))
-    return true;
-  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o) && !isNamedTuple(o))
-    return false;
-  PyObject *const *items = PySequence_Fast_ITEMS(o);
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
-    if (holdsTensor(items[i]))
-      return true;
-  return false;
-}
-
 /// A dict with string keys whose values include a tensor (at any depth of
 /// tuples/lists).
 bool dictHoldsTensor(PyObject *d) {
@@ -480,112 +467,6 @@ bool Interpreter::truthy(const VarP &v) {
     throw Unsupported("truth value of the condition raised");
   }
   return r == 1;
-}
-
-VarP Interpreter::getIter(const VarP &v) {
-  // Lists, dicts and dict views are iterated live (LiveIterators.h).
-  if (v->kind == Var::Kind::Tuple)
-    return makeSeq(Var::Kind::Iter, v->items);
-  if (v->kind == Var::Kind::List)
-    return liveListIter(v, {});
-  if (v->kind == Var::Kind::Iter && v->reiterable)
-    return v->self ? liveDictIter(v->self, v->name, {}) : makeSeq(Var::Kind::Iter, v->items);
-  if (v->kind == Var::Kind::Iter)
-    return v;
-  refuseMutatedAlias(v);
-  if (v->kind == Var::Kind::Dict && !v->obj) // a ModelOutput record iterates its keys too
-    return liveDictIter(v, "keys", {});
-  if (v->kind == Var::Kind::Dict) {
-    std::vector<VarP> keys;
-    for (auto &k : v->keys)
-      keys.push_back(makeConst(k));
-    return makeSeq(Var::Kind::Iter, keys);
-  }
-  if (v->isTensor()) {
-    // Tensor.__iter__ is iter(self.unbind(0)): with a static first dim, the
-    // rows are unbind's results (a 0-d tensor raises in eager; a symbolic
-    // size retries the capture with static sizes).
-    VarP n = tensorAttribute(v, "__len__");
-    if (!n->isConst())
-      throw Unsupported("iterating over a tensor whose first dim is symbolic");
-    std::vector<VarP> none;
-    std::map<std::string, VarP> nokw;
-    return getIter(callTensorMethod(v, "unbind", none, nokw));
-  }
-  if (VarP snap = iterationSnapshot(v)) // a deque (Deques.h); a set of tensors breaks
-    return getIter(snap);
-  PyObject *o = constObj(v, "iterable");
-  if (v->source < 0 || !PyList_CheckExact(o)) // a caller's list: items by source (below)
-    pinPlainObject(o, "it is iterated at capture");
-  std::vector<VarP> items;
-  if (VarP it = CaptureTimeCalls::builtModuleDunder(*this, v, "__iter__"))
-    return getIter(it); // a Sequential built at capture (BuiltModules.cpp)
-  if (isModule(o) && v->source < 0 && sourceOf(v) >= 0)
-    return getIter(makeConst(v->obj, sourceOf(v)));
-  if (isModule(o) && v->source >= 0) {
-    // Sequential / ModuleList: their children, each read from _modules.
-    PyRef modules = PyRef::steal(PyObject_GetAttrString(o, "_modules"));
-    if (!modules || !PyDict_Check(modules.get()))
-      throw Unsupported("iterating over a module without _modules");
-    int dictSrc = out_.sources.add(Source::Kind::ObjDict, v->source, 0, nullptr);
-    PyRef key = PyRef::steal(PyUnicode_FromString("_modules"));
-    int modSrc = out_.sources.add(Source::Kind::DictItem, dictSrc, 0, key.get());
-    PyObject *k, *child;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(modules.get(), &pos, &k, &child))
-      items.push_back(fromSource(child, out_.sources.add(Source::Kind::DictItem, modSrc, 0, k)));
-    // The set of children is part of what the graph depends on.
-    guardLength(modSrc, PyDict_Size(modules.get()));
-    return makeSeq(Var::Kind::Iter, items);
-  }
-  bool view = PyObject_TypeCheck(o, &PyDictKeys_Type) ||
-              PyObject_TypeCheck(o, &PyDictValues_Type) ||
-              PyObject_TypeCheck(o, &PyDictItems_Type) || PyAnySet_Check(o) || PyUnicode_Check(o);
-  if (view) { // pure iteration; tensors inside would lose their sources
-    PyRef seq = PyRef::steal(PySequence_List(o));
-    if (!seq) {
-      PyErr_Clear();
-      throw Unsupported("cannot iterate");
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i) {
-      PyObject *item = PyList_GET_ITEM(seq.get(), i);
-      if (holdsTensor(item))
-        throw Unsupported("iterating over a dict view or set holding tensors");
-      items.push_back(makeConst(PyRef::borrow(item)));
-    }
-    keepAlive_.push_back(seq);
-    if (PySet_CheckExact(o)) // eager raises when it changes size during the loop
-      return sizeCheckedIter(v->obj, std::move(items));
-    return makeSeq(Var::Kind::Iter, items);
-  }
-  if (!(PyRange_Check(o) || PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o)))
-    throw Unsupported("iterating over " + pyText(reinterpret_cast<PyObject *>(Py_TYPE(o))));
-  if (v->source >= 0 && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
-    // Items of a list/tuple read from the frame are read through their own
-    // sources (e.g. a plain list of modules may have an item replaced).
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-    guardLength(v->source, n);
-    for (Py_ssize_t i = 0; i < n; ++i)
-      items.push_back(
-          fromSource(PySequence_Fast_ITEMS(o)[i],
-                     out_.sources.add(Source::Kind::TupleItem, v->source, (int)i, nullptr)));
-    return PyList_CheckExact(o) ? liveListIter(v, std::move(items))
-                                : makeSeq(Var::Kind::Iter, items);
-  }
-  if (PyList_CheckExact(o)) // made at capture (sorted(), list() ...): read per step
-    return liveListObjectIter(v->obj);
-  PyRef seq = PyRef::steal(PySequence_List(o));
-  if (!seq) {
-    PyErr_Clear();
-    throw Unsupported("cannot iterate");
-  }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
-    items.push_back(makeConst(PyRef::borrow(PyList_GET_ITEM(seq.get(), i))));
-  if (PyDict_CheckExact(o) && v->source >= 0) // the caller's dict (Dict Var once mutated)
-    return liveDictIter(v, "keys", std::move(items));
-  if (PyDict_CheckExact(o) || PyAnySet_CheckExact(o))
-    return sizeCheckedIter(v->obj, std::move(items));
-  return makeSeq(Var::Kind::Iter, items);
 }
 
 namespace {

@@ -6,7 +6,7 @@
 // items appended during the loop are visited, a list shortened under it
 // ends the loop early. Its dict and set iterators raise RuntimeError when
 // the size changes during the loop, and a dict view reads the dict at each
-// step. Iterators made by getIter (Interpreter.cpp) follow the same rules,
+// step. Iterators made by getIter (LiveIterators.cpp) follow the same rules,
 // on the Var the frame mutates: a list or dict built in the frame, a
 // caller's list or dict (whose Const Var becomes the tracked List/Dict Var
 // when first mutated, SideEffects.cpp containerVar), or a list, dict or set
@@ -18,6 +18,7 @@
 
 #include "capture/values/Value.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,12 @@ VarP liveListIter(const VarP &list, std::vector<VarP> snapshot);
 /// iter() of a Python list object `list` held by a Const Var without a
 /// source (made at capture): items read from the object at each step.
 VarP liveListObjectIter(PyRef list);
-/// iter() of `which` ("keys", "values", "items") of dict `dict`: a Dict Var,
-/// or a caller's dict as a Const Var whose keys are `snapshot`.
-VarP liveDictIter(const VarP &dict, const std::string &which, std::vector<VarP> snapshot);
+/// iter() of `which` ("keys", "values", "items") of the dict `dictNow`
+/// returns at each step: a Dict Var, or a caller's dict as a Const Var whose
+/// `which` items are `snapshot` (until the frame mutates it:
+/// Interpreter::trackedNow).
+VarP liveDictIter(std::function<VarP()> dictNow, const std::string &which,
+                  std::vector<VarP> snapshot);
 /// iter() of a dict or set object made at capture whose items are
 /// `snapshot`: a size change during the loop is a user-error break.
 VarP sizeCheckedIter(PyRef container, std::vector<VarP> snapshot);

@@ -182,6 +182,18 @@ bool isNamedTuple(PyObject *o) {
   return fields && PyTuple_Check(fields.get());
 }
 
+bool holdsTensor(PyObject *o) {
+  if (isTensor(o))
+    return true;
+  if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o) && !isNamedTuple(o))
+    return false;
+  PyObject *const *items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+    if (holdsTensor(items[i]))
+      return true;
+  return false;
+}
+
 /// Whether `meta` is `type` or abc.ABCMeta: an abstract base class's
 /// metaclass only adds isinstance/issubclass bookkeeping (HuggingFace's
 /// cache layers derive from ABC); instance attribute lookup is the same.

@@ -42,6 +42,9 @@ bool isPlainObject(PyObject *o);
 /// its fields through their own sources (Interpreter::fromSource).
 bool isNamedTuple(PyObject *o);
 
+/// A tuple, list or namedtuple holding a tensor (at any depth of them).
+bool holdsTensor(PyObject *o);
+
 /// Starts and ends the plain-object bookkeeping of the capture filling
 /// `out` (the Interpreter's constructor and destructor; captures nest).
 void plainObjectsBegin(Capture &out);

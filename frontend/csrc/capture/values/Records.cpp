@@ -165,7 +165,10 @@ VarP Interpreter::callPureMethod(PyObject *fn, std::vector<VarP> &args,
         return makeConst(
             PyRef::borrow(dictFind(d, constObj(rest[0], "key")) >= 0 ? Py_True : Py_False));
       }
-      return call(m, rest, kwargs);
+      VarP r = call(m, rest, kwargs);
+      if (self->isConst() && self->source >= 0 && r->kind == Var::Kind::Iter && r->reiterable)
+        r->self = self; // a view of the caller's dict: iterated live (LiveIterators.h)
+      return r;
     }
     return nullptr;
   }
