@@ -324,3 +324,13 @@ def test_submodule_hooks_registered_with_prepend_run_first():
             m[0].register_forward_hook(plus_one, prepend=True)
         assert reference(x).item() == 4.0
         assert compiled(x).item() == 4.0
+
+
+def test_tensor_dunder_len_is_a_method():
+    """`t.__len__` read as an attribute gave the int (kiln's own name for
+    len(t)), so `t.__len__()` raised TypeError."""
+    def f(a, b):
+        return a + len(a) + b.__len__() + b.__len__.__call__()
+
+    a, b = torch.randn(10, 10), torch.randn(7, 10)
+    assert_close(kiln.compile(f)(a, b), f(a, b))

@@ -38,7 +38,8 @@ struct Args;
 /// constants: a new reference, or null with a Python error set; throws
 /// Unsupported for an unknown operator (Operators.cpp).
 PyObject *constBinary(const std::string &op, PyObject *a, PyObject *b);
-
+/// Interpreter::tensorAttribute's name for len(t) (no Python attribute).
+inline constexpr const char *kTensorLenQuery = " len";
 /// The symbolic interpreter.
 class Interpreter {
   /// The instruction handlers of the opcode table are its semantics.
@@ -65,9 +66,8 @@ public:
   /// break, so eager raises it (TorchCalls.cpp).
   void checkScalarInputAccepted(PyObject *callee, const std::vector<VarP> &args,
                                 const std::map<std::string, VarP> &kwargs);
-  /// Calls tensor method `name` on `self`.
   VarP callTensorMethod(const VarP &self, const std::string &name, std::vector<VarP> &args,
-                        std::map<std::string, VarP> &kwargs);
+                        std::map<std::string, VarP> &kwargs); ///< tensor method `name`
   /// A tensor attribute (`x.shape`, `x.T` ...).
   VarP tensorAttribute(const VarP &self, const std::string &name);
   /// `x.shape` of a graph tensor: a torch.Size (with SymInts for `?` dims).

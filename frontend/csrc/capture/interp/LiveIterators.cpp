@@ -122,7 +122,7 @@ VarP Interpreter::getIter(const VarP &v) {
     // Tensor.__iter__ is iter(self.unbind(0)): with a static first dim, the
     // rows are unbind's results (a 0-d tensor raises in eager; a symbolic
     // size retries the capture with static sizes).
-    VarP n = tensorAttribute(v, "__len__");
+    VarP n = tensorAttribute(v, kTensorLenQuery);
     if (!n->isConst())
       throw Unsupported("iterating over a tensor whose first dim is symbolic");
     std::vector<VarP> none;

@@ -416,7 +416,7 @@ VarP Interpreter::builtinLen(const std::string &, std::vector<VarP> &args,
     return nullptr;
   const VarP &v = args[0];
   if (v->isTensor()) // answered from the static shape
-    return tensorAttribute(v, "__len__");
+    return tensorAttribute(v, kTensorLenQuery);
   if (v->isConst() && v->source >= 0 &&
       (PyTuple_CheckExact(v->obj.get()) || PyList_CheckExact(v->obj.get()) ||
        PyDict_CheckExact(v->obj.get()) || isModelOutputRecord(v->obj.get()) ||

@@ -68,7 +68,7 @@ const std::unordered_map<std::string, TensorAttr> &tensorAttrs() {
   static const std::unordered_map<std::string, TensorAttr> attrs = {
       // no Python
       {"shape", TensorAttr::Shape},
-      {"__len__", TensorAttr::Len},
+      {kTensorLenQuery, TensorAttr::Len}, // len(t); t.__len__ is the method
       {"ndim", TensorAttr::Ndim},
       {"dtype", TensorAttr::Dtype},
       {"is_cuda", TensorAttr::IsCuda},
@@ -545,6 +545,8 @@ VarP Interpreter::tensorQuery(const VarP &self, const std::string &name,
     std::map<std::string, VarP> kw;
     return callTensorMethod(self, "to", a, kw);
   }
+  if (name == "__len__" && args.empty() && kwargs.empty())
+    return tensorAttribute(self, kTensorLenQuery);
   if (name == "cpu" && args.empty() && kwargs.empty() && graphDevice_ == TensorMeta::kCpuDevice)
     return self; // eager returns the tensor itself (the same object)
   if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->isConst() &&
