@@ -421,3 +421,27 @@ def test_isinstance_after_abc_register_and_sorted_after_item_change():
     assert f_sorted(x, [a, b]).item() == 1.0
     a.p = 5.0
     assert f_sorted(x, [a, b]).item() == 2.0
+
+
+def test_callable_follows_the_class_gaining_or_losing_call():
+    """callable(obj) was answered at capture with only a type guard: a class
+    that gains __call__ after compiling kept the old answer."""
+    class Base:
+        pass
+
+    class Child(Base):
+        pass
+
+    def f(x, o):
+        return x + 1 if callable(o) else x - 1
+
+    o, compiled = Child(), kiln.compile(f)
+    answers = []
+    for change in (None, "add", "remove"):
+        if change == "add":
+            Base.__call__ = lambda self: 1
+        elif change == "remove":
+            del Base.__call__
+        answers.append((compiled(torch.zeros(1), o).item(), f(torch.zeros(1), o).item()))
+    assert all(k == e for k, e in answers), answers
+    assert [e for _, e in answers] == [-1.0, 1.0, -1.0]

@@ -72,3 +72,57 @@ def test_clamp_with_a_nan_bound_follows_eager(name, f):
     (g,) = torch.autograd.grad(got.nan_to_num().sum(), x)
     (w,) = torch.autograd.grad(want.nan_to_num().sum(), x)
     torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("f", [
+    lambda t: torch.transpose(t, 0, 0) + 1,
+    lambda t: t.transpose(-1, -1) * 2,
+    lambda t: t.swapaxes(0, 0) - 1,
+    lambda t: t.movedim(0, 0) + 3,
+])
+def test_transpose_of_a_0d_tensor(f):
+    """kiln crashed (SIGSEGV) normalizing the dims of a 0-d transpose."""
+    x = torch.tensor(3.0)
+    assert_close(whole_graph(f, x), f(x))
+
+
+def test_cosine_similarity_with_an_input_broadcast_along_dim():
+    """The norm of an input broadcast along the reduced dim was taken before
+    broadcasting: results sqrt(2) too large (above 1)."""
+    f = lambda a, b: torch.nn.functional.cosine_similarity(a, b, dim=0)
+    a, b = torch.randn(2, 3), torch.randn(1, 3)
+    assert_close(whole_graph(f, a, b), f(a, b))
+    kiln.reset()
+    a, b = torch.randn(4, 1, 5), torch.randn(3, 5)
+    g = lambda a, b: torch.nn.functional.cosine_similarity(a, b, dim=-1)
+    assert_close(whole_graph(g, a, b), g(a, b))
+
+
+@pytest.mark.parametrize("f", [
+    lambda t: torch.nn.functional.threshold(t, 0.5, -9.0),
+    lambda t: torch.nn.functional.threshold(t.clone(), 0.5, -9.0, inplace=True),
+    lambda t: torch.nn.functional.hardshrink(t, 0.5),
+    lambda t: torch.nn.functional.softshrink(t, 0.5),
+])
+def test_threshold_and_shrinks_keep_nan(f):
+    """threshold gave `value` and hardshrink/softshrink 0 for NaN inputs."""
+    x = torch.tensor([NAN, 1.0, -1.0, 0.5, -0.5, 0.2, float("inf"), -float("inf")])
+    torch.testing.assert_close(whole_graph(f, x), f(x), equal_nan=True)
+
+
+def test_diff_with_n_0_is_a_new_tensor():
+    """diff(x, n=0) returned x itself: writes through the result changed x."""
+    x = torch.arange(4.0)
+    y = kiln.compile(lambda t: torch.diff(t, n=0))(x)
+    y.add_(100)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("args", [(0, 10, 2.5), (0.5, 4.7), (2.9,), (0, -5.5, -1.5), (-2.5, 3)])
+def test_arange_with_float_bounds_and_an_integer_dtype(dtype, args):
+    """Eager truncates start and step (and for int64 the end) to integers;
+    kiln stepped in floats: arange(0, 10, 2.5, dtype=int64) gave 0, 2, 5, 7."""
+    f = lambda x: x + torch.arange(*args, dtype=dtype)
+    x = torch.zeros((), dtype=dtype)
+    assert whole_graph(f, x).tolist() == f(x).tolist()

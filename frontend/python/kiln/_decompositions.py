@@ -111,6 +111,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if prepend is not None or append is not None:
         parts = [t for t in (prepend, x, append) if t is not None]
         x = torch.cat(parts, dim)
+    if n == 0:  # a new contiguous tensor, never the input itself
+        return x.clone(memory_format=torch.contiguous_format)
     for _ in range(n):
         length = x.shape[dim]
         after = x.narrow(dim, 1, length - 1)

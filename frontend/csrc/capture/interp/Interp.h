@@ -644,8 +644,8 @@ private:
   /// Guards `type(obj).<name> is value` and (`notShadowed`) `name not in
   /// obj.__dict__`; no-op for a value without a source.
   void guardClassAttr(const VarP &obj, PyObject *name, PyObject *value, bool notShadowed);
-  /// Guards `key not in <dict of dictSource>` (once).
-  void guardNotInDict(int dictSource, PyObject *key);
+  void guardNotInDict(int dictSource, PyObject *key); ///< `key not in <dict>`, once
+  void guardCallableClass(const VarP &v); ///< what callable(v) read (PythonBuiltins.cpp)
   /// `obj.name` on tensor `obj`: a TensorMethod even when kiln cannot call it.
   VarP tensorMethodOrAttr(const VarP &obj, PyObject *name);
   /// The (key, value) pairs of a dict Var or constant (items with sources).

@@ -160,6 +160,30 @@ VarP idOf(const VarP &v, std::vector<PyRef> &keepAlive,
 
 } // namespace
 
+void Interpreter::guardCallableClass(const VarP &v) {
+  // callable(obj) of a caller's plain object follows its class's __call__,
+  // which the class can gain or lose after compiling (its type guard alone
+  // kept the answer): the lookup is guarded, or its absence from the dict of
+  // every Python class of the MRO.
+  PyObject *o = v->obj.get();
+  int src = sourceOf(v);
+  if (src < 0 || !isPlainObject(o))
+    return;
+  static PyOnce callNameOnce;
+  PyObject *callName = callNameOnce.get([] { return PyUnicode_InternFromString("__call__"); });
+  if (PyObject *own = _PyType_Lookup(Py_TYPE(o), callName))
+    return guardClassAttr(v, callName, own, /*notShadowed=*/false);
+  guardType(src, o);
+  PyObject *mro = Py_TYPE(o)->tp_mro;
+  for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject *cls = PyTuple_GET_ITEM(mro, i);
+    if (!PyType_HasFeature(reinterpret_cast<PyTypeObject *>(cls), Py_TPFLAGS_HEAPTYPE))
+      continue; // a builtin class cannot gain attributes
+    int clsSrc = out_.sources.add(Source::Kind::Constant, -1, 0, cls);
+    guardNotInDict(out_.sources.add(Source::Kind::ObjDict, clsSrc, 0, nullptr), callName);
+  }
+}
+
 VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::vector<VarP> &args,
                                     std::map<std::string, VarP> &kwargs) {
   if (fn != PyDict_GetItemString(PyEval_GetBuiltins(), "callable") || args.size() != 1 ||
@@ -177,6 +201,7 @@ VarP Interpreter::callIntrospection(PyObject *fn, const std::string &name, std::
     break;
   case Var::Kind::Const:
     result = PyCallable_Check(v->obj.get());
+    guardCallableClass(v);
     break;
   case Var::Kind::Tensor:
   case Var::Kind::SymInt:

@@ -58,6 +58,13 @@ VarP swapDims(Interpreter &I, Value v, int64_t d0, int64_t d1) {
 VarP transpose(Interpreter &I, const std::string &op, Args &a) {
   Value v = shapeInput(a, op);
   int64_t rank = ttype(v).getRank();
+  if (rank == 0) { // eager: dims 0 and -1 name the one "dim" of a scalar
+    for (const char *d : {"dim0", "dim1"})
+      if (int64_t i = asInt(a.get(d), d); i != 0 && i != -1)
+        throw Unsupported(BreakCategory::UserError, op + ": dim out of range",
+                          hint::kRaisesInEager);
+    return T(v);
+  }
   return swapDims(I, v, normDim(asInt(a.get("dim0"), "dim0"), rank),
                   normDim(asInt(a.get("dim1"), "dim1"), rank));
 }

@@ -337,10 +337,24 @@ VarP arange(Interpreter &I, const std::string &op, Args &a) {
   if (allInt && std::max({std::fabs(start), std::fabs(end), std::fabs(step)}) >= 0x1p53)
     throw Unsupported("arange with integer bounds of 2**53 or more (not exact as doubles)");
   int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  DType d = dtype ? *dtype : allInt ? DType::I64 : defaultFloat();
+  if (!allInt && !isFloatingDType(d) && d != DType::Bool) {
+    // An integer dtype with float bounds: eager truncates start and step to
+    // integers for the values, and for int64 also the end for the length,
+    // computed in integers (`arange(0, 10, 2.5, dtype=int64)` is 0, 2, .. 8;
+    // int32 gives 0, 2, 4, 6, its length from the doubles).
+    auto xs = static_cast<int64_t>(start), xe = static_cast<int64_t>(end),
+         xst = static_cast<int64_t>(step);
+    if (xst == 0)
+      throw Unsupported("arange: a step that truncates to 0 for an integer dtype");
+    if (d == DType::I64)
+      n = std::max<int64_t>(0, (xe - xs + xst - (xst > 0 ? 1 : -1)) / xst);
+    start = static_cast<double>(xs);
+    step = static_cast<double>(xst);
+  }
   if (n > (1 << 16))
     throw Unsupported("arange with more than 65536 elements");
   Emit e(I);
-  DType d = dtype ? *dtype : allInt ? DType::I64 : defaultFloat();
   mlir::Attribute attr = arangeValues(e, e.elt(d), n, start, step);
   return T(e.b.create<ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(attr)));
 }

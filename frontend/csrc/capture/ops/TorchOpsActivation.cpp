@@ -109,20 +109,23 @@ Value rrelu(Activation &c) {
 }
 Value hardshrink(Activation &c) {
   double l = floatArg(c.a, "lambd", 0.5);
-  Value big = c.e.bin<GtOp>(c.e.unary<AbsOp>(c.w), c.num(l));
-  return c.e.select(big, c.w, c.num(0.0));
+  // Eager: 0 where -l <= x <= l, else x (NaN stays NaN).
+  Value small = c.e.bin<LeOp>(c.e.unary<AbsOp>(c.w), c.num(l));
+  return c.e.select(small, c.num(0.0), c.w);
 }
 Value softshrink(Activation &c) {
   double l = floatArg(c.a, "lambd", 0.5);
   if (l < 0)
     throw Unsupported(BreakCategory::UserError, "softshrink with a negative lambda (eager raises)");
   Emit &e = c.e;
-  Value below = e.select(e.bin<LtOp>(c.w, c.num(-l)), c.add(c.w, c.num(l)), c.num(0.0));
+  // x * 0 in the middle: 0 there, NaN for NaN as eager's kernel gives.
+  Value below = e.select(e.bin<LtOp>(c.w, c.num(-l)), c.add(c.w, c.num(l)), c.mul(c.w, c.num(0.0)));
   return e.select(e.bin<GtOp>(c.w, c.num(l)), e.bin<SubOp>(c.w, c.num(l)), below);
 }
 Value threshold(Activation &c) {
-  return c.e.select(c.e.bin<GtOp>(c.w, c.num(floatArg(c.a, "threshold", 0.0))), c.w,
-                    c.num(floatArg(c.a, "value", 0.0)));
+  // Eager: value where x <= threshold, else x (NaN stays NaN).
+  return c.e.select(c.e.bin<LeOp>(c.w, c.num(floatArg(c.a, "threshold", 0.0))),
+                    c.num(floatArg(c.a, "value", 0.0)), c.w);
 }
 
 /// glu: first half times sigmoid(second half) along `dim`.

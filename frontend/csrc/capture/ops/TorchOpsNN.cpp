@@ -492,6 +492,32 @@ VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
       throw Unsupported(op + ": dtypes differ (eager raises)");
     DType d = dtypeOfValue(x1), c = opmath(d);
     Value p = e.cast(x1, c), q = e.cast(x2, c);
+    // Eager broadcasts the inputs before the norms: an input broadcast along
+    // `dim` counts its values once per broadcast row (its norm over a size-1
+    // dim was too small by that factor).
+    if (ttype(p).getShape() != ttype(q).getShape()) {
+      if (!ttype(p).hasStaticShape() || !ttype(q).hasStaticShape())
+        throw Unsupported(op + " of inputs of different symbolic shapes");
+      auto sp = ttype(p).getShape(), sq = ttype(q).getShape();
+      size_t n = std::max(sp.size(), sq.size());
+      std::vector<int64_t> full(n, 1);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t dp = i + sp.size() >= n ? sp[i + sp.size() - n] : 1;
+        int64_t dq = i + sq.size() >= n ? sq[i + sq.size() - n] : 1;
+        if (dp != dq && dp != 1 && dq != 1)
+          throw Unsupported(BreakCategory::UserError, op + ": shapes do not broadcast",
+                            hint::kRaisesInEager);
+        full[i] = dp == 1 ? dq : dp;
+      }
+      auto to = [&](Value t) {
+        auto type = RankedTensorType::get(full, ttype(t).getElementType());
+        return ttype(t).getShape() == llvm::ArrayRef<int64_t>(full)
+                   ? t
+                   : Value(e.b.create<BroadcastToOp>(I.loc(), type, t));
+      };
+      p = to(p);
+      q = to(q);
+    }
     int64_t rank = std::max(ttype(p).getRank(), ttype(q).getRank());
     int64_t dim = normDim(intArg(a, "dim", 1), rank);
     double eps = floatArg(a, "eps", 1e-8);

@@ -242,9 +242,12 @@ VarP movedim(Interpreter &I, const std::string &op, Args &a) {
     throw Unsupported(BreakCategory::UserError,
                       "movedim: source and destination differ in length (eager raises)");
   std::vector<int64_t> perm(rank, -1);
-  std::vector<bool> used(rank, false), placed(rank, false);
+  // A 0-d tensor has one nameable dim (0 or -1) and nothing to move.
+  std::vector<bool> used(std::max<int64_t>(rank, 1), false), placed(used);
   for (size_t i = 0; i < src.size(); ++i) {
     int64_t s = normDim(src[i], rank), d = normDim(dst[i], rank);
+    if (rank == 0)
+      continue;
     if (used[s] || placed[d])
       throw Unsupported(BreakCategory::UserError, "movedim: repeated dim (eager raises)");
     perm[d] = s;
