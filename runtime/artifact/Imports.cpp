@@ -21,6 +21,7 @@ const std::vector<std::pair<const char *, void *>> &cpuRuntimeImports() {
     symbols.emplace_back("memrefCopy", reinterpret_cast<void *>(&kilnMemrefCopy));
     // f32 → bf16 on CPUs without AVX-512 BF16 (libgcc 12 lacks it).
     symbols.emplace_back("__truncsfbf2", reinterpret_cast<void *>(&kilnTruncSfBf2));
+    symbols.emplace_back("__truncdfbf2", reinterpret_cast<void *>(&kilnTruncDfBf2));
     // Intermediate buffers come from kiln's pool (runtime/cpu/BufferPool.h).
     symbols.emplace_back("malloc", reinterpret_cast<void *>(&kilnPoolMalloc));
     symbols.emplace_back("free", reinterpret_cast<void *>(&kilnPoolFree));

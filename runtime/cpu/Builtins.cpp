@@ -27,3 +27,7 @@ extern "C" float kilnTruncSfBf2(float x) {
   std::memcpy(&result, &bits, sizeof(result));
   return result;
 }
+
+extern "C" float kilnTruncDfBf2(double x) {
+  return kilnTruncSfBf2(static_cast<float>(x)); // through float, as torch's BFloat16(double)
+}

@@ -3,7 +3,7 @@
 //
 // LLVM lowers some conversions to calls into compiler-rt's builtins when
 // the CPU has no instruction for them: f32 → bf16 (`__truncsfbf2`) on a CPU
-// without AVX-512 BF16. Debian's libgcc (GCC 12) does not define it, so a
+// without AVX-512 BF16, f64 → bf16 (`__truncdfbf2`) on any. Debian's libgcc (GCC 12) does not define it, so a
 // JIT'd graph with bf16 results would fail to link there; kiln provides it
 // (mapped by codegen/cpu/RuntimeSymbols.cpp).
 //===----------------------------------------------------------------------===//
@@ -18,6 +18,10 @@ extern "C" {
 /// low 16 bits of XMM0, which is where a `float` return value lives, so the
 /// result is a float whose low 16 bits are the bf16's bits.
 float kilnTruncSfBf2(float x);
+/// f64 → bf16 (`__truncdfbf2`) as torch converts: to float (nearest even),
+/// then kilnTruncSfBf2 (a double just above a bf16 tie rounds as the tie,
+/// as in eager); returned as kilnTruncSfBf2 returns.
+float kilnTruncDfBf2(double x);
 }
 
 namespace kiln::rt {

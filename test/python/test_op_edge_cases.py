@@ -126,3 +126,18 @@ def test_arange_with_float_bounds_and_an_integer_dtype(dtype, args):
     f = lambda x: x + torch.arange(*args, dtype=dtype)
     x = torch.zeros((), dtype=dtype)
     assert whole_graph(f, x).tolist() == f(x).tolist()
+
+
+def test_float64_to_bfloat16_in_a_graph():
+    """f64 -> bf16 became a call of `__truncdfbf2`, which the JIT could not
+    link ("Symbols not found"): the frame ran eagerly with errors printed.
+    Converted through float as torch does (a double just above a bf16 tie
+    rounds as the tie)."""
+    x = torch.tensor([1.00390625 + 2**-40, -(1.00390625 + 2**-40), 1e39, 3.5e-45, NAN, 0.1],
+                     dtype=torch.float64)
+    f = lambda t: (t * 1.0).to(torch.bfloat16)
+    torch.testing.assert_close(whole_graph(f, x), f(x), equal_nan=True, rtol=0, atol=0)
+    kiln.reset()
+    g = lambda b, s: b + s
+    b, s = torch.randn(16).bfloat16(), torch.tensor(1.0078125 + 2**-12, dtype=torch.float64)
+    torch.testing.assert_close(whole_graph(g, b, s), g(b, s))
