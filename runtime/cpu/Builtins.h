@@ -3,9 +3,9 @@
 //
 // LLVM lowers some conversions to calls into compiler-rt's builtins when
 // the CPU has no instruction for them: f32 → bf16 (`__truncsfbf2`) on a CPU
-// without AVX-512 BF16, f64 → bf16 (`__truncdfbf2`) on any. Debian's libgcc (GCC 12) does not define it, so a
-// JIT'd graph with bf16 results would fail to link there; kiln provides it
-// (mapped by codegen/cpu/RuntimeSymbols.cpp).
+// without AVX-512 BF16, f64 → bf16 (`__truncdfbf2`) on any. Debian's libgcc (GCC 12) does not
+// define it, so a JIT'd graph with bf16 results would fail to link there; kiln provides it (mapped
+// by codegen/cpu/RuntimeSymbols.cpp).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RUNTIME_CPU_BUILTINS_H
 #define KILN_RUNTIME_CPU_BUILTINS_H
