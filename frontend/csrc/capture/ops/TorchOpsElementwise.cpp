@@ -232,7 +232,11 @@ VarP lerp(Interpreter &I, const std::string &op, Args &a) {
   DType d = resultType({x, end, weight});
   Emit e(I);
   Opmath m(e, e.cast(s, d));
-  Value p = m.in(e.operand(x, d)), q = m.in(e.operand(end, d)), w = m.in(e.operand(weight, d));
+  // A number weight goes straight to the compute dtype (as torch's kernel
+  // takes it: 0.3 rounded to bf16 first moved results by an ulp or more).
+  Value p = m.in(e.operand(x, d)), q = m.in(e.operand(end, d));
+  Value w =
+      weight && !weight->isTensor() ? e.operand(weight, m.compute()) : m.in(e.operand(weight, d));
   // torch: |w| < 0.5 ? p + w (q - p) : q - (q - p)(1 - w)
   Value diff = e.bin<SubOp>(q, p);
   Value lo = e.bin<AddOp>(p, e.bin<MulOp>(w, diff));
@@ -249,9 +253,15 @@ template <bool Div> VarP addcOp(Interpreter &I, const std::string &op, Args &a) 
   if (Div && !isFloatingDType(d))
     throw Unsupported(BreakCategory::UserError, "addcdiv of integer tensors (eager raises)");
   Emit e(I);
-  Value p = e.operand(x, d), q1 = e.operand(t1, d), q2 = e.operand(t2, d);
-  Value prod = Div ? e.bin<DivOp>(q1, q2) : e.bin<MulOp>(q1, q2);
-  return T(e.bin<AddOp>(p, e.bin<MulOp>(e.operand(value, d), prod)));
+  // As torch's CPU kernel: input + (value * tensor1) ·/ tensor2, f16/bf16 in
+  // f32 with one rounding at the end (each op rounded to bf16 was up to 44%
+  // off near cancellation).
+  Value p = e.operand(x, d);
+  Opmath m(e, p);
+  Value scaled = e.bin<MulOp>(e.operand(value, m.compute()), m.in(e.operand(t1, d)));
+  Value q2 = m.in(e.operand(t2, d));
+  Value term = Div ? e.bin<DivOp>(scaled, q2) : e.bin<MulOp>(scaled, q2);
+  return T(m.out(e.bin<AddOp>(m.in(p), term)));
 }
 
 VarP maskedFill(Interpreter &I, const std::string &op, Args &a) {
