@@ -97,3 +97,59 @@ def test_sign_result_requires_grad_with_zero_gradient():
         results.append((s.detach(), torch.signbit(s.detach()), xi.grad))
     for e, k in zip(*results):
         assert torch.equal(e, k), (e, k)
+
+
+SATURATING = {
+    "softplus": torch.nn.Softplus(),
+    "softplus_beta": torch.nn.Softplus(beta=2.0, threshold=10.0),
+    "mish": torch.nn.Mish(),
+    "elu": torch.nn.ELU(alpha=1.0),
+    "celu": torch.nn.CELU(alpha=0.5),
+    "selu": torch.nn.SELU(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SATURATING))
+def test_activation_gradient_where_the_other_branch_overflows(name):
+    """The branch a select does not take was still differentiated: exp of a
+    float32 input >= 89 is inf and 0 * inf gave NaN gradients (softplus and
+    mish above the threshold, the ELU family for large positive inputs)."""
+    m = SATURATING[name]
+    x = torch.tensor([-3.0, 0.0, 0.5, 10.0, 20.0, 89.0, 100.0, 1000.0])
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    m(a).sum().backward()
+    kiln.compile(m)(b).sum().backward()
+    torch.testing.assert_close(b.grad, a.grad)
+    assert kiln.stats()["compiled_backwards"] == 1, kiln.stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy_gradient_at_saturated_probabilities(dtype, weighted):
+    """Eager's BCE backward is (p - t) / max(p (1 - p), 1e-12); kiln
+    differentiated its clamped logs, NaN at p = 0 or 1 (sigmoid(z) is 1.0 in
+    float32 from z of about 17: a GAN discriminator) and the unclamped
+    gradient where p (1 - p) < 1e-12."""
+    z = torch.tensor([-40.0, -30.0, -5.0, 0.0, 5.0, 18.0, 30.0, 40.0], dtype=dtype)
+    t = torch.tensor([0.0, 1.0, 1.0, 0.5, 0.0, 1.0, 0.0, 1.0], dtype=dtype)
+    w = torch.linspace(0.5, 2.0, 8, dtype=dtype) if weighted else None
+
+    def f(z, t):
+        return F.binary_cross_entropy(torch.sigmoid(z), t, weight=w)
+
+    grads = []
+    for fn in (f, kiln.compile(f)):
+        a, b = z.clone().requires_grad_(), t.clone().requires_grad_()
+        loss = fn(a, b)
+        loss.backward()
+        grads.append((loss.detach(), a.grad, b.grad))
+    for got, want in zip(grads[1][:2], grads[0][:2]):
+        torch.testing.assert_close(got, want)
+    # The target's gradient -logit(p) is -inf in eager where p is exactly 1
+    # (kiln: the clamped logs' -100 difference); elsewhere equal.
+    finite = torch.isfinite(grads[0][2])
+    torch.testing.assert_close(grads[1][2][finite], grads[0][2][finite])
+    assert kiln.stats()["compiled_backwards"] == 1, kiln.stats()
+    p = torch.tensor([0.0, 0.3, 1.0], dtype=dtype, requires_grad=True)
+    kiln.compile(F.binary_cross_entropy)(p, torch.tensor([0.0, 1.0, 1.0], dtype=dtype)).backward()
+    assert torch.isfinite(p.grad).all(), p.grad

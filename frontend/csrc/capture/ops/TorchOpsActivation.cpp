@@ -44,9 +44,12 @@ struct Activation {
     return e.select(e.bin<GtOp>(p, num(0.0)), p, negative);
   }
   /// torch: x * beta > threshold ? x : log1p(exp(x * beta)) / beta.
+  /// The exp reads min(x * beta, threshold): the branch not taken must stay
+  /// finite, or its gradient (0 * inf) is NaN (float32 x >= 89).
   Value softplus(Value p, double beta, double threshold) {
     Value bx = beta == 1.0 ? p : mul(p, num(beta));
-    Value sp = e.unary<Log1pOp>(e.unary<ExpOp>(bx));
+    Value capped = e.tieGrad(e.bin<MinimumOp>(bx, num(threshold)), "all");
+    Value sp = e.unary<Log1pOp>(e.unary<ExpOp>(capped));
     if (beta != 1.0)
       sp = e.bin<DivOp>(sp, num(beta));
     return e.select(e.bin<GtOp>(bx, num(threshold)), p, sp);
@@ -86,9 +89,11 @@ Value softsign(Activation &c) {
 Value tanhshrink(Activation &c) { return c.e.bin<SubOp>(c.w, c.e.unary<TanhOp>(c.w)); }
 
 /// elu: x > 0 ? x : alpha * expm1(x); celu: alpha * expm1(x / alpha);
-/// then times `scale`.
+/// then times `scale`. The expm1 reads min(arg, 0), finite where the branch
+/// is not taken (its gradient was 0 * inf = NaN for float32 x >= 89).
 Value eluLike(Activation &c, double alpha, double scale, bool celu) {
   Value arg = celu ? c.mul(c.w, c.num(1.0 / alpha)) : c.w;
+  arg = c.e.tieGrad(c.e.bin<MinimumOp>(arg, c.num(0.0)), "all");
   Value r = c.positiveOr(c.w, c.mul(c.num(alpha), c.e.unary<Expm1Op>(arg)));
   return scale != 1.0 ? c.mul(r, c.num(scale)) : r;
 }

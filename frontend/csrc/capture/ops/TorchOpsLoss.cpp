@@ -9,6 +9,7 @@
 // the deprecated size_average/reduce arguments are Unsupported (eager
 // handles them).
 //===----------------------------------------------------------------------===//
+#include "capture/ops/StopGradient.h"
 #include "capture/ops/TorchOpsImpl.h"
 
 #include <cmath>
@@ -80,14 +81,22 @@ template <bool Huber> Value smoothL1(LossTerms &l) {
   return e.select(small, quad, lin);
 }
 
-/// -(t log(x) + (1 - t) log(1 - x)), each log clamped at -100 as torch.
+/// -(t log p + (1 - t) log(1 - p)), each log clamped at -100, with eager's
+/// gradient for the input: (p - t) / max(p (1 - p), 1e-12). The value reads
+/// p behind a stop-gradient (the target keeps the clamped formula's gradient:
+/// eager's -logit(p) is infinite at p = 0 or 1, kiln's +-100) and
+/// adds sg(G) * (p - sg(p)), zero, whose gradient is G: differentiating the
+/// clamped logs gave NaN at p = 0 or 1 (a sigmoid saturated in float32).
 Value binaryCrossEntropy(LossTerms &l) {
   Emit &e = l.e;
   auto clog = [&](Value v) { return e.bin<MaximumOp>(e.unary<LogOp>(v), l.num(-100.0)); };
-  Value one = l.num(1.0);
-  return e.unary<NegOp>(
-      e.bin<AddOp>(e.bin<MulOp>(l.t, clog(l.p)),
-                   e.bin<MulOp>(e.bin<SubOp>(one, l.t), clog(e.bin<SubOp>(one, l.p)))));
+  Value one = l.num(1.0), p = stopGradient(e.I, l.p);
+  Value loss = e.unary<NegOp>(
+      e.bin<AddOp>(e.bin<MulOp>(l.t, clog(p)),
+                   e.bin<MulOp>(e.bin<SubOp>(one, l.t), clog(e.bin<SubOp>(one, p)))));
+  Value denom = e.bin<MaximumOp>(e.bin<MulOp>(e.bin<SubOp>(one, p), p), l.num(1e-12));
+  Value grad = stopGradient(e.I, e.bin<DivOp>(e.bin<SubOp>(p, l.t), denom));
+  return e.bin<AddOp>(loss, e.bin<MulOp>(grad, e.bin<SubOp>(l.p, p)));
 }
 
 /// (1 - t) x + w_log (log1p(exp(-|x|)) + max(-x, 0)), w_log = 1 + (pw - 1) t.
