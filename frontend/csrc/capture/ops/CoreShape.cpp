@@ -58,15 +58,11 @@ VarP swapDims(Interpreter &I, Value v, int64_t d0, int64_t d1) {
 VarP transpose(Interpreter &I, const std::string &op, Args &a) {
   Value v = shapeInput(a, op);
   int64_t rank = ttype(v).getRank();
-  if (rank == 0) { // eager: dims 0 and -1 name the one "dim" of a scalar
-    for (const char *d : {"dim0", "dim1"})
-      if (int64_t i = asInt(a.get(d), d); i != 0 && i != -1)
-        throw Unsupported(BreakCategory::UserError, op + ": dim out of range",
-                          hint::kRaisesInEager);
+  int64_t d0 = normDim(asInt(a.get("dim0"), "dim0"), rank),
+          d1 = normDim(asInt(a.get("dim1"), "dim1"), rank);
+  if (rank == 0) // dims 0 and -1 name a scalar's one "dim": nothing to swap
     return T(v);
-  }
-  return swapDims(I, v, normDim(asInt(a.get("dim0"), "dim0"), rank),
-                  normDim(asInt(a.get("dim1"), "dim1"), rank));
+  return swapDims(I, v, d0, d1);
 }
 
 VarP t(Interpreter &I, const std::string &op, Args &a) {

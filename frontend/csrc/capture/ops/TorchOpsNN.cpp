@@ -12,6 +12,7 @@
 // Losses are in TorchOpsLoss.cpp.
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
+#include "ir/ShapeUtils.h"
 
 #include <cmath>
 #include <limits>
@@ -498,20 +499,13 @@ VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
     if (ttype(p).getShape() != ttype(q).getShape()) {
       if (!ttype(p).hasStaticShape() || !ttype(q).hasStaticShape())
         throw Unsupported(op + " of inputs of different symbolic shapes");
-      auto sp = ttype(p).getShape(), sq = ttype(q).getShape();
-      size_t n = std::max(sp.size(), sq.size());
-      std::vector<int64_t> full(n, 1);
-      for (size_t i = 0; i < n; ++i) {
-        int64_t dp = i + sp.size() >= n ? sp[i + sp.size() - n] : 1;
-        int64_t dq = i + sq.size() >= n ? sq[i + sq.size() - n] : 1;
-        if (dp != dq && dp != 1 && dq != 1)
-          throw Unsupported(BreakCategory::UserError, op + ": shapes do not broadcast",
-                            hint::kRaisesInEager);
-        full[i] = dp == 1 ? dq : dp;
-      }
+      auto full = broadcastShapes(ttype(p).getShape(), ttype(q).getShape());
+      if (!full)
+        throw Unsupported(BreakCategory::UserError, op + ": shapes do not broadcast",
+                          hint::kRaisesInEager);
       auto to = [&](Value t) {
-        auto type = RankedTensorType::get(full, ttype(t).getElementType());
-        return ttype(t).getShape() == llvm::ArrayRef<int64_t>(full)
+        auto type = RankedTensorType::get(*full, ttype(t).getElementType());
+        return ttype(t).getShape() == llvm::ArrayRef<int64_t>(*full)
                    ? t
                    : Value(e.b.create<BroadcastToOp>(I.loc(), type, t));
       };
