@@ -121,6 +121,52 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+def _fake_quantize(x, scale, zero_point, quant_min, quant_max, per_channel):
+    """torch's fake-quantize kernels with their straight-through gradient:
+    ``q = round_half_even(x * f32(1 / scale)) + zero_point``,
+    ``(clamp(q, quant_min, quant_max) - zero_point) * scale``; the input's
+    gradient passes where ``q`` is in range and is 0 elsewhere (scale and
+    zero point get none). Non-finite values as eager's CPU kernels: the
+    per-tensor one saturates (NaN to ``quant_min``), the per-channel one
+    converts to int64 first (NaN and values past int64 to ``quant_min``)."""
+    if x.dtype != torch.float32:
+        raise NotImplementedError(f"fake quantization of {x.dtype} (float32 only in kiln)")
+    rounded = torch.round(x * (1.0 / scale))
+    valid = rounded.abs() < 2.0**63 if per_channel else ~torch.isnan(rounded)
+    q = torch.where(valid, rounded + zero_point, float("-inf"))
+    in_range = valid & (q >= quant_min) & (q <= quant_max)
+    value = (torch.clamp(q, quant_min, quant_max) - zero_point) * scale
+    return value.detach() + torch.where(in_range, x - x.detach(), 0.0)
+
+
+def _integer_zero_point(zero_point, what):
+    if isinstance(zero_point, torch.Tensor):
+        if zero_point.dtype.is_floating_point:
+            raise NotImplementedError(f"{what} with a floating-point zero point")
+        return zero_point.to(torch.float32)
+    return torch.full((), zero_point, dtype=torch.float32)
+
+
+def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):
+    """torch.fake_quantize_per_tensor_affine (float or tensor qparams)."""
+    if not isinstance(scale, torch.Tensor):
+        scale = torch.full((), scale, dtype=torch.float32)
+    zero_point = _integer_zero_point(zero_point, "fake_quantize_per_tensor_affine")
+    return _fake_quantize(input, scale.to(torch.float32).reshape(()), zero_point.reshape(()),
+                          quant_min, quant_max, per_channel=False)
+
+
+def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):
+    """torch.fake_quantize_per_channel_affine (integer zero points)."""
+    zero_point = _integer_zero_point(zero_point, "fake_quantize_per_channel_affine")
+    if not 0 <= axis < input.dim():  # eager raises (no negative axis either)
+        raise NotImplementedError("fake_quantize_per_channel_affine: axis out of range")
+    shape = [1] * input.dim()
+    shape[axis] = input.shape[axis]
+    return _fake_quantize(input, scale.to(torch.float32).reshape(shape),
+                          zero_point.reshape(shape), quant_min, quant_max, per_channel=True)
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """torch.vmap: a function whose calls the capture runs once on batched
     values (capture/ops/Vmap.cpp: elementwise ops, casts and integer-tensor
@@ -233,6 +279,8 @@ DECOMPOSITIONS = {
     torch.atleast_3d: atleast_3d,
     torch.vmap: vmap,
     torch.diff: diff,
+    torch.fake_quantize_per_tensor_affine: fake_quantize_per_tensor_affine,
+    torch.fake_quantize_per_channel_affine: fake_quantize_per_channel_affine,
     F.embedding_bag: embedding_bag,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,

@@ -62,16 +62,40 @@ _REFUSED_TAGS = {
 }
 
 
-class _Recorder(TorchDispatchMode):
-    """Notes the first aten op with a refused tag, runs every op as is."""
+def _writes_to(func, args, kwargs, tensors) -> bool:
+    """Whether aten op ``func`` writes (its schema's ``Tensor(a!)``) into
+    one of ``tensors`` or a view of one."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return False
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else (kwargs or {}).get(arg.name)
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(v, torch.Tensor) and any(torch._C._is_alias_of(v, t) for t in tensors)
+               for v in values):
+            return True
+    return False
 
-    def __init__(self):
+
+class _Recorder(TorchDispatchMode):
+    """Notes the first aten op with a refused tag and the first that writes
+    into an argument (``tensors``; ops that mutate through their schema's
+    ``Tensor(a!)`` without bumping the version counter on meta, such as
+    ``fused_moving_avg_obs_fake_quant``), runs every op as is."""
+
+    def __init__(self, tensors=()):
         super().__init__()
         self.refused = None
+        self.mutating = None
+        self.tensors = tensors
         self.seen = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.seen.add(str(getattr(func, "overloadpacket", func)))
+        if self.mutating is None and _writes_to(func, args, kwargs, self.tensors):
+            self.mutating = str(func)
         if self.refused is None:  # False: random ops accepted, nothing refused
             for tag in getattr(func, "tags", ()):
                 if tag in _REFUSED_TAGS:
@@ -104,7 +128,7 @@ def probe(fn, args, kwargs, tensors, layouts=None):
                             "does not carry")
     versions = [t._version for t in tensors]
     metadata = [_metadata(t) for t in tensors]
-    recorder = _Recorder()
+    recorder = _Recorder(tensors)
     if getattr(fn, "kiln_random", False):  # kiln._random.seeded: random by design
         recorder.refused = False
     try:
@@ -119,6 +143,8 @@ def probe(fn, args, kwargs, tensors, layouts=None):
         return recorder.refused
     if any(t._version != v for t, v in zip(tensors, versions)):
         return _unsupported("it mutates an argument")
+    if recorder.mutating:
+        return _unsupported(f"it mutates an argument ({recorder.mutating} writes into it)")
     if any(_metadata(t) != m for t, m in zip(tensors, metadata)):
         return _unsupported("it changes an argument's sizes, strides or requires_grad")
     is_tuple = type(out) is tuple or (

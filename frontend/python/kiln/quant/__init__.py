@@ -20,16 +20,26 @@ Static int8 calibrates first::
     fast = kiln.compile(prepared)   # converts (kiln.quant.convert), then compiles
 
 ``prepared`` runs eagerly too (the torch reference of the same
-arithmetic). ``weight_only_int4``, ``fp8`` and ``prepare_qat`` are not
-implemented yet and raise NotImplementedError.
+arithmetic). Quantization-aware training fake-quantizes the layers while
+they train, then converts to the same int8 layers::
+
+    qat = kiln.quant.prepare_qat(model, kiln.quant.static_int8())
+    step = kiln.compile(train_step)   # trains qat: fake quantization in the graph
+    ...
+    fast = kiln.compile(kiln.quant.convert(qat.eval()))
+
+``weight_only_int4`` and ``fp8`` are not implemented yet and raise
+NotImplementedError.
 """
-from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, prepare_qat, static_int8,
-                                weight_only_int4, weight_only_int8)
+from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, weight_only_int4,
+                                weight_only_int8)
 from kiln.quant._modules import QuantizedLinear, prepare
+from kiln.quant._qat import QATConv2d, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
 
-__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "ObservedConv2d",
+__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "ObservedConv2d", "QATLinear",
+           "QATConv2d",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
            "prepare_qat", "prepare", "convert"]

@@ -137,4 +137,3 @@ def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=
 
 weight_only_int4 = _not_yet("weight_only_int4", "int4 weight-only quantization")
 fp8 = _not_yet("fp8", "fp8 quantization (sm_90)")
-prepare_qat = _not_yet("prepare_qat", "quantization-aware training")

@@ -117,23 +117,26 @@ def _why_not(name, module):
     return None
 
 
-def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.Module:
-    """``model`` (a copy unless ``inplace``) with every module ``config``
-    selects replaced by its int8 version, in eval mode; for
-    ``static_int8()`` by an observed float layer, converted to int8 after
-    calibration (kiln/quant/_static.py). A selected module kiln cannot
-    quantize raises ValueError naming it and why."""
+def checked_copy(model: nn.Module, config: QuantConfig, inplace: bool, who: str) -> nn.Module:
+    """``model`` (a copy unless ``inplace``) after checking the arguments of
+    ``kiln.quant.<who>``."""
     if not isinstance(config, QuantConfig):
-        raise TypeError("kiln.quant.prepare: config must come from kiln.quant.dynamic_int8(), "
+        raise TypeError(f"kiln.quant.{who}: config must come from kiln.quant.dynamic_int8(), "
                         f"static_int8() or weight_only_int8(), got {type(config).__name__}")
     if not isinstance(model, nn.Module):
-        raise TypeError(f"kiln.quant.prepare: expected an nn.Module, got {type(model).__name__}")
-    if not inplace:
-        model = copy.deepcopy(model)
+        raise TypeError(f"kiln.quant.{who}: expected an nn.Module, got {type(model).__name__}")
     if config.selects("", model):
-        raise ValueError("kiln.quant.prepare: the root module itself is a Linear; wrap it")
-    if config.scheme == "static_int8":  # BatchNorms folded before weight quantization
-        _static.fold_batchnorms(model.eval(), config.selects)
+        raise ValueError(f"kiln.quant.{who}: the root module itself is a Linear; wrap it")
+    prepared = [n for n, m in model.named_modules() if callable(getattr(m, "int8_layer", None))]
+    if prepared:
+        raise ValueError(f"kiln.quant.{who}: the model is already prepared ({prepared[0]!r} "
+                         "waits for kiln.quant.convert)")
+    return model if inplace else copy.deepcopy(model)
+
+
+def selected_layers(model: nn.Module, config: QuantConfig, who: str) -> list:
+    """(name, module) of every layer of ``model`` ``config`` selects; a
+    selected layer kiln cannot quantize raises ValueError naming it and why."""
     chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
     # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
     if nn.Linear in config.module_types and config.scheme != "static_int8":
@@ -142,13 +145,25 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
     for name, module in chosen:
         why = _why_not(name, module)
         if why:
-            raise ValueError(f"kiln.quant.prepare: cannot quantize {name!r}: {why}")
+            raise ValueError(f"kiln.quant.{who}: cannot quantize {name!r}: {why}")
+    return chosen
+
+
+def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.Module:
+    """``model`` (a copy unless ``inplace``) with every module ``config``
+    selects replaced by its int8 version, in eval mode; for
+    ``static_int8()`` by an observed float layer, converted to int8 after
+    calibration (kiln/quant/_static.py). A selected module kiln cannot
+    quantize raises ValueError naming it and why."""
+    model = checked_copy(model, config, inplace, "prepare")
+    if config.scheme == "static_int8":  # BatchNorms folded before weight quantization
+        _static.fold_batchnorms(model.eval(), config.selects)
+    chosen = selected_layers(model, config, "prepare")
     if config.scheme == "static_int8":
         _static.observe(model, chosen, config.observer, config.percentile)
         return model.eval()
     for name, module in chosen:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        make = QuantizedLinear.from_torch_ao if _is_ao_linear(module) else QuantizedLinear.from_float
-        setattr(parent, attr, make(module, config.activations))
+        _static.replace_module(model, name, (QuantizedLinear.from_torch_ao if _is_ao_linear(module)
+                                             else QuantizedLinear.from_float)(module,
+                                                                              config.activations))
     return model.eval()

@@ -113,9 +113,17 @@ class ObservedLinear(nn.Module):
         scale, zero = obs.calculate_qparams()
         return float(scale), int(zero)
 
+    def int8_layer(self, name):
+        """The ``StaticQuantizedLinear`` this layer converts to."""
+        return StaticQuantizedLinear.from_float(self.linear, *self.input_qparams(name))
+
 
 class ObservedConv2d(ObservedLinear):
     """A float ``nn.Conv2d`` recording its inputs for calibration."""
+
+    def int8_layer(self, name):
+        """The ``StaticQuantizedConv2d`` this layer converts to."""
+        return StaticQuantizedConv2d(self.linear, *self.input_qparams(name))
 
 
 class StaticQuantizedConv2d(nn.Module):
@@ -132,10 +140,6 @@ class StaticQuantizedConv2d(nn.Module):
         self.register_buffer("weight_scale", scale.contiguous())
         bias = None if conv.bias is None else conv.bias.detach().to(torch.float32).clone()
         self.register_buffer("bias", bias)
-
-    @classmethod
-    def from_observed(cls, name: str, observed: ObservedConv2d):
-        return cls(observed.linear, *observed.input_qparams(name))
 
     def forward(self, input):
         return _ops.conv2d_static_int8(input, self.qweight, self.weight_scale, self.bias,
@@ -163,9 +167,9 @@ class StaticQuantizedLinear(nn.Module):
         self.register_buffer("bias", None)
 
     @classmethod
-    def from_observed(cls, name: str, observed: ObservedLinear):
-        linear = observed.linear
-        q = cls(linear.in_features, linear.out_features, *observed.input_qparams(name))
+    def from_float(cls, linear: nn.Linear, input_scale: float, input_zero_point: int):
+        """The int8 layer of ``linear`` with the given input qparams."""
+        q = cls(linear.in_features, linear.out_features, input_scale, input_zero_point)
         values, wscale = quantize_weight_static(linear.weight)
         q.qweight = values.contiguous().view(torch.int32)
         q.weight_scale = wscale.contiguous()
@@ -223,8 +227,8 @@ def fold_batchnorms(model: nn.Module, selects) -> list:
             pairs.append((src.target, node.target))
     for conv_name, bn_name in pairs:
         fused = torch.nn.utils.fusion.fuse_conv_bn_eval(modules[conv_name], modules[bn_name])
-        _replace(model, conv_name, fused)
-        _replace(model, bn_name, nn.Identity())
+        replace_module(model, conv_name, fused)
+        replace_module(model, bn_name, nn.Identity())
     return pairs
 
 
@@ -233,7 +237,7 @@ def observe(model: nn.Module, chosen, observer: str, percentile: float | None = 
     for its observed version."""
     for name, module in chosen:
         kind = ObservedConv2d if isinstance(module, nn.Conv2d) else ObservedLinear
-        _replace(model, name, kind(module, observer, percentile))
+        replace_module(model, name, kind(module, observer, percentile))
 
 
 def has_observers(model: nn.Module) -> bool:
@@ -243,17 +247,20 @@ def has_observers(model: nn.Module) -> bool:
 
 def convert(model: nn.Module) -> nn.Module:
     """Replaces, in place, every observed layer of a model prepared with
-    ``static_int8()`` and calibrated by its int8 layer; returns the model.
-    ``kiln.compile`` calls it on a model that still has observed layers."""
-    observed = [(n, m) for n, m in model.named_modules() if isinstance(m, ObservedLinear)]
-    converted = [(n, (StaticQuantizedConv2d if isinstance(m, ObservedConv2d)
-                      else StaticQuantizedLinear).from_observed(n, m)) for n, m in observed]
+    ``static_int8()`` and calibrated, and every layer of a model prepared
+    with ``prepare_qat`` and trained, by its int8 layer (each such layer's
+    ``int8_layer(name)``); returns the model. ``kiln.compile`` calls it on a
+    model that still has observed (calibration) layers; QAT layers, which
+    ``kiln.compile`` also trains, are converted only by this call."""
+    converted = [(n, m.int8_layer(n)) for n, m in model.named_modules()
+                 if callable(getattr(m, "int8_layer", None))]
     for name, layer in converted:
-        _replace(model, name, layer)
+        replace_module(model, name, layer)
     return model
 
 
-def _replace(model, name, module):
+def replace_module(model: nn.Module, name: str, module: nn.Module) -> None:
+    """Sets the submodule ``name`` of ``model`` to ``module``."""
     parent_name, _, attr = name.rpartition(".")
     parent = model.get_submodule(parent_name) if parent_name else model
     setattr(parent, attr, module)

@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kiln.quant.prepare_qat: quantization-aware training, compiled, then int8.
+
+torch's fake-quantize ops lowered by kiln (values and straight-through
+gradients equal to eager's, special values included); QAT layers against a
+reference built from torch.ao's own observers and fake-quantize ops; a
+compiled QAT training step against the same step run eagerly (one graph,
+compiled backward, observer and BatchNorm buffers); conversion to the int8
+layers of static int8; accuracy on scikit-learn's bundled digits.
+"""
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.ao.quantization import observer as ao_observer
+
+import kiln
+from conftest import assert_compiled
+from test_quant import accuracy, digits, mlp
+from test_quant_static import train_digits_cnn
+
+# --- torch's fake-quantize ops ----------------------------------------------------
+
+
+def special_values(shape):
+    torch.manual_seed(0)
+    x = torch.randn(shape) * 4
+    flat = x.view(-1)
+    flat[:20] = torch.arange(20) * 0.05 - 0.5  # rounding ties at scale 0.1
+    flat[20:26] = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e30, -1e30, 3e38])
+    return x
+
+
+FAKE_QUANT_CALLS = {
+    "per_tensor_numbers": lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127),
+    "per_tensor_tensors": lambda x: torch.fake_quantize_per_tensor_affine(
+        x, torch.tensor([0.037]), torch.tensor([100], dtype=torch.int32), 0, 255),
+    "per_channel_axis1": lambda x: torch.fake_quantize_per_channel_affine(
+        x, torch.tensor([0.01, 0.0325, 0.055, 0.0775, 0.1]), torch.tensor([-3, 0, 1, 2, 5], dtype=torch.int32),
+        1, -128, 127),
+    "per_channel_axis2": lambda x: torch.fake_quantize_per_channel_affine(
+        x, torch.tensor([0.02, 0.05, 0.07, 0.11, 0.13, 0.2, 0.3]), torch.zeros(7, dtype=torch.int32), 2, -127, 127),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAKE_QUANT_CALLS))
+def test_fake_quantize_values_and_gradients_equal_eager(name):
+    call = FAKE_QUANT_CALLS[name]
+    grad = torch.randn(6, 5, 7)
+    results = []
+    for fn in (call, kiln.compile(call)):
+        x = special_values((6, 5, 7)).requires_grad_(True)
+        y = fn(x)
+        (y * grad).nansum().backward()
+        results.append((y.detach(), x.grad))
+    (expected, expected_grad), (got, got_grad) = results
+    torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(got_grad, expected_grad, rtol=0, atol=0)
+    assert expected_grad.count_nonzero() < expected_grad.numel()  # some values clipped
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0, eager_backwards=0)
+
+
+def test_fake_quantize_negative_axis_raises_like_eager():
+    def call(x):
+        return torch.fake_quantize_per_channel_affine(x, torch.ones(3), torch.zeros(
+            3, dtype=torch.int32), -1, 0, 255)
+
+    with pytest.raises(RuntimeError, match="axis"):
+        kiln.compile(call)(torch.randn(2, 3))
+
+
+def test_fake_quantize_float_zero_point_matches_eager():
+    def call(x):
+        return torch.fake_quantize_per_channel_affine(x, torch.full((3,), 0.1),
+                                                      torch.tensor([0.5, 1.0, -2.25]), 1, 0, 255)
+
+    x = special_values((10, 3))
+    torch.testing.assert_close(kiln.compile(call)(x), call(x), rtol=0, atol=0, equal_nan=True)
+
+
+# --- QAT layers -------------------------------------------------------------------
+
+
+def test_prepare_qat_swaps_selected_layers_and_keeps_the_original():
+    model = mlp()
+    qat = kiln.quant.prepare_qat(model, kiln.quant.static_int8(exclude=["4"]))
+    assert [type(m).__name__ for m in qat] == ["QATLinear", "ReLU", "QATLinear", "GELU", "Linear"]
+    assert qat.training and not model.training
+    assert all(type(m) is not kiln.quant.QATLinear for m in model.modules())
+    assert len(list(qat.parameters())) == len(list(model.parameters()))
+    cnn = kiln.quant.prepare_qat(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)))
+    assert [type(m).__name__ for m in cnn] == ["QATConv2d", "BatchNorm2d"]  # BN stays float
+
+
+def torch_ao_reference(layer_weight, bias, batches, conv=None):
+    """Outputs of a QAT layer over ``batches`` computed with torch.ao's
+    observers and torch's fake-quantize ops: a moving-average activation
+    range across batches, per-channel weight qparams of the weight as it is."""
+    act = ao_observer.MovingAverageMinMaxObserver(dtype=torch.quint8, quant_min=0, quant_max=255,
+                                                  qscheme=torch.per_tensor_affine)
+    outputs = []
+    for x in batches:
+        act(x)
+        scale, zero = act.calculate_qparams()
+        xq = torch.fake_quantize_per_tensor_affine(x, scale, zero.to(torch.int32), 0, 255)
+        wobs = ao_observer.PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, quant_min=-128,
+                                                    quant_max=127,
+                                                    qscheme=torch.per_channel_symmetric)
+        wobs(layer_weight)
+        wscale, wzero = wobs.calculate_qparams()
+        wq = torch.fake_quantize_per_channel_affine(layer_weight, wscale, wzero.to(torch.int32), 0,
+                                                    -128, 127)
+        outputs.append(F.linear(xq, wq, bias) if conv is None else conv(xq, wq, bias))
+    return outputs, act.calculate_qparams()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_qat_linear_is_torch_ao_fake_quantization(compiled):
+    torch.manual_seed(0)
+    qat = kiln.quant.prepare_qat(nn.Sequential(nn.Linear(16, 8)))
+    batches = [torch.randn(4, 16) * (1 + i) + i for i in range(4)]
+    layer = qat[0]
+    expected, (scale, zero) = torch_ao_reference(layer.linear.weight.detach(),
+                                                 layer.linear.bias.detach(), batches)
+    run = kiln.compile(qat) if compiled else qat
+    with torch.no_grad():
+        got = [run(x) for x in batches]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-6, atol=1e-6)
+    assert layer.input_qparams("0") == (float(scale), int(zero))
+    if compiled:
+        assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
+
+
+def test_qat_conv_is_torch_ao_fake_quantization():
+    torch.manual_seed(0)
+    qat = kiln.quant.prepare_qat(nn.Sequential(nn.Conv2d(3, 6, 3, stride=2, padding=1,
+                                                         groups=3)))
+    conv = qat[0].linear
+    batches = [torch.randn(2, 3, 9, 9) + i for i in range(3)]
+    expected, _ = torch_ao_reference(conv.weight.detach(), conv.bias.detach(), batches,
+                                     conv=lambda x, w, b: F.conv2d(x, w, b, 2, 1, 1, 3))
+    run = kiln.compile(qat)
+    with torch.no_grad():
+        for x, e in zip(batches, expected):
+            torch.testing.assert_close(run(x), e, rtol=1e-5, atol=1e-5)
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
+
+
+def qat_cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(8 * 4 * 4, 10))
+
+
+def train_steps(model, batches, compiled):
+    """SGD steps over ``batches``; (losses, the model)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    forward = kiln.compile(model) if compiled else model
+    losses = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return losses, model
+
+
+def test_compiled_qat_training_step_matches_eager():
+    torch.manual_seed(1)
+    batches = [(torch.randn(8, 3, 8, 8), torch.randint(0, 10, (8,))) for _ in range(4)]
+    base = qat_cnn()
+    # One step: parameters, observer ranges and BatchNorm statistics.
+    _, eager = train_steps(kiln.quant.prepare_qat(base), batches[:1], compiled=False)
+    _, trained = train_steps(kiln.quant.prepare_qat(base), batches[:1], compiled=True)
+    s = assert_compiled(graphs=1, fallback_ops=0, eager_calls=0, eager_backwards=0)
+    assert s["compiled_backwards"] == 1, s
+    expected = dict(eager.state_dict())
+    for name, value in trained.state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6, msg=name)
+    assert float(trained[0].activation_post_process.min_val) < 0
+    # Four steps: the loss curve. (A weight whose largest value lands within
+    # an ulp of a rounding tie is clipped or not depending on float rounding
+    # upstream, so later parameters differ by such steps, in eager too.)
+    eager_losses, _ = train_steps(kiln.quant.prepare_qat(base), batches, compiled=False)
+    losses, _ = train_steps(kiln.quant.prepare_qat(base), batches, compiled=True)
+    torch.testing.assert_close(torch.stack(losses), torch.stack(eager_losses), rtol=1e-3,
+                               atol=1e-5)
+
+
+def test_frozen_observer_keeps_its_range_compiled():
+    qat = kiln.quant.prepare_qat(mlp())
+    run = kiln.compile(qat)
+    run(torch.randn(4, 64))
+    first = qat[0].activation_post_process
+    low = first.min_val.clone()
+    for m in qat.modules():
+        if isinstance(m, kiln.quant.QATLinear):
+            m.activation_post_process.enabled = False
+    x = torch.randn(4, 64) * 10  # a wider range that a live observer would record
+    torch.testing.assert_close(run(x), qat(x))
+    assert torch.equal(first.min_val, low)
+
+
+# --- conversion -------------------------------------------------------------------
+
+
+def test_convert_after_qat_gives_the_int8_layers_of_the_fake_quantization():
+    torch.manual_seed(0)
+    batches = [(torch.randn(8, 3, 8, 8), torch.randint(0, 10, (8,))) for _ in range(3)]
+    _, trained = train_steps(kiln.quant.prepare_qat(qat_cnn()), batches, compiled=True)
+    trained.eval()
+    qat_conv = trained[3]
+    x = torch.randn(4, 3, 8, 8)
+    with torch.no_grad():
+        simulated = trained(x)
+        fake_weight = kiln.quant._qat.fake_quantize_weight(qat_conv.linear.weight)
+    # kiln.compile trains a QAT model: it does not convert it.
+    assert isinstance(qat_conv, kiln.quant.QATConv2d)
+    int8 = kiln.quant.convert(trained)
+    assert [type(m).__name__ for m in int8][::3] == ["StaticQuantizedConv2d",
+                                                     "StaticQuantizedConv2d",
+                                                     "StaticQuantizedLinear"]
+    conv = int8[3]
+    torch.testing.assert_close(conv.qweight.to(torch.float32) * conv.weight_scale, fake_weight,
+                               rtol=0, atol=0)
+    assert (conv.input_scale, conv.input_zero_point) == qat_conv.input_qparams("3")
+    kiln.reset()
+    fast = kiln.compile(int8)
+    with torch.no_grad():
+        got = fast(x)
+    assert_compiled(graphs=1, eager_calls=0)
+    # The int8 kernels sum exactly in int32 where the fake-quantized model
+    # sums float products: equal up to float rounding.
+    torch.testing.assert_close(got, simulated, rtol=1e-4, atol=1e-4)
+
+
+def test_preparing_twice_is_a_clear_error():
+    qat = kiln.quant.prepare_qat(mlp())
+    with pytest.raises(ValueError, match="already prepared"):
+        kiln.quant.prepare_qat(qat)
+    with pytest.raises(ValueError, match="already prepared"):
+        kiln.quant.prepare(qat, kiln.quant.static_int8())
+
+
+def test_convert_before_training_is_a_clear_error():
+    qat = kiln.quant.prepare_qat(mlp())
+    with pytest.raises(ValueError, match="'0' saw no training batch"):
+        kiln.quant.convert(qat)
+
+
+# --- accuracy on real data --------------------------------------------------------
+
+
+def test_digits_cnn_qat_within_one_point_of_fp32():
+    model, xtr, xte, yte = train_digits_cnn()
+    ytr = digits()[1]
+    fp32 = accuracy(model, xte, yte)
+    qat = kiln.quant.prepare_qat(model)
+    batches = list(zip(xtr.split(200), ytr.split(200)))
+    opt = torch.optim.Adam(qat.parameters(), lr=1e-3)
+    step = kiln.compile(qat)
+    for x, y in batches * 2:
+        opt.zero_grad()
+        F.cross_entropy(step(x), y).backward()
+        opt.step()
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0, eager_backwards=0)
+    int8 = kiln.quant.convert(qat.eval())
+    quantized = accuracy(kiln.compile(int8), xte, yte)
+    assert abs(quantized - fp32) <= 1.0, (fp32, quantized)
+
+
+# --- torch.ao's own QAT modules ---------------------------------------------------
+
+
+def test_torch_ao_qat_model_compiled_matches_eager():
+    """torch.ao's FakeQuantize calls torch.fused_moving_avg_obs_fake_quant,
+    which writes its running min/max, scale and zero point (``Tensor(a!)``)
+    without bumping their version counters on meta tensors: it ran through
+    torch inside the graph on copies of those buffers, so they never updated
+    (outputs and gradients wrong from the second step). It now breaks the
+    graph, and the module runs as in eager."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant = (torch.ao.quantization.QuantStub(),
+                                        torch.ao.quantization.DeQuantStub())
+            self.fc1, self.relu, self.fc2 = nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.dequant(self.fc2(self.relu(self.fc1(self.quant(x)))))
+
+    model = Net().train()
+    model.qconfig = torch.ao.quantization.get_default_qat_qconfig("x86")
+    with warnings.catch_warnings():  # torch.ao's deprecation and reduce_range warnings
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.prepare_qat(model, inplace=True)
+    twin = copy.deepcopy(model)
+    run = kiln.compile(twin)
+    for i in range(3):
+        x = torch.randn(8, 16) * (i + 1)
+        expected, got = model(x), run(x)
+        expected.sum().backward()
+        got.sum().backward()
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        torch.testing.assert_close(twin.fc1.weight.grad, model.fc1.weight.grad, rtol=0, atol=0)
+    expected = model.state_dict()
+    for name, value in twin.state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
