@@ -97,6 +97,7 @@ bench: build
 	$(PY) tools/bench_optimizer.py --inductor
 	$(PY) tools/bench_real.py $(BENCH_REAL_ARGS)
 	$(PY) tools/bench_quant.py
+	$(PY) tools/bench_quant_decode.py
 	$(PY) tools/bench_quant_static.py
 
 docs: build

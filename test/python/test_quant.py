@@ -283,3 +283,36 @@ def test_models_quantized_by_torch_ao_keep_their_int8_weights(per_channel):
     with torch.no_grad():
         # torch.ao quantizes activations asymmetrically (u8); kiln symmetric.
         assert sqnr(ao(x), got) > 30 and sqnr(model(x), got) > 25
+
+
+@pytest.mark.parametrize("config", ["weight_only", "per_token", "static"])
+def test_hf_conv1d_layers_quantized_as_linears(config):
+    """GPT-2's attention and MLP layers are transformers' Conv1D (``addmm``
+    with the weight stored [in, out]): quantized as the nn.Linear they
+    compute, so a GPT-2 decoding step runs int8 everywhere, not only its
+    LM head."""
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=128,
+                                             n_positions=32)).eval()
+    ids = torch.randint(0, 128, (2, 12))
+    cfg = {"weight_only": kiln.quant.weight_only_int8(), "static": kiln.quant.static_int8(),
+           "per_token": kiln.quant.dynamic_int8(exclude=["transformer.h.1.mlp.*"])}[config]
+    prepared = kiln.quant.prepare(model, cfg)
+    if config == "static":
+        with torch.no_grad():
+            prepared(torch.randint(0, 128, (4, 12)))
+        kiln.quant.convert(prepared)
+    kinds = [type(m).__name__ for m in prepared.modules()]
+    # 8 Conv1D layers and the LM head; the excluded MLP keeps its 2 Conv1D.
+    assert kinds.count("Conv1D") == (2 if config == "per_token" else 0)
+    assert sum("QuantizedLinear" in k for k in kinds) == (7 if config == "per_token" else 9)
+    with torch.no_grad():
+        want = model(ids).logits
+        expected = prepared(ids).logits
+        got = kiln.compile(prepared)(ids).logits
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    assert sqnr(want, got) > 25
+    assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
+    # The original keeps its Conv1D layers.
+    assert sum(type(m).__name__ == "Conv1D" for m in model.modules()) == 8

@@ -12,6 +12,7 @@ quantized keep their int8 weights and scales). Its forward calls
 from __future__ import annotations
 
 import copy
+import sys
 
 import torch
 from torch import nn
@@ -134,6 +135,34 @@ def checked_copy(model: nn.Module, config: QuantConfig, inplace: bool, who: str)
     return model if inplace else copy.deepcopy(model)
 
 
+def _hf_conv1d_type():
+    """transformers' ``Conv1D`` (GPT-2's linear layers) when transformers is loaded."""
+    utils = sys.modules.get("transformers.pytorch_utils")
+    return getattr(utils, "Conv1D", None)
+
+
+def conv1d_linears(model: nn.Module, config: QuantConfig) -> list:
+    """Replaces, in place, each HuggingFace ``Conv1D`` that ``config`` selects
+    as an ``nn.Linear`` (GPT-2's attention and MLP layers: ``addmm(bias, x,
+    W)`` with ``W`` stored [in, out]) by the ``nn.Linear`` computing the same
+    (``W`` transposed; the same device and dtype); returns their names."""
+    conv1d = _hf_conv1d_type()
+    if conv1d is None or nn.Linear not in config.module_types:
+        return []
+    found = [(n, m) for n, m in model.named_modules()
+             if n and type(m) is conv1d and config.selects(n, m, as_type=nn.Linear)]
+    for name, module in found:
+        k, n = module.weight.shape
+        linear = nn.Linear(k, n, bias=module.bias is not None, device=module.weight.device,
+                           dtype=module.weight.dtype)
+        with torch.no_grad():
+            linear.weight.copy_(module.weight.t())
+            if module.bias is not None:
+                linear.bias.copy_(module.bias)
+        _static.replace_module(model, name, linear)
+    return [n for n, _ in found]
+
+
 def selected_layers(model: nn.Module, config: QuantConfig, who: str) -> list:
     """(name, module) of every layer of ``model`` ``config`` selects; a
     selected layer kiln cannot quantize raises ValueError naming it and why."""
@@ -156,6 +185,7 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
     calibration (kiln/quant/_static.py). A selected module kiln cannot
     quantize raises ValueError naming it and why."""
     model = checked_copy(model, config, inplace, "prepare")
+    conv1d_linears(model, config)
     if config.scheme == "static_int8":  # BatchNorms folded before weight quantization
         _static.fold_batchnorms(model.eval(), config.selects)
     chosen = selected_layers(model, config, "prepare")

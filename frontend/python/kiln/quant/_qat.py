@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kiln.quant._config import QuantConfig, static_int8
-from kiln.quant._modules import checked_copy, selected_layers
+from kiln.quant._modules import checked_copy, conv1d_linears, selected_layers
 from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
 
 _EPS = torch.finfo(torch.float32).eps
@@ -148,6 +148,7 @@ def prepare_qat(model: nn.Module, config: QuantConfig | None = None,
                                   "ranges are moving averages of batch min/max "
                                   "(static_int8(observer='minmax') only)")
     model = checked_copy(model, config, inplace, "prepare_qat")
+    conv1d_linears(model, config)
     for name, module in selected_layers(model, config, "prepare_qat"):
         replace_module(model, name, (QATConv2d if isinstance(module, nn.Conv2d) else QATLinear)(module))
     return model.train()
