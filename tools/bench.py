@@ -463,6 +463,34 @@ def write_docs(section: str, path: str, begin: str = BEGIN, end: str = END) -> N
         f.write(text)
 
 
+def print_and_write(section: str, args, begin: str, end: str) -> None:
+    """Prints a generated section and, unless ``args.no_write``, writes it
+    into ``args.output`` between its markers."""
+    print(section)
+    if not args.no_write:
+        write_docs(section, args.output, begin, end)
+        print(f"wrote {args.output}")
+
+
+def section_main(doc: str, run, begin: str, end: str, argv=None, rounds: int = 7,
+                 round_ms: float = 400.0, extra=None) -> int:
+    """The command line of a tool writing one section of docs/performance.md:
+    ``--rounds``, ``--round-ms``, ``--output``, ``--no-write`` and what
+    ``extra(parser)`` adds; ``run(args)`` builds the section under no_grad."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--round-ms", type=float, default=round_ms)
+    p.add_argument("--output", default=os.path.join(ROOT, "docs", "performance.md"))
+    p.add_argument("--no-write", action="store_true", help="print only")
+    if extra is not None:
+        extra(p)
+    args = p.parse_args(argv)
+    with torch.no_grad():
+        section = run(args)
+    print_and_write(section, args, begin, end)
+    return 0
+
+
 def warm_up_inductor() -> float:
     t0 = time.perf_counter()
     torch.compile(lambda t: t + 1)(torch.randn(4))

@@ -18,14 +18,13 @@ docs/performance.md between its markers (`--no-write` prints only).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (sets fresh compiler caches before torch is imported)
-from bench import machine, sqnr, time_interleaved, write_docs  # noqa: E402
+from bench import machine, section_main, sqnr, time_interleaved  # noqa: E402
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -94,21 +93,11 @@ def run(args) -> str:
     return "\n".join(out).replace("| inf |", "| – |")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(p) -> None:
     p.add_argument("--past", type=int, default=128)
-    p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--round-ms", type=float, default=500.0)
-    p.add_argument("--output", default=os.path.join(bench.ROOT, "docs", "performance.md"))
-    p.add_argument("--no-write", action="store_true", help="print only")
-    args = p.parse_args(argv)
-    with torch.no_grad():
-        section = run(args)
-    print(section)
-    if not args.no_write:
-        write_docs(section, args.output, BEGIN, END)
-        print(f"wrote {args.output}")
-    return 0
+
+def main(argv=None) -> int:
+    return section_main(__doc__, run, BEGIN, END, argv, rounds=7, round_ms=500.0, extra=arguments)
 
 
 if __name__ == "__main__":

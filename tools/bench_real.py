@@ -40,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (sets fresh compiler caches before torch is imported)
 from bench import (first_line, fmt_s, geomean, kiln_first_call, machine, max_err,  # noqa: E402
-                   time_interleaved, want_scale, write_docs)
+                   print_and_write, time_interleaved, want_scale)
 from bench_memory import call_peak_bytes  # noqa: E402
 from bench_models import real_cases  # noqa: E402
 
@@ -208,11 +208,7 @@ def main(argv=None) -> int:
                                                  for k in IMPLS if k in t)
                   + (f" ({row['status']})" if row["status"] else ""), flush=True)
             rows.append(row)
-    section = report(rows, args, time.perf_counter() - start)
-    print(section)
-    if not args.no_write:
-        write_docs(section, args.output, BEGIN, END)
-        print(f"wrote {args.output}")
+    print_and_write(report(rows, args, time.perf_counter() - start), args, BEGIN, END)
     return 0
 
 
