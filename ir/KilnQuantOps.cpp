@@ -95,6 +95,37 @@ LogicalResult Int8ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locat
   return success();
 }
 
+LogicalResult Int4ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                           ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                           RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(operands[0]);
+  if (in.getRank() == 0)
+    return emitOptionalError(loc, "int4_view needs rank >= 1");
+  SmallVector<int64_t> shape(in.getShape());
+  if (!ShapedType::isDynamic(shape.back())) {
+    if (shape.back() % 4)
+      return emitOptionalError(loc, "int4_view needs a multiple of 4 words (32 values), got ",
+                               shape.back());
+    shape.back() *= 8;
+  }
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 8)));
+  return success();
+}
+
+/// The scale shape of a grouped (int4 weight-only) qlinear: [N, K / group].
+static LogicalResult checkGroups(std::optional<Location> loc, int64_t group, StringRef act,
+                                 int64_t n, int64_t k, RankedTensorType scale) {
+  if (act != "none")
+    return emitOptionalError(loc, "group_size needs activations = \"none\" (weight-only)");
+  if (group <= 0 || group % 32 || ShapedType::isDynamic(k) || k % group)
+    return emitOptionalError(loc, "group_size must be a multiple of 32 dividing K = ", k, ", got ",
+                             group);
+  if (scale.getRank() != 2 || scale.getDimSize(0) != n || scale.getDimSize(1) != k / group)
+    return emitOptionalError(loc, "weight_scale must be [N, K / group_size] = [", n, ", ",
+                             k / group, "], got ", scale);
+  return success();
+}
+
 LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                           ValueRange operands, DictionaryAttr attrs,
                                           OpaqueProperties props, RegionRange regions,
@@ -118,8 +149,12 @@ LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   int64_t n = w.getDimSize(0), k = w.getDimSize(1), kIn = in.getShape().back();
   if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(kIn) && k != kIn)
     return emitOptionalError(loc, "input has K = ", kIn, ", weight has K = ", k);
-  if (scale.getRank() != 2 || scale.getDimSize(0) != n || scale.getDimSize(1) != 1)
+  if (std::optional<int64_t> group = adaptor.getGroupSize()) {
+    if (failed(checkGroups(loc, *group, act, n, k, scale)))
+      return failure();
+  } else if (scale.getRank() != 2 || scale.getDimSize(0) != n || scale.getDimSize(1) != 1) {
     return emitOptionalError(loc, "weight_scale must be [N, 1] = [", n, ", 1], got ", scale);
+  }
   if (Value bias = adaptor.getBias()) {
     auto b = rankedOf(bias);
     if (b.getRank() != 1 || b.getDimSize(0) != n)

@@ -4,7 +4,7 @@
 // kiln's one representation of quantized computation (docs/quantization.md):
 // explicit `kiln.quantize` / `kiln.dequantize` ops on plain integer tensors
 // (i8 values, f32 scales, symmetric: zero points are 0), the frontend's
-// carrier for int8 data (`kiln.int8_view`), and the integer GEMM
+// carriers for int8 and int4 data (`kiln.int8_view`, `kiln.int4_view`), and the integer GEMM
 // `kiln.qlinear` that `kiln-fold-quant` builds from q/dq around a matmul.
 // A separate ODS file (KilnQuantOps.h.inc) so that these ops do not rebuild
 // every user of KilnOps.h; the dialect registers both lists.
@@ -113,6 +113,29 @@ def Kiln_Int8ViewOp : Kiln_Op<"int8_view", [
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Kiln_Int4ViewOp : Kiln_Op<"int4_view", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "int4 values packed eight per i32 word (grouped weight-only weights)";
+  let description = [{
+    Reinterprets `[..., W]` i32 words as `[..., 8 W]` int4 values in [-8,
+    7], each held in an i8. Bytes are the words' little-endian bytes; every
+    32 values are 16 bytes, byte `j` holding value `j` (low nibble) and
+    value `16 + j` (high nibble), each stored plus 8. `kiln.quant`'s
+    `weight_only_int4` layers store their weights so (`kiln.quant._ops.pack_int4`).
+    It has no lowering of its own: `kiln-cpu-quant-to-calls` reads the
+    words' buffer directly when the view feeds a grouped `kiln.qlinear`.
+    The last dim must be a multiple of 4 words (32 values).
+
+    Example:
+    ```mlir
+    %w = kiln.int4_view %words : tensor<16x4xi32> -> tensor<16x32xi8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$input);
+  let results = (outs Kiln_I8Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Kiln_QLinearOp : Kiln_Op<"qlinear", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "int8-weight linear layer: integer GEMM + dequantize + bias epilogue";
@@ -130,7 +153,10 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
       point subtracted, and dequantized by `input_scale * weight_scale`
       with the bias;
     - `activations = "none"` (weight-only): `input @ dequantize(weight)^T + bias`
-      in f32.
+      in f32. With `group_size` (weight-only only: int4 weights from
+      `kiln.int4_view`), `weight_scale` is `[N, K / group_size]`, one scale
+      per group of `group_size` consecutive values of K (a multiple of 32
+      dividing K).
 
     Built by `kiln-fold-quant`; lowered on CPU by `kiln-cpu-quant-to-calls`.
 
@@ -143,7 +169,8 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
                    Kiln_F32Tensor:$weight_scale, Optional<Kiln_F32Tensor>:$bias,
                    DefaultValuedAttr<StrAttr, "\"per_token\"">:$activations,
                    OptionalAttr<F32Attr>:$input_scale,
-                   OptionalAttr<I64Attr>:$input_zero_point);
+                   OptionalAttr<I64Attr>:$input_zero_point,
+                   OptionalAttr<I64Attr>:$group_size);
   let results = (outs Kiln_F32Tensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $weight_scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)

@@ -8,8 +8,9 @@ process; the cache is cropped back to `--past` after each step so every
 step does the same work:
 
 * fp32 eager and fp32 kiln;
-* kiln weight-only int8 and dynamic int8 (`kiln.quant.prepare`: GPT-2's
-  `Conv1D` layers and the LM head, 49 layers);
+* kiln weight-only int8, dynamic int8 and weight-only int4 with groups of
+  128 (`kiln.quant.prepare`: GPT-2's `Conv1D` layers and the LM head, 49
+  layers);
 * torch.ao's `quantize_dynamic(model, {nn.Linear})`, which quantizes only
   the LM head (torch.ao does not know transformers' `Conv1D`).
 
@@ -61,6 +62,8 @@ def run(args) -> str:
         "fp32 kiln": (model, True),
         "kiln weight-only int8": (kiln.quant.prepare(model, kiln.quant.weight_only_int8()), True),
         "kiln dynamic int8": (kiln.quant.prepare(model, kiln.quant.dynamic_int8()), True),
+        "kiln weight-only int4 (group 128)": (
+            kiln.quant.prepare(model, kiln.quant.weight_only_int4(group_size=128)), True),
         "torch.ao dynamic int8 (LM head only)": (
             torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8), False),
     }

@@ -31,6 +31,14 @@ def FoldQuantPass : Pass<"kiln-fold-quant", "func::FuncOp"> {
     - a `kiln.add` of a `[N]` f32 bias that is the matmul's only user is
       folded in as the bias (the epilogue adds it).
 
+    Grouped int4 weights (`kiln.quant.weight_only_int4` layers): a right
+    operand `kiln.permute {dims = [1, 0]} (kiln.reshape<[N, K]>
+    (kiln.dequantize (kiln.reshape<[N, K / g, g]> (kiln.int4_view %words),
+    kiln.reshape<[N, K / g, 1]> %ws)))` with `%ws: [N, K / g]` and `g` a
+    multiple of 32 becomes a weight-only `kiln.qlinear` on the int4 view
+    with `group_size = g` and the scales `%ws`; with a quantized input it
+    stays float (int4 is weight-only).
+
     Left alone (they stay float, and the CPU backend rejects a q/dq it
     cannot run): a dequantized weight whose scales are not `[N, 1]` (a
     per-input-channel scale, or a permute other than the transpose), a

@@ -31,6 +31,11 @@ def CpuQuantToCallsPass : Pass<"kiln-cpu-quant-to-calls", "ModuleOp"> {
     - `bufferization.to_tensor ... restrict writable` of the result,
       expanded back to the input's leading dims.
 
+    A grouped qlinear (`group_size`: int4 weights behind a
+    `kiln.int4_view`) calls `@kiln_int4_linear` instead, with the same
+    first six operands (its scales `[N, K / group_size]`) and the group
+    size (i64) last (runtime/cpu/Int4Linear.cpp).
+
     The call quantizes each input row in one pass, runs the u8 x s8 → s32
     GEMM (oneMKL `cblas_gemm_s8u8s32` when kiln uses MKL, else oneDNN's
     `dnnl_gemm_u8s8s32`) and dequantizes with the bias in one epilogue.

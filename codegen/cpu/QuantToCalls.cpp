@@ -14,6 +14,8 @@
 //                               %x_scale, %x_zero_point)   (static only; else 1, 0)
 //   %y  = bufferization.to_tensor %ym restrict writable
 //
+// A grouped (int4 weight-only) qlinear calls @kiln_int4_linear
+// (runtime/cpu/Int4Linear.cpp) with the same operands and its group size.
 // Quantization ops that did not fold into a qlinear have no CPU lowering;
 // the pass fails naming the first one.
 //===----------------------------------------------------------------------===//
@@ -35,6 +37,7 @@ namespace mlir::kiln {
 namespace {
 
 constexpr const char *kCallee = "kiln_int8_linear";
+constexpr const char *kInt4Callee = "kiln_int4_linear";
 
 /// memref<?...xT, strided<[?...], offset: ?>> of rank `rank`.
 MemRefType dynamicType(Type elt, int64_t rank) {
@@ -43,15 +46,22 @@ MemRefType dynamicType(Type elt, int64_t rank) {
   return MemRefType::get(dyn, elt, layout);
 }
 
-func::FuncOp declareCallee(ModuleOp module) {
-  if (auto f = module.lookupSymbol<func::FuncOp>(kCallee))
+/// The runtime entry point of `op`: kiln_int8_linear (x, weight, row bytes,
+/// scales, bias, y, mode, input scale, input zero point) or, for a grouped
+/// weight-only qlinear, kiln_int4_linear (x, weight, row bytes, scales, bias,
+/// y, group size).
+func::FuncOp declareCallee(ModuleOp module, bool grouped) {
+  StringRef name = grouped ? kInt4Callee : kCallee;
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   MLIRContext *ctx = module.getContext();
   Type f32 = Float32Type::get(ctx), i64 = IntegerType::get(ctx, 64);
   MemRefType m2 = dynamicType(f32, 2), m1 = dynamicType(f32, 1);
-  SmallVector<Type> inputs = {m2, i64, i64, m2, m1, m2, i64, f32, i64};
+  SmallVector<Type> inputs = {m2, i64, i64, m2, m1, m2, i64};
+  if (!grouped)
+    inputs.append({f32, i64});
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  auto f = b.create<func::FuncOp>(module.getLoc(), kCallee, FunctionType::get(ctx, inputs, {}));
+  auto f = b.create<func::FuncOp>(module.getLoc(), name, FunctionType::get(ctx, inputs, {}));
   f.setPrivate();
   f->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   return f;
@@ -65,14 +75,17 @@ Value readDynamicBuffer(OpBuilder &b, Location loc, Value t) {
 }
 
 /// (address of element [0, 0], row stride in bytes) of the int8 weight, read
-/// from the i32 words behind a kiln.int8_view when there is one.
+/// from the i32 words behind a kiln.int8_view or kiln.int4_view when there
+/// is one.
 std::pair<Value, Value> weightAddress(OpBuilder &b, Location loc, Value weight) {
   Value source = weight;
   int64_t bytes = 1;
-  if (auto view = weight.getDefiningOp<Int8ViewOp>()) {
+  if (auto view = weight.getDefiningOp<Int8ViewOp>())
     source = view.getInput();
+  else if (auto view4 = weight.getDefiningOp<Int4ViewOp>())
+    source = view4.getInput();
+  if (source != weight)
     bytes = 4;
-  }
   Value m = readDynamicBuffer(b, loc, source);
   auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, m);
   Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, m);
@@ -117,7 +130,8 @@ Value collapseInput(OpBuilder &b, Location loc, Value x, SmallVectorImpl<OpFoldR
   return b.create<tensor::CollapseShapeOp>(loc, x, groups);
 }
 
-void rewrite(QLinearOp op, func::FuncOp callee) {
+void rewrite(QLinearOp op, ModuleOp module) {
+  func::FuncOp callee = declareCallee(module, op.getGroupSize().has_value());
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<OpFoldResult> lead;
@@ -159,19 +173,23 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
     ym2 = b.create<memref::CollapseShapeOp>(
         loc, ym, ArrayRef<ReassociationIndices>{rows, {yType.getRank() - 1}});
   }
-  Value mode = b.create<arith::ConstantIntOp>(loc, modeOf(op.getActivations()), 64);
-  auto scaleAttr = op.getInputScaleAttr() ? op.getInputScaleAttr() : b.getF32FloatAttr(1.0f);
-  Value xScale = b.create<arith::ConstantOp>(loc, scaleAttr);
-  Value xZero = b.create<arith::ConstantIntOp>(loc, op.getInputZeroPoint().value_or(0), 64);
+  // The trailing arguments: the group size, or mode, input scale and zero point.
+  SmallVector<Value> tail;
+  if (std::optional<int64_t> group = op.getGroupSize()) {
+    tail.push_back(b.create<arith::ConstantIntOp>(loc, *group, 64));
+  } else {
+    tail.push_back(b.create<arith::ConstantIntOp>(loc, modeOf(op.getActivations()), 64));
+    auto scaleAttr = op.getInputScaleAttr() ? op.getInputScaleAttr() : b.getF32FloatAttr(1.0f);
+    tail.push_back(b.create<arith::ConstantOp>(loc, scaleAttr));
+    tail.push_back(b.create<arith::ConstantIntOp>(loc, op.getInputZeroPoint().value_or(0), 64));
+  }
   SmallVector<Value> args = {readDynamicBuffer(b, loc, x2),
                              address,
                              rowBytes,
                              readDynamicBuffer(b, loc, op.getWeightScale()),
                              readDynamicBuffer(b, loc, bias),
-                             b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym2),
-                             mode,
-                             xScale,
-                             xZero};
+                             b.create<memref::CastOp>(loc, dynamicType(b.getF32Type(), 2), ym2)};
+  args.append(tail);
   b.create<func::CallOp>(loc, callee, args);
   Value y = b.create<bufferization::ToTensorOp>(loc, ym, /*restrict=*/true, /*writable=*/true);
   if (outType.getRank() == 1)
@@ -179,12 +197,13 @@ void rewrite(QLinearOp op, func::FuncOp callee) {
   Value weight = op.getWeight();
   op.getResult().replaceAllUsesWith(y);
   op.erase();
-  if (auto view = weight.getDefiningOp<Int8ViewOp>(); view && view->use_empty())
-    view.erase();
+  if (Operation *view = weight.getDefiningOp();
+      view && isa<Int8ViewOp, Int4ViewOp>(view) && view->use_empty())
+    view->erase();
 }
 
 bool isQuantOp(Operation *op) {
-  return isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, QLinearOp>(op);
+  return isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp, QLinearOp>(op);
 }
 
 struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> {
@@ -192,13 +211,10 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
     ModuleOp module = getOperation();
     SmallVector<QLinearOp> ops;
     module.walk([&](QLinearOp op) { ops.push_back(op); });
-    if (!ops.empty()) {
-      func::FuncOp callee = declareCallee(module);
-      for (QLinearOp op : ops)
-        rewrite(op, callee);
-    }
+    for (QLinearOp op : ops)
+      rewrite(op, module);
     WalkResult left = module.walk([&](Operation *op) {
-      if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp>(op))
+      if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp>(op))
         return WalkResult::advance();
       op->emitError() << op->getName()
                       << " has no CPU lowering outside an integer GEMM (kiln.qlinear)";

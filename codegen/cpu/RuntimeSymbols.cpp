@@ -9,6 +9,7 @@
 
 #include "runtime/artifact/Imports.h"
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/Int4Linear.h"
 #include "runtime/cpu/Int8Gemm.h"
 #include "runtime/cpu/OpenMPShim.h"
 
@@ -51,6 +52,8 @@ std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   for (auto symbol : ::kiln::rt::dnnlShimSymbols())
     symbols.push_back(symbol);
   for (auto symbol : ::kiln::rt::int8GemmSymbols()) // kiln.qlinear (JIT only too)
+    symbols.push_back(symbol);
+  for (auto symbol : ::kiln::rt::int4LinearSymbols()) // grouped weight-only kiln.qlinear
     symbols.push_back(symbol);
   return symbols;
 }

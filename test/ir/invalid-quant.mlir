@@ -107,3 +107,39 @@ func.func @qlinear_bias(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %s: tensor<16x
   %y = "kiln.qlinear"(%x, %w, %s, %b) : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+func.func @qlinear_group_needs_weight_only(%x: tensor<4x64xf32>, %w: tensor<16x64xi8>, %s: tensor<16x2xf32>) {
+  // expected-error @+2 {{group_size needs activations = "none" (weight-only)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "per_token", group_size = 32 : i64} : (tensor<4x64xf32>, tensor<16x64xi8>, tensor<16x2xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_group_size(%x: tensor<4x64xf32>, %w: tensor<16x64xi8>, %s: tensor<16x4xf32>) {
+  // expected-error @+2 {{group_size must be a multiple of 32 dividing K = 64, got 16}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "none", group_size = 16 : i64} : (tensor<4x64xf32>, tensor<16x64xi8>, tensor<16x4xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @qlinear_group_scale(%x: tensor<4x64xf32>, %w: tensor<16x64xi8>, %s: tensor<16x1xf32>) {
+  // expected-error @+2 {{weight_scale must be [N, K / group_size] = [16, 2], got 'tensor<16x1xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "none", group_size = 32 : i64} : (tensor<4x64xf32>, tensor<16x64xi8>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @int4_view_words(%words: tensor<16x6xi32>) {
+  // expected-error @+2 {{int4_view needs a multiple of 4 words (32 values), got 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %w = "kiln.int4_view"(%words) : (tensor<16x6xi32>) -> tensor<16x48xi8>
+  return
+}

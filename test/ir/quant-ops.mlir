@@ -43,6 +43,17 @@ func.func @int8_view(%words: tensor<16x2xi32>) -> tensor<16x8xi8> {
   return %w : tensor<16x8xi8>
 }
 
+// Tests the int4 view (eight values per word) and a grouped weight-only
+// qlinear reading it.
+// CHECK-LABEL: func.func @int4_view
+// CHECK: %[[V:.*]] = kiln.int4_view %{{.*}} : tensor<16x4xi32> -> tensor<16x32xi8>
+// CHECK: kiln.qlinear %{{.*}}, %[[V]], %{{.*}} {activations = "none", group_size = 32 : i64} : (tensor<1x32xf32>, tensor<16x32xi8>, tensor<16x1xf32>) -> tensor<1x16xf32>
+func.func @int4_view(%words: tensor<16x4xi32>, %x: tensor<1x32xf32>, %s: tensor<16x1xf32>) -> tensor<1x16xf32> {
+  %w = kiln.int4_view %words : tensor<16x4xi32> -> tensor<16x32xi8>
+  %y = kiln.qlinear %x, %w, %s {activations = "none", group_size = 32 : i64} : (tensor<1x32xf32>, tensor<16x32xi8>, tensor<16x1xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
 // Tests qlinear with and without a bias, 2-D and 3-D inputs.
 // CHECK-LABEL: func.func @qlinear
 // CHECK: kiln.qlinear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<4x16xf32>

@@ -105,3 +105,20 @@ func.func @dynamic_batch_and_sequence(%x: tensor<?x?x8xf32>, %words: tensor<16x2
   %y = kiln.qlinear %x, %w, %ws {activations = "none"} : (tensor<?x?x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>) -> tensor<?x?x16xf32>
   return %y : tensor<?x?x16xf32>
 }
+
+// -----
+
+// Tests a grouped (int4 weight-only) qlinear: a call of kiln_int4_linear
+// with the words' address and row bytes, the [N, K / group] scales and the
+// group size as its last argument; the int4 view is gone.
+// CHECK: func.func private @kiln_int4_linear(memref<?x?xf32, strided<[?, ?], offset: ?>>, i64, i64, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @int4_grouped
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[G:.*]] = arith.constant 32 : i64
+// CHECK: call @kiln_int4_linear(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[G]])
+// CHECK-NOT: kiln.int4_view
+func.func @int4_grouped(%x: tensor<1x64xf32>, %words: tensor<16x8xi32>, %ws: tensor<16x2xf32>) -> tensor<1x16xf32> {
+  %w = kiln.int4_view %words : tensor<16x8xi32> -> tensor<16x64xi8>
+  %y = kiln.qlinear %x, %w, %ws {activations = "none", group_size = 32 : i64} : (tensor<1x64xf32>, tensor<16x64xi8>, tensor<16x2xf32>) -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}

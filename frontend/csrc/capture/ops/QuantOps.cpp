@@ -9,6 +9,8 @@
 // (`linear_static_int8`) statically through kiln.quantize_static with the
 // calibrated scale and zero point as attributes; a kiln.matmul and the bias
 // add. kiln-fold-quant turns the pattern into one kiln.qlinear.
+// `linear_int4` (weight_only_int4 layers) reads packed int4 words through
+// kiln.int4_view and dequantizes them per group of K.
 // `conv2d_static_int8` (static int8 Conv2d layers) is the same q/dq around a
 // kiln.conv2d, run as oneDNN's int8 convolution (codegen/cpu/ConvsToDnnl.cpp).
 // Arguments kiln.quant never produces are Unsupported (the
@@ -77,6 +79,47 @@ VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
     auto q = e.b.create<QuantizeOp>(I.loc(), in, e.b.getStringAttr(act));
     return e.b.create<DequantizeOp>(I.loc(), q.getResult(), q.getScale());
   });
+}
+
+/// `linear_int4`: x @ dequantize(int4 weight, one scale per group of K)^T +
+/// bias. The int32 words [N, K / 8] are read through kiln.int4_view as
+/// [N, K] values, split into [N, K / g, g] groups, dequantized by the [N,
+/// K / g, 1] scales and merged back, which kiln-fold-quant turns into a
+/// grouped weight-only kiln.qlinear.
+VarP linearInt4(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  Value words = tensorArg(a.get("qweight"), op);
+  Value scale = tensorArg(a.get("weight_scale"), op);
+  Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
+  int64_t group = intArg(a, "group_size", 0);
+  auto xt = ttype(x), wt = ttype(words), st = ttype(scale);
+  if (!xt.getElementType().isF32() || xt.getRank() < 1)
+    throw Unsupported(op + ": the input must be a float32 tensor");
+  if (!wt.getElementType().isInteger(32) || wt.getRank() != 2 || !wt.hasStaticShape())
+    throw Unsupported(op + ": qweight must be int4 values packed in a 2-D int32 tensor");
+  int64_t n = wt.getDimSize(0), k = 8 * wt.getDimSize(1);
+  if (group <= 0 || group % 32 || k % group)
+    throw Unsupported(op + ": group_size must be a multiple of 32 dividing K");
+  if (xt.getShape().back() != k)
+    throw Unsupported(op + ": the input's last dim differs from the weight's K");
+  if (!st.getElementType().isF32() || st.getShape() != llvm::ArrayRef<int64_t>{n, k / group})
+    throw Unsupported(op + ": weight_scale must be float32 [N, K / group_size]");
+  if (bias && (!ttype(bias).getElementType().isF32() ||
+               ttype(bias).getShape() != llvm::ArrayRef<int64_t>{n}))
+    throw Unsupported(op + ": bias must be float32 [N]");
+  Emit e(I);
+  mlir::Location loc = I.loc();
+  int64_t rank = xt.getRank();
+  if (rank == 1)
+    x = e.reshape(x, {1, k});
+  Value w = e.reshape(e.b.create<Int4ViewOp>(loc, words), {n, k / group, group});
+  Value wd = e.b.create<DequantizeOp>(loc, w, e.reshape(scale, {n, k / group, 1}));
+  Value r = e.inferred<MatmulOp>({x, e.permute(e.reshape(wd, {n, k}), {1, 0})});
+  if (bias)
+    r = e.bin<AddOp>(r, bias);
+  if (rank == 1)
+    r = e.reshape(r, {n});
+  return T(r);
 }
 
 /// The calibrated input scale and zero point of a static layer.
@@ -156,6 +199,9 @@ void registerQuantOps(OpRegistry &r) {
   r.op("quant_linear_int8", linearInt8,
        Params{"input", "qweight", "weight_scale", "bias", "activations"})
       .function("kiln.quant._ops", "linear_int8");
+  r.op("quant_linear_int4", linearInt4,
+       Params{"input", "qweight", "weight_scale", "bias", "group_size"})
+      .function("kiln.quant._ops", "linear_int4");
   r.op("quant_linear_static_int8", linearStaticInt8,
        Params{"input", "qweight", "weight_scale", "bias", "input_scale", "input_zero_point"})
       .function("kiln.quant._ops", "linear_static_int8");

@@ -7,8 +7,8 @@ In torch.ao's shape::
     fast = kiln.compile(prepared)   # int8 GEMMs (oneMKL VNNI) inside kiln's graph
 
 ``dynamic_int8(activations="per_token" | "per_tensor")``,
-``static_int8(observer="minmax" | "histogram" | "percentile")`` and
-``weight_only_int8()``
+``static_int8(observer="minmax" | "histogram" | "percentile")``,
+``weight_only_int8()`` and ``weight_only_int4(group_size=128)``
 quantize ``nn.Linear`` layers (static int8 also ``nn.Conv2d``;
 per-channel symmetric int8 weights),
 filtered by ``module_types`` and ``include``/``exclude`` name patterns.
@@ -28,17 +28,16 @@ they train, then converts to the same int8 layers::
     ...
     fast = kiln.compile(kiln.quant.convert(qat.eval()))
 
-``weight_only_int4`` and ``fp8`` are not implemented yet and raise
-NotImplementedError.
+``fp8`` is not implemented yet and raises NotImplementedError.
 """
 from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, weight_only_int4,
                                 weight_only_int8)
-from kiln.quant._modules import QuantizedLinear, prepare
+from kiln.quant._modules import QuantizedLinear, QuantizedLinearInt4, prepare
 from kiln.quant._qat import QATConv2d, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
 
-__all__ = ["QuantConfig", "QuantizedLinear", "ObservedLinear", "ObservedConv2d", "QATLinear",
+__all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "ObservedLinear", "ObservedConv2d", "QATLinear",
            "QATConv2d",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",

@@ -4,7 +4,8 @@
 A config names a scheme (``dynamic_int8``: int8 weights and activations
 quantized per call; ``static_int8``: activations quantized with a scale and
 zero point calibrated beforehand; ``weight_only_int8``: int8 weights, float
-activations),
+activations; ``weight_only_int4``: int4 weights with a scale per group of
+input features, float activations),
 the activation granularity, and which modules it applies to: by type
 (``module_types``, only ``torch.nn.Linear`` today) and by qualified name
 (``include``/``exclude``: ``fnmatch`` patterns such as ``"encoder.*"``; a
@@ -15,6 +16,7 @@ and matches no ``exclude``). Configs kiln does not implement yet raise
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from dataclasses import dataclass
 
@@ -38,6 +40,7 @@ class QuantConfig:
     exclude: tuple
     observer: str | None = None
     percentile: float | None = None
+    group_size: int | None = None
 
     def selects(self, name: str, module: nn.Module, as_type=None) -> bool:
         """Whether ``module`` (qualified name ``name``; of type ``as_type``
@@ -106,8 +109,8 @@ def weight_only_int8(module_types=(nn.Linear,), include=None, exclude=()):
 def _not_yet(name, what):
     def config(*args, **kwargs):
         raise NotImplementedError(f"kiln.quant.{name}: {what} is not implemented yet (issue 19); "
-                                  "kiln.quant supports dynamic_int8(), static_int8() and "
-                                  "weight_only_int8()")
+                                  "kiln.quant supports dynamic_int8(), static_int8(), "
+                                  "weight_only_int8() and weight_only_int4()")
     config.__name__ = name
     config.__doc__ = f"Not implemented yet: {what} (raises NotImplementedError)."
     return config
@@ -135,5 +138,13 @@ def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=
                    float(percentile) if observer == "percentile" else None)
 
 
-weight_only_int4 = _not_yet("weight_only_int4", "int4 weight-only quantization")
+def weight_only_int4(group_size=128, module_types=(nn.Linear,), include=None, exclude=()):
+    """Weight-only int4: symmetric int4 weights (values in [-7, 7]) with one
+    float32 scale per group of ``group_size`` consecutive input features
+    (``max|w| / 7`` over the group; a multiple of 32), float activations."""
+    if not isinstance(group_size, int) or group_size <= 0 or group_size % 32:
+        raise ValueError(f"kiln.quant.weight_only_int4: group_size={group_size!r} is not a "
+                         "positive multiple of 32")
+    config = _config("weight_only_int4", "none", module_types, include, exclude)
+    return dataclasses.replace(config, group_size=group_size)
 fp8 = _not_yet("fp8", "fp8 quantization (sm_90)")

@@ -91,6 +91,49 @@ class QuantizedLinear(nn.Module):
                 f"activations={self.activations!r}")
 
 
+class QuantizedLinearInt4(nn.Module):
+    """An ``nn.Linear`` with int4 weights (inference only): one symmetric
+    scale per output channel and group of ``group_size`` input features
+    (``max|w| / 7``, values in [-7, 7]), packed eight per int32 word
+    (``kiln.quant._ops.pack_int4``). Its forward calls
+    ``kiln.quant._ops.linear_int4``: eagerly the torch reference, under
+    ``kiln.compile`` kiln's int4 kernel."""
+
+    def __init__(self, in_features, out_features, group_size=128):
+        super().__init__()
+        if group_size <= 0 or group_size % 32 or in_features % group_size:
+            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of "
+                             f"group_size={group_size} (a multiple of 32)")
+        self.in_features, self.out_features = in_features, out_features
+        self.group_size = group_size
+        self.register_buffer("qweight", torch.zeros(out_features, in_features // 8,
+                                                    dtype=torch.int32))
+        self.register_buffer("weight_scale", torch.ones(out_features, in_features // group_size))
+        self.register_buffer("bias", None)
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, group_size=128):
+        q = cls(linear.in_features, linear.out_features, group_size)
+        n, k = linear.weight.shape
+        w = linear.weight.detach().to(torch.float32).reshape(n, k // group_size, group_size)
+        scale = _ops.group_scale(w.abs().amax(dim=-1, keepdim=True))
+        values = torch.clamp(torch.round(w / scale), -7.0, 7.0).reshape(n, k)
+        # A NaN group (NaN scale) stores zeros; its scale makes its outputs NaN.
+        q.qweight = _ops.pack_int4(torch.nan_to_num(values).to(torch.int32))
+        q.weight_scale = scale.reshape(n, k // group_size).contiguous()
+        if linear.bias is not None:
+            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return q
+
+    def forward(self, input):
+        return _ops.linear_int4(input, self.qweight, self.weight_scale, self.bias,
+                                self.group_size)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"group_size={self.group_size}")
+
+
 def _is_ao_linear(module) -> bool:
     return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
 
@@ -103,7 +146,7 @@ def _why_not_conv(module):
     return None
 
 
-def _why_not(name, module):
+def _why_not(module, config):
     if _is_ao_linear(module):
         return None if module.in_features % 4 == 0 else (
             f"in_features={module.in_features} is not a multiple of 4")
@@ -113,6 +156,9 @@ def _why_not(name, module):
         return f"device {module.weight.device} (CPU only)"
     if isinstance(module, nn.Conv2d):
         return _why_not_conv(module)
+    if config.group_size and module.in_features % config.group_size:
+        return (f"in_features={module.in_features} is not a multiple of "
+                f"group_size={config.group_size}")
     if module.in_features % 4:
         return f"in_features={module.in_features} is not a multiple of 4"
     return None
@@ -168,11 +214,11 @@ def selected_layers(model: nn.Module, config: QuantConfig, who: str) -> list:
     selected layer kiln cannot quantize raises ValueError naming it and why."""
     chosen = [(n, m) for n, m in model.named_modules() if n and config.selects(n, m)]
     # Layers torch.ao's quantize_dynamic already quantized keep their int8 weights.
-    if nn.Linear in config.module_types and config.scheme != "static_int8":
+    if nn.Linear in config.module_types and config.scheme in ("dynamic_int8", "weight_only_int8"):
         chosen += [(n, m) for n, m in model.named_modules()
                    if n and _is_ao_linear(m) and config.selects(n, m, as_type=nn.Linear)]
     for name, module in chosen:
-        why = _why_not(name, module)
+        why = _why_not(module, config)
         if why:
             raise ValueError(f"kiln.quant.{who}: cannot quantize {name!r}: {why}")
     return chosen
@@ -193,7 +239,11 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
         _static.observe(model, chosen, config.observer, config.percentile)
         return model.eval()
     for name, module in chosen:
-        _static.replace_module(model, name, (QuantizedLinear.from_torch_ao if _is_ao_linear(module)
-                                             else QuantizedLinear.from_float)(module,
-                                                                              config.activations))
+        if config.scheme == "weight_only_int4":
+            layer = QuantizedLinearInt4.from_float(module, config.group_size)
+        elif _is_ao_linear(module):
+            layer = QuantizedLinear.from_torch_ao(module, config.activations)
+        else:
+            layer = QuantizedLinear.from_float(module, config.activations)
+        _static.replace_module(model, name, layer)
     return model.eval()

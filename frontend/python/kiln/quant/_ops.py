@@ -96,3 +96,43 @@ def conv2d_static_int8(input, qweight, weight_scale, bias, stride, padding, dila
     x = qd.dequantize_per_tensor(q, input_scale, input_zero_point, 0, 255, torch.uint8)
     w = qweight.to(torch.float32) * weight_scale
     return torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation, groups)
+
+
+def pack_int4(values: torch.Tensor) -> torch.Tensor:
+    """int32 words ``[N, K / 8]`` holding int4 ``values`` ``[N, K]`` (integers
+    in [-8, 7], K a multiple of 32) as ``kiln.int4_view`` reads them: every 32
+    values are 16 bytes, byte j holding value j + 8 in its low nibble and
+    value 16 + j + 8 in its high nibble."""
+    n, k = values.shape
+    blocks = (values.to(torch.int32) + 8).reshape(n, k // 32, 2, 16)
+    packed = (blocks[:, :, 0] | (blocks[:, :, 1] << 4)).to(torch.uint8)
+    return packed.reshape(n, k // 2).contiguous().view(torch.int32)
+
+
+def unpack_int4(words: torch.Tensor) -> torch.Tensor:
+    """The int4 values ``[N, K]`` (int32) of ``pack_int4``'s words."""
+    n = words.shape[0]
+    packed = words.contiguous().view(torch.uint8).to(torch.int32).reshape(n, -1, 16)
+    values = torch.stack([packed & 0x0F, packed >> 4], dim=2) - 8
+    return values.reshape(n, -1)
+
+
+def group_scale(amax: torch.Tensor) -> torch.Tensor:
+    """int4 group scales ``amax / 7`` (1 for an all-zero group, NaN for a
+    group holding a NaN or an infinity)."""
+    scale = torch.where(amax > 0, amax / 7.0, torch.ones_like(amax))
+    return torch.where(torch.isfinite(amax), scale, torch.full_like(amax, float("nan")))
+
+
+def linear_int4(input, qweight, weight_scale, bias=None, group_size=128):
+    """``input [..., K] @ dequantize(qweight)^T + bias`` for int4 weights
+    (``pack_int4`` words ``[N, K / 8]``) with one float32 scale per group of
+    ``group_size`` values of K (``weight_scale`` ``[N, K / group_size]``), as
+    kiln's compiled kernel computes it up to float summation order."""
+    values = unpack_int4(qweight).to(torch.float32)
+    n, k = values.shape
+    w = (values.reshape(n, k // group_size, group_size) * weight_scale.unsqueeze(-1)).reshape(n, k)
+    y = input.reshape(-1, k) @ w.t()
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*input.shape[:-1], n)
