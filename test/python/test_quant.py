@@ -77,7 +77,7 @@ def test_name_filters_select_modules():
     (lambda: kiln.quant.dynamic_int8(module_types=(nn.Conv2d,)), "only torch.nn.Linear)"),
     (lambda: kiln.quant.prepare(nn.Sequential(nn.Conv2d(3, 4, 3, padding_mode="reflect")),
                                 kiln.quant.static_int8()), "padding_mode='reflect'"),
-    (lambda: kiln.quant.weight_only_int4(group_size=32), "kiln.quant.weight_only_int4"),
+    (lambda: kiln.quant.weight_only_int4(group_size=40), "group_size=40"),
     (lambda: kiln.quant.fp8(), "kiln.quant.fp8"),
     (lambda: kiln.quant.prepare_qat(mlp(), kiln.quant.dynamic_int8()),
      "kiln.quant.prepare_qat: dynamic_int8"),
