@@ -162,3 +162,17 @@ def test_half_precision_fused_ops_round_once(dtype, name, f):
     assert differ.sum().item() <= 16
     ulp = torch.finfo(dtype).eps * want.float().abs().clamp_min(torch.finfo(dtype).tiny)
     assert ((got.float() - want.float()).abs() <= ulp)[differ].all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("start,end,steps", [(0.02, 0.3, 7), (-3, 5.5, 100), (1e-3, 7.7, 4097)])
+def test_linspace_values_are_eagers(dtype, start, end, steps):
+    """kiln computed linspace's values in double and rounded them once:
+    eager computes in the dtype's own arithmetic (vectorized), so some
+    float32 values were an ulp off (0.02..0.3 in 7 steps: 4 of 7)."""
+    def f(x):
+        return x + torch.linspace(start, end, steps, dtype=dtype)
+
+    x = torch.zeros(steps, dtype=dtype)
+    got = whole_graph(f, x, compare=lambda *_: None)
+    assert torch.equal(got, f(x))

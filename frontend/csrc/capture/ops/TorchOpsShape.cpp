@@ -697,12 +697,23 @@ VarP linspace(Interpreter &I, const std::string &op, Args &a) {
   DType d = dt ? *dt : defaultFloat();
   if (!isFloatingDType(d))
     throw Unsupported(BreakCategory::UnsupportedOp, "integer linspace is not supported yet");
+  // The values torch computes (in the dtype's arithmetic, vectorized on this
+  // CPU: a double computation differed by an ulp), as a constant.
+  PyRef fn = PyRef::steal(PyObject_GetAttrString(torchModule(), "linspace"));
+  PyRef args = PyRef::steal(Py_BuildValue("(ddL)", start, end, static_cast<long long>(steps)));
+  PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O}", "dtype", dtypeObject(d)));
+  PyRef values = fn && args && kwargs
+                     ? PyRef::steal(PyObject_Call(fn.get(), args.get(), kwargs.get()))
+                     : PyRef();
+  PyRef list =
+      values ? PyRef::steal(PyObject_CallMethod(values.get(), "tolist", nullptr)) : PyRef();
+  if (!list || !PyList_Check(list.get())) {
+    PyErr_Clear();
+    throw Unsupported("linspace: torch.linspace failed at capture time");
+  }
   std::vector<double> vals;
-  double step = steps > 1 ? (end - start) / (steps - 1) : 0;
-  for (int64_t i = 0; i < steps; ++i)
-    // Like ATen: the first half counts up from start, the rest down from end
-    // (steps == 1 gives start).
-    vals.push_back(i < steps / 2 || steps == 1 ? start + i * step : end - (steps - 1 - i) * step);
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
+    vals.push_back(PyFloat_AsDouble(PyList_GET_ITEM(list.get(), i)));
   return T(Emit(I).dense({steps}, d, vals));
 }
 
