@@ -8,7 +8,9 @@ weights (``torch.ops.quantized.linear_dynamic``: a wrong scale or zero point
 would show as a large error), and with the fp32 model on scikit-learn's
 bundled digits (accuracy within 1 point).
 """
+import copy
 import functools
+import importlib.util
 
 import pytest
 import torch
@@ -316,3 +318,30 @@ def test_hf_conv1d_layers_quantized_as_linears(config):
     assert_compiled(graphs=1, eager_calls=0, fallback_ops=0)
     # The original keeps its Conv1D layers.
     assert sum(type(m).__name__ == "Conv1D" for m in model.modules()) == 8
+
+
+@pytest.mark.parametrize("config", ["Int8WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig"])
+def test_models_quantized_by_torchao_keep_their_int8_weights(config):
+    """torchao's ``quantize_`` leaves ``Int8Tensor`` weights (a tensor
+    subclass kiln's capture breaks on: 7-32 breaks, every layer eager);
+    ``prepare`` takes their int8 values and scales into kiln's layers."""
+    if importlib.util.find_spec("torchao") is None:
+        pytest.skip("torchao is not installed (tools/bootstrap.sh pins torchao==0.18.0)")
+    import torchao.quantization as tq
+    model = copy.deepcopy(mlp())
+    tq.quantize_(model, getattr(tq, config)())
+    weight_only = config == "Int8WeightOnlyConfig"
+    cfg = kiln.quant.weight_only_int8() if weight_only else kiln.quant.dynamic_int8()
+    prepared = kiln.quant.prepare(model, cfg)
+    for i in (0, 2, 4):
+        assert torch.equal(prepared[i].int8_weight(), model[i].weight.qdata)
+    x = torch.randn(16, 64)
+    got = compiled_matches_eager(prepared, x)
+    with torch.no_grad():
+        want = model(x)
+    if weight_only:  # the same arithmetic
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    else:  # torchao scales activations by max|x| / 127.5, kiln by / 127
+        assert sqnr(want, got) > 30
+    with pytest.raises(ValueError, match="already quantized by torchao"):
+        kiln.quant.prepare(model, kiln.quant.static_int8())

@@ -78,6 +78,22 @@ class QuantizedLinear(nn.Module):
             q.bias = module.bias().detach().to(torch.float32).clone()
         return q
 
+    @classmethod
+    def from_torchao(cls, linear: nn.Linear, activations="per_token"):
+        """The layer with the int8 values, scales and bias of a Linear that
+        torchao's ``quantize_`` (``Int8WeightOnlyConfig``,
+        ``Int8DynamicActivationInt8WeightConfig``) left with an ``Int8Tensor``
+        weight (symmetric, one scale per output channel); activations then
+        follow ``activations``."""
+        weight = linear.weight
+        n, k = weight.qdata.shape
+        q = cls(k, n, activations)
+        q.qweight = weight.qdata.contiguous().view(torch.int32)
+        q.weight_scale = weight.scale.detach().to(torch.float32).reshape(n, 1).contiguous()
+        if linear.bias is not None:
+            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return q
+
     def int8_weight(self) -> torch.Tensor:
         """The int8 weight values ``[N, K]`` (a view)."""
         return self.qweight.view(torch.int8)
@@ -134,6 +150,27 @@ class QuantizedLinearInt4(nn.Module):
                 f"group_size={self.group_size}")
 
 
+def torchao_weight_problem(linear) -> str | None:
+    """None when ``linear``'s weight is a torchao ``Int8Tensor`` kiln's
+    layers hold as they are (int8 values, one scale per output channel,
+    zero points 0); else what differs. Not called for plain float weights."""
+    w = linear.weight
+    k = w.qdata.shape[-1] if hasattr(w, "qdata") else None
+    if type(w).__name__ != "Int8Tensor" or k is None:
+        return f"a torchao {type(w).__name__} weight (int8 Int8Tensor only)"
+    if list(getattr(w, "block_size", ())) != [1, k]:
+        return f"torchao block_size {list(w.block_size)} (one scale per output channel only)"
+    if w.zero_point is not None and bool(w.zero_point.ne(0).any()):
+        return "torchao weights with nonzero zero points (kiln's weights are symmetric)"
+    return None
+
+
+def is_torchao_linear(module) -> bool:
+    """An ``nn.Linear`` whose weight is a torchao quantized tensor subclass."""
+    return (isinstance(module, nn.Linear)
+            and type(module.weight).__module__.split(".")[0] == "torchao")
+
+
 def _is_ao_linear(module) -> bool:
     return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
 
@@ -150,6 +187,11 @@ def _why_not(module, config):
     if _is_ao_linear(module):
         return None if module.in_features % 4 == 0 else (
             f"in_features={module.in_features} is not a multiple of 4")
+    if is_torchao_linear(module):
+        if config.scheme not in ("dynamic_int8", "weight_only_int8"):
+            return (f"already quantized by torchao ({type(module.weight).__name__}): "
+                    "dynamic_int8() or weight_only_int8() keep its int8 weights")
+        return torchao_weight_problem(module)
     if module.weight.dtype != torch.float32:
         return f"weight dtype {module.weight.dtype} (float32 only)"
     if module.weight.device.type != "cpu":
@@ -243,6 +285,8 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
             layer = QuantizedLinearInt4.from_float(module, config.group_size)
         elif _is_ao_linear(module):
             layer = QuantizedLinear.from_torch_ao(module, config.activations)
+        elif is_torchao_linear(module):
+            layer = QuantizedLinear.from_torchao(module, config.activations)
         else:
             layer = QuantizedLinear.from_float(module, config.activations)
         _static.replace_module(model, name, layer)
