@@ -18,6 +18,7 @@ from torch import nn
 from torch.ao.quantization import observer as ao_observer
 
 import kiln
+import kiln._fallback
 from conftest import assert_compiled
 from test_quant import accuracy, digits, mlp
 from test_quant_static import train_digits_cnn
@@ -278,28 +279,54 @@ def test_digits_cnn_qat_within_one_point_of_fp32():
 # --- torch.ao's own QAT modules ---------------------------------------------------
 
 
-def test_torch_ao_qat_model_compiled_matches_eager():
-    """torch.ao's FakeQuantize calls torch.fused_moving_avg_obs_fake_quant,
-    which writes its running min/max, scale and zero point (``Tensor(a!)``)
-    without bumping their version counters on meta tensors: it ran through
-    torch inside the graph on copies of those buffers, so they never updated
-    (outputs and gradients wrong from the second step). It now breaks the
-    graph, and the module runs as in eager."""
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.quant, self.dequant = (torch.ao.quantization.QuantStub(),
-                                        torch.ao.quantization.DeQuantStub())
-            self.fc1, self.relu, self.fc2 = nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4)
+class AoNet(nn.Module):
+    """A model for torch.ao's eager-mode QAT flow."""
 
-        def forward(self, x):
-            return self.dequant(self.fc2(self.relu(self.fc1(self.quant(x)))))
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = (torch.ao.quantization.QuantStub(),
+                                    torch.ao.quantization.DeQuantStub())
+        self.fc1, self.relu, self.fc2 = nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4)
 
-    model = Net().train()
+    def forward(self, x):
+        return self.dequant(self.fc2(self.relu(self.fc1(self.quant(x)))))
+
+
+def torch_ao_qat_model():
+    model = AoNet().train()
     model.qconfig = torch.ao.quantization.get_default_qat_qconfig("x86")
     with warnings.catch_warnings():  # torch.ao's deprecation and reduce_range warnings
         warnings.simplefilter("ignore")
         torch.ao.quantization.prepare_qat(model, inplace=True)
+    return model
+
+
+def test_fallback_refuses_torch_ao_fused_observer():
+    """torch.fused_moving_avg_obs_fake_quant writes its running min/max,
+    scale and zero point (``Tensor(a!)``) without bumping their version
+    counters on meta tensors: the per-op fallback admitted it and ran it on
+    copies of those buffers, so they never updated (outputs and gradients
+    wrong from the second step). The probe reads the schema now."""
+    meta = [torch.empty(8, 16, device="meta"), torch.ones(1, dtype=torch.uint8, device="meta"),
+            torch.ones(1, dtype=torch.uint8, device="meta"), torch.empty((), device="meta"),
+            torch.empty((), device="meta"), torch.empty(1, device="meta"),
+            torch.empty(1, dtype=torch.int32, device="meta")]
+    refusal = kiln._fallback.probe(torch.fused_moving_avg_obs_fake_quant,
+                                   (*meta, 0.01, 0, 127, -1, False, False), {}, meta)
+    assert isinstance(refusal, kiln._fallback.Refusal), refusal
+    assert "it mutates an argument" in refusal.reason
+
+
+@pytest.mark.parametrize("warm_up", [False, True])
+def test_torch_ao_qat_model_compiled_matches_eager(warm_up):
+    """torch.ao's FakeQuantize modules (``torch.fused_moving_avg_obs_fake_quant``,
+    lowered by kiln/_decompositions.py: bit-equal outputs, gradients and
+    observer state). Its per-channel weight observers size their buffers in
+    the first call: compiled from the start, that call breaks there (and the
+    breaks stay); after one eager call the step is one graph."""
+    model = torch_ao_qat_model()
+    if warm_up:
+        model(torch.randn(8, 16))
     twin = copy.deepcopy(model)
     run = kiln.compile(twin)
     for i in range(3):
@@ -312,3 +339,10 @@ def test_torch_ao_qat_model_compiled_matches_eager():
     expected = model.state_dict()
     for name, value in twin.state_dict().items():
         torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=name)
+    if warm_up:
+        assert_compiled(graphs=1, eager_calls=0, fallback_ops=0, eager_backwards=0)
+    # Observers switched off through their tensor flags: the same graph.
+    model.apply(torch.ao.quantization.disable_observer)
+    twin.apply(torch.ao.quantization.disable_observer)
+    x = torch.randn(8, 16) * 9
+    torch.testing.assert_close(run(x), model(x), rtol=0, atol=0)

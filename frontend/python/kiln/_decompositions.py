@@ -167,6 +167,93 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, 
                           zero_point.reshape(shape), quant_min, quant_max, per_channel=True)
 
 
+_SMALL_SCALE = 6.1e-5  # float32 6.1e-5 below, as torch's SMALL_SCALE_THRESHOLD
+
+
+def _choose_qparams(low, high, quant_min, quant_max, symmetric):
+    """torch's ``quant_utils::ChooseQuantizationParams`` (fbgemm's twin,
+    what its CPU observer kernels call) elementwise: float32 ranges in,
+    (float32 scale, int32 zero point) out. A symmetric range is centred
+    first; the range widened to hold 0; the scale in double (0.1 when it
+    rounds to 0 or its reciprocal overflows, raised to 6.1e-5 with the
+    range scaled along); the zero point from the end with the smaller
+    error (the middle for a symmetric range), nudged into [quant_min,
+    quant_max]."""
+    levels = quant_max - quant_min
+    if symmetric:
+        half = levels // 2
+        straddles = (low < 0) & (high > 0)
+        widest = torch.maximum((low / -(half + 1)).abs(), (high / half).abs()).double()
+        low = torch.where(straddles, (widest * -(half + 1)).float(), low)
+        high = torch.where(straddles, (widest * half).float(), high)
+    low, high = torch.clamp(low, max=0.0), torch.clamp(high, min=0.0)
+    scale = (high.double() - low.double()) / levels
+    rounded = scale.float()
+    scale = torch.where((rounded == 0) | torch.isinf(1.0 / rounded), 0.1, scale)
+    small_f32 = torch.full((), _SMALL_SCALE, dtype=torch.float32)
+    small = scale < small_f32.double()
+    amplifier = small_f32 / scale.float()
+    low_small = torch.where(high == 0, -(small_f32 * levels), low * amplifier)
+    high_small = torch.where(low == 0, small_f32 * levels, high * amplifier)
+    low_small = torch.where(low == 0, low, low_small)
+    high_small = torch.where((low != 0) & (high == 0), high, high_small)
+    low, high = torch.where(small, low_small, low), torch.where(small, high_small, high)
+    scale = torch.where(small, small_f32.double(), scale)
+    from_min, from_max = quant_min - low.double() / scale, quant_max - high.double() / scale
+    error_min = abs(quant_min) - (low.double() / scale).abs()
+    error_max = abs(quant_max) - (high.double() / scale).abs()
+    zero = torch.where(error_min < error_max, from_min, from_max)
+    if symmetric:
+        zero = torch.where((low < 0) & (high > 0), (quant_min + quant_max) / 2, zero)
+    zero = torch.round(torch.clamp(zero, quant_min, quant_max))
+    return scale.float(), zero.to(torch.int32)
+
+
+def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_min, running_max,
+                                    scale, zero_point, averaging_const, quant_min, quant_max,
+                                    ch_axis, per_row_fake_quant=False, symmetric_quant=False):
+    """torch.fused_moving_avg_obs_fake_quant (torch.ao's FusedMovingAvgObsFakeQuantize,
+    its default QAT observer): while ``observer_on``, the running min/max
+    move by ``averaging_const`` towards this batch's (taken as they are
+    the first time); while ``fake_quant_on``, ``scale``/``zero_point`` are
+    chosen from them and the input is fake-quantized with them (else
+    returned as it is). The running ranges, scale and zero point are
+    written in place, as the kernel does."""
+    x = self
+    if x.dtype != torch.float32 or scale.dtype != torch.float32:
+        raise NotImplementedError("fused_moving_avg_obs_fake_quant: float32 only in kiln")
+    if per_row_fake_quant:
+        if ch_axis != 0 or x.dim() != 2 or running_min.numel() != x.shape[0] or \
+                scale.numel() != x.shape[0]:
+            raise NotImplementedError(
+                "fused_moving_avg_obs_fake_quant: per-channel ranges of a 2-D input along dim 0 "
+                "only, into sized buffers (torch.ao sizes a per-channel observer's buffers in "
+                "its first call: run the model once eagerly before kiln.compile for one graph)")
+        low, high = x.detach().amin(dim=1), x.detach().amax(dim=1)
+    else:
+        if running_min.numel() != 1 or scale.numel() != 1:
+            raise NotImplementedError("fused_moving_avg_obs_fake_quant: per-tensor buffers")
+        low, high = x.detach().amin().reshape(running_min.shape), \
+            x.detach().amax().reshape(running_max.shape)
+    observe, quantize = observer_on.reshape(()) != 0, fake_quant_on.reshape(()) != 0
+    for running, seen in ((running_min, low), (running_max, high)):
+        moved = torch.where(torch.isinf(running), seen, running + averaging_const * (seen - running))
+        running.copy_(torch.where(observe, moved, running))
+    new_scale, new_zero = _choose_qparams(running_min.reshape(-1), running_max.reshape(-1),
+                                          quant_min, quant_max, symmetric_quant)
+    scale.copy_(torch.where(quantize, new_scale.reshape(scale.shape), scale))
+    zero_point.copy_(torch.where(quantize, new_zero.reshape(zero_point.shape).to(zero_point.dtype),
+                                 zero_point))
+    if per_row_fake_quant:
+        shape = (-1, 1)
+        out = _fake_quantize(x, new_scale.reshape(shape), new_zero.to(torch.float32).reshape(shape),
+                             quant_min, quant_max, per_channel=True)
+    else:
+        out = _fake_quantize(x, new_scale.reshape(()), new_zero.to(torch.float32).reshape(()),
+                             quant_min, quant_max, per_channel=False)
+    return torch.where(quantize, out, x)
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """torch.vmap: a function whose calls the capture runs once on batched
     values (capture/ops/Vmap.cpp: elementwise ops, casts and integer-tensor
@@ -281,6 +368,7 @@ DECOMPOSITIONS = {
     torch.diff: diff,
     torch.fake_quantize_per_tensor_affine: fake_quantize_per_tensor_affine,
     torch.fake_quantize_per_channel_affine: fake_quantize_per_channel_affine,
+    torch.fused_moving_avg_obs_fake_quant: fused_moving_avg_obs_fake_quant,
     F.embedding_bag: embedding_bag,
     torch._native_multi_head_attention: native_multi_head_attention,
     torch._transformer_encoder_layer_fwd: transformer_encoder_layer_fwd,
