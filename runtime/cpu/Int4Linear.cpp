@@ -7,11 +7,12 @@
 // per row, unpacks its two nibbles into 16-lane vectors (AVX-512 when the
 // CPU has it, chosen once at run time; a portable loop otherwise), sums a
 // group's products and multiplies the sum by the group's scale. Larger M
-// dequantizes the weight once per call and runs kiln's sgemm.
+// dequantizes the weight a block of rows at a time for kiln's sgemm
+// (WeightOnlyGemm.h).
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Int4Linear.h"
 
-#include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/WeightOnlyGemm.h"
 
 #include <vector>
 
@@ -69,6 +70,39 @@ KILN_AVX512 float dot512(const float *x, const uint8_t *w, int64_t k, const floa
   return _mm512_reduce_add_ps(acc);
 }
 #endif
+
+void dequantizeRowScalar(const uint8_t *w, int64_t k, const float *scales, int64_t group,
+                         float *out) {
+  for (int64_t j = 0; j < k; ++j)
+    out[j] = float(unpack(w + (j / kBlock) * 16, j % kBlock)) * scales[j / group];
+}
+
+#ifdef KILN_INT4_AVX512
+KILN_AVX512 void dequantizeRow512(const uint8_t *w, int64_t k, const float *scales, int64_t group,
+                                  float *out) {
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m512i eight = _mm512_set1_epi32(8);
+  for (int64_t b = 0; b < k; b += kBlock) {
+    __m512 s = _mm512_set1_ps(scales[b / group]);
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + b / 2));
+    __m128i lo = _mm_and_si128(bytes, low);
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+    __m512 wl = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(lo), eight));
+    __m512 wh = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(hi), eight));
+    _mm512_storeu_ps(out + b, _mm512_mul_ps(wl, s));
+    _mm512_storeu_ps(out + b + 16, _mm512_mul_ps(wh, s));
+  }
+}
+#endif
+
+/// Row `w` of the weight (K values) dequantized into `out`.
+void dequantizeRow(const uint8_t *w, int64_t k, const float *scales, int64_t group, float *out) {
+#ifdef KILN_INT4_AVX512
+  if (haveAvx512())
+    return dequantizeRow512(w, k, scales, group, out);
+#endif
+  dequantizeRowScalar(w, k, scales, group, out);
+}
 
 /// One output row: y[r] = x . dequantize(w[r]) + bias[r], r < n.
 void rowKernel(const float *x, const uint8_t *w, int64_t ldw, int64_t n, int64_t k,
@@ -132,17 +166,14 @@ void _mlir_ciface_kiln_int4_linear(kiln::rt::StridedMemRef<float, 2> *x, int64_t
     }
     return;
   }
-  s.weight.resize(n * k);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < k; ++j)
-      s.weight[r * k + j] = float(unpack(w + r * weightRowBytes + (j / kBlock) * 16, j % kBlock)) *
-                            scales[r * groups + j / groupSize];
-  kiln::rt::StridedMemRef<float, 2> bm{s.weight.data(), s.weight.data(), 0, {n, k}, {k, 1}};
-  auto xm = *x;
-  _mlir_ciface_kiln_blas_sgemm(&xm, &bm, y, /*transB=*/1, 0.0f);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      out[i * y->strides[0] + r] += b[r];
+  kiln::rt::dequantizedGemm(
+      *x, y, b,
+      [&](int64_t first, int64_t count, float *rows) {
+        for (int64_t r = first; r < first + count; ++r)
+          dequantizeRow(w + r * weightRowBytes, k, scales + r * groups, groupSize,
+                        rows + (r - first) * k);
+      },
+      s.weight);
 }
 
 } // extern "C"

@@ -19,6 +19,7 @@
 
 #include "runtime/cpu/BlasShims.h"
 #include "runtime/cpu/Int8Simd.h"
+#include "runtime/cpu/WeightOnlyGemm.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -156,8 +157,8 @@ void gemmU8S8(int64_t m, int64_t n, int64_t k, const uint8_t *a, const int8_t *w
 }
 
 /// Inputs of at most this many rows use the weight-only row kernel (int8
-/// weights read once per row); larger ones dequantize the weight once and
-/// call kiln's sgemm shim.
+/// weights read once per row); larger ones dequantize the weight a block of
+/// rows at a time for kiln's sgemm shim (WeightOnlyGemm.h).
 constexpr int64_t kMaxWeightOnlyRows = 8;
 
 /// Weight-only: y = x @ dequantize(w)^T + bias.
@@ -170,16 +171,13 @@ void weightOnly(const kiln::rt::StridedMemRef<float, 2> &x, const int8_t *w, int
       int8::weightOnlyRow(rowOf(x, i, s.row), w, ldw, n, k, ws, b, out + i * y->strides[0]);
     return;
   }
-  s.weight.resize(n * k);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t j = 0; j < k; ++j)
-      s.weight[r * k + j] = float(w[r * ldw + j]) * ws[r];
-  kiln::rt::StridedMemRef<float, 2> bm{s.weight.data(), s.weight.data(), 0, {n, k}, {k, 1}};
-  auto xm = x;
-  _mlir_ciface_kiln_blas_sgemm(&xm, &bm, y, /*transB=*/1, 0.0f);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < n; ++r)
-      out[i * y->strides[0] + r] += b[r];
+  kiln::rt::dequantizedGemm(
+      x, y, b,
+      [&](int64_t first, int64_t count, float *rows) {
+        for (int64_t r = first; r < first + count; ++r)
+          int8::dequantizeRow(w + r * ldw, k, ws[r], rows + (r - first) * k);
+      },
+      s.weight);
 }
 
 } // namespace

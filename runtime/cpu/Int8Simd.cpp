@@ -135,6 +135,19 @@ KILN_AVX512 float dequantDot512(const float *x, const int8_t *w, int64_t k, floa
 }
 #endif
 
+#ifdef KILN_INT8_AVX512
+KILN_AVX512 void dequantize512(const int8_t *w, int64_t k, float scale, float *out) {
+  const __m512 s = _mm512_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(w + j));
+    _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), s));
+  }
+  for (; j < k; ++j)
+    out[j] = float(w[j]) * scale;
+}
+#endif
+
 float dequantDotScalar(const float *x, const int8_t *w, int64_t k, float scale) {
   float total = 0.0f;
   for (int64_t j = 0; j < k; ++j)
@@ -155,6 +168,15 @@ void weightOnlyRow(const float *x, const int8_t *w, int64_t ldw, int64_t n, int6
 #endif
   for (int64_t r = 0; r < n; ++r)
     y[r] = dequantDotScalar(x, w + r * ldw, k, wScale[r]) + bias[r];
+}
+
+void dequantizeRow(const int8_t *w, int64_t k, float scale, float *out) {
+#ifdef KILN_INT8_AVX512
+  if (haveAvx512())
+    return dequantize512(w, k, scale, out);
+#endif
+  for (int64_t j = 0; j < k; ++j)
+    out[j] = float(w[j]) * scale;
 }
 
 float absMax(const float *x, int64_t k) {

@@ -34,6 +34,9 @@ void epilogueRow(const int32_t *acc, const int32_t *comp, float xScale, const fl
 void weightOnlyRow(const float *x, const int8_t *w, int64_t ldw, int64_t n, int64_t k,
                    const float *wScale, const float *bias, float *y);
 
+/// out[j] = float(w[j]) * scale, j < k.
+void dequantizeRow(const int8_t *w, int64_t k, float scale, float *out);
+
 } // namespace kiln::rt::int8
 
 #endif // KILN_RUNTIME_CPU_INT8SIMD_H

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Ops and torch names of the tensor factories: torch.zeros/ones/full, their
-// `_like` forms and torch.arange. Static sizes become one splat (or dense)
+// `_like` forms, torch.arange, empty(_like), x.new_*, eye and linspace (its
+// values computed by torch at capture time). Static sizes become one splat (or dense)
 // kiln.constant; symbolic sizes build the tensor from the input that
 // carries the size (SymbolicSizes.cpp). `device=` must be the graph's
 // device (CPU, a CUDA device, or meta for a dry run; a torch.device, a
@@ -359,6 +360,80 @@ VarP arange(Interpreter &I, const std::string &op, Args &a) {
   return T(e.b.create<ConstantOp>(I.loc(), llvm::cast<mlir::ElementsAttr>(attr)));
 }
 
+/// empty(_like): zeros(_like) (empty values are unspecified: zeros are as
+/// good as any, and testable).
+template <bool Like> VarP empty(Interpreter &I, const std::string &op, Args &a) {
+  Args b = a;
+  return applyTracked(I, Like ? "zeros_like" : "zeros", b);
+}
+
+/// x.new_zeros/new_ones/new_full/new_empty: the factory `Factory` with x's
+/// dtype and device unless `dtype=`/`device=` is given.
+template <const char *Factory> VarP newTensor(Interpreter &I, const std::string &op, Args &a) {
+  Value v = tensorArg(a.get("input"), op);
+  Args b = a;
+  b.named.erase("input");
+  if (b.isNone("dtype"))
+    b.named["dtype"] = makeConst(PyRef::borrow(dtypeObject(dtypeOfValue(v))));
+  if (b.isNone("device"))
+    b.named["device"] = I.tensorAttribute(a.get("input"), "device");
+  return applyTracked(I, Factory, b);
+}
+constexpr char kZeros[] = "zeros", kOnes[] = "ones", kFull[] = "full";
+
+/// The `dtype=` of eye/linspace (on the graph's device).
+std::optional<DType> creationDType(Interpreter &I, const std::string &op, const Args &a) {
+  checkFactoryDevice(I, op, a, false);
+  if (a.isNone("dtype"))
+    return std::nullopt;
+  // A dtype kiln has no type for (uint8, int8, ...) breaks; it must not
+  // read as "no dtype" (eye/linspace came back as the default float).
+  std::optional<DType> d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
+  if (!d)
+    throw Unsupported(BreakCategory::UnsupportedOp, op + ": unsupported dtype");
+  return d;
+}
+
+VarP eye(Interpreter &I, const std::string &op, Args &a) {
+  std::optional<DType> dt = creationDType(I, op, a);
+  int64_t n = asInt(a.get("n"), "n"), m = intArg(a, "m", n);
+  if (n < 0 || m < 0)
+    throw Unsupported(BreakCategory::UserError, "eye with a negative size (eager raises)");
+  std::vector<double> vals;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      vals.push_back(i == j);
+  return T(Emit(I).dense({n, m}, dt ? *dt : defaultFloat(), vals));
+}
+
+VarP linspace(Interpreter &I, const std::string &op, Args &a) {
+  std::optional<DType> dt = creationDType(I, op, a);
+  double start = asDouble(a.get("start"), "start"), end = asDouble(a.get("end"), "end");
+  int64_t steps = asInt(a.get("steps"), "steps");
+  if (steps < 0 || steps > (1 << 16))
+    throw Unsupported("linspace steps out of range");
+  DType d = dt ? *dt : defaultFloat();
+  if (!isFloatingDType(d))
+    throw Unsupported(BreakCategory::UnsupportedOp, "integer linspace is not supported yet");
+  // The values torch computes (in the dtype's arithmetic, vectorized on this
+  // CPU: a double computation differed by an ulp), as a constant.
+  PyRef fn = PyRef::steal(PyObject_GetAttrString(torchModule(), "linspace"));
+  PyRef args = PyRef::steal(Py_BuildValue("(ddL)", start, end, static_cast<long long>(steps)));
+  PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O}", "dtype", dtypeObject(d)));
+  PyRef values = PyRef::steal(
+      fn && args && kwargs ? PyObject_Call(fn.get(), args.get(), kwargs.get()) : nullptr);
+  PyRef list =
+      PyRef::steal(values ? PyObject_CallMethod(values.get(), "tolist", nullptr) : nullptr);
+  if (!list || !PyList_Check(list.get())) {
+    PyErr_Clear();
+    throw Unsupported("linspace: torch.linspace failed at capture time");
+  }
+  std::vector<double> vals;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
+    vals.push_back(PyFloat_AsDouble(PyList_GET_ITEM(list.get(), i)));
+  return T(Emit(I).dense({steps}, d, vals));
+}
+
 } // namespace
 
 void registerFactoryOps(OpRegistry &r) {
@@ -372,6 +447,20 @@ void registerFactoryOps(OpRegistry &r) {
   r.op("full_like", filled<Fill::Value, true>, Params{"input", "fill_value"}.with(keywords))
       .torch();
   r.op("arange", arange, Params{"start", "end", "step"}.with(keywords)).torch();
+  const Params creation{"dtype",         "layout",     "device",
+                        "requires_grad", "pin_memory", "memory_format"};
+  const Params sizes{"input", "*size"};
+  const VmapRule factory = VmapRule::Factory;
+  r.op("empty", empty<false>, Params{"*size"}.with(creation)).torch();
+  r.op("empty_like", empty<true>, Params{"input"}.with(creation)).torch();
+  r.op("new_zeros", newTensor<kZeros>, sizes.with(creation), NoTraits, factory).method();
+  r.op("new_ones", newTensor<kOnes>, sizes.with(creation), NoTraits, factory).method();
+  r.op("new_empty", newTensor<kZeros>, sizes.with(creation), NoTraits, factory).method();
+  r.op("new_full", newTensor<kFull>, Params{"input", "size", "fill_value"}.with(creation), NoTraits,
+       factory)
+      .method();
+  r.op("eye", eye, Params{"n", "m"}.with(creation)).torch();
+  r.op("linspace", linspace, Params{"start", "end", "steps"}.with(creation)).torch();
 }
 
 } // namespace kiln

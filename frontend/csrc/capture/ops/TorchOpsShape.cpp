@@ -5,7 +5,7 @@
 // flip/roll/tril/triu, movedim/swapaxes, *_as, repeat/tile/
 // repeat_interleave, unflatten/ravel, gather/index_select, F.pad (constant,
 // replicate, reflect, circular), hstack/vstack, outer/dot/addmm/baddbmm and
-// creation ops (empty(_like), new_*, eye, linspace). Everything is built
+// einsum (creation ops are Factories.cpp's). Everything is built
 // from static shapes: reversed or wrapped reads are kiln.gather with a
 // constant index, padding is kiln.concat of constants and slices.
 //===----------------------------------------------------------------------===//
@@ -642,81 +642,6 @@ VarP einsum(Interpreter &I, const std::string &, Args &a) {
   return freshResult(permuteTo(r, kept, out));
 }
 
-/// empty(_like): zeros(_like) (empty values are unspecified: zeros are as
-/// good as any, and testable).
-template <bool Like> VarP empty(Interpreter &I, const std::string &op, Args &a) {
-  Args b = a;
-  return applyTracked(I, Like ? "zeros_like" : "zeros", b);
-}
-
-/// x.new_zeros/new_ones/new_full/new_empty: the factory `Factory` with x's
-/// dtype and device unless `dtype=`/`device=` is given.
-template <const char *Factory> VarP newTensor(Interpreter &I, const std::string &op, Args &a) {
-  Value v = tensorArg(a.get("input"), op);
-  Args b = a;
-  b.named.erase("input");
-  if (b.isNone("dtype"))
-    b.named["dtype"] = makeConst(PyRef::borrow(dtypeObject(dtypeOfValue(v))));
-  if (b.isNone("device"))
-    b.named["device"] = I.tensorAttribute(a.get("input"), "device");
-  return applyTracked(I, Factory, b);
-}
-constexpr char kZeros[] = "zeros", kOnes[] = "ones", kFull[] = "full";
-
-/// The `dtype=` of eye/linspace (on the graph's device).
-std::optional<DType> creationDType(Interpreter &I, const std::string &op, const Args &a) {
-  checkFactoryDevice(I, op, a, false);
-  if (a.isNone("dtype"))
-    return std::nullopt;
-  // A dtype kiln has no type for (uint8, int8, ...) breaks; it must not
-  // read as "no dtype" (eye/linspace came back as the default float).
-  std::optional<DType> d = dtypeFromObject(constObj(a.get("dtype"), "dtype"));
-  if (!d)
-    throw Unsupported(BreakCategory::UnsupportedOp, op + ": unsupported dtype");
-  return d;
-}
-
-VarP eye(Interpreter &I, const std::string &op, Args &a) {
-  std::optional<DType> dt = creationDType(I, op, a);
-  int64_t n = asInt(a.get("n"), "n"), m = intArg(a, "m", n);
-  if (n < 0 || m < 0)
-    throw Unsupported(BreakCategory::UserError, "eye with a negative size (eager raises)");
-  std::vector<double> vals;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j)
-      vals.push_back(i == j);
-  return T(Emit(I).dense({n, m}, dt ? *dt : defaultFloat(), vals));
-}
-
-VarP linspace(Interpreter &I, const std::string &op, Args &a) {
-  std::optional<DType> dt = creationDType(I, op, a);
-  double start = asDouble(a.get("start"), "start"), end = asDouble(a.get("end"), "end");
-  int64_t steps = asInt(a.get("steps"), "steps");
-  if (steps < 0 || steps > (1 << 16))
-    throw Unsupported("linspace steps out of range");
-  DType d = dt ? *dt : defaultFloat();
-  if (!isFloatingDType(d))
-    throw Unsupported(BreakCategory::UnsupportedOp, "integer linspace is not supported yet");
-  // The values torch computes (in the dtype's arithmetic, vectorized on this
-  // CPU: a double computation differed by an ulp), as a constant.
-  PyRef fn = PyRef::steal(PyObject_GetAttrString(torchModule(), "linspace"));
-  PyRef args = PyRef::steal(Py_BuildValue("(ddL)", start, end, static_cast<long long>(steps)));
-  PyRef kwargs = PyRef::steal(Py_BuildValue("{s:O}", "dtype", dtypeObject(d)));
-  PyRef values = fn && args && kwargs
-                     ? PyRef::steal(PyObject_Call(fn.get(), args.get(), kwargs.get()))
-                     : PyRef();
-  PyRef list =
-      values ? PyRef::steal(PyObject_CallMethod(values.get(), "tolist", nullptr)) : PyRef();
-  if (!list || !PyList_Check(list.get())) {
-    PyErr_Clear();
-    throw Unsupported("linspace: torch.linspace failed at capture time");
-  }
-  std::vector<double> vals;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i)
-    vals.push_back(PyFloat_AsDouble(PyList_GET_ITEM(list.get(), i)));
-  return T(Emit(I).dense({steps}, d, vals));
-}
-
 /// torch.nn.modules.utils._single/_pair/_triple/_quadruple on constants
 /// (nn.Conv*d and pooling modules call them in forward).
 template <size_t N> VarP ntuple(Interpreter &, const std::string &op, Args &a) {
@@ -783,20 +708,6 @@ void registerShapeOps(OpRegistry &r) {
   r.op("baddbmm", addProduct<true>, Params{"input", "batch1", "batch2", "beta", "alpha"})
       .torchAndMethod();
   r.op("einsum", einsum, Params{"equation", "*operands"}).torch();
-  const Params keywords{"dtype",         "layout",     "device",
-                        "requires_grad", "pin_memory", "memory_format"};
-  const Params sizes{"input", "*size"};
-  const VmapRule factory = VmapRule::Factory;
-  r.op("empty", empty<false>, Params{"*size"}.with(keywords)).torch();
-  r.op("empty_like", empty<true>, input.with(keywords)).torch();
-  r.op("new_zeros", newTensor<kZeros>, sizes.with(keywords), NoTraits, factory).method();
-  r.op("new_ones", newTensor<kOnes>, sizes.with(keywords), NoTraits, factory).method();
-  r.op("new_empty", newTensor<kZeros>, sizes.with(keywords), NoTraits, factory).method();
-  r.op("new_full", newTensor<kFull>, Params{"input", "size", "fill_value"}.with(keywords), NoTraits,
-       factory)
-      .method();
-  r.op("eye", eye, Params{"n", "m"}.with(keywords)).torch();
-  r.op("linspace", linspace, Params{"start", "end", "steps"}.with(keywords)).torch();
 }
 
 } // namespace kiln
