@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Int4Linear.h"
 
+#include "runtime/cpu/Int8Simd.h"
 #include "runtime/cpu/WeightOnlyGemm.h"
 
 #include <vector>
@@ -24,6 +25,7 @@
 
 namespace {
 
+using kiln::rt::int8::haveAvx512;
 constexpr int64_t kBlock = 32; // values per 16 packed bytes
 
 /// Value j of a 32-value block of 16 packed bytes.
@@ -44,11 +46,6 @@ float dotScalar(const float *x, const uint8_t *w, int64_t k, const float *scales
 }
 
 #ifdef KILN_INT4_AVX512
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return have;
-}
-
 KILN_AVX512 float dot512(const float *x, const uint8_t *w, int64_t k, const float *scales,
                          int64_t group) {
   const __m128i low = _mm_set1_epi8(0x0F);

@@ -44,10 +44,6 @@ void quantizeAffineScalar(const float *x, int64_t k, float inv, int32_t zero, ui
 }
 
 #ifdef KILN_INT8_AVX512
-bool haveAvx512() {
-  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return have;
-}
 
 KILN_AVX512 float absMax512(const float *x, int64_t k) {
   __m512 m = _mm512_setzero_ps();
@@ -156,6 +152,15 @@ float dequantDotScalar(const float *x, const int8_t *w, int64_t k, float scale) 
 }
 
 } // namespace
+
+bool haveAvx512() {
+#ifdef KILN_INT8_AVX512
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return have;
+#else
+  return false;
+#endif
+}
 
 void weightOnlyRow(const float *x, const int8_t *w, int64_t ldw, int64_t n, int64_t k,
                    const float *wScale, const float *bias, float *y) {

@@ -15,6 +15,9 @@
 
 namespace kiln::rt::int8 {
 
+/// Whether this CPU runs the AVX-512 (F + BW) loops (checked once).
+bool haveAvx512();
+
 /// max |x[j]| over k contiguous floats.
 float absMax(const float *x, int64_t k);
 /// out[j] = clamp(round_half_even(x[j] / scale), -127, 127) + 128.
