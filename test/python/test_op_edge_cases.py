@@ -176,3 +176,22 @@ def test_linspace_values_are_eagers(dtype, start, end, steps):
     x = torch.zeros(steps, dtype=dtype)
     got = whole_graph(f, x, compare=lambda *_: None)
     assert torch.equal(got, f(x))
+
+
+def test_decomposition_refusal_is_not_a_user_visible_exception():
+    """A Python decomposition (kiln/_decompositions.py) raises
+    NotImplementedError for calls it does not cover; that reached user code
+    as if torch had raised it: here the `except` branch ran and returned
+    x + 1 where eager raises torch's RuntimeError. It is now a graph break
+    (unsupported-op) and the call runs in torch."""
+    def f(x):
+        try:
+            return torch.diff(x, n=-1)
+        except NotImplementedError:
+            return x + 1
+
+    x = torch.randn(5)
+    with pytest.raises(RuntimeError, match="order must be non-negative"):
+        f(x)
+    with pytest.raises(RuntimeError, match="order must be non-negative"):
+        kiln.compile(f)(x)

@@ -273,8 +273,22 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
     pinPlainObject(fn, "it is called as the torch op it is"); // OpOverload: by identity
     return r;
   }
-  if (PyObject *decomp = pythonDecomposition(fn)) // a fused kernel as kiln-mapped ops
-    return inlineFunction(decomp, -1, args, kwargs);
+  if (PyObject *decomp = pythonDecomposition(fn)) { // a fused kernel as kiln-mapped ops
+    try {
+      return inlineFunction(decomp, -1, args, kwargs);
+    } catch (const PyRaised &e) {
+      // The decomposition's own "not this call" (kiln/_decompositions.py):
+      // torch's op does not raise it, so user code must not catch it.
+      if (!PyErr_GivenExceptionMatches(e.exc.get(), PyExc_NotImplementedError))
+        throw;
+      PyRef name = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+      PyErr_Clear();
+      throw Unsupported(BreakCategory::UnsupportedOp,
+                        "torch." + (name ? pyText(name.get()) : pyText(fn)) +
+                            ": kiln's lowering does not cover this call (" + pyText(e.exc.get()) +
+                            ")");
+    }
+  }
   if (VarP r = callTorchFunction(fn, args, kwargs))
     return r;
   if (isModule(fn))
