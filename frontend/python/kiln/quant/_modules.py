@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``kiln.quant.prepare``: swaps selected layers for int8 ones.
+"""``kiln.quant.prepare``: swaps selected layers for int8 (or int4) ones.
 
-Each selected ``nn.Linear`` becomes a ``QuantizedLinear`` holding its weight
-as int8 values (one symmetric scale per output channel, ``max|w| / 127``)
-viewed as int32 (kiln's capture has no int8 dtype yet; the IR reads them
-back through ``kiln.int8_view``), the scales and the bias (layers torch.ao's ``quantize_dynamic`` already
-quantized keep their int8 weights and scales). Its forward calls
+Each selected ``nn.Linear`` (and transformers' ``Conv1D``, as the Linear it
+computes) becomes a ``QuantizedLinear`` holding its weight as int8 values
+(one symmetric scale per output channel, ``max|w| / 127``) viewed as int32
+(kiln's capture has no int8 dtype yet; the IR reads them back through
+``kiln.int8_view``), the scales and the bias; layers torch.ao's
+``quantize_dynamic`` or torchao's ``quantize_`` already quantized keep
+their int8 weights and scales. Its forward calls
 ``kiln.quant._ops.linear_int8``: eagerly the torch reference, under
-``kiln.compile`` kiln's q/dq IR and int8 GEMM.
+``kiln.compile`` kiln's q/dq IR and int8 GEMM. ``weight_only_int4`` makes
+``QuantizedLinearInt4`` layers (``kiln.int4_view``, one scale per group of
+input features).
 """
 from __future__ import annotations
 
@@ -211,7 +215,8 @@ def checked_copy(model: nn.Module, config: QuantConfig, inplace: bool, who: str)
     ``kiln.quant.<who>``."""
     if not isinstance(config, QuantConfig):
         raise TypeError(f"kiln.quant.{who}: config must come from kiln.quant.dynamic_int8(), "
-                        f"static_int8() or weight_only_int8(), got {type(config).__name__}")
+                        f"static_int8(), weight_only_int8() or weight_only_int4(), got "
+                        f"{type(config).__name__}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"kiln.quant.{who}: expected an nn.Module, got {type(model).__name__}")
     if config.selects("", model):
