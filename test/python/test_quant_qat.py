@@ -82,6 +82,51 @@ def test_fake_quantize_float_zero_point_matches_eager():
     torch.testing.assert_close(kiln.compile(call)(x), call(x), rtol=0, atol=0, equal_nan=True)
 
 
+def fused_observer(x, on=1, ch_axis=-1, qmin=0, qmax=255):
+    """torch.fused_moving_avg_obs_fake_quant on fresh per-tensor buffers;
+    (output, buffers)."""
+    buffers = [torch.tensor(float("inf")), torch.tensor(float("-inf")), torch.ones(1),
+               torch.zeros(1, dtype=torch.int32)]
+    flag = torch.tensor([on])
+    return torch.fused_moving_avg_obs_fake_quant(x, flag, flag, *buffers, 0.01, qmin, qmax,
+                                                 ch_axis, False, False), buffers
+
+
+EDGE_CALLS = {  # found by porting upstream's test_workflow_ops.py cases (helper probe)
+    "quant_min above quant_max": lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 0, 5, 2),
+    "zero point out of range": lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 300, 0,
+                                                                               255),
+    "int64 per-channel zero points": lambda x: torch.fake_quantize_per_channel_affine(
+        x, torch.ones(3), torch.zeros(3, dtype=torch.int64), 1, 0, 255),
+    "2-D per-channel scales": lambda x: torch.fake_quantize_per_channel_affine(
+        x, torch.ones(1, 3), torch.zeros(1, 3, dtype=torch.int32), 1, 0, 255),
+    "fused ch_axis past the dims": lambda x: fused_observer(x, ch_axis=5),
+    "fused quant_min above quant_max": lambda x: fused_observer(x, qmin=9, qmax=3),
+    # values: a zero point past float32's integers (eager subtracts it exactly)
+    "zero point 2**24 + 1": lambda x: torch.fake_quantize_per_tensor_affine(
+        x, 0.5, 2**24 + 1, 2**24 - 8, 2**24 + 8),
+    "negative scale (signed zeros)": lambda x: torch.fake_quantize_per_tensor_affine(
+        x, -0.1, 0, -128, 127),
+    "fused flags of 0.5 (read as 0)": lambda x: fused_observer(x, on=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_CALLS))
+def test_fake_quantize_edge_arguments_as_eager(name):
+    call = EDGE_CALLS[name]
+    x = torch.tensor([[0.123, -1.0, 2.0], [0.0, -0.04, 3.3]])
+    try:
+        expected = call(x)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).splitlines()[0][:30].replace("`", ".")):
+            kiln.compile(call)(x)
+        return
+    got = kiln.compile(call)(x)
+    for e_, g in zip(torch.utils._pytree.tree_leaves(expected),
+                     torch.utils._pytree.tree_leaves(got)):
+        assert torch.equal(g, e_) and torch.equal(g.signbit(), e_.signbit()), (g, e_)
+
+
 # --- QAT layers -------------------------------------------------------------------
 
 

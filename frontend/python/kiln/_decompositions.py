@@ -123,32 +123,45 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def _fake_quantize(x, scale, zero_point, quant_min, quant_max, per_channel):
     """torch's fake-quantize kernels with their straight-through gradient:
-    ``q = round_half_even(x * f32(1 / scale)) + zero_point``,
-    ``(clamp(q, quant_min, quant_max) - zero_point) * scale``; the input's
+    ``q = round_half_even(x * f32(1 / scale)) + f32(zero_point)`` (the sum
+    in float32, as the kernels add an integer to a float),
+    ``(clamp(q, quant_min, quant_max) - zero_point) * scale`` (the
+    difference exact, in integers there, in double here); the input's
     gradient passes where ``q`` is in range and is 0 elsewhere (scale and
     zero point get none). Non-finite values as eager's CPU kernels: the
     per-tensor one saturates (NaN to ``quant_min``), the per-channel one
-    converts to int64 first (NaN and values past int64 to ``quant_min``)."""
+    converts to int64 first (NaN and values past int64 to ``quant_min``).
+    ``zero_point``: an integer tensor."""
     if x.dtype != torch.float32:
         raise NotImplementedError(f"fake quantization of {x.dtype} (float32 only in kiln)")
+    if quant_min > quant_max:
+        raise NotImplementedError("fake quantization with quant_min > quant_max (eager raises)")
     rounded = torch.round(x * (1.0 / scale))
     valid = rounded.abs() < 2.0**63 if per_channel else ~torch.isnan(rounded)
-    q = torch.where(valid, rounded + zero_point, float("-inf"))
+    q = torch.where(valid, rounded + zero_point.to(torch.float32), float("-inf"))
     in_range = valid & (q >= quant_min) & (q <= quant_max)
-    value = (torch.clamp(q, quant_min, quant_max) - zero_point) * scale
-    return value.detach() + torch.where(in_range, x - x.detach(), 0.0)
+    levels = torch.clamp(q, quant_min, quant_max).double() - zero_point.to(torch.float64)
+    value = levels.float() * scale
+    # value - 0 keeps a -0.0 (value + 0 would not); the gradient is +1.
+    return value.detach() - torch.where(in_range, x.detach() - x, 0.0)
 
 
-def _integer_zero_point(zero_point, what):
-    if isinstance(zero_point, torch.Tensor):
-        if zero_point.dtype.is_floating_point:
-            raise NotImplementedError(f"{what} with a floating-point zero point")
-        return zero_point.to(torch.float32)
-    return torch.full((), zero_point, dtype=torch.float32)
+def _integer_zero_point(zero_point, what, dtypes=None):
+    """``zero_point`` as an integer tensor; NotImplementedError (a break:
+    torch then runs or rejects the call) for floating-point zero points
+    (the learnable kernels) and, given ``dtypes``, other dtypes."""
+    if not isinstance(zero_point, torch.Tensor):
+        return torch.full((), zero_point, dtype=torch.int64)
+    if zero_point.dtype.is_floating_point or (dtypes and zero_point.dtype not in dtypes):
+        raise NotImplementedError(f"{what} with a {zero_point.dtype} zero point")
+    return zero_point
 
 
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):
     """torch.fake_quantize_per_tensor_affine (float or tensor qparams)."""
+    if not isinstance(zero_point, torch.Tensor) and not quant_min <= zero_point <= quant_max:
+        raise NotImplementedError("fake_quantize_per_tensor_affine: zero point out of range "
+                                  "(eager raises)")
     if not isinstance(scale, torch.Tensor):
         scale = torch.full((), scale, dtype=torch.float32)
     zero_point = _integer_zero_point(zero_point, "fake_quantize_per_tensor_affine")
@@ -157,14 +170,22 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
 
 
 def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):
-    """torch.fake_quantize_per_channel_affine (integer zero points)."""
-    zero_point = _integer_zero_point(zero_point, "fake_quantize_per_channel_affine")
+    """torch.fake_quantize_per_channel_affine (int32 zero points, float32
+    scales: what eager accepts; zero points inside [quant_min, quant_max],
+    which eager checks and kiln assumes)."""
+    zero_point = _integer_zero_point(zero_point, "fake_quantize_per_channel_affine",
+                                     (torch.int32,))
     if not 0 <= axis < input.dim():  # eager raises (no negative axis either)
         raise NotImplementedError("fake_quantize_per_channel_affine: axis out of range")
+    channels = input.shape[axis]
+    if scale.dtype != torch.float32 or scale.dim() != 1 or scale.shape[0] != channels or \
+            zero_point.dim() != 1 or zero_point.shape[0] != channels:
+        raise NotImplementedError("fake_quantize_per_channel_affine: float32 scales and int32 "
+                                  "zero points of one dim, one per channel (eager raises)")
     shape = [1] * input.dim()
-    shape[axis] = input.shape[axis]
-    return _fake_quantize(input, scale.to(torch.float32).reshape(shape),
-                          zero_point.reshape(shape), quant_min, quant_max, per_channel=True)
+    shape[axis] = channels
+    return _fake_quantize(input, scale.reshape(shape), zero_point.reshape(shape), quant_min,
+                          quant_max, per_channel=True)
 
 
 _SMALL_SCALE = 6.1e-5  # float32 6.1e-5 below, as torch's SMALL_SCALE_THRESHOLD
@@ -222,9 +243,12 @@ def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_mi
     x = self
     if x.dtype != torch.float32 or scale.dtype != torch.float32:
         raise NotImplementedError("fused_moving_avg_obs_fake_quant: float32 only in kiln")
+    if quant_min > quant_max or ch_axis >= x.dim():
+        raise NotImplementedError("fused_moving_avg_obs_fake_quant: quant_min > quant_max or "
+                                  "ch_axis >= the input's dims (eager raises)")
     if per_row_fake_quant:
         if ch_axis != 0 or x.dim() != 2 or running_min.numel() != x.shape[0] or \
-                scale.numel() != x.shape[0]:
+                scale.numel() != x.shape[0] or zero_point.dtype != torch.int32:
             raise NotImplementedError(
                 "fused_moving_avg_obs_fake_quant: per-channel ranges of a 2-D input along dim 0 "
                 "only, into sized buffers (torch.ao sizes a per-channel observer's buffers in "
@@ -235,7 +259,9 @@ def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_mi
             raise NotImplementedError("fused_moving_avg_obs_fake_quant: per-tensor buffers")
         low, high = x.detach().amin().reshape(running_min.shape), \
             x.detach().amax().reshape(running_max.shape)
-    observe, quantize = observer_on.reshape(()) != 0, fake_quant_on.reshape(()) != 0
+    # The kernel reads the flags with .item().toInt(): truncated toward zero.
+    observe = observer_on.reshape(()).to(torch.int64) != 0
+    quantize = fake_quant_on.reshape(()).to(torch.int64) != 0
     for running, seen in ((running_min, low), (running_max, high)):
         moved = torch.where(torch.isinf(running), seen, running + averaging_const * (seen - running))
         running.copy_(torch.where(observe, moved, running))
@@ -244,13 +270,9 @@ def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_mi
     scale.copy_(torch.where(quantize, new_scale.reshape(scale.shape), scale))
     zero_point.copy_(torch.where(quantize, new_zero.reshape(zero_point.shape).to(zero_point.dtype),
                                  zero_point))
-    if per_row_fake_quant:
-        shape = (-1, 1)
-        out = _fake_quantize(x, new_scale.reshape(shape), new_zero.to(torch.float32).reshape(shape),
-                             quant_min, quant_max, per_channel=True)
-    else:
-        out = _fake_quantize(x, new_scale.reshape(()), new_zero.to(torch.float32).reshape(()),
-                             quant_min, quant_max, per_channel=False)
+    shape = (-1, 1) if per_row_fake_quant else ()
+    out = _fake_quantize(x, new_scale.reshape(shape), new_zero.reshape(shape), quant_min,
+                         quant_max, per_channel=per_row_fake_quant)
     return torch.where(quantize, out, x)
 
 
