@@ -96,3 +96,10 @@ def test_the_original_is_left_as_it_was():
 def test_not_a_graph_module_is_a_clear_error():
     with pytest.raises(TypeError, match="convert_pt2e returns"):
         kiln.quant.from_pt2e(cnn())
+
+
+def test_export_of_the_rewritten_model_is_a_clear_error(tmp_path):
+    x = torch.randn(2, 3, 16, 16)
+    rewritten = kiln.quant.from_pt2e(converted_pt2e(cnn(), x))
+    with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
+        kiln.export(rewritten, (x,), str(tmp_path / "q.kiln"))

@@ -68,9 +68,11 @@ def export(model, example_inputs, path, dynamic_shapes=None, baseline=True,
         raise ExportError(str(e)) from None
     if isinstance(model, torch.export.ExportedProgram):
         model = _ProgramModule(model)
-    if isinstance(model, torch.nn.Module) and any(
-            type(m).__module__.startswith("kiln.quant.")
-            for m in model.modules()):
+    if isinstance(model, torch.nn.Module) and (any(
+            type(m).__module__.startswith("kiln.quant.") for m in model.modules()) or any(
+            getattr(n.target, "__module__", "") == "kiln.quant._ops"  # kiln.quant.from_pt2e
+            for m in model.modules() if isinstance(m, torch.fx.GraphModule)
+            for n in m.graph.nodes)):
         raise ExportError("kiln.export: kiln.quant layers (int8 GEMMs) are not exportable yet; "
                           "export the float model")
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
