@@ -123,10 +123,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def _fake_quantize(x, scale, zero_point, quant_min, quant_max, per_channel):
     """torch's fake-quantize kernels with their straight-through gradient:
-    ``q = round_half_even(x * f32(1 / scale)) + f32(zero_point)`` (the sum
-    in float32, as the kernels add an integer to a float),
-    ``(clamp(q, quant_min, quant_max) - zero_point) * scale`` (the
-    difference exact, in integers there, in double here); the input's
+    ``q = round_half_even(x * f32(1 / scale)) + f32(zero_point)``,
+    ``(clamp(q, quant_min, quant_max) - f32(zero_point)) * scale``, all in
+    float32 as the kernels' vector loops (their scalar tails subtract the
+    zero point in integers: for zero points past 2**24 eager's own
+    elements disagree, and kiln follows the vector loop); the input's
     gradient passes where ``q`` is in range and is 0 elsewhere (scale and
     zero point get none). Non-finite values as eager's CPU kernels: the
     per-tensor one saturates (NaN to ``quant_min``), the per-channel one
@@ -140,10 +141,12 @@ def _fake_quantize(x, scale, zero_point, quant_min, quant_max, per_channel):
     valid = rounded.abs() < 2.0**63 if per_channel else ~torch.isnan(rounded)
     q = torch.where(valid, rounded + zero_point.to(torch.float32), float("-inf"))
     in_range = valid & (q >= quant_min) & (q <= quant_max)
-    levels = torch.clamp(q, quant_min, quant_max).double() - zero_point.to(torch.float64)
-    value = levels.float() * scale
-    # value - 0 keeps a -0.0 (value + 0 would not); the gradient is +1.
-    return value.detach() - torch.where(in_range, x.detach() - x, 0.0)
+    value = (torch.clamp(q, quant_min, quant_max) - zero_point.to(torch.float32)) * scale
+    # The straight-through term is +0.0 in value (value - 0 keeps a -0.0,
+    # value + 0 would not) and passes grad * in_range, eager's gradient
+    # (signed zeros included); non-finite inputs (never in range) read 0.
+    finite = torch.where(torch.isfinite(x), x, 0.0)
+    return value.detach() - (finite.detach() - finite) * in_range.to(x.dtype)
 
 
 def _integer_zero_point(zero_point, what, dtypes=None):
