@@ -103,3 +103,20 @@ def test_export_of_the_rewritten_model_is_a_clear_error(tmp_path):
     rewritten = kiln.quant.from_pt2e(converted_pt2e(cnn(), x))
     with pytest.raises(kiln.ExportError, match="kiln.quant layers"):
         kiln.export(rewritten, (x,), str(tmp_path / "q.kiln"))
+
+
+def test_conv_without_bias_or_trailing_arguments():
+    """aten.conv2d with only (input, weight): the defaults fill in (a
+    shorter argument list made the rewrite fail to unpack)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.ReLU()).eval()
+    x = torch.randn(1, 3, 10, 10)
+    converted = converted_pt2e(model, x)
+    for node in converted.graph.nodes:
+        if node.target == torch.ops.aten.conv2d.default:
+            node.args = node.args[:2]
+    converted.recompile()
+    rewritten = kiln.quant.from_pt2e(converted)
+    assert rewritten.kiln_int8_layers == 1
+    with torch.no_grad():
+        torch.testing.assert_close(rewritten(x), converted(x), rtol=1e-5, atol=1e-6)

@@ -94,7 +94,8 @@ def _rewrite_layer(gm, node, count) -> bool:
     bias = node.args[2] if len(node.args) > 2 else None
     if conv:
         defaults = ([1, 1], [0, 0], [1, 1], 1)
-        stride, padding, dilation, groups = (list(node.args[3:]) + list(defaults[len(node.args) - 3:]))
+        given = list(node.args[3:])  # aten.conv2d's trailing defaults may be left out
+        stride, padding, dilation, groups = given + list(defaults[len(given):])
         if isinstance(padding, str) or values.dim() != 4:
             return False
         qweight = values.to(torch.int32)
