@@ -29,13 +29,16 @@ they train, then converts to the same int8 layers::
     fast = kiln.compile(kiln.quant.convert(qat.eval()))
 
 A model converted by PT2E (``convert_pt2e``) runs on kiln's int8 kernels
-after ``kiln.quant.from_pt2e(converted)``. ``fp8`` is not implemented yet
+after ``kiln.quant.from_pt2e(converted)``, one converted by torch.ao's
+eager-mode static flow (``torch.ao.quantization.convert``) after
+``kiln.quant.from_torch_ao(converted, example_inputs)``. ``fp8`` is not implemented yet
 and raises NotImplementedError.
 """
 from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, weight_only_int4,
                                 weight_only_int8)
 from kiln.quant._modules import QuantizedLinear, QuantizedLinearInt4, prepare
 from kiln.quant._pt2e import from_pt2e
+from kiln.quant._torch_ao import FakeQuantize, Requantized, Unreached, from_torch_ao
 from kiln.quant._qat import QATConv2d, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
@@ -44,4 +47,5 @@ __all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "ObservedLin
            "QATConv2d",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
-           "prepare_qat", "prepare", "convert", "from_pt2e"]
+           "prepare_qat", "prepare", "convert", "from_pt2e", "from_torch_ao", "FakeQuantize",
+           "Requantized", "Unreached"]

@@ -126,7 +126,7 @@ class QATConv2d(QATLinear):
 
     def int8_layer(self, name):
         """The ``StaticQuantizedConv2d`` this layer converts to."""
-        return StaticQuantizedConv2d(self.linear, *self.input_qparams(name))
+        return StaticQuantizedConv2d.from_float(self.linear, *self.input_qparams(name))
 
 
 def prepare_qat(model: nn.Module, config: QuantConfig | None = None,

@@ -123,23 +123,34 @@ class ObservedConv2d(ObservedLinear):
 
     def int8_layer(self, name):
         """The ``StaticQuantizedConv2d`` this layer converts to."""
-        return StaticQuantizedConv2d(self.linear, *self.input_qparams(name))
+        return StaticQuantizedConv2d.from_float(self.linear, *self.input_qparams(name))
 
 
 class StaticQuantizedConv2d(nn.Module):
     """An int8 ``nn.Conv2d`` with a calibrated input scale and zero point
-    (inference only; weights held as int32 values for kiln's capture)."""
+    (inference only; weights held as int32 values for kiln's capture):
+    int8 ``values`` ``[F, C / groups, KH, KW]`` with float32 per-channel
+    ``weight_scale`` ``[F, 1, 1, 1]``."""
 
-    def __init__(self, conv: nn.Conv2d, input_scale: float, input_zero_point: int):
+    def __init__(self, values, weight_scale, bias, stride, padding, dilation, groups,
+                 input_scale: float, input_zero_point: int):
         super().__init__()
-        self.stride, self.padding = tuple(conv.stride), tuple(conv.padding)
-        self.dilation, self.groups = tuple(conv.dilation), conv.groups
-        self.input_scale, self.input_zero_point = input_scale, input_zero_point
-        values, scale = quantize_weight_static(conv.weight)
+        self.stride, self.padding = tuple(stride), tuple(padding)
+        self.dilation, self.groups = tuple(dilation), groups
+        self.input_scale, self.input_zero_point = float(input_scale), int(input_zero_point)
         self.register_buffer("qweight", values.to(torch.int32).contiguous())
-        self.register_buffer("weight_scale", scale.contiguous())
-        bias = None if conv.bias is None else conv.bias.detach().to(torch.float32).clone()
+        self.register_buffer("weight_scale",
+                             weight_scale.to(torch.float32).reshape(-1, 1, 1, 1).contiguous())
+        bias = None if bias is None else bias.detach().to(torch.float32).clone()
         self.register_buffer("bias", bias)
+
+    @classmethod
+    def from_float(cls, conv: nn.Conv2d, input_scale: float, input_zero_point: int):
+        """The int8 layer of ``conv`` (weights quantized here) with the given
+        input qparams."""
+        values, scale = quantize_weight_static(conv.weight)
+        return cls(values, scale, conv.bias, conv.stride, conv.padding, conv.dilation,
+                   conv.groups, input_scale, input_zero_point)
 
     def forward(self, input):
         return _ops.conv2d_static_int8(input, self.qweight, self.weight_scale, self.bias,
@@ -168,13 +179,19 @@ class StaticQuantizedLinear(nn.Module):
 
     @classmethod
     def from_float(cls, linear: nn.Linear, input_scale: float, input_zero_point: int):
-        """The int8 layer of ``linear`` with the given input qparams."""
-        q = cls(linear.in_features, linear.out_features, input_scale, input_zero_point)
+        """The int8 layer of ``linear`` (weights quantized here) with the given input qparams."""
         values, wscale = quantize_weight_static(linear.weight)
-        q.qweight = values.contiguous().view(torch.int32)
-        q.weight_scale = wscale.contiguous()
-        if linear.bias is not None:
-            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return cls.from_int8(values, wscale, linear.bias, input_scale, input_zero_point)
+
+    @classmethod
+    def from_int8(cls, values, weight_scale, bias, input_scale: float, input_zero_point: int):
+        """The layer of int8 ``values`` ``[N, K]`` with float32 per-channel
+        ``weight_scale`` (``N`` values) and a float ``bias`` or None."""
+        q = cls(values.shape[1], values.shape[0], input_scale, input_zero_point)
+        q.qweight = values.to(torch.int8).contiguous().view(torch.int32)
+        q.weight_scale = weight_scale.to(torch.float32).reshape(-1, 1).contiguous()
+        if bias is not None:
+            q.bias = bias.detach().to(torch.float32).clone()
         return q
 
     def int8_weight(self) -> torch.Tensor:
