@@ -165,8 +165,7 @@ class _Recorder:
             if not name:
                 continue
             if isinstance(module, nnq.QFunctional):
-                for method in ("add", "add_relu", "mul", "cat", "matmul", "add_scalar",
-                               "mul_scalar"):
+                for method in _FUNCTIONAL_OPS + ("add_scalar", "mul_scalar"):
                     self._wrap(name, module, method)
             elif not list(module.children()) or _is_quantized_module(module):
                 self._undo.append(module.register_forward_hook(self._hook(name)).remove)
