@@ -290,6 +290,13 @@ void populateMatmulToLinalgPatterns(RewritePatternSet &patterns, bool sharedLhs)
   patterns.add<MatmulLowering>(patterns.getContext(), sharedLhs);
 }
 
+bool isBlasGemm(Operation *op) {
+  return isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp,
+             linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
+             linalg::BatchMatmulTransposeBOp>(op) ||
+         isSharedLhsBatchMatmul(op);
+}
+
 bool isSharedLhsBatchMatmul(Operation *op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||

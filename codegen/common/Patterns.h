@@ -44,6 +44,9 @@ void populateMatmulToLinalgPatterns(RewritePatternSet &patterns, bool sharedLhs 
 /// Whether `op` is the contraction the shared-lhs lowering makes:
 /// C[b, m, n] += A[m, k] * B[b, k, n] (maps, iterators and a mulf/addf body).
 bool isSharedLhsBatchMatmul(Operation *op);
+/// Whether `op` is a GEMM kiln-cpu-linalg-to-blas runs as a BLAS call:
+/// linalg.(batch_)matmul(_transpose_a/_b) or the shared-lhs contraction.
+bool isBlasGemm(Operation *op);
 /// kiln.sum / mean / max → reducing linalg.generic.
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.random → linalg.generic computing Philox 4x32-10 per element.

@@ -78,6 +78,15 @@ int64_t candidateRows(Operation *op) {
   // one batch element per call of the shared-left-operand GEMM generic).
   if (!isa<linalg::GenericOp, linalg::FillOp>(op) || isSharedLhsBatchMatmul(op))
     return 0;
+  // The zero fill of a GEMM's output (sunk next to it) stays there:
+  // kiln-cpu-linalg-to-blas absorbs it as beta = 0, where a row loop would
+  // write the zeros and the GEMM read them back (GPT-2's LM head after the
+  // final LayerNorm: a 26 MB memset and a beta = 1 GEMM).
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    auto next = dyn_cast_or_null<linalg::LinalgOp>(op->getNextNode());
+    if (next && isBlasGemm(next) && next.getDpsInits()[0] == fill.getDpsInits()[0])
+      return 0;
+  }
   auto generic = cast<linalg::LinalgOp>(op);
   if (!generic.hasPureBufferSemantics() || generic.hasIndexSemantics() ||
       generic.getNumLoops() < 1 ||

@@ -230,10 +230,7 @@ struct CpuLinalgToBlasPass : impl::CpuLinalgToBlasPassBase<CpuLinalgToBlasPass> 
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> candidates;
     module.walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::MatmulTransposeAOp, linalg::MatmulTransposeBOp,
-              linalg::BatchMatmulOp, linalg::BatchMatmulTransposeAOp,
-              linalg::BatchMatmulTransposeBOp>(op) ||
-          isSharedLhsBatchMatmul(op))
+      if (isBlasGemm(op))
         candidates.push_back(op);
     });
     for (linalg::LinalgOp op : candidates)

@@ -271,3 +271,44 @@ func.func @gemm_fill_sinks_out_of_the_row_loop(%x: memref<16x32xf32>, %w: memref
   memref.dealloc %t : memref<16x32xf32>
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Tests that a GEMM output's zero fill sunk right after a row-wise run
+// (GPT-2's LM head after the final LayerNorm) stays next to the GEMM,
+// which kiln-cpu-linalg-to-blas turns into beta = 0, instead of joining the
+// run's row loop (a memset, then a GEMM reading the zeros back).
+// CHECK-LABEL: func.func @gemm_fill_after_a_row_run_stays_with_the_gemm
+// CHECK: %[[G:.*]] = memref.alloc() : memref<16x8xf32>
+// CHECK: scf.for
+// CHECK-NOT: outs(%[[G]]
+// CHECK: } {kiln.independent_rows}
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[G]] : memref<16x8xf32>)
+// CHECK-NEXT: linalg.matmul_transpose_b
+func.func @gemm_fill_after_a_row_run_stays_with_the_gemm(%x: memref<16x32xf32>, %w: memref<8x32xf32>, %t: memref<16x32xf32>, %y: memref<16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g = memref.alloc() : memref<16x8xf32>
+  %acc = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x32xf32>) outs(%acc : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %acc : memref<16x32xf32>, memref<16xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %d = arith.divf %a, %s : f32
+    linalg.yield %d : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%g : memref<16x8xf32>)
+  linalg.matmul_transpose_b ins(%t, %w : memref<16x32xf32>, memref<8x32xf32>) outs(%g : memref<16x8xf32>)
+  memref.copy %g, %y : memref<16x8xf32> to memref<16x8xf32>
+  memref.dealloc %acc : memref<16xf32>
+  memref.dealloc %g : memref<16x8xf32>
+  return
+}
