@@ -14,7 +14,11 @@ torch.no_grad), timed interleaved in this one process:
   `torchao.quantization.pt2e` is used, pinned in tools/bootstrap.sh),
   else the reason; `torch.compile` with Inductor's
   `freezing` (its int8 convolutions need the constant weights folded);
-* kiln on the same PT2E-converted model (`kiln.quant.from_pt2e`).
+* kiln on the same PT2E-converted model (`kiln.quant.from_pt2e`);
+* torch.ao's eager-mode static flow on the same weights (torchvision's
+  quantizable resnet50: `fuse_model`, x86 qconfig, `prepare`, the same
+  calibration batches, `convert`), run eagerly, and kiln on that model
+  (`kiln.quant.from_torch_ao`).
 
 Output SQNR of each against fp32 eager. Writes the section of
 docs/performance.md between its markers (`--no-write` prints only).
@@ -57,6 +61,25 @@ def pt2e_converted(model, x, calibration):
     return convert_pt2e(prepared), ""
 
 
+def torch_ao_converted(model, calibration):
+    """``model``'s weights through torch.ao's eager-mode static flow
+    (torchvision's quantizable resnet50, x86 qconfig)."""
+    import warnings
+
+    import torch.ao.quantization as tq
+    from torchvision.models import quantization as qm
+    eager = qm.resnet50(weights=None, quantize=False).eval()
+    eager.load_state_dict(model.state_dict())
+    eager.fuse_model(is_qat=False)
+    eager.qconfig = tq.get_default_qconfig("x86")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao's deprecation notices
+        observed = tq.prepare(eager)
+        for batch in calibration:
+            observed(batch)
+        return tq.convert(observed)
+
+
 def inductor_frozen(converted, x):
     """torch.compile of the converted model with Inductor's freezing (its
     int8 convolutions need the constant weights folded)."""
@@ -90,6 +113,10 @@ def run(args) -> str:
             impls["PT2E + Inductor (X86InductorQuantizer)"] = inductor_frozen(converted, x)
             impls["kiln on the PT2E model (from_pt2e)"] = kiln_first_call(
                 kiln.quant.from_pt2e(converted), (x,))[0]
+        ao = torch_ao_converted(model, calibration)
+        impls["torch.ao eager-mode int8 (x86, eager)"] = ao
+        impls["kiln on the torch.ao model (from_torch_ao)"] = kiln_first_call(
+            kiln.quant.from_torch_ao(ao, (x,)), (x,))[0]
         quality = {n: sqnr(want, fn(x)) for n, fn in impls.items() if n != "fp32 eager"}
         fns = {n: (lambda fn=fn: fn(x)) for n, fn in impls.items()}
         t = time_interleaved(fns, args.rounds, args.round_ms / 1e3, time.thread_time)

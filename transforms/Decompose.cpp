@@ -193,6 +193,7 @@ void populateDecompositionPatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeSoftmax, DecomposeLayerNorm, DecomposeSilu>(patterns.getContext());
   populateNNDecompositionPatterns(patterns);
   populateCumsumDecompositionPatterns(patterns);
+  populateQuantDecompositionPatterns(patterns);
 }
 
 } // namespace mlir::kiln

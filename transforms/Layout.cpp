@@ -63,7 +63,7 @@ Value permute(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> dims) {
 bool isElementwise(Operation *op) {
   return op->getNumResults() == 1 &&
          isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, ReluOp, GeluOp, SiluOp,
-             SigmoidOp, TanhOp, NegOp, AbsOp, ExpOp, ErfOp, SqrtOp, RsqrtOp, CastOp>(op);
+             SigmoidOp, TanhOp, NegOp, AbsOp, ExpOp, ErfOp, SqrtOp, RsqrtOp, RoundOp, CastOp>(op);
 }
 
 /// Whether operand `o` of an elementwise op whose result is P(a)-shaped

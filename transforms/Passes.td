@@ -58,6 +58,10 @@ def DecomposePass : Pass<"kiln-decompose", "func::FuncOp"> {
       input (in f32 for f16/bf16), divided by a constant `[OH, OW]` divisor
       computed as ATen does (`count_include_pad`, `divisor_override`,
       `ceil_mode` windows).
+    - `dequantize(quantize_static(x))` with the same scale and zero point
+      (a pair no int8 kernel took: the requantizations of models rewritten
+      from PT2E / torch.ao): `(clamp(round(x * f32(1 / scale)) + zp, 0, 255)
+      - zp) * scale` in f32, the same values (a NaN input stays NaN).
 
     softmax and layer_norm of floats narrower than 32 bits (f16, bf16) are
     computed in f32 between a `kiln.cast` in and a `kiln.cast` out, as torch
@@ -93,7 +97,7 @@ def LayoutPass : Pass<"kiln-layout", "func::FuncOp"> {
     applies:
 
     - sink: an elementwise op (add, sub, mul, div, maximum, minimum, pow,
-      relu, gelu, silu, sigmoid, tanh, neg, abs, exp, erf, sqrt, rsqrt,
+      relu, gelu, silu, sigmoid, tanh, neg, abs, exp, erf, sqrt, rsqrt, round,
       cast) of P whose other operands are the same permute of same-shaped
       values, 0-d values or broadcast operands with fewer elements than the
       result becomes P of the op on `%a` (a broadcast operand is reshaped

@@ -8,8 +8,11 @@
 #ifndef KILN_TRANSFORMS_TRANSFORMS_H
 #define KILN_TRANSFORMS_TRANSFORMS_H
 
+#include "mlir/Support/LogicalResult.h"
+
 namespace mlir {
 class RewritePatternSet;
+class RewriterBase;
 } // namespace mlir
 
 namespace mlir::kiln {
@@ -29,6 +32,17 @@ void populateNNDecompositionPatterns(RewritePatternSet &patterns);
 /// The part of `populateDecompositionPatterns` for `kiln.cumsum` over a
 /// static dim of 1024 or more: blocks of 64 (transforms/DecomposeCumsum.cpp).
 void populateCumsumDecompositionPatterns(RewritePatternSet &patterns);
+
+/// The part of `populateDecompositionPatterns` for `kiln.dequantize` of a
+/// `kiln.quantize_static` with the same scale and zero point that no int8
+/// kernel consumed: the same values by f32 ops (transforms/DecomposeQuant.cpp).
+void populateQuantDecompositionPatterns(RewritePatternSet &patterns);
+
+class DequantizeOp;
+
+/// That rewrite of one `op` (erasing its quantize_static once unused);
+/// failure, and nothing changed, for another dequantize.
+LogicalResult expandStaticQdq(DequantizeOp op, RewriterBase &rewriter);
 
 } // namespace mlir::kiln
 

@@ -41,10 +41,13 @@ def CpuQuantToCallsPass : Pass<"kiln-cpu-quant-to-calls", "ModuleOp"> {
     `dnnl_gemm_u8s8s32`) and dequantizes with the bias in one epilogue.
     A static input is quantized with the given scale and zero point as
     torch's `quantize_per_tensor` and the zero point removed through the
-    weight row sums. A `kiln.quantize`, `kiln.quantize_static`,
-    `kiln.dequantize` or `kiln.int8_view` left after
-    this pass has no CPU lowering: the pass fails naming it (the graph
-    then runs eagerly, logged).
+    weight row sums. A requantization no int8 kernel took (a
+    `kiln.dequantize` of a `kiln.quantize_static` with its scale and zero
+    point: the models `kiln.quant.from_pt2e` / `from_torch_ao` rewrite)
+    becomes the same values by f32 ops, as kiln-decompose expands it. Any
+    other `kiln.quantize`, `kiln.quantize_static`, `kiln.dequantize` or
+    `kiln.int8_view` left after this pass has no CPU lowering: the pass
+    fails naming it (the graph then runs eagerly, logged).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",

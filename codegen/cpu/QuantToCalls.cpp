@@ -16,14 +16,18 @@
 //
 // A grouped (int4 weight-only) qlinear calls @kiln_int4_linear
 // (runtime/cpu/Int4Linear.cpp) with the same operands and its group size.
-// Quantization ops that did not fold into a qlinear have no CPU lowering;
-// the pass fails naming the first one.
+// Requantization pairs no int8 kernel took (dequantize of a
+// quantize_static with its scale and zero point: kiln.quant's PT2E / torch.ao
+// rewrites) become the same values by f32 ops (transforms/DecomposeQuant.cpp);
+// other quantization ops that did not fold into a qlinear have no CPU
+// lowering: the pass fails naming the first one.
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/DnnlCalls.h"
 #include "codegen/cpu/QuantPasses.h"
 
 #include "ir/KilnOps.h"
 #include "ir/KilnQuantOps.h"
+#include "transforms/Transforms.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -213,6 +217,11 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
     module.walk([&](QLinearOp op) { ops.push_back(op); });
     for (QLinearOp op : ops)
       rewrite(op, module);
+    SmallVector<DequantizeOp> pairs;
+    module.walk([&](DequantizeOp op) { pairs.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (DequantizeOp op : pairs)
+      (void)expandStaticQdq(op, rewriter);
     WalkResult left = module.walk([&](Operation *op) {
       if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp>(op))
         return WalkResult::advance();

@@ -199,3 +199,18 @@ def test_bad_models_and_arguments_name_the_problem():
     q2 = converted(AddScalar(), x)
     with pytest.raises(ValueError, match="QFunctional.add_scalar"):
         kiln.quant.from_torch_ao(q2, (x,))
+
+
+def test_requantization_compiled_equals_the_decomposed_pair():
+    """``_ops.quantize_dequantize_static`` (the requantizations of from_pt2e /
+    from_torch_ao models) compiled: the same values as torch's
+    quantized_decomposed pair, ties, clamping at both ends and the zero
+    point included."""
+    scale, zero = 0.25, 37
+    ties = (torch.arange(-80, 80, dtype=torch.float32) + 0.5) * scale  # half-way values
+    x = torch.cat([ties, torch.linspace(-50, 80, 301), torch.tensor([-1e9, 1e9, 0.0, -0.0])])
+    f = kiln.compile(lambda t: kiln.quant._ops.quantize_dequantize_static(t * 1.0, scale, zero))
+    expected = kiln.quant._ops.quantize_dequantize_static(x, scale, zero)
+    assert torch.equal(f(x), expected)
+    assert expected.min() == (0 - zero) * scale and expected.max() == (255 - zero) * scale
+    assert_compiled(graphs=1, fallback_ops=0)

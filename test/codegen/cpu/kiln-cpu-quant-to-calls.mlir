@@ -76,6 +76,34 @@ func.func @unfolded_quantize_static(%x: tensor<4x8xf32>) -> tensor<4x8xui8> {
 
 // -----
 
+// Tests a requantization no int8 kernel took (dequantize of a quantize_static
+// with its scale and zero point): f32 ops of the same values, no uint8 left.
+// CHECK-LABEL: func.func @standalone_requantize
+// CHECK: kiln.round
+// CHECK: kiln.minimum
+// CHECK-NOT: kiln.quantize_static
+// CHECK-NOT: kiln.dequantize
+func.func @standalone_requantize(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %q = kiln.quantize_static %x {scale = 0.5 : f32, zero_point = 3 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  %s = kiln.constant dense<0.5> : tensor<1x1xf32>
+  %d = kiln.dequantize %q, %s {zero_point = 3 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// Negative: a dequantize by another scale is no requantization; the pass
+// fails naming the quantize.
+func.func @pair_with_another_scale(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{kiln.quantize_static has no CPU lowering outside an integer GEMM (kiln.qlinear)}}
+  %q = kiln.quantize_static %x {scale = 0.5 : f32, zero_point = 3 : i64} : tensor<4x8xf32> -> tensor<4x8xui8>
+  %s = kiln.constant dense<0.25> : tensor<1x1xf32>
+  %d = kiln.dequantize %q, %s {zero_point = 3 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
 // Negative: a dequantize that did not fold has no CPU lowering; the pass
 // fails naming it.
 func.func @unfolded_dequantize(%q: tensor<4x8xi8>, %s: tensor<4x1xf32>) -> tensor<4x8xf32> {

@@ -13,6 +13,9 @@
 // kiln.int4_view and dequantizes them per group of K.
 // `conv2d_static_int8` (static int8 Conv2d layers) is the same q/dq around a
 // kiln.conv2d, run as oneDNN's int8 convolution (codegen/cpu/ConvsToDnnl.cpp).
+// `quantize_dequantize_static` (the requantizations of models from_pt2e /
+// from_torch_ao rewrite) is the q/dq pair alone; a static layer whose input
+// already is such a pair with its scale and zero point reuses it.
 // Arguments kiln.quant never produces are Unsupported (the
 // layer then runs its eager reference, with the reason logged).
 //===----------------------------------------------------------------------===//
@@ -122,18 +125,40 @@ VarP linearInt4(Interpreter &I, const std::string &op, Args &a) {
   return T(r);
 }
 
-/// The calibrated input scale and zero point of a static layer.
-std::pair<double, int64_t> staticParams(Args &a, const std::string &op) {
-  double scale = floatArg(a, "input_scale", 0.0);
-  int64_t zero = intArg(a, "input_zero_point", -1);
+/// The calibrated scale and zero point of a static layer's input (the
+/// arguments `input_scale`, `input_zero_point`; `prefix` "" for a plain
+/// quantize-dequantize's `scale`, `zero_point`).
+std::pair<double, int64_t> staticParams(Args &a, const std::string &op,
+                                        const std::string &prefix = "input_") {
+  double scale = floatArg(a, (prefix + "scale").c_str(), 0.0);
+  int64_t zero = intArg(a, (prefix + "zero_point").c_str(), -1);
   if (!(scale > 0.0) || !std::isfinite(scale) || zero < 0 || zero > 255)
-    throw Unsupported(op + ": input_scale must be positive and finite and input_zero_point in "
-                           "[0, 255]");
+    throw Unsupported(op + ": " + prefix + "scale must be positive and finite and " + prefix +
+                      "zero_point in [0, 255]");
   return {scale, zero};
 }
 
-/// dequantize(quantize_static(x)) with the calibrated scale and zero point.
+/// Whether `x` is dequantize(quantize_static(y)) with this scale and zero
+/// point: quantizing it again gives the same uint8 values, since
+/// (q - zp) * s * (1 / s) is within 2^-15 of the integer q - zp.
+bool isStaticQdq(Value x, float scale, int64_t zero) {
+  auto dq = x.getDefiningOp<DequantizeOp>();
+  auto q = dq ? dq.getInput().getDefiningOp<QuantizeStaticOp>() : QuantizeStaticOp();
+  if (!q || dq.getZeroPoint() != zero || q.getZeroPoint() != zero ||
+      q.getScale().convertToFloat() != scale)
+    return false;
+  auto c = dq.getScale().getDefiningOp<ConstantOp>();
+  auto dense = c ? mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat() && dense.getElementType().isF32() &&
+         dense.getSplatValue<float>() == scale;
+}
+
+/// dequantize(quantize_static(x)) with the calibrated scale and zero point;
+/// `x` itself when it already is that pair's result (a layer after a
+/// requantization to its own input scale: PT2E's and torch.ao's models).
 Value staticQdq(Emit &e, mlir::Location loc, Value x, double scale, int64_t zero) {
+  if (isStaticQdq(x, float(scale), zero))
+    return x;
   auto scaleAttr = e.b.getF32FloatAttr(float(scale));
   auto zeroAttr = e.b.getI64IntegerAttr(zero);
   Value q = e.b.create<QuantizeStaticOp>(loc, x, scaleAttr, zeroAttr);
@@ -193,9 +218,23 @@ VarP conv2dStaticInt8(Interpreter &I, const std::string &op, Args &a) {
   return T(r);
 }
 
+/// `quantize_dequantize_static`: the float values of static uint8
+/// activations, dequantize(quantize_static(x)).
+VarP quantizeDequantizeStatic(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  if (!ttype(x).getElementType().isF32())
+    throw Unsupported(op + ": the input must be a float32 tensor");
+  auto [scale, zero] = staticParams(a, op, "");
+  Emit e(I);
+  return T(staticQdq(e, I.loc(), x, scale, zero));
+}
+
 } // namespace
 
 void registerQuantOps(OpRegistry &r) {
+  r.op("quant_quantize_dequantize_static", quantizeDequantizeStatic,
+       Params{"input", "scale", "zero_point"})
+      .function("kiln.quant._ops", "quantize_dequantize_static");
   r.op("quant_linear_int8", linearInt8,
        Params{"input", "qweight", "weight_scale", "bias", "activations"})
       .function("kiln.quant._ops", "linear_int8");

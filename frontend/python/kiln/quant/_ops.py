@@ -83,6 +83,17 @@ def linear_static_int8(input, qweight, weight_scale, bias, input_scale, input_ze
     return y.reshape(*input.shape[:-1], w.shape[0])
 
 
+def quantize_dequantize_static(input, scale, zero_point):
+    """The float values of static uint8 activations: ``quantized_decomposed``
+    ``dequantize_per_tensor(quantize_per_tensor(input, scale, zero_point, 0,
+    255, uint8))``. kiln captures it as ``kiln.quantize_static`` +
+    ``kiln.dequantize``, which the static int8 layers after it read as
+    their quantized input."""
+    qd = torch.ops.quantized_decomposed
+    q = qd.quantize_per_tensor(input, scale, zero_point, 0, 255, torch.uint8)
+    return qd.dequantize_per_tensor(q, scale, zero_point, 0, 255, torch.uint8)
+
+
 def conv2d_static_int8(input, qweight, weight_scale, bias, stride, padding, dilation, groups,
                        input_scale, input_zero_point):
     """A static int8 ``Conv2d`` as torch's reference quantized ops compute

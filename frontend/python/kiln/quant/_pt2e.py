@@ -138,8 +138,11 @@ def from_pt2e(model: fx.GraphModule) -> fx.GraphModule:
             continue
         x, scale, zero, qmin, qmax, _ = pair
         with gm.graph.inserting_before(node):
-            new = gm.graph.call_function(torch.fake_quantize_per_tensor_affine,
-                                         (x, scale, zero, qmin, qmax))
+            if _static_input(pair):  # the same op pair kiln's int8 layers read as their input
+                new = gm.graph.call_function(_ops.quantize_dequantize_static, (x, scale, zero))
+            else:
+                new = gm.graph.call_function(torch.fake_quantize_per_tensor_affine,
+                                             (x, scale, zero, qmin, qmax))
         node.replace_all_uses_with(new)
         gm.graph.erase_node(node)
     for node in list(gm.graph.nodes):  # torch.export's input check: kiln guards inputs itself

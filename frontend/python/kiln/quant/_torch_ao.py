@@ -16,8 +16,8 @@ carry (in eager-mode quantization they are fixed per layer), then returns
 a copy where quantized tensors become float tensors holding the same values
 (``dequantize(q)``):
 
-- ``Quantize`` -> ``FakeQuantize`` (``torch.fake_quantize_per_tensor_affine``
-  with its scale and zero point), ``DeQuantize`` -> ``nn.Identity``;
+- ``Quantize`` -> ``FakeQuantize`` (quantize and dequantize with its scale
+  and zero point), ``DeQuantize`` -> ``nn.Identity``;
 - ``Conv2d`` / ``ConvReLU2d`` / ``Linear`` / ``LinearReLU`` -> kiln's
   ``StaticQuantizedConv2d`` / ``StaticQuantizedLinear`` with torch.ao's int8
   weights and scales as they are and the recorded input scale and zero
@@ -51,6 +51,7 @@ from torch import nn
 import torch.ao.nn.intrinsic.quantized as nniq
 import torch.ao.nn.quantized as nnq
 
+from kiln.quant import _ops
 from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
 
 _RANGES = {torch.quint8: (0, 255), torch.qint8: (-128, 127)}
@@ -61,7 +62,10 @@ _FUNCTIONAL_OPS = ("add", "add_relu", "mul", "cat", "matmul")
 
 class FakeQuantize(nn.Module):
     """The float values of quantizing to ``scale`` / ``zero_point`` in
-    ``[quant_min, quant_max]`` (``torch.fake_quantize_per_tensor_affine``)."""
+    ``[quant_min, quant_max]``: kiln's static uint8 activations
+    (``_ops.quantize_dequantize_static``, which the int8 layers after it
+    read as their quantized input) for [0, 255], else
+    ``torch.fake_quantize_per_tensor_affine``."""
 
     def __init__(self, scale: float, zero_point: int, quant_min: int, quant_max: int):
         super().__init__()
@@ -75,6 +79,8 @@ class FakeQuantize(nn.Module):
         return cls(scale, zero, *_RANGES[dtype])
 
     def forward(self, input):
+        if (self.quant_min, self.quant_max) == (0, 255):  # kiln's static uint8 activations
+            return _ops.quantize_dequantize_static(input, self.scale, self.zero_point)
         return torch.fake_quantize_per_tensor_affine(input, self.scale, self.zero_point,
                                                      self.quant_min, self.quant_max)
 
