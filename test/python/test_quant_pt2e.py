@@ -120,3 +120,11 @@ def test_conv_without_bias_or_trailing_arguments():
     assert rewritten.kiln_int8_layers == 1
     with torch.no_grad():
         torch.testing.assert_close(rewritten(x), converted(x), rtol=1e-5, atol=1e-6)
+
+
+def test_pt2e_model_compiled_as_it_is_breaks_with_a_hint_to_from_pt2e():
+    x = torch.randn(1, 3, 16, 16)
+    converted = converted_pt2e(cnn(), x)
+    report = kiln.explain(converted)(x)
+    assert any("from_pt2e(model) for PT2E" in b.hint for b in report.break_records), \
+        report.graph_breaks

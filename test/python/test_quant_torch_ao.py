@@ -214,3 +214,17 @@ def test_requantization_compiled_equals_the_decomposed_pair():
     assert torch.equal(f(x), expected)
     assert expected.min() == (0 - zero) * scale and expected.max() == (255 - zero) * scale
     assert_compiled(graphs=1, fallback_ops=0)
+
+
+def test_quantized_models_compiled_as_they_are_break_with_the_call_to_use():
+    """Compiled without their rewrite, torch-quantized models break at the
+    first quantized op (quantized tensors have no kiln dtype); the break's
+    hint names the kiln.quant call that compiles them."""
+    x = torch.randn(1, 3, 8, 8)
+    q = converted(Block(), x)
+    report = kiln.explain(q)(x)
+    assert any("kiln.quant.from_torch_ao(model, example_inputs)" in b.hint for b in report.break_records)
+    dynamic = tq.quantize_dynamic(nn.Sequential(nn.Linear(8, 8)).eval(), {nn.Linear})
+    report = kiln.explain(dynamic)(torch.randn(2, 8))
+    assert any("kiln.quant.dynamic_int8()" in b.hint for b in report.break_records), \
+        report.graph_breaks

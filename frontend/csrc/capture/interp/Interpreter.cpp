@@ -241,8 +241,17 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
     throw Unsupported("tensor is on a device kiln does not compile for (CPU, CUDA and meta "
                       "tensors are supported)");
   auto dt = dtypeFromObject(meta.dtype);
-  if (!dt)
-    throw Unsupported("tensor dtype " + pyText(meta.dtype) + " is not supported");
+  if (!dt) {
+    std::string name = pyText(meta.dtype);
+    bool quantized = name == "torch.int8" || name == "torch.uint8" || name == "torch.quint8" ||
+                     name == "torch.qint8" || name == "torch.qint32";
+    throw Unsupported(BreakCategory::Other, "tensor dtype " + name + " is not supported",
+                      quantized ? "a model torch quantized compiles through kiln.quant: "
+                                  "from_pt2e(model) for PT2E, from_torch_ao(model, "
+                                  "example_inputs) for torch.ao's eager-mode static flow, "
+                                  "prepare(model, dynamic_int8()) for quantize_dynamic"
+                                : "");
+  }
   Guard g;
   g.kind = Guard::Kind::Tensor;
   g.source = source;

@@ -179,6 +179,23 @@ bool holdsVmapBatched(const VarP &v, int depth = 0) {
   return false;
 }
 
+/// What to do when `name` is one of the quantized ops of a model torch
+/// quantized (kiln's capture has no quantized dtypes): the kiln.quant call
+/// that rewrites such a model for kiln's int8 kernels; "" for other ops.
+std::string quantizedModelHint(const std::string &name) {
+  auto has = [&](const char *part) { return name.find(part) != std::string::npos; };
+  if (has("quantized_decomposed"))
+    return "a model PT2E converted: kiln.quant.from_pt2e(model) rewrites it for kiln's int8 "
+           "kernels";
+  if (has("linear_dynamic"))
+    return "a model torch.ao's quantize_dynamic converted: kiln.quant.prepare(model, "
+           "kiln.quant.dynamic_int8()) compiles its int8 layers";
+  if (has("quantize_per_tensor") || has("quantized."))
+    return "a model torch.ao's eager-mode static quantization converted: "
+           "kiln.quant.from_torch_ao(model, example_inputs) rewrites it for kiln's int8 kernels";
+  return "";
+}
+
 /// The name of torch function `fn` when torch.Tensor has a method of that
 /// name (`torch.hsplit` -> "hsplit"; "" otherwise: `torch.atleast_2d`, or
 /// `torch.real`, a property of tensors).
@@ -418,9 +435,10 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
                       "graph: " +
                       refused.why;
     bool classified = original && original->category != BreakCategory::Other;
+    std::string hint = original ? original->hint : "";
     throw Unsupported(classified ? original->category : refused.category,
                       original ? std::string(original->what()) + " (" + msg + ")" : msg,
-                      original ? original->hint : "");
+                      hint.empty() ? quantizedModelHint(name) : hint);
   }
   PyObject *views = PyTuple_GET_ITEM(probeResult.get(), 2);
   if (views != Py_None)
