@@ -243,14 +243,17 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   auto dt = dtypeFromObject(meta.dtype);
   if (!dt) {
     std::string name = pyText(meta.dtype);
-    bool quantized = name == "torch.int8" || name == "torch.uint8" || name == "torch.quint8" ||
-                     name == "torch.qint8" || name == "torch.qint32";
-    throw Unsupported(BreakCategory::Other, "tensor dtype " + name + " is not supported",
-                      quantized ? "a model torch quantized compiles through kiln.quant: "
-                                  "from_pt2e(model) for PT2E, from_torch_ao(model, "
-                                  "example_inputs) for torch.ao's eager-mode static flow, "
-                                  "prepare(model, dynamic_int8()) for quantize_dynamic"
-                                : "");
+    bool quantized = name == "torch.quint8" || name == "torch.qint8" || name == "torch.qint32";
+    bool bytes = name == "torch.int8" || name == "torch.uint8";
+    throw Unsupported(
+        BreakCategory::Other, "tensor dtype " + name + " is not supported",
+        quantized || bytes
+            ? std::string(bytes ? "kiln does not compile 8-bit integer tensors yet; if this is "
+                                : "") +
+                  "a model torch quantized, it compiles through kiln.quant: from_pt2e(model) "
+                  "for PT2E, from_torch_ao(model, example_inputs) for torch.ao's eager-mode "
+                  "static flow, prepare(model, dynamic_int8()) for quantize_dynamic"
+            : "");
   }
   Guard g;
   g.kind = Guard::Kind::Tensor;
