@@ -10,8 +10,11 @@
 //      as it is, with its strides;
 //   2. oneDNN's u8 x s8 → s32 convolution with the input zero point as a
 //      source zero point (padding stays a real zero), per-output-channel
-//      output scales xScale * scale[f], the shift as a per-channel binary
-//      add post-op and the ReLU/SiLU post-op, writing f32 — or (the `_yu8`
+//      output scales xScale * scale[f], the shift as oneDNN's bias
+//      (shift / scale, added before the scales: 2-3x faster than a
+//      per-channel binary add post-op in oneDNN 2.6's AMX 1x1 kernel; the
+//      binary post-op when a scale is 0) and the ReLU/SiLU post-op, writing
+//      f32 — or (the `_yu8`
 //      variants) requantized to the consumer's u8 input: a linear post-op
 //      after the activation, v * f32(1 / yScale) + yZero, then oneDNN's u8
 //      conversion (round half even, saturate);
@@ -93,6 +96,13 @@ struct QEntry {
   /// reorder copies into y.
   std::optional<dnnl::reorder> toUser;
   dnnl::memory packed;
+  /// The shifts divided by the output scales, passed as oneDNN's bias
+  /// (added to the accumulator before the scales): a per-channel binary
+  /// post-op made oneDNN 2.6's AMX 1x1 kernel 2-3x slower (resnet50's
+  /// 64 -> 256 expansions: 1.2 vs 0.35-0.5 ms). Empty when a scale is zero or
+  /// a quotient not finite: the shifts then stay a binary post-op.
+  std::vector<float> bias;
+  dnnl::memory::desc biasDesc;
   uint64_t serial = 0;
   int64_t version = -1;
   const void *data = nullptr;
@@ -155,7 +165,8 @@ dnnl::memory::dims stridesOf(const Operand &m) {
 
 dnnl::post_ops postOps(const QEntry &e, const int64_t *p, const QParams &q, bool post) {
   dnnl::post_ops ops;
-  ops.append_binary(dnnl::algorithm::binary_add, e.shiftDesc);
+  if (e.bias.empty())
+    ops.append_binary(dnnl::algorithm::binary_add, e.shiftDesc);
   if (q.residual)
     ops.append_binary(dnnl::algorithm::binary_add, e.residualDesc);
   if (p[9] == 1)
@@ -165,6 +176,19 @@ dnnl::post_ops postOps(const QEntry &e, const int64_t *p, const QParams &q, bool
   if (post)
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, q.postScale, float(q.postZero));
   return ops;
+}
+
+/// shift / scale per channel (oneDNN's bias, added before the output
+/// scales), or empty when a quotient would not be finite.
+std::vector<float> shiftsOverScales(const QParams &q) {
+  std::vector<float> bias(q.shifts.size());
+  for (size_t c = 0; c < bias.size(); ++c) {
+    float scale = q.outScales[q.outScales.size() == 1 ? 0 : c];
+    bias[c] = q.shifts[c] / scale;
+    if (scale == 0.0f || !std::isfinite(bias[c]))
+      return {};
+  }
+  return bias;
 }
 
 std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4> *w,
@@ -180,12 +204,15 @@ std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4>
   e->dstDesc =
       channelsLast ? e->userDst : dnnl::memory::desc(dims(y), y.u8 ? dt::u8 : dt::f32, tag::nhwc);
   e->shiftDesc = dnnl::memory::desc({1, y.sizes[1], 1, 1}, dt::f32, tag::abcd);
+  e->bias = shiftsOverScales(q);
+  if (!e->bias.empty())
+    e->biasDesc = dnnl::memory::desc({y.sizes[1]}, dt::f32, tag::a);
   if (q.residual)
     e->residualDesc =
         dnnl::memory::desc(dims(*q.r), q.residual == 1 ? dt::u8 : dt::f32, stridesOf(*q.r));
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, e->srcDesc, any,
-      e->dstDesc, {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
+      e->biasDesc, e->dstDesc, {p[0], p[1]}, {p[2] - 1, p[3] - 1}, {p[4], p[6]}, {p[5], p[7]});
   dnnl::primitive_attr attr;
   attr.set_output_scales(q.outScales.size() == 1 ? 0 : 2, q.outScales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {q.xZero});
@@ -296,14 +323,16 @@ bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, co
     if (e.toUser)
       staged.resize(e.dstDesc.get_size());
     dnnl::memory dst(e.dstDesc, eng, e.toUser ? staged.data() : y.base);
-    dnnl::memory shiftMem(e.shiftDesc, eng, q.shifts.data());
     std::unordered_map<int, dnnl::memory> args = {
-        {DNNL_ARG_SRC, srcMem},
-        {DNNL_ARG_WEIGHTS, e.packed},
-        {DNNL_ARG_DST, dst},
-        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, shiftMem}};
+        {DNNL_ARG_SRC, srcMem}, {DNNL_ARG_WEIGHTS, e.packed}, {DNNL_ARG_DST, dst}};
+    int postOp = 0;
+    if (e.bias.empty())
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(postOp++) | DNNL_ARG_SRC_1] =
+          dnnl::memory(e.shiftDesc, eng, q.shifts.data());
+    else
+      args[DNNL_ARG_BIAS] = dnnl::memory(e.biasDesc, eng, e.bias.data());
     if (q.residual)
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] =
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(postOp) | DNNL_ARG_SRC_1] =
           dnnl::memory(e.residualDesc, eng, q.r->base);
     e.conv.execute(stream, args);
     if (e.toUser) {

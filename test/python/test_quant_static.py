@@ -288,6 +288,28 @@ def test_batchnorm_kept_when_fx_cannot_trace(capsys):
         torch.testing.assert_close(kiln.compile(prepared)(x), prepared(x), rtol=1e-4, atol=1e-4)
 
 
+def test_kept_batchnorm_with_zero_gain_channels():
+    """A BatchNorm gain of 0 makes that channel's output scale 0: its shift
+    (the BatchNorm's bias) cannot ride oneDNN's bias (added before the
+    scales, shift / 0); the call keeps the shift as a post-op and the
+    channel equals its bias."""
+    torch.manual_seed(0)
+    model = _Branchy().eval()
+    with torch.no_grad():
+        model.bn.weight[:3] = 0.0
+        model.bn.bias.uniform_(-1, 1)
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+    prepared = kiln.quant.prepare(model, kiln.quant.static_int8())
+    assert isinstance(prepared.bn, nn.BatchNorm2d)
+    x = torch.randn(2, 3, 8, 8).abs()
+    calibrate(prepared, [x])
+    with torch.no_grad():
+        got = kiln.compile(prepared)(x)
+        torch.testing.assert_close(got, prepared(x), rtol=1e-4, atol=1e-4)
+    assert torch.isfinite(got).all()
+    assert torch.equal(got[:, :3], model.bn.bias[:3].reshape(1, 3, 1, 1).expand(2, 3, 6, 6))
+
+
 @pytest.mark.skipif(_LIB.kilnDnnlQConvReferenceCalls() < 0, reason="built without oneDNN")
 def test_int8_conv_oneDNN_refuses_runs_reference_loops_and_logs(capfd):
     """A shape oneDNN cannot make an int8 primitive for (forced by the test
