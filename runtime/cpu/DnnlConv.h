@@ -85,6 +85,12 @@ void kilnDnnlQConvRefuse(int64_t on);
 /// int8 convolutions run by kiln's reference loops so far (all threads),
 /// -1 without oneDNN.
 int64_t kilnDnnlQConvReferenceCalls();
+/// Test hook: while `on` is nonzero, an int8 convolution's first run keeps
+/// the last of oneDNN's alternative implementations instead of the fastest.
+void kilnDnnlQConvPickLast(int64_t on);
+/// int8 convolutions that switched to one of oneDNN's alternative
+/// implementations on their first run so far (all threads), -1 without oneDNN.
+int64_t kilnDnnlQConvAlternativesPicked();
 /// Calls of the shim above so far (all threads), or -1 when kiln was built
 /// without oneDNN. For tests (through ctypes on kiln._C).
 int64_t kilnDnnlConvCalls();

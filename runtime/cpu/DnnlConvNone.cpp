@@ -33,6 +33,10 @@ extern "C" void kilnDnnlQConvRefuse(int64_t) {}
 
 extern "C" int64_t kilnDnnlQConvReferenceCalls() { return -1; }
 
+extern "C" void kilnDnnlQConvPickLast(int64_t) {}
+
+extern "C" int64_t kilnDnnlQConvAlternativesPicked() { return -1; }
+
 extern "C" int64_t kilnDnnlQConvU8Outputs() { return -1; }
 
 extern "C" int64_t kilnDnnlConvBwdCalls() { return -1; }

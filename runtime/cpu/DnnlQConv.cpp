@@ -27,8 +27,12 @@
 //      point subtracted from the shift, and the linear post-op after the
 //      ReLU (positively homogeneous; the only activation it takes) scales
 //      back by rScale (/ yScale for a u8 y).
-// The primitive of a shape and scales is created once per thread; the int8
-// weights (i32-held values, made dense s8) are reordered into its layout once
+// The primitive of a shape and scales is created once per thread: on its
+// first run each of oneDNN's other AMX / VNNI implementations is timed on
+// that run's operands and the fastest kept, provided it gives the first
+// one's values (oneDNN 2.6 puts its AMX 1x1 kernel first; with a residual
+// post-op another is up to 2x faster: resnet50 static int8 ~1 ms of 10). The
+// int8 weights (i32-held values, made dense s8) are reordered into its layout once
 // per weight tensor version when the frontend stamped them (WeightStamps.h), else on
 // every call. When oneDNN cannot create or run the primitive of a shape
 // (dnnl::error: an unsupported shape or attribute), the convolution runs
@@ -43,7 +47,9 @@
 #include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/WeightStamps.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -107,10 +113,18 @@ struct QEntry {
   int64_t version = -1;
   const void *data = nullptr;
   bool reference = false; ///< oneDNN refused: kiln's own loops (QConvReference.h)
+  /// oneDNN's other AMX / VNNI implementations of the same convolution (by
+  /// name, in its order), timed against the first on the first run and
+  /// kept when faster and giving its values: oneDNN 2.6 ranks its AMX 1x1
+  /// kernel first even where, with a residual post-op, another is 2x
+  /// faster. Emptied once timed.
+  std::vector<std::string> alternatives;
+  std::optional<dnnl::convolution_forward::desc> desc;
+  dnnl::primitive_attr attr;
 };
 
-std::atomic<bool> refuse{false};
-std::atomic<int64_t> referenceCalls{0}, u8Outputs{0};
+std::atomic<bool> refuse{false}, pickLast{false};
+std::atomic<int64_t> referenceCalls{0}, u8Outputs{0}, alternativesPicked{0};
 const char *const referenceNote =
     "; this convolution runs kiln's reference int8 loops (correct, slow)";
 
@@ -219,6 +233,13 @@ std::unique_ptr<QEntry> create(const Operand &x, const StridedMemRef<int32_t, 4>
   attr.set_post_ops(postOps(*e, p, q, q.post(y)));
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
   e->conv = dnnl::convolution_forward(pd);
+  e->desc = desc;
+  e->attr = attr;
+  for (dnnl::convolution_forward::primitive_desc it(desc, attr, eng); it.next_impl();) {
+    std::string name = it.impl_info_str();
+    if (name.find("amx") != std::string::npos || name.find("avx512_core_vnni") != std::string::npos)
+      e->alternatives.push_back(name);
+  }
   e->pack =
       dnnl::reorder(dnnl::reorder::primitive_desc(eng, e->userWeights, eng, pd.weights_desc()));
   if (!channelsLast)
@@ -309,6 +330,86 @@ QEntry &lookup(const Operand &x, const StridedMemRef<int32_t, 4> *w, const Opera
   return *entry;
 }
 
+/// Seconds one run of `conv` on `args` takes (the second of two runs).
+double timeRun(dnnl::convolution_forward &conv, std::unordered_map<int, dnnl::memory> &args,
+               dnnl::stream &stream) {
+  double seconds = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    conv.execute(stream, args);
+    stream.wait();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return seconds;
+}
+
+/// Whether two results of one convolution agree: u8 values within 1, f32
+/// values within 1e-5 of the largest magnitude (implementations may round
+/// or sum in another order).
+bool sameValues(const void *a, const void *b, size_t bytes, bool u8) {
+  if (u8) {
+    auto *x = static_cast<const uint8_t *>(a), *y = static_cast<const uint8_t *>(b);
+    for (size_t i = 0; i < bytes; ++i)
+      if (std::abs(int(x[i]) - int(y[i])) > 1)
+        return false;
+    return true;
+  }
+  auto *x = static_cast<const float *>(a), *y = static_cast<const float *>(b);
+  size_t n = bytes / sizeof(float);
+  float largest = 0.0f;
+  for (size_t i = 0; i < n; ++i)
+    largest = std::max(largest, std::abs(x[i]));
+  for (size_t i = 0; i < n; ++i)
+    if (!(std::abs(x[i] - y[i]) <= 1e-5f * largest))
+      return false;
+  return true;
+}
+
+/// Times `e`'s alternatives on this first run's operands (the runs only
+/// write the destination) and keeps the fastest primitive, its weight
+/// layout and packed weights (the last one under the kilnDnnlQConvPickLast
+/// test hook).
+void pickFastest(QEntry &e, const StridedMemRef<int32_t, 4> *w,
+                 std::unordered_map<int, dnnl::memory> &args, dnnl::stream &stream) {
+  dnnl::engine &eng = kiln::rt::dnnlEngine();
+  double best = timeRun(e.conv, args, stream);
+  bool switched = false;
+  dnnl::memory &dst = args[DNNL_ARG_DST];
+  size_t bytes = e.dstDesc.get_size();
+  std::vector<char> expected(bytes);
+  std::memcpy(expected.data(), dst.get_data_handle(), bytes);
+  std::vector<int8_t> dense = denseInt8(w);
+  dnnl::memory user(e.userWeights, eng, dense.data());
+  for (const std::string &name : e.alternatives) {
+    dnnl::convolution_forward::primitive_desc pd(*e.desc, e.attr, eng);
+    while (pd.impl_info_str() != name && pd.next_impl()) {
+    }
+    if (pd.impl_info_str() != name)
+      continue;
+    dnnl::convolution_forward conv(pd);
+    dnnl::reorder pack(dnnl::reorder::primitive_desc(eng, e.userWeights, eng, pd.weights_desc()));
+    dnnl::memory packed(pd.weights_desc(), eng);
+    pack.execute(stream, user, packed);
+    args[DNNL_ARG_WEIGHTS] = packed;
+    double seconds = timeRun(conv, args, stream);
+    // A safety net, not a known bug: an alternative is kept only when it
+    // gives the first implementation's values on this run.
+    if (!sameValues(expected.data(), dst.get_data_handle(), bytes, e.dstDesc.data_type() == dt::u8))
+      continue;
+    if (seconds < best || pickLast.load(std::memory_order_relaxed)) {
+      switched = true;
+      best = seconds;
+      e.conv = conv;
+      e.pack = pack;
+      e.packed = packed;
+    }
+  }
+  args[DNNL_ARG_WEIGHTS] = e.packed;
+  if (switched)
+    alternativesPicked.fetch_add(1, std::memory_order_relaxed);
+  e.alternatives.clear();
+}
+
 /// Runs oneDNN's primitive of `e` on `src` (the u8 input); false (and a log
 /// line) when oneDNN fails at run time.
 bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, const Operand &y,
@@ -334,6 +435,8 @@ bool runDnnl(QEntry &e, const Operand &x, const StridedMemRef<int32_t, 4> *w, co
     if (q.residual)
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(postOp) | DNNL_ARG_SRC_1] =
           dnnl::memory(e.residualDesc, eng, q.r->base);
+    if (!e.alternatives.empty())
+      pickFastest(e, w, args, stream);
     e.conv.execute(stream, args);
     if (e.toUser) {
       dnnl::memory user(e.userDst, eng, y.base);
@@ -531,5 +634,9 @@ std::vector<std::pair<const char *, void *>> qconvResidualShimSymbols() {
 extern "C" void kilnDnnlQConvRefuse(int64_t on) { refuse.store(on != 0); }
 
 extern "C" int64_t kilnDnnlQConvReferenceCalls() { return referenceCalls.load(); }
+
+extern "C" void kilnDnnlQConvPickLast(int64_t on) { pickLast.store(on != 0); }
+
+extern "C" int64_t kilnDnnlQConvAlternativesPicked() { return alternativesPicked.load(); }
 
 extern "C" int64_t kilnDnnlQConvU8Outputs() { return u8Outputs.load(); }

@@ -28,6 +28,8 @@ _LIB = ctypes.CDLL(kiln._C.__file__)
 _LIB.kilnDnnlQConvU8Outputs.restype = ctypes.c_int64
 _LIB.kilnDnnlQConvReferenceCalls.restype = ctypes.c_int64
 _LIB.kilnDnnlQConvRefuse.argtypes = [ctypes.c_int64]
+_LIB.kilnDnnlQConvPickLast.argtypes = [ctypes.c_int64]
+_LIB.kilnDnnlQConvAlternativesPicked.restype = ctypes.c_int64
 
 pytestmark = pytest.mark.skipif(_LIB.kilnDnnlQConvU8Outputs() < 0,
                                 reason="built without oneDNN")
@@ -117,6 +119,30 @@ def test_residual_reference_loops_match():
     finally:
         _LIB.kilnDnnlQConvRefuse(0)
     assert _LIB.kilnDnnlQConvReferenceCalls() - before == 8  # every convolution, once
+    with torch.no_grad():
+        want = reference(prepared, x)
+    assert sqnr(want, got) > 40, sqnr(want, got)
+    torch.testing.assert_close(got, want, rtol=0.02, atol=0.02)
+
+
+def test_residuals_on_oneDNN_alternative_implementations_match():
+    """An int8 convolution's first run times oneDNN's other AMX/VNNI
+    implementations and keeps the fastest that gives the first one's values,
+    with its weights packed in that one's layout. Forced to the last such one
+    (test hook; an input size no earlier primitive has), the bottlenecks
+    (u8 chains, u8 and f32 residual post-ops) still give the reference
+    values."""
+    _, prepared = prepared_blocks()
+    x = torch.randn(1, 3, 18, 18)
+    before = _LIB.kilnDnnlQConvAlternativesPicked()
+    _LIB.kilnDnnlQConvPickLast(1)
+    try:
+        with torch.no_grad():
+            got = kiln.compile(prepared)(x)
+    finally:
+        _LIB.kilnDnnlQConvPickLast(0)
+    if before >= 0:
+        assert _LIB.kilnDnnlQConvAlternativesPicked() > before
     with torch.no_grad():
         want = reference(prepared, x)
     assert sqnr(want, got) > 40, sqnr(want, got)
