@@ -105,24 +105,29 @@ def test_bottlenecks_fuse_residuals_and_stay_u8():
     assert sqnr(fp32, got) > 25, sqnr(fp32, got)
 
 
-def test_residual_reference_loops_match():
-    """oneDNN refusing the int8 primitives (the test hook; an input size no
-    earlier primitive has): kiln's reference loops compute the same residual
-    arithmetic (u8 and f32 residuals, u8 and f32 outputs)."""
+def compiled_with_hook_matches_reference(hook, x):
+    """The compiled bottlenecks on ``x`` with a runtime test hook on equal
+    the reference ops (u8 roundings may differ by one step on ties)."""
     _, prepared = prepared_blocks()
-    x = torch.randn(1, 3, 14, 14)
-    before = _LIB.kilnDnnlQConvReferenceCalls()
-    _LIB.kilnDnnlQConvRefuse(1)
+    hook(1)
     try:
         with torch.no_grad():
             got = kiln.compile(prepared)(x)
     finally:
-        _LIB.kilnDnnlQConvRefuse(0)
-    assert _LIB.kilnDnnlQConvReferenceCalls() - before == 8  # every convolution, once
+        hook(0)
     with torch.no_grad():
         want = reference(prepared, x)
     assert sqnr(want, got) > 40, sqnr(want, got)
     torch.testing.assert_close(got, want, rtol=0.02, atol=0.02)
+
+
+def test_residual_reference_loops_match():
+    """oneDNN refusing the int8 primitives (the test hook; an input size no
+    earlier primitive has): kiln's reference loops compute the same residual
+    arithmetic (u8 and f32 residuals, u8 and f32 outputs)."""
+    before = _LIB.kilnDnnlQConvReferenceCalls()
+    compiled_with_hook_matches_reference(_LIB.kilnDnnlQConvRefuse, torch.randn(1, 3, 14, 14))
+    assert _LIB.kilnDnnlQConvReferenceCalls() - before == 8  # every convolution, once
 
 
 def test_residuals_on_oneDNN_alternative_implementations_match():
@@ -132,18 +137,7 @@ def test_residuals_on_oneDNN_alternative_implementations_match():
     (test hook; an input size no earlier primitive has), the bottlenecks
     (u8 chains, u8 and f32 residual post-ops) still give the reference
     values."""
-    _, prepared = prepared_blocks()
-    x = torch.randn(1, 3, 18, 18)
     before = _LIB.kilnDnnlQConvAlternativesPicked()
-    _LIB.kilnDnnlQConvPickLast(1)
-    try:
-        with torch.no_grad():
-            got = kiln.compile(prepared)(x)
-    finally:
-        _LIB.kilnDnnlQConvPickLast(0)
+    compiled_with_hook_matches_reference(_LIB.kilnDnnlQConvPickLast, torch.randn(1, 3, 18, 18))
     if before >= 0:
         assert _LIB.kilnDnnlQConvAlternativesPicked() > before
-    with torch.no_grad():
-        want = reference(prepared, x)
-    assert sqnr(want, got) > 40, sqnr(want, got)
-    torch.testing.assert_close(got, want, rtol=0.02, atol=0.02)
