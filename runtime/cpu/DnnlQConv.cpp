@@ -381,27 +381,32 @@ void pickFastest(QEntry &e, const StridedMemRef<int32_t, 4> *w,
   std::vector<int8_t> dense = denseInt8(w);
   dnnl::memory user(e.userWeights, eng, dense.data());
   for (const std::string &name : e.alternatives) {
-    dnnl::convolution_forward::primitive_desc pd(*e.desc, e.attr, eng);
-    while (pd.impl_info_str() != name && pd.next_impl()) {
-    }
-    if (pd.impl_info_str() != name)
+    try {
+      dnnl::convolution_forward::primitive_desc pd(*e.desc, e.attr, eng);
+      while (pd.impl_info_str() != name && pd.next_impl()) {
+      }
+      if (pd.impl_info_str() != name)
+        continue;
+      dnnl::convolution_forward conv(pd);
+      dnnl::reorder pack(dnnl::reorder::primitive_desc(eng, e.userWeights, eng, pd.weights_desc()));
+      dnnl::memory packed(pd.weights_desc(), eng);
+      pack.execute(stream, user, packed);
+      args[DNNL_ARG_WEIGHTS] = packed;
+      double seconds = timeRun(conv, args, stream);
+      // A safety net, not a known bug: an alternative is kept only when it
+      // gives the first implementation's values on this run.
+      if (!sameValues(expected.data(), dst.get_data_handle(), bytes,
+                      e.dstDesc.data_type() == dt::u8))
+        continue;
+      if (seconds < best || pickLast.load(std::memory_order_relaxed)) {
+        switched = true;
+        best = seconds;
+        e.conv = conv;
+        e.pack = pack;
+        e.packed = packed;
+      }
+    } catch (const dnnl::error &) { // this alternative only: the first one stays usable
       continue;
-    dnnl::convolution_forward conv(pd);
-    dnnl::reorder pack(dnnl::reorder::primitive_desc(eng, e.userWeights, eng, pd.weights_desc()));
-    dnnl::memory packed(pd.weights_desc(), eng);
-    pack.execute(stream, user, packed);
-    args[DNNL_ARG_WEIGHTS] = packed;
-    double seconds = timeRun(conv, args, stream);
-    // A safety net, not a known bug: an alternative is kept only when it
-    // gives the first implementation's values on this run.
-    if (!sameValues(expected.data(), dst.get_data_handle(), bytes, e.dstDesc.data_type() == dt::u8))
-      continue;
-    if (seconds < best || pickLast.load(std::memory_order_relaxed)) {
-      switched = true;
-      best = seconds;
-      e.conv = conv;
-      e.pack = pack;
-      e.packed = packed;
     }
   }
   args[DNNL_ARG_WEIGHTS] = e.packed;
