@@ -228,3 +228,64 @@ def test_quantized_models_compiled_as_they_are_break_with_the_call_to_use():
     report = kiln.explain(dynamic)(torch.randn(2, 8))
     assert any("kiln.quant.dynamic_int8()" in b.hint for b in report.break_records), \
         report.graph_breaks
+
+
+class FxBlock(nn.Module):
+    """Functional steps FX-mode quantization leaves on quantized tensors: a
+    residual add + ReLU (quantized.add_relu), a product (quantized.mul),
+    torch.cat and a mean."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.c1, self.c2 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        z = self.c2(y) + y
+        return self.fc(torch.cat([torch.relu(z), y * y], 1).mean((2, 3)))
+
+
+def converted_fx(model, x, batches=3):
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+    observed = prepare_fx(model.eval(), tq.get_default_qconfig_mapping("x86"), (x,))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for _ in range(batches):
+            observed(torch.randn_like(x))
+    return convert_fx(observed)
+
+
+def test_fx_mode_model_equals_torch_ao_and_compiles_to_one_graph():
+    x = torch.randn(1, 3, 16, 16)
+    q = converted_fx(FxBlock(), x)
+    r = kiln.quant.from_torch_ao(q, (x,))
+    assert r.kiln_int8_layers == 3
+    targets = {n.target for n in r.graph.nodes if n.op == "call_function"}
+    assert torch.quantize_per_tensor not in targets and torch.ops.quantized.add_relu not in targets
+    kiln.reset()
+    fast = kiln.compile(r)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.randn(1, 3, 16, 16)
+        with torch.no_grad():
+            ref, eager, compiled = q(x), r(x), fast(x)
+        assert steps_apart(eager, ref, q.fc.scale) <= 1
+        assert steps_apart(compiled, eager, q.fc.scale) <= 1
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
+
+
+def test_fx_mode_quantized_op_kiln_does_not_know_is_named():
+    class Hardswish(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            return torch.nn.functional.hardswish(self.conv(x))
+
+    x = torch.randn(1, 3, 4, 4)
+    q = converted_fx(Hardswish(), x)  # FX mode leaves torch.ops.quantized.hardswish
+    with pytest.raises(ValueError, match="quantized.hardswish.*which kiln does not convert"):
+        kiln.quant.from_torch_ao(q, (x,))

@@ -30,7 +30,7 @@ they train, then converts to the same int8 layers::
 
 A model converted by PT2E (``convert_pt2e``) runs on kiln's int8 kernels
 after ``kiln.quant.from_pt2e(converted)``, one converted by torch.ao's
-eager-mode static flow (``torch.ao.quantization.convert``) after
+eager-mode or FX-mode static flow (``convert`` / ``convert_fx``) after
 ``kiln.quant.from_torch_ao(converted, example_inputs)``. ``fp8`` is not implemented yet
 and raises NotImplementedError.
 """

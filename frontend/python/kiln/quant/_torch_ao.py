@@ -47,11 +47,11 @@ from __future__ import annotations
 import copy
 
 import torch
-from torch import nn
+from torch import fx, nn
 import torch.ao.nn.intrinsic.quantized as nniq
 import torch.ao.nn.quantized as nnq
 
-from kiln.quant import _ops
+from kiln.quant import _ops, _torch_ao_fx
 from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
 
 _RANGES = {torch.quint8: (0, 255), torch.qint8: (-128, 127)}
@@ -353,7 +353,9 @@ def _float_activation(module):
 
 def from_torch_ao(model: nn.Module, example_inputs) -> nn.Module:
     """A copy of a model converted by torch.ao's eager-mode static
-    quantization (``torch.ao.quantization.convert``) that computes on float
+    quantization (``torch.ao.quantization.convert``) or FX-mode one
+    (``convert_fx``: its functional steps too, kiln/quant/_torch_ao_fx.py)
+    that computes on float
     tensors holding the quantized values, with kiln's int8 layers (see the
     module doc); ``example_inputs`` (a tuple of the model's arguments, or
     one tensor) run it once to record each layer's scales. Run the copy
@@ -368,9 +370,11 @@ def from_torch_ao(model: nn.Module, example_inputs) -> nn.Module:
                         f"model's arguments, got {type(example_inputs).__name__}")
     model = copy.deepcopy(model).eval()
     recorder = _Recorder(model)
+    graph = isinstance(model, fx.GraphModule)  # convert_fx: functional steps too
+    runner = _torch_ao_fx.NodeRecorder(model, _qparams) if graph else None
     try:
         with torch.no_grad():
-            model(*example_inputs)
+            runner.run(*example_inputs) if graph else model(*example_inputs)
     finally:
         recorder.remove()
     layers = _Layers(recorder)
@@ -382,6 +386,8 @@ def from_torch_ao(model: nn.Module, example_inputs) -> nn.Module:
                 replaced[name] = new
     for name, new in replaced.items():
         replace_module(model, name, new)
+    if graph:
+        _torch_ao_fx.rewrite_graph(model, runner.out, FakeQuantize.of)
     model.kiln_int8_layers = sum(
         isinstance(m, (StaticQuantizedConv2d, StaticQuantizedLinear)) for m in model.modules())
     return model
