@@ -276,16 +276,53 @@ def test_fx_mode_model_equals_torch_ao_and_compiles_to_one_graph():
     assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
 
 
+class FxActivations(nn.Module):
+    """Functional activations FX mode turns into torch.ops.quantized calls
+    with their own output qparams (hardswish, elu, leaky_relu, layer_norm,
+    softmax) or keeps as float ops on quantized tensors (sigmoid)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(3, 8, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y = torch.nn.functional.hardswish(y) + torch.nn.functional.elu(y)
+        y = torch.nn.functional.leaky_relu(y, 0.2) * torch.sigmoid(y)
+        return torch.softmax(torch.nn.functional.layer_norm(y, (6,)), -1)
+
+
+def test_fx_mode_activations_equal_torch_ao():
+    x = torch.randn(1, 3, 5, 6)
+    q = converted_fx(FxActivations(), x)
+    quantized_calls = {str(n.target) for n in q.graph.nodes if n.op == "call_function"}
+    assert {"quantized.hardswish", "quantized.elu", "quantized.leaky_relu",
+            "quantized.layer_norm"} <= quantized_calls, quantized_calls
+    r = kiln.quant.from_torch_ao(q, (x,))
+    kiln.reset()
+    fast = kiln.compile(r)
+    out_step = 1.0 / 256  # softmax's fixed output scale
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.randn(1, 3, 5, 6)
+        with torch.no_grad():
+            ref, eager, compiled = q(x), r(x), fast(x)
+        assert steps_apart(eager, ref, out_step) <= 1
+        assert steps_apart(compiled, eager, out_step) <= 1
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
+
+
 def test_fx_mode_quantized_op_kiln_does_not_know_is_named():
-    class Hardswish(nn.Module):
+    class FunctionalLinear(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = nn.Conv2d(3, 4, 1)
+            self.weight = nn.Parameter(torch.randn(4, 8))
 
         def forward(self, x):
-            return torch.nn.functional.hardswish(self.conv(x))
+            return torch.nn.functional.linear(x, self.weight)
 
-    x = torch.randn(1, 3, 4, 4)
-    q = converted_fx(Hardswish(), x)  # FX mode leaves torch.ops.quantized.hardswish
-    with pytest.raises(ValueError, match="quantized.hardswish.*which kiln does not convert"):
+    x = torch.randn(2, 8)
+    q = converted_fx(FunctionalLinear(), x)  # torch.ops.quantized.linear on packed weights
+    with pytest.raises(ValueError, match="quantized.linear.*which kiln does not convert"):
         kiln.quant.from_torch_ao(q, (x,))

@@ -5,8 +5,9 @@ static quantization (``prepare_fx`` / ``convert_fx``).
 A ``convert_fx`` GraphModule holds, besides the quantized modules
 ``from_torch_ao`` replaces, functional steps on quantized tensors:
 ``torch.quantize_per_tensor(x, scale, zero_point, dtype)`` calls,
-``.dequantize()`` method calls, ``torch.ops.quantized.add`` / ``add_relu``
-/ ``mul`` / ``mul_relu`` with their output qparams, and plain torch ops
+``.dequantize()`` method calls, ``torch.ops.quantized`` ops (``add``,
+``add_relu``, ``mul``, ``hardswish``, ``layer_norm``, ``cat`` ... with
+their output qparams), and plain torch ops
 (``torch.cat``, ``.mean()`` ...) applied to quantized tensors. With each
 node's output qparams recorded in the example run (``NodeRecorder``),
 ``rewrite_graph`` turns quantizations into ``FakeQuantize`` submodules,
@@ -21,20 +22,95 @@ import operator
 
 import torch
 from torch import fx
+import torch.nn.functional as F
 
 _quantized = torch.ops.quantized
 # Float versions of the quantized arithmetic ops (their last two arguments
 # are the output scale and zero point).
-def add_relu(a, b):
-    return torch.relu(a + b)
+# Float versions of torch.ops.quantized ops with their schemas' argument
+# names (the output scale and zero point, and `inplace`, unused: the
+# recorded output qparams requantize the result).
+def _add(qa, qb, scale=None, zero_point=None):
+    return qa + qb
 
 
-def mul_relu(a, b):
-    return torch.relu(a * b)
+def _mul(qa, qb, scale=None, zero_point=None):
+    return qa * qb
 
 
-_ARITHMETIC = {_quantized.add: operator.add, _quantized.mul: operator.mul,
-               _quantized.add_relu: add_relu, _quantized.mul_relu: mul_relu}
+def _add_relu(qa, qb, scale=None, zero_point=None):
+    return torch.relu(qa + qb)
+
+
+def _mul_relu(qa, qb, scale=None, zero_point=None):
+    return torch.relu(qa * qb)
+
+
+def _hardswish(input, output_scale, output_zero_point):
+    return F.hardswish(input)
+
+
+def _sigmoid(qx, output_scale, output_zero_point):
+    return torch.sigmoid(qx)
+
+
+def _elu(self, output_scale, output_zero_point, alpha=1, scale=1, input_scale=1):
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def _celu(self, output_scale, output_zero_point, alpha=1):
+    return F.celu(self, alpha)
+
+
+def _leaky_relu(qx, negative_slope, inplace, output_scale, output_zero_point):
+    return F.leaky_relu(qx, negative_slope)
+
+
+def _relu6(qx, inplace=False):
+    return F.relu6(qx)
+
+
+def _threshold(qx, threshold, value):
+    return F.threshold(qx, threshold, value)
+
+
+def _softmax(qx, dim, output_scale, output_zero_point):
+    return torch.softmax(qx, dim)
+
+
+def _layer_norm(input, normalized_shape, weight, bias, eps, output_scale, output_zero_point):
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _group_norm(input, num_groups, weight, bias, eps, output_scale, output_zero_point):
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def _instance_norm(input, weight, bias, eps, output_scale, output_zero_point):
+    return F.instance_norm(input, None, None, weight, bias, True, 0.0, eps)
+
+
+def _batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point):
+    return F.batch_norm(qx, mean, var, weight, bias, False, 0.0, eps)
+
+
+def _cat(qx, dim, scale=None, zero_point=None):
+    return torch.cat(qx, dim)
+
+
+def _matmul(qa, qb, scale, zero_point):
+    return torch.matmul(qa, qb)
+
+
+_FLOAT = {_quantized.add: _add, _quantized.mul: _mul, _quantized.add_relu: _add_relu,
+          _quantized.mul_relu: _mul_relu, _quantized.add_scalar: _add,
+          _quantized.mul_scalar: _mul, _quantized.hardswish: _hardswish,
+          _quantized.sigmoid: _sigmoid, _quantized.elu: _elu, _quantized.celu: _celu,
+          _quantized.leaky_relu: _leaky_relu, _quantized.relu6: _relu6,
+          _quantized.threshold: _threshold, _quantized.softmax: _softmax,
+          _quantized.layer_norm: _layer_norm, _quantized.group_norm: _group_norm,
+          _quantized.instance_norm: _instance_norm, _quantized.batch_norm2d: _batch_norm,
+          _quantized.cat: _cat, _quantized.matmul: _matmul}
 _EXACT_FUNCTIONS = {torch.relu, torch.nn.functional.relu, torch.flatten, torch.reshape,
                     torch.permute, torch.transpose, torch.squeeze, torch.unsqueeze,
                     torch.nn.functional.max_pool2d, operator.getitem}
@@ -55,10 +131,13 @@ class NodeRecorder(fx.Interpreter):
         return result
 
 
+def _packet(target):
+    """An op overload's packet (torch.ops.quantized.add for .add.Scalar)."""
+    return getattr(target, "overloadpacket", target)
+
+
 def _is_quantized_op(target) -> bool:
-    packet = getattr(target, "_overloadpacket", target)
-    return getattr(packet, "__module__", "") == "torch._ops.quantized" or \
-        str(getattr(packet, "_qualified_op_name", "")).startswith("quantized::")
+    return str(getattr(_packet(target), "_qualified_op_name", "")).startswith("quantized::")
 
 
 def rewrite_graph(gm: fx.GraphModule, out: dict, fake_quantize) -> None:
@@ -88,9 +167,9 @@ def rewrite_graph(gm: fx.GraphModule, out: dict, fake_quantize) -> None:
         elif node.op == "call_method" and node.target == "dequantize":
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)
-        elif node.op == "call_function" and node.target in _ARITHMETIC:
+        elif node.op == "call_function" and _packet(node.target) in _FLOAT:
             with graph.inserting_before(node):
-                value = graph.call_function(_ARITHMETIC[node.target], tuple(node.args[:2]))
+                value = graph.call_function(_FLOAT[_packet(node.target)], node.args, node.kwargs)
             node.replace_all_uses_with(value)
             graph.erase_node(node)
             add_fake_quantize(value, qparams)
