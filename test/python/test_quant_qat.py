@@ -389,3 +389,52 @@ def test_torch_ao_qat_model_compiled_matches_eager(warm_up):
     twin.apply(torch.ao.quantization.disable_observer)
     x = torch.randn(8, 16) * 9
     torch.testing.assert_close(run(x), model(x), rtol=0, atol=0)
+
+
+DYNAMIC_CONFIGS = {"weight_only": kiln.quant.weight_only_int8,
+                   "per_token": kiln.quant.dynamic_int8,
+                   "per_tensor": lambda: kiln.quant.dynamic_int8(activations="per_tensor")}
+
+
+@pytest.mark.parametrize("config", list(DYNAMIC_CONFIGS))
+def test_dynamic_and_weight_only_qat_train_the_int8_layers_they_convert_to(config):
+    """``prepare_qat`` with ``dynamic_int8`` / ``weight_only_int8``: the
+    forward computes exactly what the converted ``QuantizedLinear`` computes
+    (kiln's symmetric int8 weights and activations); gradients pass
+    straight through the fake quantization."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    qat = kiln.quant.prepare_qat(model, DYNAMIC_CONFIGS[config]())
+    layer = qat[0]
+    assert isinstance(layer, kiln.quant.QATDynamicLinear)
+    x = torch.randn(8, 16) * 3
+    qat(x).square().sum().backward()
+    # Straight through: the weight gets the gradient of a linear layer whose
+    # weight is the fake-quantized one.
+    w = kiln.quant._qat._symmetric_fake_quantize(layer.linear.weight.detach(), 1).requires_grad_()
+    xq = x if config == "weight_only" else (
+        kiln.quant._qat._symmetric_fake_quantize(x, -1) if config == "per_token"
+        else kiln.quant._qat._symmetric_fake_quantize(x.reshape(1, -1), 1).reshape(x.shape))
+    ref = qat[2](torch.relu(F.linear(xq, w, layer.linear.bias.detach()))).square().sum()
+    ref.backward()
+    torch.testing.assert_close(layer.linear.weight.grad, w.grad)
+    converted = kiln.quant.convert(copy.deepcopy(qat).eval())
+    assert isinstance(converted[0], kiln.quant.QuantizedLinear)
+    with torch.no_grad():
+        torch.testing.assert_close(converted(x), qat.eval()(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("config", ["weight_only", "per_token"])
+def test_compiled_dynamic_qat_step_matches_eager(config):
+    torch.manual_seed(2)
+    base = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10))
+    batches = [(torch.randn(8, 16), torch.randint(0, 10, (8,))) for _ in range(3)]
+    _, eager = train_steps(kiln.quant.prepare_qat(base, DYNAMIC_CONFIGS[config]()), batches,
+                           compiled=False)
+    _, trained = train_steps(kiln.quant.prepare_qat(base, DYNAMIC_CONFIGS[config]()), batches,
+                             compiled=True)
+    s = assert_compiled(graphs=1, fallback_ops=0, eager_calls=0, eager_backwards=0)
+    assert s["compiled_backwards"] == 1 and s["backward_calls"] == 3, s
+    expected = dict(eager.state_dict())
+    for name, value in trained.state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6, msg=name)

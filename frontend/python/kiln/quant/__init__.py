@@ -28,6 +28,7 @@ they train, then converts to the same int8 layers::
     ...
     fast = kiln.compile(kiln.quant.convert(qat.eval()))
 
+(``dynamic_int8()`` and ``weight_only_int8()`` train the same way.)
 A model converted by PT2E (``convert_pt2e``) runs on kiln's int8 kernels
 after ``kiln.quant.from_pt2e(converted)``, one converted by torch.ao's
 eager-mode or FX-mode static flow (``convert`` / ``convert_fx``) after
@@ -39,12 +40,12 @@ from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, wei
 from kiln.quant._modules import QuantizedLinear, QuantizedLinearInt4, prepare
 from kiln.quant._pt2e import from_pt2e
 from kiln.quant._torch_ao import FakeQuantize, Requantized, Unreached, from_torch_ao
-from kiln.quant._qat import QATConv2d, QATLinear, prepare_qat
+from kiln.quant._qat import QATConv2d, QATDynamicLinear, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
 
 __all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "ObservedLinear", "ObservedConv2d", "QATLinear",
-           "QATConv2d",
+           "QATConv2d", "QATDynamicLinear",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
            "prepare_qat", "prepare", "convert", "from_pt2e", "from_torch_ao", "FakeQuantize",

@@ -32,8 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kiln.quant import _ops
 from kiln.quant._config import QuantConfig, static_int8
-from kiln.quant._modules import checked_copy, conv1d_linears, selected_layers
+from kiln.quant._modules import QuantizedLinear, checked_copy, conv1d_linears, selected_layers
 from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
 
 _EPS = torch.finfo(torch.float32).eps
@@ -129,26 +130,77 @@ class QATConv2d(QATLinear):
         return StaticQuantizedConv2d.from_float(self.linear, *self.input_qparams(name))
 
 
+def _symmetric_fake_quantize(value: torch.Tensor, dim: int) -> torch.Tensor:
+    """``value`` as kiln's symmetric int8 values times their scales
+    (``max|v| / 127`` over ``dim``, the rounding of
+    ``_ops.quantize_symmetric``), exactly the values the converted layer
+    computes with; the gradient passes straight through (every value is
+    inside the range its own maximum sets)."""
+    v = value.detach()
+    scale = _ops.symmetric_scale(v.abs().amax(dim=dim, keepdim=True))
+    return _ops.quantize_symmetric(v, scale) * scale + (value - v)
+
+
+class QATDynamicLinear(nn.Module):
+    """An ``nn.Linear`` trained as the ``QuantizedLinear`` of a
+    ``dynamic_int8`` / ``weight_only_int8`` config computes: the weight
+    per output channel symmetric int8, the input (unless ``"none"``, weight
+    only) per token or per tensor symmetric int8, both fake-quantized with
+    a straight-through gradient."""
+
+    def __init__(self, linear: nn.Linear, activations: str):
+        super().__init__()
+        self.linear, self.activations = linear, activations
+
+    def forward(self, input):
+        weight = _symmetric_fake_quantize(self.linear.weight, 1)
+        if self.activations == "per_token":
+            input = _symmetric_fake_quantize(input, -1)
+        elif self.activations == "per_tensor":
+            flat = _symmetric_fake_quantize(input.reshape(1, -1), 1)
+            input = flat.reshape(input.shape)
+        return F.linear(input, weight, self.linear.bias)
+
+    def int8_layer(self, name):
+        """The ``QuantizedLinear`` this layer converts to."""
+        return QuantizedLinear.from_float(self.linear, self.activations)
+
+    def extra_repr(self):
+        return f"activations={self.activations!r}"
+
+
 def prepare_qat(model: nn.Module, config: QuantConfig | None = None,
                 inplace: bool = False) -> nn.Module:
     """``model`` (a copy unless ``inplace``) in training mode with every
     ``nn.Linear`` / ``nn.Conv2d`` that ``config`` (default
     ``static_int8()``) selects replaced by its ``QATLinear`` /
-    ``QATConv2d``. Train it (eagerly or compiled by ``kiln.compile``), then
-    ``kiln.quant.convert(model.eval())`` gives the int8 model. Only
-    ``static_int8`` with its default ``"minmax"`` observer trains (the range
-    is a moving average of batch min/max); other configs raise
-    NotImplementedError naming themselves."""
+    ``QATConv2d`` (``dynamic_int8`` / ``weight_only_int8``: each
+    ``nn.Linear`` by a ``QATDynamicLinear``). Train it (eagerly or compiled
+    by ``kiln.compile``), then ``kiln.quant.convert(model.eval())`` gives
+    the int8 model. ``static_int8`` trains with its default ``"minmax"``
+    observer only (the range is a moving average of batch min/max); other
+    configs (``weight_only_int4``) raise NotImplementedError naming
+    themselves."""
     config = static_int8() if config is None else config
-    if isinstance(config, QuantConfig) and config.scheme != "static_int8":
+    trained = ("static_int8", "dynamic_int8", "weight_only_int8")
+    if isinstance(config, QuantConfig) and config.scheme not in trained:
         raise NotImplementedError(f"kiln.quant.prepare_qat: {config.scheme} is not implemented "
-                                  "for quantization-aware training (static_int8() only)")
-    if isinstance(config, QuantConfig) and config.observer != "minmax":
+                                  f"for quantization-aware training ({', '.join(trained)})")
+    if isinstance(config, QuantConfig) and config.scheme == "static_int8" and \
+            config.observer != "minmax":
         raise NotImplementedError(f"kiln.quant.prepare_qat: observer={config.observer!r}: QAT "
                                   "ranges are moving averages of batch min/max "
                                   "(static_int8(observer='minmax') only)")
     model = checked_copy(model, config, inplace, "prepare_qat")
     conv1d_linears(model, config)
     for name, module in selected_layers(model, config, "prepare_qat"):
-        replace_module(model, name, (QATConv2d if isinstance(module, nn.Conv2d) else QATLinear)(module))
+        if type(module) not in (nn.Linear, nn.Conv2d) or \
+                type(module.weight) is not nn.Parameter:
+            raise ValueError(f"kiln.quant.prepare_qat: {name!r} is already quantized "
+                             f"({type(module).__name__}); QAT trains float layers")
+        if config.scheme != "static_int8":
+            layer = QATDynamicLinear(module, config.activations)
+        else:
+            layer = (QATConv2d if isinstance(module, nn.Conv2d) else QATLinear)(module)
+        replace_module(model, name, layer)
     return model.train()
