@@ -31,25 +31,14 @@ Value f32Scalar(OpBuilder &rewriter, Location loc, float value) {
   return rewriter.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(attr));
 }
 
-/// The splat f32 value of `scale` when it is a constant, else nullopt.
-std::optional<float> splatScale(Value scale) {
-  auto c = scale.getDefiningOp<ConstantOp>();
-  auto dense = c ? llvm::dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
-  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-    return std::nullopt;
-  return dense.getSplatValue<float>();
-}
-
 } // namespace
 
 LogicalResult expandStaticQdq(DequantizeOp op, RewriterBase &rewriter) {
-  auto q = op.getInput().getDefiningOp<QuantizeStaticOp>();
+  QuantizeStaticOp q = staticallyQuantized(op.getResult());
   if (!q)
     return failure();
   float scale = q.getScale().convertToFloat();
   int64_t zero = q.getZeroPoint();
-  if (splatScale(op.getScale()) != scale || op.getZeroPoint() != zero)
-    return failure();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   Location loc = op.getLoc();

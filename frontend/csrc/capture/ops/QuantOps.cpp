@@ -142,15 +142,8 @@ std::pair<double, int64_t> staticParams(Args &a, const std::string &op,
 /// point: quantizing it again gives the same uint8 values, since
 /// (q - zp) * s * (1 / s) is within 2^-15 of the integer q - zp.
 bool isStaticQdq(Value x, float scale, int64_t zero) {
-  auto dq = x.getDefiningOp<DequantizeOp>();
-  auto q = dq ? dq.getInput().getDefiningOp<QuantizeStaticOp>() : QuantizeStaticOp();
-  if (!q || dq.getZeroPoint() != zero || q.getZeroPoint() != zero ||
-      q.getScale().convertToFloat() != scale)
-    return false;
-  auto c = dq.getScale().getDefiningOp<ConstantOp>();
-  auto dense = c ? mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue()) : nullptr;
-  return dense && dense.isSplat() && dense.getElementType().isF32() &&
-         dense.getSplatValue<float>() == scale;
+  QuantizeStaticOp q = staticallyQuantized(x);
+  return q && q.getZeroPoint() == zero && q.getScale().convertToFloat() == scale;
 }
 
 /// dequantize(quantize_static(x)) with the calibrated scale and zero point;
