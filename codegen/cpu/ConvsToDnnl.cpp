@@ -148,6 +148,15 @@ bool bigColumns(Conv2dOp op, int64_t minBytes) {
   return columns >= minBytes && columns >= 8 * wt.getNumElements() * 4;
 }
 
+/// Whether `op` computes at least `minPositions` output positions (batch x
+/// height x width): each weight element serves that many multiply-adds, so
+/// re-laying the weight on every call costs a small part of the call
+/// (the pass's `min-output-positions`).
+bool manyOutputPositions(Conv2dOp op, int64_t minPositions) {
+  RankedTensorType out = op.getType();
+  return out.getDimSize(0) * out.getDimSize(2) * out.getDimSize(3) >= minPositions;
+}
+
 /// The convolution's input as an NHWC tensor: the NHWC result of an
 /// earlier oneDNN call when the input is its permute back to NCHW (the two
 /// permutes cancel), else a permuting copy.
@@ -428,7 +437,10 @@ struct CpuConvsToDnnlPass : impl::CpuConvsToDnnlPassBase<CpuConvsToDnnlPass> {
       if (!qualifies(op))
         return;
       if (matchQuantConv(op) ||
-          (!quantizedOnly && (minColumnsBytes <= 0 || bigColumns(op, minColumnsBytes))))
+          (!quantizedOnly &&
+           ((minColumnsBytes <= 0 && minOutputPositions <= 0) ||
+            (minColumnsBytes > 0 && bigColumns(op, minColumnsBytes)) ||
+            (minOutputPositions > 0 && manyOutputPositions(op, minOutputPositions)))))
         convs.push_back(op);
     });
     // Program order (a u8 producer before its consumers), except that the

@@ -55,6 +55,14 @@ namespace {
 /// stage have 7 MiB of columns each, two thirds of eager's whole peak.
 constexpr int64_t kBigColumnsBytes = 1 << 20;
 
+/// Without dnnlConvs, a convolution with at least this many output
+/// positions (batch x height x width; 14x14 at batch 1) runs as a oneDNN
+/// call too (kiln-cpu-convs-to-dnnl's min-output-positions): the weight's
+/// per-call reorder is then a few percent of the call (efficientnet_b0 at
+/// 224 px 20 -> 14 ms, resnet50 62 -> 58; 7x7 stages stay on kiln's path,
+/// where the reorder would cost as much as oneDNN saves).
+constexpr int64_t kMinOutputPositions = 196;
+
 /// The disk-cache key of compiling `module` with `pm`: everything the
 /// object code depends on, as text (the entry stores it and compares it
 /// exactly on load).
@@ -214,7 +222,8 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
   PassManager pm(ctx, ModuleOp::getOperationName());
   // Convolutions go to oneDNN before kiln-decompose would expand them:
   // all f32 ones with dnnlConvs; otherwise those whose im2col columns would
-  // be big next to their weight (kBigColumnsBytes); statically quantized
+  // be big next to their weight (kBigColumnsBytes) or with many output
+  // positions (kMinOutputPositions); statically quantized
   // ones always (oneDNN's int8 convolution).
   bool quantized = containsQuantOps(module);
   bool convs = module.walk([](Conv2dOp) { return WalkResult::interrupt(); }).wasInterrupted();
@@ -230,9 +239,10 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
                                             .wasInterrupted();
   if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
     pm.addPass(createCpuConvsToDnnlPass(
-        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes, grads}));
+        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes,
+                                  options.dnnlConvs ? 0 : kMinOutputPositions, grads}));
   else if ((quantized || grads) && ::kiln::rt::haveDnnl())
-    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0, grads}));
+    pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0, 0, grads}));
   // Channels-last regions (ConvNeXt's permuted blocks) stay channels-last:
   // permutes sink and cancel, the convolutions between them run on NHWC.
   if (convs && options.layout)

@@ -49,8 +49,9 @@ struct CpuCompileOptions {
   /// hence in the cache key.
   bool dnnlConvs = false;
   /// Without dnnlConvs, convolutions whose im2col columns would be big next
-  /// to their weight still run through oneDNN (kBigColumnsBytes in
-  /// JitCompiler.cpp); false keeps them im2col (graphs with a compiled
+  /// to their weight, or with many output positions, still run through
+  /// oneDNN (kBigColumnsBytes, kMinOutputPositions in JitCompiler.cpp);
+  /// false keeps them im2col (graphs with a compiled
   /// backward: with them on oneDNN, one ReLU pre-activation of
   /// test_training_cnn.py's resnet18, -4e-6 in float64, rounds to the other
   /// side of zero and its 20-step SGD curve leaves eager's by 1.7e-3; eager

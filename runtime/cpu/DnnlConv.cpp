@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -40,13 +41,14 @@ std::atomic<int64_t> calls{0}, referenceCalls{0};
 std::atomic<bool> refuse{false};
 
 /// One convolution shape: its primitive and the reorders of its weights
-/// from the caller's layout and from a plain (contiguous) scaled copy into
-/// the primitive's layout.
+/// from the caller's layout into the primitive's: as they are, times a
+/// per-output-channel scale given at run time (BatchNorm folded; one pass),
+/// and, where oneDNN has no scaling reorder, from a plain (contiguous)
+/// scaled copy.
 struct Entry {
   dnnl::convolution_forward conv;
   dnnl::memory::desc userWeights, plainWeights, packedDesc;
-  dnnl::reorder fromUser, fromPlain;
-  dnnl::memory scratch;   ///< packed weights of unstamped calls (made on first use)
+  dnnl::reorder fromUser, fromUserScaled, fromPlain;
   bool reference = false; ///< oneDNN refused: kiln's own loops (ConvReference.h)
 };
 
@@ -100,6 +102,15 @@ std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMem
       dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), entry->packedDesc));
   entry->fromPlain = dnnl::reorder(
       dnnl::reorder::primitive_desc(engine(), entry->plainWeights, engine(), entry->packedDesc));
+  try {
+    // Output scales over the output-channel dims: [F] or grouped [G, F/G].
+    dnnl::primitive_attr scaled;
+    scaled.set_output_scales(p[8] == 1 ? 1 : 3, {DNNL_RUNTIME_F32_VAL});
+    entry->fromUserScaled = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine(), user, engine(), entry->packedDesc, scaled));
+  } catch (const dnnl::error &) {
+    // No scaling reorder for this layout: pack() scales a plain copy.
+  }
   return entry;
 }
 
@@ -121,6 +132,17 @@ void pack(Entry &entry, const StridedMemRef<float, 4> *w, const std::vector<floa
   if (std::all_of(scale.begin(), scale.end(), [](float s) { return s == 1.0f; })) {
     dnnl::memory user(entry.userWeights, engine(), const_cast<float *>(data));
     entry.fromUser.execute(stream, user, packed);
+    stream.wait();
+    return;
+  }
+  if (entry.fromUserScaled) {
+    dnnl::memory user(entry.userWeights, engine(), const_cast<float *>(data));
+    dnnl::memory scales(dnnl::memory::desc({int64_t(scale.size())}, dnnl::memory::data_type::f32,
+                                           dnnl::memory::format_tag::a),
+                        engine(), const_cast<float *>(scale.data()));
+    entry.fromUserScaled.execute(
+        stream,
+        {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed}, {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
     stream.wait();
     return;
   }
@@ -154,6 +176,25 @@ std::mutex packedMutex;
 std::map<std::pair<uint64_t, std::vector<int64_t>>, Packed> packedCache;
 std::atomic<int64_t> packedBytes{0}, packs{0};
 
+/// The calling thread's buffer for weights packed on every call (not
+/// stamped), at least `bytes` long: one per thread, not one per shape, so
+/// that a model's unstamped weights are not held twice between calls.
+void *unstampedScratch(size_t bytes) {
+  struct Free {
+    void operator()(void *p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<void, Free> buffer;
+  thread_local size_t size = 0;
+  if (bytes > size) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    buffer.reset(std::aligned_alloc(64, rounded));
+    if (!buffer)
+      throw std::bad_alloc();
+    size = rounded;
+  }
+  return buffer.get();
+}
+
 /// The entry's packed (and scaled) weights for `w`: from the cache when the
 /// frontend stamped w's tensor (an unchanged graph input) and it was packed
 /// at this version with this scale, else packed now (and cached when
@@ -164,11 +205,10 @@ dnnl::memory weightsFor(Entry &entry, const std::vector<int64_t> &key,
   std::vector<float> scale = values(scaleRef);
   const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
   if (!stamp) {
-    if (!entry.scratch)
-      entry.scratch = dnnl::memory(entry.packedDesc, engine());
+    dnnl::memory packed(entry.packedDesc, engine(), unstampedScratch(entry.packedDesc.get_size()));
     packs.fetch_add(1, std::memory_order_relaxed);
-    pack(entry, w, scale, stream, entry.scratch);
-    return entry.scratch;
+    pack(entry, w, scale, stream, packed);
+    return packed;
   }
   const void *data = w->data + w->offset;
   std::vector<int64_t> at = key;

@@ -152,21 +152,30 @@ def test_off_by_default_keeps_im2col():
     assert dnnl_calls() == before
 
 
-def test_off_by_default_big_columns_go_to_dnnl():
+def test_off_by_default_big_convolutions_go_to_dnnl():
     """Without the knob, a convolution whose im2col columns would be big
     next to its weight (resnet's stem: 3x7x7 taps at 112x112, 7 MiB of
-    columns for a 37 KiB weight) still runs as one oneDNN call (weights
-    re-laid per call), reading each call's weights; a 1x1 one in the same
-    graph keeps kiln's GEMM."""
+    columns for a 37 KiB weight) or with at least 14x14 output positions
+    (a 1x1 one after BatchNorm: its weight re-laid with BatchNorm's scale
+    in one reorder) runs as a oneDNN call, reading each call's weights and
+    BatchNorm statistics; a 1x1 one at 7x7 keeps kiln's GEMM."""
     torch.manual_seed(0)
-    stem = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
-                         nn.BatchNorm2d(64), nn.ReLU(), nn.Conv2d(64, 16, 1)).eval()
+    model = nn.Sequential(nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+                          nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(8),
+                          nn.Conv2d(64, 32, 1, bias=False), nn.BatchNorm2d(32), nn.SiLU(),
+                          nn.AdaptiveAvgPool2d(7), nn.Conv2d(32, 16, 1)).eval()
+    for bn in (model[1], model[5]):
+        nn.init.uniform_(bn.weight, -1.5, 1.5)
+        nn.init.uniform_(bn.running_var, 0.5, 2.0)
+        nn.init.normal_(bn.running_mean)
     x = torch.randn(1, 3, 224, 224)
     kiln.reset()
     with torch.no_grad(), kiln.config.patch(dnnl_convs=False):
-        check(stem, x, convs=1)
-        stem[0].weight.mul_(-0.5)  # read on every call: no stale packed copy
-        compare(kiln.compile(stem)(x), stem(x))
+        check(model, x, convs=2)
+        model[0].weight.mul_(-0.5)  # read on every call: no stale packed copy
+        model[5].weight.mul_(3.0)   # a new BatchNorm scale folded on the next call
+        model[5].running_var.add_(1.0)
+        compare(kiln.compile(model)(x), model(x))
 
 
 def test_inplace_weight_update_between_calls():
