@@ -49,6 +49,7 @@ class Case:
     make: Callable[[], nn.Module]
     inputs: Callable[[int], tuple]
     kind: str = "model"  # "model" or "micro"
+    batch: int = 1  # the batch tools/bench_real.py runs
 
 
 def _randn(*shape):
@@ -137,12 +138,15 @@ def _hf_base(kind: str) -> Callable[[], nn.Module]:
 
 def real_cases() -> list[Case]:
     """The "real sizes" rows of tools/bench_real.py: what users deploy
-    (224-px torchvision CNNs, base-size transformers at sequence 128)."""
+    (224-px torchvision CNNs, base-size transformers at sequence 128;
+    batch 1 unless the name says otherwise)."""
     return [
         Case("resnet50, 224 px", _tv("resnet50"), _randn(3, 224, 224)),
+        Case("resnet50, 224 px, batch 8", _tv("resnet50"), _randn(3, 224, 224), batch=8),
         Case("mobilenet_v3_large, 224 px", _tv("mobilenet_v3_large"), _randn(3, 224, 224)),
         Case("efficientnet_b0, 224 px", _tv("efficientnet_b0"), _randn(3, 224, 224)),
         Case("convnext_tiny, 224 px", _tv("convnext_tiny"), _randn(3, 224, 224)),
+        Case("vit_b_16, 224 px", _tv("vit_b_16"), _randn(3, 224, 224)),
         Case("BERT-base, seq 128", _hf_base("bert"), _ids(128, 30522)),
         Case("GPT-2 (124M), seq 128", _hf_base("gpt2"), _ids(128, 50257)),
     ]

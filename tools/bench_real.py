@@ -3,7 +3,8 @@
 """kiln at the sizes users run: the "real sizes" table of `make bench`.
 
 For every model of bench_models.real_cases() (224-px torchvision CNNs,
-BERT-base and GPT-2 at sequence 128; batch 1, random init, fp32, eval,
+vit_b_16, BERT-base and GPT-2 at sequence 128; batch 1 unless the row
+says otherwise (resnet50 at batch 8 too), random init, fp32, eval,
 under torch.no_grad()) this times, interleaved in this one process:
 
 * eager;
@@ -86,7 +87,7 @@ def run_row(case, args) -> dict:
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = case.make().eval()
-    inputs = case.inputs(1)
+    inputs = case.inputs(case.batch)
     want = model(*inputs)
     tol = args.tol * (1 + want_scale(want))
     fns = {"eager": lambda: model(*inputs)}
@@ -142,7 +143,7 @@ RATIOS = (("kiln vs eager", "eager", "kiln"), ("kiln freezing vs eager", "eager"
 
 
 def table(rows: list[dict], threads: int) -> list[str]:
-    heads = (["model (batch 1)", "eager ms", "kiln ms", "kiln freezing ms", "torch.compile ms",
+    heads = (["model", "eager ms", "kiln ms", "kiln freezing ms", "torch.compile ms",
               "torch.compile freezing ms"] + [r[0] for r in RATIOS]
              + ["kiln first call", "kiln freezing first call", "peak kiln / eager",
                 "peak kiln freezing / eager", "notes"])
@@ -167,7 +168,8 @@ def table(rows: list[dict], threads: int) -> list[str]:
 def report(rows: list[dict], args, elapsed: float) -> str:
     out = [f"## Real sizes (`make bench`, {time.strftime('%Y-%m-%d')})", "",
            f"Machine: {machine()}; torch {torch.__version__}. Command: `{args.command}` "
-           f"({elapsed / 60:.1f} min). fp32 inference, batch 1, random weights; median "
+           f"({elapsed / 60:.1f} min). fp32 inference, batch 1 unless the row says "
+           f"otherwise, random weights; median "
            f"per-call time over {args.rounds} interleaved rounds, CPU time of the calling "
            "thread at 1 thread, wall clock above. \"freezing\" is torch.compile with "
            "`torch._inductor.config.freezing = True`; \"kiln freezing\" is "

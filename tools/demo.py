@@ -37,7 +37,8 @@ ROWS = ("resnet50", "efficientnet_b0", "BERT-base", "GPT-2")
 
 
 def cases() -> list[Case]:
-    real = [c for c in real_cases() if c.name.split(",")[0].split(" ")[0] in ROWS]
+    real = [c for c in real_cases()
+            if c.batch == 1 and c.name.split(",")[0].split(" ")[0] in ROWS]
     return real + [Case("MLP 256-512-512-10, batch 1", MLP, lambda b: (torch.randn(b, 256),))]
 
 
