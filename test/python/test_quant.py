@@ -81,8 +81,9 @@ def test_name_filters_select_modules():
                                 kiln.quant.static_int8()), "padding_mode='reflect'"),
     (lambda: kiln.quant.weight_only_int4(group_size=40), "group_size=40"),
     (lambda: kiln.quant.fp8(), "kiln.quant.fp8"),
-    (lambda: kiln.quant.prepare_qat(mlp(), kiln.quant.weight_only_int4(group_size=32)),
-     "kiln.quant.prepare_qat: weight_only_int4"),
+    (lambda: kiln.quant.prepare_qat(nn.Sequential(nn.Linear(48, 4)),
+                                    kiln.quant.weight_only_int4(group_size=32)),
+     "in_features=48 is not a multiple of group_size=32"),
     (lambda: kiln.quant.prepare_qat(
         torch.ao.quantization.quantize_dynamic(mlp(), {nn.Linear}), kiln.quant.dynamic_int8()),
      "already quantized"),

@@ -438,3 +438,49 @@ def test_compiled_dynamic_qat_step_matches_eager(config):
     expected = dict(eager.state_dict())
     for name, value in trained.state_dict().items():
         torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_int4_qat_trains_the_int4_layer_it_converts_to():
+    """``prepare_qat`` with ``weight_only_int4``: the forward computes
+    exactly what the converted ``QuantizedLinearInt4`` computes (one
+    symmetric scale per output channel and group of 32 inputs, values in
+    [-7, 7]); the weight's gradient passes straight through."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
+    with torch.no_grad():
+        model[0].weight[3, :32] *= 40.0  # one group with a much larger scale
+    qat = kiln.quant.prepare_qat(model, kiln.quant.weight_only_int4(group_size=32,
+                                                                     exclude=("2",)))
+    layer = qat[0]
+    assert isinstance(layer, kiln.quant.QATInt4Linear)
+    assert type(qat[2]) is nn.Linear  # excluded by name
+    x = torch.randn(8, 64) * 3
+    qat(x).square().sum().backward()
+    # The fake-quantized weight is the converted layer's dequantized weight.
+    converted = kiln.quant.convert(copy.deepcopy(qat).eval())
+    assert isinstance(converted[0], kiln.quant.QuantizedLinearInt4)
+    q = converted[0]
+    values = kiln.quant._ops.unpack_int4(q.qweight).to(torch.float32)
+    assert values.abs().max() <= 7
+    dequantized = (values.reshape(32, 2, 32) * q.weight_scale.unsqueeze(-1)).reshape(32, 64)
+    w = dequantized.clone().requires_grad_()
+    ref = qat[2](torch.relu(F.linear(x, w, layer.linear.bias.detach()))).square().sum()
+    ref.backward()
+    torch.testing.assert_close(layer.linear.weight.grad, w.grad)
+    assert not torch.equal(dequantized, layer.linear.weight.detach())  # it did quantize
+    with torch.no_grad():
+        torch.testing.assert_close(converted(x), qat.eval()(x), rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_int4_qat_step_matches_eager():
+    torch.manual_seed(3)
+    base = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    batches = [(torch.randn(8, 64), torch.randint(0, 10, (8,))) for _ in range(3)]
+    config = kiln.quant.weight_only_int4(group_size=32)
+    _, eager = train_steps(kiln.quant.prepare_qat(base, config), batches, compiled=False)
+    _, trained = train_steps(kiln.quant.prepare_qat(base, config), batches, compiled=True)
+    s = assert_compiled(graphs=1, fallback_ops=0, eager_calls=0, eager_backwards=0)
+    assert s["compiled_backwards"] == 1 and s["backward_calls"] == 3, s
+    expected = dict(eager.state_dict())
+    for name, value in trained.state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=1e-5, atol=1e-6, msg=name)

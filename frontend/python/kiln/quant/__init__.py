@@ -40,12 +40,12 @@ from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, wei
 from kiln.quant._modules import QuantizedLinear, QuantizedLinearInt4, prepare
 from kiln.quant._pt2e import from_pt2e
 from kiln.quant._torch_ao import FakeQuantize, Requantized, Unreached, from_torch_ao
-from kiln.quant._qat import QATConv2d, QATDynamicLinear, QATLinear, prepare_qat
+from kiln.quant._qat import QATConv2d, QATDynamicLinear, QATInt4Linear, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
 
 __all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "ObservedLinear", "ObservedConv2d", "QATLinear",
-           "QATConv2d", "QATDynamicLinear",
+           "QATConv2d", "QATDynamicLinear", "QATInt4Linear",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",
            "prepare_qat", "prepare", "convert", "from_pt2e", "from_torch_ao", "FakeQuantize",

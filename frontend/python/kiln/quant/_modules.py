@@ -121,9 +121,7 @@ class QuantizedLinearInt4(nn.Module):
 
     def __init__(self, in_features, out_features, group_size=128):
         super().__init__()
-        if group_size <= 0 or group_size % 32 or in_features % group_size:
-            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of "
-                             f"group_size={group_size} (a multiple of 32)")
+        self.check_shape(in_features, group_size)
         self.in_features, self.out_features = in_features, out_features
         self.group_size = group_size
         self.register_buffer("qweight", torch.zeros(out_features, in_features // 8,
@@ -131,13 +129,28 @@ class QuantizedLinearInt4(nn.Module):
         self.register_buffer("weight_scale", torch.ones(out_features, in_features // group_size))
         self.register_buffer("bias", None)
 
+    @staticmethod
+    def check_shape(in_features, group_size):
+        """Raises ValueError unless ``in_features`` splits into groups of
+        ``group_size`` (a multiple of 32)."""
+        if group_size <= 0 or group_size % 32 or in_features % group_size:
+            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of "
+                             f"group_size={group_size} (a multiple of 32)")
+
+    @staticmethod
+    def quantize(weight: torch.Tensor, group_size: int):
+        """The int4 values ``[N, K]`` (floats in [-7, 7]) and group scales
+        ``[N, K / group_size, 1]`` of a float ``weight`` ``[N, K]``."""
+        n, k = weight.shape
+        w = weight.to(torch.float32).reshape(n, k // group_size, group_size)
+        scale = _ops.group_scale(w.abs().amax(dim=-1, keepdim=True))
+        return torch.clamp(torch.round(w / scale), -7.0, 7.0).reshape(n, k), scale
+
     @classmethod
     def from_float(cls, linear: nn.Linear, group_size=128):
         q = cls(linear.in_features, linear.out_features, group_size)
         n, k = linear.weight.shape
-        w = linear.weight.detach().to(torch.float32).reshape(n, k // group_size, group_size)
-        scale = _ops.group_scale(w.abs().amax(dim=-1, keepdim=True))
-        values = torch.clamp(torch.round(w / scale), -7.0, 7.0).reshape(n, k)
+        values, scale = cls.quantize(linear.weight.detach(), group_size)
         # A NaN group (NaN scale) stores zeros; its scale makes its outputs NaN.
         q.qweight = _ops.pack_int4(torch.nan_to_num(values).to(torch.int32))
         q.weight_scale = scale.reshape(n, k // group_size).contiguous()

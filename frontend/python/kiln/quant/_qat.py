@@ -34,7 +34,8 @@ from torch import nn
 
 from kiln.quant import _ops
 from kiln.quant._config import QuantConfig, static_int8
-from kiln.quant._modules import QuantizedLinear, checked_copy, conv1d_linears, selected_layers
+from kiln.quant._modules import (QuantizedLinear, QuantizedLinearInt4, checked_copy, conv1d_linears,
+                                 selected_layers)
 from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
 
 _EPS = torch.finfo(torch.float32).eps
@@ -169,20 +170,47 @@ class QATDynamicLinear(nn.Module):
         return f"activations={self.activations!r}"
 
 
+class QATInt4Linear(nn.Module):
+    """An ``nn.Linear`` trained as the ``QuantizedLinearInt4`` of a
+    ``weight_only_int4`` config computes: the weight symmetric int4 with
+    one scale per output channel and group of ``group_size`` input
+    features (``max|w| / 7``, values in [-7, 7]), fake-quantized with a
+    straight-through gradient; the input stays float."""
+
+    def __init__(self, linear: nn.Linear, group_size: int):
+        super().__init__()
+        self.linear, self.group_size = linear, group_size
+
+    def forward(self, input):
+        weight = self.linear.weight
+        w = weight.detach()
+        values, scale = QuantizedLinearInt4.quantize(w, self.group_size)
+        n, k = w.shape
+        fake = (values.reshape(n, k // self.group_size, self.group_size) * scale).reshape(n, k)
+        return F.linear(input, fake.to(weight.dtype) + (weight - w), self.linear.bias)
+
+    def int8_layer(self, name):
+        """The ``QuantizedLinearInt4`` this layer converts to."""
+        return QuantizedLinearInt4.from_float(self.linear, self.group_size)
+
+    def extra_repr(self):
+        return f"group_size={self.group_size}"
+
+
 def prepare_qat(model: nn.Module, config: QuantConfig | None = None,
                 inplace: bool = False) -> nn.Module:
     """``model`` (a copy unless ``inplace``) in training mode with every
     ``nn.Linear`` / ``nn.Conv2d`` that ``config`` (default
     ``static_int8()``) selects replaced by its ``QATLinear`` /
     ``QATConv2d`` (``dynamic_int8`` / ``weight_only_int8``: each
-    ``nn.Linear`` by a ``QATDynamicLinear``). Train it (eagerly or compiled
-    by ``kiln.compile``), then ``kiln.quant.convert(model.eval())`` gives
-    the int8 model. ``static_int8`` trains with its default ``"minmax"``
-    observer only (the range is a moving average of batch min/max); other
-    configs (``weight_only_int4``) raise NotImplementedError naming
-    themselves."""
+    ``nn.Linear`` by a ``QATDynamicLinear``; ``weight_only_int4``: by a
+    ``QATInt4Linear``). Train it (eagerly or compiled by ``kiln.compile``),
+    then ``kiln.quant.convert(model.eval())`` gives the quantized model.
+    ``static_int8`` trains with its default ``"minmax"`` observer only (the
+    range is a moving average of batch min/max); other configs (``fp8``)
+    raise NotImplementedError naming themselves."""
     config = static_int8() if config is None else config
-    trained = ("static_int8", "dynamic_int8", "weight_only_int8")
+    trained = ("static_int8", "dynamic_int8", "weight_only_int8", "weight_only_int4")
     if isinstance(config, QuantConfig) and config.scheme not in trained:
         raise NotImplementedError(f"kiln.quant.prepare_qat: {config.scheme} is not implemented "
                                   f"for quantization-aware training ({', '.join(trained)})")
@@ -198,7 +226,10 @@ def prepare_qat(model: nn.Module, config: QuantConfig | None = None,
                 type(module.weight) is not nn.Parameter:
             raise ValueError(f"kiln.quant.prepare_qat: {name!r} is already quantized "
                              f"({type(module).__name__}); QAT trains float layers")
-        if config.scheme != "static_int8":
+        if config.scheme == "weight_only_int4":
+            QuantizedLinearInt4.check_shape(module.in_features, config.group_size)
+            layer = QATInt4Linear(module, config.group_size)
+        elif config.scheme != "static_int8":
             layer = QATDynamicLinear(module, config.activations)
         else:
             layer = (QATConv2d if isinstance(module, nn.Conv2d) else QATLinear)(module)
