@@ -45,6 +45,15 @@ GRADCHECK_CASES = {
     "max_pool2d_ceil_dilation": (lambda x: F.max_pool2d(x, 2, 2, ceil_mode=True, dilation=1)
                                  + F.max_pool2d(x, 2, 1, dilation=2)[..., :3, :3],
                                  [(1, 2, 5, 5)]),
+    # stride phases without taps (kernel 2 < stride 3), dilated taps on a
+    # stride-2 lattice, mixed strides (PoolGrads.cpp's Window::spread)
+    "max_pool2d_phases": (lambda x: F.max_pool2d(x, 2, 3)
+                          + F.max_pool2d(x, 3, 2, 1, dilation=2)[..., :3, :3]
+                          + F.max_pool2d(x, (3, 2), (2, 1), (1, 0))[..., :3, :3],
+                          [(1, 2, 9, 9)]),
+    "avg_pool2d_phases": (lambda x: F.avg_pool2d(x, 2, 3)
+                          + F.avg_pool2d(x, (3, 2), (2, 1), (1, 0))[..., :3, :3],
+                          [(1, 2, 9, 9)]),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1), [(2, 3, 7, 7)]),
     "avg_pool2d_exclude_pad_ceil": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
                                                            count_include_pad=False),

@@ -396,8 +396,30 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32> {kiln.requires_grad}) -> tensor<1x1x
 
 // -----
 
+// Tests max_pool2d's rule with an overlapping strided window (3x3, stride
+// 2, padding 1, resnet's stem pool): the taps of each of the 2x2 phases of
+// the stride are shifted and summed at the output's resolution (5x5 cells of
+// the 10x10 padded input's sub-lattice), the four phases interleaved by two
+// concats over new unit dims and one reshape, then cut to the input: no
+// per-tap tensor of the input's size.
+// CHECK-LABEL: func.func @max_pool_strided_bwd
+// CHECK-COUNT-9: kiln.eq {{.*}} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+// CHECK-NOT: tensor<1x2x10x10xf32>
+// CHECK-COUNT-2: kiln.concat {{.*}} {dim = 5 : i64} : tensor<1x2x5x1x5x1xf32>, tensor<1x2x5x1x5x1xf32> -> tensor<1x2x5x1x5x2xf32>
+// CHECK: kiln.concat {{.*}} {dim = 3 : i64} : tensor<1x2x5x1x5x2xf32>, tensor<1x2x5x1x5x2xf32> -> tensor<1x2x5x2x5x2xf32>
+// CHECK: kiln.reshape {{.*}} -> tensor<1x2x10x10xf32>
+// CHECK: kiln.slice {{.*}} -> tensor<1x2x8x8xf32>
+// CHECK-NEXT: return
+func.func @max_pool_strided(%x: tensor<1x2x8x8xf32> {kiln.requires_grad}) -> tensor<1x2x4x4xf32> {
+  %0 = kiln.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
 // Tests avg_pool2d's rule: the gradient scaled by the constant inverse
-// divisors, then placed at each of the 4 taps and summed; nothing saved.
+// divisors, then placed at each of the 4 taps and summed (stride 1: one
+// phase, the taps shifted at full size); nothing saved.
 // CHECK-LABEL: func.func @avg_pool_bwd
 // CHECK-SAME: kiln.saved_inputs = array<i64>, kiln.saved_results = array<i64>
 // CHECK: kiln.constant dense<2.500000e-01> : tensor<2x2xf32>

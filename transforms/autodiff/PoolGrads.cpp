@@ -5,7 +5,9 @@
 // (static shapes). Both walk the window's taps (kh, kw) in row-major order:
 // a tap is the strided slice of the padded input every window reads at that
 // offset (as the decomposition in DecomposeNN.cpp), and its gradient is put
-// back where the slice came from (GradBuilder::place) and summed.
+// back where the slice came from and summed (Window::spread: the taps of
+// one phase of the stride summed at the output's resolution, the phases
+// interleaved once).
 //
 // max_pool2d: a window's gradient goes to the first tap equal to its
 // maximum (eager's CPU kernel keeps the first maximum it meets, so ties get
@@ -45,10 +47,41 @@ struct Window {
                     {sh[0], sh[1], h0 + (out[0] - 1) * s[0] + 1, w0 + (out[1] - 1) * s[1] + 1},
                     {1, 1, s[0], s[1]});
   }
-  /// `g` ([N, C, OH, OW]) put back at tap (i, j) of the padded input.
-  Value place(GradBuilder &gb, Value g, int64_t i, int64_t j) const {
-    g = gb.place(g, 2, i * d[0], s[0], padded(0));
-    return gb.place(g, 3, j * d[1], s[1], padded(1));
+  /// The sum over the taps (i, j) of `parts[i * k[1] + j]` ([N, C, OH, OW])
+  /// each put back at its tap of the padded input, in few full-size passes:
+  /// per dim a tap's offset i * d is phase (i * d) % s plus a shift of
+  /// (i * d) / s cells on that phase's sub-lattice (every s-th cell), so the
+  /// taps of one phase are summed at the output's resolution (shifted by
+  /// padding) and the phases interleaved by one concat and a reshape.
+  Value spread(GradBuilder &gb, ArrayRef<Value> parts) const {
+    ArrayRef<int64_t> sh = typeOf(parts[0]).getShape();
+    int64_t rows = (padded(0) + s[0] - 1) / s[0], cols = (padded(1) + s[1] - 1) / s[1];
+    SmallVector<Value> phases(s[0] * s[1]);
+    for (int64_t i = 0; i < k[0]; ++i)
+      for (int64_t j = 0; j < k[1]; ++j) {
+        int64_t a = i * d[0] % s[0], u = i * d[0] / s[0];
+        int64_t b = j * d[1] % s[1], v = j * d[1] / s[1];
+        Value t = gb.pad(parts[i * k[1] + j], 2, u, rows - out[0] - u);
+        t = gb.pad(t, 3, v, cols - out[1] - v);
+        Value &phase = phases[a * s[1] + b];
+        phase = phase ? gb.add(phase, t) : t;
+      }
+    auto phaseType =
+        RankedTensorType::get({sh[0], sh[1], rows, cols}, typeOf(parts[0]).getElementType());
+    SmallVector<Value> byRow;
+    for (int64_t a = 0; a < s[0]; ++a) {
+      SmallVector<Value> byCol;
+      for (int64_t b = 0; b < s[1]; ++b) {
+        Value phase = phases[a * s[1] + b] ? phases[a * s[1] + b] : gb.zeros(phaseType);
+        byCol.push_back(gb.reshape(phase, {sh[0], sh[1], rows, 1, cols, 1}));
+      }
+      byRow.push_back(concat(gb, byCol, 5));
+    }
+    Value grid = gb.reshape(concat(gb, byRow, 3), {sh[0], sh[1], rows * s[0], cols * s[1]});
+    return gb.slice(grid, {0, 0, 0, 0}, {sh[0], sh[1], padded(0), padded(1)}, {1, 1, 1, 1});
+  }
+  static Value concat(GradBuilder &gb, ArrayRef<Value> parts, int64_t dim) {
+    return parts.size() == 1 ? parts[0] : gb.b.create<ConcatOp>(gb.loc, parts, dim).getResult();
   }
   /// The padded input's gradient `gp` cut back to the input.
   Value unpad(GradBuilder &gb, Value gp) const {
@@ -98,16 +131,16 @@ LogicalResult maxPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorIm
       gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, false)));
   Value yes = gb.b.create<ConstantOp>(
       gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, true)));
-  Value taken, sum;
+  Value taken;
+  SmallVector<Value> parts;
   for (int64_t i = 0; i < w.k[0]; ++i)
     for (int64_t j = 0; j < w.k[1]; ++j) {
       Value hit = gb.b.create<EqOp>(gb.loc, w.tap(gb, xp, i, j), y);
       Value first = taken ? gb.b.create<SelectOp>(gb.loc, taken, no, hit).getResult() : hit;
       taken = taken ? gb.b.create<SelectOp>(gb.loc, hit, yes, taken).getResult() : hit;
-      Value part = w.place(gb, gb.b.create<SelectOp>(gb.loc, first, g, zero), i, j);
-      sum = sum ? gb.add(sum, part) : part;
+      parts.push_back(gb.b.create<SelectOp>(gb.loc, first, g, zero));
     }
-  grads[0] = w.unpad(gb, sum);
+  grads[0] = w.unpad(gb, w.spread(gb, parts));
   return success();
 }
 
@@ -144,13 +177,8 @@ LogicalResult avgPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorIm
   Window w = windowOf(pool.getInput(), pool.getResult(), pool.getKernel(), pool.getStride(),
                       pool.getPadding(), {});
   Value scaled = gb.mul(g, inverseDivisors(gb, pool, w, typeOf(g).getElementType()));
-  Value sum;
-  for (int64_t i = 0; i < w.k[0]; ++i)
-    for (int64_t j = 0; j < w.k[1]; ++j) {
-      Value part = w.place(gb, scaled, i, j);
-      sum = sum ? gb.add(sum, part) : part;
-    }
-  grads[0] = w.unpad(gb, sum);
+  SmallVector<Value> parts(w.k[0] * w.k[1], scaled);
+  grads[0] = w.unpad(gb, w.spread(gb, parts));
   return success();
 }
 
