@@ -78,7 +78,11 @@ Value GradBuilder::pad(Value v, int64_t dim, int64_t before, int64_t after, doub
   parts.push_back(v);
   if (after > 0)
     parts.push_back(block(after));
-  return parts.size() == 1 ? v : b.create<ConcatOp>(loc, parts, dim).getResult();
+  return concat(parts, dim);
+}
+
+Value GradBuilder::concat(ArrayRef<Value> parts, int64_t dim) {
+  return parts.size() == 1 ? parts[0] : b.create<ConcatOp>(loc, parts, dim).getResult();
 }
 
 Value GradBuilder::place(Value v, int64_t dim, int64_t start, int64_t step, int64_t size) {

@@ -61,6 +61,8 @@ public:
   /// there with `v[i]` at `start + i * step` and zeros elsewhere (cells
   /// before 0 or from `size` on are dropped). Static shapes.
   Value place(Value v, int64_t dim, int64_t start, int64_t step, int64_t size);
+  /// `parts` joined along `dim` (one part: itself).
+  Value concat(ArrayRef<Value> parts, int64_t dim);
   Value add(Value a, Value c);
   Value sub(Value a, Value c);
   Value mul(Value a, Value c);

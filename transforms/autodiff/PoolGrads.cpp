@@ -75,13 +75,10 @@ struct Window {
         Value phase = phases[a * s[1] + b] ? phases[a * s[1] + b] : gb.zeros(phaseType);
         byCol.push_back(gb.reshape(phase, {sh[0], sh[1], rows, 1, cols, 1}));
       }
-      byRow.push_back(concat(gb, byCol, 5));
+      byRow.push_back(gb.concat(byCol, 5));
     }
-    Value grid = gb.reshape(concat(gb, byRow, 3), {sh[0], sh[1], rows * s[0], cols * s[1]});
+    Value grid = gb.reshape(gb.concat(byRow, 3), {sh[0], sh[1], rows * s[0], cols * s[1]});
     return gb.slice(grid, {0, 0, 0, 0}, {sh[0], sh[1], padded(0), padded(1)}, {1, 1, 1, 1});
-  }
-  static Value concat(GradBuilder &gb, ArrayRef<Value> parts, int64_t dim) {
-    return parts.size() == 1 ? parts[0] : gb.b.create<ConcatOp>(gb.loc, parts, dim).getResult();
   }
   /// The padded input's gradient `gp` cut back to the input.
   Value unpad(GradBuilder &gb, Value gp) const {
