@@ -22,6 +22,7 @@
 #include "ir/KilnOps.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
 
 namespace mlir::kiln {
@@ -50,6 +51,7 @@ private:
   Value primal(Value v);
   Value savedArgument(Value v);
   void placeSaved();
+  void sinkOpsOfSavedValues();
   void accumulate(Value v, Value g);
   LogicalResult buildBackward(std::string &why, Operation *&culprit);
   void buildForward();
@@ -171,6 +173,42 @@ void Differentiator::placeSaved() {
     dead.set(placeholder.getArgNumber());
   }
   bwdBlock->eraseArguments(dead);
+  sinkOpsOfSavedValues();
+}
+
+/// Moves every op of the backward computed from saved values alone (the
+/// recomputed forward ops, and rule ops such as max pooling's tap masks)
+/// to just before its first user. The backward consumes the forward's
+/// values last-to-first, so a value recomputed at the start for the first
+/// layer's gradient would otherwise stay live through the whole backward.
+/// Visited last to first, a chain moves together; the values such ops read
+/// are saved arguments (not in kiln's arena) or other such ops.
+void Differentiator::sinkOpsOfSavedValues() {
+  llvm::DenseSet<Operation *> fromSaved;
+  SmallVector<Operation *> order;
+  for (Operation &op : *bwdBlock) {
+    if (op.hasTrait<OpTrait::IsTerminator>() || op.getNumRegions() || !isMemoryEffectFree(&op))
+      continue;
+    if (llvm::all_of(op.getOperands(), [&](Value v) {
+          if (Operation *def = v.getDefiningOp())
+            return fromSaved.contains(def);
+          auto arg = llvm::cast<BlockArgument>(v);
+          return arg.getOwner() == bwdBlock && arg.getArgNumber() >= out.gradResults.size();
+        })) {
+      fromSaved.insert(&op);
+      order.push_back(&op);
+    }
+  }
+  for (Operation *op : llvm::reverse(order)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers()) {
+      Operation *top = bwdBlock->findAncestorOpInBlock(*user);
+      if (top && (!first || top->isBeforeInBlock(first)))
+        first = top;
+    }
+    if (first)
+      op->moveBefore(first);
+  }
 }
 
 void Differentiator::accumulate(Value v, Value g) {

@@ -15,6 +15,7 @@
 // readers use instead. Either way input `i` is left unused. Runs after
 // bufferization (the buffers and the order of the loops are final).
 //===----------------------------------------------------------------------===//
+#include "codegen/cpu/MemRefViews.h"
 #include "codegen/cpu/Passes.h"
 
 namespace mlir::kiln {
@@ -25,21 +26,6 @@ namespace mlir::kiln {
 namespace {
 
 constexpr const char kInPlaceAttr[] = "kiln.in_place_input";
-
-/// `root` and every view of it (subviews, reshapes, casts), transitively.
-llvm::SmallPtrSet<Value, 8> viewsOf(Value root) {
-  llvm::SmallPtrSet<Value, 8> set{root};
-  SmallVector<Value> work{root};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers())
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user); view && view.getViewSource() == v)
-        for (Value r : user->getResults())
-          if (set.insert(r).second)
-            work.push_back(r);
-  }
-  return set;
-}
 
 /// True when `op` (or an op nested in it) uses a value of `set` other than
 /// as the source of a view.

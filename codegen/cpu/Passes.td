@@ -300,6 +300,35 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   ];
 }
 
+def CpuElideOutputCopiesPass : Pass<"kiln-cpu-elide-output-copies", "func::FuncOp"> {
+  let summary = "Computes a buffer copied whole into an output argument in that argument";
+  let description = [{
+    Runs after bufferization, before memory planning. A `memref.alloc` in
+    the entry block whose buffer is last touched by a `memref.copy` into an
+    output argument of the function is replaced by that argument, and the
+    copy erased, when the argument has the alloc's type (identity layout),
+    no other use (nothing reads or writes it earlier) and no
+    `kiln.in_place_input` (it may share an input's memory), and every
+    access to the buffer, through any view, comes before the copy. A value
+    one-shot bufferization cannot write in place, such as a run-time call's
+    result (oneDNN's convolution weight gradient), is then computed where
+    the caller reads it, instead of in an intermediate that stays live
+    until the copy at the function's end (a backward's weight gradients:
+    resnet18's backward at 8x3x64x64 held 40 MiB of them).
+    See codegen/cpu/ElideOutputCopies.cpp.
+
+    ```mlir
+    %a = memref.alloc() : memref<8x4xf32>
+    call @producer(%a) : (memref<8x4xf32>) -> ()
+    ...
+    memref.copy %a, %out : memref<8x4xf32> to memref<8x4xf32>
+    // →
+    call @producer(%out) : (memref<8x4xf32>) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def CpuFoldViewReshapesPass : Pass<"kiln-cpu-fold-view-reshapes", "func::FuncOp"> {
   let summary = "Turns reshapes of arena views into views of the arena";
   let description = [{

@@ -43,6 +43,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
                      "function-boundary-type-conversion=identity-layout-map");
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createCanonicalizerPass());
+  // Results of calls bufferization could not place: computed in the output.
+  pm.nest<func::FuncOp>().addPass(createCpuElideOutputCopiesPass());
   // Row-wise chains (softmax, layer_norm) run row by row, in cache.
   pm.nest<func::FuncOp>().addPass(createCpuFuseRowsPass());
   // Static intermediates share one arena by liveness; the deallocation
