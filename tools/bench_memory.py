@@ -4,9 +4,12 @@
 torch's CPU allocations (eager's intermediates and outputs, kiln's outputs)
 are read from the profiler's memory events: the running sum of allocated
 minus freed bytes over the call, its maximum is the peak. kiln's
-intermediates are malloc'ed by the compiled code, outside torch: kiln's
-buffer pool counts them (`kiln._C.intermediate_memory`). kiln's figure is
-the sum of both peaks, an upper bound (they need not coincide).
+intermediates come from kiln's buffer pool, outside torch's allocator; the
+pool reports its blocks to the profiler too (frontend/csrc/PoolProfiler.h),
+so they are on the same timeline and the peak is read off it. Where the
+profiler hooks cannot be found (`kiln._C.intermediate_memory()["profiled"]`
+false), kiln's figure is the sum of torch's peak and the pool's, an upper
+bound.
 """
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ def torch_peak_bytes(fn) -> int:
 def call_peak_bytes(fn) -> int:
     """Peak bytes of one call of fn: torch's allocations plus kiln's
     intermediates (0 for an eager function)."""
-    before = kiln._C.intermediate_memory(reset_peak=True)["live"]
+    pool = kiln._C.intermediate_memory(reset_peak=True)
     torch_peak = torch_peak_bytes(fn)
-    return torch_peak + max(0, kiln._C.intermediate_memory()["peak"] - before)
+    if pool["profiled"]:  # the pool's blocks are in the profiler's events
+        return torch_peak
+    return torch_peak + max(0, kiln._C.intermediate_memory()["peak"] - pool["live"])

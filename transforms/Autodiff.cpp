@@ -211,9 +211,92 @@ void Differentiator::sinkOpsOfSavedValues() {
   }
 }
 
+/// True when `v` is zeros as GradBuilder::zeros builds them (a splat zero
+/// constant, maybe broadcast).
+bool isZeros(Value v) {
+  if (auto b = v.getDefiningOp<BroadcastToOp>())
+    v = b.getInput();
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? llvm::dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat() && llvm::isa<FloatType>(dense.getElementType()) &&
+         dense.getSplatValue<APFloat>().isZero();
+}
+
+/// `a + b` as one concat when both are concats along one dim whose nonzero
+/// pieces do not overlap, each lying within zeros of the other (the
+/// gradients of disjoint slices of one tensor, e.g. attention's q, k and v
+/// cut from one projection, each padded with zeros): the pieces side by
+/// side, no zero-filled full-size tensors and no adds. Null otherwise.
+Value joinDisjointConcats(OpBuilder &b, Location loc, Value a, Value g) {
+  auto ca = a.getDefiningOp<ConcatOp>(), cb = g.getDefiningOp<ConcatOp>();
+  if (!ca || !cb || a.getType() != g.getType() || ca.getDim() != cb.getDim())
+    return {};
+  int64_t dim = ca.getDim();
+  // The pieces as [start, end) ranges along dim (static sizes only).
+  struct Piece {
+    int64_t start, end;
+    Value value;
+    bool zero;
+  };
+  auto piecesOf = [&](ConcatOp c, SmallVectorImpl<Piece> &out) {
+    int64_t at = 0;
+    for (Value v : c.getInputs()) {
+      int64_t n = llvm::cast<RankedTensorType>(v.getType()).getDimSize(dim);
+      if (ShapedType::isDynamic(n))
+        return false;
+      out.push_back({at, at + n, v, isZeros(v)});
+      at += n;
+    }
+    return true;
+  };
+  SmallVector<Piece> pa, pb;
+  if (!piecesOf(ca, pa) || !piecesOf(cb, pb))
+    return {};
+  // Every nonzero piece of one side lies within one zero piece of the other.
+  auto covered = [](const Piece &p, ArrayRef<Piece> other) {
+    return llvm::any_of(
+        other, [&](const Piece &q) { return q.zero && q.start <= p.start && p.end <= q.end; });
+  };
+  SmallVector<Piece> nonzero;
+  for (auto [mine, other] : {std::pair{&pa, &pb}, std::pair{&pb, &pa}})
+    for (const Piece &p : *mine)
+      if (!p.zero) {
+        if (!covered(p, *other))
+          return {};
+        nonzero.push_back(p);
+      }
+  llvm::sort(nonzero, [](const Piece &x, const Piece &y) { return x.start < y.start; });
+  auto type = llvm::cast<RankedTensorType>(a.getType());
+  auto zeros = [&](int64_t n) -> Value {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = n;
+    auto scalarType = RankedTensorType::get({}, type.getElementType());
+    Value zero =
+        b.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(
+                                      scalarType, b.getFloatAttr(type.getElementType(), 0.0))));
+    return b.create<BroadcastToOp>(loc, type.clone(shape), zero);
+  };
+  SmallVector<Value> parts;
+  int64_t at = 0;
+  for (const Piece &p : nonzero) {
+    if (p.start > at)
+      parts.push_back(zeros(p.start - at));
+    parts.push_back(p.value);
+    at = p.end;
+  }
+  if (at < type.getDimSize(dim))
+    parts.push_back(zeros(type.getDimSize(dim) - at));
+  return b.create<ConcatOp>(loc, parts, dim);
+}
+
 void Differentiator::accumulate(Value v, Value g) {
   Value &slot = adjoints[v];
-  slot = slot ? builder->create<AddOp>(v.getLoc(), slot, g).getResult() : g;
+  if (!slot)
+    slot = g;
+  else if (Value joined = joinDisjointConcats(*builder, v.getLoc(), slot, g))
+    slot = joined;
+  else
+    slot = builder->create<AddOp>(v.getLoc(), slot, g);
 }
 
 LogicalResult Differentiator::buildBackward(std::string &why, Operation *&culprit) {

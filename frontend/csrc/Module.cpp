@@ -9,6 +9,7 @@
 #include "Entry.h"
 #include "Export.h"
 #include "InputStamps.h"
+#include "PoolProfiler.h"
 #include "hook/ActivationBudget.h"
 #include "hook/Hook.h"
 #include "hook/Recompute.h"
@@ -120,6 +121,7 @@ NB_MODULE(_C, m) {
   if (!initHook())
     throw nb::python_error();
   kilnSetRuntimeLogSink(&runtimeFallback);
+  reportPoolToTorchProfiler(); // kiln's intermediates in torch.profiler's memory events
   m.def(
       "call",
       [](nb::handle fn, nb::tuple args, nb::dict kwargs, bool fullgraph, nb::handle apply,
@@ -209,11 +211,13 @@ NB_MODULE(_C, m) {
         nb::dict d;
         d["live"] = s.liveBytes;
         d["peak"] = s.peakBytes;
+        d["profiled"] = poolReportsToTorchProfiler();
         return d;
       },
       nb::arg("reset_peak") = false,
       "Bytes of compiled code's intermediate buffers: live now and the peak since the "
-      "last reset_peak=True (which then restarts it at the live bytes).");
+      "last reset_peak=True (which then restarts it at the live bytes); profiled: whether "
+      "torch.profiler's memory events include them (PoolProfiler.h).");
   m.def(
       "parallel_regions",
       [] {

@@ -18,14 +18,17 @@ namespace {
 constexpr size_t kHeader = 16;
 
 std::atomic<long> gHits{0}, gMisses{0}, gLive{0}, gPeak{0};
+std::atomic<kiln::rt::BufferPoolReporter> gReporter{nullptr};
 
-/// Counts `size` more live bytes and raises the peak.
-void addLive(size_t size) {
+/// Counts `size` more live bytes, raises the peak and reports the block.
+void addLive(void *ptr, size_t size) {
   long live =
       gLive.fetch_add(static_cast<long>(size), std::memory_order_relaxed) + static_cast<long>(size);
   long peak = gPeak.load(std::memory_order_relaxed);
   while (live > peak && !gPeak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
+  if (auto report = gReporter.load(std::memory_order_relaxed))
+    report(ptr, static_cast<long>(size), live);
 }
 
 /// One thread's kept blocks (size, raw pointer), oldest first.
@@ -62,7 +65,7 @@ extern "C" void *kilnPoolMalloc(size_t size) {
       tPool.bytes -= size;
       blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
       gHits.fetch_add(1, std::memory_order_relaxed);
-      addLive(size);
+      addLive(raw + kHeader, size);
       return withHeader(raw, size);
     }
     gMisses.fetch_add(1, std::memory_order_relaxed);
@@ -70,7 +73,7 @@ extern "C" void *kilnPoolMalloc(size_t size) {
   auto *raw = static_cast<char *>(std::malloc(size + kHeader));
   if (!raw)
     return nullptr;
-  addLive(size);
+  addLive(raw + kHeader, size);
   return withHeader(raw, size);
 }
 
@@ -79,7 +82,10 @@ extern "C" void kilnPoolFree(void *ptr) {
     return;
   char *raw = static_cast<char *>(ptr) - kHeader;
   size_t size = *reinterpret_cast<size_t *>(raw);
-  gLive.fetch_sub(static_cast<long>(size), std::memory_order_relaxed);
+  long live =
+      gLive.fetch_sub(static_cast<long>(size), std::memory_order_relaxed) - static_cast<long>(size);
+  if (auto report = gReporter.load(std::memory_order_relaxed))
+    report(ptr, -static_cast<long>(size), live);
   if (size < kiln::rt::kPoolMinBlock || size > kiln::rt::kPoolMaxBytes) {
     std::free(raw);
     return;
@@ -103,5 +109,9 @@ BufferPoolStats bufferPoolStats() {
 }
 
 void resetBufferPoolPeak() { gPeak.store(gLive.load(std::memory_order_relaxed)); }
+
+void setBufferPoolReporter(BufferPoolReporter reporter) {
+  gReporter.store(reporter, std::memory_order_relaxed);
+}
 
 } // namespace kiln::rt

@@ -46,6 +46,14 @@ BufferPoolStats bufferPoolStats();
 /// Restarts the peak at the current live bytes (to measure one call).
 void resetBufferPoolPeak();
 
+/// Called with each block handed out (bytes > 0) or taken back (bytes < 0)
+/// and the live bytes after it, on the thread doing so: the frontend passes
+/// them to torch's profiler, so a memory profile shows kiln's intermediates
+/// on the same timeline as torch's tensors (tools/bench_memory.py).
+using BufferPoolReporter = void (*)(void *ptr, long bytes, long liveBytes);
+/// Sets (or, with null, clears) the reporter for every thread.
+void setBufferPoolReporter(BufferPoolReporter reporter);
+
 /// Blocks of at least this size are kept for reuse.
 constexpr size_t kPoolMinBlock = size_t(64) << 10;
 /// Per-thread limits of what is kept.

@@ -103,3 +103,25 @@ def test_elementwise_writes_over_dead_input_in_place():
         peak = intermediate_peak(compiled, x)
         assert_close(compiled(x), expected)
     assert buffer <= peak <= buffer + small + 64, (peak, buffer)
+
+
+def test_torch_profiler_sees_the_arena():
+    # torch.profiler's memory events include kiln's intermediates (the pool
+    # reports its blocks, frontend/csrc/PoolProfiler.h): the arena holding
+    # the first GEMM's 256x256 output is allocated and freed inside the
+    # call, on torch's timeline.
+    from torch.profiler import ProfilerActivity, profile
+
+    def chain(x):
+        return ((x @ x).exp() + 1) @ x
+
+    x = torch.randn(256, 256)
+    compiled = kiln.compile(chain)
+    compiled(x)
+    assert kiln._C.intermediate_memory()["profiled"]
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        compiled(x)
+    sizes = [e.nbytes() for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    arena = intermediate_peak(compiled, x)
+    assert arena >= 256 * 256 * 4, arena
+    assert arena in sizes and -arena in sizes, (arena, sizes)
