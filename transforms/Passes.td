@@ -170,13 +170,18 @@ def AutodiffPass : Pass<"kiln-autodiff", "::mlir::ModuleOp"> {
     read, a minimum cut over the forward ops they depend on, weighted by
     bytes, picks those the forward returns (`kiln.saved_bytes` on
     `@<name>_bwd` sums them); the ops between the cut and the read values
-    are recomputed at the start of the backward. Inputs and results cost
+    are recomputed in the backward, each just before its first use (as is
+    every backward op computed from saved values alone). Inputs and results cost
     nothing to save; matmul, convolutions, reductions, normalizations and
     pooling are never recomputed (unless `memory-budget` < 1 allows them),
     random ops never; pointwise chains and data movement are recomputed
     where that saves fewer bytes (a linear + GELU saves the GEMM's output
     and recomputes the GELU). Constants are re-materialized in the
-    backward, and layer_norm recomputes its statistics from its input. When an op on a gradient path has no rule
+    backward, and layer_norm recomputes its statistics from its input.
+    Gradients of disjoint slices of one tensor (attention's q, k and v cut
+    from one projection), each zero-padded to the tensor's size by its
+    rule, accumulate as one concat of their pieces, not as adds of padded
+    tensors. When an op on a gradient path has no rule
     (max, argmax, strided slices, dynamic-shape conv2d ...) nothing is built and a remark names
     the op and the reason; the frontend then keeps the eager backward.
 
