@@ -382,14 +382,17 @@ func.func @negative_conv_patch_dilated(%x: tensor<1x1x6x6xf32>, %w: tensor<1x1x2
 
 // -----
 
-// Tests max_pool2d's rule: each tap compared with the saved result; the
-// second tap only wins where the first did not (select on `taken`), so a
-// tie gives one gradient as eager's first-maximum index.
+// Tests max_pool2d's rule: each tap compared with the saved result, the
+// winning tap's index found once per window by selects from the last tap
+// to the first (the first tap's outermost), so a tie gives one gradient as
+// eager's first-maximum index; each tap's gradient is where it won.
 // CHECK-LABEL: func.func @max_pool_bwd
 // CHECK-SAME: kiln.saved_inputs = array<i64: 0>, kiln.saved_results = array<i64: 0>
-// CHECK: %[[T0:.*]] = kiln.eq
-// CHECK: %[[T1:.*]] = kiln.eq
-// CHECK: kiln.select %[[T0]], %{{.*}}, %[[T1]] : tensor<1x1x2x2xi1>, tensor<i1>, tensor<1x1x2x2xi1>
+// CHECK: %[[T0:.*]] = kiln.eq %{{.*}}, %arg2 : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
+// CHECK-COUNT-3: kiln.eq %{{.*}}, %arg2 : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
+// CHECK-COUNT-3: kiln.select
+// CHECK: %[[W:.*]] = kiln.select %[[T0]], %{{.*}}, %{{.*}} : tensor<1x1x2x2xi1>, tensor<f32>, tensor<1x1x2x2xf32>
+// CHECK-COUNT-4: kiln.eq %[[W]], %{{.*}} : tensor<1x1x2x2xf32>, tensor<f32>
 func.func @max_pool(%x: tensor<1x1x4x4xf32> {kiln.requires_grad}) -> tensor<1x1x2x2xf32> {
   %0 = kiln.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : tensor<1x1x4x4xf32> -> tensor<1x1x2x2xf32>
   return %0 : tensor<1x1x2x2xf32>
@@ -399,8 +402,9 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32> {kiln.requires_grad}) -> tensor<1x1x
 
 // Tests max_pool2d's rule with an overlapping strided window (3x3, stride
 // 2, padding 1, resnet's stem pool): the taps of each of the 2x2 phases of
-// the stride are shifted and summed at the output's resolution (5x5 cells of
-// the 10x10 padded input's sub-lattice), the four phases interleaved by two
+// the stride are summed at the output's resolution (5x5 cells of the 10x10
+// padded input's sub-lattice; each tap's part a shifted 5x5 slice of the
+// winners and the gradient padded once to 6x6), the four phases interleaved by two
 // concats over new unit dims and one reshape, then cut to the input: no
 // per-tap tensor of the input's size.
 // CHECK-LABEL: func.func @max_pool_strided_bwd

@@ -6,14 +6,15 @@
 // a tap is the strided slice of the padded input every window reads at that
 // offset (as the decomposition in DecomposeNN.cpp), and its gradient is put
 // back where the slice came from and summed (Window::spread: the taps of
-// one phase of the stride summed at the output's resolution, the phases
-// interleaved once).
+// one phase of the stride summed at the output's resolution, each read as
+// a shifted slice of one padded per-window tensor, the phases interleaved
+// once; no tensor of the input's size per tap).
 //
 // max_pool2d: a window's gradient goes to the first tap equal to its
 // maximum (eager's CPU kernel keeps the first maximum it meets, so ties get
-// one gradient, not one each); the input is padded with -inf, so padded
-// cells never win. A NaN maximum gets no gradient (eager gives it to the
-// NaN cell).
+// one gradient, not one each), found once per window as the winning tap's
+// index; the input is padded with -inf, so padded cells never win. A NaN
+// maximum gets no gradient (eager gives it to the NaN cell).
 // avg_pool2d: each window's gradient divided by its divisor (torch's rule:
 // divisor_override, else the window clipped to the padded input with
 // count_include_pad, else its real cells), a constant computed here, then
@@ -47,39 +48,54 @@ struct Window {
                     {sh[0], sh[1], h0 + (out[0] - 1) * s[0] + 1, w0 + (out[1] - 1) * s[1] + 1},
                     {1, 1, s[0], s[1]});
   }
-  /// The sum over the taps (i, j) of `parts[i * k[1] + j]` ([N, C, OH, OW])
-  /// each put back at its tap of the padded input, in few full-size passes:
-  /// per dim a tap's offset i * d is phase (i * d) % s plus a shift of
-  /// (i * d) / s cells on that phase's sub-lattice (every s-th cell), so the
-  /// taps of one phase are summed at the output's resolution (shifted by
-  /// padding) and the phases interleaved by one concat and a reshape.
-  Value spread(GradBuilder &gb, ArrayRef<Value> parts) const {
-    ArrayRef<int64_t> sh = typeOf(parts[0]).getShape();
-    int64_t rows = (padded(0) + s[0] - 1) / s[0], cols = (padded(1) + s[1] - 1) / s[1];
+  /// Per dim, a tap's offset i * d is phase (i * d) % s plus a shift of
+  /// (i * d) / s cells on that phase's sub-lattice (every s-th cell of the
+  /// padded input). A phase holds `phaseCells(0) x phaseCells(1)` cells.
+  int64_t phaseCells(int i) const { return (padded(i) + s[i] - 1) / s[i]; }
+  int64_t maxShift(int i) const { return (k[i] - 1) * d[i] / s[i]; }
+  /// `v` ([N, C, OH, OW], a value per window) padded with `fill` so that
+  /// every tap's shifted view of it (shifted()) is a slice.
+  Value padForTaps(GradBuilder &gb, Value v, double fill) const {
+    v = gb.pad(v, 2, maxShift(0), phaseCells(0) - out[0], fill);
+    return gb.pad(v, 3, maxShift(1), phaseCells(1) - out[1], fill);
+  }
+  /// Tap (i, j)'s view of a padForTaps() result at its phase's resolution:
+  /// the phase cell (r, c) of the padded input is read by the tap at window
+  /// (r - u, c - v), whose value it holds (the fill outside the windows).
+  Value shifted(GradBuilder &gb, Value vp, int64_t i, int64_t j) const {
+    ArrayRef<int64_t> sh = typeOf(vp).getShape();
+    int64_t rows = phaseCells(0), cols = phaseCells(1);
+    int64_t h0 = maxShift(0) - i * d[0] / s[0], w0 = maxShift(1) - j * d[1] / s[1];
+    return gb.slice(vp, {0, 0, h0, w0}, {sh[0], sh[1], h0 + rows, w0 + cols}, {1, 1, 1, 1});
+  }
+  /// The padded input's gradient: per phase of the stride, the sum of its
+  /// taps' contributions `part(i, j)` ([N, C, phaseCells(0), phaseCells(1)],
+  /// built from shifted() views, so no tap's contribution is ever the
+  /// input's size), the phases interleaved by two concats over new unit
+  /// dims and a reshape.
+  Value spread(GradBuilder &gb, llvm::function_ref<Value(int64_t, int64_t)> part) const {
     SmallVector<Value> phases(s[0] * s[1]);
     for (int64_t i = 0; i < k[0]; ++i)
       for (int64_t j = 0; j < k[1]; ++j) {
-        int64_t a = i * d[0] % s[0], u = i * d[0] / s[0];
-        int64_t b = j * d[1] % s[1], v = j * d[1] / s[1];
-        Value t = gb.pad(parts[i * k[1] + j], 2, u, rows - out[0] - u);
-        t = gb.pad(t, 3, v, cols - out[1] - v);
-        Value &phase = phases[a * s[1] + b];
+        Value &phase = phases[i * d[0] % s[0] * s[1] + j * d[1] % s[1]];
+        Value t = part(i, j);
         phase = phase ? gb.add(phase, t) : t;
       }
-    auto phaseType =
-        RankedTensorType::get({sh[0], sh[1], rows, cols}, typeOf(parts[0]).getElementType());
+    RankedTensorType phaseType = typeOf(phases[0]); // tap (0, 0) is in phase (0, 0)
+    ArrayRef<int64_t> sh = phaseType.getShape();    // [N, C, rows, cols]
     SmallVector<Value> byRow;
     for (int64_t a = 0; a < s[0]; ++a) {
       SmallVector<Value> byCol;
       for (int64_t b = 0; b < s[1]; ++b) {
         Value phase = phases[a * s[1] + b] ? phases[a * s[1] + b] : gb.zeros(phaseType);
-        byCol.push_back(gb.reshape(phase, {sh[0], sh[1], rows, 1, cols, 1}));
+        byCol.push_back(gb.reshape(phase, {sh[0], sh[1], sh[2], 1, sh[3], 1}));
       }
       byRow.push_back(gb.concat(byCol, 5));
     }
-    Value grid = gb.reshape(gb.concat(byRow, 3), {sh[0], sh[1], rows * s[0], cols * s[1]});
+    Value grid = gb.reshape(gb.concat(byRow, 3), {sh[0], sh[1], sh[2] * s[0], sh[3] * s[1]});
     return gb.slice(grid, {0, 0, 0, 0}, {sh[0], sh[1], padded(0), padded(1)}, {1, 1, 1, 1});
   }
+
   /// The padded input's gradient `gp` cut back to the input.
   Value unpad(GradBuilder &gb, Value gp) const {
     ArrayRef<int64_t> sh = typeOf(gp).getShape();
@@ -121,23 +137,22 @@ LogicalResult maxPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorIm
   double inf = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < 2; ++i)
     xp = gb.pad(xp, 2 + i, w.p[i], w.padded(i) - w.in[i] - w.p[i], inf);
+  // The tap each window's gradient goes to: the first one equal to the
+  // maximum (taps visited last to first, each hit overriding), -1 for none.
   Type elt = typeOf(g).getElementType();
+  Value winner = gb.broadcast(gb.scalar(elt, -1.0), typeOf(y).getShape());
+  for (int64_t t = w.k[0] * w.k[1] - 1; t >= 0; --t) {
+    Value hit = gb.b.create<EqOp>(gb.loc, w.tap(gb, xp, t / w.k[1], t % w.k[1]), y);
+    winner = gb.b.create<SelectOp>(gb.loc, hit, gb.scalar(elt, double(t)), winner);
+  }
+  Value winners = w.padForTaps(gb, winner, -1.0), gp = w.padForTaps(gb, g, 0.0);
   Value zero = gb.scalar(elt, 0.0);
-  auto boolType = RankedTensorType::get({}, gb.b.getI1Type());
-  Value no = gb.b.create<ConstantOp>(
-      gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, false)));
-  Value yes = gb.b.create<ConstantOp>(
-      gb.loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(boolType, true)));
-  Value taken;
-  SmallVector<Value> parts;
-  for (int64_t i = 0; i < w.k[0]; ++i)
-    for (int64_t j = 0; j < w.k[1]; ++j) {
-      Value hit = gb.b.create<EqOp>(gb.loc, w.tap(gb, xp, i, j), y);
-      Value first = taken ? gb.b.create<SelectOp>(gb.loc, taken, no, hit).getResult() : hit;
-      taken = taken ? gb.b.create<SelectOp>(gb.loc, hit, yes, taken).getResult() : hit;
-      parts.push_back(gb.b.create<SelectOp>(gb.loc, first, g, zero));
-    }
-  grads[0] = w.unpad(gb, w.spread(gb, parts));
+  auto part = [&](int64_t i, int64_t j) -> Value {
+    Value mine = gb.b.create<EqOp>(gb.loc, w.shifted(gb, winners, i, j),
+                                   gb.scalar(elt, double(i * w.k[1] + j)));
+    return gb.b.create<SelectOp>(gb.loc, mine, w.shifted(gb, gp, i, j), zero);
+  };
+  grads[0] = w.unpad(gb, w.spread(gb, part));
   return success();
 }
 
@@ -174,8 +189,9 @@ LogicalResult avgPoolGrad(GradBuilder &gb, Operation *op, Value g, SmallVectorIm
   Window w = windowOf(pool.getInput(), pool.getResult(), pool.getKernel(), pool.getStride(),
                       pool.getPadding(), {});
   Value scaled = gb.mul(g, inverseDivisors(gb, pool, w, typeOf(g).getElementType()));
-  SmallVector<Value> parts(w.k[0] * w.k[1], scaled);
-  grads[0] = w.unpad(gb, w.spread(gb, parts));
+  Value sp = w.padForTaps(gb, scaled, 0.0);
+  grads[0] =
+      w.unpad(gb, w.spread(gb, [&](int64_t i, int64_t j) { return w.shifted(gb, sp, i, j); }));
   return success();
 }
 
