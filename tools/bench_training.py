@@ -10,8 +10,9 @@ convolutions, kiln with its own conv-gradient decomposition
 steps per mode, the median per-step time over rounds. Peak memory (unless
 --no-memory) of one step after warm-up, as tools/bench_memory.py counts it:
 torch's allocations during the step (activations, saved tensors,
-gradients, backward temporaries) plus kiln's compiled intermediates (its
-buffer pool's peak), counted from zero at the step's start. Sizes are small
+gradients, backward temporaries) and kiln's compiled intermediates (its
+buffer pool's blocks, on the same profiler timeline), counted from zero at
+the step's start. Sizes are small
 (CPU, seconds per run); random init. Part of `make bench`; prints a
 Markdown table (paste it into docs/performance.md's training section).
 """
