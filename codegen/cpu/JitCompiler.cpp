@@ -237,10 +237,14 @@ std::string compileForCpuExport(ModuleOp module, const std::string &entry, bool 
                                                          : WalkResult::advance();
                                             })
                                             .wasInterrupted();
-  if (convs && ::kiln::rt::haveDnnl() && (options.dnnlConvs || options.bigColumnsToDnnl))
+  int64_t minPositions = options.dnnlConvs          ? 0
+                         : options.bigColumnsToDnnl ? kMinOutputPositions
+                                                    : options.minOutputPositionsToDnnl;
+  int64_t minColumns = options.dnnlConvs || !options.bigColumnsToDnnl ? 0 : kBigColumnsBytes;
+  if (convs && ::kiln::rt::haveDnnl() &&
+      (options.dnnlConvs || options.bigColumnsToDnnl || minPositions > 0))
     pm.addPass(createCpuConvsToDnnlPass(
-        CpuConvsToDnnlPassOptions{false, options.dnnlConvs ? 0 : kBigColumnsBytes,
-                                  options.dnnlConvs ? 0 : kMinOutputPositions, grads}));
+        CpuConvsToDnnlPassOptions{false, minColumns, minPositions, grads}));
   else if ((quantized || grads) && ::kiln::rt::haveDnnl())
     pm.addPass(createCpuConvsToDnnlPass(CpuConvsToDnnlPassOptions{true, 0, 0, grads}));
   // Channels-last regions (ConvNeXt's permuted blocks) stay channels-last:

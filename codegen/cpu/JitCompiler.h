@@ -20,6 +20,11 @@ class ModuleOp;
 
 namespace mlir::kiln {
 
+/// A training graph's forward: convolutions with at least this many output
+/// positions run through oneDNN (CpuCompileOptions::minOutputPositionsToDnnl;
+/// 8 x 56 x 56 is 25088, resnet's first stage at 224 px and batch 8).
+constexpr int64_t kTrainingMinOutputPositions = 16384;
+
 /// Options of one CPU compilation.
 struct CpuCompileOptions {
   /// When non-empty, the IR after every pass is written into this folder
@@ -58,6 +63,13 @@ struct CpuCompileOptions {
   /// nudged by 1e-5 there drifts as far: rounding on a kink, not a bug;
   /// docs/performance.md, "A ReLU kink, not a bug").
   bool bigColumnsToDnnl = true;
+  /// With bigColumnsToDnnl off, convolutions with at least this many output
+  /// positions (batch x height x width) still run through oneDNN (0: none).
+  /// A training graph's forward sets kTrainingMinOutputPositions: resnet18's
+  /// stem and first stage at 224 px (58 MiB of im2col columns per 3x3
+  /// convolution) run ~10% faster as oneDNN calls, while at 64 px, where
+  /// the per-call weight reorders weigh more, oneDNN calls were slower.
+  int64_t minOutputPositionsToDnnl = 0;
   /// Run kiln-layout (channels-last regions: permutes sunk and cancelled,
   /// the convolutions between them on NHWC) when the graph has a
   /// convolution (kiln.config.layout, KILN_LAYOUT=0 turns it off). Recorded

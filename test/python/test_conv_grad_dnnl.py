@@ -92,3 +92,25 @@ def test_decomposed_gradients_when_off(name):
     with kiln.config.patch(dnnl_conv_grads=False):
         _run(*CASES[name])
     assert _LIB.kilnDnnlConvBwdCalls() == before
+
+
+def test_training_forward_runs_only_big_convolutions_on_onednn():
+    # A training graph's forward keeps kiln's im2col convolutions except
+    # those with many output positions (kTrainingMinOutputPositions, 16384:
+    # resnet's stem and first stage at 224 px), which run as oneDNN calls;
+    # gradients as eager's either way.
+    _LIB.kilnDnnlConvCalls.restype = ctypes.c_int64
+    for size, calls in ((64, 1), (32, 0)):  # 4 x 64 x 64 = 16384 positions; 4096
+        torch.manual_seed(0)
+        x = torch.randn(4, 3, size, size, requires_grad=True)
+        w = torch.randn(8, 3, 3, 3, requires_grad=True)
+        xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        kiln.reset()
+        fn = kiln.compile(lambda a, b: F.conv2d(a, b, padding=1).square().sum())
+        before = _LIB.kilnDnnlConvCalls()
+        fn(x, w).backward()
+        assert _LIB.kilnDnnlConvCalls() - before == calls, size
+        assert stats()["compiled_backwards"] == 1
+        F.conv2d(xr, wr, padding=1).square().sum().backward()
+        assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-4 * xr.grad.abs().max().item())
+        assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-4 * wr.grad.abs().max().item())

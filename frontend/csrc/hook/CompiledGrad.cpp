@@ -68,6 +68,7 @@ bool compileSubs(mlir::ModuleOp forward, mlir::ModuleOp backward, CompiledGrad &
       jobs[i].options.debugDir += std::string("/") + folders[i];
     jobs[i].options.bigColumnsToDnnl = false; // see CpuCompileOptions
   }
+  jobs[0].options.minOutputPositionsToDnnl = mlir::kiln::kTrainingMinOutputPositions;
   compileForCpuPair(jobs[0], jobs[1]);
   for (int i = 0; i < 2; ++i)
     if (!jobs[i].fn.entry) {
