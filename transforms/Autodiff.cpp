@@ -227,7 +227,7 @@ bool isZeros(Value v) {
 /// gradients of disjoint slices of one tensor, e.g. attention's q, k and v
 /// cut from one projection, each padded with zeros): the pieces side by
 /// side, no zero-filled full-size tensors and no adds. Null otherwise.
-Value joinDisjointConcats(OpBuilder &b, Location loc, Value a, Value g) {
+Value joinDisjointConcats(GradBuilder &gb, Value a, Value g) {
   auto ca = a.getDefiningOp<ConcatOp>(), cb = g.getDefiningOp<ConcatOp>();
   if (!ca || !cb || a.getType() != g.getType() || ca.getDim() != cb.getDim())
     return {};
@@ -267,14 +267,10 @@ Value joinDisjointConcats(OpBuilder &b, Location loc, Value a, Value g) {
       }
   llvm::sort(nonzero, [](const Piece &x, const Piece &y) { return x.start < y.start; });
   auto type = llvm::cast<RankedTensorType>(a.getType());
-  auto zeros = [&](int64_t n) -> Value {
+  auto zeros = [&](int64_t n) {
     SmallVector<int64_t> shape(type.getShape());
     shape[dim] = n;
-    auto scalarType = RankedTensorType::get({}, type.getElementType());
-    Value zero =
-        b.create<ConstantOp>(loc, llvm::cast<ElementsAttr>(DenseElementsAttr::get(
-                                      scalarType, b.getFloatAttr(type.getElementType(), 0.0))));
-    return b.create<BroadcastToOp>(loc, type.clone(shape), zero);
+    return gb.zeros(type.clone(shape));
   };
   SmallVector<Value> parts;
   int64_t at = 0;
@@ -286,14 +282,18 @@ Value joinDisjointConcats(OpBuilder &b, Location loc, Value a, Value g) {
   }
   if (at < type.getDimSize(dim))
     parts.push_back(zeros(type.getDimSize(dim) - at));
-  return b.create<ConcatOp>(loc, parts, dim);
+  return gb.concat(parts, dim);
 }
 
 void Differentiator::accumulate(Value v, Value g) {
   Value &slot = adjoints[v];
-  if (!slot)
+  if (!slot) {
     slot = g;
-  else if (Value joined = joinDisjointConcats(*builder, v.getLoc(), slot, g))
+    return;
+  }
+  GradBuilder gb(
+      *builder, v.getLoc(), [&](Value x) { return primal(x); }, [&](Value x) { return needs(x); });
+  if (Value joined = joinDisjointConcats(gb, slot, g))
     slot = joined;
   else
     slot = builder->create<AddOp>(v.getLoc(), slot, g);
