@@ -300,6 +300,71 @@ def CpuConvsToDnnlPass : Pass<"kiln-cpu-convs-to-dnnl", "ModuleOp"> {
   ];
 }
 
+def CpuOrderSliceInsertsPass : Pass<"kiln-cpu-order-slice-inserts", "func::FuncOp"> {
+  let summary = "Builds a concat's destination before its pieces, each inserted where it is made";
+  let description = [{
+    Runs on linalg on tensors, before `eliminate-empty-tensors`. A static
+    `tensor.empty` whose result is the destination of a chain of
+    `tensor.insert_slice`s (each intermediate result used only by the next
+    insert, all in one block) with static, pairwise disjoint boxes is moved
+    before the first piece's producer, and the chain is rebuilt in producer
+    order with each insert right after its piece's producer. The pieces are
+    disjoint, so the order does not change the result; the destination's
+    chain value now exists before each producer, which lets
+    eliminate-empty-tensors have the producer write its piece in place
+    instead of into a buffer of its own copied at the concat (a concat
+    lowers at its own position, after all its pieces). Chains with
+    dynamic or overlapping boxes are left as they are.
+    See codegen/cpu/OrderSliceInserts.cpp.
+
+    ```mlir
+    %a = linalg.generic ... outs(%ea : tensor<2x4xf32>)
+    %b = linalg.generic ... outs(%eb : tensor<2x4xf32>)
+    %d = tensor.empty() : tensor<4x4xf32>
+    %0 = tensor.insert_slice %b into %d[2, 0] [2, 4] [1, 1]
+    %1 = tensor.insert_slice %a into %0[0, 0] [2, 4] [1, 1]
+    // →
+    %d = tensor.empty() : tensor<4x4xf32>
+    %a = linalg.generic ... outs(%ea : tensor<2x4xf32>)
+    %0 = tensor.insert_slice %a into %d[0, 0] [2, 4] [1, 1]
+    %b = linalg.generic ... outs(%eb : tensor<2x4xf32>)
+    %1 = tensor.insert_slice %b into %0[2, 0] [2, 4] [1, 1]
+    ```
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def CpuWriteOverDeadViewsPass : Pass<"kiln-cpu-write-over-dead-views", "func::FuncOp"> {
+  let summary = "Computes an elementwise result over a dead input that is a view";
+  let description = [{
+    Runs on linalg on tensors, after `eliminate-empty-tensors`, before
+    one-shot bufferization. An all-parallel `linalg.generic` with one init,
+    a `tensor.empty` it does not read, with an identity indexing map, and an
+    input of the same type, with an identity map, that is an
+    `extract_slice`, `collapse_shape` or `expand_shape` (through any chain
+    of them) of a computed tensor, each value of the chain used once, takes
+    that input as its init: one-shot bufferization then writes the result
+    over the input's elements (elementwise access: each element is read
+    before it is written, by the same iteration). kiln-cpu-plan-memory
+    already reuses a dead input buffer of the result's own type; a view of
+    a bigger buffer is not one, so such a result needed a buffer of its own
+    (resnet's stem: the ReLU gradient reads the interior of the max-pool
+    gradient's padded interleave; 25 MiB more at 224 px, batch 8).
+    Function arguments, constants and `tensor.empty` values are never
+    written over; an input with a second use is left alone.
+    See codegen/cpu/WriteOverDeadViews.cpp.
+
+    ```mlir
+    %v = tensor.extract_slice %padded[0, 1] [4, 4] [1, 1] : tensor<6x6xf32> to tensor<4x4xf32>
+    %e = tensor.empty() : tensor<4x4xf32>
+    %r = linalg.generic ... ins(%mask, %v : ...) outs(%e : tensor<4x4xf32>)
+    // →
+    %r = linalg.generic ... ins(%mask, %v : ...) outs(%v : tensor<4x4xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def CpuElideOutputCopiesPass : Pass<"kiln-cpu-elide-output-copies", "func::FuncOp"> {
   let summary = "Computes a buffer copied whole into an output argument in that argument";
   let description = [{

@@ -35,7 +35,11 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.nest<func::FuncOp>().addPass(createCpuFoldTransposedOperandsPass());
   // Tensors → buffers, writing results into the caller's buffers.
   pm.addPass(createDestinationOutputsPass());
+  // Concat pieces computed in their place in the concat's buffer.
+  pm.nest<func::FuncOp>().addPass(createCpuOrderSliceInsertsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  // Elementwise results over dead inputs that are views of bigger buffers.
+  pm.nest<func::FuncOp>().addPass(createCpuWriteOverDeadViewsPass());
   // Options set textually so that the printed pipeline (debug reproducers)
   // shows them; a pass built from an options struct prints its defaults.
   addPassWithOptions(pm, bufferization::createOneShotBufferizePass(),

@@ -170,9 +170,11 @@ def test_backward_writes_weight_gradients_into_the_gradients():
 def test_max_pool_backward_needs_no_per_tap_buffers():
     # resnet's stem pool (3x3, stride 2, padding 1): the winning tap is found
     # once per window and each tap's gradient read as a shifted slice of one
-    # padded tensor, so the backward holds about three input-sized buffers
-    # (the -inf padded input, the four stride phases, their interleave); with
-    # the nine taps' gradients materialized it held 3.8.
+    # padded tensor, and the four stride phases are computed in their place
+    # in the interleave (kiln-cpu-order-slice-inserts), so the backward holds
+    # the -inf padded input and the interleave: 1.8 input sizes. With the
+    # phases in buffers of their own it held 2.9, with the nine taps'
+    # gradients materialized 3.8.
     import torch.nn.functional as F
 
     x = torch.randn(8, 64, 32, 32, requires_grad=True)
@@ -184,7 +186,7 @@ def test_max_pool_backward_needs_no_per_tap_buffers():
     kiln._C.intermediate_memory(reset_peak=True)
     loss.backward()
     peak = kiln._C.intermediate_memory()["peak"]
-    assert peak < 3.3 * x.numel() * 4, peak / (x.numel() * 4)
+    assert peak < 2.0 * x.numel() * 4, peak / (x.numel() * 4)
     assert stats()["compiled_backwards"] == 1
     assert_close(x.grad, want)
     x.grad = None
