@@ -342,7 +342,9 @@ def CpuWriteOverDeadViewsPass : Pass<"kiln-cpu-write-over-dead-views", "func::Fu
     a `tensor.empty` it does not read, with an identity indexing map, and an
     input of the same type, with an identity map, that is an
     `extract_slice`, `collapse_shape` or `expand_shape` (through any chain
-    of them) of a computed tensor, each value of the chain used once, takes
+    of them) of a computed tensor, each value of the chain used once and
+    defined in the generic's block (a loop body never writes over a value
+    its next iteration reads), takes
     that input as its init: one-shot bufferization then writes the result
     over the input's elements (elementwise access: each element is read
     before it is written, by the same iteration). kiln-cpu-plan-memory

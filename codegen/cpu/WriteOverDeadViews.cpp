@@ -25,15 +25,16 @@ namespace mlir::kiln {
 namespace {
 
 /// True when `value` is a slice or reshape (through any chain of them) of
-/// a computed tensor, each value in the chain used once: writing over
-/// `value` then overwrites only elements nothing else reads. Function
-/// arguments (not writable), constants and uninitialized tensors do not
-/// count.
-bool soleUseView(Value value) {
+/// a computed tensor, each value in the chain used once and defined in
+/// `block` (the reader's: not a value a loop body reads again on its next
+/// iteration): writing over `value` then overwrites only elements nothing
+/// else reads. Function arguments (not writable), constants and
+/// uninitialized tensors do not count.
+bool soleUseView(Value value, Block *block) {
   bool viewed = false;
   while (value.hasOneUse()) {
     Operation *def = value.getDefiningOp();
-    if (!def || matchPattern(value, m_Constant()) ||
+    if (!def || def->getBlock() != block || matchPattern(value, m_Constant()) ||
         isa<tensor::EmptyOp, bufferization::ToTensorOp>(def))
       return false;
     if (!isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def))
@@ -55,7 +56,8 @@ OpOperand *deadViewInput(linalg::GenericOp generic) {
     return nullptr;
   for (OpOperand *input : generic.getDpsInputOperands())
     if (input->get().getType() == init->get().getType() &&
-        generic.getMatchingIndexingMap(input).isIdentity() && soleUseView(input->get()))
+        generic.getMatchingIndexingMap(input).isIdentity() &&
+        soleUseView(input->get(), generic->getBlock()))
       return input;
   return nullptr;
 }

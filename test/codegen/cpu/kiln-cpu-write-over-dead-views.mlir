@@ -98,3 +98,37 @@ func.func @left_alone(%x: tensor<6x6xf32>, %m: tensor<4x4xf32>, %h: tensor<4x4xf
   } -> tensor<4x4xf32>
   return %r1, %p, %r2, %r3, %r4, %r5 : tensor<4x4xf32>, tensor<6x6xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Tests a view made outside a loop and read inside it: each iteration
+// reads it again, so the generic in the body keeps its own init.
+// CHECK-LABEL: func.func @read_in_loop
+// CHECK: scf.for
+// CHECK: linalg.generic {{.*}} outs(%{{[0-9]+}} : tensor<4x4xf32>)
+func.func @read_in_loop(%x: tensor<6x6xf32>, %n: index) -> tensor<4x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e0 = tensor.empty() : tensor<6x6xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<6x6xf32>) outs(%e0 : tensor<6x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.negf %in : f32
+    linalg.yield %m : f32
+  } -> tensor<6x6xf32>
+  %v = tensor.extract_slice %p[1, 1] [4, 4] [1, 1] : tensor<6x6xf32> to tensor<4x4xf32>
+  %init = tensor.empty() : tensor<4x4xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<4x4xf32>) {
+    %e = tensor.empty() : tensor<4x4xf32>
+    %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%v : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+    ^bb0(%b: f32, %out: f32):
+      %t = arith.mulf %b, %b : f32
+      linalg.yield %t : f32
+    } -> tensor<4x4xf32>
+    scf.yield %s : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
