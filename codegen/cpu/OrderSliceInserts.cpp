@@ -81,6 +81,7 @@ Operation *producerIn(Block *block, Value value) {
 void reorder(tensor::EmptyOp empty, ArrayRef<tensor::InsertSliceOp> chain) {
   Block *block = empty->getBlock();
   SmallVector<tensor::InsertSliceOp> order(chain);
+  // Producer order; pieces without a producer here (arguments) first.
   auto before = [&](tensor::InsertSliceOp a, tensor::InsertSliceOp b) {
     Operation *pa = producerIn(block, a.getSource()), *pb = producerIn(block, b.getSource());
     if (!pa || !pb)
@@ -88,7 +89,7 @@ void reorder(tensor::EmptyOp empty, ArrayRef<tensor::InsertSliceOp> chain) {
     return pa->isBeforeInBlock(pb);
   };
   llvm::stable_sort(order, before);
-  // Pieces without a producer here (arguments) sort first.
+  // The destination before the first piece produced here.
   for (tensor::InsertSliceOp insert : order)
     if (Operation *first = producerIn(block, insert.getSource())) {
       if (first->isBeforeInBlock(empty))
