@@ -99,9 +99,10 @@ def Kiln_Int8ViewOp : Kiln_Op<"int8_view", [
     of word `i` is value `4 i + j`, little-endian), as torch's
     `t.view(torch.int8)` of an int32 tensor. kiln's capture has no int8
     dtype yet, so `kiln.quant.prepare` stores int8 weights as int32 views
-    and the capture reads them through this op. It has no lowering of its
-    own: `kiln-cpu-quant-to-calls` reads the words' buffer directly when
-    the view feeds a `kiln.qlinear`.
+    and the capture reads them through this op. On CPU
+    `kiln-cpu-quant-to-calls` reads the words' buffer directly when the
+    view feeds a `kiln.qlinear`; elsewhere `kiln-convert-to-linalg` unpacks
+    the bytes (codegen/common/Quant.cpp).
 
     Example:
     ```mlir
@@ -158,7 +159,9 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
       per group of `group_size` consecutive values of K (a multiple of 32
       dividing K).
 
-    Built by `kiln-fold-quant`; lowered on CPU by `kiln-cpu-quant-to-calls`.
+    Built by `kiln-fold-quant`; lowered on CPU by `kiln-cpu-quant-to-calls`,
+    for CUDA by `kiln-convert-to-linalg` (an int8 GEMM into i32 between
+    quantize and epilogue generics; not grouped weights).
 
     Example:
     ```mlir

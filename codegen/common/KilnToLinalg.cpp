@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // Builds the conversion target (every kiln op illegal) and applies the
-// elementwise, matmul, random, reduction and shape-op pattern sets. Ops that
+// elementwise, matmul, quantization, random, reduction and shape-op pattern
+// sets. Ops that
 // `kiln-decompose` should have removed (softmax, layer_norm, conv2d and the
 // pooling ops) are reported
 // with their location before converting; any op left unconverted makes the
@@ -46,6 +47,7 @@ struct ConvertKilnToLinalgPass : impl::ConvertKilnToLinalgPassBase<ConvertKilnTo
     RewritePatternSet patterns(ctx);
     populateElementwiseToLinalgPatterns(patterns);
     populateMatmulToLinalgPatterns(patterns, sharedLhsGemm);
+    populateQuantToLinalgPatterns(patterns);
     populateRandomToLinalgPatterns(patterns);
     populateReductionToLinalgPatterns(patterns);
     populateShapeOpsToLinalgPatterns(patterns);

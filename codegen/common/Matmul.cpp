@@ -29,18 +29,6 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::kiln {
-namespace {
-
-/// True when `dims` is the identity except for swapping the last two dims.
-bool swapsLastTwo(ArrayRef<int64_t> dims) {
-  int64_t r = dims.size();
-  if (r < 2 || dims[r - 2] != r - 1 || dims[r - 1] != r - 2)
-    return false;
-  for (int64_t i = 0; i + 2 < r; ++i)
-    if (dims[i] != i)
-      return false;
-  return true;
-}
 
 /// Collapses all dims but the last `keep` into one leading dim
 /// ([a, b, ..., x, y] → [a*b*..., x, y] for keep = 2).
@@ -54,20 +42,6 @@ Value collapseLeading(OpBuilder &b, Location loc, Value v, int64_t keep) {
     reassoc[0].push_back(i);
   for (int64_t i = rank - keep; i < rank; ++i)
     reassoc.push_back({i});
-  return b.create<tensor::CollapseShapeOp>(loc, v, reassoc);
-}
-
-/// Drops leading size-1 dims down to rank 2 (only called when all batch
-/// dims are 1).
-Value dropUnitBatch(OpBuilder &b, Location loc, Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  int64_t rank = type.getRank();
-  if (rank == 2)
-    return v;
-  SmallVector<ReassociationIndices> reassoc(2);
-  for (int64_t i = 0; i < rank - 1; ++i)
-    reassoc[0].push_back(i);
-  reassoc[1].push_back(rank - 1);
   return b.create<tensor::CollapseShapeOp>(loc, v, reassoc);
 }
 
@@ -95,6 +69,40 @@ Value expandTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
                                                 getValueOrCreateConstantIndexOp(b, loc, size)));
   Value shape = b.create<tensor::FromElementsOp>(loc, dims);
   return b.create<tensor::ReshapeOp>(loc, type, v, shape);
+}
+
+/// A zero-filled accumulator of `type`.
+Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes) {
+  Value empty = buildEmpty(b, loc, type, sizes);
+  Value zero = buildScalarConstant(b, loc, type.getElementType(), 0.0);
+  return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+}
+
+namespace {
+
+/// True when `dims` is the identity except for swapping the last two dims.
+bool swapsLastTwo(ArrayRef<int64_t> dims) {
+  int64_t r = dims.size();
+  if (r < 2 || dims[r - 2] != r - 1 || dims[r - 1] != r - 2)
+    return false;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (dims[i] != i)
+      return false;
+  return true;
+}
+
+/// Drops leading size-1 dims down to rank 2 (only called when all batch
+/// dims are 1).
+Value dropUnitBatch(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t rank = type.getRank();
+  if (rank == 2)
+    return v;
+  SmallVector<ReassociationIndices> reassoc(2);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    reassoc[0].push_back(i);
+  reassoc[1].push_back(rank - 1);
+  return b.create<tensor::CollapseShapeOp>(loc, v, reassoc);
 }
 
 /// Broadcasts `v` ([b..., x, y]) to `batch` ++ [x, y] (a copy, only when
@@ -141,13 +149,6 @@ SmallVector<OpFoldResult> batchSizes(OpBuilder &b, Location loc, RankedTensorTyp
     sizes.push_back(size);
   }
   return sizes;
-}
-
-/// A zero-filled accumulator of `type`.
-Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes) {
-  Value empty = buildEmpty(b, loc, type, sizes);
-  Value zero = buildScalarConstant(b, loc, type.getElementType(), 0.0);
-  return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
 }
 
 /// The accumulator element type: f32 for 16-bit floats (as torch's CPU

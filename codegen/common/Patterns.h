@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The pattern sets of `kiln-convert-to-linalg`, split by op category
-// (Elementwise.cpp, Matmul.cpp, Random.cpp, Reduction.cpp, ShapeOps.cpp), and the
+// (Elementwise.cpp, Matmul.cpp, Quant.cpp, Random.cpp, Reduction.cpp, ShapeOps.cpp), and the
 // broadcasting `linalg.generic` builder they share.
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PATTERNS_H
@@ -34,6 +34,20 @@ Value buildEmpty(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpF
 /// Returns a scalar constant of `type` (float or integer) equal to `value`.
 Value buildScalarConstant(OpBuilder &b, Location loc, Type type, double value);
 
+/// Collapses all dims but the last `keep` into one leading dim
+/// ([a, b, ..., x, y] → [a*b*..., x, y] for keep = 2; `v` itself when
+/// there is at most one leading dim).
+Value collapseLeading(OpBuilder &b, Location loc, Value v, int64_t keep);
+
+/// Expands `v` ([X, M, N] or [X, N]) back to `type` ([batch..., M, N]),
+/// where X is the product of the leading dims of `type` (`sizes`: the
+/// result's sizes).
+Value expandTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+               ArrayRef<OpFoldResult> sizes);
+
+/// A zero-filled accumulator of `type` (dynamic sizes from `sizes`).
+Value zeroInit(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<OpFoldResult> sizes);
+
 /// Constant, cast, unary, binary, comparison and select lowerings.
 void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.matmul → linalg.(batch_)matmul(_transpose_b); with `sharedLhs`, a
@@ -49,6 +63,13 @@ bool isSharedLhsBatchMatmul(Operation *op);
 bool isBlasGemm(Operation *op);
 /// kiln.sum / mean / max → reducing linalg.generic.
 void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// kiln.quantize / dequantize / int8_view / qlinear → linalg (integer
+/// GEMMs as linalg.matmul_transpose_b of i8 operands into i32).
+void populateQuantToLinalgPatterns(RewritePatternSet &patterns);
+/// Marks the generic a `kiln.int8_view` lowers to (bytes of i32 words):
+/// a backend whose GEMM reads the words' memory as int8 itself may skip it
+/// (the CUDA emitter does for int8 GEMM operands).
+inline constexpr llvm::StringLiteral kInt8UnpackAttr = "kiln.int8_unpack";
 /// kiln.random → linalg.generic computing Philox 4x32-10 per element.
 void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.permute / reshape / broadcast_to / slice / concat / embedding →

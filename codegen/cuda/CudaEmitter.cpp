@@ -15,7 +15,9 @@
 #include "codegen/cuda/CudaEmitterInternal.h"
 
 #include "codegen/common/Passes.h"
+#include "codegen/common/Patterns.h"
 #include "transforms/Passes.h"
+#include "transforms/QuantPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -29,6 +31,10 @@ namespace mlir::kiln::cuda {
 using namespace detail;
 
 void buildCudaPreparePipeline(OpPassManager &pm) {
+  // Quantized layers: q/dq → kiln.qlinear, lowered to an int8 GEMM (a
+  // cuBLASLt extern step) between quantize and epilogue kernels
+  // (codegen/common/Quant.cpp). A no-op without quantization ops.
+  pm.addNestedPass<func::FuncOp>(createFoldQuantPass());
   buildOptimizePipeline(pm);
   FusedLinalgOptions fused;
   // A 16-bit parameter's cast to f32 (layer_norm's weight and bias) is
@@ -199,6 +205,17 @@ static bool onlyReshapeShape(Value v) {
   });
 }
 
+/// Whether `g` is a `kiln.int8_view`'s unpacking of i32 words into bytes
+/// (codegen/common/Quant.cpp) read only as the weight of int8 GEMMs: the
+/// GEMM reads the words' buffer, whose bytes are those int8 values, and no
+/// kernel is needed.
+static bool isInt8GemmWeightView(linalg::GenericOp g) {
+  return g->hasAttr(kInt8UnpackAttr) && g.getNumDpsInputs() == 1 && !g->use_empty() &&
+         llvm::all_of(g->getUses(), [](OpOperand &use) {
+           return isa<linalg::MatmulTransposeBOp>(use.getOwner()) && use.getOperandNumber() == 1;
+         });
+}
+
 LogicalResult FunctionEmitter::emitOp(Operation &op) {
   if (failed(checkDynamicSupported(op)))
     return failure();
@@ -252,6 +269,10 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
           return emitRowGroup(it->second.members, it->second.rows, it->second.length);
         if (grouped.contains(g) || absorbed.contains(g))
           return success();
+        if (isInt8GemmWeightView(g)) { // the GEMM reads the words as int8
+          tensors[g.getResult(0)] = tensors.lookup(g.getDpsInputs()[0]);
+          return success();
+        }
         return emitGeneric(g);
       })
       .Case<linalg::TransposeOp>([&](linalg::TransposeOp t) { return emitTranspose(t); })

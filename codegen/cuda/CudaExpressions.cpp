@@ -288,6 +288,8 @@ static std::optional<std::string> translateOp(Operation *op, ArrayRef<std::strin
       .Case<arith::AndIOp>([&](auto) { return bin("&"); })
       .Case<arith::OrIOp>([&](auto) { return bin("|"); })
       .Case<arith::XOrIOp>([&](auto) { return bin("^"); })
+      .Case<arith::ShLIOp>([&](auto) { return bin("<<"); })
+      .Case<arith::ShRSIOp>([&](auto) { return bin(">>"); })
       .Case<arith::NegFOp>([&](auto) { return "(-" + a[0] + ")"; })
       .Case<arith::MaximumFOp>([&](auto) { return "kiln_maximum(" + a[0] + ", " + a[1] + ")"; })
       .Case<arith::MinimumFOp>([&](auto) { return "kiln_minimum(" + a[0] + ", " + a[1] + ")"; })

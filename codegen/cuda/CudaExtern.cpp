@@ -209,10 +209,23 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
     return failure();
   Type in = at.getElementType(), outElt = ct.getElementType();
   auto isGemmFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16() || t.isF64(); };
-  if (!isGemmFloat(in) || bt.getElementType() != in || !isGemmFloat(outElt))
+  // int8 x int8 -> int32 (codegen/common/Quant.cpp's qlinear): cuBLASLt's
+  // int8 kernels take only A transposed / B not ("TN": both operands K
+  // contiguous, kiln's x @ w^T) with K and N multiples of 4 (4-byte
+  // aligned rows).
+  bool int8 = in.isSignlessInteger(8) && outElt.isSignlessInteger(32);
+  if (int8) {
+    if (!transB || at.getRank() != 2 || bt.getElementType() != in)
+      return op->emitError("CUDA emitter: an int8 GEMM must be a 2-d x @ w^T");
+    int64_t k = at.getDimSize(1), n = bt.getDimSize(0);
+    if (ShapedType::isDynamic(k) || ShapedType::isDynamic(n) || k % 4 != 0 || n % 4 != 0)
+      return op->emitError("CUDA emitter: int8 GEMM with K = ")
+             << k << ", N = " << n << ": cuBLASLt's int8 GEMM needs both multiples of 4";
+  } else if (!isGemmFloat(in) || bt.getElementType() != in || !isGemmFloat(outElt)) {
     return op->emitError("CUDA emitter: GEMM of ")
            << in << " x " << bt.getElementType() << " -> " << outElt
-           << " is not supported (floating-point only)";
+           << " is not supported (floating-point, or int8 into int32)";
+  }
   if (!isZeroFill(c))
     return op->emitError("CUDA emitter: a GEMM that accumulates into a non-zero "
                          "init is not supported");

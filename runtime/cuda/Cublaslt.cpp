@@ -19,7 +19,7 @@ namespace {
 using Status = int; // cublasStatus_t, 0 = success
 
 // cublasComputeType_t.
-constexpr int kCompute32F = 68, kCompute32FFastTF32 = 77, kCompute64F = 70;
+constexpr int kCompute32F = 68, kCompute32FFastTF32 = 77, kCompute64F = 70, kCompute32I = 72;
 // cublasLtMatmulDescAttributes_t / cublasLtMatrixLayoutAttribute_t /
 // cublasLtMatmulPreferenceAttributes_t.
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7, kDescBiasPointer = 8;
@@ -166,7 +166,16 @@ bool lowerGemm(const GemmDesc &g, LtCall &c, std::string &error) {
     c.computeType = g.tf32 ? kCompute32FFastTF32 : kCompute32F, c.scaleType = kF32;
   else if (sixteen && (g.outType == g.inType || g.outType == kF32))
     c.computeType = kCompute32F, c.scaleType = kF32;
-  else {
+  else if (g.inType == kI8 && g.outType == kI32 && g.transB && g.batch == 1 &&
+           g.epilogue == Epilogue::None && g.k % 4 == 0 && g.n % 4 == 0)
+    // int8: only the "TN" form (cuBLASLt's A = kiln's B transposed, its B
+    // = kiln's A), int32 compute and scale, 4-aligned leading dims.
+    c.computeType = kCompute32I, c.scaleType = kI32;
+  else if (g.inType == kI8) {
+    error = "cuBLASLt: an int8 GEMM must be x @ w^T into int32 without batch or epilogue, "
+            "with K and N multiples of 4";
+    return false;
+  } else {
     error = "cuBLASLt: no GEMM for input type " + std::to_string(g.inType) + " and output type " +
             std::to_string(g.outType);
     return false;
@@ -294,12 +303,16 @@ bool LtGemm::run(const void *a, const void *b, void *c, const void *bias, void *
                "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", call_, error))
       return false;
   }
-  // alpha = 1, beta = 0 in the scale type (f32, or f64 for f64 GEMMs).
+  // alpha = 1, beta = 0 in the scale type (f32; f64 for f64 GEMMs, int32
+  // for int8 ones).
   float one32 = 1.0f, zero32 = 0.0f;
   double one64 = 1.0, zero64 = 0.0;
-  bool f64 = call_.scaleType == kF64;
-  const void *alpha = f64 ? (const void *)&one64 : (const void *)&one32;
-  const void *beta = f64 ? (const void *)&zero64 : (const void *)&zero32;
+  int32_t oneI = 1, zeroI = 0;
+  const void *alpha = &one32, *beta = &zero32;
+  if (call_.scaleType == kF64)
+    alpha = &one64, beta = &zero64;
+  else if (call_.scaleType == kI32)
+    alpha = &oneI, beta = &zeroI;
   // cuBLASLt's A is kiln's B and its B kiln's A (column-major C^T).
   return check(*api,
                api->matmul(api->handle, op_, alpha, b, la_, a, lb_, beta, c, ld_, c, ld_, algo_,

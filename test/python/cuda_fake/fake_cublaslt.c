@@ -111,6 +111,10 @@ int cublasLtMatmulAlgoGetHeuristic(void *h, void *op, void *a, void *b, void *c,
 }
 
 static double load(int type, const void *base, int64_t i) {
+  if (type == 3) // CUDA_R_8I
+    return ((const int8_t *)base)[i];
+  if (type == 10) // CUDA_R_32I
+    return ((const int32_t *)base)[i];
   if (type == 0)
     return ((const float *)base)[i];
   if (type == 1)
@@ -127,7 +131,9 @@ static double load(int type, const void *base, int64_t i) {
   return f;
 }
 static void store(int type, void *base, int64_t i, double v) {
-  if (type == 0) {
+  if (type == 10) {
+    ((int32_t *)base)[i] = (int32_t)v; // exact: int8 products summed in a double
+  } else if (type == 0) {
     ((float *)base)[i] = (float)v;
   } else if (type == 1) {
     ((double *)base)[i] = v;
@@ -187,6 +193,12 @@ int cublasLtMatmul(void *h, void *op, const void *alpha, const void *A, void *la
   uint64_t m = g.op.transa ? g.a.cols : g.a.rows, n = g.op.transb ? g.b.rows : g.b.cols;
   if (k != kb || m != g.d.rows || n != g.d.cols || g.a.batch != g.d.batch || g.b.batch != g.d.batch)
     return 7; // shapes do not chain
+  // int8 GEMMs as cuBLASLt takes them: int32 compute and scale, int32 D,
+  // "TN" (A transposed, B not), leading dims multiples of 4.
+  if ((g.a.type == 3 || g.b.type == 3) &&
+      (g.a.type != 3 || g.b.type != 3 || g.d.type != 10 || g.op.compute != 72 || g.op.scale != 10 ||
+       !g.op.transa || g.op.transb || g.a.ld % 4 || g.b.ld % 4 || g.op.epilogue != 1))
+    return 15; // CUBLAS_STATUS_NOT_SUPPORTED
   const char *path = getenv("KILN_FAKE_CUDA_LOG");
   FILE *out = path ? fopen(path, "a") : NULL;
   if (out) {

@@ -161,11 +161,16 @@ class CudaGraph:
     @staticmethod
     def _gemm(g, bufs):
         a, b, c = (bufs[n] for n in g["args"][:3])
+        if a.dtype == torch.int8 and b.dtype == torch.int32:  # int8 weights in int32 words
+            b = b.view(torch.int8)
         batch = (g["batch"],) if g["batched"] else ()
         a = a.view(*batch, g["m"], g["k"])
         b = b.view(*batch, g["n"], g["k"]).transpose(-1, -2) if g["trans_b"] \
             else b.view(*batch, g["k"], g["n"])
         c = c.view(*batch, g["m"], g["n"])
+        if a.dtype == torch.int8:  # int8 x int8 -> int32, exact
+            c.copy_(_int8_matmul(a, b))
+            return
         epilogue = g.get("epilogue", "none")
         if epilogue != "none":
             # 2-d, c.dtype == a.dtype (the emitter's rule). One library call:
@@ -303,6 +308,19 @@ class CudaGraph:
         module, _ = self._load(index)
         ex = PlanExecutor(self, module, device, DTYPES, tf32)
         return GraphExecutor(ex) if mode == "reduce-overhead" else ex
+
+
+def _int8_matmul(a, b):
+    """a [m, k] @ b [k, n] of int8 in int32: torch._int_mm where CUDA takes
+    it (m > 16, k and n multiples of 8), else through a wider type that
+    holds every sum exactly (float64 on CUDA, which has no int32 matmul)."""
+    m, k = a.shape
+    n = b.shape[1]
+    if a.is_cuda and m > 16 and k % 8 == 0 and n % 8 == 0:
+        return torch._int_mm(a, b)
+    if a.is_cuda:
+        return torch.matmul(a.double(), b.double()).to(torch.int32)
+    return torch.matmul(a.to(torch.int32), b.to(torch.int32))
 
 
 def kernel_args(k: dict, bufs) -> list:
