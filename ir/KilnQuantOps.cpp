@@ -95,6 +95,19 @@ LogicalResult Int8ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locat
   return success();
 }
 
+LogicalResult Fp8ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          ValueRange operands, DictionaryAttr, OpaqueProperties,
+                                          RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(operands[0]);
+  if (in.getRank() == 0)
+    return emitOptionalError(loc, "fp8_view needs rank >= 1");
+  SmallVector<int64_t> shape(in.getShape());
+  if (!ShapedType::isDynamic(shape.back()))
+    shape.back() *= 4;
+  inferred.push_back(RankedTensorType::get(shape, Float8E4M3FNType::get(ctx)));
+  return success();
+}
+
 LogicalResult Int4ViewOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                            ValueRange operands, DictionaryAttr, OpaqueProperties,
                                            RegionRange, SmallVectorImpl<Type> &inferred) {
@@ -146,6 +159,9 @@ LogicalResult QLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   if (in.getRank() < 1 || w.getRank() != 2)
     return emitOptionalError(loc, "needs an input of rank >= 1 and a 2-D weight, got ", in, " and ",
                              w);
+  if (isa<Float8E4M3FNType>(w.getElementType()) && (!isGranularity(act) || adaptor.getGroupSize()))
+    return emitOptionalError(loc, "an f8E4M3FN weight needs \"per_token\" or \"per_tensor\" "
+                                  "activations and no group_size");
   int64_t n = w.getDimSize(0), k = w.getDimSize(1), kIn = in.getShape().back();
   if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(kIn) && k != kIn)
     return emitOptionalError(loc, "input has K = ", kIn, ", weight has K = ", k);

@@ -114,6 +114,27 @@ def Kiln_Int8ViewOp : Kiln_Op<"int8_view", [
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Kiln_Fp8ViewOp : Kiln_Op<"fp8_view", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "float8 (e4m3fn) values stored four per i32 word";
+  let description = [{
+    Reinterprets `[..., W]` i32 words as `[..., 4 W]` `f8E4M3FN` values,
+    byte `j` of word `i` being value `4 i + j` (little-endian), as torch's
+    `t.view(torch.float8_e4m3fn)` of an int32 tensor: how `kiln.quant.fp8()`
+    layers store their weights (kiln's capture has no float8 dtype).
+    Lowered by `kiln-convert-to-linalg` (codegen/common/Quant.cpp); the CUDA
+    emitter lets an fp8 GEMM read the words' buffer directly.
+
+    Example:
+    ```mlir
+    %w = kiln.fp8_view %words : tensor<16x2xi32> -> tensor<16x8xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I32]>:$input);
+  let results = (outs RankedTensorOf<[F8E4M3FN]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Kiln_Int4ViewOp : Kiln_Op<"int4_view", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "int4 values packed eight per i32 word (grouped weight-only weights)";
@@ -153,6 +174,12 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
       attributes (both required), the integer product taken with the zero
       point subtracted, and dequantized by `input_scale * weight_scale`
       with the bias;
+    - an `f8E4M3FN` weight (`kiln.quant.fp8()` layers, from `kiln.fp8_view`;
+      `"per_token"` / `"per_tensor"` only): the input is quantized to e4m3
+      with `scale = max|x| / 448` per row or tensor (1 for an all-zero
+      group, NaN for one with inf/NaN) and `clamp(x / scale, ±448)` rounded
+      to nearest even, the e4m3 products summed in f32, and the sum scaled
+      by `x_scale * weight_scale` with the bias added;
     - `activations = "none"` (weight-only): `input @ dequantize(weight)^T + bias`
       in f32. With `group_size` (weight-only only: int4 weights from
       `kiln.int4_view`), `weight_scale` is `[N, K / group_size]`, one scale
@@ -168,7 +195,7 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
     %y = kiln.qlinear %x, %w, %s, %b {activations = "per_token"} : (tensor<4x8xf32>, tensor<16x8xi8>, tensor<16x1xf32>, tensor<16xf32>) -> tensor<4x16xf32>
     ```
   }];
-  let arguments = (ins Kiln_F32Tensor:$input, Kiln_I8Tensor:$weight,
+  let arguments = (ins Kiln_F32Tensor:$input, RankedTensorOf<[I8, F8E4M3FN]>:$weight,
                    Kiln_F32Tensor:$weight_scale, Optional<Kiln_F32Tensor>:$bias,
                    DefaultValuedAttr<StrAttr, "\"per_token\"">:$activations,
                    OptionalAttr<F32Attr>:$input_scale,

@@ -66,10 +66,10 @@ void populateReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.quantize / dequantize / int8_view / qlinear → linalg (integer
 /// GEMMs as linalg.matmul_transpose_b of i8 operands into i32).
 void populateQuantToLinalgPatterns(RewritePatternSet &patterns);
-/// Marks the generic a `kiln.int8_view` lowers to (bytes of i32 words):
-/// a backend whose GEMM reads the words' memory as int8 itself may skip it
-/// (the CUDA emitter does for int8 GEMM operands).
-inline constexpr llvm::StringLiteral kInt8UnpackAttr = "kiln.int8_unpack";
+/// Marks the generic a `kiln.int8_view` / `kiln.fp8_view` lowers to (the
+/// bytes of i32 words): a backend whose GEMM reads the words' memory as
+/// bytes itself may skip it (the CUDA emitter does for GEMM weights).
+inline constexpr llvm::StringLiteral kByteViewAttr = "kiln.byte_view";
 /// kiln.random → linalg.generic computing Philox 4x32-10 per element.
 void populateRandomToLinalgPatterns(RewritePatternSet &patterns);
 /// kiln.permute / reshape / broadcast_to / slice / concat / embedding →

@@ -3,8 +3,8 @@
 //
 // Target-neutral lowerings of ir/KilnQuantOps.td for backends without int8
 // library calls of their own (CUDA; the CPU turns kiln.qlinear into
-// runtime/cpu calls first, kiln-cpu-quant-to-calls, and uses these only for
-// q/dq that no kernel consumed):
+// runtime/cpu calls first, kiln-cpu-quant-to-calls, and refuses q/dq that no
+// kernel consumed):
 //
 // - `kiln.quantize` (dynamic symmetric int8): a row reduction of |x|, the
 //   scale `max / 127` (1 for an all-zero row, NaN for a row with inf/NaN,
@@ -97,19 +97,20 @@ Value absMax(OpBuilder &b, Location loc, Value x, bool perTensor) {
       {true}, [&](OpBuilder &nb, Location l, ValueRange a) { return max(nb, l, a[1], a[0]); });
 }
 
-/// The symmetric scales of `absMax` (any shape): max / 127, 1 where the max
-/// is 0, NaN where it is inf or NaN (runtime/cpu/Int8Gemm.cpp scaleOf).
-Value scalesOf(OpBuilder &b, Location loc, Value absMax) {
+/// The symmetric scales of `absMax` (any shape): max / `qmax` (127 for int8,
+/// 448 for fp8 e4m3), 1 where the max is 0, NaN where it is inf or NaN
+/// (runtime/cpu/Int8Gemm.cpp scaleOf).
+Value scalesOf(OpBuilder &b, Location loc, Value absMax, double qmax = 127.0) {
   auto type = cast<RankedTensorType>(absMax.getType());
   return buildBroadcastingGeneric(
-      b, loc, type, absMax, [](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, type, absMax, [qmax](OpBuilder &nb, Location l, ValueRange a) {
         Value m = a[0];
         Value finite =
             nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OLT, m,
                                      f32Const(nb, l, std::numeric_limits<double>::infinity()));
         Value positive =
             nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, m, f32Const(nb, l, 0));
-        Value scaled = nb.create<arith::DivFOp>(l, m, f32Const(nb, l, 127.0));
+        Value scaled = nb.create<arith::DivFOp>(l, m, f32Const(nb, l, qmax));
         Value s = nb.create<arith::SelectOp>(l, positive, scaled, f32Const(nb, l, 1.0));
         return nb
             .create<arith::SelectOp>(l, finite, s,
@@ -126,8 +127,10 @@ Value clampToI8(OpBuilder &b, Location loc, Value v, double lo, double hi) {
   return b.create<arith::FPToSIOp>(loc, b.getI8Type(), v);
 }
 
-/// x [M, K] quantized with `scales` ([M] per row, or 0-d): i8 [M, K].
-Value quantizeRows(OpBuilder &b, Location loc, Value x, Value scales) {
+/// x [M, K] quantized with `scales` ([M] per row, or 0-d) to `elem`: i8
+/// (round half to even, clamped to ±127) or f8E4M3FN (clamped to ±448,
+/// rounded to nearest even by the truncation) [M, K].
+Value quantizeRows(OpBuilder &b, Location loc, Value x, Value scales, Type elem) {
   MLIRContext *ctx = b.getContext();
   auto xt = cast<RankedTensorType>(x.getType());
   AffineExpr d0, d1;
@@ -135,12 +138,16 @@ Value quantizeRows(OpBuilder &b, Location loc, Value x, Value scales) {
   bool perRow = cast<RankedTensorType>(scales.getType()).getRank() == 1;
   AffineMap id = AffineMap::get(2, 0, {d0, d1}, ctx);
   AffineMap scaleMap = perRow ? AffineMap::get(2, 0, {d0}, ctx) : AffineMap::get(2, 0, {}, ctx);
-  Value init = emptyOf(b, loc, xt.getShape(), b.getI8Type(), tensor::getMixedSize(b, loc, x, 0));
+  Value init = emptyOf(b, loc, xt.getShape(), elem, tensor::getMixedSize(b, loc, x, 0));
   return buildGeneric(b, loc, ValueRange{x, scales}, init, {id, scaleMap, id}, {false, false},
-                      [&](OpBuilder &nb, Location l, ValueRange a) {
-                        Value q = nb.create<math::RoundEvenOp>(
-                            l, nb.create<arith::DivFOp>(l, a[0], a[1]));
-                        return clampToI8(nb, l, q, -127.0, 127.0);
+                      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                        Value v = nb.create<arith::DivFOp>(l, a[0], a[1]);
+                        if (elem.isInteger(8))
+                          return clampToI8(nb, l, nb.create<math::RoundEvenOp>(l, v), -127.0,
+                                           127.0);
+                        v = nb.create<arith::MaxNumFOp>(l, v, f32Const(nb, l, -448.0));
+                        v = nb.create<arith::MinNumFOp>(l, v, f32Const(nb, l, 448.0));
+                        return nb.create<arith::TruncFOp>(l, elem, v);
                       });
 }
 
@@ -205,7 +212,7 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
     Value x2 = collapseLeading(rewriter, loc, x, 1);
     bool perTensor = op.getGranularity() == "per_tensor";
     Value scales = scalesOf(rewriter, loc, absMax(rewriter, loc, x2, perTensor));
-    Value q = quantizeRows(rewriter, loc, x2, scales);
+    Value q = quantizeRows(rewriter, loc, x2, scales, rewriter.getI8Type());
     auto qType = cast<RankedTensorType>(op.getResult().getType());
     auto sType = cast<RankedTensorType>(op.getScale().getType());
     q = expandTo(rewriter, loc, q, qType, sizes);
@@ -238,37 +245,42 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
   }
 };
 
-struct Int8ViewLowering : OpConversionPattern<Int8ViewOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// `kiln.int8_view` / `kiln.fp8_view`: value j is byte j % 4 of word j / 4
+/// (little-endian: bits [8 (j % 4), 8 (j % 4) + 8)), reinterpreted as the
+/// result's element type; marked kByteViewAttr.
+template <typename ViewOp> struct ByteViewLowering : OpConversionPattern<ViewOp> {
+  using OpConversionPattern<ViewOp>::OpConversionPattern;
+  using OpAdaptor = typename ViewOp::Adaptor;
 
-  LogicalResult matchAndRewrite(Int8ViewOp op, OpAdaptor adaptor,
+  LogicalResult matchAndRewrite(ViewOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
     unsigned rank = type.getRank();
     if (!type.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic int8 view");
+      return rewriter.notifyMatchFailure(op, "dynamic byte view");
     SmallVector<AffineExpr> words;
     for (unsigned d = 0; d < rank; ++d)
       words.push_back(d + 1 == rank ? getAffineDimExpr(d, ctx).floorDiv(4)
                                     : getAffineDimExpr(d, ctx));
     Value init = buildEmpty(rewriter, loc, type, {});
     SmallVector<bool> parallel(rank, false);
+    Type elem = type.getElementType();
     Value r = buildGeneric(
         rewriter, loc, adaptor.getInput(), init,
         {AffineMap::get(rank, 0, words, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)},
         parallel, [&](OpBuilder &nb, Location l, ValueRange a) {
-          // Little-endian: value j is bits [8 (j % 4), 8 (j % 4) + 8) of its word.
           Value j = nb.create<linalg::IndexOp>(l, rank - 1);
           Value byte = nb.create<arith::RemSIOp>(l, j, nb.create<arith::ConstantIndexOp>(l, 4));
           Value shift = nb.create<arith::IndexCastOp>(
               l, nb.getI32Type(),
               nb.create<arith::MulIOp>(l, byte, nb.create<arith::ConstantIndexOp>(l, 8)));
           Value v = nb.create<arith::ShRSIOp>(l, a[0], shift);
-          return nb.create<arith::TruncIOp>(l, nb.getI8Type(), v).getResult();
+          Value b8 = nb.create<arith::TruncIOp>(l, nb.getI8Type(), v);
+          return elem.isInteger(8) ? b8 : nb.create<arith::BitcastOp>(l, elem, b8).getResult();
         });
-    r.getDefiningOp()->setAttr(kInt8UnpackAttr, rewriter.getUnitAttr());
+    r.getDefiningOp()->setAttr(kByteViewAttr, rewriter.getUnitAttr());
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -299,6 +311,7 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
                                                         ArrayRef<ReassociationIndices>{{0, 1}});
     Value bias = adaptor.getBias();
     StringRef mode = op.getActivations();
+    bool fp8 = isa<Float8E4M3FNType>(wt.getElementType());
     AffineExpr d0, d1;
     bindDims(ctx, d0, d1);
     AffineMap id = AffineMap::get(2, 0, {d0, d1}, ctx), col = AffineMap::get(2, 0, {d1}, ctx),
@@ -332,10 +345,13 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
         q = quantizeStaticRows(rewriter, loc, x2, inputScale, zero);
         comp = weightRowSums(rewriter, loc, w);
       } else {
-        scales = scalesOf(rewriter, loc, absMax(rewriter, loc, x2, mode == "per_tensor"));
-        q = quantizeRows(rewriter, loc, x2, scales);
+        scales = scalesOf(rewriter, loc, absMax(rewriter, loc, x2, mode == "per_tensor"),
+                          fp8 ? 448.0 : 127.0);
+        q = quantizeRows(rewriter, loc, x2, scales, wt.getElementType());
       }
-      Value init = zeroInit(rewriter, loc, RankedTensorType::get({m, n}, rewriter.getI32Type()),
+      // int8: an i32 accumulator; fp8: the e4m3 products summed in f32.
+      Type accType = fp8 ? Type(f32) : Type(rewriter.getI32Type());
+      Value init = zeroInit(rewriter, loc, RankedTensorType::get({m, n}, accType),
                             {rows, rewriter.getIndexAttr(n)});
       Value acc =
           rewriter.create<linalg::MatmulTransposeBOp>(loc, ValueRange{q, w}, init).getResult(0);
@@ -351,23 +367,23 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
       if (bias)
         inputs.push_back(bias), maps.push_back(col);
       maps.push_back(id);
-      y = buildGeneric(rewriter, loc, inputs, emptyOf(rewriter, loc, {m, n}, f32, rows), maps,
-                       {false, false}, [&](OpBuilder &nb, Location l, ValueRange a) {
-                         unsigned next = 2;
-                         Value xs = scales ? a[next++] : f32Const(nb, l, inputScale);
-                         Value total = a[0];
-                         if (comp) {
-                           Value shift = buildScalarConstant(nb, l, nb.getI32Type(), 128 - zero);
-                           total = nb.create<arith::AddIOp>(
-                               l, total, nb.create<arith::MulIOp>(l, a[next++], shift));
-                         }
-                         Value f = nb.create<arith::SIToFPOp>(l, nb.getF32Type(), total);
-                         Value v =
-                             nb.create<arith::MulFOp>(l, f, nb.create<arith::MulFOp>(l, xs, a[1]));
-                         if (bias)
-                           v = nb.create<arith::AddFOp>(l, v, a[next++]);
-                         return v;
-                       });
+      y = buildGeneric(
+          rewriter, loc, inputs, emptyOf(rewriter, loc, {m, n}, f32, rows), maps, {false, false},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            unsigned next = 2;
+            Value xs = scales ? a[next++] : f32Const(nb, l, inputScale);
+            Value total = a[0];
+            if (comp) {
+              Value shift = buildScalarConstant(nb, l, nb.getI32Type(), 128 - zero);
+              total =
+                  nb.create<arith::AddIOp>(l, total, nb.create<arith::MulIOp>(l, a[next++], shift));
+            }
+            Value f = fp8 ? total : nb.create<arith::SIToFPOp>(l, nb.getF32Type(), total);
+            Value v = nb.create<arith::MulFOp>(l, f, nb.create<arith::MulFOp>(l, xs, a[1]));
+            if (bias)
+              v = nb.create<arith::AddFOp>(l, v, a[next++]);
+            return v;
+          });
     }
     rewriter.replaceOp(op, expandTo(rewriter, loc, y, resultType, sizes));
     return success();
@@ -377,8 +393,8 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
 } // namespace
 
 void populateQuantToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<QuantizeLowering, DequantizeLowering, Int8ViewLowering, QLinearLowering>(
-      patterns.getContext());
+  patterns.add<QuantizeLowering, DequantizeLowering, ByteViewLowering<Int8ViewOp>,
+               ByteViewLowering<Fp8ViewOp>, QLinearLowering>(patterns.getContext());
 }
 
 } // namespace mlir::kiln

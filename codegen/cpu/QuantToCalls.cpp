@@ -207,7 +207,8 @@ void rewrite(QLinearOp op, ModuleOp module) {
 }
 
 bool isQuantOp(Operation *op) {
-  return isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp, QLinearOp>(op);
+  return isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp, Fp8ViewOp,
+             QLinearOp>(op);
 }
 
 struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> {
@@ -216,6 +217,11 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
     SmallVector<QLinearOp> ops;
     module.walk([&](QLinearOp op) { ops.push_back(op); });
     for (QLinearOp op : ops)
+      if (isa<Float8E4M3FNType>(op.getWeight().getType().getElementType())) {
+        op.emitError("fp8 layers (kiln.quant.fp8()) have no CPU kernel: they run on CUDA");
+        return signalPassFailure();
+      }
+    for (QLinearOp op : ops)
       rewrite(op, module);
     SmallVector<DequantizeOp> pairs;
     module.walk([&](DequantizeOp op) { pairs.push_back(op); });
@@ -223,7 +229,7 @@ struct CpuQuantToCallsPass : impl::CpuQuantToCallsPassBase<CpuQuantToCallsPass> 
     for (DequantizeOp op : pairs)
       (void)expandStaticQdq(op, rewriter);
     WalkResult left = module.walk([&](Operation *op) {
-      if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp>(op))
+      if (!isa<QuantizeOp, QuantizeStaticOp, DequantizeOp, Int8ViewOp, Int4ViewOp, Fp8ViewOp>(op))
         return WalkResult::advance();
       op->emitError() << op->getName()
                       << " has no CPU lowering outside an integer GEMM (kiln.qlinear)";

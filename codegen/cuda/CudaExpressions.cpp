@@ -35,6 +35,8 @@ std::optional<std::string> storageType(Type t) {
     return std::string("__half");
   if (t.isBF16())
     return std::string("__nv_bfloat16");
+  if (isa<Float8E4M3FNType>(t))
+    return std::string("__nv_fp8_e4m3");
   if (t.isF64())
     return std::string("double");
   if (t.isInteger(1))
@@ -52,7 +54,7 @@ std::optional<std::string> storageType(Type t) {
 
 /// Type of a scalar in the kernel body: f16/bf16/f32 all compute in float.
 std::optional<std::string> valueType(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32())
+  if (t.isF16() || t.isBF16() || t.isF32() || isa<Float8E4M3FNType>(t))
     return std::string("float");
   if (t.isIndex())
     return std::string("long long");
@@ -176,6 +178,8 @@ std::string FunctionEmitter::loadExpr(const std::string &ptr, const std::string 
     return "__half2float(" + ref + ")";
   if (elt.isBF16())
     return "__bfloat162float(" + ref + ")";
+  if (isa<Float8E4M3FNType>(elt))
+    return "float(" + ref + ")";
   return ref;
 }
 
@@ -184,6 +188,8 @@ std::string FunctionEmitter::storeValue(const std::string &v, Type elt) {
     return "__float2half_rn(" + v + ")";
   if (elt.isBF16())
     return "__float2bfloat16_rn(" + v + ")";
+  if (isa<Float8E4M3FNType>(elt)) // round to nearest even, saturating at ±448
+    return "__nv_fp8_e4m3(" + v + ")";
   return v;
 }
 
@@ -440,6 +446,8 @@ LogicalResult FunctionEmitter::translateBody(linalg::GenericOp op, Operation *sk
         expr = "__half2float(__float2half_rn(" + *s + "))";
       else if (rt.isBF16())
         expr = "__bfloat162float(__float2bfloat16_rn(" + *s + "))";
+      else if (isa<Float8E4M3FNType>(rt))
+        expr = "float(__nv_fp8_e4m3(" + *s + "))";
       else
         expr = "(float)" + *s;
     } else if (isa<arith::SIToFPOp, arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp,

@@ -214,7 +214,17 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   // contiguous, kiln's x @ w^T) with K and N multiples of 4 (4-byte
   // aligned rows).
   bool int8 = in.isSignlessInteger(8) && outElt.isSignlessInteger(32);
-  if (int8) {
+  // float8 e4m3 x e4m3 -> f32 (kiln.quant.fp8() layers): cuBLASLt's fp8
+  // kernels (sm_89+) take the same "TN" form, leading dims multiples of 16.
+  bool fp8 = isa<Float8E4M3FNType>(in) && outElt.isF32();
+  if (fp8) {
+    if (!transB || at.getRank() != 2 || bt.getElementType() != in)
+      return op->emitError("CUDA emitter: an fp8 GEMM must be a 2-d x @ w^T");
+    int64_t k = at.getDimSize(1), n = bt.getDimSize(0);
+    if (ShapedType::isDynamic(k) || ShapedType::isDynamic(n) || k % 16 != 0 || n % 16 != 0)
+      return op->emitError("CUDA emitter: fp8 GEMM with K = ")
+             << k << ", N = " << n << ": cuBLASLt's fp8 GEMM needs both multiples of 16";
+  } else if (int8) {
     if (!transB || at.getRank() != 2 || bt.getElementType() != in)
       return op->emitError("CUDA emitter: an int8 GEMM must be a 2-d x @ w^T");
     int64_t k = at.getDimSize(1), n = bt.getDimSize(0);
@@ -259,7 +269,7 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   linalg::GenericOp consumer;
   std::optional<std::string> epilogue;
   bool sixteenAcc = (in.isF16() || in.isBF16()) && outElt.isF32();
-  if (gemmEpilogues && !e.batched && (in == outElt || sixteenAcc) && result.hasOneUse()) {
+  if (gemmEpilogues && !e.batched && !fp8 && (in == outElt || sixteenAcc) && result.hasOneUse()) {
     // The consumer may read C through reshapes that keep N innermost (a
     // Linear on [B, S, K] inputs: [B*S, N] viewed as [B, S, N]).
     Value viewed = result;

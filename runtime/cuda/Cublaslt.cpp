@@ -171,7 +171,16 @@ bool lowerGemm(const GemmDesc &g, LtCall &c, std::string &error) {
     // int8: only the "TN" form (cuBLASLt's A = kiln's B transposed, its B
     // = kiln's A), int32 compute and scale, 4-aligned leading dims.
     c.computeType = kCompute32I, c.scaleType = kI32;
-  else if (g.inType == kI8) {
+  else if (g.inType == kF8E4M3 && g.outType == kF32 && g.transB && g.batch == 1 &&
+           g.epilogue == Epilogue::None && g.k % 16 == 0 && g.n % 16 == 0)
+    // fp8 e4m3 (sm_89+): the same "TN" form, f32 accumulation and scale,
+    // leading dims multiples of 16; unit A/B scales (kiln scales after).
+    c.computeType = kCompute32F, c.scaleType = kF32;
+  else if (g.inType == kF8E4M3) {
+    error = "cuBLASLt: an fp8 GEMM must be x @ w^T into f32 without batch or epilogue, "
+            "with K and N multiples of 16";
+    return false;
+  } else if (g.inType == kI8) {
     error = "cuBLASLt: an int8 GEMM must be x @ w^T into int32 without batch or epilogue, "
             "with K and N multiples of 4";
     return false;

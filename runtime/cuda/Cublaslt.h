@@ -27,7 +27,7 @@
 namespace kiln::rt::cuda {
 
 /// cudaDataType codes kiln's buffers use.
-enum DataType : int { kF32 = 0, kF64 = 1, kF16 = 2, kI8 = 3, kI32 = 10, kBF16 = 14 };
+enum DataType : int { kF32 = 0, kF64 = 1, kF16 = 2, kI8 = 3, kI32 = 10, kBF16 = 14, kF8E4M3 = 28 };
 
 /// What runs on the product before it is stored (kiln's spelling).
 enum class Epilogue : int {

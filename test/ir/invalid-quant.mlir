@@ -143,3 +143,21 @@ func.func @int4_view_words(%words: tensor<16x6xi32>) {
   %w = "kiln.int4_view"(%words) : (tensor<16x6xi32>) -> tensor<16x48xi8>
   return
 }
+
+// -----
+
+func.func @qlinear_fp8_weight_only(%x: tensor<4x8xf32>, %w: tensor<16x8xf8E4M3FN>, %s: tensor<16x1xf32>) {
+  // expected-error @+2 {{an f8E4M3FN weight needs "per_token" or "per_tensor" activations and no group_size}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = "kiln.qlinear"(%x, %w, %s) {activations = "none"} : (tensor<4x8xf32>, tensor<16x8xf8E4M3FN>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fp8_view_scalar(%words: tensor<i32>) {
+  // expected-error @+2 {{fp8_view needs rank >= 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %w = "kiln.fp8_view"(%words) : (tensor<i32>) -> tensor<f8E4M3FN>
+  return
+}

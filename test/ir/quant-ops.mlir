@@ -35,6 +35,17 @@ func.func @quantize_static(%x: tensor<4x8xf32>, %s: tensor<1x1xf32>) -> tensor<4
   return %d : tensor<4x8xf32>
 }
 
+// Tests the i32 carrier of float8 e4m3 data (last dim x 4) and an fp8
+// qlinear on it.
+// CHECK-LABEL: func.func @fp8_view
+// CHECK: %[[W:.*]] = kiln.fp8_view %{{.*}} : tensor<16x2xi32> -> tensor<16x8xf8E4M3FN>
+// CHECK: kiln.qlinear %{{.*}}, %[[W]], %{{.*}} {activations = "per_tensor"} : (tensor<4x8xf32>, tensor<16x8xf8E4M3FN>, tensor<16x1xf32>) -> tensor<4x16xf32>
+func.func @fp8_view(%x: tensor<4x8xf32>, %words: tensor<16x2xi32>, %s: tensor<16x1xf32>) -> tensor<4x16xf32> {
+  %w = kiln.fp8_view %words : tensor<16x2xi32> -> tensor<16x8xf8E4M3FN>
+  %y = kiln.qlinear %x, %w, %s {activations = "per_tensor"} : (tensor<4x8xf32>, tensor<16x8xf8E4M3FN>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
 // Tests the i32 carrier of int8 data (last dim x 4).
 // CHECK-LABEL: func.func @int8_view
 // CHECK: kiln.int8_view %{{.*}} : tensor<16x2xi32> -> tensor<16x8xi8>

@@ -45,6 +45,34 @@ static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); ret
 static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
 // 16-bit storage: bit patterns with CUDA's conversion functions
 // (round to nearest even), so f16/bf16 kernels run on the host as well.
+// float8 e4m3fn (cuda_fp8.h's __nv_fp8_e4m3): from float rounds to nearest
+// even and saturates at ±448 (NaN stays NaN), to float is exact.
+struct __nv_fp8_e4m3 {
+  unsigned char __x = 0;
+  __nv_fp8_e4m3() = default;
+  explicit __nv_fp8_e4m3(float f) {
+    unsigned char sign = std::signbit(f) ? 0x80 : 0;
+    float a = std::fabs(f);
+    if (std::isnan(f)) { __x = 0x7f | sign; return; }
+    if (a >= 448.0f) { __x = 0x7e | sign; return; }
+    int e;
+    std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): the normal exponent is e - 1
+    int q;
+    if (e - 1 < -6) {   // subnormal: units of 2^-9 (q = 8 is the smallest normal)
+      q = (int)std::nearbyint(std::ldexp(a, 9));
+    } else {
+      q = (int)std::nearbyint(std::ldexp(a, 3 - (e - 1)));  // in [8, 16]
+      q = ((e - 1 + 7) << 3) + (q - 8);                      // carries into the exponent
+    }
+    __x = (unsigned char)(q > 0x7e ? 0x7e : q) | sign;
+  }
+  operator float() const {
+    int e = (__x >> 3) & 15, m = __x & 7;
+    float v = (e == 15 && m == 7) ? NAN : e == 0 ? std::ldexp(m / 8.0f, -6)
+                                                 : std::ldexp(1 + m / 8.0f, e - 7);
+    return (__x & 0x80) ? -v : v;
+  }
+};
 struct __half { unsigned short bits; };
 struct __nv_bfloat16 { unsigned short bits; };
 static inline float __half2float(__half h) { _Float16 f; std::memcpy(&f, &h.bits, 2); return (float)f; }

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""int8 layers on kiln's CUDA path (issue 19): kiln.quant's q/dq IR folded
+"""int8 and fp8 layers on kiln's CUDA path (issue 19): kiln.quant's q/dq IR folded
 into kiln.qlinear and lowered (codegen/common/Quant.cpp) to a quantize
 kernel, an int8 x int8 -> int32 GEMM run by cuBLASLt (CUDA_R_8I,
 CUBLAS_COMPUTE_32I, "TN") and an epilogue kernel; NVRTC compiles the
 kernels, and without a GPU they run on the host (cuda_host.py) with the
 GEMM through torch and, in the plan executor, through the fake cuBLASLt,
-which refuses int8 calls cuBLASLt would refuse. Results are compared with
-the CPU path (the same integers, the same f32 epilogue) and with kiln.quant's
-eager reference."""
+which refuses int8/fp8 calls cuBLASLt would refuse. int8 results are
+compared with the CPU path (the same integers, the same f32 epilogue) and
+with kiln.quant's eager reference; fp8 layers (kiln.quant.fp8(), CUDA only:
+captured on `meta`, the dry run of a CUDA device) with the eager reference
+(`kiln.quant._ops.linear_fp8`, torch's float8_e4m3fn rounding)."""
 import os
 import tempfile
 
@@ -20,7 +22,7 @@ from conftest import stats
 from cuda_helpers import requires_nvrtc
 from kiln.cuda import nvrtc
 from kiln.quant import _ops
-from kiln.quant._modules import quantize_weight
+from kiln.quant._modules import QuantizedLinearFP8, quantize_weight
 
 
 def dynamic_mlp(x, qw1, s1, b1, qw2, s2, b2):
@@ -48,11 +50,11 @@ def _inputs(fn):
     return [x, qw1, s1, b1, qw2, s2]
 
 
-def _capture(fn, inputs):
-    """The IR kiln captures for fn (one graph) and kiln's CPU result."""
+def _capture(fn, inputs, device="cpu"):
+    """The IR kiln captures for fn (one graph) on `device` and kiln's result."""
     with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
         kiln.reset()
-        got = kiln.compile(fn, fullgraph=True)(*inputs)
+        got = kiln.compile(fn, fullgraph=True)(*[t.to(device) for t in inputs])
         (path,) = nvrtc.captured_files(d)
         with open(path, encoding="utf-8") as f:
             return f.read(), got
@@ -149,3 +151,142 @@ def test_quantized_model_on_meta_is_one_cuda_graph():
     s = stats()
     assert s["graphs_compiled"] == 1 and s["eager_calls"] == 0, s
     assert s.get("fallback_ops", 0) == 0, s
+
+
+# --- fp8 ---------------------------------------------------------------------
+
+
+def fp8_layer(x, qw, s, b):
+    return _ops.linear_fp8(x, qw, s, b, "per_token")
+
+
+def fp8_mlp(x, qw1, s1, b1, qw2, s2, b2):
+    h = _ops.linear_fp8(x, qw1, s1, b1, "per_token")
+    return _ops.linear_fp8(torch.relu(h), qw2, s2, b2, "per_tensor")
+
+
+def _fp8_layer(n, k, seed):
+    g = torch.Generator().manual_seed(seed)
+    linear = torch.nn.Linear(k, n)
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(n, k, generator=g) / k ** 0.5)
+        linear.bias.copy_(0.1 * torch.randn(n, generator=g))
+    q = QuantizedLinearFP8.from_float(linear)
+    return [q.qweight, q.weight_scale, q.bias]
+
+
+def _fp8_inputs(fn):
+    x = torch.randn(2, 8, 64, generator=torch.Generator().manual_seed(0))
+    first = [x, *_fp8_layer(96, 64, 1)]
+    return first if fn is fp8_layer else first + _fp8_layer(32, 96, 2)
+
+
+@pytest.mark.parametrize("fn", [fp8_layer, fp8_mlp], ids=lambda f: f.__name__)
+def test_fp8_layers_emit_fp8_gemms(fn):
+    """On a CUDA (meta) graph each fp8 layer is one kiln.qlinear on a
+    kiln.fp8_view, emitted as an e4m3 x e4m3 -> f32 GEMM reading the weight's
+    int32 words directly (no unpacking kernel)."""
+    ir, _ = _capture(fn, _fp8_inputs(fn), "meta")
+    assert "kiln.fp8_view" in ir and "f8E4M3FN" in ir
+    emitted = kiln.cuda.emit(ir, collect_unsupported=True)
+    assert emitted["unsupported"] == []
+    gemms = [(g["input_type"], g["output_type"], g["args"][1]) for g in emitted["externs"]]
+    assert gemms == [("__nv_fp8_e4m3", "float", "arg1"), ("__nv_fp8_e4m3", "float", "arg4")][
+        :len(gemms)] and len(gemms) == (1 if fn is fp8_layer else 2)
+
+
+@requires_nvrtc
+def test_fp8_kernels_compile_with_nvrtc():
+    ir, _ = _capture(fp8_mlp, _fp8_inputs(fp8_mlp), "meta")
+    source = kiln.cuda.emit(ir)["source"]
+    assert "#include <cuda_fp8.h>" in source
+    for arch in (80, 90):
+        assert nvrtc.compile_source(source, arch)
+
+
+def test_fp8_host_emulation_matches_the_reference(tmp_path):
+    """One layer: the emitted kernels (e4m3 rounding as torch's) and an f32
+    GEMM give the reference to f32 rounding. Two layers: the first layer's
+    f32 roundoff may move the second's e4m3 rounding of an element by one
+    step (1/16 of it), so only within fp8's resolution."""
+    from cuda_host import compile_host, run
+    for fn, tol in ((fp8_layer, 1e-5), (fp8_mlp, 1e-2)):
+        inputs = _fp8_inputs(fn)
+        ir, _ = _capture(fn, inputs, "meta")
+        emitted = kiln.cuda.emit(ir)
+        (tmp_path / fn.__name__).mkdir()
+        lib = compile_host(emitted, tmp_path / fn.__name__)
+        if lib is None:
+            pytest.skip("no C++ compiler for the host kernels")
+        (got,) = run(kiln.cuda.CudaGraph(emitted), lib, inputs)
+        ref = fn(*inputs)
+        assert (got - ref).abs().max() <= tol * ref.abs().max(), fn.__name__
+
+
+@requires_nvrtc
+def test_plan_runs_fp8_gemms_through_cublaslt(tmp_path):
+    """The C++ plan executor's fp8 GEMMs as cuBLASLt calls (fake cuBLASLt:
+    e4m3 operands, f32 compute 68, "TN")."""
+    from test_cuda_plan import emulate
+    inputs = _fp8_inputs(fp8_layer)
+    ir, _ = _capture(fp8_layer, inputs, "meta")
+    path = tmp_path / "graph.mlir"
+    path.write_text(ir)
+    torch.save({"inputs": inputs, "ref": fp8_layer(*inputs)}, tmp_path / "data.pt")
+    out, log = emulate(tmp_path, f"""
+        import torch, kiln.cuda
+        data = torch.load({str(tmp_path / 'data.pt')!r})
+        g = kiln.cuda.compile_ir(open({str(path)!r}).read())
+        (got,) = g.run_on(data["inputs"], torch.device("cpu"), 0, 0)
+        torch.testing.assert_close(got, data["ref"], rtol=1e-5, atol=1e-5)
+        print(g.executor)
+        """, host_ir=ir)
+    assert out.split() == ["plan"]
+    assert sum(line.startswith("gemm compute=68 op=TN epilogue=1") for line in log) == 1, log
+
+
+def test_fp8_on_cpu_runs_the_eager_reference():
+    """An fp8 model compiled on the CPU: its fp8 layers run their eager
+    reference (per-op fallback naming why), the rest compiled; eager's values."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(), torch.nn.Linear(96, 32))
+    prepared = kiln.quant.prepare(model, kiln.quant.fp8())
+    assert isinstance(prepared[0], QuantizedLinearFP8)
+    x = torch.randn(4, 64)
+    kiln.reset()
+    got = kiln.compile(prepared)(x)
+    torch.testing.assert_close(got, prepared(x), rtol=0, atol=0)
+    assert stats()["fallback_ops"] >= 2
+
+
+def test_fp8_layer_accuracy_and_meta_graph():
+    """fp8 (3 mantissa bits) keeps a random layer's output within ~30 dB
+    SQNR of fp32; the prepared model on `meta` is one CUDA graph."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
+                                torch.nn.Linear(512, 128))
+    x = torch.randn(16, 256)
+    for act in ("per_token", "per_tensor"):
+        prepared = kiln.quant.prepare(model, kiln.quant.fp8(activations=act))
+        with torch.no_grad():
+            ref, got = model(x), prepared(x)
+        sqnr = 10 * torch.log10(ref.pow(2).mean() / (ref - got).pow(2).mean())
+        assert sqnr > 25, (act, float(sqnr))
+        meta = prepared.to("meta")
+        kiln.reset()
+        y = kiln.compile(meta)(torch.empty(16, 256, device="meta"))
+        assert y.shape == (16, 128)
+        s = stats()
+        assert s["graphs_compiled"] == 1 and s["eager_calls"] == 0 and s["fallback_ops"] == 0, s
+
+
+def test_fp8_gemm_shape_limits_are_named():
+    """cuBLASLt's fp8 GEMM needs K and N multiples of 16: N = 8 is named as
+    unsupported (the graph falls back) rather than emitted wrongly."""
+    inputs = [torch.randn(4, 64), *_fp8_layer(8, 64, 3)]
+    with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
+        kiln.reset()
+        kiln.compile(fp8_layer)(*[t.to("meta") for t in inputs])  # falls back: unsupported
+        (path,) = nvrtc.captured_files(d)
+        ir = open(path, encoding="utf-8").read()
+    reasons = [u["reason"] for u in kiln.cuda.emit(ir, collect_unsupported=True)["unsupported"]]
+    assert any("fp8 GEMM needs both multiples of 16" in r for r in reasons), reasons

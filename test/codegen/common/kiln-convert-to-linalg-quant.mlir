@@ -133,3 +133,27 @@ func.func @dequantize_u8(%q: tensor<4x8xui8>, %s: tensor<1x1xf32>) -> tensor<4x8
   %d = kiln.dequantize %q, %s {zero_point = 128 : i64} : tensor<4x8xui8>, tensor<1x1xf32> -> tensor<4x8xf32>
   return %d : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests an fp8 (e4m3) layer: scales max / 448, the input clamped to ±448
+// and rounded to f8E4M3FN by arith.truncf, an f8 x f8 -> f32 GEMM (no
+// integer accumulator, no sitofp), the weight's bytes through kiln.fp8_view
+// (a byte view ending in a bitcast, marked kiln.byte_view).
+// CHECK-LABEL: func.func @fp8
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<16x2xi32>) outs(%{{.*}} : tensor<16x8xf8E4M3FN>) attrs = {{.*}}kiln.byte_view
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E4M3FN
+// CHECK: arith.constant 4.480000e+02 : f32
+// CHECK: %[[Q:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x8xf8E4M3FN>)
+// CHECK: arith.maxnumf
+// CHECK: arith.minnumf
+// CHECK: arith.truncf %{{.*}} : f32 to f8E4M3FN
+// CHECK: %[[ACC:.*]] = linalg.matmul_transpose_b ins(%[[Q]], %[[W]] : tensor<4x8xf8E4M3FN>, tensor<16x8xf8E4M3FN>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[ACC]],
+// CHECK-NOT: arith.sitofp
+// CHECK: return
+func.func @fp8(%x: tensor<4x8xf32>, %words: tensor<16x2xi32>, %ws: tensor<16x1xf32>) -> tensor<4x16xf32> {
+  %w = kiln.fp8_view %words : tensor<16x2xi32> -> tensor<16x8xf8E4M3FN>
+  %y = kiln.qlinear %x, %w, %ws : (tensor<4x8xf32>, tensor<16x8xf8E4M3FN>, tensor<16x1xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

@@ -353,10 +353,15 @@ VarP Interpreter::torchFallback(PyObject *fn, const std::string &method, std::ve
     if (!callable || args.empty() || !args[0]->isTensor())
       return nullptr;
   } else {
-    // kiln._random.seeded wrappers: a random torch call on a seeded generator.
-    PyRef seeded = PyRef::steal(PyObject_GetAttrString(fn, "kiln_random"));
-    PyErr_Clear();
-    if (!isTorchOpFunction(fn) && !(seeded && PyObject_IsTrue(seeded.get()) == 1))
+    // kiln._random.seeded wrappers: a random torch call on a seeded generator;
+    // kiln's own pure torch references marked `kiln_fallback` (an fp8 layer
+    // in a CPU graph, kiln.quant._ops.linear_fp8).
+    auto marked = [&](const char *attr) {
+      PyRef flag = PyRef::steal(PyObject_GetAttrString(fn, attr));
+      PyErr_Clear();
+      return flag && PyObject_IsTrue(flag.get()) == 1;
+    };
+    if (!isTorchOpFunction(fn) && !marked("kiln_random") && !marked("kiln_fallback"))
       return nullptr;
     callable = PyRef::borrow(fn);
     static PyOnce qualifiedOnce;

@@ -9,7 +9,8 @@
 // (`linear_static_int8`) statically through kiln.quantize_static with the
 // calibrated scale and zero point as attributes; a kiln.matmul and the bias
 // add. kiln-fold-quant turns the pattern into one kiln.qlinear.
-// `linear_int4` (weight_only_int4 layers) reads packed int4 words through
+// `linear_fp8` (fp8 layers) is one kiln.qlinear on kiln.fp8_view words, in
+// CUDA graphs only. `linear_int4` (weight_only_int4 layers) reads packed int4 words through
 // kiln.int4_view and dequantizes them per group of K.
 // `conv2d_static_int8` (static int8 Conv2d layers) is the same q/dq around a
 // kiln.conv2d, run as oneDNN's int8 convolution (codegen/cpu/ConvsToDnnl.cpp).
@@ -21,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 
+#include "capture/interp/CaptureTimeCalls.h"
 #include "ir/KilnQuantOps.h"
 
 #include <cmath>
@@ -82,6 +84,36 @@ VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
     auto q = e.b.create<QuantizeOp>(I.loc(), in, e.b.getStringAttr(act));
     return e.b.create<DequantizeOp>(I.loc(), q.getResult(), q.getScale());
   });
+}
+
+/// `linear_fp8` (kiln.quant.fp8() layers): one kiln.qlinear whose weight
+/// is read through kiln.fp8_view (no q/dq form: only CUDA's fp8 GEMM runs
+/// it). In a CPU graph it is Unsupported: the layer runs its eager
+/// reference, the rest of the graph stays compiled.
+VarP linearFp8(Interpreter &I, const std::string &op, Args &a) {
+  Value x = tensorArg(inputArg(a, op), op);
+  std::optional<int> device = CaptureTimeCalls::graphDevice(I);
+  if (!device || *device == TensorMeta::kCpuDevice)
+    throw Unsupported(op + ": fp8 layers have no CPU kernel (they compile for CUDA); the "
+                           "eager reference runs");
+  std::string act = strArg(a, "activations", "per_token");
+  if (act != "per_token" && act != "per_tensor")
+    throw Unsupported(op + ": activations \"" + act + "\"");
+  Value words = tensorArg(a.get("qweight"), op);
+  Value scale = tensorArg(a.get("weight_scale"), op);
+  Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
+  checkOperands(x, words, scale, bias);
+  Emit e(I);
+  mlir::Location loc = I.loc();
+  int64_t rank = ttype(x).getRank();
+  if (rank == 1)
+    x = e.reshape(x, {1, ttype(x).getDimSize(0)});
+  Value w = e.b.create<Fp8ViewOp>(loc, words);
+  Value r = e.b.create<QLinearOp>(loc, x, w, scale, bias, e.b.getStringAttr(act), mlir::FloatAttr(),
+                                  mlir::IntegerAttr(), mlir::IntegerAttr());
+  if (rank == 1)
+    r = e.reshape(r, {ttype(r).getDimSize(1)});
+  return T(r);
 }
 
 /// `linear_int4`: x @ dequantize(int4 weight, one scale per group of K)^T +
@@ -231,6 +263,9 @@ void registerQuantOps(OpRegistry &r) {
   r.op("quant_linear_int8", linearInt8,
        Params{"input", "qweight", "weight_scale", "bias", "activations"})
       .function("kiln.quant._ops", "linear_int8");
+  r.op("quant_linear_fp8", linearFp8,
+       Params{"input", "qweight", "weight_scale", "bias", "activations"})
+      .function("kiln.quant._ops", "linear_fp8");
   r.op("quant_linear_int4", linearInt4,
        Params{"input", "qweight", "weight_scale", "bias", "group_size"})
       .function("kiln.quant._ops", "linear_int4");

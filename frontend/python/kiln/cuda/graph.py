@@ -31,6 +31,7 @@ DTYPES = {
     "float": torch.float32, "__half": torch.float16, "__nv_bfloat16": torch.bfloat16,
     "double": torch.float64, "bool": torch.bool, "signed char": torch.int8,
     "short": torch.int16, "int": torch.int32, "long long": torch.int64,
+    "__nv_fp8_e4m3": torch.float8_e4m3fn,
 }
 
 
@@ -161,8 +162,8 @@ class CudaGraph:
     @staticmethod
     def _gemm(g, bufs):
         a, b, c = (bufs[n] for n in g["args"][:3])
-        if a.dtype == torch.int8 and b.dtype == torch.int32:  # int8 weights in int32 words
-            b = b.view(torch.int8)
+        if a.dtype in (torch.int8, torch.float8_e4m3fn) and b.dtype == torch.int32:
+            b = b.view(a.dtype)  # int8 / fp8 weights in their int32 words
         batch = (g["batch"],) if g["batched"] else ()
         a = a.view(*batch, g["m"], g["k"])
         b = b.view(*batch, g["n"], g["k"]).transpose(-1, -2) if g["trans_b"] \
@@ -170,6 +171,9 @@ class CudaGraph:
         c = c.view(*batch, g["m"], g["n"])
         if a.dtype == torch.int8:  # int8 x int8 -> int32, exact
             c.copy_(_int8_matmul(a, b))
+            return
+        if a.dtype == torch.float8_e4m3fn:  # e4m3 products (exact in f32) summed in f32
+            c.copy_(torch.matmul(a.float(), b.float()))
             return
         epilogue = g.get("epilogue", "none")
         if epilogue != "none":

@@ -38,7 +38,7 @@ MAX_GRAPHS = 4
 
 # Buffer storage type → cudaDataType; GEMM epilogue → Cublaslt.h's Epilogue.
 CUDA_TYPES = {"float": 0, "double": 1, "__half": 2, "__nv_bfloat16": 14,
-              "signed char": 3, "int": 10}
+              "signed char": 3, "int": 10, "__nv_fp8_e4m3": 28}
 EPILOGUES = {"none": 0, "bias": 1, "bias_relu": 2, "bias_gelu_tanh": 3}
 
 
@@ -101,7 +101,7 @@ def build_spec(graph, dtypes: dict, tf32: bool) -> tuple[str, int]:
         g = item
         a, b, c = (graph.buffers[n]["type"] for n in g["args"][:3])
         epi = g.get("epilogue", "none")
-        if a == "signed char" and b == "int":  # int8 weights read from their int32 words
+        if a in ("signed char", "__nv_fp8_e4m3") and b == "int":  # byte weights in int32 words
             b = a
         if a != b or a not in CUDA_TYPES or c not in CUDA_TYPES or epi not in EPILOGUES:
             raise CudaUnsupportedError(f"kiln.cuda: GEMM {g['name']} ({a} x {b} -> {c}, "

@@ -26,7 +26,7 @@ POINTWISE_BLOCK = 256
 MAX_POINTWISE_GRID = 4096
 MAX_GRID = 65535
 ITEMSIZE = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "double": 8, "bool": 1,
-            "signed char": 1, "short": 2, "int": 4, "long long": 8}
+            "signed char": 1, "short": 2, "int": 4, "long long": 8, "__nv_fp8_e4m3": 1}
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}

@@ -32,19 +32,20 @@ they train, then converts to the same int8 layers::
 A model converted by PT2E (``convert_pt2e``) runs on kiln's int8 kernels
 after ``kiln.quant.from_pt2e(converted)``, one converted by torch.ao's
 eager-mode or FX-mode static flow (``convert`` / ``convert_fx``) after
-``kiln.quant.from_torch_ao(converted, example_inputs)``. ``fp8`` is not implemented yet
-and raises NotImplementedError.
+``kiln.quant.from_torch_ao(converted, example_inputs)``. ``fp8()`` makes
+float8_e4m3fn layers for CUDA's fp8 GEMMs (sm_89 and later; on the CPU they
+run their eager reference).
 """
 from kiln.quant._config import (QuantConfig, dynamic_int8, fp8, static_int8, weight_only_int4,
                                 weight_only_int8)
-from kiln.quant._modules import QuantizedLinear, QuantizedLinearInt4, prepare
+from kiln.quant._modules import QuantizedLinear, QuantizedLinearFP8, QuantizedLinearInt4, prepare
 from kiln.quant._pt2e import from_pt2e
 from kiln.quant._torch_ao import FakeQuantize, Requantized, Unreached, from_torch_ao
 from kiln.quant._qat import QATConv2d, QATDynamicLinear, QATInt4Linear, QATLinear, prepare_qat
 from kiln.quant._static import (ObservedConv2d, ObservedLinear, StaticQuantizedConv2d,
                                 StaticQuantizedLinear, convert)
 
-__all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "ObservedLinear", "ObservedConv2d", "QATLinear",
+__all__ = ["QuantConfig", "QuantizedLinear", "QuantizedLinearInt4", "QuantizedLinearFP8", "ObservedLinear", "ObservedConv2d", "QATLinear",
            "QATConv2d", "QATDynamicLinear", "QATInt4Linear",
            "StaticQuantizedLinear", "StaticQuantizedConv2d",
            "dynamic_int8", "weight_only_int8", "static_int8", "weight_only_int4", "fp8",

@@ -147,4 +147,13 @@ def weight_only_int4(group_size=128, module_types=(nn.Linear,), include=None, ex
                          "positive multiple of 32")
     config = _config("weight_only_int4", "none", module_types, include, exclude)
     return dataclasses.replace(config, group_size=group_size)
-fp8 = _not_yet("fp8", "fp8 quantization (sm_90)")
+def fp8(activations="per_token", module_types=(nn.Linear,), include=None, exclude=()):
+    """float8 (e4m3) weights and activations for CUDA's fp8 GEMMs (sm_89 and
+    later, e.g. sm_90): one scale per output channel for the weight
+    (``max|w| / 448``) and per row (``"per_token"``) or per tensor for the
+    activations, computed per call; products summed in float32. On the CPU
+    the layers run their eager reference (``kiln.quant._ops.linear_fp8``)."""
+    if activations not in ("per_token", "per_tensor"):
+        raise ValueError(f"kiln.quant.fp8: activations={activations!r} is not one of "
+                         "('per_token', 'per_tensor')")
+    return _config("fp8", activations, module_types, include, exclude)

@@ -11,7 +11,8 @@ their int8 weights and scales. Its forward calls
 ``kiln.quant._ops.linear_int8``: eagerly the torch reference, under
 ``kiln.compile`` kiln's q/dq IR and int8 GEMM. ``weight_only_int4`` makes
 ``QuantizedLinearInt4`` layers (``kiln.int4_view``, one scale per group of
-input features).
+input features), ``fp8`` ``QuantizedLinearFP8`` layers (float8_e4m3fn
+weights and activations, for CUDA's fp8 GEMMs).
 """
 from __future__ import annotations
 
@@ -167,6 +168,49 @@ class QuantizedLinearInt4(nn.Module):
                 f"group_size={self.group_size}")
 
 
+class QuantizedLinearFP8(nn.Module):
+    """An ``nn.Linear`` with float8_e4m3fn weights (inference only; the
+    ``kiln.quant.fp8()`` layers): one scale per output channel (``max|w| /
+    448``), the e4m3 values viewed as int32 words ``[N, K / 4]``. Its forward
+    calls ``kiln.quant._ops.linear_fp8``: eagerly (and in CPU graphs) the
+    torch reference, in CUDA graphs kiln's fp8 GEMM (cuBLASLt)."""
+
+    def __init__(self, in_features, out_features, activations="per_token"):
+        super().__init__()
+        if in_features % 4:
+            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of 4")
+        self.in_features, self.out_features, self.activations = in_features, out_features, activations
+        self.register_buffer("qweight", torch.zeros(out_features, in_features // 4,
+                                                    dtype=torch.int32))
+        self.register_buffer("weight_scale", torch.ones(out_features, 1))
+        self.register_buffer("bias", None)
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, activations="per_token"):
+        q = cls(linear.in_features, linear.out_features, activations)
+        w = linear.weight.detach().to(torch.float32)
+        scale = _ops.fp8_scale(w.abs().amax(dim=1, keepdim=True))
+        # A NaN row (NaN scale) stores zeros; its scale makes its outputs NaN.
+        values = _ops.to_fp8(torch.nan_to_num(w / scale))
+        q.qweight = values.contiguous().view(torch.int32)
+        q.weight_scale = scale.contiguous()
+        if linear.bias is not None:
+            q.bias = linear.bias.detach().to(torch.float32).clone()
+        return q
+
+    def fp8_weight(self) -> torch.Tensor:
+        """The float8_e4m3fn weight values ``[N, K]`` (a view)."""
+        return self.qweight.view(torch.float8_e4m3fn)
+
+    def forward(self, input):
+        return _ops.linear_fp8(input, self.qweight, self.weight_scale, self.bias,
+                               self.activations)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"activations={self.activations!r}, fp8 e4m3")
+
+
 def torchao_weight_problem(linear) -> str | None:
     """None when ``linear``'s weight is a torchao ``Int8Tensor`` kiln's
     layers hold as they are (int8 values, one scale per output channel,
@@ -301,6 +345,8 @@ def prepare(model: nn.Module, config: QuantConfig, inplace: bool = False) -> nn.
     for name, module in chosen:
         if config.scheme == "weight_only_int4":
             layer = QuantizedLinearInt4.from_float(module, config.group_size)
+        elif config.scheme == "fp8":
+            layer = QuantizedLinearFP8.from_float(module, config.activations)
         elif _is_ao_linear(module):
             layer = QuantizedLinear.from_torch_ao(module, config.activations)
         elif is_torchao_linear(module):

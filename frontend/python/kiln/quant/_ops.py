@@ -37,6 +37,59 @@ def quantize_symmetric(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return torch.clamp(torch.round(x / scale), -127.0, 127.0)
 
 
+#: The largest finite float8_e4m3fn value.
+FP8_MAX = 448.0
+
+
+def fp8_scale(amax: torch.Tensor) -> torch.Tensor:
+    """``amax / 448`` where positive, 1 for an all-zero group, NaN for a
+    group holding a NaN or an infinity (fp8 layers; as symmetric_scale)."""
+    scale = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
+    return torch.where(torch.isfinite(amax), scale, torch.full_like(amax, float("nan")))
+
+
+def to_fp8(v: torch.Tensor) -> torch.Tensor:
+    """``v`` clamped to ±448 and rounded to float8_e4m3fn (round half to
+    even; NaN stays NaN)."""
+    return torch.clamp(v, -FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+
+
+def quantize_fp8(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``to_fp8(x / scale)``."""
+    return to_fp8(x / scale)
+
+
+def linear_fp8(input, qweight, weight_scale, bias=None, activations="per_token"):
+    """``input [..., K] @ dequantize(qweight)^T + bias`` with float8_e4m3fn
+    weights and activations (``kiln.quant.fp8()`` layers, for CUDA's fp8
+    GEMMs). ``qweight``: e4m3 values ``[N, K]`` viewed as int32 ``[N, K / 4]``;
+    ``weight_scale``: float32 ``[N, 1]``. The input is quantized per row
+    (``"per_token"``) or per tensor with ``fp8_scale``; the e4m3 products are
+    summed in float32 (here exactly, in float64, then rounded), scaled by
+    ``x_scale * w_scale`` and the bias added."""
+    if activations not in ("per_token", "per_tensor"):
+        raise ValueError(f"kiln.quant: fp8 activations={activations!r} is not one of "
+                         "('per_token', 'per_tensor')")
+    w = qweight.view(torch.float8_e4m3fn)
+    k = w.shape[1]
+    x = input.reshape(-1, k)
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    if activations == "per_tensor":
+        amax = amax.amax().reshape(1, 1)
+    scale = fp8_scale(amax)
+    q = quantize_fp8(x, scale)
+    acc = (q.to(torch.float64) @ w.to(torch.float64).t()).to(torch.float32)
+    y = acc * (scale * weight_scale.t())
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*input.shape[:-1], w.shape[0])
+
+
+# Pure torch: where kiln does not capture it (a CPU graph: no fp8 kernel) it
+# runs inside the graph as a per-op fallback (capture/ops/Fallback.cpp).
+linear_fp8.kiln_fallback = True
+
+
 def linear_int8(input, qweight, weight_scale, bias=None, activations="per_token"):
     """``input [..., K] @ dequantize(qweight)^T + bias`` as kiln computes it.
 
