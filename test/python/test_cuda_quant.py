@@ -290,3 +290,52 @@ def test_fp8_gemm_shape_limits_are_named():
         ir = open(path, encoding="utf-8").read()
     reasons = [u["reason"] for u in kiln.cuda.emit(ir, collect_unsupported=True)["unsupported"]]
     assert any("fp8 GEMM needs both multiples of 16" in r for r in reasons), reasons
+
+
+# --- dynamic lengths ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
+def test_int8_layers_keep_one_symbolic_graph_on_cpu(fn):
+    """A changing sequence length: one `?` graph after the first (the
+    quantization ops carry their input's symbolic dims), each call equal
+    to the eager reference. They specialized every length before."""
+    base = _inputs(fn)
+    kiln.reset()
+    compiled = kiln.compile(fn)
+    for length in (5, 9, 17, 33):
+        x = torch.randn(2, length, 64)
+        torch.testing.assert_close(compiled(x, *base[1:]), fn(x, *base[1:]), rtol=1e-5,
+                                   atol=1e-5)
+    s = stats()
+    assert (s["graphs_compiled"], s["dynamic_graphs"], s["eager_calls"]) == (2, 1, 0), s
+
+
+@pytest.mark.parametrize("fn", [dynamic_mlp, static_then_weight_only, fp8_mlp],
+                         ids=lambda f: f.__name__)
+def test_symbolic_int8_and_fp8_graphs_on_cuda_host_emulation(fn, tmp_path):
+    """The `?` graph emitted for CUDA (quantize kernels over a symbolic
+    number of rows, GEMMs with a per-call M) at two lengths: int8 equal to
+    the reference (to f32 rounding), fp8 within its resolution."""
+    from cuda_host import compile_host, run
+    base = (_fp8_inputs if fn is fp8_mlp else _inputs)(fn)
+    device = "meta" if fn is fp8_mlp else "cpu"
+    with tempfile.TemporaryDirectory() as d, kiln.config.patch(debug_dir=d):
+        kiln.reset()
+        args = [t.to(device) for t in base]
+        kiln.mark_dynamic(args[0], 1)
+        kiln.compile(fn)(*args)
+        irs = [open(p, encoding="utf-8").read() for p in nvrtc.captured_files(d)]
+    (ir,) = [i for i in irs if "?" in i]
+    emitted = kiln.cuda.emit(ir, collect_unsupported=True)
+    assert emitted["unsupported"] == []
+    lib = compile_host(emitted, tmp_path)
+    if lib is None:
+        pytest.skip("no C++ compiler for the host kernels")
+    graph = kiln.cuda.CudaGraph(emitted)
+    tol = 1e-2 if fn is fp8_mlp else 1e-6
+    for length in (5, 11):
+        inputs = [torch.randn(2, length, 64)] + base[1:]
+        (got,) = run(graph, lib, inputs)
+        ref = fn(*inputs)
+        assert (got - ref).abs().max() <= tol * ref.abs().max(), length

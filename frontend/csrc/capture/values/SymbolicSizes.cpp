@@ -226,15 +226,16 @@ int64_t capturedOf(const VarP &v, const SizeExpr &e) {
 
 const std::set<std::string> &elementwiseOps() {
   static const std::set<std::string> ops = {
-      "kiln.cast",    "kiln.neg",         "kiln.abs",     "kiln.relu",    "kiln.exp",
-      "kiln.log",     "kiln.tanh",        "kiln.sigmoid", "kiln.gelu",    "kiln.silu",
-      "kiln.sqrt",    "kiln.rsqrt",       "kiln.erf",     "kiln.sin",     "kiln.cos",
-      "kiln.tan",     "kiln.atan",        "kiln.floor",   "kiln.ceil",    "kiln.round",
-      "kiln.trunc",   "kiln.log1p",       "kiln.expm1",   "kiln.log2",    "kiln.add",
-      "kiln.sub",     "kiln.mul",         "kiln.div",     "kiln.pow",     "kiln.maximum",
-      "kiln.minimum", "kiln.eq",          "kiln.ne",      "kiln.lt",      "kiln.le",
-      "kiln.gt",      "kiln.ge",          "kiln.select",  "kiln.softmax", "kiln.layer_norm",
-      "kiln.cumsum",  "kiln.broadcast_to"};
+      "kiln.cast", "kiln.neg", "kiln.abs", "kiln.relu", "kiln.exp", "kiln.log", "kiln.tanh",
+      "kiln.sigmoid", "kiln.gelu", "kiln.silu", "kiln.sqrt", "kiln.rsqrt", "kiln.erf", "kiln.sin",
+      "kiln.cos", "kiln.tan", "kiln.atan", "kiln.floor", "kiln.ceil", "kiln.round", "kiln.trunc",
+      "kiln.log1p", "kiln.expm1", "kiln.log2", "kiln.add", "kiln.sub", "kiln.mul", "kiln.div",
+      "kiln.pow", "kiln.maximum", "kiln.minimum", "kiln.eq", "kiln.ne", "kiln.lt", "kiln.le",
+      "kiln.gt", "kiln.ge", "kiln.select", "kiln.softmax", "kiln.layer_norm", "kiln.cumsum",
+      "kiln.broadcast_to",
+      // Quantization: values of the input's shape (scales with its leading
+      // dims), and kiln.qlinear's leading dims are its input's.
+      "kiln.quantize", "kiln.quantize_static", "kiln.dequantize", "kiln.qlinear"};
   return ops;
 }
 
