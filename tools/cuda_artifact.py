@@ -8,8 +8,10 @@ CPU (fullgraph, checked against eager), its captured IR is emitted with
 the CUDA emitter and compiled with NVRTC for sm_80 and sm_90 (+ PTX for
 compute_90), and everything goes into one gzip'ed JSON file
 (kiln/cuda/artifact.py). The dynamic cases (cuda_cases.DYNAMIC) are `?`
-graphs: one plan source for every size, run at several sizes. Cases the emitter cannot fully handle are
-listed and left out.
+graphs: one plan source for every size, run at several sizes. The
+quantized cases (cuda_cases.QUANTIZED: a kiln.quant int8 layer and an fp8
+layer) are built in fp32 only, the fp8 one captured on `meta`. Cases the
+emitter cannot fully handle are listed and left out.
 
     .venv/bin/python tools/cuda_artifact.py -o build/gpu-check/cases.json.gz
 
@@ -31,12 +33,14 @@ import kiln  # noqa: E402
 import kiln.cuda  # noqa: E402
 from kiln import _C  # noqa: E402
 from kiln.cuda import artifact, nvrtc  # noqa: E402
-from cuda_cases import CASES, DTYPES, DYNAMIC, TOLERANCES, base_case, make_inputs  # noqa: E402
+from cuda_cases import (CASES, DTYPES, DYNAMIC, META_CAPTURE, QUANTIZED, TOLERANCES,  # noqa: E402
+                        base_case, make_inputs)
 
 
 def capture(name, dtype, small=False):
     """The IR kiln captures for case `name` (checked against eager on the
-    CPU). A dynamic case is called at its first two sizes: the second call
+    CPU; a META_CAPTURE case is captured on `meta`, as a CUDA graph). A
+    dynamic case is called at its first two sizes: the second call
     recompiles with the changed size symbolic, and that `?` graph is kept."""
     fn = base_case(name)[0]
     sizes = DYNAMIC[name][2][:2] if name in DYNAMIC else (None,)
@@ -45,6 +49,9 @@ def capture(name, dtype, small=False):
         compiled = kiln.compile(fn, fullgraph=True)
         for size in sizes:
             inputs = make_inputs(name, dtype, small=small, size=size)
+            if name in META_CAPTURE:
+                compiled(*[t.to("meta") for t in inputs])
+                continue
             with torch.no_grad():
                 got, expected = compiled(*inputs), fn(*inputs)
             rtol, atol = TOLERANCES[dtype]
@@ -106,6 +113,8 @@ def main():
     entries, skipped = {}, []
     for name in (args.only.split(",") if args.only else [*CASES, *DYNAMIC]):
         for dtype in DTYPES:
+            if name in QUANTIZED and dtype != "fp32":
+                continue
             entry, why = build(name, dtype, archs, args.small)
             if entry is None:
                 skipped.append(f"{name}/{dtype}: {why}")

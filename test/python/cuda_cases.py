@@ -6,7 +6,8 @@ the order the function first reads them, which is the captured graph's
 argument order) plus how to make its inputs. tools/cuda_artifact.py
 captures each with kiln on the CPU, emits and compiles it ahead of time;
 tools/gpu_check.py rebuilds the same inputs on the GPU and compares
-kiln's result with eager. Only torch is imported here.
+kiln's result with eager. Only torch (and kiln.quant's pure-torch
+references, importable without kiln's extension) is imported here.
 """
 import math
 
@@ -44,8 +45,25 @@ def gelu_chain(x, b):
     return F.gelu(x * 2.0 + b).relu() - 0.5
 
 
+def int8_linear(x, qw, s, b):
+    """A kiln.quant dynamic int8 layer: per-token int8 activations, a
+    cuBLASLt int8 GEMM (codegen/common/Quant.cpp)."""
+    from kiln.quant import _ops
+    return _ops.linear_int8(x, qw, s, b, "per_token")
+
+
+def fp8_linear(x, qw, s, b):
+    """A kiln.quant.fp8() layer: e4m3 activations and weights, a cuBLASLt
+    fp8 GEMM (sm_89+)."""
+    from kiln.quant import _ops
+    return _ops.linear_fp8(x, qw, s, b, "per_token")
+
+
 # name -> (function, [(shape, role)], rtol/atol per dtype). Roles: "x"
-# (randn), "w" (randn / sqrt(fan-in)), "b" (small randn), "g" (1 + small).
+# (randn), "w" (randn / sqrt(fan-in)), "b" (small randn), "g" (1 + small);
+# quantized layers (fp32 only, QUANTIZED): "q8" / "qf8" (int8 / e4m3
+# values of a [N, K] weight as int32 words [N, K / 4]), "s" (their [N, 1]
+# scales, float32).
 CASES = {
     "mlp": (mlp, [((256, 1024), "x"), ((4096, 1024), "w"), ((4096,), "b"),
                   ((1024, 4096), "w"), ((1024,), "b")]),
@@ -59,7 +77,16 @@ CASES = {
     "softmax_rows": (softmax_rows, [((4096, 1024), "x")]),
     "layer_norm": (layer_norm, [((4096, 1024), "x"), ((1024,), "g"), ((1024,), "b")]),
     "gelu_chain": (gelu_chain, [((4096, 1024), "x"), ((1024,), "b")]),
+    "int8_linear": (int8_linear, [((256, 1024), "x"), ((4096, 1024), "q8"), ((4096, 1), "s"),
+                                  ((4096,), "b")]),
+    "fp8_linear": (fp8_linear, [((256, 1024), "x"), ((4096, 1024), "qf8"), ((4096, 1), "s"),
+                                ((4096,), "b")]),
 }
+
+# Quantized cases: fp32 only; fp8 is captured on `meta` (a CUDA graph: on
+# the CPU its layer runs the eager reference as a per-op fallback).
+QUANTIZED = {"int8_linear", "fp8_linear"}
+META_CAPTURE = {"fp8_linear"}
 
 # Dynamic cases: a case of CASES with one size symbolic (one `?` graph
 # for every size: codegen/cuda/README.md, "Dynamic dims"). name -> (case,
@@ -87,6 +114,15 @@ def base_case(name):
     return CASES[DYNAMIC[name][0] if name in DYNAMIC else name]
 
 
+def _quantized(role, t):
+    """A quantized weight's int32 words or its scales from randn `t`."""
+    if role == "s":  # ~ max|w| / 127 of a randn / sqrt(K) weight
+        return (0.03 * (1.0 + 0.1 * t)).abs().to(torch.float32)
+    values = (t * 40.0).round().clamp(-127, 127).to(torch.int8) if role == "q8" \
+        else (t * 64.0).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return values.contiguous().view(torch.int32)
+
+
 def make_inputs(name, dtype, device="cpu", seed=0, small=False, size=None):
     """The inputs of case `name` (same values for a seed on any device);
     a dynamic case's varying size replaced by `size`."""
@@ -97,6 +133,9 @@ def make_inputs(name, dtype, device="cpu", seed=0, small=False, size=None):
             shape = tuple(size if d == DYNAMIC[name][1] else d for d in shape)
         shape = small_shape(shape) if small else shape
         t = torch.randn(shape, generator=gen, dtype=torch.float32)
+        if role in ("q8", "qf8", "s"):
+            out.append(_quantized(role, t).to(device))
+            continue
         if role == "w":
             t = t / math.sqrt(shape[-1])
         elif role == "b":

@@ -218,12 +218,14 @@ def test_without_cublaslt_the_python_executor_runs(tmp_path):
 @requires_nvrtc
 def test_gpu_check_rehearsal_on_a_small_artifact(tmp_path):
     """tools/gpu-check.sh's Python half, emulated: a --small artifact of
-    one case and of its dynamic form (one `?` graph checked at three
-    sizes) through tools/gpu_check.py --emulate (both kiln modes)."""
+    one case, of its dynamic form (one `?` graph checked at three sizes)
+    and of the int8 and fp8 layers (cuBLASLt int8 / fp8 GEMMs) through
+    tools/gpu_check.py --emulate (both kiln modes)."""
     art = tmp_path / "small.json.gz"
     env = dict(os.environ, PYTHONPATH=HERE)
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "cuda_artifact.py"), "--small",
-                    "--only", "mlp,mlp_dyn", "-o", str(art)], check=True, env=env,
+                    "--only", "mlp,mlp_dyn,int8_linear,fp8_linear", "-o", str(art)], check=True,
+                   env=env,
                    capture_output=True)
     fake = build_fake_driver(tmp_path)
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu_check.py"), "--emulate",
@@ -231,7 +233,8 @@ def test_gpu_check_rehearsal_on_a_small_artifact(tmp_path):
                         "--out", str(tmp_path / "r.json")],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "4/4 graphs match eager (both kiln modes)" in r.stdout
+    assert "6/6 graphs match eager (both kiln modes)" in r.stdout
+    assert "ok   int8_linear/fp32" in r.stdout and "ok   fp8_linear/fp32" in r.stdout
     assert "'executor': 'plan', 'replays': 4, 'plain_runs': 1, 'graphs': 2" in r.stdout
     # The `?` graph: one plan per size, each checked (and captured as a CUDA
     # graph in reduce-overhead mode).
