@@ -51,26 +51,34 @@ void checkOperands(Value x, Value words, Value scale, Value bias) {
     throw Unsupported("kiln.quant linear_int8: bias must be float32 [N]");
 }
 
-/// The captured layer around `lhsOf(x)`, the (quantized, dequantized) input.
-template <typename LhsFn>
-VarP emitLinear(Interpreter &I, Value x, Args &a, const std::string &op, LhsFn lhsOf) {
+/// A kiln.quant layer on `x` (a 1-D input taken as one row): its qweight
+/// words, weight_scale and bias, checked, given to `build(e, rows, words,
+/// scale, bias)`, which captures the layer on the [..., K] rows.
+template <typename BuildFn>
+VarP emitLayer(Interpreter &I, Value x, Args &a, const std::string &op, BuildFn build) {
   Value words = tensorArg(a.get("qweight"), op);
   Value scale = tensorArg(a.get("weight_scale"), op);
   Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
   checkOperands(x, words, scale, bias);
   Emit e(I);
-  mlir::Location loc = I.loc();
   int64_t rank = ttype(x).getRank();
   if (rank == 1)
     x = e.reshape(x, {1, ttype(x).getDimSize(0)});
-  Value w = e.b.create<Int8ViewOp>(loc, words);
-  Value wt = e.permute(e.b.create<DequantizeOp>(loc, w, scale), {1, 0});
-  Value r = e.inferred<MatmulOp>({lhsOf(e, x), wt});
-  if (bias)
-    r = e.bin<AddOp>(r, bias);
+  Value r = build(e, x, words, scale, bias);
   if (rank == 1)
     r = e.reshape(r, {ttype(r).getDimSize(1)});
   return T(r);
+}
+
+/// The captured int8 layer around `lhsOf(x)`, the (quantized, dequantized) input.
+template <typename LhsFn>
+VarP emitLinear(Interpreter &I, Value x, Args &a, const std::string &op, LhsFn lhsOf) {
+  return emitLayer(I, x, a, op, [&](Emit &e, Value rows, Value words, Value scale, Value bias) {
+    Value w = e.b.create<Int8ViewOp>(I.loc(), words);
+    Value wt = e.permute(e.b.create<DequantizeOp>(I.loc(), w, scale), {1, 0});
+    Value r = e.inferred<MatmulOp>({lhsOf(e, rows), wt});
+    return bias ? e.bin<AddOp>(r, bias) : r;
+  });
 }
 
 VarP linearInt8(Interpreter &I, const std::string &op, Args &a) {
@@ -99,21 +107,13 @@ VarP linearFp8(Interpreter &I, const std::string &op, Args &a) {
   std::string act = strArg(a, "activations", "per_token");
   if (act != "per_token" && act != "per_tensor")
     throw Unsupported(op + ": activations \"" + act + "\"");
-  Value words = tensorArg(a.get("qweight"), op);
-  Value scale = tensorArg(a.get("weight_scale"), op);
-  Value bias = a.isNone("bias") ? Value() : tensorArg(a.get("bias"), op);
-  checkOperands(x, words, scale, bias);
-  Emit e(I);
-  mlir::Location loc = I.loc();
-  int64_t rank = ttype(x).getRank();
-  if (rank == 1)
-    x = e.reshape(x, {1, ttype(x).getDimSize(0)});
-  Value w = e.b.create<Fp8ViewOp>(loc, words);
-  Value r = e.b.create<QLinearOp>(loc, x, w, scale, bias, e.b.getStringAttr(act), mlir::FloatAttr(),
-                                  mlir::IntegerAttr(), mlir::IntegerAttr());
-  if (rank == 1)
-    r = e.reshape(r, {ttype(r).getDimSize(1)});
-  return T(r);
+  return emitLayer(I, x, a, op, [&](Emit &e, Value rows, Value words, Value scale, Value bias) {
+    Value w = e.b.create<Fp8ViewOp>(I.loc(), words);
+    return e.b
+        .create<QLinearOp>(I.loc(), rows, w, scale, bias, e.b.getStringAttr(act), mlir::FloatAttr(),
+                           mlir::IntegerAttr(), mlir::IntegerAttr())
+        .getResult();
+  });
 }
 
 /// `linear_int4`: x @ dequantize(int4 weight, one scale per group of K)^T +

@@ -34,8 +34,10 @@ def quantize_weight(weight: torch.Tensor):
     return _ops.quantize_symmetric(w, scale).to(torch.int8), scale
 
 
-class QuantizedLinear(nn.Module):
-    """An int8 ``nn.Linear`` (inference only): see the module doc."""
+class _ByteWeightLinear(nn.Module):
+    """A linear layer whose ``[N, K]`` weight is one byte per value (int8 or
+    float8 e4m3) viewed as int32 words ``[N, K / 4]`` (kiln's capture has no
+    such dtypes), with one float32 scale per output channel and a bias."""
 
     def __init__(self, in_features, out_features, activations="per_token"):
         super().__init__()
@@ -48,14 +50,29 @@ class QuantizedLinear(nn.Module):
         self.register_buffer("bias", None)
 
     @classmethod
-    def from_float(cls, linear: nn.Linear, activations="per_token"):
-        q = cls(linear.in_features, linear.out_features, activations)
-        values, scale = quantize_weight(linear.weight)
+    def _of(cls, values, scale, bias, activations):
+        """The layer holding byte ``values`` ``[N, K]``, ``scale`` (``N``
+        values) and ``bias`` (a tensor or None)."""
+        n, k = values.shape
+        q = cls(k, n, activations)
         q.qweight = values.contiguous().view(torch.int32)
-        q.weight_scale = scale.contiguous()
-        if linear.bias is not None:
-            q.bias = linear.bias.detach().to(torch.float32).clone()
+        q.weight_scale = scale.detach().to(torch.float32).reshape(n, 1).contiguous()
+        if bias is not None:
+            q.bias = bias.detach().to(torch.float32).clone()
         return q
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"activations={self.activations!r}")
+
+
+class QuantizedLinear(_ByteWeightLinear):
+    """An int8 ``nn.Linear`` (inference only): see the module doc."""
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, activations="per_token"):
+        values, scale = quantize_weight(linear.weight)
+        return cls._of(values, scale, linear.bias, activations)
 
     @classmethod
     def from_torch_ao(cls, module, activations="per_token"):
@@ -72,16 +89,11 @@ class QuantizedLinear(nn.Module):
             scale = torch.full((n, 1), weight.q_scale(), dtype=torch.float32)
         else:
             zero = bool((weight.q_per_channel_zero_points() == 0).all())
-            scale = weight.q_per_channel_scales().to(torch.float32).reshape(n, 1)
+            scale = weight.q_per_channel_scales()
         if not zero:
             raise ValueError("kiln.quant: torch.ao weights with nonzero zero points "
                              "(kiln's weights are symmetric)")
-        q = cls(k, n, activations)
-        q.qweight = weight.int_repr().contiguous().view(torch.int32)
-        q.weight_scale = scale.contiguous()
-        if module.bias() is not None:
-            q.bias = module.bias().detach().to(torch.float32).clone()
-        return q
+        return cls._of(weight.int_repr(), scale, module.bias(), activations)
 
     @classmethod
     def from_torchao(cls, linear: nn.Linear, activations="per_token"):
@@ -91,13 +103,7 @@ class QuantizedLinear(nn.Module):
         weight (symmetric, one scale per output channel); activations then
         follow ``activations``."""
         weight = linear.weight
-        n, k = weight.qdata.shape
-        q = cls(k, n, activations)
-        q.qweight = weight.qdata.contiguous().view(torch.int32)
-        q.weight_scale = weight.scale.detach().to(torch.float32).reshape(n, 1).contiguous()
-        if linear.bias is not None:
-            q.bias = linear.bias.detach().to(torch.float32).clone()
-        return q
+        return cls._of(weight.qdata, weight.scale, linear.bias, activations)
 
     def int8_weight(self) -> torch.Tensor:
         """The int8 weight values ``[N, K]`` (a view)."""
@@ -106,10 +112,6 @@ class QuantizedLinear(nn.Module):
     def forward(self, input):
         return _ops.linear_int8(input, self.qweight, self.weight_scale, self.bias,
                                 self.activations)
-
-    def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"activations={self.activations!r}")
 
 
 class QuantizedLinearInt4(nn.Module):
@@ -168,35 +170,19 @@ class QuantizedLinearInt4(nn.Module):
                 f"group_size={self.group_size}")
 
 
-class QuantizedLinearFP8(nn.Module):
+class QuantizedLinearFP8(_ByteWeightLinear):
     """An ``nn.Linear`` with float8_e4m3fn weights (inference only; the
     ``kiln.quant.fp8()`` layers): one scale per output channel (``max|w| /
-    448``), the e4m3 values viewed as int32 words ``[N, K / 4]``. Its forward
-    calls ``kiln.quant._ops.linear_fp8``: eagerly (and in CPU graphs) the
-    torch reference, in CUDA graphs kiln's fp8 GEMM (cuBLASLt)."""
-
-    def __init__(self, in_features, out_features, activations="per_token"):
-        super().__init__()
-        if in_features % 4:
-            raise ValueError(f"kiln.quant: in_features={in_features} is not a multiple of 4")
-        self.in_features, self.out_features, self.activations = in_features, out_features, activations
-        self.register_buffer("qweight", torch.zeros(out_features, in_features // 4,
-                                                    dtype=torch.int32))
-        self.register_buffer("weight_scale", torch.ones(out_features, 1))
-        self.register_buffer("bias", None)
+    448``). Its forward calls ``kiln.quant._ops.linear_fp8``: eagerly (and in
+    CPU graphs) the torch reference, in CUDA graphs kiln's fp8 GEMM
+    (cuBLASLt)."""
 
     @classmethod
     def from_float(cls, linear: nn.Linear, activations="per_token"):
-        q = cls(linear.in_features, linear.out_features, activations)
         w = linear.weight.detach().to(torch.float32)
-        scale = _ops.fp8_scale(w.abs().amax(dim=1, keepdim=True))
+        scale = _ops.symmetric_scale(w.abs().amax(dim=1, keepdim=True), _ops.FP8_MAX)
         # A NaN row (NaN scale) stores zeros; its scale makes its outputs NaN.
-        values = _ops.to_fp8(torch.nan_to_num(w / scale))
-        q.qweight = values.contiguous().view(torch.int32)
-        q.weight_scale = scale.contiguous()
-        if linear.bias is not None:
-            q.bias = linear.bias.detach().to(torch.float32).clone()
-        return q
+        return cls._of(_ops.to_fp8(torch.nan_to_num(w / scale)), scale, linear.bias, activations)
 
     def fp8_weight(self) -> torch.Tensor:
         """The float8_e4m3fn weight values ``[N, K]`` (a view)."""
@@ -207,8 +193,7 @@ class QuantizedLinearFP8(nn.Module):
                                self.activations)
 
     def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"activations={self.activations!r}, fp8 e4m3")
+        return super().extra_repr() + ", fp8 e4m3"
 
 
 def torchao_weight_problem(linear) -> str | None:

@@ -24,12 +24,21 @@ import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_
 ACTIVATIONS = ("per_token", "per_tensor", "none")
 
 
-def symmetric_scale(amax: torch.Tensor) -> torch.Tensor:
-    """``amax / 127`` where positive, 1 for an all-zero group, NaN for a
-    group holding a NaN or an infinity (every output computed from the
-    group is then NaN, as the int8 kernels give it)."""
-    scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+def symmetric_scale(amax: torch.Tensor, qmax: float = 127.0) -> torch.Tensor:
+    """``amax / qmax`` (127 for int8, FP8_MAX for fp8) where positive, 1 for
+    an all-zero group, NaN for a group holding a NaN or an infinity (every
+    output computed from the group is then NaN, as the kernels give it)."""
+    scale = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
     return torch.where(torch.isfinite(amax), scale, torch.full_like(amax, float("nan")))
+
+
+def activation_scale(x: torch.Tensor, activations: str, qmax: float = 127.0) -> torch.Tensor:
+    """The symmetric scales of rows ``x`` ``[M, K]``: one per row ``[M, 1]``
+    (``"per_token"``) or one for all ``[1, 1]`` (``"per_tensor"``)."""
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    if activations == "per_tensor":
+        amax = amax.amax().reshape(1, 1)
+    return symmetric_scale(amax, qmax)
 
 
 def quantize_symmetric(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -39,13 +48,6 @@ def quantize_symmetric(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 #: The largest finite float8_e4m3fn value.
 FP8_MAX = 448.0
-
-
-def fp8_scale(amax: torch.Tensor) -> torch.Tensor:
-    """``amax / 448`` where positive, 1 for an all-zero group, NaN for a
-    group holding a NaN or an infinity (fp8 layers; as symmetric_scale)."""
-    scale = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
-    return torch.where(torch.isfinite(amax), scale, torch.full_like(amax, float("nan")))
 
 
 def to_fp8(v: torch.Tensor) -> torch.Tensor:
@@ -64,7 +66,7 @@ def linear_fp8(input, qweight, weight_scale, bias=None, activations="per_token")
     weights and activations (``kiln.quant.fp8()`` layers, for CUDA's fp8
     GEMMs). ``qweight``: e4m3 values ``[N, K]`` viewed as int32 ``[N, K / 4]``;
     ``weight_scale``: float32 ``[N, 1]``. The input is quantized per row
-    (``"per_token"``) or per tensor with ``fp8_scale``; the e4m3 products are
+    (``"per_token"``) or per tensor with ``activation_scale``; the e4m3 products are
     summed in float32 (here exactly, in float64, then rounded), scaled by
     ``x_scale * w_scale`` and the bias added."""
     if activations not in ("per_token", "per_tensor"):
@@ -73,10 +75,7 @@ def linear_fp8(input, qweight, weight_scale, bias=None, activations="per_token")
     w = qweight.view(torch.float8_e4m3fn)
     k = w.shape[1]
     x = input.reshape(-1, k)
-    amax = x.abs().amax(dim=-1, keepdim=True)
-    if activations == "per_tensor":
-        amax = amax.amax().reshape(1, 1)
-    scale = fp8_scale(amax)
+    scale = activation_scale(x, activations, FP8_MAX)
     q = quantize_fp8(x, scale)
     acc = (q.to(torch.float64) @ w.to(torch.float64).t()).to(torch.float32)
     y = acc * (scale * weight_scale.t())
@@ -102,10 +101,7 @@ def linear_int8(input, qweight, weight_scale, bias=None, activations="per_token"
     if activations == "none":
         y = x @ (w.to(torch.float32) * weight_scale).t()
     elif activations in ("per_token", "per_tensor"):
-        amax = x.abs().amax(dim=-1, keepdim=True)
-        if activations == "per_tensor":
-            amax = amax.amax().reshape(1, 1)
-        scale = symmetric_scale(amax)
+        scale = activation_scale(x, activations)
         q = quantize_symmetric(x, scale)
         # Exact integer products (|sum| < 2^53) in float64, then f32 as the kernel.
         acc = (q.to(torch.float64) @ w.to(torch.float64).t()).to(torch.float32)
