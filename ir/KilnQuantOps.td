@@ -144,8 +144,9 @@ def Kiln_Int4ViewOp : Kiln_Op<"int4_view", [
     32 values are 16 bytes, byte `j` holding value `j` (low nibble) and
     value `16 + j` (high nibble), each stored plus 8. `kiln.quant`'s
     `weight_only_int4` layers store their weights so (`kiln.quant._ops.pack_int4`).
-    It has no lowering of its own: `kiln-cpu-quant-to-calls` reads the
-    words' buffer directly when the view feeds a grouped `kiln.qlinear`.
+    On CPU `kiln-cpu-quant-to-calls` reads the words' buffer directly when
+    the view feeds a grouped `kiln.qlinear`; elsewhere
+    `kiln-convert-to-linalg` unpacks the nibbles.
     The last dim must be a multiple of 4 words (32 values).
 
     Example:
@@ -188,7 +189,8 @@ def Kiln_QLinearOp : Kiln_Op<"qlinear", [
 
     Built by `kiln-fold-quant`; lowered on CPU by `kiln-cpu-quant-to-calls`,
     for CUDA by `kiln-convert-to-linalg` (an int8 GEMM into i32 between
-    quantize and epilogue generics; not grouped weights).
+    quantize and epilogue generics; weight-only and grouped weights as a
+    dequantized f32 GEMM).
 
     Example:
     ```mlir

@@ -20,8 +20,9 @@
 //   (cuBLASLt's int8 GEMM on CUDA), and an epilogue `f32(acc) * (x_scale *
 //   w_scale) + bias` in the order the CPU's epilogue computes it, so the
 //   integer products and the f32 result agree with the CPU path. Weight-only
-//   layers dequantize the weight and run an f32 GEMM. Grouped (int4)
-//   weights have no lowering here: they fail to legalize, naming the op.
+//   layers dequantize the weight and run an f32 GEMM; grouped (int4) ones
+//   too, each value scaled by its group's scale (`kiln.int4_view` unpacks
+//   the nibbles).
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Patterns.h"
 
@@ -286,13 +287,56 @@ template <typename ViewOp> struct ByteViewLowering : OpConversionPattern<ViewOp>
   }
 };
 
+/// `kiln.int4_view`: value k of a row is nibble (k % 32) / 16 of byte
+/// (k / 32) * 16 + k % 16, stored plus 8 (kiln.quant._ops.pack_int4):
+/// word (k / 32) * 4 + (k % 16) / 4, shifted by 8 ((k % 16) % 4) + 4
+/// ((k % 32) / 16), masked to 4 bits, minus 8.
+struct Int4ViewLowering : OpConversionPattern<Int4ViewOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(Int4ViewOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    unsigned rank = type.getRank();
+    if (!type.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic int4 view");
+    SmallVector<AffineExpr> words;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      words.push_back(getAffineDimExpr(d, ctx));
+    AffineExpr k = getAffineDimExpr(rank - 1, ctx);
+    words.push_back(k.floorDiv(32) * 4 + (k % 16).floorDiv(4));
+    SmallVector<bool> parallel(rank, false);
+    Value r = buildGeneric(
+        rewriter, loc, adaptor.getInput(), buildEmpty(rewriter, loc, type, {}),
+        {AffineMap::get(rank, 0, words, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)},
+        parallel, [&](OpBuilder &nb, Location l, ValueRange a) {
+          auto index = [&](int64_t v) { return nb.create<arith::ConstantIndexOp>(l, v); };
+          Value j = nb.create<linalg::IndexOp>(l, rank - 1);
+          Value inWord =
+              nb.create<arith::RemSIOp>(l, nb.create<arith::RemSIOp>(l, j, index(16)), index(4));
+          Value high =
+              nb.create<arith::DivSIOp>(l, nb.create<arith::RemSIOp>(l, j, index(32)), index(16));
+          Value shift = nb.create<arith::AddIOp>(l, nb.create<arith::MulIOp>(l, inWord, index(8)),
+                                                 nb.create<arith::MulIOp>(l, high, index(4)));
+          Type i32 = nb.getI32Type();
+          Value v =
+              nb.create<arith::ShRSIOp>(l, a[0], nb.create<arith::IndexCastOp>(l, i32, shift));
+          v = nb.create<arith::AndIOp>(l, v, buildScalarConstant(nb, l, i32, 15));
+          v = nb.create<arith::SubIOp>(l, v, buildScalarConstant(nb, l, i32, 8));
+          return nb.create<arith::TruncIOp>(l, nb.getI8Type(), v).getResult();
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 struct QLinearLowering : OpConversionPattern<QLinearOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult matchAndRewrite(QLinearOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (op.getGroupSize())
-      return rewriter.notifyMatchFailure(op, "grouped (int4) weights have no linalg lowering");
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto resultType = cast<RankedTensorType>(op.getType());
@@ -307,8 +351,11 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
     Value x2 = collapseLeading(rewriter, loc, x, 1);
     OpFoldResult rows = tensor::getMixedSize(rewriter, loc, x2, 0);
     int64_t m = cast<RankedTensorType>(x2.getType()).getDimSize(0);
-    Value ws = rewriter.create<tensor::CollapseShapeOp>(loc, adaptor.getWeightScale(),
-                                                        ArrayRef<ReassociationIndices>{{0, 1}});
+    // Per-channel scales [N, 1] as [N]; grouped ones [N, K / g] as they are.
+    std::optional<int64_t> group = op.getGroupSize();
+    Value ws = group ? adaptor.getWeightScale()
+                     : rewriter.create<tensor::CollapseShapeOp>(
+                           loc, adaptor.getWeightScale(), ArrayRef<ReassociationIndices>{{0, 1}});
     Value bias = adaptor.getBias();
     StringRef mode = op.getActivations();
     bool fp8 = isa<Float8E4M3FNType>(wt.getElementType());
@@ -319,9 +366,11 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
     auto f32 = rewriter.getF32Type();
     Value y;
     if (mode == "none") {
-      // Weight-only: y = x @ (f32(w) * w_scale)^T (+ bias) in f32.
+      // Weight-only: y = x @ (f32(w) * w_scale)^T (+ bias) in f32; grouped
+      // (int4) weights read the scale of their group of K.
+      AffineMap scaleMap = group ? AffineMap::get(2, 0, {d0, d1.floorDiv(*group)}, ctx) : row;
       Value wd = buildGeneric(rewriter, loc, ValueRange{w, ws},
-                              buildEmpty(rewriter, loc, wt.clone(f32), {}), {id, row, id},
+                              buildEmpty(rewriter, loc, wt.clone(f32), {}), {id, scaleMap, id},
                               {false, false}, [&](OpBuilder &nb, Location l, ValueRange a) {
                                 return dequantizeValue(nb, l, a[0], a[1], 0);
                               });
@@ -394,7 +443,8 @@ struct QLinearLowering : OpConversionPattern<QLinearOp> {
 
 void populateQuantToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<QuantizeLowering, DequantizeLowering, ByteViewLowering<Int8ViewOp>,
-               ByteViewLowering<Fp8ViewOp>, QLinearLowering>(patterns.getContext());
+               ByteViewLowering<Fp8ViewOp>, Int4ViewLowering, QLinearLowering>(
+      patterns.getContext());
 }
 
 } // namespace mlir::kiln

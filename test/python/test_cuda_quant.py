@@ -19,7 +19,7 @@ import torch
 import kiln
 import kiln.cuda
 from conftest import stats
-from cuda_helpers import requires_nvrtc
+from cuda_helpers import nvrtc_available, requires_nvrtc
 from kiln.cuda import nvrtc
 from kiln.quant import _ops
 from kiln.quant._modules import QuantizedLinearFP8, quantize_weight
@@ -339,3 +339,34 @@ def test_symbolic_int8_and_fp8_graphs_on_cuda_host_emulation(fn, tmp_path):
         (got,) = run(graph, lib, inputs)
         ref = fn(*inputs)
         assert (got - ref).abs().max() <= tol * ref.abs().max(), length
+
+
+# --- int4 (weight-only, grouped) ------------------------------------------------
+
+
+def int4_layer(x, qw, s, b):
+    return _ops.linear_int4(x, qw, s, b, 32)
+
+
+def test_int4_weight_only_on_cuda_host_emulation(tmp_path):
+    """A weight_only_int4 layer (groups of 32) for CUDA: the nibbles unpacked
+    by a kernel, each scaled by its group's scale, an f32 GEMM; equal to
+    the CPU path and the eager reference to f32 rounding."""
+    from cuda_host import compile_host, run
+    from kiln.quant._modules import QuantizedLinearInt4
+    torch.manual_seed(0)
+    q = QuantizedLinearInt4.from_float(torch.nn.Linear(64, 48), 32)
+    inputs = [torch.randn(2, 8, 64), q.qweight, q.weight_scale, q.bias]
+    ir, cpu = _capture(int4_layer, inputs)
+    assert "kiln.int4_view" in ir
+    emitted = kiln.cuda.emit(ir, collect_unsupported=True)
+    assert emitted["unsupported"] == []
+    assert [(g["input_type"], g["output_type"]) for g in emitted["externs"]] == [("float", "float")]
+    if nvrtc_available():
+        assert nvrtc.compile_source(emitted["source"], 90)
+    lib = compile_host(emitted, tmp_path)
+    if lib is None:
+        pytest.skip("no C++ compiler for the host kernels")
+    (got,) = run(kiln.cuda.CudaGraph(emitted), lib, inputs)
+    torch.testing.assert_close(got, cpu, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, int4_layer(*inputs), rtol=1e-5, atol=1e-5)

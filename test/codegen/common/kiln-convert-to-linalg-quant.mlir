@@ -118,9 +118,20 @@ func.func @quantize_dequantize(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<
 
 // -----
 
-// Negative: grouped (int4) weight-only layers have no linalg lowering.
-func.func @grouped(%x: tensor<4x64xf32>, %w: tensor<16x64xi8>, %ws: tensor<16x2xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{failed to legalize operation 'kiln.qlinear'}}
+// Tests a grouped (int4) weight-only layer: kiln.int4_view unpacks nibble
+// (k % 32) / 16 of byte (k / 32) * 16 + k % 16 (word (k / 32) * 4 +
+// (k % 16) / 4; masked, minus 8), each value scaled by its group's scale
+// (map (d0, d1 floordiv 32)), an f32 GEMM.
+// CHECK-DAG: #[[NIBBLES:.*]] = affine_map<(d0, d1) -> (d0, (d1 floordiv 32) * 4 + (d1 mod 16) floordiv 4)>
+// CHECK-DAG: #[[GROUP:.*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 32)>
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[W:.*]] = linalg.generic {indexing_maps = [#[[NIBBLES]], #{{.*}}]{{.*}} ins(%arg1 : tensor<16x8xi32>) outs(%{{.*}} : tensor<16x64xi8>)
+// CHECK: arith.andi
+// CHECK: arith.subi
+// CHECK: %[[WD:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[GROUP]], #{{.*}}]{{.*}} ins(%[[W]], %arg2 : tensor<16x64xi8>, tensor<16x2xf32>) outs(%{{.*}} : tensor<16x64xf32>)
+// CHECK: linalg.matmul_transpose_b ins(%arg0, %[[WD]] : tensor<4x64xf32>, tensor<16x64xf32>)
+func.func @grouped(%x: tensor<4x64xf32>, %words: tensor<16x8xi32>, %ws: tensor<16x2xf32>) -> tensor<4x16xf32> {
+  %w = kiln.int4_view %words : tensor<16x8xi32> -> tensor<16x64xi8>
   %y = kiln.qlinear %x, %w, %ws {activations = "none", group_size = 32 : i64} : (tensor<4x64xf32>, tensor<16x64xi8>, tensor<16x2xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
