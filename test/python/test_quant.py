@@ -350,3 +350,50 @@ def test_models_quantized_by_torchao_keep_their_int8_weights(config):
         assert sqnr(want, got) > 30
     with pytest.raises(ValueError, match="already quantized by torchao"):
         kiln.quant.prepare(model, kiln.quant.static_int8())
+
+
+# --- models that read a quantized layer's weight --------------------------------
+
+
+def _t5_encoder():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.T5Config(d_model=64, d_ff=128, num_layers=2, num_heads=4,
+                                   vocab_size=128)
+    return transformers.T5EncoderModel(config).eval()
+
+
+@pytest.mark.parametrize("config", [kiln.quant.dynamic_int8, kiln.quant.weight_only_int4,
+                                    kiln.quant.static_int8], ids=lambda c: c.__name__)
+def test_hf_t5_reading_the_layer_weight_runs_and_compiles(config):
+    """HF T5's feed-forward reads `wo.weight` (`isinstance(self.wo.weight,
+    torch.Tensor)` before casting its input to the weight's dtype): the
+    quantized layers expose `weight()` as a method, as torch.ao's do, so the
+    prepared model runs eagerly (it raised AttributeError) and compiles to
+    one graph (isinstance of a bound method is answered at capture)."""
+    model = _t5_encoder()
+    ids = torch.randint(0, 128, (2, 12))
+    prepared = kiln.quant.prepare(model, config(group_size=32) if config is
+                                  kiln.quant.weight_only_int4 else config())
+    with torch.no_grad():
+        if config is kiln.quant.static_int8:
+            prepared(ids)  # calibration reads the observed layers' float weight
+            prepared = kiln.quant.convert(prepared)
+        assert callable(prepared.encoder.block[0].layer[1].DenseReluDense.wo.weight)
+        want = prepared(ids).last_hidden_state
+        kiln.reset()
+        got = kiln.compile(prepared)(ids).last_hidden_state
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert_compiled(graphs=1, eager_calls=0)
+
+
+def test_quantized_layer_weight_method_dequantizes():
+    """`layer.weight()` is the float weight the values and scales stand for."""
+    linear = nn.Linear(64, 32)
+    for config in (kiln.quant.dynamic_int8(), kiln.quant.fp8(),
+                   kiln.quant.weight_only_int4(group_size=32)):
+        q = kiln.quant.prepare(nn.Sequential(linear), config)[0]
+        w = q.weight()
+        assert w.shape == (32, 64) and w.dtype == torch.float32
+        tol = {"dynamic_int8": 0.01, "fp8": 0.07, "weight_only_int4": 0.15}[config.scheme]
+        assert (w - linear.weight).abs().max() <= tol * linear.weight.abs().max(), config.scheme

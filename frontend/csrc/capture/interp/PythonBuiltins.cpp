@@ -34,7 +34,8 @@ bool isPureBuiltin(const std::string &name) {
 /// The exact Python type of a value built in the frame that is not a tensor
 /// (borrowed; null when unknown): a container built here or a ModelOutput
 /// record, a user object or namedtuple (UserObjects.cpp), a Python number
-/// read from a tensor.
+/// read from a tensor, a bound method (`module.weight()` of torch.ao's and
+/// kiln.quant's quantized layers: `isinstance(layer.weight, torch.Tensor)`).
 PyObject *containerType(const VarP &v) {
   switch (v->kind) {
   case Var::Kind::Dict:
@@ -50,6 +51,8 @@ PyObject *containerType(const VarP &v) {
     return (PyObject *)&PyList_Type;
   case Var::Kind::SymInt: // a symbolic size or int argument
     return (PyObject *)&PyLong_Type;
+  case Var::Kind::BoundMethod: // a Python function bound to its receiver
+    return (PyObject *)&PyMethod_Type;
   default:
     return nullptr;
   }

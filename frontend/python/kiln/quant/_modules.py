@@ -61,6 +61,14 @@ class _ByteWeightLinear(nn.Module):
             q.bias = bias.detach().to(torch.float32).clone()
         return q
 
+    def weight(self) -> torch.Tensor:
+        """The float32 weight ``[N, K]`` the values and scales stand for. A
+        method, as torch.ao's quantized ``Linear.weight()``: code that tests
+        ``isinstance(layer.weight, torch.Tensor)`` before casting its input
+        to the weight's dtype (HuggingFace T5's feed-forward) leaves the
+        input alone, as for torch.ao's layers."""
+        return self.values().to(torch.float32) * self.weight_scale
+
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"activations={self.activations!r}")
@@ -108,6 +116,8 @@ class QuantizedLinear(_ByteWeightLinear):
     def int8_weight(self) -> torch.Tensor:
         """The int8 weight values ``[N, K]`` (a view)."""
         return self.qweight.view(torch.int8)
+
+    values = int8_weight
 
     def forward(self, input):
         return _ops.linear_int8(input, self.qweight, self.weight_scale, self.bias,
@@ -161,6 +171,14 @@ class QuantizedLinearInt4(nn.Module):
             q.bias = linear.bias.detach().to(torch.float32).clone()
         return q
 
+    def weight(self) -> torch.Tensor:
+        """The float32 weight ``[N, K]`` the int4 values and group scales
+        stand for (a method, as for the int8 layers)."""
+        n, k = self.out_features, self.in_features
+        values = _ops.unpack_int4(self.qweight).to(torch.float32).reshape(n, k // self.group_size,
+                                                                          self.group_size)
+        return (values * self.weight_scale.unsqueeze(-1)).reshape(n, k)
+
     def forward(self, input):
         return _ops.linear_int4(input, self.qweight, self.weight_scale, self.bias,
                                 self.group_size)
@@ -187,6 +205,8 @@ class QuantizedLinearFP8(_ByteWeightLinear):
     def fp8_weight(self) -> torch.Tensor:
         """The float8_e4m3fn weight values ``[N, K]`` (a view)."""
         return self.qweight.view(torch.float8_e4m3fn)
+
+    values = fp8_weight
 
     def forward(self, input):
         return _ops.linear_fp8(input, self.qweight, self.weight_scale, self.bias,

@@ -36,7 +36,8 @@ from kiln.quant import _ops
 from kiln.quant._config import QuantConfig, static_int8
 from kiln.quant._modules import (QuantizedLinear, QuantizedLinearInt4, checked_copy, conv1d_linears,
                                  selected_layers)
-from kiln.quant._static import StaticQuantizedConv2d, StaticQuantizedLinear, replace_module
+from kiln.quant._static import (StaticQuantizedConv2d, StaticQuantizedLinear, WrapsFloatLayer,
+                                replace_module)
 
 _EPS = torch.finfo(torch.float32).eps
 
@@ -86,7 +87,7 @@ def fake_quantize_weight(weight: torch.Tensor) -> torch.Tensor:
     return torch.fake_quantize_per_channel_affine(weight, scale, zero, 0, -128, 127)
 
 
-class QATLinear(nn.Module):
+class QATLinear(WrapsFloatLayer, nn.Module):
     """An ``nn.Linear`` trained with its input and weight fake-quantized."""
 
     def __init__(self, linear: nn.Linear):
@@ -142,7 +143,7 @@ def _symmetric_fake_quantize(value: torch.Tensor, dim: int) -> torch.Tensor:
     return _ops.quantize_symmetric(v, scale) * scale + (value - v)
 
 
-class QATDynamicLinear(nn.Module):
+class QATDynamicLinear(WrapsFloatLayer, nn.Module):
     """An ``nn.Linear`` trained as the ``QuantizedLinear`` of a
     ``dynamic_int8`` / ``weight_only_int8`` config computes: the weight
     per output channel symmetric int8, the input (unless ``"none"``, weight
@@ -170,7 +171,7 @@ class QATDynamicLinear(nn.Module):
         return f"activations={self.activations!r}"
 
 
-class QATInt4Linear(nn.Module):
+class QATInt4Linear(WrapsFloatLayer, nn.Module):
     """An ``nn.Linear`` trained as the ``QuantizedLinearInt4`` of a
     ``weight_only_int4`` config computes: the weight symmetric int4 with
     one scale per output channel and group of ``group_size`` input

@@ -92,7 +92,23 @@ def quantize_weight_static(weight: torch.Tensor):
     return values, scale.to(torch.float32).reshape(-1, *([1] * (w.dim() - 1)))
 
 
-class ObservedLinear(nn.Module):
+class WrapsFloatLayer:
+    """Mixin of the layers that hold the float layer they stand for
+    (``self.linear``) during calibration or quantization-aware training: its
+    ``weight`` and ``bias`` read through, as code around an ``nn.Linear``
+    expects (HuggingFace T5's feed-forward reads ``wo.weight.dtype``), as
+    torch.ao's observed and QAT layers keep theirs."""
+
+    @property
+    def weight(self):
+        return self.linear.weight
+
+    @property
+    def bias(self):
+        return self.linear.bias
+
+
+class ObservedLinear(WrapsFloatLayer, nn.Module):
     """A float ``nn.Linear`` recording its inputs for calibration."""
 
     def __init__(self, linear: nn.Module, observer: str, percentile: float | None = None):
@@ -197,6 +213,11 @@ class StaticQuantizedLinear(nn.Module):
     def int8_weight(self) -> torch.Tensor:
         """The int8 weight values ``[N, K]`` (a view)."""
         return self.qweight.view(torch.int8)
+
+    def weight(self) -> torch.Tensor:
+        """The float32 weight ``[N, K]`` (a method, as for kiln.quant's
+        dynamic layers and torch.ao's quantized ``Linear.weight()``)."""
+        return self.int8_weight().to(torch.float32) * self.weight_scale
 
     def forward(self, input):
         return _ops.linear_static_int8(input, self.qweight, self.weight_scale, self.bias,
