@@ -246,8 +246,36 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
   }
 };
 
-/// `kiln.int8_view` / `kiln.fp8_view`: value j is byte j % 4 of word j / 4
-/// (little-endian: bits [8 (j % 4), 8 (j % 4) + 8)), reinterpreted as the
+/// The values of a packed view `type` of i32 `words` (static shapes): a
+/// generic reading, for value k of a row's last dim, the row's word
+/// `wordOf(k)`, and yielding `unpack(word, k)` (k an index).
+Value buildPackedView(OpBuilder &b, Location loc, Value words, RankedTensorType type,
+                      function_ref<AffineExpr(AffineExpr)> wordOf,
+                      function_ref<Value(OpBuilder &, Location, Value, Value)> unpack) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  SmallVector<AffineExpr> read;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    read.push_back(getAffineDimExpr(d, ctx));
+  read.push_back(wordOf(getAffineDimExpr(rank - 1, ctx)));
+  SmallVector<bool> parallel(rank, false);
+  return buildGeneric(
+      b, loc, words, buildEmpty(b, loc, type, {}),
+      {AffineMap::get(rank, 0, read, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)}, parallel,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        return unpack(nb, l, a[0], nb.create<linalg::IndexOp>(l, rank - 1));
+      });
+}
+
+/// `(word >> shift) ` truncated to i8, `shift` an index.
+Value shiftedByte(OpBuilder &b, Location l, Value word, Value shift) {
+  Value v =
+      b.create<arith::ShRSIOp>(l, word, b.create<arith::IndexCastOp>(l, b.getI32Type(), shift));
+  return b.create<arith::TruncIOp>(l, b.getI8Type(), v);
+}
+
+/// `kiln.int8_view` / `kiln.fp8_view`: value k is byte k % 4 of word k / 4
+/// (little-endian: bits [8 (k % 4), 8 (k % 4) + 8)), reinterpreted as the
 /// result's element type; marked kByteViewAttr.
 template <typename ViewOp> struct ByteViewLowering : OpConversionPattern<ViewOp> {
   using OpConversionPattern<ViewOp>::OpConversionPattern;
@@ -255,30 +283,17 @@ template <typename ViewOp> struct ByteViewLowering : OpConversionPattern<ViewOp>
 
   LogicalResult matchAndRewrite(ViewOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
-    unsigned rank = type.getRank();
     if (!type.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic byte view");
-    SmallVector<AffineExpr> words;
-    for (unsigned d = 0; d < rank; ++d)
-      words.push_back(d + 1 == rank ? getAffineDimExpr(d, ctx).floorDiv(4)
-                                    : getAffineDimExpr(d, ctx));
-    Value init = buildEmpty(rewriter, loc, type, {});
-    SmallVector<bool> parallel(rank, false);
     Type elem = type.getElementType();
-    Value r = buildGeneric(
-        rewriter, loc, adaptor.getInput(), init,
-        {AffineMap::get(rank, 0, words, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)},
-        parallel, [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value j = nb.create<linalg::IndexOp>(l, rank - 1);
-          Value byte = nb.create<arith::RemSIOp>(l, j, nb.create<arith::ConstantIndexOp>(l, 4));
-          Value shift = nb.create<arith::IndexCastOp>(
-              l, nb.getI32Type(),
-              nb.create<arith::MulIOp>(l, byte, nb.create<arith::ConstantIndexOp>(l, 8)));
-          Value v = nb.create<arith::ShRSIOp>(l, a[0], shift);
-          Value b8 = nb.create<arith::TruncIOp>(l, nb.getI8Type(), v);
+    Value r = buildPackedView(
+        rewriter, op.getLoc(), adaptor.getInput(), type, [](AffineExpr k) { return k.floorDiv(4); },
+        [&](OpBuilder &nb, Location l, Value word, Value k) -> Value {
+          auto index = [&](int64_t v) { return nb.create<arith::ConstantIndexOp>(l, v); };
+          Value shift =
+              nb.create<arith::MulIOp>(l, nb.create<arith::RemSIOp>(l, k, index(4)), index(8));
+          Value b8 = shiftedByte(nb, l, word, shift);
           return elem.isInteger(8) ? b8 : nb.create<arith::BitcastOp>(l, elem, b8).getResult();
         });
     r.getDefiningOp()->setAttr(kByteViewAttr, rewriter.getUnitAttr());
@@ -296,36 +311,25 @@ struct Int4ViewLowering : OpConversionPattern<Int4ViewOp> {
 
   LogicalResult matchAndRewrite(Int4ViewOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
-    unsigned rank = type.getRank();
     if (!type.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic int4 view");
-    SmallVector<AffineExpr> words;
-    for (unsigned d = 0; d + 1 < rank; ++d)
-      words.push_back(getAffineDimExpr(d, ctx));
-    AffineExpr k = getAffineDimExpr(rank - 1, ctx);
-    words.push_back(k.floorDiv(32) * 4 + (k % 16).floorDiv(4));
-    SmallVector<bool> parallel(rank, false);
-    Value r = buildGeneric(
-        rewriter, loc, adaptor.getInput(), buildEmpty(rewriter, loc, type, {}),
-        {AffineMap::get(rank, 0, words, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)},
-        parallel, [&](OpBuilder &nb, Location l, ValueRange a) {
+    Value r = buildPackedView(
+        rewriter, op.getLoc(), adaptor.getInput(), type,
+        [](AffineExpr k) { return k.floorDiv(32) * 4 + (k % 16).floorDiv(4); },
+        [](OpBuilder &nb, Location l, Value word, Value k) -> Value {
           auto index = [&](int64_t v) { return nb.create<arith::ConstantIndexOp>(l, v); };
-          Value j = nb.create<linalg::IndexOp>(l, rank - 1);
           Value inWord =
-              nb.create<arith::RemSIOp>(l, nb.create<arith::RemSIOp>(l, j, index(16)), index(4));
+              nb.create<arith::RemSIOp>(l, nb.create<arith::RemSIOp>(l, k, index(16)), index(4));
           Value high =
-              nb.create<arith::DivSIOp>(l, nb.create<arith::RemSIOp>(l, j, index(32)), index(16));
+              nb.create<arith::DivSIOp>(l, nb.create<arith::RemSIOp>(l, k, index(32)), index(16));
           Value shift = nb.create<arith::AddIOp>(l, nb.create<arith::MulIOp>(l, inWord, index(8)),
                                                  nb.create<arith::MulIOp>(l, high, index(4)));
-          Type i32 = nb.getI32Type();
-          Value v =
-              nb.create<arith::ShRSIOp>(l, a[0], nb.create<arith::IndexCastOp>(l, i32, shift));
-          v = nb.create<arith::AndIOp>(l, v, buildScalarConstant(nb, l, i32, 15));
-          v = nb.create<arith::SubIOp>(l, v, buildScalarConstant(nb, l, i32, 8));
-          return nb.create<arith::TruncIOp>(l, nb.getI8Type(), v).getResult();
+          // The byte's nibble: (byte & 15) - 8, in i8.
+          Type i8 = nb.getI8Type();
+          Value v = nb.create<arith::AndIOp>(l, shiftedByte(nb, l, word, shift),
+                                             buildScalarConstant(nb, l, i8, 15));
+          return nb.create<arith::SubIOp>(l, v, buildScalarConstant(nb, l, i8, 8));
         });
     rewriter.replaceOp(op, r);
     return success();

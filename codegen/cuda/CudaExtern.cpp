@@ -217,20 +217,17 @@ LogicalResult FunctionEmitter::emitGemm(linalg::LinalgOp op, bool transB) {
   // float8 e4m3 x e4m3 -> f32 (kiln.quant.fp8() layers): cuBLASLt's fp8
   // kernels (sm_89+) take the same "TN" form, leading dims multiples of 16.
   bool fp8 = isa<Float8E4M3FNType>(in) && outElt.isF32();
-  if (fp8) {
+  if (fp8 || int8) {
+    const char *kind = fp8 ? "fp8" : "int8";
+    int64_t multiple = fp8 ? 16 : 4;
     if (!transB || at.getRank() != 2 || bt.getElementType() != in)
-      return op->emitError("CUDA emitter: an fp8 GEMM must be a 2-d x @ w^T");
+      return op->emitError("CUDA emitter: an ") << kind << " GEMM must be a 2-d x @ w^T";
     int64_t k = at.getDimSize(1), n = bt.getDimSize(0);
-    if (ShapedType::isDynamic(k) || ShapedType::isDynamic(n) || k % 16 != 0 || n % 16 != 0)
-      return op->emitError("CUDA emitter: fp8 GEMM with K = ")
-             << k << ", N = " << n << ": cuBLASLt's fp8 GEMM needs both multiples of 16";
-  } else if (int8) {
-    if (!transB || at.getRank() != 2 || bt.getElementType() != in)
-      return op->emitError("CUDA emitter: an int8 GEMM must be a 2-d x @ w^T");
-    int64_t k = at.getDimSize(1), n = bt.getDimSize(0);
-    if (ShapedType::isDynamic(k) || ShapedType::isDynamic(n) || k % 4 != 0 || n % 4 != 0)
-      return op->emitError("CUDA emitter: int8 GEMM with K = ")
-             << k << ", N = " << n << ": cuBLASLt's int8 GEMM needs both multiples of 4";
+    if (ShapedType::isDynamic(k) || ShapedType::isDynamic(n) || k % multiple != 0 ||
+        n % multiple != 0)
+      return op->emitError("CUDA emitter: ")
+             << kind << " GEMM with K = " << k << ", N = " << n << ": cuBLASLt's " << kind
+             << " GEMM needs both multiples of " << multiple;
   } else if (!isGemmFloat(in) || bt.getElementType() != in || !isGemmFloat(outElt)) {
     return op->emitError("CUDA emitter: GEMM of ")
            << in << " x " << bt.getElementType() << " -> " << outElt

@@ -5,13 +5,13 @@ A config names a scheme (``dynamic_int8``: int8 weights and activations
 quantized per call; ``static_int8``: activations quantized with a scale and
 zero point calibrated beforehand; ``weight_only_int8``: int8 weights, float
 activations; ``weight_only_int4``: int4 weights with a scale per group of
-input features, float activations),
+input features, float activations; ``fp8``: float8 e4m3 weights and
+activations for CUDA's fp8 GEMMs),
 the activation granularity, and which modules it applies to: by type
 (``module_types``, only ``torch.nn.Linear`` today) and by qualified name
 (``include``/``exclude``: ``fnmatch`` patterns such as ``"encoder.*"``; a
 module is quantized when it matches a type, matches ``include`` if given,
-and matches no ``exclude``). Configs kiln does not implement yet raise
-``NotImplementedError`` naming themselves; bad arguments raise
+and matches no ``exclude``). Bad arguments raise
 ``ValueError``/``TypeError`` naming the argument.
 """
 from __future__ import annotations
@@ -104,16 +104,6 @@ def dynamic_int8(activations="per_token", module_types=(nn.Linear,), include=Non
 def weight_only_int8(module_types=(nn.Linear,), include=None, exclude=()):
     """Weight-only int8: per-channel symmetric int8 weights, float activations."""
     return _config("weight_only_int8", "none", module_types, include, exclude)
-
-
-def _not_yet(name, what):
-    def config(*args, **kwargs):
-        raise NotImplementedError(f"kiln.quant.{name}: {what} is not implemented yet (issue 19); "
-                                  "kiln.quant supports dynamic_int8(), static_int8(), "
-                                  "weight_only_int8() and weight_only_int4()")
-    config.__name__ = name
-    config.__doc__ = f"Not implemented yet: {what} (raises NotImplementedError)."
-    return config
 
 
 def static_int8(observer="minmax", module_types=(nn.Linear, nn.Conv2d), include=None, exclude=(),
