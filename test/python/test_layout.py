@@ -6,11 +6,10 @@ values against eager for NCHW and channels-last inputs, odd sizes, batch
 tiling (stem, downsampling) convolutions that do and do not divide the
 input; that the pass rewrote the graph (no depthwise kiln.conv2d and no
 NHWC→NCHW permute left inside the blocks, from the KILN_DEBUG_DIR dump);
-that it leaves an NCHW network alone. Outputs are contiguous NCHW
-(the pass keeps the permute in front of a returned value); eager returns
-these networks' feature maps channels-last, even from NCHW inputs (a
-strict xfail below, as in test_memory_format.py: the frontend would have
-to return the NHWC buffer as a permuted view)."""
+that it leaves an NCHW network alone. Eager returns these networks'
+feature maps channels-last, even from NCHW inputs: kiln returns them with
+eager's strides, the graph's NHWC buffer itself as a permuted view
+(capture/values/EagerLayouts.cpp), with no transposing copy left."""
 import pathlib
 
 import pytest
@@ -89,14 +88,14 @@ def test_matches_eager(case, channels_last, freeze):
     x = torch.randn(2, 3, h, w)
     if channels_last:
         x = x.to(memory_format=torch.channels_last)
-    got, _ = compile_and_check(model, x, freeze_weights=freeze, dnnl_convs=None)
-    assert got.is_contiguous()
+    got, want = compile_and_check(model, x, freeze_weights=freeze, dnnl_convs=None)
+    assert got.stride() == want.stride()
 
 
-@pytest.mark.xfail(strict=True, reason="outputs are contiguous NCHW; eager's are channels-last here")
 def test_output_memory_format_follows_eager():
     torch.manual_seed(0)
     got, want = compile_and_check(net(8, 4, {}), torch.randn(1, 3, 16, 16))
+    assert want.is_contiguous(memory_format=torch.channels_last) and not want.is_contiguous()
     assert got.stride() == want.stride()
 
 
@@ -112,8 +111,10 @@ def test_convnext_blocks_stay_channels_last(tmp_path):
     torch.manual_seed(0)
     ir = after_layout(tmp_path, net(16, 4, {}), torch.randn(1, 3, 32, 32))
     assert "kiln.conv2d" not in ir  # depthwise, stem and downsampling all NHWC
-    # One permute to NCHW is left: the returned feature map's.
-    assert ir.count("dims = array<i64: 0, 3, 1, 2>") == 1, ir
+    # No permute to NCHW is left: the returned feature map is the NHWC
+    # buffer, handed back as eager's channels-last view of it.
+    assert ir.count("dims = array<i64: 0, 3, 1, 2>") == 0, ir
+    assert "-> tensor<1x4x4x32xf32>" in ir
 
 
 def test_layout_off_keeps_convs(tmp_path):

@@ -9,6 +9,7 @@
 #include "capture/interp/CaptureTimeCalls.h"
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/Deques.h"
+#include "capture/values/EagerLayouts.h"
 #include "capture/values/IdentitySets.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -431,6 +432,8 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
         addWriteBack(out, results, inputs, interp.effectValues()[i]->value);
       else
         addOutput(out, results, inputs, interp.effectValues()[i], 1, &out.effectValues);
+    // Tensors eager returns channels-last (or permuted) keep its strides.
+    matchEagerLayouts(out, entry, results, interp.memoryFormatSources());
     // Its backward recomputes the function eagerly (kiln._autograd): the
     // mutations must be ones it can undo around that (GradFlow.cpp), and
     // results eager computes without gradients are marked so.

@@ -249,6 +249,14 @@ public:
   /// Marks `v` as computed without gradients whatever its operands (a
   /// BatchNorm running-stat update, done by eager's kernel under no grad).
   void markNoGrad(mlir::Value v) { noGrad_.insert(v.getAsOpaquePointer()); }
+  /// --- eager's memory format (values/EagerLayouts.cpp) ---
+  /// Eager makes `result` in the memory format `input` suggests (a
+  /// channels-last input gives a channels-last result), though the graph
+  /// builds it from ops that do not say so (adaptive pooling, interpolate,
+  /// group_norm, pad).
+  void keepsMemoryFormat(mlir::Value result, mlir::Value input) { formatOf_[result] = input; }
+  /// The values keepsMemoryFormat named, each with its input.
+  const llvm::DenseMap<mlir::Value, mlir::Value> &memoryFormatSources() const { return formatOf_; }
   /// Records the grad mode from here on (after the last op emitted).
   void noteGradMode();
   /// The graph values eager computes with requires_grad: float results of
@@ -734,6 +742,8 @@ private:
   std::vector<std::pair<mlir::Operation *, bool>> gradTransitions_;
   /// Values markNoGrad named (opaque pointers of mlir::Value).
   std::set<const void *> noGrad_;
+  /// keepsMemoryFormat: result → the input whose memory format it takes.
+  llvm::DenseMap<mlir::Value, mlir::Value> formatOf_;
   bool gradSwitched_ = false;    ///< a with-block changed grad mode
   bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
   /// __exit__ of each open grad-mode (or transparent) with-block → the

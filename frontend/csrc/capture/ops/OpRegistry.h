@@ -82,6 +82,10 @@ enum OpTrait : unsigned {
   SelfIfNoOp = 1u << 5,
   /// `detach()`: a returned view of a graph input replays as `.detach()`.
   Detaches = 1u << 6,
+  /// Eager's result takes the memory format its input suggests (a
+  /// channels-last input, a channels-last result) where the graph's ops do
+  /// not show it (values/EagerLayouts.cpp).
+  KeepsMemoryFormat = 1u << 7,
 };
 
 /// How an op applies to operands batched by torch.vmap (Vmap.cpp).

@@ -236,6 +236,8 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
     r->fresh = false;
   } else if (op.is(Copy) || !(inputTensor && in->value == r->value)) {
     r->fresh = true;
+    if (op.is(KeepsMemoryFormat) && inputTensor)
+      I.keepsMemoryFormat(r->value, in->value);
   }
   return r;
 }

@@ -628,11 +628,12 @@ void registerNNOps(OpRegistry &r) {
   r.op("avg_pool2d", pool<2, false>, avgPool.with(Params{"divisor_override"})).functional();
   const Params adaptive{"input", "output_size"};
   r.op("adaptive_avg_pool1d", adaptivePool<1, false>, adaptive).functional().torch();
-  r.op("adaptive_avg_pool2d", adaptivePool<2, false>, adaptive).functional();
+  r.op("adaptive_avg_pool2d", adaptivePool<2, false>, adaptive, KeepsMemoryFormat).functional();
   const Params adaptiveMax = adaptive.with(Params{"return_indices"});
   r.op("adaptive_max_pool1d", adaptivePool<1, true>, adaptiveMax).functional();
-  r.op("adaptive_max_pool2d", adaptivePool<2, true>, adaptiveMax).functional();
-  r.op("group_norm", groupNorm<false>, Params{"input", "num_groups", "weight", "bias", "eps"})
+  r.op("adaptive_max_pool2d", adaptivePool<2, true>, adaptiveMax, KeepsMemoryFormat).functional();
+  r.op("group_norm", groupNorm<false>, Params{"input", "num_groups", "weight", "bias", "eps"},
+       KeepsMemoryFormat)
       .functional();
   r.op("instance_norm", groupNorm<true>,
        Params{"input", "running_mean", "running_var", "weight", "bias", "use_input_stats",
@@ -658,11 +659,15 @@ void registerNNOps(OpRegistry &r) {
   r.op("cosine_similarity", cosineSimilarity, Params{"x1", "x2", "dim", "eps"})
       .functional()
       .torch();
-  r.op("pixel_shuffle", pixelShuffle<true>, Params{"input", "upscale_factor"}).functional();
-  r.op("pixel_unshuffle", pixelShuffle<false>, Params{"input", "downscale_factor"}).functional();
+  r.op("pixel_shuffle", pixelShuffle<true>, Params{"input", "upscale_factor"}, KeepsMemoryFormat)
+      .functional();
+  r.op("pixel_unshuffle", pixelShuffle<false>, Params{"input", "downscale_factor"},
+       KeepsMemoryFormat)
+      .functional();
   r.op("interpolate", interpolate,
        Params{"input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
-              "antialias"})
+              "antialias"},
+       KeepsMemoryFormat)
       .functional();
 }
 

@@ -431,8 +431,11 @@ VarP pad(Interpreter &I, const std::string &, Args &a) {
     throw Unsupported("pad value with a non-constant mode (eager raises)");
   if (mode != "constant" && ((int64_t)p.size() / 2 > rank - 1 || rank < 2))
     throw Unsupported("pad mode '" + mode + "' needs batch/channel dims");
+  Value input = v;
   for (size_t i = 0; i < p.size() / 2; ++i)
     v = padDim(e, v, rank - 1 - i, p[2 * i], p[2 * i + 1], mode, a.get("value"));
+  if (mode != "circular" && v != input) // eager's circular pad is contiguous
+    I.keepsMemoryFormat(v, input);
   return freshResult(v);
 }
 

@@ -1,0 +1,40 @@
+//===- EagerLayouts.h - eager's strides of the tensors a graph returns -*- C++ -*-===//
+// SPDX-License-Identifier: Apache-2.0
+//
+// kiln's graph values are row-major; eager's tensors are not always: a
+// convolution of a channels-last input is channels-last, an elementwise op
+// follows its operands' strides (TensorIterator's order), a permute is a
+// strided view. EagerLayouts.cpp models eager's strides through the graph
+// (static shapes) and rewrites the result tree so that a tensor eager
+// returns densely in another dim order is the graph's physical-order
+// `kiln.permute` of it, handed back as `.permute(inverse)`: eager's sizes
+// and strides, one transposing copy in the graph (which kiln-layout cancels
+// where the value was computed in that order).
+//===----------------------------------------------------------------------===//
+#ifndef KILN_FRONTEND_CAPTURE_VALUES_EAGERLAYOUTS_H
+#define KILN_FRONTEND_CAPTURE_VALUES_EAGERLAYOUTS_H
+
+#include "capture/Capture.h"
+
+#include "mlir/IR/Block.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace kiln {
+
+/// Rewrites the Graph/GraphView slots of `out.outputs` (the Python result,
+/// or the state at a break) whose tensor eager lays out densely in a
+/// non-row-major order (channels-last): `results` gets the value in that
+/// physical order (a `kiln.permute` appended to `entry`), the slot replays
+/// the inverse permute on it. Graphs that need gradients are left as they
+/// are (their results pass through kiln._autograd). `formatSources`: the
+/// values eager makes in their input's suggested memory format
+/// (Interpreter::memoryFormatSources).
+void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
+                       const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources);
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_CAPTURE_VALUES_EAGERLAYOUTS_H
