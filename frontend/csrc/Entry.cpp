@@ -566,6 +566,13 @@ PyObject *buildSlots(const std::vector<OutputSlot> &slots, size_t &pos,
           s.kind == OutputSlot::Kind::InputView ? inputs[s.index] : results[s.index].get();
       return clones[at] = replayView(base, s.constant.get());
     }
+    if (s.kind == OutputSlot::Kind::Graph && s.constant) { // eager's memory format
+      if (s.sameAs >= 0 && clones[s.sameAs]) {
+        Py_INCREF(clones[s.sameAs]);
+        return clones[s.sameAs];
+      }
+      return clones[at] = replayView(results[s.index].get(), s.constant.get());
+    }
     PyObject *o = s.kind == OutputSlot::Kind::Graph   ? results[s.index].get()
                   : s.kind == OutputSlot::Kind::Input ? inputs[s.index]
                                                       : s.constant.get();
@@ -603,7 +610,7 @@ bool symbolSizesFor(const Entry &entry, const std::vector<OutputSlot> &slots,
 PyObject *assembleResult(const Entry &entry, const std::vector<PyRef> &results,
                          llvm::ArrayRef<PyObject *> inputs, const std::vector<PyRef> &values) {
   if (entry.outputs.size() == 1 && entry.outputs[0].kind == OutputSlot::Kind::Graph &&
-      !entry.outputs[0].copy) { // `return <one graph result>`
+      !entry.outputs[0].copy && !entry.outputs[0].constant) { // `return <one graph result>`
     PyObject *o = results[entry.outputs[0].index].get();
     Py_INCREF(o);
     return o;

@@ -69,6 +69,8 @@ struct OutputSlot {
   PyRef constant;    ///< Constant: the object itself; Dict: tuple of its keys;
                      ///< InputView: tuple of (method name, args) applied to input `index`;
                      ///< GraphView: the same, applied to graph result `index`;
+                     ///< Graph (when set): the steps giving the result eager's
+                     ///< memory format, a new tensor per call (EagerLayouts.h);
                      ///< Binary: the operator
   bool copy = false; ///< Graph/Input: return a clone (eager made a copy);
                      ///< Constant: a list/dict/set made at capture, returned as obj.copy()

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/values/EagerLayouts.h"
 
+#include "Export.h"
 #include "capture/values/Value.h"
 
 #include "ir/KilnBuilders.h"
@@ -410,11 +411,21 @@ PyRef withSteps(PyObject *first, PyObject *steps, PyObject *last = nullptr) {
   return t;
 }
 
+/// The steps making a row-major result channels-last, as eager's: a
+/// `contiguous(memory_format=)` copy, or a `clone(memory_format=)` where the
+/// result must be a new tensor in any case (eager's clone()).
+PyRef channelsLastSteps(bool copy) {
+  PyObject *format = PyObject_GetAttrString(torchModule(), "channels_last");
+  PyRef step = PyRef::steal(Py_BuildValue("(s()N)", copy ? "clone" : "contiguous",
+                                          Py_BuildValue("{s:N}", "memory_format", format)));
+  return PyRef::steal(PyTuple_Pack(1, step.get()));
+}
+
 } // namespace
 
 void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
                        const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources) {
-  if (recomputesForAutograd(out))
+  if (exportRecording()) // an artifact's outputs are the graph's row-major results
     return;
   // Results the tree places as tensors, and those something else reads as
   // they are (a side effect's value, a write-back, a Python number).
@@ -438,17 +449,28 @@ void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value
     return;
   StrideModel model(out, formatSources);
   model.run(entry);
+  // A graph that needs gradients keeps its results (kiln._autograd lines
+  // them up with the eager recompute's tensors by position and shape): a
+  // channels-last one is converted per call instead (a copy).
+  bool autograd = recomputesForAutograd(out);
   mlir::OpBuilder b(entry.getParent()->getContext());
   b.setInsertionPointToEnd(&entry);
-  std::map<int, std::pair<int, PyRef>> moved; // result → (its permuted result, the step back)
+  std::map<int, std::pair<int, PyRef>> moved; // result → (its result now, the steps to eager's)
   for (int i : placed) {
     mlir::Value v = results[i];
     auto strides = model.of(v);
     if (!strides)
       continue;
-    auto order = permutedDenseOrder(llvm::cast<mlir::ShapedType>(v.getType()).getShape(), *strides);
+    Shape shape = llvm::cast<mlir::ShapedType>(v.getType()).getShape();
+    auto order = permutedDenseOrder(shape, *strides);
     if (order.empty())
       continue;
+    if (autograd) {
+      auto cl = channelsLastOrder(shape.size());
+      if (shape.size() == 4 && llvm::equal(llvm::reverse(cl), llvm::ArrayRef<int64_t>(order)))
+        moved[i] = {i, PyRef()};
+      continue;
+    }
     llvm::SmallVector<int64_t, 6> inverse(order.size());
     for (size_t d = 0; d < order.size(); ++d)
       inverse[order[d]] = (int64_t)d;
@@ -473,19 +495,25 @@ void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value
     auto &[index, step] = it->second;
     if (s.kind == OutputSlot::Kind::GraphView) {
       s.constant = withSteps(step.get(), s.constant.get());
-    } else {
-      // One result returned twice is one object (`return y, y`); a clone()
-      // of it keeps eager's strides (clone preserves a dense layout).
-      if (!s.copy && s.sameAs < 0) {
-        auto [first, isNew] = firstPlaced.try_emplace(s.index, (int)pos);
-        if (!isNew)
-          s.sameAs = first->second;
-      }
-      s.constant =
-          s.copy ? withSteps(step.get(), nullptr, cloneStep.get()) : withSteps(step.get(), nullptr);
-      s.kind = OutputSlot::Kind::GraphView;
-      s.copy = false;
+      s.index = index;
+      continue;
     }
+    // One result returned twice is one object (`return y, y`).
+    if (!s.copy && s.sameAs < 0) {
+      auto [first, isNew] = firstPlaced.try_emplace(s.index, (int)pos);
+      if (!isNew)
+        s.sameAs = first->second;
+    }
+    if (!step) { // a graph with gradients: Graph slot, converted per call
+      s.constant = channelsLastSteps(s.copy);
+      s.copy = false;
+      continue;
+    }
+    // A clone() of it keeps eager's strides (clone preserves a dense layout).
+    s.constant =
+        s.copy ? withSteps(step.get(), nullptr, cloneStep.get()) : withSteps(step.get(), nullptr);
+    s.kind = OutputSlot::Kind::GraphView;
+    s.copy = false;
     s.index = index;
   }
 }

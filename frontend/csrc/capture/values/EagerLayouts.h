@@ -9,7 +9,8 @@
 // returns densely in another dim order is the graph's physical-order
 // `kiln.permute` of it, handed back as `.permute(inverse)`: eager's sizes
 // and strides, one transposing copy in the graph (which kiln-layout cancels
-// where the value was computed in that order).
+// where the value was computed in that order). Graphs with dynamic shapes
+// return row-major results (the model needs static strides).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_CAPTURE_VALUES_EAGERLAYOUTS_H
 #define KILN_FRONTEND_CAPTURE_VALUES_EAGERLAYOUTS_H
@@ -28,10 +29,13 @@ namespace kiln {
 /// or the state at a break) whose tensor eager lays out densely in a
 /// non-row-major order (channels-last): `results` gets the value in that
 /// physical order (a `kiln.permute` appended to `entry`), the slot replays
-/// the inverse permute on it. Graphs that need gradients are left as they
-/// are (their results pass through kiln._autograd). `formatSources`: the
-/// values eager makes in their input's suggested memory format
-/// (Interpreter::memoryFormatSources).
+/// the inverse permute on it. A graph that needs gradients keeps its
+/// results (kiln._autograd lines them up with the eager recompute's by
+/// position): a channels-last 4-D one gets a Graph slot whose steps copy
+/// it to channels-last per call; other orders stay row-major there. Not
+/// while kiln.export records (an artifact returns row-major results).
+/// `formatSources`: the values eager makes in their input's suggested
+/// memory format (Interpreter::memoryFormatSources).
 void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
                        const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources);
 
