@@ -20,7 +20,7 @@ CASES = {
     "column_sum_relu": (lambda x: (x.sum(0) * 0.5).relu(), [(37, 19)]),
     "middle_mean": (lambda x: x.mean(1), [(3, 9, 5)]),
     "amax_all_dims": (lambda x: x.amax(dim=(0, 1)), [(6, 7)]),
-    "transpose_out": (lambda x: x.permute(2, 0, 1) + 0.0, [(4, 5, 6)]),
+    "transpose_out": (lambda x: x.permute(2, 0, 1).contiguous() + 0.0, [(4, 5, 6)]),
     "linear_sigmoid": (lambda x, w, b: torch.sigmoid(x @ w.T + b), [(8, 16), (12, 16), (12,)]),
     "where_compare": (lambda x, y: torch.where(x > y, x - y, y * 3.0), [(5, 7), (7,)]),
     "softmax_rows": (lambda x: torch.softmax(x * 2.0, dim=-1), [(6, 200)]),

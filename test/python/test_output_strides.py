@@ -54,6 +54,11 @@ CASES = {
     "permuted-view": (lambda x, y: (y + 1).permute(0, 2, 3, 1), False),
     "linear-on-nhwc": (lambda x, y: F.linear(x.permute(0, 2, 3, 1), LINEAR), True),
     "row-major-conv": (lambda x, y: F.conv2d(y, W, padding=1), False),
+    # contiguous() makes eager's strides row-major whatever they were
+    "nhwc-copy-viewed-back": (lambda x, y: y.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+                              + 1, False),
+    "contiguous-of-channels-last": (lambda x, y: (x + 1).contiguous() * 2, True),
+    "transposed-copy": (lambda x, y: x.transpose(1, 2).contiguous() - y.transpose(1, 2), True),
 }
 
 

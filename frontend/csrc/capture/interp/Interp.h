@@ -209,8 +209,6 @@ public:
   /// stay type guards unless something pinned identity (then, and for a
   /// failed capture, they become weak identity guards).
   void finishModuleGuards(bool captured);
-  /// Why module identity was pinned (null: it was not).
-  const char *pinReason() const { return pinReason_; }
   /// len() of a Sequential/ModuleList/ModuleDict read through a source:
   /// the length of its `_modules`, guarded; nullptr for other values.
   VarP moduleContainerLen(const VarP &v);
@@ -249,13 +247,9 @@ public:
   /// Marks `v` as computed without gradients whatever its operands (a
   /// BatchNorm running-stat update, done by eager's kernel under no grad).
   void markNoGrad(mlir::Value v) { noGrad_.insert(v.getAsOpaquePointer()); }
-  /// --- eager's memory format (values/EagerLayouts.cpp) ---
-  /// Eager makes `result` in the memory format `input` suggests (a
-  /// channels-last input gives a channels-last result), though the graph
-  /// builds it from ops that do not say so (adaptive pooling, interpolate,
-  /// group_norm, pad).
+  /// Eager makes `result` in the memory format `input` suggests, which the
+  /// graph's ops do not show (KeepsMemoryFormat ops, pad; EagerLayouts.h).
   void keepsMemoryFormat(mlir::Value result, mlir::Value input) { formatOf_[result] = input; }
-  /// The values keepsMemoryFormat named, each with its input.
   const llvm::DenseMap<mlir::Value, mlir::Value> &memoryFormatSources() const { return formatOf_; }
   /// Records the grad mode from here on (after the last op emitted).
   void noteGradMode();
@@ -382,9 +376,6 @@ private:
   /// __new__/__init__), on constants: built at capture; nullptr otherwise.
   VarP constructException(PyObject *cls, std::vector<VarP> &args,
                           std::map<std::string, VarP> &kwargs);
-  /// Throws PyRaised of exception instance `exc` (made at capture) with
-  /// __context__ set to the exception being handled, as CPython chains it.
-  [[noreturn]] void raiseMade(PyRef exc, const std::string &message);
 
   /// The root frame's state before the instruction at Capture::stopOffset,
   /// as a tuple Var; fills Capture::state (BreakState.cpp).
@@ -742,10 +733,9 @@ private:
   std::vector<std::pair<mlir::Operation *, bool>> gradTransitions_;
   /// Values markNoGrad named (opaque pointers of mlir::Value).
   std::set<const void *> noGrad_;
-  /// keepsMemoryFormat: result → the input whose memory format it takes.
-  llvm::DenseMap<mlir::Value, mlir::Value> formatOf_;
-  bool gradSwitched_ = false;    ///< a with-block changed grad mode
-  bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
+  llvm::DenseMap<mlir::Value, mlir::Value> formatOf_; ///< keepsMemoryFormat's
+  bool gradSwitched_ = false;                         ///< a with-block changed grad mode
+  bool gradOnSomewhere_ = false;                      ///< grad mode is on in part of the graph
   /// __exit__ of each open grad-mode (or transparent) with-block → the
   /// grad mode to restore.
   std::map<PyObject *, bool> gradExits_;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/ops/StopGradient.h"
 #include "capture/ops/TorchOpsImpl.h"
+#include "capture/values/EagerLayouts.h"
 #include "GilOnce.h"
 
 namespace kiln {
@@ -200,7 +201,9 @@ VarP identity(Interpreter &I, const std::string &op, Args &a) {
 
 /// `x.contiguous()`: kiln's values are row-major; another memory format
 /// (channels_last) is a copy in that layout in eager: a break (returning
-/// `x` itself let writes through the result reach the input).
+/// `x` itself let writes through the result reach the input). The value is
+/// an identity cast marked kContiguousAttr (folded by canonicalization):
+/// eager's strides are row-major from here (values/EagerLayouts.cpp).
 VarP contiguous(Interpreter &I, const std::string &op, Args &a) {
   if (!a.isNone("memory_format")) {
     static PyOnce formatOnce;
@@ -209,7 +212,10 @@ VarP contiguous(Interpreter &I, const std::string &op, Args &a) {
       throw Unsupported(BreakCategory::UnsupportedOp,
                         "contiguous with a memory_format other than torch.contiguous_format");
   }
-  return identity(I, op, a);
+  Value x = tensorArg(inputArg(a, op), op);
+  auto cast = I.builder().create<CastOp>(I.loc(), x.getType(), x);
+  cast->setAttr(kContiguousAttr, I.builder().getUnitAttr());
+  return T(cast.getResult());
 }
 
 VarP clone(Interpreter &I, const std::string &op, Args &a) {

@@ -296,6 +296,8 @@ private:
       bool cl = s && shapeOf(in).size() == shape.size() && suggestsChannelsLast(shapeOf(in), *s);
       return cl ? channelsLastStrides(shape) : contiguousStrides(shape);
     }
+    if (op->hasAttr(kContiguousAttr))
+      return contiguousStrides(shape);
     if (isElementwise(op)) {
       std::vector<Operand> ops;
       for (mlir::Value v : op->getOperands()) {
@@ -425,7 +427,10 @@ PyRef channelsLastSteps(bool copy) {
 
 void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
                        const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources) {
-  if (exportRecording()) // an artifact's outputs are the graph's row-major results
+  // An artifact's outputs are the graph's row-major results; a graph with
+  // symbolic sizes (and its shadow static capture, which must build the
+  // same graph) has no static strides to model.
+  if (exportRecording() || !out.symbols.empty())
     return;
   // Results the tree places as tensors, and those something else reads as
   // they are (a side effect's value, a write-back, a Python number).

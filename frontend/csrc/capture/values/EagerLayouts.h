@@ -25,6 +25,10 @@
 
 namespace kiln {
 
+/// On an identity `kiln.cast`: `x.contiguous()` (eager's strides are
+/// row-major there, whatever x's were).
+inline constexpr const char *kContiguousAttr = "kiln.contiguous";
+
 /// Rewrites the Graph/GraphView slots of `out.outputs` (the Python result,
 /// or the state at a break) whose tensor eager lays out densely in a
 /// non-row-major order (channels-last): `results` gets the value in that
