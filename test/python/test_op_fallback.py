@@ -65,8 +65,8 @@ def test_searchsorted_int_result_then_mapped_ops():
     run(f, s, torch.randn(2, 3))
 
 
-def test_interpolate_bilinear_handler_refusal():
-    run(lambda x: F.interpolate(x * 2, scale_factor=2, mode="bilinear",
+def test_interpolate_bicubic_handler_refusal():
+    run(lambda x: F.interpolate(x * 2, scale_factor=2, mode="bicubic",
                                 align_corners=False).sigmoid(), torch.randn(1, 2, 4, 4))
 
 

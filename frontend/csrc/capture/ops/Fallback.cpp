@@ -57,11 +57,11 @@ PyObject *fallbackHelper(const char *name) {
 /// Whether a constant argument is a plain value the call may be replayed
 /// with (numbers, strings, None, dtypes, devices ... and tuples of them).
 bool isPlainConstant(PyObject *o, int depth = 0) {
-  static GilOnce<std::array<PyRef, 4>> torchTypesOnce;
-  const std::array<PyRef, 4> &torchTypes = torchTypesOnce.get([] {
-    std::array<PyRef, 4> types;
-    const char *names[4] = {"dtype", "device", "layout", "memory_format"};
-    for (int i = 0; i < 4; ++i)
+  static GilOnce<std::array<PyRef, 5>> torchTypesOnce;
+  const std::array<PyRef, 5> &torchTypes = torchTypesOnce.get([] {
+    std::array<PyRef, 5> types;
+    const char *names[5] = {"dtype", "device", "layout", "memory_format", "Size"};
+    for (int i = 0; i < 5; ++i)
       types[i] = PyRef::steal(PyObject_GetAttrString(torchModule(), names[i]));
     PyErr_Clear(); // a type this torch lacks is never matched
     return types;

@@ -558,12 +558,51 @@ template <bool Up> VarP pixelShuffle(Interpreter &I, const std::string &op, Args
   }
 }
 
-/// F.interpolate in 'nearest' mode: a gather per spatial dim.
+/// Linear interpolation of `x` along dim `d` from `in` to `out` elements,
+/// with eager's source indices and weights computed in T, its opmath type
+/// (ATen's area_pixel_compute_scale / _source_index, guard_index_and_lambda):
+/// `x[i0] * l0 + x[i1] * l1`, two gathers and constant weights.
+template <typename T>
+Value linearAlong(Emit &e, Value x, int64_t d, int64_t in, int64_t out, bool alignCorners,
+                  std::optional<double> scaleFactor, const std::string &op) {
+  T scale = alignCorners                      ? (out > 1 ? (T)(in - 1) / (T)(out - 1) : T(0))
+            : scaleFactor && *scaleFactor > 0 ? (T)(1.0 / *scaleFactor)
+                                              : (T)in / (T)out;
+  std::vector<double> i0s, i1s, w0s, w1s;
+  for (int64_t o = 0; o < out; ++o) {
+    T real = alignCorners ? scale * (T)o : std::max(scale * ((T)o + (T)0.5) - (T)0.5, (T)0);
+    int64_t i0 = std::min<int64_t>((int64_t)std::floor(real), in - 1);
+    T l1 = std::min(std::max(real - (T)i0, (T)0), (T)1);
+    i0s.push_back((double)i0);
+    i1s.push_back((double)(i0 + (i0 < in - 1 ? 1 : 0)));
+    w0s.push_back((double)((T)1 - l1));
+    w1s.push_back((double)l1);
+  }
+  auto shape = shapeOf(x);
+  std::vector<int64_t> wshape(shape.size(), 1), full = shape;
+  wshape[d] = full[d] = out;
+  DType dt = dtypeOf(ttype(x).getElementType());
+  auto attrs = {e.b.getNamedAttr("dim", e.b.getI64IntegerAttr(d))};
+  auto gather = [&](const std::vector<double> &idx) {
+    Value index =
+        e.b.create<BroadcastToOp>(e.I.loc(), RankedTensorType::get(full, e.elt(DType::I64)),
+                                  e.dense(wshape, DType::I64, idx));
+    return e.checked<GatherOp>({x, index}, attrs, op);
+  };
+  Value lo = e.inferred<MulOp>({gather(i0s), e.dense(wshape, dt, w0s)});
+  Value hi = e.inferred<MulOp>({gather(i1s), e.dense(wshape, dt, w1s)});
+  return e.inferred<AddOp>({lo, hi});
+}
+
+/// F.interpolate in 'nearest' mode (a gather per spatial dim), 'linear'
+/// (3-D) and 'bilinear' (4-D) for f32/f64 (linearAlong per spatial dim,
+/// the last first, as eager's kernel nests them).
 VarP interpolate(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   {
-    if (strArg(a, "mode", "nearest") != "nearest")
-      throw Unsupported("interpolate mode other than 'nearest' is not supported yet");
+    std::string mode = strArg(a, "mode", "nearest");
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear")
+      throw Unsupported("interpolate mode '" + mode + "' is not supported yet");
     if (boolArg(a, "antialias", false) || boolArg(a, "recompute_scale_factor", false))
       throw Unsupported("interpolate with antialias/recompute_scale_factor");
     Value x = tensorArg(a.get("input"), op);
@@ -571,8 +610,15 @@ VarP interpolate(Interpreter &I, const std::string &op, Args &a) {
     int64_t sd = s.size() - 2;
     if (sd < 1 || sd > 2)
       throw Unsupported("interpolate of a " + std::to_string(s.size()) + "-D input");
+    if (mode != "nearest" && (mode == "linear") != (sd == 1))
+      throw Unsupported("interpolate mode '" + mode + "' of a " + std::to_string(s.size()) +
+                        "-D input (eager raises)");
+    bool alignCorners = boolArg(a, "align_corners", false);
+    if (mode == "nearest" && alignCorners)
+      throw Unsupported("align_corners with mode 'nearest' (eager raises)");
     std::vector<int64_t> out;
     std::vector<double> scales;
+    std::vector<std::optional<double>> factors(sd);
     if (!a.isNone("size")) {
       out = nInts(a, "size", sd, {});
       for (int64_t i = 0; i < sd; ++i)
@@ -583,6 +629,10 @@ VarP interpolate(Interpreter &I, const std::string &op, Args &a) {
       if (sf->kind == Var::Kind::Tuple || sf->kind == Var::Kind::List)
         for (auto &i : sf->items)
           f.push_back(asDouble(i, "scale_factor"));
+      else if (sf->isConst() && (PyTuple_Check(sf->obj.get()) || PyList_Check(sf->obj.get())))
+        for (Py_ssize_t i = 0; i < PySequence_Size(sf->obj.get()); ++i)
+          f.push_back(asDouble(makeConst(PyRef::steal(PySequence_GetItem(sf->obj.get(), i))),
+                               "scale_factor"));
       else
         f.assign(sd, asDouble(sf, "scale_factor"));
       if ((int64_t)f.size() != sd)
@@ -590,10 +640,24 @@ VarP interpolate(Interpreter &I, const std::string &op, Args &a) {
       for (int64_t i = 0; i < sd; ++i) {
         out.push_back((int64_t)std::floor(s[2 + i] * f[i]));
         scales.push_back((float)(1.0 / f[i]));
+        factors[i] = f[i];
       }
     } else
       throw Unsupported("interpolate needs size or scale_factor (eager raises)");
+    for (int64_t n : out)
+      if (n <= 0)
+        throw Unsupported("interpolate to an empty size (eager raises)");
     Value r = x;
+    if (mode != "nearest") {
+      DType dt = dtypeOf(ttype(x).getElementType());
+      if (dt != DType::F32 && dt != DType::F64)
+        throw Unsupported("interpolate '" + mode + "' of a " + dtypeName(dt) + " tensor");
+      for (int64_t i = sd - 1; i >= 0; --i)
+        r = dt == DType::F64
+                ? linearAlong<double>(e, r, 2 + i, s[2 + i], out[i], alignCorners, factors[i], op)
+                : linearAlong<float>(e, r, 2 + i, s[2 + i], out[i], alignCorners, factors[i], op);
+      return freshResult(r);
+    }
     for (int64_t i = 0; i < sd; ++i) {
       std::vector<double> idx;
       for (int64_t o = 0; o < out[i]; ++o)

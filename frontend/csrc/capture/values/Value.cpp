@@ -7,6 +7,9 @@
 // borrowed for the call only.
 //===----------------------------------------------------------------------===//
 #include "capture/values/Value.h"
+#include "capture/values/EagerLayouts.h"
+
+#include "mlir/IR/Operation.h"
 #include "capture/interp/PlainObjects.h"
 
 #include "capture/breaks/GraphBreak.h"
@@ -95,6 +98,19 @@ PyRef seqAsConst(const VarP &v, int depth) {
                        [&](Py_ssize_t i) { return seqAsConst(v->items[i], depth + 1); });
 }
 
+namespace {
+/// `v` seen through `contiguous()` (an identity cast marked kContiguousAttr):
+/// the tensor it is the same object as where eager's strides allow.
+mlir::Value throughContiguous(mlir::Value v) {
+  while (mlir::Operation *op = v ? v.getDefiningOp() : nullptr) {
+    if (!op->hasAttr(kContiguousAttr) || op->getNumOperands() != 1)
+      break;
+    v = op->getOperand(0);
+  }
+  return v;
+}
+} // namespace
+
 int sameTensorIdentity(const VarP &a, const VarP &b, const char **why) {
   if (a == b)
     return 1;
@@ -104,7 +120,7 @@ int sameTensorIdentity(const VarP &a, const VarP &b, const char **why) {
     *why = "two input tensors: whether they are one object is the caller's choice per call";
     return -1;
   }
-  if (a->value != b->value)
+  if (throughContiguous(a->value) != throughContiguous(b->value))
     return 0;
   if (a->selfIfContiguous || b->selfIfContiguous) {
     *why = "a tensor and its contiguous(): eager answers by its strides";
