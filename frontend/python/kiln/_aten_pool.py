@@ -11,10 +11,8 @@ element); ``avg_pool3d`` sums the offsets and divides by eager's divisor
 ``_adaptive_avg_pool3d`` sums each dim's windows. Backward overloads and
 ``col2im`` spread values back with ``_place`` (zeros inserted between
 values for the stride, then padded or cropped into the input's extent), so
-no scatter is needed. ``upsample_bilinear2d.vec`` interpolates along each
-dim with ``index_select`` and eager's source-index formula.
+no scatter is needed.
 """
-import math
 
 import torch
 
@@ -251,41 +249,6 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
     return _spread(parts, sizes, stride, padding, dilation, like)
 
 
-def _linear_weights(size, out, align_corners, scale):
-    """(i0, i1, w0, w1) lists of eager's bilinear source indices/weights."""
-    if align_corners:
-        ratio = (size - 1) / (out - 1) if out > 1 else 0.0
-    else:
-        ratio = 1.0 / scale if scale else size / out
-    i0, i1, w0, w1 = [], [], [], []
-    for o in range(out):
-        src = ratio * o if align_corners else max(ratio * (o + 0.5) - 0.5, 0.0)
-        a = min(int(math.floor(src)), size - 1)
-        lam = min(max(src - a, 0.0), 1.0)
-        i0.append(a)
-        i1.append(a + (1 if a < size - 1 else 0))
-        w0.append(1.0 - lam)
-        w1.append(lam)
-    return i0, i1, w0, w1
-
-
-def upsample_bilinear2d(input, output_size, align_corners, scale_factors):
-    sizes = list(input.shape[-2:])
-    if output_size is None:
-        output_size = [int(math.floor(sz * f)) for sz, f in zip(sizes, scale_factors)]
-    scales = list(scale_factors) if scale_factors else [None, None]
-    x = input
-    for axis in (input.dim() - 1, input.dim() - 2):
-        j = axis - (input.dim() - 2)
-        i0, i1, w0, w1 = _linear_weights(sizes[j], output_size[j], align_corners, scales[j])
-        shape = _axis_shape(input, axis, output_size[j])
-        a = x.index_select(axis, torch.tensor(i0))
-        b = x.index_select(axis, torch.tensor(i1))
-        x = a * torch.tensor(w0, dtype=x.dtype).reshape(shape) \
-            + b * torch.tensor(w1, dtype=x.dtype).reshape(shape)
-    return x
-
-
 OVERLOADS = {
     "aten.max_pool2d_with_indices.default": max_pool2d_with_indices,
     "aten.max_pool3d_with_indices.default": max_pool3d_with_indices,
@@ -295,5 +258,4 @@ OVERLOADS = {
     "aten._adaptive_avg_pool2d_backward.default": _adaptive_avg_pool2d_backward,
     "aten.max_pool2d_with_indices_backward.default": max_pool2d_with_indices_backward,
     "aten.col2im.default": col2im,
-    "aten.upsample_bilinear2d.vec": upsample_bilinear2d,
 }

@@ -195,6 +195,11 @@ def _upsample_nearest(self, output_size, scale_factors):
     return torch.nn.functional.interpolate(self, output_size, scale_factors, "nearest")
 
 
+def _upsample_bilinear(self, output_size, align_corners, scale_factors):
+    return torch.nn.functional.interpolate(self, output_size, scale_factors, "bilinear",
+                                           align_corners)
+
+
 def _native_dropout(input, p, train):
     if train:
         raise NotImplementedError("native_dropout in training mode")
@@ -417,6 +422,7 @@ OVERLOADS = {
     "aten.embedding.default": _embedding,
     "aten.constant_pad_nd.default": _constant_pad_nd,
     "aten.upsample_nearest2d.vec": _upsample_nearest,
+    "aten.upsample_bilinear2d.vec": _upsample_bilinear,
     "aten.native_dropout.default": _native_dropout,
     "aten._softmax.default": _softmax,
     "aten._log_softmax.default": _log_softmax,
