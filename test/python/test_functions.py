@@ -625,3 +625,19 @@ def test_float_floor_division_rounds_like_eager():
         assert torch.equal(kiln.compile(f)(x), f(x))
     s = stats()
     assert s["graph_breaks"] == 0 and s["eager_calls"] == 0 and s["fallback_ops"] == 0, s
+
+
+@torch.jit.script
+def _scripted_sigmoid_gate(x: torch.Tensor, k: float) -> torch.Tensor:
+    return x * torch.sigmoid(k * x)
+
+
+def test_torch_jit_script_function_is_inlined():
+    # Its Python original (`_torchdynamo_inline`) is captured, as in Dynamo:
+    # one graph, no break, no per-op fallback.
+    def f(x):
+        return _scripted_sigmoid_gate(x + 1, 1.702) * 2
+
+    x = torch.randn(4, 5)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)

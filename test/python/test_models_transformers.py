@@ -394,6 +394,51 @@ def test_small_hf_model_is_one_graph(name):
     assert s["compiled_calls"] == 2 and s["eager_calls"] == 0, s
 
 
+def test_deberta_v2_inlines_its_torch_jit_script_helpers():
+    # DeBERTa-v2's attention calls @torch.jit.script functions
+    # (scaled_size_sqrt, build_relative_position ...): inlined from their
+    # Python originals as Dynamo does (it broke at each call: 16 graphs).
+    torch.manual_seed(0)
+    model = transformers.DebertaV2Model(transformers.DebertaV2Config(**SMALL))
+    s = run_hf(model, torch.randint(0, 128, (2, 8)))
+    assert counts() == (1, 0, 0), s
+    assert s["eager_calls"] == 0, s
+
+
+def clip_model():
+    tf = transformers
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    return tf.CLIPModel(tf.CLIPConfig(
+        text_config=dict(**small, vocab_size=128, max_position_embeddings=32),
+        vision_config=dict(**small, image_size=32, patch_size=8), projection_dim=32)).eval()
+
+
+def test_clip_output_with_its_own_to_tuple_is_built_in_the_graph():
+    # CLIPOutput overrides to_tuple (its nested outputs become tuples): the
+    # record is still built in the graph (was a break at its construction,
+    # 17 graphs); only uses that run to_tuple break.
+    torch.manual_seed(0)
+    model = clip_model()
+    ids, pixels = torch.randint(0, 128, (2, 7)), torch.randn(2, 3, 32, 32)
+    kiln.reset()
+    with torch.no_grad():
+        want = model(input_ids=ids, pixel_values=pixels)
+        got = kiln.compile(model)(input_ids=ids, pixel_values=pixels)
+    assert type(got) is type(want) and list(got.keys()) == list(want.keys())
+    for k in ("logits_per_image", "logits_per_text", "text_embeds", "image_embeds"):
+        assert_close(got[k], want[k], **TOL)
+    assert_close(got.vision_model_output.pooler_output, want.vision_model_output.pooler_output,
+                 **TOL)
+    assert counts() == (1, 0, 0), stats()
+    assert stats()["eager_calls"] == 0
+
+    def first_item(ids, pixels):  # out[0] runs CLIPOutput.to_tuple: a break, eager's answer
+        return model(input_ids=ids, pixel_values=pixels)[0] * 2
+
+    with torch.no_grad():
+        assert_close(kiln.compile(first_item)(ids, pixels), first_item(ids, pixels), **TOL)
+
+
 def test_llama_with_kv_cache_prefill_is_one_graph():
     # use_cache=True: the prefill builds a DynamicCache in the graph and
     # returns it (rebuilt after the graph); its keys/values match eager's.

@@ -6,8 +6,8 @@
 // a tensor method or torch function (TorchOps), a mutation of a list or
 // dict (SideEffects.cpp), a context manager (ContextManagers.cpp), a
 // builtin answered at capture (PythonBuiltins.cpp), an nn.Module or Python
-// function to inline (Inlining.cpp), or a torch op run through torch
-// inside the graph (Fallback.cpp).
+// function to inline (Inlining.cpp; a torch.jit.script function: its Python
+// original), or a torch op run through torch inside the graph (Fallback.cpp).
 //===----------------------------------------------------------------------===//
 #include "capture/interp/Autocast.h"
 #include "capture/interp/CaptureTimeCalls.h"
@@ -207,6 +207,25 @@ VarP Interpreter::callBoundMethod(const VarP &callee, std::vector<VarP> &args,
   return inlineFunction(callee->obj.get(), -1, args, kwargs);
 }
 
+/// The Python function torch.jit.script compiled into `fn` (a
+/// ScriptFunction), which the capture inlines as Dynamo does (torch keeps
+/// it as `_torchdynamo_inline`); null for anything else.
+static PyRef scriptedOriginal(PyObject *fn) {
+  static PyOnce typeOnce;
+  PyObject *scriptFunction = typeOnce.get([] {
+    PyRef c = PyRef::steal(PyObject_GetAttrString(torchModule(), "_C"));
+    PyObject *t = c ? PyObject_GetAttrString(c.get(), "ScriptFunction") : nullptr;
+    PyErr_Clear();
+    return t;
+  });
+  if (!scriptFunction || !PyType_Check(scriptFunction) ||
+      !PyObject_TypeCheck(fn, reinterpret_cast<PyTypeObject *>(scriptFunction)))
+    return PyRef();
+  PyRef original = PyRef::steal(PyObject_GetAttrString(fn, "_torchdynamo_inline"));
+  PyErr_Clear();
+  return original && PyFunction_Check(original.get()) ? original : PyRef();
+}
+
 VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
                        std::map<std::string, VarP> &kwargs) {
   if (callee->kind == Var::Kind::TensorMethod && callee->self->kind == Var::Kind::Ndarray)
@@ -300,6 +319,10 @@ VarP Interpreter::call(const VarP &callee, std::vector<VarP> &args,
   if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn))) {
     args.insert(args.begin(), makeConst(PyRef::borrow(PyMethod_GET_SELF(fn))));
     return inlineFunction(PyMethod_GET_FUNCTION(fn), -1, args, kwargs);
+  }
+  if (PyRef original = scriptedOriginal(fn)) { // a torch.jit.script function
+    keepAlive_.push_back(original);
+    return inlineFunction(original.get(), -1, args, kwargs);
   }
   if (VarP r = torchFallback(fn, "", args, kwargs, nullptr)) { // an unmapped torch op
     pinPlainObject(fn, "it is called as the torch op it is");

@@ -20,7 +20,8 @@ namespace kiln {
 namespace {
 
 /// transformers.utils.generic.ModelOutput if `cls` derives from it (with
-/// its dict behaviour not overridden), else null.
+/// its dict behaviour not overridden: a subclass's own to_tuple, CLIPOutput's,
+/// is refused only where to_tuple is used, ownsToTuple), else null.
 PyObject *modelOutputBase(PyObject *cls) {
   if (!PyType_Check(cls))
     return nullptr;
@@ -35,7 +36,7 @@ PyObject *modelOutputBase(PyObject *cls) {
   }
   if (!base || cls == base)
     return nullptr;
-  for (const char *m : {"__post_init__", "__getitem__", "__setitem__", "__setattr__", "to_tuple"}) {
+  for (const char *m : {"__post_init__", "__getitem__", "__setitem__", "__setattr__"}) {
     PyRef mine = PyRef::steal(PyObject_GetAttrString(cls, m));
     PyRef theirs = PyRef::steal(PyObject_GetAttrString(base, m));
     PyErr_Clear();
@@ -70,6 +71,19 @@ std::vector<std::pair<std::string, PyRef>> fieldsOf(PyObject *cls) {
 }
 
 bool isNone(const VarP &v) { return v->isConst() && v->obj.get() == Py_None; }
+
+/// Refuses (a break) `use`, which runs to_tuple (`out[i]`, `out[a:b]`,
+/// `out.to_tuple()`), where record class `cls` defines its own.
+void refuseOwnToTuple(PyObject *cls, const char *use) {
+  PyObject *base = modelOutputBase(cls);
+  PyRef mine = PyRef::steal(PyObject_GetAttrString(cls, "to_tuple"));
+  PyRef theirs = base ? PyRef::steal(PyObject_GetAttrString(base, "to_tuple")) : PyRef();
+  PyErr_Clear();
+  if (!mine || mine.get() != theirs.get())
+    throw Unsupported(BreakCategory::PythonBuiltin, std::string(use) + " of a " + pyText(cls) +
+                                                        " built in the compiled code (its class "
+                                                        "defines its own to_tuple)");
+}
 
 } // namespace
 
@@ -199,6 +213,8 @@ VarP Interpreter::recordAttr(const VarP &rec, const std::string &attr) {
     return rec->items[at];
   if (("," + rec->name).find("," + attr + ",") != std::string::npos)
     return makeConst(PyRef::borrow(Py_None)); // a field left None
+  if (attr == "to_tuple")
+    refuseOwnToTuple(rec->obj.get(), "to_tuple()");
   if (attr == "to_tuple" || attr == "keys" || attr == "values" || attr == "items" ||
       attr == "get") {
     auto m = std::make_shared<Var>();
@@ -220,6 +236,7 @@ VarP Interpreter::recordItem(const VarP &rec, PyObject *index) {
                         "KeyError: " + pyText(index) + " in a ModelOutput built here");
     return rec->items[at];
   }
+  refuseOwnToTuple(rec->obj.get(), "an index or slice");
   VarP tuple = makeSeq(Var::Kind::Tuple, rec->items); // to_tuple()
   return subscript(tuple, makeConst(PyRef::borrow(index)));
 }
