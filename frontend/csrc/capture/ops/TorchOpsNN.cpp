@@ -485,6 +485,26 @@ VarP normalize(Interpreter &I, const std::string &op, Args &a) {
   }
 }
 
+/// torch._weight_norm(v, g, dim) (nn.utils.parametrizations.weight_norm's
+/// weight): v * (g / ||v||), the norm over every dim but `dim` (over all of
+/// them for dim -1, as norm_except_dim).
+VarP weightNorm(Interpreter &I, const std::string &op, Args &a) {
+  VarP v = a.get("v");
+  int64_t rank = ttype(tensorArg(v, op)).getRank();
+  int64_t dim = a.isNone("dim") ? 0 : asInt(a.get("dim"), "dim");
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (dim == -1 || d != normDim(dim, rank))
+      dims.push_back(d);
+  VarP norm = callOp(I, "norm",
+                     {{"input", v},
+                      {"p", constFloat(2.0)},
+                      {"dim", constIntTuple(dims)},
+                      {"keepdim", constBool(true)}});
+  VarP scale = callOp(I, "div", {{"input", a.get("g")}, {"other", norm}});
+  return callOp(I, "mul", {{"input", v}, {"other", scale}});
+}
+
 VarP cosineSimilarity(Interpreter &I, const std::string &op, Args &a) {
   Emit e(I);
   {
@@ -720,6 +740,7 @@ void registerNNOps(OpRegistry &r) {
   r.op("dropout2d", channelDropout<2>, dropoutParams).functional();
   r.op("dropout3d", channelDropout<3>, dropoutParams).functional();
   r.op("normalize", normalize, Params{"input", "p", "dim", "eps", "out"}).functional();
+  r.op("weight_norm", weightNorm, Params{"v", "g", "dim"}).torch("_weight_norm");
   r.op("cosine_similarity", cosineSimilarity, Params{"x1", "x2", "dim", "eps"})
       .functional()
       .torch();
