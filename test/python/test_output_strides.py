@@ -59,7 +59,15 @@ CASES = {
                               + 1, False),
     "contiguous-of-channels-last": (lambda x, y: (x + 1).contiguous() * 2, True),
     "transposed-copy": (lambda x, y: x.transpose(1, 2).contiguous() - y.transpose(1, 2), True),
+    # an in-place update keeps the tensor's strides
+    "setitem-keeps-layout": (lambda x, y: setitem_zero(F.relu(x)), True),
 }
+
+
+def setitem_zero(r):
+    r[:, 0] = 0
+    r[:, :, 1] += 1
+    return r
 
 
 def inputs(channels_last):

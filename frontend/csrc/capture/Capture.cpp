@@ -433,7 +433,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
       else
         addOutput(out, results, inputs, interp.effectValues()[i], 1, &out.effectValues);
     // Tensors eager returns channels-last (or permuted) keep its strides.
-    matchEagerLayouts(out, entry, results, interp.memoryFormatSources());
+    matchEagerLayouts(out, entry, results, interp.layoutSources());
     // Its backward recomputes the function eagerly (kiln._autograd): the
     // mutations must be ones it can undo around that (GradFlow.cpp), and
     // results eager computes without gradients are marked so.

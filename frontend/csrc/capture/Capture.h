@@ -18,6 +18,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <memory>
 #include <set>
@@ -107,6 +108,10 @@ struct GraphInput {
   /// A tensor of the caller's (not one kiln makes per call).
   bool isTensor() const { return kind == Kind::Tensor; }
 };
+
+/// Graph values whose eager strides their ops do not show: value → (the
+/// value whose strides it has (true) or whose memory format it takes (false)).
+using LayoutSources = llvm::DenseMap<mlir::Value, std::pair<mlir::Value, bool>>;
 
 /// A graph result the runtime allocates.
 struct GraphOutput {

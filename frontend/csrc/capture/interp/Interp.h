@@ -247,10 +247,10 @@ public:
   /// Marks `v` as computed without gradients whatever its operands (a
   /// BatchNorm running-stat update, done by eager's kernel under no grad).
   void markNoGrad(mlir::Value v) { noGrad_.insert(v.getAsOpaquePointer()); }
-  /// Eager makes `result` in the memory format `input` suggests, which the
-  /// graph's ops do not show (KeepsMemoryFormat ops, pad; EagerLayouts.h).
-  void keepsMemoryFormat(mlir::Value result, mlir::Value input) { formatOf_[result] = input; }
-  const llvm::DenseMap<mlir::Value, mlir::Value> &memoryFormatSources() const { return formatOf_; }
+  /// Eager makes `r` with the strides of `from` (`exact`: an in-place update) or in
+  /// the memory format `from` suggests (KeepsMemoryFormat ops, pad; EagerLayouts.h).
+  void keepsLayout(mlir::Value r, mlir::Value from, bool exact) { layoutOf_[r] = {from, exact}; }
+  const LayoutSources &layoutSources() const { return layoutOf_; }
   /// Records the grad mode from here on (after the last op emitted).
   void noteGradMode();
   /// The graph values eager computes with requires_grad: float results of
@@ -733,9 +733,9 @@ private:
   std::vector<std::pair<mlir::Operation *, bool>> gradTransitions_;
   /// Values markNoGrad named (opaque pointers of mlir::Value).
   std::set<const void *> noGrad_;
-  llvm::DenseMap<mlir::Value, mlir::Value> formatOf_; ///< keepsMemoryFormat's
-  bool gradSwitched_ = false;                         ///< a with-block changed grad mode
-  bool gradOnSomewhere_ = false;                      ///< grad mode is on in part of the graph
+  LayoutSources layoutOf_;       ///< keepsLayout's
+  bool gradSwitched_ = false;    ///< a with-block changed grad mode
+  bool gradOnSomewhere_ = false; ///< grad mode is on in part of the graph
   /// __exit__ of each open grad-mode (or transparent) with-block → the
   /// grad mode to restore.
   std::map<PyObject *, bool> gradExits_;

@@ -29,6 +29,7 @@
 #include "TensorInfo.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace kiln {
@@ -179,6 +180,29 @@ int Interpreter::checkWriteBacks() {
   return -1;
 }
 
+namespace {
+/// After `x[i] += v` assigned view `view` into its base: the view is rebuilt
+/// (returned, live at a break) from the root's new value, not the one it
+/// was taken from (`rootBefore`); where the base became a root itself (a
+/// view it was, now rebound: InPlace below), from that base, with the steps
+/// below it (`stepsOf`: each base's step count before).
+void retargetView(Var &view, Value rootBefore, const std::map<const Var *, size_t> &stepsOf) {
+  if (!view.viewRoot || view.viewRoot != rootBefore)
+    return;
+  Var *root = view.viewBase.get();
+  while (root && root->viewBase)
+    root = root->viewBase.get();
+  auto found = root ? stepsOf.find(root) : stepsOf.end();
+  if (!root || !root->fresh || found == stepsOf.end() || found->second > view.viewSteps.size()) {
+    view.viewSteps.clear(); // not replayable: returned as a copy, a break keeps it eager
+    view.viewRoot = Value();
+    return;
+  }
+  view.viewSteps.erase(view.viewSteps.begin(), view.viewSteps.begin() + found->second);
+  view.viewRoot = root->value;
+}
+} // namespace
+
 VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::string &what,
                                 const Var *except, int bumps, bool viewsRebuilt) {
   if (!target->isTensor())
@@ -213,6 +237,10 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
     if (!viewsRebuilt && hasLiveViews(*target->itemOf, target.get()))
       return writeThroughView(*this, target, result, what, bumps); // ViewWrites.cpp
     Value before = target->value;
+    Value rootBefore = target->viewRoot;
+    std::map<const Var *, size_t> stepsOf; // each base of the view: its steps then
+    for (VarP b = target->viewBase; b; b = b->viewBase)
+      stepsOf[b.get()] = b->viewSteps.size();
     target->value = result;
     try {
       tensorSetItem(target->itemOf, makeConst(target->itemIndex), target);
@@ -220,6 +248,7 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
       target->value = before; // a break: nothing was updated
       throw;
     }
+    retargetView(*target, rootBefore, stepsOf);
     return target;
   }
   if (input < 0) {
@@ -233,6 +262,10 @@ VarP Interpreter::assignInPlace(const VarP &target, Value result, const std::str
       target->viewSteps.clear();
       target->fresh = true;
     }
+    // The tensor keeps its strides (EagerLayouts.cpp): said of a value the
+    // update made (not yet used; a value another tensor holds keeps its own).
+    if (result != target->value && result.getDefiningOp() && result.use_empty())
+      keepsLayout(result, target->value, /*exact=*/true);
     target->value = result;
     return target;
   }

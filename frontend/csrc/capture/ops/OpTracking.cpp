@@ -237,7 +237,7 @@ VarP applyTracked(Interpreter &I, const OpDef &op, Args &a) {
   } else if (op.is(Copy) || !(inputTensor && in->value == r->value)) {
     r->fresh = true;
     if (op.is(KeepsMemoryFormat) && inputTensor)
-      I.keepsMemoryFormat(r->value, in->value);
+      I.keepsLayout(r->value, in->value, /*exact=*/false);
   }
   return r;
 }

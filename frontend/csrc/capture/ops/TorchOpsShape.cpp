@@ -435,7 +435,7 @@ VarP pad(Interpreter &I, const std::string &, Args &a) {
   for (size_t i = 0; i < p.size() / 2; ++i)
     v = padDim(e, v, rank - 1 - i, p[2 * i], p[2 * i + 1], mode, a.get("value"));
   if (mode != "circular" && v != input) // eager's circular pad is contiguous
-    I.keepsMemoryFormat(v, input);
+    I.keepsLayout(v, input, /*exact=*/false);
   return freshResult(v);
 }
 

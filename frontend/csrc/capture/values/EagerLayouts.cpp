@@ -244,8 +244,7 @@ bool isElementwise(mlir::Operation *op) {
 /// Eager's strides of the graph's values, computed once in program order.
 class StrideModel {
 public:
-  StrideModel(const Capture &out, const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources)
-      : out_(out), formatSources_(formatSources) {}
+  StrideModel(const Capture &out, const LayoutSources &sources) : out_(out), sources_(sources) {}
 
   void run(mlir::Block &entry) {
     for (mlir::Operation &op : entry)
@@ -290,10 +289,13 @@ private:
     auto shapeOf = [&](mlir::Value v) {
       return llvm::cast<mlir::ShapedType>(v.getType()).getShape();
     };
-    if (auto it = formatSources_.find(r); it != formatSources_.end()) {
-      mlir::Value in = it->second;
-      auto s = of(in);
-      bool cl = s && shapeOf(in).size() == shape.size() && suggestsChannelsLast(shapeOf(in), *s);
+    if (auto it = sources_.find(r); it != sources_.end()) {
+      auto [from, exact] = it->second;
+      auto s = of(from);
+      if (exact) // an in-place update keeps the tensor's strides
+        return s && shapeOf(from) == shape ? s : std::nullopt;
+      bool cl =
+          s && shapeOf(from).size() == shape.size() && suggestsChannelsLast(shapeOf(from), *s);
       return cl ? channelsLastStrides(shape) : contiguousStrides(shape);
     }
     if (op->hasAttr(kContiguousAttr))
@@ -367,7 +369,7 @@ private:
   }
 
   const Capture &out_;
-  const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources_;
+  const LayoutSources &sources_;
   llvm::DenseMap<mlir::Value, Strides> known_;
 };
 
@@ -426,7 +428,7 @@ PyRef channelsLastSteps(bool copy) {
 } // namespace
 
 void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
-                       const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources) {
+                       const LayoutSources &sources) {
   // An artifact's outputs are the graph's row-major results; a graph with
   // symbolic sizes (and its shadow static capture, which must build the
   // same graph) has no static strides to model.
@@ -452,7 +454,7 @@ void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value
   }
   if (!candidate)
     return;
-  StrideModel model(out, formatSources);
+  StrideModel model(out, sources);
   model.run(entry);
   // A graph that needs gradients keeps its results (kiln._autograd lines
   // them up with the eager recompute's tensors by position and shape): a

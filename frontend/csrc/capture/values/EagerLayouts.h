@@ -38,10 +38,10 @@ inline constexpr const char *kContiguousAttr = "kiln.contiguous";
 /// position): a channels-last 4-D one gets a Graph slot whose steps copy
 /// it to channels-last per call; other orders stay row-major there. Not
 /// while kiln.export records (an artifact returns row-major results).
-/// `formatSources`: the values eager makes in their input's suggested
-/// memory format (Interpreter::memoryFormatSources).
+/// `sources`: values whose strides their ops do not show
+/// (Interpreter::layoutSources).
 void matchEagerLayouts(Capture &out, mlir::Block &entry, std::vector<mlir::Value> &results,
-                       const llvm::DenseMap<mlir::Value, mlir::Value> &formatSources);
+                       const LayoutSources &sources);
 
 } // namespace kiln
 
