@@ -214,7 +214,17 @@ void OpcodeHandlers::storeSubscr(Interpreter &interp, Frame &f, const Instr &in,
   const VarP *container = f.stack.size() >= 3 ? &f.stack[f.stack.size() - 2] : nullptr;
   if (container && (*container)->isTensor()) { // x[i] = v (TensorSetItem.cpp)
     VarP key = popValue(f), c = popValue(f), value = popValue(f);
-    interp.tensorSetItem(c, key, value);
+    // `x[k] = x[k]`, the store that ends `x[k] += v` (the update already went
+    // into x through that view, ops/InPlace.cpp): eager copies the elements
+    // onto themselves, a no-op for a tensor the graph computed (on an input
+    // it still counts in its _version: TensorSetItem.cpp does it).
+    PyRef k = key->isConst() ? key->obj : seqAsConst(key);
+    bool computed = c->inputIndex < 0 && c->viewInput < 0;
+    bool sameView = computed && value->itemOf == c && k &&
+                    PyObject_RichCompareBool(value->itemIndex.get(), k.get(), Py_EQ) == 1;
+    PyErr_Clear();
+    if (!sameView)
+      interp.tensorSetItem(c, key, value);
     return;
   }
   if (!container || !((*container)->kind == Var::Kind::Dict ||

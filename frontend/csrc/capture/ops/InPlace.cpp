@@ -181,25 +181,28 @@ int Interpreter::checkWriteBacks() {
 }
 
 namespace {
-/// After `x[i] += v` assigned view `view` into its base: the view is rebuilt
-/// (returned, live at a break) from the root's new value, not the one it
-/// was taken from (`rootBefore`); where the base became a root itself (a
-/// view it was, now rebound: InPlace below), from that base, with the steps
-/// below it (`stepsOf`: each base's step count before).
+/// After `x[i] += v` assigned view `view` into its base: the view, and the
+/// views between it and its root, are rebuilt (returned, live at a break)
+/// from the root's new value, not the one they were taken from
+/// (`rootBefore`); where a base became a root itself (a view it was, now
+/// rebound: InPlace below), from that base, with the steps below it
+/// (`stepsOf`: each base's step count before).
 void retargetView(Var &view, Value rootBefore, const std::map<const Var *, size_t> &stepsOf) {
-  if (!view.viewRoot || view.viewRoot != rootBefore)
-    return;
-  Var *root = view.viewBase.get();
-  while (root && root->viewBase)
+  Var *root = &view;
+  while (root->viewBase)
     root = root->viewBase.get();
-  auto found = root ? stepsOf.find(root) : stepsOf.end();
-  if (!root || !root->fresh || found == stepsOf.end() || found->second > view.viewSteps.size()) {
-    view.viewSteps.clear(); // not replayable: returned as a copy, a break keeps it eager
-    view.viewRoot = Value();
-    return;
+  auto found = stepsOf.find(root);
+  for (Var *v = &view; v != root; v = v->viewBase.get()) {
+    if (!v->viewRoot || v->viewRoot != rootBefore)
+      continue;
+    if (!root->fresh || found == stepsOf.end() || found->second > v->viewSteps.size()) {
+      v->viewSteps.clear(); // not replayable: returned as a copy, a break keeps it eager
+      v->viewRoot = Value();
+      continue;
+    }
+    v->viewSteps.erase(v->viewSteps.begin(), v->viewSteps.begin() + found->second);
+    v->viewRoot = root->value;
   }
-  view.viewSteps.erase(view.viewSteps.begin(), view.viewSteps.begin() + found->second);
-  view.viewRoot = root->value;
 }
 } // namespace
 
