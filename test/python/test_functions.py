@@ -641,3 +641,14 @@ def test_torch_jit_script_function_is_inlined():
     x = torch.randn(4, 5)
     assert_close(kiln.compile(f)(x), f(x))
     assert_compiled(graphs=1, fallback_ops=0, eager_calls=0)
+
+
+def test_factory_sizes_by_keyword():
+    # torch.zeros(size=...) names the varargs parameter (BEiT does).
+    def f(x):
+        return x + torch.zeros(size=(2, 3), dtype=x.dtype) + torch.ones(size=[3]) + torch.full(
+            size=(2, 1), fill_value=2.0)
+
+    x = torch.randn(2, 3)
+    assert_close(kiln.compile(f)(x), f(x))
+    assert_compiled(graphs=1, fallback_ops=0)

@@ -165,6 +165,15 @@ Args bindArguments(const OpBinding &binding, std::vector<VarP> &args,
   if (i < args.size())
     throw Unsupported("too many arguments for " + op);
   for (auto &[k, v] : kwargs) {
+    if (std::find(params.begin(), params.end(), "*" + k) != params.end()) {
+      // `torch.zeros(size=(2, 3))`: the varargs by their keyword, when no
+      // positional took their place (torch's parser raises then).
+      VarP given = a.named[k];
+      if (given && given->kind == Var::Kind::Tuple && given->items.empty()) {
+        a.named[k] = v;
+        continue;
+      }
+    }
     if (std::find(params.begin(), params.end(), k) == params.end())
       throw Unsupported("unsupported keyword '" + k + "' for " + op);
     a.named[k] = v;
