@@ -76,12 +76,16 @@ VarP writeThroughView(Interpreter &I, const VarP &target, Value result, const st
             (computed && v.viewInput < 0 && v.viewRoot == root->value));
   };
   // A view updated: it comes first; a root updated: only its views follow.
+  // Every live view below the root, the target's own views too.
   bool isView = target != root;
-  std::vector<VarP> views;
+  std::vector<VarP> views, below;
   if (isView)
     views.push_back(target);
-  std::set<const Var *> seen{target.get()};
-  liveViews(*root, views, seen);
+  std::set<const Var *> seen;
+  liveViews(*root, below, seen);
+  for (const VarP &v : below)
+    if (v != target)
+      views.push_back(v);
   for (const VarP &v : views)
     if (!replayable(*v))
       refuse("a view of its base cannot be rebuilt from it (an op kiln cannot replay)");
