@@ -556,6 +556,17 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex) {
       r->itemOf = c; // an in-place update of r goes through to c (InPlace.cpp)
       r->itemIndex = constIndex;
+      // Rebuilt (returned, live at a break, written through) as eager's own
+      // `c[index]` rather than the primitive steps that computed it (a slice
+      // and a reshape: another view of the same elements, with other strides
+      // for size-1 dims, which torch's overlap checks tell apart).
+      bool sameRoot = (r->viewInput >= 0 &&
+                       r->viewInput == (c->viewInput >= 0 ? c->viewInput : c->inputIndex)) ||
+                      (r->viewRoot && r->viewRoot == (c->viewRoot ? c->viewRoot : c->value));
+      if (sameRoot && !r->viewSteps.empty()) {
+        r->viewSteps = c->viewSteps;
+        r->viewSteps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, constIndex.get()))});
+      }
     }
     return r;
   }
