@@ -506,6 +506,26 @@ bool markOpaqueIndexView(const VarP &c, const VarP &index, const VarP &r) {
 }
 } // namespace
 
+namespace {
+/// `r = c[index]` (a view, constant index): an in-place update of r goes
+/// through to c (InPlace.cpp), and r is rebuilt (returned, live at a
+/// break, written through) as eager's own `c[index]` rather than the
+/// primitive steps that computed it (a slice and a reshape: another view of
+/// the same elements, with other strides for size-1 dims, which torch's
+/// overlap checks tell apart).
+void recordItemView(const VarP &c, const VarP &r, const PyRef &index) {
+  r->itemOf = c;
+  r->itemIndex = index;
+  int base = c->viewInput >= 0 ? c->viewInput : c->inputIndex;
+  bool sameRoot = (r->viewInput >= 0 && r->viewInput == base) ||
+                  (r->viewRoot && r->viewRoot == (c->viewRoot ? c->viewRoot : c->value));
+  if (sameRoot && !r->viewSteps.empty()) {
+    r->viewSteps = c->viewSteps;
+    r->viewSteps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, index.get()))});
+  }
+}
+} // namespace
+
 VarP Interpreter::subscript(const VarP &c, const VarP &index) {
   if (c->kind == Var::Kind::Dict && c->obj)
     return recordItem(c, constObj(index, "index"));
@@ -553,21 +573,8 @@ VarP Interpreter::subscript(const VarP &c, const VarP &index) {
     if (markOpaqueIndexView(c, index, r))
       return r;
     PyRef constIndex = index->isConst() ? index->obj : seqAsConst(index);
-    if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex) {
-      r->itemOf = c; // an in-place update of r goes through to c (InPlace.cpp)
-      r->itemIndex = constIndex;
-      // Rebuilt (returned, live at a break, written through) as eager's own
-      // `c[index]` rather than the primitive steps that computed it (a slice
-      // and a reshape: another view of the same elements, with other strides
-      // for size-1 dims, which torch's overlap checks tell apart).
-      bool sameRoot = (r->viewInput >= 0 &&
-                       r->viewInput == (c->viewInput >= 0 ? c->viewInput : c->inputIndex)) ||
-                      (r->viewRoot && r->viewRoot == (c->viewRoot ? c->viewRoot : c->value));
-      if (sameRoot && !r->viewSteps.empty()) {
-        r->viewSteps = c->viewSteps;
-        r->viewSteps.push_back({"__getitem__", PyRef::steal(PyTuple_Pack(1, constIndex.get()))});
-      }
-    }
+    if (r && r != c && r->isTensor() && !r->fresh && r->viewBase && constIndex)
+      recordItemView(c, r, constIndex);
     return r;
   }
   PyObject *o = constObj(c, "subscripted value");
