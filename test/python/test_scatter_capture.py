@@ -105,7 +105,7 @@ def test_wrong_dtype_still_raises_like_eager():
         kiln.compile(f)(x)
 
 
-def test_scatter_on_live_view_breaks():
+def test_scatter_on_live_view_reaches_it():
     def f(x):
         y = x * 1
         v = y[0]  # a live view of y: the update must reach it
@@ -114,7 +114,9 @@ def test_scatter_on_live_view_breaks():
 
     x = torch.randn(4, 3)
     assert_close(kiln.compile(f)(x), f(x))
-    assert stats()["graph_breaks"] >= 1
+    # v replays as y[0], so the update is written through in the graph (it
+    # was a break while v's steps were a slice and a reshape)
+    assert stats()["graph_breaks"] == 0
 
 
 def test_gumbel_softmax_hard():
