@@ -20,7 +20,9 @@
 //   with the [F, C*kh*kw] weight, and the product is permuted back;
 // - otherwise im2col + GEMM per image (and group) on NCHW: the taps
 //   concatenate into [N, G, C/G*kh*kw, OH*OW] columns times the
-//   [G, F/G, C/G*kh*kw] weight.
+//   [G, F/G, C/G*kh*kw] weight; a weight that is the permute of an
+//   [F, kh, kw, C] tensor (a caller's channels-last weight) is read as it
+//   is, the columns' rows in (kh, kw, c) order.
 // Pooling combines the taps with `kiln.maximum` or `kiln.add` and a
 // constant divisor. The patterns need static shapes (the frontend only
 // produces those); dynamic ones are left for the converter to report.
@@ -283,6 +285,7 @@ Value pointwiseConv(PatternRewriter &rewriter, Location loc, Conv2dOp op, const 
 /// conv2d = im2col + GEMM:
 ///   cols[n, g, (c, kh, kw), (oh, ow)] = padded[n, g*Cg + c, oh*s + kh*d, ow*s + kw*d]
 ///   out[n, g, f, l] = sum_k weight[g, f, k] * cols[n, g, k, l]
+/// (rows (kh, kw, c) for a weight permuted from [F, KH, KW, C], one group).
 struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -322,6 +325,11 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
       rewriter.replaceOp(op, channelMajorConv(rewriter, loc, op, w, n, c, f));
       return success();
     }
+    // A weight held as [F, KH, KW, C] (a channels-last weight, permuted to
+    // [F, C, KH, KW]) is read as it is with columns in (tap, c) order.
+    auto ohwi = op.getWeight().getDefiningOp<PermuteOp>();
+    if (ohwi && (g != 1 || ohwi.getDims() != ArrayRef<int64_t>{0, 3, 1, 2}))
+      ohwi = nullptr;
     Value padded = padForWindow(rewriter, loc, op.getInput(), w, 0.0);
     SmallVector<Value> taps;
     for (int64_t i = 0; i < kh; ++i)
@@ -329,13 +337,16 @@ struct DecomposeConv2d : OpRewritePattern<Conv2dOp> {
         // A unit dim is added (not OH, OW collapsed): a strided tap stays a
         // view and the concat below is the only copy.
         taps.push_back(buildReshape(rewriter, loc, tap(rewriter, loc, padded, w, i, j),
-                                    {n, c, 1, w.out[0], w.out[1]}));
-    Value cols = taps.size() == 1
-                     ? taps[0]
-                     : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(2));
+                                    ohwi ? SmallVector<int64_t>{n, 1, c, w.out[0], w.out[1]}
+                                         : SmallVector<int64_t>{n, c, 1, w.out[0], w.out[1]}));
+    Value cols =
+        taps.size() == 1
+            ? taps[0]
+            : rewriter.create<ConcatOp>(loc, taps, rewriter.getI64IntegerAttr(ohwi ? 1 : 2));
     int64_t k = c / g * kh * kw;
     cols = buildReshape(rewriter, loc, cols, {n, g, k, l}); // contiguous: free
-    Value weight = buildReshape(rewriter, loc, op.getWeight(), {g, f / g, k});
+    Value weight =
+        buildReshape(rewriter, loc, ohwi ? ohwi.getInput() : op.getWeight(), {g, f / g, k});
     Value out = rewriter.create<MatmulOp>(loc, weight, cols);
     rewriter.replaceOp(op, buildReshape(rewriter, loc, out, type.getShape()));
     return success();

@@ -349,12 +349,17 @@ Value emitCall(OpBuilder &b, Conv2dOp op, ModuleOp module, Plan &plan, bool nchw
     scale = b.create<MulOp>(loc, scale.getType(), scale,
                             b.create<ReshapeOp>(loc, scale.getType(), quant->weight.getScale()));
   Value xm = readBuffer(b, loc, xU8 ? x : nhwcInput(b, loc, x));
-  Value wm = readBuffer(b, loc, w);
+  // A permuted weight (a caller's channels-last weight, held in memory
+  // order: frontend InputLayouts.h) is passed as a strided view of its
+  // operand, which oneDNN reorders from: no transposing copy per call.
+  auto wp = w.getDefiningOp<PermuteOp>();
+  Value wm = readBuffer(b, loc, wp ? wp.getInput() : w);
   MLIRContext *ctx = b.getContext();
   Value ym = allocOutput(b, loc, op.getType(), yU8, nchw);
   Value xv = permutedView(b, loc, xm, {0, 3, 1, 2});
-  Value wv =
-      b.create<memref::CastOp>(loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm);
+  Value wv = wp ? permutedView(b, loc, wm, wp.getDims())
+                : b.create<memref::CastOp>(
+                      loc, dynamicType(ctx, 4, getElementTypeOrSelf(w.getType())), wm);
   Value yv = nchw ? b.create<memref::CastOp>(loc, dynamicType(ctx), ym).getResult()
                   : permutedView(b, loc, ym, {0, 3, 1, 2});
   SmallVector<Value> args = {

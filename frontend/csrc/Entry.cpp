@@ -10,6 +10,8 @@
 
 #include "CudaEntry.h"
 #include "InputStamps.h"
+#include "hook/Stats.h"
+#include "capture/values/InputLayouts.h"
 
 #include "runtime/cpu/Threads.h"
 #include "llvm/ADT/SmallVector.h"
@@ -54,9 +56,9 @@ bool buildPlan(const Entry &entry) {
     }
     static const std::vector<int64_t> scalar;                    // the seed, a number's value
     static const std::vector<int64_t> carrier{kSymbolicSize, 0}; // an int's (n, 0)
-    const std::vector<int64_t> &sizes = in.isTensor()                             ? guard->sizes
-                                        : in.kind == GraphInput::Kind::IntCarrier ? carrier
-                                                                                  : scalar;
+    const std::vector<int64_t> sizes = in.isTensor() ? memorySizes(in, guard->sizes) // its memory
+                                       : in.kind == GraphInput::Kind::IntCarrier ? carrier
+                                                                                 : scalar;
     plan.offsets.push_back(plan.words.size());
     appendDescriptor(plan.words, sizes);
     plan.ranks.push_back((int)sizes.size());
@@ -358,6 +360,7 @@ bool runGraphUnchecked(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
       continue;
     }
     if (entry.inputs[i].makeContiguous) {
+      ++counters().inputCopies;
       copies.push_back(PyRef::steal(contiguousTensor(t)));
       if (!copies.back())
         return false;

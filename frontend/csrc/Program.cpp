@@ -9,6 +9,7 @@
 
 #include "Entry.h"
 #include "PySequence.h"
+#include "TensorInfo.h"
 #include "hook/Stats.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -144,8 +145,16 @@ bool runFallback(const FallbackCall &call, llvm::ArrayRef<PyObject *> operands,
 bool runProgram(const Program &program, llvm::ArrayRef<PyObject *> inputs,
                 std::vector<PyRef> &results) {
   std::vector<PyRef> values(program.numValues);
-  for (size_t i = 0; i < inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size(); ++i) {
     values[i] = PyRef::borrow(inputs[i]);
+    if (i < program.inputOrders.size() && !program.inputOrders[i].empty()) { // a view
+      PyRef dims = PyRef::steal(intTuple(program.inputOrders[i]));
+      values[i] = dims ? PyRef::steal(PyObject_CallMethod(inputs[i], "permute", "(O)", dims.get()))
+                       : PyRef();
+      if (!values[i])
+        return false;
+    }
+  }
   llvm::SmallVector<PyObject *, 16> in;
   llvm::SmallVector<PyRef, 4> copies;
   std::vector<PyRef> out;
@@ -156,6 +165,7 @@ bool runProgram(const Program &program, llvm::ArrayRef<PyObject *> inputs,
     for (size_t k = 0; k < step.in.size(); ++k) {
       PyObject *v = values[step.in[k]].get();
       if (step.kind == ProgramStep::Kind::Graph && step.contiguous[k]) {
+        counters().inputCopies += step.in[k] < (int)inputs.size();
         copies.push_back(PyRef::steal(contiguousTensor(v)));
         if (!copies.back())
           return false;

@@ -78,6 +78,10 @@ struct Program {
   int numValues = 0;
   /// The entry's graph results, as value slots.
   std::vector<int> resultSlots;
+  /// Per graph input: its dims in memory order, the graph argument's
+  /// layout (GraphInput::memoryOrder; empty: the tensor as it is). Steps
+  /// read such an input as its `permute(order)` view.
+  std::vector<std::vector<int64_t>> inputOrders;
 };
 
 /// Runs `program` on the entry's graph inputs (borrowed); fills `results`

@@ -78,6 +78,8 @@ bool compileProgram(Capture &cap, Entry &entry, int device,
   program->numValues = cap.numValues;
   program->resultSlots = cap.resultSlots;
   int numInputs = (int)cap.inputs.size();
+  for (const GraphInput &in : cap.inputs)
+    program->inputOrders.push_back(in.memoryOrder);
   std::set<int> fromTorch; // slots a fallback call produced (maybe strided)
   int segment = 0;
   for (CaptureStep &cs : cap.steps) {

@@ -31,6 +31,47 @@ func.func @conv2d_im2col(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> te
 
 // -----
 
+// Tests that a weight held as [F, KH, KW, C] (a caller's channels-last
+// weight, permuted to [F, C, KH, KW] by the frontend) is read as it is:
+// the taps get their unit dim before C and concatenate along it, so the
+// columns' rows are (kh, kw, c), the order of the weight's own elements.
+// CHECK-LABEL: func.func @conv2d_im2col_ohwi_weight
+// CHECK-SAME: (%[[X:.*]]: tensor<1x3x8x8xf32>, %[[W:.*]]: tensor<4x3x3x3xf32>)
+// CHECK-NOT: kiln.permute
+// CHECK: kiln.reshape %{{.*}} : tensor<1x3x4x4xf32> -> tensor<1x1x3x4x4xf32>
+// CHECK: %[[COLS:.*]] = kiln.concat {{.*}} {dim = 1 : i64} {{.*}} -> tensor<1x9x3x4x4xf32>
+// CHECK: %[[C4:.*]] = kiln.reshape %[[COLS]] : tensor<1x9x3x4x4xf32> -> tensor<1x1x27x16xf32>
+// CHECK: %[[WM:.*]] = kiln.reshape %[[W]] : tensor<4x3x3x3xf32> -> tensor<1x4x27xf32>
+// CHECK: kiln.matmul %[[WM]], %[[C4]]
+// CHECK-NOT: kiln.conv2d
+func.func @conv2d_im2col_ohwi_weight(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %p = kiln.permute %w {dims = array<i64: 0, 3, 1, 2>} : tensor<4x3x3x3xf32> -> tensor<4x3x3x3xf32>
+  %0 = kiln.conv2d %x, %p {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Tests the negative cases of the [F, KH, KW, C] weight: another permute
+// ([F, C, KW, KH] transposed taps) and a grouped convolution keep the
+// permute and the (c, kh, kw) rows.
+// CHECK-LABEL: func.func @negative_conv2d_im2col_other_permutes
+// CHECK: %[[T:.*]] = kiln.permute %{{.*}} {dims = array<i64: 0, 1, 3, 2>}
+// CHECK: kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<1x4x9x4x4xf32>
+// CHECK: kiln.reshape %[[T]] : tensor<4x4x3x3xf32> -> tensor<1x4x36xf32>
+// CHECK: %[[G:.*]] = kiln.permute %{{.*}} {dims = array<i64: 0, 3, 1, 2>}
+// CHECK: kiln.concat {{.*}} {dim = 2 : i64} {{.*}} -> tensor<1x4x9x4x4xf32>
+// CHECK: kiln.reshape %[[G]] : tensor<4x2x3x3xf32> -> tensor<2x2x18xf32>
+func.func @negative_conv2d_im2col_other_permutes(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %v: tensor<4x3x3x2xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) {
+  %t = kiln.permute %w {dims = array<i64: 0, 1, 3, 2>} : tensor<4x4x3x3xf32> -> tensor<4x4x3x3xf32>
+  %0 = kiln.conv2d %x, %t {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x4x4xf32>
+  %g = kiln.permute %v {dims = array<i64: 0, 3, 1, 2>} : tensor<4x3x3x2xf32> -> tensor<4x2x3x3xf32>
+  %1 = kiln.conv2d %x, %g {stride = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0, %1 : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
+}
+
+// -----
+
 // Tests that a grouped 1x1 convolution needs no padding and one tap, and
 // multiplies per group: [G, F/G, C/G] x [N, G, C/G, H*W] (negative case of
 // the one-GEMM batch layout below: groups keep the per-image columns).

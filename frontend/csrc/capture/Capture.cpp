@@ -10,6 +10,7 @@
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/Deques.h"
 #include "capture/values/EagerLayouts.h"
+#include "capture/values/InputLayouts.h"
 #include "capture/values/IdentitySets.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -383,7 +384,7 @@ bool captureFrame(mlir::MLIRContext &ctx, PyCodeObject *code, PyObject *func,
     interp.checkGradRegions();
     auto fn = llvm::cast<mlir::func::FuncOp>(out.module->getBody()->front());
     mlir::Block &entry = fn.getBody().front();
-    std::vector<mlir::Value> inputs(entry.getArguments().begin(), entry.getArguments().end());
+    std::vector<mlir::Value> inputs = inputValues(entry);
     std::vector<mlir::Value> results;
     std::map<const Var *, int> clones;
     if (out.stopOffset >= 0) {

@@ -104,6 +104,11 @@ struct GraphInput {
   int source;
   Kind kind = Kind::Tensor;
   bool makeContiguous = false; ///< non-contiguous at capture: copied per call
+  /// Dims from outermost to innermost in memory of a tensor dense in
+  /// another order than row-major, passed as it is (the graph argument has
+  /// its dims in this order: capture/values/InputLayouts.h); empty: the
+  /// tensor's own dims (row-major, or copied when makeContiguous).
+  std::vector<int64_t> memoryOrder;
   bool requiresGrad = false;
   /// A tensor of the caller's (not one kiln makes per call).
   bool isTensor() const { return kind == Kind::Tensor; }

@@ -104,7 +104,7 @@ std::vector<int> markInPlaceResults(Capture &cap) {
       continue;
     for (size_t i = 0; i < cap.inputs.size(); ++i) {
       const GraphInput &in = cap.inputs[i];
-      if (!in.isTensor() || in.source != target || in.makeContiguous ||
+      if (!in.isTensor() || in.source != target || in.makeContiguous || !in.memoryOrder.empty() ||
           func.getArgumentTypes()[i] != func.getResultTypes()[result])
         continue;
       inPlace.resize(cap.results.size(), -1);

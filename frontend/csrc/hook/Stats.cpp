@@ -33,6 +33,7 @@ constexpr CounterName kCounterNames[] = {
     {"dynamic_numbers", &Counters::dynamicNumbers},
     {"fallback_ops", &Counters::fallbackOps},
     {"fallback_calls", &Counters::fallbackCalls},
+    {"input_copies", &Counters::inputCopies},
     {"compiled_backwards", &Counters::compiledBackwards},
     {"eager_backwards", &Counters::eagerBackwards},
     {"backward_calls", &Counters::backwardCalls},

@@ -35,9 +35,13 @@ struct Counters {
   long dynamicNumbers = 0;     ///< int arguments made symbolic after a value change
   long fallbackOps = 0;        ///< torch calls compiled into graphs (per-op fallback)
   long fallbackCalls = 0;      ///< those calls run (Program.cpp)
-  long compiledBackwards = 0;  ///< graphs compiled with their backward (CompiledGrad.h)
-  long eagerBackwards = 0;     ///< graphs needing gradients that keep the eager backward
-  long backwardCalls = 0;      ///< compiled backwards run
+  /// Caller's tensors copied to row-major before a compiled call (strided
+  /// views; a dense tensor in another dim order is passed as it is:
+  /// capture/values/InputLayouts.h).
+  long inputCopies = 0;
+  long compiledBackwards = 0; ///< graphs compiled with their backward (CompiledGrad.h)
+  long eagerBackwards = 0;    ///< graphs needing gradients that keep the eager backward
+  long backwardCalls = 0;     ///< compiled backwards run
   /// Per call of each graph compiled with its backward, summed over those
   /// graphs: the intermediates its forward keeps for the backward (the
   /// min-cut partitioner's choice, transforms/autodiff/Partition.h) and

@@ -258,7 +258,9 @@ def stats() -> dict:
     """Counters since the last reset: frames seen, graphs compiled, cache hits,
     eager fallbacks (graph breaks), ops run through torch inside compiled
     graphs (``fallback_ops``: no kiln lowering, compiled; ``fallback_calls``:
-    those calls run), recompiles, compiled calls run, and
+    those calls run), caller's tensors copied to row-major per call
+    (``input_copies``: strided views; a tensor dense in another dim order,
+    channels-last, is passed as it is), recompiles, compiled calls run, and
     microseconds spent capturing (``capture_time_us``: the bytecode
     interpreter building graphs) and compiling (``compile_time_us``, which
     includes the capture)."""

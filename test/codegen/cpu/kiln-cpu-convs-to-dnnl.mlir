@@ -39,6 +39,30 @@ func.func @conv3x3(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> tensor<1
 
 // -----
 
+// Tests that a channels-last input and weight (the frontend passes a
+// caller's channels-last tensors in memory order, each permuted to NCHW)
+// reach the call as strided views of the arguments themselves: no
+// permuting copy of either (oneDNN reorders the weight from its strides).
+// CHECK-LABEL: func.func @conv3x3_channels_last_arguments
+// CHECK-SAME: (%[[X:.*]]: tensor<1x6x6x8xf32>, %[[W:.*]]: tensor<4x3x3x8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: %[[XM:.*]] = bufferization.to_memref %[[X]] read_only
+// CHECK: %[[WM:.*]] = bufferization.to_memref %[[W]] read_only
+// CHECK: %[[XB:.*]], %{{.*}}, %[[XS:.*]]:4, %[[XT:.*]]:4 = memref.extract_strided_metadata %[[XM]]
+// CHECK: %[[XV:.*]] = memref.reinterpret_cast %[[XB]] {{.*}} sizes: [%[[XS]]#0, %[[XS]]#3, %[[XS]]#1, %[[XS]]#2], strides: [%[[XT]]#0, %[[XT]]#3, %[[XT]]#1, %[[XT]]#2]
+// CHECK: %[[WB:.*]], %{{.*}}, %[[WS:.*]]:4, %[[WT:.*]]:4 = memref.extract_strided_metadata %[[WM]]
+// CHECK: %[[WV:.*]] = memref.reinterpret_cast %[[WB]] {{.*}} sizes: [%[[WS]]#0, %[[WS]]#3, %[[WS]]#1, %[[WS]]#2], strides: [%[[WT]]#0, %[[WT]]#3, %[[WT]]#1, %[[WT]]#2]
+// CHECK: call @kiln_dnnl_conv2d_f32(%[[XV]], %[[WV]],
+// CHECK-NOT: linalg.generic
+func.func @conv3x3_channels_last_arguments(%x: tensor<1x6x6x8xf32>, %w: tensor<4x3x3x8xf32>) -> tensor<1x4x6x6xf32> {
+  %xp = kiln.permute %x {dims = array<i64: 0, 3, 1, 2>} : tensor<1x6x6x8xf32> -> tensor<1x8x6x6xf32>
+  %wp = kiln.permute %w {dims = array<i64: 0, 3, 1, 2>} : tensor<4x3x3x8xf32> -> tensor<4x8x3x3xf32>
+  %y = kiln.conv2d %xp, %wp {padding = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<4x8x3x3xf32> -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
 // Tests that a ReLU that is the convolution's only user becomes the call's
 // activation 1 (the last argument) and disappears; stride 2, dilation 2,
 // asymmetric padding and 2 groups are passed through.

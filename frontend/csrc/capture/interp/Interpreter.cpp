@@ -19,6 +19,8 @@
 
 #include "capture/interp/PlainObjects.h"
 #include "capture/values/DynamicShapes.h"
+#include "capture/values/InputLayouts.h"
+#include "Export.h"
 
 #include "ir/KilnOps.h"
 
@@ -269,18 +271,15 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   GraphInput in;
   in.source = source;
   in.requiresGrad = meta.requiresGrad;
-  int64_t expect = 1;
-  for (int i = (int)meta.sizes.size() - 1; i >= 0; --i) {
-    if (meta.sizes[i] != 1 && meta.strides[i] != expect)
-      in.makeContiguous = true;
-    expect *= meta.sizes[i];
-  }
+  chooseInputLayout(in, meta.sizes, meta.strides,
+                    /*passDense=*/meta.device == TensorMeta::kCpuDevice && !out_.gradMode &&
+                        !exportRecording());
   // Symbolic dims (DynamicShapes.h): `?` in the type; the guard keeps
   // `size >= 2` (-1) and asks for a contiguous input (no strides).
   std::vector<int64_t> sizes = meta.sizes;
   std::vector<bool> dyn =
       symbolicDims(out_.dynamic, value, out_.sources.describe(source, out_.dynamic.localNames),
-                   meta, !in.makeContiguous);
+                   meta, !in.makeContiguous && in.memoryOrder.empty());
   if (std::count(dyn.begin(), dyn.end(), true) && out_.dynamic.shadow) {
     addSymbolicDims(out_, (int)out_.inputs.size(), meta.sizes, dyn); // types stay static
   } else if (std::count(dyn.begin(), dyn.end(), true)) {
@@ -295,10 +294,9 @@ VarP Interpreter::fromSource(PyObject *value, int source, bool lazy) {
   }
   out_.inputs.push_back(in);
   mlir::Type elt = elementType(ctx_, *dt);
-  auto type = mlir::RankedTensorType::get(sizes, elt);
+  auto type = mlir::RankedTensorType::get(memorySizes(in, sizes), elt);
   mlir::Block &entry = func_.getBody().front();
-  mlir::Value arg = entry.addArgument(type, loc_);
-  VarP v = makeTensor(arg);
+  VarP v = makeTensor(inputValue(b_, loc_, in, entry.addArgument(type, loc_)));
   v->inputIndex = (int)out_.inputs.size() - 1;
   inputOfSource_[source] = v;
   inputObjects_.push_back(PyRef::borrow(value));

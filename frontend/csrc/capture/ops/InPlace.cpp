@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 #include "capture/ops/TorchOpsImpl.h"
 #include "capture/ops/StopGradient.h"
+#include "capture/values/InputLayouts.h"
 #include "TensorInfo.h"
 
 #include <algorithm>
@@ -105,7 +106,7 @@ bool hadGrad(const Interpreter &I, const Capture &out, Value old, bool gradEver)
   auto t = llvm::dyn_cast<mlir::RankedTensorType>(old.getType());
   if (!t || !llvm::isa<mlir::FloatType>(t.getElementType()))
     return false;
-  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(old))
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(throughInputLayout(old)))
     return arg.getArgNumber() < out.inputs.size() && out.inputs[arg.getArgNumber()].requiresGrad;
   if (old.getDefiningOp()->hasAttr(kGradThroughAttr))
     return true;

@@ -272,6 +272,8 @@ private:
     unsigned i = arg.getArgNumber();
     if (i >= out_.inputs.size() || !out_.inputs[i].isTensor())
       return std::nullopt;
+    if (!out_.inputs[i].memoryOrder.empty()) // held in memory order (InputLayouts.h)
+      return contiguousStrides(shape);
     for (const Guard &g : out_.guards)
       if (g.kind == Guard::Kind::Tensor && g.source == out_.inputs[i].source &&
           g.strides.size() == shape.size() && Shape(g.sizes) == shape)
