@@ -131,6 +131,8 @@ def first_line(text: str, limit: int = 110) -> str:
 def max_err(got, want) -> float:
     if isinstance(want, torch.Tensor):
         return (got.float() - want.float()).abs().max().item() if want.numel() else 0.0
+    if isinstance(want, dict):  # torchvision segmentation models: {"out": ...}
+        return max(max_err(got[k], w) for k, w in want.items())
     return max(max_err(g, w) for g, w in zip(got, want))
 
 
@@ -240,7 +242,7 @@ def clock_name(threads: int, args) -> str:
 def want_scale(want) -> float:
     if isinstance(want, torch.Tensor):
         return want.abs().max().item() if want.numel() else 0.0
-    return max(want_scale(w) for w in want)
+    return max(want_scale(w) for w in (want.values() if isinstance(want, dict) else want))
 
 
 COPY_PRE = "copy into a preallocated tensor (dst.copy_(x))"

@@ -89,6 +89,14 @@ def _tv(name: str, **kw) -> Callable[[], nn.Module]:
     return make
 
 
+def _tv_segmentation(name: str) -> Callable[[], nn.Module]:
+    def make():
+        import torchvision
+        return getattr(torchvision.models.segmentation, name)(weights=None,
+                                                              weights_backbone=None)
+    return make
+
+
 def _ids(seq: int, vocab: int = 1000):
     return lambda b: (torch.randint(0, vocab, (b, seq)),)
 
@@ -147,6 +155,10 @@ def real_cases() -> list[Case]:
         Case("efficientnet_b0, 224 px", _tv("efficientnet_b0"), _randn(3, 224, 224)),
         Case("convnext_tiny, 224 px", _tv("convnext_tiny"), _randn(3, 224, 224)),
         Case("vit_b_16, 224 px", _tv("vit_b_16"), _randn(3, 224, 224)),
+        Case("lraspp_mobilenet_v3_large, 224 px", _tv_segmentation("lraspp_mobilenet_v3_large"),
+             _randn(3, 224, 224)),
+        Case("deeplabv3_mobilenet_v3_large, 224 px",
+             _tv_segmentation("deeplabv3_mobilenet_v3_large"), _randn(3, 224, 224)),
         Case("BERT-base, seq 128", _hf_base("bert"), _ids(128, 30522)),
         Case("GPT-2 (124M), seq 128", _hf_base("gpt2"), _ids(128, 50257)),
     ]

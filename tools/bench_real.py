@@ -25,7 +25,8 @@ against eager first. It also reports kiln's first-call time with an empty
 disk cache and the peak memory of one eager and one kiln call
 (tools/bench_memory.py). torch.compile compiles these models slowly on a
 2-core machine (minutes each): `--only REGEX` selects rows,
-`--no-inductor` skips both torch.compile columns. The results replace the
+`--no-inductor` skips both torch.compile columns, `--channels-last` runs
+the image rows with channels-last weights and inputs. The results replace the
 "real sizes" section of docs/performance.md (`--no-write` prints them only).
 Helpers (timing, error checks, first calls) are tools/bench.py's.
 """
@@ -88,6 +89,9 @@ def run_row(case, args) -> dict:
     torch.set_num_threads(1)
     model = case.make().eval()
     inputs = case.inputs(case.batch)
+    if args.channels_last and any(x.dim() == 4 for x in inputs):  # image rows
+        model = model.to(memory_format=torch.channels_last)
+        inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
     want = model(*inputs)
     tol = args.tol * (1 + want_scale(want))
     fns = {"eager": lambda: model(*inputs)}
@@ -190,6 +194,9 @@ def main(argv=None) -> int:
     p.add_argument("--tol", type=float, default=2e-3, help="max abs error / (1 + max |eager|)")
     p.add_argument("--no-inductor", action="store_true", help="skip both torch.compile columns")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory column")
+    p.add_argument("--channels-last", action="store_true",
+                   help="image rows as users tuning for CPU run them: model.to(memory_format="
+                        "torch.channels_last) and channels-last inputs (other rows unchanged)")
     p.add_argument("--clock", choices=("auto", "wall"), default="auto")
     p.add_argument("--output", default=os.path.join(bench.ROOT, "docs", "performance.md"))
     p.add_argument("--no-write", action="store_true", help="print only")
