@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -271,11 +272,23 @@ struct FuseLinalgElementwisePass : impl::FuseLinalgElementwisePassBase<FuseLinal
     };
 
     // Transposes feeding elementwise consumers become generics so that
-    // they fuse (the consumer reads through the permuted map, no copy).
+    // they fuse (the consumer reads through the permuted map, no copy);
+    // so do returned transposes of an elementwise result read by nothing
+    // else (the producer then writes the result in the permuted order: a
+    // result eager returns channels-last, capture/values/EagerLayouts.cpp,
+    // is computed into the output buffer instead of an intermediate the
+    // transpose copies). Transposes read by contractions stay named
+    // (kiln-cpu-fold-transposed-operands folds them into the GEMM).
     IRRewriter rewriter(ctx);
+    auto returnedOfElementwise = [](linalg::TransposeOp op) {
+      auto producer = op.getInput().getDefiningOp<linalg::GenericOp>();
+      return producer && producer->hasOneUse() && allParallel(producer) &&
+             llvm::all_of(op->getUsers(), llvm::IsaPred<func::ReturnOp>);
+    };
     getOperation().walk([&](linalg::TransposeOp op) {
       if (op.hasPureTensorSemantics() &&
-          llvm::any_of(op->getUsers(), llvm::IsaPred<linalg::GenericOp>)) {
+          (llvm::any_of(op->getUsers(), llvm::IsaPred<linalg::GenericOp>) ||
+           returnedOfElementwise(op))) {
         rewriter.setInsertionPoint(op);
         (void)linalg::generalizeNamedOp(rewriter, op);
       }

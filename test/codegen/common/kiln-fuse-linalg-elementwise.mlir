@@ -157,6 +157,76 @@ func.func @transpose_fuses(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> tensor<8
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Tests that an elementwise result read only by a transpose is computed in
+// the transposed order (one generic writing [8, 4], its inputs read through
+// the permuted map), not stored and copied: a result eager returns
+// channels-last. Negative: a producer with another user keeps its own
+// result and the transpose stays a copy of it; a transpose read by another
+// op than the return (here a matmul, which folds it) stays named.
+// CHECK-DAG: #[[T:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @transpose_of_elementwise_fuses
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[Y:.*]]: tensor<4x8xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[T]], #[[T]], #[[ID]]]
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<4x8xf32>, tensor<4x8xf32>) outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]
+// CHECK-LABEL: func.func @negative_transpose_of_elementwise_with_other_user
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: linalg.transpose ins(%[[P]]
+// CHECK-LABEL: func.func @negative_transpose_of_elementwise_into_matmul
+// CHECK: %[[Q:.*]] = linalg.generic
+// CHECK: %[[QT:.*]] = linalg.transpose ins(%[[Q]]
+// CHECK: linalg.matmul ins(%[[QT]],
+func.func @transpose_of_elementwise_fuses(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %e1 = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%0 : tensor<4x8xf32>) outs(%e1 : tensor<8x4xf32>) permutation = [1, 0]
+  return %t : tensor<8x4xf32>
+}
+
+func.func @negative_transpose_of_elementwise_with_other_user(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %e1 = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%0 : tensor<4x8xf32>) outs(%e1 : tensor<8x4xf32>) permutation = [1, 0]
+  return %t, %0 : tensor<8x4xf32>, tensor<4x8xf32>
+}
+
+func.func @negative_transpose_of_elementwise_into_matmul(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %e1 = tensor.empty() : tensor<8x4xf32>
+  %t = linalg.transpose ins(%0 : tensor<4x8xf32>) outs(%e1 : tensor<8x4xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %m = linalg.matmul ins(%t, %w : tensor<8x4xf32>, tensor<4x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %m : tensor<8x4xf32>
+}
+
+// -----
+
 #id = affine_map<(d0) -> (d0)>
 
 // Tests that a small producer that stays materialized for another user
