@@ -7,7 +7,6 @@
 #include "ir/KilnOps.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace kiln {
 
@@ -30,14 +29,6 @@ std::vector<int64_t> denseMemoryOrder(const std::vector<int64_t> &sizes,
     expect *= sizes[*it];
   }
   ones.insert(ones.end(), order.begin(), order.end());
-  std::vector<int64_t> rowMajor(sizes.size());
-  std::iota(rowMajor.begin(), rowMajor.end(), 0);
-  std::vector<int64_t> rowMajorOthers;
-  for (int64_t d : rowMajor)
-    if (sizes[d] != 1)
-      rowMajorOthers.push_back(d);
-  if (order == rowMajorOthers)
-    return {}; // row-major up to size-1 dims: passed as it is already
   return ones;
 }
 

@@ -33,8 +33,8 @@ inline constexpr const char *kInputLayoutAttr = "kiln.input_layout";
 
 /// The dims of a tensor with `sizes` and `strides` from outermost to
 /// innermost in memory when it is dense and non-overlapping in that order
-/// and the order is not row-major (size-1 dims first, in their order);
-/// empty otherwise (row-major, or holes, overlaps, no elements).
+/// (size-1 dims first, in their order); empty otherwise (holes, overlaps,
+/// no elements). chooseInputLayout asks only for tensors not row-major.
 std::vector<int64_t> denseMemoryOrder(const std::vector<int64_t> &sizes,
                                       const std::vector<int64_t> &strides);
 
