@@ -396,6 +396,43 @@ def CpuElideOutputCopiesPass : Pass<"kiln-cpu-elide-output-copies", "func::FuncO
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def CpuFreeEarlyPass : Pass<"kiln-cpu-free-early", "func::FuncOp"> {
+  let summary = "Frees each buffer after its last use and allocates it at its first";
+  let description = [{
+    Runs after the deallocation pipeline, which frees every buffer it owns
+    at the end of its block: without the arena (buffers with symbolic
+    sizes, buffers kiln-cpu-plan-memory cannot follow) all of a function's
+    intermediates were live at once (an 8-layer MLP with a symbolic batch
+    peaked at 5x eager's memory). A top-level `memref.dealloc` of a
+    top-level `memref.alloc` of the entry block moves up to just after the
+    last top-level op that reads or writes the buffer or a view of it
+    (nested uses count as their top-level ancestor), and the alloc moves
+    down to just before its first user. Uses are followed as in
+    kiln-cpu-plan-memory (views, plain accesses, calls of functions
+    declared `kiln.buffer_args_only`); a buffer with any other use keeps
+    its alloc and dealloc where they are. See codegen/cpu/FreeEarly.cpp.
+
+    ```mlir
+    %a = memref.alloc(%n) : memref<?xf32>
+    %b = memref.alloc(%n) : memref<?xf32>
+    linalg.fill ins(%x) outs(%a)
+    linalg.copy ins(%a) outs(%b)
+    linalg.copy ins(%b) outs(%out)
+    memref.dealloc %a
+    memref.dealloc %b
+    // →
+    %a = memref.alloc(%n) ...
+    linalg.fill ins(%x) outs(%a)
+    %b = memref.alloc(%n) ...
+    linalg.copy ins(%a) outs(%b)
+    memref.dealloc %a
+    linalg.copy ins(%b) outs(%out)
+    memref.dealloc %b
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def CpuFoldViewReshapesPass : Pass<"kiln-cpu-fold-view-reshapes", "func::FuncOp"> {
   let summary = "Turns reshapes of arena views into views of the arena";
   let description = [{

@@ -61,6 +61,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.nest<func::FuncOp>().addPass(createCpuInPlaceOutputsPass());
   // Reshapes of planned slots as views of the arena: one memref per slot.
   pm.nest<func::FuncOp>().addPass(createCpuFoldViewReshapesPass());
+  // Buffers freed after their last use, not at the function's end.
+  pm.nest<func::FuncOp>().addPass(createCpuFreeEarlyPass());
 
   // Buffers → calls and loops.
   pm.addPass(createCpuLinalgToBlasPass());

@@ -8,12 +8,10 @@
 // (CpuPlanMemoryPass; generated: docs/reference/KilnCpuPasses.md).
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
-#include "codegen/cpu/CallAttrs.h"
+#include "codegen/cpu/LiveRanges.h"
 #include "codegen/cpu/SinkFills.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Interfaces/CallInterfaces.h"
-#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/MathExtras.h"
@@ -47,60 +45,6 @@ int64_t elementBytes(Type t) {
   return 0;
 }
 
-/// Whether `user` only reads or writes the memref it is given (no new
-/// alias it does not declare as a view, no ownership transfer).
-bool isPlainUse(Operation *user) {
-  // A call of a run-time function declared to only access its buffer
-  // arguments during the call (kiln-cpu-convs-to-dnnl's oneDNN shim).
-  if (auto call = dyn_cast<func::CallOp>(user)) {
-    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
-    if (callee && callee->hasAttr(kBufferArgsOnlyAttr))
-      return true;
-  }
-  if (isa<CallOpInterface, RegionBranchOpInterface, RegionBranchTerminatorOpInterface,
-          memref::DeallocOp, memref::ExtractStridedMetadataOp>(user) ||
-      user->hasTrait<OpTrait::IsTerminator>())
-    return false;
-  for (Type t : user->getResultTypes())
-    if (isa<BaseMemRefType, TensorType>(t))
-      return false;
-  return true;
-}
-
-/// The live range of `root` in `entry` (indices from `position`): the
-/// first and last top-level op using it or a view of it. Fails when an
-/// alias escapes what this pass can follow.
-LogicalResult liveRange(Value root, Block &entry, const DenseMap<Operation *, unsigned> &position,
-                        unsigned &first, unsigned &last) {
-  SmallVector<Value> worklist{root};
-  bool used = false;
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      Operation *top = entry.findAncestorOpInBlock(*user);
-      if (!top)
-        return failure();
-      auto view = dyn_cast<ViewLikeOpInterface>(user);
-      // extract_strided_metadata's base buffer aliases v like a view.
-      if ((view && view.getViewSource() == v) || isa<memref::ExtractStridedMetadataOp>(user)) {
-        // Making a view touches no memory: its uses count, not it.
-        for (Value r : user->getResults())
-          if (isa<BaseMemRefType>(r.getType()))
-            worklist.push_back(r);
-        continue;
-      }
-      if (!isPlainUse(user))
-        return failure();
-      unsigned at = position.lookup(top);
-      first = used ? std::min(first, at) : at;
-      last = used ? std::max(last, at) : at;
-      used = true;
-    }
-  }
-  return success(used);
-}
-
 /// A plannable top-level allocation of `entry`, or nullopt.
 std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
                                 const DenseMap<Operation *, unsigned> &position, int64_t minAlign) {
@@ -113,7 +57,7 @@ std::optional<Buffer> plannable(memref::AllocOp alloc, Block &entry,
   b.alloc = alloc;
   b.bytes = std::max<int64_t>(1, type.getNumElements() * elem);
   b.align = std::max<int64_t>(minAlign, alloc.getAlignment().value_or(1));
-  if (failed(liveRange(alloc.getResult(), entry, position, b.first, b.last)))
+  if (failed(bufferLiveRange(alloc.getResult(), entry, position, b.first, b.last)))
     return std::nullopt;
   return b;
 }
