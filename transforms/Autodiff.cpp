@@ -408,6 +408,12 @@ FailureOr<GradientFunctions> Differentiator::run(std::string &why, Operation *&c
   bwd->setAttr("kiln.saved_inputs", top.getDenseI64ArrayAttr(out.savedInputs));
   bwd->setAttr("kiln.saved_results", top.getDenseI64ArrayAttr(out.savedResults));
   bwd->setAttr("kiln.num_saved", top.getI64IntegerAttr(out.numSaved));
+  // The extras (the last arguments) are read by the backward alone: the
+  // runtime may drop each after its last read (kiln-cpu-release-dead-inputs).
+  SmallVector<int64_t> extras;
+  for (int64_t i = bwdBlock->getNumArguments() - out.numSaved; i < bwdBlock->getNumArguments(); ++i)
+    extras.push_back(i);
+  bwd->setAttr("kiln.release_inputs", top.getDenseI64ArrayAttr(extras));
   bwd->setAttr("kiln.saved_bytes", top.getI64IntegerAttr(out.savedBytes));
   return out;
 }

@@ -54,11 +54,16 @@ LogicalResult rewriteFunction(func::FuncOp func) {
     return success();
 
   // `kiln.in_place_input` on a result (the frontend passes that input's
-  // memory as its buffer) moves to its output argument
-  // (kiln-cpu-in-place-outputs).
-  SmallVector<Attribute> inPlace;
-  for (unsigned i = 0, e = outputs.size(); i < e; ++i)
-    inPlace.push_back(func.getResultAttr(i, "kiln.in_place_input"));
+  // memory as its buffer; kiln-cpu-in-place-outputs) and
+  // `kiln.lazy_output` (the frontend passes no memory: kiln-cpu-lazy-outputs
+  // allocates it where it is first written) move to its output argument.
+  constexpr const char *kMovedAttrs[] = {"kiln.in_place_input", "kiln.lazy_output"};
+  SmallVector<SmallVector<Attribute, 2>> moved;
+  for (unsigned i = 0, e = outputs.size(); i < e; ++i) {
+    moved.emplace_back();
+    for (const char *name : kMovedAttrs)
+      moved.back().push_back(func.getResultAttr(i, name));
+  }
   func.removeResAttrsAttr();
   Block &entry = func.getBody().front();
   unsigned firstOut = entry.getNumArguments();
@@ -69,8 +74,9 @@ LogicalResult rewriteFunction(func::FuncOp func) {
   func.setType(FunctionType::get(ctx, inputs, {}));
   for (unsigned i = firstOut, e = inputs.size(); i < e; ++i) {
     func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
-    if (Attribute a = inPlace[i - firstOut])
-      func.setArgAttr(i, "kiln.in_place_input", a);
+    for (auto [name, a] : llvm::zip(kMovedAttrs, moved[i - firstOut]))
+      if (a)
+        func.setArgAttr(i, name, a);
   }
 
   func.walk([&](func::ReturnOp ret) {

@@ -50,7 +50,8 @@ def DestinationOutputsPass : Pass<"kiln-destination-outputs", "ModuleOp"> {
     extra identity-layout `memref` argument per result, writes each result
     into it with `bufferization.materialize_in_destination`, returns nothing,
     and carries `llvm.emit_c_interface`. The runtime allocates outputs through
-    torch and passes them in.
+    torch and passes them in. A result's `kiln.in_place_input` and
+    `kiln.lazy_output` attributes move to its output argument.
   }];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",

@@ -35,6 +35,21 @@ namespace mlir::kiln {
 /// allocated on the stack at function entry, which each thread may copy.
 inline constexpr const char kIndependentRowsAttr[] = "kiln.independent_rows";
 
+/// Integer attribute on an output argument the frontend passes without
+/// memory (its data pointer null): the result's position. kiln-cpu-lazy-outputs
+/// allocates it right before its first write.
+inline constexpr const char kLazyOutputAttr[] = "kiln.lazy_output";
+
+/// Integer attribute on the `memref.alloc` kiln-cpu-lazy-outputs places for
+/// such an output (its position): kiln-cpu-lower-output-allocs makes it a
+/// call asking the frontend for the caller's tensor.
+inline constexpr const char kOutputIndexAttr[] = "kiln.output_index";
+
+/// Dense i64 array attribute on a function: the arguments the caller may
+/// drop once the code is done with them (kiln-autodiff marks a backward's
+/// saved activations); kiln-cpu-release-dead-inputs calls kilnReleaseInput.
+inline constexpr const char kReleaseInputsAttr[] = "kiln.release_inputs";
+
 /// Options of kiln-cpu-lowering (set by the caller: C++ reads no environment).
 struct CpuLoweringOptions {
   /// Keep big top-level loop nests parallel (OpenMP work sharing); off, every

@@ -99,7 +99,16 @@ def CpuPlanMemoryPass : Pass<"kiln-cpu-plan-memory", "func::FuncOp"> {
     fit — largest slot (buffer or in-place chain) first, each placed in
     the smallest gap (aligned to `alignment`, or the alloc's own alignment
     if larger) left by the placed slots whose live ranges overlap, else
-    above them. The arena carries `kiln.planned_buffers`,
+    above them. Lazy outputs: when output arguments are marked
+    `kiln.lazy_output` (allocated by the frontend at their first write,
+    kiln-cpu-lazy-outputs), the buffers still live at an output's first
+    touch stay out of the arena (their own allocs, freed after their last
+    use by kiln-cpu-free-early) if the estimated peak (the arena's live
+    peak held from its first to its last use, the others one by one, each
+    output from its first touch on) drops by at least 1/64 and 64 KiB: the
+    arena then dies before the output is allocated (a segmentation head's
+    small class map no longer keeps the backbone's arena alive under its
+    upsampled result). The arena carries `kiln.planned_buffers`,
     `kiln.planned_bytes` and `kiln.live_peak_bytes` (the packing's lower
     bound) for IR dumps.
 
@@ -431,6 +440,83 @@ def CpuFreeEarlyPass : Pass<"kiln-cpu-free-early", "func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def CpuLazyOutputsPass : Pass<"kiln-cpu-lazy-outputs", "func::FuncOp"> {
+  let summary = "Allocates outputs marked kiln.lazy_output right before their first write";
+  let description = [{
+    The frontend leaves a big result unallocated (`kiln.lazy_output = i` on
+    its output argument, moved there from the result by
+    kiln-destination-outputs; data pointer null, sizes set) so that the
+    caller's tensor is allocated where eager would allocate it, after the
+    intermediates that died before it (a segmentation model's upsampled
+    map, a backward's weight gradients). This pass places a
+    `memref.alloc {kiln.output_index = i}` of the argument's type (dynamic
+    sizes read from the argument) just before the first top-level op of
+    the entry block that touches the argument or a view of it (reading
+    its sizes is no touch; a nested use counts as its top-level ancestor),
+    before the terminator when nothing touches it, or at the top of a
+    function with several blocks, and makes every later use read the
+    alloc; views of the argument made above it move below it.
+    kiln-cpu-lower-output-allocs lowers the alloc. Runs after the loops are
+    final (a canonicalization would erase an alloc that is only written).
+    See codegen/cpu/LazyOutputs.cpp.
+
+    ```mlir
+    func.func @f(%x: memref<64xf32>, %out: memref<64xf32> {kiln.lazy_output = 0 : i64}) {
+      ... // intermediates
+      linalg.copy ins(%t) outs(%out)
+    // →
+      ...
+      %a = memref.alloc() {alignment = 64 : i64, kiln.output_index = 0 : i64} : memref<64xf32>
+      linalg.copy ins(%t) outs(%a)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def CpuLowerOutputAllocsPass : Pass<"kiln-cpu-lower-output-allocs", "ModuleOp"> {
+  let summary = "Lowers kiln-cpu-lazy-outputs' allocs to calls of the output allocator";
+  let description = [{
+    Each `memref.alloc` carrying `kiln.output_index = i` becomes
+    `llvm.call @kilnOutputData(i, bytes)` (runtime/cpu/CallHooks.h:
+    the frontend allocates the caller's tensor through torch and returns
+    its data pointer) and a memref descriptor around that pointer (the
+    alloc's sizes, row-major strides). Other allocs are left for
+    finalize-memref-to-llvm. Runs after kiln-cpu-alias-scopes, which treats
+    the alloc as a root of its own. See codegen/cpu/LowerOutputAllocs.cpp.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def CpuReleaseDeadInputsPass : Pass<"kiln-cpu-release-dead-inputs", "ModuleOp"> {
+  let summary = "Calls kilnReleaseInput(i) after the last access of each releasable input";
+  let description = [{
+    On functions marked `kiln.release_inputs = array<i64: ...>` (kiln-autodiff
+    marks a backward's saved activations: the compiled forward's extra
+    results, which only the backward reads): for each such argument `i`, a
+    call `func.call @kilnReleaseInput(i)` right after the last top-level op
+    of the entry block that reads or writes the argument or a view of it
+    (uses followed as in kiln-cpu-plan-memory; a nested use counts as its
+    top-level ancestor), at the top when nothing uses it. At run time the
+    frontend drops the input there when the caller handed it over
+    (runtime/cpu/CallHooks.h: the tensor's memory goes back to torch while
+    the backward still runs, as eager frees a node's saved tensors after
+    the node); otherwise the call does nothing. An argument with a use the
+    live range cannot follow (a call that may keep the pointer) gets no
+    call. Runs after the deallocation pipeline, before the BLAS calls.
+    See codegen/cpu/ReleaseDeadInputs.cpp.
+
+    ```mlir
+    func.func @backward(%g: memref<8xf32>, %saved: memref<8xf32>, %out: memref<8xf32>)
+        attributes {kiln.release_inputs = array<i64: 1>} {
+      linalg.mul ins(%g, %saved : ...) outs(%out : ...)
+      // → %c1 = arith.constant 1 : i64
+      //   call @kilnReleaseInput(%c1) : (i64) -> ()
+      ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::arith::ArithDialect"];
 }
 
 def CpuFoldViewReshapesPass : Pass<"kiln-cpu-fold-view-reshapes", "func::FuncOp"> {

@@ -63,6 +63,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.nest<func::FuncOp>().addPass(createCpuFoldViewReshapesPass());
   // Buffers freed after their last use, not at the function's end.
   pm.nest<func::FuncOp>().addPass(createCpuFreeEarlyPass());
+  // A backward's saved activations handed back after their last read.
+  pm.addPass(createCpuReleaseDeadInputsPass());
 
   // Buffers → calls and loops.
   pm.addPass(createCpuLinalgToBlasPass());
@@ -81,6 +83,8 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.addPass(createCpuApproximateMathPass());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.nest<func::FuncOp>().addPass(createCpuLowerAllocaScopesPass());
+  // Outputs the frontend left unallocated: allocated before their first write.
+  pm.nest<func::FuncOp>().addPass(createCpuLazyOutputsPass());
 
   // → LLVM dialect.
   pm.addPass(createConvertSCFToCFPass());
@@ -88,6 +92,7 @@ void buildCpuLoweringPipeline(OpPassManager &pm, const CpuLoweringOptions &optio
   pm.addPass(createLowerAffinePass());
   // Loads/stores with alias scopes from the buffers' roots (arena views).
   pm.nest<func::FuncOp>().addPass(createCpuAliasScopesPass());
+  pm.addPass(createCpuLowerOutputAllocsPass());
   pm.addPass(createConvertVectorToLLVMPass()); // kiln-cpu-copies-to-loops' rows
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics first (fma, floor, exp... stay vectorizable); what has no

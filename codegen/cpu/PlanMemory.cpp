@@ -207,6 +207,89 @@ int64_t peakLiveBytes(ArrayRef<Buffer> buffers, unsigned n) {
   return peak;
 }
 
+/// Where each output the frontend allocates at its first write
+/// (`kiln.lazy_output`) is first touched, with its bytes (static ones).
+SmallVector<std::pair<unsigned, int64_t>>
+lazyOutputStarts(func::FuncOp func, Block &entry, const DenseMap<Operation *, unsigned> &position) {
+  SmallVector<std::pair<unsigned, int64_t>> starts;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    unsigned first = 0, last = 0;
+    if (!func.getArgAttr(arg.getArgNumber(), kLazyOutputAttr) || !type || !type.hasStaticShape() ||
+        !elementBytes(type.getElementType()) ||
+        failed(bufferLiveRange(arg, entry, position, first, last)))
+      continue;
+    starts.push_back({first, type.getNumElements() * elementBytes(type.getElementType())});
+  }
+  return starts;
+}
+
+/// Estimated peak bytes over the block's `n` ops when the buffers with
+/// `inTail` set are allocated one by one (kiln-cpu-free-early frees each
+/// after its last use) and the others share an arena (the live peak of
+/// its buffers, held from their first use to their last), plus each lazy
+/// output from its first touch on.
+int64_t estimatedPeak(ArrayRef<Buffer> buffers, ArrayRef<bool> inTail, unsigned n,
+                      ArrayRef<std::pair<unsigned, int64_t>> outputs) {
+  SmallVector<Buffer> head;
+  SmallVector<int64_t> delta(n + 1, 0);
+  for (auto [b, tail] : llvm::zip(buffers, inTail)) {
+    if (!tail) {
+      head.push_back(b);
+      continue;
+    }
+    delta[b.first] += b.bytes;
+    delta[b.last + 1] -= b.bytes;
+  }
+  if (!head.empty()) {
+    unsigned begin = n, end = 0;
+    for (const Buffer &b : head) {
+      begin = std::min(begin, b.first);
+      end = std::max(end, b.last);
+    }
+    int64_t arena = peakLiveBytes(head, n);
+    delta[begin] += arena;
+    delta[end + 1] -= arena;
+  }
+  for (auto [first, bytes] : outputs)
+    delta[first] += bytes;
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta)
+    peak = std::max(peak, live += d);
+  return peak;
+}
+
+/// Leaves out of the arena the buffers still live where a lazy output is
+/// first written, when that lowers the estimated peak by at least 1/64 of
+/// it and 64 KiB: the arena then dies before the output is allocated (a
+/// segmentation model's small class map would otherwise keep the whole
+/// backbone's arena alive under its upsampled output). Returns the
+/// buffers to plan.
+SmallVector<Buffer> cutTail(SmallVector<Buffer> buffers, unsigned n,
+                            ArrayRef<std::pair<unsigned, int64_t>> outputs) {
+  if (outputs.empty())
+    return buffers;
+  SmallVector<bool> none(buffers.size(), false), best = none;
+  int64_t bestPeak = estimatedPeak(buffers, none, n, outputs);
+  int64_t margin = std::max<int64_t>(bestPeak / 64, 64 << 10);
+  int64_t noCut = bestPeak;
+  for (auto [cut, bytes] : outputs) {
+    SmallVector<bool> tail;
+    for (const Buffer &b : buffers)
+      tail.push_back(b.last >= cut);
+    int64_t peak = estimatedPeak(buffers, tail, n, outputs);
+    if (peak < bestPeak && peak + margin <= noCut) {
+      bestPeak = peak;
+      best = tail;
+    }
+  }
+  SmallVector<Buffer> planned;
+  for (auto [b, tail] : llvm::zip(buffers, best))
+    if (!tail)
+      planned.push_back(b);
+  return planned;
+}
+
 struct CpuPlanMemoryPass : impl::CpuPlanMemoryPassBase<CpuPlanMemoryPass> {
   using CpuPlanMemoryPassBase::CpuPlanMemoryPassBase;
 
@@ -224,6 +307,7 @@ struct CpuPlanMemoryPass : impl::CpuPlanMemoryPassBase<CpuPlanMemoryPass> {
     for (auto alloc : entry.getOps<memref::AllocOp>())
       if (std::optional<Buffer> b = plannable(alloc, entry, position, alignment))
         buffers.push_back(*b);
+    buffers = cutTail(std::move(buffers), n, lazyOutputStarts(func, entry, position));
     if (buffers.empty())
       return;
     linkInPlace(entry, position, buffers);

@@ -12,6 +12,7 @@
 #include "runtime/cpu/Int4Linear.h"
 #include "runtime/cpu/Int8Gemm.h"
 #include "runtime/cpu/OpenMPShim.h"
+#include "runtime/cpu/CallHooks.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/InstrTypes.h"
@@ -54,6 +55,8 @@ std::vector<std::pair<const char *, void *>> runtimeSymbols() {
   for (auto symbol : ::kiln::rt::int8GemmSymbols()) // kiln.qlinear (JIT only too)
     symbols.push_back(symbol);
   for (auto symbol : ::kiln::rt::int4LinearSymbols()) // grouped weight-only kiln.qlinear
+    symbols.push_back(symbol);
+  for (auto symbol : ::kiln::rt::callHookSymbols()) // lazy outputs, released inputs (JIT only)
     symbols.push_back(symbol);
   return symbols;
 }

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::kiln {
@@ -43,6 +44,18 @@ Value initializedBuffer(Operation *op) {
   return decl && decl.getConstant() ? copy.getTarget() : Value();
 }
 
+/// An output argument of the function whose body is `block`, other than
+/// one sharing an input's memory (kiln.in_place_input): nothing else
+/// touches its memory, so its fill may move (a backward's hoisted zero
+/// fills of weight gradients, which kiln-cpu-lazy-outputs then allocates
+/// where the fill is, not all at the top).
+bool isSinkableArgument(Value root, Block &block) {
+  auto arg = dyn_cast<BlockArgument>(root);
+  auto fn = dyn_cast_or_null<FunctionOpInterface>(block.getParentOp());
+  return arg && fn && arg.getOwner() == &block && block.isEntryBlock() &&
+         !fn.getArgAttr(arg.getArgNumber(), "kiln.in_place_input");
+}
+
 } // namespace
 
 /// Moves each `linalg.fill` of an allocation (or a view of it), and each
@@ -66,7 +79,7 @@ void sinkFills(Block &block) {
     Value root = initializedBuffer(fill);
     while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
       root = view.getViewSource();
-    if (!root.getDefiningOp<memref::AllocOp>())
+    if (!root.getDefiningOp<memref::AllocOp>() && !isSinkableArgument(root, block))
       continue;
     llvm::SmallPtrSet<Value, 8> aliases = aliasesOf(root);
     Operation *next = nullptr;

@@ -37,6 +37,9 @@ struct Entry {
   /// Per result: the input whose memory it is computed into (its write-back
   /// only bumps the version; hook/InPlaceResults.h), or -1; empty: none.
   std::vector<int> inPlaceOf;
+  /// Per result: passed without memory, allocated when the compiled code
+  /// first writes it (CallResources.h); empty: none.
+  std::vector<char> lazyResults;
   /// Symbolic sizes of a dynamic graph (empty: every size static). Inputs
   /// with a symbolic dim get their sizes and contiguous strides per call,
   /// results their sizes from these (GraphOutput::symbolOf).
@@ -99,6 +102,17 @@ struct Entry {
 /// runGraph.
 int checkSymbols(const Entry &entry, llvm::ArrayRef<PyObject *> inputs);
 
+/// A number argument's value as the 8 bytes the graph reads: an int64, or a
+/// float's double. False with a Python error (an int outside int64).
+bool numberBits(PyObject *number, int64_t &bits);
+
+/// The value of every symbolic size of `entry` for this call: an input
+/// dim's read from its first input, a derived one's evaluated from the
+/// earlier ones. False when one cannot be read (the caller treats it as a
+/// failed guard).
+bool symbolValues(const Entry &entry, llvm::ArrayRef<PyObject *> inputs,
+                  llvm::SmallVectorImpl<int64_t> &values);
+
 /// Words describing symbol `i` of `entry` (a size guard for i >=
 /// symbols.size()) for guard and recompile logs, e.g.
 /// "L['x'].size(0) == L['y'].size(1) (symbolic, >= 2)", "(s0 > 1) is True".
@@ -107,8 +121,13 @@ std::string describeSymbol(const Entry &entry, size_t i);
 /// Runs the graph on `inputs` (tensors, borrowed, in graph-input order);
 /// returns the graph results as new references, or false with a Python
 /// error set (eager's IndexError when the graph's index check flagged an
-/// out-of-range index, Entry::indexCheck).
-bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results);
+/// out-of-range index, Entry::indexCheck). `owned`, when not empty, has one
+/// slot per input: an input held there (its only reference: the caller
+/// handed it over) is dropped where the compiled code says it is done with
+/// it (a backward's saved activations, runtime/cpu/CallHooks.h), the rest
+/// when the caller drops the slots.
+bool runGraph(const Entry &entry, llvm::ArrayRef<PyObject *> inputs, std::vector<PyRef> &results,
+              llvm::MutableArrayRef<PyRef> owned = {});
 
 /// Rebuilds the Python return value from graph results, inputs and the
 /// entry's sources resolved for this call (`values`: an object of the

@@ -98,20 +98,58 @@ nb::list graphBreaksForPython() {
   return out;
 }
 
-nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
+const Entry &entryOf(nb::capsule entryCapsule) {
   const Entry *entry = entryOfCapsule(entryCapsule.ptr());
   if (!entry)
     throw nb::python_error();
-  std::vector<PyObject *> in;
-  for (nb::handle h : inputs)
-    in.push_back(h.ptr());
+  return *entry;
+}
+
+/// The results of running `entry` on `in` as a tuple (`owned`: runGraph's).
+nb::tuple runOn(const Entry &entry, const std::vector<PyObject *> &in,
+                llvm::MutableArrayRef<PyRef> owned = {}) {
   std::vector<PyRef> results;
-  if (!runGraph(*entry, in, results))
+  if (!runGraph(entry, in, results, owned))
     throw nb::python_error();
   nb::list out;
   for (PyRef &r : results)
     out.append(nb::steal(r.release()));
   return nb::tuple(out);
+}
+
+nb::tuple runEntryFromPython(nb::capsule entryCapsule, nb::args inputs) {
+  std::vector<PyObject *> in;
+  for (nb::handle h : inputs)
+    in.push_back(h.ptr());
+  return runOn(entryOf(entryCapsule), in);
+}
+
+/// _run_backward: `inputs`, then the tensors of the list `consume` (if not
+/// None), which the call takes over (the list is left holding None) and
+/// drops where the compiled code is done with each.
+nb::tuple runBackwardFromPython(nb::capsule entryCapsule, nb::args inputs, nb::handle consume) {
+  if (!consume.is_valid() || consume.is_none())
+    return runEntryFromPython(entryCapsule, inputs);
+  const Entry &entry = entryOf(entryCapsule);
+  if (!PyList_Check(consume.ptr()))
+    throw nb::type_error("_run_backward: consume must be a list");
+  Py_ssize_t n = PyList_GET_SIZE(consume.ptr());
+  std::vector<PyRef> owned(inputs.size() + n);
+  std::vector<PyObject *> in;
+  for (nb::handle h : inputs)
+    in.push_back(h.ptr());
+  for (Py_ssize_t j = 0; j < n; ++j) {
+    PyObject *t = PyList_GET_ITEM(consume.ptr(), j);
+    owned[in.size()] = PyRef::borrow(t);
+    in.push_back(t);
+  }
+  for (Py_ssize_t j = 0; j < n; ++j) // the list's references go: the call's are the last
+    PyList_SetItem(consume.ptr(), j, Py_NewRef(Py_None));
+  nb::tuple out = runOn(entry, in, owned);
+  // kiln.stats()["saved_activations_freed"]: the slots the call emptied.
+  counters().savedActivationsFreed +=
+      std::count_if(owned.begin() + inputs.size(), owned.end(), [](const PyRef &r) { return !r; });
+  return out;
 }
 
 } // namespace
@@ -143,11 +181,14 @@ NB_MODULE(_C, m) {
   m.def("_run_entry", &runEntryFromPython, "Runs a compiled entry on input tensors.");
   m.def(
       "_run_backward",
-      [](nb::capsule entry, nb::args inputs) {
+      [](nb::capsule entry, nb::args inputs, nb::kwargs kwargs) {
         ++counters().backwardCalls; // kiln.stats()["backward_calls"]
-        return runEntryFromPython(entry, inputs);
+        nb::handle consume = kwargs.contains("consume") ? kwargs["consume"] : nb::handle();
+        return runBackwardFromPython(entry, inputs, consume);
       },
-      "Runs a compiled backward (hook/CompiledGrad.h) on gradients and saved tensors.");
+      "Runs a compiled backward (hook/CompiledGrad.h) on gradients and saved tensors; "
+      "consume=list: more inputs, taken out of the list (left holding None) so the backward "
+      "frees each after its last read.");
   m.def("set_options", &setOptions, nb::arg("logs"), nb::arg("debug_dir"),
         nb::arg("recompile_limit"), nb::arg("cache_dir") = "", nb::arg("parallel_loops") = true,
         nb::arg("perf_jitdump") = false, nb::arg("cache_max_mb") = 0,

@@ -248,7 +248,7 @@ func.func @no_grad_stops(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32
 // two).
 // CHECK-LABEL: func.func @stop_gradient_bwd
 // CHECK-SAME: (%[[G:.*]]: tensor<4xf32>, %[[X:.*]]: tensor<4xf32>) -> tensor<4xf32>
-// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_bytes = 0 : i64, kiln.saved_inputs = array<i64: 0>
+// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.release_inputs = array<i64>, kiln.saved_bytes = 0 : i64, kiln.saved_inputs = array<i64: 0>
 // CHECK-NEXT: %[[R:.*]] = kiln.mul %[[G]], %[[X]]
 // CHECK-NEXT: return %[[R]]
 func.func @stop_gradient(%x: tensor<4xf32> {kiln.requires_grad}) -> tensor<4xf32> {

@@ -15,10 +15,12 @@
 #include "capture/values/DynamicShapes.h"
 #include "hook/CompiledGrad.h"
 #include "hook/InPlaceResults.h"
+#include "CallResources.h"
 #include "codegen/cpu/JitCompiler.h"
 #include "hook/CodeCache.h"
 #include "hook/FrontendState.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -219,6 +221,8 @@ bool compileGraph(Capture &cap, const std::string &irText, Entry &entry, Capture
   // Not under autograd: kiln._autograd.apply's results must be new tensors.
   if (!recomputesForAutograd(cap))
     entry.inPlaceOf = markInPlaceResults(cap);
+  entry.lazyResults =
+      markLazyResults(cap.module->lookupSymbol<mlir::func::FuncOp>("forward"), entry.inPlaceOf);
   entry.fn = compileForCpuWithoutGil(*cap.module, copts, error, &info);
   countDiskCache(entry.name, info);
   if (!entry.fn.entry) {

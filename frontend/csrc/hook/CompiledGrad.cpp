@@ -8,6 +8,7 @@
 // Ownership: every Python object built here is held by a PyRef.
 //===----------------------------------------------------------------------===//
 #include "hook/CompiledGrad.h"
+#include "CallResources.h"
 #include "hook/ActivationBudget.h"
 
 #include "ProgramCompile.h"
@@ -45,6 +46,8 @@ std::shared_ptr<Entry> subEntry(mlir::func::FuncOp fn, const std::string &name,
     sub->results.push_back({std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                             dtypeOf(t.getElementType())});
   }
+  // Gradients and saved activations allocated where they are first written.
+  sub->lazyResults = markLazyResults(fn, {});
   return sub;
 }
 

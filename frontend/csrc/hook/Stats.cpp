@@ -39,6 +39,7 @@ constexpr CounterName kCounterNames[] = {
     {"backward_calls", &Counters::backwardCalls},
     {"saved_activations", &Counters::savedActivations},
     {"saved_activation_bytes", &Counters::savedActivationBytes},
+    {"saved_activations_freed", &Counters::savedActivationsFreed},
 };
 
 } // namespace

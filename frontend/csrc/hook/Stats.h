@@ -48,6 +48,9 @@ struct Counters {
   /// their bytes.
   long savedActivations = 0;
   long savedActivationBytes = 0;
+  /// Saved activations a compiled backward dropped right after its last
+  /// read of each, before it returned (runtime/cpu/CallHooks.h).
+  long savedActivationsFreed = 0;
 
   /// Zeroes every counter.
   void reset() { *this = Counters(); }

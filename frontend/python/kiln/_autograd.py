@@ -3,8 +3,13 @@
 
 A graph kiln-autodiff can differentiate (frontend/csrc/hook/CompiledGrad.h)
 runs as `_CompiledGrad`: its compiled forward returns the results and the
-tensors its compiled backward reads, which are kept with save_for_backward
-(so an in-place change of one raises eager's error when the backward runs).
+tensors its compiled backward reads. The graph's inputs and results among
+them are kept with save_for_backward (so an in-place change of one raises
+eager's error when the backward runs); the intermediates only the backward
+reads ("extras", never the user's) are handed over to it, which drops each
+after its last read (runtime/cpu/CallHooks.h) as eager frees a node's
+saved tensors, unless retain_graph keeps them for another backward or
+saved_tensors_hooks are active (then they are saved like the others).
 Otherwise (an op without a gradient rule, kiln.config.compiled_backward
 off) it runs as `_CompiledFunction`: the forward runs kiln's compiled code;
 the backward recomputes the original
@@ -303,8 +308,13 @@ class _CompiledGrad(torch.autograd.Function):
         with torch.no_grad():
             outs = fwd(*inputs)
         results, extras = outs[:n], outs[n:]
-        ctx.save_for_backward(*[inputs[i] for i in saved_inputs],
-                              *[results[i] for i in saved_results], *extras)
+        kept = [inputs[i] for i in saved_inputs] + [results[i] for i in saved_results]
+        if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
+            ctx.save_for_backward(*kept)
+            ctx.extras = list(extras)  # _saved_extras hands them to the backward
+        else:  # saved_tensors_hooks (checkpointing, offloading) see them all
+            ctx.save_for_backward(*kept, *extras)
+            ctx.extras = None
         ctx.bwd, ctx.layout, ctx.recompute, ctx.inputs = bwd, layout, recompute, inputs
         # Shapes and dtypes of the results (zeros for a missing gradient).
         ctx.result_like = [(results[i].shape, results[i].dtype) for i in grad_results]
@@ -327,12 +337,38 @@ class _CompiledGrad(torch.autograd.Function):
         given = [grads[i] for i in grad_results]
         result = [None] * len(ctx.inputs)
         if any(g is not None for g in given):
-            gin = ctx.bwd(*[torch.zeros(like[0], dtype=like[1]) if g is None else g
-                            for g, like in zip(given, ctx.result_like)], *saved)
+            args = [torch.zeros(like[0], dtype=like[1]) if g is None else g
+                    for g, like in zip(given, ctx.result_like)]
+            kept, consume = _saved_extras(ctx)
+            gin = ctx.bwd(*args, *saved, *kept, consume=consume)
             for i, g, d in zip(grad_inputs, gin, deps):
                 if any(given[k] is not None for k in d):
                     result[i] = g
         return (None, None, None, None, *result)
+
+
+_FREED = "freed"
+
+
+def _saved_extras(ctx):
+    """(extras passed as they are, list the compiled backward consumes):
+    the extras are consumed (each dropped after its last read) unless
+    retain_graph keeps them for another backward; none when
+    saved_tensors_hooks held them in ctx.saved_tensors."""
+    extras = ctx.extras
+    if not extras:  # None, or nothing saved (eager allows a second backward then)
+        return (), None
+    if extras is _FREED:
+        raise RuntimeError(
+            "Trying to backward through the graph a second time (or directly access saved "
+            "tensors after they have already been freed). Saved intermediate values of the "
+            "graph are freed when you call .backward() or autograd.grad(). Specify "
+            "retain_graph=True if you need to backward through the graph a second time or if "
+            "you need to access saved tensors after calling backward.")
+    if torch._C._autograd._get_current_graph_task_keep_graph():
+        return extras, None
+    ctx.extras = _FREED
+    return (), extras
 
 
 def apply_compiled(fwd, bwd, recompute, inputs, layout, no_grad=()):

@@ -397,3 +397,70 @@ func.func @negative_unmarked_call(%x: f32, %out: memref<16xf32>) {
   memref.copy %b, %out : memref<16xf32> to memref<16xf32>
   return
 }
+
+// -----
+
+// Tests that a buffer still live where an output marked kiln.lazy_output
+// is first written keeps its own alloc when that lowers the estimated
+// peak (by at least 64 KiB): the big %a (128 KiB) dies before the output's
+// first write; the small %s (a sum) is read by it. With %s in the arena the
+// arena would stay alive under the 128 KiB output; without it the arena
+// holds %a alone and dies first (kiln-cpu-free-early frees it).
+// CHECK-LABEL: func.func @lazy_output_cuts_tail
+// CHECK: memref.alloc() {alignment = 64 : i64, kiln.live_peak_bytes = 131072 : i64, kiln.planned_buffers = 1 : i64, kiln.planned_bytes = 131072 : i64} : memref<131072xi8>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<f32>
+// CHECK: linalg.generic {{.*}} outs(%[[S]] :
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[S]] :
+func.func @lazy_output_cuts_tail(%x: memref<32768xf32>, %out: memref<32768xf32> {kiln.lazy_output = 0 : i64}) {
+  %a = memref.alloc() : memref<32768xf32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<32768xf32>) outs(%a : memref<32768xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  %s = memref.alloc() : memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%a : memref<32768xf32>) outs(%s : memref<f32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x, %s : memref<32768xf32>, memref<f32>) outs(%out : memref<32768xf32>) {
+  ^bb0(%v: f32, %t: f32, %o: f32):
+    %m = arith.mulf %v, %t : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// The same function without the mark: both buffers share the arena.
+// CHECK-LABEL: func.func @no_lazy_output_one_arena
+// CHECK: memref.alloc() {alignment = 64 : i64, kiln.live_peak_bytes = 131076 : i64, kiln.planned_buffers = 2 : i64, {{.*}}}
+// CHECK-NOT: memref.alloc()
+func.func @no_lazy_output_one_arena(%x: memref<32768xf32>, %out: memref<32768xf32>) {
+  %a = memref.alloc() : memref<32768xf32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : memref<32768xf32>) outs(%a : memref<32768xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    linalg.yield %e : f32
+  }
+  %s = memref.alloc() : memref<f32>
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%a : memref<32768xf32>) outs(%s : memref<f32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x, %s : memref<32768xf32>, memref<f32>) outs(%out : memref<32768xf32>) {
+  ^bb0(%v: f32, %t: f32, %o: f32):
+    %m = arith.mulf %v, %t : f32
+    linalg.yield %m : f32
+  }
+  return
+}

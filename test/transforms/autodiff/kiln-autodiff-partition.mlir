@@ -16,14 +16,14 @@
 // CHECK: return %{{.*}}, %[[M]] : tensor<64x16xf32>, tensor<64x128xf32>
 // CHECK-LABEL: func.func @mlp_bwd
 // CHECK-SAME: (%[[G:.*]]: tensor<64x16xf32>, %[[X:.*]]: tensor<64x32xf32>, %[[B:.*]]: tensor<128xf32>, %[[W2:.*]]: tensor<16x128xf32>, %[[SM:.*]]: tensor<64x128xf32>)
-// CHECK-SAME: kiln.num_saved = 1 : i64, kiln.saved_bytes = 32768 : i64
+// CHECK-SAME: kiln.num_saved = 1 : i64, kiln.release_inputs = array<i64: 4>, kiln.saved_bytes = 32768 : i64
 // CHECK-NOT: kiln.matmul %[[X]],
 // CHECK: %[[H:.*]] = kiln.add %[[SM]], %[[B]]
 // CHECK: kiln.gelu %[[H]]
 // CHECK-NOT: kiln.matmul %[[X]],
 // CHECK: return
 // BUDGET-LABEL: func.func @mlp_bwd
-// BUDGET-SAME: kiln.num_saved = 0 : i64, kiln.saved_bytes = 0 : i64
+// BUDGET-SAME: kiln.num_saved = 0 : i64, kiln.release_inputs = array<i64>, kiln.saved_bytes = 0 : i64
 // BUDGET: kiln.matmul
 func.func @mlp(%x: tensor<64x32xf32>, %w1: tensor<128x32xf32> {kiln.requires_grad}, %b1: tensor<128xf32> {kiln.requires_grad}, %w2: tensor<16x128xf32> {kiln.requires_grad}) -> tensor<64x16xf32> {
   %t1 = kiln.permute %w1 {dims = array<i64: 1, 0>} : tensor<128x32xf32> -> tensor<32x128xf32>
@@ -43,7 +43,7 @@ func.func @mlp(%x: tensor<64x32xf32>, %w1: tensor<128x32xf32> {kiln.requires_gra
 // needs no saved value).
 // CHECK-LABEL: func.func @attention_bwd
 // CHECK-SAME: %[[K:[^:]*]]: tensor<2x8x16xf32>, %[[V:[^:]*]]: tensor<2x8x16xf32>, %[[P:[^:]*]]: tensor<2x8x8xf32>)
-// CHECK-SAME: kiln.num_saved = 4 : i64, kiln.saved_bytes = 3584 : i64
+// CHECK-SAME: kiln.num_saved = 4 : i64, kiln.release_inputs = array<i64: 2, 3, 4, 5>, kiln.saved_bytes = 3584 : i64
 // CHECK: kiln.permute %[[K]] {dims = array<i64: 0, 2, 1>}
 // CHECK-NOT: kiln.softmax
 // CHECK: return
@@ -68,7 +68,7 @@ func.func @attention(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32> {kiln.requir
 // recomputed from them, the ReLU's result is a graph result (free).
 // CHECK-LABEL: func.func @conv_bn_relu_bwd
 // CHECK-SAME: %[[C:[^:]*]]: tensor<2x4x6x6xf32>, %[[MU:[^:]*]]: tensor<1x4x1x1xf32>, %{{[^:]*}}: tensor<1x4x1x1xf32>)
-// CHECK-SAME: kiln.num_saved = 3 : i64, kiln.saved_bytes = 1184 : i64
+// CHECK-SAME: kiln.num_saved = 3 : i64, kiln.release_inputs = array<i64: 4, 5, 6>, kiln.saved_bytes = 1184 : i64
 // CHECK-NOT: kiln.mean
 // CHECK: kiln.sub %[[C]], %[[MU]]
 // CHECK: return
@@ -98,7 +98,7 @@ func.func @conv_bn_relu(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32> {kiln.r
 // CHECK-LABEL: func.func @forward_only_fwd
 // CHECK: return %{{.*}} : tensor<4x5xf32>
 // CHECK-LABEL: func.func @forward_only_bwd
-// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.saved_bytes = 0 : i64
+// CHECK-SAME: kiln.num_saved = 0 : i64, kiln.release_inputs = array<i64>, kiln.saved_bytes = 0 : i64
 func.func @forward_only(%x: tensor<4x3xf32>, %w: tensor<3x5xf32>, %b: tensor<5xf32> {kiln.requires_grad}) -> tensor<4x5xf32> {
   %m = kiln.matmul %x, %w : tensor<4x3xf32>, tensor<3x5xf32>
   %y = kiln.add %m, %b : tensor<4x5xf32>, tensor<5xf32>
@@ -112,7 +112,7 @@ func.func @forward_only(%x: tensor<4x3xf32>, %w: tensor<3x5xf32>, %b: tensor<5xf
 // not the uniform draw nor a recomputation of it.
 // CHECK-LABEL: func.func @dropout_bwd
 // CHECK-SAME: (%{{[^:]*}}: tensor<4x8xf32>, %{{[^:]*}}: tensor<4x8xi1>)
-// CHECK-SAME: kiln.num_saved = 1 : i64, kiln.saved_bytes = 32 : i64
+// CHECK-SAME: kiln.num_saved = 1 : i64, kiln.release_inputs = array<i64: 1>, kiln.saved_bytes = 32 : i64
 // CHECK-NOT: kiln.random
 // CHECK: return
 // BUDGET-LABEL: func.func @dropout_bwd
