@@ -26,12 +26,9 @@ struct CpuFreeEarlyPass : impl::CpuFreeEarlyPassBase<CpuFreeEarlyPass> {
     if (fn.isExternal())
       return;
     Block &entry = fn.getBody().front();
-    DenseMap<Operation *, unsigned> position;
-    SmallVector<Operation *> ops;
-    for (Operation &op : entry) {
-      position[&op] = ops.size();
-      ops.push_back(&op);
-    }
+    BlockPositions positions = positionsOf(entry);
+    const DenseMap<Operation *, unsigned> &position = positions.index;
+    ArrayRef<Operation *> ops = positions.ops;
     SmallVector<std::pair<memref::DeallocOp, memref::AllocOp>> pairs;
     for (auto dealloc : entry.getOps<memref::DeallocOp>())
       if (auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();

@@ -14,6 +14,15 @@
 
 namespace mlir::kiln {
 
+BlockPositions positionsOf(Block &block) {
+  BlockPositions p;
+  for (Operation &op : block) {
+    p.index[&op] = p.ops.size();
+    p.ops.push_back(&op);
+  }
+  return p;
+}
+
 bool isPlainBufferUse(Operation *user) {
   // A call of a run-time function declared to only access its buffer
   // arguments during the call (kiln-cpu-convs-to-dnnl's oneDNN shim).

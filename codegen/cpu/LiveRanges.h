@@ -14,6 +14,13 @@
 
 namespace mlir::kiln {
 
+/// The top-level ops of a block in order and each one's index there.
+struct BlockPositions {
+  llvm::DenseMap<Operation *, unsigned> index;
+  SmallVector<Operation *> ops;
+};
+BlockPositions positionsOf(Block &block);
+
 /// Whether `user` only reads or writes the memref it is given (no new
 /// alias it does not declare as a view, no ownership transfer): not a
 /// call (unless of a function declared kiln.buffer_args_only), region

@@ -224,30 +224,65 @@ lazyOutputStarts(func::FuncOp func, Block &entry, const DenseMap<Operation *, un
   return starts;
 }
 
-/// Estimated peak bytes over the block's `n` ops when the buffers with
-/// `inTail` set are allocated one by one (kiln-cpu-free-early frees each
-/// after its last use) and the others share an arena (the live peak of
-/// its buffers, held from their first use to their last), plus each lazy
-/// output from its first touch on.
-int64_t estimatedPeak(ArrayRef<Buffer> buffers, ArrayRef<bool> inTail, unsigned n,
-                      ArrayRef<std::pair<unsigned, int64_t>> outputs) {
-  SmallVector<Buffer> head;
+/// In-place chains of `buffers` (linked by linkInPlace): per buffer the
+/// index of its chain's head, per head the chain as one slot.
+struct Chains {
+  SmallVector<unsigned> head;
+  SmallVector<Buffer> slot; ///< valid at head indices
+};
+
+Chains chainsOf(MutableArrayRef<Buffer> buffers) {
+  Chains c;
+  DenseMap<Buffer *, unsigned> index;
+  for (auto [i, b] : llvm::enumerate(buffers))
+    index[&b] = i;
+  c.slot.resize(buffers.size());
+  for (auto [i, b] : llvm::enumerate(buffers)) {
+    Buffer *h = &b;
+    while (h->prev)
+      h = h->prev;
+    c.head.push_back(index.lookup(h));
+  }
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (c.head[i] == i) {
+      c.slot[i] = b;
+      c.slot[i].prev = c.slot[i].next = nullptr;
+    }
+  for (auto [i, b] : llvm::enumerate(buffers)) {
+    Buffer &slot = c.slot[c.head[i]];
+    slot.bytes = std::max(slot.bytes, b.bytes);
+    slot.first = std::min(slot.first, b.first);
+    slot.last = std::max(slot.last, b.last);
+  }
+  return c;
+}
+
+/// Estimated peak bytes over the block's `n` ops when the chains with
+/// `inTail` set (at their head index) are allocated buffer by buffer
+/// (kiln-cpu-free-early frees each after its last use) and the others
+/// share an arena (the live peak of their slots, held from their first use
+/// to their last), plus each lazy output from its first touch on.
+int64_t estimatedPeak(ArrayRef<Buffer> buffers, const Chains &chains, ArrayRef<bool> inTail,
+                      unsigned n, ArrayRef<std::pair<unsigned, int64_t>> outputs) {
+  SmallVector<Buffer> arenaSlots;
   SmallVector<int64_t> delta(n + 1, 0);
-  for (auto [b, tail] : llvm::zip(buffers, inTail)) {
-    if (!tail) {
-      head.push_back(b);
+  for (auto [i, b] : llvm::enumerate(buffers)) {
+    unsigned h = chains.head[i];
+    if (!inTail[h]) {
+      if (h == i)
+        arenaSlots.push_back(chains.slot[h]);
       continue;
     }
     delta[b.first] += b.bytes;
     delta[b.last + 1] -= b.bytes;
   }
-  if (!head.empty()) {
+  if (!arenaSlots.empty()) {
     unsigned begin = n, end = 0;
-    for (const Buffer &b : head) {
+    for (const Buffer &b : arenaSlots) {
       begin = std::min(begin, b.first);
       end = std::max(end, b.last);
     }
-    int64_t arena = peakLiveBytes(head, n);
+    int64_t arena = peakLiveBytes(arenaSlots, n);
     delta[begin] += arena;
     delta[end + 1] -= arena;
   }
@@ -259,34 +294,40 @@ int64_t estimatedPeak(ArrayRef<Buffer> buffers, ArrayRef<bool> inTail, unsigned 
   return peak;
 }
 
-/// Leaves out of the arena the buffers still live where a lazy output is
-/// first written, when that lowers the estimated peak by at least 1/64 of
-/// it and 64 KiB: the arena then dies before the output is allocated (a
-/// segmentation model's small class map would otherwise keep the whole
-/// backbone's arena alive under its upsampled output). Returns the
-/// buffers to plan.
-SmallVector<Buffer> cutTail(SmallVector<Buffer> buffers, unsigned n,
+/// Leaves out of the arena the buffers (whole in-place chains) still live
+/// where a lazy output is first written, when that lowers the estimated
+/// peak by at least 1/64 of it and 64 KiB: the arena then dies before the
+/// output is allocated (a segmentation model's small class map would
+/// otherwise keep the whole backbone's arena alive under its upsampled
+/// output). Returns the buffers to plan, unlinked.
+SmallVector<Buffer> cutTail(SmallVector<Buffer> buffers, Block &entry,
+                            const DenseMap<Operation *, unsigned> &position, unsigned n,
                             ArrayRef<std::pair<unsigned, int64_t>> outputs) {
   if (outputs.empty())
     return buffers;
+  linkInPlace(entry, position, buffers);
+  Chains chains = chainsOf(buffers);
   SmallVector<bool> none(buffers.size(), false), best = none;
-  int64_t bestPeak = estimatedPeak(buffers, none, n, outputs);
+  int64_t bestPeak = estimatedPeak(buffers, chains, none, n, outputs);
   int64_t margin = std::max<int64_t>(bestPeak / 64, 64 << 10);
   int64_t noCut = bestPeak;
   for (auto [cut, bytes] : outputs) {
-    SmallVector<bool> tail;
-    for (const Buffer &b : buffers)
-      tail.push_back(b.last >= cut);
-    int64_t peak = estimatedPeak(buffers, tail, n, outputs);
+    SmallVector<bool> tail(buffers.size(), false);
+    for (auto [i, h] : llvm::enumerate(chains.head))
+      if (h == i)
+        tail[i] = chains.slot[i].last >= cut;
+    int64_t peak = estimatedPeak(buffers, chains, tail, n, outputs);
     if (peak < bestPeak && peak + margin <= noCut) {
       bestPeak = peak;
       best = tail;
     }
   }
   SmallVector<Buffer> planned;
-  for (auto [b, tail] : llvm::zip(buffers, best))
-    if (!tail)
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (!best[chains.head[i]]) {
       planned.push_back(b);
+      planned.back().prev = planned.back().next = nullptr;
+    }
   return planned;
 }
 
@@ -307,7 +348,8 @@ struct CpuPlanMemoryPass : impl::CpuPlanMemoryPassBase<CpuPlanMemoryPass> {
     for (auto alloc : entry.getOps<memref::AllocOp>())
       if (std::optional<Buffer> b = plannable(alloc, entry, position, alignment))
         buffers.push_back(*b);
-    buffers = cutTail(std::move(buffers), n, lazyOutputStarts(func, entry, position));
+    buffers =
+        cutTail(std::move(buffers), entry, position, n, lazyOutputStarts(func, entry, position));
     if (buffers.empty())
       return;
     linkInPlace(entry, position, buffers);

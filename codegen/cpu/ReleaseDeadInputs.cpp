@@ -24,12 +24,9 @@ constexpr const char kReleaseFn[] = "kilnReleaseInput";
 
 LogicalResult releaseInputs(func::FuncOp fn, DenseI64ArrayAttr indices) {
   Block &entry = fn.getBody().front();
-  DenseMap<Operation *, unsigned> position;
-  SmallVector<Operation *> ops;
-  for (Operation &op : entry) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
-  }
+  BlockPositions positions = positionsOf(entry);
+  const DenseMap<Operation *, unsigned> &position = positions.index;
+  ArrayRef<Operation *> ops = positions.ops;
   OpBuilder b(fn.getContext());
   for (int64_t i : indices.asArrayRef()) {
     if (i < 0 || i >= static_cast<int64_t>(entry.getNumArguments()) ||

@@ -138,7 +138,10 @@ def test_backward_recomputes_each_activation_where_it_is_used():
     # all at its start, the six would be live together with the gradients;
     # recomputed where each is used, three such buffers at most are live
     # (a GELU's gradient, the recomputed input of its weight's GEMM, the
-    # input's gradient).
+    # input's gradient), four since the weight gradients are allocated
+    # where they are first written (kiln.lazy_output): the buffers still
+    # live there leave the arena, which is held whole while they live (the
+    # step's total peak went from 6.5 to 5.5 MiB; eager's is 8.0).
     layers = []
     for _ in range(6):
         layers += [nn.Linear(256, 256), nn.GELU()]
@@ -146,7 +149,7 @@ def test_backward_recomputes_each_activation_where_it_is_used():
     ref = copy.deepcopy(model)
     peak = backward_intermediate_peak(model, x)
     activation = 512 * 256 * 4
-    assert peak < 4 * activation, peak / activation
+    assert peak <= 4 * activation + 4096, peak / activation
     assert stats()["compiled_backwards"] == 1
     check_grads(model, ref, x, rtol=1e-4, atol=1e-5)
 
