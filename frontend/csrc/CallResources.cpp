@@ -47,29 +47,36 @@ CallResources::~CallResources() {
 
 void *CallResources::allocate(void *context, int64_t index, int64_t bytes) {
   auto &self = *static_cast<CallResources *>(context);
-  void *data = nullptr;
-  bool ok = false;
+  bool known = index >= 0 && (size_t)index < self.sizes_.size() && self.sizes_[index];
+  if (known && self.results_[index]) // asked again: the same tensor (never freed under the code)
+    return self.data_[index];
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (!self.errType_ && index >= 0 && (size_t)index < self.sizes_.size()) {
-    // The entry's default-dtype guard held: torch.empty's default is
-    // entry.defaultDtype now.
-    PyObject *dtype = dtypeObject(self.entry_.results[index].dtype);
-    PyRef t = PyRef::steal(
-        emptyTensorPrebuilt(self.sizes_[index], dtype, dtype == self.entry_.defaultDtype));
-    data = t ? tensorDataPtr(t.get()) : nullptr;
-    ok = t && !PyErr_Occurred();
-    if (ok)
+  if (!self.errType_) {
+    PyRef t;
+    if (!known) {
+      PyErr_Format(PyExc_RuntimeError,
+                   "kiln: compiled code asked for result %lld, which is not a lazy result of %s "
+                   "(a kiln bug)",
+                   (long long)index, self.entry_.name.c_str());
+    } else {
+      // The entry's default-dtype guard held: torch.empty's default is
+      // entry.defaultDtype now.
+      PyObject *dtype = dtypeObject(self.entry_.results[index].dtype);
+      t = PyRef::steal(
+          emptyTensorPrebuilt(self.sizes_[index], dtype, dtype == self.entry_.defaultDtype));
+    }
+    void *data = t ? tensorDataPtr(t.get()) : nullptr;
+    if (t && !PyErr_Occurred()) {
       self.results_[index] = std::move(t);
-    else if (PyErr_Occurred())
-      PyErr_Fetch(&self.errType_, &self.errValue_, &self.errTrace_);
-    else
-      PyErr_SetString(PyExc_RuntimeError, "kiln: a lazy result's index is out of range");
-  }
-  if (!ok && !self.errType_ && PyErr_Occurred())
+      self.data_[index] = data;
+      PyGILState_Release(gil);
+      return data;
+    }
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_RuntimeError, "kiln: torch.empty gave no tensor for a result");
     PyErr_Fetch(&self.errType_, &self.errValue_, &self.errTrace_);
+  }
   PyGILState_Release(gil);
-  if (ok)
-    return data;
   // The code writes somewhere; the error is raised after the call.
   void *scratch = std::malloc(bytes > 0 ? (size_t)bytes : 1);
   if (!scratch)

@@ -51,7 +51,8 @@ public:
   /// caller handed over (empty: none).
   CallResources(const Entry &entry, std::vector<PyObject *> sizes, std::vector<PyRef> &results,
                 llvm::MutableArrayRef<PyRef> owned)
-      : entry_(entry), sizes_(std::move(sizes)), results_(results), owned_(owned) {}
+      : entry_(entry), sizes_(std::move(sizes)), results_(results), owned_(owned),
+        data_(sizes_.size(), nullptr) {}
   ~CallResources();
   CallResources(const CallResources &) = delete;
   CallResources &operator=(const CallResources &) = delete;
@@ -70,6 +71,7 @@ private:
   std::vector<PyObject *> sizes_;
   std::vector<PyRef> &results_;
   llvm::MutableArrayRef<PyRef> owned_;
+  std::vector<void *> data_; ///< per lazy result handed out: its data pointer
   std::vector<void *> scratch_;
   PyObject *errType_ = nullptr, *errValue_ = nullptr, *errTrace_ = nullptr;
 };
