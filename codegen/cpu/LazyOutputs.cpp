@@ -12,6 +12,7 @@
 // down after the alloc. Runs late, after the loops are final and the last
 // canonicalization (which would erase an alloc that is only written).
 //===----------------------------------------------------------------------===//
+#include "codegen/cpu/MemRefViews.h"
 #include "codegen/cpu/Passes.h"
 
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -24,28 +25,20 @@ namespace mlir::kiln {
 namespace {
 
 /// The first top-level op of `entry` touching `arg` (through views), or
-/// null; `views` gets the top-level view ops of `arg` (transitively) in
-/// the order met.
+/// null; `views` gets the top-level view ops of `arg` (transitively).
 Operation *firstTouch(BlockArgument arg, Block &entry, SmallVectorImpl<Operation *> &views) {
   Operation *first = nullptr;
-  SmallVector<Value> worklist{arg};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
+  for (Value v : viewsOf(arg)) {
+    if (!isa<BaseMemRefType>(v.getType()))
+      continue;
     for (Operation *user : v.getUsers()) {
       Operation *top = entry.findAncestorOpInBlock(*user);
-      if (!top)
-        continue;
-      if (v == arg && isa<memref::DimOp>(user))
+      if (!top || (v == arg && isa<memref::DimOp>(user)))
         continue;
       auto view = dyn_cast<ViewLikeOpInterface>(user);
-      if (view && view.getViewSource() == v && user == top) {
+      if (view && view.getViewSource() == v && user == top)
         views.push_back(user);
-        for (Value r : user->getResults())
-          if (isa<BaseMemRefType>(r.getType()))
-            worklist.push_back(r);
-        continue;
-      }
-      if (!first || top->isBeforeInBlock(first))
+      else if (!first || top->isBeforeInBlock(first))
         first = top;
     }
   }

@@ -3,8 +3,9 @@
 //
 // The live range of a buffer among the top-level ops of a block, following
 // its views, shared by kiln-cpu-plan-memory (which packs static buffers by
-// these ranges) and kiln-cpu-free-early (which frees each buffer after its
-// range ends).
+// these ranges), kiln-cpu-free-early (which frees each buffer after its
+// range ends) and kiln-cpu-release-dead-inputs (which releases an input
+// there).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CPU_LIVERANGES_H
 #define KILN_CODEGEN_CPU_LIVERANGES_H
