@@ -10,6 +10,8 @@
 #include "InputStamps.h"
 #include "GilOnce.h"
 
+#include "runtime/cpu/PackedGemm.h"
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -43,6 +45,7 @@ PyObject *tensorDied(PyObject *, PyObject *weak) {
     auto row = rows().find(it->second);
     if (row != rows().end()) {
       kilnDnnlForgetWeights(row->second.serial);
+      kilnGemmForgetWeights(row->second.serial);
       rows().erase(row);
     }
     byWeak().erase(it);

@@ -3,9 +3,9 @@
 //
 // The frontend half of runtime/cpu/WeightStamps.h: around a compiled
 // graph's run, publishes (data pointer, serial, version) of its input
-// tensors so that oneDNN convolutions reorder a weight once per tensor and
-// version instead of on every call. Only graphs whose shims asked for a
-// stamp on an earlier run are stamped (the others pay nothing).
+// tensors so that oneDNN convolutions and GEMMs (runtime/cpu/PackedGemm.h)
+// reorder a weight once per tensor and version instead of on every call. Only graphs whose shims
+// asked for a stamp on an earlier run are stamped (the others pay nothing).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTEND_INPUTSTAMPS_H
 #define KILN_FRONTEND_INPUTSTAMPS_H

@@ -17,6 +17,7 @@
 // dynamic threading off, like torch; SEQUENTIAL when no libgomp can load.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/BlasShims.h"
+#include "runtime/cpu/PackedGemm.h"
 #include "runtime/cpu/Threads.h"
 
 #include <cblas.h>
@@ -267,7 +268,13 @@ void _mlir_ciface_kiln_blas_sgemm(kiln::rt::StridedMemRef<float, 2> *a,
                                   kiln::rt::StridedMemRef<float, 2> *c, int32_t transB,
                                   float beta) {
   applyThreads();
-  matmul(matrix(a, 0), matrix(b, 0), matrix(c, 0), transB != 0, beta);
+  Matrix<float> am = matrix(a, 0), bm = matrix(b, 0), cm = matrix(c, 0);
+  // A stamped weight (kiln.config.freeze_weights) packed once: PackedGemm.h.
+  if (am.cols > 0 && am.blasCompatible() && bm.blasCompatible() && cm.blasCompatible() &&
+      kiln::rt::packedSgemm(b->data, transB != 0, cm.rows, cm.cols, am.cols, am.data, am.ld(),
+                            bm.data, bm.ld(), beta, cm.data, cm.ld()))
+    return;
+  matmul(am, bm, cm, transB != 0, beta);
 }
 
 void _mlir_ciface_kiln_blas_dgemm(kiln::rt::StridedMemRef<double, 2> *a,

@@ -17,6 +17,7 @@
 #include "runtime/cpu/DnnlConvBwd.h"
 #include "runtime/cpu/ConvReference.h"
 #include "runtime/cpu/DnnlCommon.h"
+#include "runtime/cpu/PackedWeights.h"
 #include "runtime/cpu/RuntimeLog.h"
 #include "runtime/cpu/Threads.h"
 #include "runtime/cpu/WeightStamps.h"
@@ -173,7 +174,7 @@ struct Packed {
 };
 
 std::mutex packedMutex;
-std::map<std::pair<uint64_t, std::vector<int64_t>>, Packed> packedCache;
+kiln::rt::PackedCache<Packed> packedCache;
 std::atomic<int64_t> packedBytes{0}, packs{0};
 
 /// The calling thread's buffer for weights packed on every call (not
@@ -320,11 +321,7 @@ extern "C" int64_t kilnDnnlConvReferenceCalls() { return referenceCalls.load(); 
 
 extern "C" void kilnDnnlForgetWeights(uint64_t serial) {
   std::lock_guard<std::mutex> lock(packedMutex);
-  auto first = packedCache.lower_bound({serial, {}});
-  auto last = packedCache.lower_bound({serial + 1, {}});
-  for (auto it = first; it != last; ++it)
-    packedBytes.fetch_sub(int64_t(it->second.bytes), std::memory_order_relaxed);
-  packedCache.erase(first, last);
+  kiln::rt::forgetPacked(packedCache, packedBytes, serial);
 }
 
 extern "C" int64_t kilnDnnlPackedBytes() { return packedBytes.load(std::memory_order_relaxed); }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/DnnlConvBwd.h"
+#include "runtime/cpu/PackedGemm.h"
 #include "runtime/cpu/WeightStamps.h"
 
 extern "C" int64_t kilnDnnlConvCalls() { return -1; }
@@ -14,6 +15,11 @@ extern "C" int64_t kilnDnnlConvCalls() { return -1; }
 namespace kiln::rt {
 
 bool haveDnnl() { return false; }
+
+bool packedSgemm(const void *, bool, int64_t, int64_t, int64_t, const float *, int64_t,
+                 const float *, int64_t, float, float *, int64_t) {
+  return false;
+}
 
 std::vector<std::pair<const char *, void *>> dnnlShimSymbols() { return {}; }
 
@@ -44,3 +50,11 @@ extern "C" int64_t kilnDnnlConvBwdCalls() { return -1; }
 extern "C" int64_t kilnDnnlConvBwdReferenceCalls() { return -1; }
 
 extern "C" void kilnDnnlConvBwdRefuse(int64_t) {}
+
+extern "C" void kilnGemmForgetWeights(uint64_t) {}
+
+extern "C" int64_t kilnGemmPackedBytes() { return -1; }
+
+extern "C" int64_t kilnGemmWeightPacks() { return -1; }
+
+extern "C" int64_t kilnGemmPackedCalls() { return -1; }

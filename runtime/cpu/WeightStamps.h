@@ -13,7 +13,9 @@
 // version counter (`t._version`: every in-place write through torch bumps
 // it: `add_`, `copy_`, `load_state_dict`). A cached derivation is valid
 // while serial, version and data pointer are those it was made from; when
-// the tensor dies the frontend calls kilnDnnlForgetWeights(serial).
+// the tensor dies the frontend calls kilnDnnlForgetWeights(serial) and
+// kilnGemmForgetWeights(serial) (PackedGemm.h: nn.Linear weights packed
+// for oneDNN's matmul).
 // A write that bypasses the version counter (through `t.data`, numpy, or
 // ctypes) is not seen: kiln.config.freeze_weights = False turns stamps off.
 //===----------------------------------------------------------------------===//

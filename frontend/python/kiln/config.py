@@ -98,8 +98,9 @@ class _Config:
     # convolution, an im2col GEMM). In cache key (the pipeline text).
     dnnl_conv_grads: bool = os.environ.get("KILN_DNNL_CONV_GRADS", "1") != "0"
     # KILN_FREEZE_WEIGHTS=1 (opt-in, like torch.compile's
-    # `torch._inductor.config.freezing`): oneDNN convolutions pack their
-    # weights once per weight tensor and version (`t._version`: in-place
+    # `torch._inductor.config.freezing`): oneDNN convolutions, and GEMMs
+    # with an nn.Linear weight (x @ W^T, 2+ rows: runtime/cpu/PackedGemm.h),
+    # pack their weights once per weight tensor and version (`t._version`: in-place
     # updates through torch bump it, a new tensor gets a new stamp), cached
     # until the tensor dies. Writes that bypass the version counter
     # (`p.data.mul_(...)`, numpy views of a weight) are NOT seen: the packed
