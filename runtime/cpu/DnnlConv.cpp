@@ -39,19 +39,46 @@ using kiln::rt::StridedMemRef;
 using Vec = StridedMemRef<float, 1>;
 
 std::atomic<int64_t> calls{0}, referenceCalls{0};
-std::atomic<bool> refuse{false};
+std::atomic<bool> refuse{false}, winogradOff{false};
+std::atomic<int64_t> winogradCalls{0};
 
-/// One convolution shape: its primitive and the reorders of its weights
-/// from the caller's layout into the primitive's: as they are, times a
-/// per-output-channel scale given at run time (BatchNorm folded; one pass),
-/// and, where oneDNN has no scaling reorder, from a plain (contiguous)
-/// scaled copy.
+/// A primitive's weight layout and the reorders of the caller's weights
+/// into it: as they are, times a per-output-channel scale given at run time
+/// (BatchNorm folded; one pass), and, where oneDNN has no scaling reorder,
+/// from a plain (contiguous) scaled copy.
+struct WeightLayout {
+  dnnl::memory::desc packedDesc;
+  dnnl::reorder fromUser, fromUserScaled, fromPlain;
+};
+
+/// The Winograd F(2x2, 3x3) primitive of a shape (3x3, stride 1, no
+/// dilation, one group), run only on stamped weights: its weight transform
+/// costs more than the convolution (0.45 ms at 64 channels, 8 ms at 256)
+/// and is done once per weight version. It takes blocked activations:
+/// reorders to and from the caller's layout around it.
+struct Winograd {
+  dnnl::convolution_forward conv;
+  WeightLayout weights;
+  dnnl::memory::desc src, dst;
+  dnnl::reorder toSrc, fromDst;
+};
+
+/// One convolution shape: its direct primitive, and its Winograd one where
+/// that pays (WinogradConvs below).
 struct Entry {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc userWeights, plainWeights, packedDesc;
-  dnnl::reorder fromUser, fromUserScaled, fromPlain;
+  dnnl::memory::desc userWeights, plainWeights;
+  WeightLayout weights;
+  std::unique_ptr<Winograd> winograd;
   bool reference = false; ///< oneDNN refused: kiln's own loops (ConvReference.h)
 };
+
+/// Winograd where 3x3 stride-1 outputs have at least this many positions
+/// (batch x height x width). One shape in a loop, 1 thread: 56x56x64
+/// 0.65-0.78 vs 1.29 ms direct, 28x28x128 0.59-0.70 vs 1.03-1.21, 14x14x256
+/// 0.81-0.96 vs 1.00-1.20, 7x7x512 no gain; frozen resnet50 with Winograd
+/// from 56x56, 28x28 or 14x14 up (docs/performance.md): 14x14 was fastest.
+constexpr int64_t kWinogradMinPositions = 196;
 
 dnnl::engine &engine() { return kiln::rt::dnnlEngine(); }
 
@@ -81,6 +108,64 @@ dnnl::post_ops activation(int64_t act) {
   return ops;
 }
 
+WeightLayout layoutFor(const Entry &entry, const dnnl::memory::desc &packedDesc, int64_t groups) {
+  WeightLayout layout;
+  layout.packedDesc = packedDesc;
+  layout.fromUser = dnnl::reorder(
+      dnnl::reorder::primitive_desc(engine(), entry.userWeights, engine(), packedDesc));
+  layout.fromPlain = dnnl::reorder(
+      dnnl::reorder::primitive_desc(engine(), entry.plainWeights, engine(), packedDesc));
+  try {
+    // Output scales over the output-channel dims: [F] or grouped [G, F/G].
+    dnnl::primitive_attr scaled;
+    scaled.set_output_scales(groups == 1 ? 1 : 3, {DNNL_RUNTIME_F32_VAL});
+    layout.fromUserScaled = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine(), entry.userWeights, engine(), packedDesc, scaled));
+  } catch (const dnnl::error &) {
+    // No scaling reorder for this layout: pack() scales a plain copy.
+  }
+  return layout;
+}
+
+/// The Winograd primitive of a shape where it pays, or null (not 3x3
+/// stride 1 without dilation and groups, too few positions, oneDNN has
+/// none for this CPU).
+std::unique_ptr<Winograd> winogradFor(const Entry &entry, const StridedMemRef<float, 4> *x,
+                                      const StridedMemRef<float, 4> *w,
+                                      const StridedMemRef<float, 4> *y, const int64_t *p,
+                                      const dnnl::memory::desc &bias,
+                                      const dnnl::primitive_attr &attr) {
+  const int64_t *ws = w->sizes, *ys = y->sizes;
+  bool shape = ws[2] == 3 && ws[3] == 3 && p[0] == 1 && p[1] == 1 && p[2] == 1 && p[3] == 1 &&
+               p[4] == 1 && p[5] == 1 && p[6] == 1 && p[7] == 1 && p[8] == 1;
+  if (!shape || ys[0] * ys[2] * ys[3] < kWinogradMinPositions)
+    return nullptr;
+  auto f32 = dnnl::memory::data_type::f32;
+  auto any = [&](const StridedMemRef<float, 4> *m) {
+    return dnnl::memory::desc(dnnl::memory::dims(m->sizes, m->sizes + 4), f32,
+                              dnnl::memory::format_tag::any);
+  };
+  try {
+    dnnl::memory::desc weights(entry.userWeights.dims(), f32, dnnl::memory::format_tag::any);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_winograd, any(x), weights,
+                                         bias, any(y), {1, 1}, {0, 0}, {1, 1}, {1, 1});
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+    auto wino = std::make_unique<Winograd>();
+    wino->conv = dnnl::convolution_forward(pd);
+    wino->weights = layoutFor(entry, pd.weights_desc(), 1);
+    wino->src = pd.src_desc();
+    wino->dst = pd.dst_desc();
+    wino->toSrc =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), describe(x), engine(), wino->src));
+    wino->fromDst =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), wino->dst, engine(), describe(y)));
+    return wino;
+  } catch (const dnnl::error &) {
+    return nullptr;
+  }
+}
+
 std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMemRef<float, 4> *w,
                               const StridedMemRef<float, 4> *y, const int64_t *p) {
   auto user = describeWeights(w->sizes, w->strides, p[8]);
@@ -98,20 +183,8 @@ std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMem
   entry->conv = dnnl::convolution_forward(pd);
   entry->userWeights = user;
   entry->plainWeights = describeWeights(s, plainStrides, p[8]);
-  entry->packedDesc = pd.weights_desc();
-  entry->fromUser =
-      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), entry->packedDesc));
-  entry->fromPlain = dnnl::reorder(
-      dnnl::reorder::primitive_desc(engine(), entry->plainWeights, engine(), entry->packedDesc));
-  try {
-    // Output scales over the output-channel dims: [F] or grouped [G, F/G].
-    dnnl::primitive_attr scaled;
-    scaled.set_output_scales(p[8] == 1 ? 1 : 3, {DNNL_RUNTIME_F32_VAL});
-    entry->fromUserScaled = dnnl::reorder(
-        dnnl::reorder::primitive_desc(engine(), user, engine(), entry->packedDesc, scaled));
-  } catch (const dnnl::error &) {
-    // No scaling reorder for this layout: pack() scales a plain copy.
-  }
+  entry->weights = layoutFor(*entry, pd.weights_desc(), p[8]);
+  entry->winograd = winogradFor(*entry, x, w, y, p, bias, attr);
   return entry;
 }
 
@@ -127,21 +200,21 @@ std::vector<float> values(const Vec *v) {
 
 /// Reorders w (times scale[f] per output channel f unless all ones) into
 /// `packed`.
-void pack(Entry &entry, const StridedMemRef<float, 4> *w, const std::vector<float> &scale,
-          dnnl::stream &stream, dnnl::memory &packed) {
+void pack(const Entry &entry, const WeightLayout &layout, const StridedMemRef<float, 4> *w,
+          const std::vector<float> &scale, dnnl::stream &stream, dnnl::memory &packed) {
   const float *data = w->data + w->offset;
   if (std::all_of(scale.begin(), scale.end(), [](float s) { return s == 1.0f; })) {
     dnnl::memory user(entry.userWeights, engine(), const_cast<float *>(data));
-    entry.fromUser.execute(stream, user, packed);
+    layout.fromUser.execute(stream, user, packed);
     stream.wait();
     return;
   }
-  if (entry.fromUserScaled) {
+  if (layout.fromUserScaled) {
     dnnl::memory user(entry.userWeights, engine(), const_cast<float *>(data));
     dnnl::memory scales(dnnl::memory::desc({int64_t(scale.size())}, dnnl::memory::data_type::f32,
                                            dnnl::memory::format_tag::a),
                         engine(), const_cast<float *>(scale.data()));
-    entry.fromUserScaled.execute(
+    layout.fromUserScaled.execute(
         stream,
         {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, packed}, {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
     stream.wait();
@@ -156,7 +229,7 @@ void pack(Entry &entry, const StridedMemRef<float, 4> *w, const std::vector<floa
         for (int64_t j = 0; j < n[3]; ++j)
           *out++ = data[f * st[0] + c * st[1] + i * st[2] + j * st[3]] * scale[f];
   dnnl::memory src(entry.plainWeights, engine(), plain.data());
-  entry.fromPlain.execute(stream, src, packed);
+  layout.fromPlain.execute(stream, src, packed);
   stream.wait();
 }
 
@@ -177,49 +250,62 @@ std::mutex packedMutex;
 kiln::rt::PackedCache<Packed> packedCache;
 std::atomic<int64_t> packedBytes{0}, packs{0};
 
-/// The calling thread's buffer for weights packed on every call (not
-/// stamped), at least `bytes` long: one per thread, not one per shape, so
-/// that a model's unstamped weights are not held twice between calls.
-void *unstampedScratch(size_t bytes) {
+/// A growing buffer of the calling thread (thread_local instances): one
+/// per use, not one per shape, so that a model's shapes share it.
+class ScratchBuffer {
+public:
+  /// At least `bytes` long, 64-byte aligned; valid until the next get().
+  void *get(size_t bytes) {
+    if (bytes > size_) {
+      size_t rounded = (bytes + 63) / 64 * 64;
+      buffer_.reset(std::aligned_alloc(64, rounded));
+      if (!buffer_)
+        throw std::bad_alloc();
+      size_ = rounded;
+    }
+    return buffer_.get();
+  }
+
+private:
   struct Free {
     void operator()(void *p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<void, Free> buffer;
-  thread_local size_t size = 0;
-  if (bytes > size) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    buffer.reset(std::aligned_alloc(64, rounded));
-    if (!buffer)
-      throw std::bad_alloc();
-    size = rounded;
-  }
-  return buffer.get();
-}
+  std::unique_ptr<void, Free> buffer_;
+  size_t size_ = 0;
+};
 
-/// The entry's packed (and scaled) weights for `w`: from the cache when the
-/// frontend stamped w's tensor (an unchanged graph input) and it was packed
-/// at this version with this scale, else packed now (and cached when
-/// stamped).
-dnnl::memory weightsFor(Entry &entry, const std::vector<int64_t> &key,
+/// Weights packed on every call (not stamped): one buffer per thread, so
+/// that a model's unstamped weights are not held twice between calls.
+thread_local ScratchBuffer unstampedWeights;
+/// The blocked input and output of a Winograd convolution.
+thread_local ScratchBuffer winogradActivations;
+
+/// The weights for `w` in `layout` (packed and scaled): from the cache when
+/// the frontend stamped w's tensor (`stamp`: an unchanged graph input) and
+/// it was packed at this version with this scale, else packed now (and
+/// cached when stamped; `winograd` tells the two layouts of a shape apart).
+dnnl::memory weightsFor(const Entry &entry, const WeightLayout &layout, const KilnInputStamp *stamp,
+                        bool winograd, const std::vector<int64_t> &key,
                         const StridedMemRef<float, 4> *w, const Vec *scaleRef, dnnl::stream &stream,
                         std::shared_ptr<dnnl::memory> &hold) {
   std::vector<float> scale = values(scaleRef);
-  const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
+  const dnnl::memory::desc &desc = layout.packedDesc;
   if (!stamp) {
-    dnnl::memory packed(entry.packedDesc, engine(), unstampedScratch(entry.packedDesc.get_size()));
+    dnnl::memory packed(desc, engine(), unstampedWeights.get(desc.get_size()));
     packs.fetch_add(1, std::memory_order_relaxed);
-    pack(entry, w, scale, stream, packed);
+    pack(entry, layout, w, scale, stream, packed);
     return packed;
   }
   const void *data = w->data + w->offset;
   std::vector<int64_t> at = key;
   at.push_back(w->offset); // two views of one input differ in offset only
+  at.push_back(winograd);
   std::lock_guard<std::mutex> lock(packedMutex);
   Packed &p = packedCache[{stamp->serial, std::move(at)}];
   if (!p.memory || p.version != stamp->version || p.data != data || p.scale != scale) {
-    auto fresh = std::make_shared<dnnl::memory>(entry.packedDesc, engine());
-    pack(entry, w, scale, stream, *fresh);
-    size_t bytes = entry.packedDesc.get_size();
+    auto fresh = std::make_shared<dnnl::memory>(desc, engine());
+    pack(entry, layout, w, scale, stream, *fresh);
+    size_t bytes = desc.get_size();
     packedBytes.fetch_add(int64_t(bytes) - int64_t(p.bytes), std::memory_order_relaxed);
     packs.fetch_add(1, std::memory_order_relaxed);
     p = {stamp->version, data, std::move(scale), std::move(fresh), bytes};
@@ -277,12 +363,32 @@ bool runDnnl(Entry &entry, const std::vector<int64_t> &key, StridedMemRef<float,
                                             dnnl::memory::format_tag::a),
                          engine(), const_cast<float *>(bias.data()));
     std::shared_ptr<dnnl::memory> hold;
-    dnnl::memory weights = weightsFor(entry, key, w, scale, stream, hold);
-    entry.conv.execute(stream, {{DNNL_ARG_SRC, src},
+    const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
+    // Winograd only on stamped weights: its weight transform is done once.
+    Winograd *wino =
+        stamp && !winogradOff.load(std::memory_order_relaxed) ? entry.winograd.get() : nullptr;
+    dnnl::memory weights = weightsFor(entry, wino ? wino->weights : entry.weights, stamp,
+                                      wino != nullptr, key, w, scale, stream, hold);
+    if (!wino) {
+      entry.conv.execute(stream, {{DNNL_ARG_SRC, src},
+                                  {DNNL_ARG_WEIGHTS, weights},
+                                  {DNNL_ARG_BIAS, biasMem},
+                                  {DNNL_ARG_DST, dst}});
+      stream.wait();
+      return true;
+    }
+    size_t srcBytes = (wino->src.get_size() + 63) / 64 * 64;
+    auto *scratch = static_cast<char *>(winogradActivations.get(srcBytes + wino->dst.get_size()));
+    dnnl::memory blockedSrc(wino->src, engine(), scratch);
+    dnnl::memory blockedDst(wino->dst, engine(), scratch + srcBytes);
+    wino->toSrc.execute(stream, src, blockedSrc);
+    wino->conv.execute(stream, {{DNNL_ARG_SRC, blockedSrc},
                                 {DNNL_ARG_WEIGHTS, weights},
                                 {DNNL_ARG_BIAS, biasMem},
-                                {DNNL_ARG_DST, dst}});
+                                {DNNL_ARG_DST, blockedDst}});
+    wino->fromDst.execute(stream, blockedDst, dst);
     stream.wait();
+    winogradCalls.fetch_add(1, std::memory_order_relaxed);
     return true;
   } catch (const std::exception &e) {
     entry.reference = true;
@@ -316,6 +422,10 @@ extern "C" void _mlir_ciface_kiln_dnnl_conv2d_f32(
 }
 
 extern "C" void kilnDnnlConvRefuse(int64_t on) { refuse.store(on != 0); }
+
+extern "C" void kilnDnnlConvWinograd(int64_t on) { winogradOff.store(on == 0); }
+
+extern "C" int64_t kilnDnnlWinogradCalls() { return winogradCalls.load(std::memory_order_relaxed); }
 
 extern "C" int64_t kilnDnnlConvReferenceCalls() { return referenceCalls.load(); }
 

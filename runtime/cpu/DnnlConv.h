@@ -8,7 +8,10 @@
 // Operands are described by their logical NCHW / FCHW dims and their
 // strides, so one entry point takes NCHW and channels-last (NHWC) buffers;
 // oneDNN picks its fastest kernel for the layout (brgconv on NHWC with
-// AVX-512). Built only when CMake finds oneDNN (KILN_HAVE_DNNL).
+// AVX-512); 3x3 stride-1 convolutions with 14x14+ output positions whose
+// weights are stamped (packed once: freezing) run oneDNN's Winograd
+// F(2x2, 3x3) kernels instead, through blocked copies of their input and
+// output. Built only when CMake finds oneDNN (KILN_HAVE_DNNL).
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RUNTIME_CPU_DNNLCONV_H
 #define KILN_RUNTIME_CPU_DNNLCONV_H
@@ -100,6 +103,13 @@ void kilnDnnlConvRefuse(int64_t on);
 /// f32 convolutions run by kiln's reference loops so far (all threads),
 /// -1 without oneDNN.
 int64_t kilnDnnlConvReferenceCalls();
+/// Test hook: while `on` is zero, every f32 convolution runs oneDNN's
+/// direct kernels (no Winograd).
+void kilnDnnlConvWinograd(int64_t on);
+/// f32 convolutions run by oneDNN's Winograd kernels so far (all threads;
+/// 3x3 stride-1 convolutions with at least 14x14 output positions on
+/// stamped weights), -1 without oneDNN.
+int64_t kilnDnnlWinogradCalls();
 /// Bytes of packed weights cached now (stamped weights), -1 without oneDNN.
 int64_t kilnDnnlPackedBytes();
 /// Weight reorders run so far (cached or per call), -1 without oneDNN.

@@ -35,6 +35,10 @@ extern "C" void kilnDnnlConvRefuse(int64_t) {}
 
 extern "C" int64_t kilnDnnlConvReferenceCalls() { return -1; }
 
+extern "C" void kilnDnnlConvWinograd(int64_t) {}
+
+extern "C" int64_t kilnDnnlWinogradCalls() { return -1; }
+
 extern "C" void kilnDnnlQConvRefuse(int64_t) {}
 
 extern "C" int64_t kilnDnnlQConvReferenceCalls() { return -1; }

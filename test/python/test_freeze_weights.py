@@ -199,3 +199,47 @@ def test_thread_count_change_makes_primitives_for_it():
             assert packs() == before  # both thread counts' packs stay cached
     finally:
         torch.set_num_threads(saved)
+
+
+_LIB.kilnDnnlWinogradCalls.restype = ctypes.c_int64
+
+
+def winograd_calls() -> int:
+    return _LIB.kilnDnnlWinogradCalls()
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_winograd_on_frozen_3x3(channels_last):
+    """3x3 stride-1 convolutions with at least 14x14 output positions run
+    oneDNN's Winograd kernels on packed (stamped) weights, BatchNorm's scale
+    folded into them; stride 2 and unstamped weights stay direct. Results
+    match eager, an update is repacked, and the direct kernels agree."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                          nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(32, 16, 3, stride=2, padding=1)).eval()
+    model[1].running_mean.normal_()
+    model[1].running_var.uniform_(0.5, 2.0)
+    x = torch.randn(1, 16, 30, 30)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    compiled = warm(model, x)
+    with torch.no_grad():
+        before = winograd_calls()
+        want = model(x)
+        got = compiled(x)
+        compare(got, want)
+        assert winograd_calls() == before + 2  # the two stride-1 convolutions
+        model[3].weight.mul_(-0.5)
+        compare(compiled(x), model(x))
+        _LIB.kilnDnnlConvWinograd(0)
+        try:
+            before = winograd_calls()
+            compare(compiled(x), model(x))
+            assert winograd_calls() == before
+        finally:
+            _LIB.kilnDnnlConvWinograd(1)
+    with kiln.config.patch(freeze_weights=False), torch.no_grad():
+        before = winograd_calls()
+        compare(compiled(x), model(x))
+        assert winograd_calls() == before  # weights re-laid per call: direct

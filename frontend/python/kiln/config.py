@@ -100,7 +100,9 @@ class _Config:
     # KILN_FREEZE_WEIGHTS=1 (opt-in, like torch.compile's
     # `torch._inductor.config.freezing`): oneDNN convolutions, and GEMMs
     # with an nn.Linear weight (x @ W^T, 2+ rows: runtime/cpu/PackedGemm.h),
-    # pack their weights once per weight tensor and version (`t._version`: in-place
+    # pack their weights once per weight tensor and version (3x3 stride-1
+    # convolutions then run oneDNN's Winograd kernels, whose weight
+    # transform only pays once) (`t._version`: in-place
     # updates through torch bump it, a new tensor gets a new stamp), cached
     # until the tensor dies. Writes that bypass the version counter
     # (`p.data.mul_(...)`, numpy views of a weight) are NOT seen: the packed
