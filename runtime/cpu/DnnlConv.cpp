@@ -64,12 +64,14 @@ struct Winograd {
 };
 
 /// One convolution shape: its direct primitive, and its Winograd one where
-/// that pays (WinogradConvs below).
+/// that pays (kWinogradMinPositions), made on the first call with stamped
+/// weights.
 struct Entry {
   dnnl::convolution_forward conv;
   dnnl::memory::desc userWeights, plainWeights;
   WeightLayout weights;
   std::unique_ptr<Winograd> winograd;
+  bool winogradTried = false;
   bool reference = false; ///< oneDNN refused: kiln's own loops (ConvReference.h)
 };
 
@@ -132,9 +134,7 @@ WeightLayout layoutFor(const Entry &entry, const dnnl::memory::desc &packedDesc,
 /// none for this CPU).
 std::unique_ptr<Winograd> winogradFor(const Entry &entry, const StridedMemRef<float, 4> *x,
                                       const StridedMemRef<float, 4> *w,
-                                      const StridedMemRef<float, 4> *y, const int64_t *p,
-                                      const dnnl::memory::desc &bias,
-                                      const dnnl::primitive_attr &attr) {
+                                      const StridedMemRef<float, 4> *y, const int64_t *p) {
   const int64_t *ws = w->sizes, *ys = y->sizes;
   bool shape = ws[2] == 3 && ws[3] == 3 && p[0] == 1 && p[1] == 1 && p[2] == 1 && p[3] == 1 &&
                p[4] == 1 && p[5] == 1 && p[6] == 1 && p[7] == 1 && p[8] == 1;
@@ -146,6 +146,9 @@ std::unique_ptr<Winograd> winogradFor(const Entry &entry, const StridedMemRef<fl
                               dnnl::memory::format_tag::any);
   };
   try {
+    dnnl::memory::desc bias({ws[0]}, f32, dnnl::memory::format_tag::a);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(activation(p[9]));
     dnnl::memory::desc weights(entry.userWeights.dims(), f32, dnnl::memory::format_tag::any);
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                          dnnl::algorithm::convolution_winograd, any(x), weights,
@@ -184,7 +187,6 @@ std::unique_ptr<Entry> create(const StridedMemRef<float, 4> *x, const StridedMem
   entry->userWeights = user;
   entry->plainWeights = describeWeights(s, plainStrides, p[8]);
   entry->weights = layoutFor(*entry, pd.weights_desc(), p[8]);
-  entry->winograd = winogradFor(*entry, x, w, y, p, bias, attr);
   return entry;
 }
 
@@ -365,6 +367,10 @@ bool runDnnl(Entry &entry, const std::vector<int64_t> &key, StridedMemRef<float,
     std::shared_ptr<dnnl::memory> hold;
     const KilnInputStamp *stamp = kilnFindInputStamp(w->data);
     // Winograd only on stamped weights: its weight transform is done once.
+    if (stamp && !entry.winogradTried) {
+      entry.winograd = winogradFor(entry, x, w, y, params);
+      entry.winogradTried = true;
+    }
     Winograd *wino =
         stamp && !winogradOff.load(std::memory_order_relaxed) ? entry.winograd.get() : nullptr;
     dnnl::memory weights = weightsFor(entry, wino ? wino->weights : entry.weights, stamp,
