@@ -48,23 +48,26 @@ struct Packed {
 };
 
 std::mutex mutex;
-/// (serial, {m, n, k, offset of B in its tensor, ldb}).
+/// (serial, {the primitive's shape key, offset of B in its tensor}): the
+/// packed layout is the primitive's, which may differ per thread count.
 kiln::rt::PackedCache<Packed> cache;
 std::atomic<int64_t> packedBytes{0}, packs{0}, packedCalls{0};
 
 /// The calling thread's primitive for this shape (created on first use;
 /// `refused` when oneDNN has none).
-Primitive &primitiveFor(bool transB, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                        int64_t ldc, bool accumulate, int threads) {
+/// `shape` is {m, n, k, lda, ldb, ldc, accumulate, threads}; B is transposed.
+Primitive &primitiveFor(const std::vector<int64_t> &shape) {
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<Primitive>> primitives;
-  auto &slot = primitives[{transB, m, n, k, lda, ldb, ldc, accumulate, threads}];
+  auto &slot = primitives[shape];
   if (slot)
     return *slot;
+  int64_t m = shape[0], n = shape[1], k = shape[2], lda = shape[3], ldb = shape[4], ldc = shape[5];
+  bool accumulate = shape[6] != 0;
   slot = std::make_unique<Primitive>();
   try {
     auto f32 = memory::data_type::f32;
     slot->a = memory::desc({m, k}, f32, {lda, 1});
-    slot->user = transB ? memory::desc({k, n}, f32, {1, ldb}) : memory::desc({k, n}, f32, {ldb, 1});
+    slot->user = memory::desc({k, n}, f32, {1, ldb}); // B^T: [n, k] rows of ldb
     slot->c = memory::desc({m, n}, f32, {ldc, 1});
     memory::desc any({k, n}, f32, memory::format_tag::any);
     dnnl::primitive_attr attr;
@@ -96,14 +99,14 @@ bool packedSgemm(const void *bBase, bool transB, int64_t m, int64_t n, int64_t k
   const KilnInputStamp *stamp = kilnFindInputStamp(bBase);
   if (!stamp)
     return false;
-  int threads = dnnlApplyThreads();
-  Primitive &prim = primitiveFor(transB, m, n, k, lda, ldb, ldc, beta != 0.0f, threads);
+  std::vector<int64_t> shape = {m, n, k, lda, ldb, ldc, beta != 0.0f, dnnlApplyThreads()};
+  Primitive &prim = primitiveFor(shape);
   if (prim.refused)
     return false;
   dnnl::engine &engine = dnnlEngine();
   thread_local dnnl::stream stream(engine);
-  std::pair<uint64_t, std::vector<int64_t>> key{
-      stamp->serial, {m, n, k, b - static_cast<const float *>(bBase), ldb}};
+  shape.push_back(b - static_cast<const float *>(bBase)); // two views of one input
+  std::pair<uint64_t, std::vector<int64_t>> key{stamp->serial, std::move(shape)};
   std::shared_ptr<memory> hold;
   {
     std::lock_guard<std::mutex> lock(mutex);

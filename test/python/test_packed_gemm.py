@@ -153,3 +153,27 @@ def test_threads_share_packed_weights():
         t.join()
     assert not errors, errors
     assert packs() == before
+
+
+def test_thread_count_change_packs_for_it():
+    """A oneDNN matmul's packed layout belongs to the primitive, made per
+    thread count: a weight packed at 1 thread is not read by the 2-thread
+    primitive (each count keeps its own pack), and both give eager's answer."""
+    model, x = mlp(), torch.randn(64, 256)
+    saved = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        compiled = warm(model, x)
+        with torch.no_grad():
+            want = model(x)
+            before = packs()
+            torch.set_num_threads(2)
+            for _ in range(2):
+                compare(compiled(x), want)
+            assert packs() == before + 2  # the 2-thread primitives' own packs
+            for n in (1, 2, 1):
+                torch.set_num_threads(n)
+                compare(compiled(x), want)
+            assert packs() == before + 2  # both counts' packs stay cached
+    finally:
+        torch.set_num_threads(saved)
